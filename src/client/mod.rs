@@ -1,0 +1,240 @@
+//! Per-connection state (protocol version, database, name, MULTI queue, watches) and the
+//! registry of all connected clients.
+//!
+//! This sits below `cmd`, so commands such as EXEC or CLIENT LIST use it without reaching up
+//! into `server`. The registry is a `DashMap`: it needs no atomicity with the keyspace, only
+//! short inserts, removals and snapshots.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use tokio_util::sync::CancellationToken;
+
+/// What the registry and CLIENT LIST / KILL know about a client, shared with its connection.
+#[derive(Debug)]
+pub struct ClientInfo {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Peer address (`ip:port`).
+    pub addr: String,
+    /// Local address (`ip:port`).
+    pub laddr: String,
+    created: Instant,
+    last_active_ms: AtomicU64,
+    /// CLIENT SETNAME.
+    pub name: Mutex<Option<Bytes>>,
+    /// CLIENT SETINFO lib-name / lib-ver.
+    pub lib: Mutex<(Option<Bytes>, Option<Bytes>)>,
+    /// Selected database.
+    pub db: AtomicUsize,
+    /// Protocol version.
+    pub resp: AtomicU8,
+    /// Commands queued in MULTI, or -1.
+    pub multi: AtomicI64,
+    /// Last command name (lowercase).
+    pub last_cmd: Mutex<&'static str>,
+    /// Cancelled by CLIENT KILL or server shutdown.
+    pub kill: CancellationToken,
+    /// Bytes waiting in the input buffer.
+    pub qbuf: AtomicUsize,
+    /// CLIENT NO-EVICT / NO-TOUCH flags.
+    pub no_evict: AtomicBool,
+    /// CLIENT NO-TOUCH.
+    pub no_touch: AtomicBool,
+}
+
+impl ClientInfo {
+    /// Seconds since the connection opened.
+    pub fn age_secs(&self) -> u64 {
+        self.created.elapsed().as_secs()
+    }
+
+    /// Seconds since the last command.
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.created.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
+    }
+
+    /// Records activity (a command was run).
+    pub fn mark_active(&self) {
+        self.last_active_ms
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// The client's name, or empty.
+    pub fn name(&self) -> Option<Bytes> {
+        self.name.lock().map(|n| n.clone()).unwrap_or(None)
+    }
+
+    /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's format (without the newline).
+    pub fn render(&self) -> String {
+        let name = self.name().map(|n| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
+        let (lib_name, lib_ver) = self
+            .lib
+            .lock()
+            .map(|l| {
+                (
+                    l.0.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
+                    l.1.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
+                )
+            })
+            .unwrap_or_default();
+        let cmd = self.last_cmd.lock().map(|c| *c).unwrap_or_default();
+        let multi = self.multi.load(Ordering::Relaxed);
+        let flags = if multi >= 0 { "x" } else { "N" };
+        format!(
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            name,
+            self.age_secs(),
+            self.idle_secs(),
+            flags,
+            self.db.load(Ordering::Relaxed),
+            multi,
+            self.qbuf.load(Ordering::Relaxed),
+            if cmd.is_empty() { "NULL" } else { cmd },
+            self.resp.load(Ordering::Relaxed),
+            lib_name,
+            lib_ver,
+        )
+    }
+}
+
+/// All connected clients.
+#[derive(Debug, Default)]
+pub struct Registry {
+    clients: DashMap<u64, Arc<ClientInfo>>,
+    next_id: AtomicU64,
+}
+
+impl Registry {
+    /// Registers a new connection and returns its shared info.
+    pub fn register(&self, addr: String, laddr: String) -> Arc<ClientInfo> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let info = Arc::new(ClientInfo {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_active_ms: AtomicU64::new(0),
+            name: Mutex::new(None),
+            lib: Mutex::new((None, None)),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            multi: AtomicI64::new(-1),
+            last_cmd: Mutex::new(""),
+            kill: CancellationToken::new(),
+            qbuf: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+        });
+        self.clients.insert(id, info.clone());
+        info
+    }
+
+    /// Removes a closed connection.
+    pub fn unregister(&self, id: u64) {
+        self.clients.remove(&id);
+    }
+
+    /// How many clients are connected.
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// True when no client is connected.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    /// A snapshot of all clients, ordered by id.
+    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        let mut all: Vec<Arc<ClientInfo>> = self.clients.iter().map(|e| e.value().clone()).collect();
+        all.sort_by_key(|c| c.id);
+        all
+    }
+
+    /// One client by id.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+        self.clients.get(&id).map(|e| e.value().clone())
+    }
+}
+
+/// A command queued by MULTI: its arguments (name first), kept until EXEC.
+pub type Queued = Vec<Bytes>;
+
+/// The state one connection carries between commands.
+#[derive(Debug)]
+pub struct ClientState {
+    /// Shared with the registry.
+    pub info: Arc<ClientInfo>,
+    /// Protocol version (2 or 3).
+    pub resp: u8,
+    /// Selected database.
+    pub db: usize,
+    /// Commands queued since MULTI, or None outside a transaction.
+    pub multi: Option<Vec<Queued>>,
+    /// A queued command was refused: EXEC must abort.
+    pub multi_failed: bool,
+    /// Keys this client WATCHes (database, key).
+    pub watched: Vec<(usize, Bytes)>,
+    /// Set by the keyspace when a watched key is modified.
+    pub dirty: Arc<AtomicBool>,
+    /// Close the connection once the current replies are written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+    /// Delay the next write (DEBUG SLEEP).
+    pub sleep: Option<Duration>,
+    /// Send no reply to the current command (SHUTDOWN closes without one, as Redis).
+    pub no_reply: bool,
+    /// Authenticated (always true while no password is configured).
+    pub authenticated: bool,
+}
+
+impl ClientState {
+    /// Fresh state for a new connection.
+    pub fn new(info: Arc<ClientInfo>) -> Self {
+        ClientState {
+            info,
+            resp: 2,
+            db: 0,
+            multi: None,
+            multi_failed: false,
+            watched: Vec::new(),
+            dirty: Arc::new(AtomicBool::new(false)),
+            close_after_reply: false,
+            sleep: None,
+            no_reply: false,
+            authenticated: true,
+        }
+    }
+
+    /// The client id.
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+
+    /// Switches protocol version.
+    pub fn set_resp(&mut self, resp: u8) {
+        self.resp = resp;
+        self.info.resp.store(resp, Ordering::Relaxed);
+    }
+
+    /// Switches database.
+    pub fn set_db(&mut self, db: usize) {
+        self.db = db;
+        self.info.db.store(db, Ordering::Relaxed);
+    }
+
+    /// Leaves MULTI state (EXEC, DISCARD, RESET).
+    pub fn end_multi(&mut self) {
+        self.multi = None;
+        self.multi_failed = false;
+        self.info.multi.store(-1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,187 @@
+//! The server's clock: real time, or time a test moves by hand.
+//!
+//! Every time-dependent rule (expiry, TTL replies, CL.THROTTLE, TIME) reads `now` once per
+//! command (once per EXEC) from here and passes it down, so one command never sees two
+//! different times. Real time is anchored to a monotonic `Instant`, so an NTP step cannot
+//! mass-expire keys, yet it still reports Unix time for EXPIREAT, TIME and GCRA state.
+//!
+//! The test-double commands can freeze the clock, move it forward, and resume real time.
+//! Time never goes backwards: resuming continues from the frozen value, and setting an
+//! earlier time is refused.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A shared handle to the clock; cloning it is cheap and all clones see the same time.
+#[derive(Debug, Clone)]
+pub struct Clock {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    anchor: Instant,
+    anchor_unix_ns: u64,
+    /// Added to real time; set when real time resumes after a freeze so it continues from
+    /// the frozen value instead of jumping back.
+    offset_ns: AtomicU64,
+    frozen: AtomicBool,
+    frozen_ns: AtomicU64,
+    /// Woken whenever manual time moves, so reapers re-check their deadlines.
+    changed: tokio::sync::Notify,
+}
+
+/// Why a clock change was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClockError {
+    /// The requested time is before the current one.
+    #[error("ERR the clock cannot move backwards")]
+    Backwards,
+    /// The clock is running; freeze it first.
+    #[error("ERR the clock is not frozen (use CLOCK FREEZE first)")]
+    NotFrozen,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl Clock {
+    /// Real time.
+    pub fn system() -> Self {
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_nanos() as u64;
+        Clock {
+            inner: Arc::new(Inner {
+                anchor: Instant::now(),
+                anchor_unix_ns: unix,
+                offset_ns: AtomicU64::new(0),
+                frozen: AtomicBool::new(false),
+                frozen_ns: AtomicU64::new(0),
+                changed: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// A clock frozen at the current real time.
+    pub fn frozen() -> Self {
+        let c = Self::system();
+        c.freeze();
+        c
+    }
+
+    fn real_ns(&self) -> u64 {
+        let i = &self.inner;
+        i.anchor_unix_ns + i.anchor.elapsed().as_nanos() as u64 + i.offset_ns.load(Ordering::Relaxed)
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        if self.inner.frozen.load(Ordering::Relaxed) {
+            self.inner.frozen_ns.load(Ordering::Acquire)
+        } else {
+            self.real_ns()
+        }
+    }
+
+    /// Milliseconds since the Unix epoch.
+    #[inline]
+    pub fn now_ms(&self) -> u64 {
+        self.now_ns() / 1_000_000
+    }
+
+    /// True while time only moves by hand.
+    pub fn is_frozen(&self) -> bool {
+        self.inner.frozen.load(Ordering::Relaxed)
+    }
+
+    /// Stops time at its current value.
+    pub fn freeze(&self) {
+        if !self.is_frozen() {
+            self.inner.frozen_ns.store(self.real_ns(), Ordering::Release);
+            self.inner.frozen.store(true, Ordering::Release);
+        }
+    }
+
+    /// Lets real time run again, continuing from the frozen value.
+    pub fn resume(&self) {
+        if self.is_frozen() {
+            let frozen = self.inner.frozen_ns.load(Ordering::Acquire);
+            let real = self.real_ns();
+            if frozen > real {
+                self.inner.offset_ns.fetch_add(frozen - real, Ordering::AcqRel);
+            }
+            self.inner.frozen.store(false, Ordering::Release);
+            self.inner.changed.notify_waiters();
+        }
+    }
+
+    /// Moves frozen time forward by `by`.
+    pub fn advance(&self, by: Duration) -> Result<u64, ClockError> {
+        if !self.is_frozen() {
+            return Err(ClockError::NotFrozen);
+        }
+        let by = by.as_nanos().min(u64::MAX as u128) as u64;
+        let prev = self.inner.frozen_ns.load(Ordering::Acquire);
+        let now = prev.saturating_add(by);
+        self.inner.frozen_ns.store(now, Ordering::Release);
+        self.inner.changed.notify_waiters();
+        Ok(now)
+    }
+
+    /// Sets frozen time to `unix_ns`; refuses to go backwards.
+    pub fn set(&self, unix_ns: u64) -> Result<u64, ClockError> {
+        if !self.is_frozen() {
+            return Err(ClockError::NotFrozen);
+        }
+        let prev = self.inner.frozen_ns.load(Ordering::Acquire);
+        if unix_ns < prev {
+            return Err(ClockError::Backwards);
+        }
+        self.inner.frozen_ns.store(unix_ns, Ordering::Release);
+        self.inner.changed.notify_waiters();
+        Ok(unix_ns)
+    }
+
+    /// Waits at most `max` of real time, or until manual time moves.
+    pub async fn sleep_at_most(&self, max: Duration) {
+        let changed = self.inner.changed.notified();
+        tokio::select! {
+            _ = tokio::time::sleep(max) => {}
+            _ = changed => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frozen_time_moves_only_by_hand() {
+        let c = Clock::frozen();
+        let t = c.now_ns();
+        assert_eq!(c.now_ns(), t);
+        c.advance(Duration::from_millis(1500)).unwrap();
+        assert_eq!(c.now_ns(), t + 1_500_000_000);
+        assert_eq!(c.set(t), Err(ClockError::Backwards));
+        c.set(t + 2_000_000_000).unwrap();
+        assert_eq!(c.now_ms(), (t + 2_000_000_000) / 1_000_000);
+    }
+
+    #[test]
+    fn resume_never_goes_backwards() {
+        let c = Clock::frozen();
+        let t = c.now_ns();
+        c.advance(Duration::from_secs(3600)).unwrap();
+        c.resume();
+        assert!(c.now_ns() >= t + 3_600_000_000_000);
+        assert_eq!(c.advance(Duration::from_secs(1)), Err(ClockError::NotFrozen));
+    }
+}

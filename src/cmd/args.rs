@@ -1,0 +1,282 @@
+//! Argument parsing shared by every command: a cursor over the arguments and Redis's strict
+//! number parsers.
+//!
+//! Redis is strict where many parsers are lenient: `string2ll` refuses spaces, a leading `+`
+//! and leading zeros, and `strtod`-based doubles refuse surrounding spaces and NaN. Clients see
+//! the difference as error replies, so every command parses through these few functions.
+
+use bytes::Bytes;
+
+use crate::error::{CmdError, CmdResult};
+
+/// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => {}
+        _ => return None,
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parses a double as Redis's `string2d`/`strtod` path does: no surrounding spaces, no NaN;
+/// `inf`, `+inf`, `-inf`, exponents and leading `+` are accepted.
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let s = std::str::from_utf8(b).ok()?;
+    let v: f64 = s.parse().ok()?;
+    if v.is_nan() { None } else { Some(v) }
+}
+
+/// Formats a double the way INCRBYFLOAT and HINCRBYFLOAT store it: plain decimal notation,
+/// no exponent, the shortest text that reads back as the same value.
+pub fn format_human_double(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    format!("{v}")
+}
+
+/// A cursor over a command's arguments (the command name excluded).
+#[derive(Debug)]
+pub struct ArgCursor<'a> {
+    args: &'a [Bytes],
+    pos: usize,
+}
+
+impl<'a> ArgCursor<'a> {
+    /// A cursor over `args` (name excluded).
+    pub fn new(args: &'a [Bytes]) -> Self {
+        ArgCursor { args, pos: 0 }
+    }
+
+    /// The next argument, or a syntax error if there is none.
+    pub fn next(&mut self) -> CmdResult<&'a Bytes> {
+        let a = self.args.get(self.pos).ok_or(CmdError::Syntax)?;
+        self.pos += 1;
+        Ok(a)
+    }
+
+    /// The next argument as a slice.
+    pub fn next_bytes(&mut self) -> CmdResult<&'a [u8]> {
+        self.next().map(|b| &b[..])
+    }
+
+    /// The next argument as an i64 (Redis's "value is not an integer" on failure).
+    pub fn next_i64(&mut self) -> CmdResult<i64> {
+        parse_i64(self.next()?).ok_or(CmdError::NotInteger)
+    }
+
+    /// The next argument as a double (Redis's "value is not a valid float" on failure).
+    pub fn next_f64(&mut self) -> CmdResult<f64> {
+        parse_f64(self.next()?).ok_or(CmdError::NotFloat)
+    }
+
+    /// The next argument without consuming it.
+    pub fn peek(&self) -> Option<&'a Bytes> {
+        self.args.get(self.pos)
+    }
+
+    /// Consumes the next argument if it equals `keyword` (case-insensitive).
+    pub fn eat(&mut self, keyword: &str) -> bool {
+        match self.peek() {
+            Some(a) if a.eq_ignore_ascii_case(keyword.as_bytes()) => {
+                self.pos += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Arguments not consumed yet.
+    pub fn remaining(&self) -> usize {
+        self.args.len() - self.pos
+    }
+
+    /// All arguments not consumed yet (consuming them).
+    pub fn rest(&mut self) -> &'a [Bytes] {
+        let r = &self.args[self.pos..];
+        self.pos = self.args.len();
+        r
+    }
+
+    /// Syntax error if any argument is left.
+    pub fn finish(&self) -> CmdResult<()> {
+        if self.remaining() == 0 { Ok(()) } else { Err(CmdError::Syntax) }
+    }
+}
+
+/// True if `a` equals `keyword` ignoring ASCII case.
+pub fn is(a: &[u8], keyword: &str) -> bool {
+    a.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, `\` escapes.
+pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
+    fn eq(a: u8, b: u8, nocase: bool) -> bool {
+        if nocase { a.eq_ignore_ascii_case(&b) } else { a == b }
+    }
+    fn rec(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
+        if depth > 1000 {
+            return false;
+        }
+        let (mut pi, mut si) = (0, 0);
+        while pi < p.len() {
+            match p[pi] {
+                b'*' => {
+                    while pi + 1 < p.len() && p[pi + 1] == b'*' {
+                        pi += 1;
+                    }
+                    if pi + 1 == p.len() {
+                        return true;
+                    }
+                    for start in si..=s.len() {
+                        if rec(&p[pi + 1..], &s[start..], nocase, depth + 1) {
+                            return true;
+                        }
+                    }
+                    return false;
+                }
+                b'?' => {
+                    if si >= s.len() {
+                        return false;
+                    }
+                    si += 1;
+                }
+                b'[' => {
+                    if si >= s.len() {
+                        return false;
+                    }
+                    pi += 1;
+                    let not = pi < p.len() && p[pi] == b'^';
+                    if not {
+                        pi += 1;
+                    }
+                    let mut matched = false;
+                    loop {
+                        if pi >= p.len() {
+                            pi -= 1;
+                            break;
+                        }
+                        if p[pi] == b'\\' && pi + 2 < p.len() {
+                            pi += 1;
+                            if p[pi] == s[si] {
+                                matched = true;
+                            }
+                        } else if p[pi] == b']' {
+                            break;
+                        } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
+                            let (mut lo, mut hi) = (p[pi], p[pi + 2]);
+                            if lo > hi {
+                                std::mem::swap(&mut lo, &mut hi);
+                            }
+                            let c = s[si];
+                            if nocase {
+                                let c = c.to_ascii_lowercase();
+                                if c >= lo.to_ascii_lowercase() && c <= hi.to_ascii_lowercase() {
+                                    matched = true;
+                                }
+                            } else if c >= lo && c <= hi {
+                                matched = true;
+                            }
+                            pi += 2;
+                        } else if eq(p[pi], s[si], nocase) {
+                            matched = true;
+                        }
+                        pi += 1;
+                    }
+                    if not {
+                        matched = !matched;
+                    }
+                    if !matched {
+                        return false;
+                    }
+                    si += 1;
+                }
+                b'\\' if pi + 1 < p.len() => {
+                    pi += 1;
+                    if si >= s.len() || !eq(p[pi], s[si], nocase) {
+                        return false;
+                    }
+                    si += 1;
+                }
+                c => {
+                    if si >= s.len() || !eq(c, s[si], nocase) {
+                        return false;
+                    }
+                    si += 1;
+                }
+            }
+            pi += 1;
+        }
+        si == s.len()
+    }
+    rec(pattern, s, nocase, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_integers() {
+        for (s, v) in [("0", Some(0)), ("-1", Some(-1)), ("9223372036854775807", Some(i64::MAX)), ("-9223372036854775808", Some(i64::MIN))] {
+            assert_eq!(parse_i64(s.as_bytes()), v, "{s}");
+        }
+        for s in ["", "+1", "01", "-0", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1.0", "0x1", "-", "123456789012345678901"] {
+            assert_eq!(parse_i64(s.as_bytes()), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn doubles() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b""), None);
+        assert_eq!(format_human_double(10.5 + 0.1), "10.6");
+        assert_eq!(format_human_double(5200.0), "5200");
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"*", b"anything", false));
+        assert!(glob_match(b"h?llo", b"hello", false));
+        assert!(glob_match(b"h[ae]llo", b"hallo", false));
+        assert!(!glob_match(b"h[^e]llo", b"hello", false));
+        assert!(glob_match(b"h[a-b]llo", b"hbllo", false));
+        assert!(glob_match(b"rate:*:u1", b"rate:x:u1", false));
+        assert!(!glob_match(b"rate:*:u1", b"rate:x:u2", false));
+        assert!(glob_match(b"a\\*", b"a*", false));
+        assert!(glob_match(b"A*", b"abc", true));
+    }
+}

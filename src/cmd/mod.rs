@@ -1,0 +1,271 @@
+//! Commands: the table (name, arity, flags, key positions, handler), dispatch, MULTI
+//! queueing, and one module per command family.
+//!
+//! A request goes through `execute`: the name is looked up (case-insensitively), arity is
+//! checked against the table, and, inside MULTI, the command is queued (queue-time checks are
+//! only these two, as in Redis). Otherwise the shards of the command's keys (from the
+//! table's key positions) are locked in ascending order, the clock is read once, and the
+//! handler parses its arguments into a typed struct and applies it. Every family module
+//! follows that `parse → apply` split through the `Command` trait, so argument errors are
+//! produced in one place per command.
+
+pub mod args;
+pub mod hash;
+pub mod keys;
+pub mod list;
+pub mod server;
+pub mod set;
+pub mod strings;
+pub mod table;
+pub mod throttle;
+pub mod txn;
+pub mod zset;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::client::{ClientState, Registry};
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::store::{Keyspace, Locked};
+
+pub use args::ArgCursor;
+pub use table::{CommandSpec, CommandTable, KeySpec, LockMode};
+
+/// Server-wide state every command can reach.
+#[derive(Debug)]
+pub struct Shared {
+    /// The data.
+    pub keyspace: Arc<Keyspace>,
+    /// The clock every command reads once.
+    pub clock: Clock,
+    /// The configuration in force (CONFIG SET changes it).
+    pub config: std::sync::RwLock<Config>,
+    /// Connected clients.
+    pub clients: Registry,
+    /// The command table.
+    pub table: CommandTable,
+    /// Server counters for INFO.
+    pub stats: ServerStats,
+    /// Cancelled to stop the server (SHUTDOWN, signals).
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// The port actually bound.
+    pub port: std::sync::atomic::AtomicU16,
+    /// When the server started.
+    pub started: Instant,
+    /// A random 40-hex-digit id (INFO run_id).
+    pub run_id: String,
+    /// Values CONFIG SET gave to parameters sluice reports but does not act on.
+    pub params: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+/// Counters INFO reports.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Commands run.
+    pub total_commands: AtomicU64,
+    /// Connections accepted.
+    pub total_connections: AtomicU64,
+    /// Connections refused (maxclients).
+    pub rejected_connections: AtomicU64,
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Error replies sent.
+    pub total_error_replies: AtomicU64,
+}
+
+impl Shared {
+    /// Builds the shared state for `config`.
+    pub fn new(config: Config, clock: Clock) -> Self {
+        let keyspace = Arc::new(Keyspace::new(config.effective_shards(), config.databases, clock.now_ms()));
+        let run_id: String = (0..40).map(|_| format!("{:x}", rand::random::<u8>() & 0xf)).collect();
+        Shared {
+            keyspace,
+            clock,
+            config: std::sync::RwLock::new(config),
+            clients: Registry::default(),
+            table: CommandTable::build(),
+            stats: ServerStats::default(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
+            port: std::sync::atomic::AtomicU16::new(0),
+            started: Instant::now(),
+            run_id,
+            params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+        }
+    }
+
+    /// A copy of the configuration.
+    pub fn config(&self) -> Config {
+        self.config.read().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+/// What a handler works with: the server, the calling client, the locked shards and `now`.
+pub struct Ctx<'a> {
+    /// Server-wide state.
+    pub shared: &'a Shared,
+    /// The calling client.
+    pub client: &'a mut ClientState,
+    /// The shards this command holds.
+    pub store: Locked<'a>,
+    /// The command's time, read once (Unix ms).
+    pub now_ms: u64,
+    /// The same instant in ns (CL.THROTTLE).
+    pub now_ns: u64,
+    /// True while running the commands of an EXEC.
+    pub in_exec: bool,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database.
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+}
+
+/// A command parsed into a typed struct, then applied.
+pub trait Command: Sized {
+    /// Parses the arguments after the command name. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// A table handler: gets the full argument list (name first).
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+
+/// The handler for any `Command`: parse the arguments after the name (and, for
+/// subcommands, after the subcommand name), then apply.
+pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    run_from::<C, 1>(ctx, args)
+}
+
+/// `run` for subcommands: arguments start after the subcommand name.
+pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    run_from::<C, 2>(ctx, args)
+}
+
+fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(SKIP..).unwrap_or(&[]));
+    match C::parse(&mut cursor).and_then(|c| c.apply(ctx)) {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
+
+/// Redis's reply to an unknown command, byte for byte (trailing space included).
+pub fn unknown_command(args: &[Bytes]) -> CmdError {
+    let name = args.first().map(|n| printable(n, 128)).unwrap_or_default();
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push('\'');
+        rest.push_str(&printable(a, room));
+        rest.push_str("' ");
+    }
+    CmdError::owned(format!("ERR unknown command '{name}', with args beginning with: {rest}"))
+}
+
+/// Text of a client argument inside an error line: C-string semantics (stops at NUL),
+/// truncated, with CR/LF turned into spaces so the reply stays one line.
+pub fn printable(b: &[u8], max: usize) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    String::from_utf8_lossy(&b[..end]).replace(['\r', '\n'], " ")
+}
+
+/// Resolved command: the spec to run.
+pub enum Lookup<'t> {
+    /// Found; arity checked.
+    Found(&'t CommandSpec),
+    /// An error to reply (unknown command or subcommand, wrong arity).
+    Error(CmdError),
+}
+
+/// Looks up and arity-checks a request.
+pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
+    let Some(spec) = args.first().and_then(|name| table.get(name)) else {
+        return Lookup::Error(unknown_command(args));
+    };
+    let spec = if spec.subcommands.is_empty() || args.len() < 2 {
+        spec
+    } else {
+        match spec.subcommands.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())) {
+            Some(sub) => sub,
+            None => {
+                return Lookup::Error(CmdError::owned(format!(
+                    "ERR unknown subcommand '{}'. Try {} HELP.",
+                    printable(&args[1], 128),
+                    spec.name.to_ascii_uppercase()
+                )));
+            }
+        }
+    };
+    let n = args.len() as i32;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Lookup::Error(CmdError::WrongArity(spec.full_name()));
+    }
+    Lookup::Found(spec)
+}
+
+/// Locks what `spec` needs for `args`.
+pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> Locked<'a> {
+    match spec.lock {
+        LockMode::None => shared.keyspace.lock_none(),
+        LockMode::All => shared.keyspace.lock_all(),
+        LockMode::Keys => shared.keyspace.lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+    }
+}
+
+/// Runs one request for a client and returns the reply (queueing it inside MULTI).
+pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
+    client.info.mark_active();
+    let spec = match lookup(&shared.table, args) {
+        Lookup::Found(spec) => spec,
+        Lookup::Error(e) => {
+            if client.multi.is_some() {
+                client.multi_failed = true;
+            }
+            shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+            return e.into();
+        }
+    };
+    if client.multi.is_some() && !spec.immediate {
+        if let Some(queue) = client.multi.as_mut() {
+            queue.push(args.to_vec());
+            client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
+        }
+        return Reply::status("QUEUED");
+    }
+    let started = Instant::now();
+    let store = lock_for(shared, spec, args);
+    let now_ns = shared.clock.now_ns();
+    let mut ctx = Ctx {
+        shared,
+        client,
+        store,
+        now_ms: now_ns / 1_000_000,
+        now_ns,
+        in_exec: false,
+    };
+    let reply = (spec.handler)(&mut ctx, args);
+    drop(ctx);
+    shared.table.record(spec, started.elapsed(), reply.is_error());
+    if reply.is_error() {
+        shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+    }
+    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut last) = client.info.last_cmd.lock() {
+        *last = spec.name;
+    }
+    reply
+}

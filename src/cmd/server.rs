@@ -1,0 +1,1070 @@
+//! Connection and server commands: PING, ECHO, QUIT, RESET, HELLO, AUTH, CLIENT, COMMAND,
+//! INFO, CONFIG, TIME, DEBUG, FUNCTION, SHUTDOWN.
+//!
+//! These are what clients send when they connect (redis-py 8 opens with `HELLO 3` and
+//! `CLIENT SETINFO`, redis-cli with `COMMAND DOCS`) and what operators and monitoring read
+//! (INFO's sections and field names are parsed by tools, so they follow Redis's exactly).
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use crate::cmd::args::{glob_match, parse_f64, parse_i64};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+/// The connection and server commands.
+pub static COMMANDS: &[C] = &[
+    C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>).with_acl(&["@fast", "@connection"]),
+    C::new("echo", 2, &["fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
+    C::new("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Quit>)
+        .immediate()
+        .with_acl(&["@fast", "@connection"]),
+    C::new("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Reset>)
+        .immediate()
+        .self_locking()
+        .with_acl(&["@fast", "@connection"]),
+    C::new("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Hello>)
+        .with_acl(&["@fast", "@connection"]),
+    C::new("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Auth>)
+        .with_acl(&["@fast", "@connection"]),
+    C::new("client", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CLIENT),
+    C::new("command", -1, &["loading", "stale"], C::keys(0, 0, 0), run::<CommandList<false>>)
+        .with_subcommands(COMMAND)
+        .with_acl(&["@slow", "@connection"]),
+    C::new("info", -1, &["loading", "stale"], C::keys(0, 0, 0), run::<Info>).with_acl(&["@slow", "@dangerous"]),
+    C::new("config", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CONFIG),
+    C::new("time", 1, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Time>).with_acl(&["@fast"]),
+    C::new("debug", -2, &["admin", "noscript", "loading", "stale"], C::keys(0, 0, 0), run::<Help>)
+        .with_subcommands(DEBUG)
+        .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(FUNCTION),
+    C::new("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], C::keys(0, 0, 0), run::<Shutdown>)
+        .with_acl(&["@admin", "@slow", "@dangerous"]),
+];
+
+/// Test-double commands, present only in test mode (filled in by the test-double module).
+pub static TEST_COMMANDS: &[C] = &[];
+
+static CLIENT: &[C] = &[
+    C::new("client|setname", 3, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientSetName>),
+    C::new("client|getname", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientGetName>),
+    C::new("client|id", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientId>),
+    C::new("client|info", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientInfoCmd>),
+    C::new("client|list", -2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientList>),
+    C::new("client|kill", -3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientKill>),
+    C::new("client|setinfo", 4, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientSetInfo>),
+    C::new("client|no-evict", 3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientFlag<0>>),
+    C::new("client|no-touch", 3, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientFlag<1>>),
+    C::new("client|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+];
+
+static COMMAND: &[C] = &[
+    C::new("command|count", 2, &["loading", "stale"], KeySpec::None, run_sub::<CommandCount>),
+    C::new("command|info", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandInfo>),
+    C::new("command|docs", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandDocs>),
+    C::new("command|list", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandList<true>>),
+    C::new("command|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+];
+
+static CONFIG: &[C] = &[
+    C::new("config|get", -3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigGet>),
+    C::new("config|set", -4, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigSet>),
+    C::new("config|resetstat", 2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigResetStat>),
+    C::new("config|rewrite", 2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigRewrite>),
+    C::new("config|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+];
+
+static DEBUG: &[C] = &[
+    C::new("debug|sleep", 3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<DebugSleep>),
+    C::new("debug|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+];
+
+static FUNCTION: &[C] = &[
+    C::new("function|flush", -2, &["write", "noscript"], KeySpec::None, run_sub::<FunctionFlush>),
+    C::new("function|list", -2, &["noscript"], KeySpec::None, run_sub::<FunctionList>),
+    C::new("function|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+];
+
+/// `<CMD> HELP` and bare containers: a short help text.
+#[derive(Debug)]
+pub struct Help;
+
+impl Command for Help {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Help)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Array(vec![Reply::Status("See https://redis.io/commands for this command's subcommands.".into())]))
+    }
+}
+
+/// PING [message]
+#[derive(Debug)]
+pub struct Ping {
+    message: Option<Bytes>,
+}
+
+impl Command for Ping {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        if a.remaining() > 1 {
+            return Err(CmdError::WrongArity("ping".into()));
+        }
+        Ok(Ping { message: a.peek().cloned() })
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
+    }
+}
+
+/// ECHO message
+#[derive(Debug)]
+pub struct Echo {
+    message: Bytes,
+}
+
+impl Command for Echo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Echo { message: a.next()?.clone() })
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Bulk(self.message))
+    }
+}
+
+/// QUIT
+#[derive(Debug)]
+pub struct Quit;
+
+impl Command for Quit {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Quit)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.client.close_after_reply = true;
+        Ok(Reply::ok())
+    }
+}
+
+/// RESET: back to a fresh connection's state.
+#[derive(Debug)]
+pub struct Reset;
+
+impl Command for Reset {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Reset)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.client.end_multi();
+        super::txn::unwatch_all(ctx);
+        ctx.client.set_db(0);
+        ctx.client.set_resp(2);
+        if let Ok(mut name) = ctx.client.info.name.lock() {
+            *name = None;
+        }
+        ctx.client.info.no_evict.store(false, Ordering::Relaxed);
+        ctx.client.info.no_touch.store(false, Ordering::Relaxed);
+        Ok(Reply::status("RESET"))
+    }
+}
+
+fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
+    let _ = pass;
+    // No password is configured: the default user accepts anything, other users do not exist.
+    match user {
+        None => Err(CmdError::msg(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        )),
+        Some(u) if u == b"default" => {
+            let _ = ctx;
+            Ok(())
+        }
+        Some(_) => Err(CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.")),
+    }
+}
+
+/// AUTH [username] password
+#[derive(Debug)]
+pub struct Auth {
+    user: Option<Bytes>,
+    pass: Bytes,
+}
+
+impl Command for Auth {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        match a.remaining() {
+            1 => Ok(Auth {
+                user: None,
+                pass: a.next()?.clone(),
+            }),
+            2 => Ok(Auth {
+                user: Some(a.next()?.clone()),
+                pass: a.next()?.clone(),
+            }),
+            _ => Err(CmdError::Syntax),
+        }
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        check_password(ctx, self.user.as_deref(), &self.pass)?;
+        ctx.client.authenticated = true;
+        Ok(Reply::ok())
+    }
+}
+
+/// HELLO [protover [AUTH user pass] [SETNAME name]]
+#[derive(Debug)]
+pub struct Hello {
+    proto: Option<i64>,
+    auth: Option<(Bytes, Bytes)>,
+    name: Option<Bytes>,
+}
+
+impl Command for Hello {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut h = Hello {
+            proto: None,
+            auth: None,
+            name: None,
+        };
+        if a.remaining() == 0 {
+            return Ok(h);
+        }
+        let v = parse_i64(a.next()?).ok_or(CmdError::msg("ERR Protocol version is not an integer or out of range"))?;
+        h.proto = Some(v);
+        while let Some(opt) = a.peek() {
+            let left = a.remaining() - 1;
+            if opt.eq_ignore_ascii_case(b"AUTH") && left >= 2 {
+                a.next()?;
+                h.auth = Some((a.next()?.clone(), a.next()?.clone()));
+            } else if opt.eq_ignore_ascii_case(b"SETNAME") && left >= 1 {
+                a.next()?;
+                h.name = Some(a.next()?.clone());
+            } else {
+                return Err(CmdError::owned(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    super::printable(opt, 128)
+                )));
+            }
+        }
+        Ok(h)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(v) = self.proto {
+            if !(2..=3).contains(&v) {
+                return Err(CmdError::msg("NOPROTO unsupported protocol version"));
+            }
+        }
+        if let Some((user, pass)) = &self.auth {
+            check_password(ctx, Some(user), pass)?;
+            ctx.client.authenticated = true;
+        }
+        if let Some(name) = &self.name {
+            validate_client_name(name)?;
+            set_name(ctx, name);
+        }
+        if let Some(v) = self.proto {
+            ctx.client.set_resp(v as u8);
+        }
+        let version = ctx.shared.config().redis_version;
+        Ok(Reply::Map(vec![
+            (Reply::bulk(b"server"), Reply::bulk(b"redis")),
+            (Reply::bulk(b"version"), Reply::Bulk(Bytes::from(version))),
+            (Reply::bulk(b"proto"), Reply::Int(ctx.client.resp as i64)),
+            (Reply::bulk(b"id"), Reply::Int(ctx.client.id() as i64)),
+            (Reply::bulk(b"mode"), Reply::bulk(b"standalone")),
+            (Reply::bulk(b"role"), Reply::bulk(b"master")),
+            (Reply::bulk(b"modules"), Reply::Array(vec![])),
+        ]))
+    }
+}
+
+fn validate_client_name(name: &[u8]) -> CmdResult<()> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::msg("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
+}
+
+fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) {
+    if let Ok(mut n) = ctx.client.info.name.lock() {
+        *n = if name.is_empty() { None } else { Some(Bytes::copy_from_slice(name)) };
+    }
+}
+
+/// CLIENT SETNAME name
+#[derive(Debug)]
+pub struct ClientSetName {
+    name: Bytes,
+}
+
+impl Command for ClientSetName {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientSetName { name: a.next()?.clone() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        validate_client_name(&self.name)?;
+        set_name(ctx, &self.name);
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT GETNAME
+#[derive(Debug)]
+pub struct ClientGetName;
+
+impl Command for ClientGetName {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientGetName)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(ctx.client.info.name().into())
+    }
+}
+
+/// CLIENT ID
+#[derive(Debug)]
+pub struct ClientId;
+
+impl Command for ClientId {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientId)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(ctx.client.id() as i64))
+    }
+}
+
+/// CLIENT INFO
+#[derive(Debug)]
+pub struct ClientInfoCmd;
+
+impl Command for ClientInfoCmd {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientInfoCmd)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let mut line = ctx.client.info.render();
+        line.push('\n');
+        Ok(Reply::Verbatim(Bytes::from(line)))
+    }
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id …]
+#[derive(Debug)]
+pub struct ClientList {
+    ids: Option<Vec<u64>>,
+    normal_only: Option<bool>,
+}
+
+impl Command for ClientList {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut l = ClientList {
+            ids: None,
+            normal_only: None,
+        };
+        while a.remaining() > 0 {
+            if a.eat("TYPE") {
+                let t = a.next()?.to_ascii_lowercase();
+                l.normal_only = Some(match &t[..] {
+                    b"normal" => true,
+                    b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                    _ => {
+                        return Err(CmdError::owned(format!(
+                            "ERR Unknown client type '{}'",
+                            String::from_utf8_lossy(&t)
+                        )));
+                    }
+                });
+            } else if a.eat("ID") {
+                let mut ids = Vec::new();
+                while let Some(id) = a.peek() {
+                    match parse_i64(id) {
+                        Some(n) if n > 0 => ids.push(n as u64),
+                        _ => return Err(CmdError::msg("ERR Invalid client ID")),
+                    }
+                    a.next()?;
+                }
+                if ids.is_empty() {
+                    return Err(CmdError::Syntax);
+                }
+                l.ids = Some(ids);
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(l)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let mut out = String::new();
+        if self.normal_only != Some(false) {
+            for c in ctx.shared.clients.snapshot() {
+                if self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
+                    out.push_str(&c.render());
+                    out.push('\n');
+                }
+            }
+        }
+        Ok(Reply::Verbatim(Bytes::from(out)))
+    }
+}
+
+/// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR a] [LADDR a] [SKIPME yes|no] [TYPE t] [USER u]
+#[derive(Debug)]
+pub struct ClientKill {
+    legacy: Option<Bytes>,
+    id: Option<u64>,
+    addr: Option<Bytes>,
+    laddr: Option<Bytes>,
+    skipme: bool,
+}
+
+impl Command for ClientKill {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut k = ClientKill {
+            legacy: None,
+            id: None,
+            addr: None,
+            laddr: None,
+            skipme: true,
+        };
+        if a.remaining() == 1 {
+            k.legacy = Some(a.next()?.clone());
+            return Ok(k);
+        }
+        while a.remaining() > 0 {
+            let opt = a.next()?.to_ascii_lowercase();
+            let val = a.next()?;
+            match &opt[..] {
+                b"id" => match parse_i64(val) {
+                    Some(n) if n > 0 => k.id = Some(n as u64),
+                    _ => return Err(CmdError::msg("ERR client-id should be greater than 0")),
+                },
+                b"addr" => k.addr = Some(val.clone()),
+                b"laddr" => k.laddr = Some(val.clone()),
+                b"skipme" => {
+                    k.skipme = match &val.to_ascii_lowercase()[..] {
+                        b"yes" => true,
+                        b"no" => false,
+                        _ => return Err(CmdError::Syntax),
+                    }
+                }
+                b"type" | b"user" | b"maxage" => {}
+                _ => return Err(CmdError::Syntax),
+            }
+        }
+        Ok(k)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let me = ctx.client.id();
+        let mut killed = 0;
+        for c in ctx.shared.clients.snapshot() {
+            let matches = if let Some(addr) = &self.legacy {
+                c.addr.as_bytes() == &addr[..]
+            } else {
+                self.id.is_none_or(|id| id == c.id)
+                    && self.addr.as_ref().is_none_or(|a| c.addr.as_bytes() == &a[..])
+                    && self.laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == &a[..])
+                    && !(self.skipme && c.id == me)
+            };
+            if matches {
+                killed += 1;
+                if c.id == me {
+                    ctx.client.close_after_reply = true;
+                } else {
+                    c.kill.cancel();
+                }
+            }
+        }
+        if self.legacy.is_some() {
+            return if killed == 0 { Err(CmdError::msg("ERR No such client")) } else { Ok(Reply::ok()) };
+        }
+        Ok(Reply::Int(killed))
+    }
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value
+#[derive(Debug)]
+pub struct ClientSetInfo {
+    attr: Bytes,
+    value: Bytes,
+}
+
+impl Command for ClientSetInfo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientSetInfo {
+            attr: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let attr = self.attr.to_ascii_lowercase();
+        let which = match &attr[..] {
+            b"lib-name" => 0,
+            b"lib-ver" => 1,
+            _ => {
+                return Err(CmdError::owned(format!(
+                    "ERR Unrecognized option '{}'",
+                    super::printable(&self.attr, 128)
+                )));
+            }
+        };
+        if self.value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+            return Err(CmdError::owned(format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                String::from_utf8_lossy(&attr)
+            )));
+        }
+        if let Ok(mut lib) = ctx.client.info.lib.lock() {
+            let v = (!self.value.is_empty()).then(|| self.value.clone());
+            if which == 0 { lib.0 = v } else { lib.1 = v }
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT NO-EVICT (0) / NO-TOUCH (1) on|off
+#[derive(Debug)]
+pub struct ClientFlag<const WHICH: u8> {
+    on: bool,
+}
+
+impl<const WHICH: u8> Command for ClientFlag<WHICH> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let v = a.next()?.to_ascii_lowercase();
+        match &v[..] {
+            b"on" => Ok(ClientFlag { on: true }),
+            b"off" => Ok(ClientFlag { on: false }),
+            _ => Err(CmdError::Syntax),
+        }
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let flag = if WHICH == 0 { &ctx.client.info.no_evict } else { &ctx.client.info.no_touch };
+        flag.store(self.on, Ordering::Relaxed);
+        Ok(Reply::ok())
+    }
+}
+
+fn status_set(items: &[&'static str]) -> Reply {
+    Reply::Set(items.iter().map(|f| Reply::status(f)).collect())
+}
+
+/// The COMMAND INFO entry of one command, as Redis 7 shapes it.
+pub fn command_info(spec: &C) -> Reply {
+    let (first, last, step) = spec.keys.triple();
+    let key_specs = if first > 0 {
+        let flags: &[&'static str] = if spec.has_flag("write") { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+        vec![Reply::Map(vec![
+            (Reply::bulk(b"flags"), status_set(flags)),
+            (
+                Reply::bulk(b"begin_search"),
+                Reply::Map(vec![
+                    (Reply::bulk(b"type"), Reply::bulk(b"index")),
+                    (Reply::bulk(b"spec"), Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(first as i64))])),
+                ]),
+            ),
+            (
+                Reply::bulk(b"find_keys"),
+                Reply::Map(vec![
+                    (Reply::bulk(b"type"), Reply::bulk(b"range")),
+                    (
+                        Reply::bulk(b"spec"),
+                        Reply::Map(vec![
+                            (Reply::bulk(b"lastkey"), Reply::Int(if last < 0 { last as i64 } else { (last - first) as i64 })),
+                            (Reply::bulk(b"keystep"), Reply::Int(step as i64)),
+                            (Reply::bulk(b"limit"), Reply::Int(0)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ])]
+    } else {
+        vec![]
+    };
+    Reply::Array(vec![
+        Reply::bulk(spec.name.as_bytes()),
+        Reply::Int(spec.arity as i64),
+        status_set(spec.flags),
+        Reply::Int(first as i64),
+        Reply::Int(last as i64),
+        Reply::Int(step as i64),
+        status_set(spec.acl),
+        Reply::Set(vec![]),
+        Reply::Array(key_specs),
+        Reply::Array(spec.subcommands.iter().map(command_info).collect()),
+    ])
+}
+
+/// COMMAND (all infos) / COMMAND LIST (names)
+#[derive(Debug)]
+pub struct CommandList<const NAMES: bool>;
+
+impl<const NAMES: bool> Command for CommandList<NAMES> {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandList)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let all = ctx.shared.table.commands();
+        Ok(Reply::Array(if NAMES {
+            all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
+        } else {
+            all.iter().map(|c| command_info(c)).collect()
+        }))
+    }
+}
+
+/// COMMAND COUNT
+#[derive(Debug)]
+pub struct CommandCount;
+
+impl Command for CommandCount {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandCount)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(ctx.shared.table.commands().len() as i64))
+    }
+}
+
+fn find_spec(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static C> {
+    let lower = name.to_ascii_lowercase();
+    match lower.iter().position(|&c| c == b'|') {
+        None => ctx.shared.table.get(&lower),
+        Some(p) => ctx
+            .shared
+            .table
+            .get(&lower[..p])?
+            .subcommands
+            .iter()
+            .find(|s| s.name.as_bytes() == &lower[..]),
+    }
+}
+
+/// COMMAND INFO [name …]
+#[derive(Debug)]
+pub struct CommandInfo {
+    names: Vec<Bytes>,
+}
+
+impl Command for CommandInfo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandInfo { names: a.rest().to_vec() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.names.is_empty() {
+            return CommandList::<false>.apply(ctx);
+        }
+        Ok(Reply::Array(
+            self.names
+                .iter()
+                .map(|n| find_spec(ctx, n).map_or(Reply::NullArray, command_info))
+                .collect(),
+        ))
+    }
+}
+
+/// COMMAND DOCS [name …]: documentation is not shipped; each known command maps to an
+/// empty doc, which redis-cli accepts.
+#[derive(Debug)]
+pub struct CommandDocs {
+    names: Vec<Bytes>,
+}
+
+impl Command for CommandDocs {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandDocs { names: a.rest().to_vec() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let specs: Vec<&C> = if self.names.is_empty() {
+            ctx.shared.table.commands()
+        } else {
+            self.names.iter().filter_map(|n| find_spec(ctx, n)).collect()
+        };
+        Ok(Reply::Map(
+            specs
+                .into_iter()
+                .map(|s| (Reply::bulk(s.name.as_bytes()), Reply::Map(vec![])))
+                .collect(),
+        ))
+    }
+}
+
+/// TIME
+#[derive(Debug)]
+pub struct Time;
+
+impl Command for Time {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Time)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let us = ctx.now_ns / 1000;
+        Ok(Reply::Array(vec![
+            Reply::bulk_int((us / 1_000_000) as i64),
+            Reply::bulk_int((us % 1_000_000) as i64),
+        ]))
+    }
+}
+
+/// DEBUG SLEEP seconds (fractions allowed); delays this client only.
+#[derive(Debug)]
+pub struct DebugSleep {
+    secs: f64,
+}
+
+impl Command for DebugSleep {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let secs = parse_f64(a.next()?).unwrap_or(0.0);
+        Ok(DebugSleep { secs })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.secs > 0.0 {
+            ctx.client.sleep = Some(Duration::from_secs_f64(self.secs.min(3600.0)));
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// FUNCTION FLUSH [ASYNC|SYNC]: no functions exist, so there is nothing to flush.
+#[derive(Debug)]
+pub struct FunctionFlush;
+
+impl Command for FunctionFlush {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        if a.remaining() > 1 || (a.remaining() == 1 && !a.eat("ASYNC") && !a.eat("SYNC")) {
+            return Err(CmdError::msg("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+        }
+        Ok(FunctionFlush)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::ok())
+    }
+}
+
+/// FUNCTION LIST: always empty.
+#[derive(Debug)]
+pub struct FunctionList;
+
+impl Command for FunctionList {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        a.rest();
+        Ok(FunctionList)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Array(vec![]))
+    }
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+#[derive(Debug)]
+pub struct Shutdown;
+
+impl Command for Shutdown {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        for opt in a.rest() {
+            if !["nosave", "save", "now", "force", "abort"].iter().any(|o| opt.eq_ignore_ascii_case(o.as_bytes())) {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(Shutdown)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
+        ctx.shared.shutdown.cancel();
+        // Redis closes the connection without replying when it shuts down.
+        ctx.client.close_after_reply = true;
+        ctx.client.no_reply = true;
+        Ok(Reply::ok())
+    }
+}
+
+/// CONFIG GET pattern [pattern …]
+#[derive(Debug)]
+pub struct ConfigGet {
+    patterns: Vec<Bytes>,
+}
+
+impl Command for ConfigGet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigGet { patterns: a.rest().to_vec() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let cfg = ctx.shared.config();
+        let overrides = ctx.shared.params.lock().map(|p| p.clone()).unwrap_or_default();
+        let mut out = Vec::new();
+        for (name, default) in crate::config::REDIS_PARAMS {
+            let wanted = self
+                .patterns
+                .iter()
+                .any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes(), true));
+            if wanted {
+                let value = cfg
+                    .param(name)
+                    .or_else(|| overrides.get(*name).cloned())
+                    .unwrap_or_else(|| default.to_string());
+                out.push((Reply::bulk(name.as_bytes()), Reply::Bulk(Bytes::from(value))));
+            }
+        }
+        Ok(Reply::Map(out))
+    }
+}
+
+/// CONFIG SET name value [name value …]
+#[derive(Debug)]
+pub struct ConfigSet {
+    pairs: Vec<(String, String)>,
+}
+
+impl Command for ConfigSet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let rest = a.rest();
+        let mut pairs = Vec::new();
+        for chunk in rest.chunks(2) {
+            let name = String::from_utf8_lossy(&chunk[0]).to_ascii_lowercase();
+            let known = crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name);
+            if !known || chunk.len() < 2 {
+                return Err(CmdError::owned(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    super::printable(&chunk[0], 128)
+                )));
+            }
+            pairs.push((name, String::from_utf8_lossy(&chunk[1]).into_owned()));
+        }
+        Ok(ConfigSet { pairs })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let Ok(mut cfg) = ctx.shared.config.write() else {
+            return Err(CmdError::msg("ERR configuration is unavailable"));
+        };
+        let mut next = cfg.clone();
+        let mut recorded = Vec::new();
+        for (name, value) in &self.pairs {
+            match next.set_param(name, value) {
+                Ok(true) => {}
+                Ok(false) => recorded.push((name.clone(), value.clone())),
+                Err(why) => {
+                    return Err(CmdError::owned(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    )));
+                }
+            }
+        }
+        *cfg = next;
+        if let Ok(mut params) = ctx.shared.params.lock() {
+            params.extend(recorded);
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// CONFIG RESETSTAT
+#[derive(Debug)]
+pub struct ConfigResetStat;
+
+impl Command for ConfigResetStat {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigResetStat)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.shared.table.reset_stats();
+        let s = &ctx.shared.stats;
+        for c in [&s.total_commands, &s.total_connections, &s.rejected_connections, &s.net_input_bytes, &s.net_output_bytes, &s.total_error_replies] {
+            c.store(0, Ordering::Relaxed);
+        }
+        ctx.shared.keyspace.reset_stats();
+        Ok(Reply::ok())
+    }
+}
+
+/// CONFIG REWRITE
+#[derive(Debug)]
+pub struct ConfigRewrite;
+
+impl Command for ConfigRewrite {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigRewrite)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Err(CmdError::msg("ERR The server is running without a config file"))
+    }
+}
+
+/// INFO [section …]
+#[derive(Debug)]
+pub struct Info {
+    sections: Vec<String>,
+}
+
+impl Command for Info {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Info {
+            sections: a.rest().iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Verbatim(Bytes::from(info_text(ctx, &self.sections))))
+    }
+}
+
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace",
+];
+
+fn human_bytes(n: usize) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n}B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}G", n / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+/// Builds INFO's text for the requested sections (Redis's names and formats).
+pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
+    let all = requested.iter().any(|s| s == "all" || s == "everything");
+    let wanted = |name: &str| -> bool {
+        if requested.is_empty() || requested.iter().any(|s| s == "default") {
+            return DEFAULT_SECTIONS.contains(&name);
+        }
+        (all && name != "commandstats" && name != "latencystats") && DEFAULT_SECTIONS.contains(&name)
+            || all && (name == "commandstats")
+            || requested.iter().any(|s| s == name)
+    };
+    let shared = ctx.shared;
+    let cfg = shared.config();
+    let uptime = shared.started.elapsed().as_secs();
+    let mut out = String::new();
+    let mut section = |title: &str, body: String| {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {title}\r\n{body}");
+    };
+    if wanted("server") {
+        let mut b = String::new();
+        let _ = write!(
+            b,
+            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nserver_name:sluice\r\nsluice_version:{}\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:sluice\r\nconfig_file:\r\nio_threads_active:0\r\n",
+            cfg.redis_version,
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            usize::BITS,
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            shared.run_id,
+            shared.port.load(Ordering::Relaxed),
+            ctx.now_ns / 1000,
+            uptime,
+            uptime / 86400,
+            (ctx.now_ms / 1000) & ((1 << 24) - 1),
+        );
+        section("Server", b);
+    }
+    if wanted("clients") {
+        section(
+            "Clients",
+            format!(
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                shared.clients.len(),
+                cfg.maxclients
+            ),
+        );
+    }
+    if wanted("memory") {
+        let used = crate::alloc_stats::allocated();
+        let rss = crate::alloc_stats::rss();
+        let peak = crate::alloc_stats::peak();
+        let dataset = shared.keyspace.fold(0usize, |acc, s| acc + s.approx_memory());
+        section(
+            "Memory",
+            format!(
+                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:0\r\nused_memory_dataset:{dataset}\r\nallocator_allocated:{used}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n",
+                human_bytes(used),
+                human_bytes(rss),
+                human_bytes(peak),
+                if peak > 0 { used as f64 * 100.0 / peak as f64 } else { 100.0 },
+                used.saturating_sub(dataset),
+                if used > 0 { rss as f64 / used as f64 } else { 0.0 },
+            ),
+        );
+    }
+    if wanted("persistence") {
+        section(
+            "Persistence",
+            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:0\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n".into(),
+        );
+    }
+    if wanted("stats") {
+        let s = &shared.stats;
+        let ks = shared.keyspace.stats();
+        section(
+            "Stats",
+            format!(
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
+                s.total_connections.load(Ordering::Relaxed),
+                s.total_commands.load(Ordering::Relaxed),
+                s.net_input_bytes.load(Ordering::Relaxed),
+                s.net_output_bytes.load(Ordering::Relaxed),
+                s.rejected_connections.load(Ordering::Relaxed),
+                ks.expired_keys,
+                ks.keyspace_hits,
+                ks.keyspace_misses,
+                s.total_error_replies.load(Ordering::Relaxed),
+            ),
+        );
+    }
+    if wanted("replication") {
+        section(
+            "Replication",
+            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n".into(),
+        );
+    }
+    if wanted("cpu") {
+        let (user, sys) = crate::alloc_stats::cpu_times();
+        section(
+            "CPU",
+            format!(
+                "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+            ),
+        );
+    }
+    if wanted("modules") {
+        section("Modules", String::new());
+    }
+    if wanted("commandstats") {
+        let mut b = String::new();
+        for (spec, st) in shared.table.stats() {
+            let calls = st.calls.load(Ordering::Relaxed);
+            let usec = st.usec.load(Ordering::Relaxed);
+            let failed = st.failed.load(Ordering::Relaxed);
+            let _ = write!(
+                b,
+                "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls=0,failed_calls={failed}\r\n",
+                spec.name,
+                if calls > 0 { usec as f64 / calls as f64 } else { 0.0 }
+            );
+        }
+        section("Commandstats", b);
+    }
+    if wanted("errorstats") {
+        section("Errorstats", String::new());
+    }
+    if wanted("cluster") {
+        section("Cluster", "cluster_enabled:0\r\n".into());
+    }
+    if wanted("keyspace") {
+        let mut b = String::new();
+        for (db, keys, expires, avg_ttl) in shared.keyspace.db_summary(ctx.now_ms) {
+            let _ = write!(b, "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n");
+        }
+        section("Keyspace", b);
+    }
+    out
+}

@@ -1,0 +1,6 @@
+//! set commands (being written).
+
+use super::CommandSpec as C;
+
+/// The set commands.
+pub static COMMANDS: &[C] = &[];

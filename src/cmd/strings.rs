@@ -1,0 +1,533 @@
+//! String commands: GET, SET and its variants, counters (INCR…), APPEND, STRLEN.
+//!
+//! The fixed-window limiter lives here (`SET k 1 EX p NX`, `INCR k`), so counters are stored
+//! as `Value::Int` and INCR does no parsing or allocation when the value is already one.
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::cmd::args::{format_human_double, parse_f64, parse_i64};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::store::Value;
+
+/// The string commands.
+pub static COMMANDS: &[C] = &[
+    C::new("get", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Get>).with_acl(&["@read", "@string", "@fast"]),
+    C::new("set", -3, &["write", "denyoom"], C::keys(1, 1, 1), run::<Set>).with_acl(&["@write", "@string", "@slow"]),
+    C::new("setnx", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<SetNx>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("setex", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetEx<false>>).with_acl(&["@write", "@string", "@slow"]),
+    C::new("psetex", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetEx<true>>).with_acl(&["@write", "@string", "@slow"]),
+    C::new("getset", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<GetSet>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("getdel", 2, &["write", "fast"], C::keys(1, 1, 1), run::<GetDel>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("getex", -2, &["write", "fast"], C::keys(1, 1, 1), run::<GetEx>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("mget", -2, &["readonly", "fast"], C::keys(1, -1, 1), run::<MGet>).with_acl(&["@read", "@string", "@fast"]),
+    C::new("mset", -3, &["write", "denyoom"], C::keys(1, -1, 2), run::<MSet<false>>).with_acl(&["@write", "@string", "@slow"]),
+    C::new("msetnx", -3, &["write", "denyoom"], C::keys(1, -1, 2), run::<MSet<true>>).with_acl(&["@write", "@string", "@slow"]),
+    C::new("incr", 2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Incr<1>>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("decr", 2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Incr<-1>>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("incrby", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrBy<false>>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("decrby", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrBy<true>>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("incrbyfloat", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrByFloat>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("append", 3, &["write", "denyoom"], C::keys(1, 1, 1), run::<Append>).with_acl(&["@write", "@string", "@fast"]),
+    C::new("strlen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<StrLen>).with_acl(&["@read", "@string", "@fast"]),
+];
+
+/// Reads a string value: None if missing, WRONGTYPE for other types.
+fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<Bytes>> {
+    let db = ctx.db();
+    match ctx.store.read_value(db, key, ctx.now_ms) {
+        None => Ok(None),
+        Some(v) => v.as_bytes().map(Some),
+    }
+}
+
+/// How a command's TTL argument is expressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlUnit {
+    /// EX: relative seconds.
+    Seconds,
+    /// PX: relative ms.
+    Millis,
+    /// EXAT: absolute Unix seconds.
+    UnixSeconds,
+    /// PXAT: absolute Unix ms.
+    UnixMillis,
+}
+
+/// Turns a SET/GETEX/SETEX TTL argument into an absolute Unix ms deadline, with Redis's
+/// checks: not an integer → "not an integer"; ≤ 0 or overflowing → "invalid expire time".
+pub fn expire_deadline(arg: &[u8], unit: TtlUnit, now_ms: u64, cmd: &'static str) -> CmdResult<u64> {
+    let n = parse_i64(arg).ok_or(CmdError::NotInteger)?;
+    let invalid = CmdError::InvalidExpire(cmd);
+    if n <= 0 {
+        return Err(invalid);
+    }
+    let ms = match unit {
+        TtlUnit::Seconds | TtlUnit::UnixSeconds => n.checked_mul(1000).ok_or(invalid.clone())?,
+        _ => n,
+    };
+    let at = match unit {
+        TtlUnit::Seconds | TtlUnit::Millis => ms.checked_add(now_ms as i64).ok_or(invalid.clone())?,
+        _ => ms,
+    };
+    if at <= 0 {
+        return Err(invalid);
+    }
+    Ok(at as u64)
+}
+
+/// GET key
+#[derive(Debug)]
+pub struct Get {
+    key: Bytes,
+}
+
+impl Command for Get {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Get { key: a.next()?.clone() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(read_string(ctx, &self.key)?.into())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Always,
+    Nx,
+    Xx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// Drop any TTL.
+    Clear,
+    /// KEEPTTL.
+    Keep,
+    /// An absolute deadline (ms).
+    At(u64),
+}
+
+/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+#[derive(Debug)]
+pub struct Set {
+    key: Bytes,
+    value: Bytes,
+    cond: Cond,
+    get: bool,
+    ttl: Option<(TtlUnit, Bytes)>,
+    keep_ttl: bool,
+}
+
+impl Command for Set {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut s = Set {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+            cond: Cond::Always,
+            get: false,
+            ttl: None,
+            keep_ttl: false,
+        };
+        while let Some(opt) = a.peek() {
+            let opt = opt.to_ascii_uppercase();
+            a.next()?;
+            let unit = match &opt[..] {
+                b"NX" if s.cond != Cond::Xx => {
+                    s.cond = Cond::Nx;
+                    continue;
+                }
+                b"XX" if s.cond != Cond::Nx => {
+                    s.cond = Cond::Xx;
+                    continue;
+                }
+                b"GET" => {
+                    s.get = true;
+                    continue;
+                }
+                b"KEEPTTL" if s.ttl.is_none() => {
+                    s.keep_ttl = true;
+                    continue;
+                }
+                b"EX" => TtlUnit::Seconds,
+                b"PX" => TtlUnit::Millis,
+                b"EXAT" => TtlUnit::UnixSeconds,
+                b"PXAT" => TtlUnit::UnixMillis,
+                _ => return Err(CmdError::Syntax),
+            };
+            if s.ttl.is_some() || s.keep_ttl || a.remaining() == 0 {
+                return Err(CmdError::Syntax);
+            }
+            s.ttl = Some((unit, a.next()?.clone()));
+        }
+        Ok(s)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let ttl = match &self.ttl {
+            Some((unit, arg)) => Ttl::At(expire_deadline(arg, *unit, ctx.now_ms, "set")?),
+            None if self.keep_ttl => Ttl::Keep,
+            None => Ttl::Clear,
+        };
+        let db = ctx.db();
+        let old = if self.get { Some(read_string(ctx, &self.key)?) } else { None };
+        let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
+        if (self.cond == Cond::Nx && exists) || (self.cond == Cond::Xx && !exists) {
+            return Ok(match old {
+                Some(v) => v.into(),
+                None => Reply::Null,
+            });
+        }
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), ttl);
+        Ok(match old {
+            Some(v) => v.into(),
+            None => Reply::ok(),
+        })
+    }
+}
+
+fn store_string(ctx: &mut Ctx<'_>, key: &[u8], value: Value, ttl: Ttl) {
+    let db = ctx.db();
+    match ttl {
+        Ttl::Clear => ctx.store.set(db, key, value, None),
+        Ttl::At(at) => ctx.store.set(db, key, value, Some(at)),
+        Ttl::Keep => ctx.store.set_keep_ttl(db, key, value, ctx.now_ms),
+    }
+}
+
+/// SETNX key value
+#[derive(Debug)]
+pub struct SetNx {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for SetNx {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(SetNx {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        if ctx.store.exists(db, &self.key, ctx.now_ms) {
+            return Ok(Reply::Int(0));
+        }
+        ctx.store.set(db, &self.key, Value::from_bytes(&self.value), None);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// SETEX key seconds value / PSETEX key ms value
+#[derive(Debug)]
+pub struct SetEx<const MILLIS: bool> {
+    key: Bytes,
+    ttl: Bytes,
+    value: Bytes,
+}
+
+impl<const MILLIS: bool> Command for SetEx<MILLIS> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(SetEx {
+            key: a.next()?.clone(),
+            ttl: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (unit, name) = if MILLIS { (TtlUnit::Millis, "psetex") } else { (TtlUnit::Seconds, "setex") };
+        let at = expire_deadline(&self.ttl, unit, ctx.now_ms, name)?;
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::At(at));
+        Ok(Reply::ok())
+    }
+}
+
+/// GETSET key value
+#[derive(Debug)]
+pub struct GetSet {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for GetSet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(GetSet {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let old = read_string(ctx, &self.key)?;
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::Clear);
+        Ok(old.into())
+    }
+}
+
+/// GETDEL key
+#[derive(Debug)]
+pub struct GetDel {
+    key: Bytes,
+}
+
+impl Command for GetDel {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(GetDel { key: a.next()?.clone() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let old = read_string(ctx, &self.key)?;
+        if old.is_some() {
+            let db = ctx.db();
+            ctx.store.remove(db, &self.key, ctx.now_ms);
+        }
+        Ok(old.into())
+    }
+}
+
+/// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
+#[derive(Debug)]
+pub struct GetEx {
+    key: Bytes,
+    ttl: Option<(TtlUnit, Bytes)>,
+    persist: bool,
+}
+
+impl Command for GetEx {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut g = GetEx {
+            key: a.next()?.clone(),
+            ttl: None,
+            persist: false,
+        };
+        while let Some(opt) = a.peek() {
+            let opt = opt.to_ascii_uppercase();
+            a.next()?;
+            let unit = match &opt[..] {
+                b"PERSIST" if g.ttl.is_none() => {
+                    g.persist = true;
+                    continue;
+                }
+                b"EX" => TtlUnit::Seconds,
+                b"PX" => TtlUnit::Millis,
+                b"EXAT" => TtlUnit::UnixSeconds,
+                b"PXAT" => TtlUnit::UnixMillis,
+                _ => return Err(CmdError::Syntax),
+            };
+            if g.ttl.is_some() || g.persist || a.remaining() == 0 {
+                return Err(CmdError::Syntax);
+            }
+            g.ttl = Some((unit, a.next()?.clone()));
+        }
+        Ok(g)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let at = match &self.ttl {
+            Some((unit, arg)) => Some(expire_deadline(arg, *unit, ctx.now_ms, "getex")?),
+            None => None,
+        };
+        let Some(value) = read_string(ctx, &self.key)? else {
+            return Ok(Reply::Null);
+        };
+        let db = ctx.db();
+        if let Some(at) = at {
+            if at <= ctx.now_ms {
+                ctx.store.remove(db, &self.key, ctx.now_ms);
+            } else {
+                ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
+            }
+        } else if self.persist {
+            let has_ttl = ctx.store.lookup(db, &self.key, ctx.now_ms).is_some_and(|e| e.expire_at().is_some());
+            if has_ttl {
+                ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
+            }
+        }
+        Ok(Reply::Bulk(value))
+    }
+}
+
+/// MGET key [key …]
+#[derive(Debug)]
+pub struct MGet {
+    keys: Vec<Bytes>,
+}
+
+impl Command for MGet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(MGet { keys: a.rest().to_vec() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let out = self
+            .keys
+            .iter()
+            .map(|k| match ctx.store.read_value(db, k, ctx.now_ms).map(|v| v.as_bytes()) {
+                Some(Ok(b)) => Reply::Bulk(b),
+                _ => Reply::Null,
+            })
+            .collect();
+        Ok(Reply::Array(out))
+    }
+}
+
+/// MSET / MSETNX key value [key value …]
+#[derive(Debug)]
+pub struct MSet<const NX: bool> {
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+impl<const NX: bool> Command for MSet<NX> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let rest = a.rest();
+        if rest.len() % 2 != 0 {
+            return Err(CmdError::WrongArity(if NX { "msetnx" } else { "mset" }.into()));
+        }
+        Ok(MSet {
+            pairs: rest.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        if NX && self.pairs.iter().any(|(k, _)| ctx.store.exists(db, k, ctx.now_ms)) {
+            return Ok(Reply::Int(0));
+        }
+        for (k, v) in &self.pairs {
+            ctx.store.set(db, k, Value::from_bytes(v), None);
+        }
+        Ok(if NX { Reply::Int(1) } else { Reply::ok() })
+    }
+}
+
+/// Adds `by` to the integer at `key` (created as 0), keeping its TTL.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
+    let db = ctx.db();
+    if let Some(entry) = ctx.store.lookup(db, key, ctx.now_ms) {
+        let current = match &entry.value {
+            Value::Int(n) => *n,
+            Value::Str(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
+            _ => return Err(CmdError::WrongType),
+        };
+        let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
+        entry.value = Value::Int(next);
+        ctx.store.touch(db, key);
+        return Ok(Reply::Int(next));
+    }
+    ctx.store.set(db, key, Value::Int(by), None);
+    Ok(Reply::Int(by))
+}
+
+/// INCR key / DECR key
+#[derive(Debug)]
+pub struct Incr<const BY: i64> {
+    key: Bytes,
+}
+
+impl<const BY: i64> Command for Incr<BY> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Incr { key: a.next()?.clone() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        incr_by(ctx, &self.key, BY)
+    }
+}
+
+/// INCRBY key n / DECRBY key n
+#[derive(Debug)]
+pub struct IncrBy<const NEGATE: bool> {
+    key: Bytes,
+    by: i64,
+}
+
+impl<const NEGATE: bool> Command for IncrBy<NEGATE> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let key = a.next()?.clone();
+        let by = a.next_i64()?;
+        if NEGATE && by == i64::MIN {
+            return Err(CmdError::msg("ERR decrement would overflow"));
+        }
+        Ok(IncrBy {
+            key,
+            by: if NEGATE { -by } else { by },
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        incr_by(ctx, &self.key, self.by)
+    }
+}
+
+/// INCRBYFLOAT key increment
+#[derive(Debug)]
+pub struct IncrByFloat {
+    key: Bytes,
+    by: f64,
+}
+
+impl Command for IncrByFloat {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(IncrByFloat {
+            key: a.next()?.clone(),
+            by: a.next_f64()?,
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let current = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+            None => 0.0,
+            Some(Value::Int(n)) => *n as f64,
+            Some(Value::Str(b)) => parse_f64(b).ok_or(CmdError::NotFloat)?,
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        let next = current + self.by;
+        if !next.is_finite() {
+            return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
+        }
+        let text = Bytes::from(format_human_double(next));
+        ctx.store.set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
+        Ok(Reply::Bulk(text))
+    }
+}
+
+/// APPEND key value
+#[derive(Debug)]
+pub struct Append {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for Append {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Append {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let mut joined = match ctx.store.lookup(db, &self.key, ctx.now_ms) {
+            None => {
+                ctx.store.set(db, &self.key, Value::Str(Bytes::copy_from_slice(&self.value)), None);
+                return Ok(Reply::Int(self.value.len() as i64));
+            }
+            Some(e) => e.value.as_bytes()?.to_vec(),
+        };
+        joined.extend_from_slice(&self.value);
+        let len = joined.len();
+        ctx.store.set_keep_ttl(db, &self.key, Value::Str(Bytes::from(joined)), ctx.now_ms);
+        Ok(Reply::Int(len as i64))
+    }
+}
+
+/// STRLEN key
+#[derive(Debug)]
+pub struct StrLen {
+    key: Bytes,
+}
+
+impl Command for StrLen {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(StrLen { key: a.next()?.clone() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(read_string(ctx, &self.key)?.map_or(0, |b| b.len() as i64)))
+    }
+}

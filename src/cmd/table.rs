@@ -1,0 +1,288 @@
+//! The command table: every command's name, arity, flags, key positions and handler.
+//!
+//! Redis clients read this table through COMMAND (cluster clients route by the key
+//! positions), and sluice uses the same data to check arity at queue time and to know which
+//! shards to lock. Each family module exports its own `COMMANDS` slice; this module joins them
+//! and keeps per-command call statistics for INFO commandstats.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::Handler;
+
+/// Where a command's keys are.
+#[derive(Debug, Clone, Copy)]
+pub enum KeySpec {
+    /// No keys.
+    None,
+    /// Redis's (first, last, step); a negative `last` counts from the end (-1 = last arg).
+    Range {
+        /// Index of the first key.
+        first: i32,
+        /// Index of the last key (negative: from the end).
+        last: i32,
+        /// Distance between keys.
+        step: i32,
+    },
+    /// Keys found by a function of the arguments (numkeys-style commands); the triple is what
+    /// COMMAND reports.
+    Custom {
+        /// COMMAND's first key.
+        first: i32,
+        /// COMMAND's last key.
+        last: i32,
+        /// COMMAND's step.
+        step: i32,
+        /// The real positions.
+        find: fn(&[Bytes]) -> Vec<usize>,
+    },
+}
+
+impl KeySpec {
+    /// The (first, last, step) triple COMMAND reports.
+    pub fn triple(&self) -> (i32, i32, i32) {
+        match *self {
+            KeySpec::None => (0, 0, 0),
+            KeySpec::Range { first, last, step } | KeySpec::Custom { first, last, step, .. } => (first, last, step),
+        }
+    }
+
+    /// Indexes of the keys in `args` (name at index 0).
+    pub fn positions<'b>(&self, args: &'b [Bytes]) -> Box<dyn Iterator<Item = usize> + 'b> {
+        match *self {
+            KeySpec::None => Box::new(std::iter::empty()),
+            KeySpec::Range { first, last, step } => {
+                let n = args.len() as i32;
+                let last = if last < 0 { n + last } else { last.min(n - 1) };
+                let step = step.max(1) as usize;
+                if first <= 0 || last < first {
+                    return Box::new(std::iter::empty());
+                }
+                Box::new((first as usize..=last as usize).step_by(step))
+            }
+            KeySpec::Custom { find, .. } => {
+                let n = args.len();
+                Box::new(find(args).into_iter().filter(move |&i| i < n))
+            }
+        }
+    }
+}
+
+/// What a command locks before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Nothing (no keys, or the handler locks by itself, like EXEC).
+    None,
+    /// The shards of its keys.
+    Keys,
+    /// Every shard (whole-keyspace commands).
+    All,
+}
+
+/// One command (or subcommand) of the table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name; subcommands use Redis's full name (`client|setname`).
+    pub name: &'static str,
+    /// Redis arity: positive = exact argument count (name included), negative = minimum.
+    pub arity: i32,
+    /// Redis command flags, as COMMAND reports them.
+    pub flags: &'static [&'static str],
+    /// ACL categories, as COMMAND reports them.
+    pub acl: &'static [&'static str],
+    /// Key positions.
+    pub keys: KeySpec,
+    /// What to lock.
+    pub lock: LockMode,
+    /// The handler.
+    pub handler: Handler,
+    /// Subcommands (CLIENT, CONFIG, …).
+    pub subcommands: &'static [CommandSpec],
+    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub immediate: bool,
+}
+
+impl CommandSpec {
+    /// A command with the given keys; it locks their shards (or nothing if it has none).
+    pub const fn new(name: &'static str, arity: i32, flags: &'static [&'static str], keys: KeySpec, handler: Handler) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            acl: &[],
+            lock: match keys {
+                KeySpec::None => LockMode::None,
+                _ => LockMode::Keys,
+            },
+            keys,
+            handler,
+            subcommands: &[],
+            immediate: false,
+        }
+    }
+
+    /// Keys at positions first..=last by step.
+    pub const fn keys(first: i32, last: i32, step: i32) -> KeySpec {
+        if first == 0 { KeySpec::None } else { KeySpec::Range { first, last, step } }
+    }
+
+    /// Locks every shard instead.
+    pub const fn whole_keyspace(mut self) -> Self {
+        self.lock = LockMode::All;
+        self
+    }
+
+    /// Locks nothing; the handler locks what it needs itself.
+    pub const fn self_locking(mut self) -> Self {
+        self.lock = LockMode::None;
+        self
+    }
+
+    /// Sets the subcommands.
+    pub const fn with_subcommands(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+
+    /// Sets the ACL categories.
+    pub const fn with_acl(mut self, acl: &'static [&'static str]) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// Runs even inside MULTI.
+    pub const fn immediate(mut self) -> Self {
+        self.immediate = true;
+        self
+    }
+
+    /// The name Redis uses in errors and stats (`get`, `client|setname`).
+    pub fn full_name(&self) -> String {
+        self.name.to_string()
+    }
+
+    /// The name a client types for this (sub)command.
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// True if the command has flag `f`.
+    pub fn has_flag(&self, f: &str) -> bool {
+        self.flags.contains(&f)
+    }
+}
+
+/// Calls and time spent in one command (INFO commandstats).
+#[derive(Debug, Default)]
+pub struct CmdStat {
+    /// Calls.
+    pub calls: AtomicU64,
+    /// Microseconds spent.
+    pub usec: AtomicU64,
+    /// Calls that replied with an error.
+    pub failed: AtomicU64,
+}
+
+/// The joined table.
+#[derive(Debug)]
+pub struct CommandTable {
+    by_name: HashMap<Vec<u8>, &'static CommandSpec>,
+    ids: HashMap<usize, usize>,
+    stats: Vec<(&'static CommandSpec, CmdStat)>,
+}
+
+/// Every family's commands.
+pub fn all_families() -> [&'static [CommandSpec]; 10] {
+    use super::*;
+    [
+        strings::COMMANDS,
+        keys::COMMANDS,
+        server::COMMANDS,
+        txn::COMMANDS,
+        zset::COMMANDS,
+        hash::COMMANDS,
+        list::COMMANDS,
+        set::COMMANDS,
+        throttle::COMMANDS,
+        server::TEST_COMMANDS,
+    ]
+}
+
+impl CommandTable {
+    /// Joins every family's commands.
+    pub fn build() -> Self {
+        let mut table = CommandTable {
+            by_name: HashMap::new(),
+            ids: HashMap::new(),
+            stats: Vec::new(),
+        };
+        for family in all_families() {
+            for spec in family {
+                table.by_name.insert(spec.name.as_bytes().to_vec(), spec);
+                table.add_stat(spec);
+                for sub in spec.subcommands {
+                    table.add_stat(sub);
+                }
+            }
+        }
+        table
+    }
+
+    fn add_stat(&mut self, spec: &'static CommandSpec) {
+        self.ids.insert(spec as *const CommandSpec as usize, self.stats.len());
+        self.stats.push((spec, CmdStat::default()));
+    }
+
+    /// Removes a command (test-only commands outside test mode).
+    pub fn remove(&mut self, name: &str) {
+        self.by_name.remove(name.as_bytes());
+    }
+
+    /// Looks a command up by name, case-insensitively.
+    pub fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        if name.len() > 64 {
+            return None;
+        }
+        let mut buf = [0u8; 64];
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        self.by_name.get(&lower[..]).copied()
+    }
+
+    /// All top-level commands, sorted by name.
+    pub fn commands(&self) -> Vec<&'static CommandSpec> {
+        let mut v: Vec<_> = self.by_name.values().copied().collect();
+        v.sort_by_key(|s| s.name);
+        v
+    }
+
+    /// Counts one call.
+    pub fn record(&self, spec: &CommandSpec, took: Duration, failed: bool) {
+        if let Some(&id) = self.ids.get(&(spec as *const CommandSpec as usize)) {
+            let s = &self.stats[id].1;
+            s.calls.fetch_add(1, Ordering::Relaxed);
+            s.usec.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+            if failed {
+                s.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Stats of every command called at least once.
+    pub fn stats(&self) -> impl Iterator<Item = (&'static CommandSpec, &CmdStat)> {
+        self.stats.iter().map(|(s, st)| (*s, st)).filter(|(_, st)| st.calls.load(Ordering::Relaxed) > 0)
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_stats(&self) {
+        for (_, s) in &self.stats {
+            s.calls.store(0, Ordering::Relaxed);
+            s.usec.store(0, Ordering::Relaxed);
+            s.failed.store(0, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! throttle commands (being written).
+
+use super::CommandSpec as C;
+
+/// The throttle commands.
+pub static COMMANDS: &[C] = &[];

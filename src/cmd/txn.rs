@@ -1,0 +1,214 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! Queue-time checks are name and arity only (done by `cmd::execute`); everything else is
+//! checked when EXEC runs the command, so its errors become elements of the EXEC reply, as
+//! in Redis. EXEC collects the keys of every queued and watched command, locks their shards
+//! in ascending order (all shards if any command needs them), reads the clock once, checks
+//! the watches, and runs the queue: no other client's command can interleave, and there is no
+//! global lock.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, LockMode, Lookup, Shared, lookup, run};
+use crate::client::ClientState;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+/// The transaction commands.
+pub static COMMANDS: &[C] = &[
+    C::new("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Multi>)
+        .immediate()
+        .with_acl(&["@fast", "@transaction"]),
+    C::new("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], C::keys(0, 0, 0), run::<Exec>)
+        .immediate()
+        .with_acl(&["@slow", "@transaction"]),
+    C::new("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Discard>)
+        .immediate()
+        .with_acl(&["@fast", "@transaction"]),
+    C::new("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(1, -1, 1), run::<Watch>)
+        .immediate()
+        .with_acl(&["@fast", "@transaction"]),
+    C::new("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Unwatch>)
+        .self_locking()
+        .with_acl(&["@fast", "@transaction"]),
+];
+
+/// Drops every WATCH of a client and clears its dirty flag. The caller must hold no shard
+/// lock (it locks the watched keys' shards itself).
+pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
+    if !client.watched.is_empty() {
+        let watched = std::mem::take(&mut client.watched);
+        let mut locked = shared.keyspace.lock_keys(watched.iter().map(|(_, k)| k));
+        for (db, key) in &watched {
+            locked.unwatch(*db, key, client.id());
+        }
+    }
+    client.dirty.store(false, Ordering::Release);
+}
+
+/// `unwatch_client` from inside a handler: releases the handler's locks first.
+pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+    ctx.store.release();
+    unwatch_client(ctx.shared, ctx.client);
+}
+
+/// MULTI
+#[derive(Debug)]
+pub struct Multi;
+
+impl Command for Multi {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Multi)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.multi.is_some() {
+            return Err(CmdError::msg("ERR MULTI calls can not be nested"));
+        }
+        ctx.client.multi = Some(Vec::new());
+        ctx.client.multi_failed = false;
+        ctx.client.info.multi.store(0, Ordering::Relaxed);
+        Ok(Reply::ok())
+    }
+}
+
+/// DISCARD
+#[derive(Debug)]
+pub struct Discard;
+
+impl Command for Discard {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Discard)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.multi.is_none() {
+            return Err(CmdError::msg("ERR DISCARD without MULTI"));
+        }
+        ctx.client.end_multi();
+        unwatch_all(ctx);
+        Ok(Reply::ok())
+    }
+}
+
+/// WATCH key [key …]
+#[derive(Debug)]
+pub struct Watch {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Watch {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Watch { keys: a.rest().to_vec() })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.multi.is_some() {
+            return Err(CmdError::msg("ERR WATCH inside MULTI is not allowed"));
+        }
+        if ctx.client.dirty.load(Ordering::Acquire) {
+            // Already doomed: the next EXEC fails whatever is watched now.
+            return Ok(Reply::ok());
+        }
+        let db = ctx.db();
+        let id = ctx.client.id();
+        for key in self.keys {
+            if ctx.client.watched.iter().any(|(d, k)| *d == db && *k == key) {
+                continue;
+            }
+            let dirty = ctx.client.dirty.clone();
+            ctx.store.watch(db, &key, id, &dirty, ctx.now_ms);
+            ctx.client.watched.push((db, key));
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// UNWATCH
+#[derive(Debug)]
+pub struct Unwatch;
+
+impl Command for Unwatch {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Unwatch)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if !ctx.in_exec {
+            unwatch_all(ctx);
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// EXEC
+#[derive(Debug)]
+pub struct Exec;
+
+impl Command for Exec {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Exec)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let Some(queue) = ctx.client.multi.take() else {
+            return Err(CmdError::msg("ERR EXEC without MULTI"));
+        };
+        let failed = ctx.client.multi_failed;
+        ctx.client.end_multi();
+        if failed {
+            unwatch_all(ctx);
+            return Err(CmdError::msg("EXECABORT Transaction discarded because of previous errors."));
+        }
+        let shared = ctx.shared;
+        let specs: Vec<_> = queue
+            .iter()
+            .map(|args| match lookup(&shared.table, args) {
+                Lookup::Found(spec) => Some(spec),
+                Lookup::Error(_) => None,
+            })
+            .collect();
+
+        // Lock everything the transaction touches, in ascending shard order.
+        let needs_all = specs.iter().flatten().any(|s| s.lock == LockMode::All);
+        ctx.store = if needs_all {
+            shared.keyspace.lock_all()
+        } else {
+            let mut keys: Vec<&Bytes> = ctx.client.watched.iter().map(|(_, k)| k).collect();
+            for (args, spec) in queue.iter().zip(&specs) {
+                if let Some(spec) = spec {
+                    keys.extend(spec.keys.positions(args).map(|i| &args[i]));
+                }
+            }
+            shared.keyspace.lock_keys(keys)
+        };
+        let now_ns = shared.clock.now_ns();
+        ctx.now_ns = now_ns;
+        ctx.now_ms = now_ns / 1_000_000;
+
+        let id = ctx.client.id();
+        let now_ms = ctx.now_ms;
+        let watched = std::mem::take(&mut ctx.client.watched);
+        let expired = watched.iter().any(|(db, key)| ctx.store.watched_key_expired(*db, key, id, now_ms));
+        ctx.client.watched = watched;
+        if expired || ctx.client.dirty.load(Ordering::Acquire) {
+            unwatch_all(ctx);
+            return Ok(Reply::NullArray);
+        }
+
+        ctx.in_exec = true;
+        let mut replies = Vec::with_capacity(queue.len());
+        for (args, spec) in queue.iter().zip(specs) {
+            let Some(spec) = spec else {
+                replies.push(super::unknown_command(args).into());
+                continue;
+            };
+            let started = std::time::Instant::now();
+            let reply = (spec.handler)(ctx, args);
+            shared.table.record(spec, started.elapsed(), reply.is_error());
+            shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+            replies.push(reply);
+        }
+        ctx.in_exec = false;
+        unwatch_all(ctx);
+        Ok(Reply::Array(replies))
+    }
+}

@@ -1,0 +1,389 @@
+//! Server configuration: the options with their defaults, validation, redis.conf directives,
+//! and the parameter table behind CONFIG GET / CONFIG SET.
+//!
+//! sluice takes redis-server's names and forms so it drops into scripts written for Redis:
+//! the same directive works in a conf file, as `--name value` on the command line, and (where
+//! Redis allows it at run time) in CONFIG SET. Directives sluice does not implement are
+//! refused with a clear message, except harmless persistence ones (`save ''`,
+//! `appendonly no`, …) which are accepted and reported.
+
+use std::fmt;
+
+/// Everything the server needs to start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Addresses to listen on.
+    pub bind: Vec<String>,
+    /// TCP port; 0 picks a free one.
+    pub port: u16,
+    /// Number of logical databases (SELECT 0..n-1).
+    pub databases: usize,
+    /// Log level (Redis names: debug, verbose, notice, warning, nothing).
+    pub loglevel: String,
+    /// Keyspace shards (a power of two); 0 picks one from the CPU count.
+    pub shards: usize,
+    /// Most simultaneous clients.
+    pub maxclients: usize,
+    /// Idle seconds before a client is closed; 0 never.
+    pub timeout: u64,
+    /// Largest bulk argument.
+    pub proto_max_bulk_len: usize,
+    /// Largest unprocessed input a client may have buffered.
+    pub client_query_buffer_limit: usize,
+    /// Enables the test-double commands (CLOCK, …) and starts with a frozen-capable clock.
+    pub test_mode: bool,
+    /// The Redis version reported by INFO and HELLO.
+    pub redis_version: String,
+    /// Directives accepted but without effect, reported at start-up.
+    pub ignored: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            databases: 16,
+            loglevel: "notice".into(),
+            shards: 0,
+            maxclients: 10000,
+            timeout: 0,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            test_mode: false,
+            redis_version: "7.0.15".into(),
+            ignored: Vec::new(),
+        }
+    }
+}
+
+/// A configuration that cannot be used, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A directive sluice does not know or implement.
+    #[error("unsupported directive '{0}': sluice does not implement it")]
+    Unsupported(String),
+    /// A directive with a bad value.
+    #[error("bad value for '{name}': {reason}")]
+    BadValue {
+        /// The directive.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A line of a conf file that could not be split (quotes).
+    #[error("line {0}: unbalanced quotes")]
+    Quotes(usize),
+    /// The conf file could not be read.
+    #[error("cannot read config file '{0}': {1}")]
+    Io(String, String),
+}
+
+fn bad(name: &str, reason: impl fmt::Display) -> ConfigError {
+    ConfigError::BadValue {
+        name: name.into(),
+        reason: reason.to_string(),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, ConfigError> {
+    v.parse()
+        .map_err(|_| bad(name, format!("'{v}' is not a valid number")))
+}
+
+/// Parses a memory size the way redis.conf does (`1gb`, `512mb`, `64k`, plain bytes).
+pub fn parse_memory(v: &str) -> Option<usize> {
+    let lower = v.to_ascii_lowercase();
+    let (digits, mult) = [
+        ("gb", 1usize << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1000),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|(suffix, m)| lower.strip_suffix(suffix).map(|d| (d, *m)))
+    .unwrap_or((lower.as_str(), 1));
+    digits.parse::<usize>().ok()?.checked_mul(mult)
+}
+
+fn yes_no(name: &str, v: &str) -> Result<bool, ConfigError> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err(bad(name, "argument must be 'yes' or 'no'")),
+    }
+}
+
+impl Config {
+    /// Applies one directive (`name` lowercase, without `--`).
+    pub fn apply(&mut self, name: &str, args: &[String]) -> Result<(), ConfigError> {
+        let name = name.to_ascii_lowercase();
+        let one = || -> Result<&str, ConfigError> {
+            match args {
+                [v] => Ok(v.as_str()),
+                _ => Err(bad(&name, "wrong number of arguments")),
+            }
+        };
+        match name.as_str() {
+            "port" => self.port = parse_num(&name, one()?)?,
+            "bind" => {
+                if args.is_empty() {
+                    return Err(bad(&name, "wrong number of arguments"));
+                }
+                self.bind = args.iter().flat_map(|a| a.split_whitespace()).map(String::from).collect();
+            }
+            "databases" => self.databases = parse_num(&name, one()?)?,
+            "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
+            "shards" => self.shards = parse_num(&name, one()?)?,
+            "maxclients" => self.maxclients = parse_num(&name, one()?)?,
+            "timeout" => self.timeout = parse_num(&name, one()?)?,
+            "proto-max-bulk-len" => {
+                self.proto_max_bulk_len =
+                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
+            }
+            "client-query-buffer-limit" => {
+                self.client_query_buffer_limit =
+                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
+            }
+            "test-mode" => self.test_mode = yes_no(&name, one()?)?,
+            "redis-version" => self.redis_version = one()?.to_string(),
+            // Persistence and process-management directives with no effect on an in-memory
+            // server: accepted so existing conf files and scripts work, and reported.
+            "save" | "dir" | "dbfilename" | "appendfilename" | "logfile" | "pidfile" | "hz"
+            | "tcp-backlog" | "tcp-keepalive" | "always-show-logo" | "set-proc-title"
+            | "stop-writes-on-bgsave-error" | "rdbcompression" | "rdbchecksum" | "lazyfree-lazy-eviction"
+            | "lazyfree-lazy-expire" | "lazyfree-lazy-server-del" | "replica-lazy-flush"
+            | "lazyfree-lazy-user-del" | "supervised" | "protected-mode" => {
+                self.ignored.push(format!("{name} {}", args.join(" ")));
+            }
+            "appendonly" | "daemonize" | "cluster-enabled" => {
+                if yes_no(&name, one()?)? {
+                    return Err(bad(&name, "sluice does not support 'yes' here"));
+                }
+                self.ignored.push(format!("{name} no"));
+            }
+            _ => return Err(ConfigError::Unsupported(name)),
+        }
+        Ok(())
+    }
+
+    /// Reads a redis.conf-style file: one directive per line, `#` comments, quoted arguments.
+    pub fn apply_file(&mut self, path: &str) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io(path.into(), e.to_string()))?;
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words = split_conf_line(line).ok_or(ConfigError::Quotes(n + 1))?;
+            if let Some((name, args)) = words.split_first() {
+                self.apply(name, args)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the values together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.databases == 0 || self.databases > 256 {
+            return Err(bad("databases", "must be between 1 and 256"));
+        }
+        if self.shards != 0 && (!self.shards.is_power_of_two() || self.shards > 4096) {
+            return Err(bad("shards", "must be a power of two up to 4096 (or 0 for automatic)"));
+        }
+        if self.bind.is_empty() {
+            return Err(bad("bind", "at least one address is needed"));
+        }
+        if !matches!(self.loglevel.as_str(), "debug" | "verbose" | "notice" | "warning" | "nothing") {
+            return Err(bad("loglevel", "must be one of debug, verbose, notice, warning, nothing"));
+        }
+        if self.maxclients == 0 {
+            return Err(bad("maxclients", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The shard count to use.
+    pub fn effective_shards(&self) -> usize {
+        if self.shards != 0 {
+            return self.shards;
+        }
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        (cpus * 4).next_power_of_two().clamp(4, 256)
+    }
+}
+
+/// Splits a conf line into words with Redis's quoting rules (simplified: double quotes with
+/// backslash escapes, single quotes verbatim). None on unbalanced quotes.
+pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else { return Some(words) };
+        let mut word = String::new();
+        if first == '"' || first == '\'' {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    c if c == first => break,
+                    '\\' if first == '"' => match chars.next()? {
+                        'n' => word.push('\n'),
+                        't' => word.push('\t'),
+                        'r' => word.push('\r'),
+                        c => word.push(c),
+                    },
+                    c => word.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+        }
+        words.push(word);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives() {
+        let mut c = Config::default();
+        c.apply("port", &["0".into()]).unwrap();
+        c.apply("save", &["".into()]).unwrap();
+        c.apply("appendonly", &["no".into()]).unwrap();
+        assert!(c.apply("appendonly", &["yes".into()]).is_err());
+        assert_eq!(c.apply("slaveof", &["x".into()]), Err(ConfigError::Unsupported("slaveof".into())));
+        c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
+        assert_eq!(c.proto_max_bulk_len, 1 << 20);
+        assert_eq!(c.port, 0);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn conf_lines() {
+        assert_eq!(split_conf_line(r#"save """#), Some(vec!["save".into(), "".into()]));
+        assert_eq!(split_conf_line("bind 127.0.0.1 ::1"), Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()]));
+        assert_eq!(split_conf_line(r#"x "a"#), None);
+    }
+}
+
+/// Redis 7.0's configuration parameters with their default values, as CONFIG GET shows them.
+/// Parameters sluice acts on are overridden by `Config::param`; the rest are reported (and
+/// may be set) so tools that read or write them keep working.
+pub static REDIS_PARAMS: &[(&str, &str)] = &[
+    ("activedefrag", "no"),
+    ("active-expire-effort", "1"),
+    ("activerehashing", "yes"),
+    ("always-show-logo", "no"),
+    ("appendfilename", "appendonly.aof"),
+    ("appenddirname", "appendonlydir"),
+    ("appendfsync", "everysec"),
+    ("appendonly", "no"),
+    ("bind", "127.0.0.1"),
+    ("busy-reply-threshold", "5000"),
+    ("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    ("client-query-buffer-limit", "1073741824"),
+    ("cluster-enabled", "no"),
+    ("daemonize", "no"),
+    ("databases", "16"),
+    ("dbfilename", "dump.rdb"),
+    ("dir", "/"),
+    ("enable-debug-command", "no"),
+    ("hash-max-listpack-entries", "128"),
+    ("hash-max-listpack-value", "64"),
+    ("hash-max-ziplist-entries", "128"),
+    ("hash-max-ziplist-value", "64"),
+    ("hz", "10"),
+    ("io-threads", "1"),
+    ("latency-tracking", "yes"),
+    ("lazyfree-lazy-eviction", "no"),
+    ("lazyfree-lazy-expire", "no"),
+    ("lazyfree-lazy-server-del", "no"),
+    ("lazyfree-lazy-user-del", "no"),
+    ("lazyfree-lazy-user-flush", "no"),
+    ("list-max-listpack-size", "-2"),
+    ("list-max-ziplist-size", "-2"),
+    ("list-compress-depth", "0"),
+    ("logfile", ""),
+    ("loglevel", "notice"),
+    ("lua-time-limit", "5000"),
+    ("maxclients", "10000"),
+    ("maxmemory", "0"),
+    ("maxmemory-policy", "noeviction"),
+    ("maxmemory-samples", "5"),
+    ("maxmemory-clients", "0"),
+    ("notify-keyspace-events", ""),
+    ("pidfile", ""),
+    ("port", "6379"),
+    ("proto-max-bulk-len", "536870912"),
+    ("protected-mode", "yes"),
+    ("rdbchecksum", "yes"),
+    ("rdbcompression", "yes"),
+    ("requirepass", ""),
+    ("save", "3600 1 300 100 60 10000"),
+    ("set-max-intset-entries", "512"),
+    ("slowlog-log-slower-than", "10000"),
+    ("slowlog-max-len", "128"),
+    ("stop-writes-on-bgsave-error", "yes"),
+    ("tcp-backlog", "511"),
+    ("tcp-keepalive", "300"),
+    ("timeout", "0"),
+    ("tls-port", "0"),
+    ("zset-max-listpack-entries", "128"),
+    ("zset-max-listpack-value", "64"),
+    ("zset-max-ziplist-entries", "128"),
+    ("zset-max-ziplist-value", "64"),
+];
+
+impl Config {
+    /// The value CONFIG GET reports for a parameter sluice acts on.
+    pub fn param(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "bind" => self.bind.join(" "),
+            "port" => self.port.to_string(),
+            "databases" => self.databases.to_string(),
+            "loglevel" => self.loglevel.clone(),
+            "maxclients" => self.maxclients.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Applies CONFIG SET for a parameter sluice acts on; Ok(false) if it is not one of
+    /// those (the caller then just records the value).
+    pub fn set_param(&mut self, name: &str, value: &str) -> Result<bool, String> {
+        let int = |v: &str| v.parse::<u64>().map_err(|_| "argument couldn't be parsed into an integer".to_string());
+        let mem = |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
+        match name {
+            "maxclients" => self.maxclients = int(value)?.max(1) as usize,
+            "timeout" => self.timeout = int(value)?,
+            "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
+            "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
+            "loglevel" => {
+                let v = value.to_ascii_lowercase();
+                if !matches!(v.as_str(), "debug" | "verbose" | "notice" | "warning" | "nothing") {
+                    return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
+                }
+                self.loglevel = v;
+            }
+            "port" | "bind" | "databases" => return Err("can't set immutable config".into()),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,31 @@
+//! sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
+//!
+//! Clients speak RESP2 or RESP3 to it exactly as to Redis 7. A request flows through
+//! `server::connection` (read a batch, one write per batch), `protocol::request` (our
+//! resumable parser), `cmd` (table lookup, arity, MULTI queueing, typed parse, apply),
+//! `store` (the key's shard locked, lazy expiry with the command's single `now`) and back
+//! out through `protocol::reply`. Dependencies run one way: `server` → `cmd` → (`client`,
+//! `store`, `limiter`, `protocol`) → (`config`, `clock`, `error`).
+//!
+//! Embed it with [`Server`] (bind, then run), or in tests with [`TestServer`].
+#![deny(missing_docs)]
+
+pub mod alloc_stats;
+pub mod client;
+pub mod clock;
+pub mod cmd;
+pub mod config;
+pub mod error;
+pub mod limiter;
+pub mod protocol;
+pub mod server;
+pub mod store;
+pub mod testing;
+
+pub use clock::Clock;
+pub use config::Config;
+pub use server::{Server, ServerError};
+pub use testing::TestServer;
+
+#[global_allocator]
+static GLOBAL: alloc_stats::CountingAlloc = alloc_stats::CountingAlloc;

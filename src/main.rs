@@ -1,0 +1,180 @@
+//! The `sluice` binary: command line (redis-server's option names) → `Config`, logging,
+//! runtime, and serving until SIGINT/SIGTERM or SHUTDOWN.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use sluice::{Config, Server};
+
+/// A Redis-protocol-compatible, in-memory rate-limiter server.
+///
+/// Options use redis-server's names, so `sluice --port 6380 --save ''` works where
+/// `redis-server --port 6380 --save ''` did. A redis.conf path may come first; options on the
+/// command line override it.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version, about, long_about = None)]
+struct Cli {
+    /// A redis.conf-style file to read directives from first.
+    config_file: Option<String>,
+    /// TCP port to listen on; 0 picks a free port (the log line says which).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Addresses to listen on (space-separated, like redis.conf's `bind`).
+    #[arg(long, num_args = 1..)]
+    bind: Option<Vec<String>>,
+    /// Number of databases (SELECT 0..n-1).
+    #[arg(long)]
+    databases: Option<usize>,
+    /// Log level: debug, verbose, notice, warning or nothing.
+    #[arg(long)]
+    loglevel: Option<String>,
+    /// Keyspace shards (a power of two); default: 4 × CPUs.
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Most simultaneous clients.
+    #[arg(long)]
+    maxclients: Option<usize>,
+    /// Close clients idle this many seconds (0 = never).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Largest bulk argument (e.g. 512mb).
+    #[arg(long = "proto-max-bulk-len")]
+    proto_max_bulk_len: Option<String>,
+    /// Largest buffered unprocessed input per client (e.g. 1gb).
+    #[arg(long = "client-query-buffer-limit")]
+    client_query_buffer_limit: Option<String>,
+    /// Accepted for compatibility; sluice keeps no snapshots (`--save ''`).
+    #[arg(long, num_args = 0..)]
+    save: Option<Vec<String>>,
+    /// Accepted for compatibility; only `no` (sluice has no AOF).
+    #[arg(long)]
+    appendonly: Option<String>,
+    /// Accepted for compatibility; only `no`.
+    #[arg(long)]
+    daemonize: Option<String>,
+    /// Accepted for compatibility (protected mode arrives with authentication).
+    #[arg(long = "protected-mode")]
+    protected_mode: Option<String>,
+    /// Enables the test-double commands (clock control, fault injection, command log).
+    #[arg(long = "test-mode")]
+    test_mode: bool,
+    /// The Redis version INFO and HELLO report.
+    #[arg(long = "redis-version")]
+    redis_version: Option<String>,
+}
+
+impl Cli {
+    fn directives(&self) -> Vec<(&'static str, Vec<String>)> {
+        let mut d: Vec<(&'static str, Vec<String>)> = Vec::new();
+        let mut one = |name: &'static str, v: Option<String>| {
+            if let Some(v) = v {
+                d.push((name, vec![v]));
+            }
+        };
+        one("port", self.port.map(|p| p.to_string()));
+        one("databases", self.databases.map(|p| p.to_string()));
+        one("loglevel", self.loglevel.clone());
+        one("shards", self.shards.map(|p| p.to_string()));
+        one("maxclients", self.maxclients.map(|p| p.to_string()));
+        one("timeout", self.timeout.map(|p| p.to_string()));
+        one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
+        one("client-query-buffer-limit", self.client_query_buffer_limit.clone());
+        one("appendonly", self.appendonly.clone());
+        one("daemonize", self.daemonize.clone());
+        one("protected-mode", self.protected_mode.clone());
+        one("redis-version", self.redis_version.clone());
+        if self.test_mode {
+            d.push(("test-mode", vec!["yes".into()]));
+        }
+        if let Some(b) = &self.bind {
+            d.push(("bind", b.clone()));
+        }
+        if let Some(s) = &self.save {
+            d.push(("save", s.clone()));
+        }
+        d
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut config = Config::default();
+    if let Some(path) = &cli.config_file {
+        if let Err(e) = config.apply_file(path) {
+            eprintln!("sluice: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    for (name, args) in cli.directives() {
+        if let Err(e) = config.apply(name, &args) {
+            eprintln!("sluice: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let filter = match config.loglevel.as_str() {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "off",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    for ignored in &config.ignored {
+        tracing::info!("directive accepted without effect (sluice keeps everything in memory): {ignored}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sluice: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let server = match Server::bind(config).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("sluice: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Some(addr) = server.local_addr() {
+            // Scripts wait for this line (and read the port from it with --port 0).
+            tracing::info!("Ready to accept connections tcp on {addr}");
+            println!("sluice listening on {addr}");
+        }
+        let stop = server.shutdown_token();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("signal received, shutting down");
+            stop.cancel();
+            // A second signal exits at once.
+            wait_for_signal().await;
+            std::process::exit(1);
+        });
+        server.run().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,1474 @@
+//! The request parser: turns the bytes a client sends into argument lists, for both RESP
+//! multibulk requests (`*<n>\r\n$<len>\r\n<bytes>\r\n...`) and inline requests (a plain text
+//! line, as telnet sends). It owns Redis 7's exact protocol error texts and size limits, so a
+//! client sees the same `-ERR Protocol error: ...` here as from Redis.
+//!
+//! The parser is resumable. A socket hands us a request in arbitrary pieces, and a 500 MB
+//! `SET` or a 40,000-argument `MSET` can arrive over thousands of reads; re-parsing from the
+//! front on every read would make such a request cost O(n²). So [`RequestParser`] keeps, between
+//! calls, how far it has already searched for a line terminator, how many arguments are still
+//! to come, the length of the bulk it is waiting for and the argument ranges found so far: every
+//! byte is looked at O(1) times however the request is split. Lengths declared by the client are
+//! never trusted for allocation (a 13-byte `*2147483647\r\n` must not reserve gigabytes): the
+//! argument list starts with room for at most 1024 entries and grows only as arguments arrive.
+//!
+//! Redis finds line ends with `strchr`, which stops at a NUL byte: in Redis a NUL before a
+//! header or inline line's terminator means that line never ends, and the request fails only
+//! once it passes the size limit. We search the same way, so malformed input fails as it does in
+//! Redis. (Payload bytes are never searched, so NULs in bulk arguments are ordinary data.)
+
+use std::mem;
+use std::ops::Range;
+
+use bytes::Bytes;
+
+/// Redis's `LONG_STR_SIZE`: `string2ll` refuses any number this long or longer.
+const LONG_STR_SIZE: usize = 21;
+
+/// Cap on the argument vector's initial capacity, so the declared count cannot drive allocation
+/// (Redis caps its `argv` the same way).
+const MAX_PREALLOC_ARGS: usize = 1024;
+
+/// Size limits, Redis's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// proto-max-bulk-len: largest bulk argument (default 512 MiB).
+    pub max_bulk_len: usize,
+    /// Largest inline request line (Redis PROTO_INLINE_MAX_SIZE, 64 KiB).
+    ///
+    /// Redis uses the same constant to bound the `*<n>` and `$<len>` lines of a multibulk
+    /// request, and so does this parser.
+    pub max_inline_len: usize,
+    /// Largest multibulk argument count (Redis: INT_MAX for authenticated clients).
+    pub max_multibulk_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: 512 * 1024 * 1024,
+            max_inline_len: 64 * 1024,
+            max_multibulk_len: i32::MAX as usize,
+        }
+    }
+}
+
+/// A protocol error: the connection gets `-ERR <Display text>` and is then closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The `*<n>` count is not a valid integer or exceeds `max_multibulk_len`.
+    #[error("Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    /// No end of the `*<n>` line within `max_inline_len` bytes.
+    #[error("Protocol error: too big mbulk count string")]
+    TooBigMbulkCount,
+    /// An argument did not start with `$`; holds the byte found instead.
+    #[error("Protocol error: expected '$', got '{}'", shown_byte(*.0))]
+    ExpectedDollar(u8),
+    /// The `$<len>` length is not a valid integer, is negative, or exceeds `max_bulk_len`.
+    #[error("Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    /// No end of a `$<len>` line within `max_inline_len` bytes.
+    #[error("Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    /// No newline within `max_inline_len` bytes of an inline request.
+    #[error("Protocol error: too big inline request")]
+    TooBigInlineRequest,
+    /// An inline request has an unterminated quote, or a closing quote not followed by a space.
+    #[error("Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+}
+
+/// How Redis ends up printing the byte in "expected '$', got '%c'": its error replies turn CR and
+/// LF into spaces so the reply stays one line. Other bytes Redis sends raw; a `String` cannot hold
+/// a lone byte >= 0x80, so those come out as the Latin-1 character of the same value.
+fn shown_byte(byte: u8) -> char {
+    match byte {
+        b'\r' | b'\n' => ' ',
+        other => char::from(other),
+    }
+}
+
+/// The arguments of one complete request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Args {
+    /// Multibulk: byte ranges of each argument, relative to the start of the buffer passed to `parse`.
+    Ranges(Vec<Range<usize>>),
+    /// Inline: arguments after unquoting/unescaping (so they cannot be slices).
+    Owned(Vec<Bytes>),
+}
+
+impl Args {
+    /// Number of arguments.
+    pub fn len(&self) -> usize {
+        match self {
+            Args::Ranges(ranges) => ranges.len(),
+            Args::Owned(args) => args.len(),
+        }
+    }
+
+    /// True for a request Redis skips silently (empty inline line, `*0`, `*-1`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One complete request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// How many bytes at the front of the buffer the request used (the caller drops them).
+    pub consumed: usize,
+    /// The arguments; empty for requests Redis skips silently (empty inline line, `*0`, `*-1`).
+    pub args: Args,
+}
+
+/// Progress of a search for a line terminator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// No terminator and no NUL before this offset; the search resumes here.
+    From(usize),
+    /// A NUL came first. Redis's `strchr` stops there, so this line can never end and only the
+    /// size limit still applies; remembering it keeps later calls O(1).
+    Blocked,
+}
+
+/// Where the current request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing of the current request has been looked at.
+    Start,
+    /// An inline request: looking for its `\n`.
+    Inline { scan: Scan },
+    /// A multibulk request: looking for the `\r` ending its `*<n>` line.
+    Count { scan: Scan },
+    /// Looking for the `\r` ending the `$<len>` line that starts at `start`.
+    BulkLen {
+        start: usize,
+        remaining: usize,
+        scan: Scan,
+    },
+    /// Waiting for `len` payload bytes at `start`, plus the two that follow them.
+    BulkData {
+        start: usize,
+        len: usize,
+        remaining: usize,
+    },
+}
+
+/// The outcome of looking for a line end.
+enum Line {
+    /// The terminator is at this offset, and the line is complete.
+    End(usize),
+    /// Not complete yet; resume with this scan.
+    Pending(Scan),
+}
+
+/// Parses requests from the front of a growing buffer, keeping its progress between calls.
+#[derive(Debug)]
+pub struct RequestParser {
+    limits: Limits,
+    state: State,
+    /// Arguments of the current multibulk request found so far.
+    ranges: Vec<Range<usize>>,
+    /// Bytes inspected by line searches, so tests can prove the work is linear.
+    #[cfg(test)]
+    examined: usize,
+}
+
+impl RequestParser {
+    /// A parser with nothing parsed yet.
+    pub fn new(limits: Limits) -> Self {
+        RequestParser {
+            limits,
+            state: State::Start,
+            ranges: Vec::new(),
+            #[cfg(test)]
+            examined: 0,
+        }
+    }
+
+    /// `buf` always starts at the first byte of the current, not yet complete request; between
+    /// calls the caller only appends bytes to it (and after `Ok(Some(req))` drops `req.consumed`
+    /// bytes from the front). Returns Ok(None) when more bytes are needed.
+    ///
+    /// After `Ok(Some(_))` or an error the parser is ready for the next request. If the caller
+    /// breaks the contract (shrinks or rewrites `buf` mid-request) the results are meaningless,
+    /// but the parser still does not panic.
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
+        let result = self.advance(buf);
+        if !matches!(result, Ok(None)) {
+            self.state = State::Start;
+            // A finished request took the vector with it; an error leaves one that must not leak
+            // into the next request.
+            self.ranges = Vec::new();
+        }
+        result
+    }
+
+    /// Replace the limits (CONFIG SET proto-max-bulk-len etc.).
+    ///
+    /// Like Redis, a limit applies when the part it governs is parsed, so a request already
+    /// under way is checked against the new limits from here on.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// True while a multibulk request is partially parsed (the connection uses it for its
+    /// query-buffer accounting).
+    ///
+    /// That is, once its `*<n>` line has been accepted with n > 0 and until its last argument
+    /// arrives (Redis's `c->multibulklen != 0`).
+    pub fn in_progress(&self) -> bool {
+        matches!(self.state, State::BulkLen { .. } | State::BulkData { .. })
+    }
+
+    fn advance(&mut self, buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
+        loop {
+            match self.state {
+                State::Start => {
+                    let Some(&first) = buf.first() else {
+                        return Ok(None);
+                    };
+                    // Redis decides the request type from the first byte alone.
+                    self.state = if first == b'*' {
+                        State::Count {
+                            scan: Scan::From(0),
+                        }
+                    } else {
+                        State::Inline {
+                            scan: Scan::From(0),
+                        }
+                    };
+                }
+                State::Inline { scan } => {
+                    return match self.find_line(buf, scan, b'\n') {
+                        Line::End(newline) => Self::inline_request(buf, newline).map(Some),
+                        Line::Pending(scan) => {
+                            self.state = State::Inline { scan };
+                            if buf.len() > self.limits.max_inline_len {
+                                Err(ProtocolError::TooBigInlineRequest)
+                            } else {
+                                Ok(None)
+                            }
+                        }
+                    };
+                }
+                State::Count { scan } => match self.find_line(buf, scan, b'\r') {
+                    Line::End(cr) => {
+                        let count = buf
+                            .get(1..cr)
+                            .and_then(parse_ll)
+                            .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                        let start = cr + 2;
+                        if count <= 0 {
+                            return Ok(Some(Request {
+                                consumed: start,
+                                args: Args::Ranges(Vec::new()),
+                            }));
+                        }
+                        let count = usize::try_from(count)
+                            .ok()
+                            .filter(|&n| n <= self.limits.max_multibulk_len)
+                            .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                        self.ranges = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
+                        self.state = State::BulkLen {
+                            start,
+                            remaining: count,
+                            scan: Scan::From(start),
+                        };
+                    }
+                    Line::Pending(scan) => {
+                        self.state = State::Count { scan };
+                        return if buf.len() > self.limits.max_inline_len {
+                            Err(ProtocolError::TooBigMbulkCount)
+                        } else {
+                            Ok(None)
+                        };
+                    }
+                },
+                State::BulkLen {
+                    start,
+                    remaining,
+                    scan,
+                } => match self.find_line(buf, scan, b'\r') {
+                    Line::End(cr) => {
+                        // Redis only checks for '$' once the whole line is there, so a bad
+                        // first byte waits for a '\r' too.
+                        match buf.get(start) {
+                            Some(b'$') => {}
+                            Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+                            None => return Ok(None),
+                        }
+                        let len = buf
+                            .get(start + 1..cr)
+                            .and_then(parse_ll)
+                            .and_then(|len| usize::try_from(len).ok())
+                            .filter(|&len| len <= self.limits.max_bulk_len)
+                            .ok_or(ProtocolError::InvalidBulkLength)?;
+                        self.state = State::BulkData {
+                            start: cr + 2,
+                            len,
+                            remaining,
+                        };
+                    }
+                    Line::Pending(scan) => {
+                        self.state = State::BulkLen {
+                            start,
+                            remaining,
+                            scan,
+                        };
+                        return if buf.len().saturating_sub(start) > self.limits.max_inline_len {
+                            Err(ProtocolError::TooBigBulkCount)
+                        } else {
+                            Ok(None)
+                        };
+                    }
+                },
+                State::BulkData {
+                    start,
+                    len,
+                    remaining,
+                } => {
+                    // An end past usize::MAX can never arrive: keep waiting, as Redis would.
+                    let Some(end) = start.checked_add(len) else {
+                        return Ok(None);
+                    };
+                    // Redis skips the two bytes after the payload without checking that they
+                    // are "\r\n"; so do we.
+                    let Some(next) = end.checked_add(2).filter(|&next| next <= buf.len()) else {
+                        return Ok(None);
+                    };
+                    self.ranges.push(start..end);
+                    let remaining = remaining.saturating_sub(1);
+                    if remaining == 0 {
+                        return Ok(Some(Request {
+                            consumed: next,
+                            args: Args::Ranges(mem::take(&mut self.ranges)),
+                        }));
+                    }
+                    self.state = State::BulkLen {
+                        start: next,
+                        remaining,
+                        scan: Scan::From(next),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Looks for `terminator` the way Redis's `strchr` does: from where the last call stopped,
+    /// giving up for good at a NUL. A `\r` ends a line only once the byte after it (unchecked,
+    /// as in Redis) is also in the buffer; `\n` ends an inline line by itself.
+    fn find_line(&mut self, buf: &[u8], scan: Scan, terminator: u8) -> Line {
+        let Scan::From(from) = scan else {
+            return Line::Pending(Scan::Blocked);
+        };
+        let rest = buf.get(from..).unwrap_or_default();
+        let hit = rest.iter().position(|&b| b == terminator || b == 0);
+        #[cfg(test)]
+        {
+            self.examined += hit.map_or(rest.len(), |i| i + 1);
+        }
+        match hit {
+            None => Line::Pending(Scan::From(from + rest.len())),
+            Some(i) if rest.get(i) == Some(&0) => Line::Pending(Scan::Blocked),
+            Some(i) => {
+                let at = from + i;
+                if terminator == b'\r' && at + 2 > buf.len() {
+                    // Found the '\r' but not the byte after it: resume right at the '\r'.
+                    Line::Pending(Scan::From(at))
+                } else {
+                    Line::End(at)
+                }
+            }
+        }
+    }
+
+    /// Builds the request for an inline line whose `\n` is at `newline`.
+    fn inline_request(buf: &[u8], newline: usize) -> Result<Request, ProtocolError> {
+        let mut end = newline;
+        if end > 0 && buf.get(end - 1) == Some(&b'\r') {
+            end -= 1;
+        }
+        let line = buf.get(..end).unwrap_or_default();
+        let args = split_args(line).ok_or(ProtocolError::UnbalancedQuotes)?;
+        Ok(Request {
+            consumed: newline + 1,
+            args: Args::Owned(args),
+        })
+    }
+}
+
+/// Redis's `string2ll`: the strict integer syntax Redis accepts in `*<n>` and `$<len>` lines.
+/// Anything `strtoll` would be lenient about (a '+', leading zeros, "-0", spaces) is refused, so a
+/// request Redis rejects is rejected here too.
+fn parse_ll(s: &[u8]) -> Option<i64> {
+    if s.is_empty() || s.len() >= LONG_STR_SIZE {
+        return None;
+    }
+    if s == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match s.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, s),
+    };
+    let (&first, rest) = digits.split_first()?;
+    if !(b'1'..=b'9').contains(&first) {
+        return None;
+    }
+    let mut value = u64::from(first - b'0');
+    for &digit in rest {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        value = value
+            .checked_mul(10)?
+            .checked_add(u64::from(digit - b'0'))?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(value)
+    } else {
+        i64::try_from(value).ok()
+    }
+}
+
+/// C's `isspace` in the "C" locale, which `sdssplitargs` uses between arguments. Note it includes
+/// `\v` and `\f`, which Rust's `is_ascii_whitespace` does not.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Redis's `sdssplitargs`, which splits an inline line into arguments; `None` means unbalanced
+/// quotes. It is followed quirk for quirk, since telnet users and scripts rely on its exact
+/// behaviour: a quote may open mid-argument (`a"b c"` is `ab c`), an argument that is not quoted
+/// ends only at space, tab, CR or LF (not `\v`/`\f`, though those are skipped between arguments),
+/// and a closing quote must be followed by whitespace or the end of the line.
+fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    // The C code walks a NUL-terminated string; reading past the end as NUL keeps the port
+    // faithful without index arithmetic that could go out of bounds.
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut args = Vec::new();
+    let mut p = 0;
+    loop {
+        while at(p) != 0 && is_c_space(at(p)) {
+            p += 1;
+        }
+        if at(p) == 0 {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        let mut done = false;
+        while !done {
+            let c = at(p);
+            if in_double {
+                let hex = if c == b'\\' && at(p + 1) == b'x' {
+                    hex_value(at(p + 2))
+                        .zip(hex_value(at(p + 3)))
+                        .map(|(high, low)| high * 16 + low)
+                } else {
+                    None
+                };
+                if let Some(byte) = hex {
+                    current.push(byte);
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else if in_single {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
+                } else if c == b'\'' {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+                        return None;
+                    }
+                    done = true;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
+                    b'"' => in_double = true,
+                    b'\'' => in_single = true,
+                    other => current.push(other),
+                }
+            }
+            if at(p) != 0 {
+                p += 1;
+            }
+        }
+        args.push(Bytes::from(current));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parser() -> RequestParser {
+        RequestParser::new(Limits::default())
+    }
+
+    /// The arguments of `req` as owned byte strings, whichever variant they came in.
+    fn resolve(buf: &[u8], req: &Request) -> Vec<Vec<u8>> {
+        match &req.args {
+            Args::Ranges(ranges) => ranges.iter().map(|r| buf[r.clone()].to_vec()).collect(),
+            Args::Owned(args) => args.iter().map(|a| a.to_vec()).collect(),
+        }
+    }
+
+    /// A one-argument range list (a `vec![a..b]` literal reads to clippy like a mistake).
+    fn just(range: Range<usize>) -> Vec<Range<usize>> {
+        vec![range]
+    }
+
+    type Parsed = (usize, Vec<Vec<u8>>);
+
+    /// Parses `input` in one call with a fresh parser.
+    fn once(input: &[u8]) -> Result<Option<Parsed>, ProtocolError> {
+        parser()
+            .parse(input)
+            .map(|r| r.map(|req| (req.consumed, resolve(input, &req))))
+    }
+
+    fn complete(input: &[u8]) -> Parsed {
+        match once(input) {
+            Ok(Some(parsed)) => parsed,
+            other => panic!(
+                "{:?}: expected a request, got {other:?}",
+                input.escape_ascii().to_string()
+            ),
+        }
+    }
+
+    fn error(input: &[u8]) -> ProtocolError {
+        match once(input) {
+            Err(e) => e,
+            other => panic!(
+                "{:?}: expected an error, got {other:?}",
+                input.escape_ascii().to_string()
+            ),
+        }
+    }
+
+    fn pending(input: &[u8]) {
+        assert_eq!(once(input), Ok(None), "{}", input.escape_ascii());
+    }
+
+    fn strings(args: &[&[u8]]) -> Vec<Vec<u8>> {
+        args.iter().map(|a| a.to_vec()).collect()
+    }
+
+    fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for arg in args {
+            out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            out.extend_from_slice(arg);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    /// What a connection sees feeding `chunks` in order: the requests, then either the bytes left
+    /// over or the error that closed it.
+    #[derive(Debug, PartialEq)]
+    struct Session {
+        requests: Vec<Parsed>,
+        end: Result<usize, ProtocolError>,
+    }
+
+    /// Feeds chunks the way a connection does: append, parse until Ok(None), drop `consumed`.
+    fn drive<'a>(
+        parser: &mut RequestParser,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Session {
+        let mut buf = Vec::new();
+        let mut requests = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            loop {
+                match parser.parse(&buf) {
+                    Ok(Some(req)) => {
+                        assert!(req.consumed > 0 && req.consumed <= buf.len());
+                        requests.push((req.consumed, resolve(&buf, &req)));
+                        buf.drain(..req.consumed);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        return Session {
+                            requests,
+                            end: Err(e),
+                        };
+                    }
+                }
+            }
+        }
+        Session {
+            requests,
+            end: Ok(buf.len()),
+        }
+    }
+
+    /// Cuts `input` at the given points (sorted, clamped, duplicates giving empty chunks).
+    fn chunks_at(input: &[u8], points: &[usize]) -> Vec<Vec<u8>> {
+        let mut points: Vec<usize> = points.iter().map(|&p| p.min(input.len())).collect();
+        points.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut last = 0;
+        for p in points {
+            chunks.push(input[last..p].to_vec());
+            last = p;
+        }
+        chunks.push(input[last..].to_vec());
+        chunks
+    }
+
+    fn drive_chunks(parser: &mut RequestParser, chunks: &[Vec<u8>]) -> Session {
+        drive(parser, chunks.iter().map(Vec::as_slice))
+    }
+
+    // ---- multibulk ----
+
+    #[test]
+    fn multibulk_gives_ranges_into_the_buffer() {
+        let input = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+        let req = parser().parse(input).unwrap().unwrap();
+        assert_eq!(req.consumed, input.len());
+        assert_eq!(req.args, Args::Ranges(vec![8..11, 17..18]));
+        assert_eq!(req.args.len(), 2);
+        assert!(!req.args.is_empty());
+    }
+
+    #[test]
+    fn multibulk_binary_and_empty_arguments() {
+        assert_eq!(
+            complete(b"*3\r\n$0\r\n\r\n$4\r\n\r\n\0\xff\r\n$1\r\n*\r\n"),
+            (27, strings(&[b"", b"\r\n\0\xff", b"*"]))
+        );
+    }
+
+    #[test]
+    fn multibulk_stops_at_the_end_of_the_request() {
+        let input = b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI";
+        assert_eq!(complete(input), (14, strings(&[b"PING"])));
+    }
+
+    #[test]
+    fn zero_and_negative_counts_are_skipped() {
+        for (input, consumed) in [
+            (&b"*0\r\n"[..], 4),
+            (b"*-1\r\n", 5),
+            (b"*-5\r\n", 5),
+            (b"*-9223372036854775808\r\n", 23),
+            (b"*0\r\n*1\r\n", 4),
+        ] {
+            let req = parser().parse(input).unwrap().unwrap();
+            assert_eq!(req.consumed, consumed, "{}", input.escape_ascii());
+            assert_eq!(req.args, Args::Ranges(Vec::new()));
+            assert!(req.args.is_empty());
+        }
+    }
+
+    #[test]
+    fn invalid_multibulk_length() {
+        for input in [
+            &b"*\r\n"[..],
+            b"*x\r\n",
+            b"*+1\r\n",
+            b"*01\r\n",
+            b"*00\r\n",
+            b"*-0\r\n",
+            b"*-\r\n",
+            b"* 1\r\n",
+            b"*1 \r\n",
+            b"*1\n\r\n",
+            b"*1x\r\n",
+            b"*2147483648\r\n",
+            b"*9223372036854775808\r\n",
+            b"*-9223372036854775809\r\n",
+            b"*123456789012345678901\r\n",
+            b"*99999999999999999999\r\n",
+        ] {
+            assert_eq!(
+                error(input),
+                ProtocolError::InvalidMultibulkLength,
+                "{}",
+                input.escape_ascii()
+            );
+        }
+    }
+
+    #[test]
+    fn multibulk_count_limit_is_inclusive() {
+        let limits = Limits {
+            max_multibulk_len: 3,
+            ..Limits::default()
+        };
+        assert_eq!(
+            RequestParser::new(limits).parse(b"*4\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        let mut p = RequestParser::new(limits);
+        assert_eq!(p.parse(b"*3\r\n"), Ok(None));
+        assert!(p.in_progress());
+    }
+
+    #[test]
+    fn huge_declared_count_does_not_preallocate() {
+        let mut p = parser();
+        assert_eq!(p.parse(b"*2147483647\r\n"), Ok(None));
+        assert!(p.in_progress());
+        assert!(p.ranges.capacity() <= MAX_PREALLOC_ARGS);
+        assert_eq!(p.parse(b"*2147483647\r\n$1\r\na\r\n"), Ok(None));
+        assert_eq!(p.ranges, just(17..18));
+    }
+
+    #[test]
+    fn too_big_mbulk_count_string() {
+        let mut input = vec![b'*'];
+        input.resize(64 * 1024, b'1');
+        pending(&input);
+        input.push(b'1');
+        assert_eq!(error(&input), ProtocolError::TooBigMbulkCount);
+        // A '\r' anywhere ends the line, however long it is.
+        input.extend_from_slice(b"\r\n");
+        assert_eq!(error(&input), ProtocolError::InvalidMultibulkLength);
+    }
+
+    #[test]
+    fn count_line_needs_the_byte_after_cr_but_does_not_check_it() {
+        pending(b"*1\r");
+        assert_eq!(complete(b"*1\rX$3\rYfoo\r\n"), (13, strings(&[b"foo"])));
+        assert_eq!(complete(b"*0\rX"), (4, vec![]));
+    }
+
+    #[test]
+    fn expected_dollar() {
+        for (input, byte) in [
+            (&b"*1\r\nX\r\n"[..], b'X'),
+            (b"*1\r\n:1\r\n", b':'),
+            (b"*1\r\n*1\r\n", b'*'),
+            (b"*1\r\n\r\n", b'\r'),
+            (b"*1\r\n\n$1\r\n", b'\n'),
+            (b"*2\r\n$1\r\na\r\n3\r\nfoo\r\n", b'3'),
+            (b"*1\r\n\xe9\r\n", 0xe9),
+        ] {
+            assert_eq!(
+                error(input),
+                ProtocolError::ExpectedDollar(byte),
+                "{}",
+                input.escape_ascii()
+            );
+        }
+        // Redis only looks at the first byte once the line (and the byte after its '\r') is in.
+        pending(b"*1\r\nX");
+        pending(b"*1\r\nX\r");
+        pending(b"*1\r\nX\0\r\n");
+    }
+
+    #[test]
+    fn invalid_bulk_length() {
+        for input in [
+            &b"*1\r\n$\r\n"[..],
+            b"*1\r\n$x\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$-0\r\n",
+            b"*1\r\n$+1\r\n",
+            b"*1\r\n$01\r\n",
+            b"*1\r\n$ 1\r\n",
+            b"*1\r\n$1 \r\n",
+            b"*1\r\n$536870913\r\n",
+            b"*1\r\n$9223372036854775808\r\n",
+        ] {
+            assert_eq!(
+                error(input),
+                ProtocolError::InvalidBulkLength,
+                "{}",
+                input.escape_ascii()
+            );
+        }
+        let mut p = parser();
+        assert_eq!(p.parse(b"*1\r\n$536870912\r\n"), Ok(None));
+        assert!(p.in_progress());
+    }
+
+    #[test]
+    fn bulk_length_limit_is_inclusive() {
+        let limits = Limits {
+            max_bulk_len: 3,
+            ..Limits::default()
+        };
+        let input = b"*1\r\n$3\r\nabc\r\n";
+        let req = RequestParser::new(limits).parse(input).unwrap().unwrap();
+        assert_eq!(req.args, Args::Ranges(just(8..11)));
+        assert_eq!(
+            RequestParser::new(limits).parse(b"*1\r\n$4\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+    }
+
+    #[test]
+    fn too_big_bulk_count_string() {
+        let mut input = b"*2\r\n$1\r\na\r\n$".to_vec();
+        let start = 11;
+        input.resize(start + 64 * 1024, b'1');
+        pending(&input);
+        input.push(b'1');
+        assert_eq!(error(&input), ProtocolError::TooBigBulkCount);
+    }
+
+    #[test]
+    fn payload_terminator_is_skipped_unchecked() {
+        assert_eq!(complete(b"*1\r\n$3\r\nfooXY"), (13, strings(&[b"foo"])));
+        pending(b"*1\r\n$3\r\nfoo\r");
+        pending(b"*1\r\n$3\r\nfoo");
+    }
+
+    #[test]
+    fn nul_hides_line_ends_like_strchr() {
+        // Redis searches with strchr, which stops at NUL: the line never ends, so the request
+        // waits until the size limit turns it into an error.
+        pending(b"*1\0\r\n");
+        let mut input = b"*1\0\r\n".to_vec();
+        input.resize(64 * 1024 + 1, b'x');
+        assert_eq!(error(&input), ProtocolError::TooBigMbulkCount);
+
+        pending(b"*1\r\n$\x003\r\nfoo\r\n");
+        let mut input = b"*1\r\n$\x003\r\nfoo\r\n".to_vec();
+        input.resize(4 + 64 * 1024 + 1, b'x');
+        assert_eq!(error(&input), ProtocolError::TooBigBulkCount);
+
+        pending(b"PING\0\r\n");
+        let mut input = b"PING\0\r\n".to_vec();
+        input.resize(64 * 1024 + 1, b'x');
+        assert_eq!(error(&input), ProtocolError::TooBigInlineRequest);
+
+        // NUL inside a payload is just data.
+        assert_eq!(complete(b"*1\r\n$1\r\n\0\r\n"), (11, strings(&[b"\0"])));
+    }
+
+    #[test]
+    fn nul_block_is_remembered() {
+        let mut p = parser();
+        let mut input = b"*1\0".to_vec();
+        assert_eq!(p.parse(&input), Ok(None));
+        let before = p.examined;
+        input.extend_from_slice(&[b'\r'; 1000]);
+        assert_eq!(p.parse(&input), Ok(None));
+        assert_eq!(p.examined, before);
+    }
+
+    // ---- inline ----
+
+    #[test]
+    fn inline_lines() {
+        assert_eq!(complete(b"PING\r\n"), (6, strings(&[b"PING"])));
+        assert_eq!(complete(b"PING\n"), (5, strings(&[b"PING"])));
+        assert_eq!(
+            complete(b"SET a b\r\nGET a\r\n"),
+            (9, strings(&[b"SET", b"a", b"b"]))
+        );
+        assert_eq!(
+            complete(b"  SET\t a  b \r\n"),
+            (14, strings(&[b"SET", b"a", b"b"]))
+        );
+        // Only one '\r' is stripped; the other is whitespace.
+        assert_eq!(complete(b"PING\r\r\n"), (7, strings(&[b"PING"])));
+        assert_eq!(complete(b"a\rb\n"), (4, strings(&[b"a", b"b"])));
+        pending(b"PING");
+        pending(b"PING\r");
+        pending(b"");
+    }
+
+    #[test]
+    fn empty_inline_lines_are_skipped() {
+        for (input, consumed) in [
+            (&b"\r\n"[..], 2),
+            (b"\n", 1),
+            (b"   \t \r\n", 7),
+            (b"\x0b\x0c\n", 3),
+            (b"\r\r\n", 3),
+        ] {
+            let req = parser().parse(input).unwrap().unwrap();
+            assert_eq!(req.consumed, consumed, "{}", input.escape_ascii());
+            assert_eq!(req.args, Args::Owned(Vec::new()));
+        }
+    }
+
+    #[test]
+    fn inline_quoting_follows_sdssplitargs() {
+        let cases: &[(&[u8], &[&[u8]])] = &[
+            (b"set \"a b\" 'c d'", &[b"set", b"a b", b"c d"]),
+            (b"\"\" ''", &[b"", b""]),
+            (b"\"\\n\\r\\t\\b\\a\\\\\\\"\\q\"", &[b"\n\r\t\x08\x07\\\"q"]),
+            (b"\"\\x41\\x6a\\xFF\\x00\"", &[b"Aj\xff\0"]),
+            // \x without two hex digits is just an escaped 'x'.
+            (b"\"\\xZZ\\x4\"", &[b"xZZx4"]),
+            (b"'it\\'s \\n \"x\"'", &[b"it's \\n \"x\""]),
+            (b"\"it's\"", &[b"it's"]),
+            // A quote may open in the middle of an argument.
+            (b"foo\"bar baz\"", &[b"foobar baz"]),
+            (b"a'b c' d", &[b"ab c", b"d"]),
+            // \v and \f separate only when they lead; inside an argument they are data.
+            (b"\x0ba\x0bb", &[b"a\x0bb"]),
+            (b"a\x0cb", &[b"a\x0cb"]),
+            // ...but do count as whitespace after a closing quote.
+            (b"\"a\"\x0bb", &[b"a", b"b"]),
+            (b"\"a\"\tb", &[b"a", b"b"]),
+            (b"\xff\xfe", &[b"\xff\xfe"]),
+        ];
+        for &(line, expected) in cases {
+            let mut input = line.to_vec();
+            input.extend_from_slice(b"\r\n");
+            assert_eq!(
+                complete(&input),
+                (input.len(), strings(expected)),
+                "{}",
+                line.escape_ascii()
+            );
+        }
+    }
+
+    #[test]
+    fn unbalanced_quotes() {
+        for line in [
+            &b"\"foo"[..],
+            b"'foo",
+            b"\"foo\"bar",
+            b"'foo'bar",
+            b"\"foo\\\"",
+            b"'foo\\'",
+            b"set a \"b",
+            b"\"\"\"\"",
+            b"\"\\",
+        ] {
+            for end in [&b"\n"[..], b"\r\n"] {
+                let input = [line, end].concat();
+                assert_eq!(
+                    error(&input),
+                    ProtocolError::UnbalancedQuotes,
+                    "{}",
+                    input.escape_ascii()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn too_big_inline_request() {
+        let mut input = vec![b'a'; 64 * 1024];
+        pending(&input);
+        input.push(b'a');
+        assert_eq!(error(&input), ProtocolError::TooBigInlineRequest);
+        // Like Redis, the limit only bites while no newline has arrived: a long line that is
+        // already complete when parsed is accepted.
+        input.push(b'\n');
+        assert_eq!(complete(&input).1[0].len(), 64 * 1024 + 1);
+    }
+
+    #[test]
+    fn inline_limit_is_configurable() {
+        let limits = Limits {
+            max_inline_len: 4,
+            ..Limits::default()
+        };
+        assert_eq!(RequestParser::new(limits).parse(b"PING"), Ok(None));
+        assert_eq!(
+            RequestParser::new(limits).parse(b"PINGS"),
+            Err(ProtocolError::TooBigInlineRequest)
+        );
+        assert_eq!(
+            RequestParser::new(limits).parse(b"*1234"),
+            Err(ProtocolError::TooBigMbulkCount)
+        );
+        assert_eq!(
+            RequestParser::new(limits).parse(b"*1\r\n$1234"),
+            Err(ProtocolError::TooBigBulkCount)
+        );
+    }
+
+    // ---- errors and state ----
+
+    #[test]
+    fn error_texts() {
+        let cases = [
+            (
+                ProtocolError::InvalidMultibulkLength,
+                "Protocol error: invalid multibulk length",
+            ),
+            (
+                ProtocolError::TooBigMbulkCount,
+                "Protocol error: too big mbulk count string",
+            ),
+            (
+                ProtocolError::ExpectedDollar(b'X'),
+                "Protocol error: expected '$', got 'X'",
+            ),
+            (
+                ProtocolError::ExpectedDollar(b'\r'),
+                "Protocol error: expected '$', got ' '",
+            ),
+            (
+                ProtocolError::ExpectedDollar(b'\n'),
+                "Protocol error: expected '$', got ' '",
+            ),
+            (
+                ProtocolError::ExpectedDollar(0xe9),
+                "Protocol error: expected '$', got '\u{e9}'",
+            ),
+            (
+                ProtocolError::InvalidBulkLength,
+                "Protocol error: invalid bulk length",
+            ),
+            (
+                ProtocolError::TooBigBulkCount,
+                "Protocol error: too big bulk count string",
+            ),
+            (
+                ProtocolError::TooBigInlineRequest,
+                "Protocol error: too big inline request",
+            ),
+            (
+                ProtocolError::UnbalancedQuotes,
+                "Protocol error: unbalanced quotes in request",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn default_limits_are_redis_defaults() {
+        let limits = Limits::default();
+        assert_eq!(limits.max_bulk_len, 512 * 1024 * 1024);
+        assert_eq!(limits.max_inline_len, 65536);
+        assert_eq!(limits.max_multibulk_len, 2_147_483_647);
+    }
+
+    #[test]
+    fn in_progress_tracks_multibulk_argument_parsing() {
+        let mut p = parser();
+        let input = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+        assert!(!p.in_progress());
+        assert_eq!(p.parse(&input[..3]), Ok(None));
+        assert!(!p.in_progress(), "count line not accepted yet");
+        assert_eq!(p.parse(&input[..4]), Ok(None));
+        assert!(p.in_progress());
+        assert_eq!(p.parse(&input[..10]), Ok(None));
+        assert!(p.in_progress());
+        assert!(p.parse(input).unwrap().is_some());
+        assert!(!p.in_progress());
+
+        assert_eq!(p.parse(b"PING"), Ok(None));
+        assert!(!p.in_progress(), "inline requests are not tracked");
+    }
+
+    #[test]
+    fn set_limits_applies_to_the_rest_of_a_request() {
+        let mut p = parser();
+        assert_eq!(p.parse(b"*2\r\n$3\r\nfoo\r\n"), Ok(None));
+        p.set_limits(Limits {
+            max_bulk_len: 2,
+            ..Limits::default()
+        });
+        assert_eq!(
+            p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+    }
+
+    #[test]
+    fn parser_is_fresh_after_an_error() {
+        let mut p = parser();
+        // Fail after one argument has been collected.
+        assert_eq!(p.parse(b"*2\r\n$1\r\na\r\n"), Ok(None));
+        assert_eq!(p.ranges.len(), 1);
+        assert_eq!(
+            p.parse(b"*2\r\n$1\r\na\r\nX\r\n"),
+            Err(ProtocolError::ExpectedDollar(b'X'))
+        );
+        assert!(!p.in_progress());
+        assert!(p.ranges.is_empty());
+        let input = b"*1\r\n$1\r\na\r\n";
+        assert_eq!(
+            p.parse(input).unwrap().unwrap().args,
+            Args::Ranges(just(8..9))
+        );
+    }
+
+    #[test]
+    fn contract_violations_do_not_panic() {
+        let mut p = parser();
+        assert_eq!(p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r"), Ok(None));
+        // Shrunk and rewritten buffers: meaningless results, but no panic.
+        let _ = p.parse(b"*2");
+        let _ = p.parse(b"");
+        let _ = p.parse(b"\r\n\r\n");
+        let _ = p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n");
+    }
+
+    // ---- splitting, pipelining, linearity ----
+
+    fn corpus() -> Vec<Vec<u8>> {
+        let mut inputs: Vec<Vec<u8>> = [
+            &b"*1\r\n$4\r\nPING\r\n"[..],
+            b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva\r\nl\r\n",
+            b"*2\r\n$0\r\n\r\n$2\r\n\0\0\r\n",
+            b"*0\r\n",
+            b"*-1\r\n",
+            b"*1\rX$3\rYfoo\r\n",
+            b"PING\r\n",
+            b"PING\n",
+            b"\r\n",
+            b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n",
+            b"   \n",
+        ]
+        .iter()
+        .map(|s| s.to_vec())
+        .collect();
+        inputs.push(encode(&[
+            b"SET".to_vec(),
+            vec![b'x'; 300],
+            (0..=255).collect(),
+        ]));
+        inputs
+    }
+
+    #[test]
+    fn every_split_gives_the_same_result() {
+        for input in corpus() {
+            let whole = parser().parse(&input).unwrap().unwrap();
+            assert_eq!(whole.consumed, input.len(), "{}", input.escape_ascii());
+            for cut in 0..input.len() {
+                let mut p = parser();
+                assert_eq!(
+                    p.parse(&input[..cut]),
+                    Ok(None),
+                    "{} cut {cut}",
+                    input.escape_ascii()
+                );
+                assert_eq!(
+                    p.parse(&input).unwrap().as_ref(),
+                    Some(&whole),
+                    "{} cut {cut}",
+                    input.escape_ascii()
+                );
+            }
+            // And byte by byte, every prefix in turn.
+            let mut p = parser();
+            for cut in 0..input.len() {
+                assert_eq!(p.parse(&input[..cut]), Ok(None));
+            }
+            assert_eq!(p.parse(&input).unwrap().as_ref(), Some(&whole));
+        }
+    }
+
+    #[test]
+    fn every_split_of_an_error_gives_the_same_error() {
+        for input in [
+            &b"*1\r\nX\r\n"[..],
+            b"*1\r\n$-1\r\n",
+            b"*x\r\n",
+            b"set \"a\r\n",
+        ] {
+            let whole = error(input);
+            for cut in 0..input.len() {
+                let mut p = parser();
+                assert_eq!(p.parse(&input[..cut]), Ok(None));
+                assert_eq!(p.parse(input), Err(whole.clone()));
+            }
+        }
+    }
+
+    #[test]
+    fn pipelined_requests() {
+        let input: Vec<u8> = [
+            &b"PING\r\n"[..],
+            b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n",
+            b"*0\r\n",
+            b"SET a \"b c\"\n",
+            b"\r\n",
+            b"*1\r\n$4\r\nQUIT\r\n",
+            b"*1\r\n$4\r\nEC",
+        ]
+        .concat();
+        let expected = vec![
+            (6, strings(&[b"PING"])),
+            (20, strings(&[b"GET", b"a"])),
+            (4, vec![]),
+            (12, strings(&[b"SET", b"a", b"b c"])),
+            (2, vec![]),
+            (14, strings(&[b"QUIT"])),
+        ];
+        let mut p = parser();
+        let session = drive(&mut p, [input.as_slice()]);
+        assert_eq!(session.requests, expected);
+        assert_eq!(session.end, Ok(10));
+        assert!(p.in_progress());
+
+        // Same stream, one byte per read.
+        let mut p = parser();
+        let session = drive(&mut p, input.chunks(1));
+        assert_eq!(session.requests, expected);
+        assert_eq!(session.end, Ok(10));
+
+        // An error ends the stream after the requests before it.
+        let mut p = parser();
+        let bad = [&input[..26], b"*1\r\n!"].concat();
+        let session = drive(&mut p, [bad.as_slice(), b"\r\n"]);
+        assert_eq!(session.requests, expected[..2].to_vec());
+        assert_eq!(session.end, Err(ProtocolError::ExpectedDollar(b'!')));
+    }
+
+    #[test]
+    fn large_frame_in_4k_reads_is_linear() {
+        let args: Vec<Vec<u8>> = (0..40_000)
+            .map(|i| format!("arg-{i}").into_bytes())
+            .collect();
+        let input = encode(&args);
+        let mut p = parser();
+        let mut buf = Vec::new();
+        let mut calls = 0;
+        let mut result = None;
+        for chunk in input.chunks(4096) {
+            assert!(result.is_none());
+            buf.extend_from_slice(chunk);
+            calls += 1;
+            result = p.parse(&buf).unwrap();
+        }
+        let req = result.expect("complete after the last read");
+        assert_eq!(req.consumed, input.len());
+        assert_eq!(resolve(&buf, &req), args);
+        // Each byte searched at most once, plus at most one '\r' revisited per call.
+        assert!(
+            p.examined <= input.len() + calls,
+            "{} > {} + {calls}",
+            p.examined,
+            input.len()
+        );
+    }
+
+    #[test]
+    fn byte_at_a_time_is_linear() {
+        let args: Vec<Vec<u8>> = (0..2_000).map(|i| format!("{i}").into_bytes()).collect();
+        let input = encode(&args);
+        let mut p = parser();
+        for cut in 0..input.len() {
+            assert_eq!(p.parse(&input[..cut]), Ok(None));
+        }
+        let req = p.parse(&input).unwrap().unwrap();
+        assert_eq!(resolve(&input, &req), args);
+        assert!(p.examined <= 2 * input.len() + 1);
+    }
+
+    #[test]
+    fn bulk_payload_is_never_scanned() {
+        let payload = vec![b'\r'; 1 << 20];
+        let input = encode(&[b"SET".to_vec(), b"k".to_vec(), payload]);
+        let mut p = parser();
+        let mut buf = Vec::new();
+        let mut calls = 0;
+        let mut result = None;
+        for chunk in input.chunks(4096) {
+            buf.extend_from_slice(chunk);
+            calls += 1;
+            result = p.parse(&buf).unwrap();
+        }
+        assert_eq!(result.unwrap().consumed, input.len());
+        assert!(p.examined <= 64 + calls, "{}", p.examined);
+    }
+
+    #[test]
+    fn long_inline_line_in_small_reads_is_linear() {
+        let mut input = b"SET k ".to_vec();
+        input.resize(60_000, b'v');
+        input.extend_from_slice(b"\r\n");
+        let mut p = parser();
+        let mut calls = 0;
+        for cut in (0..input.len()).step_by(7) {
+            calls += 1;
+            assert_eq!(p.parse(&input[..cut]), Ok(None));
+        }
+        let req = p.parse(&input).unwrap().unwrap();
+        assert_eq!(req.consumed, input.len());
+        assert!(p.examined <= input.len() + calls);
+    }
+
+    // ---- properties ----
+
+    /// Bytes biased towards the ones that matter to the protocol.
+    fn protocol_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            3 => any::<u8>(),
+            2 => prop::sample::select(&b"*$\r\n\r\n0123456789-+ \t\"'\\x\0"[..]),
+        ]
+    }
+
+    fn arg_vec() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        prop::collection::vec(prop::collection::vec(protocol_byte(), 0..40), 1..12)
+    }
+
+    /// The tail of an arbitrary byte stream starting the ways requests start.
+    fn noise() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::sample::select(vec![
+                &b""[..],
+                b"*",
+                b"*2\r\n",
+                b"*2\r\n$",
+                b"*1\r\n$3\r\n",
+                b"\"",
+            ]),
+            prop::collection::vec(protocol_byte(), 0..200),
+        )
+            .prop_map(|(prefix, rest)| [prefix, &rest[..]].concat())
+    }
+
+    proptest! {
+        #[test]
+        fn multibulk_round_trip_agrees_with_redis_protocol(args in arg_vec()) {
+            let input = encode(&args);
+            prop_assert_eq!(complete(&input), (input.len(), args.clone()));
+
+            let (frame, used) = redis_protocol::resp2::decode::decode(&input)
+                .expect("valid RESP")
+                .expect("complete frame");
+            prop_assert_eq!(used, input.len());
+            let redis_protocol::resp2::types::OwnedFrame::Array(frames) = frame else {
+                panic!("not an array");
+            };
+            let theirs: Vec<Vec<u8>> = frames
+                .into_iter()
+                .map(|f| match f {
+                    redis_protocol::resp2::types::OwnedFrame::BulkString(b) => b,
+                    other => panic!("not a bulk string: {other:?}"),
+                })
+                .collect();
+            prop_assert_eq!(theirs, args);
+        }
+
+        #[test]
+        fn pipelined_frames_survive_any_split(
+            frames in prop::collection::vec(arg_vec(), 1..5),
+            points in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+        ) {
+            let input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
+            let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+            let session = drive_chunks(&mut parser(), &chunks_at(&input, &points));
+            let expected: Vec<Parsed> = frames
+                .iter()
+                .map(|f| (encode(f).len(), f.clone()))
+                .collect();
+            prop_assert_eq!(session.requests, expected);
+            prop_assert_eq!(session.end, Ok(0));
+        }
+
+        #[test]
+        fn inline_quoted_round_trip(args in arg_vec(), single in any::<bool>()) {
+            let mut line = Vec::new();
+            for arg in &args {
+                if single && !arg.iter().any(|&b| matches!(b, b'\'' | b'\\' | b'\n' | 0)) {
+                    // Single quotes keep everything but \' verbatim.
+                    line.push(b'\'');
+                    line.extend_from_slice(arg);
+                    line.push(b'\'');
+                } else {
+                    line.push(b'"');
+                    for &b in arg {
+                        line.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                    }
+                    line.push(b'"');
+                }
+                line.push(b' ');
+            }
+            line.extend_from_slice(b"\r\n");
+            prop_assert_eq!(complete(&line), (line.len(), args));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic_and_split_does_not_matter(
+            input in noise(),
+            points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let whole = drive(&mut parser(), [input.as_slice()]);
+            let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+            let split = drive_chunks(&mut parser(), &chunks_at(&input, &points));
+            prop_assert_eq!(split, whole);
+        }
+
+        #[test]
+        fn arbitrary_bytes_with_tiny_limits_never_panic(
+            input in noise(),
+            points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+            max_bulk_len in 0usize..8,
+            max_inline_len in 0usize..16,
+            max_multibulk_len in 0usize..4,
+        ) {
+            let limits = Limits { max_bulk_len, max_inline_len, max_multibulk_len };
+            let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+            let _ = drive_chunks(&mut RequestParser::new(limits), &chunks_at(&input, &points));
+        }
+
+        #[test]
+        fn mutated_frames_never_panic(
+            args in arg_vec(),
+            at in any::<prop::sample::Index>(),
+            byte in protocol_byte(),
+            points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let mut input = encode(&args);
+            let i = at.index(input.len());
+            input[i] = byte;
+            let whole = drive(&mut parser(), [input.as_slice()]);
+            let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+            prop_assert_eq!(drive_chunks(&mut parser(), &chunks_at(&input, &points)), whole);
+        }
+
+        #[test]
+        fn parse_ll_matches_a_reference(s in "-?[0-9]{0,22}|[+ 0-9x-]{0,4}") {
+            let reference = {
+                let bytes = s.as_bytes();
+                let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+                let canonical = !digits.is_empty()
+                    && digits.iter().all(u8::is_ascii_digit)
+                    && (digits[0] != b'0' || s == "0");
+                if canonical { s.parse::<i64>().ok() } else { None }
+            };
+            prop_assert_eq!(parse_ll(s.as_bytes()), reference);
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The keyspace: shards of keys, each under its own lock, and the locking protocol that
+//! makes one command, a whole EXEC or a script atomic without a global lock.
+//!
+//! A key's shard is picked from one seeded hash of the key (the same hash the shard's table
+//! uses, so it is computed once). A command locks the shards of its keys in ascending index
+//! order, which rules out deadlock between any two lockers; commands over the whole keyspace
+//! (KEYS, FLUSHALL, DBSIZE…) lock every shard, in the same order. Guards are std mutex
+//! guards, which are `!Send`, so the compiler refuses any that would live across an
+//! `.await`.
+
+pub mod reaper;
+pub mod shard;
+pub mod value;
+pub mod wheel;
+pub mod zset;
+
+use std::hash::BuildHasher;
+use std::sync::{Mutex, MutexGuard};
+
+use crossbeam_utils::CachePadded;
+use smallvec::SmallVec;
+
+pub use shard::{Entry, Shard, ShardStats};
+pub use value::Value;
+
+use crate::error::CmdError;
+
+/// All shards of all databases.
+#[derive(Debug)]
+pub struct Keyspace {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    hasher: hashbrown::DefaultHashBuilder,
+    databases: usize,
+}
+
+impl Keyspace {
+    /// A keyspace of `shards` shards (a power of two) with `databases` databases.
+    pub fn new(shards: usize, databases: usize, now_ms: u64) -> Self {
+        let shards = shards.max(1).next_power_of_two();
+        Keyspace {
+            shards: (0..shards)
+                .map(|_| CachePadded::new(Mutex::new(Shard::new(databases, now_ms))))
+                .collect(),
+            hasher: hashbrown::DefaultHashBuilder::default(),
+            databases,
+        }
+    }
+
+    /// Number of shards.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Number of databases.
+    pub fn databases(&self) -> usize {
+        self.databases
+    }
+
+    /// The key's hash, used both to pick its shard and inside the shard's table.
+    #[inline]
+    pub fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The shard a hash belongs to. Bits 32.. are used: the table itself uses the low bits for
+    /// the bucket and the top seven as the tag, so sharing them would weaken both.
+    #[inline]
+    pub fn shard_of_hash(&self, hash: u64) -> usize {
+        ((hash >> 32) as usize) & (self.shards.len() - 1)
+    }
+
+    /// The shard of a key.
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        self.shard_of_hash(self.hash(key))
+    }
+
+    fn lock_index(&self, i: usize) -> MutexGuard<'_, Shard> {
+        // A panic while holding a shard lock would be a bug in sluice, not client input; keep
+        // serving the other shards' data rather than poisoning the whole server.
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Locks the shards of `keys` in ascending order.
+    pub fn lock_keys<'a, I, K>(&'a self, keys: I) -> Locked<'a>
+    where
+        I: IntoIterator<Item = K>,
+        K: AsRef<[u8]>,
+    {
+        let mut idx: SmallVec<[usize; 8]> = keys.into_iter().map(|k| self.shard_of(k.as_ref())).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        self.lock_indexes(&idx)
+    }
+
+    /// Locks the given shard indexes, which must be sorted and unique.
+    pub fn lock_indexes(&self, idx: &[usize]) -> Locked<'_> {
+        Locked {
+            ks: self,
+            guards: idx.iter().map(|&i| (i, self.lock_index(i))).collect(),
+        }
+    }
+
+    /// Locks every shard, in order.
+    pub fn lock_all(&self) -> Locked<'_> {
+        let idx: Vec<usize> = (0..self.shards.len()).collect();
+        self.lock_indexes(&idx)
+    }
+
+    /// Locks nothing (for commands that touch no keys).
+    pub fn lock_none(&self) -> Locked<'_> {
+        Locked {
+            ks: self,
+            guards: SmallVec::new(),
+        }
+    }
+
+    /// Runs the reaper on one shard: deletes up to `max` due keys. Returns (deleted, more due).
+    pub fn reap_shard(&self, i: usize, now_ms: u64, max: usize) -> (usize, bool) {
+        self.lock_index(i).reap(now_ms, max)
+    }
+
+    /// The next deadline of one shard.
+    pub fn next_deadline(&self, i: usize) -> Option<u64> {
+        self.lock_index(i).next_deadline()
+    }
+
+    /// Deletes every due key in every shard now (used when the test clock jumps).
+    pub fn reap_all(&self, now_ms: u64) -> usize {
+        let mut total = 0;
+        for i in 0..self.shards.len() {
+            loop {
+                let (n, more) = self.reap_shard(i, now_ms, reaper::REAP_BATCH);
+                total += n;
+                if !more {
+                    break;
+                }
+            }
+        }
+        total
+    }
+
+    /// Counters summed over all shards.
+    pub fn stats(&self) -> ShardStats {
+        self.fold(ShardStats::default(), |mut acc, s| {
+            acc.expired_keys += s.stats.expired_keys;
+            acc.keyspace_hits += s.stats.keyspace_hits;
+            acc.keyspace_misses += s.stats.keyspace_misses;
+            acc
+        })
+    }
+
+    /// CONFIG RESETSTAT: zero the counters.
+    pub fn reset_stats(&self) {
+        for i in 0..self.shards.len() {
+            self.lock_index(i).stats = ShardStats::default();
+        }
+    }
+
+    /// INFO keyspace lines: (db, keys, keys with a TTL, average TTL in ms) for non-empty dbs.
+    pub fn db_summary(&self, now_ms: u64) -> Vec<(usize, usize, usize, u64)> {
+        let mut sums = vec![(0usize, 0usize, 0u128); self.databases];
+        for i in 0..self.shards.len() {
+            let shard = self.lock_index(i);
+            for (db, sum) in sums.iter_mut().enumerate() {
+                let d = shard.db(db);
+                sum.0 += d.len();
+                sum.1 += d.expires();
+                if d.expires() > 0 {
+                    sum.2 += d
+                        .iter()
+                        .filter_map(|e| e.expire_at())
+                        .map(|at| at.saturating_sub(now_ms) as u128)
+                        .sum::<u128>();
+                }
+            }
+        }
+        sums.into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.0 > 0)
+            .map(|(db, (keys, expires, ttl))| (db, keys, expires, if expires > 0 { (ttl / expires as u128) as u64 } else { 0 }))
+            .collect()
+    }
+
+    /// Sums a value over all shards, locking one at a time (for INFO: not a snapshot).
+    pub fn fold<T>(&self, init: T, mut f: impl FnMut(T, &Shard) -> T) -> T {
+        let mut acc = init;
+        for i in 0..self.shards.len() {
+            acc = f(acc, &self.lock_index(i));
+        }
+        acc
+    }
+}
+
+/// The shards one command (or one EXEC) holds, and key-level operations through them.
+///
+/// Every operation takes the database index and the key, finds the key's shard among the
+/// held guards, and applies Redis's lazy expiry with the command's `now`.
+pub struct Locked<'a> {
+    ks: &'a Keyspace,
+    guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
+}
+
+impl std::fmt::Debug for Locked<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Locked")
+            .field("shards", &self.guards.iter().map(|g| g.0).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl<'a> Locked<'a> {
+    /// The keyspace these guards belong to.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.ks
+    }
+
+    /// Releases every guard.
+    pub fn release(&mut self) {
+        self.guards.clear();
+    }
+
+    /// True if every shard is held.
+    pub fn holds_all(&self) -> bool {
+        self.guards.len() == self.ks.shard_count()
+    }
+
+    #[inline]
+    fn shard(&mut self, key: &[u8]) -> (&mut Shard, u64) {
+        let hash = self.ks.hash(key);
+        let want = self.ks.shard_of_hash(hash);
+        let pos = self.guards.iter().position(|(i, _)| *i == want);
+        match pos {
+            Some(p) => (&mut self.guards[p].1, hash),
+            None => {
+                // The command table declares every key a command touches, so this is a bug in
+                // sluice. Locking out of order could deadlock; fail loudly in tests instead.
+                panic!("sluice bug: key's shard {want} was not locked for this command")
+            }
+        }
+    }
+
+    /// The held shards (for whole-keyspace commands, which hold them all).
+    pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
+        self.guards.iter_mut().map(|(_, g)| &mut **g)
+    }
+
+    /// A read lookup: lazy expiry, counts a keyspace hit or miss.
+    pub fn read(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find_read(db, hash, key, now_ms)
+    }
+
+    /// A write lookup: lazy expiry, no stats. The caller must call `touch` if it changes the
+    /// value in place.
+    pub fn lookup(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find(db, hash, key, now_ms)
+    }
+
+    /// A read lookup of the value, WRONGTYPE-agnostic.
+    pub fn read_value(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Value> {
+        self.read(db, key, now_ms).map(|e| &mut e.value)
+    }
+
+    /// True if the key exists and is live (no stats).
+    pub fn exists(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        self.lookup(db, key, now_ms).is_some()
+    }
+
+    /// Stores a value with an expiry (None: no TTL), replacing any old value and TTL.
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value, expire_at: Option<u64>) {
+        let (shard, hash) = self.shard(key);
+        shard.insert(db, hash, key, value, expire_at);
+    }
+
+    /// Stores a value keeping the key's current TTL (if it is live).
+    pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value, now_ms: u64) {
+        let (shard, hash) = self.shard(key);
+        let ttl = shard.find(db, hash, key, now_ms).and_then(|e| e.expire_at());
+        shard.insert(db, hash, key, value, ttl);
+    }
+
+    /// Deletes a key; returns its entry if it was live.
+    pub fn remove(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find(db, hash, key, now_ms)?;
+        shard.remove(db, hash, key)
+    }
+
+    /// Sets or clears the expiry of a live key and signals watchers. False if missing.
+    pub fn set_expire(&mut self, db: usize, key: &[u8], expire_at: Option<u64>, now_ms: u64) -> bool {
+        let (shard, hash) = self.shard(key);
+        if shard.find(db, hash, key, now_ms).is_none() {
+            return false;
+        }
+        shard.set_expire(db, hash, key, expire_at);
+        shard.touch(db, key);
+        true
+    }
+
+    /// Signals that a key's value was changed in place.
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
+        let (shard, _) = self.shard(key);
+        shard.touch(db, key);
+    }
+
+    /// Signals a change in place and deletes the key if its aggregate became empty.
+    pub fn touch_and_prune(&mut self, db: usize, key: &[u8]) {
+        let (shard, hash) = self.shard(key);
+        let empty = shard.peek(db, hash, key).is_some_and(|e| e.value.is_empty_aggregate());
+        if empty {
+            shard.remove(db, hash, key);
+        } else {
+            shard.touch(db, key);
+        }
+    }
+
+    /// The live value of `key`, or a new one made by `make` (stored without TTL). The caller
+    /// checks the type and must `touch` (or `touch_and_prune`) after changing it.
+    pub fn get_or_create(&mut self, db: usize, key: &[u8], now_ms: u64, make: impl FnOnce() -> Value) -> &mut Value {
+        let (shard, hash) = self.shard(key);
+        if shard.find(db, hash, key, now_ms).is_none() {
+            shard.insert(db, hash, key, make(), None);
+        }
+        match shard.find(db, hash, key, now_ms) {
+            Some(e) => &mut e.value,
+            None => unreachable!("a key inserted under the held lock is present"),
+        }
+    }
+
+    /// Registers a WATCH.
+    pub fn watch(&mut self, db: usize, key: &[u8], client: u64, dirty: &std::sync::Arc<std::sync::atomic::AtomicBool>, now_ms: u64) {
+        let (shard, hash) = self.shard(key);
+        shard.watch(db, hash, key, client, dirty, now_ms);
+    }
+
+    /// Removes a WATCH.
+    pub fn unwatch(&mut self, db: usize, key: &[u8], client: u64) {
+        let (shard, _) = self.shard(key);
+        shard.unwatch(db, key, client);
+    }
+
+    /// Redis 7's watched-key expiry rule (see `Shard::watched_key_expired`).
+    pub fn watched_key_expired(&mut self, db: usize, key: &[u8], client: u64, now_ms: u64) -> bool {
+        let (shard, hash) = self.shard(key);
+        shard.watched_key_expired(db, hash, key, client, now_ms)
+    }
+}
+
+/// Checks a value's type, mapping a mismatch to WRONGTYPE.
+pub fn expect_type<T>(v: Option<T>) -> Result<T, CmdError> {
+    v.ok_or(CmdError::WrongType)
+}

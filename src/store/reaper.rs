@@ -1,0 +1,51 @@
+//! The background reapers: one task per shard deletes keys whose TTL has passed.
+//!
+//! Lazy expiry alone would keep dead keys' memory until someone touched them; fixed-window
+//! limiters create a key per user per window, most never read again. Each reaper asks its
+//! shard's timing wheel for the next deadline, sleeps until then (at most `MAX_SLEEP`, or
+//! until the test clock moves), and deletes at most `REAP_BATCH` keys per lock hold, yielding
+//! between batches, so a mass expiry at a window boundary never holds a shard for long. The
+//! work done follows the keys that expire, not the keys that live.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::store::Keyspace;
+
+/// Most keys deleted per lock hold.
+pub const REAP_BATCH: usize = 512;
+
+/// Longest sleep between checks. Bounds how late a key inserted with an earlier deadline
+/// than the one a reaper sleeps on can be reaped, without a wake-up on every insert.
+pub const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// Starts one reaper task per shard; they stop when `stop` is cancelled.
+pub fn spawn(keyspace: Arc<Keyspace>, clock: Clock, stop: CancellationToken) {
+    for i in 0..keyspace.shard_count() {
+        let ks = keyspace.clone();
+        let clock = clock.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = clock.now_ms();
+                let (_, more) = ks.reap_shard(i, now, REAP_BATCH);
+                if more {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                let wait = match ks.next_deadline(i) {
+                    Some(at) if at > now => Duration::from_millis(at - now).min(MAX_SLEEP),
+                    Some(_) => Duration::from_millis(1),
+                    None => MAX_SLEEP,
+                };
+                tokio::select! {
+                    _ = clock.sleep_at_most(wait) => {}
+                    _ = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,400 @@
+//! One shard of the keyspace: its keys in every database, their expiry timers and the
+//! WATCH registrations on them, all under the shard's one lock.
+//!
+//! Keeping the three together is the point: a write, the timer it reschedules and the
+//! watchers it must invalidate change atomically, with no second lock to order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use hashbrown::HashTable;
+
+use crate::store::value::Value;
+use crate::store::wheel::{TimerId, TimerWheel};
+
+/// A stored key.
+#[derive(Debug)]
+pub struct Entry {
+    /// The key bytes (copied from the request).
+    pub key: Box<[u8]>,
+    /// Its value.
+    pub value: Value,
+    hash: u64,
+    expire_at: Option<u64>,
+    timer: Option<TimerId>,
+}
+
+impl Entry {
+    /// Absolute expiry in Unix ms, if the key has a TTL.
+    pub fn expire_at(&self) -> Option<u64> {
+        self.expire_at
+    }
+
+    /// Redis's rule: a key is expired once `now > expire_at`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at.is_some_and(|at| now_ms > at)
+    }
+}
+
+/// What a timer points back to: enough to find the entry without a copy of the key.
+#[derive(Debug, Clone, Copy)]
+struct TimerRef {
+    db: u16,
+    hash: u64,
+}
+
+/// One logical database's slice of this shard.
+#[derive(Debug, Default)]
+pub struct Db {
+    table: HashTable<Entry>,
+    expires: usize,
+}
+
+impl Db {
+    /// Keys stored (including logically expired ones not reaped yet).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Keys with a TTL.
+    pub fn expires(&self) -> usize {
+        self.expires
+    }
+
+    /// All entries, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.table.iter()
+    }
+
+    /// The hash a key was stored under.
+    pub fn entry_hash(e: &Entry) -> u64 {
+        e.hash
+    }
+}
+
+/// A client's registration on a watched key.
+#[derive(Debug)]
+struct Watcher {
+    client: u64,
+    dirty: Arc<AtomicBool>,
+    /// The key was already logically expired when watched: its later deletion by expiry is
+    /// not a modification (Redis 7).
+    expired_at_watch: bool,
+}
+
+/// The clients watching one key, and the key's hash so it can be looked up.
+#[derive(Debug)]
+struct WatchSlot {
+    hash: u64,
+    watchers: Vec<Watcher>,
+}
+
+/// Counters INFO reads.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShardStats {
+    /// Keys deleted by expiry (lazy or reaper).
+    pub expired_keys: u64,
+    /// Read lookups that found the key.
+    pub keyspace_hits: u64,
+    /// Read lookups that did not.
+    pub keyspace_misses: u64,
+}
+
+/// A shard: data, expiry index and watch registry.
+#[derive(Debug)]
+pub struct Shard {
+    dbs: Box<[Db]>,
+    wheel: TimerWheel<TimerRef>,
+    watches: HashMap<(u16, Bytes), WatchSlot>,
+    /// Counters for INFO.
+    pub stats: ShardStats,
+}
+
+impl Shard {
+    /// An empty shard with `databases` databases.
+    pub fn new(databases: usize, now_ms: u64) -> Self {
+        Shard {
+            dbs: (0..databases).map(|_| Db::default()).collect(),
+            wheel: TimerWheel::new(now_ms),
+            watches: HashMap::new(),
+            stats: ShardStats::default(),
+        }
+    }
+
+    /// One database's slice.
+    pub fn db(&self, db: usize) -> &Db {
+        &self.dbs[db]
+    }
+
+    /// Number of databases.
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Finds a key without expiring it.
+    pub fn peek(&self, db: usize, hash: u64, key: &[u8]) -> Option<&Entry> {
+        self.dbs[db].table.find(hash, |e| &*e.key == key)
+    }
+
+    /// Finds a live key, deleting it first if it has expired.
+    pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let expired = self.dbs[db].table.find(hash, |e| &*e.key == key)?.is_expired(now_ms);
+        if expired {
+            self.remove(db, hash, key);
+            self.stats.expired_keys += 1;
+            return None;
+        }
+        self.dbs[db].table.find_mut(hash, |e| &*e.key == key)
+    }
+
+    /// `find` for a read: also counts a keyspace hit or miss, as Redis's read lookups do.
+    pub fn find_read(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        match self.dbs[db].table.find(hash, |e| &*e.key == key) {
+            None => {
+                self.stats.keyspace_misses += 1;
+                return None;
+            }
+            Some(e) if e.is_expired(now_ms) => {
+                self.remove(db, hash, key);
+                self.stats.expired_keys += 1;
+                self.stats.keyspace_misses += 1;
+                return None;
+            }
+            Some(_) => self.stats.keyspace_hits += 1,
+        }
+        self.dbs[db].table.find_mut(hash, |e| &*e.key == key)
+    }
+
+    /// Stores `value` under `key`, replacing any previous value, with expiry `expire_at`.
+    /// Signals watchers.
+    pub fn insert(&mut self, db: usize, hash: u64, key: &[u8], value: Value, expire_at: Option<u64>) {
+        let table = &mut self.dbs[db].table;
+        match table.find_mut(hash, |e| &*e.key == key) {
+            Some(e) => e.value = value,
+            None => {
+                table.insert_unique(
+                    hash,
+                    Entry {
+                        key: key.into(),
+                        value,
+                        hash,
+                        expire_at: None,
+                        timer: None,
+                    },
+                    |e| e.hash,
+                );
+            }
+        }
+        self.set_expire(db, hash, key, expire_at);
+        self.touch(db, key);
+    }
+
+    /// Sets or clears a key's expiry (the key must exist). Does not signal watchers.
+    pub fn set_expire(&mut self, db: usize, hash: u64, key: &[u8], expire_at: Option<u64>) -> bool {
+        let Some(e) = self.dbs[db].table.find_mut(hash, |e| &*e.key == key) else {
+            return false;
+        };
+        let had = e.expire_at.is_some();
+        e.expire_at = expire_at;
+        match (e.timer, expire_at) {
+            (Some(t), Some(at)) => {
+                if !self.wheel.reschedule(t, at.saturating_add(1)) {
+                    e.timer = Some(self.wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash }));
+                }
+            }
+            (Some(t), None) => {
+                self.wheel.remove(t);
+                e.timer = None;
+            }
+            (None, Some(at)) => {
+                e.timer = Some(self.wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash }));
+            }
+            (None, None) => {}
+        }
+        match (had, expire_at.is_some()) {
+            (false, true) => self.dbs[db].expires += 1,
+            (true, false) => self.dbs[db].expires -= 1,
+            _ => {}
+        }
+        true
+    }
+
+    /// Deletes a key; signals watchers if it existed.
+    pub fn remove(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
+        let entry = self.dbs[db]
+            .table
+            .find_entry(hash, |e| &*e.key == key)
+            .ok()?
+            .remove()
+            .0;
+        if let Some(t) = entry.timer {
+            self.wheel.remove(t);
+        }
+        if entry.expire_at.is_some() {
+            self.dbs[db].expires -= 1;
+        }
+        self.touch(db, key);
+        Some(entry)
+    }
+
+    /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
+    #[inline]
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let lookup = (db as u16, Bytes::copy_from_slice(key));
+        let Some(slot) = self.watches.get_mut(&lookup) else {
+            return;
+        };
+        let exists = self.dbs[db].table.find(slot.hash, |e| &*e.key == key).is_some();
+        for w in &mut slot.watchers {
+            if w.expired_at_watch && !exists {
+                // Already expired when watched, and now deleted: logically unchanged.
+                w.expired_at_watch = false;
+                continue;
+            }
+            w.dirty.store(true, Ordering::Release);
+        }
+    }
+
+    /// Registers a WATCH of `key` by `client`.
+    pub fn watch(&mut self, db: usize, hash: u64, key: &[u8], client: u64, dirty: &Arc<AtomicBool>, now_ms: u64) {
+        let expired_at_watch = self.peek(db, hash, key).is_some_and(|e| e.is_expired(now_ms));
+        let slot = self
+            .watches
+            .entry((db as u16, Bytes::copy_from_slice(key)))
+            .or_insert_with(|| WatchSlot { hash, watchers: Vec::new() });
+        if !slot.watchers.iter().any(|w| w.client == client) {
+            slot.watchers.push(Watcher {
+                client,
+                dirty: dirty.clone(),
+                expired_at_watch,
+            });
+        }
+    }
+
+    /// Removes `client`'s WATCH of `key`.
+    pub fn unwatch(&mut self, db: usize, key: &[u8], client: u64) {
+        let lookup = (db as u16, Bytes::copy_from_slice(key));
+        if let Some(slot) = self.watches.get_mut(&lookup) {
+            slot.watchers.retain(|w| w.client != client);
+            if slot.watchers.is_empty() {
+                self.watches.remove(&lookup);
+            }
+        }
+    }
+
+    /// Redis 7's rule at EXEC: a key that was live when watched and is logically expired now
+    /// aborts the transaction even if nothing has deleted it yet.
+    pub fn watched_key_expired(&self, db: usize, hash: u64, key: &[u8], client: u64, now_ms: u64) -> bool {
+        let lookup = (db as u16, Bytes::copy_from_slice(key));
+        let live_at_watch = self
+            .watches
+            .get(&lookup)
+            .and_then(|s| s.watchers.iter().find(|w| w.client == client))
+            .is_some_and(|w| !w.expired_at_watch);
+        live_at_watch && self.peek(db, hash, key).is_some_and(|e| e.is_expired(now_ms))
+    }
+
+    /// Empties one database, signalling watchers of keys that existed.
+    pub fn flush_db(&mut self, db: usize) {
+        self.signal_existing_watched(db);
+        let old = std::mem::take(&mut self.dbs[db]);
+        for e in old.table {
+            if let Some(t) = e.timer {
+                self.wheel.remove(t);
+            }
+        }
+    }
+
+    fn signal_existing_watched(&mut self, db: usize) {
+        if self.watches.is_empty() {
+            return;
+        }
+        let keys: Vec<Bytes> = self
+            .watches
+            .iter()
+            .filter(|((d, k), slot)| {
+                *d as usize == db && self.dbs[db].table.find(slot.hash, |e| *e.key == **k).is_some()
+            })
+            .map(|((_, k), _)| k.clone())
+            .collect();
+        for k in keys {
+            self.touch(db, &k);
+        }
+    }
+
+    /// Swaps two databases (SWAPDB), signalling watchers of keys present in either.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.signal_existing_watched(a);
+        self.signal_existing_watched(b);
+        self.dbs.swap(a, b);
+        // Timers remember their database: repoint them.
+        let Shard { dbs, wheel, .. } = self;
+        for db in [a, b] {
+            for e in dbs[db].table.iter_mut() {
+                if let Some(t) = e.timer.take() {
+                    wheel.remove(t);
+                }
+                if let Some(at) = e.expire_at {
+                    e.timer = Some(wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash: e.hash }));
+                }
+            }
+        }
+        self.signal_existing_watched(a);
+        self.signal_existing_watched(b);
+    }
+
+    /// Deletes up to `max` keys whose expiry has passed; returns how many it deleted and
+    /// whether more are due.
+    pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
+        let mut due = Vec::new();
+        let more = self.wheel.poll_expired(now_ms, max, &mut due);
+        let mut removed = 0;
+        for (id, r) in due {
+            let db = r.db as usize;
+            let Ok(found) = self.dbs[db].table.find_entry(r.hash, |e| e.timer == Some(id)) else {
+                continue;
+            };
+            let (entry, _) = found.remove();
+            self.dbs[db].expires -= 1;
+            self.stats.expired_keys += 1;
+            removed += 1;
+            self.touch(db, &entry.key);
+        }
+        (removed, more)
+    }
+
+    /// The next time the reaper has work, in Unix ms.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.wheel.next_deadline()
+    }
+
+    /// Picks a live key of `db` at random, or None.
+    pub fn random_key(&self, db: usize, now_ms: u64, pick: usize) -> Option<Box<[u8]>> {
+        let table = &self.dbs[db].table;
+        let live: Vec<&Entry> = table.iter().filter(|e| !e.is_expired(now_ms)).collect();
+        if live.is_empty() {
+            return None;
+        }
+        Some(live[pick % live.len()].key.clone())
+    }
+
+    /// Approximate bytes held by this shard's keys and values.
+    pub fn approx_memory(&self) -> usize {
+        let per_entry = std::mem::size_of::<Entry>() + 8;
+        self.dbs
+            .iter()
+            .map(|d| d.table.iter().map(|e| per_entry + e.key.len() + e.value.approx_memory()).sum::<usize>())
+            .sum::<usize>()
+            + self.wheel.memory_usage()
+    }
+}

@@ -1,0 +1,92 @@
+//! `TestServer`: an in-process sluice on an ephemeral loopback port, for tests.
+//!
+//! It starts in test mode with a clock the test can freeze and move, and shuts the server
+//! down when dropped.
+
+use std::net::SocketAddr;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::server::Server;
+
+/// A running in-process server.
+#[derive(Debug)]
+pub struct TestServer {
+    addr: SocketAddr,
+    clock: Clock,
+    stop: tokio_util::sync::CancellationToken,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 with a free port, on its own runtime thread.
+    pub fn start() -> std::io::Result<TestServer> {
+        Self::start_with(Config::default())
+    }
+
+    /// Starts a server with `config` (its bind and port are replaced by 127.0.0.1:0).
+    pub fn start_with(mut config: Config) -> std::io::Result<TestServer> {
+        config.bind = vec!["127.0.0.1".into()];
+        config.port = 0;
+        config.test_mode = true;
+        let clock = Clock::system();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let server_clock = clock.clone();
+        let thread = std::thread::Builder::new().name("sluice-test".into()).spawn(move || {
+            let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                match Server::bind_with_clock(config, server_clock).await {
+                    Ok(server) => {
+                        let addr = server.local_addr();
+                        let stop = server.shutdown_token();
+                        let _ = tx.send(Ok((addr, stop)));
+                        server.run().await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+                    }
+                }
+            });
+        })?;
+        let (addr, stop) = rx
+            .recv()
+            .map_err(|_| std::io::Error::other("server thread exited"))??;
+        let addr = addr.ok_or_else(|| std::io::Error::other("no address bound"))?;
+        Ok(TestServer {
+            addr,
+            clock,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A `redis://` URL for clients.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// The server's clock (freeze, advance, resume).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
