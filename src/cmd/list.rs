@@ -1,6 +1,692 @@
-//! list commands (being written).
+//! List commands: pushes and pops at both ends, indexed access, ranges, trimming, removal,
+//! insertion around a pivot, LPOS searches and LMOVE between lists.
+//!
+//! A list is a `VecDeque<Bytes>`: O(1) at both ends (the common queue use) and O(1) indexed
+//! access. Redis deletes a list when its last element goes, so every command that removes
+//! elements finishes with `touch_and_prune`.
+//!
+//! Argument errors come in Redis's order, which is not the same for every command: LRANGE,
+//! LTRIM and LREM parse their integers before looking at the key (a bad integer wins over a
+//! missing key or WRONGTYPE), while LINDEX and LSET look the key up first. Each `parse` keeps
+//! as raw bytes exactly the arguments Redis checks late, and `apply` checks them in Redis's
+//! order.
+//!
+//! WATCH: a command signals the key only when Redis's does. That is whenever something
+//! changed, and also for LTRIM, LSET and LMOVE even when the list ends up as it was (Redis
+//! signals those unconditionally); LREM that removes nothing, LINSERT without its pivot,
+//! LPUSHX on a missing key and LPOP with a count of 0 signal nothing.
 
-use super::CommandSpec as C;
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::cmd::args::{is, parse_i64};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::store::{Locked, Value};
 
 /// The list commands.
-pub static COMMANDS: &[C] = &[];
+pub static COMMANDS: &[C] = &[
+    C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<true, false>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<false, false>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<true, true>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<false, true>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("lpop", -2, &["write", "fast"], C::keys(1, 1, 1), run::<Pop<true>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpop", -2, &["write", "fast"], C::keys(1, 1, 1), run::<Pop<false>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("llen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<LLen>).with_acl(&["@read", "@list", "@fast"]),
+    C::new("lindex", 3, &["readonly"], C::keys(1, 1, 1), run::<LIndex>).with_acl(&["@read", "@list", "@slow"]),
+    C::new("lrange", 4, &["readonly"], C::keys(1, 1, 1), run::<LRange>).with_acl(&["@read", "@list", "@slow"]),
+    C::new("ltrim", 4, &["write"], C::keys(1, 1, 1), run::<LTrim>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("lset", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<LSet>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("lrem", 4, &["write"], C::keys(1, 1, 1), run::<LRem>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("linsert", 5, &["write", "denyoom"], C::keys(1, 1, 1), run::<LInsert>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("lpos", -3, &["readonly"], C::keys(1, 1, 1), run::<LPos>).with_acl(&["@read", "@list", "@slow"]),
+    C::new("lmove", 5, &["write", "denyoom"], C::keys(1, 2, 1), run::<LMove>).with_acl(&["@write", "@list", "@slow"]),
+];
+
+/// The list at `key` for a write: None if missing, WRONGTYPE for another type.
+fn list_mut<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<Option<&'s mut VecDeque<Bytes>>> {
+    match store.lookup(db, key, now_ms).map(|e| &mut e.value) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The list at `key` for a read (counts a keyspace hit or miss): None if missing,
+/// WRONGTYPE for another type.
+fn list_read<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<Option<&'s VecDeque<Bytes>>> {
+    match store.read_value(db, key, now_ms) {
+        None => Ok(None),
+        Some(Value::List(l)) => Ok(Some(l)),
+        Some(_) => Err(CmdError::WrongType),
+    }
+}
+
+/// The list at `key`, created empty (without TTL) if missing; WRONGTYPE for another type.
+/// The caller must leave it non-empty or prune it.
+fn list_or_create<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<&'s mut VecDeque<Bytes>> {
+    match store.get_or_create(db, key, now_ms, || Value::List(VecDeque::new())) {
+        Value::List(l) => Ok(l),
+        _ => Err(CmdError::WrongType),
+    }
+}
+
+/// A stored copy of a client argument (never a slice of the connection's read buffer).
+fn stored(b: &Bytes) -> Bytes {
+    Bytes::copy_from_slice(b)
+}
+
+/// Resolves a list index as LINDEX and LSET do: negative counts from the tail (-1 is the
+/// last element). None when it falls outside the list.
+pub(crate) fn resolve_index(index: i64, len: usize) -> Option<usize> {
+    let len = i64::try_from(len).ok()?;
+    // A negative index plus a non-negative length cannot overflow.
+    let i = if index < 0 { index + len } else { index };
+    if (0..len).contains(&i) { Some(i as usize) } else { None }
+}
+
+/// Resolves an inclusive `[start, end]` range as LRANGE and LTRIM do: negative indexes count
+/// from the tail, a start before the head is clamped to the head and an end past the tail to
+/// the tail. None when the range is empty.
+pub(crate) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = i64::try_from(len).ok()?;
+    let start = if start < 0 { (start + len).max(0) } else { start };
+    let end = if end < 0 { end + len } else { end };
+    if start > end || start >= len {
+        return None;
+    }
+    Some((start as usize, end.min(len - 1) as usize))
+}
+
+/// Which end of a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Left,
+    Right,
+}
+
+impl End {
+    /// LEFT or RIGHT (any case), else a syntax error.
+    fn parse(b: &[u8]) -> CmdResult<End> {
+        if is(b, "left") {
+            Ok(End::Left)
+        } else if is(b, "right") {
+            Ok(End::Right)
+        } else {
+            Err(CmdError::Syntax)
+        }
+    }
+
+    fn pop(self, l: &mut VecDeque<Bytes>) -> Option<Bytes> {
+        match self {
+            End::Left => l.pop_front(),
+            End::Right => l.pop_back(),
+        }
+    }
+
+    fn push(self, l: &mut VecDeque<Bytes>, v: Bytes) {
+        match self {
+            End::Left => l.push_front(v),
+            End::Right => l.push_back(v),
+        }
+    }
+}
+
+/// LPUSH / RPUSH / LPUSHX / RPUSHX key element [element …]
+///
+/// `LEFT`: push at the head (each element in turn, so they end up reversed). `XX`: only if
+/// the list exists (the X variants).
+#[derive(Debug)]
+pub struct Push<const LEFT: bool, const XX: bool> {
+    key: Bytes,
+    elements: Vec<Bytes>,
+}
+
+impl<const LEFT: bool, const XX: bool> Command for Push<LEFT, XX> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Push {
+            key: a.next()?.clone(),
+            elements: a.rest().to_vec(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        if list_mut(&mut ctx.store, db, &self.key, now)?.is_none() && XX {
+            return Ok(Reply::Int(0));
+        }
+        let end = if LEFT { End::Left } else { End::Right };
+        let l = list_or_create(&mut ctx.store, db, &self.key, now)?;
+        l.reserve(self.elements.len());
+        for e in &self.elements {
+            end.push(l, stored(e));
+        }
+        let len = l.len();
+        ctx.store.touch(db, &self.key);
+        Ok(Reply::Int(len as i64))
+    }
+}
+
+/// LPOP / RPOP key [count]
+#[derive(Debug)]
+pub struct Pop<const LEFT: bool> {
+    key: Bytes,
+    count: Option<usize>,
+}
+
+impl<const LEFT: bool> Command for Pop<LEFT> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let key = a.next()?.clone();
+        if a.remaining() > 1 {
+            return Err(CmdError::WrongArity(if LEFT { "lpop" } else { "rpop" }.into()));
+        }
+        let count = match a.peek() {
+            None => None,
+            Some(c) => {
+                let n = parse_i64(c).and_then(|n| usize::try_from(n).ok());
+                Some(n.ok_or(CmdError::msg("ERR value is out of range, must be positive"))?)
+            }
+        };
+        Ok(Pop { key, count })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let end = if LEFT { End::Left } else { End::Right };
+        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(if self.count.is_some() { Reply::NullArray } else { Reply::Null });
+        };
+        let reply = match self.count {
+            None => match end.pop(l) {
+                Some(v) => Reply::Bulk(v),
+                None => return Ok(Reply::Null),
+            },
+            Some(0) => return Ok(Reply::Array(Vec::new())),
+            Some(n) => {
+                let n = n.min(l.len());
+                let popped: Vec<Reply> = match end {
+                    End::Left => l.drain(..n).map(Reply::Bulk).collect(),
+                    End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
+                };
+                Reply::Array(popped)
+            }
+        };
+        ctx.store.touch_and_prune(db, &self.key);
+        Ok(reply)
+    }
+}
+
+/// LLEN key
+#[derive(Debug)]
+pub struct LLen {
+    key: Bytes,
+}
+
+impl Command for LLen {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LLen { key: a.next()?.clone() })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let len = list_read(&mut ctx.store, db, &self.key, now)?.map_or(0, |l| l.len());
+        Ok(Reply::Int(len as i64))
+    }
+}
+
+/// LINDEX key index (the key is looked up before the index is parsed, as in Redis).
+#[derive(Debug)]
+pub struct LIndex {
+    key: Bytes,
+    index: Bytes,
+}
+
+impl Command for LIndex {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LIndex {
+            key: a.next()?.clone(),
+            index: a.next()?.clone(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_read(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(Reply::Null);
+        };
+        let index = parse_i64(&self.index).ok_or(CmdError::NotInteger)?;
+        Ok(resolve_index(index, l.len()).and_then(|i| l.get(i)).cloned().into())
+    }
+}
+
+/// LRANGE key start stop
+#[derive(Debug)]
+pub struct LRange {
+    key: Bytes,
+    start: i64,
+    end: i64,
+}
+
+impl Command for LRange {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LRange {
+            key: a.next()?.clone(),
+            start: a.next_i64()?,
+            end: a.next_i64()?,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_read(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(Reply::Array(Vec::new()));
+        };
+        Ok(Reply::Array(match resolve_range(self.start, self.end, l.len()) {
+            Some((s, e)) => l.range(s..=e).cloned().map(Reply::Bulk).collect(),
+            None => Vec::new(),
+        }))
+    }
+}
+
+/// LTRIM key start stop
+#[derive(Debug)]
+pub struct LTrim {
+    key: Bytes,
+    start: i64,
+    end: i64,
+}
+
+impl Command for LTrim {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LTrim {
+            key: a.next()?.clone(),
+            start: a.next_i64()?,
+            end: a.next_i64()?,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(Reply::ok());
+        };
+        match resolve_range(self.start, self.end, l.len()) {
+            Some((s, e)) => {
+                l.truncate(e + 1);
+                l.drain(..s);
+            }
+            None => l.clear(),
+        }
+        // Redis signals LTRIM even when it keeps every element.
+        ctx.store.touch_and_prune(db, &self.key);
+        Ok(Reply::ok())
+    }
+}
+
+/// LSET key index element (the key is looked up before the index is parsed, as in Redis).
+#[derive(Debug)]
+pub struct LSet {
+    key: Bytes,
+    index: Bytes,
+    element: Bytes,
+}
+
+impl Command for LSet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LSet {
+            key: a.next()?.clone(),
+            index: a.next()?.clone(),
+            element: a.next()?.clone(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+            return Err(CmdError::NoSuchKey);
+        };
+        let index = parse_i64(&self.index).ok_or(CmdError::NotInteger)?;
+        let slot = resolve_index(index, l.len())
+            .and_then(|i| l.get_mut(i))
+            .ok_or(CmdError::msg("ERR index out of range"))?;
+        *slot = stored(&self.element);
+        ctx.store.touch(db, &self.key);
+        Ok(Reply::ok())
+    }
+}
+
+/// LREM key count element: count > 0 removes the first `count` matches from the head,
+/// count < 0 the first `-count` from the tail, 0 every match.
+#[derive(Debug)]
+pub struct LRem {
+    key: Bytes,
+    count: i64,
+    element: Bytes,
+}
+
+impl Command for LRem {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LRem {
+            key: a.next()?.clone(),
+            count: a.next_i64()?,
+            element: a.next()?.clone(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(Reply::Int(0));
+        };
+        let removed = remove_matches(l, &self.element, self.count);
+        if removed > 0 {
+            ctx.store.touch_and_prune(db, &self.key);
+        }
+        Ok(Reply::Int(removed as i64))
+    }
+}
+
+/// Removes the elements equal to `element` as LREM's `count` says; returns how many went.
+pub(crate) fn remove_matches(l: &mut VecDeque<Bytes>, element: &[u8], count: i64) -> usize {
+    // i64::MIN's magnitude (2^63) is beyond any list length: it removes every match, as
+    // Redis's (overflowing) negation ends up doing.
+    let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+    let limit = if limit == 0 { usize::MAX } else { limit };
+    // Matches to keep before removing starts: from the tail, that is all but the last `limit`.
+    let mut skip = if count < 0 {
+        let total = l.iter().filter(|e| &e[..] == element).count();
+        total.saturating_sub(limit)
+    } else {
+        0
+    };
+    let mut removed = 0;
+    l.retain(|e| {
+        if removed == limit || &e[..] != element {
+            return true;
+        }
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        removed += 1;
+        false
+    });
+    removed
+}
+
+/// LINSERT key BEFORE|AFTER pivot element
+#[derive(Debug)]
+pub struct LInsert {
+    key: Bytes,
+    after: bool,
+    pivot: Bytes,
+    element: Bytes,
+}
+
+impl Command for LInsert {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let key = a.next()?.clone();
+        let place = a.next_bytes()?;
+        let after = if is(place, "after") {
+            true
+        } else if is(place, "before") {
+            false
+        } else {
+            return Err(CmdError::Syntax);
+        };
+        Ok(LInsert {
+            key,
+            after,
+            pivot: a.next()?.clone(),
+            element: a.next()?.clone(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(Reply::Int(0));
+        };
+        let Some(pos) = l.iter().position(|e| *e == self.pivot) else {
+            return Ok(Reply::Int(-1));
+        };
+        l.insert(pos + usize::from(self.after), stored(&self.element));
+        let len = l.len();
+        ctx.store.touch(db, &self.key);
+        Ok(Reply::Int(len as i64))
+    }
+}
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+#[derive(Debug)]
+pub struct LPos {
+    key: Bytes,
+    element: Bytes,
+    rank: i64,
+    /// None: no COUNT option (reply with one index or nil); Some(0): every match.
+    count: Option<i64>,
+    /// 0: scan the whole list.
+    maxlen: i64,
+}
+
+impl Command for LPos {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut p = LPos {
+            key: a.next()?.clone(),
+            element: a.next()?.clone(),
+            rank: 1,
+            count: None,
+            maxlen: 0,
+        };
+        // Options are checked one by one, so the first bad one decides the error. Redis
+        // reports a malformed COUNT or MAXLEN with the "can't be negative" text even when it is
+        // not a number at all.
+        while a.remaining() > 0 {
+            let opt = a.next_bytes()?;
+            if a.remaining() == 0 {
+                return Err(CmdError::Syntax);
+            }
+            if is(opt, "rank") {
+                p.rank = a.next_i64()?;
+                if p.rank == 0 {
+                    return Err(CmdError::msg(
+                        "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... \
+                         or use negative to start from the end of the list",
+                    ));
+                }
+            } else if is(opt, "count") {
+                let n = parse_i64(a.next()?).filter(|n| *n >= 0);
+                p.count = Some(n.ok_or(CmdError::msg("ERR COUNT can't be negative"))?);
+            } else if is(opt, "maxlen") {
+                let n = parse_i64(a.next()?).filter(|n| *n >= 0);
+                p.maxlen = n.ok_or(CmdError::msg("ERR MAXLEN can't be negative"))?;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(p)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(l) = list_read(&mut ctx.store, db, &self.key, now)? else {
+            return Ok(if self.count.is_some() { Reply::Array(Vec::new()) } else { Reply::Null });
+        };
+        let found = lpos(l, &self.element, self.rank, self.count, self.maxlen);
+        Ok(match self.count {
+            Some(_) => Reply::Array(found.into_iter().map(Reply::Int).collect()),
+            None => found.first().map_or(Reply::Null, |&i| Reply::Int(i)),
+        })
+    }
+}
+
+/// The indexes LPOS reports. Without COUNT, at most one.
+///
+/// This follows Redis's loop step by step, including its wrapping signed arithmetic: a rank
+/// of i64::MIN stays negative when negated, so it scans from the tail, accepts the first
+/// match and, with COUNT, never reaches the count (Redis 7.0 does the same).
+pub(crate) fn lpos(l: &VecDeque<Bytes>, element: &[u8], rank: i64, count: Option<i64>, maxlen: i64) -> Vec<i64> {
+    let from_tail = rank < 0;
+    let rank = if from_tail { rank.wrapping_neg() } else { rank };
+    let len = l.len();
+    let mut found = Vec::new();
+    let mut matches: i64 = 0;
+    for (index, step) in (0..len).enumerate() {
+        let index = index as i64;
+        if maxlen != 0 && index >= maxlen {
+            break;
+        }
+        let pos = if from_tail { len - 1 - step } else { step };
+        if l.get(pos).is_none_or(|e| &e[..] != element) {
+            continue;
+        }
+        matches += 1;
+        if matches < rank {
+            continue;
+        }
+        found.push(pos as i64);
+        match count {
+            None => break,
+            Some(c) if c != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= c => break,
+            Some(_) => {}
+        }
+    }
+    found
+}
+
+/// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
+///
+/// Like Redis, the destination's type is checked before anything is popped, so a WRONGTYPE
+/// destination leaves the source untouched; a missing source replies nil without looking at
+/// the destination. Source and destination may be the same list (a rotation).
+#[derive(Debug)]
+pub struct LMove {
+    source: Bytes,
+    destination: Bytes,
+    from: End,
+    to: End,
+}
+
+impl Command for LMove {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let source = a.next()?.clone();
+        let destination = a.next()?.clone();
+        let from = End::parse(a.next_bytes()?)?;
+        let to = End::parse(a.next_bytes()?)?;
+        Ok(LMove {
+            source,
+            destination,
+            from,
+            to,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let Some(src) = list_mut(&mut ctx.store, db, &self.source, now)? else {
+            return Ok(Reply::Null);
+        };
+        if self.source == self.destination {
+            let Some(v) = self.from.pop(src) else {
+                return Ok(Reply::Null);
+            };
+            self.to.push(src, v.clone());
+            ctx.store.touch(db, &self.source);
+            return Ok(Reply::Bulk(v));
+        }
+        if src.is_empty() {
+            return Ok(Reply::Null);
+        }
+        // Type-check the destination before popping.
+        list_mut(&mut ctx.store, db, &self.destination, now)?;
+        let Some(v) = list_mut(&mut ctx.store, db, &self.source, now)?.and_then(|src| self.from.pop(src)) else {
+            return Ok(Reply::Null);
+        };
+        ctx.store.touch_and_prune(db, &self.source);
+        let dst = list_or_create(&mut ctx.store, db, &self.destination, now)?;
+        self.to.push(dst, v.clone());
+        ctx.store.touch(db, &self.destination);
+        Ok(Reply::Bulk(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> VecDeque<Bytes> {
+        items.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
+    }
+
+    #[test]
+    fn indexes() {
+        assert_eq!(resolve_index(0, 3), Some(0));
+        assert_eq!(resolve_index(2, 3), Some(2));
+        assert_eq!(resolve_index(3, 3), None);
+        assert_eq!(resolve_index(-1, 3), Some(2));
+        assert_eq!(resolve_index(-3, 3), Some(0));
+        assert_eq!(resolve_index(-4, 3), None);
+        assert_eq!(resolve_index(0, 0), None);
+        assert_eq!(resolve_index(-1, 0), None);
+        assert_eq!(resolve_index(i64::MAX, 3), None);
+        assert_eq!(resolve_index(i64::MIN, 3), None);
+    }
+
+    #[test]
+    fn ranges() {
+        assert_eq!(resolve_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(resolve_range(1, 1, 3), Some((1, 1)));
+        assert_eq!(resolve_range(-2, -1, 3), Some((1, 2)));
+        assert_eq!(resolve_range(-100, 100, 3), Some((0, 2)));
+        assert_eq!(resolve_range(2, 1, 3), None);
+        assert_eq!(resolve_range(3, 10, 3), None);
+        assert_eq!(resolve_range(0, -4, 3), None);
+        assert_eq!(resolve_range(-5, -4, 3), None);
+        assert_eq!(resolve_range(0, 0, 0), None);
+        assert_eq!(resolve_range(0, -1, 0), None);
+        assert_eq!(resolve_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+        assert_eq!(resolve_range(i64::MAX, i64::MIN, 3), None);
+        assert_eq!(resolve_range(i64::MIN, i64::MIN, 3), None);
+    }
+
+    #[test]
+    fn lrem_counts() {
+        let base = list(&["a", "b", "a", "c", "a"]);
+        let run = |count: i64| {
+            let mut l = base.clone();
+            let n = remove_matches(&mut l, b"a", count);
+            (n, l)
+        };
+        assert_eq!(run(0), (3, list(&["b", "c"])));
+        assert_eq!(run(2), (2, list(&["b", "c", "a"])));
+        assert_eq!(run(-2), (2, list(&["a", "b", "c"])));
+        assert_eq!(run(-1), (1, list(&["a", "b", "a", "c"])));
+        assert_eq!(run(10), (3, list(&["b", "c"])));
+        assert_eq!(run(-10), (3, list(&["b", "c"])));
+        assert_eq!(run(i64::MIN), (3, list(&["b", "c"])));
+        assert_eq!(run(i64::MAX), (3, list(&["b", "c"])));
+        let mut l = base.clone();
+        assert_eq!(remove_matches(&mut l, b"z", 0), 0);
+        assert_eq!(l, base);
+    }
+
+    #[test]
+    fn lpos_scans() {
+        let l = list(&["a", "b", "c", "a", "b", "c", "a"]);
+        assert_eq!(lpos(&l, b"a", 1, None, 0), vec![0]);
+        assert_eq!(lpos(&l, b"a", 2, None, 0), vec![3]);
+        assert_eq!(lpos(&l, b"a", -1, None, 0), vec![6]);
+        assert_eq!(lpos(&l, b"a", -2, None, 0), vec![3]);
+        assert_eq!(lpos(&l, b"a", 4, None, 0), Vec::<i64>::new());
+        assert_eq!(lpos(&l, b"a", 1, Some(0), 0), vec![0, 3, 6]);
+        assert_eq!(lpos(&l, b"a", -1, Some(2), 0), vec![6, 3]);
+        assert_eq!(lpos(&l, b"a", 2, Some(0), 4), vec![3]);
+        assert_eq!(lpos(&l, b"a", -2, None, 3), Vec::<i64>::new());
+        assert_eq!(lpos(&l, b"a", i64::MIN, Some(1), 0), vec![6, 3, 0]);
+        assert_eq!(lpos(&l, b"a", i64::MIN, None, 0), vec![6]);
+        assert_eq!(lpos(&l, b"a", i64::MAX, Some(0), 0), Vec::<i64>::new());
+        assert_eq!(lpos(&VecDeque::new(), b"a", 1, None, 0), Vec::<i64>::new());
+    }
+}

@@ -17,6 +17,7 @@ pub mod server;
 pub mod set;
 pub mod strings;
 pub mod table;
+pub mod testmode;
 pub mod throttle;
 pub mod txn;
 pub mod zset;

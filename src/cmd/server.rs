@@ -46,9 +46,6 @@ pub static COMMANDS: &[C] = &[
         .with_acl(&["@admin", "@slow", "@dangerous"]),
 ];
 
-/// Test-double commands, present only in test mode (filled in by the test-double module).
-pub static TEST_COMMANDS: &[C] = &[];
-
 static CLIENT: &[C] = &[
     C::new("client|setname", 3, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientSetName>),
     C::new("client|getname", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientGetName>),
@@ -586,7 +583,7 @@ pub fn command_info(spec: &C) -> Reply {
     };
     Reply::Array(vec![
         Reply::bulk(spec.name.as_bytes()),
-        Reply::Int(spec.arity as i64),
+        Reply::Int(spec.reported_arity.unwrap_or(spec.arity) as i64),
         status_set(spec.flags),
         Reply::Int(first as i64),
         Reply::Int(last as i64),

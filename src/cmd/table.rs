@@ -103,6 +103,8 @@ pub struct CommandSpec {
     pub subcommands: &'static [CommandSpec],
     /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub immediate: bool,
+    /// The arity COMMAND reports, where it differs from the one dispatch checks.
+    pub reported_arity: Option<i32>,
 }
 
 impl CommandSpec {
@@ -121,6 +123,7 @@ impl CommandSpec {
             handler,
             subcommands: &[],
             immediate: false,
+            reported_arity: None,
         }
     }
 
@@ -150,6 +153,12 @@ impl CommandSpec {
     /// Sets the ACL categories.
     pub const fn with_acl(mut self, acl: &'static [&'static str]) -> Self {
         self.acl = acl;
+        self
+    }
+
+    /// Reports another arity in COMMAND than the one dispatch enforces.
+    pub const fn with_reported_arity(mut self, arity: i32) -> Self {
+        self.reported_arity = Some(arity);
         self
     }
 
@@ -207,7 +216,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 10] {
         list::COMMANDS,
         set::COMMANDS,
         throttle::COMMANDS,
-        server::TEST_COMMANDS,
+        testmode::COMMANDS,
     ]
 }
 

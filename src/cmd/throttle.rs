@@ -1,6 +1,61 @@
-//! throttle commands (being written).
+//! CL.THROTTLE: redis-cell's GCRA limiter, built in.
+//!
+//! A thin wrapper: the arithmetic lives in `limiter::gcra` (pure, no I/O); this file reads the
+//! key's stored TAT, calls it with the command's `now`, writes the new TAT back (only on
+//! allowed calls, as redis-cell does) and shapes the five-integer reply. The key is a plain
+//! string holding the TAT in Unix nanoseconds, so GET, TTL, TYPE, DEL and WATCH see it as they
+//! would on Redis with the module loaded.
 
-use super::CommandSpec as C;
+use bytes::Bytes;
 
-/// The throttle commands.
-pub static COMMANDS: &[C] = &[];
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::error::{CmdError, CmdResult};
+use crate::limiter::gcra::{self, ThrottleArgs, ThrottleError};
+use crate::protocol::Reply;
+use crate::store::Value;
+
+/// The throttle command. Arity -1 for dispatch, as Redis registers module commands, so that
+/// a short argument list gets redis-cell's usage error rather than Redis's arity error;
+/// COMMAND reports -5 (the real minimum) for clients that read it.
+pub static COMMANDS: &[C] = &[C::new("cl.throttle", -1, &["write"], C::keys(1, 1, 1), run::<Throttle>)
+    .with_reported_arity(-5)
+    .with_acl(&["@write"])];
+
+fn cell_error(e: ThrottleError) -> CmdError {
+    CmdError::owned(String::from_utf8_lossy(&e.error_line()).into_owned())
+}
+
+/// CL.THROTTLE key max_burst count period [quantity]
+#[derive(Debug)]
+pub struct Throttle {
+    key: Bytes,
+    args: ThrottleArgs,
+}
+
+impl Command for Throttle {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let rest = a.rest();
+        let slices: Vec<&[u8]> = rest.iter().map(|b| &b[..]).collect();
+        let (key, args) = gcra::parse_command(&slices).map_err(cell_error)?;
+        Ok(Throttle {
+            key: Bytes::copy_from_slice(key),
+            args,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let stored = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+            None => None,
+            Some(Value::Int(n)) => Some(gcra::parse_stored_tat(itoa::Buffer::new().format(*n).as_bytes()).map_err(cell_error)?),
+            Some(Value::Str(b)) => Some(gcra::parse_stored_tat(b).map_err(cell_error)?),
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        let now_ns = i64::try_from(ctx.now_ns).map_err(|_| CmdError::NotInteger)?;
+        let decision = gcra::throttle(now_ns, stored, &self.args).map_err(cell_error)?;
+        if let Some((tat, ttl_ms)) = decision.write {
+            ctx.store.set(db, &self.key, Value::Int(tat), Some(ctx.now_ms.saturating_add(ttl_ms)));
+        }
+        Ok(Reply::Array(decision.reply().iter().map(|&n| Reply::Int(n)).collect()))
+    }
+}

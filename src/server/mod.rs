@@ -47,8 +47,7 @@ pub struct Server {
 impl Server {
     /// Validates `config` and binds its addresses, with the real clock.
     pub async fn bind(config: Config) -> Result<Server, ServerError> {
-        let clock = if config.test_mode { Clock::system() } else { Clock::system() };
-        Self::bind_with_clock(config, clock).await
+        Self::bind_with_clock(config, Clock::system()).await
     }
 
     /// Like `bind`, with a given clock (tests pass a frozen one).
@@ -71,7 +70,7 @@ impl Server {
         }
         let mut shared = Shared::new(config, clock);
         if !shared.config().test_mode {
-            for spec in crate::cmd::server::TEST_COMMANDS {
+            for spec in crate::cmd::testmode::COMMANDS {
                 shared.table.remove(spec.name);
             }
         }
