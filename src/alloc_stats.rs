@@ -70,7 +70,11 @@ pub fn peak() -> usize {
 pub fn rss() -> usize {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<usize>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<usize>().ok())
+        })
         .map_or(0, |pages| pages * 4096)
 }
 

@@ -77,7 +77,9 @@ impl Clock {
 
     fn real_ns(&self) -> u64 {
         let i = &self.inner;
-        i.anchor_unix_ns + i.anchor.elapsed().as_nanos() as u64 + i.offset_ns.load(Ordering::Relaxed)
+        i.anchor_unix_ns
+            + i.anchor.elapsed().as_nanos() as u64
+            + i.offset_ns.load(Ordering::Relaxed)
     }
 
     /// Nanoseconds since the Unix epoch.
@@ -104,7 +106,9 @@ impl Clock {
     /// Stops time at its current value.
     pub fn freeze(&self) {
         if !self.is_frozen() {
-            self.inner.frozen_ns.store(self.real_ns(), Ordering::Release);
+            self.inner
+                .frozen_ns
+                .store(self.real_ns(), Ordering::Release);
             self.inner.frozen.store(true, Ordering::Release);
         }
     }
@@ -115,7 +119,9 @@ impl Clock {
             let frozen = self.inner.frozen_ns.load(Ordering::Acquire);
             let real = self.real_ns();
             if frozen > real {
-                self.inner.offset_ns.fetch_add(frozen - real, Ordering::AcqRel);
+                self.inner
+                    .offset_ns
+                    .fetch_add(frozen - real, Ordering::AcqRel);
             }
             self.inner.frozen.store(false, Ordering::Release);
             self.inner.changed.notify_waiters();
@@ -182,6 +188,9 @@ mod tests {
         c.advance(Duration::from_secs(3600)).unwrap();
         c.resume();
         assert!(c.now_ns() >= t + 3_600_000_000_000);
-        assert_eq!(c.advance(Duration::from_secs(1)), Err(ClockError::NotFrozen));
+        assert_eq!(
+            c.advance(Duration::from_secs(1)),
+            Err(ClockError::NotFrozen)
+        );
     }
 }

@@ -34,6 +34,8 @@ pub struct Config {
     pub test_mode: bool,
     /// The Redis version reported by INFO and HELLO.
     pub redis_version: String,
+    /// Accept `HELLO 3`; when false it gets NOPROTO, to test clients' RESP2 fallback.
+    pub resp3: bool,
     /// Directives accepted but without effect, reported at start-up.
     pub ignored: Vec<String>,
 }
@@ -52,6 +54,7 @@ impl Default for Config {
             client_query_buffer_limit: 1024 * 1024 * 1024,
             test_mode: false,
             redis_version: "7.0.15".into(),
+            resp3: true,
             ignored: Vec::new(),
         }
     }
@@ -133,7 +136,11 @@ impl Config {
                 if args.is_empty() {
                     return Err(bad(&name, "wrong number of arguments"));
                 }
-                self.bind = args.iter().flat_map(|a| a.split_whitespace()).map(String::from).collect();
+                self.bind = args
+                    .iter()
+                    .flat_map(|a| a.split_whitespace())
+                    .map(String::from)
+                    .collect();
             }
             "databases" => self.databases = parse_num(&name, one()?)?,
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
@@ -150,13 +157,30 @@ impl Config {
             }
             "test-mode" => self.test_mode = yes_no(&name, one()?)?,
             "redis-version" => self.redis_version = one()?.to_string(),
+            "resp3" => self.resp3 = yes_no(&name, one()?)?,
             // Persistence and process-management directives with no effect on an in-memory
             // server: accepted so existing conf files and scripts work, and reported.
-            "save" | "dir" | "dbfilename" | "appendfilename" | "logfile" | "pidfile" | "hz"
-            | "tcp-backlog" | "tcp-keepalive" | "always-show-logo" | "set-proc-title"
-            | "stop-writes-on-bgsave-error" | "rdbcompression" | "rdbchecksum" | "lazyfree-lazy-eviction"
-            | "lazyfree-lazy-expire" | "lazyfree-lazy-server-del" | "replica-lazy-flush"
-            | "lazyfree-lazy-user-del" | "supervised" | "protected-mode" => {
+            "save"
+            | "dir"
+            | "dbfilename"
+            | "appendfilename"
+            | "logfile"
+            | "pidfile"
+            | "hz"
+            | "tcp-backlog"
+            | "tcp-keepalive"
+            | "always-show-logo"
+            | "set-proc-title"
+            | "stop-writes-on-bgsave-error"
+            | "rdbcompression"
+            | "rdbchecksum"
+            | "lazyfree-lazy-eviction"
+            | "lazyfree-lazy-expire"
+            | "lazyfree-lazy-server-del"
+            | "replica-lazy-flush"
+            | "lazyfree-lazy-user-del"
+            | "supervised"
+            | "protected-mode" => {
                 self.ignored.push(format!("{name} {}", args.join(" ")));
             }
             "appendonly" | "daemonize" | "cluster-enabled" => {
@@ -172,7 +196,8 @@ impl Config {
 
     /// Reads a redis.conf-style file: one directive per line, `#` comments, quoted arguments.
     pub fn apply_file(&mut self, path: &str) -> Result<(), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io(path.into(), e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::Io(path.into(), e.to_string()))?;
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -192,13 +217,22 @@ impl Config {
             return Err(bad("databases", "must be between 1 and 256"));
         }
         if self.shards != 0 && (!self.shards.is_power_of_two() || self.shards > 4096) {
-            return Err(bad("shards", "must be a power of two up to 4096 (or 0 for automatic)"));
+            return Err(bad(
+                "shards",
+                "must be a power of two up to 4096 (or 0 for automatic)",
+            ));
         }
         if self.bind.is_empty() {
             return Err(bad("bind", "at least one address is needed"));
         }
-        if !matches!(self.loglevel.as_str(), "debug" | "verbose" | "notice" | "warning" | "nothing") {
-            return Err(bad("loglevel", "must be one of debug, verbose, notice, warning, nothing"));
+        if !matches!(
+            self.loglevel.as_str(),
+            "debug" | "verbose" | "notice" | "warning" | "nothing"
+        ) {
+            return Err(bad(
+                "loglevel",
+                "must be one of debug, verbose, notice, warning, nothing",
+            ));
         }
         if self.maxclients == 0 {
             return Err(bad("maxclients", "must be at least 1"));
@@ -225,7 +259,9 @@ pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
         while chars.peek().is_some_and(|c| c.is_whitespace()) {
             chars.next();
         }
-        let Some(&first) = chars.peek() else { return Some(words) };
+        let Some(&first) = chars.peek() else {
+            return Some(words);
+        };
         let mut word = String::new();
         if first == '"' || first == '\'' {
             chars.next();
@@ -265,7 +301,10 @@ mod tests {
         c.apply("save", &["".into()]).unwrap();
         c.apply("appendonly", &["no".into()]).unwrap();
         assert!(c.apply("appendonly", &["yes".into()]).is_err());
-        assert_eq!(c.apply("slaveof", &["x".into()]), Err(ConfigError::Unsupported("slaveof".into())));
+        assert_eq!(
+            c.apply("slaveof", &["x".into()]),
+            Err(ConfigError::Unsupported("slaveof".into()))
+        );
         c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
         assert_eq!(c.proto_max_bulk_len, 1 << 20);
         assert_eq!(c.port, 0);
@@ -274,8 +313,14 @@ mod tests {
 
     #[test]
     fn conf_lines() {
-        assert_eq!(split_conf_line(r#"save """#), Some(vec!["save".into(), "".into()]));
-        assert_eq!(split_conf_line("bind 127.0.0.1 ::1"), Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()]));
+        assert_eq!(
+            split_conf_line(r#"save """#),
+            Some(vec!["save".into(), "".into()])
+        );
+        assert_eq!(
+            split_conf_line("bind 127.0.0.1 ::1"),
+            Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
+        );
         assert_eq!(split_conf_line(r#"x "a"#), None);
     }
 }
@@ -294,7 +339,10 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("appendonly", "no"),
     ("bind", "127.0.0.1"),
     ("busy-reply-threshold", "5000"),
-    ("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    (
+        "client-output-buffer-limit",
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+    ),
     ("client-query-buffer-limit", "1073741824"),
     ("cluster-enabled", "no"),
     ("daemonize", "no"),
@@ -367,8 +415,12 @@ impl Config {
     /// Applies CONFIG SET for a parameter sluice acts on; Ok(false) if it is not one of
     /// those (the caller then just records the value).
     pub fn set_param(&mut self, name: &str, value: &str) -> Result<bool, String> {
-        let int = |v: &str| v.parse::<u64>().map_err(|_| "argument couldn't be parsed into an integer".to_string());
-        let mem = |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
+        let int = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+        };
+        let mem =
+            |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
             "timeout" => self.timeout = int(value)?,
@@ -376,7 +428,10 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
             "loglevel" => {
                 let v = value.to_ascii_lowercase();
-                if !matches!(v.as_str(), "debug" | "verbose" | "notice" | "warning" | "nothing") {
+                if !matches!(
+                    v.as_str(),
+                    "debug" | "verbose" | "notice" | "warning" | "nothing"
+                ) {
                     return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
                 }
                 self.loglevel = v;

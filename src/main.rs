@@ -58,9 +58,12 @@ struct Cli {
     /// Enables the test-double commands (clock control, fault injection, command log).
     #[arg(long = "test-mode")]
     test_mode: bool,
-    /// The Redis version INFO and HELLO report.
+    /// The Redis version INFO and HELLO report (clients gate features on it).
     #[arg(long = "redis-version")]
     redis_version: Option<String>,
+    /// `no` refuses `HELLO 3` with NOPROTO, to test a client's RESP2 fallback.
+    #[arg(long)]
+    resp3: Option<String>,
 }
 
 impl Cli {
@@ -78,11 +81,15 @@ impl Cli {
         one("maxclients", self.maxclients.map(|p| p.to_string()));
         one("timeout", self.timeout.map(|p| p.to_string()));
         one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
-        one("client-query-buffer-limit", self.client_query_buffer_limit.clone());
+        one(
+            "client-query-buffer-limit",
+            self.client_query_buffer_limit.clone(),
+        );
         one("appendonly", self.appendonly.clone());
         one("daemonize", self.daemonize.clone());
         one("protected-mode", self.protected_mode.clone());
         one("redis-version", self.redis_version.clone());
+        one("resp3", self.resp3.clone());
         if self.test_mode {
             d.push(("test-mode", vec!["yes".into()]));
         }
@@ -120,14 +127,20 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
         .with_writer(std::io::stderr)
         .init();
     for ignored in &config.ignored {
-        tracing::info!("directive accepted without effect (sluice keeps everything in memory): {ignored}");
+        tracing::info!(
+            "directive accepted without effect (sluice keeps everything in memory): {ignored}"
+        );
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sluice: cannot start the runtime: {e}");
@@ -165,7 +178,10 @@ async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
             return std::future::pending().await;
         };
         tokio::select! {

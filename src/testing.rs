@@ -32,28 +32,34 @@ impl TestServer {
         let clock = Clock::system();
         let (tx, rx) = std::sync::mpsc::channel();
         let server_clock = clock.clone();
-        let thread = std::thread::Builder::new().name("sluice-test".into()).spawn(move || {
-            let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                match Server::bind_with_clock(config, server_clock).await {
-                    Ok(server) => {
-                        let addr = server.local_addr();
-                        let stop = server.shutdown_token();
-                        let _ = tx.send(Ok((addr, stop)));
-                        server.run().await;
-                    }
+        let thread = std::thread::Builder::new()
+            .name("sluice-test".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
                     Err(e) => {
-                        let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+                        let _ = tx.send(Err(e));
+                        return;
                     }
-                }
-            });
-        })?;
+                };
+                rt.block_on(async move {
+                    match Server::bind_with_clock(config, server_clock).await {
+                        Ok(server) => {
+                            let addr = server.local_addr();
+                            let stop = server.shutdown_token();
+                            let _ = tx.send(Ok((addr, stop)));
+                            server.run().await;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+                        }
+                    }
+                });
+            })?;
         let (addr, stop) = rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread exited"))??;

@@ -6,8 +6,8 @@
 //! short inserts, removals and snapshots.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -72,14 +72,21 @@ impl ClientInfo {
 
     /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's format (without the newline).
     pub fn render(&self) -> String {
-        let name = self.name().map(|n| String::from_utf8_lossy(&n).into_owned()).unwrap_or_default();
+        let name = self
+            .name()
+            .map(|n| String::from_utf8_lossy(&n).into_owned())
+            .unwrap_or_default();
         let (lib_name, lib_ver) = self
             .lib
             .lock()
             .map(|l| {
                 (
-                    l.0.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
-                    l.1.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
+                    l.0.as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .unwrap_or_default(),
+                    l.1.as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned())
+                        .unwrap_or_default(),
                 )
             })
             .unwrap_or_default();
@@ -155,7 +162,8 @@ impl Registry {
 
     /// A snapshot of all clients, ordered by id.
     pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
-        let mut all: Vec<Arc<ClientInfo>> = self.clients.iter().map(|e| e.value().clone()).collect();
+        let mut all: Vec<Arc<ClientInfo>> =
+            self.clients.iter().map(|e| e.value().clone()).collect();
         all.sort_by_key(|c| c.id);
         all
     }
@@ -190,6 +198,10 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Delay the next write (DEBUG SLEEP).
     pub sleep: Option<Duration>,
+    /// Switch to MONITOR streaming after this reply.
+    pub monitor: bool,
+    /// Close the connection after this many more replies (test-mode fault).
+    pub disconnect_after: Option<u64>,
     /// Send no reply to the current command (SHUTDOWN closes without one, as Redis).
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
@@ -210,6 +222,8 @@ impl ClientState {
             close_after_reply: false,
             sleep: None,
             no_reply: false,
+            monitor: false,
+            disconnect_after: None,
             authenticated: true,
         }
     }

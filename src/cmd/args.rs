@@ -128,7 +128,11 @@ impl<'a> ArgCursor<'a> {
 
     /// Syntax error if any argument is left.
     pub fn finish(&self) -> CmdResult<()> {
-        if self.remaining() == 0 { Ok(()) } else { Err(CmdError::Syntax) }
+        if self.remaining() == 0 {
+            Ok(())
+        } else {
+            Err(CmdError::Syntax)
+        }
     }
 }
 
@@ -140,7 +144,11 @@ pub fn is(a: &[u8], keyword: &str) -> bool {
 /// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, `\` escapes.
 pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
     fn eq(a: u8, b: u8, nocase: bool) -> bool {
-        if nocase { a.eq_ignore_ascii_case(&b) } else { a == b }
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
     }
     fn rec(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
         if depth > 1000 {
@@ -246,10 +254,28 @@ mod tests {
 
     #[test]
     fn strict_integers() {
-        for (s, v) in [("0", Some(0)), ("-1", Some(-1)), ("9223372036854775807", Some(i64::MAX)), ("-9223372036854775808", Some(i64::MIN))] {
+        for (s, v) in [
+            ("0", Some(0)),
+            ("-1", Some(-1)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+        ] {
             assert_eq!(parse_i64(s.as_bytes()), v, "{s}");
         }
-        for s in ["", "+1", "01", "-0", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1.0", "0x1", "-", "123456789012345678901"] {
+        for s in [
+            "",
+            "+1",
+            "01",
+            "-0",
+            " 1",
+            "1 ",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "1.0",
+            "0x1",
+            "-",
+            "123456789012345678901",
+        ] {
             assert_eq!(parse_i64(s.as_bytes()), None, "{s}");
         }
     }

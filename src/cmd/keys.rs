@@ -10,44 +10,253 @@ use crate::store::Value;
 
 /// The key commands.
 pub static COMMANDS: &[C] = &[
-    C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>).with_acl(&["@keyspace", "@write", "@slow"]),
-    C::new("unlink", -2, &["write", "fast"], C::keys(1, -1, 1), run::<Del>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("exists", -2, &["readonly", "fast"], C::keys(1, -1, 1), run::<Exists>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("expire", -3, &["write", "fast"], C::keys(1, 1, 1), run::<Expire<0>>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("pexpire", -3, &["write", "fast"], C::keys(1, 1, 1), run::<Expire<1>>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("expireat", -3, &["write", "fast"], C::keys(1, 1, 1), run::<Expire<2>>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("pexpireat", -3, &["write", "fast"], C::keys(1, 1, 1), run::<Expire<3>>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("ttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Ttl<0>>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("pttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Ttl<1>>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("expiretime", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Ttl<2>>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("pexpiretime", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Ttl<3>>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("persist", 2, &["write", "fast"], C::keys(1, 1, 1), run::<Persist>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("type", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Type>).with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("keys", 2, &["readonly"], C::keys(0, 0, 0), run::<Keys>).whole_keyspace().with_acl(&["@keyspace", "@read", "@slow", "@dangerous"]),
-    C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>).whole_keyspace().with_acl(&["@keyspace", "@read", "@slow"]),
-    C::new("rename", 3, &["write"], C::keys(1, 2, 1), run::<Rename<false>>).with_acl(&["@keyspace", "@write", "@slow"]),
-    C::new("renamenx", 3, &["write", "fast"], C::keys(1, 2, 1), run::<Rename<true>>).with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new("randomkey", 1, &["readonly"], C::keys(0, 0, 0), run::<RandomKey>).whole_keyspace().with_acl(&["@keyspace", "@read", "@slow"]),
-    C::new("dbsize", 1, &["readonly", "fast"], C::keys(0, 0, 0), run::<DbSize>).whole_keyspace().with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new("flushdb", -1, &["write"], C::keys(0, 0, 0), run::<Flush<false>>).whole_keyspace().with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
-    C::new("flushall", -1, &["write"], C::keys(0, 0, 0), run::<Flush<true>>).whole_keyspace().with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
-    C::new("select", 2, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Select>).with_acl(&["@keyspace", "@fast"]),
-    C::new("swapdb", 3, &["write", "fast"], C::keys(0, 0, 0), run::<SwapDb>).whole_keyspace().with_acl(&["@keyspace", "@write", "@fast", "@dangerous"]),
-    C::new("object", -2, &[], C::keys(0, 0, 0), run::<super::server::Help>).with_subcommands(OBJECT),
-    C::new("memory", -2, &[], C::keys(0, 0, 0), run::<super::server::Help>).with_subcommands(MEMORY),
+    C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>).with_acl(&[
+        "@keyspace",
+        "@write",
+        "@slow",
+    ]),
+    C::new(
+        "unlink",
+        -2,
+        &["write", "fast"],
+        C::keys(1, -1, 1),
+        run::<Del>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "exists",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<Exists>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "expire",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Expire<0>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "pexpire",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Expire<1>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "expireat",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Expire<2>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "pexpireat",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Expire<3>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "ttl",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Ttl<0>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "pttl",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Ttl<1>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "expiretime",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Ttl<2>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "pexpiretime",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Ttl<3>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "persist",
+        2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Persist>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "type",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Type>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new("keys", 2, &["readonly"], C::keys(0, 0, 0), run::<Keys>)
+        .whole_keyspace()
+        .with_acl(&["@keyspace", "@read", "@slow", "@dangerous"]),
+    C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>)
+        .whole_keyspace()
+        .with_acl(&["@keyspace", "@read", "@slow"]),
+    C::new(
+        "rename",
+        3,
+        &["write"],
+        C::keys(1, 2, 1),
+        run::<Rename<false>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@slow"]),
+    C::new(
+        "renamenx",
+        3,
+        &["write", "fast"],
+        C::keys(1, 2, 1),
+        run::<Rename<true>>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "randomkey",
+        1,
+        &["readonly"],
+        C::keys(0, 0, 0),
+        run::<RandomKey>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@read", "@slow"]),
+    C::new(
+        "dbsize",
+        1,
+        &["readonly", "fast"],
+        C::keys(0, 0, 0),
+        run::<DbSize>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "flushdb",
+        -1,
+        &["write"],
+        C::keys(0, 0, 0),
+        run::<Flush<false>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    C::new(
+        "flushall",
+        -1,
+        &["write"],
+        C::keys(0, 0, 0),
+        run::<Flush<true>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    C::new(
+        "select",
+        2,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Select>,
+    )
+    .with_acl(&["@keyspace", "@fast"]),
+    C::new(
+        "swapdb",
+        3,
+        &["write", "fast"],
+        C::keys(0, 0, 0),
+        run::<SwapDb>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@fast", "@dangerous"]),
+    C::new(
+        "object",
+        -2,
+        &[],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(OBJECT),
+    C::new(
+        "memory",
+        -2,
+        &[],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(MEMORY),
 ];
 
 static OBJECT: &[C] = &[
-    C::new("object|encoding", 3, &["readonly"], C::keys(2, 2, 1), run_sub::<ObjectEncoding>),
-    C::new("object|idletime", 3, &["readonly"], C::keys(2, 2, 1), run_sub::<ObjectNumber<0>>),
-    C::new("object|refcount", 3, &["readonly"], C::keys(2, 2, 1), run_sub::<ObjectNumber<1>>),
-    C::new("object|freq", 3, &["readonly"], C::keys(2, 2, 1), run_sub::<ObjectNumber<2>>),
-    C::new("object|help", 2, &["loading", "stale"], C::keys(0, 0, 0), run_sub::<super::server::Help>),
+    C::new(
+        "object|encoding",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectEncoding>,
+    ),
+    C::new(
+        "object|idletime",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<0>>,
+    ),
+    C::new(
+        "object|refcount",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<1>>,
+    ),
+    C::new(
+        "object|freq",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<2>>,
+    ),
+    C::new(
+        "object|help",
+        2,
+        &["loading", "stale"],
+        C::keys(0, 0, 0),
+        run_sub::<super::server::Help>,
+    ),
 ];
 
 static MEMORY: &[C] = &[
-    C::new("memory|usage", -3, &["readonly"], C::keys(2, 2, 1), run_sub::<MemoryUsage>),
-    C::new("memory|help", 2, &["loading", "stale"], C::keys(0, 0, 0), run_sub::<super::server::Help>),
+    C::new(
+        "memory|usage",
+        -3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<MemoryUsage>,
+    ),
+    C::new(
+        "memory|help",
+        2,
+        &["loading", "stale"],
+        C::keys(0, 0, 0),
+        run_sub::<super::server::Help>,
+    ),
 ];
 
 /// DEL / UNLINK key [key …]
@@ -58,11 +267,17 @@ pub struct Del {
 
 impl Command for Del {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Del { keys: a.rest().to_vec() })
+        Ok(Del {
+            keys: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let n = self.keys.iter().filter(|k| ctx.store.remove(db, k, ctx.now_ms).is_some()).count();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.remove(db, k, ctx.now_ms).is_some())
+            .count();
         Ok(Reply::Int(n as i64))
     }
 }
@@ -75,11 +290,17 @@ pub struct Exists {
 
 impl Command for Exists {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Exists { keys: a.rest().to_vec() })
+        Ok(Exists {
+            keys: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let n = self.keys.iter().filter(|k| ctx.store.read(db, k, ctx.now_ms).is_some()).count();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.read(db, k, ctx.now_ms).is_some())
+            .count();
         Ok(Reply::Int(n as i64))
     }
 }
@@ -121,13 +342,24 @@ impl<const KIND: u8> Command for Expire<KIND> {
             }
         }
         if nx && (xx || gt || lt) {
-            return Err(CmdError::msg("ERR NX and XX, GT or LT options at the same time are not compatible"));
+            return Err(CmdError::msg(
+                "ERR NX and XX, GT or LT options at the same time are not compatible",
+            ));
         }
         if gt && lt {
-            return Err(CmdError::msg("ERR GT and LT options at the same time are not compatible"));
+            return Err(CmdError::msg(
+                "ERR GT and LT options at the same time are not compatible",
+            ));
         }
         let when = parse_i64(&when).ok_or(CmdError::NotInteger)?;
-        Ok(Expire { key, when, nx, xx, gt, lt })
+        Ok(Expire {
+            key,
+            when,
+            nx,
+            xx,
+            gt,
+            lt,
+        })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -154,7 +386,8 @@ impl<const KIND: u8> Command for Expire<KIND> {
         if when <= ctx.now_ms as i64 {
             ctx.store.remove(db, &self.key, ctx.now_ms);
         } else {
-            ctx.store.set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
+            ctx.store
+                .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
         }
         Ok(Reply::Int(1))
     }
@@ -168,7 +401,9 @@ pub struct Ttl<const KIND: u8> {
 
 impl<const KIND: u8> Command for Ttl<KIND> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Ttl { key: a.next()?.clone() })
+        Ok(Ttl {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
@@ -179,7 +414,11 @@ impl<const KIND: u8> Command for Ttl<KIND> {
             return Ok(Reply::Int(-1));
         };
         let absolute = KIND >= 2;
-        let ms = if absolute { at } else { at.saturating_sub(ctx.now_ms) } as i64;
+        let ms = if absolute {
+            at
+        } else {
+            at.saturating_sub(ctx.now_ms)
+        } as i64;
         let millis = KIND == 1 || KIND == 3;
         Ok(Reply::Int(if millis { ms } else { (ms + 500) / 1000 }))
     }
@@ -193,11 +432,16 @@ pub struct Persist {
 
 impl Command for Persist {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Persist { key: a.next()?.clone() })
+        Ok(Persist {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let has_ttl = ctx.store.lookup(db, &self.key, ctx.now_ms).is_some_and(|e| e.expire_at().is_some());
+        let has_ttl = ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .is_some_and(|e| e.expire_at().is_some());
         if has_ttl {
             ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
         }
@@ -213,11 +457,16 @@ pub struct Type {
 
 impl Command for Type {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Type { key: a.next()?.clone() })
+        Ok(Type {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let name = ctx.store.lookup(db, &self.key, ctx.now_ms).map_or("none", |e| e.value.type_name());
+        let name = ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map_or("none", |e| e.value.type_name());
         Ok(Reply::status(name))
     }
 }
@@ -230,7 +479,11 @@ fn live_keys(ctx: &mut Ctx<'_>) -> Vec<(u64, Box<[u8]>, &'static str)> {
     for shard in ctx.store.shards_mut() {
         for e in shard.db(db).iter() {
             if !e.is_expired(now) {
-                out.push((crate::store::shard::Db::entry_hash(e), e.key.clone(), e.value.type_name()));
+                out.push((
+                    crate::store::shard::Db::entry_hash(e),
+                    e.key.clone(),
+                    e.value.type_name(),
+                ));
             }
         }
     }
@@ -245,7 +498,9 @@ pub struct Keys {
 
 impl Command for Keys {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Keys { pattern: a.next()?.clone() })
+        Ok(Keys {
+            pattern: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = &self.pattern[..] == b"*";
@@ -272,7 +527,10 @@ pub struct Scan {
 }
 
 /// Parses the options shared by SCAN and the per-type scans (HSCAN, SSCAN, ZSCAN).
-pub fn parse_scan_options(a: &mut ArgCursor<'_>, allow_type: bool) -> CmdResult<(Option<Bytes>, usize, Option<String>)> {
+pub fn parse_scan_options(
+    a: &mut ArgCursor<'_>,
+    allow_type: bool,
+) -> CmdResult<(Option<Bytes>, usize, Option<String>)> {
     let (mut pattern, mut count, mut type_name) = (None, 10usize, None);
     while a.remaining() > 0 {
         if a.eat("MATCH") && a.remaining() > 0 {
@@ -313,7 +571,10 @@ impl Command for Scan {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let mut keys: Vec<_> = live_keys(ctx).into_iter().filter(|(h, _, _)| *h >= self.cursor).collect();
+        let mut keys: Vec<_> = live_keys(ctx)
+            .into_iter()
+            .filter(|(h, _, _)| *h >= self.cursor)
+            .collect();
         keys.sort_unstable_by_key(|(h, _, _)| *h);
         let mut next = 0u64;
         if keys.len() > self.count {
@@ -328,12 +589,17 @@ impl Command for Scan {
         let found = keys
             .into_iter()
             .filter(|(_, k, t)| {
-                self.pattern.as_ref().is_none_or(|p| glob_match(p, k, false))
+                self.pattern
+                    .as_ref()
+                    .is_none_or(|p| glob_match(p, k, false))
                     && self.type_name.as_ref().is_none_or(|want| want == t)
             })
             .map(|(_, k, _)| Reply::Bulk(Bytes::from(k.into_vec())))
             .collect();
-        Ok(Reply::Array(vec![Reply::Bulk(Bytes::from(next.to_string())), Reply::Array(found)]))
+        Ok(Reply::Array(vec![
+            Reply::Bulk(Bytes::from(next.to_string())),
+            Reply::Array(found),
+        ]))
     }
 }
 
@@ -449,7 +715,9 @@ pub struct Select {
 
 impl Command for Select {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Select { index: a.next_i64()? })
+        Ok(Select {
+            index: a.next_i64()?,
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = db_index(ctx, self.index)?;
@@ -469,7 +737,10 @@ impl Command for SwapDb {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let first = parse_i64(a.next()?).ok_or(CmdError::msg("ERR invalid first DB index"))?;
         let second = parse_i64(a.next()?).ok_or(CmdError::msg("ERR invalid second DB index"))?;
-        Ok(SwapDb { a: first, b: second })
+        Ok(SwapDb {
+            a: first,
+            b: second,
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let a = db_index(ctx, self.a)?;
@@ -491,7 +762,9 @@ pub struct ObjectEncoding {
 
 impl Command for ObjectEncoding {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ObjectEncoding { key: a.next()?.clone() })
+        Ok(ObjectEncoding {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
@@ -510,7 +783,9 @@ pub struct ObjectNumber<const KIND: u8> {
 
 impl<const KIND: u8> Command for ObjectNumber<KIND> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ObjectNumber { key: a.next()?.clone() })
+        Ok(ObjectNumber {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
@@ -523,9 +798,11 @@ impl<const KIND: u8> Command for ObjectNumber<KIND> {
                 Value::Int(n) if (0..10000).contains(&n) => i32::MAX as i64,
                 _ => 1,
             }),
-            _ => return Err(CmdError::msg(
-                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-            )),
+            _ => {
+                return Err(CmdError::msg(
+                    "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+                ));
+            }
         })
     }
 }

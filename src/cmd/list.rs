@@ -27,6 +27,9 @@ use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 
 /// The list commands.
+// One line per command, like the other families' tables: arity, flags, keys and ACL
+// categories as `COMMAND INFO` reports them on Redis 7.0.
+#[rustfmt::skip]
 pub static COMMANDS: &[C] = &[
     C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<true, false>>).with_acl(&["@write", "@list", "@fast"]),
     C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<false, false>>).with_acl(&["@write", "@list", "@fast"]),
@@ -46,7 +49,12 @@ pub static COMMANDS: &[C] = &[
 ];
 
 /// The list at `key` for a write: None if missing, WRONGTYPE for another type.
-fn list_mut<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<Option<&'s mut VecDeque<Bytes>>> {
+fn list_mut<'s>(
+    store: &'s mut Locked<'_>,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+) -> CmdResult<Option<&'s mut VecDeque<Bytes>>> {
     match store.lookup(db, key, now_ms).map(|e| &mut e.value) {
         None => Ok(None),
         Some(Value::List(l)) => Ok(Some(l)),
@@ -56,7 +64,12 @@ fn list_mut<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -
 
 /// The list at `key` for a read (counts a keyspace hit or miss): None if missing,
 /// WRONGTYPE for another type.
-fn list_read<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<Option<&'s VecDeque<Bytes>>> {
+fn list_read<'s>(
+    store: &'s mut Locked<'_>,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+) -> CmdResult<Option<&'s VecDeque<Bytes>>> {
     match store.read_value(db, key, now_ms) {
         None => Ok(None),
         Some(Value::List(l)) => Ok(Some(l)),
@@ -66,7 +79,12 @@ fn list_read<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) 
 
 /// The list at `key`, created empty (without TTL) if missing; WRONGTYPE for another type.
 /// The caller must leave it non-empty or prune it.
-fn list_or_create<'s>(store: &'s mut Locked<'_>, db: usize, key: &[u8], now_ms: u64) -> CmdResult<&'s mut VecDeque<Bytes>> {
+fn list_or_create<'s>(
+    store: &'s mut Locked<'_>,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+) -> CmdResult<&'s mut VecDeque<Bytes>> {
     match store.get_or_create(db, key, now_ms, || Value::List(VecDeque::new())) {
         Value::List(l) => Ok(l),
         _ => Err(CmdError::WrongType),
@@ -84,7 +102,11 @@ pub(crate) fn resolve_index(index: i64, len: usize) -> Option<usize> {
     let len = i64::try_from(len).ok()?;
     // A negative index plus a non-negative length cannot overflow.
     let i = if index < 0 { index + len } else { index };
-    if (0..len).contains(&i) { Some(i as usize) } else { None }
+    if (0..len).contains(&i) {
+        Some(i as usize)
+    } else {
+        None
+    }
 }
 
 /// Resolves an inclusive `[start, end]` range as LRANGE and LTRIM do: negative indexes count
@@ -92,7 +114,11 @@ pub(crate) fn resolve_index(index: i64, len: usize) -> Option<usize> {
 /// the tail. None when the range is empty.
 pub(crate) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     let len = i64::try_from(len).ok()?;
-    let start = if start < 0 { (start + len).max(0) } else { start };
+    let start = if start < 0 {
+        (start + len).max(0)
+    } else {
+        start
+    };
     let end = if end < 0 { end + len } else { end };
     if start > end || start >= len {
         return None;
@@ -180,7 +206,9 @@ impl<const LEFT: bool> Command for Pop<LEFT> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
         if a.remaining() > 1 {
-            return Err(CmdError::WrongArity(if LEFT { "lpop" } else { "rpop" }.into()));
+            return Err(CmdError::WrongArity(
+                if LEFT { "lpop" } else { "rpop" }.into(),
+            ));
         }
         let count = match a.peek() {
             None => None,
@@ -196,7 +224,11 @@ impl<const LEFT: bool> Command for Pop<LEFT> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let end = if LEFT { End::Left } else { End::Right };
         let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
-            return Ok(if self.count.is_some() { Reply::NullArray } else { Reply::Null });
+            return Ok(if self.count.is_some() {
+                Reply::NullArray
+            } else {
+                Reply::Null
+            });
         };
         let reply = match self.count {
             None => match end.pop(l) {
@@ -226,7 +258,9 @@ pub struct LLen {
 
 impl Command for LLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(LLen { key: a.next()?.clone() })
+        Ok(LLen {
+            key: a.next()?.clone(),
+        })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -257,7 +291,10 @@ impl Command for LIndex {
             return Ok(Reply::Null);
         };
         let index = parse_i64(&self.index).ok_or(CmdError::NotInteger)?;
-        Ok(resolve_index(index, l.len()).and_then(|i| l.get(i)).cloned().into())
+        Ok(resolve_index(index, l.len())
+            .and_then(|i| l.get(i))
+            .cloned()
+            .into())
     }
 }
 
@@ -283,10 +320,12 @@ impl Command for LRange {
         let Some(l) = list_read(&mut ctx.store, db, &self.key, now)? else {
             return Ok(Reply::Array(Vec::new()));
         };
-        Ok(Reply::Array(match resolve_range(self.start, self.end, l.len()) {
-            Some((s, e)) => l.range(s..=e).cloned().map(Reply::Bulk).collect(),
-            None => Vec::new(),
-        }))
+        Ok(Reply::Array(
+            match resolve_range(self.start, self.end, l.len()) {
+                Some((s, e)) => l.range(s..=e).cloned().map(Reply::Bulk).collect(),
+                None => Vec::new(),
+            },
+        ))
     }
 }
 
@@ -512,7 +551,11 @@ impl Command for LPos {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let Some(l) = list_read(&mut ctx.store, db, &self.key, now)? else {
-            return Ok(if self.count.is_some() { Reply::Array(Vec::new()) } else { Reply::Null });
+            return Ok(if self.count.is_some() {
+                Reply::Array(Vec::new())
+            } else {
+                Reply::Null
+            });
         };
         let found = lpos(l, &self.element, self.rank, self.count, self.maxlen);
         Ok(match self.count {
@@ -527,7 +570,13 @@ impl Command for LPos {
 /// This follows Redis's loop step by step, including its wrapping signed arithmetic: a rank
 /// of i64::MIN stays negative when negated, so it scans from the tail, accepts the first
 /// match and, with COUNT, never reaches the count (Redis 7.0 does the same).
-pub(crate) fn lpos(l: &VecDeque<Bytes>, element: &[u8], rank: i64, count: Option<i64>, maxlen: i64) -> Vec<i64> {
+pub(crate) fn lpos(
+    l: &VecDeque<Bytes>,
+    element: &[u8],
+    rank: i64,
+    count: Option<i64>,
+    maxlen: i64,
+) -> Vec<i64> {
     let from_tail = rank < 0;
     let rank = if from_tail { rank.wrapping_neg() } else { rank };
     let len = l.len();
@@ -601,7 +650,9 @@ impl Command for LMove {
         }
         // Type-check the destination before popping.
         list_mut(&mut ctx.store, db, &self.destination, now)?;
-        let Some(v) = list_mut(&mut ctx.store, db, &self.source, now)?.and_then(|src| self.from.pop(src)) else {
+        let Some(v) =
+            list_mut(&mut ctx.store, db, &self.source, now)?.and_then(|src| self.from.pop(src))
+        else {
             return Ok(Reply::Null);
         };
         ctx.store.touch_and_prune(db, &self.source);
@@ -617,7 +668,10 @@ mod tests {
     use super::*;
 
     fn list(items: &[&str]) -> VecDeque<Bytes> {
-        items.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
+        items
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+            .collect()
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod args;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod monitor;
 pub mod server;
 pub mod set;
 pub mod strings;
@@ -63,6 +64,10 @@ pub struct Shared {
     pub run_id: String,
     /// Values CONFIG SET gave to parameters sluice reports but does not act on.
     pub params: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// The MONITOR feed.
+    pub monitors: monitor::Monitors,
+    /// Faults and command log; present only in test mode.
+    pub test: Option<testmode::TestHooks>,
 }
 
 /// Counters INFO reports.
@@ -85,8 +90,15 @@ pub struct ServerStats {
 impl Shared {
     /// Builds the shared state for `config`.
     pub fn new(config: Config, clock: Clock) -> Self {
-        let keyspace = Arc::new(Keyspace::new(config.effective_shards(), config.databases, clock.now_ms()));
-        let run_id: String = (0..40).map(|_| format!("{:x}", rand::random::<u8>() & 0xf)).collect();
+        let keyspace = Arc::new(Keyspace::new(
+            config.effective_shards(),
+            config.databases,
+            clock.now_ms(),
+        ));
+        let test_mode = config.test_mode;
+        let run_id: String = (0..40)
+            .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
+            .collect();
         Shared {
             keyspace,
             clock,
@@ -99,6 +111,8 @@ impl Shared {
             started: Instant::now(),
             run_id,
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            monitors: monitor::Monitors::default(),
+            test: test_mode.then(testmode::TestHooks::default),
         }
     }
 
@@ -174,7 +188,9 @@ pub fn unknown_command(args: &[Bytes]) -> CmdError {
         rest.push_str(&printable(a, room));
         rest.push_str("' ");
     }
-    CmdError::owned(format!("ERR unknown command '{name}', with args beginning with: {rest}"))
+    CmdError::owned(format!(
+        "ERR unknown command '{name}', with args beginning with: {rest}"
+    ))
 }
 
 /// Text of a client argument inside an error line: C-string semantics (stops at NUL),
@@ -200,7 +216,11 @@ pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
     let spec = if spec.subcommands.is_empty() || args.len() < 2 {
         spec
     } else {
-        match spec.subcommands.iter().find(|s| args[1].eq_ignore_ascii_case(s.name.as_bytes())) {
+        match spec
+            .subcommands
+            .iter()
+            .find(|s| args[1].eq_ignore_ascii_case(s.short_name().as_bytes()))
+        {
             Some(sub) => sub,
             None => {
                 return Lookup::Error(CmdError::owned(format!(
@@ -223,29 +243,45 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> L
     match spec.lock {
         LockMode::None => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
-        LockMode::Keys => shared.keyspace.lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+        LockMode::Keys => shared
+            .keyspace
+            .lock_keys(spec.keys.positions(args).map(|i| &args[i])),
     }
 }
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
     client.info.mark_active();
+    if let Some(hooks) = &shared.test {
+        hooks.record(shared.clock.now_ms(), client, args);
+    }
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
         Lookup::Error(e) => {
             if client.multi.is_some() {
                 client.multi_failed = true;
             }
-            shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+            shared
+                .stats
+                .total_error_replies
+                .fetch_add(1, Ordering::Relaxed);
             return e.into();
         }
     };
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {
             queue.push(args.to_vec());
-            client.info.multi.store(queue.len() as i64, Ordering::Relaxed);
+            client
+                .info
+                .multi
+                .store(queue.len() as i64, Ordering::Relaxed);
         }
         return Reply::status("QUEUED");
+    }
+    if let Some(hooks) = &shared.test {
+        if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), client) {
+            return reply;
+        }
     }
     let started = Instant::now();
     let store = lock_for(shared, spec, args);
@@ -260,9 +296,17 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     };
     let reply = (spec.handler)(&mut ctx, args);
     drop(ctx);
-    shared.table.record(spec, started.elapsed(), reply.is_error());
+    if shared.monitors.active() && !spec.has_flag("admin") {
+        shared.monitors.publish(now_ns / 1000, client, args);
+    }
+    shared
+        .table
+        .record(spec, started.elapsed(), reply.is_error());
     if reply.is_error() {
-        shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
     if let Ok(mut last) = client.info.last_cmd.lock() {

@@ -18,72 +18,322 @@ use crate::protocol::Reply;
 
 /// The connection and server commands.
 pub static COMMANDS: &[C] = &[
-    C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>).with_acl(&["@fast", "@connection"]),
+    C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
+        .with_acl(&["@fast", "@connection"]),
     C::new("echo", 2, &["fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
-    C::new("quit", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Quit>)
-        .immediate()
-        .with_acl(&["@fast", "@connection"]),
-    C::new("reset", 1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Reset>)
-        .immediate()
-        .self_locking()
-        .with_acl(&["@fast", "@connection"]),
-    C::new("hello", -1, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Hello>)
-        .with_acl(&["@fast", "@connection"]),
-    C::new("auth", -2, &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], C::keys(0, 0, 0), run::<Auth>)
-        .with_acl(&["@fast", "@connection"]),
+    C::new(
+        "quit",
+        -1,
+        &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        C::keys(0, 0, 0),
+        run::<Quit>,
+    )
+    .immediate()
+    .with_acl(&["@fast", "@connection"]),
+    C::new(
+        "reset",
+        1,
+        &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        C::keys(0, 0, 0),
+        run::<Reset>,
+    )
+    .immediate()
+    .self_locking()
+    .with_acl(&["@fast", "@connection"]),
+    C::new(
+        "hello",
+        -1,
+        &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        C::keys(0, 0, 0),
+        run::<Hello>,
+    )
+    .with_acl(&["@fast", "@connection"]),
+    C::new(
+        "auth",
+        -2,
+        &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        C::keys(0, 0, 0),
+        run::<Auth>,
+    )
+    .with_acl(&["@fast", "@connection"]),
     C::new("client", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CLIENT),
-    C::new("command", -1, &["loading", "stale"], C::keys(0, 0, 0), run::<CommandList<false>>)
-        .with_subcommands(COMMAND)
-        .with_acl(&["@slow", "@connection"]),
-    C::new("info", -1, &["loading", "stale"], C::keys(0, 0, 0), run::<Info>).with_acl(&["@slow", "@dangerous"]),
+    C::new(
+        "command",
+        -1,
+        &["loading", "stale"],
+        C::keys(0, 0, 0),
+        run::<CommandList<false>>,
+    )
+    .with_subcommands(COMMAND)
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "info",
+        -1,
+        &["loading", "stale"],
+        C::keys(0, 0, 0),
+        run::<Info>,
+    )
+    .with_acl(&["@slow", "@dangerous"]),
     C::new("config", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CONFIG),
-    C::new("time", 1, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Time>).with_acl(&["@fast"]),
-    C::new("debug", -2, &["admin", "noscript", "loading", "stale"], C::keys(0, 0, 0), run::<Help>)
-        .with_subcommands(DEBUG)
-        .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "time",
+        1,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Time>,
+    )
+    .with_acl(&["@fast"]),
+    C::new(
+        "debug",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        C::keys(0, 0, 0),
+        run::<Help>,
+    )
+    .with_subcommands(DEBUG)
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(FUNCTION),
-    C::new("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], C::keys(0, 0, 0), run::<Shutdown>)
-        .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "monitor",
+        1,
+        &["admin", "noscript", "loading", "stale"],
+        C::keys(0, 0, 0),
+        run::<super::monitor::Monitor>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "shutdown",
+        -1,
+        &[
+            "admin",
+            "noscript",
+            "loading",
+            "stale",
+            "no_multi",
+            "allow_busy",
+        ],
+        C::keys(0, 0, 0),
+        run::<Shutdown>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
 ];
 
 static CLIENT: &[C] = &[
-    C::new("client|setname", 3, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientSetName>),
-    C::new("client|getname", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientGetName>),
-    C::new("client|id", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientId>),
-    C::new("client|info", 2, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientInfoCmd>),
-    C::new("client|list", -2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientList>),
-    C::new("client|kill", -3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientKill>),
-    C::new("client|setinfo", 4, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientSetInfo>),
-    C::new("client|no-evict", 3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientFlag<0>>),
-    C::new("client|no-touch", 3, &["noscript", "loading", "stale"], KeySpec::None, run_sub::<ClientFlag<1>>),
-    C::new("client|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+    C::new(
+        "client|setname",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientSetName>,
+    ),
+    C::new(
+        "client|getname",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientGetName>,
+    ),
+    C::new(
+        "client|id",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientId>,
+    ),
+    C::new(
+        "client|info",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientInfoCmd>,
+    ),
+    C::new(
+        "client|list",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientList>,
+    ),
+    C::new(
+        "client|kill",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientKill>,
+    ),
+    C::new(
+        "client|setinfo",
+        4,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientSetInfo>,
+    ),
+    C::new(
+        "client|no-evict",
+        3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientFlag<0>>,
+    ),
+    C::new(
+        "client|no-touch",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientFlag<1>>,
+    ),
+    C::new(
+        "client|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
 ];
 
 static COMMAND: &[C] = &[
-    C::new("command|count", 2, &["loading", "stale"], KeySpec::None, run_sub::<CommandCount>),
-    C::new("command|info", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandInfo>),
-    C::new("command|docs", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandDocs>),
-    C::new("command|list", -2, &["loading", "stale"], KeySpec::None, run_sub::<CommandList<true>>),
-    C::new("command|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+    C::new(
+        "command|count",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandCount>,
+    ),
+    C::new(
+        "command|info",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandInfo>,
+    ),
+    C::new(
+        "command|docs",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandDocs>,
+    ),
+    C::new(
+        "command|list",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandList<true>>,
+    ),
+    C::new(
+        "command|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
 ];
 
 static CONFIG: &[C] = &[
-    C::new("config|get", -3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigGet>),
-    C::new("config|set", -4, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigSet>),
-    C::new("config|resetstat", 2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigResetStat>),
-    C::new("config|rewrite", 2, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<ConfigRewrite>),
-    C::new("config|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+    C::new(
+        "config|get",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigGet>,
+    ),
+    C::new(
+        "config|set",
+        -4,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigSet>,
+    ),
+    C::new(
+        "config|resetstat",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigResetStat>,
+    ),
+    C::new(
+        "config|rewrite",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigRewrite>,
+    ),
+    C::new(
+        "config|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
 ];
 
 static DEBUG: &[C] = &[
-    C::new("debug|sleep", 3, &["admin", "noscript", "loading", "stale"], KeySpec::None, run_sub::<DebugSleep>),
-    C::new("debug|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+    C::new(
+        "debug|sleep",
+        3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<DebugSleep>,
+    ),
+    C::new(
+        "debug|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
 ];
 
 static FUNCTION: &[C] = &[
-    C::new("function|flush", -2, &["write", "noscript"], KeySpec::None, run_sub::<FunctionFlush>),
-    C::new("function|list", -2, &["noscript"], KeySpec::None, run_sub::<FunctionList>),
-    C::new("function|help", 2, &["loading", "stale"], KeySpec::None, run_sub::<Help>),
+    C::new(
+        "function|flush",
+        -2,
+        &["write", "noscript"],
+        KeySpec::None,
+        run_sub::<FunctionFlush>,
+    ),
+    C::new(
+        "function|list",
+        -2,
+        &["noscript"],
+        KeySpec::None,
+        run_sub::<FunctionList>,
+    ),
+    C::new(
+        "function|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
 ];
 
 /// `<CMD> HELP` and bare containers: a short help text.
@@ -95,7 +345,9 @@ impl Command for Help {
         Ok(Help)
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(Reply::Array(vec![Reply::Status("See https://redis.io/commands for this command's subcommands.".into())]))
+        Ok(Reply::Array(vec![Reply::Status(
+            "See https://redis.io/commands for this command's subcommands.".into(),
+        )]))
     }
 }
 
@@ -110,7 +362,9 @@ impl Command for Ping {
         if a.remaining() > 1 {
             return Err(CmdError::WrongArity("ping".into()));
         }
-        Ok(Ping { message: a.peek().cloned() })
+        Ok(Ping {
+            message: a.peek().cloned(),
+        })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
@@ -125,7 +379,9 @@ pub struct Echo {
 
 impl Command for Echo {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Echo { message: a.next()?.clone() })
+        Ok(Echo {
+            message: a.next()?.clone(),
+        })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(Reply::Bulk(self.message))
@@ -179,7 +435,9 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
             let _ = ctx;
             Ok(())
         }
-        Some(_) => Err(CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.")),
+        Some(_) => Err(CmdError::msg(
+            "WRONGPASS invalid username-password pair or user is disabled.",
+        )),
     }
 }
 
@@ -229,7 +487,9 @@ impl Command for Hello {
         if a.remaining() == 0 {
             return Ok(h);
         }
-        let v = parse_i64(a.next()?).ok_or(CmdError::msg("ERR Protocol version is not an integer or out of range"))?;
+        let v = parse_i64(a.next()?).ok_or(CmdError::msg(
+            "ERR Protocol version is not an integer or out of range",
+        ))?;
         h.proto = Some(v);
         while let Some(opt) = a.peek() {
             let left = a.remaining() - 1;
@@ -251,7 +511,7 @@ impl Command for Hello {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if let Some(v) = self.proto {
-            if !(2..=3).contains(&v) {
+            if !(2..=3).contains(&v) || (v == 3 && !ctx.shared.config().resp3) {
                 return Err(CmdError::msg("NOPROTO unsupported protocol version"));
             }
         }
@@ -281,14 +541,20 @@ impl Command for Hello {
 
 fn validate_client_name(name: &[u8]) -> CmdResult<()> {
     if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(CmdError::msg("ERR Client names cannot contain spaces, newlines or special characters."));
+        return Err(CmdError::msg(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
     }
     Ok(())
 }
 
 fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) {
     if let Ok(mut n) = ctx.client.info.name.lock() {
-        *n = if name.is_empty() { None } else { Some(Bytes::copy_from_slice(name)) };
+        *n = if name.is_empty() {
+            None
+        } else {
+            Some(Bytes::copy_from_slice(name))
+        };
     }
 }
 
@@ -300,7 +566,9 @@ pub struct ClientSetName {
 
 impl Command for ClientSetName {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ClientSetName { name: a.next()?.clone() })
+        Ok(ClientSetName {
+            name: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         validate_client_name(&self.name)?;
@@ -463,8 +731,14 @@ impl Command for ClientKill {
                 c.addr.as_bytes() == &addr[..]
             } else {
                 self.id.is_none_or(|id| id == c.id)
-                    && self.addr.as_ref().is_none_or(|a| c.addr.as_bytes() == &a[..])
-                    && self.laddr.as_ref().is_none_or(|a| c.laddr.as_bytes() == &a[..])
+                    && self
+                        .addr
+                        .as_ref()
+                        .is_none_or(|a| c.addr.as_bytes() == &a[..])
+                    && self
+                        .laddr
+                        .as_ref()
+                        .is_none_or(|a| c.laddr.as_bytes() == &a[..])
                     && !(self.skipme && c.id == me)
             };
             if matches {
@@ -477,7 +751,11 @@ impl Command for ClientKill {
             }
         }
         if self.legacy.is_some() {
-            return if killed == 0 { Err(CmdError::msg("ERR No such client")) } else { Ok(Reply::ok()) };
+            return if killed == 0 {
+                Err(CmdError::msg("ERR No such client"))
+            } else {
+                Ok(Reply::ok())
+            };
         }
         Ok(Reply::Int(killed))
     }
@@ -539,7 +817,11 @@ impl<const WHICH: u8> Command for ClientFlag<WHICH> {
         }
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let flag = if WHICH == 0 { &ctx.client.info.no_evict } else { &ctx.client.info.no_touch };
+        let flag = if WHICH == 0 {
+            &ctx.client.info.no_evict
+        } else {
+            &ctx.client.info.no_touch
+        };
         flag.store(self.on, Ordering::Relaxed);
         Ok(Reply::ok())
     }
@@ -553,14 +835,21 @@ fn status_set(items: &[&'static str]) -> Reply {
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
     let key_specs = if first > 0 {
-        let flags: &[&'static str] = if spec.has_flag("write") { &["RW", "UPDATE"] } else { &["RO", "ACCESS"] };
+        let flags: &[&'static str] = if spec.has_flag("write") {
+            &["RW", "UPDATE"]
+        } else {
+            &["RO", "ACCESS"]
+        };
         vec![Reply::Map(vec![
             (Reply::bulk(b"flags"), status_set(flags)),
             (
                 Reply::bulk(b"begin_search"),
                 Reply::Map(vec![
                     (Reply::bulk(b"type"), Reply::bulk(b"index")),
-                    (Reply::bulk(b"spec"), Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(first as i64))])),
+                    (
+                        Reply::bulk(b"spec"),
+                        Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(first as i64))]),
+                    ),
                 ]),
             ),
             (
@@ -570,7 +859,14 @@ pub fn command_info(spec: &C) -> Reply {
                     (
                         Reply::bulk(b"spec"),
                         Reply::Map(vec![
-                            (Reply::bulk(b"lastkey"), Reply::Int(if last < 0 { last as i64 } else { (last - first) as i64 })),
+                            (
+                                Reply::bulk(b"lastkey"),
+                                Reply::Int(if last < 0 {
+                                    last as i64
+                                } else {
+                                    (last - first) as i64
+                                }),
+                            ),
                             (Reply::bulk(b"keystep"), Reply::Int(step as i64)),
                             (Reply::bulk(b"limit"), Reply::Int(0)),
                         ]),
@@ -648,7 +944,9 @@ pub struct CommandInfo {
 
 impl Command for CommandInfo {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(CommandInfo { names: a.rest().to_vec() })
+        Ok(CommandInfo {
+            names: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.is_empty() {
@@ -672,13 +970,18 @@ pub struct CommandDocs {
 
 impl Command for CommandDocs {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(CommandDocs { names: a.rest().to_vec() })
+        Ok(CommandDocs {
+            names: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let specs: Vec<&C> = if self.names.is_empty() {
             ctx.shared.table.commands()
         } else {
-            self.names.iter().filter_map(|n| find_spec(ctx, n)).collect()
+            self.names
+                .iter()
+                .filter_map(|n| find_spec(ctx, n))
+                .collect()
         };
         Ok(Reply::Map(
             specs
@@ -732,7 +1035,9 @@ pub struct FunctionFlush;
 impl Command for FunctionFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         if a.remaining() > 1 || (a.remaining() == 1 && !a.eat("ASYNC") && !a.eat("SYNC")) {
-            return Err(CmdError::msg("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+            return Err(CmdError::msg(
+                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+            ));
         }
         Ok(FunctionFlush)
     }
@@ -762,7 +1067,10 @@ pub struct Shutdown;
 impl Command for Shutdown {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         for opt in a.rest() {
-            if !["nosave", "save", "now", "force", "abort"].iter().any(|o| opt.eq_ignore_ascii_case(o.as_bytes())) {
+            if !["nosave", "save", "now", "force", "abort"]
+                .iter()
+                .any(|o| opt.eq_ignore_ascii_case(o.as_bytes()))
+            {
                 return Err(CmdError::Syntax);
             }
         }
@@ -786,11 +1094,18 @@ pub struct ConfigGet {
 
 impl Command for ConfigGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ConfigGet { patterns: a.rest().to_vec() })
+        Ok(ConfigGet {
+            patterns: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let cfg = ctx.shared.config();
-        let overrides = ctx.shared.params.lock().map(|p| p.clone()).unwrap_or_default();
+        let overrides = ctx
+            .shared
+            .params
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
         let mut out = Vec::new();
         for (name, default) in crate::config::REDIS_PARAMS {
             let wanted = self
@@ -802,7 +1117,10 @@ impl Command for ConfigGet {
                     .param(name)
                     .or_else(|| overrides.get(*name).cloned())
                     .unwrap_or_else(|| default.to_string());
-                out.push((Reply::bulk(name.as_bytes()), Reply::Bulk(Bytes::from(value))));
+                out.push((
+                    Reply::bulk(name.as_bytes()),
+                    Reply::Bulk(Bytes::from(value)),
+                ));
             }
         }
         Ok(Reply::Map(out))
@@ -868,7 +1186,14 @@ impl Command for ConfigResetStat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.table.reset_stats();
         let s = &ctx.shared.stats;
-        for c in [&s.total_commands, &s.total_connections, &s.rejected_connections, &s.net_input_bytes, &s.net_output_bytes, &s.total_error_replies] {
+        for c in [
+            &s.total_commands,
+            &s.total_connections,
+            &s.rejected_connections,
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.total_error_replies,
+        ] {
             c.store(0, Ordering::Relaxed);
         }
         ctx.shared.keyspace.reset_stats();
@@ -885,7 +1210,9 @@ impl Command for ConfigRewrite {
         Ok(ConfigRewrite)
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Err(CmdError::msg("ERR The server is running without a config file"))
+        Err(CmdError::msg(
+            "ERR The server is running without a config file",
+        ))
     }
 }
 
@@ -898,7 +1225,11 @@ pub struct Info {
 impl Command for Info {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Info {
-            sections: a.rest().iter().map(|s| String::from_utf8_lossy(s).to_ascii_lowercase()).collect(),
+            sections: a
+                .rest()
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
+                .collect(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -907,7 +1238,17 @@ impl Command for Info {
 }
 
 const DEFAULT_SECTIONS: &[&str] = &[
-    "server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules", "errorstats", "cluster", "keyspace",
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
 ];
 
 fn human_bytes(n: usize) -> String {
@@ -930,7 +1271,8 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         if requested.is_empty() || requested.iter().any(|s| s == "default") {
             return DEFAULT_SECTIONS.contains(&name);
         }
-        (all && name != "commandstats" && name != "latencystats") && DEFAULT_SECTIONS.contains(&name)
+        (all && name != "commandstats" && name != "latencystats")
+            && DEFAULT_SECTIONS.contains(&name)
             || all && (name == "commandstats")
             || requested.iter().any(|s| s == name)
     };
@@ -978,7 +1320,9 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         let used = crate::alloc_stats::allocated();
         let rss = crate::alloc_stats::rss();
         let peak = crate::alloc_stats::peak();
-        let dataset = shared.keyspace.fold(0usize, |acc, s| acc + s.approx_memory());
+        let dataset = shared
+            .keyspace
+            .fold(0usize, |acc, s| acc + s.approx_memory());
         section(
             "Memory",
             format!(
@@ -986,9 +1330,17 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
                 human_bytes(used),
                 human_bytes(rss),
                 human_bytes(peak),
-                if peak > 0 { used as f64 * 100.0 / peak as f64 } else { 100.0 },
+                if peak > 0 {
+                    used as f64 * 100.0 / peak as f64
+                } else {
+                    100.0
+                },
                 used.saturating_sub(dataset),
-                if used > 0 { rss as f64 / used as f64 } else { 0.0 },
+                if used > 0 {
+                    rss as f64 / used as f64
+                } else {
+                    0.0
+                },
             ),
         );
     }
@@ -1045,7 +1397,11 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
                 b,
                 "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls=0,failed_calls={failed}\r\n",
                 spec.name,
-                if calls > 0 { usec as f64 / calls as f64 } else { 0.0 }
+                if calls > 0 {
+                    usec as f64 / calls as f64
+                } else {
+                    0.0
+                }
             );
         }
         section("Commandstats", b);
@@ -1059,7 +1415,10 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
     if wanted("keyspace") {
         let mut b = String::new();
         for (db, keys, expires, avg_ttl) in shared.keyspace.db_summary(ctx.now_ms) {
-            let _ = write!(b, "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n");
+            let _ = write!(
+                b,
+                "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
+            );
         }
         section("Keyspace", b);
     }

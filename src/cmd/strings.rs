@@ -13,24 +13,150 @@ use crate::store::Value;
 
 /// The string commands.
 pub static COMMANDS: &[C] = &[
-    C::new("get", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<Get>).with_acl(&["@read", "@string", "@fast"]),
-    C::new("set", -3, &["write", "denyoom"], C::keys(1, 1, 1), run::<Set>).with_acl(&["@write", "@string", "@slow"]),
-    C::new("setnx", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<SetNx>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("setex", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetEx<false>>).with_acl(&["@write", "@string", "@slow"]),
-    C::new("psetex", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetEx<true>>).with_acl(&["@write", "@string", "@slow"]),
-    C::new("getset", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<GetSet>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("getdel", 2, &["write", "fast"], C::keys(1, 1, 1), run::<GetDel>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("getex", -2, &["write", "fast"], C::keys(1, 1, 1), run::<GetEx>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("mget", -2, &["readonly", "fast"], C::keys(1, -1, 1), run::<MGet>).with_acl(&["@read", "@string", "@fast"]),
-    C::new("mset", -3, &["write", "denyoom"], C::keys(1, -1, 2), run::<MSet<false>>).with_acl(&["@write", "@string", "@slow"]),
-    C::new("msetnx", -3, &["write", "denyoom"], C::keys(1, -1, 2), run::<MSet<true>>).with_acl(&["@write", "@string", "@slow"]),
-    C::new("incr", 2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Incr<1>>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("decr", 2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Incr<-1>>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("incrby", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrBy<false>>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("decrby", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrBy<true>>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("incrbyfloat", 3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<IncrByFloat>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("append", 3, &["write", "denyoom"], C::keys(1, 1, 1), run::<Append>).with_acl(&["@write", "@string", "@fast"]),
-    C::new("strlen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<StrLen>).with_acl(&["@read", "@string", "@fast"]),
+    C::new(
+        "get",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Get>,
+    )
+    .with_acl(&["@read", "@string", "@fast"]),
+    C::new(
+        "set",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        run::<Set>,
+    )
+    .with_acl(&["@write", "@string", "@slow"]),
+    C::new(
+        "setnx",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<SetNx>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "setex",
+        4,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        run::<SetEx<false>>,
+    )
+    .with_acl(&["@write", "@string", "@slow"]),
+    C::new(
+        "psetex",
+        4,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        run::<SetEx<true>>,
+    )
+    .with_acl(&["@write", "@string", "@slow"]),
+    C::new(
+        "getset",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetSet>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "getdel",
+        2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetDel>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "getex",
+        -2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetEx>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "mget",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<MGet>,
+    )
+    .with_acl(&["@read", "@string", "@fast"]),
+    C::new(
+        "mset",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, -1, 2),
+        run::<MSet<false>>,
+    )
+    .with_acl(&["@write", "@string", "@slow"]),
+    C::new(
+        "msetnx",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, -1, 2),
+        run::<MSet<true>>,
+    )
+    .with_acl(&["@write", "@string", "@slow"]),
+    C::new(
+        "incr",
+        2,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<Incr<1>>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "decr",
+        2,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<Incr<-1>>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "incrby",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<IncrBy<false>>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "decrby",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<IncrBy<true>>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "incrbyfloat",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<IncrByFloat>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "append",
+        3,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        run::<Append>,
+    )
+    .with_acl(&["@write", "@string", "@fast"]),
+    C::new(
+        "strlen",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<StrLen>,
+    )
+    .with_acl(&["@read", "@string", "@fast"]),
 ];
 
 /// Reads a string value: None if missing, WRONGTYPE for other types.
@@ -57,7 +183,12 @@ pub enum TtlUnit {
 
 /// Turns a SET/GETEX/SETEX TTL argument into an absolute Unix ms deadline, with Redis's
 /// checks: not an integer → "not an integer"; ≤ 0 or overflowing → "invalid expire time".
-pub fn expire_deadline(arg: &[u8], unit: TtlUnit, now_ms: u64, cmd: &'static str) -> CmdResult<u64> {
+pub fn expire_deadline(
+    arg: &[u8],
+    unit: TtlUnit,
+    now_ms: u64,
+    cmd: &'static str,
+) -> CmdResult<u64> {
     let n = parse_i64(arg).ok_or(CmdError::NotInteger)?;
     let invalid = CmdError::InvalidExpire(cmd);
     if n <= 0 {
@@ -68,7 +199,9 @@ pub fn expire_deadline(arg: &[u8], unit: TtlUnit, now_ms: u64, cmd: &'static str
         _ => n,
     };
     let at = match unit {
-        TtlUnit::Seconds | TtlUnit::Millis => ms.checked_add(now_ms as i64).ok_or(invalid.clone())?,
+        TtlUnit::Seconds | TtlUnit::Millis => {
+            ms.checked_add(now_ms as i64).ok_or(invalid.clone())?
+        }
         _ => ms,
     };
     if at <= 0 {
@@ -85,7 +218,9 @@ pub struct Get {
 
 impl Command for Get {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Get { key: a.next()?.clone() })
+        Ok(Get {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(read_string(ctx, &self.key)?.into())
@@ -171,7 +306,11 @@ impl Command for Set {
             None => Ttl::Clear,
         };
         let db = ctx.db();
-        let old = if self.get { Some(read_string(ctx, &self.key)?) } else { None };
+        let old = if self.get {
+            Some(read_string(ctx, &self.key)?)
+        } else {
+            None
+        };
         let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
         if (self.cond == Cond::Nx && exists) || (self.cond == Cond::Xx && !exists) {
             return Ok(match old {
@@ -215,7 +354,8 @@ impl Command for SetNx {
         if ctx.store.exists(db, &self.key, ctx.now_ms) {
             return Ok(Reply::Int(0));
         }
-        ctx.store.set(db, &self.key, Value::from_bytes(&self.value), None);
+        ctx.store
+            .set(db, &self.key, Value::from_bytes(&self.value), None);
         Ok(Reply::Int(1))
     }
 }
@@ -237,7 +377,11 @@ impl<const MILLIS: bool> Command for SetEx<MILLIS> {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let (unit, name) = if MILLIS { (TtlUnit::Millis, "psetex") } else { (TtlUnit::Seconds, "setex") };
+        let (unit, name) = if MILLIS {
+            (TtlUnit::Millis, "psetex")
+        } else {
+            (TtlUnit::Seconds, "setex")
+        };
         let at = expire_deadline(&self.ttl, unit, ctx.now_ms, name)?;
         store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::At(at));
         Ok(Reply::ok())
@@ -273,7 +417,9 @@ pub struct GetDel {
 
 impl Command for GetDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(GetDel { key: a.next()?.clone() })
+        Ok(GetDel {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let old = read_string(ctx, &self.key)?;
@@ -337,7 +483,10 @@ impl Command for GetEx {
                 ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
             }
         } else if self.persist {
-            let has_ttl = ctx.store.lookup(db, &self.key, ctx.now_ms).is_some_and(|e| e.expire_at().is_some());
+            let has_ttl = ctx
+                .store
+                .lookup(db, &self.key, ctx.now_ms)
+                .is_some_and(|e| e.expire_at().is_some());
             if has_ttl {
                 ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
             }
@@ -354,16 +503,24 @@ pub struct MGet {
 
 impl Command for MGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(MGet { keys: a.rest().to_vec() })
+        Ok(MGet {
+            keys: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
         let out = self
             .keys
             .iter()
-            .map(|k| match ctx.store.read_value(db, k, ctx.now_ms).map(|v| v.as_bytes()) {
-                Some(Ok(b)) => Reply::Bulk(b),
-                _ => Reply::Null,
+            .map(|k| {
+                match ctx
+                    .store
+                    .read_value(db, k, ctx.now_ms)
+                    .map(|v| v.as_bytes())
+                {
+                    Some(Ok(b)) => Reply::Bulk(b),
+                    _ => Reply::Null,
+                }
             })
             .collect();
         Ok(Reply::Array(out))
@@ -380,15 +537,25 @@ impl<const NX: bool> Command for MSet<NX> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
         if rest.len() % 2 != 0 {
-            return Err(CmdError::WrongArity(if NX { "msetnx" } else { "mset" }.into()));
+            return Err(CmdError::WrongArity(
+                if NX { "msetnx" } else { "mset" }.into(),
+            ));
         }
         Ok(MSet {
-            pairs: rest.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect(),
+            pairs: rest
+                .chunks(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        if NX && self.pairs.iter().any(|(k, _)| ctx.store.exists(db, k, ctx.now_ms)) {
+        if NX
+            && self
+                .pairs
+                .iter()
+                .any(|(k, _)| ctx.store.exists(db, k, ctx.now_ms))
+        {
             return Ok(Reply::Int(0));
         }
         for (k, v) in &self.pairs {
@@ -424,7 +591,9 @@ pub struct Incr<const BY: i64> {
 
 impl<const BY: i64> Command for Incr<BY> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Incr { key: a.next()?.clone() })
+        Ok(Incr {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         incr_by(ctx, &self.key, BY)
@@ -471,7 +640,11 @@ impl Command for IncrByFloat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let current = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+        let current = match ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map(|e| &e.value)
+        {
             None => 0.0,
             Some(Value::Int(n)) => *n as f64,
             Some(Value::Str(b)) => parse_f64(b).ok_or(CmdError::NotFloat)?,
@@ -482,7 +655,8 @@ impl Command for IncrByFloat {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
         let text = Bytes::from(format_human_double(next));
-        ctx.store.set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
+        ctx.store
+            .set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
         Ok(Reply::Bulk(text))
     }
 }
@@ -505,14 +679,20 @@ impl Command for Append {
         let db = ctx.db();
         let mut joined = match ctx.store.lookup(db, &self.key, ctx.now_ms) {
             None => {
-                ctx.store.set(db, &self.key, Value::Str(Bytes::copy_from_slice(&self.value)), None);
+                ctx.store.set(
+                    db,
+                    &self.key,
+                    Value::Str(Bytes::copy_from_slice(&self.value)),
+                    None,
+                );
                 return Ok(Reply::Int(self.value.len() as i64));
             }
             Some(e) => e.value.as_bytes()?.to_vec(),
         };
         joined.extend_from_slice(&self.value);
         let len = joined.len();
-        ctx.store.set_keep_ttl(db, &self.key, Value::Str(Bytes::from(joined)), ctx.now_ms);
+        ctx.store
+            .set_keep_ttl(db, &self.key, Value::Str(Bytes::from(joined)), ctx.now_ms);
         Ok(Reply::Int(len as i64))
     }
 }
@@ -525,9 +705,13 @@ pub struct StrLen {
 
 impl Command for StrLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(StrLen { key: a.next()?.clone() })
+        Ok(StrLen {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(Reply::Int(read_string(ctx, &self.key)?.map_or(0, |b| b.len() as i64)))
+        Ok(Reply::Int(
+            read_string(ctx, &self.key)?.map_or(0, |b| b.len() as i64),
+        ))
     }
 }

@@ -46,7 +46,10 @@ impl KeySpec {
     pub fn triple(&self) -> (i32, i32, i32) {
         match *self {
             KeySpec::None => (0, 0, 0),
-            KeySpec::Range { first, last, step } | KeySpec::Custom { first, last, step, .. } => (first, last, step),
+            KeySpec::Range { first, last, step }
+            | KeySpec::Custom {
+                first, last, step, ..
+            } => (first, last, step),
         }
     }
 
@@ -109,7 +112,13 @@ pub struct CommandSpec {
 
 impl CommandSpec {
     /// A command with the given keys; it locks their shards (or nothing if it has none).
-    pub const fn new(name: &'static str, arity: i32, flags: &'static [&'static str], keys: KeySpec, handler: Handler) -> Self {
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: KeySpec,
+        handler: Handler,
+    ) -> Self {
         CommandSpec {
             name,
             arity,
@@ -129,7 +138,11 @@ impl CommandSpec {
 
     /// Keys at positions first..=last by step.
     pub const fn keys(first: i32, last: i32, step: i32) -> KeySpec {
-        if first == 0 { KeySpec::None } else { KeySpec::Range { first, last, step } }
+        if first == 0 {
+            KeySpec::None
+        } else {
+            KeySpec::Range { first, last, step }
+        }
     }
 
     /// Locks every shard instead.
@@ -241,7 +254,8 @@ impl CommandTable {
     }
 
     fn add_stat(&mut self, spec: &'static CommandSpec) {
-        self.ids.insert(spec as *const CommandSpec as usize, self.stats.len());
+        self.ids
+            .insert(spec as *const CommandSpec as usize, self.stats.len());
         self.stats.push((spec, CmdStat::default()));
     }
 
@@ -283,7 +297,10 @@ impl CommandTable {
 
     /// Stats of every command called at least once.
     pub fn stats(&self) -> impl Iterator<Item = (&'static CommandSpec, &CmdStat)> {
-        self.stats.iter().map(|(s, st)| (*s, st)).filter(|(_, st)| st.calls.load(Ordering::Relaxed) > 0)
+        self.stats
+            .iter()
+            .map(|(s, st)| (*s, st))
+            .filter(|(_, st)| st.calls.load(Ordering::Relaxed) > 0)
     }
 
     /// CONFIG RESETSTAT.

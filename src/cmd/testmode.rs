@@ -1,27 +1,494 @@
-//! Test-double commands, registered only with `--test-mode`: CLOCK moves time over the wire.
+//! Test-double commands, registered only with `--test-mode`: CLOCK moves time, FAULT injects
+//! the errors, delays and disconnects real Redis produces, CMDLOG records what clients sent.
 //!
 //! Real Redis offers no way to move time, so limiter tests sleep through their windows. Here a
 //! test freezes the clock, advances it past a window, and sees exactly what a real wait would
 //! have produced: expiry, TTLs, CL.THROTTLE and TIME all read this clock. Advancing reaps the
 //! keys that became due before replying, so DBSIZE and INFO are exact right after.
+//!
+//! Faults and the log are checked in `cmd::execute` only when the server runs in test mode,
+//! so production servers pay nothing for them.
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 /// The test-mode commands.
-pub static COMMANDS: &[C] = &[C::new("clock", -2, &["admin", "fast"], C::keys(0, 0, 0), run::<super::server::Help>)
-    .with_subcommands(CLOCK)];
+pub static COMMANDS: &[C] = &[
+    C::new(
+        "clock",
+        -2,
+        &["admin", "fast"],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(CLOCK),
+    C::new(
+        "fault",
+        -2,
+        &["admin", "fast"],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(FAULT),
+    C::new(
+        "cmdlog",
+        -2,
+        &["admin"],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(CMDLOG),
+];
+
+static FAULT: &[C] = &[
+    C::new(
+        "fault|error",
+        -3,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<AddFault<0>>,
+    ),
+    C::new(
+        "fault|latency",
+        -3,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<AddFault<1>>,
+    ),
+    C::new(
+        "fault|disconnect",
+        -2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<AddFault<2>>,
+    ),
+    C::new(
+        "fault|clear",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<FaultClear>,
+    ),
+    C::new(
+        "fault|list",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<FaultList>,
+    ),
+];
+
+static CMDLOG: &[C] = &[
+    C::new(
+        "cmdlog|get",
+        -2,
+        &["admin"],
+        KeySpec::None,
+        run_sub::<CmdLogGet>,
+    ),
+    C::new(
+        "cmdlog|len",
+        2,
+        &["admin"],
+        KeySpec::None,
+        run_sub::<CmdLogLen>,
+    ),
+    C::new(
+        "cmdlog|reset",
+        2,
+        &["admin"],
+        KeySpec::None,
+        run_sub::<CmdLogReset>,
+    ),
+];
+
+/// How many commands the log keeps (oldest dropped first).
+pub const CMDLOG_CAPACITY: usize = 100_000;
+
+/// What a fault does to a matching command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultKind {
+    /// Reply this error line instead of running the command.
+    Error(String),
+    /// Run the command, but hold its reply this long.
+    Latency(Duration),
+    /// Run the command, reply, then close the connection.
+    Disconnect,
+}
+
+/// One injected fault.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    /// What it does.
+    pub kind: FaultKind,
+    /// Only commands with this (lowercase) name, or all.
+    pub command: Option<String>,
+    /// Only clients with this CLIENT SETNAME name, or all.
+    pub client: Option<Bytes>,
+    /// Matching commands still to hit; None = until cleared.
+    pub remaining: Option<u64>,
+}
+
+/// One logged command.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    /// Sequence number.
+    pub id: u64,
+    /// Server time, Unix ms.
+    pub time_ms: u64,
+    /// CLIENT ID.
+    pub client_id: u64,
+    /// CLIENT SETNAME, if any.
+    pub client_name: Option<Bytes>,
+    /// CLIENT SETINFO lib-name, if any.
+    pub lib_name: Option<Bytes>,
+    /// Selected database.
+    pub db: usize,
+    /// The arguments, name first.
+    pub args: Vec<Bytes>,
+}
+
+/// Faults and the command log of a test-mode server.
+#[derive(Debug, Default)]
+pub struct TestHooks {
+    any_faults: AtomicBool,
+    faults: Mutex<Vec<Fault>>,
+    log: Mutex<VecDeque<LogEntry>>,
+    next_id: AtomicU64,
+}
+
+impl TestHooks {
+    /// Records a command in the log.
+    pub fn record(&self, now_ms: u64, client: &ClientState, args: &[Bytes]) {
+        let (lib_name, _) = client
+            .info
+            .lib
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default();
+        let entry = LogEntry {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            time_ms: now_ms,
+            client_id: client.id(),
+            client_name: client.info.name(),
+            lib_name,
+            db: client.db,
+            args: args.iter().map(|a| Bytes::copy_from_slice(a)).collect(),
+        };
+        if let Ok(mut log) = self.log.lock() {
+            if log.len() >= CMDLOG_CAPACITY {
+                log.pop_front();
+            }
+            log.push_back(entry);
+        }
+    }
+
+    /// Applies the first fault matching this command, if any: an error reply to send instead
+    /// of running it, or a delay / disconnect recorded on the client.
+    pub fn check(&self, command: &str, client: &mut ClientState) -> Option<Reply> {
+        if !self.any_faults.load(Ordering::Relaxed) {
+            return None;
+        }
+        let name = client.info.name();
+        let mut faults = self.faults.lock().ok()?;
+        let idx = faults.iter().position(|f| {
+            f.command.as_deref().is_none_or(|c| c == command)
+                && f.client.as_ref().is_none_or(|c| Some(c) == name.as_ref())
+        })?;
+        let fault = &mut faults[idx];
+        let kind = fault.kind.clone();
+        if let Some(n) = fault.remaining.as_mut() {
+            *n -= 1;
+            if *n == 0 {
+                faults.remove(idx);
+                self.any_faults.store(!faults.is_empty(), Ordering::Relaxed);
+            }
+        }
+        match kind {
+            FaultKind::Error(text) => Some(Reply::Error(text.into())),
+            FaultKind::Latency(d) => {
+                client.sleep = Some(d);
+                None
+            }
+            FaultKind::Disconnect => {
+                client.disconnect_after = Some(1);
+                None
+            }
+        }
+    }
+}
+
+/// FAULT ERROR <error line> | LATENCY <ms> | DISCONNECT, then [COUNT n] [COMMAND name] [CLIENT name]
+///
+/// COUNT defaults to 1 (0 = until FAULT CLEAR). The error line is sent as given, so it
+/// carries its own prefix: `FAULT ERROR "BUSY Redis is busy running a script."`.
+#[derive(Debug)]
+pub struct AddFault<const KIND: u8> {
+    fault: Fault,
+}
+
+impl<const KIND: u8> Command for AddFault<KIND> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let kind = match KIND {
+            0 => {
+                let text = String::from_utf8_lossy(a.next()?).replace(['\r', '\n'], " ");
+                if text.is_empty() {
+                    return Err(CmdError::msg("ERR the error text must not be empty"));
+                }
+                FaultKind::Error(text)
+            }
+            1 => {
+                let ms = a.next_i64()?;
+                if !(0..=60_000).contains(&ms) {
+                    return Err(CmdError::msg("ERR latency must be between 0 and 60000 ms"));
+                }
+                FaultKind::Latency(Duration::from_millis(ms as u64))
+            }
+            _ => FaultKind::Disconnect,
+        };
+        let mut fault = Fault {
+            kind,
+            command: None,
+            client: None,
+            remaining: Some(1),
+        };
+        while a.remaining() > 0 {
+            if a.eat("COUNT") {
+                let n = a.next_i64()?;
+                if n < 0 {
+                    return Err(CmdError::NotInteger);
+                }
+                fault.remaining = (n > 0).then_some(n as u64);
+            } else if a.eat("COMMAND") {
+                fault.command = Some(String::from_utf8_lossy(a.next()?).to_ascii_lowercase());
+            } else if a.eat("CLIENT") {
+                fault.client = Some(a.next()?.clone());
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(AddFault { fault })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let hooks = hooks(ctx)?;
+        let mut faults = hooks
+            .faults
+            .lock()
+            .map_err(|_| CmdError::msg("ERR fault table unavailable"))?;
+        faults.push(self.fault);
+        hooks.any_faults.store(true, Ordering::Relaxed);
+        Ok(Reply::ok())
+    }
+}
+
+fn hooks<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a TestHooks> {
+    ctx.shared
+        .test
+        .as_ref()
+        .ok_or(CmdError::msg("ERR test mode is off"))
+}
+
+/// FAULT CLEAR
+#[derive(Debug)]
+pub struct FaultClear;
+
+impl Command for FaultClear {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(FaultClear)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let hooks = hooks(ctx)?;
+        if let Ok(mut f) = hooks.faults.lock() {
+            f.clear();
+        }
+        hooks.any_faults.store(false, Ordering::Relaxed);
+        Ok(Reply::ok())
+    }
+}
+
+/// FAULT LIST: one line per active fault.
+#[derive(Debug)]
+pub struct FaultList;
+
+impl Command for FaultList {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(FaultList)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let faults = hooks(ctx)?
+            .faults
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
+        Ok(Reply::Array(
+            faults
+                .iter()
+                .map(|f| {
+                    let kind = match &f.kind {
+                        FaultKind::Error(e) => format!("error {e:?}"),
+                        FaultKind::Latency(d) => format!("latency {}", d.as_millis()),
+                        FaultKind::Disconnect => "disconnect".into(),
+                    };
+                    Reply::Bulk(Bytes::from(format!(
+                        "{kind} count={} command={} client={}",
+                        f.remaining.map_or("unlimited".into(), |n| n.to_string()),
+                        f.command.as_deref().unwrap_or("*"),
+                        f.client
+                            .as_ref()
+                            .map_or("*".into(), |c| String::from_utf8_lossy(c).into_owned()),
+                    )))
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// CMDLOG GET [count] [CLIENT name]: the most recent commands, oldest first, each as
+/// [id, time-ms, client-id, client-name, lib-name, db, [args…]].
+#[derive(Debug)]
+pub struct CmdLogGet {
+    count: Option<usize>,
+    client: Option<Bytes>,
+}
+
+impl Command for CmdLogGet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut g = CmdLogGet {
+            count: None,
+            client: None,
+        };
+        while a.remaining() > 0 {
+            if a.eat("CLIENT") {
+                g.client = Some(a.next()?.clone());
+            } else {
+                let n = a.next_i64()?;
+                if n < 0 {
+                    return Err(CmdError::NotInteger);
+                }
+                g.count = Some(n as usize);
+            }
+        }
+        Ok(g)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let hooks = hooks(ctx)?;
+        let log = hooks
+            .log
+            .lock()
+            .map_err(|_| CmdError::msg("ERR log unavailable"))?;
+        let matching: Vec<&LogEntry> = log
+            .iter()
+            .filter(|e| {
+                self.client
+                    .as_ref()
+                    .is_none_or(|c| e.client_name.as_ref() == Some(c))
+            })
+            .collect();
+        let skip = self.count.map_or(0, |n| matching.len().saturating_sub(n));
+        let opt = |b: &Option<Bytes>| b.clone().map_or(Reply::Null, Reply::Bulk);
+        Ok(Reply::Array(
+            matching[skip..]
+                .iter()
+                .map(|e| {
+                    Reply::Array(vec![
+                        Reply::Int(e.id as i64),
+                        Reply::Int(e.time_ms as i64),
+                        Reply::Int(e.client_id as i64),
+                        opt(&e.client_name),
+                        opt(&e.lib_name),
+                        Reply::Int(e.db as i64),
+                        Reply::Array(e.args.iter().cloned().map(Reply::Bulk).collect()),
+                    ])
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// CMDLOG LEN
+#[derive(Debug)]
+pub struct CmdLogLen;
+
+impl Command for CmdLogLen {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CmdLogLen)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(
+            hooks(ctx)?.log.lock().map_or(0, |l| l.len()) as i64
+        ))
+    }
+}
+
+/// CMDLOG RESET
+#[derive(Debug)]
+pub struct CmdLogReset;
+
+impl Command for CmdLogReset {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CmdLogReset)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Ok(mut l) = hooks(ctx)?.log.lock() {
+            l.clear();
+        }
+        Ok(Reply::ok())
+    }
+}
 
 static CLOCK: &[C] = &[
-    C::new("clock|freeze", 2, &["admin", "fast"], KeySpec::None, run_sub::<ClockCmd<0>>),
-    C::new("clock|advance", 3, &["admin", "fast"], KeySpec::None, run_sub::<ClockCmd<1>>),
-    C::new("clock|set", 3, &["admin", "fast"], KeySpec::None, run_sub::<ClockCmd<2>>),
-    C::new("clock|resume", 2, &["admin", "fast"], KeySpec::None, run_sub::<ClockCmd<3>>),
-    C::new("clock|now", 2, &["admin", "fast"], KeySpec::None, run_sub::<ClockCmd<4>>),
-    C::new("clock|help", 2, &["admin", "fast"], KeySpec::None, run_sub::<ClockHelp>),
+    C::new(
+        "clock|freeze",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockCmd<0>>,
+    ),
+    C::new(
+        "clock|advance",
+        3,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockCmd<1>>,
+    ),
+    C::new(
+        "clock|set",
+        3,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockCmd<2>>,
+    ),
+    C::new(
+        "clock|resume",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockCmd<3>>,
+    ),
+    C::new(
+        "clock|now",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockCmd<4>>,
+    ),
+    C::new(
+        "clock|help",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<ClockHelp>,
+    ),
 ];
 
 /// CLOCK FREEZE (0) | ADVANCE ms (1) | SET unix-ms (2) | RESUME (3) | NOW (4)

@@ -17,9 +17,15 @@ use crate::store::Value;
 /// The throttle command. Arity -1 for dispatch, as Redis registers module commands, so that
 /// a short argument list gets redis-cell's usage error rather than Redis's arity error;
 /// COMMAND reports -5 (the real minimum) for clients that read it.
-pub static COMMANDS: &[C] = &[C::new("cl.throttle", -1, &["write"], C::keys(1, 1, 1), run::<Throttle>)
-    .with_reported_arity(-5)
-    .with_acl(&["@write"])];
+pub static COMMANDS: &[C] = &[C::new(
+    "cl.throttle",
+    -1,
+    &["write"],
+    C::keys(1, 1, 1),
+    run::<Throttle>,
+)
+.with_reported_arity(-5)
+.with_acl(&["@write"])];
 
 fn cell_error(e: ThrottleError) -> CmdError {
     CmdError::owned(String::from_utf8_lossy(&e.error_line()).into_owned())
@@ -45,17 +51,31 @@ impl Command for Throttle {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let stored = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+        let stored = match ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map(|e| &e.value)
+        {
             None => None,
-            Some(Value::Int(n)) => Some(gcra::parse_stored_tat(itoa::Buffer::new().format(*n).as_bytes()).map_err(cell_error)?),
+            Some(Value::Int(n)) => Some(
+                gcra::parse_stored_tat(itoa::Buffer::new().format(*n).as_bytes())
+                    .map_err(cell_error)?,
+            ),
             Some(Value::Str(b)) => Some(gcra::parse_stored_tat(b).map_err(cell_error)?),
             Some(_) => return Err(CmdError::WrongType),
         };
         let now_ns = i64::try_from(ctx.now_ns).map_err(|_| CmdError::NotInteger)?;
         let decision = gcra::throttle(now_ns, stored, &self.args).map_err(cell_error)?;
         if let Some((tat, ttl_ms)) = decision.write {
-            ctx.store.set(db, &self.key, Value::Int(tat), Some(ctx.now_ms.saturating_add(ttl_ms)));
+            ctx.store.set(
+                db,
+                &self.key,
+                Value::Int(tat),
+                Some(ctx.now_ms.saturating_add(ttl_ms)),
+            );
         }
-        Ok(Reply::Array(decision.reply().iter().map(|&n| Reply::Int(n)).collect()))
+        Ok(Reply::Array(
+            decision.reply().iter().map(|&n| Reply::Int(n)).collect(),
+        ))
     }
 }

@@ -18,21 +18,51 @@ use crate::protocol::Reply;
 
 /// The transaction commands.
 pub static COMMANDS: &[C] = &[
-    C::new("multi", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Multi>)
-        .immediate()
-        .with_acl(&["@fast", "@transaction"]),
-    C::new("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], C::keys(0, 0, 0), run::<Exec>)
-        .immediate()
-        .with_acl(&["@slow", "@transaction"]),
-    C::new("discard", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Discard>)
-        .immediate()
-        .with_acl(&["@fast", "@transaction"]),
-    C::new("watch", -2, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(1, -1, 1), run::<Watch>)
-        .immediate()
-        .with_acl(&["@fast", "@transaction"]),
-    C::new("unwatch", 1, &["noscript", "loading", "stale", "fast", "allow_busy"], C::keys(0, 0, 0), run::<Unwatch>)
-        .self_locking()
-        .with_acl(&["@fast", "@transaction"]),
+    C::new(
+        "multi",
+        1,
+        &["noscript", "loading", "stale", "fast", "allow_busy"],
+        C::keys(0, 0, 0),
+        run::<Multi>,
+    )
+    .immediate()
+    .with_acl(&["@fast", "@transaction"]),
+    C::new(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        C::keys(0, 0, 0),
+        run::<Exec>,
+    )
+    .immediate()
+    .with_acl(&["@slow", "@transaction"]),
+    C::new(
+        "discard",
+        1,
+        &["noscript", "loading", "stale", "fast", "allow_busy"],
+        C::keys(0, 0, 0),
+        run::<Discard>,
+    )
+    .immediate()
+    .with_acl(&["@fast", "@transaction"]),
+    C::new(
+        "watch",
+        -2,
+        &["noscript", "loading", "stale", "fast", "allow_busy"],
+        C::keys(1, -1, 1),
+        run::<Watch>,
+    )
+    .immediate()
+    .with_acl(&["@fast", "@transaction"]),
+    C::new(
+        "unwatch",
+        1,
+        &["noscript", "loading", "stale", "fast", "allow_busy"],
+        C::keys(0, 0, 0),
+        run::<Unwatch>,
+    )
+    .self_locking()
+    .with_acl(&["@fast", "@transaction"]),
 ];
 
 /// Drops every WATCH of a client and clears its dirty flag. The caller must hold no shard
@@ -99,7 +129,9 @@ pub struct Watch {
 
 impl Command for Watch {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Watch { keys: a.rest().to_vec() })
+        Ok(Watch {
+            keys: a.rest().to_vec(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if ctx.client.multi.is_some() {
@@ -112,7 +144,12 @@ impl Command for Watch {
         let db = ctx.db();
         let id = ctx.client.id();
         for key in self.keys {
-            if ctx.client.watched.iter().any(|(d, k)| *d == db && *k == key) {
+            if ctx
+                .client
+                .watched
+                .iter()
+                .any(|(d, k)| *d == db && *k == key)
+            {
                 continue;
             }
             let dirty = ctx.client.dirty.clone();
@@ -156,7 +193,9 @@ impl Command for Exec {
         ctx.client.end_multi();
         if failed {
             unwatch_all(ctx);
-            return Err(CmdError::msg("EXECABORT Transaction discarded because of previous errors."));
+            return Err(CmdError::msg(
+                "EXECABORT Transaction discarded because of previous errors.",
+            ));
         }
         let shared = ctx.shared;
         let specs: Vec<_> = queue
@@ -187,7 +226,9 @@ impl Command for Exec {
         let id = ctx.client.id();
         let now_ms = ctx.now_ms;
         let watched = std::mem::take(&mut ctx.client.watched);
-        let expired = watched.iter().any(|(db, key)| ctx.store.watched_key_expired(*db, key, id, now_ms));
+        let expired = watched
+            .iter()
+            .any(|(db, key)| ctx.store.watched_key_expired(*db, key, id, now_ms));
         ctx.client.watched = watched;
         if expired || ctx.client.dirty.load(Ordering::Acquire) {
             unwatch_all(ctx);
@@ -203,7 +244,9 @@ impl Command for Exec {
             };
             let started = std::time::Instant::now();
             let reply = (spec.handler)(ctx, args);
-            shared.table.record(spec, started.elapsed(), reply.is_error());
+            shared
+                .table
+                .record(spec, started.elapsed(), reply.is_error());
             shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
             replies.push(reply);
         }

@@ -56,7 +56,9 @@ impl Reply {
 
     /// A bulk string holding the decimal text of `n`.
     pub fn bulk_int(n: i64) -> Reply {
-        Reply::Bulk(Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes()))
+        Reply::Bulk(Bytes::copy_from_slice(
+            itoa::Buffer::new().format(n).as_bytes(),
+        ))
     }
 
     /// An array of bulk strings.
@@ -211,9 +213,15 @@ mod tests {
     fn scalars() {
         assert_eq!(enc(&Reply::ok(), 2), b"+OK\r\n");
         assert_eq!(enc(&Reply::Int(i64::MIN), 3), b":-9223372036854775808\r\n");
-        assert_eq!(enc(&Reply::from(CmdError::Syntax), 2), b"-ERR syntax error\r\n");
+        assert_eq!(
+            enc(&Reply::from(CmdError::Syntax), 2),
+            b"-ERR syntax error\r\n"
+        );
         assert_eq!(enc(&Reply::Double(1.5), 2), b"$3\r\n1.5\r\n");
         assert_eq!(enc(&Reply::Double(1.5), 3), b",1.5\r\n");
-        assert_eq!(enc(&Reply::Verbatim(Bytes::from_static(b"x")), 3), b"=5\r\ntxt:x\r\n");
+        assert_eq!(
+            enc(&Reply::Verbatim(Bytes::from_static(b"x")), 3),
+            b"=5\r\ntxt:x\r\n"
+        );
     }
 }

@@ -40,7 +40,11 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: String, laddr: 
     tracing::debug!("disconnected");
 }
 
-async fn run(shared: &Shared, mut stream: TcpStream, client: &mut ClientState) -> std::io::Result<()> {
+async fn run(
+    shared: &Shared,
+    mut stream: TcpStream,
+    client: &mut ClientState,
+) -> std::io::Result<()> {
     let config = shared.config();
     let mut parser = RequestParser::new(Limits {
         max_bulk_len: config.proto_max_bulk_len,
@@ -81,6 +85,17 @@ async fn run(shared: &Shared, mut stream: TcpStream, client: &mut ClientState) -
                 tokio::time::sleep(pause).await;
             }
             reply.encode(client.resp, &mut wbuf);
+            if let Some(n) = client.disconnect_after {
+                if n <= 1 {
+                    write_out(shared, &mut stream, &mut wbuf).await?;
+                    return Ok(());
+                }
+                client.disconnect_after = Some(n - 1);
+            }
+            if client.monitor {
+                write_out(shared, &mut stream, &mut wbuf).await?;
+                return monitor(shared, stream, client).await;
+            }
             if client.close_after_reply {
                 write_out(shared, &mut stream, &mut wbuf).await?;
                 return Ok(());
@@ -92,7 +107,10 @@ async fn run(shared: &Shared, mut stream: TcpStream, client: &mut ClientState) -
         write_out(shared, &mut stream, &mut wbuf).await?;
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
         if rbuf.len() > query_limit {
-            tracing::warn!("closing client {}: query buffer over client-query-buffer-limit", info.id);
+            tracing::warn!(
+                "closing client {}: query buffer over client-query-buffer-limit",
+                info.id
+            );
             return Ok(());
         }
         if shared.shutdown.is_cancelled() {
@@ -101,7 +119,9 @@ async fn run(shared: &Shared, mut stream: TcpStream, client: &mut ClientState) -
 
         let read = async {
             match idle_timeout {
-                Some(t) => tokio::time::timeout(t, stream.read_buf(&mut rbuf)).await.ok(),
+                Some(t) => tokio::time::timeout(t, stream.read_buf(&mut rbuf))
+                    .await
+                    .ok(),
                 None => Some(stream.read_buf(&mut rbuf).await),
             }
         };
@@ -116,16 +136,53 @@ async fn run(shared: &Shared, mut stream: TcpStream, client: &mut ClientState) -
         if n == 0 {
             return Ok(());
         }
-        shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        shared
+            .stats
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 
-async fn write_out(shared: &Shared, stream: &mut TcpStream, wbuf: &mut BytesMut) -> std::io::Result<()> {
+/// Streams the MONITOR feed to this connection until it closes.
+async fn monitor(
+    shared: &Shared,
+    mut stream: TcpStream,
+    client: &ClientState,
+) -> std::io::Result<()> {
+    let mut feed = shared.monitors.join();
+    let result = async {
+        let mut scratch = [0u8; 512];
+        loop {
+            tokio::select! {
+                line = feed.recv() => match line {
+                    Ok(line) => stream.write_all(&line).await?,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return Ok(()),
+                },
+                n = stream.read(&mut scratch) => if n? == 0 { return Ok(()) },
+                _ = client.info.kill.cancelled() => return Ok(()),
+                _ = shared.shutdown.cancelled() => return Ok(()),
+            }
+        }
+    }
+    .await;
+    shared.monitors.leave();
+    result
+}
+
+async fn write_out(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    wbuf: &mut BytesMut,
+) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
     }
     stream.write_all(wbuf).await?;
-    shared.stats.net_output_bytes.fetch_add(wbuf.len() as u64, Ordering::Relaxed);
+    shared
+        .stats
+        .net_output_bytes
+        .fetch_add(wbuf.len() as u64, Ordering::Relaxed);
     wbuf.clear();
     Ok(())
 }

@@ -57,11 +57,17 @@ impl Server {
         let mut port = config.port;
         for host in &config.bind {
             let host = host.trim_start_matches('-');
-            let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
-            let listener = TcpListener::bind(&addr).await.map_err(|source| ServerError::Bind {
-                addr: addr.clone(),
-                source,
-            })?;
+            let addr = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            let listener = TcpListener::bind(&addr)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: addr.clone(),
+                    source,
+                })?;
             if port == 0 {
                 // Every address shares the port the first one was given.
                 port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
@@ -99,7 +105,11 @@ impl Server {
     /// Serves until shut down.
     pub async fn run(self) {
         let shared = self.shared;
-        crate::store::reaper::spawn(shared.keyspace.clone(), shared.clock.clone(), shared.shutdown.clone());
+        crate::store::reaper::spawn(
+            shared.keyspace.clone(),
+            shared.clock.clone(),
+            shared.shutdown.clone(),
+        );
         let tracker = TaskTracker::new();
         for listener in self.listeners {
             let shared = shared.clone();
@@ -108,7 +118,10 @@ impl Server {
         }
         shared.shutdown.cancelled().await;
         tracker.close();
-        if tokio::time::timeout(Duration::from_secs(5), tracker.wait()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
         }
         tracing::info!("sluice stopped");
@@ -116,7 +129,10 @@ impl Server {
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTracker) {
-    let laddr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let laddr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -131,12 +147,20 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTr
                 continue;
             }
         };
-        shared.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats
+            .total_connections
+            .fetch_add(1, Ordering::Relaxed);
         let maxclients = shared.config().maxclients;
         if shared.clients.len() >= maxclients {
-            shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
             tracker.spawn(async move {
-                let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+                let _ = stream
+                    .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
             });
             continue;
         }

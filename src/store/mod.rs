@@ -87,7 +87,10 @@ impl Keyspace {
         I: IntoIterator<Item = K>,
         K: AsRef<[u8]>,
     {
-        let mut idx: SmallVec<[usize; 8]> = keys.into_iter().map(|k| self.shard_of(k.as_ref())).collect();
+        let mut idx: SmallVec<[usize; 8]> = keys
+            .into_iter()
+            .map(|k| self.shard_of(k.as_ref()))
+            .collect();
         idx.sort_unstable();
         idx.dedup();
         self.lock_indexes(&idx)
@@ -178,7 +181,18 @@ impl Keyspace {
         sums.into_iter()
             .enumerate()
             .filter(|(_, s)| s.0 > 0)
-            .map(|(db, (keys, expires, ttl))| (db, keys, expires, if expires > 0 { (ttl / expires as u128) as u64 } else { 0 }))
+            .map(|(db, (keys, expires, ttl))| {
+                (
+                    db,
+                    keys,
+                    expires,
+                    if expires > 0 {
+                        (ttl / expires as u128) as u64
+                    } else {
+                        0
+                    },
+                )
+            })
             .collect()
     }
 
@@ -204,7 +218,10 @@ pub struct Locked<'a> {
 impl std::fmt::Debug for Locked<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Locked")
-            .field("shards", &self.guards.iter().map(|g| g.0).collect::<Vec<_>>())
+            .field(
+                "shards",
+                &self.guards.iter().map(|g| g.0).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -277,7 +294,9 @@ impl<'a> Locked<'a> {
     /// Stores a value keeping the key's current TTL (if it is live).
     pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value, now_ms: u64) {
         let (shard, hash) = self.shard(key);
-        let ttl = shard.find(db, hash, key, now_ms).and_then(|e| e.expire_at());
+        let ttl = shard
+            .find(db, hash, key, now_ms)
+            .and_then(|e| e.expire_at());
         shard.insert(db, hash, key, value, ttl);
     }
 
@@ -289,7 +308,13 @@ impl<'a> Locked<'a> {
     }
 
     /// Sets or clears the expiry of a live key and signals watchers. False if missing.
-    pub fn set_expire(&mut self, db: usize, key: &[u8], expire_at: Option<u64>, now_ms: u64) -> bool {
+    pub fn set_expire(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        expire_at: Option<u64>,
+        now_ms: u64,
+    ) -> bool {
         let (shard, hash) = self.shard(key);
         if shard.find(db, hash, key, now_ms).is_none() {
             return false;
@@ -308,7 +333,9 @@ impl<'a> Locked<'a> {
     /// Signals a change in place and deletes the key if its aggregate became empty.
     pub fn touch_and_prune(&mut self, db: usize, key: &[u8]) {
         let (shard, hash) = self.shard(key);
-        let empty = shard.peek(db, hash, key).is_some_and(|e| e.value.is_empty_aggregate());
+        let empty = shard
+            .peek(db, hash, key)
+            .is_some_and(|e| e.value.is_empty_aggregate());
         if empty {
             shard.remove(db, hash, key);
         } else {
@@ -318,7 +345,13 @@ impl<'a> Locked<'a> {
 
     /// The live value of `key`, or a new one made by `make` (stored without TTL). The caller
     /// checks the type and must `touch` (or `touch_and_prune`) after changing it.
-    pub fn get_or_create(&mut self, db: usize, key: &[u8], now_ms: u64, make: impl FnOnce() -> Value) -> &mut Value {
+    pub fn get_or_create(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        make: impl FnOnce() -> Value,
+    ) -> &mut Value {
         let (shard, hash) = self.shard(key);
         if shard.find(db, hash, key, now_ms).is_none() {
             shard.insert(db, hash, key, make(), None);
@@ -330,7 +363,14 @@ impl<'a> Locked<'a> {
     }
 
     /// Registers a WATCH.
-    pub fn watch(&mut self, db: usize, key: &[u8], client: u64, dirty: &std::sync::Arc<std::sync::atomic::AtomicBool>, now_ms: u64) {
+    pub fn watch(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        client: u64,
+        dirty: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        now_ms: u64,
+    ) {
         let (shard, hash) = self.shard(key);
         shard.watch(db, hash, key, client, dirty, now_ms);
     }

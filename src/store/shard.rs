@@ -145,7 +145,10 @@ impl Shard {
 
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        let expired = self.dbs[db].table.find(hash, |e| &*e.key == key)?.is_expired(now_ms);
+        let expired = self.dbs[db]
+            .table
+            .find(hash, |e| &*e.key == key)?
+            .is_expired(now_ms);
         if expired {
             self.remove(db, hash, key);
             self.stats.expired_keys += 1;
@@ -155,7 +158,13 @@ impl Shard {
     }
 
     /// `find` for a read: also counts a keyspace hit or miss, as Redis's read lookups do.
-    pub fn find_read(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+    pub fn find_read(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<&mut Entry> {
         match self.dbs[db].table.find(hash, |e| &*e.key == key) {
             None => {
                 self.stats.keyspace_misses += 1;
@@ -174,7 +183,14 @@ impl Shard {
 
     /// Stores `value` under `key`, replacing any previous value, with expiry `expire_at`.
     /// Signals watchers.
-    pub fn insert(&mut self, db: usize, hash: u64, key: &[u8], value: Value, expire_at: Option<u64>) {
+    pub fn insert(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+    ) {
         let table = &mut self.dbs[db].table;
         match table.find_mut(hash, |e| &*e.key == key) {
             Some(e) => e.value = value,
@@ -206,7 +222,13 @@ impl Shard {
         match (e.timer, expire_at) {
             (Some(t), Some(at)) => {
                 if !self.wheel.reschedule(t, at.saturating_add(1)) {
-                    e.timer = Some(self.wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash }));
+                    e.timer = Some(self.wheel.insert(
+                        at.saturating_add(1),
+                        TimerRef {
+                            db: db as u16,
+                            hash,
+                        },
+                    ));
                 }
             }
             (Some(t), None) => {
@@ -214,7 +236,13 @@ impl Shard {
                 e.timer = None;
             }
             (None, Some(at)) => {
-                e.timer = Some(self.wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash }));
+                e.timer = Some(self.wheel.insert(
+                    at.saturating_add(1),
+                    TimerRef {
+                        db: db as u16,
+                        hash,
+                    },
+                ));
             }
             (None, None) => {}
         }
@@ -254,7 +282,10 @@ impl Shard {
         let Some(slot) = self.watches.get_mut(&lookup) else {
             return;
         };
-        let exists = self.dbs[db].table.find(slot.hash, |e| &*e.key == key).is_some();
+        let exists = self.dbs[db]
+            .table
+            .find(slot.hash, |e| &*e.key == key)
+            .is_some();
         for w in &mut slot.watchers {
             if w.expired_at_watch && !exists {
                 // Already expired when watched, and now deleted: logically unchanged.
@@ -266,12 +297,25 @@ impl Shard {
     }
 
     /// Registers a WATCH of `key` by `client`.
-    pub fn watch(&mut self, db: usize, hash: u64, key: &[u8], client: u64, dirty: &Arc<AtomicBool>, now_ms: u64) {
-        let expired_at_watch = self.peek(db, hash, key).is_some_and(|e| e.is_expired(now_ms));
+    pub fn watch(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        client: u64,
+        dirty: &Arc<AtomicBool>,
+        now_ms: u64,
+    ) {
+        let expired_at_watch = self
+            .peek(db, hash, key)
+            .is_some_and(|e| e.is_expired(now_ms));
         let slot = self
             .watches
             .entry((db as u16, Bytes::copy_from_slice(key)))
-            .or_insert_with(|| WatchSlot { hash, watchers: Vec::new() });
+            .or_insert_with(|| WatchSlot {
+                hash,
+                watchers: Vec::new(),
+            });
         if !slot.watchers.iter().any(|w| w.client == client) {
             slot.watchers.push(Watcher {
                 client,
@@ -294,14 +338,24 @@ impl Shard {
 
     /// Redis 7's rule at EXEC: a key that was live when watched and is logically expired now
     /// aborts the transaction even if nothing has deleted it yet.
-    pub fn watched_key_expired(&self, db: usize, hash: u64, key: &[u8], client: u64, now_ms: u64) -> bool {
+    pub fn watched_key_expired(
+        &self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        client: u64,
+        now_ms: u64,
+    ) -> bool {
         let lookup = (db as u16, Bytes::copy_from_slice(key));
         let live_at_watch = self
             .watches
             .get(&lookup)
             .and_then(|s| s.watchers.iter().find(|w| w.client == client))
             .is_some_and(|w| !w.expired_at_watch);
-        live_at_watch && self.peek(db, hash, key).is_some_and(|e| e.is_expired(now_ms))
+        live_at_watch
+            && self
+                .peek(db, hash, key)
+                .is_some_and(|e| e.is_expired(now_ms))
     }
 
     /// Empties one database, signalling watchers of keys that existed.
@@ -323,7 +377,11 @@ impl Shard {
             .watches
             .iter()
             .filter(|((d, k), slot)| {
-                *d as usize == db && self.dbs[db].table.find(slot.hash, |e| *e.key == **k).is_some()
+                *d as usize == db
+                    && self.dbs[db]
+                        .table
+                        .find(slot.hash, |e| *e.key == **k)
+                        .is_some()
             })
             .map(|((_, k), _)| k.clone())
             .collect();
@@ -345,7 +403,13 @@ impl Shard {
                     wheel.remove(t);
                 }
                 if let Some(at) = e.expire_at {
-                    e.timer = Some(wheel.insert(at.saturating_add(1), TimerRef { db: db as u16, hash: e.hash }));
+                    e.timer = Some(wheel.insert(
+                        at.saturating_add(1),
+                        TimerRef {
+                            db: db as u16,
+                            hash: e.hash,
+                        },
+                    ));
                 }
             }
         }
@@ -361,7 +425,10 @@ impl Shard {
         let mut removed = 0;
         for (id, r) in due {
             let db = r.db as usize;
-            let Ok(found) = self.dbs[db].table.find_entry(r.hash, |e| e.timer == Some(id)) else {
+            let Ok(found) = self.dbs[db]
+                .table
+                .find_entry(r.hash, |e| e.timer == Some(id))
+            else {
                 continue;
             };
             let (entry, _) = found.remove();
@@ -393,7 +460,12 @@ impl Shard {
         let per_entry = std::mem::size_of::<Entry>() + 8;
         self.dbs
             .iter()
-            .map(|d| d.table.iter().map(|e| per_entry + e.key.len() + e.value.approx_memory()).sum::<usize>())
+            .map(|d| {
+                d.table
+                    .iter()
+                    .map(|e| per_entry + e.key.len() + e.value.approx_memory())
+                    .sum::<usize>()
+            })
             .sum::<usize>()
             + self.wheel.memory_usage()
     }

@@ -5,11 +5,12 @@
 //! and convert once to a hashed form past Redis's size thresholds, which also decides what
 //! OBJECT ENCODING reports.
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use bytes::Bytes;
-use indexmap::IndexMap;
+use indexmap::{IndexMap, IndexSet};
 
+use crate::cmd::args::parse_i64;
 use crate::error::CmdError;
 use crate::store::zset::SortedSet;
 
@@ -30,22 +31,290 @@ pub enum Value {
     ZSet(Box<SortedSet>),
 }
 
-/// A hash: insertion-ordered while small (Redis's listpack order), then hashed.
-#[derive(Debug, Clone, Default)]
-pub struct HashValue {
-    /// Fields and values.
-    pub map: IndexMap<Bytes, Bytes>,
-    /// Converted past the listpack thresholds (order no longer kept on delete).
-    pub large: bool,
+/// Redis's default `hash-max-listpack-entries`: more fields than this make a hash a hashtable.
+pub const HASH_MAX_LISTPACK_ENTRIES: usize = 128;
+/// Redis's default `hash-max-listpack-value`: a longer field or value makes a hash a hashtable.
+pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+/// Redis's default `set-max-intset-entries`: more members than this make a set a hashtable.
+pub const SET_MAX_INTSET_ENTRIES: usize = 512;
+
+/// The hasher of the hashed encodings: seeded per process, fast on short keys.
+type FastHasher = hashbrown::DefaultHashBuilder;
+
+/// A hash, in one of Redis's two encodings.
+///
+/// Small hashes are a listpack in Redis: pairs in insertion order, searched linearly, and
+/// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see. A
+/// plain vector gives the same order and, for a handful of short fields, beats hashing. Past
+/// the thresholds the hash converts for good to a hash table, whose order Redis leaves
+/// unspecified.
+#[derive(Debug, Clone)]
+pub enum HashValue {
+    /// `listpack`: at most [`HASH_MAX_LISTPACK_ENTRIES`] pairs, every field and value at most
+    /// [`HASH_MAX_LISTPACK_VALUE`] bytes, in insertion order (updates keep their place).
+    Listpack(Vec<(Bytes, Bytes)>),
+    /// `hashtable`. Entries move only by swap-removal, which is what makes
+    /// [`scan_step`]'s cursors safe.
+    Table(IndexMap<Bytes, Bytes, FastHasher>),
 }
 
-/// A set: sorted integers while small and all-integer (Redis's intset), then hashed.
+impl Default for HashValue {
+    fn default() -> Self {
+        HashValue::Listpack(Vec::new())
+    }
+}
+
+impl HashValue {
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        match self {
+            HashValue::Listpack(v) => v.len(),
+            HashValue::Table(m) => m.len(),
+        }
+    }
+
+    /// True if the hash has no field (the key is then deleted).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True while the hash is in its compact encoding.
+    pub fn is_listpack(&self) -> bool {
+        matches!(self, HashValue::Listpack(_))
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
+        match self {
+            HashValue::Listpack(v) => v.iter().find(|(f, _)| f[..] == *field).map(|(_, v)| v),
+            HashValue::Table(m) => m.get(field),
+        }
+    }
+
+    /// True if `field` is present.
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Sets `field` to `value` (both copied), converting to a hash table first if either is
+    /// too long for a listpack, and after if the hash outgrew one. True if the field is new.
+    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE {
+            self.convert();
+        }
+        let new = match self {
+            HashValue::Listpack(v) => match v.iter_mut().find(|(f, _)| f[..] == *field) {
+                Some((_, old)) => {
+                    *old = Bytes::copy_from_slice(value);
+                    false
+                }
+                None => {
+                    v.push((Bytes::copy_from_slice(field), Bytes::copy_from_slice(value)));
+                    true
+                }
+            },
+            HashValue::Table(m) => match m.get_mut(field) {
+                Some(old) => {
+                    *old = Bytes::copy_from_slice(value);
+                    false
+                }
+                None => {
+                    m.insert(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value));
+                    true
+                }
+            },
+        };
+        if self.len() > HASH_MAX_LISTPACK_ENTRIES {
+            self.convert();
+        }
+        new
+    }
+
+    /// Removes `field`; true if it was present. A listpack keeps the order of the others.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::Listpack(v) => match v.iter().position(|(f, _)| f[..] == *field) {
+                Some(i) => {
+                    v.remove(i);
+                    true
+                }
+                None => false,
+            },
+            HashValue::Table(m) => m.swap_remove(field).is_some(),
+        }
+    }
+
+    /// The pair at position `i` of the iteration order (for random picks and scans).
+    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+        match self {
+            HashValue::Listpack(v) => v.get(i).map(|(f, v)| (f, v)),
+            HashValue::Table(m) => m.get_index(i),
+        }
+    }
+
+    /// The pairs, in the order Redis would return them for a listpack.
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> {
+        (0..self.len()).filter_map(|i| self.get_index(i))
+    }
+
+    /// Converts to the hash-table encoding (no-op if already one).
+    fn convert(&mut self) {
+        if let HashValue::Listpack(v) = self {
+            let mut m = IndexMap::with_capacity_and_hasher(v.len() + 1, FastHasher::default());
+            m.extend(v.drain(..));
+            *self = HashValue::Table(m);
+        }
+    }
+
+    fn approx_memory(&self) -> usize {
+        self.iter()
+            .map(|(k, v)| k.len() + v.len() + 72)
+            .sum::<usize>()
+            + 48
+    }
+}
+
+/// A set, in one of Redis 7.0's two encodings.
 #[derive(Debug, Clone)]
 pub enum SetValue {
-    /// Every member is the canonical text of an i64.
-    Ints(BTreeSet<i64>),
-    /// Any members.
-    Hashed(HashSet<Bytes>),
+    /// `intset`: every member is the canonical text of an i64, at most
+    /// [`SET_MAX_INTSET_ENTRIES`] of them, kept sorted ascending (SMEMBERS order).
+    Ints(Vec<i64>),
+    /// `hashtable`: any members. Entries move only by swap-removal (see [`scan_step`]).
+    Hashed(IndexSet<Bytes, FastHasher>),
+}
+
+impl SetValue {
+    /// An empty set in the encoding Redis picks for a set whose first member is `first`.
+    pub fn new_for(first: &[u8]) -> Self {
+        if parse_i64(first).is_some() {
+            SetValue::Ints(Vec::new())
+        } else {
+            SetValue::Hashed(IndexSet::with_hasher(FastHasher::default()))
+        }
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        match self {
+            SetValue::Ints(v) => v.len(),
+            SetValue::Hashed(s) => s.len(),
+        }
+    }
+
+    /// True if the set has no member (the key is then deleted).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True while the set is an intset.
+    pub fn is_intset(&self) -> bool {
+        matches!(self, SetValue::Ints(_))
+    }
+
+    /// True if `member` is in the set.
+    pub fn contains(&self, member: &[u8]) -> bool {
+        match self {
+            SetValue::Ints(v) => parse_i64(member).is_some_and(|n| v.binary_search(&n).is_ok()),
+            SetValue::Hashed(s) => s.contains(member),
+        }
+    }
+
+    /// Adds `member` (copied); true if it was not there. A non-integer member, or one
+    /// integer too many, turns an intset into a hash table for good.
+    pub fn insert(&mut self, member: &[u8]) -> bool {
+        if let SetValue::Ints(v) = self {
+            if let Some(n) = parse_i64(member) {
+                let Err(at) = v.binary_search(&n) else {
+                    return false;
+                };
+                v.insert(at, n);
+                if v.len() > SET_MAX_INTSET_ENTRIES {
+                    self.convert();
+                }
+                return true;
+            }
+            self.convert();
+        }
+        match self {
+            SetValue::Hashed(s) => !s.contains(member) && s.insert(Bytes::copy_from_slice(member)),
+            SetValue::Ints(_) => false,
+        }
+    }
+
+    /// Removes `member`; true if it was there.
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        match self {
+            SetValue::Ints(v) => match parse_i64(member).map(|n| v.binary_search(&n)) {
+                Some(Ok(i)) => {
+                    v.remove(i);
+                    true
+                }
+                _ => false,
+            },
+            SetValue::Hashed(s) => s.swap_remove(member),
+        }
+    }
+
+    /// The member at position `i` of the iteration order.
+    pub fn get_index(&self, i: usize) -> Option<Bytes> {
+        match self {
+            SetValue::Ints(v) => v.get(i).map(|&n| int_bytes(n)),
+            SetValue::Hashed(s) => s.get_index(i).cloned(),
+        }
+    }
+
+    /// Removes and returns the member at position `i`.
+    pub fn remove_index(&mut self, i: usize) -> Option<Bytes> {
+        match self {
+            SetValue::Ints(v) => (i < v.len()).then(|| int_bytes(v.remove(i))),
+            SetValue::Hashed(s) => s.swap_remove_index(i),
+        }
+    }
+
+    /// The members in iteration order (ascending for an intset).
+    pub fn iter(&self) -> impl Iterator<Item = Bytes> {
+        (0..self.len()).filter_map(|i| self.get_index(i))
+    }
+
+    /// Converts to the hash-table encoding (no-op if already one).
+    fn convert(&mut self) {
+        if let SetValue::Ints(v) = self {
+            let mut s = IndexSet::with_capacity_and_hasher(v.len() + 1, FastHasher::default());
+            s.extend(v.iter().map(|&n| int_bytes(n)));
+            *self = SetValue::Hashed(s);
+        }
+    }
+
+    fn approx_memory(&self) -> usize {
+        match self {
+            SetValue::Ints(v) => v.len() * 8 + 48,
+            SetValue::Hashed(s) => s.iter().map(|m| m.len() + 40).sum::<usize>() + 48,
+        }
+    }
+}
+
+/// The decimal text of `n`.
+fn int_bytes(n: i64) -> Bytes {
+    Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
+}
+
+/// One step of HSCAN/SSCAN over a hashed encoding: the positions to return and the next
+/// cursor (0 when done).
+///
+/// The cursor counts the positions not visited yet, and the scan walks down from the end.
+/// A hashed aggregate only appends new entries and fills a hole with its last entry
+/// (swap-removal), so an entry present for the whole scan can only move from a visited
+/// position to an unvisited one, never the reverse: it is returned at least once, as Redis
+/// promises; entries added meanwhile may or may not be. Cursor 0 starts a scan; a cursor past
+/// the end (after deletions, or made up by the client) is clamped.
+pub fn scan_step(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    let end = match usize::try_from(cursor) {
+        Ok(c) if c != 0 && c <= len => c,
+        _ => len,
+    };
+    let start = end.saturating_sub(count.max(1));
+    (start..end, start as u64)
 }
 
 impl Value {
@@ -67,12 +336,10 @@ impl Value {
             Value::Str(b) if b.len() <= 44 => "embstr",
             Value::Str(_) => "raw",
             Value::List(_) => "quicklist",
-            Value::Hash(h) if h.large => "hashtable",
-            Value::Hash(_) => "listpack",
-            Value::Set(s) => match **s {
-                SetValue::Ints(_) => "intset",
-                SetValue::Hashed(_) => "hashtable",
-            },
+            Value::Hash(h) if h.is_listpack() => "listpack",
+            Value::Hash(_) => "hashtable",
+            Value::Set(s) if s.is_intset() => "intset",
+            Value::Set(_) => "hashtable",
             Value::ZSet(z) => z.encoding(),
         }
     }
@@ -88,7 +355,9 @@ impl Value {
     /// The string bytes, or WRONGTYPE.
     pub fn as_bytes(&self) -> Result<Bytes, CmdError> {
         match self {
-            Value::Int(n) => Ok(Bytes::copy_from_slice(itoa::Buffer::new().format(*n).as_bytes())),
+            Value::Int(n) => Ok(Bytes::copy_from_slice(
+                itoa::Buffer::new().format(*n).as_bytes(),
+            )),
             Value::Str(b) => Ok(b.clone()),
             _ => Err(CmdError::WrongType),
         }
@@ -99,11 +368,8 @@ impl Value {
         match self {
             Value::Int(_) | Value::Str(_) => false,
             Value::List(l) => l.is_empty(),
-            Value::Hash(h) => h.map.is_empty(),
-            Value::Set(s) => match &**s {
-                SetValue::Ints(i) => i.is_empty(),
-                SetValue::Hashed(h) => h.is_empty(),
-            },
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
         }
     }
@@ -114,11 +380,8 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(b) => b.len(),
             Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 16,
-            Value::Hash(h) => h.map.iter().map(|(k, v)| k.len() + v.len() + 72).sum::<usize>() + 48,
-            Value::Set(s) => match &**s {
-                SetValue::Ints(i) => i.len() * 16 + 48,
-                SetValue::Hashed(h) => h.iter().map(|m| m.len() + 40).sum::<usize>() + 48,
-            },
+            Value::Hash(h) => h.approx_memory(),
+            Value::Set(s) => s.approx_memory(),
             Value::ZSet(z) => z.approx_memory(),
         }
     }

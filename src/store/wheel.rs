@@ -1,20 +1,1032 @@
-//! TEMPORARY stub until the timing wheel lands.
-#![allow(missing_docs)]
-use std::collections::BTreeMap;
+//! The expiry index of one keyspace shard: a hierarchical timer wheel.
+//!
+//! Each shard owns one [`TimerWheel`] holding the deadline of every key that has a TTL. The
+//! key's entry keeps the [`TimerId`] it was given, so EXPIRE/PERSIST/DEL touch the wheel in
+//! O(1). The shard's reaper sleeps until [`TimerWheel::next_deadline`], then, under the shard
+//! lock, calls [`TimerWheel::poll_expired`] with a bounded batch size, deletes the keys it
+//! gets back, releases the lock and calls again while it returns `true`.
+//!
+//! # Why a wheel
+//!
+//! * **O(1) refresh.** A rate limiter re-arms the TTL of the same key on every request. Insert,
+//!   [`reschedule`](TimerWheel::reschedule) and [`remove`](TimerWheel::remove) only unlink a
+//!   node from one intrusive doubly linked list and push it onto another; no heap sift, no
+//!   tree rebalancing.
+//! * **Cost follows expiring keys, not keys.** Each level keeps a 64-bit occupancy bitmap, so
+//!   finding the next non-empty slot is a `trailing_zeros` per level, whatever the time gap:
+//!   moving the clock forward by a year costs the same as moving it by a millisecond when
+//!   nothing is due. A timer is touched only when it is inserted, changed, removed, cascaded
+//!   to a finer level (at most once per level it passes) or popped.
+//! * **Bounded batches.** `poll_expired(now, max, ..)` pops at most `max` timers and performs
+//!   at most `max` cascade steps (moving one timer, or detaching one slot) per call, so even a
+//!   million keys expiring in the same millisecond are reaped in short lock holds. A slot that
+//!   is being cascaded is drained incrementally across calls.
+//!
+//! # How deadlines map to slots
+//!
+//! Time is in 1 ms ticks (u64 milliseconds since the Unix epoch, always supplied by the
+//! caller; the wheel never reads a clock). The wheel has a current time `W` — the latest
+//! `now_ms` a poll reached — and 6 levels of 64 slots; a slot of level `k` spans `64^k` ms, so
+//! the levels together span `64^6` ms = 2^36 ms (about 795 days). Read a deadline `d` as
+//! base-64 digits: the level of `d` is the most significant digit in which `d` differs from
+//! `W` and its slot is `d`'s digit at that level. Hence every timer at level `k` shares all
+//! digits above `k` with `W` and lies in a slot strictly after `W`'s own, all timers at level
+//! `k` are earlier than all timers at level `k + 1`, and the earliest slot of the lowest
+//! non-empty level holds the earliest timers.
+//!
+//! * `d <= W`: the timer is already due and goes to the *due* list, popped by the next poll.
+//! * `d` differs from `W` above bit 35 (beyond the top level's span): the timer goes to the
+//!   *overflow* list, rescanned only when `W` reaches the 2^36 ms block of its earliest entry.
+//!
+//! When a poll advances `W` to the start of the next occupied slot, that slot's timers are
+//! re-placed relative to the new `W`: each moves to a finer level (or is popped if its
+//! deadline has come), which happens at most five times per timer. If no occupied slot starts
+//! at or before `now_ms`, `W` jumps straight to `now_ms`.
+//!
+//! # Ids
+//!
+//! Nodes live in a `Vec` with a free list; a [`TimerId`] is the node index plus a generation
+//! that is bumped whenever the node is freed (popped, removed or cleared). A stale id — used
+//! after its timer fired or was removed, or used twice — no longer matches and is ignored, so
+//! misuse cannot panic or disturb another timer. (Generations are 32 bits; an id would only
+//! be mistaken for a new timer after its node were reused 2^32 times.)
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// Bits of a deadline consumed by one level.
+const SLOT_BITS: u32 = 6;
+/// Slots per level.
+const SLOTS: usize = 1 << SLOT_BITS;
+/// Number of levels.
+const LEVELS: usize = 6;
+/// List index of the first overflow list (wheel slots are `0..WHEEL_SLOTS`).
+const OVERFLOW: usize = LEVELS * SLOTS;
+/// List index of the due list (the two overflow lists are `OVERFLOW` and `OVERFLOW + 1`).
+const DUE: usize = OVERFLOW + 2;
+/// Number of lists.
+const LISTS: usize = DUE + 1;
+/// Mask of the bits the levels span: deadlines differing from `W` only in these are in the wheel.
+const SPAN_MASK: u64 = (1 << (SLOT_BITS * LEVELS as u32)) - 1;
+/// "No node" link.
+const NIL: u32 = u32::MAX;
+/// `Node::list` of a node on the free list.
+const FREE: u16 = u16::MAX;
+
+/// Handle to a scheduled timer; stored in the key's entry so a TTL change is O(1).
+///
+/// Eight bytes (and `Option<TimerId>` is eight bytes too). An id stays valid until its timer
+/// is popped by [`TimerWheel::poll_expired`], removed, or the wheel is cleared; after that
+/// every operation treats it as stale and does nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TimerId(u64);
-#[derive(Debug)]
-pub struct TimerWheel<T: Copy> { next: u64, by_id: std::collections::HashMap<u64, (u64, T)>, order: BTreeMap<(u64, u64), ()> }
-impl<T: Copy> TimerWheel<T> {
-    pub fn new(_now: u64) -> Self { TimerWheel { next: 0, by_id: Default::default(), order: BTreeMap::new() } }
-    pub fn insert(&mut self, d: u64, p: T) -> TimerId { self.next += 1; self.by_id.insert(self.next, (d, p)); self.order.insert((d, self.next), ()); TimerId(self.next) }
-    pub fn reschedule(&mut self, id: TimerId, d: u64) -> bool { match self.by_id.get_mut(&id.0) { Some(e) => { self.order.remove(&(e.0, id.0)); e.0 = d; self.order.insert((d, id.0), ()); true } None => false } }
-    pub fn remove(&mut self, id: TimerId) -> Option<T> { let (d, p) = self.by_id.remove(&id.0)?; self.order.remove(&(d, id.0)); Some(p) }
-    pub fn next_deadline(&self) -> Option<u64> { self.order.keys().next().map(|k| k.0) }
-    pub fn poll_expired(&mut self, now: u64, max: usize, out: &mut Vec<(TimerId, T)>) -> bool {
-        while out.len() < max { let Some((&(d, id), _)) = self.order.iter().next() else { return false }; if d > now { return false } self.order.remove(&(d, id)); let (_, p) = self.by_id.remove(&id).unwrap(); out.push((TimerId(id), p)); }
-        self.order.keys().next().is_some_and(|k| k.0 <= now)
+pub struct TimerId {
+    index: u32,
+    generation: NonZeroU32,
+}
+
+/// One timer, or a free node.
+#[derive(Clone, Copy)]
+struct Node<T> {
+    deadline: u64,
+    /// Previous node in the same list, or `NIL`.
+    prev: u32,
+    /// Next node in the same list (or on the free list), or `NIL`.
+    next: u32,
+    generation: NonZeroU32,
+    /// The list holding the node, or `FREE`.
+    list: u16,
+    /// Kept (stale, never read) while the node is free; `T: Copy` so nothing needs dropping.
+    payload: T,
+}
+
+/// A hierarchical timer wheel of 6 levels × 64 slots with 1 ms ticks; see the module docs.
+///
+/// `T` is the payload handed back when a timer fires (for example a key handle).
+pub struct TimerWheel<T: Copy> {
+    /// The wheel's current time `W`: never later than the last `now_ms` a poll was given.
+    now: u64,
+    nodes: Vec<Node<T>>,
+    /// Head of the free list threaded through `Node::next`.
+    free_head: u32,
+    /// Live timers.
+    len: usize,
+    /// Head of every list: the wheel slots, the two overflow lists, the due list.
+    heads: [u32; LISTS],
+    /// Per list, a lower bound on its deadlines: the minimum of every deadline added since the
+    /// list was last empty (removals may leave it too low, never too high). `u64::MAX` if empty.
+    mins: [u64; LISTS],
+    /// Per level, bit `s` set iff slot `s` is non-empty (the slot being drained excepted).
+    occupied: [u64; LEVELS],
+    /// Which overflow list (0 or 1) receives new far-future timers; the other is empty unless
+    /// it is being drained.
+    active_overflow: usize,
+    /// The list being cascaded: detached from the wheel, its timers are re-placed (or popped)
+    /// a bounded number per poll. `W` does not advance until it is empty.
+    draining: Option<usize>,
+    /// Generation given to newly created nodes; raised by `clear` so that no id handed out
+    /// before the clear can match a node created after it.
+    generation_base: NonZeroU32,
+}
+
+impl<T: Copy> fmt::Debug for TimerWheel<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("now", &self.now)
+            .field("len", &self.len)
+            .field("capacity", &self.nodes.capacity())
+            .field("next_deadline", &self.next_deadline())
+            .finish()
     }
-    pub fn clear(&mut self) { self.by_id.clear(); self.order.clear(); }
-    pub fn memory_usage(&self) -> usize { self.by_id.len() * 64 }
+}
+
+/// The generation after `g`, skipping zero on wrap-around.
+fn bump(g: NonZeroU32) -> NonZeroU32 {
+    g.checked_add(1).unwrap_or(NonZeroU32::MIN)
+}
+
+impl<T: Copy> TimerWheel<T> {
+    /// Creates an empty wheel whose current time is `now_ms`.
+    pub fn new(now_ms: u64) -> Self {
+        TimerWheel {
+            now: now_ms,
+            nodes: Vec::new(),
+            free_head: NIL,
+            len: 0,
+            heads: [NIL; LISTS],
+            mins: [u64::MAX; LISTS],
+            occupied: [0; LEVELS],
+            active_overflow: 0,
+            draining: None,
+            generation_base: NonZeroU32::MIN,
+        }
+    }
+
+    /// Number of scheduled timers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no timer is scheduled.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Schedules `payload` to be due at `deadline_ms`. O(1).
+    ///
+    /// A deadline at or before the wheel's current time is due on the next poll. The wheel
+    /// holds at most `u32::MAX - 1` timers (far beyond any memory budget); past that the
+    /// timer is not stored and the returned id is stale.
+    pub fn insert(&mut self, deadline_ms: u64, payload: T) -> TimerId {
+        let node = Node {
+            deadline: deadline_ms,
+            prev: NIL,
+            next: NIL,
+            generation: self.generation_base,
+            list: FREE,
+            payload,
+        };
+        let index = if self.free_head != NIL {
+            let index = self.free_head;
+            let slot = &mut self.nodes[index as usize];
+            self.free_head = slot.next;
+            *slot = Node {
+                generation: slot.generation,
+                ..node
+            };
+            index
+        } else {
+            match u32::try_from(self.nodes.len()) {
+                Ok(index) if index != NIL => {
+                    self.nodes.push(node);
+                    index
+                }
+                _ => {
+                    return TimerId {
+                        index: NIL,
+                        generation: NonZeroU32::MIN,
+                    };
+                }
+            }
+        };
+        self.len += 1;
+        self.place(index);
+        TimerId {
+            index,
+            generation: self.nodes[index as usize].generation,
+        }
+    }
+
+    /// Moves an existing timer to a new deadline (O(1)); returns false if `id` is stale.
+    ///
+    /// The new deadline may be earlier or later than the old one; at or before the wheel's
+    /// current time it is due on the next poll.
+    pub fn reschedule(&mut self, id: TimerId, deadline_ms: u64) -> bool {
+        let Some(index) = self.lookup(id) else {
+            return false;
+        };
+        self.unlink(index);
+        self.nodes[index as usize].deadline = deadline_ms;
+        self.place(index);
+        true
+    }
+
+    /// Cancels a timer; returns its payload, or None if stale. O(1).
+    pub fn remove(&mut self, id: TimerId) -> Option<T> {
+        let index = self.lookup(id)?;
+        self.unlink(index);
+        let payload = self.nodes[index as usize].payload;
+        self.release(index);
+        Some(payload)
+    }
+
+    /// The earliest deadline that may be due: a **lower bound**, never later than the true
+    /// earliest deadline, and `None` iff the wheel is empty. O(levels).
+    ///
+    /// It is exact unless a timer that was the earliest of its slot (or of the due or overflow
+    /// list) has been removed or rescheduled since that slot last filled up; then it may be
+    /// earlier than the true earliest deadline, which only costs the reaper a spurious wake-up:
+    /// the poll at that time cascades the slot and the next call is exact again. When timers
+    /// are already due it returns a time at or before the wheel's current time.
+    ///
+    /// After [`poll_expired`](Self::poll_expired)`(now_ms, ..)` has returned `false`, the
+    /// result is `None` or later than `now_ms`, so a reaper never spins.
+    pub fn next_deadline(&self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.heads[DUE] != NIL {
+            return Some(self.mins[DUE]);
+        }
+        let mut best: Option<u64> = None;
+        if let Some(list) = self.draining
+            && self.heads[list] != NIL
+        {
+            // Everything still waiting in the drained list is at or after `W`.
+            best = Some(self.mins[list].max(self.now));
+        }
+        let wheel = if let Some((level, slot)) = self.first_occupied() {
+            let list = level * SLOTS + slot as usize;
+            Some(self.slot_start(level, slot).max(self.mins[list]))
+        } else {
+            let list = OVERFLOW + self.active_overflow;
+            if self.heads[list] != NIL {
+                self.next_block().map(|block| block.max(self.mins[list]))
+            } else {
+                None
+            }
+        };
+        match (best, wheel) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b).or(Some(self.now)),
+        }
+    }
+
+    /// Advances the wheel to `now_ms` and pushes up to `max` due timers (deadline <= now_ms)
+    /// into `out` as (id, payload), removing them from the wheel. Returns true if more due
+    /// timers remain (the caller will call again after releasing its lock).
+    ///
+    /// Work per call is bounded: at most `max` timers are popped and at most `max` cascade
+    /// steps are taken (moving one timer to a finer level, or detaching one slot), plus an
+    /// O(levels) bitmap scan per slot detached. A cascade cut short resumes on the next call.
+    /// Empty slots are skipped through the occupancy bitmaps, so a `now_ms` far ahead (a test
+    /// clock moved by a year, a system resumed from suspend) costs nothing extra.
+    ///
+    /// `true` means "call again": due timers (or cascading that may uncover some) remain; it
+    /// may occasionally be returned when the next call then finds nothing. `false` guarantees
+    /// that no timer with a deadline at or before `now_ms` is left. With `max == 0` nothing is
+    /// done. A `now_ms` earlier than an earlier poll's is a no-op returning `false`.
+    pub fn poll_expired(&mut self, now_ms: u64, max: usize, out: &mut Vec<(TimerId, T)>) -> bool {
+        self.poll_counted(now_ms, max, out).0
+    }
+
+    /// Remove everything (FLUSHALL), releasing the node storage. Every id handed out before
+    /// becomes stale. Keeps the wheel's current time.
+    pub fn clear(&mut self) {
+        let mut base = self.generation_base;
+        for node in &self.nodes {
+            base = base.max(node.generation);
+        }
+        *self = TimerWheel {
+            generation_base: bump(base),
+            ..TimerWheel::new(self.now)
+        };
+    }
+
+    /// Bytes of memory used (for INFO/MEMORY accounting), approximate: the fixed tables plus
+    /// the node storage (its high-water mark; freed nodes are reused, and `clear` releases it).
+    pub fn memory_usage(&self) -> usize {
+        size_of::<Self>() + self.nodes.capacity() * size_of::<Node<T>>()
+    }
+
+    /// `poll_expired`, also returning the number of elementary steps taken (timers popped,
+    /// timers moved, slots detached, bitmap scans) so tests can check the work bound.
+    fn poll_counted(
+        &mut self,
+        now_ms: u64,
+        max: usize,
+        out: &mut Vec<(TimerId, T)>,
+    ) -> (bool, usize) {
+        if now_ms < self.now {
+            return (false, 0);
+        }
+        let mut popped = 0;
+        let mut steps = 0;
+        let mut scans = 0;
+        loop {
+            while popped < max {
+                let index = self.heads[DUE];
+                if index == NIL {
+                    break;
+                }
+                self.unlink(index);
+                self.emit(index, out);
+                popped += 1;
+            }
+            if popped >= max {
+                return (self.may_have_due(now_ms), popped + steps + scans);
+            }
+            if let Some(list) = self.draining {
+                let index = self.heads[list];
+                if index != NIL {
+                    if self.nodes[index as usize].deadline <= self.now {
+                        self.unlink(index);
+                        self.emit(index, out);
+                        popped += 1;
+                    } else if steps < max {
+                        self.unlink(index);
+                        self.place(index);
+                        steps += 1;
+                    } else {
+                        return (self.may_have_due(now_ms), popped + steps + scans);
+                    }
+                    continue;
+                }
+                self.draining = None;
+            }
+            if self.now == now_ms {
+                return (false, popped + steps + scans);
+            }
+            scans += 1;
+            match self.next_event() {
+                Some((start, list)) if start <= now_ms => {
+                    if steps >= max {
+                        return (true, popped + steps + scans);
+                    }
+                    steps += 1;
+                    self.now = start;
+                    self.detach(list);
+                }
+                _ => {
+                    // Nothing starts by `now_ms`: every timer stays valid relative to it.
+                    self.now = now_ms;
+                    return (false, popped + steps + scans);
+                }
+            }
+        }
+    }
+
+    /// Whether a timer at or before `now_ms` may remain.
+    fn may_have_due(&self, now_ms: u64) -> bool {
+        self.next_deadline().is_some_and(|d| d <= now_ms)
+    }
+
+    /// The live node `id` refers to.
+    fn lookup(&self, id: TimerId) -> Option<u32> {
+        let node = self.nodes.get(id.index as usize)?;
+        (node.list != FREE && node.generation == id.generation).then_some(id.index)
+    }
+
+    /// Pushes a node (already unlinked) to `out` and frees it.
+    fn emit(&mut self, index: u32, out: &mut Vec<(TimerId, T)>) {
+        let node = &self.nodes[index as usize];
+        out.push((
+            TimerId {
+                index,
+                generation: node.generation,
+            },
+            node.payload,
+        ));
+        self.release(index);
+    }
+
+    /// Frees an unlinked node, invalidating its id.
+    fn release(&mut self, index: u32) {
+        let node = &mut self.nodes[index as usize];
+        node.generation = bump(node.generation);
+        node.list = FREE;
+        node.prev = NIL;
+        node.next = self.free_head;
+        self.free_head = index;
+        self.len -= 1;
+    }
+
+    /// The list a deadline belongs to, relative to the current time.
+    fn list_for(&self, deadline: u64) -> usize {
+        if deadline <= self.now {
+            return DUE;
+        }
+        let highest = 63 - (deadline ^ self.now).leading_zeros();
+        let level = (highest / SLOT_BITS) as usize;
+        if level >= LEVELS {
+            OVERFLOW + self.active_overflow
+        } else {
+            let slot = (deadline >> (level as u32 * SLOT_BITS)) as usize & (SLOTS - 1);
+            level * SLOTS + slot
+        }
+    }
+
+    /// Links an unlinked node into the list its deadline belongs to.
+    fn place(&mut self, index: u32) {
+        let deadline = self.nodes[index as usize].deadline;
+        let list = self.list_for(deadline);
+        let head = self.heads[list];
+        let node = &mut self.nodes[index as usize];
+        node.prev = NIL;
+        node.next = head;
+        node.list = list as u16;
+        if head != NIL {
+            self.nodes[head as usize].prev = index;
+        }
+        self.heads[list] = index;
+        self.mins[list] = self.mins[list].min(deadline);
+        if list < OVERFLOW {
+            self.occupied[list / SLOTS] |= 1 << (list % SLOTS);
+        }
+    }
+
+    /// Unlinks a node from its list, keeping the list's bitmap bit and bound up to date.
+    fn unlink(&mut self, index: u32) {
+        let Node {
+            prev, next, list, ..
+        } = self.nodes[index as usize];
+        let list = list as usize;
+        if prev != NIL {
+            self.nodes[prev as usize].next = next;
+        } else {
+            self.heads[list] = next;
+        }
+        if next != NIL {
+            self.nodes[next as usize].prev = prev;
+        }
+        if self.heads[list] == NIL {
+            self.mins[list] = u64::MAX;
+            if list < OVERFLOW {
+                self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
+            }
+        }
+    }
+
+    /// The lowest level with an occupied slot and its earliest occupied slot.
+    fn first_occupied(&self) -> Option<(usize, u32)> {
+        (0..LEVELS)
+            .find(|&level| self.occupied[level] != 0)
+            .map(|level| (level, self.occupied[level].trailing_zeros()))
+    }
+
+    /// When slot `slot` of level `level` begins, given the current time.
+    fn slot_start(&self, level: usize, slot: u32) -> u64 {
+        let shift = level as u32 * SLOT_BITS;
+        let block = (1u64 << (shift + SLOT_BITS)) - 1;
+        (self.now & !block) | (u64::from(slot) << shift)
+    }
+
+    /// Start of the 2^36 ms block after the current time's, if there is one.
+    fn next_block(&self) -> Option<u64> {
+        (self.now | SPAN_MASK).checked_add(1)
+    }
+
+    /// The earliest time at which a list must be cascaded, and that list.
+    fn next_event(&self) -> Option<(u64, usize)> {
+        if let Some((level, slot)) = self.first_occupied() {
+            return Some((self.slot_start(level, slot), level * SLOTS + slot as usize));
+        }
+        let list = OVERFLOW + self.active_overflow;
+        if self.heads[list] == NIL {
+            return None;
+        }
+        // Every overflow timer lies in a later block than `W` and at or after its list's
+        // lower bound, so nothing is missed by jumping to the later of the two blocks.
+        let start = self.next_block()?.max(self.mins[list] & !SPAN_MASK);
+        Some((start, list))
+    }
+
+    /// Takes a list out of the wheel to be drained (the current time is its start).
+    fn detach(&mut self, list: usize) {
+        if list < OVERFLOW {
+            self.occupied[list / SLOTS] &= !(1 << (list % SLOTS));
+        } else {
+            // Far-future timers re-placed while draining go to the other overflow list.
+            self.active_overflow ^= 1;
+        }
+        self.draining = Some(list);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Polls until `false`, checking every batch's size, and returns all payloads popped.
+    fn drain(wheel: &mut TimerWheel<u64>, now: u64, max: usize) -> Vec<u64> {
+        let mut all = Vec::new();
+        for _ in 0..1_000_000 {
+            let mut out = Vec::new();
+            let more = wheel.poll_expired(now, max, &mut out);
+            assert!(out.len() <= max);
+            all.extend(out.iter().map(|&(_, p)| p));
+            if !more {
+                return all;
+            }
+        }
+        panic!("poll_expired never returned false");
+    }
+
+    fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn id_is_small() {
+        assert_eq!(size_of::<TimerId>(), 8);
+        assert_eq!(size_of::<Option<TimerId>>(), 8);
+        assert_eq!(size_of::<Node<u64>>(), 32);
+    }
+
+    #[test]
+    fn pops_at_exact_deadline() {
+        let mut w = TimerWheel::new(1_000);
+        for (i, d) in [1_001u64, 1_063, 1_064, 1_065, 5_000, 1_000_000]
+            .into_iter()
+            .enumerate()
+        {
+            w.insert(d, i as u64);
+        }
+        assert_eq!(w.len(), 6);
+        let expect: [(u64, Vec<u64>); 6] = [
+            (1_001, vec![0]),
+            (1_063, vec![1]),
+            (1_064, vec![2]),
+            (1_065, vec![3]),
+            (5_000, vec![4]),
+            (1_000_000, vec![5]),
+        ];
+        for (d, payloads) in expect {
+            assert_eq!(w.next_deadline(), Some(d), "exact next deadline");
+            assert!(drain(&mut w, d - 1, 16).is_empty(), "nothing before {d}");
+            assert_eq!(drain(&mut w, d, 16), payloads);
+        }
+        assert!(w.is_empty());
+        assert_eq!(w.next_deadline(), None);
+    }
+
+    #[test]
+    fn deadline_at_or_before_now_is_due_immediately() {
+        let mut w = TimerWheel::new(10_000);
+        w.insert(10_000, 1);
+        w.insert(3, 2);
+        w.insert(0, 3);
+        assert!(w.next_deadline().unwrap() <= 10_000);
+        assert_eq!(sorted(drain(&mut w, 10_000, 8)), vec![1, 2, 3]);
+        // After time has moved, the new "now" counts too.
+        drain(&mut w, 20_000, 8);
+        w.insert(20_000, 4);
+        w.insert(15_000, 5);
+        assert_eq!(sorted(drain(&mut w, 20_000, 8)), vec![4, 5]);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn far_future_and_overflow() {
+        let start = 1_700_000_000_000u64;
+        let mut w = TimerWheel::new(start);
+        let year = 365 * 24 * 3_600 * 1_000u64;
+        let deadlines = [
+            start + (1 << 36) - 1,
+            start + (1 << 36),
+            start + (1 << 36) + 1,
+            start + 3 * year,
+            start + 10 * year,
+            start + 10 * year + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for (i, &d) in deadlines.iter().enumerate() {
+            w.insert(d, i as u64);
+        }
+        for (i, &d) in deadlines.iter().enumerate() {
+            assert!(w.next_deadline().unwrap() <= d);
+            assert!(drain(&mut w, d - 1, 4).is_empty(), "early at {i}");
+            assert_eq!(drain(&mut w, d, 4), vec![i as u64]);
+        }
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn big_jump_skips_empty_slots() {
+        let start = 1_700_000_000_000u64;
+        let year = 365 * 24 * 3_600 * 1_000u64;
+        let mut w = TimerWheel::new(start);
+        w.insert(start + year, 1);
+        w.insert(start + 5 * year, 2);
+        w.insert(start + 50 * year, 3);
+        let mut out = Vec::new();
+        let (more, work) = w.poll_counted(start + 6 * year, 512, &mut out);
+        assert!(!more);
+        assert_eq!(sorted(out.iter().map(|&(_, p)| p).collect()), vec![1, 2]);
+        assert!(work < 100, "work {work} for a 6-year jump");
+        // An empty wheel jumps for free.
+        let mut e: TimerWheel<u64> = TimerWheel::new(0);
+        assert_eq!(e.poll_counted(u64::MAX, 512, &mut out), (false, 1));
+        assert_eq!(e.poll_counted(u64::MAX, 512, &mut out), (false, 0));
+    }
+
+    #[test]
+    fn reschedule_earlier_and_later() {
+        let mut w = TimerWheel::new(0);
+        let a = w.insert(100_000, 1);
+        let b = w.insert(200, 2);
+        assert!(w.reschedule(a, 50));
+        assert!(w.reschedule(b, 1_000_000));
+        assert_eq!(w.next_deadline(), Some(50));
+        assert!(drain(&mut w, 49, 8).is_empty());
+        assert_eq!(drain(&mut w, 50, 8), vec![1]);
+        assert!(drain(&mut w, 200_000, 8).is_empty());
+        // Reschedule into the past: due on the next poll.
+        assert!(w.reschedule(b, 10));
+        assert_eq!(drain(&mut w, 200_000, 8), vec![2]);
+        assert!(!w.reschedule(a, 5), "popped id is stale");
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn refresh_many_times_keeps_one_timer() {
+        let mut w = TimerWheel::new(0);
+        let id = w.insert(1_000, 7);
+        for t in 0..10_000u64 {
+            assert!(drain(&mut w, t, 8).is_empty());
+            assert!(w.reschedule(id, t + 1_000));
+            assert_eq!(w.len(), 1);
+        }
+        assert_eq!(drain(&mut w, 10_999, 8), vec![7]);
+    }
+
+    #[test]
+    fn remove_cancels() {
+        let mut w = TimerWheel::new(0);
+        let a = w.insert(10, 1);
+        let b = w.insert(10, 2);
+        let c = w.insert(1 << 40, 3);
+        assert_eq!(w.remove(a), Some(1));
+        assert_eq!(w.remove(c), Some(3));
+        assert_eq!(w.len(), 1);
+        assert_eq!(drain(&mut w, u64::MAX, 8), vec![2]);
+        assert_eq!(w.remove(b), None);
+    }
+
+    #[test]
+    fn stale_ids_are_harmless() {
+        let mut w = TimerWheel::new(0);
+        let a = w.insert(10, 1);
+        assert_eq!(w.remove(a), Some(1));
+        // The node is reused by the next insert; the old id must not reach it.
+        let b = w.insert(20, 2);
+        assert_eq!(a.index, b.index);
+        assert_eq!(w.remove(a), None);
+        assert!(!w.reschedule(a, 5));
+        assert_eq!(w.len(), 1);
+        let forged = TimerId {
+            index: 1_000,
+            generation: NonZeroU32::MIN,
+        };
+        assert_eq!(w.remove(forged), None);
+        assert!(!w.reschedule(forged, 1));
+        let mut out = Vec::new();
+        assert!(!w.poll_expired(20, 8, &mut out));
+        assert_eq!(out, vec![(b, 2)]);
+        assert_eq!(w.remove(b), None, "fired id is stale");
+        assert!(!w.reschedule(b, 100));
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn batches_are_bounded() {
+        let mut w = TimerWheel::new(0);
+        for i in 0..100 {
+            w.insert(50 + i % 3, i);
+        }
+        let mut out = Vec::new();
+        let mut calls = 0;
+        loop {
+            let before = out.len();
+            let more = w.poll_expired(60, 32, &mut out);
+            assert!(out.len() - before <= 32);
+            calls += 1;
+            if !more {
+                break;
+            }
+            assert!(out.len() < 100 || calls < 10);
+        }
+        assert_eq!(out.len(), 100);
+        assert!(calls >= 4);
+        let mut ids: Vec<TimerId> = out.iter().map(|&(id, _)| id).collect();
+        ids.sort_unstable_by_key(|id| id.index);
+        ids.dedup();
+        assert_eq!(ids.len(), 100);
+        // max == 0 does nothing.
+        w.insert(0, 1);
+        assert!(w.poll_expired(60, 0, &mut out));
+        assert_eq!(w.len(), 1);
+    }
+
+    #[test]
+    fn batch_full_with_nothing_left_reports_false() {
+        let mut w = TimerWheel::new(0);
+        for i in 0..4 {
+            w.insert(10, i);
+        }
+        let mut out = Vec::new();
+        assert!(!w.poll_expired(10, 4, &mut out));
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn clear_removes_everything() {
+        let mut w = TimerWheel::new(0);
+        let ids: Vec<TimerId> = (0..1_000).map(|i| w.insert(i * 1_000, i)).collect();
+        let used = w.memory_usage();
+        assert!(used >= 1_000 * size_of::<Node<u64>>());
+        w.clear();
+        assert!(w.is_empty());
+        assert_eq!(w.next_deadline(), None);
+        assert!(w.memory_usage() < used);
+        let fresh = w.insert(5, 99);
+        for &id in &ids {
+            assert_eq!(w.remove(id), None);
+            assert!(!w.reschedule(id, 1));
+        }
+        assert_ne!(fresh, ids[0]);
+        assert_eq!(drain(&mut w, u64::MAX, 8), vec![99]);
+    }
+
+    #[test]
+    fn time_going_backwards_is_a_no_op() {
+        let mut w = TimerWheel::new(1_000);
+        w.insert(900, 1);
+        w.insert(2_000, 2);
+        assert!(drain(&mut w, 1_500, 8) == vec![1]);
+        let mut out = Vec::new();
+        assert_eq!(w.poll_counted(1_200, 8, &mut out), (false, 0));
+        assert!(out.is_empty());
+        assert_eq!(drain(&mut w, 2_000, 8), vec![2]);
+    }
+
+    #[test]
+    fn next_deadline_lower_bound_after_removal() {
+        let mut w = TimerWheel::new(0);
+        let a = w.insert(10_000, 1);
+        w.insert(10_500, 2);
+        w.remove(a);
+        let bound = w.next_deadline().unwrap();
+        assert!(bound <= 10_500);
+        // The spurious wake-up at the stale bound makes it exact again.
+        assert!(drain(&mut w, bound, 8).is_empty());
+        assert_eq!(w.next_deadline(), Some(10_500));
+    }
+
+    /// Drains `n` timers all due at the same millisecond in batches of 512, checking that no
+    /// call takes more than a bounded number of steps.
+    fn drain_same_ms(n: u64, start: u64, deadline: u64) {
+        const MAX: usize = 512;
+        let mut w = TimerWheel::new(start);
+        for i in 0..n {
+            w.insert(deadline, i);
+        }
+        let mut out = Vec::with_capacity(MAX);
+        let mut seen = vec![false; n as usize];
+        let mut popped = 0u64;
+        let mut calls = 0u64;
+        loop {
+            out.clear();
+            let (more, work) = w.poll_counted(deadline, MAX, &mut out);
+            calls += 1;
+            assert!(out.len() <= MAX);
+            assert!(
+                work <= 2 * MAX + 2 * LEVELS,
+                "call {calls} took {work} steps"
+            );
+            for &(_, p) in &out {
+                assert!(!std::mem::replace(&mut seen[p as usize], true));
+            }
+            popped += out.len() as u64;
+            if !more {
+                break;
+            }
+            assert!(calls < 100_000);
+        }
+        assert_eq!(popped, n);
+        assert!(w.is_empty());
+        // Each timer cascades at most once per level: the total stays linear.
+        assert!(
+            calls <= n * LEVELS as u64 / MAX as u64 + 10,
+            "{calls} calls"
+        );
+    }
+
+    #[test]
+    fn million_timers_same_ms_drain_in_bounded_batches() {
+        drain_same_ms(1_000_000, 1_000, 1_000 + 3_000_000);
+    }
+
+    #[test]
+    fn million_already_due_timers_drain_in_bounded_batches() {
+        drain_same_ms(1_000_000, 5_000, 5_000);
+    }
+
+    #[test]
+    fn mutation_during_interrupted_cascade() {
+        let mut w = TimerWheel::new(0);
+        let ids: Vec<TimerId> = (0..100).map(|i| w.insert(5_000 + i, i)).collect();
+        let mut out = Vec::new();
+        // Detach the slot and move only a few timers.
+        assert!(w.poll_expired(5_050, 3, &mut out) || out.is_empty());
+        assert!(w.draining.is_some());
+        for id in &ids[..10] {
+            assert!(w.remove(*id).is_some());
+        }
+        for id in &ids[10..20] {
+            assert!(w.reschedule(*id, 1 << 40));
+        }
+        w.insert(5_001, 1_000);
+        assert!(w.next_deadline().unwrap() <= 5_001);
+        let got = sorted(drain(&mut w, 5_050, 3));
+        let mut expect: Vec<u64> = (20..=50).collect();
+        expect.push(1_000);
+        assert_eq!(got, sorted(expect));
+        assert_eq!(w.len(), 49 + 10);
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum When {
+        Past(u64),
+        After(u64),
+        Max,
+    }
+
+    impl When {
+        fn at(self, now: u64) -> u64 {
+            match self {
+                When::Past(d) => now.saturating_sub(d),
+                When::After(d) => now.saturating_add(d),
+                When::Max => u64::MAX,
+            }
+        }
+    }
+
+    fn when() -> impl Strategy<Value = When> {
+        prop_oneof![
+            1 => (0u64..5_000).prop_map(When::Past),
+            4 => (0u64..200).prop_map(When::After),
+            3 => (0u64..300_000).prop_map(When::After),
+            3 => (0u64..=10_000_000_000).prop_map(When::After),
+            2 => (0u64..1 << 45).prop_map(When::After),
+            1 => Just(When::Max),
+        ]
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(When),
+        Reschedule(usize, When),
+        Remove(usize),
+        Stale(usize, When),
+        Poll {
+            advance: u64,
+            max: usize,
+            drain: bool,
+        },
+        Clear,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let advance = prop_oneof![Just(0u64), 0u64..100, 0u64..100_000, 0u64..=10_000_000_000,];
+        prop_oneof![
+            40 => when().prop_map(Op::Insert),
+            15 => (any::<usize>(), when()).prop_map(|(i, w)| Op::Reschedule(i, w)),
+            10 => any::<usize>().prop_map(Op::Remove),
+            5 => (any::<usize>(), when()).prop_map(|(i, w)| Op::Stale(i, w)),
+            20 => (advance, 1usize..40, any::<bool>())
+                .prop_map(|(advance, max, drain)| Op::Poll { advance, max, drain }),
+            1 => Just(Op::Clear),
+        ]
+    }
+
+    /// Checks the wheel against the model: size, and the lower-bound `next_deadline`.
+    fn check(w: &TimerWheel<u64>, model: &BTreeMap<u64, (TimerId, u64)>) {
+        assert_eq!(w.len(), model.len());
+        let earliest = model.values().map(|&(_, d)| d).min();
+        match (w.next_deadline(), earliest) {
+            (None, None) => {}
+            (Some(bound), Some(true_min)) => {
+                assert!(
+                    bound <= true_min,
+                    "next_deadline {bound} > earliest {true_min}"
+                )
+            }
+            (got, want) => panic!("next_deadline {got:?} with earliest {want:?}"),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn matches_model(
+            start in prop_oneof![Just(0u64), 0u64..1 << 45, Just(u64::MAX - (1 << 40))],
+            ops in prop::collection::vec(op(), 1..250),
+        ) {
+            let mut w: TimerWheel<u64> = TimerWheel::new(start);
+            let mut model: BTreeMap<u64, (TimerId, u64)> = BTreeMap::new();
+            let mut dead: Vec<TimerId> = Vec::new();
+            let mut now = start;
+            let mut next_payload = 0u64;
+            for op in ops {
+                match op {
+                    Op::Insert(when) => {
+                        let d = when.at(now);
+                        let id = w.insert(d, next_payload);
+                        model.insert(next_payload, (id, d));
+                        next_payload += 1;
+                    }
+                    Op::Reschedule(i, when) => {
+                        if let Some((&p, &(id, _))) = model.iter().nth(i % model.len().max(1)) {
+                            let d = when.at(now);
+                            prop_assert!(w.reschedule(id, d));
+                            model.insert(p, (id, d));
+                        }
+                    }
+                    Op::Remove(i) => {
+                        if let Some((&p, &(id, _))) = model.iter().nth(i % model.len().max(1)) {
+                            prop_assert_eq!(w.remove(id), Some(p));
+                            model.remove(&p);
+                            dead.push(id);
+                        }
+                    }
+                    Op::Stale(i, when) => {
+                        if let Some(&id) = dead.get(i % dead.len().max(1)) {
+                            prop_assert!(!w.reschedule(id, when.at(now)));
+                            prop_assert_eq!(w.remove(id), None);
+                        }
+                    }
+                    Op::Poll { advance, max, drain } => {
+                        now = now.saturating_add(advance);
+                        let mut calls = 0;
+                        loop {
+                            let mut out = Vec::new();
+                            let more = w.poll_expired(now, max, &mut out);
+                            calls += 1;
+                            prop_assert!(out.len() <= max);
+                            for (id, p) in out {
+                                // Popped exactly once, never early, with its own id.
+                                let entry = model.remove(&p);
+                                prop_assert!(entry.is_some(), "payload {} popped twice", p);
+                                let (want_id, d) = entry.unwrap_or((id, 0));
+                                prop_assert_eq!(id, want_id);
+                                prop_assert!(d <= now, "popped {} early: {} > {}", p, d, now);
+                                dead.push(id);
+                            }
+                            if !more {
+                                // Never missed.
+                                let missed = model.values().filter(|&&(_, d)| d <= now).count();
+                                prop_assert_eq!(missed, 0);
+                                prop_assert!(w.next_deadline().is_none_or(|d| d > now));
+                                break;
+                            }
+                            if !drain {
+                                break;
+                            }
+                            prop_assert!(calls < 100_000);
+                        }
+                    }
+                    Op::Clear => {
+                        w.clear();
+                        dead.extend(model.values().map(|&(id, _)| id));
+                        model.clear();
+                    }
+                }
+                check(&w, &model);
+            }
+            // Finally everything fires by the end of time, exactly once.
+            now = u64::MAX;
+            let mut out = Vec::new();
+            while w.poll_expired(now, 64, &mut out) {}
+            for (_, p) in out {
+                prop_assert!(model.remove(&p).is_some());
+            }
+            prop_assert!(model.is_empty());
+            prop_assert!(w.is_empty());
+        }
+    }
 }

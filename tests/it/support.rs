@@ -53,10 +53,21 @@ impl RedisServer {
 
     fn try_start() -> Result<RedisServer, String> {
         let port = free_port();
-        let dir = std::env::temp_dir().join(format!("sluice-it-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let dir =
+            std::env::temp_dir().join(format!("sluice-it-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let spawned = Command::new("redis-server")
-            .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--enable-debug-command", "yes"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--bind",
+                "127.0.0.1",
+                "--enable-debug-command",
+                "yes",
+            ])
             .arg("--port")
             .arg(port.to_string())
             .arg("--dir")
@@ -77,13 +88,17 @@ impl RedisServer {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
-                return Err(format!("redis-server exited at startup on port {port} ({status})"));
+                return Err(format!(
+                    "redis-server exited at startup on port {port} ({status})"
+                ));
             }
             if server.answers_ping() {
                 return Ok(server);
             }
             if Instant::now() > deadline {
-                return Err(format!("redis-server on port {port} did not answer PING within 5 s"));
+                return Err(format!(
+                    "redis-server on port {port} did not answer PING within 5 s"
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -140,15 +155,18 @@ pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
     if buf.is_empty() {
         return Ok(None);
     }
-    let resp3 = redis_protocol::resp3::decode::complete::decode_range(buf);
-    if let Ok(Some((_, n))) = resp3 {
-        return Ok(Some(n));
-    }
-    let resp2 = redis_protocol::resp2::decode::decode_range(buf);
-    match (resp3, resp2) {
+    let resp3 = match redis_protocol::resp3::decode::complete::decode_range(buf) {
+        Ok(Some((_, n))) => return Ok(Some(n)),
+        Ok(None) => None,
+        Err(e) => Some(e),
+    };
+    match (resp3, redis_protocol::resp2::decode::decode_range(buf)) {
         (_, Ok(Some((_, n)))) => Ok(Some(n)),
-        (Ok(None), _) | (_, Ok(None)) => Ok(None),
-        (Err(e3), Err(e2)) => Err(format!("undecodable reply {} (RESP3: {e3:?}; RESP2: {e2:?})", escape(buf))),
+        (None, _) | (_, Ok(None)) => Ok(None),
+        (Some(e3), Err(e2)) => Err(format!(
+            "undecodable reply {} (RESP3: {e3:?}; RESP2: {e2:?})",
+            escape(buf)
+        )),
     }
 }
 
@@ -175,7 +193,8 @@ pub struct Conn {
 impl Conn {
     /// Connects to `addr` (panics on failure).
     pub fn connect(addr: SocketAddr) -> Conn {
-        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
+        let stream =
+            TcpStream::connect(addr).unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
         let _ = stream.set_nodelay(true);
         Conn {
             stream,
@@ -191,7 +210,9 @@ impl Conn {
 
     /// Sends bytes as they are.
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap_or_else(|e| panic!("write failed: {e}"));
+        self.stream
+            .write_all(bytes)
+            .unwrap_or_else(|e| panic!("write failed: {e}"));
     }
 
     /// Like `send_raw`, but reports a failed write (the peer may have closed) instead of panicking.
@@ -249,7 +270,9 @@ impl Conn {
 
     /// One read with a timeout; records EOF (a reset counts as EOF).
     fn fill(&mut self, timeout: Duration) -> bool {
-        let _ = self.stream.set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
+        let _ = self
+            .stream
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
         let mut chunk = [0u8; 16 * 1024];
         match self.stream.read(&mut chunk) {
             Ok(0) => {
@@ -260,7 +283,14 @@ impl Conn {
                 self.buf.extend_from_slice(&chunk[..n]);
                 true
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => false,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                false
+            }
             Err(_) => {
                 self.closed = true;
                 true
