@@ -1,7 +1,21 @@
 //! `TestServer`: an in-process sluice on an ephemeral loopback port, for tests.
 //!
-//! It starts in test mode with a clock the test can freeze and move, and shuts the server
-//! down when dropped.
+//! It starts in test mode with a clock the test can freeze and move (from Rust through
+//! [`TestServer::clock`], or over the wire with `CLOCK …`), and shuts the server down when
+//! dropped.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let server = sluice::TestServer::start().unwrap();
+//! let mut con = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+//!
+//! server.clock().freeze();
+//! let _: () = redis::cmd("SET").arg("rate:u1").arg(1).arg("EX").arg(60).query(&mut con).unwrap();
+//! server.clock().advance(Duration::from_secs(61)).unwrap();
+//! let gone: Option<i64> = redis::cmd("GET").arg("rate:u1").query(&mut con).unwrap();
+//! assert_eq!(gone, None); // the window passed without sleeping
+//! ```
 
 use std::net::SocketAddr;
 
@@ -19,16 +33,19 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a server on 127.0.0.1 with a free port, on its own runtime thread.
+    /// Starts a test-mode server on 127.0.0.1 with a free port, on its own runtime thread.
     pub fn start() -> std::io::Result<TestServer> {
-        Self::start_with(Config::default())
+        Self::start_with(Config {
+            test_mode: true,
+            ..Config::default()
+        })
     }
 
-    /// Starts a server with `config` (its bind and port are replaced by 127.0.0.1:0).
+    /// Starts a server with `config` (its bind and port are replaced by 127.0.0.1:0; test
+    /// mode is as `config` says).
     pub fn start_with(mut config: Config) -> std::io::Result<TestServer> {
         config.bind = vec!["127.0.0.1".into()];
         config.port = 0;
-        config.test_mode = true;
         let clock = Clock::system();
         let (tx, rx) = std::sync::mpsc::channel();
         let server_clock = clock.clone();

@@ -291,7 +291,8 @@ impl Command for Set {
                 b"PXAT" => TtlUnit::UnixMillis,
                 _ => return Err(CmdError::Syntax),
             };
-            if s.ttl.is_some() || s.keep_ttl || a.remaining() == 0 {
+            // Redis lets a unit repeat (the last value wins) but not mix with another.
+            if s.ttl.as_ref().is_some_and(|(u, _)| *u != unit) || s.keep_ttl || a.remaining() == 0 {
                 return Err(CmdError::Syntax);
             }
             s.ttl = Some((unit, a.next()?.clone()));
@@ -460,7 +461,7 @@ impl Command for GetEx {
                 b"PXAT" => TtlUnit::UnixMillis,
                 _ => return Err(CmdError::Syntax),
             };
-            if g.ttl.is_some() || g.persist || a.remaining() == 0 {
+            if g.ttl.as_ref().is_some_and(|(u, _)| *u != unit) || g.persist || a.remaining() == 0 {
                 return Err(CmdError::Syntax);
             }
             g.ttl = Some((unit, a.next()?.clone()));
@@ -468,12 +469,13 @@ impl Command for GetEx {
         Ok(g)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        // As in Redis: a missing key or WRONGTYPE is reported before a bad TTL.
+        let Some(value) = read_string(ctx, &self.key)? else {
+            return Ok(Reply::Null);
+        };
         let at = match &self.ttl {
             Some((unit, arg)) => Some(expire_deadline(arg, *unit, ctx.now_ms, "getex")?),
             None => None,
-        };
-        let Some(value) = read_string(ctx, &self.key)? else {
-            return Ok(Reply::Null);
         };
         let db = ctx.db();
         if let Some(at) = at {

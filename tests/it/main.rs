@@ -4,4 +4,5 @@
 mod core;
 mod diff;
 mod support;
+mod testmode;
 mod throttle;
