@@ -13,4 +13,6 @@ COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 USER sluice
 EXPOSE 6379
 # Inside the container listen on every interface; publish the port to choose who reaches it.
-ENTRYPOINT ["/usr/local/bin/sluice", "--bind", "0.0.0.0", "--port", "6379"]
+# As the official Redis image does, protected mode is off: publish the port only where
+# intended, and set --requirepass for anything reachable by others.
+ENTRYPOINT ["/usr/local/bin/sluice", "--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no"]

@@ -36,6 +36,10 @@ pub struct Config {
     pub redis_version: String,
     /// Accept `HELLO 3`; when false it gets NOPROTO, to test clients' RESP2 fallback.
     pub resp3: bool,
+    /// The default user's password (AUTH); None: no password, every client is authenticated.
+    pub requirepass: Option<String>,
+    /// Refuse non-loopback clients while no password is set (Redis's protected mode).
+    pub protected_mode: bool,
     /// Directives accepted but without effect, reported at start-up.
     pub ignored: Vec<String>,
 }
@@ -55,6 +59,8 @@ impl Default for Config {
             test_mode: false,
             redis_version: "7.0.15".into(),
             resp3: true,
+            requirepass: None,
+            protected_mode: true,
             ignored: Vec::new(),
         }
     }
@@ -158,6 +164,8 @@ impl Config {
             "test-mode" => self.test_mode = yes_no(&name, one()?)?,
             "redis-version" => self.redis_version = one()?.to_string(),
             "resp3" => self.resp3 = yes_no(&name, one()?)?,
+            "requirepass" => self.requirepass = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "protected-mode" => self.protected_mode = yes_no(&name, one()?)?,
             // Persistence and process-management directives with no effect on an in-memory
             // server: accepted so existing conf files and scripts work, and reported.
             "save"
@@ -179,8 +187,7 @@ impl Config {
             | "lazyfree-lazy-server-del"
             | "replica-lazy-flush"
             | "lazyfree-lazy-user-del"
-            | "supervised"
-            | "protected-mode" => {
+            | "supervised" => {
                 self.ignored.push(format!("{name} {}", args.join(" ")));
             }
             "appendonly" | "daemonize" | "cluster-enabled" => {
@@ -408,6 +415,8 @@ impl Config {
             "timeout" => self.timeout.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "requirepass" => self.requirepass.clone().unwrap_or_default(),
+            "protected-mode" => if self.protected_mode { "yes" } else { "no" }.to_string(),
             _ => return None,
         })
     }
@@ -435,6 +444,14 @@ impl Config {
                     return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
                 }
                 self.loglevel = v;
+            }
+            "requirepass" => self.requirepass = Some(value.to_string()).filter(|p| !p.is_empty()),
+            "protected-mode" => {
+                self.protected_mode = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                }
             }
             "port" | "bind" | "databases" => return Err("can't set immutable config".into()),
             _ => return Ok(false),

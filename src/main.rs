@@ -52,9 +52,12 @@ struct Cli {
     /// Accepted for compatibility; only `no`.
     #[arg(long)]
     daemonize: Option<String>,
-    /// Accepted for compatibility (protected mode arrives with authentication).
+    /// `no` lets non-loopback clients in without a password (default `yes`, as Redis).
     #[arg(long = "protected-mode")]
     protected_mode: Option<String>,
+    /// The default user's password; clients must AUTH before other commands.
+    #[arg(long)]
+    requirepass: Option<String>,
     /// Enables the test-double commands (clock control, fault injection, command log).
     #[arg(long = "test-mode")]
     test_mode: bool,
@@ -90,6 +93,7 @@ impl Cli {
         one("protected-mode", self.protected_mode.clone());
         one("redis-version", self.redis_version.clone());
         one("resp3", self.resp3.clone());
+        one("requirepass", self.requirepass.clone());
         if self.test_mode {
             d.push(("test-mode", vec!["yes".into()]));
         }

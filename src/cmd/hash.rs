@@ -1024,18 +1024,26 @@ pub mod long_double {
     }
 
     fn mantissa(s: &[u8], radix: u32) -> Mantissa<'_> {
+        // Digits are gathered in chunks that fit a limb (10^9, 16^7) to multiply the big
+        // number once per chunk.
+        let chunk_digits = if radix == 10 { 9 } else { 7 };
         let mut n = Big(Vec::new());
-        let (mut frac, mut significant, mut any, mut seen_point, mut i) =
-            (0i64, 0i64, false, false, 0);
+        let (mut chunk, mut chunk_len) = (0u32, 0u32);
+        let (mut frac, mut significant, mut any, mut seen_point, mut i) = (0i64, 0i64, false, false, 0);
         while i < s.len() {
             let c = s[i];
             if c == b'.' && !seen_point {
                 seen_point = true;
             } else if let Some(d) = (c as char).to_digit(radix) {
                 any = true;
-                if !n.is_zero() || d != 0 {
-                    n.mul_add_small(radix, d);
+                if significant > 0 || d != 0 {
+                    chunk = chunk * radix + d;
+                    chunk_len += 1;
                     significant += 1;
+                    if chunk_len == chunk_digits {
+                        n.mul_add_small(radix.pow(chunk_len), chunk);
+                        (chunk, chunk_len) = (0, 0);
+                    }
                 }
                 if seen_point {
                     frac += 1;
@@ -1044,6 +1052,9 @@ pub mod long_double {
                 break;
             }
             i += 1;
+        }
+        if chunk_len > 0 {
+            n.mul_add_small(radix.pow(chunk_len), chunk);
         }
         Mantissa {
             value: n,

@@ -551,12 +551,29 @@ pub fn parse_scan_options(
 }
 
 /// Parses a SCAN cursor ("ERR invalid cursor" as Redis).
+///
+/// Redis reads it with C's `strtoul(s, &end, 10)` and accepts it when the string does not start
+/// with a space, `end` reached the end (the first NUL) and nothing overflowed. So an empty
+/// string is cursor 0, a leading `+` is allowed and `-n` wraps to 2^64 - n.
 pub fn parse_cursor(b: &[u8]) -> CmdResult<u64> {
-    std::str::from_utf8(b)
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|_| !b.starts_with(b"+"))
-        .ok_or(CmdError::msg("ERR invalid cursor"))
+    let invalid = CmdError::msg("ERR invalid cursor");
+    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+    if b.is_empty() {
+        return Ok(0);
+    }
+    let (negative, digits) = match b[0] {
+        b'+' => (false, &b[1..]),
+        b'-' => (true, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid);
+    }
+    let n = digits
+        .iter()
+        .try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+        .ok_or(invalid)?;
+    Ok(if negative { n.wrapping_neg() } else { n })
 }
 
 impl Command for Scan {
@@ -698,6 +715,19 @@ impl<const ALL: bool> Command for Flush<ALL> {
     }
 }
 
+/// Redis reads database indexes as a C `int`: an integer outside its range fails with `msg`
+/// (Redis's generic range error when there is none).
+fn int_arg(b: &[u8], msg: Option<&'static str>) -> CmdResult<i64> {
+    let n = parse_i64(b).ok_or(msg.map_or(CmdError::NotInteger, CmdError::msg))?;
+    if i32::try_from(n).is_err() {
+        return Err(msg.map_or(
+            CmdError::msg("ERR value is out of range, value must between -2147483648 and 2147483647"),
+            CmdError::msg,
+        ));
+    }
+    Ok(n)
+}
+
 /// Parses a database index for SELECT ("not an integer", then "out of range").
 fn db_index(ctx: &Ctx<'_>, n: i64) -> CmdResult<usize> {
     let dbs = ctx.shared.keyspace.databases();
@@ -716,7 +746,7 @@ pub struct Select {
 impl Command for Select {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Select {
-            index: a.next_i64()?,
+            index: int_arg(a.next()?, None)?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -735,8 +765,8 @@ pub struct SwapDb {
 
 impl Command for SwapDb {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let first = parse_i64(a.next()?).ok_or(CmdError::msg("ERR invalid first DB index"))?;
-        let second = parse_i64(a.next()?).ok_or(CmdError::msg("ERR invalid second DB index"))?;
+        let first = int_arg(a.next()?, Some("ERR invalid first DB index"))?;
+        let second = int_arg(a.next()?, Some("ERR invalid second DB index"))?;
         Ok(SwapDb {
             a: first,
             b: second,
@@ -816,10 +846,16 @@ pub struct MemoryUsage {
 impl Command for MemoryUsage {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
-        if a.eat("SAMPLES") {
-            a.next_i64()?;
+        // As Redis: SAMPLES may repeat; a negative count is a syntax error.
+        while a.remaining() > 0 {
+            if a.remaining() >= 2 && a.eat("SAMPLES") {
+                if a.next_i64()? < 0 {
+                    return Err(CmdError::Syntax);
+                }
+            } else {
+                return Err(CmdError::Syntax);
+            }
         }
-        a.finish()?;
         Ok(MemoryUsage { key })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

@@ -268,6 +268,13 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             return e.into();
         }
     };
+    if !client.authenticated && !spec.has_flag("no_auth") {
+        if client.multi.is_some() {
+            client.multi_failed = true;
+        }
+        shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        return Reply::Error("NOAUTH Authentication required.".into());
+    }
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {
             queue.push(args.to_vec());

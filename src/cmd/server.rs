@@ -116,9 +116,8 @@ pub static COMMANDS: &[C] = &[
         -2,
         &["admin", "noscript", "loading", "stale"],
         C::keys(0, 0, 0),
-        run::<Help>,
+        run::<DebugCmd>,
     )
-    .with_subcommands(DEBUG)
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(FUNCTION),
     C::new(
@@ -295,23 +294,6 @@ static CONFIG: &[C] = &[
     ),
 ];
 
-static DEBUG: &[C] = &[
-    C::new(
-        "debug|sleep",
-        3,
-        &["admin", "noscript", "loading", "stale"],
-        KeySpec::None,
-        run_sub::<DebugSleep>,
-    ),
-    C::new(
-        "debug|help",
-        2,
-        &["loading", "stale"],
-        KeySpec::None,
-        run_sub::<Help>,
-    ),
-];
-
 static FUNCTION: &[C] = &[
     C::new(
         "function|flush",
@@ -415,6 +397,7 @@ impl Command for Reset {
         super::txn::unwatch_all(ctx);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
+        ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
         if let Ok(mut name) = ctx.client.info.name.lock() {
             *name = None;
         }
@@ -424,20 +407,25 @@ impl Command for Reset {
     }
 }
 
+/// Checks AUTH / HELLO AUTH credentials against the default user, as Redis 7 does: with no
+/// password configured the default user takes any password (but `AUTH <password>` alone is an
+/// error), otherwise the password must match; other users do not exist. The comparison takes
+/// the same time wherever the first difference is.
 fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
-    let _ = pass;
-    // No password is configured: the default user accepts anything, other users do not exist.
-    match user {
-        None => Err(CmdError::msg(
+    use subtle::ConstantTimeEq;
+    let wrongpass = CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
+    if user.is_some_and(|u| u != b"default") {
+        return Err(wrongpass);
+    }
+    match ctx.shared.config().requirepass {
+        None if user.is_none() => Err(CmdError::msg(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         )),
-        Some(u) if u == b"default" => {
-            let _ = ctx;
-            Ok(())
+        None => Ok(()),
+        Some(expected) => {
+            let same: bool = expected.as_bytes().ct_eq(pass).into();
+            if same { Ok(()) } else { Err(wrongpass) }
         }
-        Some(_) => Err(CmdError::msg(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        )),
     }
 }
 
@@ -490,6 +478,10 @@ impl Command for Hello {
         let v = parse_i64(a.next()?).ok_or(CmdError::msg(
             "ERR Protocol version is not an integer or out of range",
         ))?;
+        if !(2..=3).contains(&v) {
+            // Redis checks the version before looking at the options.
+            return Err(CmdError::msg("NOPROTO unsupported protocol version"));
+        }
         h.proto = Some(v);
         while let Some(opt) = a.peek() {
             let left = a.remaining() - 1;
@@ -518,6 +510,10 @@ impl Command for Hello {
         if let Some((user, pass)) = &self.auth {
             check_password(ctx, Some(user), pass)?;
             ctx.client.authenticated = true;
+        } else if !ctx.client.authenticated {
+            return Err(CmdError::msg(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            ));
         }
         if let Some(name) = &self.name {
             validate_client_name(name)?;
@@ -685,6 +681,8 @@ pub struct ClientKill {
     addr: Option<Bytes>,
     laddr: Option<Bytes>,
     skipme: bool,
+    /// TYPE filter: `Some(true)` for normal, `Some(false)` for a type no sluice client has.
+    normal: Option<bool>,
 }
 
 impl Command for ClientKill {
@@ -695,6 +693,7 @@ impl Command for ClientKill {
             addr: None,
             laddr: None,
             skipme: true,
+            normal: None,
         };
         if a.remaining() == 1 {
             k.legacy = Some(a.next()?.clone());
@@ -717,7 +716,26 @@ impl Command for ClientKill {
                         _ => return Err(CmdError::Syntax),
                     }
                 }
-                b"type" | b"user" | b"maxage" => {}
+                b"type" => {
+                    k.normal = Some(match &val.to_ascii_lowercase()[..] {
+                        b"normal" => true,
+                        b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                        _ => {
+                            return Err(CmdError::owned(format!(
+                                "ERR Unknown client type '{}'",
+                                super::printable(val, usize::MAX)
+                            )));
+                        }
+                    })
+                }
+                // Only the default user exists, and every client is logged in as it.
+                b"user" if &val[..] == b"default" => {}
+                b"user" => {
+                    return Err(CmdError::owned(format!(
+                        "ERR No such user '{}'",
+                        super::printable(val, usize::MAX)
+                    )));
+                }
                 _ => return Err(CmdError::Syntax),
             }
         }
@@ -739,6 +757,7 @@ impl Command for ClientKill {
                         .laddr
                         .as_ref()
                         .is_none_or(|a| c.laddr.as_bytes() == &a[..])
+                    && self.normal != Some(false)
                     && !(self.skipme && c.id == me)
             };
             if matches {
@@ -836,9 +855,9 @@ pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
     let key_specs = if first > 0 {
         let flags: &[&'static str] = if spec.has_flag("write") {
-            &["RW", "UPDATE"]
+            &["RW", "update"]
         } else {
-            &["RO", "ACCESS"]
+            &["RO", "access"]
         };
         vec![Reply::Map(vec![
             (Reply::bulk(b"flags"), status_set(flags)),
@@ -1009,22 +1028,40 @@ impl Command for Time {
     }
 }
 
-/// DEBUG SLEEP seconds (fractions allowed); delays this client only.
+/// DEBUG HELP | DEBUG SLEEP seconds (fractions allowed; delays this client only).
+///
+/// As in Redis, DEBUG is one command that reads its own subcommand (it has no subcommand
+/// table), so anything else gets Redis's "unknown subcommand or wrong number of arguments".
 #[derive(Debug)]
-pub struct DebugSleep {
-    secs: f64,
+pub enum DebugCmd {
+    /// DEBUG HELP
+    Help,
+    /// DEBUG SLEEP seconds
+    Sleep(f64),
 }
 
-impl Command for DebugSleep {
+impl Command for DebugCmd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let secs = parse_f64(a.next()?).unwrap_or(0.0);
-        Ok(DebugSleep { secs })
+        let sub = a.next()?;
+        match (sub.to_ascii_lowercase().as_slice(), a.remaining()) {
+            (b"help", 0) => Ok(DebugCmd::Help),
+            (b"sleep", 1) => Ok(DebugCmd::Sleep(parse_f64(a.next()?).unwrap_or(0.0))),
+            _ => Err(CmdError::owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+                super::printable(sub, 128)
+            ))),
+        }
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if self.secs > 0.0 {
-            ctx.client.sleep = Some(Duration::from_secs_f64(self.secs.min(3600.0)));
+        match self {
+            DebugCmd::Help => Help.apply(ctx),
+            DebugCmd::Sleep(secs) => {
+                if secs > 0.0 {
+                    ctx.client.sleep = Some(Duration::from_secs_f64(secs.min(3600.0)));
+                }
+                Ok(Reply::ok())
+            }
         }
-        Ok(Reply::ok())
     }
 }
 

@@ -41,6 +41,9 @@ pub struct Limits {
     pub max_inline_len: usize,
     /// Largest multibulk argument count (Redis: INT_MAX for authenticated clients).
     pub max_multibulk_len: usize,
+    /// The client has not authenticated while a password is required: Redis then caps
+    /// requests at 10 arguments of 16 KiB, so a stranger cannot make it buffer much.
+    pub unauthenticated: bool,
 }
 
 impl Default for Limits {
@@ -49,6 +52,7 @@ impl Default for Limits {
             max_bulk_len: 512 * 1024 * 1024,
             max_inline_len: 64 * 1024,
             max_multibulk_len: i32::MAX as usize,
+            unauthenticated: false,
         }
     }
 }
@@ -77,7 +81,18 @@ pub enum ProtocolError {
     /// An inline request has an unterminated quote, or a closing quote not followed by a space.
     #[error("Protocol error: unbalanced quotes in request")]
     UnbalancedQuotes,
+    /// More than 10 arguments before authentication.
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// An argument over 16 KiB before authentication.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
 }
+
+/// Most arguments an unauthenticated client may send in one request.
+pub const UNAUTHENTICATED_MAX_ARGS: usize = 10;
+/// Largest argument an unauthenticated client may send.
+pub const UNAUTHENTICATED_MAX_BULK: usize = 16384;
 
 /// How Redis ends up printing the byte in "expected '$', got '%c'": its error replies turn CR and
 /// LF into spaces so the reply stays one line. Other bytes Redis sends raw; a `String` cannot hold
@@ -270,6 +285,9 @@ impl RequestParser {
                             .ok()
                             .filter(|&n| n <= self.limits.max_multibulk_len)
                             .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                        if self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
+                            return Err(ProtocolError::UnauthenticatedMultibulkLength);
+                        }
                         self.ranges = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
                         self.state = State::BulkLen {
                             start,
@@ -305,6 +323,9 @@ impl RequestParser {
                             .and_then(|len| usize::try_from(len).ok())
                             .filter(|&len| len <= self.limits.max_bulk_len)
                             .ok_or(ProtocolError::InvalidBulkLength)?;
+                        if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK {
+                            return Err(ProtocolError::UnauthenticatedBulkLength);
+                        }
                         self.state = State::BulkData {
                             start: cr + 2,
                             len,
@@ -661,6 +682,24 @@ mod tests {
     }
 
     // ---- multibulk ----
+
+    #[test]
+    fn unauthenticated_clients_are_capped() {
+        let limits = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let mut p = RequestParser::new(limits);
+        assert_eq!(p.parse(b"*11\r\n"), Err(ProtocolError::UnauthenticatedMultibulkLength));
+        let mut p = RequestParser::new(limits);
+        assert_eq!(p.parse(b"*1\r\n$16385\r\n"), Err(ProtocolError::UnauthenticatedBulkLength));
+        let mut p = RequestParser::new(limits);
+        assert!(p.parse(b"*2\r\n$4\r\nAUTH\r\n$3\r\npwd\r\n").unwrap().is_some());
+        assert_eq!(
+            ProtocolError::UnauthenticatedBulkLength.to_string(),
+            "Protocol error: unauthenticated bulk length"
+        );
+    }
 
     #[test]
     fn multibulk_gives_ranges_into_the_buffer() {
@@ -1438,7 +1477,7 @@ mod tests {
             max_inline_len in 0usize..16,
             max_multibulk_len in 0usize..4,
         ) {
-            let limits = Limits { max_bulk_len, max_inline_len, max_multibulk_len };
+            let limits = Limits { max_bulk_len, max_inline_len, max_multibulk_len, unauthenticated: false };
             let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
             let _ = drive_chunks(&mut RequestParser::new(limits), &chunks_at(&input, &points));
         }

@@ -46,10 +46,13 @@ async fn run(
     client: &mut ClientState,
 ) -> std::io::Result<()> {
     let config = shared.config();
-    let mut parser = RequestParser::new(Limits {
+    client.authenticated = config.requirepass.is_none();
+    let limits = |authenticated: bool| Limits {
         max_bulk_len: config.proto_max_bulk_len,
+        unauthenticated: !authenticated,
         ..Limits::default()
-    });
+    };
+    let mut parser = RequestParser::new(limits(client.authenticated));
     let query_limit = config.client_query_buffer_limit;
     let idle_timeout = (config.timeout > 0).then(|| Duration::from_secs(config.timeout));
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
@@ -76,7 +79,11 @@ async fn run(
             if args.is_empty() {
                 continue;
             }
+            let was_authenticated = client.authenticated;
             let reply = cmd::execute(shared, client, &args);
+            if client.authenticated != was_authenticated {
+                parser.set_limits(limits(client.authenticated));
+            }
             if client.no_reply {
                 return Ok(());
             }

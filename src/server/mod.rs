@@ -21,6 +21,27 @@ use crate::clock::Clock;
 use crate::cmd::Shared;
 use crate::config::{Config, ConfigError};
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_mode_admits_loopback_and_password_holders_only() {
+        let mut config = Config::default();
+        let outside: std::net::IpAddr = "192.0.2.7".parse().unwrap();
+        assert!(protected_mode_refuses(&config, outside));
+        assert!(!protected_mode_refuses(&config, "127.0.0.1".parse().unwrap()));
+        assert!(!protected_mode_refuses(&config, "127.5.0.1".parse().unwrap()));
+        assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
+        assert!(!protected_mode_refuses(&config, "::ffff:127.0.0.1".parse().unwrap()));
+        config.requirepass = Some("secret".into());
+        assert!(!protected_mode_refuses(&config, outside));
+        config.requirepass = None;
+        config.protected_mode = false;
+        assert!(!protected_mode_refuses(&config, outside));
+    }
+}
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -126,6 +147,18 @@ impl Server {
         }
         tracing::info!("sluice stopped");
     }
+}
+
+/// Redis's reply to a non-loopback client while protected mode is on and no password is set.
+pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Protected mode: with no password set, only loopback peers may connect.
+pub fn protected_mode_refuses(config: &Config, peer: std::net::IpAddr) -> bool {
+    let loopback = match peer {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    };
+    config.protected_mode && config.requirepass.is_none() && !loopback
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTracker) {

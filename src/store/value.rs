@@ -390,3 +390,140 @@ impl Value {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(h: &HashValue) -> Vec<&[u8]> {
+        h.iter().map(|(f, _)| &f[..]).collect()
+    }
+
+    #[test]
+    fn listpack_keeps_insertion_order_through_updates_and_deletes() {
+        let mut h = HashValue::default();
+        assert!(h.set(b"a", b"1"));
+        assert!(h.set(b"b", b"2"));
+        assert!(h.set(b"c", b"3"));
+        assert!(!h.set(b"a", b"9"));
+        assert_eq!(keys(&h), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(h.get(b"a").map(|v| &v[..]), Some(&b"9"[..]));
+        assert!(h.remove(b"b"));
+        assert!(!h.remove(b"b"));
+        assert!(h.set(b"b", b"2"));
+        assert_eq!(keys(&h), [&b"a"[..], b"c", b"b"]);
+        assert!(h.is_listpack());
+        assert!(h.remove(b"a") && h.remove(b"b") && h.remove(b"c"));
+        assert!(h.is_empty());
+        assert!(Value::Hash(Box::new(h)).is_empty_aggregate());
+    }
+
+    #[test]
+    fn hash_converts_on_size_and_length_and_never_back() {
+        let mut h = HashValue::default();
+        for i in 0..HASH_MAX_LISTPACK_ENTRIES {
+            h.set(format!("f{i}").as_bytes(), b"v");
+        }
+        assert!(h.is_listpack());
+        h.set(b"one-more", b"v");
+        assert!(!h.is_listpack());
+        assert_eq!(h.len(), HASH_MAX_LISTPACK_ENTRIES + 1);
+        assert_eq!(Value::Hash(Box::new(h.clone())).encoding(), "hashtable");
+        for i in 0..HASH_MAX_LISTPACK_ENTRIES {
+            assert!(h.remove(format!("f{i}").as_bytes()));
+        }
+        assert!(!h.is_listpack());
+        assert_eq!(keys(&h), [&b"one-more"[..]]);
+
+        let long = [b'x'; HASH_MAX_LISTPACK_VALUE];
+        let mut h = HashValue::default();
+        h.set(b"a", &long);
+        h.set(&long, b"b");
+        assert!(h.is_listpack());
+        h.set(b"c", &[b'x'; HASH_MAX_LISTPACK_VALUE + 1]);
+        assert!(!h.is_listpack());
+        assert_eq!(h.len(), 3);
+        let mut h = HashValue::default();
+        h.set(&[b'f'; HASH_MAX_LISTPACK_VALUE + 1], b"v");
+        assert!(!h.is_listpack());
+    }
+
+    #[test]
+    fn intset_stays_sorted_and_converts() {
+        let mut s = SetValue::new_for(b"5");
+        assert!(s.is_intset());
+        for m in ["5", "-3", "10", "0", "5"] {
+            s.insert(m.as_bytes());
+        }
+        assert_eq!(s.iter().collect::<Vec<_>>(), ["-3", "0", "5", "10"]);
+        assert!(s.contains(b"10") && !s.contains(b"010") && !s.contains(b"x"));
+        assert!(!s.remove(b"-0"));
+        assert!(s.remove(b"0"));
+        assert_eq!(s.remove_index(0).as_deref(), Some(&b"-3"[..]));
+        assert_eq!(s.len(), 2);
+        assert!(s.insert(b"-0"));
+        assert!(!s.is_intset());
+        assert!(s.contains(b"5") && s.contains(b"-0") && s.contains(b"10"));
+        assert!(!SetValue::new_for(b"a").is_intset());
+        assert!(!SetValue::new_for(b"01").is_intset());
+
+        let mut s = SetValue::new_for(b"1");
+        for i in 0..SET_MAX_INTSET_ENTRIES as i64 {
+            assert!(s.insert(i.to_string().as_bytes()));
+        }
+        assert!(s.is_intset());
+        assert!(!s.insert(b"0"));
+        assert!(s.insert(b"-1"));
+        assert!(!s.is_intset());
+        assert_eq!(s.len(), SET_MAX_INTSET_ENTRIES + 1);
+        assert!((-1..SET_MAX_INTSET_ENTRIES as i64).all(|i| s.contains(i.to_string().as_bytes())));
+    }
+
+    #[test]
+    fn scan_step_walks_down_and_clamps() {
+        assert_eq!(scan_step(0, 0, 10), (0..0, 0));
+        assert_eq!(scan_step(25, 0, 10), (15..25, 15));
+        assert_eq!(scan_step(25, 15, 10), (5..15, 5));
+        assert_eq!(scan_step(25, 5, 10), (0..5, 0));
+        assert_eq!(scan_step(8, 15, 10), (0..8, 0));
+        assert_eq!(scan_step(25, u64::MAX, 10), (15..25, 15));
+    }
+
+    /// Redis's SCAN promise under churn: a member present from the first call to the last is
+    /// returned at least once, whatever is added and removed between calls.
+    #[test]
+    fn scan_returns_every_stable_member_despite_churn() {
+        use rand::RngExt;
+        let mut rng = rand::rng();
+        for round in 0..50 {
+            let mut s = SetValue::new_for(b"x");
+            for i in 0..300 {
+                s.insert(format!("m{i}").as_bytes());
+            }
+            let initial: Vec<Bytes> = s.iter().collect();
+            let mut removed = std::collections::HashSet::new();
+            let mut seen = std::collections::HashSet::new();
+            let (mut cursor, mut fresh) = (0u64, 0);
+            loop {
+                let (range, next) = scan_step(s.len(), cursor, 1 + round % 17);
+                seen.extend(range.filter_map(|i| s.get_index(i)));
+                for _ in 0..rng.random_range(0..6) {
+                    if rng.random_range(0..2) == 0 && !s.is_empty() {
+                        let gone = s.remove_index(rng.random_range(0..s.len()));
+                        removed.extend(gone);
+                    } else {
+                        fresh += 1;
+                        s.insert(format!("new{fresh}").as_bytes());
+                    }
+                }
+                cursor = next;
+                if cursor == 0 {
+                    break;
+                }
+            }
+            for m in initial.iter().filter(|m| !removed.contains(*m)) {
+                assert!(seen.contains(m), "round {round}: {m:?} never returned");
+            }
+        }
+    }
+}

@@ -6,3 +6,4 @@ mod diff;
 mod support;
 mod testmode;
 mod throttle;
+mod workloads;
