@@ -297,41 +297,6 @@ pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn directives() {
-        let mut c = Config::default();
-        c.apply("port", &["0".into()]).unwrap();
-        c.apply("save", &["".into()]).unwrap();
-        c.apply("appendonly", &["no".into()]).unwrap();
-        assert!(c.apply("appendonly", &["yes".into()]).is_err());
-        assert_eq!(
-            c.apply("slaveof", &["x".into()]),
-            Err(ConfigError::Unsupported("slaveof".into()))
-        );
-        c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
-        assert_eq!(c.proto_max_bulk_len, 1 << 20);
-        assert_eq!(c.port, 0);
-        c.validate().unwrap();
-    }
-
-    #[test]
-    fn conf_lines() {
-        assert_eq!(
-            split_conf_line(r#"save """#),
-            Some(vec!["save".into(), "".into()])
-        );
-        assert_eq!(
-            split_conf_line("bind 127.0.0.1 ::1"),
-            Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
-        );
-        assert_eq!(split_conf_line(r#"x "a"#), None);
-    }
-}
-
 /// Redis 7.0's configuration parameters with their default values, as CONFIG GET shows them.
 /// Parameters sluice acts on are overridden by `Config::param`; the rest are reported (and
 /// may be set) so tools that read or write them keep working.
@@ -457,5 +422,40 @@ impl Config {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives() {
+        let mut c = Config::default();
+        c.apply("port", &["0".into()]).unwrap();
+        c.apply("save", &["".into()]).unwrap();
+        c.apply("appendonly", &["no".into()]).unwrap();
+        assert!(c.apply("appendonly", &["yes".into()]).is_err());
+        assert_eq!(
+            c.apply("slaveof", &["x".into()]),
+            Err(ConfigError::Unsupported("slaveof".into()))
+        );
+        c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
+        assert_eq!(c.proto_max_bulk_len, 1 << 20);
+        assert_eq!(c.port, 0);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn conf_lines() {
+        assert_eq!(
+            split_conf_line(r#"save """#),
+            Some(vec!["save".into(), "".into()])
+        );
+        assert_eq!(
+            split_conf_line("bind 127.0.0.1 ::1"),
+            Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
+        );
+        assert_eq!(split_conf_line(r#"x "a"#), None);
     }
 }

@@ -77,6 +77,7 @@ impl<'a> ArgCursor<'a> {
     }
 
     /// The next argument, or a syntax error if there is none.
+    #[allow(clippy::should_implement_trait)] // fallible, unlike Iterator::next
     pub fn next(&mut self) -> CmdResult<&'a Bytes> {
         let a = self.args.get(self.pos).ok_or(CmdError::Syntax)?;
         self.pos += 1;

@@ -259,7 +259,7 @@ impl<const HMSET: bool> Command for HSet<HMSET> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let pairs = a.rest();
-        if pairs.is_empty() || pairs.len() % 2 != 0 {
+        if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
                 if HMSET { "hmset" } else { "hset" }.into(),
             ));
@@ -1029,7 +1029,8 @@ pub mod long_double {
         let chunk_digits = if radix == 10 { 9 } else { 7 };
         let mut n = Big(Vec::new());
         let (mut chunk, mut chunk_len) = (0u32, 0u32);
-        let (mut frac, mut significant, mut any, mut seen_point, mut i) = (0i64, 0i64, false, false, 0);
+        let (mut frac, mut significant, mut any, mut seen_point, mut i) =
+            (0i64, 0i64, false, false, 0);
         while i < s.len() {
             let c = s[i];
             if c == b'.' && !seen_point {

@@ -571,7 +571,9 @@ pub fn parse_cursor(b: &[u8]) -> CmdResult<u64> {
     }
     let n = digits
         .iter()
-        .try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+        .try_fold(0u64, |n, &d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
         .ok_or(invalid)?;
     Ok(if negative { n.wrapping_neg() } else { n })
 }
@@ -721,7 +723,9 @@ fn int_arg(b: &[u8], msg: Option<&'static str>) -> CmdResult<i64> {
     let n = parse_i64(b).ok_or(msg.map_or(CmdError::NotInteger, CmdError::msg))?;
     if i32::try_from(n).is_err() {
         return Err(msg.map_or(
-            CmdError::msg("ERR value is out of range, value must between -2147483648 and 2147483647"),
+            CmdError::msg(
+                "ERR value is out of range, value must between -2147483648 and 2147483647",
+            ),
             CmdError::msg,
         ));
     }

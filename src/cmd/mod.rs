@@ -272,7 +272,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         if client.multi.is_some() {
             client.multi_failed = true;
         }
-        shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
         return Reply::Error("NOAUTH Authentication required.".into());
     }
     if client.multi.is_some() && !spec.immediate {
@@ -285,10 +288,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         }
         return Reply::status("QUEUED");
     }
-    if let Some(hooks) = &shared.test {
-        if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), client) {
-            return reply;
-        }
+    if let Some(hooks) = &shared.test
+        && let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), client)
+    {
+        return reply;
     }
     let started = Instant::now();
     let store = lock_for(shared, spec, args);

@@ -502,10 +502,10 @@ impl Command for Hello {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if let Some(v) = self.proto {
-            if !(2..=3).contains(&v) || (v == 3 && !ctx.shared.config().resp3) {
-                return Err(CmdError::msg("NOPROTO unsupported protocol version"));
-            }
+        if let Some(v) = self.proto
+            && (!(2..=3).contains(&v) || (v == 3 && !ctx.shared.config().resp3))
+        {
+            return Err(CmdError::msg("NOPROTO unsupported protocol version"));
         }
         if let Some((user, pass)) = &self.auth {
             check_password(ctx, Some(user), pass)?;
@@ -614,10 +614,11 @@ impl Command for ClientInfoCmd {
     }
 }
 
-/// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id …]
+/// CLIENT LIST [TYPE normal|master|replica|pubsub | ID id …] (one filter, as in Redis 7.0)
 #[derive(Debug)]
 pub struct ClientList {
-    ids: Option<Vec<u64>>,
+    /// Listed in this order, repeats included, unknown ids skipped (as Redis does).
+    ids: Option<Vec<i64>>,
     normal_only: Option<bool>,
 }
 
@@ -627,47 +628,43 @@ impl Command for ClientList {
             ids: None,
             normal_only: None,
         };
-        while a.remaining() > 0 {
-            if a.eat("TYPE") {
-                let t = a.next()?.to_ascii_lowercase();
-                l.normal_only = Some(match &t[..] {
-                    b"normal" => true,
-                    b"master" | b"replica" | b"slave" | b"pubsub" => false,
-                    _ => {
-                        return Err(CmdError::owned(format!(
-                            "ERR Unknown client type '{}'",
-                            String::from_utf8_lossy(&t)
-                        )));
-                    }
-                });
-            } else if a.eat("ID") {
-                let mut ids = Vec::new();
-                while let Some(id) = a.peek() {
-                    match parse_i64(id) {
-                        Some(n) if n > 0 => ids.push(n as u64),
-                        _ => return Err(CmdError::msg("ERR Invalid client ID")),
-                    }
-                    a.next()?;
+        if a.remaining() == 2 && a.eat("TYPE") {
+            let t = a.next()?;
+            l.normal_only = Some(match &t.to_ascii_lowercase()[..] {
+                b"normal" => true,
+                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                _ => {
+                    return Err(CmdError::owned(format!(
+                        "ERR Unknown client type '{}'",
+                        super::printable(t, usize::MAX)
+                    )));
                 }
-                if ids.is_empty() {
-                    return Err(CmdError::Syntax);
-                }
-                l.ids = Some(ids);
-            } else {
-                return Err(CmdError::Syntax);
-            }
+            });
+        } else if a.remaining() >= 2 && a.eat("ID") {
+            let ids = a
+                .rest()
+                .iter()
+                .map(|id| parse_i64(id).ok_or(CmdError::msg("ERR Invalid client ID")));
+            l.ids = Some(ids.collect::<CmdResult<_>>()?);
+        } else if a.remaining() > 0 {
+            return Err(CmdError::Syntax);
         }
         Ok(l)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut out = String::new();
-        if self.normal_only != Some(false) {
-            for c in ctx.shared.clients.snapshot() {
-                if self.ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) {
-                    out.push_str(&c.render());
-                    out.push('\n');
-                }
-            }
+        let clients = ctx.shared.clients.snapshot();
+        let listed: Vec<_> = match &self.ids {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|&id| clients.iter().find(|c| c.id as i64 == id))
+                .collect(),
+            None if self.normal_only == Some(false) => Vec::new(),
+            None => clients.iter().collect(),
+        };
+        for c in listed {
+            out.push_str(&c.render());
+            out.push('\n');
         }
         Ok(Reply::Verbatim(Bytes::from(out)))
     }
@@ -974,7 +971,7 @@ impl Command for CommandInfo {
         Ok(Reply::Array(
             self.names
                 .iter()
-                .map(|n| find_spec(ctx, n).map_or(Reply::NullArray, command_info))
+                .map(|n| find_spec(ctx, n).map_or(Reply::Null, command_info))
                 .collect(),
         ))
     }
@@ -1143,23 +1140,37 @@ impl Command for ConfigGet {
             .lock()
             .map(|p| p.clone())
             .unwrap_or_default();
-        let mut out = Vec::new();
-        for (name, default) in crate::config::REDIS_PARAMS {
-            let wanted = self
-                .patterns
-                .iter()
-                .any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes(), true));
-            if wanted {
-                let value = cfg
-                    .param(name)
-                    .or_else(|| overrides.get(*name).cloned())
-                    .unwrap_or_else(|| default.to_string());
-                out.push((
-                    Reply::bulk(name.as_bytes()),
-                    Reply::Bulk(Bytes::from(value)),
-                ));
+        // As Redis 7.0: a name without glob characters is answered under the spelling the
+        // client used; a pattern under the parameters' own names; each parameter once.
+        let mut found: Vec<(Bytes, &'static str, &'static str)> = Vec::new();
+        for p in &self.patterns {
+            let literal = !p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+            for (name, default) in crate::config::REDIS_PARAMS {
+                let hit = if literal {
+                    p.eq_ignore_ascii_case(name.as_bytes())
+                } else {
+                    glob_match(&p.to_ascii_lowercase(), name.as_bytes(), true)
+                };
+                if hit && !found.iter().any(|(_, n, _)| n == name) {
+                    let shown = if literal {
+                        p.clone()
+                    } else {
+                        Bytes::from_static(name.as_bytes())
+                    };
+                    found.push((shown, name, default));
+                }
             }
         }
+        let out = found
+            .into_iter()
+            .map(|(shown, name, default)| {
+                let value = cfg
+                    .param(name)
+                    .or_else(|| overrides.get(name).cloned())
+                    .unwrap_or_else(|| default.to_string());
+                (Reply::Bulk(shown), Reply::Bulk(Bytes::from(value)))
+            })
+            .collect();
         Ok(Reply::Map(out))
     }
 }
@@ -1308,9 +1319,8 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         if requested.is_empty() || requested.iter().any(|s| s == "default") {
             return DEFAULT_SECTIONS.contains(&name);
         }
-        (all && name != "commandstats" && name != "latencystats")
-            && DEFAULT_SECTIONS.contains(&name)
-            || all && (name == "commandstats")
+        // "all" is every default section plus commandstats.
+        (all && (DEFAULT_SECTIONS.contains(&name) || name == "commandstats"))
             || requested.iter().any(|s| s == name)
     };
     let shared = ctx.shared;

@@ -7,7 +7,9 @@
 use bytes::Bytes;
 use rand::RngExt;
 
-use super::hash::{parse_random_count, parse_scan_cursor, random_picks, scan_matches, scan_options, scan_reply};
+use super::hash::{
+    parse_random_count, parse_scan_cursor, random_picks, scan_matches, scan_options, scan_reply,
+};
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
@@ -17,15 +19,72 @@ use crate::store::value::{SetValue, scan_step};
 
 /// The set commands.
 pub static COMMANDS: &[C] = &[
-    C::new("sadd", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<SAdd>).with_acl(&["@write", "@set", "@fast"]),
-    C::new("srem", -3, &["write", "fast"], C::keys(1, 1, 1), run::<SRem>).with_acl(&["@write", "@set", "@fast"]),
-    C::new("smembers", 2, &["readonly"], C::keys(1, 1, 1), run::<SMembers>).with_acl(&["@read", "@set", "@slow"]),
-    C::new("sismember", 3, &["readonly", "fast"], C::keys(1, 1, 1), run::<SIsMember>).with_acl(&["@read", "@set", "@fast"]),
-    C::new("smismember", -3, &["readonly", "fast"], C::keys(1, 1, 1), run::<SMIsMember>).with_acl(&["@read", "@set", "@fast"]),
-    C::new("scard", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<SCard>).with_acl(&["@read", "@set", "@fast"]),
-    C::new("spop", -2, &["write", "fast"], C::keys(1, 1, 1), run::<SPop>).with_acl(&["@write", "@set", "@fast"]),
-    C::new("srandmember", -2, &["readonly"], C::keys(1, 1, 1), run::<SRandMember>).with_acl(&["@read", "@set", "@slow"]),
-    C::new("sscan", -3, &["readonly"], C::keys(1, 1, 1), run::<SScan>).with_acl(&["@read", "@set", "@slow"]),
+    C::new(
+        "sadd",
+        -3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<SAdd>,
+    )
+    .with_acl(&["@write", "@set", "@fast"]),
+    C::new(
+        "srem",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<SRem>,
+    )
+    .with_acl(&["@write", "@set", "@fast"]),
+    C::new(
+        "smembers",
+        2,
+        &["readonly"],
+        C::keys(1, 1, 1),
+        run::<SMembers>,
+    )
+    .with_acl(&["@read", "@set", "@slow"]),
+    C::new(
+        "sismember",
+        3,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<SIsMember>,
+    )
+    .with_acl(&["@read", "@set", "@fast"]),
+    C::new(
+        "smismember",
+        -3,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<SMIsMember>,
+    )
+    .with_acl(&["@read", "@set", "@fast"]),
+    C::new(
+        "scard",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<SCard>,
+    )
+    .with_acl(&["@read", "@set", "@fast"]),
+    C::new(
+        "spop",
+        -2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<SPop>,
+    )
+    .with_acl(&["@write", "@set", "@fast"]),
+    C::new(
+        "srandmember",
+        -2,
+        &["readonly"],
+        C::keys(1, 1, 1),
+        run::<SRandMember>,
+    )
+    .with_acl(&["@read", "@set", "@slow"]),
+    C::new("sscan", -3, &["readonly"], C::keys(1, 1, 1), run::<SScan>)
+        .with_acl(&["@read", "@set", "@slow"]),
 ];
 
 /// Reads a set for a read command (keyspace hit/miss counted): None if missing, WRONGTYPE
@@ -69,7 +128,9 @@ impl Command for SAdd {
         let (db, now) = (ctx.db(), ctx.now_ms);
         // Redis picks the encoding of a new set from its first member.
         let first = &self.members[0];
-        let Value::Set(set) = ctx.store.get_or_create(db, &self.key, now, || Value::Set(Box::new(SetValue::new_for(first)))) else {
+        let Value::Set(set) = ctx.store.get_or_create(db, &self.key, now, || {
+            Value::Set(Box::new(SetValue::new_for(first)))
+        }) else {
             return Err(CmdError::WrongType);
         };
         let added = self.members.iter().filter(|m| set.insert(m)).count();
@@ -115,11 +176,15 @@ pub struct SMembers {
 
 impl Command for SMembers {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(SMembers { key: a.next()?.clone() })
+        Ok(SMembers {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let set = read_set(ctx, &self.key)?;
-        Ok(Reply::Set(set.iter().flat_map(|s| s.iter()).map(Reply::Bulk).collect()))
+        Ok(Reply::Set(
+            set.iter().flat_map(|s| s.iter()).map(Reply::Bulk).collect(),
+        ))
     }
 }
 
@@ -161,7 +226,10 @@ impl Command for SMIsMember {
         let set = read_set(ctx, &self.key)?;
         let set = set.as_deref();
         Ok(Reply::Array(
-            self.members.iter().map(|m| Reply::Int(set.is_some_and(|s| s.contains(m)) as i64)).collect(),
+            self.members
+                .iter()
+                .map(|m| Reply::Int(set.is_some_and(|s| s.contains(m)) as i64))
+                .collect(),
         ))
     }
 }
@@ -174,7 +242,9 @@ pub struct SCard {
 
 impl Command for SCard {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(SCard { key: a.next()?.clone() })
+        Ok(SCard {
+            key: a.next()?.clone(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let n = read_set(ctx, &self.key)?.map_or(0, |s| s.len());
@@ -208,7 +278,11 @@ impl Command for SPop {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
         let Some(set) = write_set(ctx, &self.key)? else {
-            return Ok(if self.count.is_some() { Reply::Set(vec![]) } else { Reply::Null });
+            return Ok(if self.count.is_some() {
+                Reply::Set(vec![])
+            } else {
+                Reply::Null
+            });
         };
         let Some(count) = self.count else {
             let member = set.remove_index(rand::random_range(0..set.len().max(1)));
@@ -256,13 +330,21 @@ impl Command for SRandMember {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let set = read_set(ctx, &self.key)?;
         let Some(count) = self.count else {
-            return Ok(set.and_then(|s| s.get_index(rand::random_range(0..s.len().max(1)))).into());
+            return Ok(set
+                .and_then(|s| s.get_index(rand::random_range(0..s.len().max(1))))
+                .into());
         };
         let Some(set) = set else {
             return Ok(Reply::Array(vec![]));
         };
         let picks = random_picks(set.len(), count)?;
-        Ok(Reply::Array(picks.into_iter().filter_map(|i| set.get_index(i)).map(Reply::Bulk).collect()))
+        Ok(Reply::Array(
+            picks
+                .into_iter()
+                .filter_map(|i| set.get_index(i))
+                .map(Reply::Bulk)
+                .collect(),
+        ))
     }
 }
 
@@ -292,7 +374,11 @@ impl Command for SScan {
             return Ok(scan_reply(0, vec![]));
         };
         let (pattern, count) = scan_options(&self.options)?;
-        let (range, next) = if set.is_intset() { (0..set.len(), 0) } else { scan_step(set.len(), self.cursor, count) };
+        let (range, next) = if set.is_intset() {
+            (0..set.len(), 0)
+        } else {
+            scan_step(set.len(), self.cursor, count)
+        };
         let items = range
             .filter_map(|i| set.get_index(i))
             .filter(|m| scan_matches(pattern.as_ref(), m))

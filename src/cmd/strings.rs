@@ -538,7 +538,7 @@ pub struct MSet<const NX: bool> {
 impl<const NX: bool> Command for MSet<NX> {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
                 if NX { "msetnx" } else { "mset" }.into(),
             ));

@@ -690,11 +690,21 @@ mod tests {
             ..Limits::default()
         };
         let mut p = RequestParser::new(limits);
-        assert_eq!(p.parse(b"*11\r\n"), Err(ProtocolError::UnauthenticatedMultibulkLength));
+        assert_eq!(
+            p.parse(b"*11\r\n"),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
         let mut p = RequestParser::new(limits);
-        assert_eq!(p.parse(b"*1\r\n$16385\r\n"), Err(ProtocolError::UnauthenticatedBulkLength));
+        assert_eq!(
+            p.parse(b"*1\r\n$16385\r\n"),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
         let mut p = RequestParser::new(limits);
-        assert!(p.parse(b"*2\r\n$4\r\nAUTH\r\n$3\r\npwd\r\n").unwrap().is_some());
+        assert!(
+            p.parse(b"*2\r\n$4\r\nAUTH\r\n$3\r\npwd\r\n")
+                .unwrap()
+                .is_some()
+        );
         assert_eq!(
             ProtocolError::UnauthenticatedBulkLength.to_string(),
             "Protocol error: unauthenticated bulk length"

@@ -30,10 +30,19 @@ mod tests {
         let mut config = Config::default();
         let outside: std::net::IpAddr = "192.0.2.7".parse().unwrap();
         assert!(protected_mode_refuses(&config, outside));
-        assert!(!protected_mode_refuses(&config, "127.0.0.1".parse().unwrap()));
-        assert!(!protected_mode_refuses(&config, "127.5.0.1".parse().unwrap()));
+        assert!(!protected_mode_refuses(
+            &config,
+            "127.0.0.1".parse().unwrap()
+        ));
+        assert!(!protected_mode_refuses(
+            &config,
+            "127.5.0.1".parse().unwrap()
+        ));
         assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
-        assert!(!protected_mode_refuses(&config, "::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!protected_mode_refuses(
+            &config,
+            "::ffff:127.0.0.1".parse().unwrap()
+        ));
         config.requirepass = Some("secret".into());
         assert!(!protected_mode_refuses(&config, outside));
         config.requirepass = None;
@@ -156,7 +165,9 @@ pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected m
 pub fn protected_mode_refuses(config: &Config, peer: std::net::IpAddr) -> bool {
     let loopback = match peer {
         std::net::IpAddr::V4(v4) => v4.is_loopback(),
-        std::net::IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     };
     config.protected_mode && config.requirepass.is_none() && !loopback
 }

@@ -337,23 +337,39 @@ fn requirepass_auth_and_noauth() {
     })
     .unwrap();
     let mut raw = crate::support::Conn::connect(server.addr());
-    assert_eq!(raw.cmd(&[b"GET", b"k"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(
+        raw.cmd(&[b"GET", b"k"]),
+        b"-NOAUTH Authentication required.\r\n"
+    );
     assert_eq!(
         raw.cmd(&[b"AUTH", b"nope"]),
         b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
     );
-    assert!(raw.cmd(&[b"HELLO", b"3"]).starts_with(b"-NOAUTH HELLO must be called with the client already authenticated"));
+    assert!(
+        raw.cmd(&[b"HELLO", b"3"])
+            .starts_with(b"-NOAUTH HELLO must be called with the client already authenticated")
+    );
     // Before AUTH, requests are capped at 10 arguments.
     let mut capped = crate::support::Conn::connect(server.addr());
     let many: Vec<&[u8]> = std::iter::repeat_n(&b"x"[..], 11).collect();
-    assert_eq!(capped.cmd(&many), b"-ERR Protocol error: unauthenticated multibulk length\r\n");
+    assert_eq!(
+        capped.cmd(&many),
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
     assert_eq!(raw.cmd(&[b"AUTH", b"default", b"s3cret"]), b"+OK\r\n");
     assert_eq!(raw.cmd(&[b"SET", b"k", b"v"]), b"+OK\r\n");
     let mut other = crate::support::Conn::connect(server.addr());
     let hello = other.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"s3cret"]);
-    assert!(hello.starts_with(b"%7\r\n"), "{}", String::from_utf8_lossy(&hello));
+    assert!(
+        hello.starts_with(b"%7\r\n"),
+        "{}",
+        String::from_utf8_lossy(&hello)
+    );
     assert_eq!(other.cmd(&[b"GET", b"k"]), b"$1\r\nv\r\n");
     // RESET forgets the authentication.
     assert_eq!(other.cmd(&[b"RESET"]), b"+RESET\r\n");
-    assert_eq!(other.cmd(&[b"GET", b"k"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(
+        other.cmd(&[b"GET", b"k"]),
+        b"-NOAUTH Authentication required.\r\n"
+    );
 }

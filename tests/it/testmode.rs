@@ -11,7 +11,10 @@ use sluice::{Config, TestServer};
 use crate::support::Conn;
 
 fn connect(server: &TestServer) -> Connection {
-    redis::Client::open(server.url()).unwrap().get_connection().unwrap()
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
 }
 
 #[test]
@@ -20,12 +23,30 @@ fn clock_freeze_advance_set_resume() {
     let mut con = connect(&server);
     let t0: i64 = redis::cmd("CLOCK").arg("FREEZE").query(&mut con).unwrap();
     let (secs, micros): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
-    assert_eq!(secs * 1000 + micros / 1000, t0, "TIME follows the frozen clock");
-    let t1: i64 = redis::cmd("CLOCK").arg("ADVANCE").arg(86_400_000).query(&mut con).unwrap();
+    assert_eq!(
+        secs * 1000 + micros / 1000,
+        t0,
+        "TIME follows the frozen clock"
+    );
+    let t1: i64 = redis::cmd("CLOCK")
+        .arg("ADVANCE")
+        .arg(86_400_000)
+        .query(&mut con)
+        .unwrap();
     assert_eq!(t1, t0 + 86_400_000);
-    let err = redis::cmd("CLOCK").arg("SET").arg(t0).query::<i64>(&mut con).unwrap_err();
+    let err = redis::cmd("CLOCK")
+        .arg("SET")
+        .arg(t0)
+        .query::<i64>(&mut con)
+        .unwrap_err();
     assert!(err.to_string().contains("cannot move backwards"), "{err}");
-    let _: () = redis::cmd("SET").arg("k").arg("v").arg("EX").arg(10).query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .arg("EX")
+        .arg(10)
+        .query(&mut con)
+        .unwrap();
     let at: i64 = redis::cmd("PEXPIRETIME").arg("k").query(&mut con).unwrap();
     assert_eq!(at, t1 + 10_000);
     let _: () = redis::cmd("CLOCK").arg("RESUME").query(&mut con).unwrap();
@@ -45,8 +66,15 @@ fn faults_reply_the_errors_real_redis_produces() {
         "OOM command not allowed when used memory > 'maxmemory'.",
         "NOSCRIPT No matching script. Please use EVAL.",
     ] {
-        let _: () = redis::cmd("FAULT").arg("ERROR").arg(line).query(&mut admin).unwrap();
-        let err = redis::cmd("INCR").arg("x").query::<i64>(&mut con).unwrap_err();
+        let _: () = redis::cmd("FAULT")
+            .arg("ERROR")
+            .arg(line)
+            .query(&mut admin)
+            .unwrap();
+        let err = redis::cmd("INCR")
+            .arg("x")
+            .query::<i64>(&mut con)
+            .unwrap_err();
         let (code, detail) = line.split_once(' ').unwrap();
         assert_eq!(err.code(), Some(code));
         assert_eq!(err.detail(), Some(detail));
@@ -55,19 +83,50 @@ fn faults_reply_the_errors_real_redis_produces() {
         assert!(n > 0);
     }
     // Scoped to a command and to a client name, with a count.
-    let _: () = redis::cmd("FAULT").arg("ERROR").arg("READONLY no").arg("COUNT").arg(2).arg("COMMAND").arg("set").arg("CLIENT").arg("limiter").query(&mut admin).unwrap();
+    let _: () = redis::cmd("FAULT")
+        .arg("ERROR")
+        .arg("READONLY no")
+        .arg("COUNT")
+        .arg(2)
+        .arg("COMMAND")
+        .arg("set")
+        .arg("CLIENT")
+        .arg("limiter")
+        .query(&mut admin)
+        .unwrap();
     let _: () = redis::cmd("SET").arg("a").arg(1).query(&mut con).unwrap(); // unnamed: unaffected
-    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("limiter").query(&mut con).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("limiter")
+        .query(&mut con)
+        .unwrap();
     let _: i64 = redis::cmd("INCR").arg("x").query(&mut con).unwrap(); // other command: unaffected
     for _ in 0..2 {
-        let err = redis::cmd("SET").arg("a").arg(1).query::<()>(&mut con).unwrap_err();
+        let err = redis::cmd("SET")
+            .arg("a")
+            .arg(1)
+            .query::<()>(&mut con)
+            .unwrap_err();
         assert_eq!(err.code(), Some("READONLY"));
     }
     let _: () = redis::cmd("SET").arg("a").arg(1).query(&mut con).unwrap();
     // COUNT 0 lasts until FAULT CLEAR.
-    let _: () = redis::cmd("FAULT").arg("ERROR").arg("LOADING later").arg("COUNT").arg(0).arg("COMMAND").arg("get").query(&mut admin).unwrap();
+    let _: () = redis::cmd("FAULT")
+        .arg("ERROR")
+        .arg("LOADING later")
+        .arg("COUNT")
+        .arg(0)
+        .arg("COMMAND")
+        .arg("get")
+        .query(&mut admin)
+        .unwrap();
     for _ in 0..3 {
-        assert!(redis::cmd("GET").arg("a").query::<Option<String>>(&mut con).is_err());
+        assert!(
+            redis::cmd("GET")
+                .arg("a")
+                .query::<Option<String>>(&mut con)
+                .is_err()
+        );
     }
     let listed: Vec<String> = redis::cmd("FAULT").arg("LIST").query(&mut admin).unwrap();
     assert_eq!(listed.len(), 1);
@@ -81,33 +140,71 @@ fn latency_and_disconnect_faults() {
     let server = TestServer::start().unwrap();
     let mut admin = connect(&server);
     let mut con = connect(&server);
-    let _: () = redis::cmd("FAULT").arg("LATENCY").arg(150).arg("COMMAND").arg("ping").query(&mut admin).unwrap();
+    let _: () = redis::cmd("FAULT")
+        .arg("LATENCY")
+        .arg(150)
+        .arg("COMMAND")
+        .arg("ping")
+        .query(&mut admin)
+        .unwrap();
     let started = Instant::now();
     let _: String = redis::cmd("PING").query(&mut con).unwrap();
     assert!(started.elapsed() >= Duration::from_millis(150));
     // Disconnect: the reply still arrives, then the connection closes.
-    let _: () = redis::cmd("FAULT").arg("DISCONNECT").arg("COMMAND").arg("incr").query(&mut admin).unwrap();
+    let _: () = redis::cmd("FAULT")
+        .arg("DISCONNECT")
+        .arg("COMMAND")
+        .arg("incr")
+        .query(&mut admin)
+        .unwrap();
     let mut raw = Conn::connect(server.addr());
     assert_eq!(raw.cmd(&[b"INCR", b"d"]), b":1\r\n");
-    assert!(raw.poll(Duration::from_millis(300)), "connection closed after the faulted reply");
+    assert!(
+        raw.poll(Duration::from_millis(300)),
+        "connection closed after the faulted reply"
+    );
     let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+/// A CMDLOG GET entry: id, time, client id, client name, lib name, db, arguments.
+type LogEntry = (
+    i64,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+    i64,
+    Vec<String>,
+);
 
 #[test]
 fn command_log_shows_exactly_what_a_pipeline_sent() {
     let server = TestServer::start().unwrap();
     let mut con = connect(&server);
-    let _: () = redis::cmd("CLIENT").arg("SETNAME").arg("limiter").query(&mut con).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("limiter")
+        .query(&mut con)
+        .unwrap();
     let _: () = redis::cmd("CMDLOG").arg("RESET").query(&mut con).unwrap();
     let _: () = redis::pipe()
         .atomic()
-        .cmd("INCR").arg("hits").ignore()
-        .cmd("EXPIRE").arg("hist").arg(61).ignore()
+        .cmd("INCR")
+        .arg("hits")
+        .ignore()
+        .cmd("EXPIRE")
+        .arg("hist")
+        .arg(61)
+        .ignore()
         .query(&mut con)
         .unwrap();
-    let log: Vec<(i64, i64, i64, Option<String>, Option<String>, i64, Vec<String>)> =
-        redis::cmd("CMDLOG").arg("GET").arg("CLIENT").arg("limiter").query(&mut con).unwrap();
+    let log: Vec<LogEntry> = redis::cmd("CMDLOG")
+        .arg("GET")
+        .arg("CLIENT")
+        .arg("limiter")
+        .query(&mut con)
+        .unwrap();
     let sent: Vec<Vec<String>> = log.into_iter().map(|e| e.6).collect();
     assert_eq!(
         sent,
@@ -117,7 +214,12 @@ fn command_log_shows_exactly_what_a_pipeline_sent() {
             vec!["EXPIRE".into(), "hist".into(), "61".into()],
             vec!["EXEC".into()],
             // The query itself is logged before it runs.
-            vec!["CMDLOG".into(), "GET".into(), "CLIENT".into(), "limiter".into()],
+            vec![
+                "CMDLOG".into(),
+                "GET".into(),
+                "CLIENT".into(),
+                "limiter".into()
+            ],
         ]
     );
 }
@@ -133,7 +235,11 @@ fn monitor_streams_commands_in_redis_format() {
     reader.read_line(&mut line).unwrap();
     assert_eq!(line, "+OK\r\n");
     let mut con = connect(&server);
-    let _: () = redis::cmd("SET").arg("k").arg("a b\"c").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg("a b\"c")
+        .query(&mut con)
+        .unwrap();
     // The client's own handshake (CLIENT SETINFO …) comes first.
     loop {
         line.clear();
@@ -142,7 +248,10 @@ fn monitor_streams_commands_in_redis_format() {
             break;
         }
     }
-    assert!(line.starts_with('+') && line.ends_with("] \"SET\" \"k\" \"a b\\\"c\"\r\n"), "{line:?}");
+    assert!(
+        line.starts_with('+') && line.ends_with("] \"SET\" \"k\" \"a b\\\"c\"\r\n"),
+        "{line:?}"
+    );
     assert!(line.contains(" [0 127.0.0.1:"), "{line:?}");
 }
 
@@ -156,7 +265,10 @@ fn persona_version_and_resp3_refusal() {
     })
     .unwrap();
     let mut raw = Conn::connect(server.addr());
-    assert_eq!(raw.cmd(&[b"HELLO", b"3"]), b"-NOPROTO unsupported protocol version\r\n");
+    assert_eq!(
+        raw.cmd(&[b"HELLO", b"3"]),
+        b"-NOPROTO unsupported protocol version\r\n"
+    );
     let hello = raw.cmd(&[b"HELLO", b"2"]);
     assert!(String::from_utf8_lossy(&hello).contains("$7\r\nversion\r\n$6\r\n6.2.14\r\n"));
     let mut con = connect(&server);
@@ -170,7 +282,10 @@ fn test_commands_do_not_exist_without_test_mode() {
     let mut raw = Conn::connect(server.addr());
     for cmd in [&b"CLOCK"[..], b"FAULT", b"CMDLOG"] {
         let reply = raw.cmd(&[cmd, b"NOW"]);
-        let expected = format!("-ERR unknown command '{}', with args beginning with: 'NOW' \r\n", String::from_utf8_lossy(cmd));
+        let expected = format!(
+            "-ERR unknown command '{}', with args beginning with: 'NOW' \r\n",
+            String::from_utf8_lossy(cmd)
+        );
         assert_eq!(String::from_utf8_lossy(&reply), expected);
     }
 }

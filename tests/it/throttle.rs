@@ -1,7 +1,7 @@
 //! CL.THROTTLE over the wire, driven by the test clock: the spec's vector groups G1, G2 and
 //! G6, the seed example, MULTI/EXEC, binary keys and concurrency.
 
-use redis::{Connection, RedisResult, Value};
+use redis::{Connection, RedisResult};
 use sluice::TestServer;
 
 fn connect(server: &TestServer) -> Connection {
@@ -45,7 +45,8 @@ fn g1_redis_cell_unit_test_over_the_wire() {
     let mut con = connect(&server);
     let s = freeze_at_whole_second(&mut con);
     // (t ms, quantity, reply, Some((TAT - S in ms, PTTL)) when the state is checked)
-    let rows: &[(i64, &str, [i64; 5], Option<(i64, i64)>)] = &[
+    type Row = (i64, &'static str, [i64; 5], Option<(i64, i64)>);
+    let rows: &[Row] = &[
         (0, "6", [1, 5, 5, -1, 0], None),
         (0, "1", [0, 5, 4, -1, 1], Some((1000, 1000))),
         (0, "1", [0, 5, 3, -1, 2], None),

@@ -5,7 +5,10 @@ use redis::{Commands, Connection};
 use sluice::TestServer;
 
 fn connect(server: &TestServer) -> Connection {
-    redis::Client::open(server.url()).unwrap().get_connection().unwrap()
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
 }
 
 /// One W1 call: the MULTI block a sliding-window limiter sends. Returns (allowed, count).
@@ -31,7 +34,11 @@ fn w1_sliding_window_twenty_calls() {
     let key = "hist:Harry:reply";
     let mut allowed = 0;
     for i in 0..20 {
-        let _: i64 = redis::cmd("CLOCK").arg("SET").arg(t0 + i).query(&mut con).unwrap();
+        let _: i64 = redis::cmd("CLOCK")
+            .arg("SET")
+            .arg(t0 + i)
+            .query(&mut con)
+            .unwrap();
         let (ok, count) = w1_call(&mut con, key, t0 + i, 60, 5);
         assert_eq!(count, i + 1);
         allowed += ok as i64;
@@ -49,7 +56,11 @@ fn w1_sliding_window_twenty_calls() {
     let removed: i64 = con.zrem(key, "frac").unwrap();
     assert_eq!(removed, 1);
     // After P + 1 seconds of silence the key is gone (reaped) and the next call is allowed.
-    let _: i64 = redis::cmd("CLOCK").arg("ADVANCE").arg(61_001).query(&mut con).unwrap();
+    let _: i64 = redis::cmd("CLOCK")
+        .arg("ADVANCE")
+        .arg(61_001)
+        .query(&mut con)
+        .unwrap();
     let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(n, 0);
     let now: i64 = redis::cmd("CLOCK").arg("NOW").query(&mut con).unwrap();
@@ -92,7 +103,11 @@ fn w2_binary_keys_and_members_with_pexpire_and_zcount() {
             let _: i64 = con.zrembyscore(key, 0, now - w * 1000).unwrap();
             let member = [b"\xac\xed\x00\x05\r\n".as_slice(), &i.to_be_bytes()].concat();
             let _: i64 = con.zadd(key, member, now).unwrap();
-            let _: i64 = redis::cmd("PEXPIRE").arg(key).arg(w * 1000).query(&mut con).unwrap();
+            let _: i64 = redis::cmd("PEXPIRE")
+                .arg(key)
+                .arg(w * 1000)
+                .query(&mut con)
+                .unwrap();
             allowed += 1;
         }
     }
@@ -106,10 +121,21 @@ fn w2_binary_keys_and_members_with_pexpire_and_zcount() {
 }
 
 /// One leak of the funnel: the W5 state kept in a hash, updated optimistically.
-fn funnel_request(con: &mut Connection, key: &str, capacity: f64, leak_per_ms: f64, now: i64) -> bool {
+fn funnel_request(
+    con: &mut Connection,
+    key: &str,
+    capacity: f64,
+    leak_per_ms: f64,
+    now: i64,
+) -> bool {
     loop {
         let _: () = redis::cmd("WATCH").arg(key).query(con).unwrap();
-        let (left, last): (Option<f64>, Option<i64>) = redis::cmd("HMGET").arg(key).arg("left").arg("last").query(con).unwrap();
+        let (left, last): (Option<f64>, Option<i64>) = redis::cmd("HMGET")
+            .arg(key)
+            .arg("left")
+            .arg("last")
+            .query(con)
+            .unwrap();
         let mut left = left.unwrap_or(capacity);
         let last = last.unwrap_or(now);
         left = (left + (now - last) as f64 * leak_per_ms).min(capacity);
@@ -119,7 +145,14 @@ fn funnel_request(con: &mut Connection, key: &str, capacity: f64, leak_per_ms: f
         }
         let result: Option<(i64,)> = redis::pipe()
             .atomic()
-            .cmd("HSET").arg(key).arg("left").arg(left).arg("last").arg(now).arg("capacity").arg(capacity)
+            .cmd("HSET")
+            .arg(key)
+            .arg("left")
+            .arg(left)
+            .arg("last")
+            .arg(now)
+            .arg("capacity")
+            .arg(capacity)
             .query(con)
             .unwrap();
         if result.is_some() {
@@ -139,7 +172,9 @@ fn w5_funnel_with_watch_under_concurrency_equals_serial() {
             let url = url.clone();
             std::thread::spawn(move || {
                 let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-                (0..20).filter(|_| funnel_request(&mut con, "funnel:u1", 50.0, 0.0, 1000)).count()
+                (0..20)
+                    .filter(|_| funnel_request(&mut con, "funnel:u1", 50.0, 0.0, 1000))
+                    .count()
             })
         })
         .collect();
@@ -149,9 +184,17 @@ fn w5_funnel_with_watch_under_concurrency_equals_serial() {
     let left: f64 = con.hget("funnel:u1", "left").unwrap();
     assert_eq!(left, 0.0);
     // A watched key touched by the watcher itself aborts its own EXEC.
-    let _: () = redis::cmd("WATCH").arg("funnel:u1").query(&mut con).unwrap();
+    let _: () = redis::cmd("WATCH")
+        .arg("funnel:u1")
+        .query(&mut con)
+        .unwrap();
     let _: i64 = con.hset("funnel:u1", "left", 0).unwrap();
-    let r: Option<(i64,)> = redis::pipe().atomic().cmd("HLEN").arg("funnel:u1").query(&mut con).unwrap();
+    let r: Option<(i64,)> = redis::pipe()
+        .atomic()
+        .cmd("HLEN")
+        .arg("funnel:u1")
+        .query(&mut con)
+        .unwrap();
     assert_eq!(r, None);
 }
 
@@ -180,7 +223,10 @@ fn thirty_two_connections_w1_same_key_and_different_keys() {
             })
         })
         .collect();
-    let mut all: Vec<i64> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let mut all: Vec<i64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     all.sort_unstable();
     // Every EXEC saw a distinct count 1..=800: no lost ZADD, no two blocks interleaved.
     assert_eq!(all, (1..=32 * calls as i64).collect::<Vec<_>>());
