@@ -8,6 +8,7 @@
 //! `appendonly no`, …) which are accepted and reported.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 /// Everything the server needs to start.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +41,23 @@ pub struct Config {
     pub requirepass: Option<String>,
     /// Refuse non-loopback clients while no password is set (Redis's protected mode).
     pub protected_mode: bool,
+    /// Memory cap in bytes (live heap, as INFO's used_memory); 0 means no cap.
+    pub maxmemory: usize,
+    /// What to do when `maxmemory` is reached.
+    pub maxmemory_policy: EvictionPolicy,
+    /// Keys sampled per eviction (Redis's maxmemory-samples).
+    pub maxmemory_samples: usize,
+    /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
+    /// holds while its client does not read them.
+    pub output_buffer_limit: OutputBufferLimit,
+    /// The replica and pubsub classes, kept only to report them (sluice has neither).
+    pub output_buffer_limit_other: String,
+    /// TLS port; 0 means no TLS listener.
+    pub tls_port: u16,
+    /// PEM certificate chain for the TLS port.
+    pub tls_cert_file: Option<String>,
+    /// PEM private key for the TLS port.
+    pub tls_key_file: Option<String>,
     /// Directives accepted but without effect, reported at start-up.
     pub ignored: Vec<String>,
 }
@@ -61,6 +79,15 @@ impl Default for Config {
             resp3: true,
             requirepass: None,
             protected_mode: true,
+            maxmemory: 0,
+            maxmemory_policy: EvictionPolicy::NoEviction,
+            maxmemory_samples: 5,
+            output_buffer_limit: OutputBufferLimit::default(),
+            output_buffer_limit_other: "slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+                .into(),
+            tls_port: 0,
+            tls_cert_file: None,
+            tls_key_file: None,
             ignored: Vec::new(),
         }
     }
@@ -166,6 +193,32 @@ impl Config {
             "resp3" => self.resp3 = yes_no(&name, one()?)?,
             "requirepass" => self.requirepass = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "protected-mode" => self.protected_mode = yes_no(&name, one()?)?,
+            "maxmemory" => {
+                self.maxmemory =
+                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
+            }
+            "maxmemory-policy" => {
+                self.maxmemory_policy = EvictionPolicy::parse(one()?).map_err(|e| bad(&name, e))?
+            }
+            "maxmemory-samples" => self.maxmemory_samples = parse_num(&name, one()?)?,
+            "client-output-buffer-limit" => {
+                let joined = args.join(" ");
+                self.set_output_buffer_limit(&joined)
+                    .map_err(|e| bad(&name, e))?;
+            }
+            "tls-port" => self.tls_port = parse_num(&name, one()?)?,
+            "tls-cert-file" => self.tls_cert_file = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "tls-key-file" => self.tls_key_file = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "tls-auth-clients" => {
+                // sluice does not verify client certificates; say so rather than pretend.
+                if !one()?.eq_ignore_ascii_case("no") {
+                    return Err(bad(
+                        &name,
+                        "sluice does not verify client certificates; only 'no' is supported",
+                    ));
+                }
+                self.ignored.push("tls-auth-clients no".into());
+            }
             // Persistence and process-management directives with no effect on an in-memory
             // server: accepted so existing conf files and scripts work, and reported.
             "save"
@@ -243,6 +296,15 @@ impl Config {
         }
         if self.maxclients == 0 {
             return Err(bad("maxclients", "must be at least 1"));
+        }
+        if !(1..=64).contains(&self.maxmemory_samples) {
+            return Err(bad("maxmemory-samples", "must be between 1 and 64"));
+        }
+        if self.tls_port != 0 && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
+            return Err(bad(
+                "tls-port",
+                "a TLS port needs both tls-cert-file and tls-key-file",
+            ));
         }
         Ok(())
     }
@@ -322,9 +384,9 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("dbfilename", "dump.rdb"),
     ("dir", "/"),
     ("enable-debug-command", "no"),
-    ("hash-max-listpack-entries", "128"),
+    ("hash-max-listpack-entries", "512"),
     ("hash-max-listpack-value", "64"),
-    ("hash-max-ziplist-entries", "128"),
+    ("hash-max-ziplist-entries", "512"),
     ("hash-max-ziplist-value", "64"),
     ("hz", "10"),
     ("io-threads", "1"),
@@ -361,6 +423,9 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("tcp-backlog", "511"),
     ("tcp-keepalive", "300"),
     ("timeout", "0"),
+    ("tls-auth-clients", "yes"),
+    ("tls-cert-file", ""),
+    ("tls-key-file", ""),
     ("tls-port", "0"),
     ("zset-max-listpack-entries", "128"),
     ("zset-max-listpack-value", "64"),
@@ -382,6 +447,19 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
             "protected-mode" => if self.protected_mode { "yes" } else { "no" }.to_string(),
+            "maxmemory" => self.maxmemory.to_string(),
+            "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
+            "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "client-output-buffer-limit" => {
+                let l = self.output_buffer_limit;
+                format!(
+                    "normal {} {} {} {}",
+                    l.hard, l.soft, l.soft_seconds, self.output_buffer_limit_other
+                )
+            }
+            "tls-port" => self.tls_port.to_string(),
+            "tls-cert-file" => self.tls_cert_file.clone().unwrap_or_default(),
+            "tls-key-file" => self.tls_key_file.clone().unwrap_or_default(),
             _ => return None,
         })
     }
@@ -418,7 +496,19 @@ impl Config {
                     _ => return Err("argument must be 'yes' or 'no'".into()),
                 }
             }
-            "port" | "bind" | "databases" => return Err("can't set immutable config".into()),
+            "maxmemory" => self.maxmemory = mem(value)?,
+            "maxmemory-policy" => self.maxmemory_policy = EvictionPolicy::parse(value)?,
+            "maxmemory-samples" => {
+                let n = int(value)?;
+                if !(1..=64).contains(&n) {
+                    return Err("argument must be between 1 and 64 inclusive".into());
+                }
+                self.maxmemory_samples = n as usize;
+            }
+            "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
+            "port" | "bind" | "databases" | "tls-port" | "tls-cert-file" | "tls-key-file" => {
+                return Err("can't set immutable config".into());
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -457,5 +547,205 @@ mod tests {
             Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
         );
         assert_eq!(split_conf_line(r#"x "a"#), None);
+    }
+}
+
+/// What happens when `maxmemory` is reached (Redis's maxmemory-policy, without LFU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum EvictionPolicy {
+    /// Refuse commands flagged `denyoom` with Redis's OOM error; reads and DEL still work.
+    #[default]
+    NoEviction = 0,
+    /// Evict the least recently used keys among all keys (sampled, approximate).
+    AllKeysLru = 1,
+    /// Evict the least recently used keys among keys with a TTL.
+    VolatileLru = 2,
+    /// Evict random keys.
+    AllKeysRandom = 3,
+    /// Evict random keys among keys with a TTL.
+    VolatileRandom = 4,
+    /// Evict the keys with a TTL closest to expiring.
+    VolatileTtl = 5,
+}
+
+impl EvictionPolicy {
+    const ALL: [EvictionPolicy; 6] = [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::AllKeysLru,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::AllKeysRandom,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileTtl,
+    ];
+
+    /// Redis's name for the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::NoEviction => "noeviction",
+            EvictionPolicy::AllKeysLru => "allkeys-lru",
+            EvictionPolicy::VolatileLru => "volatile-lru",
+            EvictionPolicy::AllKeysRandom => "allkeys-random",
+            EvictionPolicy::VolatileRandom => "volatile-random",
+            EvictionPolicy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    /// Parses a policy name (case-insensitive). The LFU policies are refused by name: sluice
+    /// keeps no access-frequency counters, and quietly running LRU instead would not be what
+    /// the operator asked for.
+    pub fn parse(v: &str) -> Result<EvictionPolicy, String> {
+        let lower = v.to_ascii_lowercase();
+        if let Some(p) = Self::ALL.iter().find(|p| p.name() == lower) {
+            return Ok(*p);
+        }
+        if lower == "allkeys-lfu" || lower == "volatile-lfu" {
+            return Err("sluice does not implement the LFU policies; use allkeys-lru or volatile-lru".into());
+        }
+        Err("argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".into())
+    }
+
+    /// True for the policies that only consider keys with a TTL.
+    pub fn volatile_only(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl
+        )
+    }
+
+    fn from_u8(n: u8) -> EvictionPolicy {
+        Self::ALL
+            .get(n as usize)
+            .copied()
+            .unwrap_or(EvictionPolicy::NoEviction)
+    }
+}
+
+/// client-output-buffer-limit for normal clients: disconnect a client whose unsent replies
+/// pass `hard` bytes, or stay above `soft` bytes for `soft_seconds`. 0 disables a limit; the
+/// default (`0 0 0`) is Redis's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputBufferLimit {
+    /// Bytes of unsent replies that close the connection at once (0: none).
+    pub hard: usize,
+    /// Bytes of unsent replies that close the connection once held for `soft_seconds`.
+    pub soft: usize,
+    /// How long the soft limit may be exceeded.
+    pub soft_seconds: u64,
+}
+
+impl Config {
+    /// Applies a client-output-buffer-limit value: `<class> <hard> <soft> <seconds>`
+    /// repeated. Only the `normal` class acts in sluice; the others are kept for CONFIG GET.
+    fn set_output_buffer_limit(&mut self, value: &str) -> Result<(), String> {
+        let words: Vec<&str> = value.split_whitespace().collect();
+        if words.is_empty() || words.len() % 4 != 0 {
+            return Err("Wrong number of arguments in buffer limit configuration.".into());
+        }
+        let mut normal = self.output_buffer_limit;
+        let mut other: Vec<(String, String)> = self
+            .output_buffer_limit_other
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .chunks(4)
+            .filter(|c| c.len() == 4)
+            .map(|c| (c[0].to_string(), c[1..].join(" ")))
+            .collect();
+        for chunk in words.chunks(4) {
+            let class = match chunk[0].to_ascii_lowercase().as_str() {
+                "normal" => "normal",
+                "slave" | "replica" => "slave",
+                "pubsub" => "pubsub",
+                _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+            };
+            let hard = parse_memory(chunk[1]);
+            let soft = parse_memory(chunk[2]);
+            let secs = chunk[3].parse::<u64>().ok();
+            let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+                return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+            };
+            if class == "normal" {
+                normal = OutputBufferLimit {
+                    hard,
+                    soft,
+                    soft_seconds: secs,
+                };
+            } else if let Some(slot) = other.iter_mut().find(|(c, _)| c == class) {
+                slot.1 = format!("{hard} {soft} {secs}");
+            }
+        }
+        self.output_buffer_limit = normal;
+        self.output_buffer_limit_other = other
+            .iter()
+            .map(|(c, v)| format!("{c} {v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(())
+    }
+}
+
+/// The settings read on every command or write, in atomics, so the hot path neither clones
+/// the `Config` nor takes its lock. Whoever changes the `Config` calls `store`.
+#[derive(Debug, Default)]
+pub struct LiveSettings {
+    maxmemory: AtomicUsize,
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    obuf_hard: AtomicUsize,
+    obuf_soft: AtomicUsize,
+    obuf_soft_seconds: AtomicU64,
+    timeout: AtomicU64,
+}
+
+impl LiveSettings {
+    /// Settings taken from `config`.
+    pub fn new(config: &Config) -> Self {
+        let live = LiveSettings::default();
+        live.store(config);
+        live
+    }
+
+    /// Publishes `config`'s values.
+    pub fn store(&self, config: &Config) {
+        self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
+        self.policy
+            .store(config.maxmemory_policy as u8, Ordering::Relaxed);
+        self.samples
+            .store(config.maxmemory_samples, Ordering::Relaxed);
+        let l = config.output_buffer_limit;
+        self.obuf_hard.store(l.hard, Ordering::Relaxed);
+        self.obuf_soft.store(l.soft, Ordering::Relaxed);
+        self.obuf_soft_seconds
+            .store(l.soft_seconds, Ordering::Relaxed);
+        self.timeout.store(config.timeout, Ordering::Relaxed);
+    }
+
+    /// maxmemory in bytes (0: no cap).
+    pub fn maxmemory(&self) -> usize {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// The eviction policy.
+    pub fn policy(&self) -> EvictionPolicy {
+        EvictionPolicy::from_u8(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// Keys sampled per eviction.
+    pub fn samples(&self) -> usize {
+        self.samples.load(Ordering::Relaxed).max(1)
+    }
+
+    /// The normal class of client-output-buffer-limit.
+    pub fn output_buffer_limit(&self) -> OutputBufferLimit {
+        OutputBufferLimit {
+            hard: self.obuf_hard.load(Ordering::Relaxed),
+            soft: self.obuf_soft.load(Ordering::Relaxed),
+            soft_seconds: self.obuf_soft_seconds.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The idle timeout in seconds (0: none).
+    pub fn timeout(&self) -> u64 {
+        self.timeout.load(Ordering::Relaxed)
     }
 }

@@ -54,13 +54,33 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     if v.is_nan() { None } else { Some(v) }
 }
 
-/// Formats a double the way INCRBYFLOAT and HINCRBYFLOAT store it: plain decimal notation,
-/// no exponent, the shortest text that reads back as the same value.
-pub fn format_human_double(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
+
+/// Parses a SCAN-family cursor as Redis 7.0 does (`strtoul` in base 10): the text stops at a
+/// NUL byte, an empty text is 0, a sign is allowed and `-n` wraps around; a leading space,
+/// any other character or overflow is `ERR invalid cursor`.
+pub fn parse_scan_cursor(b: &[u8]) -> CmdResult<u64> {
+    let invalid = || CmdError::msg("ERR invalid cursor");
+    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+    let (neg, digits) = match b.first() {
+        None => return Ok(0),
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        Some(_) => (false, b),
+    };
+    if digits.is_empty() {
+        return Err(invalid());
     }
-    format!("{v}")
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return Err(invalid());
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or_else(invalid)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 /// A cursor over a command's arguments (the command name excluded).
@@ -290,8 +310,6 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b""), None);
-        assert_eq!(format_human_double(10.5 + 0.1), "10.6");
-        assert_eq!(format_human_double(5200.0), "5200");
     }
 
     #[test]

@@ -550,37 +550,10 @@ pub fn parse_scan_options(
     Ok((pattern, count, type_name))
 }
 
-/// Parses a SCAN cursor ("ERR invalid cursor" as Redis).
-///
-/// Redis reads it with C's `strtoul(s, &end, 10)` and accepts it when the string does not start
-/// with a space, `end` reached the end (the first NUL) and nothing overflowed. So an empty
-/// string is cursor 0, a leading `+` is allowed and `-n` wraps to 2^64 - n.
-pub fn parse_cursor(b: &[u8]) -> CmdResult<u64> {
-    let invalid = CmdError::msg("ERR invalid cursor");
-    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
-    if b.is_empty() {
-        return Ok(0);
-    }
-    let (negative, digits) = match b[0] {
-        b'+' => (false, &b[1..]),
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid);
-    }
-    let n = digits
-        .iter()
-        .try_fold(0u64, |n, &d| {
-            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-        })
-        .ok_or(invalid)?;
-    Ok(if negative { n.wrapping_neg() } else { n })
-}
 
 impl Command for Scan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let cursor = parse_cursor(a.next()?)?;
+        let cursor = crate::cmd::args::parse_scan_cursor(a.next()?)?;
         let (pattern, count, type_name) = parse_scan_options(a, true)?;
         Ok(Scan {
             cursor,

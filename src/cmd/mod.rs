@@ -13,6 +13,7 @@ pub mod args;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod long_double;
 pub mod monitor;
 pub mod server;
 pub mod set;

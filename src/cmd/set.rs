@@ -7,9 +7,8 @@
 use bytes::Bytes;
 use rand::RngExt;
 
-use super::hash::{
-    parse_random_count, parse_scan_cursor, random_picks, scan_matches, scan_options, scan_reply,
-};
+use super::args::parse_scan_cursor;
+use super::hash::{parse_random_count, random_picks, scan_matches, scan_options, scan_reply};
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};

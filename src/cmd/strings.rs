@@ -6,7 +6,8 @@
 use bytes::Bytes;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
-use crate::cmd::args::{format_human_double, parse_f64, parse_i64};
+use crate::cmd::args::parse_i64;
+use crate::cmd::long_double::{self, LongDouble};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
@@ -627,38 +628,36 @@ impl<const NEGATE: bool> Command for IncrBy<NEGATE> {
 }
 
 /// INCRBYFLOAT key increment
+///
+/// Computed in emulated x87 `long double`, as Redis does on x86-64, so the stored text is
+/// Redis's to the last digit (`0.1 + 0.2` is `0.3`).
 #[derive(Debug)]
 pub struct IncrByFloat {
     key: Bytes,
-    by: f64,
+    by: LongDouble,
 }
 
 impl Command for IncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(IncrByFloat {
             key: a.next()?.clone(),
-            by: a.next_f64()?,
+            by: long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let current = match ctx
-            .store
-            .lookup(db, &self.key, ctx.now_ms)
-            .map(|e| &e.value)
-        {
-            None => 0.0,
-            Some(Value::Int(n)) => *n as f64,
-            Some(Value::Str(b)) => parse_f64(b).ok_or(CmdError::NotFloat)?,
+        let current = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+            None => LongDouble::ZERO,
+            Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes()).ok_or(CmdError::NotFloat)?,
+            Some(Value::Str(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
             Some(_) => return Err(CmdError::WrongType),
         };
-        let next = current + self.by;
+        let next = long_double::add(current, self.by);
         if !next.is_finite() {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
-        let text = Bytes::from(format_human_double(next));
-        ctx.store
-            .set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
+        let text = Bytes::from(long_double::format_human(next));
+        ctx.store.set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
         Ok(Reply::Bulk(text))
     }
 }

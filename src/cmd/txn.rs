@@ -29,11 +29,13 @@ pub static COMMANDS: &[C] = &[
     .with_acl(&["@fast", "@transaction"]),
     C::new(
         "exec",
-        1,
+        // Arity is checked by the handler: a wrong count aborts the transaction (see `Exec`).
+        -1,
         &["noscript", "loading", "stale", "skip_slowlog"],
         C::keys(0, 0, 0),
         run::<Exec>,
     )
+    .with_reported_arity(1)
     .immediate()
     .with_acl(&["@slow", "@transaction"]),
     C::new(
@@ -178,14 +180,27 @@ impl Command for Unwatch {
 
 /// EXEC
 #[derive(Debug)]
-pub struct Exec;
+pub struct Exec {
+    /// Arguments after EXEC (Redis's arity error, which aborts the transaction).
+    extra_args: bool,
+}
 
 impl Command for Exec {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Exec)
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Exec {
+            extra_args: a.remaining() > 0,
+        })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.extra_args {
+            // Redis rejects a malformed EXEC by aborting the transaction (in MULTI or not).
+            ctx.client.end_multi();
+            unwatch_all(ctx);
+            return Err(CmdError::msg(
+                "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command",
+            ));
+        }
         let Some(queue) = ctx.client.multi.take() else {
             return Err(CmdError::msg("ERR EXEC without MULTI"));
         };

@@ -22,19 +22,51 @@ pub struct Entry {
     /// Its value.
     pub value: Value,
     hash: u64,
-    expire_at: Option<u64>,
+    /// Absolute expiry in Unix ms; `NO_EXPIRY` when the key has no TTL (a sentinel rather
+    /// than an `Option`, which would cost 8 more bytes per key).
+    expire_at: u64,
     timer: Option<TimerId>,
+    /// When the key was last accessed, in `LRU_UNIT_MS` units, wrapping (see `lru_stamp`).
+    lru: u32,
+}
+
+/// `Entry::expire_at` of a key without a TTL. No real deadline reaches it: Redis refuses
+/// expiry times that overflow, and so do the commands that set them.
+const NO_EXPIRY: u64 = u64::MAX;
+
+/// Resolution of the access stamps. A `u32` of 10 ms units wraps after about 497 days (Redis's
+/// 24-bit clock of seconds wraps after 194); ages are computed with wrapping arithmetic, so
+/// only keys idle longer than that look younger than they are.
+pub const LRU_UNIT_MS: u64 = 10;
+
+/// The access stamp for `now_ms`.
+#[inline]
+pub fn lru_stamp(now_ms: u64) -> u32 {
+    (now_ms / LRU_UNIT_MS) as u32
 }
 
 impl Entry {
     /// Absolute expiry in Unix ms, if the key has a TTL.
+    #[inline]
     pub fn expire_at(&self) -> Option<u64> {
-        self.expire_at
+        (self.expire_at != NO_EXPIRY).then_some(self.expire_at)
     }
 
     /// Redis's rule: a key is expired once `now > expire_at`.
+    #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at.is_some_and(|at| now_ms > at)
+        self.expire_at != NO_EXPIRY && now_ms > self.expire_at
+    }
+
+    /// Milliseconds since the key was last read or written (OBJECT IDLETIME, LRU eviction).
+    pub fn idle_ms(&self, now_ms: u64) -> u64 {
+        u64::from(lru_stamp(now_ms).wrapping_sub(self.lru)) * LRU_UNIT_MS
+    }
+
+    /// Records an access at `now_ms`.
+    #[inline]
+    pub fn mark_accessed(&mut self, now_ms: u64) {
+        self.lru = lru_stamp(now_ms);
     }
 }
 
@@ -113,6 +145,10 @@ pub struct Shard {
     dbs: Box<[Db]>,
     wheel: TimerWheel<TimerRef>,
     watches: HashMap<(u16, Bytes), WatchSlot>,
+    /// The access stamp of the latest `now` this shard saw (every lookup and every reaper
+    /// pass brings one, so it trails the clock by at most the reaper's sleep); inserts, which
+    /// are not given `now`, stamp new keys with it.
+    lru_now: u32,
     /// Counters for INFO.
     pub stats: ShardStats,
 }
@@ -124,6 +160,7 @@ impl Shard {
             dbs: (0..databases).map(|_| Db::default()).collect(),
             wheel: TimerWheel::new(now_ms),
             watches: HashMap::new(),
+            lru_now: lru_stamp(now_ms),
             stats: ShardStats::default(),
         }
     }
@@ -145,6 +182,7 @@ impl Shard {
 
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        self.lru_now = lru_stamp(now_ms);
         let expired = self.dbs[db]
             .table
             .find(hash, |e| &*e.key == key)?
@@ -154,7 +192,9 @@ impl Shard {
             self.stats.expired_keys += 1;
             return None;
         }
-        self.dbs[db].table.find_mut(hash, |e| &*e.key == key)
+        let e = self.dbs[db].table.find_mut(hash, |e| &*e.key == key)?;
+        e.mark_accessed(now_ms);
+        Some(e)
     }
 
     /// `find` for a read: also counts a keyspace hit or miss, as Redis's read lookups do.
@@ -165,6 +205,7 @@ impl Shard {
         key: &[u8],
         now_ms: u64,
     ) -> Option<&mut Entry> {
+        self.lru_now = lru_stamp(now_ms);
         match self.dbs[db].table.find(hash, |e| &*e.key == key) {
             None => {
                 self.stats.keyspace_misses += 1;
@@ -178,7 +219,9 @@ impl Shard {
             }
             Some(_) => self.stats.keyspace_hits += 1,
         }
-        self.dbs[db].table.find_mut(hash, |e| &*e.key == key)
+        let e = self.dbs[db].table.find_mut(hash, |e| &*e.key == key)?;
+        e.mark_accessed(now_ms);
+        Some(e)
     }
 
     /// Stores `value` under `key`, replacing any previous value, with expiry `expire_at`.
@@ -192,8 +235,12 @@ impl Shard {
         expire_at: Option<u64>,
     ) {
         let table = &mut self.dbs[db].table;
+        let lru = self.lru_now;
         match table.find_mut(hash, |e| &*e.key == key) {
-            Some(e) => e.value = value,
+            Some(e) => {
+                e.value = value;
+                e.lru = lru;
+            }
             None => {
                 table.insert_unique(
                     hash,
@@ -201,8 +248,9 @@ impl Shard {
                         key: key.into(),
                         value,
                         hash,
-                        expire_at: None,
+                        expire_at: NO_EXPIRY,
                         timer: None,
+                        lru,
                     },
                     |e| e.hash,
                 );
@@ -217,8 +265,8 @@ impl Shard {
         let Some(e) = self.dbs[db].table.find_mut(hash, |e| &*e.key == key) else {
             return false;
         };
-        let had = e.expire_at.is_some();
-        e.expire_at = expire_at;
+        let had = e.expire_at != NO_EXPIRY;
+        e.expire_at = expire_at.unwrap_or(NO_EXPIRY);
         match (e.timer, expire_at) {
             (Some(t), Some(at)) => {
                 if !self.wheel.reschedule(t, at.saturating_add(1)) {
@@ -265,7 +313,7 @@ impl Shard {
         if let Some(t) = entry.timer {
             self.wheel.remove(t);
         }
-        if entry.expire_at.is_some() {
+        if entry.expire_at != NO_EXPIRY {
             self.dbs[db].expires -= 1;
         }
         self.touch(db, key);
@@ -402,7 +450,7 @@ impl Shard {
                 if let Some(t) = e.timer.take() {
                     wheel.remove(t);
                 }
-                if let Some(at) = e.expire_at {
+                if let Some(at) = e.expire_at() {
                     e.timer = Some(wheel.insert(
                         at.saturating_add(1),
                         TimerRef {
@@ -420,6 +468,7 @@ impl Shard {
     /// Deletes up to `max` keys whose expiry has passed; returns how many it deleted and
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
+        self.lru_now = lru_stamp(now_ms);
         let mut due = Vec::new();
         let more = self.wheel.poll_expired(now_ms, max, &mut due);
         let mut removed = 0;

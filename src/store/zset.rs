@@ -11,9 +11,11 @@
 //! # Order
 //!
 //! Entries are ordered by score, then by member bytes compared lexicographically (shorter
-//! first on a common prefix), exactly Redis's order. Scores are never NaN. `-0.0` is stored
-//! as given (so `ZSCORE` prints `-0`, as Redis does) but compares equal to `0.0`, so those two
-//! scores tie and the member decides the order.
+//! first on a common prefix), exactly Redis's order. Scores are never NaN. `-0.0` compares
+//! equal to `0.0`, so those two scores tie and the member decides the order. Its sign is kept
+//! as Redis 7.0 keeps it: the `Large` encoding stores `-0.0` as given (so `ZSCORE` prints
+//! `-0`), while the compact one stores it as `0` (Redis's listpack stores integral scores as
+//! integers, which have no negative zero), and a converted set keeps that `0`.
 //!
 //! # Why two encodings
 //!
@@ -210,6 +212,12 @@ impl Ord for Score {
 /// One entry; tuples order by score, then member bytes.
 type Entry = (Score, Bytes);
 
+/// A score as the compact encoding stores it: `-0.0` becomes `0.0`, as in Redis's listpack
+/// (see the module documentation).
+fn compact_score(s: Score) -> Score {
+    if s.0 == 0.0 { Score(0.0) } else { s }
+}
+
 fn cmp_entry_key(e: &Entry, score: Score, member: &[u8]) -> Ordering {
     e.0.cmp(&score).then_with(|| e.1.as_ref().cmp(member))
 }
@@ -391,6 +399,7 @@ impl SortedSet {
         let score = Score(score);
         match &mut self.repr {
             Repr::Small(dq) => {
+                let score = compact_score(score);
                 let pos = dq.partition_point(|e| cmp_entry_key(e, score, member) == Ordering::Less);
                 dq.insert(pos, (score, Bytes::copy_from_slice(member)));
             }
@@ -407,6 +416,7 @@ impl SortedSet {
         let new = Score(new);
         match &mut self.repr {
             Repr::Small(dq) => {
+                let new = compact_score(new);
                 let Some(idx) = dq.iter().position(|e| e.1.as_ref() == member) else {
                     return;
                 };
@@ -1837,16 +1847,18 @@ mod tests {
     #[test]
     fn negative_zero_keeps_sign_and_ties_with_zero() {
         both(&[(0.0, "b"), (-0.0, "a"), (0.0, "c")], |mut z| {
+            // The compact encoding stores -0 as 0, like Redis's listpack.
+            let large = z.encoding() == "skiplist";
             assert_eq!(members(&z), ["a", "b", "c"]);
             let s = z.score(b"a").unwrap();
-            assert!(s == 0.0 && s.is_sign_negative());
-            assert_eq!(fmt(s), "-0");
+            assert!(s == 0.0 && s.is_sign_negative() == large);
+            assert_eq!(fmt(s), if large { "-0" } else { "0" });
             // Same numeric score: nothing changes, the sign stays.
             assert_eq!(
                 z.insert(b"a", 0.0, &SMALL).unwrap(),
                 InsertOutcome::Unchanged
             );
-            assert!(z.score(b"a").unwrap().is_sign_negative());
+            assert_eq!(z.score(b"a").unwrap().is_sign_negative(), large);
             assert_eq!(
                 z.add(b"b", -0.0, AddFlags::default(), &SMALL).unwrap(),
                 AddOutcome::Unchanged(-0.0)
@@ -1860,7 +1872,7 @@ mod tests {
             let out = z.add(b"a", 0.0, incr, &SMALL).unwrap();
             assert_eq!(out, AddOutcome::Unchanged(0.0));
             assert!(out.score().unwrap().is_sign_positive());
-            assert!(z.score(b"a").unwrap().is_sign_negative());
+            assert_eq!(z.score(b"a").unwrap().is_sign_negative(), large);
             assert_eq!(z.count_in_score_range(&sr("0", "0")), 3);
             assert_eq!(z.count_in_score_range(&sr("-0", "(0")), 0);
             assert_eq!(z.count_in_score_range(&sr("(-1", "-0")), 3);
@@ -3010,8 +3022,9 @@ mod tests {
         }
 
         fn put(&mut self, m: &[u8], s: f64, limits: &ZsetLimits) {
+            let compact = |large: bool| if !large && s == 0.0 { 0.0 } else { s };
             match self.find(m) {
-                Some(i) => self.v[i].0 = s,
+                Some(i) => self.v[i].0 = compact(self.large),
                 None => {
                     if !self.large
                         && (self.v.len() + 1 > limits.max_listpack_entries
@@ -3019,7 +3032,7 @@ mod tests {
                     {
                         self.large = true;
                     }
-                    self.v.push((s, m.to_vec()));
+                    self.v.push((compact(self.large), m.to_vec()));
                 }
             }
             self.v.sort_by(model_cmp);

@@ -30,6 +30,9 @@
 //! A file whose name ends in `_pending.txt` covers commands that are still being written: its
 //! mismatches are printed, not failed on. Rename it once it passes.
 //!
+//! `SLUICE_DIFF_VERBOSE=1 cargo test --test it diff::<file> -- --nocapture` prints every line
+//! with both replies, which helps when writing a transcript.
+//!
 //! Each file named in `transcripts!` below is its own `#[test]`; `unlisted_transcripts` runs
 //! every other file in the directory, so a new transcript is never silently skipped.
 
@@ -470,47 +473,39 @@ fn read_command_reply(conn: &mut Conn) -> Outcome {
     out
 }
 
+/// Moves every complete reply already buffered on `conn` into `out`, and notes a seen EOF.
+/// Never waits.
+fn drain_buffered(conn: &mut Conn, out: &mut Outcome) {
+    while out.trouble.is_none() && !out.closed {
+        match conn.read_one(Duration::ZERO) {
+            Read1::Reply(r) => out.replies.push(r),
+            Read1::Eof(rest) => {
+                out.closed = true;
+                if !rest.is_empty() {
+                    out.trouble = Some(format!("incomplete reply {}", escape(&rest)));
+                }
+            }
+            Read1::Timeout(_) => return,
+            Read1::Garbage(e) => out.trouble = Some(e),
+        }
+    }
+}
+
 /// Collects every reply to a `[raw]` line, until both connections are quiet or closed.
 fn read_raw_replies(pair: &mut Pair) -> (Outcome, Outcome) {
-    let mut outs = [
-        read_command_reply(&mut pair.redis),
-        read_command_reply(&mut pair.sluice),
-    ];
-    let conns = [&mut pair.redis, &mut pair.sluice];
+    let mut outs = [read_command_reply(&mut pair.redis), read_command_reply(&mut pair.sluice)];
+    let mut conns = [&mut pair.redis, &mut pair.sluice];
     let mut last_activity = [Instant::now(); 2];
-    let mut conns = conns;
     loop {
         let mut active = false;
         for (k, conn) in conns.iter_mut().enumerate() {
-            if outs[k].trouble.is_some() || conn.is_closed() {
-                outs[k].closed |= conn.is_closed();
-                continue;
-            }
-            if last_activity[k].elapsed() >= RAW_QUIET {
+            drain_buffered(conn, &mut outs[k]);
+            if outs[k].trouble.is_some() || outs[k].closed || last_activity[k].elapsed() >= RAW_QUIET {
                 continue;
             }
             active = true;
             if conn.poll(Duration::from_millis(5)) {
                 last_activity[k] = Instant::now();
-                // Take every complete reply now buffered.
-                loop {
-                    match conn.read_one(Duration::ZERO) {
-                        Read1::Reply(r) => outs[k].replies.push(r),
-                        Read1::Eof(rest) => {
-                            outs[k].closed = true;
-                            if !rest.is_empty() {
-                                outs[k].trouble =
-                                    Some(format!("incomplete reply {}", escape(&rest)));
-                            }
-                            break;
-                        }
-                        Read1::Timeout(_) => break,
-                        Read1::Garbage(e) => {
-                            outs[k].trouble = Some(e);
-                            break;
-                        }
-                    }
-                }
             }
         }
         if !active {
@@ -534,8 +529,26 @@ fn run_transcript(name: &str, text: &str) -> Vec<String> {
         conn.cmd(&[b"FLUSHALL"]);
     }
 
+    let verbose = std::env::var_os("SLUICE_DIFF_VERBOSE").is_some();
     let mut mismatches = Vec::new();
     for step in &steps {
+        // Bytes nobody asked for mean the previous step got more than one reply: report them
+        // and start this line on fresh connections.
+        let mut stray = false;
+        for (side, conn) in [("redis", &pair.redis), ("sluice", &pair.sluice)] {
+            if !conn.buffered().is_empty() {
+                stray = true;
+                mismatches.push(format!(
+                    "{name}:{}: {}\n  {side} sent unexpected bytes before this line: {}",
+                    step.line,
+                    step.text,
+                    escape(conn.buffered())
+                ));
+            }
+        }
+        if stray {
+            pair.reopen();
+        }
         if step.sleep_ms > 0 {
             std::thread::sleep(Duration::from_millis(step.sleep_ms));
         }
@@ -565,6 +578,9 @@ fn run_transcript(name: &str, text: &str) -> Vec<String> {
                 (r, s)
             }
         };
+        if verbose {
+            eprintln!("{name}:{}: {}\n  redis:  {}\n  sluice: {}", step.line, step.text, redis.render(), sluice.render());
+        }
         if redis.normalized(step) != sluice.normalized(step) {
             mismatches.push(format!(
                 "{name}:{}: {}\n  redis:  {}\n  sluice: {}",

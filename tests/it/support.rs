@@ -234,6 +234,11 @@ impl Conn {
         self.read_reply()
     }
 
+    /// Bytes received but not yet returned as a reply.
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// True once a read has seen the end of the stream.
     pub fn is_closed(&self) -> bool {
         self.closed
