@@ -106,9 +106,11 @@ impl Clock {
     /// Stops time at its current value.
     pub fn freeze(&self) {
         if !self.is_frozen() {
+            // Whole milliseconds, so a test can `CLOCK SET` the value `CLOCK FREEZE` replied.
+            let now = self.real_ns();
             self.inner
                 .frozen_ns
-                .store(self.real_ns(), Ordering::Release);
+                .store(now - now % 1_000_000, Ordering::Release);
             self.inner.frozen.store(true, Ordering::Release);
         }
     }

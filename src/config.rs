@@ -58,6 +58,9 @@ pub struct Config {
     pub tls_cert_file: Option<String>,
     /// PEM private key for the TLS port.
     pub tls_key_file: Option<String>,
+    /// Milliseconds a script may run before other clients get `-BUSY` and SCRIPT KILL may
+    /// stop it (Redis's busy-reply-threshold, alias lua-time-limit).
+    pub busy_reply_threshold: u64,
     /// Directives accepted but without effect, reported at start-up.
     pub ignored: Vec<String>,
 }
@@ -88,6 +91,7 @@ impl Default for Config {
             tls_port: 0,
             tls_cert_file: None,
             tls_key_file: None,
+            busy_reply_threshold: 5000,
             ignored: Vec::new(),
         }
     }
@@ -180,6 +184,9 @@ impl Config {
             "shards" => self.shards = parse_num(&name, one()?)?,
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
+            "busy-reply-threshold" | "lua-time-limit" => {
+                self.busy_reply_threshold = parse_num(&name, one()?)?
+            }
             "proto-max-bulk-len" => {
                 self.proto_max_bulk_len =
                     parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
@@ -297,8 +304,8 @@ impl Config {
         if self.maxclients == 0 {
             return Err(bad("maxclients", "must be at least 1"));
         }
-        if !(1..=64).contains(&self.maxmemory_samples) {
-            return Err(bad("maxmemory-samples", "must be between 1 and 64"));
+        if !(1..=i32::MAX as usize).contains(&self.maxmemory_samples) {
+            return Err(bad("maxmemory-samples", "must be between 1 and 2147483647"));
         }
         if self.tls_port != 0 && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
             return Err(bad(
@@ -443,6 +450,7 @@ impl Config {
             "loglevel" => self.loglevel.clone(),
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
+            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
@@ -476,6 +484,7 @@ impl Config {
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
             "timeout" => self.timeout = int(value)?,
+            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
             "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
             "loglevel" => {
@@ -500,8 +509,8 @@ impl Config {
             "maxmemory-policy" => self.maxmemory_policy = EvictionPolicy::parse(value)?,
             "maxmemory-samples" => {
                 let n = int(value)?;
-                if !(1..=64).contains(&n) {
-                    return Err("argument must be between 1 and 64 inclusive".into());
+                if !(1..=i32::MAX as u64).contains(&n) {
+                    return Err("argument must be between 1 and 2147483647 inclusive".into());
                 }
                 self.maxmemory_samples = n as usize;
             }
@@ -602,7 +611,8 @@ impl EvictionPolicy {
         if lower == "allkeys-lfu" || lower == "volatile-lfu" {
             return Err("sluice does not implement the LFU policies; use allkeys-lru or volatile-lru".into());
         }
-        Err("argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-random, allkeys-random, volatile-ttl, noeviction".into())
+        // Redis's text, which lists the LFU policies too.
+        Err("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".into())
     }
 
     /// True for the policies that only consider keys with a TTL.
@@ -730,9 +740,10 @@ impl LiveSettings {
         EvictionPolicy::from_u8(self.policy.load(Ordering::Relaxed))
     }
 
-    /// Keys sampled per eviction.
+    /// Keys sampled per eviction (Redis allows up to 2^31 - 1; more than 64 buys nothing
+    /// but lock time, so sluice samples at most 64).
     pub fn samples(&self) -> usize {
-        self.samples.load(Ordering::Relaxed).max(1)
+        self.samples.load(Ordering::Relaxed).clamp(1, 64)
     }
 
     /// The normal class of client-output-buffer-limit.

@@ -18,6 +18,7 @@ pub mod config;
 pub mod error;
 pub mod limiter;
 pub mod protocol;
+pub mod script;
 pub mod server;
 pub mod store;
 pub mod testing;

@@ -67,6 +67,30 @@ struct Cli {
     /// `no` refuses `HELLO 3` with NOPROTO, to test a client's RESP2 fallback.
     #[arg(long)]
     resp3: Option<String>,
+    /// Memory cap (e.g. 100mb); 0 means none.
+    #[arg(long)]
+    maxmemory: Option<String>,
+    /// noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-random or volatile-ttl.
+    #[arg(long = "maxmemory-policy")]
+    maxmemory_policy: Option<String>,
+    /// Keys sampled per eviction (default 5).
+    #[arg(long = "maxmemory-samples")]
+    maxmemory_samples: Option<String>,
+    /// `normal <hard> <soft> <seconds>`: disconnect clients that do not read their replies.
+    #[arg(long = "client-output-buffer-limit", num_args = 1..)]
+    client_output_buffer_limit: Option<Vec<String>>,
+    /// TLS port (0 = no TLS); needs --tls-cert-file and --tls-key-file.
+    #[arg(long = "tls-port")]
+    tls_port: Option<u16>,
+    /// PEM certificate chain for the TLS port.
+    #[arg(long = "tls-cert-file")]
+    tls_cert_file: Option<String>,
+    /// PEM private key for the TLS port.
+    #[arg(long = "tls-key-file")]
+    tls_key_file: Option<String>,
+    /// Only `no`: sluice does not ask clients for certificates.
+    #[arg(long = "tls-auth-clients")]
+    tls_auth_clients: Option<String>,
 }
 
 impl Cli {
@@ -94,6 +118,16 @@ impl Cli {
         one("redis-version", self.redis_version.clone());
         one("resp3", self.resp3.clone());
         one("requirepass", self.requirepass.clone());
+        one("maxmemory", self.maxmemory.clone());
+        one("maxmemory-policy", self.maxmemory_policy.clone());
+        one("maxmemory-samples", self.maxmemory_samples.clone());
+        one("tls-port", self.tls_port.map(|p| p.to_string()));
+        one("tls-cert-file", self.tls_cert_file.clone());
+        one("tls-key-file", self.tls_key_file.clone());
+        one("tls-auth-clients", self.tls_auth_clients.clone());
+        if let Some(v) = &self.client_output_buffer_limit {
+            d.push(("client-output-buffer-limit", v.clone()));
+        }
         if self.test_mode {
             d.push(("test-mode", vec!["yes".into()]));
         }
@@ -151,6 +185,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    raise_open_files_limit(config.maxclients);
     runtime.block_on(async move {
         let server = match Server::bind(config).await {
             Ok(s) => s,
@@ -164,6 +199,10 @@ fn main() -> ExitCode {
             tracing::info!("Ready to accept connections tcp on {addr}");
             println!("sluice listening on {addr}");
         }
+        if let Some(addr) = server.tls_local_addr() {
+            tracing::info!("Ready to accept connections tls on {addr}");
+            println!("sluice listening for TLS on {addr}");
+        }
         let stop = server.shutdown_token();
         tokio::spawn(async move {
             wait_for_signal().await;
@@ -176,6 +215,32 @@ fn main() -> ExitCode {
         server.run().await;
         ExitCode::SUCCESS
     })
+}
+
+/// Raises the soft open-files limit so `maxclients` connections fit (plus 32 descriptors for
+/// listeners and the runtime), up to the hard limit, as redis-server does at start-up.
+fn raise_open_files_limit(maxclients: usize) {
+    #[cfg(unix)]
+    {
+        let want = maxclients.saturating_add(32) as libc::rlim_t;
+        // SAFETY: getrlimit/setrlimit only read and write the struct we own.
+        unsafe {
+            let mut lim: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= want {
+                return;
+            }
+            let old = lim.rlim_cur;
+            lim.rlim_cur = want.min(lim.rlim_max);
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < want {
+                tracing::warn!(
+                    "open files limit is {} (hard limit), below maxclients + 32 = {want}",
+                    lim.rlim_cur
+                );
+            } else if lim.rlim_cur > old {
+                tracing::info!("raised the open files limit from {old} to {}", lim.rlim_cur);
+            }
+        }
+    }
 }
 
 async fn wait_for_signal() {

@@ -27,6 +27,7 @@ use crate::server::Server;
 #[derive(Debug)]
 pub struct TestServer {
     addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
     clock: Clock,
     stop: tokio_util::sync::CancellationToken,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -67,8 +68,9 @@ impl TestServer {
                     match Server::bind_with_clock(config, server_clock).await {
                         Ok(server) => {
                             let addr = server.local_addr();
+                            let tls_addr = server.tls_local_addr();
                             let stop = server.shutdown_token();
-                            let _ = tx.send(Ok((addr, stop)));
+                            let _ = tx.send(Ok((addr, tls_addr, stop)));
                             server.run().await;
                         }
                         Err(e) => {
@@ -77,12 +79,13 @@ impl TestServer {
                     }
                 });
             })?;
-        let (addr, stop) = rx
+        let (addr, tls_addr, stop) = rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread exited"))??;
         let addr = addr.ok_or_else(|| std::io::Error::other("no address bound"))?;
         Ok(TestServer {
             addr,
+            tls_addr,
             clock,
             stop,
             thread: Some(thread),
@@ -92,6 +95,11 @@ impl TestServer {
     /// The server's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The TLS address, when the config set a `tls_port` (with its certificate and key).
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// A `redis://` URL for clients.

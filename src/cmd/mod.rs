@@ -14,7 +14,9 @@ pub mod hash;
 pub mod keys;
 pub mod list;
 pub mod long_double;
+pub mod maxmemory;
 pub mod monitor;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod strings;
@@ -69,6 +71,11 @@ pub struct Shared {
     pub monitors: monitor::Monitors,
     /// Faults and command log; present only in test mode.
     pub test: Option<testmode::TestHooks>,
+    /// The settings the hot path reads (maxmemory, output limits...), kept in step with
+    /// `config` by whoever changes it.
+    pub live: crate::config::LiveSettings,
+    /// The Lua script cache and the running script's state.
+    pub scripts: crate::script::Scripts,
 }
 
 /// Counters INFO reports.
@@ -86,6 +93,8 @@ pub struct ServerStats {
     pub net_output_bytes: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
+    /// Keys evicted to stay under maxmemory.
+    pub evicted_keys: AtomicU64,
 }
 
 impl Shared {
@@ -97,6 +106,8 @@ impl Shared {
             clock.now_ms(),
         ));
         let test_mode = config.test_mode;
+        let live = crate::config::LiveSettings::new(&config);
+        let scripts = crate::script::Scripts::new(&config.redis_version);
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
@@ -114,6 +125,8 @@ impl Shared {
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             monitors: monitor::Monitors::default(),
             test: test_mode.then(testmode::TestHooks::default),
+            live,
+            scripts,
         }
     }
 
@@ -278,6 +291,13 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             .total_error_replies
             .fetch_add(1, Ordering::Relaxed);
         return Reply::Error("NOAUTH Authentication required.".into());
+    }
+    if let Some(reply) = maxmemory::check(shared, client, spec) {
+        shared
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+        return reply;
     }
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {

@@ -850,7 +850,48 @@ fn status_set(items: &[&'static str]) -> Reply {
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if first > 0 {
+    let key_specs = if let KeySpec::Keynum {
+        begin,
+        keynumidx,
+        firstkey,
+        step,
+        flags,
+        notes,
+    } = spec.keys
+    {
+        let mut fields = Vec::with_capacity(4);
+        if let Some(notes) = notes {
+            fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
+        }
+        fields.extend([
+            (Reply::bulk(b"flags"), status_set(flags)),
+            (
+                Reply::bulk(b"begin_search"),
+                Reply::Map(vec![
+                    (Reply::bulk(b"type"), Reply::bulk(b"index")),
+                    (
+                        Reply::bulk(b"spec"),
+                        Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(begin as i64))]),
+                    ),
+                ]),
+            ),
+            (
+                Reply::bulk(b"find_keys"),
+                Reply::Map(vec![
+                    (Reply::bulk(b"type"), Reply::bulk(b"keynum")),
+                    (
+                        Reply::bulk(b"spec"),
+                        Reply::Map(vec![
+                            (Reply::bulk(b"keynumidx"), Reply::Int(keynumidx as i64)),
+                            (Reply::bulk(b"firstkey"), Reply::Int(firstkey as i64)),
+                            (Reply::bulk(b"keystep"), Reply::Int(step as i64)),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]);
+        vec![Reply::Map(fields)]
+    } else if first > 0 {
         let flags: &[&'static str] = if spec.has_flag("write") {
             &["RW", "update"]
         } else {
@@ -1215,6 +1256,7 @@ impl Command for ConfigSet {
                 }
             }
         }
+        ctx.shared.live.store(&next);
         *cfg = next;
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
@@ -1241,6 +1283,7 @@ impl Command for ConfigResetStat {
             &s.net_input_bytes,
             &s.net_output_bytes,
             &s.total_error_replies,
+            &s.evicted_keys,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -1370,10 +1413,13 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         let dataset = shared
             .keyspace
             .fold(0usize, |acc, s| acc + s.approx_memory());
+        let maxmemory = cfg.maxmemory;
+        let maxmemory_human = human_bytes(maxmemory);
+        let maxmemory_policy = cfg.maxmemory_policy.name();
         section(
             "Memory",
             format!(
-                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:0\r\nused_memory_dataset:{dataset}\r\nallocator_allocated:{used}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n",
+                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:0\r\nused_memory_dataset:{dataset}\r\nallocator_allocated:{used}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{maxmemory_human}\r\nmaxmemory_policy:{maxmemory_policy}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n",
                 human_bytes(used),
                 human_bytes(rss),
                 human_bytes(peak),
@@ -1403,13 +1449,14 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
                 s.total_connections.load(Ordering::Relaxed),
                 s.total_commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),
                 s.net_output_bytes.load(Ordering::Relaxed),
                 s.rejected_connections.load(Ordering::Relaxed),
                 ks.expired_keys,
+                s.evicted_keys.load(Ordering::Relaxed),
                 ks.keyspace_hits,
                 ks.keyspace_misses,
                 s.total_error_replies.load(Ordering::Relaxed),

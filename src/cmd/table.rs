@@ -39,13 +39,30 @@ pub enum KeySpec {
         /// The real positions.
         find: fn(&[Bytes]) -> Vec<usize>,
     },
+    /// Keys counted by a numkeys argument, as Redis's `keynum` key spec describes them
+    /// (EVAL: `begin` 2, `keynumidx` 0, `firstkey` 1, `step` 1). COMMAND reports (0, 0, 0)
+    /// and the `movablekeys` flag for these.
+    Keynum {
+        /// Index where the search begins (Redis's begin_search index).
+        begin: i32,
+        /// Position of numkeys, relative to `begin`.
+        keynumidx: i32,
+        /// Position of the first key, relative to `begin`.
+        firstkey: i32,
+        /// Distance between keys.
+        step: i32,
+        /// The key spec's flags, as COMMAND INFO reports them.
+        flags: &'static [&'static str],
+        /// The key spec's notes, if Redis gives one.
+        notes: Option<&'static str>,
+    },
 }
 
 impl KeySpec {
     /// The (first, last, step) triple COMMAND reports.
     pub fn triple(&self) -> (i32, i32, i32) {
         match *self {
-            KeySpec::None => (0, 0, 0),
+            KeySpec::None | KeySpec::Keynum { .. } => (0, 0, 0),
             KeySpec::Range { first, last, step }
             | KeySpec::Custom {
                 first, last, step, ..
@@ -69,6 +86,25 @@ impl KeySpec {
             KeySpec::Custom { find, .. } => {
                 let n = args.len();
                 Box::new(find(args).into_iter().filter(move |&i| i < n))
+            }
+            KeySpec::Keynum {
+                begin,
+                keynumidx,
+                firstkey,
+                step,
+                ..
+            } => {
+                let count = args
+                    .get((begin + keynumidx).max(0) as usize)
+                    .and_then(|b| super::args::parse_i64(b))
+                    .filter(|&c| c > 0)
+                    .unwrap_or(0) as usize;
+                let first = (begin + firstkey).max(1) as usize;
+                let step = step.max(1) as usize;
+                let end = first
+                    .saturating_add(count.saturating_mul(step))
+                    .min(args.len());
+                Box::new((first..end).step_by(step))
             }
         }
     }
@@ -217,7 +253,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 10] {
+pub fn all_families() -> [&'static [CommandSpec]; 11] {
     use super::*;
     [
         strings::COMMANDS,
@@ -230,6 +266,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 10] {
         set::COMMANDS,
         throttle::COMMANDS,
         testmode::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

@@ -17,10 +17,13 @@ use crate::store::Value;
 /// The throttle command. Arity -1 for dispatch, as Redis registers module commands, so that
 /// a short argument list gets redis-cell's usage error rather than Redis's arity error;
 /// COMMAND reports -5 (the real minimum) for clients that read it.
+///
+/// Flagged `denyoom` (redis-cell registers only `write`): a call on a new key creates one, so
+/// under `maxmemory` with `noeviction` a flood of new keys must be refused, not stored.
 pub static COMMANDS: &[C] = &[C::new(
     "cl.throttle",
     -1,
-    &["write"],
+    &["write", "denyoom"],
     C::keys(1, 1, 1),
     run::<Throttle>,
 )

@@ -348,7 +348,7 @@ impl AddArgs {
             a.next()?;
         }
         let rest = a.rest();
-        if rest.is_empty() || rest.len() % 2 != 0 {
+        if rest.is_empty() || !rest.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         flags.validate(rest.len() / 2).map_err(zset_error)?;
@@ -798,7 +798,11 @@ impl Command for ZRangeStore {
             ctx.store.remove(db, &self.dst, now);
             return Ok(Reply::Int(0));
         }
-        let mut z = SortedSet::new();
+        // Redis sizes the new set up front only for rank ranges.
+        let mut z = match self.query.by {
+            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &LIMITS),
+            _ => SortedSet::new(),
+        };
         for (m, s) in &items {
             z.insert(m, *s, &LIMITS).map_err(zset_error)?;
         }
@@ -925,7 +929,7 @@ impl Command for ZRandMember {
             [w] if is(w, "withscores") => true,
             _ => return Err(CmdError::Syntax),
         };
-        if withscores && (count < -(i64::MAX / 2) || count > i64::MAX / 2) {
+        if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
             return Err(CmdError::msg("ERR value is out of range"));
         }
         Ok(ZRandMember {

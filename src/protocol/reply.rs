@@ -36,6 +36,10 @@ pub enum Reply {
     Double(f64),
     /// RESP3 `=` verbatim text (`txt:` prefix); RESP2 sends a bulk string.
     Verbatim(Bytes),
+    /// RESP3 `#t` / `#f`; RESP2 sends `:1` / `:0` (Lua scripts under `redis.setresp(3)`).
+    Bool(bool),
+    /// RESP3 `(` big number; RESP2 sends a bulk string.
+    BigNumber(Bytes),
 }
 
 impl Reply {
@@ -118,6 +122,10 @@ impl Reply {
                     bulk(out, &text);
                 }
             }
+            Reply::Bool(b) if resp >= 3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bool(b) => int_line(out, b':', *b as i64),
+            Reply::BigNumber(n) if resp >= 3 => line(out, b'(', n),
+            Reply::BigNumber(n) => bulk(out, n),
             Reply::Verbatim(b) => {
                 if resp >= 3 {
                     int_line(out, b'=', b.len() as i64 + 4);
@@ -219,6 +227,10 @@ mod tests {
         );
         assert_eq!(enc(&Reply::Double(1.5), 2), b"$3\r\n1.5\r\n");
         assert_eq!(enc(&Reply::Double(1.5), 3), b",1.5\r\n");
+        assert_eq!(enc(&Reply::Bool(true), 3), b"#t\r\n");
+        assert_eq!(enc(&Reply::Bool(false), 2), b":0\r\n");
+        assert_eq!(enc(&Reply::BigNumber(Bytes::from_static(b"12")), 3), b"(12\r\n");
+        assert_eq!(enc(&Reply::BigNumber(Bytes::from_static(b"12")), 2), b"$2\r\n12\r\n");
         assert_eq!(
             enc(&Reply::Verbatim(Bytes::from_static(b"x")), 3),
             b"=5\r\ntxt:x\r\n"

@@ -7,14 +7,24 @@
 //! write, not N. While the output is being written nothing more is read from this client,
 //! which is the back-pressure that keeps a client that never reads from growing our memory.
 //! A protocol error gets Redis's reply and closes the connection, as Redis does.
+//!
+//! A client that sends but does not read therefore stalls only itself: its replies wait in
+//! the output buffer (at most `FLUSH_AT` plus one reply) and its requests wait in the kernel.
+//! It is disconnected when Redis would: its unsent output passes the hard limit of
+//! `client-output-buffer-limit normal`, stays above the soft limit for the soft time, or makes
+//! no progress for `timeout` seconds (Redis's idle timeout counts writes as activity too).
+//! CLIENT KILL and shutdown interrupt a stalled write.
+//!
+//! The stream is anything byte-shaped (`AsyncRead + AsyncWrite`): a TCP socket, or a TLS
+//! session over one.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 use crate::client::ClientState;
 use crate::cmd::{self, Shared};
@@ -24,8 +34,10 @@ use crate::protocol::{Args, Limits, RequestParser};
 const FLUSH_AT: usize = 64 * 1024;
 
 /// Serves one connection until it closes, is killed, or the server shuts down.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: String, laddr: String) {
-    let _ = stream.set_nodelay(true);
+pub async fn serve<S>(shared: Arc<Shared>, stream: S, addr: String, laddr: String)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let info = shared.clients.register(addr.clone(), laddr);
     let span = tracing::debug_span!("conn", id = info.id, peer = %addr);
     let _enter = span.enter();
@@ -35,16 +47,18 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: String, laddr: 
     if let Err(e) = outcome {
         tracing::debug!("connection ended: {e}");
     }
+    if !client.watched.is_empty() {
+        cmd::scripting::wait_idle(&shared).await;
+    }
     cmd::txn::unwatch_client(&shared, &mut client);
     shared.clients.unregister(info.id);
     tracing::debug!("disconnected");
 }
 
-async fn run(
-    shared: &Shared,
-    mut stream: TcpStream,
-    client: &mut ClientState,
-) -> std::io::Result<()> {
+async fn run<S>(shared: &Shared, mut stream: S, client: &mut ClientState) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let config = shared.config();
     client.authenticated = config.requirepass.is_none();
     let limits = |authenticated: bool| Limits {
@@ -54,7 +68,6 @@ async fn run(
     };
     let mut parser = RequestParser::new(limits(client.authenticated));
     let query_limit = config.client_query_buffer_limit;
-    let idle_timeout = (config.timeout > 0).then(|| Duration::from_secs(config.timeout));
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
@@ -67,7 +80,7 @@ async fn run(
                 Ok(None) => break,
                 Err(e) => {
                     wbuf.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
-                    write_out(shared, &mut stream, &mut wbuf).await?;
+                    write_out(shared, &mut stream, &mut wbuf, client).await?;
                     return Ok(());
                 }
             };
@@ -80,7 +93,17 @@ async fn run(
                 continue;
             }
             let was_authenticated = client.authenticated;
-            let reply = cmd::execute(shared, client, &args);
+            // While a script runs it holds every shard: wait without blocking this thread,
+            // or answer -BUSY past the threshold (see cmd::scripting).
+            let gated = if cmd::scripting::script_running(shared) {
+                cmd::scripting::busy_gate(shared, client, &args).await
+            } else {
+                None
+            };
+            let reply = match gated {
+                Some(reply) => reply,
+                None => cmd::execute(shared, client, &args),
+            };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
             }
@@ -88,30 +111,30 @@ async fn run(
                 return Ok(());
             }
             if let Some(pause) = client.sleep.take() {
-                write_out(shared, &mut stream, &mut wbuf).await?;
+                write_out(shared, &mut stream, &mut wbuf, client).await?;
                 tokio::time::sleep(pause).await;
             }
             reply.encode(client.resp, &mut wbuf);
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
-                    write_out(shared, &mut stream, &mut wbuf).await?;
+                    write_out(shared, &mut stream, &mut wbuf, client).await?;
                     return Ok(());
                 }
                 client.disconnect_after = Some(n - 1);
             }
             if client.monitor {
-                write_out(shared, &mut stream, &mut wbuf).await?;
+                write_out(shared, &mut stream, &mut wbuf, client).await?;
                 return monitor(shared, stream, client).await;
             }
             if client.close_after_reply {
-                write_out(shared, &mut stream, &mut wbuf).await?;
+                write_out(shared, &mut stream, &mut wbuf, client).await?;
                 return Ok(());
             }
             if wbuf.len() >= FLUSH_AT {
-                write_out(shared, &mut stream, &mut wbuf).await?;
+                write_out(shared, &mut stream, &mut wbuf, client).await?;
             }
         }
-        write_out(shared, &mut stream, &mut wbuf).await?;
+        write_out(shared, &mut stream, &mut wbuf, client).await?;
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
         if rbuf.len() > query_limit {
             tracing::warn!(
@@ -124,6 +147,11 @@ async fn run(
             return Ok(());
         }
 
+        // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
+        let idle_timeout = match shared.live.timeout() {
+            0 => None,
+            secs => Some(Duration::from_secs(secs)),
+        };
         let read = async {
             match idle_timeout {
                 Some(t) => tokio::time::timeout(t, stream.read_buf(&mut rbuf))
@@ -151,18 +179,20 @@ async fn run(
 }
 
 /// Streams the MONITOR feed to this connection until it closes.
-async fn monitor(
-    shared: &Shared,
-    mut stream: TcpStream,
-    client: &ClientState,
-) -> std::io::Result<()> {
+async fn monitor<S>(shared: &Shared, mut stream: S, client: &ClientState) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut feed = shared.monitors.join();
     let result = async {
         let mut scratch = [0u8; 512];
         loop {
             tokio::select! {
                 line = feed.recv() => match line {
-                    Ok(line) => stream.write_all(&line).await?,
+                    Ok(line) => {
+                        stream.write_all(&line).await?;
+                        stream.flush().await?;
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(_) => return Ok(()),
                 },
@@ -177,15 +207,83 @@ async fn monitor(
     result
 }
 
-async fn write_out(
+/// Why a connection was closed while writing.
+fn closed(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, why.to_string())
+}
+
+/// Writes (and flushes) the whole output buffer, within the connection's output limits (see
+/// the module docs). Nothing is read meanwhile: that is the back-pressure.
+async fn write_out<S>(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut S,
     wbuf: &mut BytesMut,
-) -> std::io::Result<()> {
+    client: &ClientState,
+) -> std::io::Result<()>
+where
+    S: AsyncWrite + Unpin,
+{
     if wbuf.is_empty() {
         return Ok(());
     }
-    stream.write_all(wbuf).await?;
+    let limit = shared.live.output_buffer_limit();
+    let idle = shared.live.timeout();
+    let kill = &client.info.kill;
+    let mut written = 0;
+    let mut over_soft_since: Option<Instant> = None;
+    let mut last_progress = Instant::now();
+    loop {
+        let pending = wbuf.len() - written;
+        if limit.hard > 0 && pending > limit.hard {
+            tracing::warn!(
+                "closing client {}: output buffer over the hard client-output-buffer-limit",
+                client.info.id
+            );
+            return Err(closed("output buffer over the hard limit"));
+        }
+        // The earliest moment the stalled write gives up, if any.
+        let mut deadline: Option<Instant> = None;
+        if limit.soft > 0 && limit.soft_seconds > 0 && pending > limit.soft {
+            let since = *over_soft_since.get_or_insert_with(Instant::now);
+            deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+        } else {
+            over_soft_since = None;
+        }
+        if idle > 0 {
+            let d = last_progress + Duration::from_secs(idle);
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
+        }
+        let expired = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let n = if pending == 0 {
+            tokio::select! {
+                r = stream.flush() => { r?; break; }
+                _ = expired => return Err(closed("output not drained in time")),
+                _ = kill.cancelled() => return Err(closed("killed")),
+            }
+        } else {
+            tokio::select! {
+                r = stream.write(&wbuf[written..]) => r?,
+                _ = expired => {
+                    tracing::warn!(
+                        "closing client {}: output not drained within the output-buffer or idle limits",
+                        client.info.id
+                    );
+                    return Err(closed("output not drained in time"));
+                }
+                _ = kill.cancelled() => return Err(closed("killed")),
+            }
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        written += n;
+        last_progress = Instant::now();
+    }
     shared
         .stats
         .net_output_bytes

@@ -9,11 +9,12 @@ pub mod connection;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -34,10 +35,8 @@ mod tests {
             &config,
             "127.0.0.1".parse().unwrap()
         ));
-        assert!(!protected_mode_refuses(
-            &config,
-            "127.5.0.1".parse().unwrap()
-        ));
+        // Redis 7.0 compares the peer with "127.0.0.1" and "::1" exactly.
+        assert!(protected_mode_refuses(&config, "127.0.0.2".parse().unwrap()));
         assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
         assert!(!protected_mode_refuses(
             &config,
@@ -65,13 +64,78 @@ pub enum ServerError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The TLS certificate or key could not be loaded.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
 }
 
 /// A bound, not yet running server.
-#[derive(Debug)]
 pub struct Server {
     shared: Arc<Shared>,
     listeners: Vec<TcpListener>,
+    /// The TLS listeners and the acceptor they share.
+    tls: Option<(Vec<TcpListener>, TlsAcceptor)>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("listeners", &self.listeners)
+            .field("tls_listeners", &self.tls.as_ref().map(|t| &t.0))
+            .finish()
+    }
+}
+
+/// How long a TLS client has to complete its handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Binds `port` on every host of `hosts`; a port of 0 becomes the first listener's port.
+async fn bind_all(hosts: &[String], mut port: u16) -> Result<Vec<TcpListener>, ServerError> {
+    let mut listeners = Vec::new();
+    for host in hosts {
+        let host = host.trim_start_matches('-');
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: addr.clone(),
+                source,
+            })?;
+        if port == 0 {
+            // Every address shares the port the first one was given.
+            port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        }
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+/// A TLS acceptor from PEM files: the certificate chain and its private key. rustls with the
+/// `ring` provider, TLS 1.2 and 1.3, no client certificates (Redis's `tls-auth-clients no`).
+pub fn tls_acceptor(cert_file: &str, key_file: &str) -> Result<TlsAcceptor, ServerError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls;
+    let certs = CertificateDer::pem_file_iter(cert_file)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| ServerError::Tls(format!("cannot read certificates from '{cert_file}': {e}")))?;
+    if certs.is_empty() {
+        return Err(ServerError::Tls(format!("no certificate in '{cert_file}'")));
+    }
+    let key = PrivateKeyDer::from_pem_file(key_file)
+        .map_err(|e| ServerError::Tls(format!("cannot read the private key from '{key_file}': {e}")))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ServerError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| ServerError::Tls(format!("certificate and key do not fit: {e}")))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
 impl Server {
@@ -83,27 +147,18 @@ impl Server {
     /// Like `bind`, with a given clock (tests pass a frozen one).
     pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<Server, ServerError> {
         config.validate()?;
-        let mut listeners = Vec::new();
-        let mut port = config.port;
-        for host in &config.bind {
-            let host = host.trim_start_matches('-');
-            let addr = if host.contains(':') {
-                format!("[{host}]:{port}")
-            } else {
-                format!("{host}:{port}")
-            };
-            let listener = TcpListener::bind(&addr)
-                .await
-                .map_err(|source| ServerError::Bind {
-                    addr: addr.clone(),
-                    source,
-                })?;
-            if port == 0 {
-                // Every address shares the port the first one was given.
-                port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        let listeners = bind_all(&config.bind, config.port).await?;
+        let port = listeners
+            .first()
+            .and_then(|l| l.local_addr().ok())
+            .map_or(config.port, |a| a.port());
+        let tls = match (&config.tls_cert_file, &config.tls_key_file) {
+            (Some(cert), Some(key)) if config.tls_port != 0 => {
+                let acceptor = tls_acceptor(cert, key)?;
+                Some((bind_all(&config.bind, config.tls_port).await?, acceptor))
             }
-            listeners.push(listener);
-        }
+            _ => None,
+        };
         let mut shared = Shared::new(config, clock);
         if !shared.config().test_mode {
             for spec in crate::cmd::testmode::COMMANDS {
@@ -114,12 +169,21 @@ impl Server {
         Ok(Server {
             shared: Arc::new(shared),
             listeners,
+            tls,
         })
     }
 
     /// The first bound address (with the real port).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.listeners.first().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The first TLS address, if a TLS port is configured.
+    pub fn tls_local_addr(&self) -> Option<SocketAddr> {
+        self.tls
+            .as_ref()
+            .and_then(|(l, _)| l.first())
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// The server's shared state.
@@ -141,10 +205,22 @@ impl Server {
             shared.shutdown.clone(),
         );
         let tracker = TaskTracker::new();
-        for listener in self.listeners {
+        let admitted = Arc::new(AtomicUsize::new(0));
+        let plain = self.listeners.into_iter().map(|l| (l, None));
+        let tls = self
+            .tls
+            .into_iter()
+            .flat_map(|(ls, acceptor)| ls.into_iter().map(move |l| (l, Some(acceptor.clone()))));
+        for (listener, acceptor) in plain.chain(tls) {
             let shared = shared.clone();
             let tracker2 = tracker.clone();
-            tracker.spawn(accept_loop(listener, shared, tracker2));
+            tracker.spawn(accept_loop(
+                listener,
+                acceptor,
+                shared,
+                tracker2,
+                admitted.clone(),
+            ));
         }
         shared.shutdown.cancelled().await;
         tracker.close();
@@ -161,18 +237,38 @@ impl Server {
 /// Redis's reply to a non-loopback client while protected mode is on and no password is set.
 pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
-/// Protected mode: with no password set, only loopback peers may connect.
+/// Protected mode: with no password set, only local peers may connect.
+///
+/// "Local" is what Redis 7.0 means by it: the peer address is exactly 127.0.0.1 or ::1 (an
+/// IPv4-mapped 127.0.0.1 too). Other 127/8 addresses count as remote, as in Redis, which is
+/// also what lets a test play a remote client from 127.0.0.2 without leaving the machine.
 pub fn protected_mode_refuses(config: &Config, peer: std::net::IpAddr) -> bool {
+    let local_v4 = std::net::Ipv4Addr::LOCALHOST;
     let loopback = match peer {
-        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V4(v4) => v4 == local_v4,
         std::net::IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            v6 == std::net::Ipv6Addr::LOCALHOST || v6.to_ipv4_mapped() == Some(local_v4)
         }
     };
     config.protected_mode && config.requirepass.is_none() && !loopback
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTracker) {
+/// Counts a connection as admitted (toward maxclients) until dropped.
+struct Admitted(Arc<AtomicUsize>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    admitted: Arc<AtomicUsize>,
+) {
     let laddr = listener
         .local_addr()
         .map(|a| a.to_string())
@@ -182,7 +278,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTr
             r = listener.accept() => r,
             _ = shared.shutdown.cancelled() => return,
         };
-        let (mut stream, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 // Usually EMFILE: back off briefly instead of spinning.
@@ -191,27 +287,67 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: TaskTr
                 continue;
             }
         };
+        let _ = stream.set_nodelay(true);
         shared
             .stats
             .total_connections
             .fetch_add(1, Ordering::Relaxed);
-        let maxclients = shared.config().maxclients;
-        if shared.clients.len() >= maxclients {
+        // Counted here, in the accept loop, so a burst of connections cannot all slip in
+        // before the first of them registers.
+        let config = shared.config();
+        let over_limit = admitted.fetch_add(1, Ordering::AcqRel) >= config.maxclients;
+        let slot = Admitted(admitted.clone());
+        let refusal: Option<&'static [u8]> = if over_limit {
             shared
                 .stats
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
-            tracker.spawn(async move {
-                let _ = stream
-                    .write_all(b"-ERR max number of clients reached\r\n")
-                    .await;
-            });
-            continue;
-        }
+            Some(b"-ERR max number of clients reached\r\n")
+        } else if protected_mode_refuses(&config, peer.ip()) {
+            tracing::info!("protected mode: refused {peer}");
+            Some(PROTECTED_MODE_DENIED.as_bytes())
+        } else {
+            None
+        };
         let shared = shared.clone();
         let laddr = laddr.clone();
+        let tls = tls.clone();
         tracker.spawn(async move {
-            connection::serve(shared, stream, peer.to_string(), laddr).await;
+            let _slot = slot;
+            match tls {
+                None => admit(shared, stream, peer, laddr, refusal).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => admit(shared, stream, peer, laddr, refusal).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
+                    }
+                }
+            }
         });
+    }
+}
+
+/// Serves an accepted connection, or sends it the refusal and closes it.
+async fn admit<S>(
+    shared: Arc<Shared>,
+    mut stream: S,
+    peer: SocketAddr,
+    laddr: String,
+    refusal: Option<&'static [u8]>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    match refusal {
+        Some(text) => {
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                stream.write_all(text).await?;
+                stream.flush().await?;
+                stream.shutdown().await
+            })
+            .await;
+        }
+        None => connection::serve(shared, stream, peer.to_string(), laddr).await,
     }
 }

@@ -8,6 +8,7 @@
 //! guards, which are `!Send`, so the compiler refuses any that would live across an
 //! `.await`.
 
+pub mod evict;
 pub mod reaper;
 pub mod shard;
 pub mod value;
@@ -126,6 +127,24 @@ impl Keyspace {
     /// The next deadline of one shard.
     pub fn next_deadline(&self, i: usize) -> Option<u64> {
         self.lock_index(i).next_deadline()
+    }
+
+    /// `reap_shard` then `next_deadline` under one lock hold, or None without waiting if the
+    /// shard is held (a script holds every shard while it runs, possibly for seconds; a
+    /// reaper must not block a runtime thread behind it).
+    pub fn try_reap_shard(
+        &self,
+        i: usize,
+        now_ms: u64,
+        max: usize,
+    ) -> Option<((usize, bool), Option<u64>)> {
+        let mut shard = match self.shards[i].try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        let reaped = shard.reap(now_ms, max);
+        Some((reaped, shard.next_deadline()))
     }
 
     /// Deletes every due key in every shard now (used when the test clock jumps).

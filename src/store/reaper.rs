@@ -31,12 +31,18 @@ pub fn spawn(keyspace: Arc<Keyspace>, clock: Clock, stop: CancellationToken) {
         tokio::spawn(async move {
             loop {
                 let now = clock.now_ms();
-                let (_, more) = ks.reap_shard(i, now, REAP_BATCH);
+                let Some(((_, more), next)) = ks.try_reap_shard(i, now, REAP_BATCH) else {
+                    // Held (by a script, maybe for long): try again shortly, without blocking.
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(1)) => continue,
+                        _ = stop.cancelled() => return,
+                    }
+                };
                 if more {
                     tokio::task::yield_now().await;
                     continue;
                 }
-                let wait = match ks.next_deadline(i) {
+                let wait = match next {
                     Some(at) if at > now => Duration::from_millis(at - now).min(MAX_SLEEP),
                     Some(_) => Duration::from_millis(1),
                     None => MAX_SLEEP,

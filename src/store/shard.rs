@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use hashbrown::HashTable;
 
+use crate::config::EvictionPolicy;
 use crate::store::value::Value;
 use crate::store::wheel::{TimerId, TimerWheel};
 
@@ -489,6 +490,68 @@ impl Shard {
         (removed, more)
     }
 
+    /// One eviction step (maxmemory): samples `samples` keys of each database (for the
+    /// volatile policies, keys with a TTL, sampled from the timer wheel), deletes the best
+    /// candidate for `policy` and says what it deleted; None if the shard has no candidate.
+    /// `seed` picks where sampling starts. A sampled key whose TTL has already passed is
+    /// always the best candidate, and counts as expired rather than evicted.
+    pub fn evict_one(
+        &mut self,
+        policy: EvictionPolicy,
+        samples: usize,
+        now_ms: u64,
+        seed: u64,
+    ) -> Option<Evicted> {
+        if policy == EvictionPolicy::NoEviction {
+            return None;
+        }
+        // (score, db, bucket) of the best candidate so far: the higher the score, the better.
+        let mut best: Option<(u64, usize, usize)> = None;
+        let mut consider = |e: &Entry, db: usize, bucket: usize| {
+            let score = eviction_score(policy, e, now_ms);
+            if best.is_none_or(|b| score > b.0) {
+                best = Some((score, db, bucket));
+            }
+        };
+        if policy.volatile_only() {
+            let dbs = &self.dbs;
+            self.wheel
+                .sample(seed, samples, samples * 64, |id, _, r| {
+                    let table = &dbs[r.db as usize].table;
+                    if let Some(bucket) = table.find_bucket_index(r.hash, |e| e.timer == Some(id))
+                        && let Some(e) = table.get_bucket(bucket)
+                    {
+                        consider(e, r.db as usize, bucket);
+                    }
+                });
+        } else {
+            for (db, d) in self.dbs.iter().enumerate() {
+                sample_table(&d.table, seed, samples, |bucket, e| consider(e, db, bucket));
+            }
+        }
+        let (_, db, bucket) = best?;
+        let entry = self.remove_at(db, bucket)?;
+        if entry.is_expired(now_ms) {
+            self.stats.expired_keys += 1;
+            Some(Evicted::Expired)
+        } else {
+            Some(Evicted::Key)
+        }
+    }
+
+    /// Deletes the entry in bucket `bucket` of `db`, with its timer, and signals watchers.
+    fn remove_at(&mut self, db: usize, bucket: usize) -> Option<Entry> {
+        let (entry, _) = self.dbs[db].table.get_bucket_entry(bucket).ok()?.remove();
+        if let Some(t) = entry.timer {
+            self.wheel.remove(t);
+        }
+        if entry.expire_at != NO_EXPIRY {
+            self.dbs[db].expires -= 1;
+        }
+        self.touch(db, &entry.key);
+        Some(entry)
+    }
+
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
         self.wheel.next_deadline()
@@ -517,5 +580,169 @@ impl Shard {
             })
             .sum::<usize>()
             + self.wheel.memory_usage()
+    }
+}
+
+/// What one eviction step deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evicted {
+    /// A live key the policy chose.
+    Key,
+    /// A key whose TTL had already passed.
+    Expired,
+}
+
+/// How good a candidate for eviction `e` is under `policy`: higher is evicted first.
+fn eviction_score(policy: EvictionPolicy, e: &Entry, now_ms: u64) -> u64 {
+    if e.is_expired(now_ms) {
+        return u64::MAX;
+    }
+    match policy {
+        // The sooner the deadline, the higher the score (NO_EXPIRY scores 0).
+        EvictionPolicy::VolatileTtl => NO_EXPIRY - e.expire_at,
+        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.idle_ms(now_ms),
+        // Random: every sample ties, so the first one (from a random start) wins.
+        _ => 0,
+    }
+}
+
+/// Visits up to `want` entries of `table` as (bucket index, entry), starting at a bucket
+/// picked by `seed` and walking forward, as Redis samples its dict. A walk is bounded, so in
+/// a sparse table (one that held many more keys before) it may find nothing; then the first
+/// entries in table order are taken instead, which costs one pass over the control bytes.
+fn sample_table(
+    table: &HashTable<Entry>,
+    seed: u64,
+    want: usize,
+    mut visit: impl FnMut(usize, &Entry),
+) {
+    let n = table.num_buckets();
+    if table.is_empty() || n == 0 {
+        return;
+    }
+    let mut found = 0;
+    let mut i = (seed as usize) % n;
+    for _ in 0..n.min(want * 64) {
+        if let Some(e) = table.get_bucket(i) {
+            visit(i, e);
+            found += 1;
+            if found == want {
+                return;
+            }
+        }
+        i = if i + 1 == n { 0 } else { i + 1 };
+    }
+    if found == 0 {
+        for e in table.iter().take(want) {
+            if let Some(bucket) = table.find_bucket_index(e.hash, |x| std::ptr::eq(x, e)) {
+                visit(bucket, e);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod eviction_tests {
+    use super::*;
+
+    fn hash(key: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut h);
+        h.finish()
+    }
+
+    fn shard_with(n: usize, ttl_every: usize) -> Shard {
+        let mut s = Shard::new(1, 1_000_000);
+        for i in 0..n {
+            let key = format!("k{i}");
+            let hash = hash(&key);
+            // Key i is accessed at time 1_000_000 + i * 100 (older keys have lower i).
+            s.lru_now = lru_stamp(1_000_000 + i as u64 * 100);
+            let ttl = (ttl_every > 0 && i % ttl_every == 0).then_some(5_000_000 + i as u64);
+            s.insert(0, hash, key.as_bytes(), Value::Int(i as i64), ttl);
+        }
+        s
+    }
+
+    #[test]
+    fn entries_stay_small() {
+        // The access stamp fits in what used to be the Option's tag: no growth per key.
+        assert!(size_of::<Entry>() <= 88, "Entry is {} bytes", size_of::<Entry>());
+    }
+
+    #[test]
+    fn lru_evicts_older_keys_first() {
+        let mut s = shard_with(1000, 0);
+        let now = 1_000_000 + 1000 * 100;
+        let mut evicted_idle = Vec::new();
+        for seed in 0..200u64 {
+            let before: Vec<u64> = s.dbs[0].iter().map(|e| e.idle_ms(now)).collect();
+            let max_idle = before.iter().copied().max().unwrap();
+            assert_eq!(
+                s.evict_one(EvictionPolicy::AllKeysLru, 5, now, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                Some(Evicted::Key)
+            );
+            let after: Vec<u64> = s.dbs[0].iter().map(|e| e.idle_ms(now)).collect();
+            let gone: u64 = before.iter().sum::<u64>() - after.iter().sum::<u64>();
+            evicted_idle.push(gone as f64 / max_idle as f64);
+        }
+        assert_eq!(s.dbs[0].len(), 800);
+        // With 5 samples the evicted key is, on average, among the oldest sixth.
+        let mean = evicted_idle.iter().sum::<f64>() / evicted_idle.len() as f64;
+        assert!(mean > 0.6, "mean relative idle of evicted keys {mean}");
+    }
+
+    #[test]
+    fn volatile_policies_only_touch_keys_with_a_ttl() {
+        for policy in [
+            EvictionPolicy::VolatileLru,
+            EvictionPolicy::VolatileRandom,
+            EvictionPolicy::VolatileTtl,
+        ] {
+            let mut s = shard_with(100, 10);
+            for seed in 0..10 {
+                assert_eq!(s.evict_one(policy, 5, 1_000_000, seed), Some(Evicted::Key));
+            }
+            assert_eq!(s.dbs[0].len(), 90);
+            assert_eq!(s.dbs[0].expires(), 0);
+            assert_eq!(s.evict_one(policy, 5, 1_000_000, 0), None, "{policy:?}");
+        }
+        let mut s = shard_with(100, 0);
+        assert_eq!(s.evict_one(EvictionPolicy::NoEviction, 5, 1_000_000, 0), None);
+    }
+
+    #[test]
+    fn volatile_ttl_prefers_the_nearest_deadline() {
+        let mut s = shard_with(200, 1);
+        // Deadlines are 5_000_000 + i: with 5 samples the chosen one is low in the order.
+        let mut total = 0u64;
+        for seed in 0..50u64 {
+            let before: Vec<u64> = s.dbs[0].iter().filter_map(|e| e.expire_at()).collect();
+            s.evict_one(EvictionPolicy::VolatileTtl, 5, 1_000_000, seed * 7919);
+            let after: Vec<u64> = s.dbs[0].iter().filter_map(|e| e.expire_at()).collect();
+            let gone = before.iter().sum::<u64>() - after.iter().sum::<u64>();
+            let rank = before.iter().filter(|&&d| d < gone).count() as u64;
+            total += rank * 100 / before.len() as u64;
+        }
+        assert!(total / 50 < 35, "mean percentile of evicted deadlines {}", total / 50);
+    }
+
+    #[test]
+    fn expired_keys_go_first_and_sparse_tables_are_still_sampled() {
+        let mut s = shard_with(5000, 0);
+        for i in 0..4995 {
+            let key = format!("k{i}");
+            assert!(s.remove(0, hash(&key), key.as_bytes()).is_some());
+        }
+        assert!(s.dbs[0].table.num_buckets() > 5 * 64 * 5);
+        for seed in 0..5 {
+            assert_eq!(s.evict_one(EvictionPolicy::AllKeysRandom, 5, 1_000_000, seed), Some(Evicted::Key));
+        }
+        assert_eq!(s.evict_one(EvictionPolicy::AllKeysRandom, 5, 1_000_000, 9), None);
+        let mut s = shard_with(10, 1);
+        // Every deadline is in the past at this time: expired keys are taken first.
+        assert_eq!(s.evict_one(EvictionPolicy::AllKeysLru, 5, 9_000_000, 3), Some(Evicted::Expired));
+        assert_eq!(s.stats.expired_keys, 1);
     }
 }

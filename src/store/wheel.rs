@@ -312,6 +312,46 @@ impl<T: Copy> TimerWheel<T> {
         };
     }
 
+    /// Visits up to `want` scheduled timers as (id, deadline, payload), for eviction's
+    /// sampling of keys with a TTL. Each sample starts at its own position in the node storage
+    /// (derived from `seed`; neighbouring nodes were often created together, so one run of
+    /// them would be a poor sample) and walks forward to the next live node, looking at no
+    /// more than `max_steps` nodes in all. The same timer may be visited twice.
+    pub fn sample(
+        &self,
+        seed: u64,
+        want: usize,
+        max_steps: usize,
+        mut visit: impl FnMut(TimerId, u64, T),
+    ) {
+        let n = self.nodes.len();
+        if n == 0 || self.len == 0 || want == 0 {
+            return;
+        }
+        let per_sample = (max_steps / want).clamp(1, n);
+        let mut state = seed;
+        for _ in 0..want {
+            // splitmix64: cheap, well-mixed positions from one seed.
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            let mut i = ((z ^ (z >> 31)) % n as u64) as usize;
+            for _ in 0..per_sample {
+                let node = &self.nodes[i];
+                if node.list != FREE {
+                    let id = TimerId {
+                        index: i as u32,
+                        generation: node.generation,
+                    };
+                    visit(id, node.deadline, node.payload);
+                    break;
+                }
+                i = if i + 1 == n { 0 } else { i + 1 };
+            }
+        }
+    }
+
     /// Bytes of memory used (for INFO/MEMORY accounting), approximate: the fixed tables plus
     /// the node storage (its high-water mark; freed nodes are reused, and `clear` releases it).
     pub fn memory_usage(&self) -> usize {

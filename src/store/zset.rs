@@ -282,6 +282,18 @@ impl SortedSet {
         }
     }
 
+    /// An empty set in the encoding Redis 7.0 gives a set created to receive `len` entries
+    /// (`ZRANGESTORE` by rank knows its result size up front): `skiplist` from the start when
+    /// `len` exceeds the entry limit, so its first 128 entries never pass through the compact
+    /// encoding (which would turn a `-0` score into `0`); otherwise like [`new`](Self::new).
+    pub fn with_expected_len(len: usize, limits: &ZsetLimits) -> Self {
+        let mut z = Self::new();
+        if len > limits.max_listpack_entries {
+            z.convert_to_large();
+        }
+        z
+    }
+
     /// Number of members (`ZCARD`).
     pub fn len(&self) -> usize {
         match &self.repr {
@@ -1842,6 +1854,17 @@ mod tests {
             let got: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
             assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn expected_len_picks_the_encoding() {
+        let small = SortedSet::with_expected_len(128, &SMALL);
+        assert_eq!(small.encoding(), "listpack");
+        let mut large = SortedSet::with_expected_len(129, &SMALL);
+        assert_eq!((large.encoding(), large.len()), ("skiplist", 0));
+        large.insert(b"z", -0.0, &SMALL).unwrap();
+        assert!(large.score(b"z").unwrap().is_sign_negative());
+        check_invariants(&large);
     }
 
     #[test]

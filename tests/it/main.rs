@@ -3,6 +3,8 @@
 
 mod core;
 mod diff;
+mod limits;
+mod proc;
 mod support;
 mod testmode;
 mod throttle;

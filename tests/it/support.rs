@@ -203,6 +203,16 @@ impl Conn {
         }
     }
 
+    /// Wraps a stream that is already connected.
+    pub fn from_stream(stream: TcpStream) -> Conn {
+        let _ = stream.set_nodelay(true);
+        Conn {
+            stream,
+            buf: Vec::new(),
+            closed: false,
+        }
+    }
+
     /// Sends `args` as one multibulk request.
     pub fn send(&mut self, args: &[&[u8]]) {
         self.send_raw(&encode_command(args));

@@ -1,0 +1,520 @@
+//! Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD | EXISTS | FLUSH |
+//! KILL | HELP, plus the `-BUSY` gate connections pass through while a script runs.
+//!
+//! The Lua engine lives in `crate::script`; this module is its host. A script runs holding
+//! every shard (the commands are `whole_keyspace`, so `execute` and EXEC lock them all, in
+//! order, before the handler runs): a script may touch keys it did not declare (Python
+//! `limits` resets with KEYS + DEL), and no other client's command can interleave with it.
+//! `now` is read once for the whole script, so every call inside it, TIME included, sees the
+//! same instant of sluice's clock (the test clock in test mode).
+//!
+//! `redis.call` dispatches through the same command table as clients do, refusing what Redis
+//! refuses in scripts (commands flagged `noscript`; writes from read-only scripts).
+//!
+//! # Busy scripts
+//!
+//! Shard locks are std mutexes and the runtime has few worker threads, so a connection must
+//! not block on a shard while a long script holds them all, or SCRIPT KILL could never be
+//! read. Before running a command, a connection checks [`Busy`](crate::script::Busy): while
+//! a script runs it waits asynchronously for the script to end, and once the script has run
+//! past `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL, SHUTDOWN and the
+//! other `allow_busy` commands that need no shard still run), as Redis does.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup, run, run_sub};
+use crate::client::ClientState;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::script::{self, Host, KillOutcome, Script};
+
+/// Redis's reply to other clients while a script runs past the threshold.
+pub const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+const EVAL_FLAGS: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const EVAL_RO_FLAGS: &[&str] = &[
+    "readonly",
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const RW_NOTES: Option<&str> =
+    Some("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE");
+const RO_NOTES: Option<&str> =
+    Some("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS");
+
+const fn keynum(flags: &'static [&'static str], notes: Option<&'static str>) -> KeySpec {
+    KeySpec::Keynum {
+        begin: 2,
+        keynumidx: 0,
+        firstkey: 1,
+        step: 1,
+        flags,
+        notes,
+    }
+}
+
+/// The scripting commands.
+pub static COMMANDS: &[C] = &[
+    C::new(
+        "eval",
+        -3,
+        EVAL_FLAGS,
+        keynum(&["RW", "access", "update"], RW_NOTES),
+        run::<Eval<false, false>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "evalsha",
+        -3,
+        EVAL_FLAGS,
+        keynum(&["RW", "access", "update"], None),
+        run::<Eval<true, false>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "eval_ro",
+        -3,
+        EVAL_RO_FLAGS,
+        keynum(&["RO", "access"], RO_NOTES),
+        run::<Eval<false, true>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "evalsha_ro",
+        -3,
+        EVAL_RO_FLAGS,
+        keynum(&["RO", "access"], None),
+        run::<Eval<true, true>>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script",
+        -2,
+        &[],
+        KeySpec::None,
+        run::<super::server::Help>,
+    )
+    .with_subcommands(SCRIPT)
+    .with_acl(&["@slow"]),
+];
+
+static SCRIPT: &[C] = &[
+    C::new(
+        "script|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<ScriptHelp>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script|flush",
+        -2,
+        &["noscript"],
+        KeySpec::None,
+        run_sub::<ScriptFlush>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script|debug",
+        3,
+        &["noscript"],
+        KeySpec::None,
+        run_sub::<ScriptDebug>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script|load",
+        3,
+        &["noscript", "stale"],
+        KeySpec::None,
+        run_sub::<ScriptLoad>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script|kill",
+        2,
+        &["noscript", "allow_busy"],
+        KeySpec::None,
+        run_sub::<ScriptKill>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+    C::new(
+        "script|exists",
+        -3,
+        &["noscript"],
+        KeySpec::None,
+        run_sub::<ScriptExists>,
+    )
+    .with_acl(&["@slow", "@scripting"]),
+];
+
+/// Commands whose handlers lock shards themselves: inside a script, which already holds
+/// every shard, they would wait on their own thread forever, so scripts may not call them.
+const SELF_LOCKING: &[&str] = &["info", "config|resetstat", "clock|advance", "clock|set"];
+
+/// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
+#[derive(Debug)]
+pub struct Eval<const SHA: bool, const RO: bool> {
+    script: Bytes,
+    keys: Vec<Bytes>,
+    argv: Vec<Bytes>,
+}
+
+impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let script = a.next()?.clone();
+        let numkeys = a.next_i64()?;
+        if numkeys < 0 {
+            return Err(CmdError::msg("ERR Number of keys can't be negative"));
+        }
+        if numkeys as u64 > a.remaining() as u64 {
+            return Err(CmdError::msg(
+                "ERR Number of keys can't be greater than number of args",
+            ));
+        }
+        let rest = a.rest();
+        let (keys, argv) = rest.split_at(numkeys as usize);
+        Ok(Eval {
+            script,
+            keys: keys.to_vec(),
+            argv: argv.to_vec(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let scripts = &ctx.shared.scripts;
+        let script = if SHA {
+            scripts
+                .get(&self.script)
+                .ok_or(CmdError::msg(script::NOSCRIPT))?
+        } else {
+            scripts.load(&self.script).map_err(CmdError::owned)?
+        };
+        Ok(run_script(ctx, &script, &self.keys, &self.argv, RO))
+    }
+}
+
+/// Runs a script in `ctx` (which holds every shard) and returns its reply.
+fn run_script(ctx: &mut Ctx<'_>, script: &Script, keys: &[Bytes], argv: &[Bytes], ro: bool) -> Reply {
+    if !ctx.store.holds_all() {
+        // The table makes every script command lock the whole keyspace; a handler called
+        // any other way must take the locks itself, before anything else is held.
+        ctx.store.release();
+        ctx.store = ctx.shared.keyspace.lock_all();
+    }
+    let shared = ctx.shared;
+    let busy = shared.scripts.busy.clone();
+    let _running = busy.begin();
+    let saved_db = ctx.client.db;
+    let saved_resp = ctx.client.resp;
+    let mut host = ScriptHost {
+        ctx: &mut *ctx,
+        read_only: ro || script.flags.no_writes,
+        busy: &busy,
+    };
+    let reply = shared.scripts.run(script, keys, argv, &mut host);
+    ctx.client.resp = saved_resp;
+    if ctx.client.db != saved_db {
+        ctx.client.set_db(saved_db);
+    }
+    reply
+}
+
+/// Runs the commands a script calls, with the script's locks, client and `now`.
+struct ScriptHost<'c, 'a> {
+    ctx: &'c mut Ctx<'a>,
+    read_only: bool,
+    busy: &'c script::Busy,
+}
+
+fn refuse(msg: &'static str) -> Reply {
+    Reply::Error(Cow::Borrowed(msg))
+}
+
+impl Host for ScriptHost<'_, '_> {
+    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply {
+        let shared = self.ctx.shared;
+        let spec = match lookup(&shared.table, &args) {
+            Lookup::Found(spec) => spec,
+            Lookup::Error(CmdError::WrongArity(_)) => {
+                return refuse("ERR Wrong number of args calling Redis command from script");
+            }
+            Lookup::Error(e) => {
+                let text = e.to_string();
+                if text.starts_with("ERR unknown command") {
+                    return refuse("ERR Unknown Redis command called from script");
+                }
+                return Reply::Error(Cow::Owned(text));
+            }
+        };
+        if spec.has_flag("noscript") || SELF_LOCKING.contains(&spec.name) {
+            return refuse("ERR This Redis command is not allowed from script");
+        }
+        let writes = spec.has_flag("write");
+        if writes && self.read_only {
+            return refuse("ERR Write commands are not allowed from read-only scripts.");
+        }
+        let maxmemory = shared.live.maxmemory();
+        if maxmemory > 0
+            && spec.has_flag("denyoom")
+            && crate::alloc_stats::allocated() > maxmemory
+        {
+            return Reply::Error(Cow::Borrowed(crate::store::evict::OOM_ERROR));
+        }
+        if writes {
+            self.busy.mark_write();
+        }
+        let started = Instant::now();
+        let client_resp = self.ctx.client.resp;
+        self.ctx.client.resp = resp;
+        let reply = (spec.handler)(self.ctx, &args);
+        self.ctx.client.resp = client_resp;
+        shared
+            .table
+            .record(spec, started.elapsed(), reply.is_error());
+        shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+        reply
+    }
+
+    fn command_exists(&mut self, args: &[Bytes]) -> bool {
+        matches!(
+            lookup(&self.ctx.shared.table, args),
+            Lookup::Found(_) | Lookup::Error(CmdError::WrongArity(_))
+        )
+    }
+}
+
+/// SCRIPT LOAD script
+#[derive(Debug)]
+pub struct ScriptLoad {
+    body: Bytes,
+}
+
+impl Command for ScriptLoad {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ScriptLoad {
+            body: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let script = ctx.shared.scripts.load(&self.body).map_err(CmdError::owned)?;
+        Ok(Reply::Bulk(Bytes::from(script.sha.clone())))
+    }
+}
+
+/// SCRIPT EXISTS sha [sha …]
+#[derive(Debug)]
+pub struct ScriptExists {
+    shas: Vec<Bytes>,
+}
+
+impl Command for ScriptExists {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ScriptExists {
+            shas: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let scripts = &ctx.shared.scripts;
+        Ok(Reply::Array(
+            self.shas
+                .iter()
+                .map(|s| Reply::Int(scripts.exists(s) as i64))
+                .collect(),
+        ))
+    }
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]
+#[derive(Debug)]
+pub struct ScriptFlush;
+
+impl Command for ScriptFlush {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let ok = match a.rest() {
+            [] => true,
+            [mode] => mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync"),
+            _ => false,
+        };
+        if !ok {
+            return Err(CmdError::msg(
+                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+            ));
+        }
+        Ok(ScriptFlush)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.shared.scripts.flush();
+        Ok(Reply::ok())
+    }
+}
+
+/// SCRIPT KILL
+#[derive(Debug)]
+pub struct ScriptKill;
+
+impl Command for ScriptKill {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ScriptKill)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        match ctx.shared.scripts.busy.request_kill() {
+            KillOutcome::NotBusy => Err(CmdError::msg(
+                "NOTBUSY No scripts in execution right now.",
+            )),
+            KillOutcome::Unkillable => Err(CmdError::msg(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            )),
+            KillOutcome::Killed => Ok(Reply::ok()),
+        }
+    }
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO: sluice has no Lua debugger.
+#[derive(Debug)]
+pub struct ScriptDebug {
+    mode: Bytes,
+}
+
+impl Command for ScriptDebug {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ScriptDebug {
+            mode: a.next()?.clone(),
+        })
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.mode.eq_ignore_ascii_case(b"no") {
+            return Ok(Reply::ok());
+        }
+        if self.mode.eq_ignore_ascii_case(b"yes") || self.mode.eq_ignore_ascii_case(b"sync") {
+            return Err(CmdError::msg(
+                "ERR SCRIPT DEBUG is not supported: sluice has no Lua debugger",
+            ));
+        }
+        Err(CmdError::msg("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+    }
+}
+
+/// SCRIPT HELP
+#[derive(Debug)]
+pub struct ScriptHelp;
+
+impl Command for ScriptHelp {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ScriptHelp)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Array(
+            [
+                "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DEBUG (YES|SYNC|NO)",
+                "    Set the debug mode for subsequent scripts executed.",
+                "EXISTS <sha1> [<sha1> ...]",
+                "    Return information about the existence of the scripts in the script cache.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Flush the Lua scripts cache. Very dangerous on replicas.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the scripts cache.",
+                "    * SYNC: Synchronously flush the scripts cache.",
+                "KILL",
+                "    Kill the currently executing Lua script.",
+                "LOAD <script>",
+                "    Load a script into the scripts cache without executing it.",
+                "HELP",
+                "    Prints this help.",
+            ]
+            .into_iter()
+            .map(Reply::status)
+            .collect(),
+        ))
+    }
+}
+
+/// True while a script runs (checked by connections before every command: one atomic load).
+#[inline]
+pub fn script_running(shared: &Shared) -> bool {
+    shared.scripts.busy.is_running()
+}
+
+/// The gate a connection passes before running a command while a script runs: waits
+/// (asynchronously) while the script is young, then answers `-BUSY` past the threshold.
+/// `None` means: run the command now.
+pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Option<Reply> {
+    let busy = shared.scripts.busy.clone();
+    loop {
+        let ran = busy.running_for()?;
+        let spec = match lookup(&shared.table, args) {
+            Lookup::Found(spec) => spec,
+            Lookup::Error(_) => return None, // the error reply needs no lock
+        };
+        let threshold = Duration::from_millis(
+            shared
+                .config
+                .read()
+                .map(|c| c.busy_reply_threshold)
+                .unwrap_or(5000),
+        );
+        if ran < threshold {
+            busy.wait_end(threshold - ran).await;
+            continue;
+        }
+        let lock_free = spec.lock == LockMode::None
+            && client.watched.is_empty()
+            && !matches!(spec.name, "exec" | "watch");
+        if spec.has_flag("allow_busy") {
+            if lock_free {
+                return None;
+            }
+            busy.wait_end(Duration::from_millis(100)).await;
+            continue;
+        }
+        shared
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+        if client.multi.is_some() {
+            if spec.name == "exec" {
+                if !client.watched.is_empty() {
+                    // Discarding unwatches, which needs the shards: wait for them.
+                    busy.wait_end(Duration::from_millis(100)).await;
+                    continue;
+                }
+                client.end_multi();
+                return Some(Reply::Error(Cow::Owned(format!(
+                    "EXECABORT Transaction discarded because of: {BUSY}"
+                ))));
+            }
+            client.multi_failed = true;
+        }
+        return Some(Reply::Error(Cow::Borrowed(BUSY)));
+    }
+}
+
+/// Waits until no script runs (before a closing connection drops its WATCHes, which locks).
+pub async fn wait_idle(shared: &Shared) {
+    let busy: Arc<script::Busy> = shared.scripts.busy.clone();
+    while busy.is_running() {
+        busy.wait_end(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,867 @@
+//! Lua scripting: the engine behind EVAL, EVALSHA and SCRIPT.
+//!
+//! Scripts run on Lua 5.1 (the `mlua` crate, Lua built from source), as in Redis, with the
+//! environment Redis 7.0 gives them: the `redis` table, `cjson`, `bit`, the base, string,
+//! math and table libraries, no `os`/`io`/`loadfile`/`dofile`, and globals and library tables
+//! that a script cannot change (`Attempt to modify a readonly table`, `Script attempted to
+//! access nonexistent global variable`). `prelude.lua` builds that environment.
+//!
+//! # Design
+//!
+//! - **One VM per worker thread** (`thread_local!`), compiling each script lazily by SHA1 the
+//!   first time that thread runs it. Scripts never share a VM across threads, so there is no
+//!   VM lock; the script *cache* (SHA1 → source) is one `DashMap` shared by all threads.
+//!   SCRIPT FLUSH bumps a generation number and every VM rebuilds itself on its next use.
+//! - **The host runs the commands.** This module knows Lua and the reply conversions, not the
+//!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
+//!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
+//!   reply it gets back. Atomicity is the host's business.
+//! - **Busy scripts** are tracked in [`Busy`]: connections read it to answer `-BUSY` past
+//!   the threshold, SCRIPT KILL sets its kill flag, and an instruction-count hook in every VM
+//!   checks that flag and stops the script with Redis's error.
+
+mod bitop;
+mod cjson;
+pub mod convert;
+pub mod num;
+
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use crate::protocol::Reply;
+
+/// Redis's reply when EVALSHA names a script that is not cached. Clients key their fallback
+/// to EVAL or SCRIPT LOAD on this exact text.
+pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// Instructions between two checks of the kill flag.
+const HOOK_EVERY: u32 = 100_000;
+
+/// The source name scripts are compiled under (errors read `user_script:1: …`).
+const CHUNK_NAME: &str = "@user_script";
+
+/// Flags a script declares in a `#!lua flags=…` first line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// The script started with a shebang line.
+    pub shebang: bool,
+    /// `no-writes`: the script may only read (as with EVAL_RO).
+    pub no_writes: bool,
+}
+
+/// A cached script.
+#[derive(Debug)]
+pub struct Script {
+    /// Lowercase hex SHA1 of the full body.
+    pub sha: String,
+    /// What is compiled: the body with its shebang line blanked (line numbers are kept).
+    code: Bytes,
+    /// Declared flags.
+    pub flags: ScriptFlags,
+}
+
+/// The script cache and the state of the running script, shared by all connections.
+#[derive(Debug)]
+pub struct Scripts {
+    id: u64,
+    cache: DashMap<String, Arc<Script>>,
+    generation: AtomicU64,
+    /// The running script, if any.
+    pub busy: Arc<Busy>,
+    version: String,
+}
+
+/// What other connections need to know about the script being run.
+#[derive(Debug, Default)]
+pub struct Busy {
+    /// Microseconds since `anchor()` when the running script started, plus one; 0: none.
+    started_us: AtomicU64,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    ended: tokio::sync::Notify,
+}
+
+/// What SCRIPT KILL did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// No script is running.
+    NotBusy,
+    /// The running script wrote: Redis refuses to stop it.
+    Unkillable,
+    /// The script will stop at its next hook check.
+    Killed,
+}
+
+fn anchor() -> Instant {
+    static ANCHOR: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *ANCHOR.get_or_init(Instant::now)
+}
+
+impl Busy {
+    /// True while a script runs.
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.started_us.load(Ordering::Acquire) != 0
+    }
+
+    /// How long the running script has run (real time, whatever the server clock does).
+    pub fn running_for(&self) -> Option<Duration> {
+        match self.started_us.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(Duration::from_micros(
+                (anchor().elapsed().as_micros() as u64 + 1).saturating_sub(t),
+            )),
+        }
+    }
+
+    /// Marks a script as started; it ends when the guard drops.
+    pub fn begin(&self) -> BusyGuard<'_> {
+        self.kill.store(false, Ordering::Relaxed);
+        self.wrote.store(false, Ordering::Relaxed);
+        self.started_us
+            .store(anchor().elapsed().as_micros() as u64 + 1, Ordering::Release);
+        BusyGuard(self)
+    }
+
+    /// Records that the running script wrote (SCRIPT KILL then refuses to stop it).
+    pub fn mark_write(&self) {
+        self.wrote.store(true, Ordering::Relaxed);
+    }
+
+    /// SCRIPT KILL.
+    pub fn request_kill(&self) -> KillOutcome {
+        if !self.is_running() {
+            KillOutcome::NotBusy
+        } else if self.wrote.load(Ordering::Relaxed) {
+            KillOutcome::Unkillable
+        } else {
+            self.kill.store(true, Ordering::Release);
+            KillOutcome::Killed
+        }
+    }
+
+    /// Stops the running script whatever it did (server shutdown).
+    pub fn abort(&self) {
+        if self.is_running() {
+            self.kill.store(true, Ordering::Release);
+        }
+    }
+
+    fn killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+
+    /// Waits until no script runs, or `max` passes.
+    pub async fn wait_end(&self, max: Duration) {
+        let notified = self.ended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.is_running() {
+            return;
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(max) => {}
+        }
+    }
+}
+
+/// Ends the running-script state when dropped.
+#[derive(Debug)]
+pub struct BusyGuard<'a>(&'a Busy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.started_us.store(0, Ordering::Release);
+        self.0.kill.store(false, Ordering::Relaxed);
+        self.0.ended.notify_waiters();
+    }
+}
+
+/// What runs the commands a script calls.
+pub trait Host {
+    /// Runs one command (name first) for `redis.call` / `redis.pcall` and returns its reply;
+    /// refusals are error replies. `resp` is the script's protocol.
+    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply;
+    /// True if `args` names a command that exists (`redis.acl_check_cmd`).
+    fn command_exists(&mut self, args: &[Bytes]) -> bool;
+}
+
+/// The lowercase hex SHA1 of `bytes`.
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// Splits off a `#!lua …` first line: the flags, and the code to compile.
+fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((ScriptFlags::default(), Bytes::copy_from_slice(body)));
+    }
+    let end = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[..end]);
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(format!("ERR Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = ScriptFlags {
+        shebang: true,
+        ..ScriptFlags::default()
+    };
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {part}"));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => flags.no_writes = true,
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
+        }
+    }
+    // Keep the line count so errors name the same lines as Redis does.
+    let mut code = Vec::with_capacity(body.len() - end + 1);
+    code.push(b'\n');
+    code.extend_from_slice(body.get(end + 1..).unwrap_or(&[]));
+    Ok((flags, Bytes::from(code)))
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Scripts {
+    /// An empty cache; `version` is what `redis.REDIS_VERSION` reports.
+    pub fn new(version: &str) -> Self {
+        Scripts {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            cache: DashMap::new(),
+            generation: AtomicU64::new(0),
+            busy: Arc::new(Busy::default()),
+            version: version.to_string(),
+        }
+    }
+
+    /// The cached script with this SHA1 (any case), if any.
+    pub fn get(&self, sha: &[u8]) -> Option<Arc<Script>> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let key = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
+        self.cache.get(&key).map(|e| e.value().clone())
+    }
+
+    /// True if the SHA1 is cached.
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        self.get(sha).is_some()
+    }
+
+    /// Number of cached scripts.
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// True when no script is cached.
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+
+    /// Caches `body` after checking that it compiles (SCRIPT LOAD, EVAL). The error is the
+    /// reply line Redis gives.
+    pub fn load(&self, body: &[u8]) -> Result<Arc<Script>, String> {
+        let sha = sha1_hex(body);
+        if let Some(s) = self.cache.get(&sha) {
+            return Ok(s.value().clone());
+        }
+        let (flags, code) = parse_shebang(body)?;
+        let script = Arc::new(Script { sha, code, flags });
+        self.with_vm(|vm| vm.function(&script).map(|_| ()))??;
+        self.cache.insert(script.sha.clone(), script.clone());
+        Ok(script)
+    }
+
+    /// SCRIPT FLUSH: forgets every script; each thread's VM is rebuilt on its next use.
+    pub fn flush(&self) {
+        self.cache.clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn with_vm<R>(&self, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
+        VM.with(|cell| {
+            let mut slot = cell.try_borrow_mut().map_err(|_| {
+                "ERR scripts cannot be nested".to_string()
+            })?;
+            let generation = self.generation.load(Ordering::Acquire);
+            let stale = !matches!(&*slot, Some(vm) if vm.owner == self.id && vm.generation == generation);
+            if stale {
+                *slot = None;
+                let vm = Vm::new(self, generation)
+                    .map_err(|e| format!("ERR cannot start the Lua engine: {e}"))?;
+                *slot = Some(vm);
+            }
+            match slot.as_mut() {
+                Some(vm) => Ok(f(vm)),
+                None => Err("ERR cannot start the Lua engine".to_string()),
+            }
+        })
+    }
+
+    /// Runs a cached script with its KEYS and ARGV; the host runs the commands it calls.
+    /// The caller marks the script busy (see [`Busy::begin`]) and holds whatever makes it
+    /// atomic.
+    pub fn run(
+        &self,
+        script: &Script,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+    ) -> Reply {
+        match self.with_vm(|vm| vm.run(script, keys, argv, host)) {
+            Ok(reply) => reply,
+            Err(e) => Reply::Error(Cow::Owned(e)),
+        }
+    }
+}
+
+thread_local! {
+    static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
+}
+
+/// Marks the error a killed script stops with.
+#[derive(Debug)]
+struct Killed;
+
+impl std::fmt::Display for Killed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ERR Script killed by user with SCRIPT KILL...")
+    }
+}
+
+impl std::error::Error for Killed {}
+
+/// One thread's Lua state with the script environment built.
+struct Vm {
+    lua: Lua,
+    owner: u64,
+    generation: u64,
+    /// Compiled scripts by SHA1.
+    functions: HashMap<String, Function>,
+    /// The scripts' globals (a read-only proxy).
+    env: Table,
+    /// `function(f, h) return xpcall(f, h) end`
+    runner: Function,
+    /// The error handler (adds the script position to errors).
+    handler: Function,
+    /// The protocol chosen with redis.setresp for the running script.
+    resp: Rc<Cell<u8>>,
+}
+
+/// True for the text of an error raised by a Rust function that does not raise a table.
+fn error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => error_text(cause),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::ExternalError(inner) => inner.to_string(),
+        mlua::Error::WithContext { cause, .. } => error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+fn err_reply_text(e: &mlua::Error) -> Option<String> {
+    match e {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            err_reply_text(cause)
+        }
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<ErrReply>().map(|r| r.0.clone()),
+        _ => None,
+    }
+}
+
+fn is_killed(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            is_killed(cause)
+        }
+        mlua::Error::ExternalError(inner) => inner.downcast_ref::<Killed>().is_some(),
+        _ => false,
+    }
+}
+
+impl Vm {
+    fn new(scripts: &Scripts, generation: u64) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::new(),
+        )?;
+        let resp = Rc::new(Cell::new(2u8));
+        let private = lua.create_table()?;
+
+        for (name, mode) in [("call", 0), ("pcall", 1), ("acl_check_cmd", 2)] {
+            private.raw_set(
+                name,
+                lua.create_function(move |lua, args: MultiValue| redis_call(lua, mode, args))?,
+            )?;
+        }
+        private.raw_set(
+            "sha1hex",
+            lua.create_function(|lua, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(err_reply("ERR wrong number of arguments"));
+                }
+                let text = match &args[0] {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    Value::Number(n) => num::fmt_g(*n, 14).into_bytes(),
+                    _ => Vec::new(),
+                };
+                lua.create_string(sha1_hex(&text))
+            })?,
+        )?;
+        private.raw_set("log", lua.create_function(redis_log)?)?;
+        let r = resp.clone();
+        private.raw_set(
+            "setresp",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(err_reply("ERR redis.setresp() requires one argument."));
+                }
+                match convert::to_number(&args[0]).map(|n| n.trunc()) {
+                    Some(v) if v == 2.0 || v == 3.0 => {
+                        r.set(v as u8);
+                        Ok(())
+                    }
+                    _ => Err(err_reply("ERR RESP version must be 2 or 3.")),
+                }
+            })?,
+        )?;
+        private.raw_set(
+            "set_repl",
+            lua.create_function(|_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(err_reply("ERR redis.set_repl() requires two arguments."));
+                }
+                let v = convert::to_number(&args[0]).unwrap_or(0.0).trunc();
+                if !(0.0..=3.0).contains(&v) {
+                    return Err(err_reply(
+                        "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                    ));
+                }
+                Ok(())
+            })?,
+        )?;
+        let busy = scripts.busy.clone();
+        private.raw_set(
+            "killed",
+            lua.create_function(move |_, ()| Ok(busy.killed()))?,
+        )?;
+        private.raw_set(
+            "errmsg",
+            lua.create_function(|lua, v: Value| match v {
+                Value::Error(e) => Ok(Value::String(lua.create_string(error_message(&e))?)),
+                _ => Ok(Value::Nil),
+            })?,
+        )?;
+        private.raw_set(
+            "cjson_encode",
+            lua.create_function(|lua, args| raising(lua, cjson::encode(lua, args)?))?,
+        )?;
+        private.raw_set(
+            "cjson_decode",
+            lua.create_function(|lua, args| raising(lua, cjson::decode(lua, args)?))?,
+        )?;
+        private.raw_set("null", cjson::null())?;
+        let bit = lua.create_table()?;
+        for &name in bitop::FUNCTIONS {
+            bit.raw_set(
+                name,
+                lua.create_function(move |lua, args| raising(lua, bitop::call(lua, name, args)?))?,
+            )?;
+        }
+        private.raw_set("bit", bit)?;
+        let handler = lua.create_function(error_handler)?;
+        private.raw_set("error_handler", handler.clone())?;
+
+        let (major, minor, patch) = version_parts(&scripts.version);
+        let env: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=sluice")
+            .call((
+                private.clone(),
+                scripts.version.clone(),
+                (major << 16) | (minor << 8) | patch,
+            ))?;
+        let runner: Function = lua
+            .load("local xpcall = xpcall\nreturn function(f, h) return xpcall(f, h) end")
+            .set_name("=sluice")
+            .call(())?;
+
+        let busy = scripts.busy.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, _| {
+                if busy.killed() {
+                    Err(mlua::Error::external(Killed))
+                } else {
+                    Ok(VmState::Continue)
+                }
+            },
+        )?;
+
+        Ok(Vm {
+            lua,
+            owner: scripts.id,
+            generation,
+            functions: HashMap::new(),
+            env,
+            runner,
+            handler,
+            resp,
+        })
+    }
+
+    /// The compiled function of `script`, compiling it on first use in this VM.
+    fn function(&mut self, script: &Script) -> Result<Function, String> {
+        if let Some(f) = self.functions.get(&script.sha) {
+            return Ok(f.clone());
+        }
+        if script.code.first() == Some(&27) {
+            return Err(
+                "ERR Error compiling script (new function): user_script: bytecode is not allowed"
+                    .into(),
+            );
+        }
+        let f = self
+            .lua
+            .load(&script.code[..])
+            .set_name(CHUNK_NAME)
+            .set_mode(mlua::ChunkMode::Text)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let msg = match &e {
+                    mlua::Error::SyntaxError { message, .. } => message.clone(),
+                    other => error_text(other),
+                };
+                format!(
+                    "ERR Error compiling script (new function): {}",
+                    msg.replace(['\r', '\n'], " ")
+                )
+            })?;
+        self.functions.insert(script.sha.clone(), f.clone());
+        Ok(f)
+    }
+
+    fn run(&mut self, script: &Script, keys: &[Bytes], argv: &[Bytes], host: &mut dyn Host) -> Reply {
+        let f = match self.function(script) {
+            Ok(f) => f,
+            Err(e) => return Reply::Error(Cow::Owned(e)),
+        };
+        match self.call(&f, script, keys, argv, host) {
+            Ok(reply) => reply,
+            Err(e) => Reply::Error(Cow::Owned(format!(
+                "ERR Error running script {}, {}",
+                script.sha,
+                error_text(&e).replace(['\r', '\n'], " ")
+            ))),
+        }
+    }
+
+    fn call(
+        &mut self,
+        f: &Function,
+        script: &Script,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+    ) -> mlua::Result<Reply> {
+        let lua = &self.lua;
+        let globals = lua.globals();
+        globals.raw_set("KEYS", strings(lua, keys)?)?;
+        globals.raw_set("ARGV", strings(lua, argv)?)?;
+        self.resp.set(2);
+        let resp = self.resp.clone();
+        let out: MultiValue = lua.scope(|scope| {
+            let dispatch = scope.create_function_mut(|lua, args: MultiValue| {
+                dispatch(lua, &mut *host, resp.get(), args)
+            })?;
+            lua.set_named_registry_value(DISPATCH, dispatch)?;
+            self.runner.call((f.clone(), self.handler.clone()))
+        })?;
+        lua.set_named_registry_value(DISPATCH, Value::Nil)?;
+        let resp = self.resp.get();
+        let mut values = out.into_iter();
+        let ok = matches!(values.next(), Some(Value::Boolean(true)));
+        let value = values.next().unwrap_or(Value::Nil);
+        if ok {
+            return Ok(convert::lua_to_reply(&value, resp));
+        }
+        Ok(raised_error(&value, &script.sha))
+    }
+}
+
+fn version_parts(v: &str) -> (i64, i64, i64) {
+    let mut it = v.split('.').map(|p| p.parse::<i64>().unwrap_or(0));
+    (
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+    )
+}
+
+fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, b) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(b)?)?;
+    }
+    Ok(t)
+}
+
+/// Where the running script's host dispatcher is kept while it runs.
+const DISPATCH: &str = "sluice.dispatch";
+
+/// An error Redis raises as a `{err=…}` table (redis.call failures and redis.* argument
+/// errors): the message has no position; the handler adds where it happened.
+#[derive(Debug)]
+struct ErrReply(String);
+
+impl std::fmt::Display for ErrReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ErrReply {}
+
+fn err_reply(msg: &str) -> mlua::Error {
+    mlua::Error::external(ErrReply(msg.to_string()))
+}
+
+/// The message of an error raised from Rust, as a script's `pcall` returns it.
+fn error_message(e: &mlua::Error) -> String {
+    if is_killed(e) {
+        return Killed.to_string();
+    }
+    error_text(e)
+}
+
+/// Like `luaL_error`: the message prefixed with the calling Lua code's position.
+fn raise_here(lua: &Lua, msg: &str) -> mlua::Error {
+    let prefix = lua
+        .inspect_stack(1, |d| {
+            let src = d.source();
+            match (src.what, d.current_line()) {
+                ("C", _) | (_, None) => String::new(),
+                (_, Some(line)) => format!("{}:{line}: ", src.short_src.as_deref().unwrap_or("?")),
+            }
+        })
+        .unwrap_or_default();
+    mlua::Error::RuntimeError(format!("{prefix}{msg}"))
+}
+
+/// Turns a library function's `(true, value)` / `(false, message)` into a value or a raised
+/// error.
+fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
+    let mut it = out.into_iter();
+    match (it.next(), it.next()) {
+        (Some(Value::Boolean(true)), Some(v)) => Ok(v),
+        (Some(Value::Boolean(false)), Some(Value::String(m))) => {
+            Err(raise_here(lua, &m.to_string_lossy()))
+        }
+        _ => Ok(Value::Nil),
+    }
+}
+
+/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2).
+fn redis_call(lua: &Lua, mode: i64, args: MultiValue) -> mlua::Result<Value> {
+    let dispatch: Function = match lua.named_registry_value(DISPATCH)? {
+        Value::Function(f) => f,
+        _ => return Err(err_reply("ERR redis.call is only available while a script runs")),
+    };
+    let mut all = Vec::with_capacity(args.len() + 1);
+    all.push(Value::Integer(mode));
+    all.extend(args);
+    let (v, failed): (Value, bool) = dispatch.call(MultiValue::from_vec(all))?;
+    if failed && mode != 1 {
+        let msg = match &v {
+            Value::Table(t) => match t.raw_get::<Value>("err")? {
+                Value::String(s) => s.to_string_lossy(),
+                _ => "ERR unknown error".to_string(),
+            },
+            _ => "ERR unknown error".to_string(),
+        };
+        return Err(mlua::Error::external(ErrReply(msg)));
+    }
+    Ok(v)
+}
+
+/// `redis.log(level, message …)`.
+fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() < 2 {
+        return Err(err_reply("ERR redis.log() requires two arguments or more."));
+    }
+    let Some(level) = convert::to_number(&args[0]) else {
+        return Err(err_reply("ERR First argument must be a number (log level)."));
+    };
+    let level = level.trunc();
+    if !(0.0..=3.0).contains(&level) {
+        return Err(err_reply("ERR Invalid debug level."));
+    }
+    let mut line = String::new();
+    for (i, a) in args.iter().enumerate().skip(1) {
+        let text = match a {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            Value::Integer(n) => n.to_string(),
+            Value::Number(n) => num::fmt_g(*n, 14),
+            _ => continue,
+        };
+        if i > 1 {
+            line.push(' ');
+        }
+        line.push_str(&text);
+    }
+    match level as u8 {
+        0 => tracing::debug!(target: "sluice::script", "{line}"),
+        1 | 2 => tracing::info!(target: "sluice::script", "{line}"),
+        _ => tracing::warn!(target: "sluice::script", "{line}"),
+    }
+    Ok(())
+}
+
+fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set("err", msg)?;
+    Ok((Value::Table(t), true))
+}
+
+/// `redis.call` (mode 0), `redis.pcall` (1) and `redis.acl_check_cmd` (2): returns the
+/// converted reply and whether it is an error (which `call` raises).
+fn dispatch(lua: &Lua, host: &mut dyn Host, resp: u8, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let mut it = args.into_iter();
+    let mode = match it.next() {
+        Some(Value::Integer(m)) => m,
+        _ => 0,
+    };
+    let rest: Vec<Value> = it.collect();
+    if rest.is_empty() {
+        return err_table(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    let mut argv = Vec::with_capacity(rest.len());
+    for v in &rest {
+        match convert::arg_bytes(v) {
+            Some(b) => argv.push(b),
+            None => {
+                return err_table(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                );
+            }
+        }
+    }
+    if mode == 2 {
+        return if host.command_exists(&argv) {
+            Ok((Value::Boolean(true), false))
+        } else {
+            err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()")
+        };
+    }
+    let reply = host.call(argv, resp);
+    let failed = reply.is_error();
+    Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
+}
+
+/// The message handler of every script call: turns the error into Redis's
+/// `{err=…, source=…, line=…}` table, with the position of the script code that failed.
+fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
+    let table = match err {
+        Value::Table(t) => t,
+        other => {
+            let text = match &other {
+                Value::Error(e) if is_killed(e) => Killed.to_string(),
+                Value::Error(e) => match err_reply_text(e) {
+                    Some(msg) => msg,
+                    None => format!("ERR {}", error_text(e)),
+                },
+                Value::String(s) => format!("ERR {}", s.to_string_lossy()),
+                Value::Integer(i) => format!("ERR {i}"),
+                Value::Number(n) => format!("ERR {}", num::fmt_g(*n, 14)),
+                Value::Nil => "ERR nil".to_string(),
+                Value::Boolean(b) => format!("ERR {b}"),
+                _ => "ERR unknown error".to_string(),
+            };
+            let t = lua.create_table_with_capacity(0, 3)?;
+            t.raw_set("err", text)?;
+            t
+        }
+    };
+    // Level 0 is this handler; find the first Lua frame above it that is script code (not a
+    // C function, not sluice's own wrappers).
+    for level in 1..64 {
+        let found = lua.inspect_stack(level, |d| {
+            let src = d.source();
+            if src.what == "C" || src.source.as_deref() == Some("=sluice") {
+                None
+            } else {
+                Some((
+                    src.source.as_deref().unwrap_or("?").to_string(),
+                    d.current_line(),
+                ))
+            }
+        });
+        match found {
+            None => break,
+            Some(None) => continue,
+            Some(Some((source, line))) => {
+                table.raw_set("source", source)?;
+                if let Some(line) = line {
+                    table.raw_set("line", line)?;
+                }
+                break;
+            }
+        }
+    }
+    Ok(Value::Table(table))
+}
+
+/// The reply for an error a script raised: its message, plus where it happened.
+fn raised_error(v: &Value, sha: &str) -> Reply {
+    let Value::Table(t) = v else {
+        return Reply::Error(Cow::Owned(format!(
+            "ERR Error running script {sha}, execution failure"
+        )));
+    };
+    let msg = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => convert::one_line(&s.as_bytes()),
+        Ok(Value::Integer(i)) => i.to_string(),
+        Ok(Value::Number(n)) => num::fmt_g(n, 14),
+        _ => "ERR unknown error".to_string(),
+    };
+    let source = match t.raw_get::<Value>("source") {
+        Ok(Value::String(s)) => Some(convert::one_line(&s.as_bytes())),
+        _ => None,
+    };
+    let line = match t.raw_get::<Value>("line") {
+        Ok(Value::Integer(i)) => Some(i),
+        Ok(Value::Number(n)) => Some(n as i64),
+        _ => None,
+    };
+    match (source, line) {
+        (Some(source), Some(line)) => Reply::Error(Cow::Owned(format!(
+            "{msg} script: {sha}, on {source}:{line}."
+        ))),
+        _ => Reply::Error(Cow::Owned(msg)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

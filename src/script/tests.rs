@@ -1,0 +1,336 @@
+//! Unit tests of the engine with a fake host: sandbox, conversions, errors.
+
+use super::*;
+
+/// A host that answers a few commands from a map, like a tiny Redis.
+#[derive(Default)]
+struct FakeHost {
+    data: HashMap<Vec<u8>, Bytes>,
+    calls: Vec<Vec<Bytes>>,
+}
+
+impl Host for FakeHost {
+    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply {
+        self.calls.push(args.clone());
+        let name = args[0].to_ascii_lowercase();
+        match (&name[..], args.len()) {
+            (b"get", 2) => self
+                .data
+                .get(&args[1][..])
+                .cloned()
+                .map_or(Reply::Null, Reply::Bulk),
+            (b"set", 3) => {
+                self.data.insert(args[1].to_vec(), args[2].clone());
+                Reply::ok()
+            }
+            (b"incr", 2) => {
+                let v = self
+                    .data
+                    .get(&args[1][..])
+                    .map(|b| String::from_utf8_lossy(b).parse::<i64>().unwrap_or(0))
+                    .unwrap_or(0)
+                    + 1;
+                self.data.insert(args[1].to_vec(), Bytes::from(v.to_string()));
+                Reply::Int(v)
+            }
+            (b"hgetall", 2) => Reply::Map(vec![(Reply::bulk(b"f"), Reply::bulk(b"v"))]),
+            (b"zscore", 3) => Reply::Double(1.5),
+            (b"resp", _) => Reply::Int(resp as i64),
+            (b"get" | b"set" | b"incr", _) => Reply::Error(Cow::Borrowed(
+                "ERR Wrong number of args calling Redis command from script",
+            )),
+            _ => Reply::Error(Cow::Borrowed("ERR Unknown Redis command called from script")),
+        }
+    }
+    fn command_exists(&mut self, args: &[Bytes]) -> bool {
+        args[0].eq_ignore_ascii_case(b"get")
+    }
+}
+
+fn eval_with(scripts: &Scripts, host: &mut FakeHost, body: &str, keys: &[&str], argv: &[&str]) -> Reply {
+    let script = match scripts.load(body.as_bytes()) {
+        Ok(s) => s,
+        Err(e) => return Reply::Error(Cow::Owned(e)),
+    };
+    let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::from(k.to_string())).collect();
+    let argv: Vec<Bytes> = argv.iter().map(|k| Bytes::from(k.to_string())).collect();
+    let _busy = scripts.busy.begin();
+    scripts.run(&script, &keys, &argv, host)
+}
+
+fn eval(body: &str) -> Reply {
+    let scripts = Scripts::new("7.0.15");
+    eval_with(&scripts, &mut FakeHost::default(), body, &[], &[])
+}
+
+fn err(body: &str) -> String {
+    match eval(body) {
+        Reply::Error(e) => e.into_owned(),
+        other => panic!("expected an error from {body:?}, got {other:?}"),
+    }
+}
+
+fn sha(body: &str) -> String {
+    sha1_hex(body.as_bytes())
+}
+
+#[test]
+fn plain_values() {
+    assert_eq!(eval("return 1"), Reply::Int(1));
+    assert_eq!(eval("return 3.99"), Reply::Int(3));
+    assert_eq!(eval("return 'x'"), Reply::bulk(b"x"));
+    assert_eq!(eval("return {1, 'a', true, false, 2}"), Reply::Array(vec![
+        Reply::Int(1),
+        Reply::bulk(b"a"),
+        Reply::Int(1),
+        Reply::Null,
+        Reply::Int(2),
+    ]));
+    assert_eq!(eval("return unpack({7, 8})"), Reply::Int(7));
+    assert_eq!(eval("return _VERSION"), Reply::bulk(b"Lua 5.1"));
+    assert_eq!(eval("return redis.REDIS_VERSION_NUM"), Reply::Int(458767));
+    assert_eq!(
+        eval("return redis.sha1hex('')"),
+        Reply::bulk(b"da39a3ee5e6b4b0d3255bfef95601890afd80709")
+    );
+}
+
+#[test]
+fn keys_and_argv() {
+    let scripts = Scripts::new("7.0.15");
+    let r = eval_with(
+        &scripts,
+        &mut FakeHost::default(),
+        "return {KEYS[1], ARGV[1], ARGV[2], #KEYS, #ARGV}",
+        &["k"],
+        &["a", "b"],
+    );
+    assert_eq!(r, Reply::Array(vec![
+        Reply::bulk(b"k"),
+        Reply::bulk(b"a"),
+        Reply::bulk(b"b"),
+        Reply::Int(1),
+        Reply::Int(2),
+    ]));
+}
+
+#[test]
+fn calls_reach_the_host() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let r = eval_with(
+        &scripts,
+        &mut host,
+        "redis.call('set', KEYS[1], 1.0) return {redis.call('incr', KEYS[1]), redis.call('get', 'nokey')}",
+        &["k"],
+        &[],
+    );
+    assert_eq!(r, Reply::Array(vec![Reply::Int(2), Reply::Null]));
+    assert_eq!(host.calls[0][2], "1");
+}
+
+#[test]
+fn call_errors_carry_the_script_position() {
+    let body = "return redis.call('nosuch')";
+    assert_eq!(
+        err(body),
+        format!("ERR Unknown Redis command called from script script: {}, on @user_script:1.", sha(body))
+    );
+    assert_eq!(
+        eval("return redis.pcall('nosuch')"),
+        Reply::Error("ERR Unknown Redis command called from script".into())
+    );
+    let body = "\n\nreturn redis.call()";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR Please specify at least one argument for this redis lib call script: {}, on @user_script:3.",
+            sha(body)
+        )
+    );
+    let body = "return redis.call('get', {})";
+    assert!(err(body).starts_with("ERR Lua redis lib command arguments must be strings or integers script:"));
+}
+
+#[test]
+fn raised_errors() {
+    let body = "error('boom')";
+    assert_eq!(
+        err(body),
+        format!("ERR user_script:1: boom script: {}, on @user_script:1.", sha(body))
+    );
+    let body = "error({err='MY boom'})";
+    assert_eq!(err(body), format!("MY boom script: {}, on @user_script:1.", sha(body)));
+    let body = "error(nil)";
+    assert_eq!(err(body), format!("ERR nil script: {}, on @user_script:1.", sha(body)));
+    assert_eq!(eval("return {err='boom'}"), Reply::Error("boom".into()));
+    assert_eq!(eval("return redis.error_reply('x')"), Reply::Error("ERR x".into()));
+    assert_eq!(eval("return redis.error_reply('MY x')"), Reply::Error("MY x".into()));
+    assert_eq!(eval("return redis.status_reply('st')"), Reply::Status("st".into()));
+    assert_eq!(
+        eval("local ok, e = pcall(redis.call, 'nosuch'); return e"),
+        Reply::bulk(b"ERR Unknown Redis command called from script")
+    );
+    assert_eq!(
+        err("syntax error here"),
+        "ERR Error compiling script (new function): user_script:1: '=' expected near 'error'"
+    );
+}
+
+#[test]
+fn sandbox() {
+    for name in ["os", "io", "loadfile", "dofile", "print", "require", "setfenv", "getfenv", "debug"] {
+        let body = format!("return tostring({name})");
+        assert_eq!(
+            err(&body),
+            format!(
+                "ERR user_script:1: Script attempted to access nonexistent global variable '{name}' script: {}, on @user_script:1.",
+                sha(&body)
+            )
+        );
+    }
+    let body = "x = 1";
+    assert_eq!(
+        err(body),
+        format!("ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.", sha(body))
+    );
+    for body in ["redis.call = nil", "string.x = 1", "_G.x = 1", "function f() end", "cjson.x = 1"] {
+        assert!(err(body).starts_with("ERR user_script:1: Attempt to modify a readonly table script:"), "{body}");
+    }
+    for body in ["rawset(_G, 'x', 1)", "rawset(redis, 'x', 1)", "setmetatable(_G, nil)"] {
+        assert!(err(body).starts_with("ERR Attempt to modify a readonly table script:"), "{body}");
+    }
+    assert_eq!(eval("local n = 0 for k in pairs(redis) do n = n + 1 end return n"), Reply::Int(23));
+    assert_eq!(eval("local t = {} t.x = 1 return t.x"), Reply::Int(1));
+    assert_eq!(eval("return loadstring('return 1')()"), Reply::Int(1));
+    assert!(err("return loadstring('x = 1')()").starts_with("ERR [string \"x = 1\"]:1: Attempt to modify a readonly table"));
+}
+
+#[test]
+fn state_does_not_leak_between_scripts() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let r = eval_with(&scripts, &mut host, "return pcall(function() redis.call = nil end)", &[], &[]);
+    assert_eq!(r, Reply::Null);
+    let r = eval_with(&scripts, &mut host, "return type(redis.call)", &[], &[]);
+    assert_eq!(r, Reply::bulk(b"function"));
+}
+
+#[test]
+fn resp3_conversions() {
+    assert_eq!(eval("redis.setresp(3) return {true, false}"), Reply::Array(vec![Reply::Bool(true), Reply::Bool(false)]));
+    assert_eq!(eval("redis.setresp(3) return redis.call('resp')"), Reply::Int(3));
+    assert_eq!(eval("return redis.call('resp')"), Reply::Int(2));
+    assert_eq!(
+        eval("redis.setresp(3) local t = redis.call('hgetall', 'h') return t.map.f"),
+        Reply::bulk(b"v")
+    );
+    assert_eq!(
+        eval("redis.setresp(3) return redis.call('zscore', 'z', 'm').double * 2"),
+        Reply::Int(3)
+    );
+    assert_eq!(eval("return redis.call('zscore', 'z', 'm')"), Reply::bulk(b"1.5"));
+    assert_eq!(eval("return {double=1.5}"), Reply::Double(1.5));
+    assert!(err("redis.setresp(4)").starts_with("ERR RESP version must be 2 or 3. script:"));
+}
+
+#[test]
+fn libraries() {
+    assert_eq!(eval("return cjson.encode({1, 2, {a=1}})"), Reply::bulk(b"[1,2,{\"a\":1}]"));
+    assert_eq!(eval("return cjson.decode('[1,2,3]')[3]"), Reply::Int(3));
+    assert_eq!(eval("return cjson.decode('{\"a\":null}').a == cjson.null"), Reply::Int(1));
+    let body = "return cjson.decode('bad')";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR user_script:1: Expected value but found invalid token at character 1 script: {}, on @user_script:1.",
+            sha(body)
+        )
+    );
+    assert_eq!(
+        eval("local ok, e = pcall(cjson.encode, function() end); return e"),
+        Reply::bulk(b"Cannot serialise function: type not supported")
+    );
+    assert_eq!(eval("return bit.band(7, 3)"), Reply::Int(3));
+    assert_eq!(eval("return bit.tohex(255)"), Reply::bulk(b"000000ff"));
+    assert_eq!(eval("return bit.tobit(2^32 + 5)"), Reply::Int(5));
+}
+
+#[test]
+fn shebang() {
+    assert_eq!(eval("#!lua\nreturn 1"), Reply::Int(1));
+    assert_eq!(err("#!lua flags=bad\nreturn 1"), "ERR Unexpected flag in script shebang: bad");
+    assert_eq!(err("#!lua name=x\nreturn 1"), "ERR Unknown lua shebang option: name=x");
+    assert_eq!(err("#!luax\nreturn 1"), "ERR Unexpected engine in script shebang: #!luax");
+    let scripts = Scripts::new("7.0.15");
+    let s = scripts.load(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+    assert!(s.flags.no_writes);
+    let body = "#!lua\nreturn redis.call()";
+    assert!(err(body).ends_with("on @user_script:2."));
+}
+
+#[test]
+fn cache_and_flush() {
+    let scripts = Scripts::new("7.0.15");
+    let s = scripts.load(b"return 1").unwrap();
+    assert_eq!(s.sha, "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    assert!(scripts.exists(b"E0E1F9FABFC9D4800C877A703B823AC0578FF8DB"));
+    assert!(!scripts.exists(b"abc"));
+    scripts.flush();
+    assert!(!scripts.exists(s.sha.as_bytes()));
+    assert!(scripts.load(b"bad (").is_err());
+    assert!(scripts.is_empty());
+}
+
+#[test]
+fn kill_stops_a_loop() {
+    let scripts = Arc::new(Scripts::new("7.0.15"));
+    let s = scripts.load(b"local i = 0 while true do i = i + 1 end").unwrap();
+    let busy = scripts.busy.clone();
+    let killer = std::thread::spawn(move || {
+        while !busy.is_running() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(busy.request_kill(), KillOutcome::Killed);
+    });
+    let reply = {
+        let _busy = scripts.busy.begin();
+        scripts.run(&s, &[], &[], &mut FakeHost::default())
+    };
+    killer.join().unwrap();
+    assert_eq!(
+        reply,
+        Reply::Error(
+            format!(
+                "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:1.",
+                s.sha
+            )
+            .into()
+        )
+    );
+    assert_eq!(scripts.busy.request_kill(), KillOutcome::NotBusy);
+}
+
+#[test]
+fn deep_nesting_does_not_overflow_a_worker_stack() {
+    // Tokio's worker threads have 2 MiB stacks; run there-sized.
+    let t = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let deep_json = format!("{}{}", "[".repeat(256), "]".repeat(256));
+            let r = eval(&format!(
+                "local t = cjson.decode('{deep_json}') return #cjson.encode(t)"
+            ));
+            assert_eq!(r, Reply::Int(512));
+            let too_deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+            let r = eval(&format!("return cjson.decode('{too_deep}')"));
+            assert!(r.is_error(), "{r:?}");
+            let r = eval("local t = {} t[1] = t return t");
+            assert!(matches!(r, Reply::Array(_)), "{r:?}");
+            let r = eval("local t = {} for i = 1, 100000 do t = {t} end return cjson.encode(t)");
+            assert!(r.is_error(), "{r:?}");
+        })
+        .unwrap();
+    t.join().unwrap();
+}

@@ -1,0 +1,77 @@
+"""Fixtures for the client tests: a fresh sluice binary per test.
+
+The binary is `target/debug/sluice` (override with SLUICE_BIN); `scripts/test.sh` builds it
+first. A missing binary or tool fails the test: nothing is skipped.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", ROOT / "target" / "debug" / "sluice"))
+READY = re.compile(r"sluice listening on 127\.0\.0\.1:(\d+)")
+START_TIMEOUT = 10.0
+
+
+def _read_first_line(stream, out):
+    out.append(stream.readline())
+
+
+@pytest.fixture
+def sluice_port():
+    """Starts `sluice --port 0 --test-mode` and yields the port it printed.
+
+    Test mode adds the CLOCK commands, so the rate-limiter tests move time instead of
+    sleeping through their windows.
+    """
+    if not SLUICE_BIN.is_file():
+        pytest.fail(f"{SLUICE_BIN} does not exist: run `cargo build` first (scripts/test.sh does)")
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [str(SLUICE_BIN), "--port", "0", "--test-mode"],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = []
+        reader = threading.Thread(target=_read_first_line, args=(proc.stdout, line), daemon=True)
+        reader.start()
+        reader.join(START_TIMEOUT)
+        match = READY.search(line[0]) if line else None
+        if match is None:
+            proc.kill()
+            proc.wait()
+            log.seek(0)
+            pytest.fail(
+                f"sluice did not print its address within {START_TIMEOUT}s "
+                f"(stdout: {line!r}; stderr: {log.read().decode(errors='replace')!r})"
+            )
+        yield int(match.group(1))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proc.stdout.close()
+        log.close()
+
+
+@pytest.fixture
+def redis_cli():
+    """The path of redis-cli (the test fails when it is missing)."""
+    path = shutil.which("redis-cli")
+    if path is None:
+        pytest.fail("redis-cli is not on PATH (Debian: apt-get install redis-tools)")
+    return path
