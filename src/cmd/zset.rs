@@ -27,6 +27,7 @@ use bytes::Bytes;
 
 use super::args::{glob_match, is, parse_i64};
 use super::keys::parse_scan_options;
+use crate::cmd::args::parse_scan_cursor;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -985,36 +986,6 @@ fn owned(entries: Vec<(&[u8], f64)>) -> Vec<(Bytes, f64)> {
         .collect()
 }
 
-/// Parses a `SCAN`-family cursor as Redis 7.0 does (`strtoul` in base 10, refusing a
-/// leading space, trailing garbage and overflow): an empty argument is 0, a leading `+` is
-/// accepted and a leading `-` wraps (`-1` is `u64::MAX`), and the argument ends at its first
-/// NUL byte, as a C string does.
-fn parse_scan_cursor(arg: &[u8]) -> CmdResult<u64> {
-    let invalid = || CmdError::msg("ERR invalid cursor");
-    let text = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let Some(&first) = text.first() else {
-        return Ok(0);
-    };
-    let (neg, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return Err(invalid());
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(d - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`
 ///

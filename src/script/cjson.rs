@@ -310,7 +310,8 @@ impl Parser<'_> {
             }
             b'"' => match self.string()? {
                 Ok(v) => Ok((Tok::Str, v, start)),
-                Err(e) => Ok((Tok::Error(e), Value::Nil, start)),
+                // lua-cjson reports a bad string where the scan stopped.
+                Err((e, at)) => Ok((Tok::Error(e), Value::Nil, at + 1)),
             },
             b'-' | b'0'..=b'9' | b'I' | b'i' | b'N' | b'n' if self.number_start() => {
                 match self.number() {
@@ -369,20 +370,21 @@ impl Parser<'_> {
         Some(n)
     }
 
-    /// A string token; Ok(Err(reason)) for a malformed one.
-    fn string(&mut self) -> Result<Result<Value, &'static str>, Fail> {
+    /// A string token; Ok(Err((reason, offset))) for a malformed one.
+    fn string(&mut self) -> Result<Result<Value, (&'static str, usize)>, Fail> {
         self.pos += 1; // opening quote
         let mut out = Vec::new();
         loop {
             let Some(&c) = self.s.get(self.pos) else {
-                return Ok(Err("unexpected end of string"));
+                return Ok(Err(("unexpected end of string", self.pos)));
             };
             self.pos += 1;
             match c {
                 b'"' => break,
                 b'\\' => {
+                    let escape_at = self.pos - 1;
                     let Some(&e) = self.s.get(self.pos) else {
-                        return Ok(Err("unexpected end of string"));
+                        return Ok(Err(("invalid escape code", escape_at)));
                     };
                     self.pos += 1;
                     match e {
@@ -397,9 +399,9 @@ impl Parser<'_> {
                                 let mut buf = [0u8; 4];
                                 out.extend_from_slice(cp.encode_utf8(&mut buf).as_bytes());
                             }
-                            None => return Ok(Err("invalid unicode escape code")),
+                            None => return Ok(Err(("invalid unicode escape code", escape_at))),
                         },
-                        _ => return Ok(Err("invalid escape code")),
+                        _ => return Ok(Err(("invalid escape code", escape_at))),
                     }
                 }
                 _ => out.push(c),

@@ -105,6 +105,7 @@ function cjson.encode_number_precision() return 14 end
 function cjson.encode_keep_buffer() return true end
 function cjson.encode_invalid_numbers() return false end
 function cjson.decode_invalid_numbers() return true end
+function cjson.new() return G.cjson end
 
 -- bit
 local bit = {}
