@@ -92,6 +92,22 @@ impl Clock {
         }
     }
 
+    /// `now_ns` and the `Instant` it corresponds to, from a single clock read (in frozen
+    /// mode the instant is read on its own), for callers that also time what they do.
+    #[inline]
+    pub fn now_ns_and_instant(&self) -> (u64, Instant) {
+        let at = Instant::now();
+        let i = &self.inner;
+        if i.frozen.load(Ordering::Relaxed) {
+            (i.frozen_ns.load(Ordering::Acquire), at)
+        } else {
+            let ns = i.anchor_unix_ns
+                + at.saturating_duration_since(i.anchor).as_nanos() as u64
+                + i.offset_ns.load(Ordering::Relaxed);
+            (ns, at)
+        }
+    }
+
     /// Milliseconds since the Unix epoch.
     #[inline]
     pub fn now_ms(&self) -> u64 {

@@ -61,6 +61,12 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get `-BUSY` and SCRIPT KILL may
     /// stop it (Redis's busy-reply-threshold, alias lua-time-limit).
     pub busy_reply_threshold: u64,
+    /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
+    pub cluster_enabled: bool,
+    /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
+    pub cluster_config_file: Option<String>,
+    /// Which node of the map this server is; None: the node whose address is this server's.
+    pub cluster_node_id: Option<String>,
     /// Directives accepted but without effect, reported at start-up.
     pub ignored: Vec<String>,
 }
@@ -92,6 +98,9 @@ impl Default for Config {
             tls_cert_file: None,
             tls_key_file: None,
             busy_reply_threshold: 5000,
+            cluster_enabled: false,
+            cluster_config_file: None,
+            cluster_node_id: None,
             ignored: Vec::new(),
         }
     }
@@ -250,7 +259,14 @@ impl Config {
             | "supervised" => {
                 self.ignored.push(format!("{name} {}", args.join(" ")));
             }
-            "appendonly" | "daemonize" | "cluster-enabled" => {
+            "cluster-enabled" => self.cluster_enabled = yes_no(&name, one()?)?,
+            "cluster-config-file" => {
+                self.cluster_config_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
+            "cluster-node-id" => {
+                self.cluster_node_id = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
+            "appendonly" | "daemonize" => {
                 if yes_no(&name, one()?)? {
                     return Err(bad(&name, "sluice does not support 'yes' here"));
                 }
@@ -306,6 +322,12 @@ impl Config {
         }
         if !(1..=i32::MAX as usize).contains(&self.maxmemory_samples) {
             return Err(bad("maxmemory-samples", "must be between 1 and 2147483647"));
+        }
+        if self.cluster_enabled && self.cluster_config_file.is_none() {
+            return Err(bad(
+                "cluster-enabled",
+                "cluster mode needs cluster-config-file, the slot map every node is given",
+            ));
         }
         if self.tls_port != 0 && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
             return Err(bad(
@@ -385,6 +407,7 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
     ),
     ("client-query-buffer-limit", "1073741824"),
+    ("cluster-config-file", ""),
     ("cluster-enabled", "no"),
     ("daemonize", "no"),
     ("databases", "16"),
@@ -465,6 +488,8 @@ impl Config {
                     l.hard, l.soft, l.soft_seconds, self.output_buffer_limit_other
                 )
             }
+            "cluster-enabled" => if self.cluster_enabled { "yes" } else { "no" }.to_string(),
+            "cluster-config-file" => self.cluster_config_file.clone().unwrap_or_default(),
             "tls-port" => self.tls_port.to_string(),
             "tls-cert-file" => self.tls_cert_file.clone().unwrap_or_default(),
             "tls-key-file" => self.tls_key_file.clone().unwrap_or_default(),
@@ -515,7 +540,8 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
-            "port" | "bind" | "databases" | "tls-port" | "tls-cert-file" | "tls-key-file" => {
+            "port" | "bind" | "databases" | "tls-port" | "tls-cert-file" | "tls-key-file"
+            | "cluster-enabled" | "cluster-config-file" => {
                 return Err("can't set immutable config".into());
             }
             _ => return Ok(false),

@@ -7,12 +7,16 @@
 //! out through `protocol::reply`. Dependencies run one way: `server` → `cmd` → (`client`,
 //! `store`, `limiter`, `protocol`) → (`config`, `clock`, `error`).
 //!
+//! In cluster mode (`cluster`) several nodes share the 16384 hash slots by a static map and
+//! answer Redis Cluster clients with `-MOVED` / `-CROSSSLOT` as Redis does.
+//!
 //! Embed it with [`Server`] (bind, then run), or in tests with [`TestServer`].
 #![deny(missing_docs)]
 
 pub mod alloc_stats;
 pub mod client;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod error;

@@ -91,6 +91,17 @@ struct Cli {
     /// Only `no`: sluice does not ask clients for certificates.
     #[arg(long = "tls-auth-clients")]
     tls_auth_clients: Option<String>,
+    /// `yes` serves a share of the hash slots, by the map in --cluster-config-file, to Redis
+    /// Cluster clients (MOVED / CROSSSLOT, CLUSTER SLOTS…).
+    #[arg(long = "cluster-enabled")]
+    cluster_enabled: Option<String>,
+    /// The cluster slot map: `node <40-hex id> <host>:<port> <slots>` lines, the same file
+    /// on every node (see README, "Scaling out").
+    #[arg(long = "cluster-config-file")]
+    cluster_config_file: Option<String>,
+    /// Which node of the map this server is (default: the node with this server's address).
+    #[arg(long = "cluster-node-id")]
+    cluster_node_id: Option<String>,
 }
 
 impl Cli {
@@ -125,6 +136,9 @@ impl Cli {
         one("tls-cert-file", self.tls_cert_file.clone());
         one("tls-key-file", self.tls_key_file.clone());
         one("tls-auth-clients", self.tls_auth_clients.clone());
+        one("cluster-enabled", self.cluster_enabled.clone());
+        one("cluster-config-file", self.cluster_config_file.clone());
+        one("cluster-node-id", self.cluster_node_id.clone());
         if let Some(v) = &self.client_output_buffer_limit {
             d.push(("client-output-buffer-limit", v.clone()));
         }

@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering,
+};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -35,8 +37,8 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     /// Commands queued in MULTI, or -1.
     pub multi: AtomicI64,
-    /// Last command name (lowercase).
-    pub last_cmd: Mutex<&'static str>,
+    /// Last command name (lowercase); see [`ClientInfo::set_last_cmd`].
+    last_cmd: AtomicPtr<&'static str>,
     /// Cancelled by CLIENT KILL or server shutdown.
     pub kill: CancellationToken,
     /// Bytes waiting in the input buffer.
@@ -59,7 +61,23 @@ impl ClientInfo {
         now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
-    /// Records activity (a command was run).
+    /// Records the name of the command being run, for CLIENT LIST. It takes a command table
+    /// entry's `&'static` name field so that this is one relaxed store per command, not a lock.
+    #[inline]
+    pub fn set_last_cmd(&self, name: &'static &'static str) {
+        self.last_cmd
+            .store(std::ptr::from_ref(name).cast_mut(), Ordering::Relaxed);
+    }
+
+    /// The last command's name ("" before the first).
+    pub fn last_cmd(&self) -> &'static str {
+        let p = self.last_cmd.load(Ordering::Relaxed);
+        // SAFETY: `last_cmd` only ever holds pointers made from `&'static &'static str`
+        // (`NO_CMD` and `set_last_cmd`), so it is valid and immutable for the whole program.
+        unsafe { *p }
+    }
+
+    /// Records activity (data was read from the client).
     pub fn mark_active(&self) {
         self.last_active_ms
             .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -90,7 +108,7 @@ impl ClientInfo {
                 )
             })
             .unwrap_or_default();
-        let cmd = self.last_cmd.lock().map(|c| *c).unwrap_or_default();
+        let cmd = self.last_cmd();
         let multi = self.multi.load(Ordering::Relaxed);
         let flags = if multi >= 0 { "x" } else { "N" };
         format!(
@@ -112,6 +130,9 @@ impl ClientInfo {
         )
     }
 }
+
+/// `ClientInfo::last_cmd` before the first command.
+static NO_CMD: &str = "";
 
 /// All connected clients.
 #[derive(Debug, Default)]
@@ -135,7 +156,7 @@ impl Registry {
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             multi: AtomicI64::new(-1),
-            last_cmd: Mutex::new(""),
+            last_cmd: AtomicPtr::new(std::ptr::from_ref(&NO_CMD).cast_mut()),
             kill: CancellationToken::new(),
             qbuf: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),

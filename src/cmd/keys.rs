@@ -727,6 +727,9 @@ impl Command for Select {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.shared.cluster.is_some() && self.index != 0 {
+            return Err(CmdError::msg("ERR SELECT is not allowed in cluster mode"));
+        }
         let db = db_index(ctx, self.index)?;
         ctx.client.set_db(db);
         Ok(Reply::ok())
@@ -750,6 +753,9 @@ impl Command for SwapDb {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.shared.cluster.is_some() {
+            return Err(CmdError::msg("ERR SWAPDB is not allowed in cluster mode"));
+        }
         let a = db_index(ctx, self.a)?;
         let b = db_index(ctx, self.b)?;
         if a != b {
@@ -796,11 +802,11 @@ impl<const KIND: u8> Command for ObjectNumber<KIND> {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let Some(e) = ctx.store.lookup(db, &self.key, ctx.now_ms) else {
+        let Some(e) = ctx.store.lookup_untouched(db, &self.key, ctx.now_ms) else {
             return Ok(Reply::Null);
         };
         Ok(match KIND {
-            0 => Reply::Int(0),
+            0 => Reply::Int((e.idle_ms(ctx.now_ms) / 1000) as i64),
             1 => Reply::Int(match e.value {
                 Value::Int(n) if (0..10000).contains(&n) => i32::MAX as i64,
                 _ => 1,

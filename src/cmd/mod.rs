@@ -10,6 +10,7 @@
 //! produced in one place per command.
 
 pub mod args;
+pub mod cluster;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -76,6 +77,8 @@ pub struct Shared {
     pub live: crate::config::LiveSettings,
     /// The Lua script cache and the running script's state.
     pub scripts: crate::script::Scripts,
+    /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 /// Counters INFO reports.
@@ -127,6 +130,7 @@ impl Shared {
             test: test_mode.then(testmode::TestHooks::default),
             live,
             scripts,
+            cluster: None,
         }
     }
 
@@ -223,7 +227,7 @@ pub enum Lookup<'t> {
 }
 
 /// Looks up and arity-checks a request.
-pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
+pub fn lookup(table: &CommandTable, args: &[Bytes]) -> Lookup<'static> {
     let Some(spec) = args.first().and_then(|name| table.get(name)) else {
         return Lookup::Error(unknown_command(args));
     };
@@ -257,15 +261,20 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> L
     match spec.lock {
         LockMode::None => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
-        LockMode::Keys => shared
-            .keyspace
-            .lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+        LockMode::Keys => match spec.keys {
+            // Most commands have exactly one key, at index 1: skip the position iterator.
+            KeySpec::Range {
+                first: 1, last: 1, ..
+            } if args.len() > 1 => shared.keyspace.lock_keys([&args[1]]),
+            _ => shared
+                .keyspace
+                .lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+        },
     }
 }
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    client.info.mark_active();
     if let Some(hooks) = &shared.test {
         hooks.record(shared.clock.now_ms(), client, args);
     }
@@ -292,6 +301,11 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             .fetch_add(1, Ordering::Relaxed);
         return Reply::Error("NOAUTH Authentication required.".into());
     }
+    // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
+    let _routed = match cluster::route(shared, client, spec, args) {
+        Ok(guard) => guard,
+        Err(reply) => return reply,
+    };
     if let Some(reply) = maxmemory::check(shared, client, spec) {
         shared
             .stats
@@ -314,9 +328,9 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     {
         return reply;
     }
-    let started = Instant::now();
     let store = lock_for(shared, spec, args);
-    let now_ns = shared.clock.now_ns();
+    // One clock read gives the command's `now` and the start of its INFO commandstats time.
+    let (now_ns, started) = shared.clock.now_ns_and_instant();
     let mut ctx = Ctx {
         shared,
         client,
@@ -340,8 +354,6 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             .fetch_add(1, Ordering::Relaxed);
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut last) = client.info.last_cmd.lock() {
-        *last = spec.name;
-    }
+    client.info.set_last_cmd(&spec.name);
     reply
 }

@@ -284,6 +284,9 @@ impl Host for ScriptHost<'_, '_> {
         if writes {
             self.busy.mark_write();
         }
+        if let Some(refused) = super::cluster::script_check(shared, spec, &args) {
+            return refused;
+        }
         let started = Instant::now();
         let client_resp = self.ctx.client.resp;
         self.ctx.client.resp = resp;

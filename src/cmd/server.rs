@@ -528,10 +528,19 @@ impl Command for Hello {
             (Reply::bulk(b"version"), Reply::Bulk(Bytes::from(version))),
             (Reply::bulk(b"proto"), Reply::Int(ctx.client.resp as i64)),
             (Reply::bulk(b"id"), Reply::Int(ctx.client.id() as i64)),
-            (Reply::bulk(b"mode"), Reply::bulk(b"standalone")),
+            (Reply::bulk(b"mode"), Reply::bulk(mode(ctx))),
             (Reply::bulk(b"role"), Reply::bulk(b"master")),
             (Reply::bulk(b"modules"), Reply::Array(vec![])),
         ]))
+    }
+}
+
+/// Redis's server mode name, as HELLO and INFO report it.
+fn mode(ctx: &Ctx<'_>) -> &'static [u8] {
+    if ctx.shared.cluster.is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
     }
 }
 
@@ -1380,8 +1389,9 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         let mut b = String::new();
         let _ = write!(
             b,
-            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nserver_name:sluice\r\nsluice_version:{}\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:sluice\r\nconfig_file:\r\nio_threads_active:0\r\n",
+            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:{}\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nserver_name:sluice\r\nsluice_version:{}\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:sluice\r\nconfig_file:\r\nio_threads_active:0\r\n",
             cfg.redis_version,
+            String::from_utf8_lossy(mode(ctx)),
             std::env::consts::OS,
             std::env::consts::ARCH,
             usize::BITS,
@@ -1504,7 +1514,8 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         section("Errorstats", String::new());
     }
     if wanted("cluster") {
-        section("Cluster", "cluster_enabled:0\r\n".into());
+        let enabled = shared.cluster.is_some() as u8;
+        section("Cluster", format!("cluster_enabled:{enabled}\r\n"));
     }
     if wanted("keyspace") {
         let mut b = String::new();

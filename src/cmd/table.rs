@@ -5,7 +5,9 @@
 //! shards to lock. Each family module exports its own `COMMANDS` slice; this module joins them
 //! and keeps per-command call statistics for INFO commandstats.
 
-use std::collections::HashMap;
+// hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
+// looked up on every command.
+use hashbrown::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -253,7 +255,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 11] {
+pub fn all_families() -> [&'static [CommandSpec]; 12] {
     use super::*;
     [
         strings::COMMANDS,
@@ -267,6 +269,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 11] {
         throttle::COMMANDS,
         testmode::COMMANDS,
         scripting::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
 

@@ -185,6 +185,9 @@ pub struct RequestParser {
     state: State,
     /// Arguments of the current multibulk request found so far.
     ranges: Vec<Range<usize>>,
+    /// An emptied argument vector handed back by [`RequestParser::recycle`], reused by the next
+    /// multibulk request so that parsing allocates nothing per request.
+    spare: Vec<Range<usize>>,
     /// Bytes inspected by line searches, so tests can prove the work is linear.
     #[cfg(test)]
     examined: usize,
@@ -197,6 +200,7 @@ impl RequestParser {
             limits,
             state: State::Start,
             ranges: Vec::new(),
+            spare: Vec::new(),
             #[cfg(test)]
             examined: 0,
         }
@@ -218,6 +222,16 @@ impl RequestParser {
             self.ranges = Vec::new();
         }
         result
+    }
+
+    /// Takes back the argument vector of a request the caller is done with; the next
+    /// multibulk request reuses its memory. Vectors above `MAX_PREALLOC_ARGS` entries are
+    /// dropped, so one huge request does not pin its memory for the connection's lifetime.
+    pub fn recycle(&mut self, mut ranges: Vec<Range<usize>>) {
+        if ranges.capacity() <= MAX_PREALLOC_ARGS && ranges.capacity() > self.spare.capacity() {
+            ranges.clear();
+            self.spare = ranges;
+        }
     }
 
     /// Replace the limits (CONFIG SET proto-max-bulk-len etc.).
@@ -288,7 +302,10 @@ impl RequestParser {
                         if self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
                             return Err(ProtocolError::UnauthenticatedMultibulkLength);
                         }
-                        self.ranges = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
+                        let mut ranges = mem::take(&mut self.spare);
+                        ranges.clear();
+                        ranges.reserve(count.min(MAX_PREALLOC_ARGS));
+                        self.ranges = ranges;
                         self.state = State::BulkLen {
                             start,
                             remaining: count,

@@ -10,13 +10,19 @@
 //!
 //! A client that sends but does not read therefore stalls only itself: its replies wait in
 //! the output buffer (at most `FLUSH_AT` plus one reply) and its requests wait in the kernel.
-//! It is disconnected when Redis would: its unsent output passes the hard limit of
-//! `client-output-buffer-limit normal`, stays above the soft limit for the soft time, or makes
-//! no progress for `timeout` seconds (Redis's idle timeout counts writes as activity too).
-//! CLIENT KILL and shutdown interrupt a stalled write.
+//! It is disconnected when Redis would: its output buffer passes the hard limit of
+//! `client-output-buffer-limit normal`, stays above the soft limit for the soft time, or a
+//! write makes no progress for `timeout` seconds (Redis's idle timeout counts writes as
+//! activity too). CLIENT KILL interrupts a stalled write.
 //!
-//! The stream is anything byte-shaped (`AsyncRead + AsyncWrite`): a TCP socket, or a TLS
-//! session over one.
+//! The output buffer of a connection, for those limits, is the replies the client has not
+//! taken yet: what sluice holds unwritten plus what sits unsent in the kernel's send queue
+//! (Linux reports it). Redis keeps all of it in its own memory; sluice leaves most of it in
+//! the kernel and stops reading, but the client that is not reading is the same one, so the
+//! same limits pick it out. It is checked whenever replies are written, as Redis checks when
+//! it adds replies.
+//!
+//! The stream is anything byte-shaped (`Transport`): a TCP socket, or a TLS session over one.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -24,6 +30,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
@@ -33,11 +40,43 @@ use crate::protocol::{Args, Limits, RequestParser};
 /// Write the output early once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
 
+/// A client's byte stream: TCP, or TLS over TCP.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin {
+    /// Bytes already written to the socket that the peer has not taken yet (the kernel's
+    /// send queue); 0 where the platform does not say.
+    fn unsent_bytes(&self) -> usize {
+        0
+    }
+}
+
+impl Transport for TcpStream {
+    fn unsent_bytes(&self) -> usize {
+        kernel_unsent(self)
+    }
+}
+
+impl Transport for tokio_rustls::server::TlsStream<TcpStream> {
+    fn unsent_bytes(&self) -> usize {
+        kernel_unsent(self.get_ref().0)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn kernel_unsent(stream: &TcpStream) -> usize {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) on a socket we own writes one int.
+    let rc = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    if rc == 0 { n.max(0) as usize } else { 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_unsent(_: &TcpStream) -> usize {
+    0
+}
+
 /// Serves one connection until it closes, is killed, or the server shuts down.
-pub async fn serve<S>(shared: Arc<Shared>, stream: S, addr: String, laddr: String)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, laddr: String) {
     let info = shared.clients.register(addr.clone(), laddr);
     let span = tracing::debug_span!("conn", id = info.id, peer = %addr);
     let _enter = span.enter();
@@ -55,10 +94,11 @@ where
     tracing::debug!("disconnected");
 }
 
-async fn run<S>(shared: &Shared, mut stream: S, client: &mut ClientState) -> std::io::Result<()>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+async fn run<S: Transport>(
+    shared: &Shared,
+    mut stream: S,
+    client: &mut ClientState,
+) -> std::io::Result<()> {
     let config = shared.config();
     client.authenticated = config.requirepass.is_none();
     let limits = |authenticated: bool| Limits {
@@ -71,6 +111,9 @@ where
     let mut rbuf = BytesMut::with_capacity(16 * 1024);
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
+    // Since when the output buffer has been over the soft limit.
+    let mut soft = None;
+    let mut args: Vec<Bytes> = Vec::new();
 
     loop {
         // Run every complete request already buffered.
@@ -80,15 +123,20 @@ where
                 Ok(None) => break,
                 Err(e) => {
                     wbuf.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
-                    write_out(shared, &mut stream, &mut wbuf, client).await?;
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
                 }
             };
             let frame = rbuf.split_to(req.consumed).freeze();
-            let args: Vec<Bytes> = match req.args {
-                Args::Ranges(ranges) => ranges.into_iter().map(|r| frame.slice(r)).collect(),
-                Args::Owned(args) => args,
-            };
+            // The argument vectors (ours and the parser's) are reused from request to request.
+            args.clear();
+            match req.args {
+                Args::Ranges(ranges) => {
+                    args.extend(ranges.iter().map(|r| frame.slice(r.clone())));
+                    parser.recycle(ranges);
+                }
+                Args::Owned(owned) => args = owned,
+            }
             if args.is_empty() {
                 continue;
             }
@@ -111,30 +159,33 @@ where
                 return Ok(());
             }
             if let Some(pause) = client.sleep.take() {
-                write_out(shared, &mut stream, &mut wbuf, client).await?;
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 tokio::time::sleep(pause).await;
             }
             reply.encode(client.resp, &mut wbuf);
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
-                    write_out(shared, &mut stream, &mut wbuf, client).await?;
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
                 }
                 client.disconnect_after = Some(n - 1);
             }
             if client.monitor {
-                write_out(shared, &mut stream, &mut wbuf, client).await?;
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 return monitor(shared, stream, client).await;
             }
             if client.close_after_reply {
-                write_out(shared, &mut stream, &mut wbuf, client).await?;
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 return Ok(());
             }
             if wbuf.len() >= FLUSH_AT {
-                write_out(shared, &mut stream, &mut wbuf, client).await?;
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
             }
         }
-        write_out(shared, &mut stream, &mut wbuf, client).await?;
+        // Release the last request's slices of the read buffer, so that the next read can
+        // reuse its memory instead of allocating a new one.
+        args.clear();
+        write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
         if rbuf.len() > query_limit {
             tracing::warn!(
@@ -171,6 +222,8 @@ where
         if n == 0 {
             return Ok(());
         }
+        // Like Redis, a client's last interaction is its last read, not each command.
+        info.mark_active();
         shared
             .stats
             .net_input_bytes
@@ -179,10 +232,11 @@ where
 }
 
 /// Streams the MONITOR feed to this connection until it closes.
-async fn monitor<S>(shared: &Shared, mut stream: S, client: &ClientState) -> std::io::Result<()>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
+async fn monitor<S: Transport>(
+    shared: &Shared,
+    mut stream: S,
+    client: &ClientState,
+) -> std::io::Result<()> {
     let mut feed = shared.monitors.join();
     let result = async {
         let mut scratch = [0u8; 512];
@@ -214,15 +268,16 @@ fn closed(why: &str) -> std::io::Error {
 
 /// Writes (and flushes) the whole output buffer, within the connection's output limits (see
 /// the module docs). Nothing is read meanwhile: that is the back-pressure.
-async fn write_out<S>(
+///
+/// `over_soft_since` is the connection's soft-limit clock: set when the output buffer goes over
+/// the soft limit, cleared when it is back under.
+async fn write_out<S: Transport>(
     shared: &Shared,
     stream: &mut S,
     wbuf: &mut BytesMut,
     client: &ClientState,
-) -> std::io::Result<()>
-where
-    S: AsyncWrite + Unpin,
-{
+    over_soft_since: &mut Option<Instant>,
+) -> std::io::Result<()> {
     if wbuf.is_empty() {
         return Ok(());
     }
@@ -230,11 +285,15 @@ where
     let idle = shared.live.timeout();
     let kill = &client.info.kill;
     let mut written = 0;
-    let mut over_soft_since: Option<Instant> = None;
     let mut last_progress = Instant::now();
     loop {
         let pending = wbuf.len() - written;
-        if limit.hard > 0 && pending > limit.hard {
+        let buffered = if limit.hard > 0 || limit.soft > 0 {
+            pending + stream.unsent_bytes()
+        } else {
+            pending
+        };
+        if limit.hard > 0 && buffered > limit.hard {
             tracing::warn!(
                 "closing client {}: output buffer over the hard client-output-buffer-limit",
                 client.info.id
@@ -243,11 +302,11 @@ where
         }
         // The earliest moment the stalled write gives up, if any.
         let mut deadline: Option<Instant> = None;
-        if limit.soft > 0 && limit.soft_seconds > 0 && pending > limit.soft {
+        if limit.soft > 0 && limit.soft_seconds > 0 && buffered > limit.soft {
             let since = *over_soft_since.get_or_insert_with(Instant::now);
             deadline = Some(since + Duration::from_secs(limit.soft_seconds));
         } else {
-            over_soft_since = None;
+            *over_soft_since = None;
         }
         if idle > 0 {
             let d = last_progress + Duration::from_secs(idle);

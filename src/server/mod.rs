@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -166,6 +166,13 @@ impl Server {
             }
         }
         shared.port.store(port, Ordering::Relaxed);
+        // Cluster mode needs the real port to find itself in the slot map.
+        shared.cluster = crate::cluster::Cluster::from_config(&shared.config(), port).map_err(
+            |e| ConfigError::BadValue {
+                name: "cluster-config-file".into(),
+                reason: e.to_string(),
+            },
+        )?;
         Ok(Server {
             shared: Arc::new(shared),
             listeners,
@@ -337,7 +344,7 @@ async fn admit<S>(
     laddr: String,
     refusal: Option<&'static [u8]>,
 ) where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: connection::Transport,
 {
     match refusal {
         Some(text) => {

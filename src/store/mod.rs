@@ -294,6 +294,13 @@ impl<'a> Locked<'a> {
         shard.find(db, hash, key, now_ms)
     }
 
+    /// A lookup that does not count as an access (OBJECT IDLETIME must not reset what it
+    /// reports): lazy expiry, no stats.
+    pub fn lookup_untouched(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find_untouched(db, hash, key, now_ms)
+    }
+
     /// A read lookup of the value, WRONGTYPE-agnostic.
     pub fn read_value(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Value> {
         self.read(db, key, now_ms).map(|e| &mut e.value)

@@ -150,6 +150,8 @@ pub struct Shard {
     /// pass brings one, so it trails the clock by at most the reaper's sleep); inserts, which
     /// are not given `now`, stamp new keys with it.
     lru_now: u32,
+    /// Eviction candidates remembered from earlier samples (see `evict_one`).
+    evict_pool: Vec<PoolEntry>,
     /// Counters for INFO.
     pub stats: ShardStats,
 }
@@ -162,6 +164,7 @@ impl Shard {
             wheel: TimerWheel::new(now_ms),
             watches: HashMap::new(),
             lru_now: lru_stamp(now_ms),
+            evict_pool: Vec::new(),
             stats: ShardStats::default(),
         }
     }
@@ -195,6 +198,20 @@ impl Shard {
         }
         let e = self.dbs[db].table.find_mut(hash, |e| &*e.key == key)?;
         e.mark_accessed(now_ms);
+        Some(e)
+    }
+
+    /// `find` that leaves the key's access time alone (Redis's LOOKUP_NOTOUCH, for OBJECT).
+    pub fn find_untouched(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<&mut Entry> {
+        let lru = self.peek(db, hash, key)?.lru;
+        let e = self.find(db, hash, key, now_ms)?;
+        e.lru = lru;
         Some(e)
     }
 
@@ -505,12 +522,19 @@ impl Shard {
         if policy == EvictionPolicy::NoEviction {
             return None;
         }
-        // (score, db, bucket) of the best candidate so far: the higher the score, the better.
-        let mut best: Option<(u64, usize, usize)> = None;
-        let mut consider = |e: &Entry, db: usize, bucket: usize| {
-            let score = eviction_score(policy, e, now_ms);
-            if best.is_none_or(|b| score > b.0) {
-                best = Some((score, db, bucket));
+        // New samples join the candidates kept from earlier rounds (Redis's eviction pool):
+        // the pool remembers the best candidates seen, so each eviction is chosen from many
+        // more keys than one round samples.
+        let mut pool = std::mem::take(&mut self.evict_pool);
+        let mut add = |e: &Entry, db: usize| {
+            let c = PoolEntry {
+                db: db as u16,
+                hash: e.hash,
+                lru: e.lru,
+                expire_at: e.expire_at,
+            };
+            if !pool.contains(&c) {
+                pool.push(c);
             }
         };
         if policy.volatile_only() {
@@ -518,19 +542,42 @@ impl Shard {
             self.wheel
                 .sample(seed, samples, samples * 64, |id, _, r| {
                     let table = &dbs[r.db as usize].table;
-                    if let Some(bucket) = table.find_bucket_index(r.hash, |e| e.timer == Some(id))
-                        && let Some(e) = table.get_bucket(bucket)
-                    {
-                        consider(e, r.db as usize, bucket);
+                    if let Some(e) = table.find(r.hash, |e| e.timer == Some(id)) {
+                        add(e, r.db as usize);
                     }
                 });
         } else {
             for (db, d) in self.dbs.iter().enumerate() {
-                sample_table(&d.table, seed, samples, |bucket, e| consider(e, db, bucket));
+                sample_table(&d.table, seed, samples, |_, e| add(e, db));
             }
         }
-        let (_, db, bucket) = best?;
-        let entry = self.remove_at(db, bucket)?;
+        // Best first; random policies keep no pool (any sample is as good as another).
+        pool.sort_by_key(|c| std::cmp::Reverse(c.score(policy, now_ms)));
+        if matches!(
+            policy,
+            EvictionPolicy::AllKeysRandom | EvictionPolicy::VolatileRandom
+        ) {
+            pool.truncate(1);
+        }
+        let mut evicted = None;
+        let mut taken = 0;
+        for c in &pool {
+            taken += 1;
+            // The key is still the one sampled if its hash, access time and expiry are
+            // unchanged; one that was used since is no longer a good candidate anyway.
+            let table = &self.dbs[c.db as usize].table;
+            let Some(bucket) = table.find_bucket_index(c.hash, |e| {
+                e.hash == c.hash && e.lru == c.lru && e.expire_at == c.expire_at
+            }) else {
+                continue;
+            };
+            evicted = self.remove_at(c.db as usize, bucket);
+            break;
+        }
+        pool.drain(..taken);
+        pool.truncate(EVICTION_POOL_SIZE);
+        self.evict_pool = pool;
+        let entry = evicted?;
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
             Some(Evicted::Expired)
@@ -592,17 +639,33 @@ pub enum Evicted {
     Expired,
 }
 
-/// How good a candidate for eviction `e` is under `policy`: higher is evicted first.
-fn eviction_score(policy: EvictionPolicy, e: &Entry, now_ms: u64) -> u64 {
-    if e.is_expired(now_ms) {
-        return u64::MAX;
-    }
-    match policy {
-        // The sooner the deadline, the higher the score (NO_EXPIRY scores 0).
-        EvictionPolicy::VolatileTtl => NO_EXPIRY - e.expire_at,
-        EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => e.idle_ms(now_ms),
-        // Random: every sample ties, so the first one (from a random start) wins.
-        _ => 0,
+/// Candidates an eviction pool keeps between evictions (Redis's EVPOOL_SIZE).
+const EVICTION_POOL_SIZE: usize = 16;
+
+/// A remembered eviction candidate: where to find it and what it looked like when sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PoolEntry {
+    db: u16,
+    hash: u64,
+    lru: u32,
+    expire_at: u64,
+}
+
+impl PoolEntry {
+    /// How good a candidate this is under `policy`: higher is evicted first.
+    fn score(&self, policy: EvictionPolicy, now_ms: u64) -> u64 {
+        if self.expire_at != NO_EXPIRY && now_ms > self.expire_at {
+            return u64::MAX;
+        }
+        match policy {
+            // The sooner the deadline, the higher the score (NO_EXPIRY scores 0).
+            EvictionPolicy::VolatileTtl => NO_EXPIRY - self.expire_at,
+            EvictionPolicy::AllKeysLru | EvictionPolicy::VolatileLru => {
+                u64::from(lru_stamp(now_ms).wrapping_sub(self.lru))
+            }
+            // Random: every sample ties; the sort is stable, so the first one wins.
+            _ => 0,
+        }
     }
 }
 

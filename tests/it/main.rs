@@ -1,11 +1,18 @@
 //! The integration-test binary: one binary for every integration test, so the crate is
 //! linked once. Shared helpers live in `support`; each area of the server gets a module.
 
+mod cluster;
 mod core;
 mod diff;
 mod limits;
+mod memory;
 mod proc;
+mod random_diff;
+mod shutdown;
+mod soak;
+mod scripting;
 mod support;
 mod testmode;
 mod throttle;
+mod tls;
 mod workloads;

@@ -7,6 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running `sluice` child, killed when dropped.
@@ -14,6 +15,7 @@ pub struct SluiceProcess {
     child: Child,
     addr: SocketAddr,
     tls_addr: Option<SocketAddr>,
+    stderr: Arc<Mutex<String>>,
 }
 
 impl SluiceProcess {
@@ -24,9 +26,22 @@ impl SluiceProcess {
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("cannot run the sluice binary");
+        // The log is kept (tests look for panics in it) and passed on to the test's output.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let err_pipe = child.stderr.take().expect("piped stderr");
+        let log = stderr.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err_pipe).lines().map_while(Result::ok) {
+                eprintln!("[sluice] {line}");
+                if let Ok(mut log) = log.lock() {
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut addr = None;
@@ -53,6 +68,7 @@ impl SluiceProcess {
             child,
             addr,
             tls_addr,
+            stderr,
         }
     }
 
@@ -64,6 +80,11 @@ impl SluiceProcess {
     /// The TLS address, if `--tls-port` was given.
     pub fn tls_addr(&self) -> Option<SocketAddr> {
         self.tls_addr
+    }
+
+    /// What the process logged so far.
+    pub fn log(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// The process id.

@@ -4,8 +4,8 @@ so every reply here is RESP3), and redis-cli.
 The rate-limiter workloads W3 and W4 come from /work/shared/specs/seed-workloads.md. They run
 on sluice's test clock (`CLOCK FREEZE` / `CLOCK ADVANCE`, the server is started with
 --test-mode): every call happens at a timestamp the test chose, window expiry included, and
-nothing sleeps through a window. One test checks real-time expiry with a 50 ms PX and a
-150 ms sleep.
+nothing sleeps through a window. One test checks real-time expiry with an 80 ms PX and a
+200 ms sleep.
 """
 
 import subprocess
@@ -120,11 +120,11 @@ def test_watch_detects_a_concurrent_write(sluice_port):
 
 
 def test_real_time_expiry(sluice_port):
-    # The one real-clock test: a 50 ms PX, then a 150 ms sleep.
+    # The one real-clock test: an 80 ms PX, then a 200 ms sleep.
     r = client(sluice_port)
-    r.set("brief", "v", px=50)
+    r.set("brief", "v", px=80)
     assert r.exists("brief") == 1
-    time.sleep(0.15)
+    time.sleep(0.2)
     assert r.get("brief") is None
     assert r.exists("brief") == 0
 

@@ -1,0 +1,332 @@
+//! Cluster mode: sluice nodes that each own a share of the 16384 hash slots, spoken to with
+//! the Redis Cluster client protocol.
+//!
+//! Every node is given the same [slot map](map) (which node id, at which host:port, owns
+//! which slots) and knows which node of the map it is. Nodes never talk to each other: there
+//! is no cluster bus, no gossip, no failover and no slot migration. A client that is cluster
+//! aware (redis-py `RedisCluster`, ioredis `Cluster`, the `redis` crate's cluster client, …)
+//! reads the map with `CLUSTER SLOTS` or `CLUSTER SHARDS`, computes each key's [slot] and
+//! sends the command to the owner. A node answers a command whose key it does not own with
+//! `-MOVED <slot> <host>:<port>`, and a command whose keys span slots with `-CROSSSLOT`, as
+//! Redis does. Rate-limiter state shards perfectly by key, so every CL.THROTTLE call, W1
+//! block or script runs whole on one node and stays exact.
+//!
+//! This module holds the pure parts: the slot function, the map and its validation, and
+//! [`Cluster`], the installed map with the lock-free ownership test the dispatcher uses.
+//! The command side (the routing hook `cmd::execute` calls, CLUSTER's subcommands, the key
+//! sweep after a map change) lives in `cmd::cluster`.
+//!
+//! # Changing the map while running
+//!
+//! `CLUSTER SETMAP` (or `CLUSTER LOADMAP`, which re-reads the map file) installs a new map.
+//! [`Cluster::install`] takes the [gate](Cluster::gate) for writing, which waits for the
+//! keyed commands in flight (each holds the gate for reading from its routing check to its
+//! reply) and holds new ones back while the ownership bitmap is rewritten. So once it
+//! returns, no command routed with the old map is still running, and the caller can drop
+//! the keys of slots this node no longer owns without racing a late write into them.
+
+pub mod map;
+pub mod slot;
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+pub use map::{MapError, Node, SlotMap};
+
+use crate::config::Config;
+pub use slot::{SLOTS, key_slot};
+
+/// The map a node serves, with its epoch and which node of it is this one.
+#[derive(Debug)]
+pub struct Installed {
+    /// The map.
+    pub map: SlotMap,
+    /// Its configuration epoch (the stated one, or the previous epoch plus one).
+    pub epoch: u64,
+    /// This node's index in `map.nodes`.
+    pub me: usize,
+}
+
+impl Installed {
+    /// This node.
+    pub fn myself(&self) -> &Node {
+        &self.map.nodes[self.me]
+    }
+}
+
+/// What `install` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The map was installed with this epoch.
+    Installed(u64),
+    /// The same map with the same epoch was already in force: nothing changed.
+    Unchanged(u64),
+}
+
+/// A node's cluster state.
+#[derive(Debug)]
+pub struct Cluster {
+    /// Held for reading by every keyed command from its routing check to its reply, and for
+    /// writing while a new map is installed.
+    gate: RwLock<()>,
+    /// The map in force. Read briefly (never held across a command), so a reader of the map
+    /// never waits behind a writer of the gate.
+    current: RwLock<Arc<Installed>>,
+    /// One bit per slot: set when this node owns the slot.
+    owned: Box<[AtomicU64]>,
+    /// This node's id (it stays the same across map changes).
+    my_id: String,
+    /// The map file given at start-up, which `CLUSTER LOADMAP` reads again.
+    map_file: Option<String>,
+}
+
+/// Why a command cannot run on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redirect {
+    /// The slot is owned by the node at this address.
+    Moved(u16, String),
+    /// The keys are in different slots.
+    CrossSlot,
+}
+
+/// Redis's error for keys in different slots.
+pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+
+impl Redirect {
+    /// The error line (without the leading `-`).
+    pub fn error_text(&self) -> String {
+        match self {
+            Redirect::Moved(slot, addr) => format!("MOVED {slot} {addr}"),
+            Redirect::CrossSlot => CROSSSLOT.to_string(),
+        }
+    }
+}
+
+/// Which node of `map` this server is: the one named by `node_id`, or else the one whose
+/// address is `port` on one of the `bind` addresses.
+pub fn find_self(
+    map: &SlotMap,
+    node_id: Option<&str>,
+    bind: &[String],
+    port: u16,
+) -> Result<usize, MapError> {
+    if let Some(id) = node_id {
+        if !map::valid_id(id) {
+            return Err(MapError(format!(
+                "cluster-node-id '{id}' must be 40 hexadecimal characters"
+            )));
+        }
+        return map
+            .nodes
+            .iter()
+            .position(|n| n.id.eq_ignore_ascii_case(id))
+            .ok_or_else(|| MapError(format!("cluster-node-id {id} is not in the cluster map")));
+    }
+    let binds: Vec<&str> = bind.iter().map(|b| b.trim_start_matches('-')).collect();
+    let wildcard = binds.iter().any(|b| matches!(*b, "0.0.0.0" | "::" | "*"));
+    let same_host = |host: &str| {
+        binds.iter().any(|b| {
+            *b == host
+                || matches!((b.parse::<IpAddr>(), host.parse::<IpAddr>()), (Ok(x), Ok(y)) if x == y)
+        })
+    };
+    let found: Vec<usize> = map
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.port == port && (wildcard || same_host(&n.host)))
+        .map(|(i, _)| i)
+        .collect();
+    match found.as_slice() {
+        [i] => Ok(*i),
+        [] => Err(MapError(format!(
+            "no node of the cluster map has this server's address (port {port} on {}); name this node with --cluster-node-id",
+            binds.join(" ")
+        ))),
+        _ => Err(MapError(format!(
+            "several nodes of the cluster map have port {port}; name this node with --cluster-node-id"
+        ))),
+    }
+}
+
+impl Cluster {
+    /// The cluster state `config` asks for, once the server listens on `port`: None when
+    /// cluster mode is off; an error when the map file is unreadable or invalid, or this
+    /// node is not in it.
+    pub fn from_config(config: &Config, port: u16) -> Result<Option<Cluster>, MapError> {
+        if !config.cluster_enabled {
+            return Ok(None);
+        }
+        let Some(path) = &config.cluster_config_file else {
+            return Err(MapError("cluster mode needs cluster-config-file".into()));
+        };
+        let map = SlotMap::load(path)?;
+        let me = find_self(&map, config.cluster_node_id.as_deref(), &config.bind, port)
+            .map_err(|e| MapError(format!("cluster map '{path}': {e}")))?;
+        Ok(Some(Cluster::new(map, me, Some(path.clone()))))
+    }
+
+    /// A node serving `map` as the node at index `me`. `map_file` is where the map came from.
+    pub fn new(map: SlotMap, me: usize, map_file: Option<String>) -> Cluster {
+        let epoch = map.epoch.unwrap_or(1);
+        let cluster = Cluster {
+            gate: RwLock::new(()),
+            my_id: map.nodes[me].id.clone(),
+            current: RwLock::new(Arc::new(Installed { map, epoch, me })),
+            owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            map_file,
+        };
+        cluster.publish_owned(&cluster.current());
+        cluster
+    }
+
+    /// This node's id.
+    pub fn my_id(&self) -> &str {
+        &self.my_id
+    }
+
+    /// The map file given at start-up.
+    pub fn map_file(&self) -> Option<&str> {
+        self.map_file.as_deref()
+    }
+
+    /// The map in force (a snapshot: a later install does not change it).
+    pub fn current(&self) -> Arc<Installed> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// True if this node owns `slot` (lock-free; for checks inside a command that already
+    /// holds the gate, such as a script's calls).
+    #[inline]
+    pub fn owns(&self, slot: u16) -> bool {
+        let s = usize::from(slot);
+        self.owned[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
+    }
+
+    /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
+    /// or where to send it.
+    #[inline]
+    pub fn route(&self, slot: u16) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
+        let gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
+        if self.owns(slot) {
+            return Ok(gate);
+        }
+        drop(gate);
+        Err(Redirect::Moved(slot, self.current().map.owner(slot).addr()))
+    }
+
+    fn publish_owned(&self, installed: &Installed) {
+        let mut words = vec![0u64; SLOTS / 64];
+        for &(a, b) in &installed.myself().ranges {
+            for s in usize::from(a)..=usize::from(b) {
+                words[s / 64] |= 1 << (s % 64);
+            }
+        }
+        for (word, bits) in self.owned.iter().zip(words) {
+            word.store(bits, Ordering::Release);
+        }
+    }
+
+    /// Installs `map` (which must list this node's id). Its stated epoch must not be older
+    /// than the current one; the same epoch is accepted only for the same map (a repeated
+    /// push), which changes nothing. A map without an epoch gets the current one plus one.
+    ///
+    /// Waits for the keyed commands in flight to finish; when it returns, every command
+    /// routed by the old map has replied.
+    pub fn install(&self, map: SlotMap) -> Result<Outcome, MapError> {
+        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let me = map
+            .nodes
+            .iter()
+            .position(|n| n.id == self.my_id)
+            .ok_or_else(|| {
+                MapError(format!(
+                    "this node ({}) is not in the new map; a node can only be given a map that lists it",
+                    self.my_id
+                ))
+            })?;
+        let epoch = match map.epoch {
+            None => current.epoch + 1,
+            Some(e) if e > current.epoch => e,
+            Some(e) if e == current.epoch && map.same_layout(&current.map) => {
+                return Ok(Outcome::Unchanged(e));
+            }
+            Some(e) if e == current.epoch => {
+                return Err(MapError(format!(
+                    "the map states epoch {e}, which is this node's epoch, but differs from the map in force; give it a higher epoch"
+                )));
+            }
+            Some(e) => {
+                return Err(MapError(format!(
+                    "the map states epoch {e}, older than this node's epoch {}",
+                    current.epoch
+                )));
+            }
+        };
+        let installed = Installed { map, epoch, me };
+        self.publish_owned(&installed);
+        *current = Arc::new(installed);
+        Ok(Outcome::Installed(epoch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "1111111111111111111111111111111111111111";
+    const B: &str = "2222222222222222222222222222222222222222";
+
+    fn map(text: &str) -> SlotMap {
+        SlotMap::parse(text).unwrap()
+    }
+
+    fn two(epoch: &str, split: u16) -> SlotMap {
+        map(&format!(
+            "{epoch}\nnode {A} 127.0.0.1:7001 0-{}\nnode {B} 127.0.0.1:7002 {split}-16383",
+            split - 1
+        ))
+    }
+
+    #[test]
+    fn finds_itself_by_id_or_address() {
+        let m = two("", 100);
+        assert_eq!(find_self(&m, Some(B), &[], 0), Ok(1));
+        assert!(find_self(&m, Some("3333333333333333333333333333333333333333"), &[], 0).is_err());
+        assert!(find_self(&m, Some("zz"), &[], 0).is_err());
+        assert_eq!(find_self(&m, None, &["127.0.0.1".into()], 7002), Ok(1));
+        assert_eq!(find_self(&m, None, &["0.0.0.0".into()], 7001), Ok(0));
+        let e = find_self(&m, None, &["127.0.0.1".into()], 7009).unwrap_err();
+        assert!(e.0.contains("--cluster-node-id"), "{e}");
+    }
+
+    #[test]
+    fn routes_and_installs() {
+        let c = Cluster::new(two("epoch 3", 100), 0, None);
+        assert!(c.owns(0) && c.owns(99) && !c.owns(100));
+        assert!(c.route(5).is_ok());
+        assert_eq!(
+            c.route(100).unwrap_err(),
+            Redirect::Moved(100, "127.0.0.1:7002".into())
+        );
+        assert_eq!(c.current().epoch, 3);
+        // Older or conflicting epochs are refused; the same map again changes nothing.
+        assert!(c.install(two("epoch 2", 200)).is_err());
+        assert!(c.install(two("epoch 3", 200)).is_err());
+        assert_eq!(c.install(two("epoch 3", 100)), Ok(Outcome::Unchanged(3)));
+        // No epoch: the current one plus one.
+        assert_eq!(c.install(two("", 200)), Ok(Outcome::Installed(4)));
+        assert!(c.owns(150) && !c.owns(200));
+        assert_eq!(c.install(two("epoch 10", 50)), Ok(Outcome::Installed(10)));
+        assert!(!c.owns(60));
+        assert_eq!(c.route(60).unwrap_err().error_text(), "MOVED 60 127.0.0.1:7002");
+        // A map without this node is refused.
+        let other = map(&format!("node {B} 127.0.0.1:7002 0-16383"));
+        assert!(c.install(other).unwrap_err().0.contains("not in the new map"));
+    }
+}

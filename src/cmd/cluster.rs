@@ -1,0 +1,719 @@
+//! Cluster mode, command side: the routing hook `execute` calls, the CLUSTER subcommands,
+//! READONLY / READWRITE / ASKING, and the sweep that drops keys after a map change.
+//!
+//! # Routing, as Redis 7.0 does it
+//!
+//! [`route`] runs after the lookup and the NOAUTH check and before the OOM check, as Redis's
+//! `processCommand` orders them. It takes the command's keys from the table's key positions
+//! (so scripts' `numkeys` keys and CL.THROTTLE's key too), and:
+//!
+//! - no keys: the command runs here (PING, INFO, KEYS, DBSIZE, an EVAL with no keys, …);
+//! - keys in two slots: `-CROSSSLOT Keys in request don't hash to the same slot`, even when
+//!   this node owns both slots;
+//! - one slot owned by another node: `-MOVED <slot> <host>:<port>`;
+//! - inside MULTI, each command is checked as it is queued; a refused one makes EXEC abort
+//!   with `-EXECABORT`. EXEC then checks the queued commands together: slots that differ
+//!   give `-CROSSSLOT` and a slot that moved meanwhile gives `-MOVED`; both discard the
+//!   transaction;
+//! - inside a script, a call whose key is not in a slot of this node fails with
+//!   `ERR Script attempted to access a non local key in a cluster node` ([`script_check`]).
+//!   Like Redis 7.0, a script may touch several local slots.
+//!
+//! When cluster mode is off the hook is one test of `Shared::cluster`, a `None`.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::RwLockReadGuard;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Lookup, Shared, lookup, run_sub};
+use crate::client::ClientState;
+use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+const ADMIN: &[&str] = &["admin", "stale", "no_async_loading"];
+const ADMIN_ACL: &[&str] = &["@admin", "@slow", "@dangerous"];
+
+const fn sub(name: &'static str, arity: i32, handler: super::Handler) -> C {
+    C::new(name, arity, &["stale"], KeySpec::None, handler).with_acl(&["@slow"])
+}
+
+const fn unsupported(name: &'static str, arity: i32) -> C {
+    C::new(name, arity, ADMIN, KeySpec::None, refuse_unsupported).with_acl(ADMIN_ACL)
+}
+
+/// CLUSTER and the cluster connection commands.
+pub static COMMANDS: &[C] = &[
+    C::new(
+        "cluster",
+        -2,
+        &[],
+        KeySpec::None,
+        run_sub::<super::server::Help>,
+    )
+    .with_subcommands(CLUSTER)
+    .with_acl(&["@slow"]),
+    C::new(
+        "readonly",
+        1,
+        &["loading", "stale", "fast"],
+        KeySpec::None,
+        super::run::<Accept>,
+    )
+    .with_acl(&["@fast", "@connection"]),
+    C::new(
+        "readwrite",
+        1,
+        &["loading", "stale", "fast"],
+        KeySpec::None,
+        super::run::<Accept>,
+    )
+    .with_acl(&["@fast", "@connection"]),
+    C::new("asking", 1, &["fast"], KeySpec::None, super::run::<Accept>)
+        .with_acl(&["@fast", "@connection"]),
+];
+
+static CLUSTER: &[C] = &[
+    C::new(
+        "cluster|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    )
+    .with_acl(&["@slow"]),
+    sub("cluster|info", 2, run_sub::<Info>),
+    sub("cluster|myid", 2, run_sub::<MyId>),
+    sub("cluster|nodes", 2, run_sub::<Nodes>),
+    sub("cluster|slots", 2, run_sub::<Slots>),
+    sub("cluster|shards", 2, run_sub::<Shards>),
+    sub("cluster|keyslot", 3, run_sub::<KeySlot>),
+    sub("cluster|countkeysinslot", 3, run_sub::<KeysInSlot<true>>).whole_keyspace(),
+    sub("cluster|getkeysinslot", 4, run_sub::<KeysInSlot<false>>).whole_keyspace(),
+    sub("cluster|links", 2, run_sub::<Links>),
+    C::new(
+        "cluster|replicas",
+        3,
+        &["admin", "stale"],
+        KeySpec::None,
+        run_sub::<Replicas>,
+    )
+    .with_acl(ADMIN_ACL),
+    C::new(
+        "cluster|slaves",
+        3,
+        &["admin", "stale"],
+        KeySpec::None,
+        run_sub::<Replicas>,
+    )
+    .with_acl(ADMIN_ACL),
+    // sluice's own: install a new slot map (inline text, or the map file read again).
+    C::new(
+        "cluster|setmap",
+        3,
+        &["admin", "noscript", "stale"],
+        KeySpec::None,
+        run_sub::<SetMap<false>>,
+    )
+    .with_acl(ADMIN_ACL),
+    C::new(
+        "cluster|loadmap",
+        2,
+        &["admin", "noscript", "stale"],
+        KeySpec::None,
+        run_sub::<SetMap<true>>,
+    )
+    .with_acl(ADMIN_ACL),
+    // Redis's topology-changing subcommands: nodes here never talk to each other.
+    unsupported("cluster|addslots", -3),
+    unsupported("cluster|addslotsrange", -4),
+    unsupported("cluster|bumpepoch", 2),
+    unsupported("cluster|count-failure-reports", 3),
+    unsupported("cluster|delslots", -3),
+    unsupported("cluster|delslotsrange", -4),
+    unsupported("cluster|failover", -2),
+    unsupported("cluster|flushslots", 2),
+    unsupported("cluster|forget", 3),
+    unsupported("cluster|meet", -4),
+    unsupported("cluster|replicate", 3),
+    unsupported("cluster|reset", -2),
+    unsupported("cluster|saveconfig", 2),
+    unsupported("cluster|set-config-epoch", 3),
+    unsupported("cluster|setslot", -4),
+];
+
+/// Redis's reply to cluster commands on a server without cluster mode.
+const DISABLED: &str = "ERR This instance has cluster support disabled";
+
+/// Redis's error for a script call whose key lives on another node.
+pub const SCRIPT_NON_LOCAL: &str =
+    "ERR Script attempted to access a non local key in a cluster node";
+
+fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
+    ctx.shared.cluster.as_ref().ok_or(CmdError::msg(DISABLED))
+}
+
+// ---------------------------------------------------------------------------------------
+// Routing
+
+/// The guard a routed command holds while it runs (see [`Cluster::route`]).
+pub type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
+
+/// The routing check `execute` makes before a command runs or is queued: `Ok` with the guard
+/// to hold until the reply (None when there is nothing to hold: cluster mode off, or no
+/// keys), or `Err` with the redirect to reply instead. MULTI state is updated as Redis does.
+#[inline]
+pub fn route<'s>(
+    shared: &'s Shared,
+    client: &mut ClientState,
+    spec: &C,
+    args: &[Bytes],
+) -> Result<Routed<'s>, Reply> {
+    match &shared.cluster {
+        None => Ok(None),
+        Some(cluster) => route_in_cluster(shared, cluster, client, spec, args),
+    }
+}
+
+#[inline(never)]
+fn route_in_cluster<'s>(
+    shared: &'s Shared,
+    cluster: &'s Cluster,
+    client: &mut ClientState,
+    spec: &C,
+    args: &[Bytes],
+) -> Result<Routed<'s>, Reply> {
+    let exec = spec.name == "exec";
+    let slot = if exec {
+        // EXEC without MULTI (or with extra arguments) only gets its own error.
+        let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
+            return Ok(None);
+        };
+        queue_slot(shared, queue)
+    } else if spec.immediate && client.multi.is_some() {
+        // WATCH, MULTI, DISCARD… inside MULTI answer with their own errors.
+        return Ok(None);
+    } else {
+        keys_slot(&spec.keys, args)
+    };
+    let redirect = match slot {
+        Ok(None) => return Ok(None),
+        Ok(Some(slot)) => match cluster.route(slot) {
+            Ok(guard) => return Ok(Some(guard)),
+            Err(redirect) => redirect,
+        },
+        Err(redirect) => redirect,
+    };
+    shared
+        .stats
+        .total_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    if exec {
+        client.end_multi();
+        super::txn::unwatch_client(shared, client);
+    } else if client.multi.is_some() {
+        client.multi_failed = true;
+    }
+    Err(Reply::Error(Cow::Owned(redirect.error_text())))
+}
+
+/// The one slot of the keys of every queued command, as EXEC checks them.
+fn queue_slot(shared: &Shared, queue: &[Vec<Bytes>]) -> Result<Option<u16>, Redirect> {
+    let mut slot = None;
+    for args in queue {
+        if let Lookup::Found(spec) = lookup(&shared.table, args) {
+            merge_slot(&mut slot, keys_slot(&spec.keys, args)?)?;
+        }
+    }
+    Ok(slot)
+}
+
+fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect> {
+    match (*slot, next) {
+        (_, None) => Ok(()),
+        (None, s) => {
+            *slot = s;
+            Ok(())
+        }
+        (Some(a), Some(b)) if a == b => Ok(()),
+        _ => Err(Redirect::CrossSlot),
+    }
+}
+
+/// The slot of a command's keys (None without keys), or CROSSSLOT. Keys are found from the
+/// table's key positions the way Redis's key specs find them; in particular a `numkeys`
+/// that does not fit the arguments means "no keys", so the command itself reports the error.
+pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
+    let mut slot = None;
+    let mut add = |i: usize| match args.get(i) {
+        Some(k) => merge_slot(&mut slot, Some(key_slot(k))),
+        None => Ok(()),
+    };
+    let n = args.len() as i64;
+    match *keys {
+        KeySpec::None => {}
+        KeySpec::Range { first, last, step } => {
+            let (first, step) = (i64::from(first), i64::from(step).max(1));
+            let last = if last < 0 {
+                n + i64::from(last)
+            } else {
+                i64::from(last).min(n - 1)
+            };
+            let mut i = first;
+            while first > 0 && i <= last {
+                add(i as usize)?;
+                i += step;
+            }
+        }
+        KeySpec::Custom { find, .. } => {
+            for i in find(args) {
+                add(i)?;
+            }
+        }
+        KeySpec::Keynum {
+            begin,
+            keynumidx,
+            firstkey,
+            step,
+            ..
+        } => {
+            let count = args
+                .get((begin + keynumidx).max(0) as usize)
+                .and_then(|b| super::args::parse_i64(b))
+                .unwrap_or(0);
+            let first = i64::from(begin + firstkey);
+            let step = i64::from(step).max(1);
+            let last = first.saturating_add(count.saturating_sub(1).saturating_mul(step));
+            if count > 0 && first > 0 && last < n {
+                let mut i = first;
+                while i <= last {
+                    add(i as usize)?;
+                    i += step;
+                }
+            }
+        }
+    }
+    Ok(slot)
+}
+
+/// The check a script makes before each `redis.call`: None to go ahead, or the error to
+/// return (the call's key lives on another node, or its keys span slots).
+pub fn script_check(shared: &Shared, spec: &C, args: &[Bytes]) -> Option<Reply> {
+    let cluster = shared.cluster.as_ref()?;
+    match keys_slot(&spec.keys, args) {
+        Ok(None) => None,
+        Ok(Some(slot)) if cluster.owns(slot) => None,
+        _ => Some(Reply::Error(Cow::Borrowed(SCRIPT_NON_LOCAL))),
+    }
+}
+
+/// Drops every key (all databases) in a slot this node does not own. Locks one shard at a
+/// time, so other shards keep serving meanwhile. Returns how many keys were dropped.
+pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
+    let keyspace = &shared.keyspace;
+    let mut dropped = 0;
+    for i in 0..keyspace.shard_count() {
+        let mut locked = keyspace.lock_indexes(&[i]);
+        for shard in locked.shards_mut() {
+            for db in 0..shard.databases() {
+                let foreign: Vec<(u64, Box<[u8]>)> = shard
+                    .db(db)
+                    .iter()
+                    .filter(|e| !cluster.owns(key_slot(&e.key)))
+                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.clone()))
+                    .collect();
+                for (hash, key) in foreign {
+                    dropped += usize::from(shard.remove(db, hash, &key).is_some());
+                }
+            }
+        }
+    }
+    dropped
+}
+
+// ---------------------------------------------------------------------------------------
+// Commands
+
+/// READONLY, READWRITE, ASKING: accepted (sluice has no replicas and no slot migrations).
+#[derive(Debug)]
+pub struct Accept;
+
+impl Command for Accept {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Accept)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        cluster(ctx)?;
+        Ok(Reply::ok())
+    }
+}
+
+fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if let Err(e) = cluster(ctx) {
+        return e.into();
+    }
+    let name = args
+        .get(1)
+        .map(|a| super::printable(a, 64).to_ascii_uppercase())
+        .unwrap_or_default();
+    Reply::Error(Cow::Owned(format!(
+        "ERR CLUSTER {name} is not supported: sluice nodes do not talk to each other; change the slot map with CLUSTER SETMAP or CLUSTER LOADMAP"
+    )))
+}
+
+/// CLUSTER HELP
+#[derive(Debug)]
+pub struct Help;
+
+impl Command for Help {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Help)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        cluster(ctx)?;
+        Ok(Reply::Array(
+            [
+                "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "COUNTKEYSINSLOT <slot>",
+                "    Return the number of keys in <slot>.",
+                "GETKEYSINSLOT <slot> <count>",
+                "    Return key names stored by current node in a slot.",
+                "INFO",
+                "    Return information about the cluster.",
+                "KEYSLOT <key>",
+                "    Return the hash slot for <key>.",
+                "LINKS",
+                "    Return an empty array: sluice nodes have no links to each other.",
+                "LOADMAP",
+                "    Read the cluster-config-file again and install the map it holds.",
+                "MYID",
+                "    Return the node id.",
+                "NODES",
+                "    Return cluster configuration seen by node. Output format:",
+                "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+                "REPLICAS <node-id>",
+                "    Return <node-id> replicas (always none).",
+                "SETMAP <map>",
+                "    Install a new slot map (the cluster-config-file format; lines or ';'-separated entries).",
+                "SHARDS",
+                "    Return information about slot range mappings and the nodes associated with them.",
+                "SLOTS",
+                "    Return information about slots range mappings. Each range is made of:",
+                "    start, end, master and replicas IP addresses, ports and ids",
+                "HELP",
+                "    Prints this help.",
+            ]
+            .into_iter()
+            .map(Reply::status)
+            .collect(),
+        ))
+    }
+}
+
+/// CLUSTER INFO
+#[derive(Debug)]
+pub struct Info;
+
+impl Command for Info {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Info)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        let size = state.map.nodes.iter().filter(|n| !n.ranges.is_empty()).count();
+        let text = format!(
+            "cluster_state:ok\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{SLOTS}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{}\r\ncluster_size:{size}\r\ncluster_current_epoch:{e}\r\ncluster_my_epoch:{e}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
+            state.map.nodes.len(),
+            e = state.epoch,
+        );
+        Ok(Reply::Verbatim(Bytes::from(text)))
+    }
+}
+
+/// CLUSTER MYID
+#[derive(Debug)]
+pub struct MyId;
+
+impl Command for MyId {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(MyId)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::bulk(cluster(ctx)?.my_id().as_bytes()))
+    }
+}
+
+/// CLUSTER NODES: Redis's line format; every node a connected master, no cluster bus (the
+/// bus port shown is the client port).
+#[derive(Debug)]
+pub struct Nodes;
+
+impl Command for Nodes {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Nodes)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        Ok(Reply::Verbatim(Bytes::from(nodes_text(&state, ctx.now_ms))))
+    }
+}
+
+/// The CLUSTER NODES text of `state`.
+pub fn nodes_text(state: &Installed, now_ms: u64) -> String {
+    let mut out = String::new();
+    for (i, n) in state.map.nodes.iter().enumerate() {
+        let flags = if i == state.me { "myself,master" } else { "master" };
+        let _ = write!(
+            out,
+            "{} {}:{}@{} {flags} - 0 {now_ms} {} connected",
+            n.id, n.host, n.port, n.port, state.epoch
+        );
+        for &(a, b) in &n.ranges {
+            out.push(' ');
+            out.push_str(&crate::cluster::map::range_text(a, b));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// CLUSTER SLOTS: contiguous runs of slots, in slot order, each with its master.
+#[derive(Debug)]
+pub struct Slots;
+
+impl Command for Slots {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Slots)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        let runs = state.map.runs();
+        Ok(Reply::Array(
+            runs.into_iter()
+                .map(|(a, b, owner)| {
+                    let n = &state.map.nodes[owner];
+                    Reply::Array(vec![
+                        Reply::Int(i64::from(a)),
+                        Reply::Int(i64::from(b)),
+                        Reply::Array(vec![
+                            Reply::bulk(n.host.as_bytes()),
+                            Reply::Int(i64::from(n.port)),
+                            Reply::bulk(n.id.as_bytes()),
+                            Reply::Map(vec![]),
+                        ]),
+                    ])
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// CLUSTER SHARDS: one shard per node (each a master without replicas).
+#[derive(Debug)]
+pub struct Shards;
+
+impl Command for Shards {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Shards)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        let field = |name: &'static str| Reply::bulk(name.as_bytes());
+        Ok(Reply::Array(
+            state
+                .map
+                .nodes
+                .iter()
+                .map(|n| {
+                    let slots = n
+                        .ranges
+                        .iter()
+                        .flat_map(|&(a, b)| [Reply::Int(i64::from(a)), Reply::Int(i64::from(b))])
+                        .collect();
+                    let mut node = vec![
+                        (field("id"), Reply::bulk(n.id.as_bytes())),
+                        (field("port"), Reply::Int(i64::from(n.port))),
+                        (field("ip"), Reply::bulk(n.host.as_bytes())),
+                        (field("endpoint"), Reply::bulk(n.host.as_bytes())),
+                    ];
+                    if n.host.parse::<std::net::IpAddr>().is_err() {
+                        node.push((field("hostname"), Reply::bulk(n.host.as_bytes())));
+                    }
+                    node.extend([
+                        (field("role"), Reply::bulk(b"master")),
+                        (field("replication-offset"), Reply::Int(0)),
+                        (field("health"), Reply::bulk(b"online")),
+                    ]);
+                    Reply::Map(vec![
+                        (field("slots"), Reply::Array(slots)),
+                        (field("nodes"), Reply::Array(vec![Reply::Map(node)])),
+                    ])
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// CLUSTER KEYSLOT key
+#[derive(Debug)]
+pub struct KeySlot {
+    key: Bytes,
+}
+
+impl Command for KeySlot {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(KeySlot {
+            key: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        cluster(ctx)?;
+        Ok(Reply::Int(i64::from(key_slot(&self.key))))
+    }
+}
+
+/// CLUSTER COUNTKEYSINSLOT slot (COUNT) / CLUSTER GETKEYSINSLOT slot count. sluice keeps no
+/// per-slot index (a keyspace shard is not a slot), so both scan the keyspace; they are
+/// for operators and tests, not hot paths.
+#[derive(Debug)]
+pub struct KeysInSlot<const COUNT: bool> {
+    slot: Bytes,
+    count: Option<Bytes>,
+}
+
+impl<const COUNT: bool> Command for KeysInSlot<COUNT> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let slot = a.next()?.clone();
+        let count = if COUNT { None } else { Some(a.next()?.clone()) };
+        Ok(KeysInSlot { slot, count })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        cluster(ctx)?;
+        let slot = super::args::parse_i64(&self.slot).ok_or(CmdError::NotInteger)?;
+        let limit = match &self.count {
+            None => {
+                if !(0..SLOTS as i64).contains(&slot) {
+                    return Err(CmdError::msg("ERR Invalid slot"));
+                }
+                usize::MAX
+            }
+            Some(c) => {
+                let c = super::args::parse_i64(c).ok_or(CmdError::NotInteger)?;
+                if !(0..SLOTS as i64).contains(&slot) || c < 0 {
+                    return Err(CmdError::msg("ERR Invalid slot or number of keys"));
+                }
+                usize::try_from(c).unwrap_or(usize::MAX)
+            }
+        };
+        let slot = slot as u16;
+        let now = ctx.now_ms;
+        let mut count = 0i64;
+        let mut keys = Vec::new();
+        'shards: for shard in ctx.store.shards_mut() {
+            for e in shard.db(0).iter() {
+                if keys.len() >= limit {
+                    break 'shards;
+                }
+                if e.is_expired(now) || key_slot(&e.key) != slot {
+                    continue;
+                }
+                count += 1;
+                if !COUNT {
+                    keys.push(Reply::bulk(&e.key));
+                }
+            }
+        }
+        Ok(if COUNT {
+            Reply::Int(count)
+        } else {
+            Reply::Array(keys)
+        })
+    }
+}
+
+/// CLUSTER LINKS: sluice nodes have none.
+#[derive(Debug)]
+pub struct Links;
+
+impl Command for Links {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Links)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        cluster(ctx)?;
+        Ok(Reply::Array(vec![]))
+    }
+}
+
+/// CLUSTER REPLICAS / SLAVES node-id: always none.
+#[derive(Debug)]
+pub struct Replicas {
+    id: Bytes,
+}
+
+impl Command for Replicas {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Replicas {
+            id: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        let id = String::from_utf8_lossy(&self.id);
+        if state.map.node(&id).is_none() {
+            return Err(CmdError::owned(format!(
+                "ERR Unknown node {}",
+                super::printable(&self.id, 128)
+            )));
+        }
+        Ok(Reply::Array(vec![]))
+    }
+}
+
+/// CLUSTER SETMAP map (FILE = false) / CLUSTER LOADMAP (FILE = true): validates the map,
+/// installs it, and drops the keys of slots this node no longer owns.
+#[derive(Debug)]
+pub struct SetMap<const FILE: bool> {
+    text: Option<Bytes>,
+}
+
+impl<const FILE: bool> Command for SetMap<FILE> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(SetMap {
+            text: if FILE { None } else { Some(a.next()?.clone()) },
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let cluster = cluster(ctx)?;
+        if ctx.in_exec {
+            // EXEC may hold the routing gate that installing waits for.
+            return Err(CmdError::msg(
+                "ERR CLUSTER SETMAP and LOADMAP are not allowed inside MULTI",
+            ));
+        }
+        let map = match &self.text {
+            Some(text) => SlotMap::parse(&String::from_utf8_lossy(text)),
+            None => match cluster.map_file() {
+                Some(path) => SlotMap::load(path),
+                None => {
+                    return Err(CmdError::msg("ERR no cluster-config-file was given"));
+                }
+            },
+        }
+        .map_err(|e| CmdError::owned(format!("ERR Invalid cluster map: {e}")))?;
+        let outcome = cluster
+            .install(map)
+            .map_err(|e| CmdError::owned(format!("ERR Cluster map refused: {e}")))?;
+        if let Outcome::Installed(epoch) = outcome {
+            // Every command routed by the old map has replied (install waited for them).
+            let dropped = drop_foreign_keys(ctx.shared, cluster);
+            tracing::info!(
+                "installed cluster map epoch {epoch}; dropped {dropped} keys of slots this node no longer owns"
+            );
+        }
+        Ok(Reply::ok())
+    }
+}

@@ -1,0 +1,694 @@
+//! Cluster mode: three `sluice` processes on loopback ports sharing one slot map.
+//!
+//! `cluster_wire_replies_match_redis` checks the raw replies (MOVED, CROSSSLOT, MULTI/EXEC,
+//! scripts, SELECT, CLUSTER …) against the bytes redis-server 7.0.15 sends in the same
+//! situations (recorded from a real three-master Redis cluster with the same slot split).
+//! `cluster_client_workloads_map_change_and_node_loss` drives the `redis` crate's cluster
+//! client through the limiter workloads, a map change, and the loss and return of a node.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Commands, Value};
+use sluice::cluster::key_slot;
+
+use crate::support::{Conn, free_port};
+
+pub const IDS: [&str; 3] = [
+    "1111111111111111111111111111111111111111",
+    "2222222222222222222222222222222222222222",
+    "3333333333333333333333333333333333333333",
+];
+
+/// The slot split `redis-cli --cluster create` makes for three masters.
+const SPLIT: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+/// A `sluice` node process, killed when dropped.
+struct NodeProc {
+    child: Option<Child>,
+    args: Vec<String>,
+    port: u16,
+}
+
+impl NodeProc {
+    fn start(args: Vec<String>, port: u16) -> NodeProc {
+        let mut node = NodeProc {
+            child: None,
+            args,
+            port,
+        };
+        node.restart();
+        node
+    }
+
+    /// Starts the process (again) with the same arguments; waits for its "listening" line.
+    fn restart(&mut self) {
+        assert!(self.child.is_none(), "node {} is running", self.port);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+                .args(&self.args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("cannot run the sluice binary");
+            let stdout = child.stdout.take().expect("piped stdout");
+            let mut lines = BufReader::new(stdout).lines();
+            let ready = lines
+                .by_ref()
+                .map_while(Result::ok)
+                .any(|l| l.starts_with("sluice listening on "));
+            std::thread::spawn(move || for _ in lines {});
+            if ready {
+                self.child = Some(child);
+                return;
+            }
+            // Exited at start-up (the port may still be in use after a kill): retry briefly.
+            let status = child.wait();
+            assert!(
+                Instant::now() < deadline,
+                "sluice {:?} did not start: {status:?}",
+                self.args
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGKILL, as a crash.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Three nodes, one map file.
+pub struct Trio {
+    nodes: Vec<NodeProc>,
+    ports: [u16; 3],
+    map_file: PathBuf,
+}
+
+impl Trio {
+    /// Picks three free ports, writes the map and starts the nodes (test mode, so the tests
+    /// can freeze each node's clock).
+    fn start() -> Trio {
+        let ports = [free_port(), free_port(), free_port()];
+        let map_file = std::env::temp_dir().join(format!(
+            "sluice-it-cluster-{}-{}.map",
+            std::process::id(),
+            ports[0]
+        ));
+        let trio_map = map_text(&ports, &SPLIT.map(|r| vec![r]), None);
+        std::fs::write(&map_file, trio_map).expect("cannot write the map file");
+        let nodes = (0..3)
+            .map(|i| {
+                let args = [
+                    "--port",
+                    &ports[i].to_string(),
+                    "--loglevel",
+                    "warning",
+                    "--test-mode",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    map_file.to_str().unwrap(),
+                    "--cluster-node-id",
+                    IDS[i],
+                ]
+                .map(String::from)
+                .to_vec();
+                NodeProc::start(args, ports[i])
+            })
+            .collect();
+        Trio {
+            nodes,
+            ports,
+            map_file,
+        }
+    }
+
+    fn conn(&self, i: usize) -> Conn {
+        Conn::connect(self.nodes[i].addr())
+    }
+
+    fn client(&self, seed: usize) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.ports[seed]))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// The index of the node that owns `slot` under `ranges`.
+    fn owner(ranges: &[Vec<(u16, u16)>], slot: u16) -> usize {
+        ranges
+            .iter()
+            .position(|rs| rs.iter().any(|&(a, b)| (a..=b).contains(&slot)))
+            .expect("every slot has an owner")
+    }
+}
+
+impl Drop for Trio {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_file(&self.map_file);
+    }
+}
+
+/// A map in sluice's format for nodes on `ports` owning `ranges`.
+pub fn map_text(ports: &[u16], ranges: &[Vec<(u16, u16)>], epoch: Option<u64>) -> String {
+    let mut text = String::from("# written by tests/it/cluster.rs\n");
+    if let Some(e) = epoch {
+        text.push_str(&format!("epoch {e}\n"));
+    }
+    for (i, port) in ports.iter().enumerate() {
+        text.push_str(&format!("node {} 127.0.0.1:{port}", IDS[i]));
+        for (a, b) in &ranges[i] {
+            text.push_str(&format!(" {a}-{b}"));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn cmd(con: &mut Conn, args: &[&str]) -> String {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    String::from_utf8_lossy(&con.cmd(&args)).into_owned()
+}
+
+const CROSSSLOT: &str = "-CROSSSLOT Keys in request don't hash to the same slot\r\n";
+const EXECABORT: &str = "-EXECABORT Transaction discarded because of previous errors.\r\n";
+
+#[test]
+fn cluster_wire_replies_match_redis() {
+    let trio = Trio::start();
+    let [p1, p2, p3] = trio.ports;
+    // Slots (checked against redis-server's CLUSTER KEYSLOT): foo 12182, a 15495 and x 16287
+    // are node 3's; b 3300 is node 1's.
+    for i in 0..3 {
+        let mut c = trio.conn(i);
+        for (key, slot) in [
+            ("foo", 12182),
+            ("{user1000}.following", 3443),
+            ("foo{}{bar}", 8363),
+            ("foo{{bar}}zap", 4015),
+            ("foo{bar}{zap}", 5061),
+        ] {
+            assert_eq!(cmd(&mut c, &["CLUSTER", "KEYSLOT", key]), format!(":{slot}\r\n"));
+        }
+        // Redis checks that the keys share a slot before it checks who owns it.
+        assert_eq!(cmd(&mut c, &["MSET", "a", "1", "b", "2"]), CROSSSLOT);
+        assert_eq!(cmd(&mut c, &["CLUSTER", "MYID"]), format!("$40\r\n{}\r\n", IDS[i]));
+    }
+    let mut n1 = trio.conn(0);
+    let mut n3 = trio.conn(2);
+    assert_eq!(
+        cmd(&mut n1, &["GET", "foo"]),
+        format!("-MOVED 12182 127.0.0.1:{p3}\r\n")
+    );
+    assert_eq!(cmd(&mut n3, &["GET", "foo"]), "$-1\r\n");
+    assert_eq!(
+        cmd(&mut n3, &["CL.THROTTLE", "b", "1", "2", "3"]),
+        format!("-MOVED 3300 127.0.0.1:{p1}\r\n")
+    );
+    assert_eq!(
+        cmd(&mut n3, &["CL.THROTTLE", "x", "1", "2", "3"]),
+        "*5\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:2\r\n"
+    );
+    // Unknown commands and arity errors come before routing; keyless commands run anywhere.
+    assert!(cmd(&mut n3, &["GETX", "b"]).starts_with("-ERR unknown command 'GETX'"));
+    assert_eq!(
+        cmd(&mut n3, &["GET", "b", "c"]),
+        "-ERR wrong number of arguments for 'get' command\r\n"
+    );
+    assert_eq!(cmd(&mut n3, &["PING"]), "+PONG\r\n");
+    assert_eq!(cmd(&mut n3, &["EXISTS", "x", "x"]), ":1\r\n");
+
+    // MULTI on node 3: two of its slots queue fine, then EXEC refuses them together.
+    assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n3, &["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut n3, &["INCR", "foo"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut n3, &["EXEC"]), CROSSSLOT);
+    // A key of node 1 is refused at queue time, and EXEC aborts.
+    assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n3, &["PING"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut n3, &["INCR", "x"]), "+QUEUED\r\n");
+    assert_eq!(
+        cmd(&mut n3, &["GET", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{p1}\r\n")
+    );
+    assert_eq!(cmd(&mut n3, &["EXEC"]), EXECABORT);
+    // One slot (hash tags): runs.
+    assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n3, &["SET", "{x}1", "1"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut n3, &["INCR", "{x}2"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut n3, &["EXEC"]), "*2\r\n+OK\r\n:1\r\n");
+    // WATCH routes like any keyed command.
+    assert_eq!(
+        cmd(&mut n3, &["WATCH", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{p1}\r\n")
+    );
+    assert_eq!(cmd(&mut n3, &["WATCH", "x", "foo"]), CROSSSLOT);
+
+    // Scripts: declared keys route like a command's; calls inside must stay on this node.
+    assert_eq!(cmd(&mut n3, &["EVAL", "return 1", "2", "x", "foo"]), CROSSSLOT);
+    assert_eq!(
+        cmd(&mut n3, &["EVAL", "return 1", "1", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{p1}\r\n")
+    );
+    assert_eq!(
+        cmd(&mut n3, &["EVAL", "return redis.call('get','b')", "0"]),
+        "-ERR Script attempted to access a non local key in a cluster node script: eefb072c762647cc8d8a40e7fe048aaf8872d416, on @user_script:1.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n3, &["EVAL", "return redis.pcall('get','b')", "1", "x"]),
+        "-ERR Script attempted to access a non local key in a cluster node\r\n"
+    );
+    // Redis 7.0 lets a script touch several slots of its own node.
+    assert_eq!(
+        cmd(&mut n3, &["EVAL", "redis.call('incr','x'); return redis.call('incr','foo')", "0"]),
+        ":1\r\n"
+    );
+    // A numkeys that does not fit is the command's own error, not a redirect.
+    assert_eq!(
+        cmd(&mut n1, &["EVAL", "return 1", "5", "x"]),
+        "-ERR Number of keys can't be greater than number of args\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n1, &["EVAL", "return 1", "1", "x"]),
+        format!("-MOVED 16287 127.0.0.1:{p3}\r\n")
+    );
+
+    // One database, as in cluster Redis.
+    assert_eq!(cmd(&mut n1, &["SELECT", "0"]), "+OK\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["SELECT", "1"]),
+        "-ERR SELECT is not allowed in cluster mode\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n1, &["SWAPDB", "0", "1"]),
+        "-ERR SWAPDB is not allowed in cluster mode\r\n"
+    );
+    for c in ["READONLY", "READWRITE", "ASKING"] {
+        assert_eq!(cmd(&mut n1, &[c]), "+OK\r\n");
+    }
+
+    // Key-count subcommands and their errors.
+    assert_eq!(cmd(&mut n1, &["SET", "b", "1"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]), ":1\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "GETKEYSINSLOT", "3300", "5"]),
+        "*1\r\n$1\r\nb\r\n"
+    );
+    assert_eq!(cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "16384"]), "-ERR Invalid slot\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "GETKEYSINSLOT", "100", "-1"]),
+        "-ERR Invalid slot or number of keys\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "x"]),
+        "-ERR value is not an integer or out of range\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "FOO"]),
+        "-ERR unknown subcommand 'FOO'. Try CLUSTER HELP.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "KEYSLOT"]),
+        "-ERR wrong number of arguments for 'cluster|keyslot' command\r\n"
+    );
+
+    // Topology, in Redis 7.0's shapes.
+    let node = |port: u16, i: usize| {
+        format!("*4\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$40\r\n{}\r\n*0\r\n", IDS[i])
+    };
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "SLOTS"]),
+        format!(
+            "*3\r\n*3\r\n:0\r\n:5460\r\n{}*3\r\n:5461\r\n:10922\r\n{}*3\r\n:10923\r\n:16383\r\n{}",
+            node(p1, 0),
+            node(p2, 1),
+            node(p3, 2)
+        )
+    );
+    let shards = cmd(&mut n1, &["CLUSTER", "SHARDS"]);
+    assert!(
+        shards.starts_with(&format!(
+            "*3\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:5460\r\n$5\r\nnodes\r\n*1\r\n*14\r\n$2\r\nid\r\n$40\r\n{}\r\n$4\r\nport\r\n:{p1}\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$8\r\nendpoint\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$18\r\nreplication-offset\r\n:0\r\n$6\r\nhealth\r\n$6\r\nonline\r\n",
+            IDS[0]
+        )),
+        "{shards}"
+    );
+    let nodes = cmd(&mut n3, &["CLUSTER", "NODES"]);
+    let lines: Vec<&str> = nodes.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "{nodes}");
+    assert!(
+        lines[2].starts_with(&format!("{} 127.0.0.1:{p3}@{p3} myself,master - 0 ", IDS[2]))
+            && lines[2].ends_with(" 1 connected 10923-16383"),
+        "{nodes}"
+    );
+    assert!(lines[0].contains(" master - 0 ") && !lines[0].contains("myself"));
+    let info = cmd(&mut n1, &["CLUSTER", "INFO"]);
+    for field in [
+        "cluster_state:ok\r\n",
+        "cluster_slots_assigned:16384\r\n",
+        "cluster_known_nodes:3\r\n",
+        "cluster_size:3\r\n",
+        "cluster_current_epoch:1\r\n",
+    ] {
+        assert!(info.contains(field), "{info}");
+    }
+    assert_eq!(
+        cmd(&mut n1, &["INFO", "cluster"]),
+        "$30\r\n# Cluster\r\ncluster_enabled:1\r\n\r\n"
+    );
+    assert!(cmd(&mut n1, &["INFO", "server"]).contains("redis_mode:cluster\r\n"));
+    let hello = cmd(&mut n1, &["HELLO", "3"]);
+    assert!(hello.contains("$4\r\nmode\r\n$7\r\ncluster\r\n"), "{hello}");
+    // RESP3 shapes: an empty map in CLUSTER SLOTS, verbatim text for CLUSTER NODES.
+    assert!(cmd(&mut n1, &["CLUSTER", "SLOTS"]).contains(&format!("$40\r\n{}\r\n%0\r\n", IDS[0])));
+    assert!(cmd(&mut n1, &["CLUSTER", "NODES"]).starts_with("="));
+}
+
+/// Refusals of bad maps: the process exits with a clear message.
+#[test]
+fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
+    let dir = std::env::temp_dir();
+    let port = free_port();
+    let run = |map: &str, extra: &[&str]| {
+        let file = dir.join(format!("sluice-it-badmap-{}-{port}.map", std::process::id()));
+        std::fs::write(&file, map).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
+            .args(["--cluster-config-file", file.to_str().unwrap()])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&file);
+        assert!(!out.status.success(), "started with {map:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let a = IDS[0];
+    let b = IDS[1];
+    let gap = run(&format!("node {a} 127.0.0.1:{port} 0-100\nnode {b} 127.0.0.1:1 200-16383"), &[]);
+    assert!(gap.contains("99 slots are not assigned to any node (101-199)"), "{gap}");
+    let overlap = run(&format!("node {a} 127.0.0.1:{port} 0-200\nnode {b} 127.0.0.1:1 100-16383"), &[]);
+    assert!(overlap.contains("slots 100-200 of node"), "{overlap}");
+    let bad_id = run(&format!("node 12ab 127.0.0.1:{port} 0-16383"), &[]);
+    assert!(bad_id.contains("must be 40 hexadecimal characters"), "{bad_id}");
+    let unknown_self = run(&format!("node {a} 127.0.0.1:1 0-16383"), &[]);
+    assert!(unknown_self.contains("--cluster-node-id"), "{unknown_self}");
+    let wrong_id = run(&format!("node {a} 127.0.0.1:1 0-16383"), &["--cluster-node-id", b]);
+    assert!(wrong_id.contains("is not in the cluster map"), "{wrong_id}");
+    let no_file = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--port", "0", "--cluster-enabled", "yes"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&no_file.stderr).contains("needs cluster-config-file"),
+        "{no_file:?}"
+    );
+
+    // The same checks guard CLUSTER SETMAP, and the map in force stays.
+    let trio = Trio::start();
+    let mut n1 = trio.conn(0);
+    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &format!("node {a} 127.0.0.1:1 0-10")]);
+    assert!(reply.starts_with("-ERR Invalid cluster map: 16373 slots are not assigned"), "{reply}");
+    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &format!("node {b} 127.0.0.1:1 0-16383")]);
+    assert!(reply.starts_with("-ERR Cluster map refused: this node"), "{reply}");
+    let stale = map_text(&trio.ports, &SPLIT.map(|r| vec![r]), Some(0));
+    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &stale]);
+    assert!(reply.contains("older than this node's epoch 1"), "{reply}");
+    // The same map again (a repeated push) is accepted and changes nothing.
+    let same = map_text(&trio.ports, &SPLIT.map(|r| vec![r]), Some(1));
+    assert_eq!(cmd(&mut n1, &["CLUSTER", "SETMAP", &same]), "+OK\r\n");
+    assert!(cmd(&mut n1, &["CLUSTER", "INFO"]).contains("cluster_current_epoch:1\r\n"));
+    // Not inside MULTI; not from scripts.
+    assert_eq!(cmd(&mut n1, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n1, &["CLUSTER", "LOADMAP"]), "+QUEUED\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["EXEC"]),
+        "*1\r\n-ERR CLUSTER SETMAP and LOADMAP are not allowed inside MULTI\r\n"
+    );
+    assert!(
+        cmd(&mut n1, &["EVAL", "return redis.call('cluster','loadmap')", "0"])
+            .starts_with("-ERR This Redis command is not allowed from script")
+    );
+}
+
+/// One W1 call (the MULTI block of a sliding-window limiter). Returns the count.
+fn w1(con: &mut ClusterConnection, key: &str, now_ms: i64) -> i64 {
+    let (added, _removed, count, expire_set): (i64, i64, i64, i64) = redis::pipe()
+        .atomic()
+        .zadd(key, now_ms.to_string(), now_ms)
+        .zrembyscore(key, 0, now_ms - 60_000)
+        .zcard(key)
+        .expire(key, 61)
+        .query(con)
+        .unwrap();
+    assert_eq!((added, expire_set), (1, 1));
+    count
+}
+
+/// One W3 call (fixed window: GET, then SET EX or INCR). Returns whether it is allowed.
+fn w3(con: &mut ClusterConnection, key: &str, limit: i64) -> bool {
+    let current: Option<i64> = con.get(key).unwrap();
+    match current {
+        None => {
+            let _: () = redis::cmd("SET")
+                .arg(key)
+                .arg(1)
+                .arg("EX")
+                .arg(61)
+                .query(con)
+                .unwrap();
+            true
+        }
+        Some(_) => con.incr::<_, _, i64>(key, 1).unwrap() <= limit,
+    }
+}
+
+fn throttle(con: &mut ClusterConnection, key: &str) -> Vec<i64> {
+    redis::cmd("CL.THROTTLE")
+        .arg(key)
+        .arg(15)
+        .arg(30)
+        .arg(60)
+        .arg(1)
+        .query(con)
+        .unwrap()
+}
+
+fn commandstat_calls(con: &mut redis::Connection, name: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn cluster_client_workloads_map_change_and_node_loss() {
+    let mut trio = Trio::start();
+    let mut direct: Vec<redis::Connection> = (0..3).map(|i| trio.client(i)).collect();
+    let mut t0 = 0i64;
+    for d in &mut direct {
+        t0 = redis::cmd("CLOCK").arg("FREEZE").query(d).unwrap();
+    }
+    // Bootstrap from the second node: any node serves the map.
+    let client = ClusterClient::builder([format!("redis://127.0.0.1:{}/", trio.ports[1])])
+        .retries(2)
+        .min_retry_wait(10)
+        .max_retry_wait(50)
+        .connection_timeout(Duration::from_millis(500))
+        .response_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let mut con = client.get_connection().unwrap();
+    let ranges: Vec<Vec<(u16, u16)>> = SPLIT.map(|r| vec![r]).to_vec();
+
+    // Users spread over every node.
+    let users: Vec<String> = (0..12).map(|i| format!("user{i}")).collect();
+    let mut owners = [0usize; 3];
+    for u in &users {
+        owners[Trio::owner(&ranges, key_slot(u.as_bytes()))] += 1;
+    }
+    assert!(owners.iter().all(|&n| n > 0), "keys must reach every node: {owners:?}");
+
+    // W1: 20 calls per user at distinct milliseconds; the count grows by one each time.
+    for u in &users {
+        let key = format!("hist:{{{u}}}:reply");
+        for i in 0..20 {
+            assert_eq!(w1(&mut con, &key, t0 + i), i + 1, "{key}");
+        }
+        let ttl: i64 = con.ttl(&key).unwrap();
+        assert_eq!(ttl, 61);
+    }
+    // W3: 20 calls, 5 allowed, per action (the hash tag is the action).
+    for u in &users {
+        let key = format!("rate:{{{u}}}:reply");
+        let allowed = (0..20).filter(|_| w3(&mut con, &key, 5)).count();
+        assert_eq!(allowed, 5, "{key}");
+    }
+    // CL.THROTTLE: redis-cell's example, exact on every node.
+    for u in &users {
+        let key = format!("throttle:{{{u}}}");
+        let replies: Vec<Vec<i64>> = (0..20).map(|_| throttle(&mut con, &key)).collect();
+        assert_eq!(replies[0], vec![0, 16, 15, -1, 2]);
+        assert_eq!(replies.iter().filter(|r| r[0] == 0).count(), 16, "{key}");
+        assert_eq!(replies[19][0], 1);
+    }
+    // Every key is on its owner only, and the client sent each CL.THROTTLE straight there.
+    let mut calls = 0;
+    for (i, d) in direct.iter_mut().enumerate() {
+        let dbsize: i64 = redis::cmd("DBSIZE").query(d).unwrap();
+        assert_eq!(dbsize, 3 * owners[i] as i64, "node {i}");
+        calls += commandstat_calls(d, "cl.throttle");
+    }
+    assert_eq!(calls, 20 * users.len() as i64);
+    // A cross-slot transaction is refused as Redis refuses it.
+    let (k1, k2) = same_node_different_slots(&ranges);
+    let err = redis::pipe()
+        .atomic()
+        .incr(&k1, 1)
+        .incr(&k2, 1)
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+    let err = redis::cmd("EVAL")
+        .arg("return 1")
+        .arg(2)
+        .arg(&k1)
+        .arg(&k2)
+        .query::<Value>(&mut con)
+        .unwrap_err();
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+
+    // Move slots 10923-13000 from node 3 to node 1: write the file, LOADMAP on every node.
+    let moved: Vec<&String> = users
+        .iter()
+        .filter(|u| (10923..=13000).contains(&key_slot(u.as_bytes())))
+        .collect();
+    assert!(!moved.is_empty(), "some user must be in the moved range");
+    let new_ranges = vec![
+        vec![(0, 5460), (10923, 13000)],
+        vec![(5461, 10922)],
+        vec![(13001, 16383)],
+    ];
+    std::fs::write(&trio.map_file, map_text(&trio.ports, &new_ranges, None)).unwrap();
+    for d in &mut direct {
+        let _: () = redis::cmd("CLUSTER").arg("LOADMAP").query(d).unwrap();
+        let info: String = redis::cmd("CLUSTER").arg("INFO").query(d).unwrap();
+        assert!(info.contains("cluster_current_epoch:2\r\n"), "{info}");
+    }
+    // Node 3 dropped the moved users' keys; node 1 has none of them yet.
+    for u in &moved {
+        let slot = key_slot(u.as_bytes()).to_string();
+        for d in [0, 2] {
+            let n: i64 = redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(&slot)
+                .query(&mut direct[d])
+                .unwrap();
+            assert_eq!(n, 0);
+        }
+    }
+    // The same client follows MOVED: the moved limiters start again (soft state) on node 1,
+    // the others keep their state.
+    for u in &users {
+        let key = format!("throttle:{{{u}}}");
+        let r = throttle(&mut con, &key);
+        let was_moved = moved.contains(&u);
+        assert_eq!(r[0], if was_moved { 0 } else { 1 }, "{key}: {r:?}");
+        if was_moved {
+            assert_eq!(r, vec![0, 16, 15, -1, 2]);
+        }
+    }
+    for u in &moved {
+        let slot = key_slot(u.as_bytes()).to_string();
+        let n: i64 = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(&slot)
+            .query(&mut direct[0])
+            .unwrap();
+        assert!(n >= 1, "{u} now lives on node 1");
+    }
+
+    // Node 3 dies: its keys fail, everything else keeps working.
+    drop(direct.pop());
+    trio.nodes[2].kill();
+    let started = Instant::now();
+    for u in &users {
+        let key = format!("rate:{{{u}}}:reply");
+        let on_dead = Trio::owner(&new_ranges, key_slot(u.as_bytes())) == 2;
+        let result: redis::RedisResult<i64> = con.incr(&key, 1);
+        assert_eq!(result.is_err(), on_dead, "{key}: {result:?}");
+    }
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    // The survivors still describe node 3 and never answer CLUSTERDOWN.
+    let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query(&mut direct[0]).unwrap();
+    assert!(format!("{slots:?}").contains(&trio.ports[2].to_string()));
+
+    // It restarts (reading the updated map file) and the same client is served again.
+    trio.nodes[2].restart();
+    let mut n3 = trio.client(2);
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut n3).unwrap();
+    assert!(info.contains("cluster_current_epoch:2\r\n"), "{info}");
+    let _: i64 = redis::cmd("CLOCK").arg("FREEZE").query(&mut n3).unwrap();
+    for u in &users {
+        let key = format!("throttle:{{{u}}}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let r = loop {
+            match redis::cmd("CL.THROTTLE")
+                .arg(&key)
+                .arg(15)
+                .arg(30)
+                .arg(60)
+                .arg(1)
+                .query::<Vec<i64>>(&mut con)
+            {
+                Ok(r) => break r,
+                Err(e) => {
+                    assert!(Instant::now() < deadline, "{key}: {e}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        };
+        if Trio::owner(&new_ranges, key_slot(u.as_bytes())) == 2 {
+            // A restarted node starts empty: one fresh burst.
+            assert_eq!(r, vec![0, 16, 15, -1, 2], "{key}");
+        }
+    }
+}
+
+/// Two keys in different slots of the same node.
+fn same_node_different_slots(ranges: &[Vec<(u16, u16)>]) -> (String, String) {
+    let keys: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    for a in &keys {
+        for b in &keys {
+            let (sa, sb) = (key_slot(a.as_bytes()), key_slot(b.as_bytes()));
+            if sa != sb && Trio::owner(ranges, sa) == Trio::owner(ranges, sb) {
+                return (a.clone(), b.clone());
+            }
+        }
+    }
+    unreachable!("100 keys over three nodes share a node")
+}

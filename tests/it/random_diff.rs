@@ -1,0 +1,846 @@
+//! The randomized differential test: random command sequences over the supported commands
+//! (valid and invalid arguments, every type, TTLs, transactions) sent to a real
+//! `redis-server` and to sluice side by side, replies compared byte for byte (after the
+//! normalizations listed in `Norm`).
+//!
+//! The work is split into episodes: FLUSHALL, then `EPISODE_LEN` commands. When an episode
+//! diverges it is shrunk (commands are dropped while the divergence persists) and printed as
+//! a transcript in the `tests/diff/*.txt` format, ready to become a regression line.
+//!
+//! `cargo test` runs a fixed seed for a bounded number of episodes. For release checks, run
+//! longer with other seeds:
+//!
+//! ```text
+//! SLUICE_RDIFF_SEED=7 SLUICE_RDIFF_EPISODES=20000 cargo test --release --test it random_diff -- --nocapture
+//! ```
+//!
+//! `SLUICE_RDIFF_SEED` picks the sequence (default 1), `SLUICE_RDIFF_EPISODES` how many
+//! episodes run (default 300, about 15,000 commands).
+//!
+//! What is deliberately left out: commands whose replies depend on time at a finer grain than
+//! a second, on randomness that changes data (SPOP), on process identity (CLIENT, INFO, TIME,
+//! CONFIG, DEBUG, MEMORY USAGE, OBJECT IDLETIME/FREQ), sluice's own commands (CL.THROTTLE,
+//! test mode), and short TTLs (a key must not expire between the two servers' commands).
+
+use std::time::Duration;
+
+use crate::support::{Conn, Read1, RedisServer, encode_command, escape, frame_len, sluice};
+
+/// Commands per episode.
+const EPISODE_LEN: usize = 50;
+/// How long either server may take to answer.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// xorshift64*: small, deterministic, good enough to pick commands.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+/// How a reply is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Norm {
+    /// Byte for byte.
+    Exact,
+    /// Top-level array elements sorted (unordered collections).
+    Sorted,
+    /// Top-level array taken as (field, value) pairs, pairs sorted.
+    SortedPairs,
+    /// Only the type byte (random picks, SCAN cursors).
+    TypeOnly,
+    /// An integer that may differ by the time between the two servers' commands (PTTL…).
+    Near(i64),
+}
+
+/// How to compare the reply of `args`.
+fn norm_of(args: &[Vec<u8>]) -> Norm {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    match name.as_str() {
+        "KEYS" | "SMEMBERS" | "HKEYS" | "HVALS" => Norm::Sorted,
+        "HGETALL" => Norm::SortedPairs,
+        "SRANDMEMBER" | "HRANDFIELD" | "ZRANDMEMBER" | "RANDOMKEY" | "SCAN" | "HSCAN"
+        | "SSCAN" | "ZSCAN" => Norm::TypeOnly,
+        "PTTL" | "PEXPIRETIME" => Norm::Near(1000),
+        "EXPIRETIME" => Norm::Near(1),
+        _ => Norm::Exact,
+    }
+}
+
+// ---- the generator -------------------------------------------------------------------------
+
+const SHARED_KEYS: &[&str] = &["a", "b", "c", "{t}1", "\x00bin", ""];
+const VALUES: &[&str] = &[
+    "0", "1", "-1", "42", "3.5", "-0", "1e3", "abc", "", "9223372036854775807",
+    "-9223372036854775808", "18446744073709551616", " 1", "1 ", "0x10", "inf", "-inf", "nan",
+    "\x00\xff", "x y", "007", "10.50", "hello world", "a",
+];
+const INTS: &[&str] = &[
+    "0", "1", "2", "3", "-1", "-2", "5", "10", "100", "-100", "abc", "1.5", "",
+    "9223372036854775807", "-9223372036854775808", "99999999999999999999",
+];
+const FLOATS: &[&str] = &[
+    "0", "1", "-1", "1.5", "-2.25", "0.1", "1e3", "5e-3", "inf", "-inf", "+inf", "nan", "abc",
+    "1e308", "-0", "3",
+];
+const SCORES: &[&str] = &[
+    "0", "1", "-1", "1.5", "2", "3", "-inf", "+inf", "inf", "(1", "(-1", "(2", "nan", "abc",
+    "1e308", "-0", "10", "(inf",
+];
+const LEX: &[&str] = &["-", "+", "[a", "(a", "[b", "(c", "a", "[", "(", "", "[m", "(z"];
+const MEMBERS: &[&str] = &["a", "b", "c", "m1", "m2", "x", "1", "2", "10", "-5", "", "z"];
+/// A TTL long enough never to pass during a run (seconds).
+const LONG_SECS: &[&str] = &["1000", "86400", "100000"];
+/// TTLs that delete at once or are invalid.
+const ODD_SECS: &[&str] = &["0", "-1", "-100", "abc", "1.5", "9223372036854775807", ""];
+
+struct Gen {
+    rng: Rng,
+}
+
+impl Gen {
+    fn key(&mut self, pool: &[&str]) -> String {
+        if self.rng.chance(25) {
+            self.rng.pick(SHARED_KEYS).to_string()
+        } else {
+            self.rng.pick(pool).to_string()
+        }
+    }
+    fn value(&mut self) -> String {
+        if self.rng.chance(5) {
+            "v".repeat(1 + self.rng.below(100))
+        } else {
+            self.rng.pick(VALUES).to_string()
+        }
+    }
+    fn int(&mut self) -> String {
+        self.rng.pick(INTS).to_string()
+    }
+    fn secs(&mut self) -> String {
+        if self.rng.chance(80) {
+            self.rng.pick(LONG_SECS).to_string()
+        } else {
+            self.rng.pick(ODD_SECS).to_string()
+        }
+    }
+    fn millis(&mut self) -> String {
+        if self.rng.chance(80) {
+            format!("{}000", self.rng.pick(LONG_SECS))
+        } else {
+            self.rng.pick(ODD_SECS).to_string()
+        }
+    }
+    /// An absolute Unix time in seconds: far future, past, or invalid.
+    fn at_secs(&mut self) -> String {
+        self.rng
+            .pick(&["4102444800", "4102444801", "1", "0", "-1", "abc", "1000000000"])
+            .to_string()
+    }
+    fn member(&mut self) -> String {
+        self.rng.pick(MEMBERS).to_string()
+    }
+    fn n_of(&mut self, max: usize, mut f: impl FnMut(&mut Gen) -> Vec<String>) -> Vec<String> {
+        let n = 1 + self.rng.below(max);
+        (0..n).flat_map(|_| f(self)).collect()
+    }
+
+    /// One command (name first).
+    fn command(&mut self) -> Vec<String> {
+        const STR: &[&str] = &["s0", "s1", "s2", "n0", "n1"];
+        const HASH: &[&str] = &["h0", "h1"];
+        const LIST: &[&str] = &["l0", "l1"];
+        const SET: &[&str] = &["t0", "t1"];
+        const ZSET: &[&str] = &["z0", "z1"];
+        let all: Vec<&str> = [STR, HASH, LIST, SET, ZSET].concat();
+        let family = self.rng.below(100);
+        let mut c: Vec<String> = if family < 28 {
+            self.string_command(STR)
+        } else if family < 42 {
+            self.key_command(&all)
+        } else if family < 54 {
+            self.hash_command(HASH)
+        } else if family < 66 {
+            self.list_command(LIST)
+        } else if family < 76 {
+            self.set_command(SET)
+        } else if family < 94 {
+            self.zset_command(ZSET)
+        } else {
+            self.misc_command(&all)
+        };
+        // Sometimes break the arguments: too few, too many, or one replaced.
+        let roll = self.rng.below(100);
+        if roll < 3 && c.len() > 1 {
+            c.pop();
+        } else if roll < 6 {
+            c.push(self.value());
+        } else if roll < 9 && c.len() > 2 {
+            let i = 2 + self.rng.below(c.len() - 2);
+            c[i] = self.value();
+        }
+        if self.rng.chance(5) {
+            c[0] = c[0].to_ascii_lowercase();
+        }
+        c
+    }
+
+    fn string_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        match self.rng.below(19) {
+            0 => s(&["GET", &k]),
+            1 => {
+                let mut c = s(&["SET", &k]);
+                c.push(self.value());
+                for _ in 0..self.rng.below(3) {
+                    match self.rng.below(9) {
+                        0 => c.extend(["EX".into(), self.secs()]),
+                        1 => c.extend(["PX".into(), self.millis()]),
+                        2 => c.push("NX".into()),
+                        3 => c.push("XX".into()),
+                        4 => c.push("KEEPTTL".into()),
+                        5 => c.push("GET".into()),
+                        6 => c.extend(["EXAT".into(), self.at_secs()]),
+                        7 => c.extend(["PXAT".into(), format!("{}000", self.at_secs())]),
+                        _ => c.push("BOGUS".into()),
+                    }
+                }
+                c
+            }
+            2 => vec!["SETNX".into(), k, self.value()],
+            3 => vec!["SETEX".into(), k, self.secs(), self.value()],
+            4 => vec!["PSETEX".into(), k, self.millis(), self.value()],
+            5 => vec!["GETSET".into(), k, self.value()],
+            6 => s(&["GETDEL", &k]),
+            7 => {
+                let mut c = s(&["GETEX", &k]);
+                match self.rng.below(5) {
+                    0 => c.extend(["EX".into(), self.secs()]),
+                    1 => c.extend(["PX".into(), self.millis()]),
+                    2 => c.push("PERSIST".into()),
+                    3 => c.extend(["EXAT".into(), self.at_secs()]),
+                    _ => {}
+                }
+                c
+            }
+            8 => {
+                let mut c = vec!["MGET".to_string()];
+                c.extend(self.n_of(4, |g| vec![g.key(keys)]));
+                c
+            }
+            9 | 10 => {
+                let name = if self.rng.chance(70) { "MSET" } else { "MSETNX" };
+                let mut c = vec![name.to_string()];
+                c.extend(self.n_of(3, |g| vec![g.key(keys), g.value()]));
+                c
+            }
+            11 => s(&["INCR", &k]),
+            12 => s(&["DECR", &k]),
+            13 => vec!["INCRBY".into(), k, self.int()],
+            14 => vec!["DECRBY".into(), k, self.int()],
+            15 => vec![
+                "INCRBYFLOAT".into(),
+                k,
+                self.rng.pick(FLOATS).to_string(),
+            ],
+            16 => vec!["APPEND".into(), k, self.value()],
+            17 => s(&["STRLEN", &k]),
+            _ => vec!["SET".into(), k, self.rng.pick(INTS).to_string()],
+        }
+    }
+
+    fn key_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let flag = |g: &mut Gen, c: &mut Vec<String>| {
+            if g.rng.chance(30) {
+                c.push(g.rng.pick(&["NX", "XX", "GT", "LT", "nx", "BAD"]).to_string());
+            }
+        };
+        match self.rng.below(20) {
+            0 | 1 => {
+                let name = self.rng.pick(&["DEL", "UNLINK", "EXISTS"]);
+                let mut c = vec![name.to_string()];
+                c.extend(self.n_of(3, |g| vec![g.key(keys)]));
+                c
+            }
+            2 => {
+                let mut c = vec!["EXPIRE".into(), k, self.secs()];
+                flag(self, &mut c);
+                c
+            }
+            3 => {
+                let mut c = vec!["PEXPIRE".into(), k, self.millis()];
+                flag(self, &mut c);
+                c
+            }
+            4 => {
+                let mut c = vec!["EXPIREAT".into(), k, self.at_secs()];
+                flag(self, &mut c);
+                c
+            }
+            5 => {
+                let mut c = vec!["PEXPIREAT".into(), k, format!("{}000", self.at_secs())];
+                flag(self, &mut c);
+                c
+            }
+            6 => s(&["TTL", &k]),
+            7 => s(&["PTTL", &k]),
+            8 => s(&["EXPIRETIME", &k]),
+            9 => s(&["PEXPIRETIME", &k]),
+            10 => s(&["PERSIST", &k]),
+            11 => s(&["TYPE", &k]),
+            12 => vec!["RENAME".into(), k, self.key(keys)],
+            13 => vec!["RENAMENX".into(), k, self.key(keys)],
+            14 => s(&["DBSIZE"]),
+            15 => vec![
+                "KEYS".into(),
+                self.rng.pick(&["*", "s*", "?0", "[hl]*", "*1", "z?", "\\*"]).into(),
+            ],
+            16 => s(&["OBJECT", "ENCODING", &k]),
+            17 => vec!["SELECT".into(), self.rng.pick(&["0", "1", "0", "16", "abc", "-1"]).into()],
+            18 => vec!["SCAN".into(), "0".into(), "COUNT".into(), "100".into()],
+            _ => s(&["RANDOMKEY"]),
+        }
+    }
+
+    fn hash_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        let field = |g: &mut Gen| g.rng.pick(&["f1", "f2", "f3", "n", "", "long-field-name"]).to_string();
+        match self.rng.below(16) {
+            0 | 1 => {
+                let name = self.rng.pick(&["HSET", "HSET", "HMSET"]);
+                let mut c = vec![name.to_string(), k];
+                c.extend(self.n_of(3, |g| vec![field(g), g.value()]));
+                c
+            }
+            2 => vec!["HSETNX".into(), k, field(self), self.value()],
+            3 => vec!["HGET".into(), k, field(self)],
+            4 => {
+                let mut c = vec!["HMGET".to_string(), k];
+                c.extend(self.n_of(3, |g| vec![field(g)]));
+                c
+            }
+            5 => vec!["HGETALL".into(), k],
+            6 => vec!["HKEYS".into(), k],
+            7 => vec!["HVALS".into(), k],
+            8 => {
+                let mut c = vec!["HDEL".to_string(), k];
+                c.extend(self.n_of(2, |g| vec![field(g)]));
+                c
+            }
+            9 => vec!["HEXISTS".into(), k, field(self)],
+            10 => vec!["HLEN".into(), k],
+            11 => vec!["HSTRLEN".into(), k, field(self)],
+            12 => vec!["HINCRBY".into(), k, field(self), self.int()],
+            13 => vec![
+                "HINCRBYFLOAT".into(),
+                k,
+                field(self),
+                self.rng.pick(FLOATS).to_string(),
+            ],
+            14 => vec!["HRANDFIELD".into(), k],
+            _ => vec!["HSCAN".into(), k, "0".into()],
+        }
+    }
+
+    fn list_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        let idx = |g: &mut Gen| g.rng.pick(&["0", "1", "-1", "2", "-2", "10", "-10", "abc"]).to_string();
+        match self.rng.below(16) {
+            0..=3 => {
+                let name = self.rng.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
+                let mut c = vec![name.to_string(), k];
+                c.extend(self.n_of(3, |g| vec![g.member()]));
+                c
+            }
+            4 | 5 => {
+                let mut c = vec![self.rng.pick(&["LPOP", "RPOP"]).to_string(), k];
+                if self.rng.chance(40) {
+                    c.push(self.rng.pick(&["0", "1", "2", "5", "-1", "abc"]).into());
+                }
+                c
+            }
+            6 => vec!["LLEN".into(), k],
+            7 => vec!["LINDEX".into(), k, idx(self)],
+            8 => vec!["LRANGE".into(), k, idx(self), idx(self)],
+            9 => vec!["LTRIM".into(), k, idx(self), idx(self)],
+            10 => vec!["LSET".into(), k, idx(self), self.member()],
+            11 => vec!["LREM".into(), k, idx(self), self.member()],
+            12 => vec![
+                "LINSERT".into(),
+                k,
+                self.rng.pick(&["BEFORE", "AFTER", "after", "MIDDLE"]).into(),
+                self.member(),
+                self.member(),
+            ],
+            13 => {
+                let mut c = vec!["LPOS".into(), k, self.member()];
+                for _ in 0..self.rng.below(3) {
+                    c.push(self.rng.pick(&["RANK", "COUNT", "MAXLEN"]).into());
+                    c.push(self.rng.pick(&["0", "1", "-1", "2", "-2", "abc"]).into());
+                }
+                c
+            }
+            _ => vec![
+                "LMOVE".into(),
+                k,
+                self.key(keys),
+                self.rng.pick(&["LEFT", "RIGHT", "left", "UP"]).into(),
+                self.rng.pick(&["LEFT", "RIGHT"]).into(),
+            ],
+        }
+    }
+
+    fn set_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        match self.rng.below(9) {
+            0..=2 => {
+                let mut c = vec!["SADD".to_string(), k];
+                c.extend(self.n_of(4, |g| vec![g.member()]));
+                c
+            }
+            3 => {
+                let mut c = vec!["SREM".to_string(), k];
+                c.extend(self.n_of(2, |g| vec![g.member()]));
+                c
+            }
+            4 => vec!["SMEMBERS".into(), k],
+            5 => vec!["SISMEMBER".into(), k, self.member()],
+            6 => {
+                let mut c = vec!["SMISMEMBER".to_string(), k];
+                c.extend(self.n_of(3, |g| vec![g.member()]));
+                c
+            }
+            7 => vec!["SCARD".into(), k],
+            _ => vec!["SRANDMEMBER".into(), k],
+        }
+    }
+
+    fn zset_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        let score = |g: &mut Gen| g.rng.pick(SCORES).to_string();
+        let lex = |g: &mut Gen| g.rng.pick(LEX).to_string();
+        let rank = |g: &mut Gen| g.rng.pick(&["0", "1", "-1", "2", "-2", "5", "-5", "abc"]).to_string();
+        let limit = |g: &mut Gen, c: &mut Vec<String>| {
+            if g.rng.chance(30) {
+                c.push("LIMIT".into());
+                c.push(g.rng.pick(&["0", "1", "-1", "2"]).into());
+                c.push(g.rng.pick(&["1", "2", "-1", "0", "10"]).into());
+            }
+        };
+        match self.rng.below(24) {
+            0..=3 => {
+                let mut c = vec!["ZADD".to_string(), k];
+                for _ in 0..self.rng.below(2) {
+                    c.push(self.rng.pick(&["NX", "XX", "GT", "LT", "CH", "INCR"]).into());
+                }
+                c.extend(self.n_of(3, |g| {
+                    vec![
+                        g.rng.pick(&["1", "2", "3", "1.5", "-1", "0", "inf", "-inf", "10"]).into(),
+                        g.member(),
+                    ]
+                }));
+                c
+            }
+            4 => vec!["ZINCRBY".into(), k, self.rng.pick(FLOATS).into(), self.member()],
+            5 => {
+                let mut c = vec!["ZREM".to_string(), k];
+                c.extend(self.n_of(2, |g| vec![g.member()]));
+                c
+            }
+            6 => vec!["ZCARD".into(), k],
+            7 => vec!["ZCOUNT".into(), k, score(self), score(self)],
+            8 => vec!["ZLEXCOUNT".into(), k, lex(self), lex(self)],
+            9 => vec!["ZSCORE".into(), k, self.member()],
+            10 => {
+                let mut c = vec!["ZMSCORE".to_string(), k];
+                c.extend(self.n_of(3, |g| vec![g.member()]));
+                c
+            }
+            11 => vec![self.rng.pick(&["ZRANK", "ZREVRANK"]).into(), k, self.member()],
+            12 | 13 => {
+                let mut c = vec!["ZRANGE".to_string(), k];
+                match self.rng.below(3) {
+                    0 => c.extend([rank(self), rank(self)]),
+                    1 => {
+                        c.extend([score(self), score(self), "BYSCORE".into()]);
+                        limit(self, &mut c);
+                    }
+                    _ => {
+                        c.extend([lex(self), lex(self), "BYLEX".into()]);
+                        limit(self, &mut c);
+                    }
+                }
+                if self.rng.chance(30) {
+                    c.push("REV".into());
+                }
+                if self.rng.chance(40) {
+                    c.push("WITHSCORES".into());
+                }
+                c
+            }
+            14 => {
+                let mut c = vec![
+                    self.rng.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"]).to_string(),
+                    k,
+                    score(self),
+                    score(self),
+                ];
+                if self.rng.chance(40) {
+                    c.push("WITHSCORES".into());
+                }
+                limit(self, &mut c);
+                c
+            }
+            15 => {
+                let mut c = vec![
+                    self.rng.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"]).to_string(),
+                    k,
+                    lex(self),
+                    lex(self),
+                ];
+                limit(self, &mut c);
+                c
+            }
+            16 => {
+                let mut c = vec!["ZREVRANGE".into(), k, rank(self), rank(self)];
+                if self.rng.chance(40) {
+                    c.push("WITHSCORES".into());
+                }
+                c
+            }
+            17 => vec!["ZRANGESTORE".into(), self.key(keys), k, rank(self), rank(self)],
+            18 => vec!["ZREMRANGEBYSCORE".into(), k, score(self), score(self)],
+            19 => vec!["ZREMRANGEBYRANK".into(), k, rank(self), rank(self)],
+            20 => vec!["ZREMRANGEBYLEX".into(), k, lex(self), lex(self)],
+            21 | 22 => {
+                let mut c = vec![self.rng.pick(&["ZPOPMIN", "ZPOPMAX"]).to_string(), k];
+                if self.rng.chance(40) {
+                    c.push(self.rng.pick(&["0", "1", "2", "-1", "abc"]).into());
+                }
+                c
+            }
+            _ => vec!["ZRANDMEMBER".into(), k],
+        }
+    }
+
+    fn misc_command(&mut self, keys: &[&str]) -> Vec<String> {
+        match self.rng.below(10) {
+            0 => vec!["PING".into()],
+            1 => vec!["PING".into(), self.value()],
+            2 => vec!["ECHO".into(), self.value()],
+            3 => vec!["MULTI".into()],
+            4 => vec!["EXEC".into()],
+            5 => vec!["DISCARD".into()],
+            6 => vec!["WATCH".into(), self.key(keys)],
+            7 => vec!["UNWATCH".into()],
+            8 => vec!["FLUSHDB".into()],
+            _ => vec!["NOSUCHCOMMAND".into(), self.value()],
+        }
+    }
+
+    /// A command, or a whole transaction (MULTI, a few commands, EXEC or DISCARD).
+    fn step(&mut self) -> Vec<Vec<String>> {
+        if self.rng.chance(6) {
+            let mut block = Vec::new();
+            if self.rng.chance(30) {
+                block.push(vec!["WATCH".to_string(), self.key(&["s0", "h0", "z0"])]);
+            }
+            block.push(vec!["MULTI".to_string()]);
+            for _ in 0..1 + self.rng.below(5) {
+                block.push(self.command());
+            }
+            block.push(vec![
+                if self.rng.chance(85) { "EXEC" } else { "DISCARD" }.to_string(),
+            ]);
+            block
+        } else {
+            vec![self.command()]
+        }
+    }
+}
+
+// ---- running and comparing ---------------------------------------------------------------
+
+/// The two servers and a connection to each.
+struct Pair {
+    redis: RedisServer,
+    sluice: sluice::TestServer,
+    r: Conn,
+    s: Conn,
+}
+
+impl Pair {
+    fn start() -> Pair {
+        let redis = RedisServer::start();
+        let sluice = sluice();
+        let r = Conn::connect(redis.addr());
+        let s = Conn::connect(sluice.addr());
+        Pair {
+            redis,
+            sluice,
+            r,
+            s,
+        }
+    }
+
+    /// Fresh connections and empty databases.
+    fn reset(&mut self) {
+        self.r = Conn::connect(self.redis.addr());
+        self.s = Conn::connect(self.sluice.addr());
+        for c in [&mut self.r, &mut self.s] {
+            for cmd in [&b"FLUSHALL"[..], b"SCRIPT"] {
+                let args: &[&[u8]] = if cmd == b"SCRIPT" {
+                    &[b"SCRIPT", b"FLUSH"]
+                } else {
+                    &[cmd]
+                };
+                c.send(args);
+                let _ = c.read_one(REPLY_TIMEOUT);
+            }
+        }
+    }
+
+    /// Sends one command to both; the replies, or why one is missing.
+    fn exchange(&mut self, args: &[Vec<u8>]) -> (Vec<u8>, Vec<u8>) {
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        let bytes = encode_command(&refs);
+        let mut out = Vec::new();
+        for c in [&mut self.r, &mut self.s] {
+            if c.try_send_raw(&bytes).is_err() {
+                out.push(b"<write failed>".to_vec());
+                continue;
+            }
+            out.push(match c.read_one(REPLY_TIMEOUT) {
+                Read1::Reply(r) => r,
+                other => format!("<{other:?}>").into_bytes(),
+            });
+        }
+        let s = out.pop().unwrap_or_default();
+        let r = out.pop().unwrap_or_default();
+        (r, s)
+    }
+}
+
+/// The elements of a top-level aggregate reply, or None if it is not one.
+fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    if !matches!(reply.first(), Some(b'*' | b'~' | b'%')) {
+        return None;
+    }
+    let header_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
+    let mut rest = &reply[header_end..];
+    let mut items = Vec::new();
+    while !rest.is_empty() {
+        let n = frame_len(rest).ok()??;
+        items.push(rest[..n].to_vec());
+        rest = &rest[n..];
+    }
+    Some((reply[..header_end].to_vec(), items))
+}
+
+fn int_of(reply: &[u8]) -> Option<i64> {
+    std::str::from_utf8(reply.strip_prefix(b":")?)
+        .ok()?
+        .trim_end()
+        .parse()
+        .ok()
+}
+
+/// True if the two replies agree under `norm`.
+fn same(norm: Norm, r: &[u8], s: &[u8]) -> bool {
+    match norm {
+        Norm::Exact => r == s,
+        Norm::TypeOnly => r.first() == s.first(),
+        Norm::Near(tolerance) => match (int_of(r), int_of(s)) {
+            (Some(a), Some(b)) if a >= 0 && b >= 0 => (a - b).abs() <= tolerance,
+            _ => r == s,
+        },
+        Norm::Sorted | Norm::SortedPairs => match (elements(r), elements(s)) {
+            (Some((hr, mut er)), Some((hs, mut es))) => {
+                if norm == Norm::SortedPairs {
+                    let pairs = |e: &[Vec<u8>]| -> Vec<Vec<u8>> {
+                        e.chunks(2).map(|p| p.concat()).collect()
+                    };
+                    er = pairs(&er);
+                    es = pairs(&es);
+                }
+                er.sort();
+                es.sort();
+                hr == hs && er == es
+            }
+            _ => r == s,
+        },
+    }
+}
+
+/// Compares the replies of a command; for EXEC, element by element with each queued
+/// command's own normalization.
+fn agree(args: &[Vec<u8>], queued: &[Vec<Vec<u8>>], r: &[u8], s: &[u8]) -> bool {
+    if args[0].eq_ignore_ascii_case(b"EXEC")
+        && let (Some((hr, er)), Some((hs, es))) = (elements(r), elements(s))
+    {
+        return hr == hs
+            && er.len() == es.len()
+            && er
+                .iter()
+                .zip(&es)
+                .zip(queued)
+                .all(|((a, b), q)| same(norm_of(q), a, b));
+    }
+    same(norm_of(args), r, s)
+}
+
+/// Runs `cmds` from a fresh state; the index of the first divergence and both replies.
+fn first_divergence(pair: &mut Pair, cmds: &[Vec<Vec<u8>>]) -> Option<(usize, Vec<u8>, Vec<u8>)> {
+    pair.reset();
+    let mut queued: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut in_multi = false;
+    for (i, args) in cmds.iter().enumerate() {
+        let (r, s) = pair.exchange(args);
+        if !agree(args, &queued, &r, &s) {
+            return Some((i, r, s));
+        }
+        let name = args[0].to_ascii_uppercase();
+        match name.as_slice() {
+            b"MULTI" if r == b"+OK\r\n" => {
+                in_multi = true;
+                queued.clear();
+            }
+            b"EXEC" | b"DISCARD" => in_multi = false,
+            _ if in_multi && r == b"+QUEUED\r\n" => queued.push(args.clone()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Drops commands while the divergence persists (one pass per size, largest chunks first).
+fn shrink(pair: &mut Pair, mut cmds: Vec<Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
+    if let Some((i, _, _)) = first_divergence(pair, &cmds) {
+        cmds.truncate(i + 1);
+    }
+    let mut chunk = cmds.len() / 2;
+    while chunk >= 1 {
+        let mut start = 0;
+        while start + chunk < cmds.len() {
+            let mut candidate = cmds.clone();
+            candidate.drain(start..start + chunk);
+            if let Some((i, _, _)) = first_divergence(pair, &candidate) {
+                candidate.truncate(i + 1);
+                cmds = candidate;
+            } else {
+                start += chunk;
+            }
+        }
+        chunk /= 2;
+    }
+    cmds
+}
+
+/// One argument in redis-cli's inline syntax (the transcript format).
+fn quote(arg: &[u8]) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .iter()
+            .all(|&b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'\\'));
+    if plain {
+        return String::from_utf8_lossy(arg).into_owned();
+    }
+    let mut s = String::from("\"");
+    for &b in arg {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn transcript(cmds: &[Vec<Vec<u8>>]) -> String {
+    cmds.iter()
+        .map(|c| c.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn random_command_sequences_match_redis() {
+    let seed = env_u64("SLUICE_RDIFF_SEED", 1);
+    let episodes = env_u64("SLUICE_RDIFF_EPISODES", 300);
+    let mut pair = Pair::start();
+    let mut gen = Gen {
+        rng: Rng::new(seed),
+    };
+    let mut found: Vec<(String, String, Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut commands = 0usize;
+    for episode in 0..episodes {
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        while cmds.len() < EPISODE_LEN {
+            for c in gen.step() {
+                cmds.push(c.into_iter().map(String::into_bytes).collect());
+            }
+        }
+        commands += cmds.len();
+        let Some(_) = first_divergence(&mut pair, &cmds) else {
+            continue;
+        };
+        let minimal = shrink(&mut pair, cmds);
+        let (_, r, s) = first_divergence(&mut pair, &minimal).unwrap_or_default();
+        let last = String::from_utf8_lossy(&minimal.last().map(|c| c[0].clone()).unwrap_or_default())
+            .to_ascii_uppercase();
+        // One report per command name: the same bug tends to show up again and again.
+        if !found.iter().any(|f| f.0 == last) {
+            eprintln!(
+                "random_diff: seed {seed} episode {episode}: divergence on {last}\n{}\n  redis:  {}\n  sluice: {}",
+                transcript(&minimal),
+                escape(&r),
+                escape(&s)
+            );
+            found.push((last, transcript(&minimal), r, s));
+        }
+        if found.len() >= 10 {
+            break;
+        }
+    }
+    eprintln!(
+        "random_diff: seed {seed}, {episodes} episodes, {commands} commands, {} divergences",
+        found.len()
+    );
+    assert!(
+        found.is_empty(),
+        "sluice and redis-server diverged (minimal transcripts above, in tests/diff format):\n{}",
+        found
+            .iter()
+            .map(|f| format!("# {}\n{}\n#   redis:  {}\n#   sluice: {}", f.0, f.1, escape(&f.2), escape(&f.3)))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}

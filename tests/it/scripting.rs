@@ -1,0 +1,285 @@
+//! Lua scripting over the wire: atomicity with many clients, BUSY and SCRIPT KILL, TIME and
+//! TTLs following the test clock, WATCH invalidated by a script's write, scripts in MULTI.
+//! (Exact replies, conversions and error texts are compared with Redis in
+//! `tests/diff/scripting.txt`.)
+
+use std::time::{Duration, Instant};
+
+use redis::Connection;
+use sluice::TestServer;
+
+use crate::support::{Conn, Read1};
+
+fn connect(server: &TestServer) -> Connection {
+    redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+fn eval<T: redis::FromRedisValue>(con: &mut Connection, script: &str, keys: &[&str], args: &[&str]) -> T {
+    redis::cmd("EVAL")
+        .arg(script)
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args)
+        .query(con)
+        .unwrap()
+}
+
+/// Each script increments a counter, reads it back and compares: any command of another
+/// client between the INCR and the GET would make the script see a different value.
+#[test]
+fn scripts_are_atomic_across_clients() {
+    let server = TestServer::start().unwrap();
+    let script = r#"
+        local v = redis.call('incr', KEYS[1])
+        redis.call('rpush', KEYS[2], v)
+        for i = 1, 200 do
+            if tonumber(redis.call('get', KEYS[1])) ~= v then return 0 end
+        end
+        -- A key the script did not declare.
+        redis.call('incr', 'undeclared:' .. (v % 7))
+        return 1
+    "#;
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let url = server.url();
+            std::thread::spawn(move || {
+                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+                for _ in 0..50 {
+                    let ok: i64 = eval(&mut con, script, &["counter", "log"], &[]);
+                    assert_eq!(ok, 1, "another command interleaved with the script");
+                    // Plain commands from the same clients run between scripts.
+                    let _: i64 = redis::cmd("INCR").arg("plain").query(&mut con).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut con = connect(&server);
+    let total: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+    assert_eq!(total, 800);
+    let log: Vec<i64> = redis::cmd("LRANGE").arg("log").arg(0).arg(-1).query(&mut con).unwrap();
+    assert_eq!(log, (1..=800).collect::<Vec<_>>(), "scripts ran one at a time, in order");
+    let undeclared: i64 = (0..7)
+        .map(|i| {
+            redis::cmd("GET")
+                .arg(format!("undeclared:{i}"))
+                .query::<i64>(&mut con)
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(undeclared, 800);
+}
+
+fn busy_server(threshold_ms: u64) -> (TestServer, Connection) {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-reply-threshold")
+        .arg(threshold_ms)
+        .query(&mut con)
+        .unwrap();
+    (server, con)
+}
+
+const BUSY: &[u8] =
+    b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+
+#[test]
+fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
+    let (server, mut admin) = busy_server(100);
+    let lua_time_limit: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("lua-time-limit")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(lua_time_limit, ["lua-time-limit", "100"]);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut admin).unwrap();
+
+    let mut runner = Conn::connect(server.addr());
+    runner.send(&[b"EVAL", b"local i = 0 while true do i = i + 1 end", b"0"]);
+    std::thread::sleep(Duration::from_millis(20));
+
+    let mut other = Conn::connect(server.addr());
+    // Before the threshold a command waits for the script...
+    let started = Instant::now();
+    other.send(&[b"GET", b"k"]);
+    // ...and past it gets BUSY.
+    assert_eq!(other.read_reply(), BUSY);
+    assert!(started.elapsed() >= Duration::from_millis(50), "{:?}", started.elapsed());
+    assert_eq!(other.cmd(&[b"PING"]), BUSY);
+    // MULTI is allowed; a command queued while busy dooms the transaction.
+    assert_eq!(other.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(other.cmd(&[b"GET", b"k"]), BUSY);
+    assert_eq!(
+        other.cmd(&[b"EXEC"]),
+        b"-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    );
+
+    assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    let reply = runner.read_reply();
+    let text = String::from_utf8_lossy(&reply);
+    assert!(
+        text.starts_with("-ERR Script killed by user with SCRIPT KILL... script: ")
+            && text.ends_with(", on @user_script:1.\r\n"),
+        "{text}"
+    );
+    // Everything runs again.
+    assert_eq!(other.cmd(&[b"GET", b"k"]), b"$1\r\nv\r\n");
+    assert_eq!(
+        other.cmd(&[b"SCRIPT", b"KILL"]),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+}
+
+#[test]
+fn a_script_that_wrote_is_unkillable() {
+    let (server, mut admin) = busy_server(50);
+    let mut runner = Conn::connect(server.addr());
+    // Writes, then loops until the test clock passes a deadline we move it to.
+    runner.send(&[
+        b"EVAL",
+        b"redis.call('set', 'w', 1) local t0 = tonumber(redis.call('time')[1]) local i = 0 while i < 300000000 do i = i + 1 end return i",
+        b"0",
+    ]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut other = Conn::connect(server.addr());
+    assert_eq!(
+        other.cmd(&[b"SCRIPT", b"KILL"]),
+        b"-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n"
+    );
+    assert_eq!(other.cmd(&[b"GET", b"w"]), BUSY);
+    // The script finishes by itself; then the world goes on.
+    match runner.read_one(Duration::from_secs(120)) {
+        Read1::Reply(r) => assert_eq!(r, b":300000000\r\n"),
+        other => panic!("no reply from the script: {other:?}"),
+    }
+    let w: i64 = redis::cmd("GET").arg("w").query(&mut admin).unwrap();
+    assert_eq!(w, 1);
+}
+
+#[test]
+fn time_and_ttls_in_scripts_follow_the_test_clock() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let t0: i64 = redis::cmd("CLOCK").arg("FREEZE").query(&mut con).unwrap();
+    let (secs, micros): (i64, i64) = eval(
+        &mut con,
+        "local t = redis.call('TIME') return {tonumber(t[1]), tonumber(t[2])}",
+        &[],
+        &[],
+    );
+    assert_eq!(secs * 1000 + micros / 1000, t0);
+    let _: i64 = redis::cmd("CLOCK").arg("ADVANCE").arg(3_600_000).query(&mut con).unwrap();
+    let secs: i64 = eval(&mut con, "return tonumber(redis.call('TIME')[1])", &[], &[]);
+    assert_eq!(secs, (t0 + 3_600_000) / 1000);
+
+    // A go-redis redis_rate-style GCRA script reading TIME: the window is moved by the clock.
+    let fixed = "local c = redis.call('incr', KEYS[1]) if c == 1 then redis.call('pexpire', KEYS[1], ARGV[1]) end return {c, redis.call('pttl', KEYS[1])}";
+    let (c, ttl): (i64, i64) = eval(&mut con, fixed, &["w"], &["1000"]);
+    assert_eq!((c, ttl), (1, 1000));
+    let (c, ttl): (i64, i64) = eval(&mut con, fixed, &["w"], &["1000"]);
+    assert_eq!((c, ttl), (2, 1000), "frozen time: the TTL does not run down");
+    let _: i64 = redis::cmd("CLOCK").arg("ADVANCE").arg(1001).query(&mut con).unwrap();
+    let (c, _): (i64, i64) = eval(&mut con, fixed, &["w"], &["1000"]);
+    assert_eq!(c, 1, "a new window after advancing past the TTL");
+}
+
+#[test]
+fn one_now_for_the_whole_script() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    // With real time running, every TIME inside one script reads the same instant.
+    let same: i64 = eval(
+        &mut con,
+        "local a = redis.call('TIME') for i = 1, 200000 do end local b = redis.call('TIME') if a[1] == b[1] and a[2] == b[2] then return 1 end return 0",
+        &[],
+        &[],
+    );
+    assert_eq!(same, 1);
+}
+
+#[test]
+fn a_script_write_invalidates_watch() {
+    let server = TestServer::start().unwrap();
+    let mut watcher = connect(&server);
+    let mut writer = connect(&server);
+    let _: () = redis::cmd("WATCH").arg("w").query(&mut watcher).unwrap();
+    let _: i64 = eval(&mut writer, "return redis.call('incr', 'w')", &[], &[]);
+    let result: Option<(String,)> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("w")
+        .arg("mine")
+        .query(&mut watcher)
+        .unwrap();
+    assert_eq!(result, None, "EXEC fails: the script changed a watched key");
+    // A read-only script does not.
+    let _: () = redis::cmd("WATCH").arg("w").query(&mut watcher).unwrap();
+    let _: i64 = eval(&mut writer, "return redis.call('get', 'w')", &[], &[]);
+    let result: Option<(String,)> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("w")
+        .arg("mine")
+        .query(&mut watcher)
+        .unwrap();
+    assert_eq!(result, Some(("OK".into(),)));
+}
+
+#[test]
+fn scripts_inside_multi_exec() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return redis.call('incrby', KEYS[1], ARGV[1])")
+        .query(&mut con)
+        .unwrap();
+    let (a, b, c): (i64, i64, i64) = redis::pipe()
+        .atomic()
+        .cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg("m")
+        .arg(5)
+        .cmd("INCR")
+        .arg("m")
+        .cmd("EVAL")
+        .arg("return redis.call('get', KEYS[1]) + 0")
+        .arg(1)
+        .arg("m")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!((a, b, c), (5, 6, 6));
+}
+
+#[test]
+fn noscript_then_load_then_evalsha() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    // redis-rs's Script does EVALSHA, then SCRIPT LOAD + EVALSHA on NOSCRIPT.
+    let script = redis::Script::new("return redis.call('incrby', KEYS[1], ARGV[1])");
+    let v: i64 = script.key("s").arg(2).invoke(&mut con).unwrap();
+    assert_eq!(v, 2);
+    let v: i64 = script.key("s").arg(2).invoke(&mut con).unwrap();
+    assert_eq!(v, 4);
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+    let v: i64 = script.key("s").arg(2).invoke(&mut con).unwrap();
+    assert_eq!(v, 6);
+}
+
+#[test]
+fn commandstats_count_calls_made_by_scripts() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let _: i64 = eval(&mut con, "redis.call('set', 'a', 1) return redis.call('incr', 'a')", &[], &[]);
+    let info: String = redis::cmd("INFO").arg("commandstats").query(&mut con).unwrap();
+    assert!(info.contains("cmdstat_incr:calls=1"), "{info}");
+    assert!(info.contains("cmdstat_eval:calls=1"), "{info}");
+}
