@@ -540,8 +540,14 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
-            "port" | "bind" | "databases" | "tls-port" | "tls-cert-file" | "tls-key-file"
-            | "cluster-enabled" | "cluster-config-file" => {
+            "port"
+            | "bind"
+            | "databases"
+            | "tls-port"
+            | "tls-cert-file"
+            | "tls-key-file"
+            | "cluster-enabled"
+            | "cluster-config-file" => {
                 return Err("can't set immutable config".into());
             }
             _ => return Ok(false),

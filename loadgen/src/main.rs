@@ -51,10 +51,10 @@ enum Workload {
     Script,
     /// SET k 1 EX 3600 for every key (counters with a TTL).
     FillCounter,
-    /// CL.THROTTLE k 15 30 60 1 for every key.
+    /// CL.THROTTLE k 15 1 3600 1 for every key.
     FillThrottle,
-    /// What redis-cell stores for a throttle key, written with plain commands:
-    /// SET k <19-digit TAT in ns> PX 60000.
+    /// What redis-cell stores for such a throttle key, written with plain commands:
+    /// SET k <19-digit TAT in ns> PX 3600000.
     FillThrottleState,
     /// ZADD k with 10 entries (13-digit scores and members) + EXPIRE k 3600.
     FillZset,
@@ -309,18 +309,19 @@ impl Plan {
                 1
             }
             Workload::FillThrottle => {
+                // One token per hour: the key's TTL (the emission interval) outlives the run.
                 push_cmd(
                     &mut b.bytes,
-                    &[b"CL.THROTTLE", key, b"15", b"30", b"60", b"1"],
+                    &[b"CL.THROTTLE", key, b"15", b"1", b"3600", b"1"],
                 );
                 1
             }
             Workload::FillThrottleState => {
                 // A TAT a little in the future, in ns, as redis-cell stores it.
-                let tat = (unix_ms() + 2000) * 1_000_000 + (k % 1_000_000);
+                let tat = (unix_ms() + 3_600_000) * 1_000_000 + (k % 1_000_000);
                 push_cmd(
                     &mut b.bytes,
-                    &[b"SET", key, tat.to_string().as_bytes(), b"PX", b"60000"],
+                    &[b"SET", key, tat.to_string().as_bytes(), b"PX", b"3600000"],
                 );
                 1
             }

@@ -104,7 +104,11 @@ fn parse_slot(line: usize, s: &str) -> Result<u16, MapError> {
 
 fn parse_ranges(line: usize, words: &[&str]) -> Result<Vec<(u16, u16)>, MapError> {
     let mut ranges = Vec::new();
-    for part in words.iter().flat_map(|w| w.split(',')).filter(|p| !p.is_empty()) {
+    for part in words
+        .iter()
+        .flat_map(|w| w.split(','))
+        .filter(|p| !p.is_empty())
+    {
         let (a, b) = match part.split_once('-') {
             Some((a, b)) => (parse_slot(line, a)?, parse_slot(line, b)?),
             None => {
@@ -113,7 +117,10 @@ fn parse_ranges(line: usize, words: &[&str]) -> Result<Vec<(u16, u16)>, MapError
             }
         };
         if a > b {
-            return err(line, format_args!("slot range '{part}' ends before it starts"));
+            return err(
+                line,
+                format_args!("slot range '{part}' ends before it starts"),
+            );
         }
         ranges.push((a, b));
     }
@@ -166,7 +173,8 @@ impl SlotMap {
     /// Parses and validates a map.
     pub fn parse(text: &str) -> Result<SlotMap, MapError> {
         let mut epoch = None;
-        let mut nodes: Vec<(usize, String, String, u16, Vec<(u16, u16)>)> = Vec::new();
+        // Each node with the line it came from, for error messages.
+        let mut nodes: Vec<(usize, Node)> = Vec::new();
         for (n, raw_line) in text.lines().enumerate() {
             let line = n + 1;
             let uncommented = raw_line.split('#').next().unwrap_or("");
@@ -196,7 +204,15 @@ impl SlotMap {
                         let id = id.to_ascii_lowercase();
                         let (host, port) = parse_addr(line, addr)?;
                         let ranges = parse_ranges(line, slots)?;
-                        nodes.push((line, id, host, port, ranges));
+                        nodes.push((
+                            line,
+                            Node {
+                                id,
+                                host,
+                                port,
+                                ranges,
+                            },
+                        ));
                     }
                     ["node", ..] => {
                         return err(line, "expected 'node <id> <host>:<port> [<slots> ...]'");
@@ -215,15 +231,16 @@ impl SlotMap {
         if nodes.is_empty() {
             return Err(MapError("the map has no nodes".into()));
         }
-        for (i, (line, id, host, port, _)) in nodes.iter().enumerate() {
-            for (other_line, other_id, other_host, other_port, _) in &nodes[..i] {
-                if other_id == id {
+        for (i, (line, node)) in nodes.iter().enumerate() {
+            let (id, host, port) = (&node.id, &node.host, node.port);
+            for (other_line, other) in &nodes[..i] {
+                if &other.id == id {
                     return err(
                         *line,
                         format_args!("node id {id} is already used on line {other_line}"),
                     );
                 }
-                if other_host == host && other_port == port {
+                if &other.host == host && other.port == port {
                     return err(
                         *line,
                         format_args!("address {host}:{port} is already used on line {other_line}"),
@@ -232,8 +249,9 @@ impl SlotMap {
             }
         }
         let mut owner = vec![NONE; SLOTS].into_boxed_slice();
-        for (index, (line, id, _, _, ranges)) in nodes.iter().enumerate() {
-            for &(a, b) in ranges {
+        for (index, (line, node)) in nodes.iter().enumerate() {
+            let id = &node.id;
+            for &(a, b) in &node.ranges {
                 for s in a..=b {
                     let prev = owner[usize::from(s)];
                     if prev == NONE {
@@ -241,13 +259,17 @@ impl SlotMap {
                         continue;
                     }
                     if prev as usize == index {
-                        return err(*line, format_args!("slot {s} is listed twice for node {id}"));
+                        return err(
+                            *line,
+                            format_args!("slot {s} is listed twice for node {id}"),
+                        );
                     }
                     let mut end = s;
                     while end < b && owner[usize::from(end) + 1] == prev {
                         end += 1;
                     }
-                    let (prev_line, prev_id) = (&nodes[prev as usize].0, &nodes[prev as usize].1);
+                    let (prev_line, prev_id) =
+                        (&nodes[prev as usize].0, &nodes[prev as usize].1.id);
                     return err(
                         *line,
                         format_args!(
@@ -261,7 +283,11 @@ impl SlotMap {
         let gaps = unowned_ranges(&owner);
         if !gaps.is_empty() {
             let total: usize = gaps.iter().map(|&(a, b)| usize::from(b - a) + 1).sum();
-            let shown: Vec<String> = gaps.iter().take(4).map(|&(a, b)| range_text(a, b)).collect();
+            let shown: Vec<String> = gaps
+                .iter()
+                .take(4)
+                .map(|&(a, b)| range_text(a, b))
+                .collect();
             let more = if gaps.len() > 4 { ", ..." } else { "" };
             return Err(MapError(format!(
                 "{total} slots are not assigned to any node ({}{more}); every slot 0-{MAX_SLOT} must have exactly one owner",
@@ -272,11 +298,9 @@ impl SlotMap {
             epoch,
             nodes: nodes
                 .into_iter()
-                .map(|(_, id, host, port, ranges)| Node {
-                    id,
-                    host,
-                    port,
-                    ranges: merge(ranges),
+                .map(|(_, node)| Node {
+                    ranges: merge(node.ranges),
+                    ..node
                 })
                 .collect(),
             owner,
@@ -386,7 +410,10 @@ mod tests {
         assert_eq!(map.owner(5460).id, A);
         assert_eq!(map.owner(5461).id, B);
         assert_eq!(map.owner(16383).port, 7003);
-        assert_eq!(map.runs(), vec![(0, 5460, 0), (5461, 10922, 1), (10923, 16383, 2)]);
+        assert_eq!(
+            map.runs(),
+            vec![(0, 5460, 0), (5461, 10922, 1), (10923, 16383, 2)]
+        );
         // The text form parses back to the same map.
         assert_eq!(SlotMap::parse(&map.to_string()).unwrap(), map);
     }
@@ -421,16 +448,23 @@ mod tests {
 
     #[test]
     fn refuses_gaps_overlaps_and_bad_entries() {
-        let gap = error(&format!("node {A} 127.0.0.1:1 0-5000\nnode {B} 127.0.0.1:2 5011-16383"));
-        assert!(gap.contains("10 slots are not assigned to any node (5001-5010)"), "{gap}");
+        let gap = error(&format!(
+            "node {A} 127.0.0.1:1 0-5000\nnode {B} 127.0.0.1:2 5011-16383"
+        ));
+        assert!(
+            gap.contains("10 slots are not assigned to any node (5001-5010)"),
+            "{gap}"
+        );
         let overlap = error(&format!(
             "node {A} 127.0.0.1:1 0-5460\nnode {B} 127.0.0.1:2 5000-16383"
         ));
         assert!(
-            overlap.starts_with(&format!("line 2: slots 5000-5460 of node {B} are already owned by node {A} (line 1)")),
+            overlap.starts_with(&format!(
+                "line 2: slots 5000-5460 of node {B} are already owned by node {A} (line 1)"
+            )),
             "{overlap}"
         );
-        assert!(error(&format!("node abc 127.0.0.1:1 0-16383")).contains("40 hexadecimal"));
+        assert!(error("node abc 127.0.0.1:1 0-16383").contains("40 hexadecimal"));
         assert!(error(&format!("node {A} 127.0.0.1 0-16383")).contains("not host:port"));
         assert!(error(&format!("node {A} 127.0.0.1:0 0-16383")).contains("not host:port"));
         assert!(error(&format!("node {A} 127.0.0.1:1 0-16384")).contains("'16384' is not a slot"));
@@ -438,9 +472,16 @@ mod tests {
         assert!(error("").contains("no nodes"));
         assert!(error("nodes x").contains("unknown entry 'nodes'"));
         assert!(error("epoch x").contains("not an epoch"));
-        let dup = error(&format!("node {A} 127.0.0.1:1 0-16383\nnode {A} 127.0.0.1:2"));
+        let dup = error(&format!(
+            "node {A} 127.0.0.1:1 0-16383\nnode {A} 127.0.0.1:2"
+        ));
         assert!(dup.contains("already used on line 1"), "{dup}");
-        let dup_addr = error(&format!("node {A} 127.0.0.1:1 0-16383\nnode {B} 127.0.0.1:1"));
-        assert!(dup_addr.contains("address 127.0.0.1:1 is already used"), "{dup_addr}");
+        let dup_addr = error(&format!(
+            "node {A} 127.0.0.1:1 0-16383\nnode {B} 127.0.0.1:1"
+        ));
+        assert!(
+            dup_addr.contains("address 127.0.0.1:1 is already used"),
+            "{dup_addr}"
+        );
     }
 }

@@ -19,7 +19,7 @@
 //! # Changing the map while running
 //!
 //! `CLUSTER SETMAP` (or `CLUSTER LOADMAP`, which re-reads the map file) installs a new map.
-//! [`Cluster::install`] takes the [gate](Cluster::gate) for writing, which waits for the
+//! [`Cluster::install`] takes the routing gate (an `RwLock`) for writing, which waits for the
 //! keyed commands in flight (each holds the gate for reading from its routing check to its
 //! reply) and holds new ones back while the ownership bitmap is rewritten. So once it
 //! returns, no command routed with the old map is still running, and the caller can drop
@@ -324,9 +324,17 @@ mod tests {
         assert!(c.owns(150) && !c.owns(200));
         assert_eq!(c.install(two("epoch 10", 50)), Ok(Outcome::Installed(10)));
         assert!(!c.owns(60));
-        assert_eq!(c.route(60).unwrap_err().error_text(), "MOVED 60 127.0.0.1:7002");
+        assert_eq!(
+            c.route(60).unwrap_err().error_text(),
+            "MOVED 60 127.0.0.1:7002"
+        );
         // A map without this node is refused.
         let other = map(&format!("node {B} 127.0.0.1:7002 0-16383"));
-        assert!(c.install(other).unwrap_err().0.contains("not in the new map"));
+        assert!(
+            c.install(other)
+                .unwrap_err()
+                .0
+                .contains("not in the new map")
+        );
     }
 }

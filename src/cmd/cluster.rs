@@ -423,7 +423,12 @@ impl Command for Info {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let state = cluster(ctx)?.current();
-        let size = state.map.nodes.iter().filter(|n| !n.ranges.is_empty()).count();
+        let size = state
+            .map
+            .nodes
+            .iter()
+            .filter(|n| !n.ranges.is_empty())
+            .count();
         let text = format!(
             "cluster_state:ok\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{SLOTS}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{}\r\ncluster_size:{size}\r\ncluster_current_epoch:{e}\r\ncluster_my_epoch:{e}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
             state.map.nodes.len(),
@@ -465,7 +470,11 @@ impl Command for Nodes {
 pub fn nodes_text(state: &Installed, now_ms: u64) -> String {
     let mut out = String::new();
     for (i, n) in state.map.nodes.iter().enumerate() {
-        let flags = if i == state.me { "myself,master" } else { "master" };
+        let flags = if i == state.me {
+            "myself,master"
+        } else {
+            "master"
+        };
         let _ = write!(
             out,
             "{} {}:{}@{} {flags} - 0 {now_ms} {} connected",

@@ -8,6 +8,10 @@
 //! handler parses its arguments into a typed struct and applies it. Every family module
 //! follows that `parse → apply` split through the `Command` trait, so argument errors are
 //! produced in one place per command.
+//!
+//! In cluster mode, `cluster::route` runs between the NOAUTH and OOM checks: a command whose
+//! keys this node does not own gets `-MOVED`, keys in several slots `-CROSSSLOT` (Redis's
+//! order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
 pub mod cluster;

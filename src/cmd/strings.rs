@@ -634,14 +634,16 @@ impl<const NEGATE: bool> Command for IncrBy<NEGATE> {
 #[derive(Debug)]
 pub struct IncrByFloat {
     key: Bytes,
-    by: LongDouble,
+    /// Parsed in `apply`, after the type check: Redis answers WRONGTYPE before it looks at
+    /// the increment (unlike INCRBY, which checks its increment first).
+    by: Bytes,
 }
 
 impl Command for IncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(IncrByFloat {
             key: a.next()?.clone(),
-            by: long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?,
+            by: a.next()?.clone(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -652,7 +654,8 @@ impl Command for IncrByFloat {
             Some(Value::Str(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
             Some(_) => return Err(CmdError::WrongType),
         };
-        let next = long_double::add(current, self.by);
+        let by = long_double::parse(&self.by).ok_or(CmdError::NotFloat)?;
+        let next = long_double::add(current, by);
         if !next.is_finite() {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
@@ -680,12 +683,9 @@ impl Command for Append {
         let db = ctx.db();
         let mut joined = match ctx.store.lookup(db, &self.key, ctx.now_ms) {
             None => {
-                ctx.store.set(
-                    db,
-                    &self.key,
-                    Value::Str(Bytes::copy_from_slice(&self.value)),
-                    None,
-                );
+                // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
+                ctx.store
+                    .set(db, &self.key, Value::from_bytes(&self.value), None);
                 return Ok(Reply::Int(self.value.len() as i64));
             }
             Some(e) => e.value.as_bytes()?.to_vec(),

@@ -46,6 +46,25 @@ pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// Instructions between two checks of the kill flag.
 const HOOK_EVERY: u32 = 100_000;
 
+/// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
+const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
+
+/// Lets the tokio runtime replace the worker thread a long script runs on.
+///
+/// A multi-thread runtime keeps one parked worker polling the sockets; a worker busy in a
+/// long script is not parked, and the others may sleep on a condition variable waiting to be
+/// told there is work, so nobody reads the sockets: other clients would get neither `-BUSY`
+/// nor their SCRIPT KILL through. `block_in_place` hands this worker's queue and its turn at
+/// polling to a fresh thread; the short sleep gives that thread time to take them before
+/// `block_in_place` returns (it takes them back if still there). Only scripts that already
+/// ran for `HAND_OFF_AFTER` pay for this.
+fn hand_off_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+    }
+}
+
 /// The source name scripts are compiled under (errors read `user_script:1: …`).
 const CHUNK_NAME: &str = "@user_script";
 
@@ -87,6 +106,7 @@ pub struct Busy {
     started_us: AtomicU64,
     kill: AtomicBool,
     wrote: AtomicBool,
+    handed_off: AtomicBool,
     ended: tokio::sync::Notify,
 }
 
@@ -127,6 +147,7 @@ impl Busy {
     pub fn begin(&self) -> BusyGuard<'_> {
         self.kill.store(false, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
+        self.handed_off.store(false, Ordering::Relaxed);
         self.started_us
             .store(anchor().elapsed().as_micros() as u64 + 1, Ordering::Release);
         BusyGuard(self)
@@ -508,10 +529,15 @@ impl Vm {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
                 if busy.killed() {
-                    Err(mlua::Error::external(Killed))
-                } else {
-                    Ok(VmState::Continue)
+                    return Err(mlua::Error::external(Killed));
                 }
+                if !busy.handed_off.load(Ordering::Relaxed)
+                    && busy.running_for().is_some_and(|t| t >= HAND_OFF_AFTER)
+                {
+                    busy.handed_off.store(true, Ordering::Relaxed);
+                    hand_off_worker();
+                }
+                Ok(VmState::Continue)
             },
         )?;
 

@@ -201,7 +201,7 @@ fn cluster_wire_replies_match_redis() {
     let [p1, p2, p3] = trio.ports;
     // Slots (checked against redis-server's CLUSTER KEYSLOT): foo 12182, a 15495 and x 16287
     // are node 3's; b 3300 is node 1's.
-    for i in 0..3 {
+    for (i, id) in IDS.iter().enumerate() {
         let mut c = trio.conn(i);
         for (key, slot) in [
             ("foo", 12182),
@@ -210,11 +210,17 @@ fn cluster_wire_replies_match_redis() {
             ("foo{{bar}}zap", 4015),
             ("foo{bar}{zap}", 5061),
         ] {
-            assert_eq!(cmd(&mut c, &["CLUSTER", "KEYSLOT", key]), format!(":{slot}\r\n"));
+            assert_eq!(
+                cmd(&mut c, &["CLUSTER", "KEYSLOT", key]),
+                format!(":{slot}\r\n")
+            );
         }
         // Redis checks that the keys share a slot before it checks who owns it.
         assert_eq!(cmd(&mut c, &["MSET", "a", "1", "b", "2"]), CROSSSLOT);
-        assert_eq!(cmd(&mut c, &["CLUSTER", "MYID"]), format!("$40\r\n{}\r\n", IDS[i]));
+        assert_eq!(
+            cmd(&mut c, &["CLUSTER", "MYID"]),
+            format!("$40\r\n{id}\r\n")
+        );
     }
     let mut n1 = trio.conn(0);
     let mut n3 = trio.conn(2);
@@ -238,7 +244,7 @@ fn cluster_wire_replies_match_redis() {
         "-ERR wrong number of arguments for 'get' command\r\n"
     );
     assert_eq!(cmd(&mut n3, &["PING"]), "+PONG\r\n");
-    assert_eq!(cmd(&mut n3, &["EXISTS", "x", "x"]), ":1\r\n");
+    assert_eq!(cmd(&mut n3, &["EXISTS", "x", "x"]), ":2\r\n");
 
     // MULTI on node 3: two of its slots queue fine, then EXEC refuses them together.
     assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
@@ -267,7 +273,10 @@ fn cluster_wire_replies_match_redis() {
     assert_eq!(cmd(&mut n3, &["WATCH", "x", "foo"]), CROSSSLOT);
 
     // Scripts: declared keys route like a command's; calls inside must stay on this node.
-    assert_eq!(cmd(&mut n3, &["EVAL", "return 1", "2", "x", "foo"]), CROSSSLOT);
+    assert_eq!(
+        cmd(&mut n3, &["EVAL", "return 1", "2", "x", "foo"]),
+        CROSSSLOT
+    );
     assert_eq!(
         cmd(&mut n3, &["EVAL", "return 1", "1", "b"]),
         format!("-MOVED 3300 127.0.0.1:{p1}\r\n")
@@ -277,12 +286,22 @@ fn cluster_wire_replies_match_redis() {
         "-ERR Script attempted to access a non local key in a cluster node script: eefb072c762647cc8d8a40e7fe048aaf8872d416, on @user_script:1.\r\n"
     );
     assert_eq!(
-        cmd(&mut n3, &["EVAL", "return redis.pcall('get','b')", "1", "x"]),
+        cmd(
+            &mut n3,
+            &["EVAL", "return redis.pcall('get','b')", "1", "x"]
+        ),
         "-ERR Script attempted to access a non local key in a cluster node\r\n"
     );
     // Redis 7.0 lets a script touch several slots of its own node.
     assert_eq!(
-        cmd(&mut n3, &["EVAL", "redis.call('incr','x'); return redis.call('incr','foo')", "0"]),
+        cmd(
+            &mut n3,
+            &[
+                "EVAL",
+                "redis.call('incr','x'); return redis.call('incr','foo')",
+                "0"
+            ]
+        ),
         ":1\r\n"
     );
     // A numkeys that does not fit is the command's own error, not a redirect.
@@ -311,12 +330,18 @@ fn cluster_wire_replies_match_redis() {
 
     // Key-count subcommands and their errors.
     assert_eq!(cmd(&mut n1, &["SET", "b", "1"]), "+OK\r\n");
-    assert_eq!(cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]), ":1\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        ":1\r\n"
+    );
     assert_eq!(
         cmd(&mut n1, &["CLUSTER", "GETKEYSINSLOT", "3300", "5"]),
         "*1\r\n$1\r\nb\r\n"
     );
-    assert_eq!(cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "16384"]), "-ERR Invalid slot\r\n");
+    assert_eq!(
+        cmd(&mut n1, &["CLUSTER", "COUNTKEYSINSLOT", "16384"]),
+        "-ERR Invalid slot\r\n"
+    );
     assert_eq!(
         cmd(&mut n1, &["CLUSTER", "GETKEYSINSLOT", "100", "-1"]),
         "-ERR Invalid slot or number of keys\r\n"
@@ -336,7 +361,10 @@ fn cluster_wire_replies_match_redis() {
 
     // Topology, in Redis 7.0's shapes.
     let node = |port: u16, i: usize| {
-        format!("*4\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$40\r\n{}\r\n*0\r\n", IDS[i])
+        format!(
+            "*4\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$40\r\n{}\r\n*0\r\n",
+            IDS[i]
+        )
     };
     assert_eq!(
         cmd(&mut n1, &["CLUSTER", "SLOTS"]),
@@ -359,8 +387,10 @@ fn cluster_wire_replies_match_redis() {
     let lines: Vec<&str> = nodes.lines().skip(1).filter(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), 3, "{nodes}");
     assert!(
-        lines[2].starts_with(&format!("{} 127.0.0.1:{p3}@{p3} myself,master - 0 ", IDS[2]))
-            && lines[2].ends_with(" 1 connected 10923-16383"),
+        lines[2].starts_with(&format!(
+            "{} 127.0.0.1:{p3}@{p3} myself,master - 0 ",
+            IDS[2]
+        )) && lines[2].ends_with(" 1 connected 10923-16383"),
         "{nodes}"
     );
     assert!(lines[0].contains(" master - 0 ") && !lines[0].contains("myself"));
@@ -392,7 +422,10 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
     let dir = std::env::temp_dir();
     let port = free_port();
     let run = |map: &str, extra: &[&str]| {
-        let file = dir.join(format!("sluice-it-badmap-{}-{port}.map", std::process::id()));
+        let file = dir.join(format!(
+            "sluice-it-badmap-{}-{port}.map",
+            std::process::id()
+        ));
         std::fs::write(&file, map).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
@@ -407,15 +440,30 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
     };
     let a = IDS[0];
     let b = IDS[1];
-    let gap = run(&format!("node {a} 127.0.0.1:{port} 0-100\nnode {b} 127.0.0.1:1 200-16383"), &[]);
-    assert!(gap.contains("99 slots are not assigned to any node (101-199)"), "{gap}");
-    let overlap = run(&format!("node {a} 127.0.0.1:{port} 0-200\nnode {b} 127.0.0.1:1 100-16383"), &[]);
+    let gap = run(
+        &format!("node {a} 127.0.0.1:{port} 0-100\nnode {b} 127.0.0.1:1 200-16383"),
+        &[],
+    );
+    assert!(
+        gap.contains("99 slots are not assigned to any node (101-199)"),
+        "{gap}"
+    );
+    let overlap = run(
+        &format!("node {a} 127.0.0.1:{port} 0-200\nnode {b} 127.0.0.1:1 100-16383"),
+        &[],
+    );
     assert!(overlap.contains("slots 100-200 of node"), "{overlap}");
     let bad_id = run(&format!("node 12ab 127.0.0.1:{port} 0-16383"), &[]);
-    assert!(bad_id.contains("must be 40 hexadecimal characters"), "{bad_id}");
+    assert!(
+        bad_id.contains("must be 40 hexadecimal characters"),
+        "{bad_id}"
+    );
     let unknown_self = run(&format!("node {a} 127.0.0.1:1 0-16383"), &[]);
     assert!(unknown_self.contains("--cluster-node-id"), "{unknown_self}");
-    let wrong_id = run(&format!("node {a} 127.0.0.1:1 0-16383"), &["--cluster-node-id", b]);
+    let wrong_id = run(
+        &format!("node {a} 127.0.0.1:1 0-16383"),
+        &["--cluster-node-id", b],
+    );
     assert!(wrong_id.contains("is not in the cluster map"), "{wrong_id}");
     let no_file = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--port", "0", "--cluster-enabled", "yes"])
@@ -429,10 +477,26 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
     // The same checks guard CLUSTER SETMAP, and the map in force stays.
     let trio = Trio::start();
     let mut n1 = trio.conn(0);
-    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &format!("node {a} 127.0.0.1:1 0-10")]);
-    assert!(reply.starts_with("-ERR Invalid cluster map: 16373 slots are not assigned"), "{reply}");
-    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &format!("node {b} 127.0.0.1:1 0-16383")]);
-    assert!(reply.starts_with("-ERR Cluster map refused: this node"), "{reply}");
+    let reply = cmd(
+        &mut n1,
+        &["CLUSTER", "SETMAP", &format!("node {a} 127.0.0.1:1 0-10")],
+    );
+    assert!(
+        reply.starts_with("-ERR Invalid cluster map: 16373 slots are not assigned"),
+        "{reply}"
+    );
+    let reply = cmd(
+        &mut n1,
+        &[
+            "CLUSTER",
+            "SETMAP",
+            &format!("node {b} 127.0.0.1:1 0-16383"),
+        ],
+    );
+    assert!(
+        reply.starts_with("-ERR Cluster map refused: this node"),
+        "{reply}"
+    );
     let stale = map_text(&trio.ports, &SPLIT.map(|r| vec![r]), Some(0));
     let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &stale]);
     assert!(reply.contains("older than this node's epoch 1"), "{reply}");
@@ -448,21 +512,66 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
         "*1\r\n-ERR CLUSTER SETMAP and LOADMAP are not allowed inside MULTI\r\n"
     );
     assert!(
-        cmd(&mut n1, &["EVAL", "return redis.call('cluster','loadmap')", "0"])
-            .starts_with("-ERR This Redis command is not allowed from script")
+        cmd(
+            &mut n1,
+            &["EVAL", "return redis.call('cluster','loadmap')", "0"]
+        )
+        .starts_with("-ERR This Redis command is not allowed from script")
     );
+
+    // A slot that moves between MULTI and EXEC: EXEC answers MOVED and discards, as Redis
+    // does; the node dropped the slot's keys and WATCH sees the deletion.
+    let [p1, _, _] = trio.ports;
+    let mut n3 = trio.conn(2);
+    let mut admin = trio.conn(2);
+    assert_eq!(cmd(&mut n3, &["SET", "x", "1"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut n3, &["INCR", "x"]), "+QUEUED\r\n");
+    let moved = map_text(
+        &trio.ports,
+        &[
+            vec![(0, 5460), (16287, 16287)],
+            vec![(5461, 10922)],
+            vec![(10923, 16286), (16288, 16383)],
+        ],
+        Some(2),
+    );
+    assert_eq!(cmd(&mut admin, &["CLUSTER", "SETMAP", &moved]), "+OK\r\n");
+    assert_eq!(
+        cmd(&mut n3, &["EXEC"]),
+        format!("-MOVED 16287 127.0.0.1:{p1}\r\n")
+    );
+    assert_eq!(cmd(&mut n3, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
+    assert_eq!(
+        cmd(&mut n3, &["CLUSTER", "COUNTKEYSINSLOT", "16287"]),
+        ":0\r\n"
+    );
+    assert!(cmd(&mut n3, &["CLUSTER", "NODES"]).contains(" 2 connected 10923-16286 16288-16383\n"));
+}
+
+/// Sends a MULTI … EXEC pipeline through the sync cluster client, which routes it by its
+/// first keyed command (its `Pipeline::query` refuses pipelines; the packed form is the way
+/// it takes transactions). Returns EXEC's reply.
+fn transaction(
+    con: &mut ClusterConnection,
+    pipe: &redis::Pipeline,
+    queued: usize,
+) -> redis::RedisResult<Value> {
+    use redis::ConnectionLike;
+    let mut replies = con.req_packed_commands(&pipe.get_packed_pipeline(), queued + 1, 1)?;
+    Ok(replies.pop().expect("EXEC's reply"))
 }
 
 /// One W1 call (the MULTI block of a sliding-window limiter). Returns the count.
 fn w1(con: &mut ClusterConnection, key: &str, now_ms: i64) -> i64 {
-    let (added, _removed, count, expire_set): (i64, i64, i64, i64) = redis::pipe()
-        .atomic()
+    let mut pipe = redis::pipe();
+    pipe.atomic()
         .zadd(key, now_ms.to_string(), now_ms)
         .zrembyscore(key, 0, now_ms - 60_000)
         .zcard(key)
-        .expire(key, 61)
-        .query(con)
-        .unwrap();
+        .expire(key, 61);
+    let (added, _removed, count, expire_set): (i64, i64, i64, i64) =
+        redis::from_redis_value(transaction(con, &pipe, 4).unwrap()).unwrap();
     assert_eq!((added, expire_set), (1, 1));
     count
 }
@@ -531,7 +640,10 @@ fn cluster_client_workloads_map_change_and_node_loss() {
     for u in &users {
         owners[Trio::owner(&ranges, key_slot(u.as_bytes()))] += 1;
     }
-    assert!(owners.iter().all(|&n| n > 0), "keys must reach every node: {owners:?}");
+    assert!(
+        owners.iter().all(|&n| n > 0),
+        "keys must reach every node: {owners:?}"
+    );
 
     // W1: 20 calls per user at distinct milliseconds; the count grows by one each time.
     for u in &users {
@@ -564,14 +676,47 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         calls += commandstat_calls(d, "cl.throttle");
     }
     assert_eq!(calls, 20 * users.len() as i64);
+    // Exact under concurrency: 4 threads × 50 calls on one key (burst 9: 10 allowed).
+    let allowed: usize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let client = &client;
+                s.spawn(move || {
+                    let mut con = client.get_connection().unwrap();
+                    (0..50)
+                        .filter(|_| {
+                            let r: Vec<i64> = redis::cmd("CL.THROTTLE")
+                                .arg("{k}x")
+                                .arg(9)
+                                .arg(10)
+                                .arg(60)
+                                .query(&mut con)
+                                .unwrap();
+                            r[0] == 0
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert_eq!(allowed, 10);
+    // A script limiter (fixed window in Lua), routed by its declared key on every node.
+    let script = redis::Script::new(
+        "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('EXPIRE', KEYS[1], 61) end return n",
+    );
+    for u in &users {
+        let key = format!("lua:{{{u}}}");
+        let counts: Vec<i64> = (0..3)
+            .map(|_| script.key(&key).invoke(&mut con).unwrap())
+            .collect();
+        assert_eq!(counts, vec![1, 2, 3], "{key}");
+    }
     // A cross-slot transaction is refused as Redis refuses it.
     let (k1, k2) = same_node_different_slots(&ranges);
-    let err = redis::pipe()
-        .atomic()
-        .incr(&k1, 1)
-        .incr(&k2, 1)
-        .query::<Value>(&mut con)
-        .unwrap_err();
+    let mut pipe = redis::pipe();
+    pipe.atomic().incr(&k1, 1).incr(&k2, 1);
+    let err = transaction(&mut con, &pipe, 2).unwrap_err();
     assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
     let err = redis::cmd("EVAL")
         .arg("return 1")
@@ -582,7 +727,8 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         .unwrap_err();
     assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
 
-    // Move slots 10923-13000 from node 3 to node 1: write the file, LOADMAP on every node.
+    // Move slots 10923-13000 from node 3 to node 1: write the file (epoch 2), LOADMAP on every
+    // node.
     let moved: Vec<&String> = users
         .iter()
         .filter(|u| (10923..=13000).contains(&key_slot(u.as_bytes())))
@@ -593,7 +739,7 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         vec![(5461, 10922)],
         vec![(13001, 16383)],
     ];
-    std::fs::write(&trio.map_file, map_text(&trio.ports, &new_ranges, None)).unwrap();
+    std::fs::write(&trio.map_file, map_text(&trio.ports, &new_ranges, Some(2))).unwrap();
     for d in &mut direct {
         let _: () = redis::cmd("CLUSTER").arg("LOADMAP").query(d).unwrap();
         let info: String = redis::cmd("CLUSTER").arg("INFO").query(d).unwrap();
@@ -642,9 +788,16 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         let result: redis::RedisResult<i64> = con.incr(&key, 1);
         assert_eq!(result.is_err(), on_dead, "{key}: {result:?}");
     }
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     // The survivors still describe node 3 and never answer CLUSTERDOWN.
-    let slots: Value = redis::cmd("CLUSTER").arg("SLOTS").query(&mut direct[0]).unwrap();
+    let slots: Value = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut direct[0])
+        .unwrap();
     assert!(format!("{slots:?}").contains(&trio.ports[2].to_string()));
 
     // It restarts (reading the updated map file) and the same client is served again.
@@ -691,4 +844,65 @@ fn same_node_different_slots(ranges: &[Vec<(u16, u16)>]) -> (String, String) {
         }
     }
     unreachable!("100 keys over three nodes share a node")
+}
+
+/// The shipped example (`deploy/cluster.map`, used by `deploy/compose.yaml`) is a valid map
+/// whose nodes are the compose file's.
+#[test]
+fn cluster_deploy_example_map_is_valid() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
+    let map = sluice::cluster::SlotMap::load(&format!("{dir}/cluster.map")).unwrap();
+    let compose = std::fs::read_to_string(format!("{dir}/compose.yaml")).unwrap();
+    assert_eq!(map.nodes.len(), 3);
+    for (i, node) in map.nodes.iter().enumerate() {
+        assert_eq!(node.id, IDS[i]);
+        assert_eq!(node.addr(), format!("127.0.0.1:{}", 7001 + i));
+        assert!(compose.contains(&format!("\"--cluster-node-id\", \"{}\"", node.id)));
+        assert!(compose.contains(&format!("\"127.0.0.1:{}:6379\"", node.port)));
+    }
+}
+
+/// Cluster clients route by COMMAND's key positions: every command sluice shares with Redis
+/// 7.0 reports the same (first, last, step) and `movablekeys` flag, and CL.THROTTLE reports
+/// its key at position 1.
+#[test]
+fn command_key_positions_match_redis() {
+    fn positions(addr: SocketAddr) -> std::collections::BTreeMap<String, (i64, i64, i64, bool)> {
+        let mut con = redis::Client::open(format!("redis://{addr}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let all: Vec<Value> = redis::cmd("COMMAND").query(&mut con).unwrap();
+        let mut out = std::collections::BTreeMap::new();
+        let mut stack = all;
+        while let Some(Value::Array(entry)) = stack.pop() {
+            let name: String = redis::from_redis_value_ref(&entry[0]).unwrap();
+            let flags: Vec<String> = redis::from_redis_value_ref(&entry[2]).unwrap();
+            let triple: (i64, i64, i64) = (
+                redis::from_redis_value_ref(&entry[3]).unwrap(),
+                redis::from_redis_value_ref(&entry[4]).unwrap(),
+                redis::from_redis_value_ref(&entry[5]).unwrap(),
+            );
+            let movable = flags.iter().any(|f| f == "movablekeys");
+            out.insert(name, (triple.0, triple.1, triple.2, movable));
+            if let Some(Value::Array(subs)) = entry.get(9) {
+                stack.extend(subs.iter().cloned());
+            }
+        }
+        out
+    }
+    let ours = positions(crate::support::sluice().addr());
+    let redis = crate::support::RedisServer::start();
+    let theirs = positions(redis.addr());
+    let mut shared = 0;
+    for (name, keys) in &ours {
+        if let Some(redis_keys) = theirs.get(name) {
+            assert_eq!(keys, redis_keys, "{name}");
+            shared += 1;
+        }
+    }
+    assert!(shared > 150, "only {shared} commands in common");
+    assert_eq!(ours["cl.throttle"], (1, 1, 1, false));
+    assert_eq!(ours["eval"], (0, 0, 0, true));
+    assert_eq!(ours["cluster|keyslot"], (0, 0, 0, false));
 }

@@ -1,0 +1,680 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of sluice and redis-server on this machine; writes BENCHMARKS.md.
+
+Run through scripts/bench.sh, which builds the release binaries first. Everything talks to
+127.0.0.1 only, every load loop is bounded in time and count, and both servers run with
+persistence off. Standard library only (the chart is a hand-written SVG).
+
+Steps, all in one run:
+  1. throughput and latency: loadgen's workloads at (connections, pipeline) = (1,1), (50,1),
+     (50,16) against both servers, interleaved, each cell `--reps` times (median reported);
+  2. redis-benchmark -t set,get,incr -P 16 -c 50 against both;
+  3. memory: RSS and INFO used_memory growth for 1,000,000 counters with a TTL,
+     1,000,000 CL.THROTTLE keys, 100,000 sliding-window sets of 10 entries (fresh servers);
+  4. reaper: 1,000,000 keys expiring in the same millisecond while GETs run (time until memory
+     is back, GET p99 during vs at rest), and 10,000,000 keys without TTL next to 10,000 with
+     one (server CPU while the 10,000 expire, against the 10,000 alone).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOST = "127.0.0.1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------- small RESP client
+
+
+def resp_cmd(port, *args, timeout=30.0):
+    """Sends one command, returns the decoded reply (bytes, int, list, None, or Exception)."""
+    with socket.create_connection((HOST, port), timeout=timeout) as s:
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        s.sendall(out)
+        f = s.makefile("rb")
+        return _read_reply(f)
+
+
+def _read_reply(f):
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed")
+    kind, body = line[:1], line[1:-2]
+    if kind == b"+":
+        return body
+    if kind == b"-":
+        return RuntimeError(body.decode(errors="replace"))
+    if kind == b":":
+        return int(body)
+    if kind == b"$":
+        n = int(body)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2]
+    if kind == b"*":
+        n = int(body)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    if kind == b"_":
+        return None
+    raise ValueError("unexpected reply %r" % line)
+
+
+def info(port, section="all"):
+    text = resp_cmd(port, "INFO", section)
+    d = {}
+    for ln in text.decode(errors="replace").splitlines():
+        if ":" in ln and not ln.startswith("#"):
+            k, v = ln.split(":", 1)
+            d[k] = v
+    return d
+
+
+def used_memory(port):
+    return int(info(port, "memory")["used_memory"])
+
+
+def dbsize(port):
+    return resp_cmd(port, "DBSIZE")
+
+
+# ---------------------------------------------------------------- processes
+
+
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1]) * 1024
+    return 0
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Server:
+    def __init__(self, kind, cmd, port):
+        self.kind, self.cmd, self.port = kind, cmd, port
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT
+        )
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if resp_cmd(self.port, "PING", timeout=1) == b"PONG":
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited at start: %s" % (self.kind, self.cmd))
+            time.sleep(0.05)
+        raise RuntimeError("%s did not answer PING" % self.kind)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+
+# ---------------------------------------------------------------- loadgen
+
+
+def loadgen(args, port, workload, **kw):
+    cmd = [args.loadgen, "--port", str(port), "--workload", workload, "--json"]
+    for k, v in kw.items():
+        cmd += ["--" + k.replace("_", "-"), str(v)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "{}"
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError:
+        d = {}
+    if p.returncode not in (0, 3) or not d:
+        raise RuntimeError("loadgen failed: %s\n%s\n%s" % (cmd, p.stdout, p.stderr))
+    return d
+
+
+def load_avg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+# ---------------------------------------------------------------- the steps
+
+WORKLOADS = ["sliding", "fixed", "throttle", "getset", "script"]
+SETTINGS = [(1, 1), (50, 1), (50, 16)]
+
+
+def step_throughput(args, servers, log):
+    results = {}  # (workload, c, p, kind) -> list of runs
+    for c, p in SETTINGS:
+        for w in WORKLOADS:
+            for rep in range(args.reps):
+                for srv in servers:
+                    resp_cmd(srv.port, "FLUSHALL")
+                    d = loadgen(
+                        args,
+                        srv.port,
+                        w,
+                        connections=c,
+                        pipeline=p,
+                        duration=args.duration,
+                        warmup=args.warmup,
+                        keys=args.keys,
+                        max_decisions=50_000_000,
+                    )
+                    results.setdefault((w, c, p, srv.kind), []).append(d)
+                    log(
+                        "%-8s c=%-2d P=%-2d %-6s rep %d: %s"
+                        % (
+                            w,
+                            c,
+                            p,
+                            srv.kind,
+                            rep,
+                            "not measured (%s)" % d["unavailable"]
+                            if "unavailable" in d
+                            else "%.0f/s p99 %dus errors %d"
+                            % (d["decisions_per_sec"], d["p99_us"], d["errors"]),
+                        )
+                    )
+    return results
+
+
+def summarize(runs):
+    """Median of each metric over the runs that measured something without errors."""
+    ok = [r for r in runs if "decisions_per_sec" in r and r.get("errors", 0) == 0]
+    if not ok:
+        why = next((r.get("unavailable") or r.get("first_error") for r in runs), "no run")
+        return {"unavailable": why}
+    rates = [r["decisions_per_sec"] for r in ok]
+    return {
+        "rate": median(rates),
+        "spread": (max(rates) / min(rates) - 1.0) if min(rates) > 0 else 0.0,
+        "p50": median([r["p50_us"] for r in ok]),
+        "p99": median([r["p99_us"] for r in ok]),
+        "p999": median([r["p999_us"] for r in ok]),
+        "runs": len(ok),
+    }
+
+
+def step_redis_benchmark(args, servers, log):
+    res = {}
+    for rep in range(args.reps):
+        for srv in servers:
+            resp_cmd(srv.port, "FLUSHALL")
+            cmd = [
+                "redis-benchmark", "-h", HOST, "-p", str(srv.port), "-t", "set,get,incr",
+                "-P", "16", "-c", "50", "-n", str(args.rb_requests), "--csv",
+            ]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            for ln in p.stdout.splitlines():
+                cols = [c.strip('"') for c in ln.split(",")]
+                if len(cols) >= 2 and cols[0] in ("SET", "GET", "INCR"):
+                    res.setdefault((cols[0], srv.kind), []).append(
+                        {"rps": float(cols[1]), "p99_ms": float(cols[6]) if len(cols) > 6 else None}
+                    )
+            log("redis-benchmark %s rep %d: %s" % (srv.kind, rep, p.stdout.replace("\n", " | ")))
+    return res
+
+
+def measure_fill(args, srv, workload, n, log, extra=None):
+    """Fresh server: RSS and used_memory before and after writing n keys."""
+    srv.start()
+    try:
+        time.sleep(0.5)
+        rss0, used0 = rss_bytes(srv.pid), used_memory(srv.port)
+        kw = {"keys": n, "connections": 4, "pipeline": 256}
+        kw.update(extra or {})
+        d = loadgen(args, srv.port, workload, **kw)
+        if d.get("errors"):
+            raise RuntimeError("fill %s on %s: %s" % (workload, srv.kind, d))
+        time.sleep(1.0)
+        rss1, used1 = rss_bytes(srv.pid), used_memory(srv.port)
+        keys = dbsize(srv.port)
+        log("memory %s %s: %d keys, RSS +%d, used_memory +%d" % (srv.kind, workload, keys, rss1 - rss0, used1 - used0))
+        return {"keys": keys, "rss": rss1 - rss0, "used": used1 - used0, "fill_s": d.get("seconds")}
+    finally:
+        srv.stop()
+
+
+def step_memory(args, mk, log):
+    n, nz = args.mem_keys, args.zset_keys
+    out = {}
+    for kind in ("sluice", "redis"):
+        srv = mk(kind)
+        out[("counter", kind)] = measure_fill(args, srv, "fill-counter", n, log)
+        # Redis has no CL.THROTTLE here (redis-cell is not packaged): it gets what redis-cell
+        # stores for a key, a string holding the TAT in ns with a TTL, written with SET PX.
+        w = "fill-throttle" if kind == "sluice" else "fill-throttle-state"
+        out[("throttle", kind)] = measure_fill(args, srv, w, n, log)
+        out[("zset", kind)] = measure_fill(args, srv, "fill-zset", nz, log)
+    return out
+
+
+class Poller(threading.Thread):
+    """Samples used_memory, RSS and DBSIZE every `every` s until stopped."""
+
+    def __init__(self, srv, every=0.02):
+        super().__init__(daemon=True)
+        self.srv, self.every, self.samples, self.stop_flag = srv, every, [], False
+
+    def run(self):
+        while not self.stop_flag:
+            t = time.time()
+            try:
+                self.samples.append((t, used_memory(self.srv.port), rss_bytes(self.srv.pid), dbsize(self.srv.port)))
+            except Exception:  # noqa: BLE001 - a sample lost under load is not fatal
+                pass
+            time.sleep(max(0.0, self.every - (time.time() - t)))
+
+
+def step_mass_expiry(args, mk, log):
+    """1,000,000 keys expiring in the same millisecond while 10 clients run GETs."""
+    out = {}
+    n = args.expiry_keys
+    for kind in ("sluice", "redis"):
+        srv = mk(kind).start()
+        try:
+            loadgen(args, srv.port, "fill-plain", keys=100_000, connections=2, pipeline=256, prefix="rest")
+            get_kw = dict(connections=10, pipeline=1, keys=100_000, prefix="rest", warmup=0)
+            rest = loadgen(args, srv.port, "get", duration=3, **get_kw)
+            used0, keys0 = used_memory(srv.port), dbsize(srv.port)
+            deadline_ms = int(time.time() * 1000) + 4000 + n // 200  # after the fill
+            d = loadgen(args, srv.port, "fill-expire-at", keys=n, connections=4, pipeline=256, at_ms=deadline_ms, prefix="exp")
+            if d.get("errors"):
+                raise RuntimeError("fill-expire-at: %s" % d)
+            used_full = used_memory(srv.port)
+            poller = Poller(srv)
+            wait = deadline_ms / 1000 - time.time() - 1.0
+            if wait > 0:
+                time.sleep(wait)
+            poller.start()
+            # GETs from 1 s before the deadline to 2 s after it.
+            during = loadgen(args, srv.port, "get", duration=3, **get_kw)
+            # keep sampling until the keys are gone and memory is back, at most 30 s
+            limit = time.time() + 30
+            grown = used_full - used0
+            while time.time() < limit:
+                s = poller.samples[-1] if poller.samples else None
+                if s and s[3] <= keys0 and s[1] <= used0 + 0.1 * grown:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.2)
+            poller.stop_flag = True
+            poller.join()
+            t0 = deadline_ms / 1000
+            keys_gone = next((t - t0 for (t, u, r, k) in poller.samples if t >= t0 and k <= keys0), None)
+            mem_back = next(
+                (t - t0 for (t, u, r, k) in poller.samples if t >= t0 and u <= used0 + 0.1 * grown), None
+            )
+            out[kind] = {
+                "keys": n,
+                "grown": grown,
+                "keys_gone_s": keys_gone,
+                "mem_back_s": mem_back,
+                "p99_rest": rest["p99_us"],
+                "p99_during": during["p99_us"],
+                "p999_rest": rest["p999_us"],
+                "p999_during": during["p999_us"],
+                "rate_rest": rest["decisions_per_sec"],
+                "rate_during": during["decisions_per_sec"],
+            }
+            log("mass expiry %s: %s" % (kind, out[kind]))
+        finally:
+            srv.stop()
+    return out
+
+
+def step_reaper_cpu(args, mk, log):
+    """Server CPU while 10,000 keys expire, with and without 10,000,000 keys without TTL."""
+    out = {}
+    for label, static in (("alone", 0), ("with_static", args.static_keys)):
+        srv = mk("sluice").start()
+        try:
+            if static:
+                d = loadgen(args, srv.port, "fill-plain", keys=static, connections=4, pipeline=1024, prefix="static")
+                if d.get("errors"):
+                    raise RuntimeError("fill-plain: %s" % d)
+            deadline_ms = int(time.time() * 1000) + 3000
+            loadgen(args, srv.port, "fill-expire-at", keys=10_000, connections=1, pipeline=256, at_ms=deadline_ms, prefix="ttl")
+            time.sleep(0.5)
+            c0, t0 = cpu_seconds(srv.pid), time.time()
+            time.sleep(max(0.0, deadline_ms / 1000 - time.time()) + 3.0)
+            c1, t1 = cpu_seconds(srv.pid), time.time()
+            keys = dbsize(srv.port)
+            out[label] = {"cpu_s": c1 - c0, "window_s": t1 - t0, "keys_left": keys, "static": static}
+            log("reaper cpu %s: %s" % (label, out[label]))
+        finally:
+            srv.stop()
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt_rate(x):
+    return "—" if x is None else "{:,.0f}".format(x)
+
+
+def ratio(a, b):
+    if a is None or b in (None, 0):
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "—" if r is None else "%.2f×" % r
+
+
+def met(ok):
+    return "met" if ok else "**missed**"
+
+
+def svg_chart(rows, path):
+    """Horizontal bars: throughput ratio and p99 ratio (sluice/Redis) per workload and setting."""
+    bar_h, gap, left, width = 14, 10, 190, 420
+    scale_max = max([2.0] + [r for row in rows for r in row[1:] if r]) * 1.05
+    height = 60 + len(rows) * (2 * bar_h + gap) + 40
+    x = lambda v: left + width * v / scale_max  # noqa: E731
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
+        % (left + width + 90, height),
+        '<rect width="100%" height="100%" fill="white"/>',
+        '<text x="10" y="20" font-size="14" font-weight="bold">sluice / Redis 7.0 on the same machine</text>',
+        '<rect x="10" y="30" width="12" height="10" fill="#2a7ab0"/><text x="26" y="39">decisions/s ratio (higher is better)</text>',
+        '<rect x="260" y="30" width="12" height="10" fill="#e08a2c"/><text x="276" y="39">p99 latency ratio (lower is better)</text>',
+    ]
+    y = 55
+    for label, thr, lat in rows:
+        parts.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (left - 6, y + bar_h + 4, label))
+        for i, (v, color) in enumerate(((thr, "#2a7ab0"), (lat, "#e08a2c"))):
+            yy = y + i * bar_h
+            if v is None:
+                parts.append('<text x="%d" y="%d" fill="#888">not measured</text>' % (left + 4, yy + bar_h - 3))
+                continue
+            parts.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>' % (left, yy, x(v) - left, bar_h - 2, color))
+            parts.append('<text x="%.1f" y="%d">%.2f</text>' % (x(v) + 4, yy + bar_h - 3, v))
+        y += 2 * bar_h + gap
+    for v in (1.0, 1.5, 2.0):
+        if v <= scale_max:
+            parts.append(
+                '<line x1="%.1f" y1="50" x2="%.1f" y2="%d" stroke="%s" stroke-dasharray="4 3"/>'
+                % (x(v), x(v), y, "#333" if v == 1.0 else "#aaa")
+            )
+            parts.append('<text x="%.1f" y="%d" text-anchor="middle">%.1f×</text>' % (x(v), y + 14, v))
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
+    L = []
+    L.append("# sluice vs Redis: benchmarks\n")
+    L.append("Generated by `%s` on %s. Do not edit by hand: rerun the command (the analysis below comes from `benchmarks/notes.md`).\n" % (meta["command"], meta["date"]))
+    L.append("| | |\n|---|---|")
+    for k in ("machine", "cpus", "kernel", "redis", "sluice", "load"):
+        L.append("| %s | %s |" % (k, meta[k]))
+    L.append("")
+    L.append(
+        "Both servers run on 127.0.0.1 with persistence off (Redis: `--save '' --appendonly no`). "
+        "The load generator (`loadgen/`, one thread, closed loop, requests prebuilt) and redis-benchmark run on the "
+        "same 2 cores as the server, so every figure includes the client's cost; the other engineers' builds were "
+        "running too. Each cell was measured %d times, interleaving the two servers; the table shows the median and, "
+        "as *spread*, how far the best run of each server was above its worst (max/min − 1)." % args.reps
+    )
+    L.append("")
+    L.append("![throughput and p99 ratios](benchmarks/ratios.svg)\n")
+
+    # throughput table
+    L.append("## Decisions per second and latency (loadgen)\n")
+    L.append("`--keys %d`, %gs measured after %gs warm-up per run. A decision is one W1 MULTI block (6 commands), one `SET NX EX`+`INCR` pair, one `CL.THROTTLE`, one GET or SET, one EVALSHA. Latencies in µs (round trip of the batch).\n" % (args.keys, args.duration, args.warmup))
+    L.append("| workload | c | P | sluice/s | Redis/s | ratio | sluice p50/p99/p99.9 | Redis p50/p99/p99.9 | p99 ratio | spread s/R |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    chart_rows, targets = [], []
+    for c, p in SETTINGS:
+        for w in WORKLOADS:
+            s = summarize(thr.get((w, c, p, "sluice"), []))
+            r = summarize(thr.get((w, c, p, "redis"), []))
+            rr = ratio(s.get("rate"), r.get("rate"))
+            lr = ratio(s.get("p99"), r.get("p99"))
+            lat = lambda d: "—" if "p50" not in d else "%d / %d / %d" % (d["p50"], d["p99"], d["p999"])  # noqa: E731
+            spread = lambda d: "—" if "spread" not in d else "%.0f%%" % (100 * d["spread"])  # noqa: E731
+            L.append(
+                "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s / %s |"
+                % (
+                    w, c, p,
+                    fmt_rate(s.get("rate")) if "rate" in s else "not measured",
+                    fmt_rate(r.get("rate")) if "rate" in r else "not measured",
+                    fmt_ratio(rr), lat(s), lat(r), fmt_ratio(lr), spread(s), spread(r),
+                )
+            )
+            if w != "throttle":
+                chart_rows.append(("%s (%d,%d)" % (w, c, p), rr, lr))
+            if w in ("sliding", "fixed"):
+                need = 1.0 if (c, p) == (1, 1) else 1.5
+                targets.append(("`%s` decisions/s ≥ %.1f× Redis at (%d,%d)" % (w, c, p, need), fmt_ratio(rr), rr is not None and rr >= need))
+            if w == "getset" and (c, p) == (50, 16):
+                targets.append(("`getset` ≥ 1.0× Redis at (50,16)", fmt_ratio(rr), rr is not None and rr >= 1.0))
+            if w == "getset" and (c, p) == (50, 1):
+                targets.append(("`getset` p99 ≤ Redis's at (50,1)", "%s vs %s µs" % (s.get("p99"), r.get("p99")), lr is not None and lr <= 1.0))
+            if w == "script":
+                if "rate" not in s:
+                    targets.append(("`script` (EVALSHA) at (%d,%d)" % (c, p), "not measured: %s" % s.get("unavailable"), None))
+            if w == "sliding" and (c, p) == (50, 1):
+                targets.append(("`sliding` p99 ≤ Redis's at (50,1)", "%s vs %s µs" % (s.get("p99"), r.get("p99")), lr is not None and lr <= 1.0))
+            if w == "fixed" and (c, p) == (50, 1):
+                targets.append(("`fixed` p99 ≤ Redis's at (50,1)", "%s vs %s µs" % (s.get("p99"), r.get("p99")), lr is not None and lr <= 1.0))
+    L.append("")
+    L.append("Redis has no `CL.THROTTLE` here (redis-cell is not packaged for Debian), so its throttle cells are empty; the target for it is relative to sluice's own `getset`:\n")
+    L.append("| setting | sluice throttle/s | sluice getset/s | throttle ÷ getset | target ≥ 0.95 |")
+    L.append("|---|---|---|---|---|")
+    for c, p in ((50, 1), (50, 16), (1, 1)):
+        t = summarize(thr.get(("throttle", c, p, "sluice"), []))
+        g = summarize(thr.get(("getset", c, p, "sluice"), []))
+        q = ratio(t.get("rate"), g.get("rate"))
+        L.append("| (%d,%d) | %s | %s | %s | %s |" % (c, p, fmt_rate(t.get("rate")), fmt_rate(g.get("rate")), fmt_ratio(q), met(q is not None and q >= 0.95)))
+        if (c, p) != (1, 1):
+            targets.append(("`throttle` ≥ 0.95× sluice `getset` at (%d,%d)" % (c, p), fmt_ratio(q), q is not None and q >= 0.95))
+    L.append("")
+
+    # redis-benchmark
+    L.append("## redis-benchmark\n")
+    L.append("`redis-benchmark -t set,get,incr -P 16 -c 50 -n %d --csv`, %d runs per server, median requests/s.\n" % (args.rb_requests, args.reps))
+    L.append("| test | sluice rps | Redis rps | ratio | target ≥ 1.0 |")
+    L.append("|---|---|---|---|---|")
+    for t in ("SET", "GET", "INCR"):
+        s = median([x["rps"] for x in rb.get((t, "sluice"), [])])
+        r = median([x["rps"] for x in rb.get((t, "redis"), [])])
+        q = ratio(s, r)
+        L.append("| %s | %s | %s | %s | %s |" % (t, fmt_rate(s), fmt_rate(r), fmt_ratio(q), met(q is not None and q >= 1.0)))
+        targets.append(("redis-benchmark %s ≥ 1.0× Redis (P16, c50)" % t, fmt_ratio(q), q is not None and q >= 1.0))
+    L.append("")
+
+    # memory
+    if mem:
+        L.append("## Memory\n")
+        L.append("Fresh server per row; growth of the process's RSS and of INFO `used_memory` after writing the keys (4 connections, pipeline 256), divided by keys (or by entries for sorted sets). Counters: `SET k 1 EX 3600`. Throttle: `CL.THROTTLE k 15 30 60 1` on sluice; on Redis, what redis-cell would store (`SET k <19-digit TAT> PX 60000`), since the module is not available here. Sorted sets: `ZADD k` with 10 entries (13-digit scores and members) + `EXPIRE k 3600`. Keys look like `lg:fill-counter:123456`.\n")
+        L.append("| data | sluice RSS B | sluice used_memory B | Redis RSS B | Redis used_memory B | target (RSS) |")
+        L.append("|---|---|---|---|---|---|")
+        for name, per, unit, tgt in (("counter", args.mem_keys, "key", 100), ("throttle", args.mem_keys, "key", 115), ("zset", args.zset_keys * 10, "entry", 36)):
+            s, r = mem.get((name, "sluice")), mem.get((name, "redis"))
+            sr, su = s["rss"] / per, s["used"] / per
+            L.append("| %s (per %s) | %.0f | %.0f | %.0f | %.0f | ≤ %d: %s |" % (name, unit, sr, su, r["rss"] / per, r["used"] / per, tgt, met(sr <= tgt)))
+            targets.append(("memory: %s ≤ %d B RSS per %s" % (name, tgt, unit), "%.0f B" % sr, sr <= tgt))
+        L.append("")
+
+    if expiry:
+        L.append("## Mass expiry\n")
+        L.append("%s keys written with `SET k 1 PXAT <deadline>` (all the same millisecond), next to 100,000 keys without TTL that 10 clients GET in a closed loop (pipeline 1). *At rest*: 3 s of GETs before the fill; *during*: 3 s of GETs from 1 s before the deadline. *Memory back*: first sample (every 20 ms) after the deadline with `used_memory` within 10%% of the fill's growth above the level before the fill.\n" % "{:,}".format(args.expiry_keys))
+        L.append("| server | keys gone after | memory back after | GET p99 at rest | GET p99 during | ratio | GET p99.9 rest / during |")
+        L.append("|---|---|---|---|---|---|---|")
+        for kind in ("sluice", "redis"):
+            e = expiry.get(kind)
+            if not e:
+                continue
+            fs = lambda v: "not within 30 s" if v is None else "%.2f s" % v  # noqa: E731
+            q = ratio(e["p99_during"], e["p99_rest"])
+            L.append("| %s | %s | %s | %d µs | %d µs | %s | %d / %d µs |" % (kind, fs(e["keys_gone_s"]), fs(e["mem_back_s"]), e["p99_rest"], e["p99_during"], fmt_ratio(q), e["p999_rest"], e["p999_during"]))
+            if kind == "sluice":
+                targets.append(("mass expiry: memory back within 1 s", fs(e["mem_back_s"]), e["mem_back_s"] is not None and e["mem_back_s"] <= 1.0))
+                targets.append(("mass expiry: GET p99 during ≤ 2× at rest", fmt_ratio(q), q is not None and q <= 2.0))
+        L.append("")
+    if reaper:
+        L.append("## Reaper cost follows the keys that expire\n")
+        L.append("10,000 keys expiring at the same millisecond; sluice's CPU time (user+sys, from /proc) over the idle window around the deadline, once alone and once next to %s keys without TTL.\n" % "{:,}".format(args.static_keys))
+        L.append("| keys without TTL | CPU over window | window | keys left after |")
+        L.append("|---|---|---|---|")
+        for label in ("alone", "with_static"):
+            e = reaper.get(label)
+            if e:
+                L.append("| %s | %.3f s | %.1f s | %s |" % ("{:,}".format(e["static"]), e["cpu_s"], e["window_s"], "{:,}".format(e["keys_left"])))
+        a, b = reaper.get("alone"), reaper.get("with_static")
+        if a and b:
+            okr = b["cpu_s"] <= max(0.05, 2 * a["cpu_s"]) and b["keys_left"] == b["static"]
+            targets.append(("reaper CPU follows the 10,000 keys, not the %s" % "{:,}".format(b["static"]), "%.3f s vs %.3f s" % (b["cpu_s"], a["cpu_s"]), okr))
+        L.append("")
+
+    L.append("## Targets\n")
+    L.append("| target | measured | |")
+    L.append("|---|---|---|")
+    for name, val, ok in targets:
+        L.append("| %s | %s | %s |" % (name, val, "not measured" if ok is None else met(ok)))
+    L.append("")
+    notes = os.path.join(ROOT, "benchmarks", "notes.md")
+    if os.path.exists(notes):
+        with open(notes) as f:
+            L.append(f.read())
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+    svg_chart(chart_rows, os.path.join(ROOT, "benchmarks", "ratios.svg"))
+
+
+def machine_meta(args):
+    model = ""
+    try:
+        for ln in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if ln.startswith("Model name"):
+                model = ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    redis_v = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": model or platform.processor(),
+        "cpus": "%s (`nproc`)" % os.cpu_count(),
+        "kernel": platform.release(),
+        "redis": redis_v,
+        "sluice": "commit %s%s, release build" % (git, " + uncommitted changes" if dirty else ""),
+        "command": args.command,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sluice", default=os.path.join(ROOT, "target/release/sluice"))
+    ap.add_argument("--loadgen", default=os.path.join(ROOT, "target/release/loadgen"))
+    ap.add_argument("--sluice-port", type=int, default=7379)
+    ap.add_argument("--redis-port", type=int, default=7380)
+    ap.add_argument("--duration", type=float, default=4.0, help="measured seconds per loadgen run")
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--keys", type=int, default=10_000)
+    ap.add_argument("--rb-requests", type=int, default=1_000_000)
+    ap.add_argument("--mem-keys", type=int, default=1_000_000)
+    ap.add_argument("--zset-keys", type=int, default=100_000)
+    ap.add_argument("--expiry-keys", type=int, default=1_000_000)
+    ap.add_argument("--static-keys", type=int, default=10_000_000)
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,rb,memory,expiry,reaper")
+    ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
+    ap.add_argument("--json-out", default=os.path.join(ROOT, "benchmarks", "last-run.json"))
+    ap.add_argument("--command", default="scripts/bench.sh")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    os.makedirs(os.path.join(ROOT, "benchmarks"), exist_ok=True)
+
+    def log(msg):
+        print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+    def mk(kind):
+        if kind == "sluice":
+            return Server("sluice", [args.sluice, "--port", str(args.sluice_port), "--save", "", "--appendonly", "no", "--loglevel", "warning"], args.sluice_port)
+        return Server("redis", ["redis-server", "--port", str(args.redis_port), "--bind", HOST, "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"], args.redis_port)
+
+    meta = machine_meta(args)
+    load_before = load_avg()
+    log("machine: %s, %s; load %.2f" % (meta["machine"], meta["cpus"], load_before))
+    thr, rb, mem, expiry, reaper = {}, {}, {}, {}, {}
+    servers = [mk("sluice"), mk("redis")]
+    try:
+        if not {"throughput", "rb"} <= skip:
+            for s in servers:
+                s.start()
+            if "throughput" not in skip:
+                thr = step_throughput(args, servers, log)
+            if "rb" not in skip:
+                rb = step_redis_benchmark(args, servers, log)
+    finally:
+        for s in servers:
+            s.stop()
+    if "memory" not in skip:
+        mem = step_memory(args, mk, log)
+    if "expiry" not in skip:
+        expiry = step_mass_expiry(args, mk, log)
+    if "reaper" not in skip:
+        reaper = step_reaper_cpu(args, mk, log)
+    meta["load"] = "1-minute load average %.2f before, %.2f after" % (load_before, load_avg())
+    with open(args.json_out, "w") as f:
+        json.dump(
+            {
+                "meta": meta,
+                "throughput": {"|".join(map(str, k)): v for k, v in thr.items()},
+                "redis_benchmark": {"|".join(k): v for k, v in rb.items()},
+                "memory": {"|".join(k): v for k, v in mem.items()},
+                "expiry": expiry,
+                "reaper": reaper,
+            },
+            f,
+            indent=1,
+        )
+    write_report(args, meta, thr, rb, mem, expiry, reaper, args.out)
+    log("wrote %s" % args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
