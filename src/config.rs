@@ -223,8 +223,12 @@ impl Config {
                     .map_err(|e| bad(&name, e))?;
             }
             "tls-port" => self.tls_port = parse_num(&name, one()?)?,
-            "tls-cert-file" => self.tls_cert_file = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "tls-key-file" => self.tls_key_file = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "tls-cert-file" => {
+                self.tls_cert_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
+            "tls-key-file" => {
+                self.tls_key_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
             "tls-auth-clients" => {
                 // sluice does not verify client certificates; say so rather than pretend.
                 if !one()?.eq_ignore_ascii_case("no") {
@@ -641,7 +645,10 @@ impl EvictionPolicy {
             return Ok(*p);
         }
         if lower == "allkeys-lfu" || lower == "volatile-lfu" {
-            return Err("sluice does not implement the LFU policies; use allkeys-lru or volatile-lru".into());
+            return Err(
+                "sluice does not implement the LFU policies; use allkeys-lru or volatile-lru"
+                    .into(),
+            );
         }
         // Redis's text, which lists the LFU policies too.
         Err("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".into())
@@ -651,7 +658,9 @@ impl EvictionPolicy {
     pub fn volatile_only(self) -> bool {
         matches!(
             self,
-            EvictionPolicy::VolatileLru | EvictionPolicy::VolatileRandom | EvictionPolicy::VolatileTtl
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileTtl
         )
     }
 
@@ -681,7 +690,7 @@ impl Config {
     /// repeated. Only the `normal` class acts in sluice; the others are kept for CONFIG GET.
     fn set_output_buffer_limit(&mut self, value: &str) -> Result<(), String> {
         let words: Vec<&str> = value.split_whitespace().collect();
-        if words.is_empty() || words.len() % 4 != 0 {
+        if words.is_empty() || !words.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
         let mut normal = self.output_buffer_limit;
@@ -698,13 +707,20 @@ impl Config {
                 "normal" => "normal",
                 "slave" | "replica" => "slave",
                 "pubsub" => "pubsub",
-                _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+                _ => {
+                    return Err(
+                        "Invalid client class specified in buffer limit configuration.".into(),
+                    );
+                }
             };
             let hard = parse_memory(chunk[1]);
             let soft = parse_memory(chunk[2]);
             let secs = chunk[3].parse::<u64>().ok();
             let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
-                return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+                return Err(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                );
             };
             if class == "normal" {
                 normal = OutputBufferLimit {

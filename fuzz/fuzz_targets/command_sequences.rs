@@ -20,17 +20,81 @@ use sluice::{Clock, Config};
 /// Argument values that reach the interesting paths: keys of a few names, numbers at the
 /// edges, scores and ranges, option words of many commands.
 const WORDS: &[&str] = &[
-    "k", "k2", "{t}a", "h", "l", "s", "z", "", "0", "1", "-1", "2", "10", "100", "-100",
-    "9223372036854775807", "-9223372036854775808", "18446744073709551616", "1.5", "-0", "inf",
-    "-inf", "+inf", "nan", "(1", "[a", "(a", "-", "+", "abc", "1e308", "0x10", " 1", "EX", "PX",
-    "EXAT", "PXAT", "NX", "XX", "GT", "LT", "CH", "INCR", "KEEPTTL", "GET", "PERSIST", "LIMIT",
-    "WITHSCORES", "BYSCORE", "BYLEX", "REV", "COUNT", "MATCH", "TYPE", "RANK", "MAXLEN", "LEFT",
-    "RIGHT", "BEFORE", "AFTER", "ENCODING", "WITHVALUES", "*", "f", "v", "m", "a", "b",
+    "k",
+    "k2",
+    "{t}a",
+    "h",
+    "l",
+    "s",
+    "z",
+    "",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "10",
+    "100",
+    "-100",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "1.5",
+    "-0",
+    "inf",
+    "-inf",
+    "+inf",
+    "nan",
+    "(1",
+    "[a",
+    "(a",
+    "-",
+    "+",
+    "abc",
+    "1e308",
+    "0x10",
+    " 1",
+    "EX",
+    "PX",
+    "EXAT",
+    "PXAT",
+    "NX",
+    "XX",
+    "GT",
+    "LT",
+    "CH",
+    "INCR",
+    "KEEPTTL",
+    "GET",
+    "PERSIST",
+    "LIMIT",
+    "WITHSCORES",
+    "BYSCORE",
+    "BYLEX",
+    "REV",
+    "COUNT",
+    "MATCH",
+    "TYPE",
+    "RANK",
+    "MAXLEN",
+    "LEFT",
+    "RIGHT",
+    "BEFORE",
+    "AFTER",
+    "ENCODING",
+    "WITHVALUES",
+    "*",
+    "f",
+    "v",
+    "m",
+    "a",
+    "b",
 ];
 
 /// Commands left out: they block, sleep, stop the server or run scripts (time limits of
 /// seconds), none of which is what this target looks at.
-const SKIP: &[&str] = &["shutdown", "debug", "monitor", "eval", "evalsha", "script", "function"];
+const SKIP: &[&str] = &[
+    "shutdown", "debug", "monitor", "eval", "evalsha", "script", "function",
+];
 
 struct State {
     shared: Arc<Shared>,
@@ -68,14 +132,18 @@ fn state() -> &'static State {
 fn next_command(data: &mut &[u8], names: &[&'static str]) -> Option<Vec<Bytes>> {
     let (&name, rest) = data.split_first()?;
     let (&argc, mut rest) = rest.split_first()?;
-    let mut args = vec![Bytes::from_static(names[name as usize % names.len()].as_bytes())];
+    let mut args = vec![Bytes::from_static(
+        names[name as usize % names.len()].as_bytes(),
+    )];
     for _ in 0..argc % 9 {
         let Some((&b, tail)) = rest.split_first() else {
             break;
         };
         rest = tail;
         if (b as usize) < 0xC0 {
-            args.push(Bytes::from_static(WORDS[b as usize % WORDS.len()].as_bytes()));
+            args.push(Bytes::from_static(
+                WORDS[b as usize % WORDS.len()].as_bytes(),
+            ));
         } else {
             let len = ((b - 0xC0) as usize).min(rest.len());
             args.push(Bytes::copy_from_slice(&rest[..len]));
@@ -117,7 +185,9 @@ fuzz_target!(|data: &[u8]| {
         *cfg = st.base.clone();
     }
     shared.live.store(&st.base);
-    let info = shared.clients.register("127.0.0.1:1".into(), "127.0.0.1:6379".into());
+    let info = shared
+        .clients
+        .register("127.0.0.1:1".into(), "127.0.0.1:6379".into());
     let mut client = ClientState::new(info.clone());
     client.authenticated = true;
     execute(shared, &mut client, &[Bytes::from_static(b"FLUSHALL")]);

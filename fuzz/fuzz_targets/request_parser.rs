@@ -1,6 +1,10 @@
 //! The request parser on arbitrary bytes: it must never panic, and feeding the same bytes in
 //! pieces (split where the input says) must give exactly what feeding them whole gives.
-//! Limits are drawn from the input too, so the small-limit error paths are explored.
+//! Limits are drawn from the input too, so the small-limit error paths are explored; with
+//! those only "no panic" is checked, because there, as in Redis, a header line longer than
+//! the limit is refused if it arrives in pieces and parsed if it arrives in one read (Redis
+//! checks the limit only while it has no line end yet). Inputs are far below the default
+//! 64 KiB limit, so with the defaults splitting must not matter.
 
 #![no_main]
 
@@ -45,7 +49,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (control, input) = data.split_at(3);
-    let limits = if control[0] & 1 == 0 {
+    let tiny = control[0] & 1 != 0;
+    let limits = if !tiny {
         Limits::default()
     } else {
         Limits {
@@ -60,5 +65,7 @@ fuzz_target!(|data: &[u8]| {
     let step = 1 + (control[0] >> 2) as usize % 7;
     let pieces: Vec<&[u8]> = input.chunks(step).collect();
     let split = feed(limits, &pieces);
-    assert_eq!(whole, split, "splitting the input changed the result");
+    if !tiny {
+        assert_eq!(whole, split, "splitting the input changed the result");
+    }
 });

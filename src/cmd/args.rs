@@ -54,7 +54,6 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     if v.is_nan() { None } else { Some(v) }
 }
 
-
 /// Parses a SCAN-family cursor as Redis 7.0 does (`strtoul` in base 10): the text stops at a
 /// NUL byte, an empty text is 0, a sign is allowed and `-n` wraps around; a leading space,
 /// any other character or overflow is `ERR invalid cursor`.

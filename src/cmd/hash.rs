@@ -187,7 +187,6 @@ fn hash_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<&'c mut Has
     }
 }
 
-
 /// The options of HSCAN/SSCAN, parsed when the key has been found and type-checked (Redis
 /// reports a bad option only then: `HSCAN missing 0 COUNT 0` is an empty scan).
 pub fn scan_options(opts: &[Bytes]) -> CmdResult<(Option<Bytes>, usize)> {
@@ -505,9 +504,8 @@ impl Command for HIncrByFloat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
-            Some(v) => {
-                super::long_double::parse(v).ok_or(CmdError::msg("ERR hash value is not a float"))?
-            }
+            Some(v) => super::long_double::parse(v)
+                .ok_or(CmdError::msg("ERR hash value is not a float"))?,
             None => super::long_double::LongDouble::ZERO,
         };
         let new = super::long_double::add(old, self.incr);

@@ -550,7 +550,6 @@ pub fn parse_scan_options(
     Ok((pattern, count, type_name))
 }
 
-
 impl Command for Scan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let cursor = crate::cmd::args::parse_scan_cursor(a.next()?)?;

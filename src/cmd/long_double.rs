@@ -349,8 +349,7 @@ fn mantissa(s: &[u8], radix: u32) -> Mantissa<'_> {
     let chunk_digits = if radix == 10 { 9 } else { 7 };
     let mut n = Big(Vec::new());
     let (mut chunk, mut chunk_len) = (0u32, 0u32);
-    let (mut frac, mut significant, mut any, mut seen_point, mut i) =
-        (0i64, 0i64, false, false, 0);
+    let (mut frac, mut significant, mut any, mut seen_point, mut i) = (0i64, 0i64, false, false, 0);
     while i < s.len() {
         let c = s[i];
         if c == b'.' && !seen_point {
@@ -586,9 +585,7 @@ mod tests {
         assert_eq!(sum(&["1e300"]), big);
         let max = format_human(parse(b"1.18e4932").unwrap());
         assert_eq!(max.len(), 4933);
-        assert!(
-            max.starts_with("118000000000000000000065281291809369920269043714016047172983124")
-        );
+        assert!(max.starts_with("118000000000000000000065281291809369920269043714016047172983124"));
     }
 
     #[test]

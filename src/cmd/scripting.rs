@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup, run,
+    run_sub,
+};
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -106,15 +109,9 @@ pub static COMMANDS: &[C] = &[
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
-    C::new(
-        "script",
-        -2,
-        &[],
-        KeySpec::None,
-        run::<super::server::Help>,
-    )
-    .with_subcommands(SCRIPT)
-    .with_acl(&["@slow"]),
+    C::new("script", -2, &[], KeySpec::None, run::<super::server::Help>)
+        .with_subcommands(SCRIPT)
+        .with_acl(&["@slow"]),
 ];
 
 static SCRIPT: &[C] = &[
@@ -215,7 +212,13 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
 }
 
 /// Runs a script in `ctx` (which holds every shard) and returns its reply.
-fn run_script(ctx: &mut Ctx<'_>, script: &Script, keys: &[Bytes], argv: &[Bytes], ro: bool) -> Reply {
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    script: &Script,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    ro: bool,
+) -> Reply {
     if !ctx.store.holds_all() {
         // The table makes every script command lock the whole keyspace; a handler called
         // any other way must take the locks itself, before anything else is held.
@@ -275,9 +278,7 @@ impl Host for ScriptHost<'_, '_> {
             return refuse("ERR Write commands are not allowed from read-only scripts.");
         }
         let maxmemory = shared.live.maxmemory();
-        if maxmemory > 0
-            && spec.has_flag("denyoom")
-            && crate::alloc_stats::allocated() > maxmemory
+        if maxmemory > 0 && spec.has_flag("denyoom") && crate::alloc_stats::allocated() > maxmemory
         {
             return Reply::Error(Cow::Borrowed(crate::store::evict::OOM_ERROR));
         }
@@ -320,7 +321,11 @@ impl Command for ScriptLoad {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let script = ctx.shared.scripts.load(&self.body).map_err(CmdError::owned)?;
+        let script = ctx
+            .shared
+            .scripts
+            .load(&self.body)
+            .map_err(CmdError::owned)?;
         Ok(Reply::Bulk(Bytes::from(script.sha.clone())))
     }
 }
@@ -382,9 +387,9 @@ impl Command for ScriptKill {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         match ctx.shared.scripts.busy.request_kill() {
-            KillOutcome::NotBusy => Err(CmdError::msg(
-                "NOTBUSY No scripts in execution right now.",
-            )),
+            KillOutcome::NotBusy => {
+                Err(CmdError::msg("NOTBUSY No scripts in execution right now."))
+            }
             KillOutcome::Unkillable => Err(CmdError::msg(
                 "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
             )),

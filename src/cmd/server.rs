@@ -512,7 +512,7 @@ impl Command for Hello {
             ctx.client.authenticated = true;
         } else if !ctx.client.authenticated {
             return Err(CmdError::msg(
-                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
             ));
         }
         if let Some(name) = &self.name {

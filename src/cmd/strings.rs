@@ -648,9 +648,14 @@ impl Command for IncrByFloat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let current = match ctx.store.lookup(db, &self.key, ctx.now_ms).map(|e| &e.value) {
+        let current = match ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map(|e| &e.value)
+        {
             None => LongDouble::ZERO,
-            Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes()).ok_or(CmdError::NotFloat)?,
+            Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes())
+                .ok_or(CmdError::NotFloat)?,
             Some(Value::Str(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
             Some(_) => return Err(CmdError::WrongType),
         };
@@ -660,7 +665,8 @@ impl Command for IncrByFloat {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
         let text = Bytes::from(long_double::format_human(next));
-        ctx.store.set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
+        ctx.store
+            .set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
         Ok(Reply::Bulk(text))
     }
 }

@@ -27,8 +27,8 @@ use bytes::Bytes;
 
 use super::args::{glob_match, is, parse_i64};
 use super::keys::parse_scan_options;
-use crate::cmd::args::parse_scan_cursor;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
@@ -985,7 +985,6 @@ fn owned(entries: Vec<(&[u8], f64)>) -> Vec<(Bytes, f64)> {
         .map(|(m, s)| (Bytes::copy_from_slice(m), s))
         .collect()
 }
-
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`
 ///

@@ -36,7 +36,10 @@ mod tests {
             "127.0.0.1".parse().unwrap()
         ));
         // Redis 7.0 compares the peer with "127.0.0.1" and "::1" exactly.
-        assert!(protected_mode_refuses(&config, "127.0.0.2".parse().unwrap()));
+        assert!(protected_mode_refuses(
+            &config,
+            "127.0.0.2".parse().unwrap()
+        ));
         assert!(!protected_mode_refuses(&config, "::1".parse().unwrap()));
         assert!(!protected_mode_refuses(
             &config,
@@ -122,12 +125,17 @@ pub fn tls_acceptor(cert_file: &str, key_file: &str) -> Result<TlsAcceptor, Serv
     use tokio_rustls::rustls;
     let certs = CertificateDer::pem_file_iter(cert_file)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| ServerError::Tls(format!("cannot read certificates from '{cert_file}': {e}")))?;
+        .map_err(|e| {
+            ServerError::Tls(format!("cannot read certificates from '{cert_file}': {e}"))
+        })?;
     if certs.is_empty() {
         return Err(ServerError::Tls(format!("no certificate in '{cert_file}'")));
     }
-    let key = PrivateKeyDer::from_pem_file(key_file)
-        .map_err(|e| ServerError::Tls(format!("cannot read the private key from '{key_file}': {e}")))?;
+    let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+        ServerError::Tls(format!(
+            "cannot read the private key from '{key_file}': {e}"
+        ))
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -167,12 +175,13 @@ impl Server {
         }
         shared.port.store(port, Ordering::Relaxed);
         // Cluster mode needs the real port to find itself in the slot map.
-        shared.cluster = crate::cluster::Cluster::from_config(&shared.config(), port).map_err(
-            |e| ConfigError::BadValue {
-                name: "cluster-config-file".into(),
-                reason: e.to_string(),
-            },
-        )?;
+        shared.cluster =
+            crate::cluster::Cluster::from_config(&shared.config(), port).map_err(|e| {
+                ConfigError::BadValue {
+                    name: "cluster-config-file".into(),
+                    reason: e.to_string(),
+                }
+            })?;
         Ok(Server {
             shared: Arc::new(shared),
             listeners,

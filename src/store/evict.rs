@@ -76,7 +76,7 @@ pub fn perform_evictions(
             return Outcome::Ok;
         }
         rounds += 1;
-        if rounds % 16 == 0 && started.elapsed() >= EVICTION_BUDGET {
+        if rounds.is_multiple_of(16) && started.elapsed() >= EVICTION_BUDGET {
             return Outcome::Running;
         }
     }

@@ -126,6 +126,9 @@ pub struct TimerWheel<T: Copy> {
     /// Generation given to newly created nodes; raised by `clear` so that no id handed out
     /// before the clear can match a node created after it.
     generation_base: NonZeroU32,
+    /// `len` when `compact` last ran (`usize::MAX` before): it runs again only once `len` has
+    /// halved or doubled, which keeps its O(slots) scans rare.
+    compacted_at_len: usize,
 }
 
 impl<T: Copy> fmt::Debug for TimerWheel<T> {
@@ -158,6 +161,7 @@ impl<T: Copy> TimerWheel<T> {
             active_overflow: 0,
             draining: None,
             generation_base: NonZeroU32::MIN,
+            compacted_at_len: usize::MAX,
         }
     }
 
@@ -310,6 +314,44 @@ impl<T: Copy> TimerWheel<T> {
             generation_base: bump(base),
             ..TimerWheel::new(self.now)
         };
+    }
+
+    /// Gives node storage back after most timers went away (a mass expiry): when at most an
+    /// eighth of the node slots hold a timer, drops the free slots after the last live one
+    /// and rebuilds the free list. O(slots), so it only runs again once the live count has
+    /// halved or doubled since it last ran; the reaper calls it after its batches.
+    ///
+    /// Ids stay valid: live nodes keep their index, and nodes created in the dropped slots
+    /// later get a generation above any those slots had, so a stale id never matches them.
+    pub fn compact(&mut self) {
+        let slots = self.nodes.len();
+        let last = self.compacted_at_len;
+        let changed = last == usize::MAX || self.len * 2 <= last || self.len >= last * 2;
+        if slots < 1024 || self.len * 8 > slots || !changed {
+            return;
+        }
+        self.compacted_at_len = self.len.max(1);
+        let keep = self
+            .nodes
+            .iter()
+            .rposition(|n| n.list != FREE)
+            .map_or(0, |i| i + 1);
+        let mut base = self.generation_base;
+        for node in &self.nodes[keep..] {
+            base = base.max(node.generation);
+        }
+        if keep < slots {
+            self.generation_base = bump(base);
+        }
+        self.nodes.truncate(keep);
+        self.nodes.shrink_to(keep + keep / 8);
+        self.free_head = NIL;
+        for i in (0..keep).rev() {
+            if self.nodes[i].list == FREE {
+                self.nodes[i].next = self.free_head;
+                self.free_head = i as u32;
+            }
+        }
     }
 
     /// Visits up to `want` scheduled timers as (id, deadline, payload), for eviction's
@@ -593,6 +635,32 @@ mod tests {
         assert_eq!(size_of::<TimerId>(), 8);
         assert_eq!(size_of::<Option<TimerId>>(), 8);
         assert_eq!(size_of::<Node<u64>>(), 32);
+    }
+
+    #[test]
+    fn compact_gives_back_storage_and_keeps_ids() {
+        let mut w = TimerWheel::new(1_000);
+        // Timers 0..4000 expire at 2_000; 4000..4010 live on, at the low indexes 0..10 of the
+        // storage once the first ten expired ones are removed and their slots reused.
+        let ids: Vec<TimerId> = (0..4_000u64).map(|i| w.insert(2_000, i)).collect();
+        for id in &ids[..10] {
+            w.remove(*id);
+        }
+        let survivors: Vec<TimerId> = (4_000..4_010u64).map(|i| w.insert(9_000, i)).collect();
+        let before = w.memory_usage();
+        assert_eq!(drain(&mut w, 2_000, 512).len(), 3_990);
+        w.compact();
+        assert!(w.memory_usage() < before / 8, "storage given back");
+        assert_eq!(w.len(), 10);
+        // Survivors' ids still work; stale ids match nothing, even after new inserts.
+        assert!(w.reschedule(survivors[0], 9_500));
+        let fresh: Vec<TimerId> = (0..4_000u64).map(|i| w.insert(3_000, i)).collect();
+        for stale in &ids[10..] {
+            assert!(!fresh.contains(stale));
+            assert_eq!(w.remove(*stale), None);
+        }
+        assert_eq!(w.len(), 4_010);
+        assert_eq!(sorted(drain(&mut w, 9_500, 512)).len(), 4_010);
     }
 
     #[test]

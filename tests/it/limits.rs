@@ -25,7 +25,8 @@ fn closed_within(s: &mut TcpStream, limit: Duration) -> (bool, Vec<u8>) {
     let mut got = Vec::new();
     let mut buf = [0u8; 64 * 1024];
     while Instant::now() < deadline {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         match s.read(&mut buf) {
             Ok(0) => return (true, got),
             Ok(n) => got.extend_from_slice(&buf[..n]),
@@ -116,7 +117,10 @@ fn protected_mode_denies_non_local_peers_until_a_password_is_set() {
     );
     assert_eq!(remote.cmd(&[b"AUTH", b"pw"]), b"+OK\r\n");
     assert_eq!(remote.cmd(&[b"PING"]), b"+PONG\r\n");
-    assert_eq!(remote.cmd(&[b"CONFIG", b"SET", b"requirepass", b""]), b"+OK\r\n");
+    assert_eq!(
+        remote.cmd(&[b"CONFIG", b"SET", b"requirepass", b""]),
+        b"+OK\r\n"
+    );
     assert_eq!(
         remote.cmd(&[b"CONFIG", b"SET", b"protected-mode", b"no"]),
         b"+OK\r\n"
@@ -182,7 +186,10 @@ fn idle_clients_are_closed_after_timeout() {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break started.elapsed(),
             Err(_) => {}
         }
-        assert!(started.elapsed() < Duration::from_secs(4), "idle client never closed");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "idle client never closed"
+        );
         if last_ping.elapsed() >= Duration::from_millis(300) {
             assert_eq!(busy.cmd(&[b"PING"]), b"+PONG\r\n");
             last_ping = Instant::now();
@@ -275,7 +282,10 @@ fn query_buffer_limit_closes_the_client() {
         }
     }
     let (closed, _) = closed_within(&mut greedy, Duration::from_secs(5));
-    assert!(write_failed || closed, "the client over the limit must be closed");
+    assert!(
+        write_failed || closed,
+        "the client over the limit must be closed"
+    );
     assert_eq!(other.cmd(&[b"PING"]), b"+PONG\r\n");
 }
 
@@ -288,7 +298,9 @@ fn pipelining_without_reading_is_back_pressured() {
     let mut probe = Conn::connect(proc.addr());
     let before = info_field(&probe.cmd(&[b"INFO", b"memory"]), "used_memory").unwrap();
     let mut flood = TcpStream::connect(proc.addr()).unwrap();
-    flood.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    flood
+        .set_write_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
     let one = b"*3\r\n$3\r\nSET\r\n$8\r\nflood:k1\r\n$64\r\n0123456789012345678901234567890123456789012345678901234567890123\r\n*2\r\n$3\r\nGET\r\n$8\r\nflood:k1\r\n";
     let writer = std::thread::spawn(move || {
         let mut batch = Vec::new();
@@ -395,7 +407,10 @@ fn a_client_over_the_soft_output_limit_is_disconnected() {
         if clients == Some(1) {
             break;
         }
-        assert!(Instant::now() < deadline, "slow client still connected: {clients:?}");
+        assert!(
+            Instant::now() < deadline,
+            "slow client still connected: {clients:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(started.elapsed() >= Duration::from_secs(1));
@@ -406,12 +421,95 @@ fn a_client_over_the_soft_output_limit_is_disconnected() {
 
     // The hard limit: a single reply larger than it closes the client at once.
     assert_eq!(
-        probe.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 100kb 0 0"]),
+        probe.cmd(&[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 100kb 0 0"
+        ]),
         b"+OK\r\n"
     );
     let mut c = TcpStream::connect(proc.addr()).unwrap();
     c.write_all(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n").unwrap();
     let (closed, got) = closed_within(&mut c, Duration::from_secs(5));
-    assert!(closed && got.is_empty(), "closed {closed}, {} bytes", got.len());
+    assert!(
+        closed && got.is_empty(),
+        "closed {closed}, {} bytes",
+        got.len()
+    );
     assert_eq!(probe.cmd(&[b"GET", b"nothing"]), b"$-1\r\n");
+}
+
+/// Table 2 "requirepass / AUTH", "Pre-auth size caps" and "ACL users": the §2.2 table sent
+/// to a real redis-server and to sluice side by side, replies and closes compared byte for
+/// byte (before and after a password is set).
+#[test]
+fn auth_texts_and_pre_auth_caps_match_redis() {
+    let redis = crate::support::RedisServer::start();
+    let server = start(Config::default());
+    let addrs = [redis.addr(), server.addr()];
+    let run = |addr: SocketAddr, steps: &[&[u8]]| -> Vec<Vec<u8>> {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut c = Conn::from_stream(s.try_clone().unwrap());
+        let mut out = Vec::new();
+        for step in steps {
+            if s.write_all(step).is_err() {
+                out.push(b"<write failed>".to_vec());
+                break;
+            }
+            match c.read_one(Duration::from_secs(3)) {
+                Read1::Reply(r) => {
+                    // HELLO's map holds the server's id and version: keep its first line.
+                    if r.starts_with(b"%") {
+                        out.push(r[..r.iter().position(|&b| b == b'\n').unwrap() + 1].to_vec());
+                    } else {
+                        out.push(r);
+                    }
+                }
+                Read1::Eof(rest) => {
+                    out.push([b"<eof>".as_slice(), &rest].concat());
+                    break;
+                }
+                other => out.push(format!("{other:?}").into_bytes()),
+            }
+        }
+        if !c.is_closed() && c.read_one(Duration::from_millis(200)) != Read1::Timeout(Vec::new()) {
+            out.push(b"<closed>".to_vec());
+        }
+        out
+    };
+    let compare = |steps: &[&[u8]]| {
+        let r = run(addrs[0], steps);
+        let s = run(addrs[1], steps);
+        assert_eq!(
+            r.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>(),
+            s.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>(),
+            "redis vs sluice for {:?}",
+            steps.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>()
+        );
+    };
+    // No password set.
+    compare(&[b"AUTH x\r\n", b"AUTH default x\r\n", b"AUTH someone x\r\n", b"PING\r\n"]);
+    for addr in addrs {
+        let mut c = Conn::connect(addr);
+        assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"requirepass", b"pw"]), b"+OK\r\n");
+    }
+    compare(&[
+        b"GET k\r\n",
+        b"AUTH wrong\r\n",
+        b"AUTH default wrong\r\n",
+        b"AUTH someone pw\r\n",
+        b"HELLO 3\r\n",
+        b"HELLO 4\r\n",
+        b"NOSUCH x\r\n",
+        b"AUTH pw\r\n",
+        b"GET k\r\n",
+    ]);
+    compare(&[b"AUTH default pw\r\n", b"PING\r\n"]);
+    compare(&[b"HELLO 3 AUTH default pw\r\n", b"GET k\r\n"]);
+    compare(&[b"HELLO 3 AUTH default nope\r\n", b"GET k\r\n"]);
+    compare(&[b"*100\r\n"]);
+    compare(&[b"*1\r\n$100000000\r\n"]);
+    compare(&[b"*11\r\n"]);
+    compare(&[b"*2\r\n$4\r\nAUTH\r\n$16385\r\n"]);
 }

@@ -46,7 +46,10 @@ fn noeviction_refuses_writes_with_redis_oom_text() {
     let text = String::from_utf8_lossy(&info);
     assert!(text.contains("\r\nmaxmemory:4194304\r\n"), "{text}");
     assert!(text.contains("\r\nmaxmemory_human:4.00M\r\n"), "{text}");
-    assert!(text.contains("\r\nmaxmemory_policy:noeviction\r\n"), "{text}");
+    assert!(
+        text.contains("\r\nmaxmemory_policy:noeviction\r\n"),
+        "{text}"
+    );
     let value = vec![b'v'; 1000];
     let mut stored = 0;
     let mut refused = false;
@@ -69,7 +72,10 @@ fn noeviction_refuses_writes_with_redis_oom_text() {
     assert!(refused, "4 MB never filled up");
     assert!(stored > 1000, "only {stored} keys fit in 4 MB");
     assert!(used_memory(&mut c) < 5 * 1024 * 1024);
-    assert_eq!(c.cmd(&[b"CL.THROTTLE", b"user:new", b"10", b"10", b"60"]), OOM);
+    assert_eq!(
+        c.cmd(&[b"CL.THROTTLE", b"user:new", b"10", b"10", b"60"]),
+        OOM
+    );
     assert_eq!(c.cmd(&[b"INCR", b"counter"]), OOM);
     assert_eq!(c.cmd(&[b"GET", b"k:0"]).len(), 1000 + 9);
     assert_eq!(c.cmd(&[b"EXISTS", b"k:1"]), b":1\r\n");
@@ -156,8 +162,14 @@ fn a_key_flood_stays_inside_the_cap_and_is_served() {
             .parse::<i64>()
             .unwrap();
         assert!(evicted > 50_000, "{policy}: evicted {evicted}");
-        assert!(dbsize > 10_000 && dbsize < 150_000, "{policy}: dbsize {dbsize} ({keys:?})");
-        assert!(worst_ping < Duration::from_millis(250), "{policy}: PING took {worst_ping:?}");
+        assert!(
+            dbsize > 10_000 && dbsize < 150_000,
+            "{policy}: dbsize {dbsize} ({keys:?})"
+        );
+        assert!(
+            worst_ping < Duration::from_millis(250),
+            "{policy}: PING took {worst_ping:?}"
+        );
     }
 }
 
@@ -165,7 +177,8 @@ fn a_key_flood_stays_inside_the_cap_and_is_served() {
 /// such keys left it answers OOM.
 #[test]
 fn volatile_ttl_keeps_long_lived_and_persistent_keys() {
-    let server = SluiceProcess::start(&["--maxmemory", "6mb", "--maxmemory-policy", "volatile-ttl"]);
+    let server =
+        SluiceProcess::start(&["--maxmemory", "6mb", "--maxmemory-policy", "volatile-ttl"]);
     let mut c = Conn::connect(server.addr());
     let value = vec![b'p'; 200];
     let cmds: Vec<_> = (0..2000)
@@ -197,7 +210,10 @@ fn volatile_ttl_keeps_long_lived_and_persistent_keys() {
     assert!(long > 1800, "only {long} of 2000 long-TTL keys survived");
     // Lower the cap below what the persistent keys alone need: short and long keys go, then
     // writes are refused.
-    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1mb"]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1mb"]),
+        b"+OK\r\n"
+    );
     let mut last = Vec::new();
     for _ in 0..10_000 {
         last = c.cmd(&[b"SET", b"x", b"y", b"EX", b"10"]);
@@ -227,7 +243,10 @@ fn allkeys_lru_prefers_to_keep_recently_used_keys() {
     }
     // The cap: what is used now, plus a little.
     let cap = (used_memory(&mut c) + 256 * 1024).to_string();
-    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"maxmemory", cap.as_bytes()]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", cap.as_bytes()]),
+        b"+OK\r\n"
+    );
     std::thread::sleep(Duration::from_millis(300));
     // Read the even keys: they are now the recently used ones.
     let gets: Vec<_> = (0..8000)
@@ -298,9 +317,21 @@ fn maxmemory_settings_through_config() {
         b"-ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - argument must be between 1 and 2147483647 inclusive\r\n"
     );
     assert_eq!(
-        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"64mb", b"maxmemory-policy", b"VOLATILE-TTL"]),
+        c.cmd(&[
+            b"CONFIG",
+            b"SET",
+            b"maxmemory",
+            b"64mb",
+            b"maxmemory-policy",
+            b"VOLATILE-TTL"
+        ]),
         b"+OK\r\n"
     );
     let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"memory"])).into_owned();
-    assert!(info.contains("\r\nmaxmemory:67108864\r\nmaxmemory_human:64.00M\r\nmaxmemory_policy:volatile-ttl\r\n"), "{info}");
+    assert!(
+        info.contains(
+            "\r\nmaxmemory:67108864\r\nmaxmemory_human:64.00M\r\nmaxmemory_policy:volatile-ttl\r\n"
+        ),
+        "{info}"
+    );
 }

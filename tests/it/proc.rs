@@ -62,7 +62,10 @@ impl SluiceProcess {
         std::thread::spawn(move || for _ in lines {});
         let Some(addr) = addr else {
             let _ = child.kill();
-            panic!("sluice {args:?} did not report its address (exit: {:?})", child.wait());
+            panic!(
+                "sluice {args:?} did not report its address (exit: {:?})",
+                child.wait()
+            );
         };
         SluiceProcess {
             child,

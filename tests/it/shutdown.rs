@@ -83,14 +83,21 @@ fn sigterm_finishes_replies_then_exits_zero() {
     stop.store(true, Ordering::Relaxed);
     let sent = sent.join().unwrap();
     let replies = complete_replies(&got);
-    assert!(replies > 0 && replies <= sent, "{replies} replies for {sent} calls");
+    assert!(
+        replies > 0 && replies <= sent,
+        "{replies} replies for {sent} calls"
+    );
     assert!(read_to_eof(&mut idle, Duration::from_secs(5)).is_empty());
     let status = server
         .wait_exit(Duration::from_secs(5))
         .expect("sluice did not exit within 5 s of SIGTERM");
     assert!(status.success(), "exit status {status:?}");
     assert!(signalled.elapsed() < Duration::from_secs(5));
-    assert!(port_is_free(addr.port()), "port {} still bound", addr.port());
+    assert!(
+        port_is_free(addr.port()),
+        "port {} still bound",
+        addr.port()
+    );
 }
 
 /// SHUTDOWN from a client: the caller gets no reply (the connection just closes, as in
@@ -150,7 +157,10 @@ fn second_sigterm_exits_at_once() {
         .wait_exit(Duration::from_secs(2))
         .expect("the second SIGTERM must exit at once");
     assert!(second.elapsed() < Duration::from_secs(1));
-    assert!(!status.success(), "a forced exit reports failure: {status:?}");
+    assert!(
+        !status.success(),
+        "a forced exit reports failure: {status:?}"
+    );
     assert!(port_is_free(addr.port()));
     drop(stuck);
 }

@@ -99,7 +99,13 @@ impl Client {
     fn check(&mut self, n: usize) {
         match self.kind {
             0 => {
-                let expect: [&[u8]; 5] = [b"+OK\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n"];
+                let expect: [&[u8]; 5] = [
+                    b"+OK\r\n",
+                    b"+QUEUED\r\n",
+                    b"+QUEUED\r\n",
+                    b"+QUEUED\r\n",
+                    b"+QUEUED\r\n",
+                ];
                 for e in expect {
                     assert_eq!(self.conn.read_reply(), e);
                 }
@@ -171,7 +177,11 @@ fn run_round(clients: Vec<Vec<Client>>, clock_base: u64) -> (Vec<Vec<Client>>, u
 /// Moves the clock past every TTL and waits until the reapers have emptied the keyspace;
 /// returns used_memory then (after dropping test mode's command log).
 fn expire_everything(admin: &mut Conn) -> i64 {
-    assert!(admin.cmd(&[b"CLOCK", b"ADVANCE", b"200000"]).starts_with(b":"));
+    assert!(
+        admin
+            .cmd(&[b"CLOCK", b"ADVANCE", b"200000"])
+            .starts_with(b":")
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let n = admin.cmd(&[b"DBSIZE"]);

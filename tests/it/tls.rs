@@ -146,7 +146,20 @@ fn redis_cli_connects_with_rediss_urls() {
     );
     let cacert = cert.path("cert.pem");
     assert_eq!(
-        run(&["--tls", "--cacert", &cacert, "--sni", "localhost", "-h", "localhost", "-p", &port, "GET", "via"]).0,
+        run(&[
+            "--tls",
+            "--cacert",
+            &cacert,
+            "--sni",
+            "localhost",
+            "-h",
+            "localhost",
+            "-p",
+            &port,
+            "GET",
+            "via"
+        ])
+        .0,
         "cli"
     );
 }
@@ -169,10 +182,23 @@ fn plaintext_and_untrusting_clients_are_turned_away() {
     }
     let other = TestCert::new("other");
     let rt = runtime();
-    let refused = rt.block_on(tls_exchange(tls_addr, &other.cert_pem, b"*1\r\n$4\r\nPING\r\n", 7));
-    assert!(refused.is_err(), "a client that does not trust the cert must fail");
+    let refused = rt.block_on(tls_exchange(
+        tls_addr,
+        &other.cert_pem,
+        b"*1\r\n$4\r\nPING\r\n",
+        7,
+    ));
+    assert!(
+        refused.is_err(),
+        "a client that does not trust the cert must fail"
+    );
     let ok = rt
-        .block_on(tls_exchange(tls_addr, &cert.cert_pem, b"*1\r\n$4\r\nPING\r\n", 7))
+        .block_on(tls_exchange(
+            tls_addr,
+            &cert.cert_pem,
+            b"*1\r\n$4\r\nPING\r\n",
+            7,
+        ))
         .unwrap();
     assert_eq!(ok, b"+PONG\r\n");
     let mut plain = Conn::connect(server.addr());
@@ -194,5 +220,8 @@ fn tls_configuration_errors() {
         ..Config::default()
     })
     .unwrap_err();
-    assert!(err.to_string().contains("cannot read certificates"), "{err}");
+    assert!(
+        err.to_string().contains("cannot read certificates"),
+        "{err}"
+    );
 }
