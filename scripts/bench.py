@@ -280,7 +280,7 @@ def step_memory(args, mk, log):
         # Redis has no CL.THROTTLE here (redis-cell is not packaged): it gets what redis-cell
         # stores for a key, a string holding the TAT in ns with a TTL, written with SET PX.
         w = "fill-throttle" if kind == "sluice" else "fill-throttle-state"
-        out[("throttle", kind)] = measure_fill(args, srv, w, n, log)
+        out[("throttle", kind)] = measure_fill(args, srv, w, n, log, {"prefix": "lg:throttle"})
         out[("zset", kind)] = measure_fill(args, srv, "fill-zset", nz, log)
     return out
 
@@ -527,7 +527,7 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
     # memory
     if mem:
         L.append("## Memory\n")
-        L.append("Fresh server per row; growth of the process's RSS and of INFO `used_memory` after writing the keys (4 connections, pipeline 256), divided by keys (or by entries for sorted sets). Counters: `SET k 1 EX 3600`. Throttle: `CL.THROTTLE k 15 30 60 1` on sluice; on Redis, what redis-cell would store (`SET k <19-digit TAT> PX 60000`), since the module is not available here. Sorted sets: `ZADD k` with 10 entries (13-digit scores and members) + `EXPIRE k 3600`. Keys look like `lg:fill-counter:123456`.\n")
+        L.append("Fresh server per row; growth of the process's RSS and of INFO `used_memory` after writing the keys (4 connections, pipeline 256), divided by keys (or by entries for sorted sets). Counters: `SET k 1 EX 3600`. Throttle: `CL.THROTTLE k 15 30 60 1` on sluice; on Redis, what redis-cell would store (`SET k <19-digit TAT> PX 60000`), since the module is not available here. Sorted sets: `ZADD k` with 10 entries (13-digit scores and members) + `EXPIRE k 3600`. Keys look like `lg:counter:123456`, `lg:throttle:123456`, `lg:zset:12345`.\n")
         L.append("| data | sluice RSS B | sluice used_memory B | Redis RSS B | Redis used_memory B | target (RSS) |")
         L.append("|---|---|---|---|---|---|")
         for name, per, unit, tgt in (("counter", args.mem_keys, "key", 100), ("throttle", args.mem_keys, "key", 115), ("zset", args.zset_keys * 10, "entry", 36)):

@@ -158,11 +158,11 @@ impl Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut config = Config::default();
-    if let Some(path) = &cli.config_file {
-        if let Err(e) = config.apply_file(path) {
-            eprintln!("sluice: {e}");
-            return ExitCode::FAILURE;
-        }
+    if let Some(path) = &cli.config_file
+        && let Err(e) = config.apply_file(path)
+    {
+        eprintln!("sluice: {e}");
+        return ExitCode::FAILURE;
     }
     for (name, args) in cli.directives() {
         if let Err(e) = config.apply(name, &args) {

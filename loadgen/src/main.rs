@@ -603,10 +603,10 @@ async fn run(cli: Cli, addr: SocketAddr) -> i32 {
         workload,
         window_ms: cli.window_ms,
         at_ms: cli.at_ms.unwrap_or_else(|| unix_ms() + 5000),
-        prefix: cli
-            .prefix
-            .clone()
-            .unwrap_or_else(|| format!("lg:{}", workload.name())),
+        prefix: cli.prefix.clone().unwrap_or_else(|| {
+            let name = workload.name();
+            format!("lg:{}", name.strip_prefix("fill-").unwrap_or(&name))
+        }),
         sha: None,
     };
     if workload == Workload::Script {

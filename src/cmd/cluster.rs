@@ -323,7 +323,7 @@ pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
                     .db(db)
                     .iter()
                     .filter(|e| !cluster.owns(key_slot(&e.key)))
-                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.clone()))
+                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.to_boxed()))
                     .collect();
                 for (hash, key) in foreign {
                     dropped += usize::from(shard.remove(db, hash, &key).is_some());

@@ -481,7 +481,7 @@ fn live_keys(ctx: &mut Ctx<'_>) -> Vec<(u64, Box<[u8]>, &'static str)> {
             if !e.is_expired(now) {
                 out.push((
                     crate::store::shard::Db::entry_hash(e),
-                    e.key.clone(),
+                    e.key.to_boxed(),
                     e.value.type_name(),
                 ));
             }

@@ -15,10 +15,13 @@
 //!
 //! Shard locks are std mutexes and the runtime has few worker threads, so a connection must
 //! not block on a shard while a long script holds them all, or SCRIPT KILL could never be
-//! read. Before running a command, a connection checks [`Busy`](crate::script::Busy): while
-//! a script runs it waits asynchronously for the script to end, and once the script has run
-//! past `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL, SHUTDOWN and the
-//! other `allow_busy` commands that need no shard still run), as Redis does.
+//! read. Before running a command, a connection checks [`Busy`](crate::script::Busy): once
+//! the running script is older than a millisecond (younger ones are about to finish: the
+//! command just waits on the locks) it waits asynchronously for the script to end, and once
+//! the script has run past `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL,
+//! SHUTDOWN and the other `allow_busy` commands that need no shard still run), as Redis does.
+//! The engine hands a long script's runtime worker off to a fresh thread, so the sockets keep
+//! being read meanwhile.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -459,6 +462,10 @@ impl Command for ScriptHelp {
     }
 }
 
+/// How long a script runs before commands arriving meanwhile wait asynchronously for it
+/// instead of on the shard locks.
+const GRACE: Duration = Duration::from_millis(1);
+
 /// True while a script runs (checked by connections before every command: one atomic load).
 #[inline]
 pub fn script_running(shared: &Shared) -> bool {
@@ -472,6 +479,12 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
     let busy = shared.scripts.busy.clone();
     loop {
         let ran = busy.running_for()?;
+        if ran < GRACE {
+            // Scripts usually take microseconds: waiting on the shard lock is cheaper than a
+            // task wake-up. A script that turns out long hands its worker off to a fresh
+            // thread (see crate::script), so the runtime keeps serving.
+            return None;
+        }
         let spec = match lookup(&shared.table, args) {
             Lookup::Found(spec) => spec,
             Lookup::Error(_) => return None, // the error reply needs no lock

@@ -101,6 +101,7 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Info>,
     )
+    .whole_keyspace()
     .with_acl(&["@slow", "@dangerous"]),
     C::new("config", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CONFIG),
     C::new(
@@ -277,7 +278,8 @@ static CONFIG: &[C] = &[
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ConfigResetStat>,
-    ),
+    )
+    .whole_keyspace(),
     C::new(
         "config|rewrite",
         2,
@@ -1296,7 +1298,7 @@ impl Command for ConfigResetStat {
         ] {
             c.store(0, Ordering::Relaxed);
         }
-        ctx.shared.keyspace.reset_stats();
+        ctx.store.reset_stats();
         Ok(Reply::ok())
     }
 }
@@ -1365,7 +1367,14 @@ fn human_bytes(n: usize) -> String {
 }
 
 /// Builds INFO's text for the requested sections (Redis's names and formats).
-pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
+///
+/// INFO holds every shard (it is a whole-keyspace command) and reads the keyspace counters
+/// through those locks, so it also works inside EXEC, which already holds them.
+pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
+    let structure_memory = ctx.store.fold(0usize, |acc, s| acc + s.structure_memory());
+    let keyspace_stats = ctx.store.stats();
+    let db_summary = ctx.store.db_summary(ctx.now_ms);
+    let ctx = &*ctx;
     let all = requested.iter().any(|s| s == "all" || s == "everything");
     let wanted = |name: &str| -> bool {
         if requested.is_empty() || requested.iter().any(|s| s == "default") {
@@ -1420,9 +1429,11 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
         let used = crate::alloc_stats::allocated();
         let rss = crate::alloc_stats::rss();
         let peak = crate::alloc_stats::peak();
-        let dataset = shared
-            .keyspace
-            .fold(0usize, |acc, s| acc + s.approx_memory());
+        // O(shards), not O(keys): monitoring polls INFO, and walking every key would hold
+        // each shard's lock for milliseconds on a large keyspace (as Redis, dataset is what
+        // remains of used_memory once the structures are counted out).
+        let overhead = structure_memory;
+        let dataset = used.saturating_sub(overhead);
         let maxmemory = cfg.maxmemory;
         let maxmemory_human = human_bytes(maxmemory);
         let maxmemory_policy = cfg.maxmemory_policy.name();
@@ -1455,7 +1466,7 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
     }
     if wanted("stats") {
         let s = &shared.stats;
-        let ks = shared.keyspace.stats();
+        let ks = keyspace_stats;
         section(
             "Stats",
             format!(
@@ -1519,7 +1530,7 @@ pub fn info_text(ctx: &Ctx<'_>, requested: &[String]) -> String {
     }
     if wanted("keyspace") {
         let mut b = String::new();
-        for (db, keys, expires, avg_ttl) in shared.keyspace.db_summary(ctx.now_ms) {
+        for &(db, keys, expires, avg_ttl) in &db_summary {
             let _ = write!(
                 b,
                 "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"

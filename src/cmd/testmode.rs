@@ -460,14 +460,16 @@ static CLOCK: &[C] = &[
         &["admin", "fast"],
         KeySpec::None,
         run_sub::<ClockCmd<1>>,
-    ),
+    )
+    .whole_keyspace(),
     C::new(
         "clock|set",
         3,
         &["admin", "fast"],
         KeySpec::None,
         run_sub::<ClockCmd<2>>,
-    ),
+    )
+    .whole_keyspace(),
     C::new(
         "clock|resume",
         2,
@@ -533,7 +535,7 @@ impl<const OP: u8> Command for ClockCmd<OP> {
         };
         let now_ns = result.map_err(|e| CmdError::owned(e.to_string()))?;
         if OP == 1 || OP == 2 {
-            ctx.shared.keyspace.reap_all(now_ns / 1_000_000);
+            ctx.store.reap_due(now_ns / 1_000_000);
         }
         Ok(Reply::Int((now_ns / 1_000_000) as i64))
     }

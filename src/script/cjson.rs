@@ -38,7 +38,10 @@ fn ok(v: Value) -> mlua::Result<MultiValue> {
 /// `cjson.encode(value)`.
 pub fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
-        return fail(lua, "bad argument #1 to 'encode' (expected 1 argument)".into());
+        return fail(
+            lua,
+            "bad argument #1 to 'encode' (expected 1 argument)".into(),
+        );
     }
     let mut out = Vec::new();
     match encode_value(&args[0], 0, &mut out) {
@@ -47,7 +50,8 @@ pub fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// Lua's name for a value's type.
+pub(super) fn lua_type_name(v: &Value) -> &'static str {
     match v {
         Value::Nil => "nil",
         Value::Boolean(_) => "boolean",
@@ -100,7 +104,7 @@ fn encode_value(v: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
-                type_name(other)
+                lua_type_name(other)
             ));
         }
     }
@@ -170,7 +174,7 @@ fn encode_table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String
                     other => {
                         return Err(format!(
                             "Cannot serialise {}: table key must be a number or string",
-                            type_name(other)
+                            lua_type_name(other)
                         ));
                     }
                 }
@@ -186,7 +190,10 @@ fn encode_table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String
 /// `cjson.decode(text)`.
 pub fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
-        return fail(lua, "bad argument #1 to 'decode' (expected 1 argument)".into());
+        return fail(
+            lua,
+            "bad argument #1 to 'decode' (expected 1 argument)".into(),
+        );
     }
     let text = match &args[0] {
         Value::String(s) => s.as_bytes().to_vec(),
@@ -197,7 +204,7 @@ pub fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
                 lua,
                 format!(
                     "bad argument #1 to 'decode' (string expected, got {})",
-                    type_name(other)
+                    lua_type_name(other)
                 ),
             );
         }
@@ -269,8 +276,7 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn skip_ws(&mut self) {
-        while self.pos < self.s.len() && matches!(self.s[self.pos], b' ' | b'\t' | b'\n' | b'\r')
-        {
+        while self.pos < self.s.len() && matches!(self.s[self.pos], b' ' | b'\t' | b'\n' | b'\r') {
             self.pos += 1;
         }
     }
@@ -360,7 +366,7 @@ impl Parser<'_> {
         // Find the longest prefix that parses (strtod stops where the number ends).
         let mut best = None;
         for len in (1..=text.len()).rev() {
-            if let Some(n) = super::convert::parse_lua_number(text[..len].as_bytes()) {
+            if let Some(n) = super::convert::parse_lua_number(&text.as_bytes()[..len]) {
                 best = Some((n, len));
                 break;
             }
@@ -525,7 +531,11 @@ fn expected(what: &str, found: Tok, at: usize) -> Fail {
 mod tests {
     use super::*;
 
-    fn run(lua: &Lua, f: fn(&Lua, MultiValue) -> mlua::Result<MultiValue>, code: &str) -> Result<Vec<u8>, String> {
+    fn run(
+        lua: &Lua,
+        f: fn(&Lua, MultiValue) -> mlua::Result<MultiValue>,
+        code: &str,
+    ) -> Result<Vec<u8>, String> {
         let v: Value = lua.load(code).eval().unwrap();
         let out = f(lua, MultiValue::from_vec(vec![v])).unwrap();
         match (&out[0], &out[1]) {
@@ -545,7 +555,10 @@ mod tests {
         assert_eq!(e("return {a=1}").unwrap(), b"{\"a\":1}");
         assert_eq!(e("return 0.1").unwrap(), b"0.1");
         assert_eq!(e("return 123456789012345").unwrap(), b"1.2345678901234e+14");
-        assert_eq!(e("return '\\1\\127/\\128'").unwrap(), b"\"\\u0001\\u007f\\/\x80\"");
+        assert_eq!(
+            e("return '\\1\\127/\\128'").unwrap(),
+            b"\"\\u0001\\u007f\\/\x80\""
+        );
         assert_eq!(e("return {[1]=1,[3]=3}").unwrap(), b"[1,null,3]");
         assert_eq!(e("return {{}}").unwrap(), b"[{}]");
         assert_eq!(

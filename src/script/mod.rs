@@ -1,8 +1,8 @@
 //! Lua scripting: the engine behind EVAL, EVALSHA and SCRIPT.
 //!
 //! Scripts run on Lua 5.1 (the `mlua` crate, Lua built from source), as in Redis, with the
-//! environment Redis 7.0 gives them: the `redis` table, `cjson`, `bit`, the base, string,
-//! math and table libraries, no `os`/`io`/`loadfile`/`dofile`, and globals and library tables
+//! environment Redis 7.0 gives them: the `redis` table, `cjson`, `bit`, `struct`, `cmsgpack`,
+//! the base, string, math and table libraries, no `os`/`io`/`loadfile`/`dofile`, and globals and library tables
 //! that a script cannot change (`Attempt to modify a readonly table`, `Script attempted to
 //! access nonexistent global variable`). `prelude.lua` builds that environment.
 //!
@@ -23,7 +23,9 @@
 mod bitop;
 mod cjson;
 pub mod convert;
+mod msgpack;
 pub mod num;
+mod structlib;
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -317,11 +319,12 @@ impl Scripts {
 
     fn with_vm<R>(&self, f: impl FnOnce(&mut Vm) -> R) -> Result<R, String> {
         VM.with(|cell| {
-            let mut slot = cell.try_borrow_mut().map_err(|_| {
-                "ERR scripts cannot be nested".to_string()
-            })?;
+            let mut slot = cell
+                .try_borrow_mut()
+                .map_err(|_| "ERR scripts cannot be nested".to_string())?;
             let generation = self.generation.load(Ordering::Acquire);
-            let stale = !matches!(&*slot, Some(vm) if vm.owner == self.id && vm.generation == generation);
+            let stale =
+                !matches!(&*slot, Some(vm) if vm.owner == self.id && vm.generation == generation);
             if stale {
                 *slot = None;
                 let vm = Vm::new(self, generation)
@@ -507,6 +510,20 @@ impl Vm {
             )?;
         }
         private.raw_set("bit", bit)?;
+        let library = |f: fn(&Lua, MultiValue) -> Result<MultiValue, String>| {
+            lua.create_function(move |lua, args| f(lua, args).map_err(|m| raise_here(lua, &m)))
+        };
+        let st = lua.create_table()?;
+        st.raw_set("pack", library(structlib::pack)?)?;
+        st.raw_set("unpack", library(structlib::unpack)?)?;
+        st.raw_set("size", library(structlib::size)?)?;
+        private.raw_set("struct", st)?;
+        let mp = lua.create_table()?;
+        mp.raw_set("pack", library(msgpack::pack)?)?;
+        mp.raw_set("unpack", library(|l, a| msgpack::unpack(l, a, 0))?)?;
+        mp.raw_set("unpack_one", library(|l, a| msgpack::unpack(l, a, 1))?)?;
+        mp.raw_set("unpack_limit", library(|l, a| msgpack::unpack(l, a, 2))?)?;
+        private.raw_set("cmsgpack", mp)?;
         let handler = lua.create_function(error_handler)?;
         private.raw_set("error_handler", handler.clone())?;
 
@@ -585,7 +602,13 @@ impl Vm {
         Ok(f)
     }
 
-    fn run(&mut self, script: &Script, keys: &[Bytes], argv: &[Bytes], host: &mut dyn Host) -> Reply {
+    fn run(
+        &mut self,
+        script: &Script,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        host: &mut dyn Host,
+    ) -> Reply {
         let f = match self.function(script) {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
@@ -709,7 +732,11 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
 fn redis_call(lua: &Lua, mode: i64, args: MultiValue) -> mlua::Result<Value> {
     let dispatch: Function = match lua.named_registry_value(DISPATCH)? {
         Value::Function(f) => f,
-        _ => return Err(err_reply("ERR redis.call is only available while a script runs")),
+        _ => {
+            return Err(err_reply(
+                "ERR redis.call is only available while a script runs",
+            ));
+        }
     };
     let mut all = Vec::with_capacity(args.len() + 1);
     all.push(Value::Integer(mode));
@@ -734,7 +761,9 @@ fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
         return Err(err_reply("ERR redis.log() requires two arguments or more."));
     }
     let Some(level) = convert::to_number(&args[0]) else {
-        return Err(err_reply("ERR First argument must be a number (log level)."));
+        return Err(err_reply(
+            "ERR First argument must be a number (log level).",
+        ));
     };
     let level = level.trunc();
     if !(0.0..=3.0).contains(&level) {
@@ -769,7 +798,12 @@ fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
 
 /// `redis.call` (mode 0), `redis.pcall` (1) and `redis.acl_check_cmd` (2): returns the
 /// converted reply and whether it is an error (which `call` raises).
-fn dispatch(lua: &Lua, host: &mut dyn Host, resp: u8, args: MultiValue) -> mlua::Result<(Value, bool)> {
+fn dispatch(
+    lua: &Lua,
+    host: &mut dyn Host,
+    resp: u8,
+    args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
     let mut it = args.into_iter();
     let mode = match it.next() {
         Some(Value::Integer(m)) => m,

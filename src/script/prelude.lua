@@ -113,6 +113,22 @@ for name, f in raw_next, D.bit do
   bit[name] = f
 end
 
+-- struct, cmsgpack
+local struct = {}
+for name, f in raw_next, D.struct do
+  struct[name] = f
+end
+
+local cmsgpack = {
+  _NAME = 'cmsgpack',
+  _VERSION = 'lua-cmsgpack 0.4.0',
+  _COPYRIGHT = 'Copyright (C) 2012, Salvatore Sanfilippo',
+  _DESCRIPTION = 'MessagePack C implementation for Lua',
+}
+for name, f in raw_next, D.cmsgpack do
+  cmsgpack[name] = f
+end
+
 -- Redis's pcall turns an error table into its message.
 local killed, errmsg = D.killed, D.errmsg
 local function pcall_result(ok, ...)
@@ -183,6 +199,8 @@ G.__redis__err__handler = D.error_handler
 G.redis = protect(redis)
 G.cjson = protect(cjson)
 G.bit = protect(bit)
+G.struct = protect(struct)
+G.cmsgpack = protect(cmsgpack)
 G.string = protect(string)
 G.math = protect(math)
 G.table = protect(table)

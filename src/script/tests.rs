@@ -30,7 +30,8 @@ impl Host for FakeHost {
                     .map(|b| String::from_utf8_lossy(b).parse::<i64>().unwrap_or(0))
                     .unwrap_or(0)
                     + 1;
-                self.data.insert(args[1].to_vec(), Bytes::from(v.to_string()));
+                self.data
+                    .insert(args[1].to_vec(), Bytes::from(v.to_string()));
                 Reply::Int(v)
             }
             (b"hgetall", 2) => Reply::Map(vec![(Reply::bulk(b"f"), Reply::bulk(b"v"))]),
@@ -39,7 +40,9 @@ impl Host for FakeHost {
             (b"get" | b"set" | b"incr", _) => Reply::Error(Cow::Borrowed(
                 "ERR Wrong number of args calling Redis command from script",
             )),
-            _ => Reply::Error(Cow::Borrowed("ERR Unknown Redis command called from script")),
+            _ => Reply::Error(Cow::Borrowed(
+                "ERR Unknown Redis command called from script",
+            )),
         }
     }
     fn command_exists(&mut self, args: &[Bytes]) -> bool {
@@ -47,7 +50,13 @@ impl Host for FakeHost {
     }
 }
 
-fn eval_with(scripts: &Scripts, host: &mut FakeHost, body: &str, keys: &[&str], argv: &[&str]) -> Reply {
+fn eval_with(
+    scripts: &Scripts,
+    host: &mut FakeHost,
+    body: &str,
+    keys: &[&str],
+    argv: &[&str],
+) -> Reply {
     let script = match scripts.load(body.as_bytes()) {
         Ok(s) => s,
         Err(e) => return Reply::Error(Cow::Owned(e)),
@@ -79,13 +88,16 @@ fn plain_values() {
     assert_eq!(eval("return 1"), Reply::Int(1));
     assert_eq!(eval("return 3.99"), Reply::Int(3));
     assert_eq!(eval("return 'x'"), Reply::bulk(b"x"));
-    assert_eq!(eval("return {1, 'a', true, false, 2}"), Reply::Array(vec![
-        Reply::Int(1),
-        Reply::bulk(b"a"),
-        Reply::Int(1),
-        Reply::Null,
-        Reply::Int(2),
-    ]));
+    assert_eq!(
+        eval("return {1, 'a', true, false, 2}"),
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::bulk(b"a"),
+            Reply::Int(1),
+            Reply::Null,
+            Reply::Int(2),
+        ])
+    );
     assert_eq!(eval("return unpack({7, 8})"), Reply::Int(7));
     assert_eq!(eval("return _VERSION"), Reply::bulk(b"Lua 5.1"));
     assert_eq!(eval("return redis.REDIS_VERSION_NUM"), Reply::Int(458767));
@@ -105,13 +117,16 @@ fn keys_and_argv() {
         &["k"],
         &["a", "b"],
     );
-    assert_eq!(r, Reply::Array(vec![
-        Reply::bulk(b"k"),
-        Reply::bulk(b"a"),
-        Reply::bulk(b"b"),
-        Reply::Int(1),
-        Reply::Int(2),
-    ]));
+    assert_eq!(
+        r,
+        Reply::Array(vec![
+            Reply::bulk(b"k"),
+            Reply::bulk(b"a"),
+            Reply::bulk(b"b"),
+            Reply::Int(1),
+            Reply::Int(2),
+        ])
+    );
 }
 
 #[test]
@@ -134,7 +149,10 @@ fn call_errors_carry_the_script_position() {
     let body = "return redis.call('nosuch')";
     assert_eq!(
         err(body),
-        format!("ERR Unknown Redis command called from script script: {}, on @user_script:1.", sha(body))
+        format!(
+            "ERR Unknown Redis command called from script script: {}, on @user_script:1.",
+            sha(body)
+        )
     );
     assert_eq!(
         eval("return redis.pcall('nosuch')"),
@@ -149,7 +167,10 @@ fn call_errors_carry_the_script_position() {
         )
     );
     let body = "return redis.call('get', {})";
-    assert!(err(body).starts_with("ERR Lua redis lib command arguments must be strings or integers script:"));
+    assert!(
+        err(body)
+            .starts_with("ERR Lua redis lib command arguments must be strings or integers script:")
+    );
 }
 
 #[test]
@@ -157,16 +178,34 @@ fn raised_errors() {
     let body = "error('boom')";
     assert_eq!(
         err(body),
-        format!("ERR user_script:1: boom script: {}, on @user_script:1.", sha(body))
+        format!(
+            "ERR user_script:1: boom script: {}, on @user_script:1.",
+            sha(body)
+        )
     );
     let body = "error({err='MY boom'})";
-    assert_eq!(err(body), format!("MY boom script: {}, on @user_script:1.", sha(body)));
+    assert_eq!(
+        err(body),
+        format!("MY boom script: {}, on @user_script:1.", sha(body))
+    );
     let body = "error(nil)";
-    assert_eq!(err(body), format!("ERR nil script: {}, on @user_script:1.", sha(body)));
+    assert_eq!(
+        err(body),
+        format!("ERR nil script: {}, on @user_script:1.", sha(body))
+    );
     assert_eq!(eval("return {err='boom'}"), Reply::Error("boom".into()));
-    assert_eq!(eval("return redis.error_reply('x')"), Reply::Error("ERR x".into()));
-    assert_eq!(eval("return redis.error_reply('MY x')"), Reply::Error("MY x".into()));
-    assert_eq!(eval("return redis.status_reply('st')"), Reply::Status("st".into()));
+    assert_eq!(
+        eval("return redis.error_reply('x')"),
+        Reply::Error("ERR x".into())
+    );
+    assert_eq!(
+        eval("return redis.error_reply('MY x')"),
+        Reply::Error("MY x".into())
+    );
+    assert_eq!(
+        eval("return redis.status_reply('st')"),
+        Reply::Status("st".into())
+    );
     assert_eq!(
         eval("local ok, e = pcall(redis.call, 'nosuch'); return e"),
         Reply::bulk(b"ERR Unknown Redis command called from script")
@@ -179,7 +218,9 @@ fn raised_errors() {
 
 #[test]
 fn sandbox() {
-    for name in ["os", "io", "loadfile", "dofile", "print", "require", "setfenv", "getfenv", "debug"] {
+    for name in [
+        "os", "io", "loadfile", "dofile", "print", "require", "setfenv", "getfenv", "debug",
+    ] {
         let body = format!("return tostring({name})");
         assert_eq!(
             err(&body),
@@ -192,25 +233,56 @@ fn sandbox() {
     let body = "x = 1";
     assert_eq!(
         err(body),
-        format!("ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.", sha(body))
+        format!(
+            "ERR user_script:1: Attempt to modify a readonly table script: {}, on @user_script:1.",
+            sha(body)
+        )
     );
-    for body in ["redis.call = nil", "string.x = 1", "_G.x = 1", "function f() end", "cjson.x = 1"] {
-        assert!(err(body).starts_with("ERR user_script:1: Attempt to modify a readonly table script:"), "{body}");
+    for body in [
+        "redis.call = nil",
+        "string.x = 1",
+        "_G.x = 1",
+        "function f() end",
+        "cjson.x = 1",
+    ] {
+        assert!(
+            err(body).starts_with("ERR user_script:1: Attempt to modify a readonly table script:"),
+            "{body}"
+        );
     }
-    for body in ["rawset(_G, 'x', 1)", "rawset(redis, 'x', 1)", "setmetatable(_G, nil)"] {
-        assert!(err(body).starts_with("ERR Attempt to modify a readonly table script:"), "{body}");
+    for body in [
+        "rawset(_G, 'x', 1)",
+        "rawset(redis, 'x', 1)",
+        "setmetatable(_G, nil)",
+    ] {
+        assert!(
+            err(body).starts_with("ERR Attempt to modify a readonly table script:"),
+            "{body}"
+        );
     }
-    assert_eq!(eval("local n = 0 for k in pairs(redis) do n = n + 1 end return n"), Reply::Int(23));
+    assert_eq!(
+        eval("local n = 0 for k in pairs(redis) do n = n + 1 end return n"),
+        Reply::Int(23)
+    );
     assert_eq!(eval("local t = {} t.x = 1 return t.x"), Reply::Int(1));
     assert_eq!(eval("return loadstring('return 1')()"), Reply::Int(1));
-    assert!(err("return loadstring('x = 1')()").starts_with("ERR [string \"x = 1\"]:1: Attempt to modify a readonly table"));
+    assert!(
+        err("return loadstring('x = 1')()")
+            .starts_with("ERR [string \"x = 1\"]:1: Attempt to modify a readonly table")
+    );
 }
 
 #[test]
 fn state_does_not_leak_between_scripts() {
     let scripts = Scripts::new("7.0.15");
     let mut host = FakeHost::default();
-    let r = eval_with(&scripts, &mut host, "return pcall(function() redis.call = nil end)", &[], &[]);
+    let r = eval_with(
+        &scripts,
+        &mut host,
+        "return pcall(function() redis.call = nil end)",
+        &[],
+        &[],
+    );
     assert_eq!(r, Reply::Null);
     let r = eval_with(&scripts, &mut host, "return type(redis.call)", &[], &[]);
     assert_eq!(r, Reply::bulk(b"function"));
@@ -218,8 +290,14 @@ fn state_does_not_leak_between_scripts() {
 
 #[test]
 fn resp3_conversions() {
-    assert_eq!(eval("redis.setresp(3) return {true, false}"), Reply::Array(vec![Reply::Bool(true), Reply::Bool(false)]));
-    assert_eq!(eval("redis.setresp(3) return redis.call('resp')"), Reply::Int(3));
+    assert_eq!(
+        eval("redis.setresp(3) return {true, false}"),
+        Reply::Array(vec![Reply::Bool(true), Reply::Bool(false)])
+    );
+    assert_eq!(
+        eval("redis.setresp(3) return redis.call('resp')"),
+        Reply::Int(3)
+    );
     assert_eq!(eval("return redis.call('resp')"), Reply::Int(2));
     assert_eq!(
         eval("redis.setresp(3) local t = redis.call('hgetall', 'h') return t.map.f"),
@@ -229,16 +307,25 @@ fn resp3_conversions() {
         eval("redis.setresp(3) return redis.call('zscore', 'z', 'm').double * 2"),
         Reply::Int(3)
     );
-    assert_eq!(eval("return redis.call('zscore', 'z', 'm')"), Reply::bulk(b"1.5"));
+    assert_eq!(
+        eval("return redis.call('zscore', 'z', 'm')"),
+        Reply::bulk(b"1.5")
+    );
     assert_eq!(eval("return {double=1.5}"), Reply::Double(1.5));
     assert!(err("redis.setresp(4)").starts_with("ERR RESP version must be 2 or 3. script:"));
 }
 
 #[test]
 fn libraries() {
-    assert_eq!(eval("return cjson.encode({1, 2, {a=1}})"), Reply::bulk(b"[1,2,{\"a\":1}]"));
+    assert_eq!(
+        eval("return cjson.encode({1, 2, {a=1}})"),
+        Reply::bulk(b"[1,2,{\"a\":1}]")
+    );
     assert_eq!(eval("return cjson.decode('[1,2,3]')[3]"), Reply::Int(3));
-    assert_eq!(eval("return cjson.decode('{\"a\":null}').a == cjson.null"), Reply::Int(1));
+    assert_eq!(
+        eval("return cjson.decode('{\"a\":null}').a == cjson.null"),
+        Reply::Int(1)
+    );
     let body = "return cjson.decode('bad')";
     assert_eq!(
         err(body),
@@ -254,16 +341,55 @@ fn libraries() {
     assert_eq!(eval("return bit.band(7, 3)"), Reply::Int(3));
     assert_eq!(eval("return bit.tohex(255)"), Reply::bulk(b"000000ff"));
     assert_eq!(eval("return bit.tobit(2^32 + 5)"), Reply::Int(5));
+    assert_eq!(
+        eval("return struct.pack('>I2', 258)"),
+        Reply::bulk(b"\x01\x02")
+    );
+    assert_eq!(
+        eval("return {struct.unpack('<i4', struct.pack('<i4', -2))}"),
+        Reply::Array(vec![Reply::Int(-2), Reply::Int(5)])
+    );
+    assert_eq!(
+        eval("return cmsgpack.pack({1, 2, 3})"),
+        Reply::bulk(b"\x93\x01\x02\x03")
+    );
+    assert_eq!(
+        eval("return {cmsgpack.unpack(cmsgpack.pack(1, 'a', {1, 2}))}"),
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::bulk(b"a"),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(2)])
+        ])
+    );
+    let body = "return cmsgpack.unpack('\\193')";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR user_script:1: Bad data format in input. script: {}, on @user_script:1.",
+            sha(body)
+        )
+    );
 }
 
 #[test]
 fn shebang() {
     assert_eq!(eval("#!lua\nreturn 1"), Reply::Int(1));
-    assert_eq!(err("#!lua flags=bad\nreturn 1"), "ERR Unexpected flag in script shebang: bad");
-    assert_eq!(err("#!lua name=x\nreturn 1"), "ERR Unknown lua shebang option: name=x");
-    assert_eq!(err("#!luax\nreturn 1"), "ERR Unexpected engine in script shebang: #!luax");
+    assert_eq!(
+        err("#!lua flags=bad\nreturn 1"),
+        "ERR Unexpected flag in script shebang: bad"
+    );
+    assert_eq!(
+        err("#!lua name=x\nreturn 1"),
+        "ERR Unknown lua shebang option: name=x"
+    );
+    assert_eq!(
+        err("#!luax\nreturn 1"),
+        "ERR Unexpected engine in script shebang: #!luax"
+    );
     let scripts = Scripts::new("7.0.15");
-    let s = scripts.load(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+    let s = scripts
+        .load(b"#!lua flags=no-writes,allow-oom\nreturn 1")
+        .unwrap();
     assert!(s.flags.no_writes);
     let body = "#!lua\nreturn redis.call()";
     assert!(err(body).ends_with("on @user_script:2."));
@@ -285,7 +411,9 @@ fn cache_and_flush() {
 #[test]
 fn kill_stops_a_loop() {
     let scripts = Arc::new(Scripts::new("7.0.15"));
-    let s = scripts.load(b"local i = 0 while true do i = i + 1 end").unwrap();
+    let s = scripts
+        .load(b"local i = 0 while true do i = i + 1 end")
+        .unwrap();
     let busy = scripts.busy.clone();
     let killer = std::thread::spawn(move || {
         while !busy.is_running() {

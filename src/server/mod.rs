@@ -239,6 +239,8 @@ impl Server {
             ));
         }
         shared.shutdown.cancelled().await;
+        // A script still running (even one that wrote) would keep its thread forever.
+        shared.scripts.busy.abort();
         tracker.close();
         if tokio::time::timeout(Duration::from_secs(5), tracker.wait())
             .await

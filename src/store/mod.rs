@@ -147,82 +147,6 @@ impl Keyspace {
         Some((reaped, shard.next_deadline()))
     }
 
-    /// Deletes every due key in every shard now (used when the test clock jumps).
-    pub fn reap_all(&self, now_ms: u64) -> usize {
-        let mut total = 0;
-        for i in 0..self.shards.len() {
-            loop {
-                let (n, more) = self.reap_shard(i, now_ms, reaper::REAP_BATCH);
-                total += n;
-                if !more {
-                    break;
-                }
-            }
-        }
-        total
-    }
-
-    /// Counters summed over all shards.
-    pub fn stats(&self) -> ShardStats {
-        self.fold(ShardStats::default(), |mut acc, s| {
-            acc.expired_keys += s.stats.expired_keys;
-            acc.keyspace_hits += s.stats.keyspace_hits;
-            acc.keyspace_misses += s.stats.keyspace_misses;
-            acc
-        })
-    }
-
-    /// CONFIG RESETSTAT: zero the counters.
-    pub fn reset_stats(&self) {
-        for i in 0..self.shards.len() {
-            self.lock_index(i).stats = ShardStats::default();
-        }
-    }
-
-    /// INFO keyspace lines: (db, keys, keys with a TTL, average TTL in ms) for non-empty dbs.
-    pub fn db_summary(&self, now_ms: u64) -> Vec<(usize, usize, usize, u64)> {
-        let mut sums = vec![(0usize, 0usize, 0u128); self.databases];
-        for i in 0..self.shards.len() {
-            let shard = self.lock_index(i);
-            for (db, sum) in sums.iter_mut().enumerate() {
-                let d = shard.db(db);
-                sum.0 += d.len();
-                sum.1 += d.expires();
-                if d.expires() > 0 {
-                    sum.2 += d
-                        .iter()
-                        .filter_map(|e| e.expire_at())
-                        .map(|at| at.saturating_sub(now_ms) as u128)
-                        .sum::<u128>();
-                }
-            }
-        }
-        sums.into_iter()
-            .enumerate()
-            .filter(|(_, s)| s.0 > 0)
-            .map(|(db, (keys, expires, ttl))| {
-                (
-                    db,
-                    keys,
-                    expires,
-                    if expires > 0 {
-                        (ttl / expires as u128) as u64
-                    } else {
-                        0
-                    },
-                )
-            })
-            .collect()
-    }
-
-    /// Sums a value over all shards, locking one at a time (for INFO: not a snapshot).
-    pub fn fold<T>(&self, init: T, mut f: impl FnMut(T, &Shard) -> T) -> T {
-        let mut acc = init;
-        for i in 0..self.shards.len() {
-            acc = f(acc, &self.lock_index(i));
-        }
-        acc
-    }
 }
 
 /// The shards one command (or one EXEC) holds, and key-level operations through them.
@@ -246,6 +170,70 @@ impl std::fmt::Debug for Locked<'_> {
 }
 
 impl<'a> Locked<'a> {
+    /// Folds over the held shards (whole-keyspace commands hold them all).
+    pub fn fold<T>(&mut self, init: T, mut f: impl FnMut(T, &Shard) -> T) -> T {
+        let mut acc = init;
+        for (_, g) in self.guards.iter() {
+            acc = f(acc, g);
+        }
+        acc
+    }
+
+    /// Deletes every due key in the held shards (the test clock jumped).
+    pub fn reap_due(&mut self, now_ms: u64) -> usize {
+        let mut total = 0;
+        for shard in self.shards_mut() {
+            loop {
+                let (n, more) = shard.reap(now_ms, reaper::REAP_BATCH);
+                total += n;
+                if !more {
+                    break;
+                }
+            }
+        }
+        total
+    }
+
+    /// Counters summed over the held shards.
+    pub fn stats(&mut self) -> ShardStats {
+        self.fold(ShardStats::default(), |mut acc, s| {
+            acc.expired_keys += s.stats.expired_keys;
+            acc.keyspace_hits += s.stats.keyspace_hits;
+            acc.keyspace_misses += s.stats.keyspace_misses;
+            acc
+        })
+    }
+
+    /// CONFIG RESETSTAT: zero the held shards' counters.
+    pub fn reset_stats(&mut self) {
+        for shard in self.shards_mut() {
+            shard.stats = ShardStats::default();
+        }
+    }
+
+    /// INFO keyspace lines: (db, keys, keys with a TTL, average TTL in ms) for non-empty dbs.
+    /// O(shards × databases): the per-db counters are kept up to date by every write.
+    pub fn db_summary(&mut self, now_ms: u64) -> Vec<(usize, usize, usize, u64)> {
+        let dbs = self.ks.databases;
+        let mut sums = vec![(0usize, 0usize, 0u128); dbs];
+        for (_, shard) in self.guards.iter() {
+            for (db, sum) in sums.iter_mut().enumerate() {
+                let d = shard.db(db);
+                sum.0 += d.len();
+                sum.1 += d.expires();
+                sum.2 += u128::from(d.avg_ttl(now_ms)) * d.expires() as u128;
+            }
+        }
+        sums.into_iter()
+            .enumerate()
+            .filter(|(_, s)| s.0 > 0)
+            .map(|(db, (keys, expires, weighted))| {
+                let avg = if expires > 0 { (weighted / expires as u128) as u64 } else { 0 };
+                (db, keys, expires, avg)
+            })
+            .collect()
+    }
+
     /// The keyspace these guards belong to.
     pub fn keyspace(&self) -> &'a Keyspace {
         self.ks

@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::store::Keyspace;
 
 /// Most keys deleted per lock hold.
-pub const REAP_BATCH: usize = 512;
+pub const REAP_BATCH: usize = 128;
 
 /// Longest sleep between checks. Bounds how late a key inserted with an earlier deadline
 /// than the one a reaper sleeps on can be reaped, without a wake-up on every insert.

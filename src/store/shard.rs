@@ -15,11 +15,67 @@ use crate::config::EvictionPolicy;
 use crate::store::value::Value;
 use crate::store::wheel::{TimerId, TimerWheel};
 
+/// Longest key stored inside its entry (`Key` is then 24 bytes, like a `Box<[u8]>` plus
+/// the enum tag); rate-limiter keys such as `rate:login:user123456` fit.
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes: inside the entry when short, else on the heap. A short key saves an
+/// allocation per key and, on every lookup, the cache miss of following a pointer to compare
+/// it.
+#[derive(Clone)]
+pub struct Key(KeyRepr);
+
+#[derive(Clone)]
+enum KeyRepr {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    /// A copy of the bytes on the heap.
+    pub fn to_boxed(&self) -> Box<[u8]> {
+        Box::from(&**self)
+    }
+}
+
+impl From<&[u8]> for Key {
+    fn from(b: &[u8]) -> Self {
+        if b.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..b.len()].copy_from_slice(b);
+            Key(KeyRepr::Inline {
+                len: b.len() as u8,
+                bytes,
+            })
+        } else {
+            Key(KeyRepr::Heap(b.into()))
+        }
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            KeyRepr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            KeyRepr::Heap(b) => b,
+        }
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
 /// A stored key.
 #[derive(Debug)]
 pub struct Entry {
     /// The key bytes (copied from the request).
-    pub key: Box<[u8]>,
+    pub key: Key,
     /// Its value.
     pub value: Value,
     hash: u64,
@@ -106,9 +162,30 @@ pub struct Db {
     /// key either way (before, it held the key bytes).
     table: HashTable<Box<Entry>>,
     expires: usize,
+    /// Sum of the expiry times of the keys with a TTL, so INFO's avg_ttl is O(1).
+    expire_sum: u128,
 }
 
 impl Db {
+    fn add_expiry(&mut self, at: u64) {
+        self.expires += 1;
+        self.expire_sum += u128::from(at);
+    }
+
+    fn remove_expiry(&mut self, at: u64) {
+        self.expires -= 1;
+        self.expire_sum -= u128::from(at);
+    }
+
+    /// Average remaining TTL in ms of the keys with one (0 if none), as INFO reports it.
+    pub fn avg_ttl(&self, now_ms: u64) -> u64 {
+        if self.expires == 0 {
+            return 0;
+        }
+        let avg_at = self.expire_sum / self.expires as u128;
+        (avg_at.saturating_sub(u128::from(now_ms))) as u64
+    }
+
     /// Keys stored (including logically expired ones not reaped yet).
     pub fn len(&self) -> usize {
         self.table.len()
@@ -309,7 +386,7 @@ impl Shard {
         let Some(e) = self.dbs[db].table.find_mut(hash, |e| &*e.key == key) else {
             return false;
         };
-        let had = e.expire_at != NO_EXPIRY;
+        let old_at = (e.expire_at != NO_EXPIRY).then_some(e.expire_at);
         e.expire_at = expire_at.unwrap_or(NO_EXPIRY);
         match (e.timer, expire_at) {
             (Some(t), Some(at)) => {
@@ -332,10 +409,11 @@ impl Shard {
             }
             (None, None) => {}
         }
-        match (had, expire_at.is_some()) {
-            (false, true) => self.dbs[db].expires += 1,
-            (true, false) => self.dbs[db].expires -= 1,
-            _ => {}
+        if let Some(at) = old_at {
+            self.dbs[db].remove_expiry(at);
+        }
+        if let Some(at) = expire_at {
+            self.dbs[db].add_expiry(at);
         }
         true
     }
@@ -352,7 +430,7 @@ impl Shard {
             self.wheel.remove(t);
         }
         if entry.expire_at != NO_EXPIRY {
-            self.dbs[db].expires -= 1;
+            self.dbs[db].remove_expiry(entry.expire_at);
         }
         self.touch(db, key);
         Some(*entry)
@@ -513,12 +591,13 @@ impl Shard {
                 continue;
             };
             let (entry, _) = found.remove();
-            self.dbs[db].expires -= 1;
+            self.dbs[db].remove_expiry(entry.expire_at);
             self.stats.expired_keys += 1;
             removed += 1;
             self.touch(db, &entry.key);
         }
-        if removed > 0 {
+        if removed > 0 && !more {
+            // Once the burst is over: one rehash of what is left, not one per batch.
             self.shrink_after_reap();
         }
         (removed, more)
@@ -622,7 +701,7 @@ impl Shard {
             self.wheel.remove(t);
         }
         if entry.expire_at != NO_EXPIRY {
-            self.dbs[db].expires -= 1;
+            self.dbs[db].remove_expiry(entry.expire_at);
         }
         self.touch(db, &entry.key);
         Some(*entry)
@@ -644,10 +723,21 @@ impl Shard {
         if live.is_empty() {
             return None;
         }
-        Some(live[pick % live.len()].key.clone())
+        Some(live[pick % live.len()].key.to_boxed())
     }
 
-    /// Approximate bytes held by this shard's keys and values.
+    /// Bytes of this shard's structures, not counting the entries: the tables' slots and
+    /// control bytes and the timer wheel. O(databases), so INFO can report it at any size.
+    pub fn structure_memory(&self) -> usize {
+        let slot = std::mem::size_of::<Box<Entry>>() + 1;
+        self.dbs
+            .iter()
+            .map(|d| d.table.capacity() * slot)
+            .sum::<usize>()
+            + self.wheel.memory_usage()
+    }
+
+    /// Approximate bytes held by this shard's keys and values (walks every key).
     pub fn approx_memory(&self) -> usize {
         let per_entry = std::mem::size_of::<Entry>() + 8;
         self.dbs
@@ -763,9 +853,11 @@ mod eviction_tests {
 
     #[test]
     fn entries_stay_small() {
-        // The access stamp fits in what used to be the Option's tag: no growth per key.
+        // A key costs one 8-byte table slot plus one boxed entry, whose 96 bytes include a
+        // key of up to 22 bytes (so a glibc chunk of 112 bytes, and no second allocation).
+        assert_eq!(size_of::<Box<Entry>>(), 8);
         assert!(
-            size_of::<Entry>() <= 88,
+            size_of::<Entry>() <= 96,
             "Entry is {} bytes",
             size_of::<Entry>()
         );
@@ -865,5 +957,36 @@ mod eviction_tests {
             Some(Evicted::Expired)
         );
         assert_eq!(s.stats.expired_keys, 1);
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn short_keys_live_in_the_entry() {
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        for len in [0usize, 1, INLINE_KEY, INLINE_KEY + 1, 300] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let key = Key::from(&bytes[..]);
+            assert_eq!(&*key, &bytes[..]);
+            assert_eq!(&*key.to_boxed(), &bytes[..]);
+            assert_eq!(matches!(key.0, KeyRepr::Inline { .. }), len <= INLINE_KEY);
+        }
+    }
+
+    #[test]
+    fn timer_ref_keeps_the_bucket_bits_and_the_database() {
+        for (db, hash) in [
+            (0usize, 0u64),
+            (15, u64::MAX),
+            (65_535, 0x0123_4567_89ab_cdef),
+        ] {
+            let r = TimerRef::new(db, hash);
+            assert_eq!(r.db(), db);
+            assert_eq!(r.hash() & 0xFFFF_FFFF, hash & 0xFFFF_FFFF, "bucket bits");
+            assert_eq!(r.hash() >> 57, hash >> 57, "tag bits");
+        }
     }
 }

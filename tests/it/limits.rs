@@ -277,7 +277,7 @@ fn query_buffer_limit_closes_the_client() {
             break;
         }
         sent += chunk.len();
-        if sent % (512 * 1024) == 0 {
+        if sent.is_multiple_of(512 * 1024) {
             assert_eq!(other.cmd(&[b"PING"]), b"+PONG\r\n");
         }
     }
@@ -482,17 +482,32 @@ fn auth_texts_and_pre_auth_caps_match_redis() {
         let r = run(addrs[0], steps);
         let s = run(addrs[1], steps);
         assert_eq!(
-            r.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>(),
-            s.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>(),
+            r.iter()
+                .map(|b| crate::support::escape(b))
+                .collect::<Vec<_>>(),
+            s.iter()
+                .map(|b| crate::support::escape(b))
+                .collect::<Vec<_>>(),
             "redis vs sluice for {:?}",
-            steps.iter().map(|b| crate::support::escape(b)).collect::<Vec<_>>()
+            steps
+                .iter()
+                .map(|b| crate::support::escape(b))
+                .collect::<Vec<_>>()
         );
     };
     // No password set.
-    compare(&[b"AUTH x\r\n", b"AUTH default x\r\n", b"AUTH someone x\r\n", b"PING\r\n"]);
+    compare(&[
+        b"AUTH x\r\n",
+        b"AUTH default x\r\n",
+        b"AUTH someone x\r\n",
+        b"PING\r\n",
+    ]);
     for addr in addrs {
         let mut c = Conn::connect(addr);
-        assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"requirepass", b"pw"]), b"+OK\r\n");
+        assert_eq!(
+            c.cmd(&[b"CONFIG", b"SET", b"requirepass", b"pw"]),
+            b"+OK\r\n"
+        );
     }
     compare(&[
         b"GET k\r\n",

@@ -7,6 +7,7 @@ mod diff;
 mod limits;
 mod memory;
 mod proc;
+mod props;
 mod random_diff;
 mod shutdown;
 mod soak;

@@ -19,7 +19,7 @@
 //!
 //! What is deliberately left out: commands whose replies depend on time at a finer grain than
 //! a second, on randomness that changes data (SPOP), on process identity (CLIENT, INFO, TIME,
-//! CONFIG, DEBUG, MEMORY USAGE, OBJECT IDLETIME/FREQ), sluice's own commands (CL.THROTTLE,
+//! CONFIG, DEBUG, MEMORY USAGE, OBJECT IDLETIME/FREQ/REFCOUNT), sluice's own commands (CL.THROTTLE,
 //! test mode), and short TTLs (a key must not expire between the two servers' commands).
 
 use std::time::Duration;
@@ -647,7 +647,41 @@ impl Gen {
     }
 
     fn misc_command(&mut self, keys: &[&str]) -> Vec<String> {
-        match self.rng.below(10) {
+        if self.rng.chance(30) {
+            return self.script_command(keys);
+        }
+        match self.rng.below(16) {
+            10 => vec![
+                "SWAPDB".into(),
+                self.rng.pick(&["0", "1", "abc"]).into(),
+                self.rng.pick(&["1", "0", "16"]).into(),
+            ],
+            // (Not OBJECT REFCOUNT: inside MULTI, Redis counts the references its queued commands
+            // hold to a value they stored, an artifact of its object sharing.)
+            11 => vec!["TYPE".into(), self.key(keys)],
+            12 => vec![
+                "SCRIPT".into(),
+                "LOAD".into(),
+                "return redis.call('GET', KEYS[1])".into(),
+            ],
+            13 => vec![
+                "EVALSHA".into(),
+                // sha1 of the script above, and one that is not loaded.
+                self.rng
+                    .pick(&[
+                        "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678",
+                        "d3c21d0c2b9ca22f82737626a27bcaf5d288f99f",
+                    ])
+                    .into(),
+                "1".into(),
+                self.key(keys),
+            ],
+            14 => vec![
+                "SCRIPT".into(),
+                "EXISTS".into(),
+                "d3c21d0c2b9ca22f82737626a27bcaf5d288f99f".into(),
+            ],
+            15 => vec!["FLUSHALL".into()],
             0 => vec!["PING".into()],
             1 => vec!["PING".into(), self.value()],
             2 => vec!["ECHO".into(), self.value()],
@@ -659,6 +693,47 @@ impl Gen {
             8 => vec!["FLUSHDB".into()],
             _ => vec!["NOSUCHCOMMAND".into(), self.value()],
         }
+    }
+
+    /// EVAL of small scripts: replies converted both ways, errors, keys and arguments.
+    fn script_command(&mut self, keys: &[&str]) -> Vec<String> {
+        const SCRIPTS: &[(&str, usize)] = &[
+            ("return redis.call('INCR', KEYS[1])", 1),
+            ("return redis.call('GET', KEYS[1])", 1),
+            ("return redis.pcall('LPUSH', KEYS[1], ARGV[1])", 1),
+            ("return redis.call('SET', KEYS[1], ARGV[1])", 1),
+            ("return {1, 2, {3, 'x'}, nil, 5}", 0),
+            ("return tonumber(ARGV[1])", 0),
+            ("return ARGV[1] .. 'x'", 0),
+            ("return {err = 'custom error'}", 0),
+            ("return {ok = 'fine'}", 0),
+            ("return 3.99", 0),
+            ("return true", 0),
+            ("return false", 0),
+            (
+                "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+                1,
+            ),
+            ("return redis.call('HGETALL', KEYS[1])", 1),
+            ("return redis.call('TTL', KEYS[1])", 1),
+            ("return #KEYS + #ARGV", 2),
+            ("return redis.call('NOSUCH')", 0),
+            ("return redis.pcall('INCR', KEYS[1])", 1),
+            (
+                "local v = redis.call('GET', KEYS[1]) if v then return v else return 'none' end",
+                1,
+            ),
+            ("this is not lua", 0),
+        ];
+        let (body, nkeys) = SCRIPTS[self.rng.below(SCRIPTS.len())];
+        let mut c = vec!["EVAL".to_string(), body.to_string(), nkeys.to_string()];
+        for _ in 0..nkeys {
+            c.push(self.key(keys));
+        }
+        for _ in 0..self.rng.below(3) {
+            c.push(self.value());
+        }
+        c
     }
 
     /// A command, or a whole transaction (MULTI, a few commands, EXEC or DISCARD).
@@ -695,6 +770,8 @@ struct Pair {
     sluice: sluice::TestServer,
     r: Conn,
     s: Conn,
+    /// Episodes in RESP3 (after HELLO 3) exercise the other reply encodings.
+    resp3: bool,
 }
 
 impl Pair {
@@ -708,6 +785,7 @@ impl Pair {
             sluice,
             r,
             s,
+            resp3: false,
         }
     }
 
@@ -716,6 +794,11 @@ impl Pair {
         self.r = Conn::connect(self.redis.addr());
         self.s = Conn::connect(self.sluice.addr());
         for c in [&mut self.r, &mut self.s] {
+            if self.resp3 {
+                // The reply holds each server's own id and version: not compared.
+                c.send(&[b"HELLO", b"3"]);
+                let _ = c.read_one(REPLY_TIMEOUT);
+            }
             for cmd in [&b"FLUSHALL"[..], b"SCRIPT"] {
                 let args: &[&[u8]] = if cmd == b"SCRIPT" {
                     &[b"SCRIPT", b"FLUSH"]
@@ -933,6 +1016,7 @@ fn random_command_sequences_match_redis() {
             }
         }
         commands += cmds.len();
+        pair.resp3 = episode % 4 == 3;
         let Some(_) = first_divergence(&mut pair, &cmds) else {
             continue;
         };
@@ -947,8 +1031,9 @@ fn random_command_sequences_match_redis() {
         }
         // One report per command name: the same bug tends to show up again and again.
         if !found.iter().any(|f| f.0 == last) {
+            let proto = if pair.resp3 { "HELLO 3\n" } else { "" };
             eprintln!(
-                "random_diff: seed {seed} episode {episode}: divergence on {last}\n{}\n  redis:  {}\n  sluice: {}",
+                "random_diff: seed {seed} episode {episode}: divergence on {last}\n{proto}{}\n  redis:  {}\n  sluice: {}",
                 transcript(&minimal),
                 escape(&r),
                 escape(&s)

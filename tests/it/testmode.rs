@@ -289,3 +289,20 @@ fn test_commands_do_not_exist_without_test_mode() {
         assert_eq!(String::from_utf8_lossy(&reply), expected);
     }
 }
+
+#[test]
+fn clock_moves_and_info_inside_multi_exec() {
+    let server = TestServer::start().unwrap();
+    let mut raw = Conn::connect(server.addr());
+    assert_eq!(raw.cmd(&[b"CLOCK", b"FREEZE"])[0], b':');
+    assert_eq!(raw.cmd(&[b"SET", b"k", b"v", b"PX", b"100"]), b"+OK\r\n");
+    assert_eq!(raw.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(raw.cmd(&[b"CLOCK", b"ADVANCE", b"101"]), b"+QUEUED\r\n");
+    assert_eq!(raw.cmd(&[b"DBSIZE"]), b"+QUEUED\r\n");
+    assert_eq!(raw.cmd(&[b"INFO", b"keyspace"]), b"+QUEUED\r\n");
+    let exec = String::from_utf8_lossy(&raw.cmd(&[b"EXEC"])).into_owned();
+    // The advance reaped the key before DBSIZE ran, inside the same transaction.
+    assert!(exec.starts_with("*3\r\n:"), "{exec}");
+    assert!(exec.contains("\r\n:0\r\n"), "{exec}");
+    assert!(exec.contains("# Keyspace"), "{exec}");
+}
