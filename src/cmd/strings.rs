@@ -574,7 +574,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
     if let Some(entry) = ctx.store.lookup(db, key, ctx.now_ms) {
         let current = match &entry.value {
             Value::Int(n) => *n,
-            Value::Str(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
+            Value::Str(b) | Value::Raw(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
             _ => return Err(CmdError::WrongType),
         };
         let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
@@ -656,7 +656,7 @@ impl Command for IncrByFloat {
             None => LongDouble::ZERO,
             Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes())
                 .ok_or(CmdError::NotFloat)?,
-            Some(Value::Str(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
+            Some(Value::Str(b) | Value::Raw(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
             Some(_) => return Err(CmdError::WrongType),
         };
         let by = long_double::parse(&self.by).ok_or(CmdError::NotFloat)?;
@@ -699,7 +699,7 @@ impl Command for Append {
         joined.extend_from_slice(&self.value);
         let len = joined.len();
         ctx.store
-            .set_keep_ttl(db, &self.key, Value::Str(Bytes::from(joined)), ctx.now_ms);
+            .set_keep_ttl(db, &self.key, Value::Raw(Bytes::from(joined)), ctx.now_ms);
         Ok(Reply::Int(len as i64))
     }
 }

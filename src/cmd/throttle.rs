@@ -64,7 +64,9 @@ impl Command for Throttle {
                 gcra::parse_stored_tat(itoa::Buffer::new().format(*n).as_bytes())
                     .map_err(cell_error)?,
             ),
-            Some(Value::Str(b)) => Some(gcra::parse_stored_tat(b).map_err(cell_error)?),
+            Some(Value::Str(b) | Value::Raw(b)) => {
+                Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
+            }
             Some(_) => return Err(CmdError::WrongType),
         };
         let now_ns = i64::try_from(ctx.now_ns).map_err(|_| CmdError::NotInteger)?;

@@ -19,8 +19,10 @@ use crate::store::zset::SortedSet;
 pub enum Value {
     /// A string that is the canonical decimal text of an i64.
     Int(i64),
-    /// Any other string (binary-safe).
+    /// Any other string (binary-safe), encoded `embstr` or `raw` by length as SET makes it.
     Str(Bytes),
+    /// A string changed in place (APPEND): Redis reports it `raw` whatever its length.
+    Raw(Bytes),
     /// A list.
     List(VecDeque<Bytes>),
     /// A hash.
@@ -325,7 +327,7 @@ impl Value {
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {
-            Value::Int(_) | Value::Str(_) => "string",
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) => "string",
             Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
@@ -338,7 +340,7 @@ impl Value {
         match self {
             Value::Int(_) => "int",
             Value::Str(b) if b.len() <= 44 => "embstr",
-            Value::Str(_) => "raw",
+            Value::Str(_) | Value::Raw(_) => "raw",
             Value::List(_) => "quicklist",
             Value::Hash(h) if h.is_listpack() => "listpack",
             Value::Hash(_) => "hashtable",
@@ -362,7 +364,7 @@ impl Value {
             Value::Int(n) => Ok(Bytes::copy_from_slice(
                 itoa::Buffer::new().format(*n).as_bytes(),
             )),
-            Value::Str(b) => Ok(b.clone()),
+            Value::Str(b) | Value::Raw(b) => Ok(b.clone()),
             _ => Err(CmdError::WrongType),
         }
     }
@@ -370,7 +372,7 @@ impl Value {
     /// True for aggregates that have become empty (Redis deletes those keys).
     pub fn is_empty_aggregate(&self) -> bool {
         match self {
-            Value::Int(_) | Value::Str(_) => false,
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) => false,
             Value::List(l) => l.is_empty(),
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
@@ -382,7 +384,7 @@ impl Value {
     pub fn approx_memory(&self) -> usize {
         match self {
             Value::Int(_) => 0,
-            Value::Str(b) => b.len(),
+            Value::Str(b) | Value::Raw(b) => b.len(),
             Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 16,
             Value::Hash(h) => h.approx_memory(),
             Value::Set(s) => s.approx_memory(),

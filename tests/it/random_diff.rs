@@ -981,15 +981,7 @@ type Known = (&'static str, fn(&[Vec<Vec<u8>>]) -> bool);
 
 /// Divergences found, reported and not fixed yet: printed, not failed on, so that long runs
 /// keep finding new ones. Remove an entry once its fix lands.
-const KNOWN: &[Known] = &[(
-    "APPEND to an existing string: Redis reports OBJECT ENCODING raw, sluice embstr (sluice \
-     derives the encoding from the length; Redis's appended strings stay raw)",
-    |cmds| {
-        cmds.last()
-            .is_some_and(|c| c[0].eq_ignore_ascii_case(b"OBJECT"))
-            && cmds.iter().any(|c| c[0].eq_ignore_ascii_case(b"APPEND"))
-    },
-)];
+const KNOWN: &[Known] = &[];
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
