@@ -277,6 +277,19 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> L
     }
 }
 
+/// Refuses a command before it runs (Redis's rejectCommand): counts the error and, inside
+/// MULTI, dooms the transaction so EXEC answers EXECABORT.
+fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
+    if client.multi.is_some() {
+        client.multi_failed = true;
+    }
+    shared
+        .stats
+        .total_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    reply
+}
+
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
     if let Some(hooks) = &shared.test {
@@ -284,26 +297,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     }
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
-        Lookup::Error(e) => {
-            if client.multi.is_some() {
-                client.multi_failed = true;
-            }
-            shared
-                .stats
-                .total_error_replies
-                .fetch_add(1, Ordering::Relaxed);
-            return e.into();
-        }
+        Lookup::Error(e) => return reject(shared, client, e.into()),
     };
     if !client.authenticated && !spec.has_flag("no_auth") {
-        if client.multi.is_some() {
-            client.multi_failed = true;
-        }
-        shared
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
-        return Reply::Error("NOAUTH Authentication required.".into());
+        return reject(shared, client, Reply::Error("NOAUTH Authentication required.".into()));
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
     let _routed = match cluster::route(shared, client, spec, args) {
@@ -311,11 +308,7 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         Err(reply) => return reply,
     };
     if let Some(reply) = maxmemory::check(shared, client, spec) {
-        shared
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
-        return reply;
+        return reject(shared, client, reply);
     }
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {
