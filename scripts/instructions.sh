@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Instructions a server executes in user space per decision, measured with valgrind's
+# callgrind (deterministic, unlike timings on a shared 2-core machine): the server runs under
+# callgrind, loadgen drives N decisions over one connection, and the difference between a run
+# of 22,000 and one of 2,000 decisions, divided by 20,000, removes start-up and shutdown.
+#
+#   scripts/instructions.sh sluice target/release/sluice getset 16
+#   scripts/instructions.sh redis redis-server fixed 1
+#
+# Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=$1 bin=$2 workload=$3 pipeline=$4
+port=7555
+loadgen=target/release/loadgen
+
+run() {
+  local n=$1 out
+  out=$(mktemp)
+  if [ "$kind" = redis ]; then
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port --save '' --appendonly no >/dev/null 2>&1 &
+  else
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port --save '' >/dev/null 2>&1 &
+  fi
+  local pid=$!
+  for _ in $(seq 1 200); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done
+  "$loadgen" --port $port --workload "$workload" --connections 1 --pipeline "$pipeline" \
+    --max-decisions "$n" --duration 300 --warmup 0 >/dev/null
+  redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true
+  wait "$pid" || true
+  grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}'
+  rm -f "$out"
+}
+
+small=$(run 2000)
+large=$(run 22000)
+echo "$kind $workload P=$pipeline: $(( (large - small) / 20000 )) instructions per decision"
