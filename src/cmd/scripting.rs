@@ -480,10 +480,11 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
     loop {
         let ran = busy.running_for()?;
         if ran < GRACE {
-            // Scripts usually take microseconds: waiting on the shard lock is cheaper than a
-            // task wake-up. A script that turns out long hands its worker off to a fresh
-            // thread (see crate::script), so the runtime keeps serving.
-            return None;
+            // Scripts usually take microseconds, so the wait is short; but it must never be a
+            // blocking wait on a shard lock, or a script that turns out long would hold this
+            // command (and its worker thread) until it ends instead of answering -BUSY.
+            busy.wait_end(GRACE - ran).await;
+            continue;
         }
         let spec = match lookup(&shared.table, args) {
             Lookup::Found(spec) => spec,

@@ -101,6 +101,18 @@ fn busy_server(threshold_ms: u64) -> (TestServer, Connection) {
     (server, con)
 }
 
+/// Waits (bounded) until the script sent on another connection is running past the busy
+/// threshold, seen as a PING answered -BUSY: on a loaded machine a fixed sleep is not enough
+/// for the script to have started.
+fn wait_until_busy(addr: std::net::SocketAddr) {
+    let mut probe = Conn::connect(addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while probe.cmd(&[b"PING"]) != BUSY {
+        assert!(Instant::now() < deadline, "the script never became busy");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 const BUSY: &[u8] =
     b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
 
@@ -121,19 +133,20 @@ fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
 
     let mut runner = Conn::connect(server.addr());
     runner.send(&[b"EVAL", b"local i = 0 while true do i = i + 1 end", b"0"]);
-    std::thread::sleep(Duration::from_millis(20));
 
+    // Until the script starts, GET answers; once it runs, GET waits for it (no reply while
+    // the script is young) and, past the threshold, gets BUSY — never the value, never a hang.
     let mut other = Conn::connect(server.addr());
-    // Before the threshold a command waits for the script...
-    let started = Instant::now();
-    other.send(&[b"GET", b"k"]);
-    // ...and past it gets BUSY.
-    assert_eq!(other.read_reply(), BUSY);
-    assert!(
-        started.elapsed() >= Duration::from_millis(50),
-        "{:?}",
-        started.elapsed()
-    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let reply = loop {
+        let reply = other.cmd(&[b"GET", b"k"]);
+        if reply != b"$1\r\nv\r\n" {
+            break reply;
+        }
+        assert!(Instant::now() < deadline, "the script never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(reply, BUSY);
     assert_eq!(other.cmd(&[b"PING"]), BUSY);
     // MULTI is allowed; a command queued while busy dooms the transaction.
     assert_eq!(other.cmd(&[b"MULTI"]), b"+OK\r\n");
@@ -163,13 +176,13 @@ fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
 fn a_script_that_wrote_is_unkillable() {
     let (server, mut admin) = busy_server(50);
     let mut runner = Conn::connect(server.addr());
-    // Writes, then loops for a while (a few seconds in a debug build).
+    // Writes, then loops for a while (seconds: long enough to be seen busy on a loaded machine).
     runner.send(&[
         b"EVAL",
-        b"redis.call('set', 'w', 1) local i = 0 while i < 100000000 do i = i + 1 end return i",
+        b"redis.call('set', 'w', 1) local i = 0 while i < 300000000 do i = i + 1 end return i",
         b"0",
     ]);
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until_busy(server.addr());
     let mut other = Conn::connect(server.addr());
     assert_eq!(
         other.cmd(&[b"SCRIPT", b"KILL"]),
@@ -178,7 +191,7 @@ fn a_script_that_wrote_is_unkillable() {
     assert_eq!(other.cmd(&[b"GET", b"w"]), BUSY);
     // The script finishes by itself; then the world goes on.
     match runner.read_one(Duration::from_secs(120)) {
-        Read1::Reply(r) => assert_eq!(r, b":100000000\r\n"),
+        Read1::Reply(r) => assert_eq!(r, b":300000000\r\n"),
         other => panic!("no reply from the script: {other:?}"),
     }
     let w: i64 = redis::cmd("GET").arg("w").query(&mut admin).unwrap();
@@ -335,7 +348,7 @@ fn shutdown_nosave_stops_a_busy_server() {
         b"redis.call('set', 'w', 1) while true do end",
         b"0",
     ]);
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until_busy(server.addr());
     let mut other = Conn::connect(server.addr());
     other.send(&[b"SHUTDOWN", b"NOSAVE"]);
     // The server goes away (the script is stopped so its thread can exit).
