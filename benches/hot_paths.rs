@@ -244,7 +244,7 @@ fn reaper(c: &mut Criterion) {
                 ks
             },
             |ks| {
-                let n = ks.reap_all(now + 1001);
+                let n = ks.lock_all().reap_due(now + 1001);
                 assert_eq!(n, KEYS);
                 ks
             },
