@@ -295,3 +295,49 @@ def test_redis_cli_resp3_hello(sluice_port, redis_cli):
     # RESP3 replies as redis-cli prints them.
     assert cli(redis_cli, sluice_port, "-3", "get", "missing") == "\n"
     assert cli(redis_cli, sluice_port, "-3", "set", "k", "v") == "OK\n"
+
+
+def test_redis_cli_interactive(sluice_port, redis_cli):
+    """redis-cli on a terminal: it asks COMMAND DOCS for its hints, then prompts."""
+    import os
+    import pty
+    import select
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        # A dumb terminal: linenoise prompts without cursor-position queries.
+        os.environ["TERM"] = "dumb"
+        os.execvp(redis_cli, [redis_cli, "-p", str(sluice_port)])
+
+    def read_until(marker, timeout=10.0):
+        seen = b""
+        deadline = time.monotonic() + timeout
+        while marker not in seen:
+            assert time.monotonic() < deadline, f"no {marker!r} in {seen!r}"
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+        return seen
+
+    try:
+        prompt = f"127.0.0.1:{sluice_port}>".encode()
+        read_until(prompt)
+        os.write(fd, b"set greeting hello\r")
+        assert b"OK" in read_until(prompt)
+        os.write(fd, b"get greeting\r")
+        assert b'"hello"' in read_until(prompt)
+        os.write(fd, b"incr greeting\r")
+        assert b"(error) ERR value is not an integer or out of range" in read_until(prompt)
+        os.write(fd, b"quit\r")
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
