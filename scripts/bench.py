@@ -494,7 +494,7 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
                 chart_rows.append(("%s (%d,%d)" % (w, c, p), rr, lr))
             if w in ("sliding", "fixed"):
                 need = 1.0 if (c, p) == (1, 1) else 1.5
-                targets.append(("`%s` decisions/s ≥ %.1f× Redis at (%d,%d)" % (w, c, p, need), fmt_ratio(rr), rr is not None and rr >= need))
+                targets.append(("`%s` decisions/s ≥ %.1f× Redis at (%d,%d)" % (w, need, c, p), fmt_ratio(rr), rr is not None and rr >= need))
             if w == "getset" and (c, p) == (50, 16):
                 targets.append(("`getset` ≥ 1.0× Redis at (50,16)", fmt_ratio(rr), rr is not None and rr >= 1.0))
             if w == "getset" and (c, p) == (50, 1):
@@ -563,7 +563,7 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
         L.append("")
     if reaper:
         L.append("## Reaper cost follows the keys that expire\n")
-        L.append("10,000 keys expiring at the same millisecond; sluice's CPU time (user+sys, from /proc) over the idle window around the deadline, once alone and once next to %s keys without TTL.\n" % "{:,}".format(args.static_keys))
+        L.append("10,000 keys expiring at the same millisecond; sluice's CPU time (all threads, from /proc/PID/task/*/schedstat) over the idle window around the deadline, once alone and once next to %s keys without TTL. Visiting each of those keys once would cost at least ~100 ns apiece (%.1f s); the target counts as met when they add less than a tenth of that.\n" % ("{:,}".format(args.static_keys), args.static_keys * 100e-9))
         L.append("| keys without TTL | CPU over window | window | keys left after |")
         L.append("|---|---|---|---|")
         for label in ("alone", "with_static"):
@@ -572,7 +572,9 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
                 L.append("| %s | %.1f ms | %.1f s | %s |" % ("{:,}".format(e["static"]), 1000 * e["cpu_s"], e["window_s"], "{:,}".format(e["keys_left"])))
         a, b = reaper.get("alone"), reaper.get("with_static")
         if a and b:
-            okr = b["cpu_s"] <= max(0.02, 2 * a["cpu_s"]) and b["keys_left"] == b["static"]
+            # Touching every static key once costs at least ~100 ns each (a cache miss): the
+            # reaper follows the 10,000 if the static keys add well under a tenth of that.
+            okr = b["cpu_s"] - a["cpu_s"] < 0.1 * b["static"] * 100e-9 and b["keys_left"] == b["static"]
             targets.append(("reaper CPU follows the 10,000 keys, not the %s" % "{:,}".format(b["static"]), "%.1f ms vs %.1f ms alone" % (1000 * b["cpu_s"], 1000 * a["cpu_s"]), okr))
         L.append("")
 

@@ -300,7 +300,11 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         Lookup::Error(e) => return reject(shared, client, e.into()),
     };
     if !client.authenticated && !spec.has_flag("no_auth") {
-        return reject(shared, client, Reply::Error("NOAUTH Authentication required.".into()));
+        return reject(
+            shared,
+            client,
+            Reply::Error("NOAUTH Authentication required.".into()),
+        );
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
     let _routed = match cluster::route(shared, client, spec, args) {

@@ -656,7 +656,9 @@ impl Command for IncrByFloat {
             None => LongDouble::ZERO,
             Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes())
                 .ok_or(CmdError::NotFloat)?,
-            Some(Value::Str(b) | Value::Raw(b)) => long_double::parse(b).ok_or(CmdError::NotFloat)?,
+            Some(Value::Str(b) | Value::Raw(b)) => {
+                long_double::parse(b).ok_or(CmdError::NotFloat)?
+            }
             Some(_) => return Err(CmdError::WrongType),
         };
         let by = long_double::parse(&self.by).ok_or(CmdError::NotFloat)?;

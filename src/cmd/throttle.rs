@@ -7,6 +7,7 @@
 //! would on Redis with the module loaded.
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::error::{CmdError, CmdResult};
@@ -44,12 +45,12 @@ pub struct Throttle {
 impl Command for Throttle {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        let slices: Vec<&[u8]> = rest.iter().map(|b| &b[..]).collect();
-        let (key, args) = gcra::parse_command(&slices).map_err(cell_error)?;
-        Ok(Throttle {
-            key: Bytes::copy_from_slice(key),
-            args,
-        })
+        let slices: SmallVec<[&[u8]; 8]> = rest.iter().map(|b| &b[..]).collect();
+        let (_, args) = gcra::parse_command(&slices).map_err(cell_error)?;
+        // The key is the first argument (parse_command accepted it): share its bytes
+        // rather than copy them.
+        let key = rest.first().cloned().unwrap_or_default();
+        Ok(Throttle { key, args })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -60,10 +61,9 @@ impl Command for Throttle {
             .map(|e| &e.value)
         {
             None => None,
-            Some(Value::Int(n)) => Some(
-                gcra::parse_stored_tat(itoa::Buffer::new().format(*n).as_bytes())
-                    .map_err(cell_error)?,
-            ),
+            // What parse_stored_tat would make of the integer's text, without the text.
+            Some(Value::Int(n)) if *n >= 0 => Some(*n),
+            Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
             Some(Value::Str(b) | Value::Raw(b)) => {
                 Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
             }

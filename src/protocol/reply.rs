@@ -229,8 +229,14 @@ mod tests {
         assert_eq!(enc(&Reply::Double(1.5), 3), b",1.5\r\n");
         assert_eq!(enc(&Reply::Bool(true), 3), b"#t\r\n");
         assert_eq!(enc(&Reply::Bool(false), 2), b":0\r\n");
-        assert_eq!(enc(&Reply::BigNumber(Bytes::from_static(b"12")), 3), b"(12\r\n");
-        assert_eq!(enc(&Reply::BigNumber(Bytes::from_static(b"12")), 2), b"$2\r\n12\r\n");
+        assert_eq!(
+            enc(&Reply::BigNumber(Bytes::from_static(b"12")), 3),
+            b"(12\r\n"
+        );
+        assert_eq!(
+            enc(&Reply::BigNumber(Bytes::from_static(b"12")), 2),
+            b"$2\r\n12\r\n"
+        );
         assert_eq!(
             enc(&Reply::Verbatim(Bytes::from_static(b"x")), 3),
             b"=5\r\ntxt:x\r\n"

@@ -194,7 +194,7 @@ async fn run<S: Transport>(
             );
             return Ok(());
         }
-        if shared.shutdown.is_cancelled() {
+        if shared.shutdown.is_cancelled() || info.kill.is_cancelled() {
             return Ok(());
         }
 
@@ -211,7 +211,13 @@ async fn run<S: Transport>(
                 None => Some(stream.read_buf(&mut rbuf).await),
             }
         };
+        // Biased, the read first: when data is already there (a busy client), the
+        // cancellation futures are never polled, and polling one registers a waiter under a
+        // lock (the shutdown token's is shared by every connection). A kill or a shutdown
+        // still ends a read that waits, and the checks per batch catch a client that never
+        // lets its reads wait.
         let n = tokio::select! {
+            biased;
             r = read => match r {
                 Some(r) => r?,
                 None => return Ok(()), // idle timeout
@@ -319,13 +325,16 @@ async fn write_out<S: Transport>(
             }
         };
         let n = if pending == 0 {
+            // Biased for the reason given in `run`: the kill is polled only while we wait.
             tokio::select! {
+                biased;
                 r = stream.flush() => { r?; break; }
                 _ = expired => return Err(closed("output not drained in time")),
                 _ = kill.cancelled() => return Err(closed("killed")),
             }
         } else {
             tokio::select! {
+                biased;
                 r = stream.write(&wbuf[written..]) => r?,
                 _ = expired => {
                     tracing::warn!(

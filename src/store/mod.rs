@@ -146,7 +146,6 @@ impl Keyspace {
         let reaped = shard.reap(now_ms, max);
         Some((reaped, shard.next_deadline()))
     }
-
 }
 
 /// The shards one command (or one EXEC) holds, and key-level operations through them.
@@ -228,7 +227,11 @@ impl<'a> Locked<'a> {
             .enumerate()
             .filter(|(_, s)| s.0 > 0)
             .map(|(db, (keys, expires, weighted))| {
-                let avg = if expires > 0 { (weighted / expires as u128) as u64 } else { 0 };
+                let avg = if expires > 0 {
+                    (weighted / expires as u128) as u64
+                } else {
+                    0
+                };
                 (db, keys, expires, avg)
             })
             .collect()

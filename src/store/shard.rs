@@ -290,16 +290,15 @@ impl Shard {
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         self.lru_now = lru_stamp(now_ms);
-        let expired = self.dbs[db]
-            .table
-            .find(hash, |e| &*e.key == key)?
-            .is_expired(now_ms);
-        if expired {
+        // One probe: the bucket index found is reused (O(1)) once the key is known live.
+        let table = &self.dbs[db].table;
+        let bucket = table.find_bucket_index(hash, |e| &*e.key == key)?;
+        if table.get_bucket(bucket)?.is_expired(now_ms) {
             self.remove(db, hash, key);
             self.stats.expired_keys += 1;
             return None;
         }
-        let e = self.dbs[db].table.find_mut(hash, |e| &*e.key == key)?;
+        let e = self.dbs[db].table.get_bucket_mut(bucket)?;
         e.mark_accessed(now_ms);
         Some(&mut **e)
     }
@@ -327,20 +326,19 @@ impl Shard {
         now_ms: u64,
     ) -> Option<&mut Entry> {
         self.lru_now = lru_stamp(now_ms);
-        match self.dbs[db].table.find(hash, |e| &*e.key == key) {
-            None => {
-                self.stats.keyspace_misses += 1;
-                return None;
-            }
-            Some(e) if e.is_expired(now_ms) => {
-                self.remove(db, hash, key);
-                self.stats.expired_keys += 1;
-                self.stats.keyspace_misses += 1;
-                return None;
-            }
-            Some(_) => self.stats.keyspace_hits += 1,
+        let table = &self.dbs[db].table;
+        let Some(bucket) = table.find_bucket_index(hash, |e| &*e.key == key) else {
+            self.stats.keyspace_misses += 1;
+            return None;
+        };
+        if table.get_bucket(bucket)?.is_expired(now_ms) {
+            self.remove(db, hash, key);
+            self.stats.expired_keys += 1;
+            self.stats.keyspace_misses += 1;
+            return None;
         }
-        let e = self.dbs[db].table.find_mut(hash, |e| &*e.key == key)?;
+        self.stats.keyspace_hits += 1;
+        let e = self.dbs[db].table.get_bucket_mut(bucket)?;
         e.mark_accessed(now_ms);
         Some(&mut **e)
     }
@@ -357,10 +355,13 @@ impl Shard {
     ) {
         let table = &mut self.dbs[db].table;
         let lru = self.lru_now;
-        match table.find_mut(hash, |e| &*e.key == key) {
+        // The expiry index is only touched when there is a TTL to set or to clear: a plain
+        // SET of a key without one costs a single probe.
+        let ttl_changes = match table.find_mut(hash, |e| &*e.key == key) {
             Some(e) => {
                 e.value = value;
                 e.lru = lru;
+                e.expire_at != NO_EXPIRY || expire_at.is_some()
             }
             None => {
                 table.insert_unique(
@@ -375,9 +376,12 @@ impl Shard {
                     }),
                     |e| e.hash,
                 );
+                expire_at.is_some()
             }
+        };
+        if ttl_changes {
+            self.set_expire(db, hash, key, expire_at);
         }
-        self.set_expire(db, hash, key, expire_at);
         self.touch(db, key);
     }
 
