@@ -182,6 +182,35 @@ pub enum TtlUnit {
     UnixMillis,
 }
 
+impl TtlUnit {
+    /// The unit an (uppercased) EX / PX / EXAT / PXAT option names.
+    fn from_option(opt: &[u8]) -> Option<TtlUnit> {
+        match opt {
+            b"EX" => Some(TtlUnit::Seconds),
+            b"PX" => Some(TtlUnit::Millis),
+            b"EXAT" => Some(TtlUnit::UnixSeconds),
+            b"PXAT" => Some(TtlUnit::UnixMillis),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a TTL option's value into `ttl` (SET, GETEX). Redis lets the same unit repeat (the
+/// last value wins) but refuses another unit, a conflicting option (`conflict`: KEEPTTL,
+/// PERSIST) or a missing value, all as a syntax error.
+fn read_ttl_option(
+    a: &mut ArgCursor<'_>,
+    unit: TtlUnit,
+    ttl: &mut Option<(TtlUnit, Bytes)>,
+    conflict: bool,
+) -> CmdResult<()> {
+    if ttl.as_ref().is_some_and(|(u, _)| *u != unit) || conflict || a.remaining() == 0 {
+        return Err(CmdError::Syntax);
+    }
+    *ttl = Some((unit, a.next()?.clone()));
+    Ok(())
+}
+
 /// Turns a SET/GETEX/SETEX TTL argument into an absolute Unix ms deadline, with Redis's
 /// checks: not an integer → "not an integer"; ≤ 0 or overflowing → "invalid expire time".
 pub fn expire_deadline(
@@ -286,17 +315,9 @@ impl Command for Set {
                     s.keep_ttl = true;
                     continue;
                 }
-                b"EX" => TtlUnit::Seconds,
-                b"PX" => TtlUnit::Millis,
-                b"EXAT" => TtlUnit::UnixSeconds,
-                b"PXAT" => TtlUnit::UnixMillis,
-                _ => return Err(CmdError::Syntax),
+                other => TtlUnit::from_option(other).ok_or(CmdError::Syntax)?,
             };
-            // Redis lets a unit repeat (the last value wins) but not mix with another.
-            if s.ttl.as_ref().is_some_and(|(u, _)| *u != unit) || s.keep_ttl || a.remaining() == 0 {
-                return Err(CmdError::Syntax);
-            }
-            s.ttl = Some((unit, a.next()?.clone()));
+            read_ttl_option(a, unit, &mut s.ttl, s.keep_ttl)?;
         }
         Ok(s)
     }
@@ -456,16 +477,9 @@ impl Command for GetEx {
                     g.persist = true;
                     continue;
                 }
-                b"EX" => TtlUnit::Seconds,
-                b"PX" => TtlUnit::Millis,
-                b"EXAT" => TtlUnit::UnixSeconds,
-                b"PXAT" => TtlUnit::UnixMillis,
-                _ => return Err(CmdError::Syntax),
+                other => TtlUnit::from_option(other).ok_or(CmdError::Syntax)?,
             };
-            if g.ttl.as_ref().is_some_and(|(u, _)| *u != unit) || g.persist || a.remaining() == 0 {
-                return Err(CmdError::Syntax);
-            }
-            g.ttl = Some((unit, a.next()?.clone()));
+            read_ttl_option(a, unit, &mut g.ttl, g.persist)?;
         }
         Ok(g)
     }
