@@ -858,6 +858,42 @@ fn status_set(items: &[&'static str]) -> Reply {
     Reply::Set(items.iter().map(|f| Reply::status(f)).collect())
 }
 
+/// The fields of one COMMAND INFO key spec: its flags, an `index` begin_search at `begin`,
+/// and a find_keys of `find_type` with the given spec fields.
+fn key_spec_fields(
+    flags: &[&'static str],
+    begin: i64,
+    find_type: &'static str,
+    find_spec: &[(&'static str, i64)],
+) -> Vec<(Reply, Reply)> {
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    vec![
+        field("flags", status_set(flags)),
+        field(
+            "begin_search",
+            Reply::Map(vec![
+                field("type", Reply::bulk(b"index")),
+                field("spec", Reply::Map(vec![field("index", Reply::Int(begin))])),
+            ]),
+        ),
+        field(
+            "find_keys",
+            Reply::Map(vec![
+                field("type", Reply::bulk(find_type.as_bytes())),
+                field(
+                    "spec",
+                    Reply::Map(
+                        find_spec
+                            .iter()
+                            .map(|&(k, v)| field(k, Reply::Int(v)))
+                            .collect(),
+                    ),
+                ),
+            ]),
+        ),
+    ]
+}
+
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
@@ -874,33 +910,16 @@ pub fn command_info(spec: &C) -> Reply {
         if let Some(notes) = notes {
             fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
         }
-        fields.extend([
-            (Reply::bulk(b"flags"), status_set(flags)),
-            (
-                Reply::bulk(b"begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk(b"type"), Reply::bulk(b"index")),
-                    (
-                        Reply::bulk(b"spec"),
-                        Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(begin as i64))]),
-                    ),
-                ]),
-            ),
-            (
-                Reply::bulk(b"find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk(b"type"), Reply::bulk(b"keynum")),
-                    (
-                        Reply::bulk(b"spec"),
-                        Reply::Map(vec![
-                            (Reply::bulk(b"keynumidx"), Reply::Int(keynumidx as i64)),
-                            (Reply::bulk(b"firstkey"), Reply::Int(firstkey as i64)),
-                            (Reply::bulk(b"keystep"), Reply::Int(step as i64)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ]);
+        fields.extend(key_spec_fields(
+            flags,
+            begin as i64,
+            "keynum",
+            &[
+                ("keynumidx", keynumidx as i64),
+                ("firstkey", firstkey as i64),
+                ("keystep", step as i64),
+            ],
+        ));
         vec![Reply::Map(fields)]
     } else if first > 0 {
         let flags: &[&'static str] = if spec.has_flag("write") {
@@ -908,40 +927,17 @@ pub fn command_info(spec: &C) -> Reply {
         } else {
             &["RO", "access"]
         };
-        vec![Reply::Map(vec![
-            (Reply::bulk(b"flags"), status_set(flags)),
-            (
-                Reply::bulk(b"begin_search"),
-                Reply::Map(vec![
-                    (Reply::bulk(b"type"), Reply::bulk(b"index")),
-                    (
-                        Reply::bulk(b"spec"),
-                        Reply::Map(vec![(Reply::bulk(b"index"), Reply::Int(first as i64))]),
-                    ),
-                ]),
-            ),
-            (
-                Reply::bulk(b"find_keys"),
-                Reply::Map(vec![
-                    (Reply::bulk(b"type"), Reply::bulk(b"range")),
-                    (
-                        Reply::bulk(b"spec"),
-                        Reply::Map(vec![
-                            (
-                                Reply::bulk(b"lastkey"),
-                                Reply::Int(if last < 0 {
-                                    last as i64
-                                } else {
-                                    (last - first) as i64
-                                }),
-                            ),
-                            (Reply::bulk(b"keystep"), Reply::Int(step as i64)),
-                            (Reply::bulk(b"limit"), Reply::Int(0)),
-                        ]),
-                    ),
-                ]),
-            ),
-        ])]
+        let lastkey = if last < 0 { last } else { last - first };
+        vec![Reply::Map(key_spec_fields(
+            flags,
+            first as i64,
+            "range",
+            &[
+                ("lastkey", lastkey as i64),
+                ("keystep", step as i64),
+                ("limit", 0),
+            ],
+        ))]
     } else {
         vec![]
     };
