@@ -4,8 +4,8 @@
 // in server-side TTLs, so the tests move sluice's clock instead of sleeping.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { startSluice } from "./sluice.mjs";
 import Redis from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import express from "express";
@@ -16,13 +16,8 @@ let server;
 let redis;
 
 before(async () => {
-  server = spawn(process.env.SLUICE_BIN ?? "../../target/debug/sluice", ["--port", "0", "--test-mode"]);
-  let out = "";
-  while (!/listening on [\d.]+:(\d+)/.test(out)) {
-    const [chunk] = await once(server.stdout, "data");
-    out += chunk;
-  }
-  const port = Number(out.match(/listening on [\d.]+:(\d+)/)[1]);
+  let port;
+  ({ proc: server, port } = await startSluice());
   redis = new Redis({ host: "127.0.0.1", port });
   await redis.call("CLOCK", "FREEZE");
 });

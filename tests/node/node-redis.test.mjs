@@ -2,21 +2,15 @@
 // strings and counters, a MULTI block, sorted sets and CL.THROTTLE, unchanged.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
+import { startSluice } from "./sluice.mjs";
 import { createClient } from "redis";
 
 let server;
 let client;
 
 before(async () => {
-  server = spawn(process.env.SLUICE_BIN ?? "../../target/debug/sluice", ["--port", "0", "--test-mode"]);
-  let out = "";
-  while (!/listening on [\d.]+:(\d+)/.test(out)) {
-    const [chunk] = await once(server.stdout, "data");
-    out += chunk;
-  }
-  const port = Number(out.match(/listening on [\d.]+:(\d+)/)[1]);
+  let port;
+  ({ proc: server, port } = await startSluice());
   client = createClient({ socket: { host: "127.0.0.1", port } });
   client.on("error", () => {});
   await client.connect();
