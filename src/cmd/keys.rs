@@ -471,23 +471,23 @@ impl Command for Type {
     }
 }
 
-/// Live keys of the current database with their hashes, from every held shard.
-fn live_keys(ctx: &mut Ctx<'_>) -> Vec<(u64, Box<[u8]>, &'static str)> {
+/// Calls `f` with the hash, key and type name of every live key of the current database in
+/// the held shards (whole-keyspace commands hold them all). Borrowed, so callers copy only
+/// the keys they reply with.
+fn for_each_live(ctx: &mut Ctx<'_>, mut f: impl FnMut(u64, &[u8], &'static str)) {
     let db = ctx.db();
     let now = ctx.now_ms;
-    let mut out = Vec::new();
     for shard in ctx.store.shards_mut() {
         for e in shard.db(db).iter() {
             if !e.is_expired(now) {
-                out.push((
+                f(
                     crate::store::shard::Db::entry_hash(e),
-                    e.key.to_boxed(),
+                    &e.key,
                     e.value.type_name(),
-                ));
+                );
             }
         }
     }
-    out
 }
 
 /// KEYS pattern
@@ -504,11 +504,12 @@ impl Command for Keys {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = &self.pattern[..] == b"*";
-        let keys = live_keys(ctx)
-            .into_iter()
-            .filter(|(_, k, _)| all || glob_match(&self.pattern, k, false))
-            .map(|(_, k, _)| Reply::Bulk(Bytes::from(k.into_vec())))
-            .collect();
+        let mut keys = Vec::new();
+        for_each_live(ctx, |_, k, _| {
+            if all || glob_match(&self.pattern, k, false) {
+                keys.push(Reply::bulk(k));
+            }
+        });
         Ok(Reply::Array(keys))
     }
 }
@@ -562,21 +563,30 @@ impl Command for Scan {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let mut keys: Vec<_> = live_keys(ctx)
-            .into_iter()
-            .filter(|(h, _, _)| *h >= self.cursor)
-            .collect();
-        keys.sort_unstable_by_key(|(h, _, _)| *h);
-        let mut next = 0u64;
-        if keys.len() > self.count {
+        // Find the hash that ends this batch (the COUNT-th smallest at or after the cursor)
+        // without sorting or copying the whole keyspace.
+        let mut hashes = Vec::new();
+        for_each_live(ctx, |h, _, _| {
+            if h >= self.cursor {
+                hashes.push(h);
+            }
+        });
+        let mut end = None;
+        if hashes.len() > self.count {
+            let boundary = *hashes.select_nth_unstable(self.count).1;
             // Never split keys sharing a hash across two calls.
-            let boundary = keys[self.count].0;
-            let cut = keys.partition_point(|(h, _, _)| *h < boundary);
-            if cut > 0 {
-                keys.truncate(cut);
-                next = boundary;
+            if hashes.iter().any(|&h| h < boundary) {
+                end = Some(boundary);
             }
         }
+        let mut keys = Vec::new();
+        for_each_live(ctx, |h, k, t| {
+            if h >= self.cursor && end.is_none_or(|e| h < e) {
+                keys.push((h, Bytes::copy_from_slice(k), t));
+            }
+        });
+        keys.sort_unstable_by_key(|(h, _, _)| *h);
+        let next = end.unwrap_or(0);
         let found = keys
             .into_iter()
             .filter(|(_, k, t)| {
@@ -585,7 +595,7 @@ impl Command for Scan {
                     .is_none_or(|p| glob_match(p, k, false))
                     && self.type_name.as_ref().is_none_or(|want| want == t)
             })
-            .map(|(_, k, _)| Reply::Bulk(Bytes::from(k.into_vec())))
+            .map(|(_, k, _)| Reply::Bulk(k))
             .collect();
         Ok(Reply::Array(vec![
             Reply::Bulk(Bytes::from(next.to_string())),
@@ -638,12 +648,20 @@ impl Command for RandomKey {
         Ok(RandomKey)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let keys = live_keys(ctx);
-        if keys.is_empty() {
+        let mut live = 0usize;
+        for_each_live(ctx, |_, _, _| live += 1);
+        if live == 0 {
             return Ok(Reply::Null);
         }
-        let pick = rand::random_range(0..keys.len());
-        Ok(Reply::bulk(&keys[pick].1))
+        let mut pick = rand::random_range(0..live);
+        let mut chosen = Reply::Null;
+        for_each_live(ctx, |_, k, _| {
+            if pick == 0 {
+                chosen = Reply::bulk(k);
+            }
+            pick = pick.wrapping_sub(1);
+        });
+        Ok(chosen)
     }
 }
 

@@ -24,8 +24,6 @@ use smallvec::SmallVec;
 pub use shard::{Entry, Shard, ShardStats};
 pub use value::Value;
 
-use crate::error::CmdError;
-
 /// All shards of all databases.
 #[derive(Debug)]
 pub struct Keyspace {
@@ -403,9 +401,4 @@ impl<'a> Locked<'a> {
         let (shard, hash) = self.shard(key);
         shard.watched_key_expired(db, hash, key, client, now_ms)
     }
-}
-
-/// Checks a value's type, mapping a mismatch to WRONGTYPE.
-pub fn expect_type<T>(v: Option<T>) -> Result<T, CmdError> {
-    v.ok_or(CmdError::WrongType)
 }

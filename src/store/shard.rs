@@ -716,20 +716,6 @@ impl Shard {
         self.wheel.next_deadline()
     }
 
-    /// Picks a live key of `db` at random, or None.
-    pub fn random_key(&self, db: usize, now_ms: u64, pick: usize) -> Option<Box<[u8]>> {
-        let table = &self.dbs[db].table;
-        let live: Vec<&Entry> = table
-            .iter()
-            .map(|e| &**e)
-            .filter(|e| !e.is_expired(now_ms))
-            .collect();
-        if live.is_empty() {
-            return None;
-        }
-        Some(live[pick % live.len()].key.to_boxed())
-    }
-
     /// Bytes of this shard's structures, not counting the entries: the tables' slots and
     /// control bytes and the timer wheel. O(databases), so INFO can report it at any size.
     pub fn structure_memory(&self) -> usize {

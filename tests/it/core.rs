@@ -373,3 +373,45 @@ fn requirepass_auth_and_noauth() {
         b"-NOAUTH Authentication required.\r\n"
     );
 }
+
+#[test]
+fn scan_returns_every_key_once_while_keys_come_and_go() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let mut pipe = redis::pipe();
+    for i in 0..1000 {
+        pipe.cmd("SET").arg(format!("stay:{i}")).arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let mut seen = std::collections::HashMap::new();
+    let mut cursor: u64 = 0;
+    let mut calls = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(37)
+            .query(&mut con)
+            .unwrap();
+        for k in keys {
+            *seen.entry(k).or_insert(0) += 1;
+        }
+        // Churn between calls: keys that are not present for the whole scan.
+        let _: () = redis::cmd("SET")
+            .arg(format!("churn:{calls}"))
+            .arg(1)
+            .query(&mut con)
+            .unwrap();
+        calls += 1;
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        assert!(calls < 1000, "SCAN never finished");
+    }
+    for i in 0..1000 {
+        assert_eq!(seen.get(&format!("stay:{i}")), Some(&1), "stay:{i}");
+    }
+    assert!(seen.values().all(|&n| n == 1), "a key returned twice");
+    assert!(calls >= 1000 / 37, "COUNT bounds each batch: {calls} calls");
+}
