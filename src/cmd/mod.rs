@@ -30,6 +30,8 @@ pub mod testmode;
 pub mod throttle;
 pub mod txn;
 pub mod zset;
+pub mod zsetops;
+pub mod sort;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -255,7 +255,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 12] {
+pub fn all_families() -> [&'static [CommandSpec]; 14] {
     use super::*;
     [
         strings::COMMANDS,
@@ -270,6 +270,8 @@ pub fn all_families() -> [&'static [CommandSpec]; 12] {
         testmode::COMMANDS,
         scripting::COMMANDS,
         cluster::COMMANDS,
+        zsetops::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 
