@@ -2,7 +2,9 @@
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_sub,
+};
 use crate::cmd::args::{glob_match, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -193,7 +195,16 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<Touch>,
     )
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_info(&InfoDoc {
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        key_specs: &[KeySpecDoc {
+            notes: None,
+            flags: &["RO"],
+            begin: Some(1),
+            find: FindKeys::Range(-1, 1, 0),
+        }],
+    }),
     C::new(
         "copy",
         -3,
@@ -201,14 +212,41 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 2, 1),
         run::<Copy>,
     )
-    .with_acl(&["@keyspace", "@write", "@slow"]),
-    C::new("move", 3, &["write", "fast"], C::keys(1, 1, 1), run::<Move>).with_acl(&[
-        "@keyspace",
-        "@write",
-        "@fast",
-    ]),
+    .with_acl(&["@keyspace", "@write", "@slow"])
+    .with_info(&InfoDoc {
+        tips: &[],
+        key_specs: &[
+            KeySpecDoc {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            },
+            KeySpecDoc {
+                notes: None,
+                flags: &["OW", "update"],
+                begin: Some(2),
+                find: FindKeys::Range(0, 1, 0),
+            },
+        ],
+    }),
+    C::new("move", 3, &["write", "fast"], C::keys(1, 1, 1), run::<Move>)
+        .with_acl(&["@keyspace", "@write", "@fast"])
+        .with_info(&InfoDoc {
+            tips: &[],
+            key_specs: &[KeySpecDoc {
+                notes: None,
+                flags: &["RW", "access", "update"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            }],
+        }),
     C::new("wait", 3, &["noscript"], C::keys(0, 0, 0), run::<Wait>)
-        .with_acl(&["@slow", "@connection"]),
+        .with_acl(&["@slow", "@connection"])
+        .with_info(&InfoDoc {
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+            key_specs: &[],
+        }),
     C::new(
         "object",
         -2,
@@ -216,6 +254,7 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<super::server::Help>,
     )
+    .with_acl(&["@slow"])
     .with_subcommands(OBJECT),
     C::new(
         "memory",
@@ -227,42 +266,62 @@ pub static COMMANDS: &[C] = &[
     .with_subcommands(MEMORY),
 ];
 
+/// What COMMAND INFO reports for OBJECT's key subcommands.
+static OBJECT_KEY_INFO: InfoDoc = InfoDoc {
+    tips: &["nondeterministic_output"],
+    key_specs: &[KeySpecDoc {
+        notes: None,
+        flags: &["RO"],
+        begin: Some(2),
+        find: FindKeys::Range(0, 1, 0),
+    }],
+};
+
 static OBJECT: &[C] = &[
-    C::new(
-        "object|encoding",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectEncoding>,
-    ),
-    C::new(
-        "object|idletime",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<0>>,
-    ),
-    C::new(
-        "object|refcount",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<1>>,
-    ),
     C::new(
         "object|freq",
         3,
         &["readonly"],
         C::keys(2, 2, 1),
         run_sub::<ObjectNumber<2>>,
-    ),
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
     C::new(
         "object|help",
         2,
         &["loading", "stale"],
         C::keys(0, 0, 0),
         run_sub::<ObjectHelp>,
-    ),
+    )
+    .with_acl(&["@keyspace", "@slow"]),
+    C::new(
+        "object|refcount",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<1>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|encoding",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectEncoding>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|idletime",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<0>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
 ];
 
 static MEMORY: &[C] = &[

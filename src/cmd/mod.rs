@@ -24,6 +24,7 @@ pub mod monitor;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod testmode;
@@ -31,7 +32,6 @@ pub mod throttle;
 pub mod txn;
 pub mod zset;
 pub mod zsetops;
-pub mod sort;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +47,7 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]

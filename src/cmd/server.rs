@@ -894,10 +894,61 @@ fn key_spec_fields(
     ]
 }
 
+/// One key spec given explicitly in the table.
+fn key_spec_doc(d: &crate::cmd::KeySpecDoc) -> Reply {
+    use crate::cmd::FindKeys;
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    let ints = |pairs: &[(&'static str, i64)]| {
+        Reply::Map(
+            pairs
+                .iter()
+                .map(|&(k, v)| field(k, Reply::Int(v)))
+                .collect(),
+        )
+    };
+    let mut fields = Vec::with_capacity(4);
+    if let Some(notes) = d.notes {
+        fields.push(field("notes", Reply::bulk(notes.as_bytes())));
+    }
+    fields.push(field("flags", status_set(d.flags)));
+    let begin = match d.begin {
+        Some(i) => Reply::Map(vec![
+            field("type", Reply::bulk(b"index")),
+            field("spec", ints(&[("index", i)])),
+        ]),
+        None => Reply::Map(vec![
+            field("type", Reply::bulk(b"unknown")),
+            field("spec", Reply::Map(vec![])),
+        ]),
+    };
+    fields.push(field("begin_search", begin));
+    let (kind, spec) = match d.find {
+        FindKeys::Range(last, step, limit) => (
+            "range",
+            ints(&[("lastkey", last), ("keystep", step), ("limit", limit)]),
+        ),
+        FindKeys::Keynum(idx, first, step) => (
+            "keynum",
+            ints(&[("keynumidx", idx), ("firstkey", first), ("keystep", step)]),
+        ),
+        FindKeys::Unknown => ("unknown", Reply::Map(vec![])),
+    };
+    fields.push(field(
+        "find_keys",
+        Reply::Map(vec![
+            field("type", Reply::bulk(kind.as_bytes())),
+            field("spec", spec),
+        ]),
+    ));
+    Reply::Map(fields)
+}
+
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if let KeySpec::Keynum {
+    let key_specs = if let Some(doc) = spec.info {
+        doc.key_specs.iter().map(key_spec_doc).collect()
+    } else if let KeySpec::Keynum {
         begin,
         keynumidx,
         firstkey,
@@ -949,9 +1000,14 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(vec![]),
-        Reply::Array(key_specs),
-        Reply::Array(spec.subcommands.iter().map(command_info).collect()),
+        Reply::Set(
+            spec.info
+                .map(|d| d.tips.iter().map(|t| Reply::bulk(t.as_bytes())).collect())
+                .unwrap_or_default(),
+        ),
+        // Sets in RESP3, as Redis sends them.
+        Reply::Set(key_specs),
+        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
     ])
 }
 

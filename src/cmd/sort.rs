@@ -20,7 +20,9 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+};
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -36,8 +38,7 @@ fn sort_keys(args: &[Bytes]) -> Vec<usize> {
         let a = &args[j];
         if a.eq_ignore_ascii_case(b"limit") && left >= 2 {
             j += 3;
-        } else if (a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by")) && left >= 1
-        {
+        } else if (a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by")) && left >= 1 {
             j += 2;
         } else if a.eq_ignore_ascii_case(b"store") && left >= 1 {
             keys.push(j + 1);
@@ -56,6 +57,40 @@ const SORT_KEYS: KeySpec = KeySpec::Custom {
     find: sort_keys,
 };
 
+const SORTED_KEY: KeySpecDoc = KeySpecDoc {
+    notes: None,
+    flags: &["RO", "access"],
+    begin: Some(1),
+    find: FindKeys::Range(0, 1, 0),
+};
+const PATTERN_KEYS: KeySpecDoc = KeySpecDoc {
+    notes: Some(
+        "For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort",
+    ),
+    flags: &["RO", "access"],
+    begin: None,
+    find: FindKeys::Unknown,
+};
+static SORT_INFO: InfoDoc = InfoDoc {
+    tips: &[],
+    key_specs: &[
+        SORTED_KEY,
+        PATTERN_KEYS,
+        KeySpecDoc {
+            notes: Some(
+                "For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array",
+            ),
+            flags: &["OW", "update"],
+            begin: None,
+            find: FindKeys::Unknown,
+        },
+    ],
+};
+static SORT_RO_INFO: InfoDoc = InfoDoc {
+    tips: &[],
+    key_specs: &[SORTED_KEY, PATTERN_KEYS],
+};
+
 /// The commands of this module.
 pub static COMMANDS: &[C] = &[
     C::new(
@@ -66,6 +101,7 @@ pub static COMMANDS: &[C] = &[
         run::<Sort<false>>,
     )
     .whole_keyspace()
+    .with_info(&SORT_INFO)
     .with_acl(&[
         "@write",
         "@set",
@@ -82,6 +118,7 @@ pub static COMMANDS: &[C] = &[
         run::<Sort<true>>,
     )
     .whole_keyspace()
+    .with_info(&SORT_RO_INFO)
     .with_acl(&[
         "@read",
         "@set",
@@ -157,8 +194,7 @@ impl<const RO: bool> Command for Sort<RO> {
             Set,
             ZSet,
         }
-        let (kind, elements): (Kind, Vec<Bytes>) = match ctx.store.read_value(db, &self.key, now)
-        {
+        let (kind, elements): (Kind, Vec<Bytes>) = match ctx.store.read_value(db, &self.key, now) {
             None => (Kind::List, Vec::new()),
             Some(Value::List(l)) => (Kind::List, l.iter().cloned().collect()),
             Some(Value::Set(s)) => (Kind::Set, s.iter().collect()),
@@ -205,7 +241,14 @@ impl<const RO: bool> Command for Sort<RO> {
                 let w = match &by {
                     Some(p) => match lookup_pattern(ctx, p, &e) {
                         None => {
-                            v.push((e, if alpha { Weight::None } else { Weight::Num(0.0) }));
+                            v.push((
+                                e,
+                                if alpha {
+                                    Weight::None
+                                } else {
+                                    Weight::Num(0.0)
+                                },
+                            ));
                             continue;
                         }
                         Some(val) => {
@@ -247,9 +290,7 @@ impl<const RO: bool> Command for Sort<RO> {
             v
         };
         let range: Vec<(Bytes, Weight)> = if start <= end && end >= 0 {
-            vector
-                .drain(start as usize..=end as usize)
-                .collect()
+            vector.drain(start as usize..=end as usize).collect()
         } else {
             Vec::new()
         };
@@ -288,10 +329,14 @@ impl<const RO: bool> Command for Sort<RO> {
 /// Redis refuses GET and pattern BY in cluster mode.
 fn for_cluster_check<const RO: bool>(s: &Sort<RO>) -> CmdResult<()> {
     if s.by.as_ref().is_some_and(|p| p.contains(&b'*')) {
-        return Err(CmdError::msg("ERR BY option of SORT denied in Cluster mode."));
+        return Err(CmdError::msg(
+            "ERR BY option of SORT denied in Cluster mode.",
+        ));
     }
     if !s.gets.is_empty() {
-        return Err(CmdError::msg("ERR GET option of SORT denied in Cluster mode."));
+        return Err(CmdError::msg(
+            "ERR GET option of SORT denied in Cluster mode.",
+        ));
     }
     Ok(())
 }

@@ -284,7 +284,11 @@ fn write_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut 
 
 /// Members with optional scores, shaped as Redis 7.0 replies them for protocol `resp`:
 /// members only; or, with scores, `[m1, s1, m2, s2, …]` in RESP2 and `[[m1, s1], …]` in RESP3.
-pub(crate) fn scored_reply<M: Into<Bytes>>(items: Vec<(M, f64)>, withscores: bool, resp: u8) -> Reply {
+pub(crate) fn scored_reply<M: Into<Bytes>>(
+    items: Vec<(M, f64)>,
+    withscores: bool,
+    resp: u8,
+) -> Reply {
     if !withscores {
         return Reply::Array(
             items

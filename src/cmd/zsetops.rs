@@ -16,7 +16,9 @@ use bytes::Bytes;
 
 use super::args::parse_f64;
 use super::zset::{LIMITS, scored_reply, zset_error};
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+};
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -53,6 +55,25 @@ const STORE_KEYS: KeySpec = KeySpec::Custom {
 };
 
 const RO: &[&str] = &["RO", "access"];
+
+/// Redis's two key specs of the STORE forms: the destination, then the numkeys sources.
+static STORE_INFO: InfoDoc = InfoDoc {
+    tips: &[],
+    key_specs: &[
+        KeySpecDoc {
+            notes: None,
+            flags: &["OW", "update"],
+            begin: Some(1),
+            find: FindKeys::Range(0, 1, 0),
+        },
+        KeySpecDoc {
+            notes: None,
+            flags: RO,
+            begin: Some(2),
+            find: FindKeys::Keynum(0, 1, 1),
+        },
+    ],
+};
 const READ_FLAGS: &[&str] = &["readonly", "movablekeys"];
 const STORE_FLAGS: &[&str] = &["write", "denyoom", "movablekeys"];
 const READ_ACL: &[&str] = &["@read", "@sortedset", "@slow"];
@@ -60,18 +81,57 @@ const WRITE_ACL: &[&str] = &["@write", "@sortedset", "@slow"];
 
 /// The commands of this module.
 pub static COMMANDS: &[C] = &[
-    C::new("zunion", -3, READ_FLAGS, numkeys_at_1(RO), run::<ZOp<UNION, false>>)
-        .with_acl(READ_ACL),
-    C::new("zinter", -3, READ_FLAGS, numkeys_at_1(RO), run::<ZOp<INTER, false>>)
-        .with_acl(READ_ACL),
-    C::new("zdiff", -3, READ_FLAGS, numkeys_at_1(RO), run::<ZOp<DIFF, false>>)
-        .with_acl(READ_ACL),
-    C::new("zunionstore", -4, STORE_FLAGS, STORE_KEYS, run::<ZOp<UNION, true>>)
-        .with_acl(WRITE_ACL),
-    C::new("zinterstore", -4, STORE_FLAGS, STORE_KEYS, run::<ZOp<INTER, true>>)
-        .with_acl(WRITE_ACL),
-    C::new("zdiffstore", -4, STORE_FLAGS, STORE_KEYS, run::<ZOp<DIFF, true>>)
-        .with_acl(WRITE_ACL),
+    C::new(
+        "zunion",
+        -3,
+        READ_FLAGS,
+        numkeys_at_1(RO),
+        run::<ZOp<UNION, false>>,
+    )
+    .with_acl(READ_ACL),
+    C::new(
+        "zinter",
+        -3,
+        READ_FLAGS,
+        numkeys_at_1(RO),
+        run::<ZOp<INTER, false>>,
+    )
+    .with_acl(READ_ACL),
+    C::new(
+        "zdiff",
+        -3,
+        READ_FLAGS,
+        numkeys_at_1(RO),
+        run::<ZOp<DIFF, false>>,
+    )
+    .with_acl(READ_ACL),
+    C::new(
+        "zunionstore",
+        -4,
+        STORE_FLAGS,
+        STORE_KEYS,
+        run::<ZOp<UNION, true>>,
+    )
+    .with_acl(WRITE_ACL)
+    .with_info(&STORE_INFO),
+    C::new(
+        "zinterstore",
+        -4,
+        STORE_FLAGS,
+        STORE_KEYS,
+        run::<ZOp<INTER, true>>,
+    )
+    .with_acl(WRITE_ACL)
+    .with_info(&STORE_INFO),
+    C::new(
+        "zdiffstore",
+        -4,
+        STORE_FLAGS,
+        STORE_KEYS,
+        run::<ZOp<DIFF, true>>,
+    )
+    .with_acl(WRITE_ACL)
+    .with_info(&STORE_INFO),
     C::new(
         "zintercard",
         -3,
