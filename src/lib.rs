@@ -22,6 +22,7 @@ pub mod config;
 pub mod error;
 pub mod limiter;
 pub mod protocol;
+pub mod rdb;
 pub mod script;
 pub mod server;
 pub mod store;

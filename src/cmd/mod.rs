@@ -25,6 +25,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod dump;
 pub mod strings;
 pub mod table;
 pub mod testmode;

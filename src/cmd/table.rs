@@ -298,7 +298,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 14] {
+pub fn all_families() -> [&'static [CommandSpec]; 15] {
     use super::*;
     [
         strings::COMMANDS,
@@ -315,6 +315,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 14] {
         cluster::COMMANDS,
         zsetops::COMMANDS,
         sort::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 
