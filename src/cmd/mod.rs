@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod cluster;
+pub mod dump;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -25,7 +26,6 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
-pub mod dump;
 pub mod strings;
 pub mod table;
 pub mod testmode;

@@ -163,7 +163,10 @@ pub fn entries(lp: &[u8]) -> R<Vec<Bytes>> {
                 }
                 0xF3 => {
                     let d = lp.get(p + 1..p + 5).ok_or(bad)?;
-                    (p + 5, int_text(i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]]))))
+                    (
+                        p + 5,
+                        int_text(i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]]))),
+                    )
                 }
                 0xF4 => {
                     let d = lp.get(p + 1..p + 9).ok_or(bad)?;

@@ -368,7 +368,9 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
     let v = match t {
         TYPE_STRING => match r.string_or_int()? {
             Str::Int(n) => Value::Int(n),
-            Str::Bytes(b) => Value::Str(b),
+            // Redis re-encodes a loaded string (`tryObjectEncoding`): canonical integers
+            // become int-encoded whatever the payload used.
+            Str::Bytes(b) => Value::from_bytes(&b),
         },
         TYPE_LIST => {
             let n = r.count(1)?;

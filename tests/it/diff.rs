@@ -60,7 +60,8 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset, keyspace, zsetops, sort
+    strings, keys, server, txn, protocol, types, hash, list, set, zset, keyspace, zsetops, sort,
+    dump
 );
 
 /// Runs every transcript not listed above.
