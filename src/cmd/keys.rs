@@ -980,38 +980,32 @@ impl Command for Touch {
 pub struct Copy {
     src: Bytes,
     dst: Bytes,
-    db: Option<i64>,
-    replace: bool,
+    options: Vec<Bytes>,
 }
 
 impl Command for Copy {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let src = a.next()?.clone();
-        let dst = a.next()?.clone();
-        let (mut db, mut replace) = (None, false);
-        // Redis's order: each option in turn, a bad DB index failing where it stands.
-        while a.remaining() > 0 {
-            if a.eat("REPLACE") {
-                replace = true;
-            } else if a.remaining() >= 2 && a.eat("DB") {
-                db = Some(int_arg(a.next()?, None)?);
-            } else {
-                return Err(CmdError::Syntax);
-            }
-        }
         Ok(Copy {
-            src,
-            dst,
-            db,
-            replace,
+            src: a.next()?.clone(),
+            dst: a.next()?.clone(),
+            options: a.rest().to_vec(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let src_db = ctx.db();
-        let dst_db = match self.db {
-            Some(n) => db_index(ctx, n)?,
-            None => src_db,
-        };
+        let (mut dst_db, mut replace) = (src_db, false);
+        // Redis's order: each option in turn, a DB index checked (range included) where it
+        // stands, so it fails before a later syntax error.
+        let mut a = ArgCursor::new(&self.options);
+        while a.remaining() > 0 {
+            if a.eat("REPLACE") {
+                replace = true;
+            } else if a.remaining() >= 2 && a.eat("DB") {
+                dst_db = db_index(ctx, int_arg(a.next()?, None)?)?;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
         if ctx.shared.cluster.is_some() && (src_db != 0 || dst_db != 0) {
             return Err(CmdError::msg(
                 "ERR Copying to another database is not allowed in cluster mode",
@@ -1026,7 +1020,7 @@ impl Command for Copy {
         };
         let (value, expire) = (entry.value.clone(), entry.expire_at());
         if ctx.store.exists(dst_db, &self.dst, now) {
-            if !self.replace {
+            if !replace {
                 return Ok(Reply::Int(0));
             }
             ctx.store.remove(dst_db, &self.dst, now);

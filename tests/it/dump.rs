@@ -6,7 +6,12 @@ use crate::support::{Conn, RedisServer, sluice};
 
 /// The bulk payload of a `$n\r\n…\r\n` reply.
 fn bulk(reply: &[u8]) -> Vec<u8> {
-    assert_eq!(reply[0], b'$', "not a bulk reply: {:?}", String::from_utf8_lossy(reply));
+    assert_eq!(
+        reply[0],
+        b'$',
+        "not a bulk reply: {:?}",
+        String::from_utf8_lossy(reply)
+    );
     let nl = reply.iter().position(|&c| c == b'\n').expect("header");
     let n: usize = std::str::from_utf8(&reply[1..nl - 1])
         .expect("len")
@@ -21,7 +26,13 @@ fn fill(c: &mut Conn) -> Vec<String> {
     let mut run = |c: &mut Conn, args: Vec<Vec<u8>>| {
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         let r = c.cmd(&refs);
-        assert_ne!(r[0], b'-', "{:?}: {}", String::from_utf8_lossy(&args[0]), String::from_utf8_lossy(&r));
+        assert_ne!(
+            r[0],
+            b'-',
+            "{:?}: {}",
+            String::from_utf8_lossy(&args[0]),
+            String::from_utf8_lossy(&r)
+        );
     };
     let s = |x: &str| x.as_bytes().to_vec();
     let strings: Vec<(&str, Vec<u8>)> = vec![
@@ -33,14 +44,30 @@ fn fill(c: &mut Conn) -> Vec<String> {
         ("s:empty", s("")),
         ("s:bin", (0..=255u8).collect()),
         ("s:lzf", b"abcabcabc-".repeat(500)),
-        ("s:long-raw", (0..3000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect()),
+        (
+            "s:long-raw",
+            (0..3000u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect(),
+        ),
     ];
     for (k, v) in strings {
         run(c, vec![s("SET"), s(k), v]);
         keys.push(k.to_string());
     }
     // Lists: one small listpack node; many nodes with every integer width and long items.
-    run(c, vec![s("RPUSH"), s("l:small"), s("1"), s("abc"), s("-300"), s("70000"), s("")]);
+    run(
+        c,
+        vec![
+            s("RPUSH"),
+            s("l:small"),
+            s("1"),
+            s("abc"),
+            s("-300"),
+            s("70000"),
+            s(""),
+        ],
+    );
     let mut big = vec![s("RPUSH"), s("l:big")];
     for i in 0..3000i64 {
         big.push(match i % 4 {
@@ -61,27 +88,72 @@ fn fill(c: &mut Conn) -> Vec<String> {
     run(c, ints);
     // Sorted sets: listpack (integer, fractional, infinite scores), skiplist by size and by
     // member length.
-    run(c, vec![s("ZADD"), s("z:small"), s("1"), s("a"), s("2.5"), s("b"), s("-inf"), s("c"), s("inf"), s("d"), s("0.1"), s("e")]);
+    run(
+        c,
+        vec![
+            s("ZADD"),
+            s("z:small"),
+            s("1"),
+            s("a"),
+            s("2.5"),
+            s("b"),
+            s("-inf"),
+            s("c"),
+            s("inf"),
+            s("d"),
+            s("0.1"),
+            s("e"),
+        ],
+    );
     let mut zbig = vec![s("ZADD"), s("z:big")];
     for i in 0..500 {
         zbig.push(format!("{}", f64::from(i) / 7.0 - 30.0).into_bytes());
         zbig.push(format!("m{i}").into_bytes());
     }
     run(c, zbig);
-    run(c, vec![s("ZADD"), s("z:longmember"), s("1"), vec![b'm'; 100]]);
+    run(
+        c,
+        vec![s("ZADD"), s("z:longmember"), s("1"), vec![b'm'; 100]],
+    );
     // Hashes: listpack, hashtable by size, hashtable by value length.
-    run(c, vec![s("HSET"), s("h:small"), s("f"), s("v"), s("n"), s("123"), s("e"), s("")]);
+    run(
+        c,
+        vec![
+            s("HSET"),
+            s("h:small"),
+            s("f"),
+            s("v"),
+            s("n"),
+            s("123"),
+            s("e"),
+            s(""),
+        ],
+    );
     let mut hbig = vec![s("HSET"), s("h:big")];
     for i in 0..600 {
         hbig.push(format!("f{i}").into_bytes());
         hbig.push(format!("{}", i * 11).into_bytes());
     }
     run(c, hbig);
-    run(c, vec![s("HSET"), s("h:longvalue"), s("f"), vec![b'v'; 200]]);
+    run(
+        c,
+        vec![s("HSET"), s("h:longvalue"), s("f"), vec![b'v'; 200]],
+    );
     keys.extend(
         [
-            "l:small", "l:big", "set:i16", "set:i32", "set:i64", "set:hash", "set:manyints",
-            "z:small", "z:big", "z:longmember", "h:small", "h:big", "h:longvalue",
+            "l:small",
+            "l:big",
+            "set:i16",
+            "set:i32",
+            "set:i64",
+            "set:hash",
+            "set:manyints",
+            "z:small",
+            "z:big",
+            "z:longmember",
+            "h:small",
+            "h:big",
+            "h:longvalue",
         ]
         .iter()
         .map(|k| k.to_string()),
@@ -120,7 +192,12 @@ fn transfer(from: &mut Conn, to: &mut Conn, keys: &[String]) {
     for key in keys {
         let payload = bulk(&from.cmd(&[b"DUMP", key.as_bytes()]));
         let r = to.cmd(&[b"RESTORE", key.as_bytes(), b"0", &payload]);
-        assert_eq!(r, b"+OK\r\n", "RESTORE {key}: {}", String::from_utf8_lossy(&r));
+        assert_eq!(
+            r,
+            b"+OK\r\n",
+            "RESTORE {key}: {}",
+            String::from_utf8_lossy(&r)
+        );
     }
 }
 
@@ -135,7 +212,11 @@ fn dumps_round_trip_between_redis_and_sluice() {
     let keys = fill(&mut r);
     transfer(&mut r, &mut s, &keys);
     for key in &keys {
-        assert_eq!(contents(&mut r, key), contents(&mut s, key), "Redis → sluice: {key}");
+        assert_eq!(
+            contents(&mut r, key),
+            contents(&mut s, key),
+            "Redis → sluice: {key}"
+        );
     }
 
     // sluice → Redis: fresh values written on sluice, restored into an empty Redis.
@@ -144,7 +225,11 @@ fn dumps_round_trip_between_redis_and_sluice() {
     let keys = fill(&mut s);
     transfer(&mut s, &mut r, &keys);
     for key in &keys {
-        assert_eq!(contents(&mut r, key), contents(&mut s, key), "sluice → Redis: {key}");
+        assert_eq!(
+            contents(&mut r, key),
+            contents(&mut s, key),
+            "sluice → Redis: {key}"
+        );
     }
 
     // And a payload that went through both comes back byte-identical from sluice.
