@@ -204,8 +204,11 @@ impl<const RO: bool> Command for Sort<RO> {
             ),
             Some(_) => return Err(CmdError::WrongType),
         };
-        if dontsort && matches!(kind, Kind::Set) && self.store.is_some() {
-            // Redis sorts a set by bytes rather than store its hash order.
+        // SORT holds every shard, and so does a running script: a script counts as running
+        // here only when it is the caller.
+        let from_script = ctx.shared.scripts.busy.is_running();
+        if dontsort && matches!(kind, Kind::Set) && (self.store.is_some() || from_script) {
+            // Redis sorts a set by bytes rather than store or hand a script its hash order.
             dontsort = false;
             alpha = true;
             by = None;

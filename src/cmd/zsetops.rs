@@ -290,26 +290,37 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
                 out
             }
         };
-        let mut z = SortedSet::new();
-        for (m, s) in &result {
-            z.insert(m, *s, &LIMITS).map_err(zset_error)?;
-        }
         match self.dst {
             Some(dst) => {
                 let (db, now) = (ctx.db(), ctx.now_ms);
-                if z.is_empty() {
+                if result.is_empty() {
                     ctx.store.remove(db, &dst, now);
                     return Ok(Reply::Int(0));
+                }
+                // Redis builds a skiplist and converts it to a listpack only if it fits, so
+                // a result that does not fit keeps its -0 scores: build such a set in the
+                // skiplist encoding from the start.
+                let fits = result.len() <= LIMITS.max_listpack_entries
+                    && result
+                        .iter()
+                        .all(|(m, _)| m.len() <= LIMITS.max_listpack_value);
+                let mut z =
+                    SortedSet::with_expected_len(if fits { 0 } else { usize::MAX }, &LIMITS);
+                for (m, s) in &result {
+                    z.insert(m, *s, &LIMITS).map_err(zset_error)?;
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
                 Ok(Reply::Int(n))
             }
             None => {
-                let items: Vec<(Bytes, f64)> = z
-                    .iter()
-                    .map(|(m, s)| (Bytes::copy_from_slice(m), s))
-                    .collect();
+                // Scores as computed (a -0 stays -0, as in Redis's skiplist), in set order.
+                let mut items = result;
+                items.sort_by(|a, b| {
+                    a.1.partial_cmp(&b.1)
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                        .then_with(|| a.0.cmp(&b.0))
+                });
                 Ok(scored_reply(items, withscores, ctx.client.resp))
             }
         }
