@@ -372,7 +372,10 @@ fn replies_round_trip() {
         ),
         (b"*2\r\n$-1\r\n*1\r\n$1\r\na\r\n", "[(nil), [\"a\"]]"),
         (b"~2\r\n$1\r\na\r\n,inf\r\n", "~[\"a\", ,inf]"),
-        (b"%2\r\n+a:b\r\n:1\r\n:2\r\n_\r\n", "{+\"a:b\": :1, :2: (null)}"),
+        (
+            b"%2\r\n+a:b\r\n:1\r\n:2\r\n_\r\n",
+            "{+\"a:b\": :1, :2: (null)}",
+        ),
         (b">2\r\n$1\r\nm\r\n+x y\r\n", ">[\"m\", +x y]"),
         (b"|1\r\n+k\r\n:1\r\n+OK\r\n", "|{+k: :1} +OK"),
         (b"+ padded \r\n", "+\" padded \""),

@@ -48,6 +48,8 @@ pub struct Step {
     pub text: String,
     pub sort: Sort,
     pub any: bool,
+    /// `[now]`: the reply depends on the wall clock, so the recording is an example.
+    pub now: bool,
     pub sleep_ms: u64,
     pub payload: Payload,
     /// Redis's recorded replies: `< ` lines count for both protocols, `<2 ` / `<3 ` lines
@@ -101,7 +103,9 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
             } else if let Some(b) = rest.strip_prefix(' ') {
                 (&mut pending.both, b)
             } else {
-                return Err(err("a recorded reply starts with `< `, `<2 ` or `<3 `".into()));
+                return Err(err(
+                    "a recorded reply starts with `< `, `<2 ` or `<3 `".into()
+                ));
             };
             let rec = slot.get_or_insert_with(Recorded::default);
             if rec.closed {
@@ -122,6 +126,7 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
             text: trimmed.trim_end().to_string(),
             sort: Sort::None,
             any: false,
+            now: false,
             sleep_ms: 0,
             payload: Payload::Args(Vec::new()),
             recorded: [None, None],
@@ -139,6 +144,7 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
                 (Some("sort"), None, _) => step.sort = Sort::Elements,
                 (Some("sortpairs"), None, _) => step.sort = Sort::Pairs,
                 (Some("any"), None, _) => step.any = true,
+                (Some("now"), None, _) => step.now = true,
                 (Some("sleep"), Some(n), None) => {
                     let ms: u64 = n.parse().map_err(|_| err(format!("bad sleep `{n}`")))?;
                     if ms > MAX_SLEEP_MS {
@@ -337,7 +343,6 @@ fn unescape_raw(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-
 #[test]
 fn split_args_follows_redis_cli() {
     let s = |l: &str| split_args(l.as_bytes());
@@ -368,7 +373,7 @@ fn split_args_follows_redis_cli() {
 fn transcript_directives_parse() {
     let steps = parse_transcript(
         "t",
-        "# c\n\n[sort] keys *\n[any] [sleep 5] time\n[raw] PING\\r\\n\n[sortpairs] hgetall h\n",
+        "# c\n\n[sort] keys *\n[any] [sleep 5] time\n[raw] PING\\r\\n\n[sortpairs] [now] hgetall h\n",
     )
     .expect("parses");
     assert_eq!(steps.len(), 4);
@@ -376,6 +381,7 @@ fn transcript_directives_parse() {
     assert!(steps[1].any && steps[1].sleep_ms == 5);
     assert_eq!(steps[2].payload, Payload::Raw(b"PING\r\n".to_vec()));
     assert_eq!(steps[3].sort, Sort::Pairs);
+    assert!(steps[3].now && !steps[2].now);
     assert!(steps.iter().all(|s| s.recorded == [None, None]));
     assert!(parse_transcript("t", "[sleep 301] ping").is_err());
     assert!(parse_transcript("t", "[bogus] ping").is_err());
@@ -405,7 +411,12 @@ fn recorded_replies_parse_and_rewrite() {
     let fresh: Vec<[Option<Recorded>; 2]> = steps.iter().map(|s| s.recorded.clone()).collect();
     assert_eq!(rewrite(text, &steps, &fresh), text);
     // Only RESP2 known: a `<2` line, the old lines dropped.
-    let only2 = [[Some(pong.clone()), None], [None, None], [None, None], [None, None]];
+    let only2 = [
+        [Some(pong.clone()), None],
+        [None, None],
+        [None, None],
+        [None, None],
+    ];
     assert_eq!(
         rewrite(text, &steps, &only2),
         "# c\nPING\n<2 +PONG\n\nHGETALL h\n[raw] QUIT\\r\\n\nGET k\n"
