@@ -93,6 +93,12 @@ impl Command for Monitor {
         Ok(Monitor)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.in_exec {
+            // Redis: EXEC runs its queue as a client that must get one reply per command.
+            return Err(crate::error::CmdError::msg(
+                "ERR MONITOR isn't allowed for DENY BLOCKING client",
+            ));
+        }
         ctx.client.monitor = true;
         Ok(Reply::ok())
     }

@@ -20,7 +20,7 @@ use crate::protocol::Reply;
 pub static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_acl(&["@fast", "@connection"]),
-    C::new("echo", 2, &["fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
+    C::new("echo", 2, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
     C::new(
         "quit",
         -1,
@@ -922,7 +922,7 @@ pub fn command_info(spec: &C) -> Reply {
         ));
         vec![Reply::Map(fields)]
     } else if first > 0 {
-        let flags: &[&'static str] = if spec.has_flag("write") {
+        let flags: &[&'static str] = if spec.has(super::table::CmdFlags::WRITE) {
             &["RW", "update"]
         } else {
             &["RO", "access"]
@@ -944,7 +944,7 @@ pub fn command_info(spec: &C) -> Reply {
     Reply::Array(vec![
         Reply::bulk(spec.name.as_bytes()),
         Reply::Int(spec.reported_arity.unwrap_or(spec.arity) as i64),
-        status_set(spec.flags),
+        status_set(&spec.flags.names()),
         Reply::Int(first as i64),
         Reply::Int(last as i64),
         Reply::Int(step as i64),

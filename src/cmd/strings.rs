@@ -145,7 +145,7 @@ pub static COMMANDS: &[C] = &[
     C::new(
         "append",
         3,
-        &["write", "denyoom"],
+        &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
         run::<Append>,
     )

@@ -257,6 +257,10 @@ impl Command for Exec {
                 replies.push(super::unknown_command(args).into());
                 continue;
             };
+            if let Some(text) = super::refused_for(spec, super::Caller::Exec) {
+                replies.push(Reply::Error(text.into()));
+                continue;
+            }
             let started = std::time::Instant::now();
             let reply = (spec.handler)(ctx, args);
             shared
