@@ -1224,43 +1224,65 @@ impl Command for ConfigGet {
 }
 
 /// CONFIG SET name value [name value …]
+///
+/// As Redis 7.0: every name is looked up first (the first unknown, immutable or repeated
+/// name fails the whole call), then every value is checked and applied to a copy, which
+/// replaces the configuration only if all of them pass.
 #[derive(Debug)]
 pub struct ConfigSet {
-    pairs: Vec<(String, String)>,
+    pairs: Vec<(Bytes, Bytes)>,
 }
 
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        let mut pairs = Vec::new();
-        for chunk in rest.chunks(2) {
-            let name = String::from_utf8_lossy(&chunk[0]).to_ascii_lowercase();
-            let known = crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name);
-            if !known || chunk.len() < 2 {
-                return Err(CmdError::owned(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-                    super::printable(&chunk[0], 128)
-                )));
-            }
-            pairs.push((name, String::from_utf8_lossy(&chunk[1]).into_owned()));
+        if rest.len() % 2 != 0 {
+            return Err(CmdError::Syntax);
         }
-        Ok(ConfigSet { pairs })
+        Ok(ConfigSet {
+            pairs: rest
+                .chunks_exact(2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let failed = |name: &[u8], why: &str| {
+            CmdError::owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                super::printable(name, 128)
+            ))
+        };
+        let mut names: Vec<String> = Vec::with_capacity(self.pairs.len());
+        for (typed, _) in &self.pairs {
+            let name = String::from_utf8_lossy(typed).to_ascii_lowercase();
+            if !crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name) {
+                return Err(CmdError::owned(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    super::printable(typed, 128)
+                )));
+            }
+            if crate::config::is_immutable(&name) {
+                return Err(failed(typed, "can't set immutable config"));
+            }
+            if names.contains(&name) {
+                return Err(failed(typed, "duplicate parameter"));
+            }
+            names.push(name);
+        }
         let Ok(mut cfg) = ctx.shared.config.write() else {
             return Err(CmdError::msg("ERR configuration is unavailable"));
         };
         let mut next = cfg.clone();
         let mut recorded = Vec::new();
-        for (name, value) in &self.pairs {
-            match next.set_param(name, value) {
-                Ok(true) => {}
-                Ok(false) => recorded.push((name.clone(), value.clone())),
-                Err(why) => {
-                    return Err(CmdError::owned(format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-                    )));
-                }
+        for (name, (_, value)) in names.iter().zip(&self.pairs) {
+            let value = String::from_utf8_lossy(value);
+            let checked = crate::config::check_set_value(name, &value)
+                .and_then(|v| next.set_param(name, &v).map(|acted| (v, acted)));
+            match checked {
+                Ok((_, true)) => {}
+                Ok((v, false)) => recorded.push((name.clone(), v)),
+                Err(why) => return Err(failed(name.as_bytes(), &why)),
             }
         }
         ctx.shared.live.store(&next);

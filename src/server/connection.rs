@@ -310,13 +310,15 @@ async fn write_out<S: Transport>(
         let mut deadline: Option<Instant> = None;
         if limit.soft > 0 && limit.soft_seconds > 0 && buffered > limit.soft {
             let since = *over_soft_since.get_or_insert_with(Instant::now);
-            deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+            // Checked: a deadline too far away to represent is no deadline.
+            deadline = since.checked_add(Duration::from_secs(limit.soft_seconds));
         } else {
             *over_soft_since = None;
         }
         if idle > 0 {
-            let d = last_progress + Duration::from_secs(idle);
-            deadline = Some(deadline.map_or(d, |x| x.min(d)));
+            if let Some(d) = last_progress.checked_add(Duration::from_secs(idle)) {
+                deadline = Some(deadline.map_or(d, |x| x.min(d)));
+            }
         }
         let expired = async {
             match deadline {
