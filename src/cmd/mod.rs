@@ -322,18 +322,31 @@ fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    if let Some(hooks) = &shared.test {
-        hooks.record(shared.clock.now_ms(), client, args);
-    }
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
-        Lookup::Error(e) => return reject(shared, client, e.into()),
+        Lookup::Error(e) => {
+            if let Some(hooks) = &shared.test
+                && client.authenticated
+            {
+                hooks.record(shared.clock.now_ms(), client, args);
+            }
+            return reject(shared, client, e.into());
+        }
     };
     if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return reject(
             shared,
             client,
             Reply::Error("NOAUTH Authentication required.".into()),
+        );
+    }
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            client,
+            &monitor::redact(spec.name, args),
         );
     }
     if client.multi.is_some()
@@ -378,7 +391,11 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     let reply = (spec.handler)(&mut ctx, args);
     drop(ctx);
     if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
-        shared.monitors.publish(now_ns / 1000, client, args);
+        let hard = shared.live.output_buffer_limit().hard;
+        let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
+        shared
+            .monitors
+            .publish(now_ns / 1000, client, &monitor::redact(spec.name, args), cap);
     }
     shared
         .table
