@@ -411,8 +411,9 @@ impl Command for Reset {
 
 /// Checks AUTH / HELLO AUTH credentials against the default user, as Redis 7 does: with no
 /// password configured the default user takes any password (but `AUTH <password>` alone is an
-/// error), otherwise the password must match; other users do not exist. The comparison takes
-/// the same time wherever the first difference is.
+/// error), otherwise the password must match; other users do not exist. As Redis's ACL does,
+/// the SHA-256 digests of both passwords are compared, in constant time: the time taken
+/// depends neither on where they differ nor on either password's length.
 fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
     use subtle::ConstantTimeEq;
     let wrongpass = CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
@@ -425,7 +426,9 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
         )),
         None => Ok(()),
         Some(expected) => {
-            let same: bool = expected.as_bytes().ct_eq(pass).into();
+            let digest = |b: &[u8]| ring::digest::digest(&ring::digest::SHA256, b);
+            let (want, got) = (digest(expected.as_bytes()), digest(pass));
+            let same: bool = want.as_ref().ct_eq(got.as_ref()).into();
             if same { Ok(()) } else { Err(wrongpass) }
         }
     }
