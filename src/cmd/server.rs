@@ -20,7 +20,14 @@ use crate::protocol::Reply;
 pub static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_acl(&["@fast", "@connection"]),
-    C::new("echo", 2, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
+    C::new(
+        "echo",
+        2,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Echo>,
+    )
+    .with_acl(&["@fast", "@connection"]),
     C::new(
         "quit",
         -1,
