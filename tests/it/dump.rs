@@ -23,7 +23,7 @@ fn bulk(reply: &[u8]) -> Vec<u8> {
 /// Writes the fixture keys through `c`; returns their names.
 fn fill(c: &mut Conn) -> Vec<String> {
     let mut keys = Vec::new();
-    let mut run = |c: &mut Conn, args: Vec<Vec<u8>>| {
+    let run = |c: &mut Conn, args: Vec<Vec<u8>>| {
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
         let r = c.cmd(&refs);
         assert_ne!(
