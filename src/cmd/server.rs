@@ -262,7 +262,74 @@ static COMMAND: &[C] = &[
         KeySpec::None,
         run_sub::<Help>,
     ),
+    C::new(
+        "command|getkeys",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandGetKeys>,
+    )
+    .with_acl(&["@slow", "@connection"]),
 ];
+
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+#[derive(Debug)]
+pub struct CommandGetKeys {
+    args: Vec<Bytes>,
+}
+
+impl Command for CommandGetKeys {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandGetKeys {
+            args: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let spec = match super::lookup(&ctx.shared.table, &self.args) {
+            super::Lookup::Found(spec) => spec,
+            super::Lookup::Error(CmdError::WrongArity(_)) => {
+                return Err(CmdError::msg(
+                    "ERR Invalid number of arguments specified for command",
+                ));
+            }
+            super::Lookup::Error(_) => return Err(CmdError::msg("ERR Invalid command specified")),
+        };
+        if let KeySpec::Keynum {
+            begin,
+            keynumidx,
+            firstkey,
+            step,
+            ..
+        } = spec.keys
+        {
+            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
+            let count = self
+                .args
+                .get((begin + keynumidx).max(0) as usize)
+                .and_then(|b| parse_i64(b));
+            let fits = count.is_some_and(|c| {
+                c >= 0
+                    && (c == 0
+                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
+                            < self.args.len() as i64)
+            });
+            if !fits {
+                if spec.has(super::CmdFlags::NO_MANDATORY_KEYS) {
+                    return Ok(Reply::Array(Vec::new()));
+                }
+                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
+            }
+        } else if matches!(spec.keys, KeySpec::None) {
+            return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        Ok(Reply::Array(
+            spec.keys
+                .positions(&self.args)
+                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .collect(),
+        ))
+    }
+}
 
 static CONFIG: &[C] = &[
     C::new(
