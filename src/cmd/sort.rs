@@ -28,10 +28,10 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 
-/// The sorted key (index 1) and the `STORE` destination, found as Redis's `sortGetKeys`
-/// walks the options.
+/// The sorted key (index 1) and the `STORE` destination (the last one given, which is the one
+/// written), found as Redis's `sortGetKeys` walks the options.
 fn sort_keys(args: &[Bytes]) -> Vec<usize> {
-    let mut keys = vec![1];
+    let mut store = None;
     let mut j = 2;
     while j < args.len() {
         let left = args.len() - j - 1;
@@ -41,13 +41,13 @@ fn sort_keys(args: &[Bytes]) -> Vec<usize> {
         } else if (a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by")) && left >= 1 {
             j += 2;
         } else if a.eq_ignore_ascii_case(b"store") && left >= 1 {
-            keys.push(j + 1);
+            store = Some(j + 1);
             j += 2;
         } else {
             j += 1;
         }
     }
-    keys
+    std::iter::once(1).chain(store).collect()
 }
 
 const SORT_KEYS: KeySpec = KeySpec::Custom {
@@ -523,5 +523,10 @@ mod tests {
             .map(|s| Bytes::copy_from_slice(s.as_bytes()))
             .collect();
         assert_eq!(sort_keys(&args), vec![1, 6]);
+        let args: Vec<Bytes> = ["SORT", "k", "STORE", "a", "STORE", "b"]
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+            .collect();
+        assert_eq!(sort_keys(&args), vec![1, 5]);
     }
 }
