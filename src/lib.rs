@@ -21,6 +21,7 @@ pub mod cmd;
 pub mod config;
 pub mod error;
 pub mod limiter;
+pub mod num;
 pub mod protocol;
 pub mod script;
 pub mod server;
