@@ -78,7 +78,7 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset
+    strings, keys, server, txn, protocol, types, hash, list, set, zset, hostile
 );
 
 /// Runs every transcript not listed above.
