@@ -149,7 +149,10 @@ pub fn parse_memory(v: &str) -> Option<usize> {
 /// case). As in Redis, a number past 2^64 - 1 saturates and the unit then multiplies with
 /// wrap-around; a sign, other characters, or 128 digits and more are refused.
 pub fn memtoull(v: &str) -> Option<u64> {
-    let digits_end = v.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(v.len());
+    let digits_end = v
+        .bytes()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(v.len());
     let (digits, unit) = v.split_at(digits_end);
     let mul: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -170,17 +173,6 @@ pub fn memtoull(v: &str) -> Option<u64> {
             .unwrap_or(u64::MAX)
     });
     Some(n.wrapping_mul(mul))
-}
-
-/// Redis's strict integer syntax (`string2ll`): an optional `-`, no `+`, no leading zeros,
-/// no spaces, within i64.
-fn string2ll(v: &str) -> Option<i64> {
-    let digits = v.strip_prefix('-').unwrap_or(v);
-    let ok = !digits.is_empty()
-        && digits.bytes().all(|c| c.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
-        && v != "-0";
-    if ok { v.parse().ok() } else { None }
 }
 
 /// How CONFIG SET checks a value (Redis 7.0's config.c types, with its ranges).
@@ -275,7 +267,9 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
         if (min..=max).contains(&n) {
             Ok(n.to_string())
         } else {
-            Err(format!("argument must be between {min} and {max} inclusive"))
+            Err(format!(
+                "argument must be between {min} and {max} inclusive"
+            ))
         }
     };
     match kind(name) {
@@ -284,7 +278,7 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(min, max) => {
-            let n = string2ll(value)
+            let n = crate::num::parse_i64(value.as_bytes())
                 .ok_or("argument couldn't be parsed into an integer")?;
             let shown = range(i128::from(n), min, max)?;
             if name == "hz" {
@@ -887,7 +881,7 @@ impl Config {
             let soft = parse_memory(chunk[2]);
             // Redis reads the seconds as a strict integer and keeps them in an `int`
             // (`4294967296` becomes 0; what wraps negative is refused).
-            let secs = string2ll(chunk[3])
+            let secs = crate::num::parse_i64(chunk[3].as_bytes())
                 .map(|n| n as i32)
                 .and_then(|n| u64::try_from(n).ok());
             let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
