@@ -3,10 +3,10 @@
 
 use bytes::Bytes;
 
-use super::args::parse_i64;
 use super::zset::LIMITS;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::rdb::{self, RdbError};
 

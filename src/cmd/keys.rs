@@ -1,4 +1,5 @@
-//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, databases.
+//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, copying and
+//! moving (COPY, MOVE), databases, OBJECT, TOUCH and WAIT.
 
 use bytes::Bytes;
 

@@ -23,7 +23,6 @@ use bytes::Bytes;
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
 };
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
@@ -410,89 +409,13 @@ fn lookup_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Option<Byte
     }
 }
 
-/// A weight read as C's `strtod` reads it in SORT: leading whitespace is skipped, the whole
-/// rest must be the number, and NaN or an out-of-range value is refused. An empty text is 0.
+/// A weight read as SORT reads it with C's `strtod`: the number must end the text (or be
+/// followed by a NUL, where C's string ends), and NaN or an out-of-range value is refused. An
+/// empty text is 0.
 fn strtod(b: &[u8]) -> Option<f64> {
-    let t = {
-        let i = b
-            .iter()
-            .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
-            .unwrap_or(b.len());
-        &b[i..]
-    };
-    if t.is_empty() {
-        // strtod parsed nothing: the end pointer is the start, which is the terminator only
-        // for an empty or all-space text.
-        return if b.is_empty() || t.is_empty() {
-            Some(0.0)
-        } else {
-            None
-        };
-    }
-    if let Some(n) = parse_i64(t) {
-        return Some(n as f64);
-    }
-    if let Some(v) = hex_float(t) {
-        return v;
-    }
-    let s = std::str::from_utf8(t).ok()?;
-    let v: f64 = s.parse().ok()?;
-    if v.is_nan() {
-        return None;
-    }
-    let lower = s.to_ascii_lowercase();
-    let literal_inf = lower.trim_start_matches(['+', '-']).starts_with("inf");
-    if v.is_infinite() && !literal_inf {
-        return None; // ERANGE: overflow
-    }
-    if v == 0.0 {
-        let mantissa = lower.split('e').next().unwrap_or("");
-        if mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)) {
-            return None; // ERANGE: underflow
-        }
-    }
-    Some(v)
-}
-
-/// C's hexadecimal floats (`0x1A`, `-0x1.8p3`): Some(result) if `t` is one (None inside when
-/// it is malformed or out of range), None if `t` is not hexadecimal at all.
-fn hex_float(t: &[u8]) -> Option<Option<f64>> {
-    let (neg, body) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let digits = body
-        .strip_prefix(b"0x")
-        .or_else(|| body.strip_prefix(b"0X"))?;
-    let (mant, exp) = match digits.iter().position(|&c| c == b'p' || c == b'P') {
-        Some(i) => (&digits[..i], Some(&digits[i + 1..])),
-        None => (digits, None),
-    };
-    let (int, frac) = match mant.iter().position(|&c| c == b'.') {
-        Some(i) => (&mant[..i], &mant[i + 1..]),
-        None => (mant, &b""[..]),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return Some(None);
-    }
-    let mut v = 0f64;
-    for &c in int {
-        v = v * 16.0 + f64::from((c as char).to_digit(16)?);
-    }
-    let mut scale = 1.0 / 16.0;
-    for &c in frac {
-        v += f64::from((c as char).to_digit(16)?) * scale;
-        scale /= 16.0;
-    }
-    if let Some(e) = exp {
-        let e = std::str::from_utf8(e).ok()?.parse::<i32>().ok()?;
-        v *= 2f64.powi(e);
-    }
-    if v.is_infinite() {
-        return Some(None);
-    }
-    Some(Some(if neg { -v } else { v }))
+    let r = crate::num::strtod(b);
+    let ends = b.get(r.consumed).is_none_or(|&c| c == 0);
+    (ends && !r.out_of_range && !r.value.is_nan()).then_some(r.value)
 }
 
 #[cfg(test)]
@@ -513,7 +436,7 @@ mod tests {
         assert_eq!(strtod(b"10"), Some(10.0));
         assert_eq!(strtod(b"0x10"), Some(16.0));
         assert_eq!(strtod(b"-0x1.8p1"), Some(-3.0));
-        assert_eq!(strtod(b"0x"), None);
+        assert_eq!(strtod(b"1\x00junk"), Some(1.0));
     }
 
     #[test]

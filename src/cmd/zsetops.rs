@@ -14,13 +14,13 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::args::parse_f64;
 use super::zset::{LIMITS, scored_reply, zset_error};
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
 };
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_f64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::SortedSet;

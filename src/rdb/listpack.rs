@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::{R, RdbError};
-use crate::cmd::args::parse_i64;
+use crate::num::parse_i64;
 
 /// Builds a listpack, encoding each canonical integer string as an integer as Redis does.
 pub struct Builder {

@@ -23,7 +23,7 @@ pub use crc64::crc64;
 
 use bytes::Bytes;
 
-use crate::cmd::args::parse_i64;
+use crate::num::parse_i64;
 use crate::store::Value;
 use crate::store::value::{HASH_MAX_LISTPACK_ENTRIES, HashValue, SET_MAX_INTSET_ENTRIES, SetValue};
 use crate::store::zset::{SortedSet, ZsetLimits};
@@ -226,7 +226,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
                 for (m, s) in z.iter() {
                     lp.push(m);
                     text.clear();
-                    crate::store::zset::format_score(s, &mut text);
+                    crate::num::format_double(s, &mut text);
                     lp.push(&text);
                 }
                 let blob = lp.finish();
@@ -479,7 +479,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             }
             let mut z = SortedSet::new();
             for pair in items.chunks(2) {
-                let score = crate::store::zset::parse_score(&pair[1]).ok_or(RdbError::BadFormat)?;
+                let score = crate::num::parse_double(&pair[1]).ok_or(RdbError::BadFormat)?;
                 add_new(&mut z, &pair[0], score, limits)?;
             }
             Value::ZSet(Box::new(z))
