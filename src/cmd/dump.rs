@@ -42,7 +42,7 @@ pub static COMMANDS: &[C] = &[
     }),
 ];
 
-/// DUMP key
+/// `DUMP key`
 #[derive(Debug)]
 pub struct Dump {
     key: Bytes,
@@ -63,7 +63,7 @@ impl Command for Dump {
     }
 }
 
-/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
+/// `RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`
 #[derive(Debug)]
 pub struct Restore {
     key: Bytes,

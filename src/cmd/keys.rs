@@ -956,7 +956,7 @@ impl Command for MemoryUsage {
     }
 }
 
-/// TOUCH key [key …]: counts the keys that exist, marking each as accessed.
+/// `TOUCH key [key …]`: counts the keys that exist, marking each as accessed.
 #[derive(Debug)]
 pub struct Touch {
     keys: Vec<Bytes>,
@@ -979,7 +979,7 @@ impl Command for Touch {
     }
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]
+/// `COPY source destination [DB destination-db] [REPLACE]`
 ///
 /// The destination is the same key bytes' shard whatever its database, so the table's two
 /// key positions cover it.
@@ -1041,7 +1041,7 @@ fn same_object() -> CmdError {
     CmdError::msg("ERR source and destination objects are the same")
 }
 
-/// MOVE key db
+/// `MOVE key db`
 #[derive(Debug)]
 pub struct Move {
     key: Bytes,
@@ -1077,7 +1077,7 @@ impl Command for Move {
     }
 }
 
-/// WAIT numreplicas timeout: sluice has no replicas, so it answers 0 at once (Redis, with
+/// `WAIT numreplicas timeout`: sluice has no replicas, so it answers 0 at once (Redis, with
 /// none, answers 0 once the timeout passes, or blocks forever for timeout 0).
 #[derive(Debug)]
 pub struct Wait;
