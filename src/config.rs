@@ -149,7 +149,10 @@ pub fn parse_memory(v: &str) -> Option<usize> {
 /// case). As in Redis, a number past 2^64 - 1 saturates and the unit then multiplies with
 /// wrap-around; a sign, other characters, or 128 digits and more are refused.
 pub fn memtoull(v: &str) -> Option<u64> {
-    let digits_end = v.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(v.len());
+    let digits_end = v
+        .bytes()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(v.len());
     let (digits, unit) = v.split_at(digits_end);
     let mul: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -275,7 +278,9 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
         if (min..=max).contains(&n) {
             Ok(n.to_string())
         } else {
-            Err(format!("argument must be between {min} and {max} inclusive"))
+            Err(format!(
+                "argument must be between {min} and {max} inclusive"
+            ))
         }
     };
     match kind(name) {
@@ -284,8 +289,7 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(min, max) => {
-            let n = string2ll(value)
-                .ok_or("argument couldn't be parsed into an integer")?;
+            let n = string2ll(value).ok_or("argument couldn't be parsed into an integer")?;
             let shown = range(i128::from(n), min, max)?;
             if name == "hz" {
                 return Ok(n.clamp(1, 500).to_string());

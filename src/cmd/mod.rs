@@ -393,9 +393,12 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
         let hard = shared.live.output_buffer_limit().hard;
         let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
-        shared
-            .monitors
-            .publish(now_ns / 1000, client, &monitor::redact(spec.name, args), cap);
+        shared.monitors.publish(
+            now_ns / 1000,
+            client,
+            &monitor::redact(spec.name, args),
+            cap,
+        );
     }
     shared
         .table

@@ -256,8 +256,19 @@ mod tests {
             &v(&["AUTH", "(redacted)", "(redacted)"])[..]
         );
         assert_eq!(
-            &*super::redact("hello", &v(&["hello", "3", "setname", "x", "AUTH", "u", "p"])),
-            &v(&["hello", "3", "setname", "x", "AUTH", "(redacted)", "(redacted)"])[..]
+            &*super::redact(
+                "hello",
+                &v(&["hello", "3", "setname", "x", "AUTH", "u", "p"])
+            ),
+            &v(&[
+                "hello",
+                "3",
+                "setname",
+                "x",
+                "AUTH",
+                "(redacted)",
+                "(redacted)"
+            ])[..]
         );
         assert_eq!(
             &*super::redact("hello", &v(&["hello", "3", "auth", "u"])),

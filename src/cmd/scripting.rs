@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup, run,
-    run_sub,
+    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup,
+    run, run_sub,
 };
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
@@ -283,7 +283,9 @@ impl Host for ScriptHost<'_, '_> {
             return refuse("ERR Write commands are not allowed from read-only scripts.");
         }
         let maxmemory = shared.live.maxmemory();
-        if maxmemory > 0 && spec.has(CmdFlags::DENYOOM) && crate::alloc_stats::allocated() > maxmemory
+        if maxmemory > 0
+            && spec.has(CmdFlags::DENYOOM)
+            && crate::alloc_stats::allocated() > maxmemory
         {
             return Reply::Error(Cow::Borrowed(crate::store::evict::OOM_ERROR));
         }

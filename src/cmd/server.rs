@@ -20,7 +20,14 @@ use crate::protocol::Reply;
 pub static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_acl(&["@fast", "@connection"]),
-    C::new("echo", 2, &["loading", "stale", "fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
+    C::new(
+        "echo",
+        2,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Echo>,
+    )
+    .with_acl(&["@fast", "@connection"]),
     C::new(
         "quit",
         -1,
@@ -1239,7 +1246,7 @@ pub struct ConfigSet {
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         Ok(ConfigSet {

@@ -15,7 +15,11 @@ use crate::support::{Conn, RedisServer, encode_command, sluice};
 /// A fresh connection answers PING: the server survived.
 fn assert_alive(addr: SocketAddr) {
     let mut c = Conn::connect(addr);
-    assert_eq!(c.cmd(&[b"PING"]), b"+PONG\r\n", "the server must still serve");
+    assert_eq!(
+        c.cmd(&[b"PING"]),
+        b"+PONG\r\n",
+        "the server must still serve"
+    );
 }
 
 /// Waits (briefly, polling) until `cond` holds; panics with `what` if it never does.
@@ -49,8 +53,8 @@ fn glob_patterns_match_redis_and_stay_bounded() {
         .get_connection()
         .unwrap();
     let names: &[&[u8]] = &[
-        b"a", b"ab", b"abc", b"b", b"*", b"?", b"[", b"]", b"\\", b"^", b"-", b"a-b", b"A",
-        b"AB", b"x[y", b"a\\b", b"aaaa", b"abab", b"ba", b"\x00a", b"a\x00", b"]a", b"Z",
+        b"a", b"ab", b"abc", b"b", b"*", b"?", b"[", b"]", b"\\", b"^", b"-", b"a-b", b"A", b"AB",
+        b"x[y", b"a\\b", b"aaaa", b"abab", b"ba", b"\x00a", b"a\x00", b"]a", b"Z",
     ];
     for con in [&mut r, &mut s] {
         for k in names {
@@ -71,9 +75,31 @@ fn glob_patterns_match_redis_and_stay_bounded() {
         seed
     };
     let mut patterns: Vec<Vec<u8>> = [
-        &b"*"[..], b"**", b"[", b"[^", b"[a", b"[]", b"[]a]", b"[^]a]", b"\\", b"a\\",
-        b"[\\]]", b"[a-]", b"[-a]", b"[b-a]", b"[\\", b"[a\\", b"*[", b"?*", b"*?", b"a*b*",
-        b"[^a]*", b"\\*", b"\\?", b"[A-z]", b"[z-A]",
+        &b"*"[..],
+        b"**",
+        b"[",
+        b"[^",
+        b"[a",
+        b"[]",
+        b"[]a]",
+        b"[^]a]",
+        b"\\",
+        b"a\\",
+        b"[\\]]",
+        b"[a-]",
+        b"[-a]",
+        b"[b-a]",
+        b"[\\",
+        b"[a\\",
+        b"*[",
+        b"?*",
+        b"*?",
+        b"a*b*",
+        b"[^a]*",
+        b"\\*",
+        b"\\?",
+        b"[A-z]",
+        b"[z-A]",
     ]
     .iter()
     .map(|p| p.to_vec())
@@ -110,7 +136,11 @@ fn glob_patterns_match_redis_and_stay_bounded() {
         .arg(1)
         .query(&mut s)
         .unwrap();
-    let _: () = redis::cmd("SADD").arg("st").arg(&long).query(&mut s).unwrap();
+    let _: () = redis::cmd("SADD")
+        .arg("st")
+        .arg(&long)
+        .query(&mut s)
+        .unwrap();
     let _: () = redis::cmd("ZADD")
         .arg("z")
         .arg(1)
@@ -119,7 +149,12 @@ fn glob_patterns_match_redis_and_stay_bounded() {
         .unwrap();
     let started = Instant::now();
     assert!(keys(&mut s, evil.as_bytes()).is_empty());
-    for (cmd, key) in [("SCAN", None), ("HSCAN", Some("h")), ("SSCAN", Some("st")), ("ZSCAN", Some("z"))] {
+    for (cmd, key) in [
+        ("SCAN", None),
+        ("HSCAN", Some("h")),
+        ("SSCAN", Some("st")),
+        ("ZSCAN", Some("z")),
+    ] {
         let mut c = redis::cmd(cmd);
         if let Some(k) = key {
             c.arg(k);
@@ -242,7 +277,10 @@ fn config_set_extremes_are_refused_or_harmless() {
     // memory counter is the whole test process's, so the replies are not checked: only that
     // every command is answered.
     assert_eq!(
-        set(&mut c, &[b"maxmemory-policy", b"allkeys-random", b"maxmemory", b"1mb"]),
+        set(
+            &mut c,
+            &[b"maxmemory-policy", b"allkeys-random", b"maxmemory", b"1mb"]
+        ),
         b"+OK\r\n"
     );
     for i in 0..200 {
@@ -321,10 +359,7 @@ fn time_at_the_edges_of_i64_and_u64() {
         b"+OK\r\n"
     );
     assert_eq!(c.cmd(&[b"EXPIRETIME", b"k"]), b":9223372036854776\r\n");
-    assert_eq!(
-        c.cmd(&[b"PEXPIRETIME", b"k"]),
-        b":9223372036854775806\r\n"
-    );
+    assert_eq!(c.cmd(&[b"PEXPIRETIME", b"k"]), b":9223372036854775806\r\n");
     assert_eq!(
         c.cmd(&[b"SET", b"k2", b"v", b"EX", b"9223372036854775807"]),
         b"-ERR invalid expire time in 'set' command\r\n"
@@ -440,7 +475,12 @@ fn a_monitor_that_stops_reading_is_disconnected() {
     let shared = server.shared();
     let mut c = Conn::connect(server.addr());
     assert_eq!(
-        c.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 1mb 0 0"]),
+        c.cmd(&[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 1mb 0 0"
+        ]),
         b"+OK\r\n"
     );
     let mut m = TcpStream::connect(server.addr()).unwrap();
@@ -462,7 +502,12 @@ fn a_monitor_that_stops_reading_is_disconnected() {
         shared.monitors.count() == 0
     });
     assert_eq!(
-        c.cmd(&[b"CONFIG", b"SET", b"client-output-buffer-limit", b"normal 0 0 0"]),
+        c.cmd(&[
+            b"CONFIG",
+            b"SET",
+            b"client-output-buffer-limit",
+            b"normal 0 0 0"
+        ]),
         b"+OK\r\n"
     );
     drop(m);
@@ -476,7 +521,9 @@ fn monitor_lines(m: &mut Conn, until: &str) -> Vec<String> {
     loop {
         let line = m.read_reply();
         let text = String::from_utf8_lossy(&line).into_owned();
-        let cmd = text.split_once("] ").map_or(text.clone(), |(_, c)| c.to_string());
+        let cmd = text
+            .split_once("] ")
+            .map_or(text.clone(), |(_, c)| c.to_string());
         let done = cmd.contains(until);
         out.push(cmd);
         if done {
@@ -496,7 +543,9 @@ fn secrets_never_reach_monitor_or_the_command_log() {
         &[b"AUTH", b"secret1"],
         &[b"AUTH", b"user", b"secret2"],
         &[b"HELLO", b"2", b"AUTH", b"default", b"secret3"],
-        &[b"HELLO", b"2", b"SETNAME", b"x", b"AUTH", b"default", b"secret4"],
+        &[
+            b"HELLO", b"2", b"SETNAME", b"x", b"AUTH", b"default", b"secret4",
+        ],
         &[b"SET", b"a", b"b"],
         &[b"ECHO", b"end-of-test"],
     ];
@@ -511,7 +560,11 @@ fn secrets_never_reach_monitor_or_the_command_log() {
         seen.push(monitor_lines(&mut m, "end-of-test"));
     }
     assert_eq!(seen[0], seen[1], "MONITOR lines: redis vs sluice");
-    assert!(!seen[1].iter().any(|l| l.contains("secret")), "{:?}", seen[1]);
+    assert!(
+        !seen[1].iter().any(|l| l.contains("secret")),
+        "{:?}",
+        seen[1]
+    );
 
     let mut c = Conn::connect(server.addr());
     assert_eq!(c.cmd(&[b"CMDLOG", b"RESET"]), b"+OK\r\n");
@@ -544,12 +597,13 @@ fn secrets_never_reach_monitor_or_the_command_log() {
     // Only the AUTH attempts (redacted) were logged, none of the refused SETs.
     let after = c.cmd(&[b"CMDLOG", b"LEN"]);
     let n = |r: &[u8]| -> i64 { String::from_utf8_lossy(&r[1..r.len() - 2]).parse().unwrap() };
-    assert_eq!(n(&after) - n(&before), 4 + 1, "4 AUTHs and the first CMDLOG LEN");
-    assert_eq!(stranger.cmd(&[b"AUTH", b"s3cret-pw"]), b"+OK\r\n");
     assert_eq!(
-        c.cmd(&[b"CONFIG", b"SET", b"requirepass", b""]),
-        b"+OK\r\n"
+        n(&after) - n(&before),
+        4 + 1,
+        "4 AUTHs and the first CMDLOG LEN"
     );
+    assert_eq!(stranger.cmd(&[b"AUTH", b"s3cret-pw"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"requirepass", b""]), b"+OK\r\n");
     assert_alive(server.addr());
 }
 
@@ -575,5 +629,8 @@ fn second_signal_exits_at_once_while_a_script_runs() {
     let status = server
         .wait_exit(Duration::from_secs(2))
         .expect("the second SIGTERM must end the process at once");
-    eprintln!("exited {status:?} {:?} after the second SIGTERM", second.elapsed());
+    eprintln!(
+        "exited {status:?} {:?} after the second SIGTERM",
+        second.elapsed()
+    );
 }
