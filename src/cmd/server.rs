@@ -960,8 +960,9 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(step as i64),
         status_set(spec.acl),
         Reply::Set(vec![]),
-        Reply::Array(key_specs),
-        Reply::Array(spec.subcommands.iter().map(command_info).collect()),
+        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        Reply::Set(key_specs),
+        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
     ])
 }
 
