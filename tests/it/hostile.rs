@@ -634,3 +634,53 @@ fn second_signal_exits_at_once_while_a_script_runs() {
         second.elapsed()
     );
 }
+
+/// Every command (and subcommand) sluice shares with Redis 7.0.15 carries Redis's flags, the
+/// ones the no-multi / noscript / no-auth / denyoom / admin checks read.
+#[test]
+fn command_flags_are_redis_flags() {
+    fn text(v: &redis::Value) -> String {
+        match v {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            redis::Value::SimpleString(s) => s.clone(),
+            other => format!("{other:?}"),
+        }
+    }
+    fn walk(entries: &[redis::Value], out: &mut std::collections::BTreeMap<String, Vec<String>>) {
+        for e in entries {
+            let redis::Value::Array(fields) = e else {
+                continue;
+            };
+            let flags = match fields.get(2) {
+                Some(redis::Value::Array(f) | redis::Value::Set(f)) => f.iter().map(text).collect(),
+                _ => Vec::new(),
+            };
+            out.insert(text(&fields[0]), flags);
+            if let Some(redis::Value::Array(subs)) = fields.get(9) {
+                walk(subs, out);
+            }
+        }
+    }
+    let table = |url: String| {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let redis::Value::Array(entries) = redis::cmd("COMMAND").query(&mut con).unwrap() else {
+            panic!("COMMAND is not an array");
+        };
+        let mut out = std::collections::BTreeMap::new();
+        walk(&entries, &mut out);
+        out
+    };
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let theirs = table(format!("redis://{}/", redis_server.addr()));
+    let ours = table(server.url());
+    let mut compared = 0;
+    for (name, flags) in &ours {
+        if let Some(redis_flags) = theirs.get(name) {
+            assert_eq!(flags, redis_flags, "flags of {name}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 150, "only {compared} commands compared");
+    assert_alive(server.addr());
+}
