@@ -264,7 +264,7 @@ pub fn lookup(table: &CommandTable, args: &[Bytes]) -> Lookup<'static> {
 /// so the handler's lookups and writes do not hash them again.
 pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -> Locked<'a> {
     match spec.lock {
-        LockMode::None => shared.keyspace.lock_none(),
+        LockMode::None | LockMode::Stepwise => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
         LockMode::Keys => match spec.keys {
             // Most commands have exactly one key, at index 1: skip the position iterator.

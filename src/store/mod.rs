@@ -289,6 +289,11 @@ impl<'a> Locked<'a> {
         self.hashed.clear();
     }
 
+    /// Shard `i`, if it is held.
+    pub fn held_shard(&self, i: usize) -> Option<&Shard> {
+        self.guards.iter().find(|(j, _)| *j == i).map(|(_, g)| &**g)
+    }
+
     /// True if every shard is held.
     pub fn holds_all(&self) -> bool {
         self.guards.len() == self.ks.shard_count()
