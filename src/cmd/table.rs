@@ -238,6 +238,10 @@ pub enum LockMode {
     Keys,
     /// Every shard (whole-keyspace commands).
     All,
+    /// Called by a client: nothing, the handler locks one shard at a time (SCAN walks the
+    /// shards so). Inside EXEC or a script, which must not take locks of their own: every
+    /// shard, as `All`.
+    Stepwise,
 }
 
 /// One command (or subcommand) of the table.
@@ -341,6 +345,12 @@ impl CommandSpec {
     /// Locks every shard instead.
     pub const fn whole_keyspace(mut self) -> Self {
         self.lock = LockMode::All;
+        self
+    }
+
+    /// Locks one shard at a time by itself (see `LockMode::Stepwise`).
+    pub const fn stepwise(mut self) -> Self {
+        self.lock = LockMode::Stepwise;
         self
     }
 
