@@ -14,8 +14,10 @@
 //! order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
+pub mod bitmap;
 pub mod cluster;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod long_double;
@@ -25,6 +27,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod strings;
+pub mod strrange;
 pub mod table;
 pub mod testmode;
 pub mod throttle;
@@ -45,7 +48,7 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{CommandSpec, CommandTable, FindKeys, KeySpec, KeySpecDoc, LockMode};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]

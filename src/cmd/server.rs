@@ -894,10 +894,31 @@ fn key_spec_fields(
     ]
 }
 
+/// One declared key spec (`CommandSpec::key_specs`) as COMMAND INFO shapes it.
+fn key_spec_doc(doc: &super::KeySpecDoc) -> Reply {
+    let mut fields = Vec::with_capacity(4);
+    if let Some(notes) = doc.notes {
+        fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
+    }
+    let (find_type, a, b, c) = match doc.find {
+        super::FindKeys::Range(last, step, limit) => (("range", "lastkey", "keystep", "limit"), last, step, limit),
+        super::FindKeys::Keynum(idx, first, step) => (("keynum", "keynumidx", "firstkey", "keystep"), idx, first, step),
+    };
+    fields.extend(key_spec_fields(
+        doc.flags,
+        doc.begin as i64,
+        find_type.0,
+        &[(find_type.1, a as i64), (find_type.2, b as i64), (find_type.3, c as i64)],
+    ));
+    Reply::Map(fields)
+}
+
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if let KeySpec::Keynum {
+    let key_specs = if !spec.key_specs.is_empty() {
+        spec.key_specs.iter().map(key_spec_doc).collect()
+    } else if let KeySpec::Keynum {
         begin,
         keynumidx,
         firstkey,
@@ -949,7 +970,7 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(vec![]),
+        Reply::Set(spec.tips.iter().map(|t| Reply::status(t)).collect()),
         Reply::Array(key_specs),
         Reply::Array(spec.subcommands.iter().map(command_info).collect()),
     ])

@@ -112,6 +112,47 @@ impl KeySpec {
     }
 }
 
+/// One key spec as COMMAND INFO reports it, for commands Redis describes with several specs
+/// (a destination and its sources) or with flags the single derived spec does not give.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpecDoc {
+    /// The spec's notes, if Redis gives one.
+    pub notes: Option<&'static str>,
+    /// The spec's flags (RW, OW, RO, access, update, insert, delete…).
+    pub flags: &'static [&'static str],
+    /// begin_search index.
+    pub begin: i32,
+    /// find_keys: a range (lastkey, keystep, limit) or a keynum (keynumidx, firstkey, keystep).
+    pub find: FindKeys,
+}
+
+/// The find_keys part of a [`KeySpecDoc`].
+#[derive(Debug, Clone, Copy)]
+pub enum FindKeys {
+    /// `range`: lastkey (relative to begin, or negative from the end), keystep, limit.
+    Range(i32, i32, i32),
+    /// `keynum`: keynumidx, firstkey, keystep.
+    Keynum(i32, i32, i32),
+}
+
+impl KeySpecDoc {
+    /// A range spec starting at `begin` with `lastkey` (step 1, no limit).
+    pub const fn range(flags: &'static [&'static str], begin: i32, lastkey: i32) -> Self {
+        KeySpecDoc {
+            notes: None,
+            flags,
+            begin,
+            find: FindKeys::Range(lastkey, 1, 0),
+        }
+    }
+
+    /// The same spec with notes.
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+}
+
 /// What a command locks before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockMode {
@@ -146,6 +187,10 @@ pub struct CommandSpec {
     pub immediate: bool,
     /// The arity COMMAND reports, where it differs from the one dispatch checks.
     pub reported_arity: Option<i32>,
+    /// Command tips COMMAND INFO reports (`nondeterministic_output_order`…).
+    pub tips: &'static [&'static str],
+    /// Key specs COMMAND INFO reports instead of the one derived from `keys`.
+    pub key_specs: &'static [KeySpecDoc],
 }
 
 impl CommandSpec {
@@ -171,7 +216,21 @@ impl CommandSpec {
             subcommands: &[],
             immediate: false,
             reported_arity: None,
+            tips: &[],
+            key_specs: &[],
         }
+    }
+
+    /// Sets the tips COMMAND INFO reports.
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Sets the key specs COMMAND INFO reports.
+    pub const fn with_key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
+        self
     }
 
     /// Keys at positions first..=last by step.
@@ -255,7 +314,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 12] {
+pub fn all_families() -> [&'static [CommandSpec]; 16] {
     use super::*;
     [
         strings::COMMANDS,
@@ -270,6 +329,10 @@ pub fn all_families() -> [&'static [CommandSpec]; 12] {
         testmode::COMMANDS,
         scripting::COMMANDS,
         cluster::COMMANDS,
+        strrange::COMMANDS,
+        bitmap::COMMANDS,
+        set::ALGEBRA_COMMANDS,
+        hll::COMMANDS,
     ]
 }
 

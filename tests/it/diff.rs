@@ -60,7 +60,8 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset
+    strings, keys, server, txn, protocol, types, hash, list, set, zset,
+    string_ranges, bitmap, set_algebra, list_mpop, hyperloglog,
 );
 
 /// Runs every transcript not listed above.
