@@ -970,7 +970,7 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(spec.tips.iter().map(|t| Reply::status(t)).collect()),
+        Reply::Set(spec.tips.iter().map(|t| Reply::bulk(t.as_bytes())).collect()),
         Reply::Array(key_specs),
         Reply::Array(spec.subcommands.iter().map(command_info).collect()),
     ])

@@ -217,8 +217,9 @@ pub fn to_dense(h: &mut Vec<u8>) -> Result<(), Corrupt> {
     while p < h.len() {
         let (run, v, len) = opcode(h, p);
         if v > 0 {
+            // A run past the last register: corrupt (the patched Redis 7.0.15 refuses it).
             if run + idx > REGISTERS {
-                break;
+                return Err(Corrupt);
             }
             for i in idx..idx + run {
                 dense_put(&mut dense[HDR..], i, v);
@@ -296,7 +297,15 @@ fn sparse_set(h: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Res
         if seq.len() > oplen && h.len() + seq.len() - oplen > max_bytes {
             return promote(h, index, count);
         }
-        h.splice(p..p + oplen, seq);
+        // An XZERO cut short by the end of the string (a corrupt value) is replaced as Redis
+        // replaces it: the string grows by the size difference only, so the new sequence's
+        // last byte is lost.
+        let new_len = h.len() + seq.len() - oplen;
+        let tail = h.get(p + oplen..).map(<[u8]>::to_vec).unwrap_or_default();
+        h.truncate(p);
+        h.extend_from_slice(&seq);
+        h.extend_from_slice(&tail);
+        h.truncate(new_len);
     }
     // Step 4: merge adjacent VAL opcodes of the same value, scanning up to five opcodes
     // from the one before the change.
@@ -363,7 +372,7 @@ pub fn merge_into(max: &mut [u8], h: &[u8]) -> Result<(), Corrupt> {
         let (run, v, len) = opcode(h, p);
         if v > 0 {
             if run + i > REGISTERS {
-                break;
+                return Err(Corrupt);
             }
             for m in &mut max[i..i + run] {
                 *m = (*m).max(v);
@@ -467,7 +476,7 @@ mod tests {
 
     #[test]
     fn murmur_matches_reference_values() {
-        // Values from the reference MurmurHash64A (seed 0 and Redis's HLL seed).
+        // The empty key with seed 0 hashes to 0; every element lands in a register.
         assert_eq!(murmur64a(b"", 0), 0);
         let (i, c) = pattern(b"a");
         assert!(i < REGISTERS && (1..=51).contains(&c));
@@ -523,16 +532,19 @@ mod tests {
         let mut h = new_sparse();
         h.push(0x80);
         assert_eq!(count(&h), Err(Corrupt));
-        // Merging and densifying stop at a run past the last register, as Redis's do, so
-        // they accept what counting refuses.
         let mut max = vec![0u8; REGISTERS];
-        assert_eq!(merge_into(&mut max, &h), Ok(()));
-        assert_eq!(to_dense(&mut h.clone()), Ok(()));
+        assert_eq!(merge_into(&mut max, &h), Err(Corrupt));
+        assert_eq!(to_dense(&mut h.clone()), Err(Corrupt));
         h.truncate(HDR + 1);
         assert_eq!(to_dense(&mut h), Err(Corrupt));
         let mut h = new_sparse();
         h.truncate(HDR);
         assert_eq!(add(&mut h, b"x", SPARSE_MAX_BYTES), Err(Corrupt));
+        // An XZERO missing its second byte reads it as 0, as Redis reads the terminator.
+        let mut h = new_sparse();
+        h.truncate(HDR + 1);
+        assert_eq!(add(&mut h, b"a", SPARSE_MAX_BYTES), Ok(true));
+        assert_eq!(&h[HDR..], &[0x71, 0xa6, 0x84, 0x4d]);
     }
 
     #[test]
