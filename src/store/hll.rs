@@ -556,4 +556,34 @@ mod tests {
         set_cached(&mut h, 42);
         assert_eq!(cached(&h), Some(42));
     }
+
+    /// Hostile values: any bytes after a sparse header are counted, merged, densified and
+    /// added to without a panic, and the string never grows past what Redis allows.
+    #[test]
+    fn random_sparse_bodies_never_panic() {
+        use rand::RngExt;
+        let mut rng = rand::rng();
+        for round in 0..3000 {
+            let mut h = new_sparse();
+            h.truncate(HDR);
+            let len = rng.random_range(0..24);
+            h.extend((0..len).map(|_| rng.random::<u8>()));
+            if round % 3 == 0 {
+                // Mostly-valid bodies reach the deeper paths.
+                h.truncate(HDR);
+                h.extend_from_slice(&[0x7f, 0xff]);
+                let at = rng.random_range(HDR..h.len() + 1);
+                h.insert(at, rng.random::<u8>());
+            }
+            let _ = count(&h);
+            let mut max = vec![0u8; REGISTERS];
+            let _ = merge_into(&mut max, &h);
+            let _ = to_dense(&mut h.clone());
+            for i in 0..20u32 {
+                let _ = add(&mut h, &i.to_le_bytes(), SPARSE_MAX_BYTES);
+                assert!(h.len() <= SPARSE_MAX_BYTES + 8 || h.len() == DENSE_SIZE);
+            }
+            let _ = count(&h);
+        }
+    }
 }

@@ -4,6 +4,7 @@
 mod cluster;
 mod core;
 mod diff;
+mod hll;
 mod limits;
 mod memory;
 mod proc;
