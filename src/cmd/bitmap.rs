@@ -102,7 +102,8 @@ impl Command for SetBit {
             None => {
                 let mut v = Vec::new();
                 let (old, _) = flip(&mut v);
-                ctx.store.set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                ctx.store
+                    .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
                 (old, false)
             }
         };
@@ -144,7 +145,11 @@ fn popcount(s: &[u8]) -> u64 {
     let mut chunks = s.chunks_exact(8);
     let mut n: u64 = chunks
         .by_ref()
-        .map(|c| u64::from(u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]).count_ones()))
+        .map(|c| {
+            u64::from(
+                u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]).count_ones(),
+            )
+        })
         .sum();
     n += chunks
         .remainder()
@@ -302,7 +307,11 @@ impl Command for BitPos {
                 };
                 // Without an end, the range runs to the last byte (or bit): `len - 1` is
                 // clamped to it either way.
-                let end = if !end_given && bits { (len << 3) - 1 } else { end };
+                let end = if !end_given && bits {
+                    (len << 3) - 1
+                } else {
+                    end
+                };
                 bit_range(start, end, len, bits)
             }
             _ => return Err(CmdError::Syntax),
@@ -310,7 +319,9 @@ impl Command for BitPos {
         let Some((start, end, fm, lm)) = range else {
             return Ok(Reply::Int(-1));
         };
-        Ok(Reply::Int(bitpos_in(&s, bit, start, end, fm, lm, end_given)))
+        Ok(Reply::Int(bitpos_in(
+            &s, bit, start, end, fm, lm, end_given,
+        )))
     }
 }
 
@@ -647,13 +658,18 @@ impl<const RO: bool> Command for BitField<RO> {
                             }
                         }
                         (FieldOp::Set(x), true) => match signed_add(x, 0, f.bits, f.overflow) {
-                            Some(n) => (n as u64 & mask_of(f.bits), Reply::Int(to_signed(old, f.bits))),
+                            Some(n) => (
+                                n as u64 & mask_of(f.bits),
+                                Reply::Int(to_signed(old, f.bits)),
+                            ),
                             None => return Reply::Null,
                         },
-                        (FieldOp::IncrBy(by), false) => match unsigned_add(old, by, f.bits, f.overflow) {
-                            Some(n) => (n, Reply::Int(n as i64)),
-                            None => return Reply::Null,
-                        },
+                        (FieldOp::IncrBy(by), false) => {
+                            match unsigned_add(old, by, f.bits, f.overflow) {
+                                Some(n) => (n, Reply::Int(n as i64)),
+                                None => return Reply::Null,
+                            }
+                        }
                         (FieldOp::Set(x), false) => match unsigned_set(x, f.bits, f.overflow) {
                             Some(n) => (n, Reply::Int(old as i64)),
                             None => return Reply::Null,
@@ -674,7 +690,8 @@ impl<const RO: bool> Command for BitField<RO> {
                 None => {
                     let mut v = Vec::new();
                     let r = run(&mut v, true);
-                    ctx.store.set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                    ctx.store
+                        .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
                     r
                 }
             };

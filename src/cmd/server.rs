@@ -901,14 +901,25 @@ fn key_spec_doc(doc: &super::KeySpecDoc) -> Reply {
         fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
     }
     let (find_type, a, b, c) = match doc.find {
-        super::FindKeys::Range(last, step, limit) => (("range", "lastkey", "keystep", "limit"), last, step, limit),
-        super::FindKeys::Keynum(idx, first, step) => (("keynum", "keynumidx", "firstkey", "keystep"), idx, first, step),
+        super::FindKeys::Range(last, step, limit) => {
+            (("range", "lastkey", "keystep", "limit"), last, step, limit)
+        }
+        super::FindKeys::Keynum(idx, first, step) => (
+            ("keynum", "keynumidx", "firstkey", "keystep"),
+            idx,
+            first,
+            step,
+        ),
     };
     fields.extend(key_spec_fields(
         doc.flags,
         doc.begin as i64,
         find_type.0,
-        &[(find_type.1, a as i64), (find_type.2, b as i64), (find_type.3, c as i64)],
+        &[
+            (find_type.1, a as i64),
+            (find_type.2, b as i64),
+            (find_type.3, c as i64),
+        ],
     ));
     Reply::Map(fields)
 }
@@ -970,7 +981,12 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(spec.tips.iter().map(|t| Reply::bulk(t.as_bytes())).collect()),
+        Reply::Set(
+            spec.tips
+                .iter()
+                .map(|t| Reply::bulk(t.as_bytes()))
+                .collect(),
+        ),
         Reply::Array(key_specs),
         Reply::Array(spec.subcommands.iter().map(command_info).collect()),
     ])

@@ -471,12 +471,17 @@ fn difference(sets: &[Option<SetValue>], keys: &[Bytes]) -> SetValue {
         return out;
     };
     // A later key naming the first set empties the result.
-    if keys[1..].iter().zip(&sets[1..]).any(|(k, s)| s.is_some() && *k == keys[0]) {
+    if keys[1..]
+        .iter()
+        .zip(&sets[1..])
+        .any(|(k, s)| s.is_some() && *k == keys[0])
+    {
         return out;
     }
     let others: Vec<&SetValue> = sets[1..].iter().flatten().collect();
     let n = others.len() + 1;
-    let algo_one = (first.len() * n) / 2 <= first.len() + others.iter().map(|s| s.len()).sum::<usize>();
+    let algo_one =
+        (first.len() * n) / 2 <= first.len() + others.iter().map(|s| s.len()).sum::<usize>();
     if algo_one {
         for m in first.iter() {
             if !others.iter().any(|s| s.contains(&m)) {

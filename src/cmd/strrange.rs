@@ -124,7 +124,8 @@ impl Command for SetRange {
             None => {
                 let mut v = Vec::new();
                 let n = write(&mut v);
-                ctx.store.set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                ctx.store
+                    .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
                 n
             }
             Some(_) => {
@@ -176,10 +177,12 @@ impl Command for GetRange {
             return Ok(Reply::Bulk(Bytes::new()));
         };
         let s = string_bytes(v)?;
-        Ok(Reply::Bulk(match getrange_bounds(self.start, self.end, s.len()) {
-            Some((a, b)) => s.slice(a..=b),
-            None => Bytes::new(),
-        }))
+        Ok(Reply::Bulk(
+            match getrange_bounds(self.start, self.end, s.len()) {
+                Some((a, b)) => s.slice(a..=b),
+                None => Bytes::new(),
+            },
+        ))
     }
 }
 
@@ -301,8 +304,7 @@ impl Command for Lcs {
                 "ERR If you want both the length and indexes, please just use IDX.",
             ));
         }
-        if a.len() as u64 >= u64::from(u32::MAX - 1) || b.len() as u64 >= u64::from(u32::MAX - 1)
-        {
+        if a.len() as u64 >= u64::from(u32::MAX - 1) || b.len() as u64 >= u64::from(u32::MAX - 1) {
             return Err(CmdError::msg("ERR String too long for LCS"));
         }
         let cells = (a.len() as u64 + 1).saturating_mul(b.len() as u64 + 1);

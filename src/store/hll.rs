@@ -342,7 +342,12 @@ fn promote(h: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
 }
 
 /// Raises register `index` to `count` in either encoding; Ok(true) if it changed.
-pub fn set_register(h: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Result<bool, Corrupt> {
+pub fn set_register(
+    h: &mut Vec<u8>,
+    index: usize,
+    count: u8,
+    max_bytes: usize,
+) -> Result<bool, Corrupt> {
     if is_dense(h) {
         Ok(dense_set(h, index, count))
     } else {

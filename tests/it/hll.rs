@@ -6,7 +6,15 @@ use crate::support::{Conn, RedisServer, sluice};
 
 /// PFADDs `n` deterministic elements to `key` on both servers, `batch` at a time, checking
 /// every reply and, when `compare_bytes`, the value after every batch.
-fn add_both(r: &mut Conn, s: &mut Conn, key: &str, prefix: &str, n: usize, batch: usize, compare_bytes: bool) {
+fn add_both(
+    r: &mut Conn,
+    s: &mut Conn,
+    key: &str,
+    prefix: &str,
+    n: usize,
+    batch: usize,
+    compare_bytes: bool,
+) {
     let mut i = 0;
     while i < n {
         let end = (i + batch).min(n);
@@ -29,7 +37,9 @@ fn same(r: &mut Conn, s: &mut Conn, args: &[&[u8]]) -> Vec<u8> {
         String::from_utf8_lossy(&a[..a.len().min(200)]),
         String::from_utf8_lossy(&b[..b.len().min(200)]),
         "{:?}",
-        args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()
+        args.iter()
+            .map(|a| String::from_utf8_lossy(a))
+            .collect::<Vec<_>>()
     );
     assert_eq!(a, b);
     a
@@ -86,7 +96,11 @@ fn values_copied_between_servers_keep_working() {
         assert_eq!(r.cmd(&[b"SET", rkey.as_bytes(), &back]), b"+OK\r\n");
         for k in [key, rkey.as_str()] {
             same(&mut r, &mut s, &[b"PFCOUNT", k.as_bytes()]);
-            same(&mut r, &mut s, &[b"PFADD", k.as_bytes(), b"new1", b"new2", b"new3"]);
+            same(
+                &mut r,
+                &mut s,
+                &[b"PFADD", k.as_bytes(), b"new1", b"new2", b"new3"],
+            );
             same(&mut r, &mut s, &[b"PFCOUNT", k.as_bytes()]);
             same(&mut r, &mut s, &[b"GET", k.as_bytes()]);
         }
