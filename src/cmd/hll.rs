@@ -45,9 +45,15 @@ fn check_hll(v: &Value) -> CmdResult<()> {
     }
 }
 
-/// The configured `hll-sparse-max-bytes` (Redis's default; sluice does not let it change).
-fn sparse_max() -> usize {
-    hll::SPARSE_MAX_BYTES
+/// `hll-sparse-max-bytes`: Redis's default unless CONFIG SET gave another value.
+fn sparse_max(ctx: &Ctx<'_>) -> usize {
+    ctx.shared
+        .params
+        .lock()
+        .ok()
+        .and_then(|p| p.get("hll-sparse-max-bytes").cloned())
+        .and_then(|v| crate::config::parse_memory(&v))
+        .unwrap_or(hll::SPARSE_MAX_BYTES)
 }
 
 /// PFADD key [element …]
@@ -67,9 +73,10 @@ impl Command for PfAdd {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
+        let max_bytes = sparse_max(ctx);
         let add_all = |h: &mut Vec<u8>, mut updated: bool| -> Result<bool, Corrupt> {
             for e in &self.elements {
-                updated |= hll::add(h, e, sparse_max())?;
+                updated |= hll::add(h, e, max_bytes)?;
             }
             if updated {
                 hll::invalidate(h);
@@ -96,7 +103,7 @@ impl Command for PfAdd {
                 let r = edit_string(&mut ctx.store, db, &self.key, now, |h| {
                     let mut updated = false;
                     for e in &self.elements {
-                        match hll::add(h, e, sparse_max()) {
+                        match hll::add(h, e, max_bytes) {
                             Ok(u) => updated |= u,
                             Err(c) => return (updated, Err(c)),
                         }
@@ -186,6 +193,7 @@ impl Command for PfMerge {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
+        let max_bytes = sparse_max(ctx);
         let mut max = vec![0u8; hll::REGISTERS];
         let mut use_dense = false;
         // The destination is merged too, first, as in Redis.
@@ -205,7 +213,7 @@ impl Command for PfMerge {
             for (i, &m) in max.iter().enumerate() {
                 if m != 0 {
                     // A corrupt sparse destination is left as it is, as in Redis.
-                    let _ = hll::set_register(h, i, m, sparse_max());
+                    let _ = hll::set_register(h, i, m, max_bytes);
                 }
             }
             hll::invalidate(h);
