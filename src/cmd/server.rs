@@ -987,8 +987,9 @@ pub fn command_info(spec: &C) -> Reply {
                 .map(|t| Reply::bulk(t.as_bytes()))
                 .collect(),
         ),
-        Reply::Array(key_specs),
-        Reply::Array(spec.subcommands.iter().map(command_info).collect()),
+        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        Reply::Set(key_specs),
+        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
     ])
 }
 
