@@ -78,8 +78,21 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset,
-    string_ranges, bitmap, set_algebra, list_mpop, hyperloglog,
+    strings,
+    keys,
+    server,
+    txn,
+    protocol,
+    types,
+    hash,
+    list,
+    set,
+    zset,
+    string_ranges,
+    bitmap,
+    set_algebra,
+    list_mpop,
+    hyperloglog,
 );
 
 /// Runs every transcript not listed above.
