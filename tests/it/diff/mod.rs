@@ -88,6 +88,7 @@ transcripts!(
     list,
     set,
     zset,
+    hostile,
     string_ranges,
     bitmap,
     set_algebra,
