@@ -1284,7 +1284,7 @@ pub struct ConfigSet {
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         Ok(ConfigSet {
