@@ -415,17 +415,35 @@ const UNION: u8 = 1;
 const DIFF: u8 = 2;
 
 /// Reads the source sets in order (missing keys are None), WRONGTYPE for any other type.
-fn source_sets(ctx: &mut Ctx<'_>, keys: &[Bytes]) -> CmdResult<Vec<Option<SetValue>>> {
+/// With `all_needed` (intersections), a missing key makes the answer empty: then nothing is
+/// copied and None is returned.
+fn source_sets(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    all_needed: bool,
+) -> CmdResult<Option<Vec<Option<SetValue>>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let mut out = Vec::with_capacity(keys.len());
+    // First pass: one read lookup per key (keyspace hits and misses as Redis counts them)
+    // and the type checks, before anything is copied.
+    let mut present = Vec::with_capacity(keys.len());
     for k in keys {
-        out.push(match ctx.store.read_value(db, k, now) {
-            None => None,
-            Some(Value::Set(s)) => Some((**s).clone()),
+        present.push(match ctx.store.read_value(db, k, now) {
+            None => false,
+            Some(Value::Set(_)) => true,
             Some(_) => return Err(CmdError::WrongType),
         });
     }
-    Ok(out)
+    if all_needed && present.contains(&false) {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(keys.len());
+    for (k, here) in keys.iter().zip(present) {
+        out.push(match ctx.store.lookup(db, k, now).map(|e| &e.value) {
+            Some(Value::Set(s)) if here => Some((**s).clone()),
+            _ => None,
+        });
+    }
+    Ok(Some(out))
 }
 
 /// An empty result set, as Redis's createIntsetObject: an intset until a member says not.
@@ -522,11 +540,13 @@ impl<const OP: u8, const STORE: bool> Command for SetOp<OP, STORE> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let sets = source_sets(ctx, &self.keys)?;
-        let result = match OP {
-            INTER => intersect(&sets, 0).unwrap_or_else(empty_result),
-            UNION => union(&sets),
-            _ => difference(&sets, &self.keys),
+        let result = match source_sets(ctx, &self.keys, OP == INTER)? {
+            None => empty_result(),
+            Some(sets) => match OP {
+                INTER => intersect(&sets, 0).unwrap_or_else(empty_result),
+                UNION => union(&sets),
+                _ => difference(&sets, &self.keys),
+            },
         };
         let Some(dest) = self.dest else {
             return Ok(Reply::Set(result.iter().map(Reply::Bulk).collect()));
@@ -588,8 +608,9 @@ impl Command for SInterCard {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let sets = source_sets(ctx, &self.keys)?;
-        let n = intersect(&sets, self.limit).map_or(0, |s| s.len());
+        let n = source_sets(ctx, &self.keys, true)?
+            .and_then(|sets| intersect(&sets, self.limit))
+            .map_or(0, |s| s.len());
         Ok(Reply::Int(n as i64))
     }
 }
