@@ -20,7 +20,8 @@ pub mod hash;
 pub mod hll;
 pub mod keys;
 pub mod list;
-pub mod long_double;
+/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
+pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod scripting;

@@ -342,7 +342,7 @@ impl Command for Help {
     }
 }
 
-/// PING [message]
+/// `PING [message]`
 #[derive(Debug)]
 pub struct Ping {
     message: Option<Bytes>,
@@ -441,7 +441,7 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 #[derive(Debug)]
 pub struct Auth {
     user: Option<Bytes>,
@@ -1190,7 +1190,7 @@ impl Command for FunctionList {
     }
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
 pub struct Shutdown;
 

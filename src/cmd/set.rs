@@ -256,7 +256,7 @@ impl Command for SCard {
     }
 }
 
-/// SPOP key [count]
+/// `SPOP key [count]`
 #[derive(Debug)]
 pub struct SPop {
     key: Bytes,
@@ -313,7 +313,7 @@ impl Command for SPop {
     }
 }
 
-/// SRANDMEMBER key [count]
+/// `SRANDMEMBER key [count]`
 #[derive(Debug)]
 pub struct SRandMember {
     key: Bytes,
