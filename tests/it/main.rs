@@ -17,3 +17,4 @@ mod testmode;
 mod throttle;
 mod tls;
 mod workloads;
+mod zset_store;
