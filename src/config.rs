@@ -10,6 +10,9 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
+/// Most event-loop threads `threads` accepts.
+pub const MAX_THREADS: usize = 1024;
+
 /// Everything the server needs to start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -23,6 +26,8 @@ pub struct Config {
     pub loglevel: String,
     /// Keyspace shards (a power of two); 0 picks one from the CPU count.
     pub shards: usize,
+    /// Event-loop threads serving connections; 0 means one per CPU.
+    pub threads: usize,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -79,6 +84,7 @@ impl Default for Config {
             databases: 16,
             loglevel: "notice".into(),
             shards: 0,
+            threads: 0,
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -338,6 +344,7 @@ impl Config {
             "databases" => self.databases = parse_num(&name, one()?)?,
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
             "shards" => self.shards = parse_num(&name, one()?)?,
+            "threads" => self.threads = parse_num(&name, one()?)?,
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
@@ -456,6 +463,12 @@ impl Config {
                 "must be a power of two up to 4096 (or 0 for automatic)",
             ));
         }
+        if self.threads > MAX_THREADS {
+            return Err(bad(
+                "threads",
+                "must be between 1 and 1024 (or 0 for one per CPU)",
+            ));
+        }
         if self.bind.is_empty() {
             return Err(bad("bind", "at least one address is needed"));
         }
@@ -504,6 +517,14 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The number of event-loop threads to run: `threads`, or one per CPU.
+    pub fn effective_threads(&self) -> usize {
+        if self.threads != 0 {
+            return self.threads;
+        }
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
     /// The shard count to use.
@@ -743,6 +764,18 @@ mod tests {
         assert_eq!(c.proto_max_bulk_len, 1 << 20);
         assert_eq!(c.port, 0);
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn threads_directive() {
+        let mut c = Config::default();
+        assert!(c.effective_threads() >= 1);
+        c.apply("threads", &["1".into()]).unwrap();
+        assert_eq!(c.effective_threads(), 1);
+        c.validate().unwrap();
+        c.apply("threads", &["1025".into()]).unwrap();
+        assert!(c.validate().is_err());
+        assert!(c.apply("threads", &["-1".into()]).is_err());
     }
 
     #[test]

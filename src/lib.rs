@@ -1,7 +1,8 @@
 //! sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
 //!
-//! Clients speak RESP2 or RESP3 to it exactly as to Redis 7. A request flows through
-//! `server::connection` (read a batch, one write per batch), `protocol::request` (our
+//! Clients speak RESP2 or RESP3 to it exactly as to Redis 7. Each connection is dealt to one
+//! of `--threads` event loops (`server::loops`) when it is accepted and served there from read
+//! to write. A request flows through `server::connection` (read a batch, one write per batch), `protocol::request` (our
 //! resumable parser), `cmd` (table lookup, arity, MULTI queueing, typed parse, apply),
 //! `store` (the key's shard locked, lazy expiry with the command's single `now`) and back
 //! out through `protocol::reply`. Dependencies run one way: `server` → `cmd` → (`client`,
@@ -28,6 +29,7 @@ pub mod error;
 pub mod limiter;
 pub mod num;
 pub mod protocol;
+pub mod rdb;
 pub mod script;
 pub mod server;
 pub mod store;

@@ -4,6 +4,8 @@
 mod cluster;
 mod core;
 mod diff;
+mod dump;
+mod hostile;
 mod limits;
 mod memory;
 mod proc;
