@@ -20,3 +20,4 @@ mod testmode;
 mod throttle;
 mod tls;
 mod workloads;
+mod zset_store;
