@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -70,6 +70,14 @@ pub enum ServerError {
     /// The TLS certificate or key could not be loaded.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The Unix socket could not be set up.
+    #[error("could not listen on unix socket {path}: {source}")]
+    Unix {
+        /// The socket's path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 /// A bound, not yet running server.
@@ -78,6 +86,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     /// The TLS listeners and the acceptor they share.
     tls: Option<(Vec<TcpListener>, TlsAcceptor)>,
+    /// The Unix socket listener and its path (`unixsocket`).
+    unix: Option<(UnixListener, String)>,
 }
 
 impl std::fmt::Debug for Server {
@@ -167,6 +177,10 @@ impl Server {
             }
             _ => None,
         };
+        let unix = match &config.unixsocket {
+            Some(path) => Some((bind_unix(path, config.unixsocketperm)?, path.clone())),
+            None => None,
+        };
         let mut shared = Shared::new(config, clock);
         if !shared.config().test_mode {
             for spec in crate::cmd::testmode::COMMANDS {
@@ -186,6 +200,7 @@ impl Server {
             shared: Arc::new(shared),
             listeners,
             tls,
+            unix,
         })
     }
 
@@ -200,6 +215,11 @@ impl Server {
             .as_ref()
             .and_then(|(l, _)| l.first())
             .and_then(|l| l.local_addr().ok())
+    }
+
+    /// The Unix socket's path, if `unixsocket` is configured.
+    pub fn unix_path(&self) -> Option<&str> {
+        self.unix.as_ref().map(|(_, p)| p.as_str())
     }
 
     /// The server's shared state.
@@ -238,6 +258,16 @@ impl Server {
                 admitted.clone(),
             ));
         }
+        let unix_path = self.unix.as_ref().map(|(_, p)| p.clone());
+        if let Some((listener, path)) = self.unix {
+            tracker.spawn(unix_accept_loop(
+                listener,
+                path,
+                shared.clone(),
+                tracker.clone(),
+                admitted.clone(),
+            ));
+        }
         shared.shutdown.cancelled().await;
         // A script still running (even one that wrote) would keep its thread forever.
         shared.scripts.busy.abort();
@@ -247,6 +277,10 @@ impl Server {
             .is_err()
         {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
+        }
+        if let Some(path) = unix_path {
+            // As redis-server does: the socket file goes with the server.
+            let _ = std::fs::remove_file(path);
         }
         tracing::info!("sluice stopped");
     }
@@ -306,38 +340,20 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        shared
-            .stats
-            .total_connections
-            .fetch_add(1, Ordering::Relaxed);
-        // Counted here, in the accept loop, so a burst of connections cannot all slip in
-        // before the first of them registers.
-        let config = shared.config();
-        let over_limit = admitted.fetch_add(1, Ordering::AcqRel) >= config.maxclients;
-        let slot = Admitted(admitted.clone());
-        let refusal: Option<&'static [u8]> = if over_limit {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            Some(b"-ERR max number of clients reached\r\n")
-        } else if protected_mode_refuses(&config, peer.ip()) {
-            tracing::info!("protected mode: refused {peer}");
-            Some(PROTECTED_MODE_DENIED.as_bytes())
-        } else {
-            None
-        };
+        let (slot, refusal) = admission(&shared, &admitted, Some(peer));
         let shared = shared.clone();
         let laddr = laddr.clone();
         let tls = tls.clone();
         tracker.spawn(async move {
             let _slot = slot;
             match tls {
-                None => admit(shared, stream, peer, laddr, refusal).await,
+                None => admit(shared, stream, peer.to_string(), laddr, refusal).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                     {
-                        Ok(Ok(stream)) => admit(shared, stream, peer, laddr, refusal).await,
+                        Ok(Ok(stream)) => {
+                            admit(shared, stream, peer.to_string(), laddr, refusal).await
+                        }
                         Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
                         Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
                     }
@@ -347,11 +363,95 @@ async fn accept_loop(
     }
 }
 
+/// Counts a new connection toward maxclients and decides whether it is refused: over the
+/// limit, or (for a TCP peer) by protected mode. Counted in the accept loop, so a burst of
+/// connections cannot all slip in before the first of them registers.
+fn admission(
+    shared: &Shared,
+    admitted: &Arc<AtomicUsize>,
+    peer: Option<SocketAddr>,
+) -> (Admitted, Option<&'static [u8]>) {
+    shared
+        .stats
+        .total_connections
+        .fetch_add(1, Ordering::Relaxed);
+    let config = shared.config();
+    let over_limit = admitted.fetch_add(1, Ordering::AcqRel) >= config.maxclients;
+    let slot = Admitted(admitted.clone());
+    let refusal: Option<&'static [u8]> = if over_limit {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        Some(b"-ERR max number of clients reached\r\n")
+    } else if let Some(peer) = peer
+        && protected_mode_refuses(&config, peer.ip())
+    {
+        tracing::info!("protected mode: refused {peer}");
+        Some(PROTECTED_MODE_DENIED.as_bytes())
+    } else {
+        None
+    };
+    (slot, refusal)
+}
+
+/// Binds the Unix socket at `path` (replacing a stale socket file, as redis-server does) and
+/// sets its permission bits when `perm` is not 0.
+fn bind_unix(path: &str, perm: u32) -> Result<UnixListener, ServerError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let err = |source| ServerError::Unix {
+        path: path.to_string(),
+        source,
+    };
+    // Only a socket is removed: a typo must not delete a regular file.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    if perm != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(err)?;
+    }
+    Ok(listener)
+}
+
+/// Accepts clients on the Unix socket: local by nature, so protected mode does not apply;
+/// CLIENT LIST shows them as `path:0`, as Redis does.
+async fn unix_accept_loop(
+    listener: UnixListener,
+    path: String,
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    admitted: Arc<AtomicUsize>,
+) {
+    let addr = format!("{path}:0");
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shared.shutdown.cancelled() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (slot, refusal) = admission(&shared, &admitted, None);
+        let shared = shared.clone();
+        let addr = addr.clone();
+        tracker.spawn(async move {
+            let _slot = slot;
+            admit(shared, stream, addr.clone(), addr, refusal).await;
+        });
+    }
+}
+
 /// Serves an accepted connection, or sends it the refusal and closes it.
 async fn admit<S>(
     shared: Arc<Shared>,
     mut stream: S,
-    peer: SocketAddr,
+    peer: String,
     laddr: String,
     refusal: Option<&'static [u8]>,
 ) where
@@ -366,6 +466,6 @@ async fn admit<S>(
             })
             .await;
         }
-        None => connection::serve(shared, stream, peer.to_string(), laddr).await,
+        None => connection::serve(shared, stream, peer, laddr).await,
     }
 }

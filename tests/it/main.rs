@@ -6,6 +6,7 @@ mod core;
 mod diff;
 mod limits;
 mod memory;
+mod operators;
 mod proc;
 mod props;
 mod random_diff;
