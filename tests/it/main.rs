@@ -4,6 +4,7 @@
 mod cluster;
 mod core;
 mod diff;
+mod dockerfile;
 mod limits;
 mod memory;
 mod operators;

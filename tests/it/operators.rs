@@ -450,3 +450,56 @@ fn no_colour_codes_when_stderr_is_not_a_terminal() {
     );
     assert!(!log.contains('\u{1b}'), "colour codes on a pipe: {log:?}");
 }
+
+#[test]
+fn systemd_unit_command_line_starts_and_notifies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let unit = std::fs::read_to_string(root.join("deploy/sluice.service")).unwrap();
+    let field = |key: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("deploy/sluice.service has no {key}="))
+            .to_string()
+    };
+    assert_eq!(field("Type"), "notify");
+    assert_ne!(field("User"), "root");
+    let exec = field("ExecStart");
+    let argv: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(argv[0], "/usr/local/bin/sluice");
+    assert_eq!(argv[1], "/etc/sluice/sluice.conf");
+    // deploy/sluice.conf, with its /run/sluice paths (systemd's RuntimeDirectory) moved into
+    // a scratch directory and a free port.
+    let scratch = Scratch::new("unit");
+    let conf = std::fs::read_to_string(root.join("deploy/sluice.conf"))
+        .unwrap()
+        .replace("/run/sluice", s(scratch.dir()))
+        .replace("port 6379", "port 0");
+    let conf_path = scratch.path("sluice.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let notify_path = scratch.path("notify");
+    let notify = UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut args = vec![s(&conf_path)];
+    args.extend_from_slice(&argv[2..]);
+    let mut server = SluiceProcess::start_exactly(&args, &[("NOTIFY_SOCKET", s(&notify_path))]);
+    let mut buf = [0u8; 256];
+    let n = notify.recv(&mut buf).expect("READY=1 within 10 s");
+    assert!(String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1"));
+    assert_eq!(Conn::connect(server.addr()).cmd(&[b"PING"]), b"+PONG\r\n");
+    let mut unix = UnixStream::connect(scratch.path("sluice.sock")).unwrap();
+    unix.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    unix.write_all(b"PING\r\n").unwrap();
+    let mut reply = [0u8; 7];
+    unix.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"+PONG\r\n");
+    assert_eq!(
+        std::fs::read_to_string(scratch.path("sluice.pid")).unwrap().trim(),
+        server.pid().to_string()
+    );
+    // The shipped conf starts without warnings: everything in it is acted on.
+    assert!(!server.log().contains("accepted without effect"), "{}", server.log());
+    server.signal(libc::SIGTERM);
+    let n = notify.recv(&mut buf).expect("STOPPING=1");
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
+    assert_eq!(server.wait_exit(Duration::from_secs(10)).and_then(|s| s.code()), Some(0));
+}
