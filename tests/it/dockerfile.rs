@@ -52,7 +52,10 @@ fn ignored(pattern: &str, path: &str) -> bool {
 /// Every file under `src` (a file or a directory), relative to the repository root.
 fn files_under(src: &Path, rel: &str, out: &mut Vec<String>) {
     if src.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(src).unwrap().map(|e| e.unwrap()).collect();
+        let mut entries: Vec<_> = std::fs::read_dir(src)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -72,18 +75,26 @@ fn copy(args: &str, context: &Path, patterns: &[String]) -> Vec<String> {
     let mut copied = Vec::new();
     for src in sources {
         let from = Path::new(ROOT).join(src);
-        assert!(from.exists(), "the Dockerfile COPYs {src}, which does not exist");
+        assert!(
+            from.exists(),
+            "the Dockerfile COPYs {src}, which does not exist"
+        );
         let mut files = Vec::new();
         files_under(&from, src, &mut files);
         for file in files {
             if let Some(p) = patterns.iter().find(|p| ignored(p, &file)) {
                 panic!("the Dockerfile COPYs {file}, but .dockerignore excludes it ({p})");
             }
-            let inner = file.strip_prefix(*src).unwrap_or("").trim_start_matches('/');
+            let inner = file
+                .strip_prefix(*src)
+                .unwrap_or("")
+                .trim_start_matches('/');
             let target = if from.is_dir() {
                 context.join(dest).join(inner)
             } else if dest.is_empty() || dest.ends_with('/') {
-                context.join(dest).join(Path::new(&file).file_name().unwrap())
+                context
+                    .join(dest)
+                    .join(Path::new(&file).file_name().unwrap())
             } else {
                 context.join(dest)
             };
@@ -113,7 +124,10 @@ fn dockerfile_build_stage_builds_from_exactly_what_it_copies() {
         .filter(|(_, (op, _))| op == "FROM")
         .map(|(i, _)| i)
         .collect();
-    assert!(stages.len() >= 2, "expected a build stage and a runtime stage");
+    assert!(
+        stages.len() >= 2,
+        "expected a build stage and a runtime stage"
+    );
     let build = &all[stages[0] + 1..stages[1]];
     let runtime = &all[stages[1] + 1..];
 
@@ -132,7 +146,10 @@ fn dockerfile_build_stage_builds_from_exactly_what_it_copies() {
         match op.as_str() {
             "WORKDIR" | "ENV" | "ARG" => {}
             "COPY" => {
-                assert!(!args.starts_with("--from"), "build stage COPY --from: {args}");
+                assert!(
+                    !args.starts_with("--from"),
+                    "build stage COPY --from: {args}"
+                );
                 copied.extend(copy(args, &context, &patterns));
             }
             "RUN" => {
@@ -159,9 +176,14 @@ fn dockerfile_build_stage_builds_from_exactly_what_it_copies() {
             other => panic!("tests/it/dockerfile.rs does not handle {other} in the build stage"),
         }
     }
-    assert!(cargo_builds >= 2, "expected a dependency build and the real build");
     assert!(
-        build.iter().any(|(op, a)| op == "RUN" && a.contains("--locked")),
+        cargo_builds >= 2,
+        "expected a dependency build and the real build"
+    );
+    assert!(
+        build
+            .iter()
+            .any(|(op, a)| op == "RUN" && a.contains("--locked")),
         "cargo build --locked"
     );
     let binary: PathBuf = context.join("target/debug/sluice");
@@ -188,10 +210,16 @@ fn dockerfile_build_stage_builds_from_exactly_what_it_copies() {
     let port = server.addr().port().to_string();
     let argv: Vec<String> = argv.iter().map(|a| a.replace("6379", &port)).collect();
     let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
-    assert!(status.success(), "the HEALTHCHECK command fails against a live sluice: {argv:?}");
+    assert!(
+        status.success(),
+        "the HEALTHCHECK command fails against a live sluice: {argv:?}"
+    );
     drop(server);
     let status = Command::new(&argv[0]).args(&argv[1..]).status().unwrap();
-    assert!(!status.success(), "the HEALTHCHECK command passes with no server");
+    assert!(
+        !status.success(),
+        "the HEALTHCHECK command passes with no server"
+    );
     let _ = std::fs::remove_dir_all(&context);
 }
 

@@ -478,13 +478,19 @@ fn systemd_unit_command_line_starts_and_notifies() {
     std::fs::write(&conf_path, conf).unwrap();
     let notify_path = scratch.path("notify");
     let notify = UnixDatagram::bind(&notify_path).unwrap();
-    notify.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut args = vec![s(&conf_path)];
     args.extend_from_slice(&argv[2..]);
     let mut server = SluiceProcess::start_exactly(&args, &[("NOTIFY_SOCKET", s(&notify_path))]);
     let mut buf = [0u8; 256];
     let n = notify.recv(&mut buf).expect("READY=1 within 10 s");
-    assert!(String::from_utf8_lossy(&buf[..n]).lines().any(|l| l == "READY=1"));
+    assert!(
+        String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .any(|l| l == "READY=1")
+    );
     assert_eq!(Conn::connect(server.addr()).cmd(&[b"PING"]), b"+PONG\r\n");
     let mut unix = UnixStream::connect(scratch.path("sluice.sock")).unwrap();
     unix.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -493,13 +499,24 @@ fn systemd_unit_command_line_starts_and_notifies() {
     unix.read_exact(&mut reply).unwrap();
     assert_eq!(&reply, b"+PONG\r\n");
     assert_eq!(
-        std::fs::read_to_string(scratch.path("sluice.pid")).unwrap().trim(),
+        std::fs::read_to_string(scratch.path("sluice.pid"))
+            .unwrap()
+            .trim(),
         server.pid().to_string()
     );
     // The shipped conf starts without warnings: everything in it is acted on.
-    assert!(!server.log().contains("accepted without effect"), "{}", server.log());
+    assert!(
+        !server.log().contains("accepted without effect"),
+        "{}",
+        server.log()
+    );
     server.signal(libc::SIGTERM);
     let n = notify.recv(&mut buf).expect("STOPPING=1");
     assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
-    assert_eq!(server.wait_exit(Duration::from_secs(10)).and_then(|s| s.code()), Some(0));
+    assert_eq!(
+        server
+            .wait_exit(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
 }
