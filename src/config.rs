@@ -216,17 +216,6 @@ pub fn memtoull(v: &str) -> Option<u64> {
     Some(n.wrapping_mul(mul))
 }
 
-/// Redis's strict integer syntax (`string2ll`): an optional `-`, no `+`, no leading zeros,
-/// no spaces, within i64.
-fn string2ll(v: &str) -> Option<i64> {
-    let digits = v.strip_prefix('-').unwrap_or(v);
-    let ok = !digits.is_empty()
-        && digits.bytes().all(|c| c.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
-        && v != "-0";
-    if ok { v.parse().ok() } else { None }
-}
-
 /// How CONFIG SET checks a value (Redis 7.0's config.c types, with its ranges).
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -330,7 +319,8 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(min, max) => {
-            let n = string2ll(value).ok_or("argument couldn't be parsed into an integer")?;
+            let n = crate::num::parse_i64(value.as_bytes())
+                .ok_or("argument couldn't be parsed into an integer")?;
             let shown = range(i128::from(n), min, max)?;
             if name == "hz" {
                 return Ok(n.clamp(1, 500).to_string());
@@ -924,7 +914,7 @@ impl Config {
             let soft = parse_memory(chunk[2]);
             // Redis reads the seconds as a strict integer and keeps them in an `int`
             // (`4294967296` becomes 0; what wraps negative is refused).
-            let secs = string2ll(chunk[3])
+            let secs = crate::num::parse_i64(chunk[3].as_bytes())
                 .map(|n| n as i32)
                 .and_then(|n| u64::try_from(n).ok());
             let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {

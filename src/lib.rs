@@ -5,7 +5,12 @@
 //! resumable parser), `cmd` (table lookup, arity, MULTI queueing, typed parse, apply),
 //! `store` (the key's shard locked, lazy expiry with the command's single `now`) and back
 //! out through `protocol::reply`. Dependencies run one way: `server` → `cmd` → (`client`,
-//! `store`, `limiter`, `protocol`) → (`config`, `clock`, `error`).
+//! `store`, `limiter`, `protocol`, `script`, `cluster`) → (`config`, `clock`, `error`, `num`).
+//!
+//! `ARCHITECTURE.md` at the repository root is the map: every module with what it owns and
+//! what it may use, the flow of one request (plain, inside EXEC, from a script), and the
+//! invariants the code keeps (lock order, declared keys, WATCH, where `now` is read, expiry,
+//! busy scripts). `CONTRIBUTING.md` has the checklists for adding a command and the tests.
 //!
 //! In cluster mode (`cluster`) several nodes share the 16384 hash slots by a static map and
 //! answer Redis Cluster clients with `-MOVED` / `-CROSSSLOT` as Redis does.
@@ -23,6 +28,7 @@ pub mod config;
 pub mod error;
 pub mod limiter;
 pub mod logging;
+pub mod num;
 pub mod protocol;
 pub mod script;
 pub mod server;

@@ -18,7 +18,8 @@ pub mod cluster;
 pub mod hash;
 pub mod keys;
 pub mod list;
-pub mod long_double;
+/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
+pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod scripting;

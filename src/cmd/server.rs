@@ -342,7 +342,7 @@ impl Command for Help {
     }
 }
 
-/// PING [message]
+/// `PING [message]`
 #[derive(Debug)]
 pub struct Ping {
     message: Option<Bytes>,
@@ -441,7 +441,7 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 #[derive(Debug)]
 pub struct Auth {
     user: Option<Bytes>,
@@ -1153,7 +1153,7 @@ impl Command for FunctionList {
     }
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
 pub struct Shutdown;
 
@@ -1247,7 +1247,7 @@ pub struct ConfigSet {
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         Ok(ConfigSet {

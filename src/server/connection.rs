@@ -386,10 +386,10 @@ async fn write_out<S: Transport>(
         } else {
             *over_soft_since = None;
         }
-        if idle > 0 {
-            if let Some(d) = last_progress.checked_add(Duration::from_secs(idle)) {
-                deadline = Some(deadline.map_or(d, |x| x.min(d)));
-            }
+        if idle > 0
+            && let Some(d) = last_progress.checked_add(Duration::from_secs(idle))
+        {
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
         }
         let expired = async {
             match deadline {
