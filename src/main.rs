@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use sluice::conffile::{self, Invocation};
-use sluice::config::Supervised;
 use sluice::logging::LogSink;
 use sluice::supervisor::{Notifier, PidFile};
 use sluice::{Config, Server};
@@ -172,7 +171,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
     if let Some(w) = notify_warning {
         tracing::warn!("{w}");
     }
-    if config.supervised == Supervised::Systemd || notifier.active() {
+    if notifier.active() {
         tracing::info!("supervised by systemd: notifying readiness over NOTIFY_SOCKET");
     }
     runtime.block_on(async move {

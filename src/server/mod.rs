@@ -103,26 +103,53 @@ impl std::fmt::Debug for Server {
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds `port` on every host of `hosts`; a port of 0 becomes the first listener's port.
+///
+/// As in redis.conf, an address written with a leading `-` is optional: it is skipped when
+/// the machine does not have it (Debian's stock file says `bind 127.0.0.1 -::1`, and many
+/// containers have no IPv6).
 async fn bind_all(hosts: &[String], mut port: u16) -> Result<Vec<TcpListener>, ServerError> {
     let mut listeners = Vec::new();
-    for host in hosts {
-        let host = host.trim_start_matches('-');
+    for written in hosts {
+        let host = written.trim_start_matches('-');
+        let optional = host.len() != written.len();
         let addr = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
             format!("{host}:{port}")
         };
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: addr.clone(),
-                source,
-            })?;
+        let listener = match TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e)
+                if optional
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+                    ) =>
+            {
+                tracing::warn!("not listening on optional address {host}: {e}");
+                continue;
+            }
+            Err(source) => {
+                return Err(ServerError::Bind {
+                    addr: addr.clone(),
+                    source,
+                });
+            }
+        };
         if port == 0 {
             // Every address shares the port the first one was given.
             port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         }
         listeners.push(listener);
+    }
+    if listeners.is_empty() {
+        return Err(ServerError::Bind {
+            addr: hosts.join(" "),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AddrNotAvailable,
+                "none of the addresses is available",
+            ),
+        });
     }
     Ok(listeners)
 }

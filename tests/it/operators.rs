@@ -520,3 +520,21 @@ fn systemd_unit_command_line_starts_and_notifies() {
         Some(0)
     );
 }
+
+#[test]
+fn an_optional_bind_address_the_machine_lacks_is_skipped() {
+    // 192.0.2.1 (TEST-NET-1) is on no interface here.
+    let server = SluiceProcess::start(&["--bind", "127.0.0.1", "-192.0.2.1"]);
+    assert_eq!(Conn::connect(server.addr()).cmd(&[b"PING"]), b"+PONG\r\n");
+    let (code, _, err) = run_to_exit(
+        &["--port", "0", "--bind", "127.0.0.1", "192.0.2.1"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("192.0.2.1"), "{err}");
+    let (code, _, err) = run_to_exit(
+        &["--port", "0", "--bind", "-192.0.2.1"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(1), "{err}");
+}
