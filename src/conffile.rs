@@ -832,6 +832,19 @@ mod tests {
     }
 
     #[test]
+    fn every_acted_on_directive_is_handled_by_config_apply() {
+        for (name, kind) in DIRECTIVES {
+            if matches!(kind, Kind::Acts) {
+                let r = Config::default().apply(name, &[]);
+                assert!(
+                    !matches!(r, Err(crate::config::ConfigError::Unsupported(_))),
+                    "{name} is marked Acts but Config::apply does not know it"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn every_redis_param_is_classified() {
         for (name, _) in crate::config::REDIS_PARAMS {
             assert!(

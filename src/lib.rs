@@ -30,6 +30,7 @@ pub mod limiter;
 pub mod logging;
 pub mod num;
 pub mod protocol;
+pub mod rdb;
 pub mod script;
 pub mod server;
 pub mod store;

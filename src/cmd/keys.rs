@@ -1,8 +1,11 @@
-//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, databases.
+//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, copying and
+//! moving (COPY, MOVE), databases, OBJECT, TOUCH and WAIT.
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_sub,
+};
 use crate::cmd::args::{glob_match, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -187,12 +190,72 @@ pub static COMMANDS: &[C] = &[
     .whole_keyspace()
     .with_acl(&["@keyspace", "@write", "@fast", "@dangerous"]),
     C::new(
+        "touch",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<Touch>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_info(&InfoDoc {
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        key_specs: &[KeySpecDoc {
+            notes: None,
+            flags: &["RO"],
+            begin: Some(1),
+            find: FindKeys::Range(-1, 1, 0),
+        }],
+    }),
+    C::new(
+        "copy",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, 2, 1),
+        run::<Copy>,
+    )
+    .with_acl(&["@keyspace", "@write", "@slow"])
+    .with_info(&InfoDoc {
+        tips: &[],
+        key_specs: &[
+            KeySpecDoc {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            },
+            KeySpecDoc {
+                notes: None,
+                flags: &["OW", "update"],
+                begin: Some(2),
+                find: FindKeys::Range(0, 1, 0),
+            },
+        ],
+    }),
+    C::new("move", 3, &["write", "fast"], C::keys(1, 1, 1), run::<Move>)
+        .with_acl(&["@keyspace", "@write", "@fast"])
+        .with_info(&InfoDoc {
+            tips: &[],
+            key_specs: &[KeySpecDoc {
+                notes: None,
+                flags: &["RW", "access", "update"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            }],
+        }),
+    C::new("wait", 3, &["noscript"], C::keys(0, 0, 0), run::<Wait>)
+        .with_acl(&["@slow", "@connection"])
+        .with_info(&InfoDoc {
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+            key_specs: &[],
+        }),
+    C::new(
         "object",
         -2,
         &[],
         C::keys(0, 0, 0),
         run::<super::server::Help>,
     )
+    .with_acl(&["@slow"])
     .with_subcommands(OBJECT),
     C::new(
         "memory",
@@ -204,42 +267,62 @@ pub static COMMANDS: &[C] = &[
     .with_subcommands(MEMORY),
 ];
 
+/// What COMMAND INFO reports for OBJECT's key subcommands.
+static OBJECT_KEY_INFO: InfoDoc = InfoDoc {
+    tips: &["nondeterministic_output"],
+    key_specs: &[KeySpecDoc {
+        notes: None,
+        flags: &["RO"],
+        begin: Some(2),
+        find: FindKeys::Range(0, 1, 0),
+    }],
+};
+
 static OBJECT: &[C] = &[
-    C::new(
-        "object|encoding",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectEncoding>,
-    ),
-    C::new(
-        "object|idletime",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<0>>,
-    ),
-    C::new(
-        "object|refcount",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<1>>,
-    ),
     C::new(
         "object|freq",
         3,
         &["readonly"],
         C::keys(2, 2, 1),
         run_sub::<ObjectNumber<2>>,
-    ),
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
     C::new(
         "object|help",
         2,
         &["loading", "stale"],
         C::keys(0, 0, 0),
-        run_sub::<super::server::Help>,
-    ),
+        run_sub::<ObjectHelp>,
+    )
+    .with_acl(&["@keyspace", "@slow"]),
+    C::new(
+        "object|refcount",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<1>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|encoding",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectEncoding>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|idletime",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<0>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
 ];
 
 static MEMORY: &[C] = &[
@@ -870,5 +953,179 @@ impl Command for MemoryUsage {
             None => Reply::Null,
             Some(e) => Reply::Int((48 + e.key.len() + e.value.approx_memory()) as i64),
         })
+    }
+}
+
+/// `TOUCH key [key …]`: counts the keys that exist, marking each as accessed.
+#[derive(Debug)]
+pub struct Touch {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Touch {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Touch {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.read(db, k, ctx.now_ms).is_some())
+            .count();
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`
+///
+/// The destination is the same key bytes' shard whatever its database, so the table's two
+/// key positions cover it.
+#[derive(Debug)]
+pub struct Copy {
+    src: Bytes,
+    dst: Bytes,
+    options: Vec<Bytes>,
+}
+
+impl Command for Copy {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Copy {
+            src: a.next()?.clone(),
+            dst: a.next()?.clone(),
+            options: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let src_db = ctx.db();
+        let (mut dst_db, mut replace) = (src_db, false);
+        // Redis's order: each option in turn, a DB index checked (range included) where it
+        // stands, so it fails before a later syntax error.
+        let mut a = ArgCursor::new(&self.options);
+        while a.remaining() > 0 {
+            if a.eat("REPLACE") {
+                replace = true;
+            } else if a.remaining() >= 2 && a.eat("DB") {
+                dst_db = db_index(ctx, int_arg(a.next()?, None)?)?;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        if ctx.shared.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+            return Err(CmdError::msg(
+                "ERR Copying to another database is not allowed in cluster mode",
+            ));
+        }
+        if src_db == dst_db && self.src == self.dst {
+            return Err(same_object());
+        }
+        let now = ctx.now_ms;
+        let Some(entry) = ctx.store.lookup(src_db, &self.src, now) else {
+            return Ok(Reply::Int(0));
+        };
+        let (value, expire) = (entry.value.clone(), entry.expire_at());
+        if ctx.store.exists(dst_db, &self.dst, now) {
+            if !replace {
+                return Ok(Reply::Int(0));
+            }
+            ctx.store.remove(dst_db, &self.dst, now);
+        }
+        ctx.store.set(dst_db, &self.dst, value, expire);
+        Ok(Reply::Int(1))
+    }
+}
+
+fn same_object() -> CmdError {
+    CmdError::msg("ERR source and destination objects are the same")
+}
+
+/// `MOVE key db`
+#[derive(Debug)]
+pub struct Move {
+    key: Bytes,
+    db: Bytes,
+}
+
+impl Command for Move {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Move {
+            key: a.next()?.clone(),
+            db: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.shared.cluster.is_some() {
+            return Err(CmdError::msg("ERR MOVE is not allowed in cluster mode"));
+        }
+        let src_db = ctx.db();
+        let dst_db = db_index(ctx, int_arg(&self.db, None)?)?;
+        if src_db == dst_db {
+            return Err(same_object());
+        }
+        let now = ctx.now_ms;
+        if !ctx.store.exists(src_db, &self.key, now) || ctx.store.exists(dst_db, &self.key, now) {
+            return Ok(Reply::Int(0));
+        }
+        let Some(entry) = ctx.store.remove(src_db, &self.key, now) else {
+            return Ok(Reply::Int(0));
+        };
+        let expire = entry.expire_at();
+        ctx.store.set(dst_db, &self.key, entry.value, expire);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// `WAIT numreplicas timeout`: sluice has no replicas, so it answers 0 at once (Redis, with
+/// none, answers 0 once the timeout passes, or blocks forever for timeout 0).
+#[derive(Debug)]
+pub struct Wait;
+
+impl Command for Wait {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
+        let t = parse_i64(a.next()?).ok_or(CmdError::msg(
+            "ERR timeout is not an integer or out of range",
+        ))?;
+        if t < 0 {
+            return Err(CmdError::msg("ERR timeout is negative"));
+        }
+        Ok(Wait)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(0))
+    }
+}
+
+/// OBJECT HELP: Redis 7.0's text.
+#[derive(Debug)]
+pub struct ObjectHelp;
+
+impl Command for ObjectHelp {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ObjectHelp)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        const LINES: &[&str] = &[
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Prints this help.",
+        ];
+        Ok(Reply::Array(
+            LINES.iter().map(|l| Reply::status(l)).collect(),
+        ))
     }
 }

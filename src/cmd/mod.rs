@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod cluster;
+pub mod dump;
 pub mod hash;
 pub mod keys;
 pub mod list;
@@ -25,12 +26,14 @@ pub mod monitor;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod testmode;
 pub mod throttle;
 pub mod txn;
 pub mod zset;
+pub mod zsetops;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +49,9 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CmdFlags, CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{
+    CmdFlags, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]

@@ -263,6 +263,42 @@ pub struct CommandSpec {
     pub immediate: bool,
     /// The arity COMMAND reports, where it differs from the one dispatch checks.
     pub reported_arity: Option<i32>,
+    /// The key specs and tips COMMAND INFO reports, where Redis's are more precise than what
+    /// `keys` implies (several specs, `OW`/`RO` flags, notes).
+    pub info: Option<&'static InfoDoc>,
+}
+
+/// What COMMAND INFO reports beyond the table's own fields.
+#[derive(Debug)]
+pub struct InfoDoc {
+    /// Command tips (`request_policy:…`), in Redis's order.
+    pub tips: &'static [&'static str],
+    /// The key specs, in Redis's order.
+    pub key_specs: &'static [KeySpecDoc],
+}
+
+/// One key spec as COMMAND INFO reports it.
+#[derive(Debug)]
+pub struct KeySpecDoc {
+    /// Its notes, if Redis gives any.
+    pub notes: Option<&'static str>,
+    /// Its flags (`RO`, `access`, …).
+    pub flags: &'static [&'static str],
+    /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
+    pub begin: Option<i64>,
+    /// How keys are found from there.
+    pub find: FindKeys,
+}
+
+/// The `find_keys` part of a key spec.
+#[derive(Debug)]
+pub enum FindKeys {
+    /// `range`: last key (relative), step and limit.
+    Range(i64, i64, i64),
+    /// `keynum`: numkeys index, first key and step.
+    Keynum(i64, i64, i64),
+    /// `unknown`.
+    Unknown,
 }
 
 impl CommandSpec {
@@ -289,6 +325,7 @@ impl CommandSpec {
             subcommands: &[],
             immediate: false,
             reported_arity: None,
+            info: None,
         }
     }
 
@@ -328,6 +365,12 @@ impl CommandSpec {
     /// Reports another arity in COMMAND than the one dispatch enforces.
     pub const fn with_reported_arity(mut self, arity: i32) -> Self {
         self.reported_arity = Some(arity);
+        self
+    }
+
+    /// Sets what COMMAND INFO reports for key specs and tips.
+    pub const fn with_info(mut self, info: &'static InfoDoc) -> Self {
+        self.info = Some(info);
         self
     }
 
@@ -373,7 +416,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 12] {
+pub fn all_families() -> [&'static [CommandSpec]; 15] {
     use super::*;
     [
         strings::COMMANDS,
@@ -388,6 +431,9 @@ pub fn all_families() -> [&'static [CommandSpec]; 12] {
         testmode::COMMANDS,
         scripting::COMMANDS,
         cluster::COMMANDS,
+        zsetops::COMMANDS,
+        sort::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 

@@ -120,6 +120,11 @@ impl Entry {
         u64::from(lru_stamp(now_ms).wrapping_sub(self.lru)) * LRU_UNIT_MS
     }
 
+    /// Makes the key look idle for `idle_ms` at `now_ms` (RESTORE … IDLETIME).
+    pub fn set_idle(&mut self, now_ms: u64, idle_ms: u64) {
+        self.lru = lru_stamp(now_ms.saturating_sub(idle_ms));
+    }
+
     /// Records an access at `now_ms`.
     #[inline]
     pub fn mark_accessed(&mut self, now_ms: u64) {

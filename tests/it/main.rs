@@ -5,6 +5,8 @@ mod cluster;
 mod core;
 mod diff;
 mod dockerfile;
+mod dump;
+mod hostile;
 mod limits;
 mod memory;
 mod operators;

@@ -78,7 +78,8 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset, hostile
+    strings, keys, server, txn, protocol, types, hash, list, set, zset, hostile, keyspace, zsetops,
+    sort, dump
 );
 
 /// Runs every transcript not listed above.
