@@ -23,6 +23,9 @@
 mod bitop;
 mod cjson;
 pub mod convert;
+#[doc(hidden)]
+pub mod fuzzing;
+mod lstring;
 mod msgpack;
 pub mod num;
 mod structlib;
@@ -47,6 +50,14 @@ pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
 /// Instructions between two checks of the kill flag.
 const HOOK_EVERY: u32 = 100_000;
+
+/// Most memory one worker's Lua state may hold (scripts, their values, garbage not yet
+/// collected). Redis sets no limit; a script that builds more gets `not enough memory`.
+pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
+
+/// After a script, a state holding more than this is collected at once, so one script's
+/// garbage does not count against the next one's memory.
+const COLLECT_ABOVE: usize = 64 << 20;
 
 /// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
 const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
@@ -526,6 +537,38 @@ impl Vm {
         private.raw_set("cmsgpack", mp)?;
         let handler = lua.create_function(error_handler)?;
         private.raw_set("error_handler", handler.clone())?;
+        let stop = scripts.busy.clone();
+        let env = lstring::Env {
+            stop: Rc::new(move || stop.killed()),
+            killed: Rc::new(|| mlua::Error::external(Killed)),
+            raise: raise_here,
+            max_len: LUA_MEMORY_LIMIT,
+        };
+        let e = env.clone();
+        private.raw_set(
+            "str_find",
+            lua.create_function(move |lua, args| lstring::find(&e, lua, args, true))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_match",
+            lua.create_function(move |lua, args| lstring::find(&e, lua, args, false))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_gmatch",
+            lua.create_function(move |lua, args| lstring::gmatch(&e, lua, args))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_gsub",
+            lua.create_function(move |lua, args| lstring::gsub(&e, lua, args))?,
+        )?;
+        let e = env;
+        private.raw_set(
+            "str_rep",
+            lua.create_function(move |lua, args| lstring::rep(&e, lua, args))?,
+        )?;
 
         let (major, minor, patch) = version_parts(&scripts.version);
         let env: Table = lua
@@ -536,13 +579,13 @@ impl Vm {
                 scripts.version.clone(),
                 (major << 16) | (minor << 8) | patch,
             ))?;
-        let runner: Function = lua
-            .load("local xpcall = xpcall\nreturn function(f, h) return xpcall(f, h) end")
-            .set_name("=sluice")
-            .call(())?;
+        let runner: Function = private.raw_get("runner")?;
 
+        // A global hook, not `set_hook`: mlua keeps a per-thread hook only for the thread it
+        // was set on and removes it from any other, so a loop inside a coroutine the script
+        // created would never be checked. Lua 5.1 copies the hook into every new coroutine.
         let busy = scripts.busy.clone();
-        lua.set_hook(
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
                 if busy.killed() {
@@ -557,6 +600,8 @@ impl Vm {
                 Ok(VmState::Continue)
             },
         )?;
+
+        lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
 
         Ok(Vm {
             lua,
@@ -575,15 +620,20 @@ impl Vm {
         if let Some(f) = self.functions.get(&script.sha) {
             return Ok(f.clone());
         }
-        if script.code.first() == Some(&27) {
-            return Err(
-                "ERR Error compiling script (new function): user_script: bytecode is not allowed"
-                    .into(),
-            );
-        }
+        // Redis's Lua has no undumper: a precompiled chunk goes to the text parser, which
+        // stops at its first byte. A leading space gives the same parse (and message) while
+        // the chunk never reaches Lua's loader as binary.
+        let code: Cow<'_, [u8]> = if script.code.first() == Some(&27) {
+            let mut c = Vec::with_capacity(script.code.len() + 1);
+            c.push(b' ');
+            c.extend_from_slice(&script.code);
+            Cow::Owned(c)
+        } else {
+            Cow::Borrowed(&script.code[..])
+        };
         let f = self
             .lua
-            .load(&script.code[..])
+            .load(&code[..])
             .set_name(CHUNK_NAME)
             .set_mode(mlua::ChunkMode::Text)
             .set_environment(self.env.clone())
@@ -613,7 +663,11 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        match self.call(&f, script, keys, argv, host) {
+        let result = self.call(&f, script, keys, argv, host);
+        if self.lua.used_memory() > COLLECT_ABOVE {
+            let _ = self.lua.gc_collect();
+        }
+        match result {
             Ok(reply) => reply,
             Err(e) => Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
@@ -869,7 +923,9 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
     for level in 1..64 {
         let found = lua.inspect_stack(level, |d| {
             let src = d.source();
-            if src.what == "C" || src.source.as_deref() == Some("=sluice") {
+            // Skip C functions, sluice's own wrappers, and the "(tail call)" placeholders Lua
+            // 5.1 leaves where a tail call replaced a frame.
+            if src.what == "C" || src.what == "tail" || src.source.as_deref() == Some("=sluice") {
                 None
             } else {
                 Some((
@@ -895,6 +951,13 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
 
 /// The reply for an error a script raised: its message, plus where it happened.
 fn raised_error(v: &Value, sha: &str) -> Reply {
+    if let Value::String(s) = v {
+        // What Lua itself reports without calling the handler: running out of memory.
+        return Reply::Error(Cow::Owned(format!(
+            "ERR Error running script {sha}, {}",
+            convert::one_line(&s.as_bytes())
+        )));
+    }
     let Value::Table(t) = v else {
         return Reply::Error(Cow::Owned(format!(
             "ERR Error running script {sha}, execution failure"

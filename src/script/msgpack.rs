@@ -14,6 +14,14 @@ use super::convert::to_number;
 
 const MAX_NESTING: usize = 16;
 
+/// Deepest nesting decoded. Redis's lua-cmsgpack runs out of Lua stack at 4000 nested arrays;
+/// sluice decodes recursively on a 2 MiB worker stack and stops at 256, with the same error.
+pub const MAX_DECODE_DEPTH: usize = 256;
+
+/// Most values one `unpack` returns: what fits on Redis's Lua stack (8000 slots, one taken by
+/// the argument).
+const MAX_RESULTS: usize = 7999;
+
 /// `cmsgpack.pack(…)`.
 pub fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     if args.is_empty() {
@@ -143,6 +151,7 @@ fn to_key_number(v: &Value) -> Option<f64> {
 enum DecodeError {
     Eof,
     BadFormat,
+    TooDeep(&'static str),
     Lua(mlua::Error),
 }
 
@@ -156,6 +165,7 @@ struct Cursor<'a> {
     lua: &'a Lua,
     s: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 impl Cursor<'_> {
@@ -178,16 +188,27 @@ impl Cursor<'_> {
         Ok(Value::String(self.lua.create_string(&b)?))
     }
 
+    fn enter(&mut self, what: &'static str) -> Result<(), DecodeError> {
+        if self.depth >= MAX_DECODE_DEPTH {
+            return Err(DecodeError::TooDeep(what));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn array(&mut self, n: usize) -> Result<Value, DecodeError> {
+        self.enter("mp_decode_to_lua_array")?;
         let t = self.lua.create_table()?;
         for i in 1..=n {
             let v = self.value()?;
             t.raw_set(i, v)?;
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 
     fn map(&mut self, n: usize) -> Result<Value, DecodeError> {
+        self.enter("mp_decode_to_lua_hash")?;
         let t = self.lua.create_table()?;
         for _ in 0..n {
             let k = self.value()?;
@@ -196,6 +217,7 @@ impl Cursor<'_> {
                 t.raw_set(k, v)?;
             }
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 
@@ -312,14 +334,19 @@ pub fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, Stri
         lua,
         s: &data,
         pos: offset as usize,
+        depth: 0,
     };
     let mut values = Vec::new();
     let mut count = 0;
     while c.pos < data.len() && count < limit {
+        if values.len() >= MAX_RESULTS {
+            return Err("stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)".into());
+        }
         match c.value() {
             Ok(v) => values.push(v),
             Err(DecodeError::Eof) => return Err("Missing bytes in input.".into()),
             Err(DecodeError::BadFormat) => return Err("Bad data format in input.".into()),
+            Err(DecodeError::TooDeep(f)) => return Err(format!("stack overflow (in function {f})")),
             Err(DecodeError::Lua(e)) => return Err(e.to_string()),
         }
         count += 1;

@@ -4,6 +4,7 @@
 mod cluster;
 mod core;
 mod diff;
+mod hostile_lua;
 mod limits;
 mod memory;
 mod proc;
