@@ -128,24 +128,69 @@ fn array(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Value> {
 /// A Lua value a script returned (or an element of it) as a reply; `resp` is the script's
 /// protocol, which decides how booleans are sent.
 pub fn lua_to_reply(v: &Value, resp: u8) -> Reply {
-    lua_to_reply_limited(v, resp, MAX_REPLY_ELEMENTS)
+    lua_to_reply_limited(v, resp, MAX_REPLY_ELEMENTS, &|| false)
 }
 
-fn lua_to_reply_limited(v: &Value, resp: u8, max: usize) -> Reply {
+/// Like [`lua_to_reply`], giving up (with `None`) as soon as `stop` says so: converting a
+/// large reply takes time, and SCRIPT KILL must still end the script.
+pub fn lua_to_reply_stoppable(v: &Value, resp: u8, stop: &dyn Fn() -> bool) -> Option<Reply> {
+    let mut state = Budget {
+        left: MAX_REPLY_ELEMENTS + 1,
+        stop,
+        stopped: false,
+    };
+    let reply = to_reply(v, resp, 0, &mut state);
+    if state.stopped {
+        return None;
+    }
+    Some(finish(reply, &state))
+}
+
+fn lua_to_reply_limited(v: &Value, resp: u8, max: usize, stop: &dyn Fn() -> bool) -> Reply {
     // One spare: the budget reaching zero means some value was left out.
-    let mut budget = max + 1;
-    let reply = to_reply(v, resp, 0, &mut budget);
-    if budget == 0 {
+    let mut state = Budget {
+        left: max + 1,
+        stop,
+        stopped: false,
+    };
+    let reply = to_reply(v, resp, 0, &mut state);
+    finish(reply, &state)
+}
+
+fn finish(reply: Reply, state: &Budget<'_>) -> Reply {
+    if state.left == 0 {
         return Reply::Error(Cow::Borrowed(REPLY_TOO_LARGE));
     }
     reply
 }
 
-fn to_reply(v: &Value, resp: u8, depth: usize, budget: &mut usize) -> Reply {
-    if *budget == 0 {
+/// How many more values a reply may take, and whether to stop.
+struct Budget<'a> {
+    left: usize,
+    stop: &'a dyn Fn() -> bool,
+    stopped: bool,
+}
+
+impl Budget<'_> {
+    /// Takes one value from the budget; false when there is none left.
+    fn take(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        if self.left % 4096 == 0 && (self.stop)() {
+            self.stopped = true;
+            self.left = 0;
+            return false;
+        }
+        true
+    }
+}
+
+fn to_reply(v: &Value, resp: u8, depth: usize, budget: &mut Budget<'_>) -> Reply {
+    if !budget.take() {
         return Reply::Null;
     }
-    *budget -= 1;
     match v {
         Value::Nil => Reply::Null,
         Value::Boolean(true) if resp >= 3 => Reply::Bool(true),
@@ -174,7 +219,7 @@ pub fn one_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace(['\r', '\n'], " ")
 }
 
-fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut usize) -> Reply {
+fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut Budget<'_>) -> Reply {
     if let Value::String(s) = field(t, "err") {
         return Reply::Error(Cow::Owned(one_line(&s.as_bytes())));
     }
@@ -192,7 +237,7 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut usize) -> Repl
     if let Value::Table(m) = field(t, "map") {
         let mut pairs = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
-            if *budget == 0 {
+            if budget.left == 0 {
                 break;
             }
             let k = to_reply(&k, resp, depth + 1, budget);
@@ -203,7 +248,7 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut usize) -> Repl
     if let Value::Table(s) = field(t, "set") {
         let mut items = Vec::new();
         for (k, _) in s.pairs::<Value, Value>().flatten() {
-            if *budget == 0 {
+            if budget.left == 0 {
                 break;
             }
             items.push(to_reply(&k, resp, depth + 1, budget));
@@ -217,7 +262,7 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut usize) -> Repl
     }
     let mut items = Vec::new();
     let mut i = 1usize;
-    while *budget > 0 {
+    while budget.left > 0 {
         match t.raw_get::<Value>(i) {
             Ok(Value::Nil) | Err(_) => break,
             Ok(v) => items.push(to_reply(&v, resp, depth + 1, budget)),
@@ -397,12 +442,14 @@ mod tests {
         // Shared tables that would expand exponentially stop at the element budget.
         let shared = eval(&lua, "local t = {} t[1] = t t[2] = t t[3] = t return t");
         assert_eq!(
-            lua_to_reply_limited(&shared, 2, 10_000),
+            lua_to_reply_limited(&shared, 2, 10_000, &|| false),
             Reply::Error(REPLY_TOO_LARGE.into())
         );
         let three = eval(&lua, "return {1, 2, 3}");
-        assert_eq!(lua_to_reply_limited(&three, 2, 4), Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3)]));
-        assert_eq!(lua_to_reply_limited(&three, 2, 3), Reply::Error(REPLY_TOO_LARGE.into()));
+        assert_eq!(lua_to_reply_limited(&three, 2, 4, &|| false), Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3)]));
+        assert_eq!(lua_to_reply_limited(&three, 2, 3, &|| false), Reply::Error(REPLY_TOO_LARGE.into()));
+        // A kill stops a long conversion.
+        assert_eq!(lua_to_reply_stoppable(&shared, 2, &|| true), None);
     }
 
     #[test]

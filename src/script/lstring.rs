@@ -520,6 +520,15 @@ fn fail(env: &Env, lua: &Lua, f: Fail) -> mlua::Error {
     }
 }
 
+/// A loop of cheap-looking calls can run many milliseconds between two instruction-count
+/// hooks; each call here looks at the kill flag first, so such a loop stops at once.
+fn stop_check(env: &Env) -> mlua::Result<()> {
+    if (env.stop)() {
+        return Err((env.killed)());
+    }
+    Ok(())
+}
+
 fn posrelat(pos: i64, len: usize) -> i64 {
     let pos = if pos < 0 {
         pos.saturating_add(len as i64 + 1)
@@ -531,6 +540,7 @@ fn posrelat(pos: i64, len: usize) -> i64 {
 
 /// `string.find` (`find`) and `string.match`.
 pub fn find(env: &Env, lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<MultiValue> {
+    stop_check(env)?;
     let fname = if find { "find" } else { "match" };
     let s = check_string(env, lua, &args, 1, fname)?;
     let p = check_string(env, lua, &args, 2, fname)?;
@@ -596,6 +606,7 @@ pub fn gmatch(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<mlua::Func
     let pos = Cell::new(0usize);
     let env = env.clone();
     lua.create_function(move |lua, _: MultiValue| {
+        stop_check(&env)?;
         let src = s.as_bytes();
         let pat_full = p.as_bytes();
         let pat = c_pattern(&pat_full);
@@ -632,6 +643,7 @@ fn push_limited(env: &Env, lua: &Lua, out: &mut Vec<u8>, bytes: &[u8]) -> mlua::
 
 /// `string.gsub(s, p, repl [, n])`.
 pub fn gsub(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    stop_check(env)?;
     let s = check_string(env, lua, &args, 1, "gsub")?;
     let p = check_string(env, lua, &args, 2, "gsub")?;
     let src = s.as_bytes();
@@ -760,6 +772,7 @@ fn add_value(
 
 /// `string.rep(s, n)`.
 pub fn rep(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
+    stop_check(env)?;
     let s = check_string(env, lua, &args, 1, "rep")?;
     let n = match args.get(1) {
         Some(v) => check_integer(env, lua, v, 2, "rep")?,
@@ -773,11 +786,7 @@ pub fn rep(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
     if total > env.max_len as u128 {
         return Err((env.raise)(lua, "not enough memory"));
     }
-    let mut out = Vec::with_capacity(total as usize);
-    for _ in 0..n {
-        out.extend_from_slice(&unit);
-    }
-    lua.create_string(&out)
+    lua.create_string(unit.repeat(n as usize))
 }
 
 #[cfg(test)]

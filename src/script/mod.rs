@@ -397,6 +397,8 @@ struct Vm {
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
+    /// The running script's state (the kill flag).
+    busy: Arc<Busy>,
 }
 
 /// True for the text of an error raised by a Rust function that does not raise a table.
@@ -612,6 +614,7 @@ impl Vm {
             runner,
             handler,
             resp,
+            busy: scripts.busy.clone(),
         })
     }
 
@@ -704,7 +707,17 @@ impl Vm {
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
         if ok {
-            return Ok(convert::lua_to_reply(&value, resp));
+            let busy = &self.busy;
+            return Ok(
+                convert::lua_to_reply_stoppable(&value, resp, &|| busy.killed()).unwrap_or_else(
+                    || {
+                        Reply::Error(Cow::Owned(format!(
+                            "{Killed} script: {}, while converting its reply.",
+                            script.sha
+                        )))
+                    },
+                ),
+            );
         }
         Ok(raised_error(&value, &script.sha))
     }

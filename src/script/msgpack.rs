@@ -18,9 +18,9 @@ const MAX_NESTING: usize = 16;
 /// sluice decodes recursively on a 2 MiB worker stack and stops at 256, with the same error.
 pub const MAX_DECODE_DEPTH: usize = 256;
 
-/// Most values one `unpack` returns: what fits on Redis's Lua stack (8000 slots, one taken by
-/// the argument).
-const MAX_RESULTS: usize = 7999;
+/// Most values one `unpack` returns. Redis's limit is what fits on its Lua stack (7999 values);
+/// mlua keeps a few of those slots for itself, so sluice stops at 7900, with Redis's error.
+const MAX_RESULTS: usize = 7900;
 
 /// `cmsgpack.pack(…)`.
 pub fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
@@ -221,12 +221,28 @@ impl Cursor<'_> {
         Ok(Value::Table(t))
     }
 
+    /// One value. Containers recurse through here, so this frame (and `array`, `map`,
+    /// `container`) stays small; the many scalar cases live in `scalar`, which a debug build
+    /// would otherwise lay out in every level's frame.
     fn value(&mut self) -> Result<Value, DecodeError> {
         let c = self.take(1)?[0];
+        match c {
+            0x80..=0x8f => self.map((c & 0x0f) as usize),
+            0x90..=0x9f => self.array((c & 0x0f) as usize),
+            0xdc..=0xdf => self.container(c),
+            _ => self.scalar(c),
+        }
+    }
+
+    fn container(&mut self, c: u8) -> Result<Value, DecodeError> {
+        let n = self.uint(if c & 1 == 0 { 2 } else { 4 })? as usize;
+        if c < 0xde { self.array(n) } else { self.map(n) }
+    }
+
+    #[inline(never)]
+    fn scalar(&mut self, c: u8) -> Result<Value, DecodeError> {
         Ok(match c {
             0x00..=0x7f => Value::Number(c as f64),
-            0x80..=0x8f => self.map((c & 0x0f) as usize)?,
-            0x90..=0x9f => self.array((c & 0x0f) as usize)?,
             0xa0..=0xbf => self.string((c & 0x1f) as usize)?,
             0xc0 => Value::Nil,
             0xc2 => Value::Boolean(false),
@@ -253,22 +269,6 @@ impl Cursor<'_> {
             0xd1 => Value::Number(self.uint(2)? as u16 as i16 as f64),
             0xd2 => Value::Number(self.uint(4)? as u32 as i32 as f64),
             0xd3 => Value::Number(self.uint(8)? as i64 as f64),
-            0xdc => {
-                let n = self.uint(2)? as usize;
-                self.array(n)?
-            }
-            0xdd => {
-                let n = self.uint(4)? as usize;
-                self.array(n)?
-            }
-            0xde => {
-                let n = self.uint(2)? as usize;
-                self.map(n)?
-            }
-            0xdf => {
-                let n = self.uint(4)? as usize;
-                self.map(n)?
-            }
             0xe0..=0xff => Value::Number(c as i8 as f64),
             _ => return Err(DecodeError::BadFormat),
         })
