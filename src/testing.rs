@@ -30,6 +30,7 @@ pub struct TestServer {
     tls_addr: Option<SocketAddr>,
     clock: Clock,
     stop: tokio_util::sync::CancellationToken,
+    shared: std::sync::Arc<crate::cmd::Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -70,7 +71,8 @@ impl TestServer {
                             let addr = server.local_addr();
                             let tls_addr = server.tls_local_addr();
                             let stop = server.shutdown_token();
-                            let _ = tx.send(Ok((addr, tls_addr, stop)));
+                            let shared = server.shared();
+                            let _ = tx.send(Ok((addr, tls_addr, stop, shared)));
                             server.run().await;
                         }
                         Err(e) => {
@@ -79,7 +81,7 @@ impl TestServer {
                     }
                 });
             })?;
-        let (addr, tls_addr, stop) = rx
+        let (addr, tls_addr, stop, shared) = rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread exited"))??;
         let addr = addr.ok_or_else(|| std::io::Error::other("no address bound"))?;
@@ -88,6 +90,7 @@ impl TestServer {
             tls_addr,
             clock,
             stop,
+            shared,
             thread: Some(thread),
         })
     }
@@ -105,6 +108,12 @@ impl TestServer {
     /// A `redis://` URL for clients.
     pub fn url(&self) -> String {
         format!("redis://{}/", self.addr)
+    }
+
+    /// The server's shared state, for tests that check what connections leave behind
+    /// (registry entries, WATCHes, MONITOR slots).
+    pub fn shared(&self) -> std::sync::Arc<crate::cmd::Shared> {
+        self.shared.clone()
     }
 
     /// The server's clock (freeze, advance, resume).

@@ -420,7 +420,13 @@ impl<const KIND: u8> Command for Ttl<KIND> {
             at.saturating_sub(ctx.now_ms)
         } as i64;
         let millis = KIND == 1 || KIND == 3;
-        Ok(Reply::Int(if millis { ms } else { (ms + 500) / 1000 }))
+        // Rounded in i128: a deadline near i64::MAX ms must not overflow (Redis answers the
+        // rounded value there too).
+        Ok(Reply::Int(if millis {
+            ms
+        } else {
+            ((i128::from(ms) + 500) / 1000) as i64
+        }))
     }
 }
 

@@ -45,7 +45,7 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{CmdFlags, CommandSpec, CommandTable, KeySpec, LockMode};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]
@@ -260,6 +260,36 @@ pub fn lookup(table: &CommandTable, args: &[Bytes]) -> Lookup<'static> {
     Lookup::Found(spec)
 }
 
+/// Who is about to run a command; Redis refuses some commands by their flags for some
+/// callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A client, outside MULTI.
+    Client,
+    /// A client inside MULTI (the command would be queued).
+    Multi,
+    /// EXEC running a queued command.
+    Exec,
+    /// A script's `redis.call` / `redis.pcall`.
+    Script,
+}
+
+/// The one place where command flags refuse a command for its caller, with Redis 7.0's
+/// texts: `no_multi` commands (SHUTDOWN…) inside MULTI, `noscript` ones (MULTI, WATCH,
+/// MONITOR, AUTH, CLIENT…) from scripts. EXEC checks again what it runs, so nothing
+/// refused at queue time can run through another path.
+pub fn refused_for(spec: &CommandSpec, caller: Caller) -> Option<&'static str> {
+    match caller {
+        Caller::Multi | Caller::Exec if spec.has(CmdFlags::NO_MULTI) => {
+            Some("ERR Command not allowed inside a transaction")
+        }
+        Caller::Script if spec.has(CmdFlags::NOSCRIPT) => {
+            Some("ERR This Redis command is not allowed from script")
+        }
+        _ => None,
+    }
+}
+
 /// Locks what `spec` needs for `args`.
 pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> Locked<'a> {
     match spec.lock {
@@ -292,19 +322,37 @@ fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    if let Some(hooks) = &shared.test {
-        hooks.record(shared.clock.now_ms(), client, args);
-    }
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
-        Lookup::Error(e) => return reject(shared, client, e.into()),
+        Lookup::Error(e) => {
+            if let Some(hooks) = &shared.test
+                && client.authenticated
+            {
+                hooks.record(shared.clock.now_ms(), client, args);
+            }
+            return reject(shared, client, e.into());
+        }
     };
-    if !client.authenticated && !spec.has_flag("no_auth") {
+    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return reject(
             shared,
             client,
             Reply::Error("NOAUTH Authentication required.".into()),
         );
+    }
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            client,
+            &monitor::redact(spec.name, args),
+        );
+    }
+    if client.multi.is_some()
+        && let Some(text) = refused_for(spec, Caller::Multi)
+    {
+        return reject(shared, client, Reply::Error(text.into()));
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
     let _routed = match cluster::route(shared, client, spec, args) {
@@ -342,8 +390,15 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     };
     let reply = (spec.handler)(&mut ctx, args);
     drop(ctx);
-    if shared.monitors.active() && !spec.has_flag("admin") {
-        shared.monitors.publish(now_ns / 1000, client, args);
+    if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
+        let hard = shared.live.output_buffer_limit().hard;
+        let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
+        shared.monitors.publish(
+            now_ns / 1000,
+            client,
+            &monitor::redact(spec.name, args),
+            cap,
+        );
     }
     shared
         .table

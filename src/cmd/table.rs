@@ -112,6 +112,123 @@ impl KeySpec {
     }
 }
 
+bitflags::bitflags! {
+    /// Redis's command flags, declared in the order COMMAND reports them (Redis 7.0's
+    /// `addReplyCommandFlags`), so iterating the set gives Redis's reply.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CmdFlags: u32 {
+        /// May modify the keyspace.
+        const WRITE = 1 << 0;
+        /// Only reads.
+        const READONLY = 1 << 1;
+        /// Refused over maxmemory (may grow memory).
+        const DENYOOM = 1 << 2;
+        /// Administrative: not fed to MONITOR.
+        const ADMIN = 1 << 3;
+        /// Pub/sub.
+        const PUBSUB = 1 << 4;
+        /// Refused from scripts (`redis.call`).
+        const NOSCRIPT = 1 << 5;
+        /// May block the client.
+        const BLOCKING = 1 << 6;
+        /// Allowed while loading.
+        const LOADING = 1 << 7;
+        /// Allowed on a stale replica.
+        const STALE = 1 << 8;
+        /// Not fed to MONITOR.
+        const SKIP_MONITOR = 1 << 9;
+        /// Not logged by SLOWLOG.
+        const SKIP_SLOWLOG = 1 << 10;
+        /// Cluster ASKING.
+        const ASKING = 1 << 11;
+        /// O(1) or O(log N).
+        const FAST = 1 << 12;
+        /// Allowed before AUTH.
+        const NO_AUTH = 1 << 13;
+        /// May run without any key.
+        const NO_MANDATORY_KEYS = 1 << 14;
+        /// Refused during async loading.
+        const NO_ASYNC_LOADING = 1 << 15;
+        /// Refused inside MULTI.
+        const NO_MULTI = 1 << 16;
+        /// Keys found by parsing the arguments.
+        const MOVABLEKEYS = 1 << 17;
+        /// Allowed while a script is busy.
+        const ALLOW_BUSY = 1 << 18;
+    }
+}
+
+/// Each flag with the name COMMAND gives it, in Redis's order.
+const FLAG_NAMES: [(CmdFlags, &str); 19] = [
+    (CmdFlags::WRITE, "write"),
+    (CmdFlags::READONLY, "readonly"),
+    (CmdFlags::DENYOOM, "denyoom"),
+    (CmdFlags::ADMIN, "admin"),
+    (CmdFlags::PUBSUB, "pubsub"),
+    (CmdFlags::NOSCRIPT, "noscript"),
+    (CmdFlags::BLOCKING, "blocking"),
+    (CmdFlags::LOADING, "loading"),
+    (CmdFlags::STALE, "stale"),
+    (CmdFlags::SKIP_MONITOR, "skip_monitor"),
+    (CmdFlags::SKIP_SLOWLOG, "skip_slowlog"),
+    (CmdFlags::ASKING, "asking"),
+    (CmdFlags::FAST, "fast"),
+    (CmdFlags::NO_AUTH, "no_auth"),
+    (CmdFlags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (CmdFlags::NO_ASYNC_LOADING, "no_async_loading"),
+    (CmdFlags::NO_MULTI, "no_multi"),
+    (CmdFlags::MOVABLEKEYS, "movablekeys"),
+    (CmdFlags::ALLOW_BUSY, "allow_busy"),
+];
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl CmdFlags {
+    /// The flags named by Redis's names. The family tables are statics, so an unknown name
+    /// stops the build.
+    pub const fn from_names(names: &[&str]) -> CmdFlags {
+        let mut flags = CmdFlags::empty();
+        let mut i = 0;
+        while i < names.len() {
+            let mut j = 0;
+            loop {
+                if j == FLAG_NAMES.len() {
+                    panic!("unknown command flag");
+                }
+                if same(names[i], FLAG_NAMES[j].1) {
+                    flags = flags.union(FLAG_NAMES[j].0);
+                    break;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        flags
+    }
+
+    /// The names COMMAND reports, in Redis's order.
+    pub fn names(self) -> Vec<&'static str> {
+        FLAG_NAMES
+            .iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
 /// What a command locks before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockMode {
@@ -130,8 +247,8 @@ pub struct CommandSpec {
     pub name: &'static str,
     /// Redis arity: positive = exact argument count (name included), negative = minimum.
     pub arity: i32,
-    /// Redis command flags, as COMMAND reports them.
-    pub flags: &'static [&'static str],
+    /// Redis command flags.
+    pub flags: CmdFlags,
     /// ACL categories, as COMMAND reports them.
     pub acl: &'static [&'static str],
     /// Key positions.
@@ -150,6 +267,7 @@ pub struct CommandSpec {
 
 impl CommandSpec {
     /// A command with the given keys; it locks their shards (or nothing if it has none).
+    /// `flags` are Redis's flag names (checked when the table is compiled).
     pub const fn new(
         name: &'static str,
         arity: i32,
@@ -160,7 +278,7 @@ impl CommandSpec {
         CommandSpec {
             name,
             arity,
-            flags,
+            flags: CmdFlags::from_names(flags),
             acl: &[],
             lock: match keys {
                 KeySpec::None => LockMode::None,
@@ -229,9 +347,9 @@ impl CommandSpec {
         self.name.rsplit('|').next().unwrap_or(self.name)
     }
 
-    /// True if the command has flag `f`.
-    pub fn has_flag(&self, f: &str) -> bool {
-        self.flags.contains(&f)
+    /// True if the command has every flag of `f`.
+    pub fn has(&self, f: CmdFlags) -> bool {
+        self.flags.contains(f)
     }
 }
 

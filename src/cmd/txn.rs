@@ -70,14 +70,20 @@ pub static COMMANDS: &[C] = &[
 /// Drops every WATCH of a client and clears its dirty flag. The caller must hold no shard
 /// lock (it locks the watched keys' shards itself).
 pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
-    if !client.watched.is_empty() {
-        let watched = std::mem::take(&mut client.watched);
-        let mut locked = shared.keyspace.lock_keys(watched.iter().map(|(_, k)| k));
-        for (db, key) in &watched {
-            locked.unwatch(*db, key, client.id());
-        }
-    }
+    let watched = std::mem::take(&mut client.watched);
+    unwatch_keys(shared, client.id(), watched);
     client.dirty.store(false, Ordering::Release);
+}
+
+/// Drops the WATCH entries of client `id` on `watched`; the caller must hold no shard lock.
+pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
+    if watched.is_empty() {
+        return;
+    }
+    let mut locked = shared.keyspace.lock_keys(watched.iter().map(|(_, k)| k));
+    for (db, key) in &watched {
+        locked.unwatch(*db, key, id);
+    }
 }
 
 /// `unwatch_client` from inside a handler: releases the handler's locks first.
@@ -257,6 +263,10 @@ impl Command for Exec {
                 replies.push(super::unknown_command(args).into());
                 continue;
             };
+            if let Some(text) = super::refused_for(spec, super::Caller::Exec) {
+                replies.push(Reply::Error(text.into()));
+                continue;
+            }
             let started = std::time::Instant::now();
             let reply = (spec.handler)(ctx, args);
             shared

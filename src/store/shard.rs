@@ -440,6 +440,11 @@ impl Shard {
         Some(*entry)
     }
 
+    /// How many (key, client) WATCH entries this shard holds.
+    pub fn watch_count(&self) -> usize {
+        self.watches.values().map(|s| s.watchers.len()).sum()
+    }
+
     /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
     #[inline]
     pub fn touch(&mut self, db: usize, key: &[u8]) {
