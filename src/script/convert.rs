@@ -178,7 +178,7 @@ impl Budget<'_> {
             return false;
         }
         self.left -= 1;
-        if self.left % 4096 == 0 && (self.stop)() {
+        if self.left.is_multiple_of(4096) && (self.stop)() {
             self.stopped = true;
             self.left = 0;
             return false;
@@ -446,8 +446,14 @@ mod tests {
             Reply::Error(REPLY_TOO_LARGE.into())
         );
         let three = eval(&lua, "return {1, 2, 3}");
-        assert_eq!(lua_to_reply_limited(&three, 2, 4, &|| false), Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3)]));
-        assert_eq!(lua_to_reply_limited(&three, 2, 3, &|| false), Reply::Error(REPLY_TOO_LARGE.into()));
+        assert_eq!(
+            lua_to_reply_limited(&three, 2, 4, &|| false),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3)])
+        );
+        assert_eq!(
+            lua_to_reply_limited(&three, 2, 3, &|| false),
+            Reply::Error(REPLY_TOO_LARGE.into())
+        );
         // A kill stops a long conversion.
         assert_eq!(lua_to_reply_stoppable(&shared, 2, &|| true), None);
     }
@@ -466,7 +472,10 @@ mod tests {
         }
         let nested = |n: usize| {
             lua_to_reply(
-                &eval(&lua, &format!("local t = 1 for i = 1, {n} do t = {{t}} end return t")),
+                &eval(
+                    &lua,
+                    &format!("local t = 1 for i = 1, {n} do t = {{t}} end return t"),
+                ),
                 2,
             )
         };
@@ -475,7 +484,10 @@ mod tests {
         let r = nested(MAX_DEPTH + 1);
         assert_eq!(
             depth(&r),
-            (MAX_DEPTH, &Reply::Error("ERR reached lua stack limit".into()))
+            (
+                MAX_DEPTH,
+                &Reply::Error("ERR reached lua stack limit".into())
+            )
         );
     }
 

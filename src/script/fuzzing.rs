@@ -68,21 +68,63 @@ impl Choices<'_> {
 }
 
 const LIBS: &[&str] = &[
-    "redis", "string", "table", "math", "cjson", "cmsgpack", "bit", "struct", "_G", "coroutine",
-    "KEYS", "ARGV",
+    "redis",
+    "string",
+    "table",
+    "math",
+    "cjson",
+    "cmsgpack",
+    "bit",
+    "struct",
+    "_G",
+    "coroutine",
+    "KEYS",
+    "ARGV",
 ];
 const FIELDS: &[&str] = &[
-    "call", "rep", "find", "gsub", "insert", "floor", "encode", "decode", "pack", "unpack", "band",
-    "__index", "__newindex", "__metatable", "x", "1",
+    "call",
+    "rep",
+    "find",
+    "gsub",
+    "insert",
+    "floor",
+    "encode",
+    "decode",
+    "pack",
+    "unpack",
+    "band",
+    "__index",
+    "__newindex",
+    "__metatable",
+    "x",
+    "1",
 ];
 const NUMBERS: &[&str] = &[
     "0", "1", "-1", "3", "10", "255", "1000", "2^31", "2^53", "-2^63", "1/0", "0/0", "1e308",
     "0.5", "#KEYS",
 ];
 const STRINGS: &[&str] = &[
-    "''", "'a'", "'aaaa'", "'%a+'", "'(a*)*b'", "'[a-'", "'%b()'", "'%f[%w]'", "'()'", "'%1'",
-    "'\\0'", "'\\27Lua'", "'[1,[2,{\"a\":null}]]'", "'{\"a\":'", "'\\145\\145\\1'", "'i4'",
-    "'>!4 i8 c0'", "'%s %d'", "'%099d'", "string.rep('a', 40)", "string.rep('[', 300)",
+    "''",
+    "'a'",
+    "'aaaa'",
+    "'%a+'",
+    "'(a*)*b'",
+    "'[a-'",
+    "'%b()'",
+    "'%f[%w]'",
+    "'()'",
+    "'%1'",
+    "'\\0'",
+    "'\\27Lua'",
+    "'[1,[2,{\"a\":null}]]'",
+    "'{\"a\":'",
+    "'\\145\\145\\1'",
+    "'i4'",
+    "'>!4 i8 c0'",
+    "'%s %d'",
+    "'%099d'",
+    "string.rep('a', 40)",
+    "string.rep('[', 300)",
 ];
 
 fn expr(c: &mut Choices<'_>, depth: u8) -> String {
@@ -132,7 +174,12 @@ fn stmt(c: &mut Choices<'_>, depth: u8) -> String {
     }
     match c.byte() % 16 {
         0 => format!("{}.{} = {}", c.pick(LIBS), c.pick(FIELDS), expr(c, depth)),
-        1 => format!("rawset({}, {}, {})", c.pick(LIBS), expr(c, depth), expr(c, depth)),
+        1 => format!(
+            "rawset({}, {}, {})",
+            c.pick(LIBS),
+            expr(c, depth),
+            expr(c, depth)
+        ),
         2 => format!("setmetatable({}, {})", c.pick(LIBS), expr(c, depth)),
         3 => format!("table.insert({}, {})", c.pick(LIBS), expr(c, depth)),
         4 => format!(
@@ -141,7 +188,12 @@ fn stmt(c: &mut Choices<'_>, depth: u8) -> String {
             c.pick(FIELDS),
             expr(c, depth)
         ),
-        5 => format!("getmetatable({}).{} = {}", expr(c, depth), c.pick(FIELDS), expr(c, depth)),
+        5 => format!(
+            "getmetatable({}).{} = {}",
+            expr(c, depth),
+            c.pick(FIELDS),
+            expr(c, depth)
+        ),
         6 => format!("local v = {}", call(c, depth)),
         7 => format!("pcall(function() {} end)", stmt(c, depth + 1)),
         8 => format!(
@@ -150,15 +202,11 @@ fn stmt(c: &mut Choices<'_>, depth: u8) -> String {
             stmt(c, depth + 1)
         ),
         9 => format!("coroutine.wrap(function() {} end)()", stmt(c, depth + 1)),
-        10 => format!(
-            "for i = 1, {} do {} end",
-            c.byte() % 50,
-            stmt(c, depth + 1)
-        ),
+        10 => format!("for i = 1, {} do {} end", c.byte() % 50, stmt(c, depth + 1)),
         11 => format!("leak{} = {}", c.byte() % 4, expr(c, depth)),
         12 => format!("return {}", expr(c, depth)),
         13 => format!("local f = loadstring({}) if f then f() end", expr(c, depth)),
-        14 if c.byte() % 8 == 0 => format!("while true do {} end", stmt(c, depth + 1)),
+        14 if c.byte().is_multiple_of(8) => format!("while true do {} end", stmt(c, depth + 1)),
         _ => format!("local x = {}", expr(c, depth)),
     }
 }
@@ -191,11 +239,14 @@ impl Host for EchoHost {
     fn call(&mut self, args: Vec<Bytes>, _resp: u8) -> Reply {
         match args.get(1) {
             Some(a) if args[0].eq_ignore_ascii_case(b"echo") => Reply::Bulk(a.clone()),
-            _ => Reply::Error(Cow::Borrowed("ERR Unknown Redis command called from script")),
+            _ => Reply::Error(Cow::Borrowed(
+                "ERR Unknown Redis command called from script",
+            )),
         }
     }
     fn command_exists(&mut self, args: &[Bytes]) -> bool {
-        args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"echo"))
+        args.first()
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"echo"))
     }
 }
 
@@ -210,12 +261,22 @@ pub const CANARY: &str = "return {string.rep('ab', 2), ('x'):rep(3), type(redis.
 /// The canary's reply in a fresh engine.
 pub fn canary_expected() -> Reply {
     let scripts = Scripts::new("7.0.15");
-    run_bounded(&scripts, CANARY.as_bytes(), &mut EchoHost, Duration::from_secs(5))
+    run_bounded(
+        &scripts,
+        CANARY.as_bytes(),
+        &mut EchoHost,
+        Duration::from_secs(5),
+    )
 }
 
 /// Runs `body` (compiled on the calling thread's VM), killing it after `kill_after`; panics
 /// if it is still running 10 s after the kill.
-pub fn run_bounded(scripts: &Scripts, body: &[u8], host: &mut dyn Host, kill_after: Duration) -> Reply {
+pub fn run_bounded(
+    scripts: &Scripts,
+    body: &[u8],
+    host: &mut dyn Host,
+    kill_after: Duration,
+) -> Reply {
     let script = match scripts.load(body) {
         Ok(s) => s,
         Err(e) => return Reply::Error(Cow::Owned(e)),
@@ -256,7 +317,12 @@ pub fn check_script(scripts: &Scripts, body: &[u8], expected: &Reply) {
     let mut out = bytes::BytesMut::new();
     reply.encode(2, &mut out);
     reply.encode(3, &mut out);
-    let canary = run_bounded(scripts, CANARY.as_bytes(), &mut EchoHost, Duration::from_secs(5));
+    let canary = run_bounded(
+        scripts,
+        CANARY.as_bytes(),
+        &mut EchoHost,
+        Duration::from_secs(5),
+    );
     assert_eq!(
         &canary,
         expected,

@@ -105,7 +105,7 @@ impl<'a> Matcher<'a> {
 
     fn tick(&mut self) -> R<()> {
         self.steps = self.steps.wrapping_add(1);
-        if self.steps % CHECK_EVERY == 0 && (self.stop)() {
+        if self.steps.is_multiple_of(CHECK_EVERY) && (self.stop)() {
             return Err(Fail::Killed);
         }
         Ok(())
@@ -217,16 +217,14 @@ impl<'a> Matcher<'a> {
                 b'$' if p + 1 == pat.len() => {
                     return Ok((s == self.src.len()).then_some(s));
                 }
-                b'%' if pat.get(p + 1) == Some(&b'b') => {
-                    match self.match_balance(s, p + 2)? {
-                        Some(e) => {
-                            s = e;
-                            p += 4;
-                            continue;
-                        }
-                        None => return Ok(None),
+                b'%' if pat.get(p + 1) == Some(&b'b') => match self.match_balance(s, p + 2)? {
+                    Some(e) => {
+                        s = e;
+                        p += 4;
+                        continue;
                     }
-                }
+                    None => return Ok(None),
+                },
                 b'%' if pat.get(p + 1) == Some(&b'f') => {
                     p += 2;
                     if pat.get(p) != Some(&b'[') {
@@ -235,8 +233,7 @@ impl<'a> Matcher<'a> {
                     let ep = self.class_end(p)?;
                     let prev = if s == 0 { 0 } else { self.src[s - 1] };
                     let cur = self.src.get(s).copied().unwrap_or(0);
-                    if self.match_bracket(prev, p, ep - 1) || !self.match_bracket(cur, p, ep - 1)
-                    {
+                    if self.match_bracket(prev, p, ep - 1) || !self.match_bracket(cur, p, ep - 1) {
                         return Ok(None);
                     }
                     p = ep;
@@ -384,7 +381,13 @@ impl<'a> Matcher<'a> {
     }
 
     /// Capture `i` of a match of `s..e` (the whole match when the pattern has none).
-    fn capture_value(&self, lua: &Lua, i: usize, s: usize, e: usize) -> mlua::Result<Result<Value, &'static str>> {
+    fn capture_value(
+        &self,
+        lua: &Lua,
+        i: usize,
+        s: usize,
+        e: usize,
+    ) -> mlua::Result<Result<Value, &'static str>> {
         if i >= self.level {
             if i == 0 {
                 return Ok(Ok(Value::String(lua.create_string(&self.src[s..e])?)));
@@ -395,7 +398,9 @@ impl<'a> Matcher<'a> {
         Ok(match cap {
             Cap::Unfinished => Err("unfinished capture"),
             Cap::Position => Ok(Value::Number((start + 1) as f64)),
-            Cap::Len(len) => Ok(Value::String(lua.create_string(&self.src[start..start + len])?)),
+            Cap::Len(len) => Ok(Value::String(
+                lua.create_string(&self.src[start..start + len])?,
+            )),
         })
     }
 
@@ -407,7 +412,11 @@ impl<'a> Matcher<'a> {
         e: usize,
         whole: bool,
     ) -> mlua::Result<Result<Vec<Value>, &'static str>> {
-        let n = if self.level == 0 && whole { 1 } else { self.level };
+        let n = if self.level == 0 && whole {
+            1
+        } else {
+            self.level
+        };
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             match self.capture_value(lua, i, s, e)? {
@@ -472,7 +481,13 @@ fn lua_type(v: &Value) -> &'static str {
 }
 
 /// `luaL_checklstring`: strings, and numbers in `%.14g`.
-fn check_string(env: &Env, lua: &Lua, args: &MultiValue, n: usize, fname: &str) -> mlua::Result<LuaString> {
+fn check_string(
+    env: &Env,
+    lua: &Lua,
+    args: &MultiValue,
+    n: usize,
+    fname: &str,
+) -> mlua::Result<LuaString> {
     match args.get(n - 1) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Integer(i)) => lua.create_string(fmt_g(*i as f64, 14)),
@@ -488,7 +503,14 @@ fn check_string(env: &Env, lua: &Lua, args: &MultiValue, n: usize, fname: &str) 
 }
 
 /// `luaL_optinteger`.
-fn opt_integer(env: &Env, lua: &Lua, args: &MultiValue, n: usize, fname: &str, default: i64) -> mlua::Result<i64> {
+fn opt_integer(
+    env: &Env,
+    lua: &Lua,
+    args: &MultiValue,
+    n: usize,
+    fname: &str,
+    default: i64,
+) -> mlua::Result<i64> {
     match args.get(n - 1) {
         None | Some(Value::Nil) => Ok(default),
         Some(v) => check_integer(env, lua, v, n, fname),
@@ -548,7 +570,9 @@ pub fn find(env: &Env, lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<
     let pat_full = p.as_bytes();
     let init = opt_integer(env, lua, &args, 3, fname, 1)?;
     let init = (posrelat(init, src.len()) - 1).clamp(0, src.len() as i64) as usize;
-    let plain = args.get(3).is_some_and(|v| !matches!(v, Value::Nil | Value::Boolean(false)));
+    let plain = args
+        .get(3)
+        .is_some_and(|v| !matches!(v, Value::Nil | Value::Boolean(false)));
     let pat = c_pattern(&pat_full);
     if find && (plain || !pat.iter().any(|c| SPECIALS.contains(c))) {
         let found = if pat_full.is_empty() {
@@ -654,9 +678,19 @@ pub fn gsub(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> 
     };
     if !matches!(
         repl,
-        Value::Integer(_) | Value::Number(_) | Value::String(_) | Value::Function(_) | Value::Table(_)
+        Value::Integer(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Function(_)
+            | Value::Table(_)
     ) {
-        return Err(arg_error(env, lua, 3, "gsub", "string/function/table expected"));
+        return Err(arg_error(
+            env,
+            lua,
+            3,
+            "gsub",
+            "string/function/table expected",
+        ));
     }
     let repl_text: Option<Vec<u8>> = match &repl {
         Value::String(r) => Some(r.as_bytes().to_vec()),
@@ -776,7 +810,15 @@ pub fn rep(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
     let s = check_string(env, lua, &args, 1, "rep")?;
     let n = match args.get(1) {
         Some(v) => check_integer(env, lua, v, 2, "rep")?,
-        None => return Err(arg_error(env, lua, 2, "rep", "number expected, got no value")),
+        None => {
+            return Err(arg_error(
+                env,
+                lua,
+                2,
+                "rep",
+                "number expected, got no value",
+            ));
+        }
     };
     let unit = s.as_bytes();
     if n <= 0 || unit.is_empty() {
@@ -809,15 +851,37 @@ mod tests {
         let g = lua.globals();
         let e = env();
         let e1 = e.clone();
-        g.set("xfind", lua.create_function(move |l, a| find(&e1, l, a, true)).unwrap()).unwrap();
+        g.set(
+            "xfind",
+            lua.create_function(move |l, a| find(&e1, l, a, true))
+                .unwrap(),
+        )
+        .unwrap();
         let e2 = e.clone();
-        g.set("xmatch", lua.create_function(move |l, a| find(&e2, l, a, false)).unwrap()).unwrap();
+        g.set(
+            "xmatch",
+            lua.create_function(move |l, a| find(&e2, l, a, false))
+                .unwrap(),
+        )
+        .unwrap();
         let e3 = e.clone();
-        g.set("xgmatch", lua.create_function(move |l, a| gmatch(&e3, l, a)).unwrap()).unwrap();
+        g.set(
+            "xgmatch",
+            lua.create_function(move |l, a| gmatch(&e3, l, a)).unwrap(),
+        )
+        .unwrap();
         let e4 = e.clone();
-        g.set("xgsub", lua.create_function(move |l, a| gsub(&e4, l, a)).unwrap()).unwrap();
+        g.set(
+            "xgsub",
+            lua.create_function(move |l, a| gsub(&e4, l, a)).unwrap(),
+        )
+        .unwrap();
         let e5 = e;
-        g.set("xrep", lua.create_function(move |l, a| rep(&e5, l, a)).unwrap()).unwrap();
+        g.set(
+            "xrep",
+            lua.create_function(move |l, a| rep(&e5, l, a)).unwrap(),
+        )
+        .unwrap();
         lua.load(
             r#"
             function show(...)
@@ -854,11 +918,17 @@ mod tests {
         let both: mlua::Function = lua.globals().get("both").unwrap();
         let (stock, ours): (String, String) = both
             .call((
-                lua.load(format!("return string.{func}")).eval::<mlua::Function>().unwrap(),
-                lua.globals().get::<mlua::Function>(format!("x{func}")).unwrap(),
+                lua.load(format!("return string.{func}"))
+                    .eval::<mlua::Function>()
+                    .unwrap(),
+                lua.globals()
+                    .get::<mlua::Function>(format!("x{func}"))
+                    .unwrap(),
                 lua.create_string(s).unwrap(),
                 lua.create_string(p).unwrap(),
-                lua.load(format!("return {extra}")).eval::<MultiValue>().unwrap(),
+                lua.load(format!("return {extra}"))
+                    .eval::<MultiValue>()
+                    .unwrap(),
             ))
             .unwrap();
         assert_eq!(
@@ -921,7 +991,16 @@ mod tests {
             same(&lua, "find", s, p, "1, true");
             same(&lua, "find", s, p, "-2");
             same(&lua, "find", s, p, "100");
-            for repl in ["'<%0>'", "'%1'", "'%%'", "'x%'", "{a='A'}", "function(x) return x == 'l' and 'L' end", "{}", "true"] {
+            for repl in [
+                "'<%0>'",
+                "'%1'",
+                "'%%'",
+                "'x%'",
+                "{a='A'}",
+                "function(x) return x == 'l' and 'L' end",
+                "{}",
+                "true",
+            ] {
                 same(&lua, "gsub", s, p, repl);
                 same(&lua, "gsub", s, p, &format!("{repl}, 1"));
             }
@@ -945,7 +1024,10 @@ mod tests {
                 .load(format!("return gm(string.gmatch, {s:?}, {p:?})"))
                 .eval()
                 .unwrap();
-            let ours: String = lua.load(format!("return gm(xgmatch, {s:?}, {p:?})")).eval().unwrap();
+            let ours: String = lua
+                .load(format!("return gm(xgmatch, {s:?}, {p:?})"))
+                .eval()
+                .unwrap();
             assert_eq!(stock, ours, "{s:?} {p:?}");
         }
     }
@@ -956,13 +1038,15 @@ mod tests {
         let lua = lua();
         let mut rng = rand::rngs::StdRng::seed_from_u64(14);
         let atoms: &[&str] = &[
-            "a", "b", ".", "%a", "%d", "%s", "[ab]", "[^a]", "[a-c]", "%b()", "%f[%a]", "(", ")", "()",
-            "%1", "^", "$", "*", "+", "-", "?", "%", "[", "]", "x",
+            "a", "b", ".", "%a", "%d", "%s", "[ab]", "[^a]", "[a-c]", "%b()", "%f[%a]", "(", ")",
+            "()", "%1", "^", "$", "*", "+", "-", "?", "%", "[", "]", "x",
         ];
         let subj = b"ab(a)b1 2cabba";
         for _ in 0..3000 {
             let n = rng.random_range(1..7);
-            let p: String = (0..n).map(|_| atoms[rng.random_range(0..atoms.len())]).collect();
+            let p: String = (0..n)
+                .map(|_| atoms[rng.random_range(0..atoms.len())])
+                .collect();
             let start = rng.random_range(0..subj.len());
             let end = rng.random_range(start..=subj.len());
             let s = &subj[start..end];
@@ -990,19 +1074,19 @@ mod tests {
             }),
             ..env()
         };
-        let f = lua.create_function(move |l, a| find(&e, l, a, true)).unwrap();
-        let r: mlua::Result<Value> = f.call((
-            "a".repeat(5000),
-            format!("{}b", "a*".repeat(30)),
-        ));
+        let f = lua
+            .create_function(move |l, a| find(&e, l, a, true))
+            .unwrap();
+        let r: mlua::Result<Value> = f.call(("a".repeat(5000), format!("{}b", "a*".repeat(30))));
         assert!(r.unwrap_err().to_string().contains("killed"));
         // Huge results are refused before they are built.
         let r: mlua::Result<Value> = lua.load("return xrep('x', 2^40)").eval();
         assert!(r.unwrap_err().to_string().contains("not enough memory"));
         let r: mlua::Result<Value> = lua.load("return xrep('', 2^40)").eval();
         assert_eq!(r.unwrap(), Value::String(lua.create_string("").unwrap()));
-        let r: mlua::Result<Value> =
-            lua.load("return xgsub(string.rep('x', 1000), 'x', string.rep('y', 2000))").eval();
+        let r: mlua::Result<Value> = lua
+            .load("return xgsub(string.rep('x', 1000), 'x', string.rep('y', 2000))")
+            .eval();
         assert!(r.unwrap_err().to_string().contains("not enough memory"));
         let r: String = lua.load("return xrep('ab', 3)").eval().unwrap();
         assert_eq!(r, "ababab");

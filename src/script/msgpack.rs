@@ -346,7 +346,9 @@ pub fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, Stri
             Ok(v) => values.push(v),
             Err(DecodeError::Eof) => return Err("Missing bytes in input.".into()),
             Err(DecodeError::BadFormat) => return Err("Bad data format in input.".into()),
-            Err(DecodeError::TooDeep(f)) => return Err(format!("stack overflow (in function {f})")),
+            Err(DecodeError::TooDeep(f)) => {
+                return Err(format!("stack overflow (in function {f})"));
+            }
             Err(DecodeError::Lua(e)) => return Err(e.to_string()),
         }
         count += 1;

@@ -524,7 +524,10 @@ fn bytecode_is_a_syntax_error() {
         err("\x1bLuaQ\0"),
         "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'"
     );
-    assert_eq!(eval("return load(function() return nil end) ~= nil"), Reply::Int(1));
+    assert_eq!(
+        eval("return load(function() return nil end) ~= nil"),
+        Reply::Int(1)
+    );
     let body = "local f = load(nil)";
     assert_eq!(
         err(body),
@@ -561,7 +564,10 @@ fn sandbox_routes_stay_closed() {
         let Reply::Error(e) = &r else {
             panic!("{body}: {r:?}")
         };
-        assert!(e.contains("Attempt to modify a readonly table"), "{body}: {e}");
+        assert!(
+            e.contains("Attempt to modify a readonly table"),
+            "{body}: {e}"
+        );
     }
     let r = eval_with(
         &scripts,
