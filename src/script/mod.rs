@@ -667,6 +667,11 @@ impl Vm {
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
         let result = self.call(&f, script, keys, argv, host);
+        // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
+        // collector, an endless pause) must not stay for the next one.
+        self.lua.gc_restart();
+        self.lua.gc_set_pause(200);
+        self.lua.gc_set_step_multiplier(200);
         if self.lua.used_memory() > COLLECT_ABOVE {
             let _ = self.lua.gc_collect();
         }

@@ -134,7 +134,8 @@ end
 
 -- Library functions that take a table argument check it as Lua's own do, with the same texts
 -- and the position of the script line that called them (`error` level 3: the caller of the
--- wrapper).
+-- wrapper). A wrapper called as a tail call (`return pairs(nil)`) has lost that line, so its
+-- error has no position there, unlike Redis's C functions.
 local function check_table(fname, n, nargs, v)
   if type(v) ~= 'table' then
     local got = nargs < n and 'no value' or type(v)

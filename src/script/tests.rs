@@ -604,3 +604,35 @@ fn sandbox_routes_stay_closed() {
         )
     );
 }
+
+#[test]
+fn collector_settings_do_not_outlive_a_script() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    eval_with(
+        &scripts,
+        &mut host,
+        "collectgarbage('stop') collectgarbage('setpause', 100000)",
+        &[],
+        &[],
+    );
+    // A script that makes a lot of garbage still runs: the collector is back on.
+    let r = eval_with(
+        &scripts,
+        &mut host,
+        "for i = 1, 3000 do local s = string.rep('x', 1000000) .. i end return 1",
+        &[],
+        &[],
+    );
+    assert_eq!(r, Reply::Int(1));
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "local ok = pcall(string.gfind, 'a', 'a') return tostring(string.gfind == string.gmatch or not ok)",
+            &[],
+            &[]
+        ),
+        Reply::bulk(b"true")
+    );
+}
