@@ -192,6 +192,7 @@ fn main() -> ExitCode {
     // Before the runtime starts, so that every thread it spawns inherits the blocked signals.
     let signals = SignalThread::start();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(sluice::script::WORKER_STACK)
         .enable_all()
         .build()
     {

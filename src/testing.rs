@@ -56,6 +56,7 @@ impl TestServer {
             .spawn(move || {
                 let rt = match tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
+                    .thread_stack_size(crate::script::WORKER_STACK)
                     .enable_all()
                     .build()
                 {

@@ -19,11 +19,19 @@ fn expected() -> &'static Reply {
     EXPECTED.get_or_init(fuzzing::canary_expected)
 }
 
-thread_local! {
-    static SCRIPTS: Scripts = Scripts::new("7.0.15");
+fn scripts() -> &'static Scripts {
+    static SCRIPTS: OnceLock<Scripts> = OnceLock::new();
+    SCRIPTS.get_or_init(|| Scripts::new("7.0.15"))
 }
 
 fuzz_target!(|data: &[u8]| {
     let body = fuzzing::script_from_bytes(data);
-    SCRIPTS.with(|scripts| fuzzing::check_script(scripts, body.as_bytes(), expected()));
+    // On a thread with the server workers' stack size, as scripts run in the server.
+    let run = std::thread::Builder::new()
+        .stack_size(sluice::script::WORKER_STACK)
+        .spawn(move || fuzzing::check_script(scripts(), body.as_bytes(), expected()))
+        .expect("spawn a script thread");
+    if let Err(panic) = run.join() {
+        std::panic::resume_unwind(panic);
+    }
 });

@@ -55,6 +55,12 @@ const HOOK_EVERY: u32 = 100_000;
 /// collected). Redis sets no limit; a script that builds more gets `not enough memory`.
 pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
 
+/// Stack size of the threads that run scripts (the runtime's workers). Lua 5.1 nests C calls
+/// up to 225 deep (an error handler that fails re-enters itself until `error in error
+/// handling`), and some of its C functions keep an 8 KiB buffer on the stack while they
+/// raise, so tokio's default 2 MiB is not enough; Redis runs scripts on its 8 MiB main thread.
+pub const WORKER_STACK: usize = 16 << 20;
+
 /// After a script, a state holding more than this is collected at once, so one script's
 /// garbage does not count against the next one's memory.
 const COLLECT_ABOVE: usize = 64 << 20;
@@ -405,7 +411,12 @@ struct Vm {
 fn error_text(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, .. } => error_text(cause),
-        mlua::Error::RuntimeError(m) => m.clone(),
+        // An error that crossed a Lua call made from Rust (a `gsub` callback) carries mlua's
+        // traceback; Lua's own message ends before it.
+        mlua::Error::RuntimeError(m) => match m.split_once("\nstack traceback:") {
+            Some((msg, _)) => msg.to_string(),
+            None => m.clone(),
+        },
         mlua::Error::ExternalError(inner) => inner.to_string(),
         mlua::Error::WithContext { cause, .. } => error_text(cause),
         other => other.to_string(),

@@ -252,6 +252,16 @@ fn deep_and_huge_input_gets_an_error() {
             bulk("not enough memory"),
         ),
         ("return #string.rep('', 2^40)", ":0\r\n".to_string()),
+        // Nested C calls: an error handler that fails inside string.format (which keeps an
+        // 8 KiB buffer on the C stack) re-enters itself until Lua gives up.
+        (
+            "return {xpcall(function() error('x') end, function(e) local v = string.format(cmsgpack) return e end)}",
+            "*2\r\n$-1\r\n$23\r\nerror in error handling\r\n".to_string(),
+        ),
+        (
+            "local function f(s) return (string.gsub(s, '.', f)) end return select(2, pcall(f, 'aaaa'))",
+            bulk("C stack overflow"),
+        ),
         // Patterns: recursion is bounded.
         (
             "return select(2, pcall(string.find, string.rep('a', 300), string.rep('a?', 300)))",
@@ -411,7 +421,6 @@ fn sigterm_stops_a_stuck_script() {
 /// (default 60) and `SLUICE_LUA_FUZZ_SEED` make longer runs.
 #[test]
 fn random_scripts_leave_the_sandbox_intact() {
-    use sluice::script::{Scripts, fuzzing};
     let env = |name: &str, default: u64| -> u64 {
         std::env::var(name)
             .ok()
@@ -420,7 +429,17 @@ fn random_scripts_leave_the_sandbox_intact() {
     };
     let cases = env("SLUICE_LUA_FUZZ_CASES", 300);
     let limit = Duration::from_secs(env("SLUICE_LUA_FUZZ_SECS", 60));
-    let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ env("SLUICE_LUA_FUZZ_SEED", 0);
+    let state = 0x9e37_79b9_7f4a_7c15u64 ^ env("SLUICE_LUA_FUZZ_SEED", 0);
+    // Scripts run on threads with the workers' stack size.
+    let run = std::thread::Builder::new()
+        .stack_size(sluice::script::WORKER_STACK)
+        .spawn(move || fuzz_loop(cases, limit, state))
+        .unwrap();
+    run.join().unwrap();
+}
+
+fn fuzz_loop(cases: u64, limit: Duration, mut state: u64) {
+    use sluice::script::{Scripts, fuzzing};
     let expected = fuzzing::canary_expected();
     let scripts = Scripts::new("7.0.15");
     for seed in fuzzing::SEEDS {
@@ -438,6 +457,10 @@ fn random_scripts_leave_the_sandbox_intact() {
             bytes.push((state >> 24) as u8);
         }
         let body = fuzzing::script_from_bytes(&bytes);
+        if let Ok(path) = std::env::var("SLUICE_LUA_FUZZ_LOG") {
+            // The script about to run, for a crash that takes the process down.
+            let _ = std::fs::write(path, &body);
+        }
         fuzzing::check_script(&scripts, body.as_bytes(), &expected);
         ran += 1;
     }
