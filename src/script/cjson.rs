@@ -17,7 +17,7 @@ use super::num::fmt_g;
 
 /// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
 /// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and
-/// decodes recursively on a 2 MiB worker stack, which a debug build overflows before 1000.
+/// decodes recursively, sized to fit a 2 MiB stack in a debug build (1000 levels do not).
 pub const MAX_DEPTH: usize = 256;
 
 /// `cjson.null`.

@@ -22,7 +22,7 @@ use crate::protocol::Reply;
 /// Deepest table nesting turned into a reply: a value inside more tables than this becomes
 /// the error `reached lua stack limit`, as in Redis, whose limit comes from its Lua stack
 /// (about 7994 for nested arrays). sluice stops earlier because replies are built, encoded
-/// and dropped recursively on 2 MiB worker stacks.
+/// and dropped recursively (sized to fit a 2 MiB stack in a debug build).
 pub const MAX_DEPTH: usize = 200;
 
 /// Most values one script reply may hold. A table reachable more than once is converted

@@ -15,7 +15,8 @@ use super::convert::to_number;
 const MAX_NESTING: usize = 16;
 
 /// Deepest nesting decoded. Redis's lua-cmsgpack runs out of Lua stack at 4000 nested arrays;
-/// sluice decodes recursively on a 2 MiB worker stack and stops at 256, with the same error.
+/// sluice decodes recursively (sized to fit a 2 MiB stack in a debug build) and stops at 256,
+/// with the same error.
 pub const MAX_DECODE_DEPTH: usize = 256;
 
 /// Most values one `unpack` returns. Redis's limit is what fits on its Lua stack (7999 values);
