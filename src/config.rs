@@ -10,6 +10,9 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
+/// Most event-loop threads `threads` accepts.
+pub const MAX_THREADS: usize = 1024;
+
 /// Everything the server needs to start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -23,6 +26,8 @@ pub struct Config {
     pub loglevel: String,
     /// Keyspace shards (a power of two); 0 picks one from the CPU count.
     pub shards: usize,
+    /// Event-loop threads serving connections; 0 means one per CPU.
+    pub threads: usize,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -79,6 +84,7 @@ impl Default for Config {
             databases: 16,
             loglevel: "notice".into(),
             shards: 0,
+            threads: 0,
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -173,17 +179,6 @@ pub fn memtoull(v: &str) -> Option<u64> {
             .unwrap_or(u64::MAX)
     });
     Some(n.wrapping_mul(mul))
-}
-
-/// Redis's strict integer syntax (`string2ll`): an optional `-`, no `+`, no leading zeros,
-/// no spaces, within i64.
-fn string2ll(v: &str) -> Option<i64> {
-    let digits = v.strip_prefix('-').unwrap_or(v);
-    let ok = !digits.is_empty()
-        && digits.bytes().all(|c| c.is_ascii_digit())
-        && (digits == "0" || !digits.starts_with('0'))
-        && v != "-0";
-    if ok { v.parse().ok() } else { None }
 }
 
 /// How CONFIG SET checks a value (Redis 7.0's config.c types, with its ranges).
@@ -289,7 +284,8 @@ pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int(min, max) => {
-            let n = string2ll(value).ok_or("argument couldn't be parsed into an integer")?;
+            let n = crate::num::parse_i64(value.as_bytes())
+                .ok_or("argument couldn't be parsed into an integer")?;
             let shown = range(i128::from(n), min, max)?;
             if name == "hz" {
                 return Ok(n.clamp(1, 500).to_string());
@@ -348,6 +344,7 @@ impl Config {
             "databases" => self.databases = parse_num(&name, one()?)?,
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
             "shards" => self.shards = parse_num(&name, one()?)?,
+            "threads" => self.threads = parse_num(&name, one()?)?,
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
@@ -466,6 +463,12 @@ impl Config {
                 "must be a power of two up to 4096 (or 0 for automatic)",
             ));
         }
+        if self.threads > MAX_THREADS {
+            return Err(bad(
+                "threads",
+                "must be between 1 and 1024 (or 0 for one per CPU)",
+            ));
+        }
         if self.bind.is_empty() {
             return Err(bad("bind", "at least one address is needed"));
         }
@@ -514,6 +517,14 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The number of event-loop threads to run: `threads`, or one per CPU.
+    pub fn effective_threads(&self) -> usize {
+        if self.threads != 0 {
+            return self.threads;
+        }
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
     /// The shard count to use.
@@ -596,6 +607,7 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("hash-max-listpack-value", "64"),
     ("hash-max-ziplist-entries", "512"),
     ("hash-max-ziplist-value", "64"),
+    ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("io-threads", "1"),
     ("latency-tracking", "yes"),
@@ -756,6 +768,18 @@ mod tests {
     }
 
     #[test]
+    fn threads_directive() {
+        let mut c = Config::default();
+        assert!(c.effective_threads() >= 1);
+        c.apply("threads", &["1".into()]).unwrap();
+        assert_eq!(c.effective_threads(), 1);
+        c.validate().unwrap();
+        c.apply("threads", &["1025".into()]).unwrap();
+        assert!(c.validate().is_err());
+        assert!(c.apply("threads", &["-1".into()]).is_err());
+    }
+
+    #[test]
     fn conf_lines() {
         assert_eq!(
             split_conf_line(r#"save """#),
@@ -891,7 +915,7 @@ impl Config {
             let soft = parse_memory(chunk[2]);
             // Redis reads the seconds as a strict integer and keeps them in an `int`
             // (`4294967296` becomes 0; what wraps negative is refused).
-            let secs = string2ll(chunk[3])
+            let secs = crate::num::parse_i64(chunk[3].as_bytes())
                 .map(|n| n as i32)
                 .and_then(|n| u64::try_from(n).ok());
             let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {

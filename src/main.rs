@@ -1,5 +1,5 @@
 //! The `sluice` binary: command line (redis-server's option names) → `Config`, logging,
-//! runtime, and serving until SIGINT/SIGTERM or SHUTDOWN.
+//! a small runtime for signals, and serving until SIGINT/SIGTERM or SHUTDOWN.
 
 use std::process::ExitCode;
 
@@ -31,6 +31,9 @@ struct Cli {
     /// Keyspace shards (a power of two); default: 4 × CPUs.
     #[arg(long)]
     shards: Option<usize>,
+    /// Event-loop threads serving connections; default: one per CPU (see README, "Threads").
+    #[arg(long)]
+    threads: Option<usize>,
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
@@ -116,6 +119,7 @@ impl Cli {
         one("databases", self.databases.map(|p| p.to_string()));
         one("loglevel", self.loglevel.clone());
         one("shards", self.shards.map(|p| p.to_string()));
+        one("threads", self.threads.map(|p| p.to_string()));
         one("maxclients", self.maxclients.map(|p| p.to_string()));
         one("timeout", self.timeout.map(|p| p.to_string()));
         one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
@@ -189,10 +193,12 @@ fn main() -> ExitCode {
             "directive accepted without effect (sluice keeps everything in memory): {ignored}"
         );
     }
-    // Before the runtime starts, so that every thread it spawns inherits the blocked signals.
+    // Before the runtime and the event loops start, so that every thread inherits the
+    // blocked signals.
     let signals = SignalThread::start();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .thread_stack_size(sluice::script::WORKER_STACK)
+    // This thread only waits for the server to stop: the connections are served on the
+    // server's own event-loop threads (`--threads`).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -211,6 +217,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        tracing::info!("event loops: {}", server.threads());
         if let Some(addr) = server.local_addr() {
             // Scripts wait for this line (and read the port from it with --port 0).
             tracing::info!("Ready to accept connections tcp on {addr}");

@@ -35,7 +35,7 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a test-mode server on 127.0.0.1 with a free port, on its own runtime thread.
+    /// Starts a test-mode server on 127.0.0.1 with a free port, on its own threads.
     pub fn start() -> std::io::Result<TestServer> {
         Self::start_with(Config {
             test_mode: true,
@@ -54,9 +54,9 @@ impl TestServer {
         let thread = std::thread::Builder::new()
             .name("sluice-test".into())
             .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_stack_size(crate::script::WORKER_STACK)
+                // This thread only waits for the server to stop; the server serves on its own
+                // event-loop threads (`config.threads`, default one per CPU).
+                let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                 {

@@ -8,51 +8,8 @@
 use bytes::Bytes;
 
 use crate::error::{CmdError, CmdResult};
-
-/// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
-pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
-/// Parses a double as Redis's `string2d`/`strtod` path does: no surrounding spaces, no NaN;
-/// `inf`, `+inf`, `-inf`, exponents and leading `+` are accepted.
-pub fn parse_f64(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
-        return None;
-    }
-    let s = std::str::from_utf8(b).ok()?;
-    let v: f64 = s.parse().ok()?;
-    if v.is_nan() { None } else { Some(v) }
-}
+/// The strict number parsers live in [`crate::num`]; commands reach them through here.
+pub use crate::num::{parse_f64, parse_i64};
 
 /// Parses a SCAN-family cursor as Redis 7.0 does (`strtoul` in base 10): the text stops at a
 /// NUL byte, an empty text is 0, a sign is allowed and `-n` wraps around; a leading space,
@@ -313,45 +270,6 @@ fn class(p: &[u8], start: usize, c: u8, nocase: bool) -> (bool, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strict_integers() {
-        for (s, v) in [
-            ("0", Some(0)),
-            ("-1", Some(-1)),
-            ("9223372036854775807", Some(i64::MAX)),
-            ("-9223372036854775808", Some(i64::MIN)),
-        ] {
-            assert_eq!(parse_i64(s.as_bytes()), v, "{s}");
-        }
-        for s in [
-            "",
-            "+1",
-            "01",
-            "-0",
-            " 1",
-            "1 ",
-            "9223372036854775808",
-            "-9223372036854775809",
-            "1.0",
-            "0x1",
-            "-",
-            "123456789012345678901",
-        ] {
-            assert_eq!(parse_i64(s.as_bytes()), None, "{s}");
-        }
-    }
-
-    #[test]
-    fn doubles() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
-        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(parse_f64(b""), None);
-    }
 
     #[test]
     fn globs() {

@@ -14,22 +14,29 @@
 //! order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
+pub mod bitmap;
 pub mod cluster;
+pub mod dump;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
-pub mod long_double;
+/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
+pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
+pub mod strrange;
 pub mod table;
 pub mod testmode;
 pub mod throttle;
 pub mod txn;
 pub mod zset;
+pub mod zsetops;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +52,9 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CmdFlags, CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{
+    CmdFlags, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]
@@ -290,19 +299,20 @@ pub fn refused_for(spec: &CommandSpec, caller: Caller) -> Option<&'static str> {
     }
 }
 
-/// Locks what `spec` needs for `args`.
-pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> Locked<'a> {
+/// Locks what `spec` needs for `args`. The key arguments' hashes are kept with the locks,
+/// so the handler's lookups and writes do not hash them again.
+pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -> Locked<'a> {
     match spec.lock {
-        LockMode::None => shared.keyspace.lock_none(),
+        LockMode::None | LockMode::Stepwise => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
         LockMode::Keys => match spec.keys {
             // Most commands have exactly one key, at index 1: skip the position iterator.
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.lock_keys([&args[1]]),
+            } if args.len() > 1 => shared.keyspace.lock_args([&args[1][..]]),
             _ => shared
                 .keyspace
-                .lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+                .lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
         },
     }
 }

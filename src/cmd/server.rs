@@ -262,7 +262,74 @@ static COMMAND: &[C] = &[
         KeySpec::None,
         run_sub::<Help>,
     ),
+    C::new(
+        "command|getkeys",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandGetKeys>,
+    )
+    .with_acl(&["@slow", "@connection"]),
 ];
+
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+#[derive(Debug)]
+pub struct CommandGetKeys {
+    args: Vec<Bytes>,
+}
+
+impl Command for CommandGetKeys {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandGetKeys {
+            args: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let spec = match super::lookup(&ctx.shared.table, &self.args) {
+            super::Lookup::Found(spec) => spec,
+            super::Lookup::Error(CmdError::WrongArity(_)) => {
+                return Err(CmdError::msg(
+                    "ERR Invalid number of arguments specified for command",
+                ));
+            }
+            super::Lookup::Error(_) => return Err(CmdError::msg("ERR Invalid command specified")),
+        };
+        if let KeySpec::Keynum {
+            begin,
+            keynumidx,
+            firstkey,
+            step,
+            ..
+        } = spec.keys
+        {
+            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
+            let count = self
+                .args
+                .get((begin + keynumidx).max(0) as usize)
+                .and_then(|b| parse_i64(b));
+            let fits = count.is_some_and(|c| {
+                c >= 0
+                    && (c == 0
+                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
+                            < self.args.len() as i64)
+            });
+            if !fits {
+                if spec.has(super::CmdFlags::NO_MANDATORY_KEYS) {
+                    return Ok(Reply::Array(Vec::new()));
+                }
+                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
+            }
+        } else if matches!(spec.keys, KeySpec::None) {
+            return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        Ok(Reply::Array(
+            spec.keys
+                .positions(&self.args)
+                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .collect(),
+        ))
+    }
+}
 
 static CONFIG: &[C] = &[
     C::new(
@@ -342,7 +409,7 @@ impl Command for Help {
     }
 }
 
-/// PING [message]
+/// `PING [message]`
 #[derive(Debug)]
 pub struct Ping {
     message: Option<Bytes>,
@@ -441,7 +508,7 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 #[derive(Debug)]
 pub struct Auth {
     user: Option<Bytes>,
@@ -904,10 +971,61 @@ fn key_spec_fields(
     ]
 }
 
+/// One key spec given explicitly in the table.
+fn key_spec_doc(d: &crate::cmd::KeySpecDoc) -> Reply {
+    use crate::cmd::FindKeys;
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    let ints = |pairs: &[(&'static str, i64)]| {
+        Reply::Map(
+            pairs
+                .iter()
+                .map(|&(k, v)| field(k, Reply::Int(v)))
+                .collect(),
+        )
+    };
+    let mut fields = Vec::with_capacity(4);
+    if let Some(notes) = d.notes {
+        fields.push(field("notes", Reply::bulk(notes.as_bytes())));
+    }
+    fields.push(field("flags", status_set(d.flags)));
+    let begin = match d.begin {
+        Some(i) => Reply::Map(vec![
+            field("type", Reply::bulk(b"index")),
+            field("spec", ints(&[("index", i)])),
+        ]),
+        None => Reply::Map(vec![
+            field("type", Reply::bulk(b"unknown")),
+            field("spec", Reply::Map(vec![])),
+        ]),
+    };
+    fields.push(field("begin_search", begin));
+    let (kind, spec) = match d.find {
+        FindKeys::Range(last, step, limit) => (
+            "range",
+            ints(&[("lastkey", last), ("keystep", step), ("limit", limit)]),
+        ),
+        FindKeys::Keynum(idx, first, step) => (
+            "keynum",
+            ints(&[("keynumidx", idx), ("firstkey", first), ("keystep", step)]),
+        ),
+        FindKeys::Unknown => ("unknown", Reply::Map(vec![])),
+    };
+    fields.push(field(
+        "find_keys",
+        Reply::Map(vec![
+            field("type", Reply::bulk(kind.as_bytes())),
+            field("spec", spec),
+        ]),
+    ));
+    Reply::Map(fields)
+}
+
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if let KeySpec::Keynum {
+    let key_specs = if !spec.key_specs.is_empty() {
+        spec.key_specs.iter().map(key_spec_doc).collect()
+    } else if let KeySpec::Keynum {
         begin,
         keynumidx,
         firstkey,
@@ -959,7 +1077,12 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(vec![]),
+        Reply::Set(
+            spec.tips
+                .iter()
+                .map(|t| Reply::bulk(t.as_bytes()))
+                .collect(),
+        ),
         // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
         Reply::Set(key_specs),
         Reply::Set(spec.subcommands.iter().map(command_info).collect()),
@@ -1153,7 +1276,7 @@ impl Command for FunctionList {
     }
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
 pub struct Shutdown;
 
@@ -1247,7 +1370,7 @@ pub struct ConfigSet {
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        if rest.len() % 2 != 0 {
+        if !rest.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         Ok(ConfigSet {

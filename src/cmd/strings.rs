@@ -274,7 +274,7 @@ enum Ttl {
     At(u64),
 }
 
-/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
 #[derive(Debug)]
 pub struct Set {
     key: Bytes,

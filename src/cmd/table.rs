@@ -112,6 +112,24 @@ impl KeySpec {
     }
 }
 
+impl KeySpecDoc {
+    /// A range spec starting at `begin` with `lastkey` (step 1, no limit).
+    pub const fn range(flags: &'static [&'static str], begin: i64, lastkey: i64) -> Self {
+        KeySpecDoc {
+            notes: None,
+            flags,
+            begin: Some(begin),
+            find: FindKeys::Range(lastkey, 1, 0),
+        }
+    }
+
+    /// The same spec with notes.
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+}
+
 bitflags::bitflags! {
     /// Redis's command flags, declared in the order COMMAND reports them (Redis 7.0's
     /// `addReplyCommandFlags`), so iterating the set gives Redis's reply.
@@ -238,6 +256,10 @@ pub enum LockMode {
     Keys,
     /// Every shard (whole-keyspace commands).
     All,
+    /// Called by a client: nothing, the handler locks one shard at a time (SCAN walks the
+    /// shards so). Inside EXEC or a script, which must not take locks of their own: every
+    /// shard, as `All`.
+    Stepwise,
 }
 
 /// One command (or subcommand) of the table.
@@ -263,6 +285,44 @@ pub struct CommandSpec {
     pub immediate: bool,
     /// The arity COMMAND reports, where it differs from the one dispatch checks.
     pub reported_arity: Option<i32>,
+    /// Command tips COMMAND INFO reports (`nondeterministic_output_order`…).
+    pub tips: &'static [&'static str],
+    /// Key specs COMMAND INFO reports instead of the one derived from `keys`.
+    pub key_specs: &'static [KeySpecDoc],
+}
+
+/// What COMMAND INFO reports beyond the table's own fields.
+#[derive(Debug)]
+pub struct InfoDoc {
+    /// Command tips (`request_policy:…`), in Redis's order.
+    pub tips: &'static [&'static str],
+    /// The key specs, in Redis's order.
+    pub key_specs: &'static [KeySpecDoc],
+}
+
+/// One key spec as COMMAND INFO reports it, for commands Redis describes with several specs
+/// (a destination and its sources) or with flags the single derived spec does not give.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpecDoc {
+    /// Its notes, if Redis gives any.
+    pub notes: Option<&'static str>,
+    /// Its flags (`RO`, `access`, …).
+    pub flags: &'static [&'static str],
+    /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
+    pub begin: Option<i64>,
+    /// How keys are found from there.
+    pub find: FindKeys,
+}
+
+/// The `find_keys` part of a key spec.
+#[derive(Debug, Clone, Copy)]
+pub enum FindKeys {
+    /// `range`: last key (relative), step and limit.
+    Range(i64, i64, i64),
+    /// `keynum`: numkeys index, first key and step.
+    Keynum(i64, i64, i64),
+    /// `unknown`.
+    Unknown,
 }
 
 impl CommandSpec {
@@ -289,7 +349,21 @@ impl CommandSpec {
             subcommands: &[],
             immediate: false,
             reported_arity: None,
+            tips: &[],
+            key_specs: &[],
         }
+    }
+
+    /// Sets the tips COMMAND INFO reports.
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Sets the key specs COMMAND INFO reports.
+    pub const fn with_key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
+        self
     }
 
     /// Keys at positions first..=last by step.
@@ -304,6 +378,12 @@ impl CommandSpec {
     /// Locks every shard instead.
     pub const fn whole_keyspace(mut self) -> Self {
         self.lock = LockMode::All;
+        self
+    }
+
+    /// Locks one shard at a time by itself (see `LockMode::Stepwise`).
+    pub const fn stepwise(mut self) -> Self {
+        self.lock = LockMode::Stepwise;
         self
     }
 
@@ -328,6 +408,13 @@ impl CommandSpec {
     /// Reports another arity in COMMAND than the one dispatch enforces.
     pub const fn with_reported_arity(mut self, arity: i32) -> Self {
         self.reported_arity = Some(arity);
+        self
+    }
+
+    /// Sets what COMMAND INFO reports for key specs and tips.
+    pub const fn with_info(mut self, info: &'static InfoDoc) -> Self {
+        self.tips = info.tips;
+        self.key_specs = info.key_specs;
         self
     }
 
@@ -373,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 12] {
+pub fn all_families() -> [&'static [CommandSpec]; 19] {
     use super::*;
     [
         strings::COMMANDS,
@@ -388,6 +475,13 @@ pub fn all_families() -> [&'static [CommandSpec]; 12] {
         testmode::COMMANDS,
         scripting::COMMANDS,
         cluster::COMMANDS,
+        zsetops::COMMANDS,
+        sort::COMMANDS,
+        dump::COMMANDS,
+        strrange::COMMANDS,
+        bitmap::COMMANDS,
+        set::ALGEBRA_COMMANDS,
+        hll::COMMANDS,
     ]
 }
 

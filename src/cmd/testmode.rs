@@ -241,7 +241,8 @@ impl TestHooks {
     }
 }
 
-/// FAULT ERROR <error line> | LATENCY <ms> | DISCONNECT | PANIC, then [COUNT n] [COMMAND name] [CLIENT name]
+/// `FAULT ERROR <error line> | LATENCY <ms> | DISCONNECT | PANIC`, then
+/// `[COUNT n] [COMMAND name] [CLIENT name]`
 ///
 /// COUNT defaults to 1 (0 = until FAULT CLEAR). The error line is sent as given, so it
 /// carries its own prefix: `FAULT ERROR "BUSY Redis is busy running a script."`.
@@ -369,7 +370,7 @@ impl Command for FaultList {
     }
 }
 
-/// CMDLOG GET [count] [CLIENT name]: the most recent commands, oldest first, each as
+/// `CMDLOG GET [count] [CLIENT name]`: the most recent commands, oldest first, each as
 /// [id, time-ms, client-id, client-name, lib-name, db, [args…]].
 #[derive(Debug)]
 pub struct CmdLogGet {

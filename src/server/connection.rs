@@ -204,8 +204,11 @@ async fn run<S: Transport>(
                 client.disconnect_after = Some(n - 1);
             }
             if client.monitor {
+                // Joined before the +OK goes out, as in Redis: every command run after the
+                // client sees the reply is in its feed.
+                let slot = shared.monitors.join();
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return monitor(shared, stream, client).await;
+                return monitor(shared, stream, client, slot).await;
             }
             if client.close_after_reply {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -276,8 +279,8 @@ async fn monitor<S: Transport>(
     shared: &Shared,
     mut stream: S,
     client: &ClientState,
+    slot: cmd::monitor::MonitorSlot<'_>,
 ) -> std::io::Result<()> {
-    let slot = shared.monitors.join();
     let queue = &slot.queue;
     let mut scratch = [0u8; 512];
     let mut over_soft_since: Option<Instant> = None;
@@ -380,10 +383,10 @@ async fn write_out<S: Transport>(
         } else {
             *over_soft_since = None;
         }
-        if idle > 0 {
-            if let Some(d) = last_progress.checked_add(Duration::from_secs(idle)) {
-                deadline = Some(deadline.map_or(d, |x| x.min(d)));
-            }
+        if idle > 0
+            && let Some(d) = last_progress.checked_add(Duration::from_secs(idle))
+        {
+            deadline = Some(deadline.map_or(d, |x| x.min(d)));
         }
         let expired = async {
             match deadline {

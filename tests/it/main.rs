@@ -4,6 +4,9 @@
 mod cluster;
 mod core;
 mod diff;
+mod dump;
+mod hll;
+mod hostile;
 mod hostile_lua;
 mod limits;
 mod memory;
