@@ -68,6 +68,9 @@ const COLLECT_ABOVE: usize = 64 << 20;
 /// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
 const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
 
+/// How often a long script offers its worker again (in case the first offer was not taken).
+const HAND_OFF_AGAIN: Duration = Duration::from_millis(50);
+
 /// Lets the tokio runtime replace the worker thread a long script runs on.
 ///
 /// A multi-thread runtime keeps one parked worker polling the sockets; a worker busy in a
@@ -125,7 +128,8 @@ pub struct Busy {
     started_us: AtomicU64,
     kill: AtomicBool,
     wrote: AtomicBool,
-    handed_off: AtomicBool,
+    /// Microseconds of running time at which the worker is next handed off.
+    next_hand_off_us: AtomicU64,
     ended: tokio::sync::Notify,
 }
 
@@ -166,7 +170,8 @@ impl Busy {
     pub fn begin(&self) -> BusyGuard<'_> {
         self.kill.store(false, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
-        self.handed_off.store(false, Ordering::Relaxed);
+        self.next_hand_off_us
+            .store(HAND_OFF_AFTER.as_micros() as u64, Ordering::Relaxed);
         self.started_us
             .store(anchor().elapsed().as_micros() as u64 + 1, Ordering::Release);
         BusyGuard(self)
@@ -198,6 +203,24 @@ impl Busy {
 
     fn killed(&self) -> bool {
         self.kill.load(Ordering::Acquire)
+    }
+
+    /// What the running script's long operations call now and then (the instruction-count
+    /// hook, the pattern matcher, the reply conversion): gives the event loop away once the
+    /// script has run a while (see `hand_off_worker`), and says whether to stop.
+    fn poll(&self) -> bool {
+        if self.killed() {
+            return true;
+        }
+        // Again every HAND_OFF_AGAIN: on a loaded machine the fresh thread may not have taken
+        // the loop over before `block_in_place` returned and took it back.
+        let ran = self.running_for().map_or(0, |t| t.as_micros() as u64);
+        if ran >= self.next_hand_off_us.load(Ordering::Relaxed) {
+            self.next_hand_off_us
+                .store(ran + HAND_OFF_AGAIN.as_micros() as u64, Ordering::Relaxed);
+            hand_off_worker();
+        }
+        false
     }
 
     /// Waits until no script runs, or `max` passes.
@@ -552,7 +575,7 @@ impl Vm {
         private.raw_set("error_handler", handler.clone())?;
         let stop = scripts.busy.clone();
         let env = lstring::Env {
-            stop: Rc::new(move || stop.killed()),
+            stop: Rc::new(move || stop.poll()),
             killed: Rc::new(|| mlua::Error::external(Killed)),
             raise: raise_here,
             max_len: LUA_MEMORY_LIMIT,
@@ -601,14 +624,8 @@ impl Vm {
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
-                if busy.killed() {
+                if busy.poll() {
                     return Err(mlua::Error::external(Killed));
-                }
-                if !busy.handed_off.load(Ordering::Relaxed)
-                    && busy.running_for().is_some_and(|t| t >= HAND_OFF_AFTER)
-                {
-                    busy.handed_off.store(true, Ordering::Relaxed);
-                    hand_off_worker();
                 }
                 Ok(VmState::Continue)
             },
@@ -725,7 +742,7 @@ impl Vm {
         if ok {
             let busy = &self.busy;
             return Ok(
-                convert::lua_to_reply_stoppable(&value, resp, &|| busy.killed()).unwrap_or_else(
+                convert::lua_to_reply_stoppable(&value, resp, &|| busy.poll()).unwrap_or_else(
                     || {
                         Reply::Error(Cow::Owned(format!(
                             "{Killed} script: {}, while converting its reply.",

@@ -352,12 +352,15 @@ fn every_stuck_script_can_be_killed() {
     let server = busy_server();
     let mut admin = Conn::connect(server.addr());
     for body in STUCK {
+        eprintln!("stuck script: {body}");
         let mut runner = Conn::connect(server.addr());
         runner.send(&[b"EVAL", body.as_bytes(), b"0"]);
         // Other clients, including new connections, get -BUSY promptly.
         let took = wait_until_busy(server.addr());
         assert!(took < Duration::from_secs(2), "{body}: BUSY took {took:?}");
+        eprintln!("busy seen; killing");
         assert_eq!(admin.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n", "{body}");
+        eprintln!("killed");
         match runner.read_one(Duration::from_secs(10)) {
             Read1::Reply(r) => assert!(
                 text(&r).starts_with("-ERR Script killed by user with SCRIPT KILL... script: "),
