@@ -214,7 +214,7 @@ impl<const LEFT: bool> Command for Pop<LEFT> {
                 if LEFT { "lpop" } else { "rpop" }.into(),
             ));
         }
-        let count = match a.peek() {
+        let count = match a.rest().first() {
             None => None,
             Some(c) => {
                 let n = parse_i64(c).and_then(|n| usize::try_from(n).ok());

@@ -421,7 +421,7 @@ impl Command for Ping {
             return Err(CmdError::WrongArity("ping".into()));
         }
         Ok(Ping {
-            message: a.peek().cloned(),
+            message: a.rest().first().cloned(),
         })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -451,7 +451,9 @@ impl Command for Echo {
 pub struct Quit;
 
 impl Command for Quit {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        // Redis ignores QUIT's arguments.
+        a.rest();
         Ok(Quit)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

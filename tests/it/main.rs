@@ -21,3 +21,4 @@ mod testmode;
 mod throttle;
 mod tls;
 mod workloads;
+mod zset_store;
