@@ -8,6 +8,7 @@ mod dockerfile;
 mod dump;
 mod hll;
 mod hostile;
+mod hostile_lua;
 mod limits;
 mod memory;
 mod operators;
