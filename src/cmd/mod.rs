@@ -17,6 +17,7 @@ pub mod args;
 pub mod bitmap;
 pub mod cluster;
 pub mod dump;
+pub mod functions;
 pub mod hash;
 pub mod hll;
 pub mod keys;

@@ -37,11 +37,18 @@ use super::{
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
-use crate::script::{self, Host, KillOutcome, Script};
+use crate::script::{self, Host, KillOutcome};
 
 /// Redis's reply to other clients while a script runs past the threshold.
 pub const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// Redis's reply to other clients while a function (FCALL) runs past the threshold.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// SCRIPT KILL / FUNCTION KILL when the running script wrote.
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 
 const EVAL_FLAGS: &[&str] = &[
     "noscript",
@@ -210,17 +217,34 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
         } else {
             scripts.load(&self.script).map_err(CmdError::owned)?
         };
-        Ok(run_script(ctx, &script, &self.keys, &self.argv, RO))
+        let how = RunAs {
+            read_only: RO || script.flags.no_writes,
+            allow_oom: false,
+            function: None,
+        };
+        let (keys, argv) = (&self.keys, &self.argv);
+        Ok(run_locked(ctx, how, |scripts, host| {
+            scripts.run(&script, keys, argv, host)
+        }))
     }
 }
 
-/// Runs a script in `ctx` (which holds every shard) and returns its reply.
-fn run_script(
+/// How a script or function runs.
+#[derive(Debug)]
+pub struct RunAs {
+    /// Writes are refused (`*_RO`, `no-writes`).
+    pub read_only: bool,
+    /// `allow-oom`: commands that may grow memory run past maxmemory.
+    pub allow_oom: bool,
+    /// The function's name and command (FCALL), for FUNCTION STATS and KILL.
+    pub function: Option<(String, Vec<Bytes>)>,
+}
+
+/// Runs a script or function in `ctx` (which holds every shard) and returns its reply.
+pub fn run_locked(
     ctx: &mut Ctx<'_>,
-    script: &Script,
-    keys: &[Bytes],
-    argv: &[Bytes],
-    ro: bool,
+    how: RunAs,
+    body: impl FnOnce(&script::Scripts, &mut dyn Host) -> Reply,
 ) -> Reply {
     if !ctx.store.holds_all() {
         // The table makes every script command lock the whole keyspace; a handler called
@@ -230,15 +254,16 @@ fn run_script(
     }
     let shared = ctx.shared;
     let busy = shared.scripts.busy.clone();
-    let _running = busy.begin();
+    let _running = busy.begin_as(how.function);
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
     let mut host = ScriptHost {
         ctx: &mut *ctx,
-        read_only: ro || script.flags.no_writes,
+        read_only: how.read_only,
+        allow_oom: how.allow_oom,
         busy: &busy,
     };
-    let reply = shared.scripts.run(script, keys, argv, &mut host);
+    let reply = body(&shared.scripts, &mut host);
     ctx.client.resp = saved_resp;
     if ctx.client.db != saved_db {
         ctx.client.set_db(saved_db);
@@ -250,6 +275,7 @@ fn run_script(
 struct ScriptHost<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
+    allow_oom: bool,
     busy: &'c script::Busy,
 }
 
@@ -281,6 +307,7 @@ impl Host for ScriptHost<'_, '_> {
         }
         let maxmemory = shared.live.maxmemory();
         if maxmemory > 0
+            && !self.allow_oom
             && spec.has(CmdFlags::DENYOOM)
             && crate::alloc_stats::allocated() > maxmemory
         {
@@ -394,9 +421,8 @@ impl Command for ScriptKill {
             KillOutcome::NotBusy => {
                 Err(CmdError::msg("NOTBUSY No scripts in execution right now."))
             }
-            KillOutcome::Unkillable => Err(CmdError::msg(
-                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
-            )),
+            KillOutcome::Unkillable => Err(CmdError::msg(UNKILLABLE)),
+            KillOutcome::WrongKind => Err(CmdError::msg(BUSY_FUNCTION)),
             KillOutcome::Killed => Ok(Reply::ok()),
         }
     }
@@ -524,13 +550,23 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
                     continue;
                 }
                 client.end_multi();
+                let text = if busy.running_function().is_some() {
+                    BUSY_FUNCTION
+                } else {
+                    BUSY
+                };
                 return Some(Reply::Error(Cow::Owned(format!(
-                    "EXECABORT Transaction discarded because of: {BUSY}"
+                    "EXECABORT Transaction discarded because of: {text}"
                 ))));
             }
             client.multi_failed = true;
         }
-        return Some(Reply::Error(Cow::Borrowed(BUSY)));
+        let text = if busy.running_function().is_some() {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        };
+        return Some(Reply::Error(Cow::Borrowed(text)));
     }
 }
 

@@ -127,7 +127,8 @@ pub static COMMANDS: &[C] = &[
         run::<DebugCmd>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous"]),
-    C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(FUNCTION),
+    C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>)
+        .with_subcommands(super::functions::FUNCTION),
     C::new(
         "monitor",
         1,
@@ -370,29 +371,6 @@ static CONFIG: &[C] = &[
     ),
 ];
 
-static FUNCTION: &[C] = &[
-    C::new(
-        "function|flush",
-        -2,
-        &["write", "noscript"],
-        KeySpec::None,
-        run_sub::<FunctionFlush>,
-    ),
-    C::new(
-        "function|list",
-        -2,
-        &["noscript"],
-        KeySpec::None,
-        run_sub::<FunctionList>,
-    ),
-    C::new(
-        "function|help",
-        2,
-        &["loading", "stale"],
-        KeySpec::None,
-        run_sub::<Help>,
-    ),
-];
 
 /// `<CMD> HELP` and bare containers: a short help text.
 #[derive(Debug)]
@@ -1243,38 +1221,6 @@ impl Command for DebugCmd {
                 Ok(Reply::ok())
             }
         }
-    }
-}
-
-/// FUNCTION FLUSH [ASYNC|SYNC]: no functions exist, so there is nothing to flush.
-#[derive(Debug)]
-pub struct FunctionFlush;
-
-impl Command for FunctionFlush {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        if a.remaining() > 1 || (a.remaining() == 1 && !a.eat("ASYNC") && !a.eat("SYNC")) {
-            return Err(CmdError::msg(
-                "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
-            ));
-        }
-        Ok(FunctionFlush)
-    }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(Reply::ok())
-    }
-}
-
-/// FUNCTION LIST: always empty.
-#[derive(Debug)]
-pub struct FunctionList;
-
-impl Command for FunctionList {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        a.rest();
-        Ok(FunctionList)
-    }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(Reply::Array(vec![]))
     }
 }
 

@@ -441,7 +441,7 @@ impl RequestParser {
 /// behaviour: a quote may open mid-argument (`a"b c"` is `ab c`), an argument that is not quoted
 /// ends only at space, tab, CR or LF (not `\v`/`\f`, though those are skipped between arguments),
 /// and a closing quote must be followed by whitespace or the end of the line.
-fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     // The C code walks a NUL-terminated string; reading past the end as NUL keeps the port
     // faithful without index arithmetic that could go out of bounds.
     let at = |i: usize| line.get(i).copied().unwrap_or(0);

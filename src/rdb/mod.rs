@@ -105,6 +105,49 @@ pub fn restore(payload: &[u8], limits: &ZsetLimits) -> R<Value> {
     read_value(&mut r, t, limits)
 }
 
+/// The RDB opcode of a function library (`RDB_OPCODE_FUNCTION2`): its code follows as a string.
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// FUNCTION DUMP: each library's code after the function opcode, then the footer.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        write_string(&mut out, code);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a FUNCTION RESTORE payload was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionsError {
+    /// Bad footer (version or checksum).
+    VersionOrChecksum,
+    /// An opcode other than a function library.
+    NotAFunction,
+    /// A library entry that does not decode.
+    BadFormat,
+}
+
+/// FUNCTION RESTORE: verifies the footer and returns each library's code, in order.
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>, FunctionsError> {
+    verify(payload).map_err(|_| FunctionsError::VersionOrChecksum)?;
+    let mut r = Reader {
+        buf: &payload[..payload.len() - 10],
+    };
+    let mut codes = Vec::new();
+    while !r.buf.is_empty() {
+        if r.byte().map_err(|_| FunctionsError::BadFormat)? != OPCODE_FUNCTION2 {
+            return Err(FunctionsError::NotAFunction);
+        }
+        codes.push(r.string().map_err(|_| FunctionsError::BadFormat)?);
+    }
+    Ok(codes)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writing
 

@@ -22,6 +22,7 @@
 
 mod bitop;
 mod cjson;
+pub mod functions;
 pub mod convert;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -90,6 +91,9 @@ fn hand_off_worker() {
 /// The source name scripts are compiled under (errors read `user_script:1: …`).
 const CHUNK_NAME: &str = "@user_script";
 
+/// The source name function libraries are compiled under.
+const CHUNK_FN: &str = "@user_function";
+
 /// Flags a script declares in a `#!lua flags=…` first line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScriptFlags {
@@ -119,6 +123,10 @@ pub struct Scripts {
     /// The running script, if any.
     pub busy: Arc<Busy>,
     version: String,
+    /// Redis 7 function libraries.
+    functions: std::sync::Mutex<functions::Registry>,
+    /// Bumped when a library goes away or is replaced (VMs drop their loaded ones).
+    fn_generation: AtomicU64,
 }
 
 /// What other connections need to know about the script being run.
@@ -131,6 +139,8 @@ pub struct Busy {
     /// Microseconds of running time at which the worker is next handed off.
     next_hand_off_us: AtomicU64,
     ended: tokio::sync::Notify,
+    /// The running script is a function (FCALL): its name and command line.
+    function: std::sync::Mutex<Option<(String, Vec<Bytes>)>>,
 }
 
 /// What SCRIPT KILL did.
@@ -142,6 +152,8 @@ pub enum KillOutcome {
     Unkillable,
     /// The script will stop at its next hook check.
     Killed,
+    /// SCRIPT KILL while a function runs, or FUNCTION KILL while an EVAL script runs.
+    WrongKind,
 }
 
 fn anchor() -> Instant {
@@ -168,6 +180,12 @@ impl Busy {
 
     /// Marks a script as started; it ends when the guard drops.
     pub fn begin(&self) -> BusyGuard<'_> {
+        self.begin_as(None)
+    }
+
+    /// Like [`Busy::begin`]; `function` names the function FCALL runs, and its command.
+    pub fn begin_as(&self, function: Option<(String, Vec<Bytes>)>) -> BusyGuard<'_> {
+        *self.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
         self.kill.store(false, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
         self.next_hand_off_us
@@ -182,12 +200,30 @@ impl Busy {
         self.wrote.store(true, Ordering::Relaxed);
     }
 
+    /// The running function's name and command, if a function runs.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>)> {
+        if !self.is_running() {
+            return None;
+        }
+        self.function
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// SCRIPT KILL.
     pub fn request_kill(&self) -> KillOutcome {
+        self.request_kill_as(false)
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true).
+    pub fn request_kill_as(&self, function: bool) -> KillOutcome {
         if !self.is_running() {
             KillOutcome::NotBusy
         } else if self.wrote.load(Ordering::Relaxed) {
             KillOutcome::Unkillable
+        } else if self.running_function().is_some() != function {
+            KillOutcome::WrongKind
         } else {
             self.kill.store(true, Ordering::Release);
             KillOutcome::Killed
@@ -310,6 +346,8 @@ impl Scripts {
             generation: AtomicU64::new(0),
             busy: Arc::new(Busy::default()),
             version: version.to_string(),
+            functions: std::sync::Mutex::new(functions::Registry::default()),
+            fn_generation: AtomicU64::new(0),
         }
     }
 
@@ -428,6 +466,17 @@ struct Vm {
     resp: Rc<Cell<u8>>,
     /// The running script's state (the kill flag).
     busy: Arc<Busy>,
+    /// The function libraries' environment (see `functions`), its metatable, and the
+    /// load-time globals it points to while a library loads.
+    fn_env: Table,
+    fn_meta: Table,
+    fn_load_globals: Table,
+    /// What `redis.register_function` records while a library loads.
+    fn_pending: functions::Pending,
+    /// When the library load running now must stop.
+    fn_deadline: Rc<Cell<Option<Instant>>>,
+    /// The libraries loaded in this VM.
+    fns: functions::VmFunctions,
 }
 
 /// True for the text of an error raised by a Rust function that does not raise a table.
@@ -616,6 +665,17 @@ impl Vm {
                 (major << 16) | (minor << 8) | patch,
             ))?;
         let runner: Function = private.raw_get("runner")?;
+        let fn_pending: functions::Pending = Rc::new(RefCell::new(None));
+        let (fn_env, fn_meta, fn_load_globals) = functions::build_env(
+            &lua,
+            &fn_pending,
+            &scripts.version,
+            (major << 16) | (minor << 8) | patch,
+        )?;
+        fn_meta.raw_set("__index", env.clone())?;
+        fn_meta.raw_set("__newindex", env.clone())?;
+        let fn_deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        let deadline = fn_deadline.clone();
 
         // A global hook, not `set_hook`: mlua keeps a per-thread hook only for the thread it
         // was set on and removes it from any other, so a loop inside a coroutine the script
@@ -624,6 +684,9 @@ impl Vm {
         lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
+                if deadline.get().is_some_and(|d| Instant::now() >= d) {
+                    return Err(functions::load_timeout());
+                }
                 if busy.poll() {
                     return Err(mlua::Error::external(Killed));
                 }
@@ -643,6 +706,12 @@ impl Vm {
             handler,
             resp,
             busy: scripts.busy.clone(),
+            fn_env,
+            fn_meta,
+            fn_load_globals,
+            fn_pending,
+            fn_deadline,
+            fns: functions::VmFunctions::default(),
         })
     }
 
@@ -694,7 +763,26 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        let result = self.call(&f, script, keys, argv, host);
+        let lua = &self.lua;
+        let globals = lua.globals();
+        let set = strings(lua, keys)
+            .and_then(|k| globals.raw_set("KEYS", k))
+            .and_then(|()| strings(lua, argv))
+            .and_then(|a| globals.raw_set("ARGV", a));
+        if let Err(e) = set {
+            return Reply::Error(Cow::Owned(format!(
+                "ERR Error running script {}, {}",
+                script.sha,
+                error_text(&e)
+            )));
+        }
+        self.finish(&f, &script.sha, host)
+    }
+
+    /// Calls `f` (a script or a bound function) as the running script called `name`
+    /// (its SHA1 or function name, for error replies), then resets the collector.
+    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> Reply {
+        let result = self.call(f, name, host);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
         // collector, an endless pause) must not stay for the next one.
         self.lua.gc_restart();
@@ -706,25 +794,14 @@ impl Vm {
         match result {
             Ok(reply) => reply,
             Err(e) => Reply::Error(Cow::Owned(format!(
-                "ERR Error running script {}, {}",
-                script.sha,
+                "ERR Error running script {name}, {}",
                 error_text(&e).replace(['\r', '\n'], " ")
             ))),
         }
     }
 
-    fn call(
-        &mut self,
-        f: &Function,
-        script: &Script,
-        keys: &[Bytes],
-        argv: &[Bytes],
-        host: &mut dyn Host,
-    ) -> mlua::Result<Reply> {
+    fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
         let lua = &self.lua;
-        let globals = lua.globals();
-        globals.raw_set("KEYS", strings(lua, keys)?)?;
-        globals.raw_set("ARGV", strings(lua, argv)?)?;
         self.resp.set(2);
         let resp = self.resp.clone();
         let out: MultiValue = lua.scope(|scope| {
@@ -745,14 +822,13 @@ impl Vm {
                 convert::lua_to_reply_stoppable(&value, resp, &|| busy.poll()).unwrap_or_else(
                     || {
                         Reply::Error(Cow::Owned(format!(
-                            "{Killed} script: {}, while converting its reply.",
-                            script.sha
+                            "{Killed} script: {name}, while converting its reply."
                         )))
                     },
                 ),
             );
         }
-        Ok(raised_error(&value, &script.sha))
+        Ok(raised_error(&value, name))
     }
 }
 
