@@ -98,6 +98,7 @@ transcripts!(
     zsetops,
     sort,
     dump,
+    functions,
 );
 
 /// Runs every transcript not listed above.
