@@ -280,9 +280,7 @@ impl super::Command for FunctionFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         match a.rest() {
             [] => Ok(FunctionFlush),
-            [mode]
-                if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") =>
-            {
+            [mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => {
                 Ok(FunctionFlush)
             }
             [_] => Err(CmdError::msg(

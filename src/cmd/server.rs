@@ -371,7 +371,6 @@ static CONFIG: &[C] = &[
     ),
 ];
 
-
 /// `<CMD> HELP` and bare containers: a short help text.
 #[derive(Debug)]
 pub struct Help;

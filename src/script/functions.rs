@@ -139,10 +139,7 @@ pub enum RestorePolicy {
 
 /// True for a valid library or function name.
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+    !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
@@ -541,11 +538,7 @@ impl Scripts {
     fn check_library(&self, payload: &[u8]) -> Result<(String, Bytes, Vec<FunctionInfo>), String> {
         let (name, body) = parse_metadata(payload)?;
         let registered = self.with_vm(|vm| vm.load_library(&body))??;
-        Ok((
-            name,
-            body,
-            registered.into_iter().map(|r| r.info).collect(),
-        ))
+        Ok((name, body, registered.into_iter().map(|r| r.info).collect()))
     }
 
     fn new_library(

@@ -22,8 +22,8 @@
 
 mod bitop;
 mod cjson;
-pub mod functions;
 pub mod convert;
+pub mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
 mod lstring;

@@ -6,6 +6,7 @@ mod core;
 mod diff;
 mod dockerfile;
 mod dump;
+mod functions;
 mod hll;
 mod hostile;
 mod hostile_lua;
