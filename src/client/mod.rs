@@ -227,6 +227,12 @@ pub struct ClientState {
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
+    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP was the previous command: no reply to this one.
+    pub reply_skip: bool,
+    /// CLIENT REPLY SKIP is the current command.
+    pub reply_skip_next: bool,
 }
 
 impl ClientState {
@@ -246,7 +252,19 @@ impl ClientState {
             monitor: false,
             disconnect_after: None,
             authenticated: true,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
         }
+    }
+
+    /// Called once per request, after it ran: true if its reply must be dropped (CLIENT REPLY
+    /// OFF, or SKIP for this command or the one before it). It also moves SKIP on to the next
+    /// request, as Redis does after every command.
+    pub fn reply_suppressed(&mut self) -> bool {
+        let drop = self.reply_off || self.reply_skip || self.reply_skip_next;
+        self.reply_skip = std::mem::take(&mut self.reply_skip_next);
+        drop
     }
 
     /// The client id.

@@ -21,6 +21,7 @@ pub mod list;
 pub mod long_double;
 pub mod maxmemory;
 pub mod monitor;
+pub mod pause;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -83,6 +84,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
     pub cluster: Option<crate::cluster::Cluster>,
+    /// CLIENT PAUSE's state.
+    pub pause: pause::Pause,
 }
 
 /// Counters INFO reports.
@@ -135,6 +138,7 @@ impl Shared {
             live,
             scripts,
             cluster: None,
+            pause: pause::Pause::default(),
         }
     }
 

@@ -211,6 +211,30 @@ static CLIENT: &[C] = &[
         run_sub::<ClientFlag<1>>,
     ),
     C::new(
+        "client|pause",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::pause::ClientPause>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|unpause",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::pause::ClientUnpause>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|reply",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientReply>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
         "client|help",
         2,
         &["loading", "stale"],
@@ -607,6 +631,40 @@ impl Command for ClientId {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(Reply::Int(ctx.client.id() as i64))
+    }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: the connection loop drops the replies (see
+/// `ClientState::reply_suppressed`).
+#[derive(Debug)]
+pub struct ClientReply(u8);
+
+impl Command for ClientReply {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mode = a.next()?;
+        for (i, m) in ["on", "off", "skip"].iter().enumerate() {
+            if mode.eq_ignore_ascii_case(m.as_bytes()) {
+                return Ok(ClientReply(i as u8));
+            }
+        }
+        Err(CmdError::Syntax)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let c = &mut *ctx.client;
+        match self.0 {
+            0 => {
+                c.reply_off = false;
+                c.reply_skip = false;
+            }
+            1 => c.reply_off = true,
+            _ => {
+                if !c.reply_off {
+                    c.reply_skip_next = true;
+                }
+            }
+        }
+        // OFF and SKIP have no reply of their own: the loop drops this one.
+        Ok(Reply::ok())
     }
 }
 
@@ -1415,9 +1473,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         section(
             "Clients",
             format!(
-                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
                 shared.clients.len(),
-                cfg.maxclients
+                cfg.maxclients,
+                shared.pause.waiting(),
             ),
         );
     }

@@ -225,7 +225,7 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
 }
 
 /// Splits off a `#!lua …` first line: the flags, and the code to compile.
-fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
     if !body.starts_with(b"#!") {
         return Ok((ScriptFlags::default(), Bytes::copy_from_slice(body)));
     }

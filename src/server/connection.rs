@@ -140,6 +140,10 @@ async fn run<S: Transport>(
             if args.is_empty() {
                 continue;
             }
+            // CLIENT PAUSE: the one place a paused command waits (see cmd::pause).
+            if shared.pause.is_set() && !cmd::pause::gate(shared, client, &args).await {
+                return Ok(());
+            }
             let was_authenticated = client.authenticated;
             // While a script runs it holds every shard: wait without blocking this thread,
             // or answer -BUSY past the threshold (see cmd::scripting).
@@ -162,7 +166,9 @@ async fn run<S: Transport>(
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 tokio::time::sleep(pause).await;
             }
-            reply.encode(client.resp, &mut wbuf);
+            if !client.reply_suppressed() {
+                reply.encode(client.resp, &mut wbuf);
+            }
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;

@@ -1,0 +1,162 @@
+//! CLIENT PAUSE / UNPAUSE and CLIENT REPLY end to end (timing-dependent parts the transcripts
+//! cannot show), CLIENT LIST's live fields, INFO's field names against redis-server's, and
+//! SSCAN/HSCAN never repeating an element while others are deleted.
+
+use std::time::Duration;
+
+use crate::support::{Conn, Read1, RedisServer, sluice};
+
+/// A reply must not arrive within this long (the command is held back).
+const HELD: Duration = Duration::from_millis(150);
+
+fn info_field(conn: &mut Conn, section: &str, field: &str) -> String {
+    let reply = conn.cmd(&[b"INFO", section.as_bytes()]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+        .to_string()
+}
+
+fn assert_held(conn: &mut Conn) {
+    match conn.read_one(HELD) {
+        Read1::Timeout(_) => {}
+        other => panic!("the command should wait for the pause to end, got {other:?}"),
+    }
+}
+
+#[test]
+fn pause_write_holds_writes_until_unpause_and_lets_reads_through() {
+    let server = sluice();
+    let mut admin = Conn::connect(server.addr());
+    let mut writer = Conn::connect(server.addr());
+    let mut reader = Conn::connect(server.addr());
+    assert_eq!(admin.cmd(&[b"SET", b"k", b"v0"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+
+    writer.send(&[b"SET", b"k", b"v1"]);
+    assert_held(&mut writer);
+    assert_eq!(reader.cmd(&[b"GET", b"k"]), b"$2\r\nv0\r\n");
+    // Errors are answered at once (Redis rejects them before the pause check).
+    assert_eq!(
+        reader.cmd(&[b"SET", b"k"]),
+        b"-ERR wrong number of arguments for 'set' command\r\n"
+    );
+    assert_eq!(info_field(&mut reader, "clients", "blocked_clients"), "1");
+
+    assert_eq!(admin.cmd(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(writer.read_reply(), b"+OK\r\n");
+    assert_eq!(reader.cmd(&[b"GET", b"k"]), b"$2\r\nv1\r\n");
+    assert_eq!(info_field(&mut reader, "clients", "blocked_clients"), "0");
+}
+
+#[test]
+fn pause_all_holds_every_command_and_the_server_clock_ends_it() {
+    let server = sluice();
+    let mut admin = Conn::connect(server.addr());
+    let mut other = Conn::connect(server.addr());
+    let frozen = admin.cmd(&[b"CLOCK", b"FREEZE"]);
+    assert!(frozen.starts_with(b":"), "{frozen:?}");
+    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"WRITE"]), b"+OK\r\n");
+    other.send(&[b"INCR", b"n"]);
+    assert_held(&mut other);
+    // Time only moves by hand: the pause ends when the server clock passes its end.
+    let _ = admin.cmd(&[b"CLOCK", b"ADVANCE", b"60001"]);
+    assert_eq!(other.read_reply(), b":1\r\n");
+
+    // ALL: reads wait too, and so does the client that paused.
+    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"ALL"]), b"+OK\r\n");
+    other.send(&[b"GET", b"n"]);
+    assert_held(&mut other);
+    admin.send(&[b"PING"]);
+    assert_held(&mut admin);
+    // Only the clock can end it now: move it from outside the protocol.
+    server.clock().advance(Duration::from_millis(60_001)).unwrap();
+    assert_eq!(other.read_reply(), b"$1\r\n1\r\n");
+    assert_eq!(admin.read_reply(), b"+PONG\r\n");
+}
+
+#[test]
+fn pause_write_holds_exec_of_writes_and_scripts_that_may_write() {
+    let server = sluice();
+    let mut admin = Conn::connect(server.addr());
+    let mut tx = Conn::connect(server.addr());
+    let mut ro = Conn::connect(server.addr());
+    let mut script = Conn::connect(server.addr());
+
+    assert_eq!(tx.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(tx.cmd(&[b"SET", b"a", b"1"]), b"+QUEUED\r\n");
+    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+    tx.send(&[b"EXEC"]);
+    assert_held(&mut tx);
+
+    // A read-only transaction and a script declaring no-writes go through.
+    assert_eq!(ro.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(ro.cmd(&[b"GET", b"a"]), b"+QUEUED\r\n");
+    assert_eq!(ro.cmd(&[b"EXEC"]), b"*1\r\n$-1\r\n");
+    assert_eq!(
+        ro.cmd(&[b"EVAL", b"#!lua flags=no-writes\nreturn 7", b"0"]),
+        b":7\r\n"
+    );
+    assert_eq!(ro.cmd(&[b"EVAL_RO", b"return 8", b"0"]), b":8\r\n");
+    // EVAL without flags, or with a shebang lacking no-writes, may write.
+    script.send(&[b"EVAL", b"return 1", b"0"]);
+    assert_held(&mut script);
+
+    assert_eq!(admin.cmd(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(tx.read_reply(), b"*1\r\n+OK\r\n");
+    assert_eq!(script.read_reply(), b":1\r\n");
+}
+
+#[test]
+fn a_paused_client_can_be_killed() {
+    let server = sluice();
+    let mut admin = Conn::connect(server.addr());
+    let mut victim = Conn::connect(server.addr());
+    let id = String::from_utf8(victim.cmd(&[b"CLIENT", b"ID"])).unwrap();
+    let id = id.trim_start_matches(':').trim().to_string();
+    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+    victim.send(&[b"SET", b"x", b"1"]);
+    assert_held(&mut victim);
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]),
+        b":1\r\n"
+    );
+    match victim.read_one(Duration::from_secs(2)) {
+        Read1::Eof(rest) => assert!(rest.is_empty()),
+        other => panic!("expected the connection to close, got {other:?}"),
+    }
+    assert_eq!(admin.cmd(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&[b"EXISTS", b"x"]), b":0\r\n");
+}
+
+/// CLIENT REPLY, pipelined, against redis-server: the bytes that come back must be the same.
+#[test]
+fn client_reply_matches_redis() {
+    let redis = RedisServer::start();
+    let server = sluice();
+    let script: &[u8] = b"CLIENT REPLY SKIP\r\nSET a 1\r\nGET a\r\nCLIENT REPLY OFF\r\nGET a\r\nFOO\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nGET a\r\nCLIENT REPLY BAR\r\nCLIENT REPLY SKIP\r\nFOO\r\nPING\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING x\r\nPING y\r\nCLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nPING z\r\nCLIENT REPLY ON\r\nPING end\r\n";
+    let mut got = Vec::new();
+    for addr in [redis.addr(), server.addr()] {
+        let mut c = Conn::connect(addr);
+        c.send_raw(script);
+        let mut out = Vec::new();
+        loop {
+            match c.read_one(Duration::from_secs(2)) {
+                Read1::Reply(r) => {
+                    let end = r == b"$3\r\nend\r\n";
+                    out.extend(r);
+                    if end {
+                        break;
+                    }
+                }
+                other => panic!("{other:?} after {:?}", String::from_utf8_lossy(&out)),
+            }
+        }
+        got.push(out);
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&got[1]),
+        String::from_utf8_lossy(&got[0])
+    );
+}
