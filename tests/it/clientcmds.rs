@@ -160,3 +160,88 @@ fn client_reply_matches_redis() {
         String::from_utf8_lossy(&got[0])
     );
 }
+
+/// INFO's sections as (title, field names), in order.
+fn info_layout(conn: &mut Conn, args: &[&[u8]]) -> Vec<(String, Vec<String>)> {
+    let reply = conn.cmd(args);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    // Skip the bulk/verbatim header line.
+    for line in text.split("\r\n").skip(1) {
+        if let Some(title) = line.strip_prefix("# ") {
+            out.push((title.to_string(), Vec::new()));
+        } else if let Some((name, _)) = line.split_once(':')
+            && let Some(last) = out.last_mut()
+        {
+            last.1.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// Field names that depend on what ran (commands, errors, databases): compared by shape.
+fn shape(section: &str, name: &str) -> String {
+    let prefix = match section {
+        "Commandstats" => "cmdstat_",
+        "Errorstats" => "errorstat_",
+        "Latencystats" => "latency_percentiles_usec_",
+        "Keyspace" => "db",
+        _ => return name.to_string(),
+    };
+    assert!(name.starts_with(prefix), "{section}: {name}");
+    prefix.to_string()
+}
+
+#[test]
+fn info_has_exactly_the_sections_and_fields_of_redis_7_0() {
+    let redis = RedisServer::start();
+    let server = sluice();
+    let mut layouts = Vec::new();
+    for addr in [redis.addr(), server.addr()] {
+        let mut c = Conn::connect(addr);
+        let _ = c.cmd(&[b"SET", b"k", b"v"]);
+        let _ = c.cmd(&[b"GET", b"k"]);
+        let mut per_request = Vec::new();
+        for args in [
+            &[&b"INFO"[..]][..],
+            &[b"INFO", b"everything"],
+            &[b"INFO", b"all"],
+            &[b"INFO", b"default"],
+            &[b"INFO", b"server", b"stats"],
+            &[b"INFO", b"nosuchsection"],
+        ] {
+            let layout: Vec<(String, Vec<String>)> = info_layout(&mut c, args)
+                .into_iter()
+                .map(|(title, names)| {
+                    let mut names: Vec<String> =
+                        names.iter().map(|n| shape(&title, n)).collect();
+                    names.dedup();
+                    (title, names)
+                })
+                .collect();
+            per_request.push(layout);
+        }
+        layouts.push(per_request);
+    }
+    let (redis_layouts, sluice_layouts) = (&layouts[0], &layouts[1]);
+    for (r, s) in redis_layouts.iter().zip(sluice_layouts) {
+        let titles = |l: &Vec<(String, Vec<String>)>| l.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+        assert_eq!(titles(s), titles(r), "section list");
+        for ((title, rf), (_, sf)) in r.iter().zip(s) {
+            // Sections sluice leaves empty (Errorstats, Latencystats) carry no foreign field.
+            if sf.is_empty() && matches!(title.as_str(), "Errorstats" | "Latencystats") {
+                continue;
+            }
+            assert_eq!(sf, rf, "fields of section {title}");
+        }
+    }
+
+    // sluice's own identity: only when asked for by name.
+    let mut c = Conn::connect(server.addr());
+    let own = info_layout(&mut c, &[b"INFO", b"sluice"]);
+    assert_eq!(own.len(), 1);
+    assert_eq!(own[0].0, "Sluice");
+    assert!(own[0].1.contains(&"sluice_version".to_string()));
+    let mut r = Conn::connect(redis.addr());
+    assert!(info_layout(&mut r, &[b"INFO", b"sluice"]).is_empty());
+}
