@@ -301,8 +301,15 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     }
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
-        Lookup::Error(e) => return reject(shared, client, e.into()),
+        Lookup::Error(e) => {
+            client.info.clear_last_cmd();
+            return reject(shared, client, e.into());
+        }
     };
+    // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    client.info.set_last_cmd(&spec.name);
+    client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
     if !client.authenticated && !spec.has_flag("no_auth") {
         return reject(
             shared,
@@ -325,6 +332,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
                 .info
                 .multi
                 .store(queue.len() as i64, Ordering::Relaxed);
+            client.info.multi_mem.fetch_add(
+                argv_mem + args.len() * std::mem::size_of::<usize>(),
+                Ordering::Relaxed,
+            );
         }
         return Reply::status("QUEUED");
     }
@@ -359,6 +370,5 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             .fetch_add(1, Ordering::Relaxed);
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    client.info.set_last_cmd(&spec.name);
     reply
 }

@@ -128,6 +128,9 @@ async fn run<S: Transport>(
                 }
             };
             let frame = rbuf.split_to(req.consumed).freeze();
+            // Redis's qbuf: the unprocessed input, this command included.
+            info.qbuf
+                .store(req.consumed + rbuf.len(), Ordering::Relaxed);
             // The argument vectors (ours and the parser's) are reused from request to request.
             args.clear();
             match req.args {
@@ -193,6 +196,8 @@ async fn run<S: Transport>(
         args.clear();
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        info.buf_mem
+            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
         if rbuf.len() > query_limit {
             tracing::warn!(
                 "closing client {}: query buffer over client-query-buffer-limit",

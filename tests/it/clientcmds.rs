@@ -245,3 +245,64 @@ fn info_has_exactly_the_sections_and_fields_of_redis_7_0() {
     let mut r = Conn::connect(redis.addr());
     assert!(info_layout(&mut r, &[b"INFO", b"sluice"]).is_empty());
 }
+
+/// The CLIENT INFO fields that must equal Redis's (tot-mem and qbuf-free depend on the
+/// allocator and buffer sizes, so they are only checked to be numbers).
+fn client_fields(line: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(line).into_owned();
+    let body = text.split("\r\n").nth(1).unwrap_or("").trim_end().to_string();
+    let mut out = Vec::new();
+    for kv in body.split(' ') {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            // Output-buffer fields: sluice writes replies per batch, Redis per event loop turn.
+            "id" | "addr" | "laddr" | "age" | "idle" | "fd" | "rbs" | "rbp" | "qbuf-free"
+            | "obl" | "oll" | "omem" => {}
+            "tot-mem" => {
+                assert!(v.parse::<u64>().is_ok_and(|n| n > 0), "tot-mem={v}");
+                out.push((k.to_string(), "N".to_string()));
+            }
+            _ => out.push((k.to_string(), v.to_string())),
+        }
+    }
+    out
+}
+
+#[test]
+fn client_info_reports_the_current_command_buffers_and_transaction_as_redis() {
+    let redis = RedisServer::start();
+    let server = sluice();
+    let steps: &[&[&[u8]]] = &[
+        &[b"CLIENT", b"INFO"],
+        &[b"SET", b"key", b"value"],
+        &[b"CLIENT", b"INFO"],
+        &[b"MULTI"],
+        &[b"SET", b"a", b"1"],
+        &[b"INCR", b"counter"],
+        &[b"CLIENT", b"INFO"],
+        &[b"EXEC"],
+    ];
+    let mut seen = Vec::new();
+    for addr in [redis.addr(), server.addr()] {
+        let mut c = Conn::connect(addr);
+        let mut fields = Vec::new();
+        for step in steps {
+            let reply = c.cmd(step);
+            if step[0] == b"CLIENT" && step[1] == b"INFO" {
+                fields.push(client_fields(&reply));
+            }
+            if step[0] == b"EXEC" {
+                // The queued CLIENT INFO ran inside EXEC: its reply is the array's third item.
+                let text = String::from_utf8_lossy(&reply).into_owned();
+                let line = text
+                    .split("\r\n")
+                    .find(|l| l.starts_with("id="))
+                    .unwrap_or_default()
+                    .to_string();
+                fields.push(client_fields(format!("$0\r\n{line}\r\n").as_bytes()));
+            }
+        }
+        seen.push(fields);
+    }
+    assert_eq!(seen[1], seen[0]);
+}
