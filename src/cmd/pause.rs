@@ -191,6 +191,21 @@ fn declared(flags: crate::script::ScriptFlags) -> Option<bool> {
     flags.shebang.then_some(!flags.no_writes)
 }
 
+/// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
+/// error, which names the subcommand as the client typed it.
+pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        return Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                super::printable(&args[1], 128)
+            )
+            .into(),
+        );
+    }
+    super::run_sub::<ClientPause>(ctx, args)
+}
+
 /// CLIENT PAUSE timeout [WRITE|ALL]
 #[derive(Debug)]
 pub struct ClientPause {
@@ -200,11 +215,6 @@ pub struct ClientPause {
 
 impl Command for ClientPause {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        if a.remaining() > 2 {
-            return Err(CmdError::msg(
-                "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
-            ));
-        }
         let timeout = a.next()?;
         // Redis reads the mode before the timeout.
         let mode = match a.peek() {

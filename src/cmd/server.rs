@@ -215,7 +215,7 @@ static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<super::pause::ClientPause>,
+        super::pause::client_pause,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
     C::new(
