@@ -306,3 +306,85 @@ fn client_info_reports_the_current_command_buffers_and_transaction_as_redis() {
     }
     assert_eq!(seen[1], seen[0]);
 }
+
+/// Parses a RESP2 SCAN-family reply: (next cursor, elements).
+fn scan_reply(reply: &[u8]) -> (u64, Vec<String>) {
+    let text = String::from_utf8_lossy(reply).into_owned();
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    // *2, $n, cursor, *m, then ($len, value) pairs.
+    let cursor = lines[2].parse().unwrap();
+    let items = lines[4..]
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| c[1].to_string())
+        .collect();
+    (cursor, items)
+}
+
+/// SSCAN and HSCAN over large (hash-table encoded) aggregates while another client deletes
+/// members: no member comes back twice, and every member never deleted comes back.
+#[test]
+fn sscan_and_hscan_never_repeat_a_member_while_others_are_deleted() {
+    let server = sluice();
+    let mut c = Conn::connect(server.addr());
+    let mut other = Conn::connect(server.addr());
+    const N: usize = 2000;
+    for chunk in (0..N).collect::<Vec<_>>().chunks(500) {
+        let members: Vec<String> = chunk.iter().map(|i| format!("m{i}")).collect();
+        let mut sadd: Vec<&[u8]> = vec![b"SADD", b"s"];
+        let mut hset: Vec<&[u8]> = vec![b"HSET", b"h"];
+        for m in &members {
+            sadd.push(m.as_bytes());
+            hset.push(m.as_bytes());
+            hset.push(b"v");
+        }
+        let _ = c.cmd(&sadd);
+        let _ = c.cmd(&hset);
+    }
+    for (scan, del, key, pairs) in [
+        (&b"SSCAN"[..], &b"SREM"[..], &b"s"[..], false),
+        (b"HSCAN", b"HDEL", b"h", true),
+    ] {
+        let mut seen = std::collections::HashSet::new();
+        let mut deleted = std::collections::HashSet::new();
+        let mut cursor = 0u64;
+        let mut victim = 0;
+        for _ in 0..N {
+            let reply = c.cmd(&[scan, key, cursor.to_string().as_bytes(), b"COUNT", b"7"]);
+            let (next, items) = scan_reply(&reply);
+            let members: Vec<String> = if pairs {
+                items.chunks(2).map(|p| p[0].clone()).collect()
+            } else {
+                items
+            };
+            for m in members {
+                assert!(
+                    seen.insert(m.clone()),
+                    "{}: {m} returned twice",
+                    String::from_utf8_lossy(scan)
+                );
+            }
+            // Delete members from the start of the insertion order, three per call, from
+            // another connection (swap-removal fills each hole with the last member).
+            for _ in 0..3 {
+                if victim < N / 2 {
+                    let m = format!("m{victim}");
+                    victim += 1;
+                    let _ = other.cmd(&[del, key, m.as_bytes()]);
+                    deleted.insert(m);
+                }
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(cursor, 0, "the scan must end");
+        for i in 0..N {
+            let m = format!("m{i}");
+            if !deleted.contains(&m) {
+                assert!(seen.contains(&m), "{m} never returned");
+            }
+        }
+    }
+}
