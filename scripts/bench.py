@@ -116,6 +116,36 @@ def cpu_seconds(pid):
     return total / 1e9
 
 
+def cpu_seconds_stat(pid):
+    """utime + stime of the whole process (every thread, exited ones included) from
+    /proc/PID/stat, in seconds (clock-tick resolution)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3, so utime (14) and stime (15) are at 11, 12.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuWindow(threading.Thread):
+    """Samples a server's CPU time once the loadgen warm-up is over; `stop` samples again,
+    giving the server's CPU seconds and the wall seconds of the measured window."""
+
+    def __init__(self, pid, delay):
+        super().__init__(daemon=True)
+        self.pid, self.delay = pid, delay
+        self.start_cpu = self.start_wall = None
+
+    def run(self):
+        time.sleep(self.delay)
+        self.start_cpu, self.start_wall = cpu_seconds_stat(self.pid), time.time()
+
+    def stop(self):
+        end_cpu, end_wall = cpu_seconds_stat(self.pid), time.time()
+        self.join()
+        if self.start_cpu is None:
+            return None
+        return end_cpu - self.start_cpu, end_wall - self.start_wall
+
+
 class Server:
     def __init__(self, kind, cmd, port):
         self.kind, self.cmd, self.port = kind, cmd, port
@@ -183,6 +213,50 @@ def median(xs):
 
 WORKLOADS = ["sliding", "fixed", "throttle", "getset", "script"]
 SETTINGS = [(1, 1), (50, 1), (50, 16)]
+# The --threads comparison: sluice with one event loop, then two.
+THREAD_WORKLOADS = ["getset", "fixed"]
+THREAD_SETTINGS = [(50, 1), (50, 16)]
+
+
+def measured_run(args, srv, w, c, p):
+    """One loadgen run, with the server's CPU time over the measured window: the decisions
+    per server CPU-second are decisions/s divided by the cores the server used meanwhile."""
+    resp_cmd(srv.port, "FLUSHALL")
+    window = CpuWindow(srv.pid, args.warmup)
+    window.start()
+    d = loadgen(
+        args,
+        srv.port,
+        w,
+        connections=c,
+        pipeline=p,
+        duration=args.duration,
+        warmup=args.warmup,
+        keys=args.keys,
+        max_decisions=50_000_000,
+    )
+    cpu = window.stop()
+    if cpu and cpu[0] > 0 and cpu[1] > 0 and "decisions_per_sec" in d:
+        d["server_cores"] = cpu[0] / cpu[1]
+        d["decisions_per_cpu_s"] = d["decisions_per_sec"] / d["server_cores"]
+    return d
+
+
+def step_threads(args, mk_threads, log):
+    results = {}
+    for c, p in THREAD_SETTINGS:
+        for w in THREAD_WORKLOADS:
+            for rep in range(args.reps):
+                for n in (1, 2):
+                    srv = mk_threads(n).start()
+                    try:
+                        d = measured_run(args, srv, w, c, p)
+                    finally:
+                        srv.stop()
+                    results.setdefault((w, c, p, "sluice-t%d" % n), []).append(d)
+                    log("%-8s c=%-2d P=%-2d --threads %d rep %d: %.0f/s, %.2f cores"
+                        % (w, c, p, n, rep, d.get("decisions_per_sec", 0), d.get("server_cores", 0)))
+    return results
 
 
 def step_throughput(args, servers, log):
@@ -191,18 +265,7 @@ def step_throughput(args, servers, log):
         for w in WORKLOADS:
             for rep in range(args.reps):
                 for srv in servers:
-                    resp_cmd(srv.port, "FLUSHALL")
-                    d = loadgen(
-                        args,
-                        srv.port,
-                        w,
-                        connections=c,
-                        pipeline=p,
-                        duration=args.duration,
-                        warmup=args.warmup,
-                        keys=args.keys,
-                        max_decisions=50_000_000,
-                    )
+                    d = measured_run(args, srv, w, c, p)
                     results.setdefault((w, c, p, srv.kind), []).append(d)
                     log(
                         "%-8s c=%-2d P=%-2d %-6s rep %d: %s"
@@ -228,8 +291,12 @@ def summarize(runs):
         why = next((r.get("unavailable") or r.get("first_error") for r in runs), "no run")
         return {"unavailable": why}
     rates = [r["decisions_per_sec"] for r in ok]
+    effs = [r["decisions_per_cpu_s"] for r in ok if "decisions_per_cpu_s" in r]
+    cores = [r["server_cores"] for r in ok if "server_cores" in r]
     return {
         "rate": median(rates),
+        "eff": median(effs),
+        "cores": median(cores),
         "spread": (max(rates) / min(rates) - 1.0) if min(rates) > 0 else 0.0,
         "p50": median([r["p50_us"] for r in ok]),
         "p99": median([r["p99_us"] for r in ok]),
@@ -470,8 +537,9 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
     # throughput table
     L.append("## Decisions per second and latency (loadgen)\n")
     L.append("`--keys %d`, %gs measured after %gs warm-up per run. A decision is one W1 MULTI block (6 commands), one `SET NX EX`+`INCR` pair, one `CL.THROTTLE`, one GET or SET, one EVALSHA. Latencies in µs (round trip of the batch).\n" % (args.keys, args.duration, args.warmup))
-    L.append("| workload | c | P | sluice/s | Redis/s | ratio | sluice p50/p99/p99.9 | Redis p50/p99/p99.9 | p99 ratio | spread s/R |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    L.append("*Per CPU-s*: decisions per second of server CPU time (user + system, all threads, from `/proc/PID/stat` over the measured window), the figure that carries over to machines with more cores.\n")
+    L.append("| workload | c | P | sluice/s | Redis/s | ratio | sluice per CPU-s | Redis per CPU-s | ratio | sluice p50/p99/p99.9 | Redis p50/p99/p99.9 | p99 ratio | spread s/R |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     chart_rows, targets = [], []
     for c, p in SETTINGS:
         for w in WORKLOADS:
@@ -481,15 +549,20 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
             lr = ratio(s.get("p99"), r.get("p99"))
             lat = lambda d: "—" if "p50" not in d else "%d / %d / %d" % (d["p50"], d["p99"], d["p999"])  # noqa: E731
             spread = lambda d: "—" if "spread" not in d else "%.0f%%" % (100 * d["spread"])  # noqa: E731
+            er = ratio(s.get("eff"), r.get("eff"))
             L.append(
-                "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s / %s |"
+                "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |"
                 % (
                     w, c, p,
                     fmt_rate(s.get("rate")) if "rate" in s else "not measured",
                     fmt_rate(r.get("rate")) if "rate" in r else "not measured",
-                    fmt_ratio(rr), lat(s), lat(r), fmt_ratio(lr), spread(s), spread(r),
+                    fmt_ratio(rr),
+                    fmt_rate(s.get("eff")), fmt_rate(r.get("eff")), fmt_ratio(er),
+                    lat(s), lat(r), fmt_ratio(lr), spread(s), spread(r),
                 )
             )
+            if w != "throttle" and (c, p) != (1, 1):
+                targets.append(("`%s` decisions per server CPU-second ≥ 1.5× Redis's at (%d,%d)" % (w, c, p), fmt_ratio(er), None if er is None else er >= 1.5))
             if w != "throttle":
                 chart_rows.append(("%s (%d,%d)" % (w, c, p), rr, lr))
             if w in ("sliding", "fixed"):
@@ -518,6 +591,23 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
         if (c, p) != (1, 1):
             targets.append(("`throttle` ≥ 0.95× sluice `getset` at (%d,%d)" % (c, p), fmt_ratio(q), q is not None and q >= 0.95))
     L.append("")
+
+    # --threads 1 vs 2
+    if any(k[3].startswith("sluice-t") for k in thr):
+        L.append("## sluice --threads 1 and 2\n")
+        L.append("A fresh sluice per run, with one event loop, then two (the machine has 2 cores, shared with the load generator). *cores*: server CPU seconds per second over the measured window.\n")
+        L.append("| workload | c | P | 1 thread /s | 2 threads /s | 2 ÷ 1 | 1 thread per CPU-s | 2 threads per CPU-s | cores 1 / 2 |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        for c, p in THREAD_SETTINGS:
+            for w in THREAD_WORKLOADS:
+                one = summarize(thr.get((w, c, p, "sluice-t1"), []))
+                two = summarize(thr.get((w, c, p, "sluice-t2"), []))
+                fc = lambda d: "—" if d.get("cores") is None else "%.2f" % d["cores"]  # noqa: E731
+                L.append("| %s | %d | %d | %s | %s | %s | %s | %s | %s / %s |" % (
+                    w, c, p, fmt_rate(one.get("rate")), fmt_rate(two.get("rate")),
+                    fmt_ratio(ratio(two.get("rate"), one.get("rate"))),
+                    fmt_rate(one.get("eff")), fmt_rate(two.get("eff")), fc(one), fc(two)))
+        L.append("")
 
     # redis-benchmark
     L.append("## redis-benchmark\n")
@@ -650,7 +740,7 @@ def main():
     ap.add_argument("--zset-keys", type=int, default=100_000)
     ap.add_argument("--expiry-keys", type=int, default=1_000_000)
     ap.add_argument("--static-keys", type=int, default=10_000_000)
-    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,rb,memory,expiry,reaper")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,threads,rb,memory,expiry,reaper")
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
     ap.add_argument("--json-out", default=os.path.join(ROOT, "benchmarks", "last-run.json"))
     ap.add_argument("--command", default="scripts/bench.sh")
@@ -663,6 +753,9 @@ def main():
 
     def log(msg):
         print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+    def mk_threads(n):
+        return Server("sluice", [args.sluice, "--port", str(args.sluice_port), "--threads", str(n), "--save", "", "--appendonly", "no", "--loglevel", "warning"], args.sluice_port)
 
     def mk(kind):
         if kind == "sluice":
@@ -685,6 +778,8 @@ def main():
     finally:
         for s in servers:
             s.stop()
+    if "threads" not in skip:
+        thr.update(step_threads(args, mk_threads, log))
     if "memory" not in skip:
         mem = step_memory(args, mk, log)
     if "expiry" not in skip:

@@ -20,7 +20,12 @@ run() {
   if [ "$kind" = redis ]; then
     valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port --save '' --appendonly no >/dev/null 2>&1 &
   else
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port --save '' >/dev/null 2>&1 &
+    # One event loop by default: under valgrind threads run one at a time anyway, and an
+    # idle second loop would only add its polling. SLUICE_THREADS=0 passes no --threads
+    # (the default, one loop per CPU; also for builds older than the option).
+    local threads=()
+    [ "${SLUICE_THREADS:-1}" != 0 ] && threads=(--threads "${SLUICE_THREADS:-1}")
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port "${threads[@]}" --save '' >/dev/null 2>&1 &
   fi
   local pid=$!
   for _ in $(seq 1 200); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done

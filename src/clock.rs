@@ -77,9 +77,11 @@ impl Clock {
 
     fn real_ns(&self) -> u64 {
         let i = &self.inner;
+        // Saturating: CLOCK SET / ADVANCE may have taken time to the end of u64, and real
+        // time resumed from there must stay there rather than overflow.
         i.anchor_unix_ns
-            + i.anchor.elapsed().as_nanos() as u64
-            + i.offset_ns.load(Ordering::Relaxed)
+            .saturating_add(i.anchor.elapsed().as_nanos() as u64)
+            .saturating_add(i.offset_ns.load(Ordering::Relaxed))
     }
 
     /// Nanoseconds since the Unix epoch.
@@ -101,9 +103,10 @@ impl Clock {
         if i.frozen.load(Ordering::Relaxed) {
             (i.frozen_ns.load(Ordering::Acquire), at)
         } else {
-            let ns = i.anchor_unix_ns
-                + at.saturating_duration_since(i.anchor).as_nanos() as u64
-                + i.offset_ns.load(Ordering::Relaxed);
+            let ns = i
+                .anchor_unix_ns
+                .saturating_add(at.saturating_duration_since(i.anchor).as_nanos() as u64)
+                .saturating_add(i.offset_ns.load(Ordering::Relaxed));
             (ns, at)
         }
     }
@@ -197,6 +200,17 @@ mod tests {
         assert_eq!(c.set(t), Err(ClockError::Backwards));
         c.set(t + 2_000_000_000).unwrap();
         assert_eq!(c.now_ms(), (t + 2_000_000_000) / 1_000_000);
+    }
+
+    #[test]
+    fn time_at_the_end_of_u64_saturates_instead_of_overflowing() {
+        let c = Clock::frozen();
+        c.set(u64::MAX - 1).unwrap();
+        c.advance(Duration::from_secs(u64::MAX)).unwrap();
+        assert_eq!(c.now_ns(), u64::MAX);
+        c.resume();
+        assert_eq!(c.now_ns(), u64::MAX);
+        assert_eq!(c.now_ns_and_instant().0, u64::MAX);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
+/// Most event-loop threads `threads` accepts.
+pub const MAX_THREADS: usize = 1024;
+
 /// Everything the server needs to start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -23,6 +26,8 @@ pub struct Config {
     pub loglevel: String,
     /// Keyspace shards (a power of two); 0 picks one from the CPU count.
     pub shards: usize,
+    /// Event-loop threads serving connections; 0 means one per CPU.
+    pub threads: usize,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -79,6 +84,7 @@ impl Default for Config {
             databases: 16,
             loglevel: "notice".into(),
             shards: 0,
+            threads: 0,
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -142,20 +148,167 @@ fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, ConfigError
 
 /// Parses a memory size the way redis.conf does (`1gb`, `512mb`, `64k`, plain bytes).
 pub fn parse_memory(v: &str) -> Option<usize> {
-    let lower = v.to_ascii_lowercase();
-    let (digits, mult) = [
-        ("gb", 1usize << 30),
-        ("mb", 1 << 20),
-        ("kb", 1 << 10),
-        ("g", 1_000_000_000),
-        ("m", 1_000_000),
-        ("k", 1000),
-        ("b", 1),
-    ]
-    .iter()
-    .find_map(|(suffix, m)| lower.strip_suffix(suffix).map(|d| (d, *m)))
-    .unwrap_or((lower.as_str(), 1));
-    digits.parse::<usize>().ok()?.checked_mul(mult)
+    memtoull(v).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Redis's `memtoull`: digits with an optional unit (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`, any
+/// case). As in Redis, a number past 2^64 - 1 saturates and the unit then multiplies with
+/// wrap-around; a sign, other characters, or 128 digits and more are refused.
+pub fn memtoull(v: &str) -> Option<u64> {
+    let digits_end = v
+        .bytes()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(v.len());
+    let (digits, unit) = v.split_at(digits_end);
+    let mul: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if digits.len() >= 128 {
+        return None;
+    }
+    let n = digits.bytes().fold(0u64, |n, d| {
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            .unwrap_or(u64::MAX)
+    });
+    Some(n.wrapping_mul(mul))
+}
+
+/// How CONFIG SET checks a value (Redis 7.0's config.c types, with its ranges).
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Bool,
+    /// An integer (Redis's strict `string2ll`) in `min..=max`.
+    Int(i128, i128),
+    /// A memory size (`memtoull`) in `min..=max`.
+    Mem(i128, i128),
+    Enum(&'static [&'static str]),
+    /// Checked by its own parser (client-output-buffer-limit, maxmemory-policy) or free text.
+    Other,
+}
+
+const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
+const INT_MAX: i128 = i32::MAX as i128;
+const LONG_MAX: i128 = i64::MAX as i128;
+
+fn kind(name: &str) -> Kind {
+    match name {
+        "activedefrag"
+        | "activerehashing"
+        | "appendonly"
+        | "latency-tracking"
+        | "lazyfree-lazy-eviction"
+        | "lazyfree-lazy-expire"
+        | "lazyfree-lazy-server-del"
+        | "lazyfree-lazy-user-del"
+        | "lazyfree-lazy-user-flush"
+        | "protected-mode"
+        | "rdbchecksum"
+        | "rdbcompression"
+        | "stop-writes-on-bgsave-error" => Kind::Bool,
+        "active-expire-effort" => Kind::Int(1, 10),
+        "busy-reply-threshold" | "lua-time-limit" => Kind::Int(0, LONG_MAX),
+        "hash-max-listpack-entries"
+        | "hash-max-ziplist-entries"
+        | "set-max-intset-entries"
+        | "zset-max-listpack-entries"
+        | "zset-max-ziplist-entries"
+        | "slowlog-max-len" => Kind::Int(0, LONG_MAX),
+        "slowlog-log-slower-than" => Kind::Int(-1, LONG_MAX),
+        "hz" | "list-compress-depth" | "tcp-keepalive" | "timeout" => Kind::Int(0, INT_MAX),
+        "list-max-listpack-size" | "list-max-ziplist-size" => Kind::Int(I32.0, I32.1),
+        "maxclients" => Kind::Int(1, u32::MAX as i128),
+        "maxmemory-samples" => Kind::Int(1, INT_MAX),
+        "client-query-buffer-limit" | "proto-max-bulk-len" => Kind::Mem(1024 * 1024, LONG_MAX),
+        "hash-max-listpack-value"
+        | "hash-max-ziplist-value"
+        | "zset-max-listpack-value"
+        | "zset-max-ziplist-value" => Kind::Mem(0, LONG_MAX),
+        "maxmemory" => Kind::Mem(0, u64::MAX as i128),
+        "appendfsync" => Kind::Enum(&["everysec", "always", "no"]),
+        // sluice also takes `nothing` (Redis 7.2's), but answers with Redis 7.0's list.
+        "loglevel" => Kind::Enum(&["debug", "verbose", "notice", "warning"]),
+        _ => Kind::Other,
+    }
+}
+
+/// True for the parameters CONFIG SET refuses with `can't set immutable config`: Redis
+/// 7.0's immutable ones, and those sluice only reads at start (port, bind, TLS).
+pub fn is_immutable(name: &str) -> bool {
+    matches!(
+        name,
+        "always-show-logo"
+            | "appenddirname"
+            | "appendfilename"
+            | "bind"
+            | "cluster-config-file"
+            | "cluster-enabled"
+            | "daemonize"
+            | "databases"
+            | "enable-debug-command"
+            | "io-threads"
+            | "logfile"
+            | "pidfile"
+            | "port"
+            | "tcp-backlog"
+            | "tls-auth-clients"
+            | "tls-cert-file"
+            | "tls-key-file"
+            | "tls-port"
+    )
+}
+
+/// Checks a CONFIG SET value against the parameter's type and range, with Redis 7.0's
+/// texts, and returns it as CONFIG GET will show it (numbers normalized; `hz` clamped to
+/// 1..=500 as Redis does).
+pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
+    let range = |n: i128, min: i128, max: i128| {
+        if (min..=max).contains(&n) {
+            Ok(n.to_string())
+        } else {
+            Err(format!(
+                "argument must be between {min} and {max} inclusive"
+            ))
+        }
+    };
+    match kind(name) {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => Ok(v.to_string()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int(min, max) => {
+            let n = crate::num::parse_i64(value.as_bytes())
+                .ok_or("argument couldn't be parsed into an integer")?;
+            let shown = range(i128::from(n), min, max)?;
+            if name == "hz" {
+                return Ok(n.clamp(1, 500).to_string());
+            }
+            Ok(shown)
+        }
+        Kind::Mem(min, max) => {
+            let n = memtoull(value).ok_or("argument must be a memory value")?;
+            range(i128::from(n), min, max)
+        }
+        Kind::Enum(names) => {
+            let v = value.to_ascii_lowercase();
+            if names.contains(&v.as_str()) || (name == "loglevel" && v == "nothing") {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    names.join(", ")
+                ))
+            }
+        }
+        Kind::Other => Ok(value.to_string()),
+    }
 }
 
 fn yes_no(name: &str, v: &str) -> Result<bool, ConfigError> {
@@ -191,6 +344,7 @@ impl Config {
             "databases" => self.databases = parse_num(&name, one()?)?,
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
             "shards" => self.shards = parse_num(&name, one()?)?,
+            "threads" => self.threads = parse_num(&name, one()?)?,
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
@@ -309,6 +463,12 @@ impl Config {
                 "must be a power of two up to 4096 (or 0 for automatic)",
             ));
         }
+        if self.threads > MAX_THREADS {
+            return Err(bad(
+                "threads",
+                "must be between 1 and 1024 (or 0 for one per CPU)",
+            ));
+        }
         if self.bind.is_empty() {
             return Err(bad("bind", "at least one address is needed"));
         }
@@ -319,6 +479,23 @@ impl Config {
             return Err(bad(
                 "loglevel",
                 "must be one of debug, verbose, notice, warning, nothing",
+            ));
+        }
+        // The ranges CONFIG SET enforces hold for the command line and conf files too, so
+        // nothing later adds a client-sized number of seconds to an Instant.
+        if self.timeout > i32::MAX as u64 {
+            return Err(bad("timeout", "must be between 0 and 2147483647"));
+        }
+        if self.busy_reply_threshold > i64::MAX as u64 {
+            return Err(bad(
+                "busy-reply-threshold",
+                "must be between 0 and 9223372036854775807",
+            ));
+        }
+        if self.output_buffer_limit.soft_seconds > i32::MAX as u64 {
+            return Err(bad(
+                "client-output-buffer-limit",
+                "soft seconds must be between 0 and 2147483647",
             ));
         }
         if self.maxclients == 0 {
@@ -340,6 +517,14 @@ impl Config {
             ));
         }
         Ok(())
+    }
+
+    /// The number of event-loop threads to run: `threads`, or one per CPU.
+    pub fn effective_threads(&self) -> usize {
+        if self.threads != 0 {
+            return self.threads;
+        }
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
     /// The shard count to use.
@@ -582,6 +767,18 @@ mod tests {
     }
 
     #[test]
+    fn threads_directive() {
+        let mut c = Config::default();
+        assert!(c.effective_threads() >= 1);
+        c.apply("threads", &["1".into()]).unwrap();
+        assert_eq!(c.effective_threads(), 1);
+        c.validate().unwrap();
+        c.apply("threads", &["1025".into()]).unwrap();
+        assert!(c.validate().is_err());
+        assert!(c.apply("threads", &["-1".into()]).is_err());
+    }
+
+    #[test]
     fn conf_lines() {
         assert_eq!(
             split_conf_line(r#"save """#),
@@ -715,7 +912,11 @@ impl Config {
             };
             let hard = parse_memory(chunk[1]);
             let soft = parse_memory(chunk[2]);
-            let secs = chunk[3].parse::<u64>().ok();
+            // Redis reads the seconds as a strict integer and keeps them in an `int`
+            // (`4294967296` becomes 0; what wraps negative is refused).
+            let secs = crate::num::parse_i64(chunk[3].as_bytes())
+                .map(|n| n as i32)
+                .and_then(|n| u64::try_from(n).ok());
             let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
                 return Err(
                     "Error in hard, soft or soft_seconds setting in buffer limit configuration."

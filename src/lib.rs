@@ -1,11 +1,17 @@
 //! sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
 //!
-//! Clients speak RESP2 or RESP3 to it exactly as to Redis 7. A request flows through
-//! `server::connection` (read a batch, one write per batch), `protocol::request` (our
+//! Clients speak RESP2 or RESP3 to it exactly as to Redis 7. Each connection is dealt to one
+//! of `--threads` event loops (`server::loops`) when it is accepted and served there from read
+//! to write. A request flows through `server::connection` (read a batch, one write per batch), `protocol::request` (our
 //! resumable parser), `cmd` (table lookup, arity, MULTI queueing, typed parse, apply),
 //! `store` (the key's shard locked, lazy expiry with the command's single `now`) and back
 //! out through `protocol::reply`. Dependencies run one way: `server` → `cmd` → (`client`,
-//! `store`, `limiter`, `protocol`) → (`config`, `clock`, `error`).
+//! `store`, `limiter`, `protocol`, `script`, `cluster`) → (`config`, `clock`, `error`, `num`).
+//!
+//! `ARCHITECTURE.md` at the repository root is the map: every module with what it owns and
+//! what it may use, the flow of one request (plain, inside EXEC, from a script), and the
+//! invariants the code keeps (lock order, declared keys, WATCH, where `now` is read, expiry,
+//! busy scripts). `CONTRIBUTING.md` has the checklists for adding a command and the tests.
 //!
 //! In cluster mode (`cluster`) several nodes share the 16384 hash slots by a static map and
 //! answer Redis Cluster clients with `-MOVED` / `-CROSSSLOT` as Redis does.
@@ -21,7 +27,9 @@ pub mod cmd;
 pub mod config;
 pub mod error;
 pub mod limiter;
+pub mod num;
 pub mod protocol;
+pub mod rdb;
 pub mod script;
 pub mod server;
 pub mod store;

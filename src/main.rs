@@ -1,5 +1,5 @@
 //! The `sluice` binary: command line (redis-server's option names) → `Config`, logging,
-//! runtime, and serving until SIGINT/SIGTERM or SHUTDOWN.
+//! a small runtime for signals, and serving until SIGINT/SIGTERM or SHUTDOWN.
 
 use std::process::ExitCode;
 
@@ -31,6 +31,9 @@ struct Cli {
     /// Keyspace shards (a power of two); default: 4 × CPUs.
     #[arg(long)]
     shards: Option<usize>,
+    /// Event-loop threads serving connections; default: one per CPU (see README, "Threads").
+    #[arg(long)]
+    threads: Option<usize>,
     /// Most simultaneous clients.
     #[arg(long)]
     maxclients: Option<usize>,
@@ -116,6 +119,7 @@ impl Cli {
         one("databases", self.databases.map(|p| p.to_string()));
         one("loglevel", self.loglevel.clone());
         one("shards", self.shards.map(|p| p.to_string()));
+        one("threads", self.threads.map(|p| p.to_string()));
         one("maxclients", self.maxclients.map(|p| p.to_string()));
         one("timeout", self.timeout.map(|p| p.to_string()));
         one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
@@ -189,7 +193,12 @@ fn main() -> ExitCode {
             "directive accepted without effect (sluice keeps everything in memory): {ignored}"
         );
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // Before the runtime and the event loops start, so that every thread inherits the
+    // blocked signals.
+    let signals = SignalThread::start();
+    // This thread only waits for the server to stop: the connections are served on the
+    // server's own event-loop threads (`--threads`).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -208,6 +217,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        tracing::info!("event loops: {}", server.threads());
         if let Some(addr) = server.local_addr() {
             // Scripts wait for this line (and read the port from it with --port 0).
             tracing::info!("Ready to accept connections tcp on {addr}");
@@ -218,14 +228,17 @@ fn main() -> ExitCode {
             println!("sluice listening for TLS on {addr}");
         }
         let stop = server.shutdown_token();
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            tracing::info!("signal received, shutting down");
-            stop.cancel();
-            // A second signal exits at once.
-            wait_for_signal().await;
-            std::process::exit(1);
-        });
+        if !signals.serve(stop.clone()) {
+            // No signal thread (not Unix, or the mask could not be set): the runtime's.
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("signal received, shutting down");
+                stop.cancel();
+                // A second signal exits at once.
+                wait_for_signal().await;
+                std::process::exit(1);
+            });
+        }
         server.run().await;
         ExitCode::SUCCESS
     })
@@ -254,6 +267,67 @@ fn raise_open_files_limit(maxclients: usize) {
                 tracing::info!("raised the open files limit from {old} to {}", lim.rlim_cur);
             }
         }
+    }
+}
+
+/// SIGTERM and SIGINT, handled by a thread of their own rather than a runtime task: the
+/// first stops the server gracefully, the second ends the process at once, whatever the
+/// runtime's threads are doing (a script, a long command, a stuck write).
+struct SignalThread {
+    token: Option<std::sync::mpsc::Sender<tokio_util::sync::CancellationToken>>,
+}
+
+impl SignalThread {
+    /// Blocks SIGTERM/SIGINT in this thread (and so in every thread started after it) and
+    /// starts the thread that waits for them.
+    fn start() -> SignalThread {
+        #[cfg(unix)]
+        {
+            let (tx, rx) = std::sync::mpsc::channel::<tokio_util::sync::CancellationToken>();
+            // SAFETY: the sigset is ours and zero-initialised before sigemptyset fills it;
+            // pthread_sigmask and sigwait only read it.
+            let blocked = unsafe {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, libc::SIGTERM);
+                libc::sigaddset(&mut set, libc::SIGINT);
+                (libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) == 0)
+                    .then_some(set)
+            };
+            if let Some(set) = blocked {
+                let spawned = std::thread::Builder::new()
+                    .name("signals".into())
+                    .spawn(move || {
+                        let wait = || {
+                            let mut sig: libc::c_int = 0;
+                            // SAFETY: `set` is a valid, filled sigset; `sig` is ours.
+                            while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+                        };
+                        wait();
+                        tracing::info!("signal received, shutting down");
+                        match rx.try_recv() {
+                            Ok(token) => token.cancel(),
+                            // Not serving yet: nothing to finish.
+                            Err(_) => std::process::exit(0),
+                        }
+                        wait();
+                        // SAFETY: _exit ends the process without running anything else, which
+                        // is the point: nothing may hold the second signal up.
+                        unsafe { libc::_exit(1) }
+                    });
+                if spawned.is_ok() {
+                    return SignalThread { token: Some(tx) };
+                }
+                // SAFETY: as above; gives the signals back to the runtime's handler.
+                unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+            }
+        }
+        SignalThread { token: None }
+    }
+
+    /// Hands the server's shutdown token to the signal thread; false if there is none.
+    fn serve(&self, token: tokio_util::sync::CancellationToken) -> bool {
+        self.token.as_ref().is_some_and(|tx| tx.send(token).is_ok())
     }
 }
 

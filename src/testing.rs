@@ -30,11 +30,12 @@ pub struct TestServer {
     tls_addr: Option<SocketAddr>,
     clock: Clock,
     stop: tokio_util::sync::CancellationToken,
+    shared: std::sync::Arc<crate::cmd::Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TestServer {
-    /// Starts a test-mode server on 127.0.0.1 with a free port, on its own runtime thread.
+    /// Starts a test-mode server on 127.0.0.1 with a free port, on its own threads.
     pub fn start() -> std::io::Result<TestServer> {
         Self::start_with(Config {
             test_mode: true,
@@ -53,8 +54,9 @@ impl TestServer {
         let thread = std::thread::Builder::new()
             .name("sluice-test".into())
             .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
+                // This thread only waits for the server to stop; the server serves on its own
+                // event-loop threads (`config.threads`, default one per CPU).
+                let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                 {
@@ -70,7 +72,8 @@ impl TestServer {
                             let addr = server.local_addr();
                             let tls_addr = server.tls_local_addr();
                             let stop = server.shutdown_token();
-                            let _ = tx.send(Ok((addr, tls_addr, stop)));
+                            let shared = server.shared();
+                            let _ = tx.send(Ok((addr, tls_addr, stop, shared)));
                             server.run().await;
                         }
                         Err(e) => {
@@ -79,7 +82,7 @@ impl TestServer {
                     }
                 });
             })?;
-        let (addr, tls_addr, stop) = rx
+        let (addr, tls_addr, stop, shared) = rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread exited"))??;
         let addr = addr.ok_or_else(|| std::io::Error::other("no address bound"))?;
@@ -88,6 +91,7 @@ impl TestServer {
             tls_addr,
             clock,
             stop,
+            shared,
             thread: Some(thread),
         })
     }
@@ -105,6 +109,12 @@ impl TestServer {
     /// A `redis://` URL for clients.
     pub fn url(&self) -> String {
         format!("redis://{}/", self.addr)
+    }
+
+    /// The server's shared state, for tests that check what connections leave behind
+    /// (registry entries, WATCHes, MONITOR slots).
+    pub fn shared(&self) -> std::sync::Arc<crate::cmd::Shared> {
+        self.shared.clone()
     }
 
     /// The server's clock (freeze, advance, resume).

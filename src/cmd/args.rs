@@ -8,51 +8,8 @@
 use bytes::Bytes;
 
 use crate::error::{CmdError, CmdResult};
-
-/// Parses a signed 64-bit integer exactly as Redis's `string2ll` does.
-pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
-/// Parses a double as Redis's `string2d`/`strtod` path does: no surrounding spaces, no NaN;
-/// `inf`, `+inf`, `-inf`, exponents and leading `+` are accepted.
-pub fn parse_f64(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
-        return None;
-    }
-    let s = std::str::from_utf8(b).ok()?;
-    let v: f64 = s.parse().ok()?;
-    if v.is_nan() { None } else { Some(v) }
-}
+/// The strict number parsers live in [`crate::num`]; commands reach them through here.
+pub use crate::num::{parse_f64, parse_i64};
 
 /// Parses a SCAN-family cursor as Redis 7.0 does (`strtoul` in base 10): the text stops at a
 /// NUL byte, an empty text is 0, a sign is allowed and `-n` wraps around; a leading space,
@@ -161,155 +118,158 @@ pub fn is(a: &[u8], keyword: &str) -> bool {
     a.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
-/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, `\` escapes.
+/// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, `\\`
+/// escapes, with Redis 7.0's answers on every pattern, in O(pattern × string) time and no
+/// recursion, whatever the client sends.
+///
+/// Redis's matcher recurses at each `*` and, since 7.0.9, gives up on longer matches for
+/// earlier stars once a later star has tried every position. That makes only the most recent
+/// `*` worth backtracking to, which is what this loop does. Its quirks are kept: an empty
+/// string matches only an empty pattern (even `*` does not match it), an unterminated `[`
+/// class runs to the end of the pattern, a trailing `\\` matches itself, and inside a class
+/// an escaped character is compared case-sensitively even with `nocase`, and, as Redis caps
+/// its recursion, a pattern that needs more than 1000 non-trailing `*` matches nothing.
 pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
-    fn eq(a: u8, b: u8, nocase: bool) -> bool {
+    let eq = |a: u8, b: u8| {
         if nocase {
             a.eq_ignore_ascii_case(&b)
         } else {
             a == b
         }
+    };
+    if s.is_empty() {
+        return pattern.is_empty();
     }
-    fn rec(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
-        if depth > 1000 {
-            return false;
-        }
-        let (mut pi, mut si) = (0, 0);
-        while pi < p.len() {
-            match p[pi] {
-                b'*' => {
-                    while pi + 1 < p.len() && p[pi + 1] == b'*' {
-                        pi += 1;
-                    }
-                    if pi + 1 == p.len() {
-                        return true;
-                    }
-                    for start in si..=s.len() {
-                        if rec(&p[pi + 1..], &s[start..], nocase, depth + 1) {
-                            return true;
-                        }
-                    }
+    let p = pattern;
+    let (mut pi, mut si) = (0usize, 0usize);
+    // The latest `*`: where the pattern resumes after it, and where in `s` that was tried.
+    let mut star: Option<(usize, usize)> = None;
+    // Stars passed so far: Redis's recursion depth (`nesting`), which it caps at 1000.
+    let mut depth = 0usize;
+    loop {
+        // Invariant: si < s.len(). One step of the pattern, or a mismatch.
+        let step_ok = match p.get(pi) {
+            None => false,
+            Some(b'*') => {
+                while p.get(pi + 1) == Some(&b'*') {
+                    pi += 1;
+                }
+                if pi + 1 == p.len() {
+                    return true;
+                }
+                if depth == MAX_GLOB_NESTING {
                     return false;
                 }
-                b'?' => {
-                    if si >= s.len() {
-                        return false;
-                    }
-                    si += 1;
-                }
-                b'[' => {
-                    if si >= s.len() {
-                        return false;
-                    }
+                depth += 1;
+                star = Some((pi + 1, si));
+                pi += 1;
+                continue;
+            }
+            Some(b'?') => {
+                si += 1;
+                pi += 1;
+                true
+            }
+            Some(b'[') => {
+                let (matched, end) = class(p, pi + 1, s[si], nocase);
+                pi = end + 1;
+                si += 1;
+                matched
+            }
+            Some(&c) => {
+                let c = if c == b'\\' && pi + 1 < p.len() {
                     pi += 1;
-                    let not = pi < p.len() && p[pi] == b'^';
-                    if not {
-                        pi += 1;
-                    }
-                    let mut matched = false;
-                    loop {
-                        if pi >= p.len() {
-                            pi -= 1;
-                            break;
-                        }
-                        if p[pi] == b'\\' && pi + 2 < p.len() {
-                            pi += 1;
-                            if p[pi] == s[si] {
-                                matched = true;
-                            }
-                        } else if p[pi] == b']' {
-                            break;
-                        } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
-                            let (mut lo, mut hi) = (p[pi], p[pi + 2]);
-                            if lo > hi {
-                                std::mem::swap(&mut lo, &mut hi);
-                            }
-                            let c = s[si];
-                            if nocase {
-                                let c = c.to_ascii_lowercase();
-                                if c >= lo.to_ascii_lowercase() && c <= hi.to_ascii_lowercase() {
-                                    matched = true;
-                                }
-                            } else if c >= lo && c <= hi {
-                                matched = true;
-                            }
-                            pi += 2;
-                        } else if eq(p[pi], s[si], nocase) {
-                            matched = true;
-                        }
-                        pi += 1;
-                    }
-                    if not {
-                        matched = !matched;
-                    }
-                    if !matched {
-                        return false;
-                    }
-                    si += 1;
-                }
-                b'\\' if pi + 1 < p.len() => {
-                    pi += 1;
-                    if si >= s.len() || !eq(p[pi], s[si], nocase) {
-                        return false;
-                    }
-                    si += 1;
-                }
-                c => {
-                    if si >= s.len() || !eq(c, s[si], nocase) {
-                        return false;
-                    }
-                    si += 1;
+                    p[pi]
+                } else {
+                    c
+                };
+                pi += 1;
+                si += 1;
+                eq(c, s[si - 1])
+            }
+        };
+        if step_ok && si == s.len() {
+            while p.get(pi) == Some(&b'*') {
+                pi += 1;
+            }
+            if pi == p.len() {
+                return true;
+            }
+        } else if step_ok {
+            continue;
+        }
+        // Mismatch: let the latest star take one more character, if any would remain.
+        match star {
+            Some((resume, tried)) if tried + 1 < s.len() => {
+                star = Some((resume, tried + 1));
+                pi = resume;
+                si = tried + 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Redis's cap on the `*` nesting of a glob pattern.
+const MAX_GLOB_NESTING: usize = 1000;
+
+/// Matches `c` against the class starting at `p[start]` (just after `[`), as Redis does;
+/// returns whether it matched and the index of the class's last pattern byte (its `]`, or
+/// the pattern's last byte when the class is unterminated).
+fn class(p: &[u8], start: usize, c: u8, nocase: bool) -> (bool, usize) {
+    let mut i = start;
+    let not = p.get(i) == Some(&b'^');
+    if not {
+        i += 1;
+    }
+    let mut matched = false;
+    loop {
+        let rest = p.len().saturating_sub(i);
+        match p.get(i) {
+            Some(b'\\') if rest >= 2 => {
+                i += 1;
+                if p[i] == c {
+                    matched = true;
                 }
             }
-            pi += 1;
+            Some(b']') => break,
+            None => {
+                // Unterminated: the class ends with the pattern.
+                i -= 1;
+                break;
+            }
+            Some(&lo) if rest >= 3 && p[i + 1] == b'-' => {
+                let hi = p[i + 2];
+                let (mut lo, mut hi, mut x) = (lo.min(hi), lo.max(hi), c);
+                if nocase {
+                    lo = lo.to_ascii_lowercase();
+                    hi = hi.to_ascii_lowercase();
+                    x = x.to_ascii_lowercase();
+                }
+                if (lo..=hi).contains(&x) {
+                    matched = true;
+                }
+                i += 2;
+            }
+            Some(&x) => {
+                let same = if nocase {
+                    x.eq_ignore_ascii_case(&c)
+                } else {
+                    x == c
+                };
+                if same {
+                    matched = true;
+                }
+            }
         }
-        si == s.len()
+        i += 1;
     }
-    rec(pattern, s, nocase, 0)
+    (matched != not, i)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strict_integers() {
-        for (s, v) in [
-            ("0", Some(0)),
-            ("-1", Some(-1)),
-            ("9223372036854775807", Some(i64::MAX)),
-            ("-9223372036854775808", Some(i64::MIN)),
-        ] {
-            assert_eq!(parse_i64(s.as_bytes()), v, "{s}");
-        }
-        for s in [
-            "",
-            "+1",
-            "01",
-            "-0",
-            " 1",
-            "1 ",
-            "9223372036854775808",
-            "-9223372036854775809",
-            "1.0",
-            "0x1",
-            "-",
-            "123456789012345678901",
-        ] {
-            assert_eq!(parse_i64(s.as_bytes()), None, "{s}");
-        }
-    }
-
-    #[test]
-    fn doubles() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
-        assert_eq!(parse_f64(b"1e3"), Some(1000.0));
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(parse_f64(b""), None);
-    }
 
     #[test]
     fn globs() {

@@ -42,7 +42,13 @@ const fn sub(name: &'static str, arity: i32, handler: super::Handler) -> C {
 }
 
 const fn unsupported(name: &'static str, arity: i32) -> C {
-    C::new(name, arity, ADMIN, KeySpec::None, refuse_unsupported).with_acl(ADMIN_ACL)
+    unsupported_flagged(name, arity, ADMIN)
+}
+
+/// `unsupported` with Redis's flags where they differ from `ADMIN` (they decide, e.g., that
+/// CLUSTER RESET is refused from scripts).
+const fn unsupported_flagged(name: &'static str, arity: i32, flags: &'static [&'static str]) -> C {
+    C::new(name, arity, flags, KeySpec::None, refuse_unsupported).with_acl(ADMIN_ACL)
 }
 
 /// CLUSTER and the cluster connection commands.
@@ -131,7 +137,7 @@ static CLUSTER: &[C] = &[
     unsupported("cluster|addslots", -3),
     unsupported("cluster|addslotsrange", -4),
     unsupported("cluster|bumpepoch", 2),
-    unsupported("cluster|count-failure-reports", 3),
+    unsupported_flagged("cluster|count-failure-reports", 3, &["admin", "stale"]),
     unsupported("cluster|delslots", -3),
     unsupported("cluster|delslotsrange", -4),
     unsupported("cluster|failover", -2),
@@ -139,7 +145,7 @@ static CLUSTER: &[C] = &[
     unsupported("cluster|forget", 3),
     unsupported("cluster|meet", -4),
     unsupported("cluster|replicate", 3),
-    unsupported("cluster|reset", -2),
+    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]),
     unsupported("cluster|saveconfig", 2),
     unsupported("cluster|set-config-epoch", 3),
     unsupported("cluster|setslot", -4),

@@ -520,7 +520,7 @@ impl Command for HIncrByFloat {
     }
 }
 
-/// HRANDFIELD key [count [WITHVALUES]]
+/// `HRANDFIELD key [count [WITHVALUES]]`
 #[derive(Debug)]
 pub struct HRandField {
     key: Bytes,

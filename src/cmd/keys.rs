@@ -1,8 +1,11 @@
-//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, databases.
+//! Generic key commands: existence, deletion, expiry, type, iteration, renaming, copying and
+//! moving (COPY, MOVE), databases, OBJECT, TOUCH and WAIT.
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_sub,
+};
 use crate::cmd::args::{glob_match, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -115,7 +118,7 @@ pub static COMMANDS: &[C] = &[
         .whole_keyspace()
         .with_acl(&["@keyspace", "@read", "@slow", "@dangerous"]),
     C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>)
-        .whole_keyspace()
+        .stepwise()
         .with_acl(&["@keyspace", "@read", "@slow"]),
     C::new(
         "rename",
@@ -187,12 +190,72 @@ pub static COMMANDS: &[C] = &[
     .whole_keyspace()
     .with_acl(&["@keyspace", "@write", "@fast", "@dangerous"]),
     C::new(
+        "touch",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<Touch>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_info(&InfoDoc {
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        key_specs: &[KeySpecDoc {
+            notes: None,
+            flags: &["RO"],
+            begin: Some(1),
+            find: FindKeys::Range(-1, 1, 0),
+        }],
+    }),
+    C::new(
+        "copy",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, 2, 1),
+        run::<Copy>,
+    )
+    .with_acl(&["@keyspace", "@write", "@slow"])
+    .with_info(&InfoDoc {
+        tips: &[],
+        key_specs: &[
+            KeySpecDoc {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            },
+            KeySpecDoc {
+                notes: None,
+                flags: &["OW", "update"],
+                begin: Some(2),
+                find: FindKeys::Range(0, 1, 0),
+            },
+        ],
+    }),
+    C::new("move", 3, &["write", "fast"], C::keys(1, 1, 1), run::<Move>)
+        .with_acl(&["@keyspace", "@write", "@fast"])
+        .with_info(&InfoDoc {
+            tips: &[],
+            key_specs: &[KeySpecDoc {
+                notes: None,
+                flags: &["RW", "access", "update"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            }],
+        }),
+    C::new("wait", 3, &["noscript"], C::keys(0, 0, 0), run::<Wait>)
+        .with_acl(&["@slow", "@connection"])
+        .with_info(&InfoDoc {
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+            key_specs: &[],
+        }),
+    C::new(
         "object",
         -2,
         &[],
         C::keys(0, 0, 0),
         run::<super::server::Help>,
     )
+    .with_acl(&["@slow"])
     .with_subcommands(OBJECT),
     C::new(
         "memory",
@@ -204,42 +267,62 @@ pub static COMMANDS: &[C] = &[
     .with_subcommands(MEMORY),
 ];
 
+/// What COMMAND INFO reports for OBJECT's key subcommands.
+static OBJECT_KEY_INFO: InfoDoc = InfoDoc {
+    tips: &["nondeterministic_output"],
+    key_specs: &[KeySpecDoc {
+        notes: None,
+        flags: &["RO"],
+        begin: Some(2),
+        find: FindKeys::Range(0, 1, 0),
+    }],
+};
+
 static OBJECT: &[C] = &[
-    C::new(
-        "object|encoding",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectEncoding>,
-    ),
-    C::new(
-        "object|idletime",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<0>>,
-    ),
-    C::new(
-        "object|refcount",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<1>>,
-    ),
     C::new(
         "object|freq",
         3,
         &["readonly"],
         C::keys(2, 2, 1),
         run_sub::<ObjectNumber<2>>,
-    ),
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
     C::new(
         "object|help",
         2,
         &["loading", "stale"],
         C::keys(0, 0, 0),
-        run_sub::<super::server::Help>,
-    ),
+        run_sub::<ObjectHelp>,
+    )
+    .with_acl(&["@keyspace", "@slow"]),
+    C::new(
+        "object|refcount",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<1>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|encoding",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectEncoding>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
+    C::new(
+        "object|idletime",
+        3,
+        &["readonly"],
+        C::keys(2, 2, 1),
+        run_sub::<ObjectNumber<0>>,
+    )
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_info(&OBJECT_KEY_INFO),
 ];
 
 static MEMORY: &[C] = &[
@@ -420,7 +503,13 @@ impl<const KIND: u8> Command for Ttl<KIND> {
             at.saturating_sub(ctx.now_ms)
         } as i64;
         let millis = KIND == 1 || KIND == 3;
-        Ok(Reply::Int(if millis { ms } else { (ms + 500) / 1000 }))
+        // Rounded in i128: a deadline near i64::MAX ms must not overflow (Redis answers the
+        // rounded value there too).
+        Ok(Reply::Int(if millis {
+            ms
+        } else {
+            ((i128::from(ms) + 500) / 1000) as i64
+        }))
     }
 }
 
@@ -516,15 +605,117 @@ impl Command for Keys {
 
 /// SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]
 ///
-/// The cursor is a position in hash order: each call returns the next COUNT keys by hash at
-/// or after it. Keys present for the whole scan are returned exactly once, whatever is
-/// inserted or deleted meanwhile, as Redis guarantees.
+/// The cursor is a position per shard: which shard, which bucket of its table, and the
+/// shard's layout generation when the position was handed out (see `ScanCursor`). A call
+/// walks buckets from there, one shard locked at a time, until it has seen COUNT keys (or
+/// 10 × COUNT buckets, as Redis bounds a call over a sparse table), so it costs O(COUNT)
+/// whatever the keyspace holds. Keys present for the whole scan are returned at least once,
+/// as Redis guarantees: entries move between buckets only when a table grows, shrinks or
+/// rehashes, which changes the shard's generation, and a cursor of an older generation
+/// restarts that shard from its first bucket (so a key may be returned twice, never missed).
 #[derive(Debug)]
 pub struct Scan {
     cursor: u64,
     pattern: Option<Bytes>,
     count: usize,
     type_name: Option<String>,
+}
+
+/// A SCAN cursor: generation (9 bits), shard (12 bits), bucket (32 bits), 53 bits in all, so
+/// a script's `tonumber(cursor)` gives it back exactly. 0 is the start (shard 0, bucket 0)
+/// and, returned, the end; a cursor handed out never is 0 otherwise, since every call moves
+/// at least one bucket on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanCursor {
+    /// The shard.
+    pub shard: usize,
+    /// The next bucket to visit in it.
+    pub bucket: usize,
+    /// The shard's layout generation (low bits) when `bucket` was computed.
+    pub generation: u32,
+}
+
+const CURSOR_BUCKET_BITS: u32 = 32;
+const CURSOR_SHARD_BITS: u32 = 12;
+const CURSOR_GEN_BITS: u32 = 9;
+
+impl ScanCursor {
+    /// Encodes the cursor (below 2^53).
+    pub fn encode(self) -> u64 {
+        let gen_mask = (1u64 << CURSOR_GEN_BITS) - 1;
+        let shard_mask = (1u64 << CURSOR_SHARD_BITS) - 1;
+        let bucket_mask = (1u64 << CURSOR_BUCKET_BITS) - 1;
+        ((u64::from(self.generation) & gen_mask) << (CURSOR_SHARD_BITS + CURSOR_BUCKET_BITS))
+            | ((self.shard as u64 & shard_mask) << CURSOR_BUCKET_BITS)
+            | (self.bucket as u64 & bucket_mask)
+    }
+
+    /// Decodes any number a client sends (unknown ones land somewhere harmless).
+    pub fn decode(c: u64) -> ScanCursor {
+        ScanCursor {
+            shard: ((c >> CURSOR_BUCKET_BITS) & ((1 << CURSOR_SHARD_BITS) - 1)) as usize,
+            bucket: (c & ((1 << CURSOR_BUCKET_BITS) - 1)) as usize,
+            generation: ((c >> (CURSOR_SHARD_BITS + CURSOR_BUCKET_BITS))
+                & ((1 << CURSOR_GEN_BITS) - 1)) as u32,
+        }
+    }
+
+    fn same_generation(&self, layout: u32) -> bool {
+        self.generation == layout & ((1 << CURSOR_GEN_BITS) - 1)
+    }
+}
+
+/// What one SCAN call may still visit.
+struct ScanBudget {
+    keys: usize,
+    buckets: usize,
+}
+
+impl ScanBudget {
+    fn spent(&self) -> bool {
+        self.keys == 0 || self.buckets == 0
+    }
+}
+
+impl Scan {
+    /// Walks one shard's table from `start`; Some(next bucket) if the budget ran out inside
+    /// it, None once the shard is done.
+    fn walk(
+        &self,
+        shard: &crate::store::Shard,
+        db: usize,
+        now_ms: u64,
+        start: usize,
+        budget: &mut ScanBudget,
+        out: &mut Vec<Reply>,
+    ) -> Option<usize> {
+        let table = shard.db(db);
+        let buckets = table.num_buckets().min(1 << CURSOR_BUCKET_BITS);
+        let mut i = start;
+        while i < buckets {
+            if budget.spent() {
+                return Some(i);
+            }
+            budget.buckets -= 1;
+            if let Some(e) = table.bucket(i) {
+                budget.keys -= 1;
+                if !e.is_expired(now_ms)
+                    && self
+                        .pattern
+                        .as_ref()
+                        .is_none_or(|p| glob_match(p, &e.key, false))
+                    && self
+                        .type_name
+                        .as_ref()
+                        .is_none_or(|want| want == e.value.type_name())
+                {
+                    out.push(Reply::bulk(&e.key));
+                }
+            }
+            i += 1;
+        }
+        None
+    }
 }
 
 /// Parses the options shared by SCAN and the per-type scans (HSCAN, SSCAN, ZSCAN).
@@ -563,40 +754,69 @@ impl Command for Scan {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        // Find the hash that ends this batch (the COUNT-th smallest at or after the cursor)
-        // without sorting or copying the whole keyspace.
-        let mut hashes = Vec::new();
-        for_each_live(ctx, |h, _, _| {
-            if h >= self.cursor {
-                hashes.push(h);
+        let shared = ctx.shared;
+        let keyspace = &*shared.keyspace;
+        let shards = keyspace.shard_count();
+        let db = ctx.db();
+        let now = ctx.now_ms;
+        let from = ScanCursor::decode(self.cursor);
+        // Inside EXEC or a script every shard is already held; called by a client, nothing
+        // is, and one shard is locked at a time.
+        let held = ctx.store.holds_all();
+        let mut budget = ScanBudget {
+            keys: self.count,
+            buckets: self.count.saturating_mul(10),
+        };
+        let mut found = Vec::new();
+        let mut shard = from.shard;
+        let mut start = from.bucket;
+        let mut first = true;
+        let mut next = None;
+        while shard < shards {
+            let mut own = None;
+            let guard = if held {
+                ctx.store.held_shard(shard)
+            } else {
+                own = Some(keyspace.lock_indexes(&[shard]));
+                own.as_ref().and_then(|l| l.held_shard(shard))
+            };
+            let Some(guard) = guard else { break };
+            if first && start != 0 && !from.same_generation(guard.layout()) {
+                // Entries may have moved since this position was handed out.
+                start = 0;
             }
-        });
-        let mut end = None;
-        if hashes.len() > self.count {
-            let boundary = *hashes.select_nth_unstable(self.count).1;
-            // Never split keys sharing a hash across two calls.
-            if hashes.iter().any(|&h| h < boundary) {
-                end = Some(boundary);
+            first = false;
+            let stopped = self.walk(guard, db, now, start, &mut budget, &mut found);
+            let layout = guard.layout();
+            drop(own);
+            if let Some(bucket) = stopped {
+                next = Some(ScanCursor {
+                    shard,
+                    bucket,
+                    generation: layout,
+                });
+                break;
+            }
+            shard += 1;
+            start = 0;
+            if budget.spent() {
+                if shard < shards {
+                    next = Some(ScanCursor {
+                        shard,
+                        bucket: 0,
+                        generation: 0,
+                    });
+                }
+                break;
             }
         }
-        let mut keys = Vec::new();
-        for_each_live(ctx, |h, k, t| {
-            if h >= self.cursor && end.is_none_or(|e| h < e) {
-                keys.push((h, Bytes::copy_from_slice(k), t));
+        let next = next.map_or(0, |c| {
+            ScanCursor {
+                generation: c.generation & ((1 << CURSOR_GEN_BITS) - 1),
+                ..c
             }
+            .encode()
         });
-        keys.sort_unstable_by_key(|(h, _, _)| *h);
-        let next = end.unwrap_or(0);
-        let found = keys
-            .into_iter()
-            .filter(|(_, k, t)| {
-                self.pattern
-                    .as_ref()
-                    .is_none_or(|p| glob_match(p, k, false))
-                    && self.type_name.as_ref().is_none_or(|want| want == t)
-            })
-            .map(|(_, k, _)| Reply::Bulk(k))
-            .collect();
         Ok(Reply::Array(vec![
             Reply::Bulk(Bytes::from(next.to_string())),
             Reply::Array(found),
@@ -648,18 +868,52 @@ impl Command for RandomKey {
         Ok(RandomKey)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let mut live = 0usize;
-        for_each_live(ctx, |_, _, _| live += 1);
-        if live == 0 {
+        // A shard picked in proportion to its keys, then the first live key at or after a
+        // random bucket of its table, as Redis picks from its dict: O(shards) plus a short
+        // walk, never a pass over the keyspace (a key after a run of empty buckets is a
+        // little likelier, as in Redis). Keys whose TTL passed but are not reaped yet are
+        // skipped; only if a few tries find nothing but those is the keyspace walked.
+        let db = ctx.db();
+        let now = ctx.now_ms;
+        let sizes: Vec<usize> = ctx.store.shards_mut().map(|s| s.db(db).len()).collect();
+        let total: usize = sizes.iter().sum();
+        if total == 0 {
             return Ok(Reply::Null);
         }
-        let mut pick = rand::random_range(0..live);
+        for _ in 0..16 {
+            let mut pick = rand::random_range(0..total);
+            let Some(index) = sizes.iter().position(|&n| {
+                if pick < n {
+                    true
+                } else {
+                    pick -= n;
+                    false
+                }
+            }) else {
+                break;
+            };
+            let Some(shard) = ctx.store.shards_mut().nth(index) else {
+                break;
+            };
+            let table = shard.db(db);
+            let buckets = table.num_buckets();
+            if buckets == 0 {
+                continue;
+            }
+            let start = rand::random_range(0..buckets);
+            let live = (0..buckets)
+                .map(|i| (start + i) % buckets)
+                .find_map(|i| table.bucket(i))
+                .filter(|e| !e.is_expired(now));
+            if let Some(e) = live {
+                return Ok(Reply::bulk(&e.key));
+            }
+        }
         let mut chosen = Reply::Null;
         for_each_live(ctx, |_, k, _| {
-            if pick == 0 {
+            if chosen == Reply::Null {
                 chosen = Reply::bulk(k);
             }
-            pick = pick.wrapping_sub(1);
         });
         Ok(chosen)
     }
@@ -864,5 +1118,179 @@ impl Command for MemoryUsage {
             None => Reply::Null,
             Some(e) => Reply::Int((48 + e.key.len() + e.value.approx_memory()) as i64),
         })
+    }
+}
+
+/// `TOUCH key [key …]`: counts the keys that exist, marking each as accessed.
+#[derive(Debug)]
+pub struct Touch {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Touch {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Touch {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.read(db, k, ctx.now_ms).is_some())
+            .count();
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`
+///
+/// The destination is the same key bytes' shard whatever its database, so the table's two
+/// key positions cover it.
+#[derive(Debug)]
+pub struct Copy {
+    src: Bytes,
+    dst: Bytes,
+    options: Vec<Bytes>,
+}
+
+impl Command for Copy {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Copy {
+            src: a.next()?.clone(),
+            dst: a.next()?.clone(),
+            options: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let src_db = ctx.db();
+        let (mut dst_db, mut replace) = (src_db, false);
+        // Redis's order: each option in turn, a DB index checked (range included) where it
+        // stands, so it fails before a later syntax error.
+        let mut a = ArgCursor::new(&self.options);
+        while a.remaining() > 0 {
+            if a.eat("REPLACE") {
+                replace = true;
+            } else if a.remaining() >= 2 && a.eat("DB") {
+                dst_db = db_index(ctx, int_arg(a.next()?, None)?)?;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        if ctx.shared.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+            return Err(CmdError::msg(
+                "ERR Copying to another database is not allowed in cluster mode",
+            ));
+        }
+        if src_db == dst_db && self.src == self.dst {
+            return Err(same_object());
+        }
+        let now = ctx.now_ms;
+        let Some(entry) = ctx.store.lookup(src_db, &self.src, now) else {
+            return Ok(Reply::Int(0));
+        };
+        let (value, expire) = (entry.value.clone(), entry.expire_at());
+        if ctx.store.exists(dst_db, &self.dst, now) {
+            if !replace {
+                return Ok(Reply::Int(0));
+            }
+            ctx.store.remove(dst_db, &self.dst, now);
+        }
+        ctx.store.set(dst_db, &self.dst, value, expire);
+        Ok(Reply::Int(1))
+    }
+}
+
+fn same_object() -> CmdError {
+    CmdError::msg("ERR source and destination objects are the same")
+}
+
+/// `MOVE key db`
+#[derive(Debug)]
+pub struct Move {
+    key: Bytes,
+    db: Bytes,
+}
+
+impl Command for Move {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Move {
+            key: a.next()?.clone(),
+            db: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.shared.cluster.is_some() {
+            return Err(CmdError::msg("ERR MOVE is not allowed in cluster mode"));
+        }
+        let src_db = ctx.db();
+        let dst_db = db_index(ctx, int_arg(&self.db, None)?)?;
+        if src_db == dst_db {
+            return Err(same_object());
+        }
+        let now = ctx.now_ms;
+        if !ctx.store.exists(src_db, &self.key, now) || ctx.store.exists(dst_db, &self.key, now) {
+            return Ok(Reply::Int(0));
+        }
+        let Some(entry) = ctx.store.remove(src_db, &self.key, now) else {
+            return Ok(Reply::Int(0));
+        };
+        let expire = entry.expire_at();
+        ctx.store.set(dst_db, &self.key, entry.value, expire);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// `WAIT numreplicas timeout`: sluice has no replicas, so it answers 0 at once (Redis, with
+/// none, answers 0 once the timeout passes, or blocks forever for timeout 0).
+#[derive(Debug)]
+pub struct Wait;
+
+impl Command for Wait {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
+        let t = parse_i64(a.next()?).ok_or(CmdError::msg(
+            "ERR timeout is not an integer or out of range",
+        ))?;
+        if t < 0 {
+            return Err(CmdError::msg("ERR timeout is negative"));
+        }
+        Ok(Wait)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(0))
+    }
+}
+
+/// OBJECT HELP: Redis 7.0's text.
+#[derive(Debug)]
+pub struct ObjectHelp;
+
+impl Command for ObjectHelp {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ObjectHelp)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        const LINES: &[&str] = &[
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Prints this help.",
+        ];
+        Ok(Reply::Array(
+            LINES.iter().map(|l| Reply::status(l)).collect(),
+        ))
     }
 }

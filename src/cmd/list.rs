@@ -195,7 +195,7 @@ impl<const LEFT: bool, const XX: bool> Command for Push<LEFT, XX> {
     }
 }
 
-/// LPOP / RPOP key [count]
+/// `LPOP / RPOP key [count]`
 #[derive(Debug)]
 pub struct Pop<const LEFT: bool> {
     key: Bytes,

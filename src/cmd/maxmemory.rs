@@ -29,7 +29,7 @@ pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> O
     }
     let in_multi = client.multi.is_some();
     let is_exec = spec.name == "exec";
-    let refuse = spec.has_flag("denyoom")
+    let refuse = spec.has(super::table::CmdFlags::DENYOOM)
         || (in_multi && !matches!(spec.name, "exec" | "discard" | "quit" | "reset"))
         || (is_exec && queue_grows_memory(shared, client));
     if !refuse {
@@ -52,7 +52,7 @@ pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> O
 fn queue_grows_memory(shared: &Shared, client: &ClientState) -> bool {
     client.multi.as_ref().is_some_and(|queue| {
         queue.iter().any(|args| {
-            matches!(lookup(&shared.table, args), Lookup::Found(spec) if spec.has_flag("denyoom"))
+            matches!(lookup(&shared.table, args), Lookup::Found(spec) if spec.has(super::table::CmdFlags::DENYOOM))
         })
     })
 }

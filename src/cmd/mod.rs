@@ -15,22 +15,26 @@
 
 pub mod args;
 pub mod cluster;
+pub mod dump;
 pub mod hash;
 pub mod keys;
 pub mod list;
-pub mod long_double;
+/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
+pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod pause;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod testmode;
 pub mod throttle;
 pub mod txn;
 pub mod zset;
+pub mod zsetops;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +50,9 @@ use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
 
 pub use args::ArgCursor;
-pub use table::{CommandSpec, CommandTable, KeySpec, LockMode};
+pub use table::{
+    CmdFlags, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+};
 
 /// Server-wide state every command can reach.
 #[derive(Debug)]
@@ -264,19 +270,50 @@ pub fn lookup(table: &CommandTable, args: &[Bytes]) -> Lookup<'static> {
     Lookup::Found(spec)
 }
 
-/// Locks what `spec` needs for `args`.
-pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &[Bytes]) -> Locked<'a> {
+/// Who is about to run a command; Redis refuses some commands by their flags for some
+/// callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A client, outside MULTI.
+    Client,
+    /// A client inside MULTI (the command would be queued).
+    Multi,
+    /// EXEC running a queued command.
+    Exec,
+    /// A script's `redis.call` / `redis.pcall`.
+    Script,
+}
+
+/// The one place where command flags refuse a command for its caller, with Redis 7.0's
+/// texts: `no_multi` commands (SHUTDOWN…) inside MULTI, `noscript` ones (MULTI, WATCH,
+/// MONITOR, AUTH, CLIENT…) from scripts. EXEC checks again what it runs, so nothing
+/// refused at queue time can run through another path.
+pub fn refused_for(spec: &CommandSpec, caller: Caller) -> Option<&'static str> {
+    match caller {
+        Caller::Multi | Caller::Exec if spec.has(CmdFlags::NO_MULTI) => {
+            Some("ERR Command not allowed inside a transaction")
+        }
+        Caller::Script if spec.has(CmdFlags::NOSCRIPT) => {
+            Some("ERR This Redis command is not allowed from script")
+        }
+        _ => None,
+    }
+}
+
+/// Locks what `spec` needs for `args`. The key arguments' hashes are kept with the locks,
+/// so the handler's lookups and writes do not hash them again.
+pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -> Locked<'a> {
     match spec.lock {
-        LockMode::None => shared.keyspace.lock_none(),
+        LockMode::None | LockMode::Stepwise => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
         LockMode::Keys => match spec.keys {
             // Most commands have exactly one key, at index 1: skip the position iterator.
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.lock_keys([&args[1]]),
+            } if args.len() > 1 => shared.keyspace.lock_args([&args[1][..]]),
             _ => shared
                 .keyspace
-                .lock_keys(spec.keys.positions(args).map(|i| &args[i])),
+                .lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
         },
     }
 }
@@ -296,13 +333,17 @@ fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    if let Some(hooks) = &shared.test {
-        hooks.record(shared.clock.now_ms(), client, args);
-    }
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
         Lookup::Error(e) => {
             client.info.clear_last_cmd();
+            if let Some(hooks) = &shared.test
+                && client.authenticated
+            {
+                hooks.record(shared.clock.now_ms(), client, args);
+            }
             return reject(shared, client, e.into());
         }
     };
@@ -310,12 +351,24 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    if !client.authenticated && !spec.has_flag("no_auth") {
+    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return reject(
             shared,
             client,
             Reply::Error("NOAUTH Authentication required.".into()),
         );
+    }
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            client,
+            &monitor::redact(spec.name, args),
+        );
+    }
+    if client.multi.is_some()
+        && let Some(text) = refused_for(spec, Caller::Multi)
+    {
+        return reject(shared, client, Reply::Error(text.into()));
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
     let _routed = match cluster::route(shared, client, spec, args) {
@@ -357,8 +410,15 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     };
     let reply = (spec.handler)(&mut ctx, args);
     drop(ctx);
-    if shared.monitors.active() && !spec.has_flag("admin") {
-        shared.monitors.publish(now_ns / 1000, client, args);
+    if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
+        let hard = shared.live.output_buffer_limit().hard;
+        let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
+        shared.monitors.publish(
+            now_ns / 1000,
+            client,
+            &monitor::redact(spec.name, args),
+            cap,
+        );
     }
     shared
         .table

@@ -164,7 +164,7 @@ fn may_replicate(shared: &Shared, args: &[Bytes]) -> bool {
         "pfcount" | "publish" | "spublish" | "fcall" => true,
         "eval" | "evalsha" => script_writes(shared, spec.name, args).unwrap_or(true),
         "eval_ro" | "evalsha_ro" => script_writes(shared, spec.name, args).unwrap_or(false),
-        _ => spec.has_flag("write"),
+        _ => spec.has(super::CmdFlags::WRITE),
     }
 }
 

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup, run,
-    run_sub,
+    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup,
+    run, run_sub,
 };
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
@@ -279,15 +279,19 @@ impl Host for ScriptHost<'_, '_> {
                 return Reply::Error(Cow::Owned(text));
             }
         };
-        if spec.has_flag("noscript") || SELF_LOCKING.contains(&spec.name) {
+        if super::refused_for(spec, super::Caller::Script).is_some()
+            || SELF_LOCKING.contains(&spec.name)
+        {
             return refuse("ERR This Redis command is not allowed from script");
         }
-        let writes = spec.has_flag("write");
+        let writes = spec.has(CmdFlags::WRITE);
         if writes && self.read_only {
             return refuse("ERR Write commands are not allowed from read-only scripts.");
         }
         let maxmemory = shared.live.maxmemory();
-        if maxmemory > 0 && spec.has_flag("denyoom") && crate::alloc_stats::allocated() > maxmemory
+        if maxmemory > 0
+            && spec.has(CmdFlags::DENYOOM)
+            && crate::alloc_stats::allocated() > maxmemory
         {
             return Reply::Error(Cow::Borrowed(crate::store::evict::OOM_ERROR));
         }
@@ -516,7 +520,7 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
         let lock_free = spec.lock == LockMode::None
             && client.watched.is_empty()
             && !matches!(spec.name, "exec" | "watch");
-        if spec.has_flag("allow_busy") {
+        if spec.has(CmdFlags::ALLOW_BUSY) {
             if lock_free {
                 return None;
             }

@@ -20,7 +20,14 @@ use crate::protocol::Reply;
 pub static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_acl(&["@fast", "@connection"]),
-    C::new("echo", 2, &["fast"], C::keys(0, 0, 0), run::<Echo>).with_acl(&["@fast", "@connection"]),
+    C::new(
+        "echo",
+        2,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Echo>,
+    )
+    .with_acl(&["@fast", "@connection"]),
     C::new(
         "quit",
         -1,
@@ -279,7 +286,74 @@ static COMMAND: &[C] = &[
         KeySpec::None,
         run_sub::<Help>,
     ),
+    C::new(
+        "command|getkeys",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandGetKeys>,
+    )
+    .with_acl(&["@slow", "@connection"]),
 ];
+
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+#[derive(Debug)]
+pub struct CommandGetKeys {
+    args: Vec<Bytes>,
+}
+
+impl Command for CommandGetKeys {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandGetKeys {
+            args: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let spec = match super::lookup(&ctx.shared.table, &self.args) {
+            super::Lookup::Found(spec) => spec,
+            super::Lookup::Error(CmdError::WrongArity(_)) => {
+                return Err(CmdError::msg(
+                    "ERR Invalid number of arguments specified for command",
+                ));
+            }
+            super::Lookup::Error(_) => return Err(CmdError::msg("ERR Invalid command specified")),
+        };
+        if let KeySpec::Keynum {
+            begin,
+            keynumidx,
+            firstkey,
+            step,
+            ..
+        } = spec.keys
+        {
+            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
+            let count = self
+                .args
+                .get((begin + keynumidx).max(0) as usize)
+                .and_then(|b| parse_i64(b));
+            let fits = count.is_some_and(|c| {
+                c >= 0
+                    && (c == 0
+                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
+                            < self.args.len() as i64)
+            });
+            if !fits {
+                if spec.has(super::CmdFlags::NO_MANDATORY_KEYS) {
+                    return Ok(Reply::Array(Vec::new()));
+                }
+                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
+            }
+        } else if matches!(spec.keys, KeySpec::None) {
+            return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        Ok(Reply::Array(
+            spec.keys
+                .positions(&self.args)
+                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .collect(),
+        ))
+    }
+}
 
 static CONFIG: &[C] = &[
     C::new(
@@ -359,7 +433,7 @@ impl Command for Help {
     }
 }
 
-/// PING [message]
+/// `PING [message]`
 #[derive(Debug)]
 pub struct Ping {
     message: Option<Bytes>,
@@ -435,8 +509,9 @@ impl Command for Reset {
 
 /// Checks AUTH / HELLO AUTH credentials against the default user, as Redis 7 does: with no
 /// password configured the default user takes any password (but `AUTH <password>` alone is an
-/// error), otherwise the password must match; other users do not exist. The comparison takes
-/// the same time wherever the first difference is.
+/// error), otherwise the password must match; other users do not exist. As Redis's ACL does,
+/// the SHA-256 digests of both passwords are compared, in constant time: the time taken
+/// depends neither on where they differ nor on either password's length.
 fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
     use subtle::ConstantTimeEq;
     let wrongpass = CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
@@ -449,13 +524,15 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
         )),
         None => Ok(()),
         Some(expected) => {
-            let same: bool = expected.as_bytes().ct_eq(pass).into();
+            let digest = |b: &[u8]| ring::digest::digest(&ring::digest::SHA256, b);
+            let (want, got) = (digest(expected.as_bytes()), digest(pass));
+            let same: bool = want.as_ref().ct_eq(got.as_ref()).into();
             if same { Ok(()) } else { Err(wrongpass) }
         }
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 #[derive(Debug)]
 pub struct Auth {
     user: Option<Bytes>,
@@ -952,10 +1029,61 @@ fn key_spec_fields(
     ]
 }
 
+/// One key spec given explicitly in the table.
+fn key_spec_doc(d: &crate::cmd::KeySpecDoc) -> Reply {
+    use crate::cmd::FindKeys;
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    let ints = |pairs: &[(&'static str, i64)]| {
+        Reply::Map(
+            pairs
+                .iter()
+                .map(|&(k, v)| field(k, Reply::Int(v)))
+                .collect(),
+        )
+    };
+    let mut fields = Vec::with_capacity(4);
+    if let Some(notes) = d.notes {
+        fields.push(field("notes", Reply::bulk(notes.as_bytes())));
+    }
+    fields.push(field("flags", status_set(d.flags)));
+    let begin = match d.begin {
+        Some(i) => Reply::Map(vec![
+            field("type", Reply::bulk(b"index")),
+            field("spec", ints(&[("index", i)])),
+        ]),
+        None => Reply::Map(vec![
+            field("type", Reply::bulk(b"unknown")),
+            field("spec", Reply::Map(vec![])),
+        ]),
+    };
+    fields.push(field("begin_search", begin));
+    let (kind, spec) = match d.find {
+        FindKeys::Range(last, step, limit) => (
+            "range",
+            ints(&[("lastkey", last), ("keystep", step), ("limit", limit)]),
+        ),
+        FindKeys::Keynum(idx, first, step) => (
+            "keynum",
+            ints(&[("keynumidx", idx), ("firstkey", first), ("keystep", step)]),
+        ),
+        FindKeys::Unknown => ("unknown", Reply::Map(vec![])),
+    };
+    fields.push(field(
+        "find_keys",
+        Reply::Map(vec![
+            field("type", Reply::bulk(kind.as_bytes())),
+            field("spec", spec),
+        ]),
+    ));
+    Reply::Map(fields)
+}
+
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if let KeySpec::Keynum {
+    let key_specs = if let Some(doc) = spec.info {
+        doc.key_specs.iter().map(key_spec_doc).collect()
+    } else if let KeySpec::Keynum {
         begin,
         keynumidx,
         firstkey,
@@ -980,7 +1108,7 @@ pub fn command_info(spec: &C) -> Reply {
         ));
         vec![Reply::Map(fields)]
     } else if first > 0 {
-        let flags: &[&'static str] = if spec.has_flag("write") {
+        let flags: &[&'static str] = if spec.has(super::table::CmdFlags::WRITE) {
             &["RW", "update"]
         } else {
             &["RO", "access"]
@@ -1002,14 +1130,19 @@ pub fn command_info(spec: &C) -> Reply {
     Reply::Array(vec![
         Reply::bulk(spec.name.as_bytes()),
         Reply::Int(spec.reported_arity.unwrap_or(spec.arity) as i64),
-        status_set(spec.flags),
+        status_set(&spec.flags.names()),
         Reply::Int(first as i64),
         Reply::Int(last as i64),
         Reply::Int(step as i64),
         status_set(spec.acl),
-        Reply::Set(vec![]),
-        Reply::Array(key_specs),
-        Reply::Array(spec.subcommands.iter().map(command_info).collect()),
+        Reply::Set(
+            spec.info
+                .map(|d| d.tips.iter().map(|t| Reply::bulk(t.as_bytes())).collect())
+                .unwrap_or_default(),
+        ),
+        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        Reply::Set(key_specs),
+        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
     ])
 }
 
@@ -1200,7 +1333,7 @@ impl Command for FunctionList {
     }
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
 pub struct Shutdown;
 
@@ -1282,43 +1415,65 @@ impl Command for ConfigGet {
 }
 
 /// CONFIG SET name value [name value …]
+///
+/// As Redis 7.0: every name is looked up first (the first unknown, immutable or repeated
+/// name fails the whole call), then every value is checked and applied to a copy, which
+/// replaces the configuration only if all of them pass.
 #[derive(Debug)]
 pub struct ConfigSet {
-    pairs: Vec<(String, String)>,
+    pairs: Vec<(Bytes, Bytes)>,
 }
 
 impl Command for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        let mut pairs = Vec::new();
-        for chunk in rest.chunks(2) {
-            let name = String::from_utf8_lossy(&chunk[0]).to_ascii_lowercase();
-            let known = crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name);
-            if !known || chunk.len() < 2 {
-                return Err(CmdError::owned(format!(
-                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-                    super::printable(&chunk[0], 128)
-                )));
-            }
-            pairs.push((name, String::from_utf8_lossy(&chunk[1]).into_owned()));
+        if !rest.len().is_multiple_of(2) {
+            return Err(CmdError::Syntax);
         }
-        Ok(ConfigSet { pairs })
+        Ok(ConfigSet {
+            pairs: rest
+                .chunks_exact(2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect(),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let failed = |name: &[u8], why: &str| {
+            CmdError::owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                super::printable(name, 128)
+            ))
+        };
+        let mut names: Vec<String> = Vec::with_capacity(self.pairs.len());
+        for (typed, _) in &self.pairs {
+            let name = String::from_utf8_lossy(typed).to_ascii_lowercase();
+            if !crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name) {
+                return Err(CmdError::owned(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    super::printable(typed, 128)
+                )));
+            }
+            if crate::config::is_immutable(&name) {
+                return Err(failed(typed, "can't set immutable config"));
+            }
+            if names.contains(&name) {
+                return Err(failed(typed, "duplicate parameter"));
+            }
+            names.push(name);
+        }
         let Ok(mut cfg) = ctx.shared.config.write() else {
             return Err(CmdError::msg("ERR configuration is unavailable"));
         };
         let mut next = cfg.clone();
         let mut recorded = Vec::new();
-        for (name, value) in &self.pairs {
-            match next.set_param(name, value) {
-                Ok(true) => {}
-                Ok(false) => recorded.push((name.clone(), value.clone())),
-                Err(why) => {
-                    return Err(CmdError::owned(format!(
-                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-                    )));
-                }
+        for (name, (_, value)) in names.iter().zip(&self.pairs) {
+            let value = String::from_utf8_lossy(value);
+            let checked = crate::config::check_set_value(name, &value)
+                .and_then(|v| next.set_param(name, &v).map(|acted| (v, acted)));
+            match checked {
+                Ok((_, true)) => {}
+                Ok((v, false)) => recorded.push((name.clone(), v)),
+                Err(why) => return Err(failed(name.as_bytes(), &why)),
             }
         }
         ctx.shared.live.store(&next);

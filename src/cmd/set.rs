@@ -251,7 +251,7 @@ impl Command for SCard {
     }
 }
 
-/// SPOP key [count]
+/// `SPOP key [count]`
 #[derive(Debug)]
 pub struct SPop {
     key: Bytes,
@@ -308,7 +308,7 @@ impl Command for SPop {
     }
 }
 
-/// SRANDMEMBER key [count]
+/// `SRANDMEMBER key [count]`
 #[derive(Debug)]
 pub struct SRandMember {
     key: Bytes,

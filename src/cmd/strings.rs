@@ -3,7 +3,7 @@
 //! The fixed-window limiter lives here (`SET k 1 EX p NX`, `INCR k`), so counters are stored
 //! as `Value::Int` and INCR does no parsing or allocation when the value is already one.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::cmd::args::parse_i64;
@@ -145,7 +145,7 @@ pub static COMMANDS: &[C] = &[
     C::new(
         "append",
         3,
-        &["write", "denyoom"],
+        &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
         run::<Append>,
     )
@@ -274,7 +274,7 @@ enum Ttl {
     At(u64),
 }
 
-/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
 #[derive(Debug)]
 pub struct Set {
     key: Bytes,
@@ -703,20 +703,42 @@ impl Command for Append {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let mut joined = match ctx.store.lookup(db, &self.key, ctx.now_ms) {
-            None => {
-                // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
-                ctx.store
-                    .set(db, &self.key, Value::from_bytes(&self.value), None);
-                return Ok(Reply::Int(self.value.len() as i64));
-            }
-            Some(e) => e.value.as_bytes()?.to_vec(),
+        let max = ctx
+            .shared
+            .config
+            .read()
+            .map(|c| c.proto_max_bulk_len)
+            .unwrap_or(usize::MAX);
+        let Some(e) = ctx.store.lookup(db, &self.key, ctx.now_ms) else {
+            // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
+            ctx.store
+                .set(db, &self.key, Value::from_bytes(&self.value), None);
+            return Ok(Reply::Int(self.value.len() as i64));
         };
-        joined.extend_from_slice(&self.value);
-        let len = joined.len();
-        ctx.store
-            .set_keep_ttl(db, &self.key, Value::Raw(Bytes::from(joined)), ctx.now_ms);
-        Ok(Reply::Int(len as i64))
+        let old_len = match &e.value {
+            Value::Int(n) => itoa::Buffer::new().format(*n).len(),
+            Value::Str(b) | Value::Raw(b) => b.len(),
+            _ => return Err(CmdError::WrongType),
+        };
+        let total = old_len.saturating_add(self.value.len());
+        if total > max {
+            return Err(CmdError::msg(
+                "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+            ));
+        }
+        // Grow the stored buffer in place when nobody else holds it: BytesMut keeps spare
+        // capacity (doubling), so a run of APPENDs costs amortised O(appended bytes), not a
+        // copy of the whole value per call as a fresh Vec would.
+        let mut buf = match std::mem::replace(&mut e.value, Value::Int(0)) {
+            Value::Raw(b) => b
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
+            other => BytesMut::from(&other.as_bytes()?[..]),
+        };
+        buf.extend_from_slice(&self.value);
+        e.value = Value::Raw(buf.freeze());
+        ctx.store.touch(db, &self.key);
+        Ok(Reply::Int(total as i64))
     }
 }
 

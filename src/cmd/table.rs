@@ -112,6 +112,123 @@ impl KeySpec {
     }
 }
 
+bitflags::bitflags! {
+    /// Redis's command flags, declared in the order COMMAND reports them (Redis 7.0's
+    /// `addReplyCommandFlags`), so iterating the set gives Redis's reply.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CmdFlags: u32 {
+        /// May modify the keyspace.
+        const WRITE = 1 << 0;
+        /// Only reads.
+        const READONLY = 1 << 1;
+        /// Refused over maxmemory (may grow memory).
+        const DENYOOM = 1 << 2;
+        /// Administrative: not fed to MONITOR.
+        const ADMIN = 1 << 3;
+        /// Pub/sub.
+        const PUBSUB = 1 << 4;
+        /// Refused from scripts (`redis.call`).
+        const NOSCRIPT = 1 << 5;
+        /// May block the client.
+        const BLOCKING = 1 << 6;
+        /// Allowed while loading.
+        const LOADING = 1 << 7;
+        /// Allowed on a stale replica.
+        const STALE = 1 << 8;
+        /// Not fed to MONITOR.
+        const SKIP_MONITOR = 1 << 9;
+        /// Not logged by SLOWLOG.
+        const SKIP_SLOWLOG = 1 << 10;
+        /// Cluster ASKING.
+        const ASKING = 1 << 11;
+        /// O(1) or O(log N).
+        const FAST = 1 << 12;
+        /// Allowed before AUTH.
+        const NO_AUTH = 1 << 13;
+        /// May run without any key.
+        const NO_MANDATORY_KEYS = 1 << 14;
+        /// Refused during async loading.
+        const NO_ASYNC_LOADING = 1 << 15;
+        /// Refused inside MULTI.
+        const NO_MULTI = 1 << 16;
+        /// Keys found by parsing the arguments.
+        const MOVABLEKEYS = 1 << 17;
+        /// Allowed while a script is busy.
+        const ALLOW_BUSY = 1 << 18;
+    }
+}
+
+/// Each flag with the name COMMAND gives it, in Redis's order.
+const FLAG_NAMES: [(CmdFlags, &str); 19] = [
+    (CmdFlags::WRITE, "write"),
+    (CmdFlags::READONLY, "readonly"),
+    (CmdFlags::DENYOOM, "denyoom"),
+    (CmdFlags::ADMIN, "admin"),
+    (CmdFlags::PUBSUB, "pubsub"),
+    (CmdFlags::NOSCRIPT, "noscript"),
+    (CmdFlags::BLOCKING, "blocking"),
+    (CmdFlags::LOADING, "loading"),
+    (CmdFlags::STALE, "stale"),
+    (CmdFlags::SKIP_MONITOR, "skip_monitor"),
+    (CmdFlags::SKIP_SLOWLOG, "skip_slowlog"),
+    (CmdFlags::ASKING, "asking"),
+    (CmdFlags::FAST, "fast"),
+    (CmdFlags::NO_AUTH, "no_auth"),
+    (CmdFlags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (CmdFlags::NO_ASYNC_LOADING, "no_async_loading"),
+    (CmdFlags::NO_MULTI, "no_multi"),
+    (CmdFlags::MOVABLEKEYS, "movablekeys"),
+    (CmdFlags::ALLOW_BUSY, "allow_busy"),
+];
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl CmdFlags {
+    /// The flags named by Redis's names. The family tables are statics, so an unknown name
+    /// stops the build.
+    pub const fn from_names(names: &[&str]) -> CmdFlags {
+        let mut flags = CmdFlags::empty();
+        let mut i = 0;
+        while i < names.len() {
+            let mut j = 0;
+            loop {
+                if j == FLAG_NAMES.len() {
+                    panic!("unknown command flag");
+                }
+                if same(names[i], FLAG_NAMES[j].1) {
+                    flags = flags.union(FLAG_NAMES[j].0);
+                    break;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        flags
+    }
+
+    /// The names COMMAND reports, in Redis's order.
+    pub fn names(self) -> Vec<&'static str> {
+        FLAG_NAMES
+            .iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
 /// What a command locks before it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockMode {
@@ -121,6 +238,10 @@ pub enum LockMode {
     Keys,
     /// Every shard (whole-keyspace commands).
     All,
+    /// Called by a client: nothing, the handler locks one shard at a time (SCAN walks the
+    /// shards so). Inside EXEC or a script, which must not take locks of their own: every
+    /// shard, as `All`.
+    Stepwise,
 }
 
 /// One command (or subcommand) of the table.
@@ -130,8 +251,8 @@ pub struct CommandSpec {
     pub name: &'static str,
     /// Redis arity: positive = exact argument count (name included), negative = minimum.
     pub arity: i32,
-    /// Redis command flags, as COMMAND reports them.
-    pub flags: &'static [&'static str],
+    /// Redis command flags.
+    pub flags: CmdFlags,
     /// ACL categories, as COMMAND reports them.
     pub acl: &'static [&'static str],
     /// Key positions.
@@ -146,10 +267,47 @@ pub struct CommandSpec {
     pub immediate: bool,
     /// The arity COMMAND reports, where it differs from the one dispatch checks.
     pub reported_arity: Option<i32>,
+    /// The key specs and tips COMMAND INFO reports, where Redis's are more precise than what
+    /// `keys` implies (several specs, `OW`/`RO` flags, notes).
+    pub info: Option<&'static InfoDoc>,
+}
+
+/// What COMMAND INFO reports beyond the table's own fields.
+#[derive(Debug)]
+pub struct InfoDoc {
+    /// Command tips (`request_policy:…`), in Redis's order.
+    pub tips: &'static [&'static str],
+    /// The key specs, in Redis's order.
+    pub key_specs: &'static [KeySpecDoc],
+}
+
+/// One key spec as COMMAND INFO reports it.
+#[derive(Debug)]
+pub struct KeySpecDoc {
+    /// Its notes, if Redis gives any.
+    pub notes: Option<&'static str>,
+    /// Its flags (`RO`, `access`, …).
+    pub flags: &'static [&'static str],
+    /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
+    pub begin: Option<i64>,
+    /// How keys are found from there.
+    pub find: FindKeys,
+}
+
+/// The `find_keys` part of a key spec.
+#[derive(Debug)]
+pub enum FindKeys {
+    /// `range`: last key (relative), step and limit.
+    Range(i64, i64, i64),
+    /// `keynum`: numkeys index, first key and step.
+    Keynum(i64, i64, i64),
+    /// `unknown`.
+    Unknown,
 }
 
 impl CommandSpec {
     /// A command with the given keys; it locks their shards (or nothing if it has none).
+    /// `flags` are Redis's flag names (checked when the table is compiled).
     pub const fn new(
         name: &'static str,
         arity: i32,
@@ -160,7 +318,7 @@ impl CommandSpec {
         CommandSpec {
             name,
             arity,
-            flags,
+            flags: CmdFlags::from_names(flags),
             acl: &[],
             lock: match keys {
                 KeySpec::None => LockMode::None,
@@ -171,6 +329,7 @@ impl CommandSpec {
             subcommands: &[],
             immediate: false,
             reported_arity: None,
+            info: None,
         }
     }
 
@@ -186,6 +345,12 @@ impl CommandSpec {
     /// Locks every shard instead.
     pub const fn whole_keyspace(mut self) -> Self {
         self.lock = LockMode::All;
+        self
+    }
+
+    /// Locks one shard at a time by itself (see `LockMode::Stepwise`).
+    pub const fn stepwise(mut self) -> Self {
+        self.lock = LockMode::Stepwise;
         self
     }
 
@@ -213,6 +378,12 @@ impl CommandSpec {
         self
     }
 
+    /// Sets what COMMAND INFO reports for key specs and tips.
+    pub const fn with_info(mut self, info: &'static InfoDoc) -> Self {
+        self.info = Some(info);
+        self
+    }
+
     /// Runs even inside MULTI.
     pub const fn immediate(mut self) -> Self {
         self.immediate = true;
@@ -229,9 +400,9 @@ impl CommandSpec {
         self.name.rsplit('|').next().unwrap_or(self.name)
     }
 
-    /// True if the command has flag `f`.
-    pub fn has_flag(&self, f: &str) -> bool {
-        self.flags.contains(&f)
+    /// True if the command has every flag of `f`.
+    pub fn has(&self, f: CmdFlags) -> bool {
+        self.flags.contains(f)
     }
 }
 
@@ -255,7 +426,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 12] {
+pub fn all_families() -> [&'static [CommandSpec]; 15] {
     use super::*;
     [
         strings::COMMANDS,
@@ -270,6 +441,9 @@ pub fn all_families() -> [&'static [CommandSpec]; 12] {
         testmode::COMMANDS,
         scripting::COMMANDS,
         cluster::COMMANDS,
+        zsetops::COMMANDS,
+        sort::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 

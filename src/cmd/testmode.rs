@@ -72,6 +72,13 @@ static FAULT: &[C] = &[
         run_sub::<AddFault<2>>,
     ),
     C::new(
+        "fault|panic",
+        -2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<AddFault<3>>,
+    ),
+    C::new(
         "fault|clear",
         2,
         &["admin", "fast"],
@@ -123,6 +130,9 @@ pub enum FaultKind {
     Latency(Duration),
     /// Run the command, reply, then close the connection.
     Disconnect,
+    /// Panic in the connection's task instead of running the command: proves that a task
+    /// that dies still releases what the connection held.
+    Panic,
 }
 
 /// One injected fault.
@@ -223,11 +233,16 @@ impl TestHooks {
                 client.disconnect_after = Some(1);
                 None
             }
+            FaultKind::Panic => {
+                drop(faults);
+                panic!("FAULT PANIC injected for client {}", client.id())
+            }
         }
     }
 }
 
-/// FAULT ERROR <error line> | LATENCY <ms> | DISCONNECT, then [COUNT n] [COMMAND name] [CLIENT name]
+/// `FAULT ERROR <error line> | LATENCY <ms> | DISCONNECT | PANIC`, then
+/// `[COUNT n] [COMMAND name] [CLIENT name]`
 ///
 /// COUNT defaults to 1 (0 = until FAULT CLEAR). The error line is sent as given, so it
 /// carries its own prefix: `FAULT ERROR "BUSY Redis is busy running a script."`.
@@ -253,7 +268,8 @@ impl<const KIND: u8> Command for AddFault<KIND> {
                 }
                 FaultKind::Latency(Duration::from_millis(ms as u64))
             }
-            _ => FaultKind::Disconnect,
+            2 => FaultKind::Disconnect,
+            _ => FaultKind::Panic,
         };
         let mut fault = Fault {
             kind,
@@ -338,6 +354,7 @@ impl Command for FaultList {
                         FaultKind::Error(e) => format!("error {e:?}"),
                         FaultKind::Latency(d) => format!("latency {}", d.as_millis()),
                         FaultKind::Disconnect => "disconnect".into(),
+                        FaultKind::Panic => "panic".into(),
                     };
                     Reply::Bulk(Bytes::from(format!(
                         "{kind} count={} command={} client={}",
@@ -353,7 +370,7 @@ impl Command for FaultList {
     }
 }
 
-/// CMDLOG GET [count] [CLIENT name]: the most recent commands, oldest first, each as
+/// `CMDLOG GET [count] [CLIENT name]`: the most recent commands, oldest first, each as
 /// [id, time-ms, client-id, client-name, lib-name, db, [args…]].
 #[derive(Debug)]
 pub struct CmdLogGet {

@@ -35,7 +35,7 @@ fn cell_error(e: ThrottleError) -> CmdError {
     CmdError::owned(String::from_utf8_lossy(&e.error_line()).into_owned())
 }
 
-/// CL.THROTTLE key max_burst count period [quantity]
+/// `CL.THROTTLE key max_burst count period [quantity]`
 #[derive(Debug)]
 pub struct Throttle {
     key: Bytes,

@@ -10,6 +10,7 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, LockMode, Lookup, Shared, lookup, run};
 use crate::client::ClientState;
@@ -70,14 +71,20 @@ pub static COMMANDS: &[C] = &[
 /// Drops every WATCH of a client and clears its dirty flag. The caller must hold no shard
 /// lock (it locks the watched keys' shards itself).
 pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
-    if !client.watched.is_empty() {
-        let watched = std::mem::take(&mut client.watched);
-        let mut locked = shared.keyspace.lock_keys(watched.iter().map(|(_, k)| k));
-        for (db, key) in &watched {
-            locked.unwatch(*db, key, client.id());
-        }
-    }
+    let watched = std::mem::take(&mut client.watched);
+    unwatch_keys(shared, client.id(), watched);
     client.dirty.store(false, Ordering::Release);
+}
+
+/// Drops the WATCH entries of client `id` on `watched`; the caller must hold no shard lock.
+pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
+    if watched.is_empty() {
+        return;
+    }
+    let mut locked = shared.keyspace.lock_keys(watched.iter().map(|(_, k)| k));
+    for (db, key) in &watched {
+        locked.unwatch(*db, key, id);
+    }
 }
 
 /// `unwatch_client` from inside a handler: releases the handler's locks first.
@@ -235,51 +242,75 @@ impl Command for Exec {
             })
             .collect();
 
-        // Lock everything the transaction touches, in ascending shard order.
-        let needs_all = specs.iter().flatten().any(|s| s.lock == LockMode::All);
-        ctx.store = if needs_all {
+        // Lock everything the transaction touches, in ascending shard order. The queued
+        // commands' keys are hashed once, here: their handlers run with these locks, which
+        // remember the hashes (the queue outlives them).
+        let needs_all = specs
+            .iter()
+            .flatten()
+            .any(|s| matches!(s.lock, LockMode::All | LockMode::Stepwise));
+        ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
+        let store = if needs_all {
             shared.keyspace.lock_all()
         } else {
-            let mut keys: Vec<&Bytes> = ctx.client.watched.iter().map(|(_, k)| k).collect();
+            let watched: SmallVec<[usize; 4]> = ctx
+                .client
+                .watched
+                .iter()
+                .map(|(_, k)| shared.keyspace.shard_of(k))
+                .collect();
+            let mut keys: Vec<&[u8]> = Vec::new();
             for (args, spec) in queue.iter().zip(&specs) {
                 if let Some(spec) = spec {
-                    keys.extend(spec.keys.positions(args).map(|i| &args[i]));
+                    keys.extend(spec.keys.positions(args).map(|i| &args[i][..]));
                 }
             }
-            shared.keyspace.lock_keys(keys)
+            shared.keyspace.lock_args_and(keys, &watched)
         };
         let now_ns = shared.clock.now_ns();
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
-
-        let id = ctx.client.id();
         let now_ms = ctx.now_ms;
-        let watched = std::mem::take(&mut ctx.client.watched);
+        let mut run = Ctx {
+            shared,
+            client: &mut *ctx.client,
+            store,
+            now_ms,
+            now_ns,
+            in_exec: true,
+        };
+
+        let id = run.client.id();
+        let watched = std::mem::take(&mut run.client.watched);
         let expired = watched
             .iter()
-            .any(|(db, key)| ctx.store.watched_key_expired(*db, key, id, now_ms));
-        ctx.client.watched = watched;
-        if expired || ctx.client.dirty.load(Ordering::Acquire) {
+            .any(|(db, key)| run.store.watched_key_expired(*db, key, id, now_ms));
+        run.client.watched = watched;
+        if expired || run.client.dirty.load(Ordering::Acquire) {
+            drop(run);
             unwatch_all(ctx);
             return Ok(Reply::NullArray);
         }
 
-        ctx.in_exec = true;
         let mut replies = Vec::with_capacity(queue.len());
         for (args, spec) in queue.iter().zip(specs) {
             let Some(spec) = spec else {
                 replies.push(super::unknown_command(args).into());
                 continue;
             };
+            if let Some(text) = super::refused_for(spec, super::Caller::Exec) {
+                replies.push(Reply::Error(text.into()));
+                continue;
+            }
             let started = std::time::Instant::now();
-            let reply = (spec.handler)(ctx, args);
+            let reply = (spec.handler)(&mut run, args);
             shared
                 .table
                 .record(spec, started.elapsed(), reply.is_error());
             shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
             replies.push(reply);
         }
-        ctx.in_exec = false;
+        drop(run);
         unwatch_all(ctx);
         Ok(Reply::Array(replies))
     }

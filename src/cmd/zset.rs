@@ -231,7 +231,7 @@ pub static COMMANDS: &[C] = &[
 ];
 
 /// The encoding thresholds in force (`zset-max-listpack-*`; CONFIG wiring comes later).
-const LIMITS: ZsetLimits = ZsetLimits::DEFAULT;
+pub(crate) const LIMITS: ZsetLimits = ZsetLimits::DEFAULT;
 
 /// Most elements a negative-count `ZRANDMEMBER` may reply. Redis has no limit and tries to
 /// build any reply asked for (`ZRANDMEMBER key -9223372036854775807` makes it run out of
@@ -247,7 +247,7 @@ fn lex_range_invalid() -> CmdError {
 }
 
 /// The reply line of a [`ZsetError`].
-fn zset_error(e: ZsetError) -> CmdError {
+pub(crate) fn zset_error(e: ZsetError) -> CmdError {
     CmdError::msg(match e {
         ZsetError::NotANumber => "ERR resulting score is not a number (NaN)",
         ZsetError::NxAndXx => "ERR XX and NX options at the same time are not compatible",
@@ -284,7 +284,11 @@ fn write_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut 
 
 /// Members with optional scores, shaped as Redis 7.0 replies them for protocol `resp`:
 /// members only; or, with scores, `[m1, s1, m2, s2, …]` in RESP2 and `[[m1, s1], …]` in RESP3.
-fn scored_reply<M: Into<Bytes>>(items: Vec<(M, f64)>, withscores: bool, resp: u8) -> Reply {
+pub(crate) fn scored_reply<M: Into<Bytes>>(
+    items: Vec<(M, f64)>,
+    withscores: bool,
+    resp: u8,
+) -> Reply {
     if !withscores {
         return Reply::Array(
             items

@@ -3,9 +3,9 @@
 //! This module does no I/O, reads no clock and touches no store. The command
 //! wrapper reads the clock once, looks the key up, and passes both in. It then
 //! applies the [`Decision`] this module returns: it sends the reply and
-//! performs the write, if there is one. The behaviour is specified in
-//! `/work/shared/specs/cl-throttle.md`. Its "Decisions for sluice" are cited below as
-//! "decision N".
+//! performs the write, if there is one. The behaviour, and the decisions where sluice
+//! departs from redis-cell (cited below as "decision N"), are described in
+//! `docs/cl-throttle.md`.
 //!
 //! # Terms
 //!
@@ -489,7 +489,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The clock origin of spec §10: 1 700 000 000 000 ms since the epoch,
+    /// The clock origin of the test vectors: 1 700 000 000 000 ms since the epoch,
     /// a whole second.
     const S: i64 = 1_700_000_000_000 * NANOS_PER_MS;
 
@@ -590,7 +590,7 @@ mod tests {
     const EXPIRE: &str = "Cell error: Store error: Error while setting key expire";
     const RANGE: &str = "ERR value is not an integer or out of range";
 
-    // ---- §10 G1: redis-cell's unit test as commands (`foo 4 1 1 <q>`) ----
+    // ---- G1: redis-cell's unit test as commands (`foo 4 1 1 <q>`) ----
 
     #[test]
     fn g1_redis_cell_unit_test() {
@@ -637,7 +637,7 @@ mod tests {
         assert_eq!(peek.write, Some((ms(10500), 1000)));
     }
 
-    // ---- §10 G2: README / seed-article parameters (`15 30 60 <q>`) ----
+    // ---- G2: redis-cell README parameters (`15 30 60 <q>`) ----
 
     #[test]
     fn g2_readme_parameters() {
@@ -671,7 +671,7 @@ mod tests {
         assert_eq!(key.reply(ms(40000), &a(1)), [0, 16, 15, -1, 2], "row 24");
     }
 
-    /// The seed example: 20 calls of `15 30 60 1` on a fresh key at the
+    /// The README example: 20 calls of `15 30 60 1` on a fresh key at the
     /// same instant. 16 are allowed; calls 17-20 are limited.
     #[test]
     fn seed_example_twenty_calls() {
@@ -693,7 +693,7 @@ mod tests {
         assert_eq!(key.tat(), Some(ms(32000)));
     }
 
-    // ---- §10 G3: Dragonfly's sequence with redis-cell values (`4 1 10`) ----
+    // ---- G3: Dragonfly's sequence with redis-cell values (`4 1 10`) ----
 
     #[test]
     fn g3_dragonfly_sequence_redis_cell_values() {
@@ -736,7 +736,7 @@ mod tests {
         assert_eq!(decision.write, Some((ms(0) + 4_000, 1)));
     }
 
-    // ---- §10 G4: rounding and fractional T ----
+    // ---- G4: rounding and fractional T ----
 
     #[test]
     fn g4_fractional_emission_interval() {
@@ -767,7 +767,7 @@ mod tests {
         assert_eq!(key.reply(ms(2000), "0 1 2"), [0, 1, 0, -1, 2]);
     }
 
-    // ---- §10 G5: fresh-key specials (`15 30 60 <q>`) ----
+    // ---- G5: fresh-key specials (`15 30 60 <q>`) ----
 
     #[test]
     fn g5_fresh_quantity_zero() {
@@ -792,7 +792,7 @@ mod tests {
         assert_eq!(decision.write, None, "no key");
     }
 
-    // ---- §10 G6: errors ----
+    // ---- G6: errors ----
 
     #[test]
     fn g6_errors() {
@@ -849,7 +849,7 @@ mod tests {
         assert_eq!(command("k 15 30 60").unwrap().quantity, 1, "default 1");
     }
 
-    // ---- §1 parsing rules ----
+    // ---- argument parsing rules ----
 
     #[test]
     fn integer_syntax_accepted() {
@@ -920,7 +920,7 @@ mod tests {
 
     #[test]
     fn error_lines_are_exact_bytes() {
-        // §11 raw socket bytes, minus the leading '-' and the CRLF.
+        // redis-cell's raw socket bytes, minus the leading '-' and the CRLF.
         assert_eq!(ThrottleError::ZeroRates.error_line(), ZERO.as_bytes());
         assert_eq!(ThrottleError::Usage.error_line(), USAGE.as_bytes());
         assert_eq!(
@@ -950,7 +950,7 @@ mod tests {
         );
     }
 
-    // ---- §11 observed replies (controlled clock) ----
+    // ---- replies observed from redis-cell (controlled clock) ----
 
     /// Sequence A at the observed client times, then its continuation.
     #[test]
@@ -1300,7 +1300,7 @@ mod tests {
         );
     }
 
-    // ---- §6 other edge cases ----
+    // ---- other edge cases ----
 
     #[test]
     fn oversize_request_on_existing_key() {
@@ -1451,7 +1451,7 @@ mod tests {
 
         /// In the everyday range (period up to 1000 s, T at least 1 µs,
         /// non-negative arguments), the replies equal a plain integer model
-        /// of spec §2 and §4. This shows that the `f64` steps copied from
+        /// of the algorithm and reply in `docs/cl-throttle.md`. This shows that the `f64` steps copied from
         /// redis-cell change nothing there.
         #[test]
         fn matches_integer_model(
@@ -1564,7 +1564,7 @@ mod tests {
         }
 
         /// Below 2^53 ns (about 104 days) the f64 seconds conversion equals
-        /// the integer formula of spec §4.
+        /// the integer formula for fields 4 and 5 in `docs/cl-throttle.md`.
         #[test]
         fn reply_seconds_matches_integer_formula(d in 0i64..(1i64 << 53)) {
             let expected = d / NANOS_PER_SEC + i64::from((d % NANOS_PER_SEC) / NANOS_PER_MS > 0);

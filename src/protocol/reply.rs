@@ -164,10 +164,9 @@ impl From<Option<Bytes>> for Reply {
     }
 }
 
-/// Formats a double as Redis 7.0 replies it (`%.17g`; `inf` and `-inf`).
-pub fn format_double(d: f64, out: &mut Vec<u8>) {
-    crate::store::zset::format_score(d, out)
-}
+/// Doubles are formatted as Redis 7.0 replies them (`%.17g`; `inf` and `-inf`) by
+/// [`crate::num::format_double`].
+pub use crate::num::format_double;
 
 fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.reserve(text.len() + 3);

@@ -89,7 +89,7 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
         }
         Reply::Double(d) => {
             let mut text = Vec::with_capacity(24);
-            crate::protocol::reply::format_double(*d, &mut text);
+            crate::num::format_double(*d, &mut text);
             Value::String(lua.create_string(&text)?)
         }
         Reply::Bool(b) if resp >= 3 => Value::Boolean(*b),

@@ -81,17 +81,50 @@ pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, l
     let span = tracing::debug_span!("conn", id = info.id, peer = %addr);
     let _enter = span.enter();
     tracing::debug!("connected");
-    let mut client = ClientState::new(info.clone());
-    let outcome = run(&shared, stream, &mut client).await;
+    let mut conn = Registered {
+        shared: shared.clone(),
+        client: ClientState::new(info.clone()),
+    };
+    let outcome = run(&shared, stream, &mut conn.client).await;
     if let Err(e) = outcome {
         tracing::debug!("connection ended: {e}");
     }
-    if !client.watched.is_empty() {
+    if !conn.client.watched.is_empty() {
         cmd::scripting::wait_idle(&shared).await;
     }
-    cmd::txn::unwatch_client(&shared, &mut client);
-    shared.clients.unregister(info.id);
+    drop(conn);
     tracing::debug!("disconnected");
+}
+
+/// A connection's entries in shared state (its registry entry and WATCHes), released when
+/// this is dropped: at the end of `serve`, and equally when the task panics or is dropped
+/// mid-await (tokio drops a task's future in both cases). The MONITOR slot is a guard of its
+/// own; the maxclients slot is `server::Admitted`.
+struct Registered {
+    shared: Arc<Shared>,
+    client: ClientState,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let id = self.client.id();
+        let watched = std::mem::take(&mut self.client.watched);
+        if !watched.is_empty() {
+            let script_holds_shards = cmd::scripting::script_running(&self.shared);
+            match tokio::runtime::Handle::try_current() {
+                // A script holds every shard: unwatch once it ends, without blocking here.
+                Ok(rt) if script_holds_shards => {
+                    let shared = self.shared.clone();
+                    rt.spawn(async move {
+                        cmd::scripting::wait_idle(&shared).await;
+                        cmd::txn::unwatch_keys(&shared, id, watched);
+                    });
+                }
+                _ => cmd::txn::unwatch_keys(&self.shared, id, watched),
+            }
+        }
+        self.shared.clients.unregister(id);
+    }
 }
 
 async fn run<S: Transport>(
@@ -180,8 +213,11 @@ async fn run<S: Transport>(
                 client.disconnect_after = Some(n - 1);
             }
             if client.monitor {
+                // Joined before the +OK goes out, as in Redis: every command run after the
+                // client sees the reply is in its feed.
+                let slot = shared.monitors.join();
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return monitor(shared, stream, client).await;
+                return monitor(shared, stream, client, slot).await;
             }
             if client.close_after_reply {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -248,34 +284,66 @@ async fn run<S: Transport>(
     }
 }
 
-/// Streams the MONITOR feed to this connection until it closes.
+/// Streams the MONITOR feed to this connection until it closes, is killed, or falls behind
+/// past its output-buffer limits (see `cmd::monitor`).
 async fn monitor<S: Transport>(
     shared: &Shared,
     mut stream: S,
     client: &ClientState,
+    slot: cmd::monitor::MonitorSlot<'_>,
 ) -> std::io::Result<()> {
-    let mut feed = shared.monitors.join();
-    let result = async {
-        let mut scratch = [0u8; 512];
-        loop {
+    let queue = &slot.queue;
+    let mut scratch = [0u8; 512];
+    let mut over_soft_since: Option<Instant> = None;
+    loop {
+        if queue.overflowed() {
+            tracing::warn!(
+                "closing client {}: MONITOR output over the output-buffer limit",
+                client.info.id
+            );
+            return Err(closed("monitor output over the limit"));
+        }
+        let limit = shared.live.output_buffer_limit();
+        if limit.soft > 0 && limit.soft_seconds > 0 && queue.pending() > limit.soft {
+            let since = *over_soft_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_secs(limit.soft_seconds) {
+                return Err(closed("monitor output over the soft limit for too long"));
+            }
+        } else {
+            over_soft_since = None;
+        }
+        let lines = queue.take();
+        if lines.is_empty() {
             tokio::select! {
-                line = feed.recv() => match line {
-                    Ok(line) => {
-                        stream.write_all(&line).await?;
-                        stream.flush().await?;
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => return Ok(()),
-                },
+                _ = queue.ready.notified() => {}
                 n = stream.read(&mut scratch) => if n? == 0 { return Ok(()) },
                 _ = client.info.kill.cancelled() => return Ok(()),
                 _ = shared.shutdown.cancelled() => return Ok(()),
+                // Re-checks the soft limit while the client is stalled.
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
+            continue;
         }
+        let n: usize = lines.iter().map(Bytes::len).sum();
+        let write = async {
+            for line in &lines {
+                stream.write_all(line).await?;
+            }
+            stream.flush().await
+        };
+        tokio::select! {
+            r = write => r?,
+            // The queue overflowing while this write is stuck ends the connection.
+            _ = async { while !queue.overflowed() { queue.ready.notified().await } } => {}
+            _ = client.info.kill.cancelled() => return Ok(()),
+            _ = shared.shutdown.cancelled() => return Ok(()),
+        }
+        queue.written(n);
+        shared
+            .stats
+            .net_output_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
     }
-    .await;
-    shared.monitors.leave();
-    result
 }
 
 /// Why a connection was closed while writing.
@@ -321,12 +389,14 @@ async fn write_out<S: Transport>(
         let mut deadline: Option<Instant> = None;
         if limit.soft > 0 && limit.soft_seconds > 0 && buffered > limit.soft {
             let since = *over_soft_since.get_or_insert_with(Instant::now);
-            deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+            // Checked: a deadline too far away to represent is no deadline.
+            deadline = since.checked_add(Duration::from_secs(limit.soft_seconds));
         } else {
             *over_soft_since = None;
         }
-        if idle > 0 {
-            let d = last_progress + Duration::from_secs(idle);
+        if idle > 0
+            && let Some(d) = last_progress.checked_add(Duration::from_secs(idle))
+        {
             deadline = Some(deadline.map_or(d, |x| x.min(d)));
         }
         let expired = async {

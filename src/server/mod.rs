@@ -1,11 +1,15 @@
 //! The top floor: listening sockets, accepting connections (with maxclients), and shutdown.
 //!
-//! `Server::bind` binds every configured address and reports the real port (for `--port 0`);
-//! `Server::run` serves until the shutdown token is cancelled (SIGINT/SIGTERM in the binary,
-//! SHUTDOWN from a client, or dropping a `TestServer`), then lets each connection finish the
-//! replies to what it already read and waits a bounded time for them to close.
+//! `Server::bind` binds every configured address, reports the real port (for `--port 0`)
+//! and starts the event loops (`loops`: `threads` of them, each a thread that serves its
+//! connections from read to write). `Server::run` accepts and deals connections to the loops
+//! until the shutdown token is cancelled (SIGINT/SIGTERM in the binary, SHUTDOWN from a
+//! client, or dropping a `TestServer`), then lets each connection finish the replies to what
+//! it already read and waits a bounded time for them to close. `run` may be awaited from any
+//! runtime: it only waits there; the serving happens on the loops' own threads.
 
 pub mod connection;
+pub mod loops;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -70,6 +74,9 @@ pub enum ServerError {
     /// The TLS certificate or key could not be loaded.
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The event-loop threads could not be started.
+    #[error("cannot start the event loops: {0}")]
+    Threads(std::io::Error),
 }
 
 /// A bound, not yet running server.
@@ -78,6 +85,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     /// The TLS listeners and the acceptor they share.
     tls: Option<(Vec<TcpListener>, TlsAcceptor)>,
+    /// The event loops that serve the connections.
+    loops: loops::Loops,
 }
 
 impl std::fmt::Debug for Server {
@@ -85,6 +94,7 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("listeners", &self.listeners)
             .field("tls_listeners", &self.tls.as_ref().map(|t| &t.0))
+            .field("loops", &self.loops)
             .finish()
     }
 }
@@ -182,10 +192,13 @@ impl Server {
                     reason: e.to_string(),
                 }
             })?;
+        let loops = loops::Loops::start(shared.config().effective_threads())
+            .map_err(ServerError::Threads)?;
         Ok(Server {
             shared: Arc::new(shared),
             listeners,
             tls,
+            loops,
         })
     }
 
@@ -212,31 +225,53 @@ impl Server {
         self.shared.shutdown.clone()
     }
 
-    /// Serves until shut down.
+    /// How many event loops serve the connections.
+    pub fn threads(&self) -> usize {
+        self.loops.count()
+    }
+
+    /// Serves until shut down. The connections are served on the server's own event-loop
+    /// threads; the caller's runtime (any flavour) only waits here.
     pub async fn run(self) {
-        let shared = self.shared;
-        crate::store::reaper::spawn(
-            shared.keyspace.clone(),
-            shared.clock.clone(),
-            shared.shutdown.clone(),
-        );
+        let Server {
+            shared,
+            listeners,
+            tls,
+            loops,
+        } = self;
+        if let Some(reaper) = loops.reaper() {
+            crate::store::reaper::spawn(
+                reaper,
+                shared.keyspace.clone(),
+                shared.clock.clone(),
+                shared.shutdown.clone(),
+            );
+        }
         let tracker = TaskTracker::new();
         let admitted = Arc::new(AtomicUsize::new(0));
-        let plain = self.listeners.into_iter().map(|l| (l, None));
-        let tls = self
-            .tls
+        let plain = listeners.into_iter().map(|l| (l, None));
+        let tls = tls
             .into_iter()
             .flat_map(|(ls, acceptor)| ls.into_iter().map(move |l| (l, Some(acceptor.clone()))));
-        for (listener, acceptor) in plain.chain(tls) {
-            let shared = shared.clone();
-            let tracker2 = tracker.clone();
-            tracker.spawn(accept_loop(
+        let dealer = loops.dealer().clone();
+        for (i, (listener, acceptor)) in plain.chain(tls).enumerate() {
+            // The listener moves to a loop's runtime: it was registered with the caller's.
+            let listener = match listener.into_std() {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!("cannot move a listener to its event loop: {e}");
+                    continue;
+                }
+            };
+            let accept = accept_loop(
                 listener,
                 acceptor,
-                shared,
-                tracker2,
+                shared.clone(),
+                tracker.clone(),
                 admitted.clone(),
-            ));
+                dealer.clone(),
+            );
+            dealer.handle(i).spawn(tracker.track_future(accept));
         }
         shared.shutdown.cancelled().await;
         // A script still running (even one that wrote) would keep its thread forever.
@@ -248,6 +283,7 @@ impl Server {
         {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
         }
+        drop(loops);
         tracing::info!("sluice stopped");
     }
 }
@@ -280,13 +316,23 @@ impl Drop for Admitted {
     }
 }
 
+/// Accepts on `listener` (on the loop it was given to) and deals each connection to a loop,
+/// where it is served from then on.
 async fn accept_loop(
-    listener: TcpListener,
+    listener: std::net::TcpListener,
     tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     tracker: TaskTracker,
     admitted: Arc<AtomicUsize>,
+    dealer: loops::Dealer,
 ) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("cannot listen on an event loop: {e}");
+            return;
+        }
+    };
     let laddr = listener
         .local_addr()
         .map(|a| a.to_string())
@@ -327,11 +373,26 @@ async fn accept_loop(
         } else {
             None
         };
+        // The socket leaves this loop's reactor for the one of the loop that serves it.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("cannot hand {peer} to an event loop: {e}");
+                continue;
+            }
+        };
         let shared = shared.clone();
         let laddr = laddr.clone();
         let tls = tls.clone();
-        tracker.spawn(async move {
+        dealer.next().spawn(tracker.track_future(async move {
             let _slot = slot;
+            let stream = match TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("cannot serve {peer} on an event loop: {e}");
+                    return;
+                }
+            };
             match tls {
                 None => admit(shared, stream, peer, laddr, refusal).await,
                 Some(acceptor) => {
@@ -343,7 +404,7 @@ async fn accept_loop(
                     }
                 }
             }
-        });
+        }));
     }
 }
 

@@ -2,7 +2,9 @@
 //! makes one command, a whole EXEC or a script atomic without a global lock.
 //!
 //! A key's shard is picked from one seeded hash of the key (the same hash the shard's table
-//! uses, so it is computed once). A command locks the shards of its keys in ascending index
+//! uses). It is computed once per key argument: `lock_args` remembers the hashes of the keys
+//! it locked for, and every later lookup of the same argument (the same bytes, by address,
+//! borrowed for as long as the locks are held) reuses it. A command locks the shards of its keys in ascending index
 //! order, which rules out deadlock between any two lockers; commands over the whole keyspace
 //! (KEYS, FLUSHALL, DBSIZE…) lock every shard, in the same order. Guards are std mutex
 //! guards, which are `!Send`, so the compiler refuses any that would live across an
@@ -23,6 +25,9 @@ use smallvec::SmallVec;
 
 pub use shard::{Entry, Shard, ShardStats};
 pub use value::Value;
+
+/// Most key hashes a `Locked` remembers (see `Keyspace::lock_args`).
+const MAX_REMEMBERED: usize = 16;
 
 /// All shards of all databases.
 #[derive(Debug)]
@@ -95,11 +100,46 @@ impl Keyspace {
         self.lock_indexes(&idx)
     }
 
+    /// Locks the shards of `keys` in ascending order, like `lock_keys`, and remembers each
+    /// key's hash so that the lookups and writes through the returned guards do not hash it
+    /// again. The keys are borrowed for as long as the guards live, which is what makes
+    /// recognising them by address sound.
+    pub fn lock_args<'a, I>(&'a self, keys: I) -> Locked<'a>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        self.lock_args_and(keys, &[])
+    }
+
+    /// `lock_args`, also locking the shards `also` (indexes, in any order).
+    pub fn lock_args_and<'a, I>(&'a self, keys: I, also: &[usize]) -> Locked<'a>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
+        let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
+        for key in keys {
+            let hash = self.hash(key);
+            idx.push(self.shard_of_hash(hash));
+            // Beyond a few keys (MSET of hundreds) a linear search would cost more than the
+            // hash it saves.
+            if hashed.len() < MAX_REMEMBERED {
+                hashed.push((key, hash));
+            }
+        }
+        idx.sort_unstable();
+        idx.dedup();
+        let mut locked = self.lock_indexes(&idx);
+        locked.hashed = hashed;
+        locked
+    }
+
     /// Locks the given shard indexes, which must be sorted and unique.
     pub fn lock_indexes(&self, idx: &[usize]) -> Locked<'_> {
         Locked {
             ks: self,
             guards: idx.iter().map(|&i| (i, self.lock_index(i))).collect(),
+            hashed: SmallVec::new(),
         }
     }
 
@@ -114,6 +154,7 @@ impl Keyspace {
         Locked {
             ks: self,
             guards: SmallVec::new(),
+            hashed: SmallVec::new(),
         }
     }
 
@@ -153,6 +194,8 @@ impl Keyspace {
 pub struct Locked<'a> {
     ks: &'a Keyspace,
     guards: SmallVec<[(usize, MutexGuard<'a, Shard>); 4]>,
+    /// The key arguments the shards were locked for, with their hashes (`lock_args`).
+    hashed: SmallVec<[(&'a [u8], u64); 4]>,
 }
 
 impl std::fmt::Debug for Locked<'_> {
@@ -243,6 +286,12 @@ impl<'a> Locked<'a> {
     /// Releases every guard.
     pub fn release(&mut self) {
         self.guards.clear();
+        self.hashed.clear();
+    }
+
+    /// Shard `i`, if it is held.
+    pub fn held_shard(&self, i: usize) -> Option<&Shard> {
+        self.guards.iter().find(|(j, _)| *j == i).map(|(_, g)| &**g)
     }
 
     /// True if every shard is held.
@@ -250,9 +299,21 @@ impl<'a> Locked<'a> {
         self.guards.len() == self.ks.shard_count()
     }
 
+    /// The key's hash: remembered if `key` is one of the arguments the shards were locked
+    /// for (the same borrowed bytes: same address and length), computed otherwise.
+    #[inline]
+    fn hash_of(&self, key: &[u8]) -> u64 {
+        for &(k, hash) in &self.hashed {
+            if std::ptr::eq(k.as_ptr(), key.as_ptr()) && k.len() == key.len() {
+                return hash;
+            }
+        }
+        self.ks.hash(key)
+    }
+
     #[inline]
     fn shard(&mut self, key: &[u8]) -> (&mut Shard, u64) {
-        let hash = self.ks.hash(key);
+        let hash = self.hash_of(key);
         let want = self.ks.shard_of_hash(hash);
         let pos = self.guards.iter().position(|(i, _)| *i == want);
         match pos {
@@ -400,5 +461,28 @@ impl<'a> Locked<'a> {
     pub fn watched_key_expired(&mut self, db: usize, key: &[u8], client: u64, now_ms: u64) -> bool {
         let (shard, hash) = self.shard(key);
         shard.watched_key_expired(db, hash, key, client, now_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locked_keys_are_hashed_once_and_other_slices_still_work() {
+        let ks = Keyspace::new(8, 1, 0);
+        let a = bytes::Bytes::from_static(b"rate:user:1");
+        let b = bytes::Bytes::from_static(b"rate:user:2");
+        let mut locked = ks.lock_args([&a[..], &b[..]]);
+        assert_eq!(locked.hash_of(&a), ks.hash(&a));
+        locked.set(0, &a, Value::Int(1), None);
+        // The same bytes elsewhere (a copy, a sub-slice) are hashed afresh, not mistaken.
+        let copy = a.to_vec();
+        assert!(locked.exists(0, &copy, 0));
+        assert_eq!(locked.hash_of(&copy), ks.hash(&copy));
+        assert_eq!(locked.hash_of(&a[..4]), ks.hash(b"rate"));
+        assert!(!locked.exists(0, &b, 0));
+        locked.release();
+        assert!(locked.hashed.is_empty());
     }
 }

@@ -22,13 +22,19 @@ pub const REAP_BATCH: usize = 128;
 /// than the one a reaper sleeps on can be reaped, without a wake-up on every insert.
 pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 
-/// Starts one reaper task per shard; they stop when `stop` is cancelled.
-pub fn spawn(keyspace: Arc<Keyspace>, clock: Clock, stop: CancellationToken) {
+/// Starts one reaper task per shard on `runtime` (the server gives them a thread of their
+/// own, off the event loops); they stop when `stop` is cancelled.
+pub fn spawn(
+    runtime: &tokio::runtime::Handle,
+    keyspace: Arc<Keyspace>,
+    clock: Clock,
+    stop: CancellationToken,
+) {
     for i in 0..keyspace.shard_count() {
         let ks = keyspace.clone();
         let clock = clock.clone();
         let stop = stop.clone();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             loop {
                 let now = clock.now_ms();
                 let Some(((_, more), next)) = ks.try_reap_shard(i, now, REAP_BATCH) else {

@@ -120,6 +120,11 @@ impl Entry {
         u64::from(lru_stamp(now_ms).wrapping_sub(self.lru)) * LRU_UNIT_MS
     }
 
+    /// Makes the key look idle for `idle_ms` at `now_ms` (RESTORE … IDLETIME).
+    pub fn set_idle(&mut self, now_ms: u64, idle_ms: u64) {
+        self.lru = lru_stamp(now_ms.saturating_sub(idle_ms));
+    }
+
     /// Records an access at `now_ms`.
     #[inline]
     pub fn mark_accessed(&mut self, now_ms: u64) {
@@ -201,6 +206,16 @@ impl Db {
         self.expires
     }
 
+    /// The table's bucket count (positions for SCAN cursors and random picks).
+    pub fn num_buckets(&self) -> usize {
+        self.table.num_buckets()
+    }
+
+    /// The entry in bucket `i`, if it is full.
+    pub fn bucket(&self, i: usize) -> Option<&Entry> {
+        self.table.get_bucket(i).map(|e| &**e)
+    }
+
     /// All entries, in table order.
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.table.iter().map(|e| &**e)
@@ -252,6 +267,11 @@ pub struct Shard {
     lru_now: u32,
     /// Eviction candidates remembered from earlier samples (see `evict_one`).
     evict_pool: Vec<PoolEntry>,
+    /// Bumped whenever entries may have moved between buckets (a table grew, shrank or
+    /// rehashed in place, a database was flushed or swapped). A SCAN cursor carries a bucket
+    /// position and this number (see `cmd::keys::Scan`); when they differ the position means
+    /// nothing any more and the scan of this shard starts over.
+    layout: u32,
     /// Counters for INFO.
     pub stats: ShardStats,
 }
@@ -265,8 +285,14 @@ impl Shard {
             watches: HashMap::new(),
             lru_now: lru_stamp(now_ms),
             evict_pool: Vec::new(),
+            layout: 0,
             stats: ShardStats::default(),
         }
+    }
+
+    /// The layout generation (see the field): changes whenever bucket positions may have.
+    pub fn layout(&self) -> u32 {
+        self.layout
     }
 
     /// One database's slice.
@@ -364,6 +390,10 @@ impl Shard {
                 e.expire_at != NO_EXPIRY || expire_at.is_some()
             }
             None => {
+                // hashbrown rehashes (moving entries) only on an insert with no room left.
+                if table.len() == table.capacity() {
+                    self.layout = self.layout.wrapping_add(1);
+                }
                 table.insert_unique(
                     hash,
                     Box::new(Entry {
@@ -438,6 +468,11 @@ impl Shard {
         }
         self.touch(db, key);
         Some(*entry)
+    }
+
+    /// How many (key, client) WATCH entries this shard holds.
+    pub fn watch_count(&self) -> usize {
+        self.watches.values().map(|s| s.watchers.len()).sum()
     }
 
     /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
@@ -529,6 +564,7 @@ impl Shard {
     /// Empties one database, signalling watchers of keys that existed.
     pub fn flush_db(&mut self, db: usize) {
         self.signal_existing_watched(db);
+        self.layout = self.layout.wrapping_add(1);
         let old = std::mem::take(&mut self.dbs[db]);
         for e in old.table {
             if let Some(t) = e.timer {
@@ -563,6 +599,7 @@ impl Shard {
         self.signal_existing_watched(a);
         self.signal_existing_watched(b);
         self.dbs.swap(a, b);
+        self.layout = self.layout.wrapping_add(1);
         // Timers remember their database: repoint them.
         let Shard { dbs, wheel, .. } = self;
         for db in [a, b] {
@@ -615,6 +652,7 @@ impl Shard {
             let cap = d.table.capacity();
             if cap > 1024 && d.table.len() * 8 < cap {
                 d.table.shrink_to(d.table.len() * 2, |e| e.hash);
+                self.layout = self.layout.wrapping_add(1);
             }
         }
         self.wheel.compact();

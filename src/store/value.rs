@@ -10,8 +10,8 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
 
-use crate::cmd::args::parse_i64;
 use crate::error::CmdError;
+use crate::num::parse_i64;
 use crate::store::zset::SortedSet;
 
 /// The value of a key.
@@ -381,7 +381,7 @@ impl Value {
 
     /// A string value from bytes, as an `Int` when the bytes are a canonical i64.
     pub fn from_bytes(b: &[u8]) -> Value {
-        match crate::cmd::args::parse_i64(b) {
+        match parse_i64(b) {
             Some(n) if b.len() <= 20 => Value::Int(n),
             _ => Value::Str(Bytes::copy_from_slice(b)),
         }

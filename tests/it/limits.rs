@@ -382,8 +382,17 @@ fn a_client_that_never_reads_is_back_pressured() {
         after - before < 8 * 1024 * 1024,
         "the server must not buffer the unread replies: {before} -> {after}"
     );
-    // Still connected: Redis's default never disconnects normal clients.
-    let clients = info_field(&probe.cmd(&[b"INFO", b"clients"]), "connected_clients");
+    // Still connected: Redis's default never disconnects normal clients. (The PING client
+    // just closed; its event loop may not have seen the close yet, so wait for it, bounded.)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut clients;
+    loop {
+        clients = info_field(&probe.cmd(&[b"INFO", b"clients"]), "connected_clients");
+        if clients == Some(2) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(clients, Some(2));
     drop(slow);
 }

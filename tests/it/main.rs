@@ -5,6 +5,8 @@ mod clientcmds;
 mod cluster;
 mod core;
 mod diff;
+mod dump;
+mod hostile;
 mod limits;
 mod memory;
 mod proc;

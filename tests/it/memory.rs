@@ -161,7 +161,13 @@ fn a_key_flood_stays_inside_the_cap_and_is_served() {
             .trim()
             .parse::<i64>()
             .unwrap();
-        assert!(evicted > 50_000, "{policy}: evicted {evicted}");
+        // CL.THROTTLE keys live only seconds: on a slow machine many expire before the cap
+        // is reached, so count what left by either road (eviction must still have happened).
+        let expired = info_field(&other.cmd(&[b"INFO", b"stats"]), "expired_keys").unwrap();
+        assert!(
+            evicted > 10_000 && evicted + expired > 50_000,
+            "{policy}: evicted {evicted}, expired {expired}"
+        );
         assert!(
             dbsize > 10_000 && dbsize < 150_000,
             "{policy}: dbsize {dbsize} ({keys:?})"

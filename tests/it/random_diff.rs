@@ -323,6 +323,9 @@ impl Gen {
     }
 
     fn key_command(&mut self, keys: &[&str]) -> Vec<String> {
+        if self.rng.chance(20) {
+            return self.keys_more_command(keys);
+        }
         let k = self.key(keys);
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let flag = |g: &mut Gen, c: &mut Vec<String>| {
@@ -510,6 +513,9 @@ impl Gen {
     }
 
     fn zset_command(&mut self, keys: &[&str]) -> Vec<String> {
+        if self.rng.chance(25) {
+            return self.zset_algebra_command(keys);
+        }
         let k = self.key(keys);
         let score = |g: &mut Gen| g.rng.pick(SCORES).to_string();
         let lex = |g: &mut Gen| g.rng.pick(LEX).to_string();
@@ -643,6 +649,110 @@ impl Gen {
                 c
             }
             _ => vec!["ZRANDMEMBER".into(), k],
+        }
+    }
+
+    /// ZUNION/ZINTER/ZDIFF (+STORE), ZINTERCARD, ZMPOP over sorted sets, plain sets (t0, t1)
+    /// and keys of other types.
+    fn zset_algebra_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let pool: Vec<&str> = [keys, &["t0", "t1", "s0"][..]].concat();
+        let n = 1 + self.rng.below(3);
+        let mut srcs: Vec<String> = (0..n).map(|_| self.key(&pool)).collect();
+        let numkeys = if self.rng.chance(5) {
+            self.rng.pick(&["0", "-1", "abc", "9"]).to_string()
+        } else {
+            n.to_string()
+        };
+        let op = self.rng.below(5);
+        let mut c: Vec<String> = match op {
+            0 => vec![
+                self.rng.pick(&["ZUNION", "ZINTER", "ZDIFF"]).into(),
+                numkeys,
+            ],
+            1 => vec![
+                self.rng
+                    .pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"])
+                    .into(),
+                self.key(keys),
+                numkeys,
+            ],
+            2 => vec!["ZINTERCARD".into(), numkeys],
+            _ => vec!["ZMPOP".into(), numkeys],
+        };
+        c.append(&mut srcs);
+        match op {
+            0 | 1 => {
+                if self.rng.chance(40) {
+                    c.push("WEIGHTS".into());
+                    for _ in 0..n {
+                        c.push(self.rng.pick(FLOATS).into());
+                    }
+                }
+                if self.rng.chance(40) {
+                    c.push("AGGREGATE".into());
+                    c.push(self.rng.pick(&["SUM", "MIN", "MAX", "max", "avg"]).into());
+                }
+                if op == 0 && self.rng.chance(50) {
+                    c.push("WITHSCORES".into());
+                }
+            }
+            2 => {
+                if self.rng.chance(50) {
+                    c.push("LIMIT".into());
+                    c.push(self.rng.pick(&["0", "1", "2", "-1", "abc"]).into());
+                }
+            }
+            _ => {
+                c.push(self.rng.pick(&["MIN", "MAX", "min", "LEFT"]).into());
+                if self.rng.chance(50) {
+                    c.push("COUNT".into());
+                    c.push(self.rng.pick(&["1", "2", "10", "0", "-1", "abc"]).into());
+                }
+            }
+        }
+        c
+    }
+
+    /// TOUCH, COPY, MOVE and SORT/SORT_RO over keys of every type.
+    fn keys_more_command(&mut self, keys: &[&str]) -> Vec<String> {
+        let k = self.key(keys);
+        match self.rng.below(6) {
+            0 => vec!["TOUCH".into(), k, self.key(keys)],
+            1 => {
+                let mut c = vec!["COPY".into(), k, self.key(keys)];
+                if self.rng.chance(30) {
+                    c.push("DB".into());
+                    c.push(self.rng.pick(&["0", "1", "16", "abc"]).into());
+                }
+                if self.rng.chance(40) {
+                    c.push("REPLACE".into());
+                }
+                c
+            }
+            2 => vec![
+                "MOVE".into(),
+                k,
+                self.rng.pick(&["0", "1", "16", "abc"]).into(),
+            ],
+            _ => {
+                let mut c = vec![self.rng.pick(&["SORT", "SORT", "SORT_RO"]).into(), k];
+                if self.rng.chance(30) {
+                    c.push("LIMIT".into());
+                    c.push(self.rng.pick(&["0", "1", "-1", "2"]).into());
+                    c.push(self.rng.pick(&["1", "2", "-1", "0", "10"]).into());
+                }
+                if self.rng.chance(30) {
+                    c.push(self.rng.pick(&["ASC", "DESC"]).into());
+                }
+                if self.rng.chance(40) {
+                    c.push("ALPHA".into());
+                }
+                if self.rng.chance(20) {
+                    c.push("STORE".into());
+                    c.push(self.key(keys));
+                }
+                c
+            }
         }
     }
 

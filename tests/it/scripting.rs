@@ -89,8 +89,15 @@ fn scripts_are_atomic_across_clients() {
     assert_eq!(undeclared, 800);
 }
 
-fn busy_server(threshold_ms: u64) -> (TestServer, Connection) {
-    let server = TestServer::start().unwrap();
+/// A server with `threads` event loops. With one, every connection shares the script's
+/// thread: they must still be answered (-BUSY, SCRIPT KILL) once the script runs long.
+fn busy_server(threshold_ms: u64, threads: usize) -> (TestServer, Connection) {
+    let server = TestServer::start_with(sluice::Config {
+        test_mode: true,
+        threads,
+        ..sluice::Config::default()
+    })
+    .unwrap();
     let mut con = connect(&server);
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -118,7 +125,16 @@ const BUSY: &[u8] =
 
 #[test]
 fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
-    let (server, mut admin) = busy_server(100);
+    busy_replies_and_script_kill(2);
+}
+
+#[test]
+fn busy_script_on_the_only_event_loop_still_lets_others_in() {
+    busy_replies_and_script_kill(1);
+}
+
+fn busy_replies_and_script_kill(threads: usize) {
+    let (server, mut admin) = busy_server(100, threads);
     let lua_time_limit: Vec<String> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("lua-time-limit")
@@ -174,7 +190,7 @@ fn busy_script_gets_busy_replies_and_script_kill_stops_it() {
 
 #[test]
 fn a_script_that_wrote_is_unkillable() {
-    let (server, mut admin) = busy_server(50);
+    let (server, mut admin) = busy_server(50, 1);
     let mut runner = Conn::connect(server.addr());
     // Writes, then loops for a while (seconds: long enough to be seen busy on a loaded machine).
     runner.send(&[
@@ -341,7 +357,7 @@ fn commandstats_count_calls_made_by_scripts() {
 
 #[test]
 fn shutdown_nosave_stops_a_busy_server() {
-    let (server, _admin) = busy_server(50);
+    let (server, _admin) = busy_server(50, 1);
     let mut runner = Conn::connect(server.addr());
     runner.send(&[
         b"EVAL",

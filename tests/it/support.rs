@@ -163,10 +163,65 @@ pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
     match (resp3, redis_protocol::resp2::decode::decode_range(buf)) {
         (_, Ok(Some((_, n)))) => Ok(Some(n)),
         (None, _) | (_, Ok(None)) => Ok(None),
-        (Some(e3), Err(e2)) => Err(format!(
-            "undecodable reply {} (RESP3: {e3:?}; RESP2: {e2:?})",
-            escape(buf)
-        )),
+        // The crate refuses some valid RESP3 (a set of maps, as Redis 7's COMMAND INFO sends
+        // in RESP3: it wants set elements hashable): measure those by their structure.
+        (Some(e3), Err(e2)) => match scan_frame(buf, 0, 0) {
+            Some(Scan::Complete(n)) => Ok(Some(n)),
+            Some(Scan::Partial) => Ok(None),
+            None => Err(format!(
+                "undecodable reply {} (RESP3: {e3:?}; RESP2: {e2:?})",
+                escape(buf)
+            )),
+        },
+    }
+}
+
+enum Scan {
+    Complete(usize),
+    Partial,
+}
+
+/// The end of the RESP2/RESP3 frame starting at `at`, by its type bytes and lengths only;
+/// `None` if the bytes are not RESP (or nest deeper than 64).
+fn scan_frame(buf: &[u8], at: usize, depth: usize) -> Option<Scan> {
+    if depth > 64 {
+        return None;
+    }
+    let rest = buf.get(at..)?;
+    let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+        return Some(Scan::Partial);
+    };
+    let (&kind, head) = rest[..eol].split_first()?;
+    let head = std::str::from_utf8(head).ok();
+    let mut end = at + eol + 2;
+    match kind {
+        b'+' | b'-' | b':' | b',' | b'(' | b'#' | b'_' => Some(Scan::Complete(end)),
+        b'$' | b'=' | b'!' => {
+            let len: i64 = head?.parse().ok()?;
+            if len < 0 {
+                return Some(Scan::Complete(end));
+            }
+            end += usize::try_from(len).ok()? + 2;
+            Some(if buf.len() >= end {
+                Scan::Complete(end)
+            } else {
+                Scan::Partial
+            })
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n: i64 = head?.parse().ok()?;
+            let per = if matches!(kind, b'%' | b'|') { 2 } else { 1 };
+            // An attribute is followed by the value it describes.
+            let extra = usize::from(kind == b'|');
+            for _ in 0..usize::try_from(n).unwrap_or(0) * per + extra {
+                match scan_frame(buf, end, depth + 1)? {
+                    Scan::Complete(e) => end = e,
+                    Scan::Partial => return Some(Scan::Partial),
+                }
+            }
+            Some(Scan::Complete(end))
+        }
+        _ => None,
     }
 }
 

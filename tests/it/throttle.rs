@@ -1,5 +1,5 @@
-//! CL.THROTTLE over the wire, driven by the test clock: the spec's vector groups G1, G2 and
-//! G6, the seed example, MULTI/EXEC, binary keys and concurrency.
+//! CL.THROTTLE over the wire, driven by the test clock: the vector groups G1, G2 and
+//! G6 of `docs/cl-throttle.md`, the README example, MULTI/EXEC, binary keys and concurrency.
 
 use redis::{Connection, RedisResult};
 use sluice::TestServer;
