@@ -222,9 +222,7 @@ impl Command for ClientPause {
             Some(m) if m.eq_ignore_ascii_case(b"write") => WRITE,
             Some(m) if m.eq_ignore_ascii_case(b"all") => ALL,
             Some(_) => {
-                return Err(CmdError::msg(
-                    "ERR CLIENT PAUSE mode must be WRITE or ALL",
-                ));
+                return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
             }
         };
         let t = super::args::parse_i64(timeout).ok_or(CmdError::msg(

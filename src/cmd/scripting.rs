@@ -298,13 +298,9 @@ impl Host for ScriptHost<'_, '_> {
         if writes {
             self.busy.mark_write();
         }
-        if let Some(refused) = super::cluster::script_check(
-            shared,
-            spec,
-            &args,
-            &mut self.slot,
-            self.cross_slot_ok,
-        ) {
+        if let Some(refused) =
+            super::cluster::script_check(shared, spec, &args, &mut self.slot, self.cross_slot_ok)
+        {
             return refused;
         }
         let started = Instant::now();

@@ -1628,7 +1628,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ("redis_git_sha1", "00000000".into()),
                 ("redis_git_dirty", "0".into()),
                 ("redis_build_id", "0".into()),
-                ("redis_mode", String::from_utf8_lossy(mode(ctx)).into_owned()),
+                (
+                    "redis_mode",
+                    String::from_utf8_lossy(mode(ctx)).into_owned(),
+                ),
                 (
                     "os",
                     format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
@@ -1698,10 +1701,17 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                     "used_memory_peak_perc",
                     format!(
                         "{:.2}%",
-                        if peak > 0 { ratio(used, peak) * 100.0 } else { 100.0 }
+                        if peak > 0 {
+                            ratio(used, peak) * 100.0
+                        } else {
+                            100.0
+                        }
                     ),
                 ),
-                ("used_memory_overhead", used.saturating_sub(dataset).to_string()),
+                (
+                    "used_memory_overhead",
+                    used.saturating_sub(dataset).to_string(),
+                ),
                 ("used_memory_startup", zero()),
                 ("used_memory_dataset", dataset.to_string()),
                 (
@@ -1738,7 +1748,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ),
                 ("rss_overhead_ratio", "1.00".into()),
                 ("rss_overhead_bytes", zero()),
-                ("mem_fragmentation_ratio", format!("{:.2}", ratio(rss, used))),
+                (
+                    "mem_fragmentation_ratio",
+                    format!("{:.2}", ratio(rss, used)),
+                ),
                 (
                     "mem_fragmentation_bytes",
                     (rss as i64 - used as i64).to_string(),

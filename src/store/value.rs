@@ -349,7 +349,10 @@ pub fn scan_step(
         .filter(|&(h, _)| h >= cursor && end.is_none_or(|e| h < e))
         .collect();
     picked.sort_unstable();
-    (picked.into_iter().map(|(_, i)| i).collect(), end.unwrap_or(0))
+    (
+        picked.into_iter().map(|(_, i)| i).collect(),
+        end.unwrap_or(0),
+    )
 }
 
 impl Value {
@@ -511,7 +514,9 @@ mod tests {
     }
 
     fn scan_of(s: &SetValue, cursor: u64, count: usize) -> (Vec<usize>, u64) {
-        scan_step(s.len(), cursor, count, |i| s.get_index(i).map(|m| scan_hash(&m)))
+        scan_step(s.len(), cursor, count, |i| {
+            s.get_index(i).map(|m| scan_hash(&m))
+        })
     }
 
     #[test]
@@ -557,7 +562,10 @@ mod tests {
             loop {
                 let (batch, next) = scan_of(&s, cursor, 1 + round % 17);
                 for m in batch.iter().filter_map(|&i| s.get_index(i)) {
-                    assert!(seen.insert(m.clone()), "round {round}: {m:?} returned twice");
+                    assert!(
+                        seen.insert(m.clone()),
+                        "round {round}: {m:?} returned twice"
+                    );
                 }
                 for _ in 0..rng.random_range(0..6) {
                     if rng.random_range(0..2) == 0 && !s.is_empty() {

@@ -32,7 +32,10 @@ fn pause_write_holds_writes_until_unpause_and_lets_reads_through() {
     let mut writer = Conn::connect(server.addr());
     let mut reader = Conn::connect(server.addr());
     assert_eq!(admin.cmd(&[b"SET", b"k", b"v0"]), b"+OK\r\n");
-    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]),
+        b"+OK\r\n"
+    );
 
     writer.send(&[b"SET", b"k", b"v1"]);
     assert_held(&mut writer);
@@ -57,7 +60,10 @@ fn pause_all_holds_every_command_and_the_server_clock_ends_it() {
     let mut other = Conn::connect(server.addr());
     let frozen = admin.cmd(&[b"CLOCK", b"FREEZE"]);
     assert!(frozen.starts_with(b":"), "{frozen:?}");
-    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"WRITE"]),
+        b"+OK\r\n"
+    );
     other.send(&[b"INCR", b"n"]);
     assert_held(&mut other);
     // Time only moves by hand: the pause ends when the server clock passes its end.
@@ -65,13 +71,19 @@ fn pause_all_holds_every_command_and_the_server_clock_ends_it() {
     assert_eq!(other.read_reply(), b":1\r\n");
 
     // ALL: reads wait too, and so does the client that paused.
-    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"ALL"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"ALL"]),
+        b"+OK\r\n"
+    );
     other.send(&[b"GET", b"n"]);
     assert_held(&mut other);
     admin.send(&[b"PING"]);
     assert_held(&mut admin);
     // Only the clock can end it now: move it from outside the protocol.
-    server.clock().advance(Duration::from_millis(60_001)).unwrap();
+    server
+        .clock()
+        .advance(Duration::from_millis(60_001))
+        .unwrap();
     assert_eq!(other.read_reply(), b"$1\r\n1\r\n");
     assert_eq!(admin.read_reply(), b"+PONG\r\n");
 }
@@ -86,7 +98,10 @@ fn pause_write_holds_exec_of_writes_and_scripts_that_may_write() {
 
     assert_eq!(tx.cmd(&[b"MULTI"]), b"+OK\r\n");
     assert_eq!(tx.cmd(&[b"SET", b"a", b"1"]), b"+QUEUED\r\n");
-    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]),
+        b"+OK\r\n"
+    );
     tx.send(&[b"EXEC"]);
     assert_held(&mut tx);
 
@@ -115,7 +130,10 @@ fn a_paused_client_can_be_killed() {
     let mut victim = Conn::connect(server.addr());
     let id = String::from_utf8(victim.cmd(&[b"CLIENT", b"ID"])).unwrap();
     let id = id.trim_start_matches(':').trim().to_string();
-    assert_eq!(admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]),
+        b"+OK\r\n"
+    );
     victim.send(&[b"SET", b"x", b"1"]);
     assert_held(&mut victim);
     assert_eq!(
@@ -213,8 +231,7 @@ fn info_has_exactly_the_sections_and_fields_of_redis_7_0() {
             let layout: Vec<(String, Vec<String>)> = info_layout(&mut c, args)
                 .into_iter()
                 .map(|(title, names)| {
-                    let mut names: Vec<String> =
-                        names.iter().map(|n| shape(&title, n)).collect();
+                    let mut names: Vec<String> = names.iter().map(|n| shape(&title, n)).collect();
                     names.dedup();
                     (title, names)
                 })
@@ -225,7 +242,8 @@ fn info_has_exactly_the_sections_and_fields_of_redis_7_0() {
     }
     let (redis_layouts, sluice_layouts) = (&layouts[0], &layouts[1]);
     for (r, s) in redis_layouts.iter().zip(sluice_layouts) {
-        let titles = |l: &Vec<(String, Vec<String>)>| l.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+        let titles =
+            |l: &Vec<(String, Vec<String>)>| l.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
         assert_eq!(titles(s), titles(r), "section list");
         for ((title, rf), (_, sf)) in r.iter().zip(s) {
             // Sections sluice leaves empty (Errorstats, Latencystats) carry no foreign field.
@@ -250,7 +268,12 @@ fn info_has_exactly_the_sections_and_fields_of_redis_7_0() {
 /// allocator and buffer sizes, so they are only checked to be numbers).
 fn client_fields(line: &[u8]) -> Vec<(String, String)> {
     let text = String::from_utf8_lossy(line).into_owned();
-    let body = text.split("\r\n").nth(1).unwrap_or("").trim_end().to_string();
+    let body = text
+        .split("\r\n")
+        .nth(1)
+        .unwrap_or("")
+        .trim_end()
+        .to_string();
     let mut out = Vec::new();
     for kv in body.split(' ') {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));

@@ -321,13 +321,26 @@ fn cluster_wire_replies_match_redis() {
     );
     let r = cmd(
         &mut n3,
-        &["EVAL", "#!lua\nreturn redis.call('incr','{foo}s2')", "1", "x"],
+        &[
+            "EVAL",
+            "#!lua\nreturn redis.call('incr','{foo}s2')",
+            "1",
+            "x",
+        ],
     );
-    assert!(r.ends_with(", on @user_script:2.\r\n") && r.starts_with(same_slot), "{r}");
+    assert!(
+        r.ends_with(", on @user_script:2.\r\n") && r.starts_with(same_slot),
+        "{r}"
+    );
     assert_eq!(
         cmd(
             &mut n3,
-            &["EVAL", "#!lua\nreturn redis.pcall('incr','{foo}s2')", "1", "x"]
+            &[
+                "EVAL",
+                "#!lua\nreturn redis.pcall('incr','{foo}s2')",
+                "1",
+                "x"
+            ]
         ),
         format!("{same_slot}\r\n")
     );
