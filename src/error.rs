@@ -37,6 +37,11 @@ pub enum CmdError {
     /// SELECT / SWAPDB / MOVE with a bad index.
     #[error("ERR DB index is out of range")]
     DbIndexOutOfRange,
+    /// A command name the table does not have: Redis's whole line (name and the start of the
+    /// arguments quoted). Its own variant so callers (scripts) tell it apart without reading
+    /// the text.
+    #[error("{0}")]
+    UnknownCommand(String),
     /// Any other error: the whole line, prefix included.
     #[error("{0}")]
     Other(Cow<'static, str>),

@@ -103,7 +103,8 @@ impl<'a> ArgCursor<'a> {
         r
     }
 
-    /// Syntax error if any argument is left.
+    /// Syntax error if any argument is left. `cmd::run` calls it after every `parse`, so
+    /// commands do not.
     pub fn finish(&self) -> CmdResult<()> {
         if self.remaining() == 0 {
             Ok(())

@@ -14,9 +14,11 @@
 //! order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
+pub mod bitmap;
 pub mod cluster;
 pub mod dump;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
 /// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
@@ -29,6 +31,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod strings;
+pub mod strrange;
 pub mod table;
 pub mod testmode;
 pub mod throttle;
@@ -189,7 +192,9 @@ pub trait Command: Sized {
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 
 /// The handler for any `Command`: parse the arguments after the name (and, for
-/// subcommands, after the subcommand name), then apply.
+/// subcommands, after the subcommand name), check that the parse consumed them all, then
+/// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
+/// reads what it accepts and leaves the rest, and never checks for leftovers itself.
 pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     run_from::<C, 1>(ctx, args)
 }
@@ -201,7 +206,8 @@ pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut cursor = ArgCursor::new(args.get(SKIP..).unwrap_or(&[]));
-    match C::parse(&mut cursor).and_then(|c| c.apply(ctx)) {
+    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    match parsed.and_then(|c| c.apply(ctx)) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
@@ -220,7 +226,7 @@ pub fn unknown_command(args: &[Bytes]) -> CmdError {
         rest.push_str(&printable(a, room));
         rest.push_str("' ");
     }
-    CmdError::owned(format!(
+    CmdError::UnknownCommand(format!(
         "ERR unknown command '{name}', with args beginning with: {rest}"
     ))
 }

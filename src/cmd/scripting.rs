@@ -271,13 +271,10 @@ impl Host for ScriptHost<'_, '_> {
             Lookup::Error(CmdError::WrongArity(_)) => {
                 return refuse("ERR Wrong number of args calling Redis command from script");
             }
-            Lookup::Error(e) => {
-                let text = e.to_string();
-                if text.starts_with("ERR unknown command") {
-                    return refuse("ERR Unknown Redis command called from script");
-                }
-                return Reply::Error(Cow::Owned(text));
+            Lookup::Error(CmdError::UnknownCommand(_)) => {
+                return refuse("ERR Unknown Redis command called from script");
             }
+            Lookup::Error(e) => return Reply::Error(Cow::Owned(e.to_string())),
         };
         if super::refused_for(spec, super::Caller::Script).is_some()
             || SELF_LOCKING.contains(&spec.name)

@@ -205,7 +205,7 @@ impl Drop for ShownUntilExecEnds {
 impl Command for Exec {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Exec {
-            extra_args: a.remaining() > 0,
+            extra_args: !a.rest().is_empty(),
         })
     }
 

@@ -876,7 +876,7 @@ impl<const MAX: bool> Command for ZPop<MAX> {
         if a.remaining() > 1 {
             return Err(CmdError::Syntax);
         }
-        let count = match a.peek() {
+        let count = match a.rest().first() {
             None => None,
             Some(arg) => Some(
                 parse_i64(arg)

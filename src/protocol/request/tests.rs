@@ -1,0 +1,952 @@
+//! Tests of the request parser: multibulk and inline forms, requests split across reads at
+//! every byte, Redis's limits and error texts, and random inputs.
+
+use super::*;
+use proptest::prelude::*;
+
+fn parser() -> RequestParser {
+    RequestParser::new(Limits::default())
+}
+
+/// The arguments of `req` as owned byte strings, whichever variant they came in.
+fn resolve(buf: &[u8], req: &Request) -> Vec<Vec<u8>> {
+    match &req.args {
+        Args::Ranges(ranges) => ranges.iter().map(|r| buf[r.clone()].to_vec()).collect(),
+        Args::Owned(args) => args.iter().map(|a| a.to_vec()).collect(),
+    }
+}
+
+/// A one-argument range list (a `vec![a..b]` literal reads to clippy like a mistake).
+fn just(range: Range<usize>) -> Vec<Range<usize>> {
+    vec![range]
+}
+
+type Parsed = (usize, Vec<Vec<u8>>);
+
+/// Parses `input` in one call with a fresh parser.
+fn once(input: &[u8]) -> Result<Option<Parsed>, ProtocolError> {
+    parser()
+        .parse(input)
+        .map(|r| r.map(|req| (req.consumed, resolve(input, &req))))
+}
+
+fn complete(input: &[u8]) -> Parsed {
+    match once(input) {
+        Ok(Some(parsed)) => parsed,
+        other => panic!(
+            "{:?}: expected a request, got {other:?}",
+            input.escape_ascii().to_string()
+        ),
+    }
+}
+
+fn error(input: &[u8]) -> ProtocolError {
+    match once(input) {
+        Err(e) => e,
+        other => panic!(
+            "{:?}: expected an error, got {other:?}",
+            input.escape_ascii().to_string()
+        ),
+    }
+}
+
+fn pending(input: &[u8]) {
+    assert_eq!(once(input), Ok(None), "{}", input.escape_ascii());
+}
+
+fn strings(args: &[&[u8]]) -> Vec<Vec<u8>> {
+    args.iter().map(|a| a.to_vec()).collect()
+}
+
+fn encode(args: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// What a connection sees feeding `chunks` in order: the requests, then either the bytes left
+/// over or the error that closed it.
+#[derive(Debug, PartialEq)]
+struct Session {
+    requests: Vec<Parsed>,
+    end: Result<usize, ProtocolError>,
+}
+
+/// Feeds chunks the way a connection does: append, parse until Ok(None), drop `consumed`.
+fn drive<'a>(parser: &mut RequestParser, chunks: impl IntoIterator<Item = &'a [u8]>) -> Session {
+    let mut buf = Vec::new();
+    let mut requests = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        loop {
+            match parser.parse(&buf) {
+                Ok(Some(req)) => {
+                    assert!(req.consumed > 0 && req.consumed <= buf.len());
+                    requests.push((req.consumed, resolve(&buf, &req)));
+                    buf.drain(..req.consumed);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Session {
+                        requests,
+                        end: Err(e),
+                    };
+                }
+            }
+        }
+    }
+    Session {
+        requests,
+        end: Ok(buf.len()),
+    }
+}
+
+/// Cuts `input` at the given points (sorted, clamped, duplicates giving empty chunks).
+fn chunks_at(input: &[u8], points: &[usize]) -> Vec<Vec<u8>> {
+    let mut points: Vec<usize> = points.iter().map(|&p| p.min(input.len())).collect();
+    points.sort_unstable();
+    let mut chunks = Vec::new();
+    let mut last = 0;
+    for p in points {
+        chunks.push(input[last..p].to_vec());
+        last = p;
+    }
+    chunks.push(input[last..].to_vec());
+    chunks
+}
+
+fn drive_chunks(parser: &mut RequestParser, chunks: &[Vec<u8>]) -> Session {
+    drive(parser, chunks.iter().map(Vec::as_slice))
+}
+
+// ---- multibulk ----
+
+#[test]
+fn unauthenticated_clients_are_capped() {
+    let limits = Limits {
+        unauthenticated: true,
+        ..Limits::default()
+    };
+    let mut p = RequestParser::new(limits);
+    assert_eq!(
+        p.parse(b"*11\r\n"),
+        Err(ProtocolError::UnauthenticatedMultibulkLength)
+    );
+    let mut p = RequestParser::new(limits);
+    assert_eq!(
+        p.parse(b"*1\r\n$16385\r\n"),
+        Err(ProtocolError::UnauthenticatedBulkLength)
+    );
+    let mut p = RequestParser::new(limits);
+    assert!(
+        p.parse(b"*2\r\n$4\r\nAUTH\r\n$3\r\npwd\r\n")
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        ProtocolError::UnauthenticatedBulkLength.to_string(),
+        "Protocol error: unauthenticated bulk length"
+    );
+}
+
+#[test]
+fn multibulk_gives_ranges_into_the_buffer() {
+    let input = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+    let req = parser().parse(input).unwrap().unwrap();
+    assert_eq!(req.consumed, input.len());
+    assert_eq!(req.args, Args::Ranges(vec![8..11, 17..18]));
+    assert_eq!(req.args.len(), 2);
+    assert!(!req.args.is_empty());
+}
+
+#[test]
+fn multibulk_binary_and_empty_arguments() {
+    assert_eq!(
+        complete(b"*3\r\n$0\r\n\r\n$4\r\n\r\n\0\xff\r\n$1\r\n*\r\n"),
+        (27, strings(&[b"", b"\r\n\0\xff", b"*"]))
+    );
+}
+
+#[test]
+fn multibulk_stops_at_the_end_of_the_request() {
+    let input = b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI";
+    assert_eq!(complete(input), (14, strings(&[b"PING"])));
+}
+
+#[test]
+fn zero_and_negative_counts_are_skipped() {
+    for (input, consumed) in [
+        (&b"*0\r\n"[..], 4),
+        (b"*-1\r\n", 5),
+        (b"*-5\r\n", 5),
+        (b"*-9223372036854775808\r\n", 23),
+        (b"*0\r\n*1\r\n", 4),
+    ] {
+        let req = parser().parse(input).unwrap().unwrap();
+        assert_eq!(req.consumed, consumed, "{}", input.escape_ascii());
+        assert_eq!(req.args, Args::Ranges(Vec::new()));
+        assert!(req.args.is_empty());
+    }
+}
+
+#[test]
+fn invalid_multibulk_length() {
+    for input in [
+        &b"*\r\n"[..],
+        b"*x\r\n",
+        b"*+1\r\n",
+        b"*01\r\n",
+        b"*00\r\n",
+        b"*-0\r\n",
+        b"*-\r\n",
+        b"* 1\r\n",
+        b"*1 \r\n",
+        b"*1\n\r\n",
+        b"*1x\r\n",
+        b"*2147483648\r\n",
+        b"*9223372036854775808\r\n",
+        b"*-9223372036854775809\r\n",
+        b"*123456789012345678901\r\n",
+        b"*99999999999999999999\r\n",
+    ] {
+        assert_eq!(
+            error(input),
+            ProtocolError::InvalidMultibulkLength,
+            "{}",
+            input.escape_ascii()
+        );
+    }
+}
+
+#[test]
+fn multibulk_count_limit_is_inclusive() {
+    let limits = Limits {
+        max_multibulk_len: 3,
+        ..Limits::default()
+    };
+    assert_eq!(
+        RequestParser::new(limits).parse(b"*4\r\n"),
+        Err(ProtocolError::InvalidMultibulkLength)
+    );
+    let mut p = RequestParser::new(limits);
+    assert_eq!(p.parse(b"*3\r\n"), Ok(None));
+    assert!(p.in_progress());
+}
+
+#[test]
+fn huge_declared_count_does_not_preallocate() {
+    let mut p = parser();
+    assert_eq!(p.parse(b"*2147483647\r\n"), Ok(None));
+    assert!(p.in_progress());
+    assert!(p.ranges.capacity() <= MAX_PREALLOC_ARGS);
+    assert_eq!(p.parse(b"*2147483647\r\n$1\r\na\r\n"), Ok(None));
+    assert_eq!(p.ranges, just(17..18));
+}
+
+#[test]
+fn too_big_mbulk_count_string() {
+    let mut input = vec![b'*'];
+    input.resize(64 * 1024, b'1');
+    pending(&input);
+    input.push(b'1');
+    assert_eq!(error(&input), ProtocolError::TooBigMbulkCount);
+    // A '\r' anywhere ends the line, however long it is.
+    input.extend_from_slice(b"\r\n");
+    assert_eq!(error(&input), ProtocolError::InvalidMultibulkLength);
+}
+
+#[test]
+fn count_line_needs_the_byte_after_cr_but_does_not_check_it() {
+    pending(b"*1\r");
+    assert_eq!(complete(b"*1\rX$3\rYfoo\r\n"), (13, strings(&[b"foo"])));
+    assert_eq!(complete(b"*0\rX"), (4, vec![]));
+}
+
+#[test]
+fn expected_dollar() {
+    for (input, byte) in [
+        (&b"*1\r\nX\r\n"[..], b'X'),
+        (b"*1\r\n:1\r\n", b':'),
+        (b"*1\r\n*1\r\n", b'*'),
+        (b"*1\r\n\r\n", b'\r'),
+        (b"*1\r\n\n$1\r\n", b'\n'),
+        (b"*2\r\n$1\r\na\r\n3\r\nfoo\r\n", b'3'),
+        (b"*1\r\n\xe9\r\n", 0xe9),
+    ] {
+        assert_eq!(
+            error(input),
+            ProtocolError::ExpectedDollar(byte),
+            "{}",
+            input.escape_ascii()
+        );
+    }
+    // Redis only looks at the first byte once the line (and the byte after its '\r') is in.
+    pending(b"*1\r\nX");
+    pending(b"*1\r\nX\r");
+    pending(b"*1\r\nX\0\r\n");
+}
+
+#[test]
+fn invalid_bulk_length() {
+    for input in [
+        &b"*1\r\n$\r\n"[..],
+        b"*1\r\n$x\r\n",
+        b"*1\r\n$-1\r\n",
+        b"*1\r\n$-0\r\n",
+        b"*1\r\n$+1\r\n",
+        b"*1\r\n$01\r\n",
+        b"*1\r\n$ 1\r\n",
+        b"*1\r\n$1 \r\n",
+        b"*1\r\n$536870913\r\n",
+        b"*1\r\n$9223372036854775808\r\n",
+    ] {
+        assert_eq!(
+            error(input),
+            ProtocolError::InvalidBulkLength,
+            "{}",
+            input.escape_ascii()
+        );
+    }
+    let mut p = parser();
+    assert_eq!(p.parse(b"*1\r\n$536870912\r\n"), Ok(None));
+    assert!(p.in_progress());
+}
+
+#[test]
+fn bulk_length_limit_is_inclusive() {
+    let limits = Limits {
+        max_bulk_len: 3,
+        ..Limits::default()
+    };
+    let input = b"*1\r\n$3\r\nabc\r\n";
+    let req = RequestParser::new(limits).parse(input).unwrap().unwrap();
+    assert_eq!(req.args, Args::Ranges(just(8..11)));
+    assert_eq!(
+        RequestParser::new(limits).parse(b"*1\r\n$4\r\n"),
+        Err(ProtocolError::InvalidBulkLength)
+    );
+}
+
+#[test]
+fn too_big_bulk_count_string() {
+    let mut input = b"*2\r\n$1\r\na\r\n$".to_vec();
+    let start = 11;
+    input.resize(start + 64 * 1024, b'1');
+    pending(&input);
+    input.push(b'1');
+    assert_eq!(error(&input), ProtocolError::TooBigBulkCount);
+}
+
+#[test]
+fn payload_terminator_is_skipped_unchecked() {
+    assert_eq!(complete(b"*1\r\n$3\r\nfooXY"), (13, strings(&[b"foo"])));
+    pending(b"*1\r\n$3\r\nfoo\r");
+    pending(b"*1\r\n$3\r\nfoo");
+}
+
+#[test]
+fn nul_hides_line_ends_like_strchr() {
+    // Redis searches with strchr, which stops at NUL: the line never ends, so the request
+    // waits until the size limit turns it into an error.
+    pending(b"*1\0\r\n");
+    let mut input = b"*1\0\r\n".to_vec();
+    input.resize(64 * 1024 + 1, b'x');
+    assert_eq!(error(&input), ProtocolError::TooBigMbulkCount);
+
+    pending(b"*1\r\n$\x003\r\nfoo\r\n");
+    let mut input = b"*1\r\n$\x003\r\nfoo\r\n".to_vec();
+    input.resize(4 + 64 * 1024 + 1, b'x');
+    assert_eq!(error(&input), ProtocolError::TooBigBulkCount);
+
+    pending(b"PING\0\r\n");
+    let mut input = b"PING\0\r\n".to_vec();
+    input.resize(64 * 1024 + 1, b'x');
+    assert_eq!(error(&input), ProtocolError::TooBigInlineRequest);
+
+    // NUL inside a payload is just data.
+    assert_eq!(complete(b"*1\r\n$1\r\n\0\r\n"), (11, strings(&[b"\0"])));
+}
+
+#[test]
+fn nul_block_is_remembered() {
+    let mut p = parser();
+    let mut input = b"*1\0".to_vec();
+    assert_eq!(p.parse(&input), Ok(None));
+    let before = p.examined;
+    input.extend_from_slice(&[b'\r'; 1000]);
+    assert_eq!(p.parse(&input), Ok(None));
+    assert_eq!(p.examined, before);
+}
+
+// ---- inline ----
+
+#[test]
+fn inline_lines() {
+    assert_eq!(complete(b"PING\r\n"), (6, strings(&[b"PING"])));
+    assert_eq!(complete(b"PING\n"), (5, strings(&[b"PING"])));
+    assert_eq!(
+        complete(b"SET a b\r\nGET a\r\n"),
+        (9, strings(&[b"SET", b"a", b"b"]))
+    );
+    assert_eq!(
+        complete(b"  SET\t a  b \r\n"),
+        (14, strings(&[b"SET", b"a", b"b"]))
+    );
+    // Only one '\r' is stripped; the other is whitespace.
+    assert_eq!(complete(b"PING\r\r\n"), (7, strings(&[b"PING"])));
+    assert_eq!(complete(b"a\rb\n"), (4, strings(&[b"a", b"b"])));
+    pending(b"PING");
+    pending(b"PING\r");
+    pending(b"");
+}
+
+#[test]
+fn empty_inline_lines_are_skipped() {
+    for (input, consumed) in [
+        (&b"\r\n"[..], 2),
+        (b"\n", 1),
+        (b"   \t \r\n", 7),
+        (b"\x0b\x0c\n", 3),
+        (b"\r\r\n", 3),
+    ] {
+        let req = parser().parse(input).unwrap().unwrap();
+        assert_eq!(req.consumed, consumed, "{}", input.escape_ascii());
+        assert_eq!(req.args, Args::Owned(Vec::new()));
+    }
+}
+
+#[test]
+fn inline_quoting_follows_sdssplitargs() {
+    let cases: &[(&[u8], &[&[u8]])] = &[
+        (b"set \"a b\" 'c d'", &[b"set", b"a b", b"c d"]),
+        (b"\"\" ''", &[b"", b""]),
+        (b"\"\\n\\r\\t\\b\\a\\\\\\\"\\q\"", &[b"\n\r\t\x08\x07\\\"q"]),
+        (b"\"\\x41\\x6a\\xFF\\x00\"", &[b"Aj\xff\0"]),
+        // \x without two hex digits is just an escaped 'x'.
+        (b"\"\\xZZ\\x4\"", &[b"xZZx4"]),
+        (b"'it\\'s \\n \"x\"'", &[b"it's \\n \"x\""]),
+        (b"\"it's\"", &[b"it's"]),
+        // A quote may open in the middle of an argument.
+        (b"foo\"bar baz\"", &[b"foobar baz"]),
+        (b"a'b c' d", &[b"ab c", b"d"]),
+        // \v and \f separate only when they lead; inside an argument they are data.
+        (b"\x0ba\x0bb", &[b"a\x0bb"]),
+        (b"a\x0cb", &[b"a\x0cb"]),
+        // ...but do count as whitespace after a closing quote.
+        (b"\"a\"\x0bb", &[b"a", b"b"]),
+        (b"\"a\"\tb", &[b"a", b"b"]),
+        (b"\xff\xfe", &[b"\xff\xfe"]),
+    ];
+    for &(line, expected) in cases {
+        let mut input = line.to_vec();
+        input.extend_from_slice(b"\r\n");
+        assert_eq!(
+            complete(&input),
+            (input.len(), strings(expected)),
+            "{}",
+            line.escape_ascii()
+        );
+    }
+}
+
+#[test]
+fn unbalanced_quotes() {
+    for line in [
+        &b"\"foo"[..],
+        b"'foo",
+        b"\"foo\"bar",
+        b"'foo'bar",
+        b"\"foo\\\"",
+        b"'foo\\'",
+        b"set a \"b",
+        b"\"\"\"\"",
+        b"\"\\",
+    ] {
+        for end in [&b"\n"[..], b"\r\n"] {
+            let input = [line, end].concat();
+            assert_eq!(
+                error(&input),
+                ProtocolError::UnbalancedQuotes,
+                "{}",
+                input.escape_ascii()
+            );
+        }
+    }
+}
+
+#[test]
+fn too_big_inline_request() {
+    let mut input = vec![b'a'; 64 * 1024];
+    pending(&input);
+    input.push(b'a');
+    assert_eq!(error(&input), ProtocolError::TooBigInlineRequest);
+    // Like Redis, the limit only bites while no newline has arrived: a long line that is
+    // already complete when parsed is accepted.
+    input.push(b'\n');
+    assert_eq!(complete(&input).1[0].len(), 64 * 1024 + 1);
+}
+
+#[test]
+fn inline_limit_is_configurable() {
+    let limits = Limits {
+        max_inline_len: 4,
+        ..Limits::default()
+    };
+    assert_eq!(RequestParser::new(limits).parse(b"PING"), Ok(None));
+    assert_eq!(
+        RequestParser::new(limits).parse(b"PINGS"),
+        Err(ProtocolError::TooBigInlineRequest)
+    );
+    assert_eq!(
+        RequestParser::new(limits).parse(b"*1234"),
+        Err(ProtocolError::TooBigMbulkCount)
+    );
+    assert_eq!(
+        RequestParser::new(limits).parse(b"*1\r\n$1234"),
+        Err(ProtocolError::TooBigBulkCount)
+    );
+}
+
+// ---- errors and state ----
+
+#[test]
+fn error_texts() {
+    let cases = [
+        (
+            ProtocolError::InvalidMultibulkLength,
+            "Protocol error: invalid multibulk length",
+        ),
+        (
+            ProtocolError::TooBigMbulkCount,
+            "Protocol error: too big mbulk count string",
+        ),
+        (
+            ProtocolError::ExpectedDollar(b'X'),
+            "Protocol error: expected '$', got 'X'",
+        ),
+        (
+            ProtocolError::ExpectedDollar(b'\r'),
+            "Protocol error: expected '$', got ' '",
+        ),
+        (
+            ProtocolError::ExpectedDollar(b'\n'),
+            "Protocol error: expected '$', got ' '",
+        ),
+        (
+            ProtocolError::ExpectedDollar(0xe9),
+            "Protocol error: expected '$', got '\u{e9}'",
+        ),
+        (
+            ProtocolError::InvalidBulkLength,
+            "Protocol error: invalid bulk length",
+        ),
+        (
+            ProtocolError::TooBigBulkCount,
+            "Protocol error: too big bulk count string",
+        ),
+        (
+            ProtocolError::TooBigInlineRequest,
+            "Protocol error: too big inline request",
+        ),
+        (
+            ProtocolError::UnbalancedQuotes,
+            "Protocol error: unbalanced quotes in request",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
+}
+
+#[test]
+fn default_limits_are_redis_defaults() {
+    let limits = Limits::default();
+    assert_eq!(limits.max_bulk_len, 512 * 1024 * 1024);
+    assert_eq!(limits.max_inline_len, 65536);
+    assert_eq!(limits.max_multibulk_len, 2_147_483_647);
+}
+
+#[test]
+fn in_progress_tracks_multibulk_argument_parsing() {
+    let mut p = parser();
+    let input = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n";
+    assert!(!p.in_progress());
+    assert_eq!(p.parse(&input[..3]), Ok(None));
+    assert!(!p.in_progress(), "count line not accepted yet");
+    assert_eq!(p.parse(&input[..4]), Ok(None));
+    assert!(p.in_progress());
+    assert_eq!(p.parse(&input[..10]), Ok(None));
+    assert!(p.in_progress());
+    assert!(p.parse(input).unwrap().is_some());
+    assert!(!p.in_progress());
+
+    assert_eq!(p.parse(b"PING"), Ok(None));
+    assert!(!p.in_progress(), "inline requests are not tracked");
+}
+
+#[test]
+fn set_limits_applies_to_the_rest_of_a_request() {
+    let mut p = parser();
+    assert_eq!(p.parse(b"*2\r\n$3\r\nfoo\r\n"), Ok(None));
+    p.set_limits(Limits {
+        max_bulk_len: 2,
+        ..Limits::default()
+    });
+    assert_eq!(
+        p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n"),
+        Err(ProtocolError::InvalidBulkLength)
+    );
+}
+
+#[test]
+fn parser_is_fresh_after_an_error() {
+    let mut p = parser();
+    // Fail after one argument has been collected.
+    assert_eq!(p.parse(b"*2\r\n$1\r\na\r\n"), Ok(None));
+    assert_eq!(p.ranges.len(), 1);
+    assert_eq!(
+        p.parse(b"*2\r\n$1\r\na\r\nX\r\n"),
+        Err(ProtocolError::ExpectedDollar(b'X'))
+    );
+    assert!(!p.in_progress());
+    assert!(p.ranges.is_empty());
+    let input = b"*1\r\n$1\r\na\r\n";
+    assert_eq!(
+        p.parse(input).unwrap().unwrap().args,
+        Args::Ranges(just(8..9))
+    );
+}
+
+#[test]
+fn contract_violations_do_not_panic() {
+    let mut p = parser();
+    assert_eq!(p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r"), Ok(None));
+    // Shrunk and rewritten buffers: meaningless results, but no panic.
+    let _ = p.parse(b"*2");
+    let _ = p.parse(b"");
+    let _ = p.parse(b"\r\n\r\n");
+    let _ = p.parse(b"*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n");
+}
+
+// ---- splitting, pipelining, linearity ----
+
+fn corpus() -> Vec<Vec<u8>> {
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"*1\r\n$4\r\nPING\r\n"[..],
+        b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva\r\nl\r\n",
+        b"*2\r\n$0\r\n\r\n$2\r\n\0\0\r\n",
+        b"*0\r\n",
+        b"*-1\r\n",
+        b"*1\rX$3\rYfoo\r\n",
+        b"PING\r\n",
+        b"PING\n",
+        b"\r\n",
+        b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n",
+        b"   \n",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    inputs.push(encode(&[
+        b"SET".to_vec(),
+        vec![b'x'; 300],
+        (0..=255).collect(),
+    ]));
+    inputs
+}
+
+#[test]
+fn every_split_gives_the_same_result() {
+    for input in corpus() {
+        let whole = parser().parse(&input).unwrap().unwrap();
+        assert_eq!(whole.consumed, input.len(), "{}", input.escape_ascii());
+        for cut in 0..input.len() {
+            let mut p = parser();
+            assert_eq!(
+                p.parse(&input[..cut]),
+                Ok(None),
+                "{} cut {cut}",
+                input.escape_ascii()
+            );
+            assert_eq!(
+                p.parse(&input).unwrap().as_ref(),
+                Some(&whole),
+                "{} cut {cut}",
+                input.escape_ascii()
+            );
+        }
+        // And byte by byte, every prefix in turn.
+        let mut p = parser();
+        for cut in 0..input.len() {
+            assert_eq!(p.parse(&input[..cut]), Ok(None));
+        }
+        assert_eq!(p.parse(&input).unwrap().as_ref(), Some(&whole));
+    }
+}
+
+#[test]
+fn every_split_of_an_error_gives_the_same_error() {
+    for input in [
+        &b"*1\r\nX\r\n"[..],
+        b"*1\r\n$-1\r\n",
+        b"*x\r\n",
+        b"set \"a\r\n",
+    ] {
+        let whole = error(input);
+        for cut in 0..input.len() {
+            let mut p = parser();
+            assert_eq!(p.parse(&input[..cut]), Ok(None));
+            assert_eq!(p.parse(input), Err(whole.clone()));
+        }
+    }
+}
+
+#[test]
+fn pipelined_requests() {
+    let input: Vec<u8> = [
+        &b"PING\r\n"[..],
+        b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n",
+        b"*0\r\n",
+        b"SET a \"b c\"\n",
+        b"\r\n",
+        b"*1\r\n$4\r\nQUIT\r\n",
+        b"*1\r\n$4\r\nEC",
+    ]
+    .concat();
+    let expected = vec![
+        (6, strings(&[b"PING"])),
+        (20, strings(&[b"GET", b"a"])),
+        (4, vec![]),
+        (12, strings(&[b"SET", b"a", b"b c"])),
+        (2, vec![]),
+        (14, strings(&[b"QUIT"])),
+    ];
+    let mut p = parser();
+    let session = drive(&mut p, [input.as_slice()]);
+    assert_eq!(session.requests, expected);
+    assert_eq!(session.end, Ok(10));
+    assert!(p.in_progress());
+
+    // Same stream, one byte per read.
+    let mut p = parser();
+    let session = drive(&mut p, input.chunks(1));
+    assert_eq!(session.requests, expected);
+    assert_eq!(session.end, Ok(10));
+
+    // An error ends the stream after the requests before it.
+    let mut p = parser();
+    let bad = [&input[..26], b"*1\r\n!"].concat();
+    let session = drive(&mut p, [bad.as_slice(), b"\r\n"]);
+    assert_eq!(session.requests, expected[..2].to_vec());
+    assert_eq!(session.end, Err(ProtocolError::ExpectedDollar(b'!')));
+}
+
+#[test]
+fn large_frame_in_4k_reads_is_linear() {
+    let args: Vec<Vec<u8>> = (0..40_000)
+        .map(|i| format!("arg-{i}").into_bytes())
+        .collect();
+    let input = encode(&args);
+    let mut p = parser();
+    let mut buf = Vec::new();
+    let mut calls = 0;
+    let mut result = None;
+    for chunk in input.chunks(4096) {
+        assert!(result.is_none());
+        buf.extend_from_slice(chunk);
+        calls += 1;
+        result = p.parse(&buf).unwrap();
+    }
+    let req = result.expect("complete after the last read");
+    assert_eq!(req.consumed, input.len());
+    assert_eq!(resolve(&buf, &req), args);
+    // Each byte searched at most once, plus at most one '\r' revisited per call.
+    assert!(
+        p.examined <= input.len() + calls,
+        "{} > {} + {calls}",
+        p.examined,
+        input.len()
+    );
+}
+
+#[test]
+fn byte_at_a_time_is_linear() {
+    let args: Vec<Vec<u8>> = (0..2_000).map(|i| format!("{i}").into_bytes()).collect();
+    let input = encode(&args);
+    let mut p = parser();
+    for cut in 0..input.len() {
+        assert_eq!(p.parse(&input[..cut]), Ok(None));
+    }
+    let req = p.parse(&input).unwrap().unwrap();
+    assert_eq!(resolve(&input, &req), args);
+    assert!(p.examined <= 2 * input.len() + 1);
+}
+
+#[test]
+fn bulk_payload_is_never_scanned() {
+    let payload = vec![b'\r'; 1 << 20];
+    let input = encode(&[b"SET".to_vec(), b"k".to_vec(), payload]);
+    let mut p = parser();
+    let mut buf = Vec::new();
+    let mut calls = 0;
+    let mut result = None;
+    for chunk in input.chunks(4096) {
+        buf.extend_from_slice(chunk);
+        calls += 1;
+        result = p.parse(&buf).unwrap();
+    }
+    assert_eq!(result.unwrap().consumed, input.len());
+    assert!(p.examined <= 64 + calls, "{}", p.examined);
+}
+
+#[test]
+fn long_inline_line_in_small_reads_is_linear() {
+    let mut input = b"SET k ".to_vec();
+    input.resize(60_000, b'v');
+    input.extend_from_slice(b"\r\n");
+    let mut p = parser();
+    let mut calls = 0;
+    for cut in (0..input.len()).step_by(7) {
+        calls += 1;
+        assert_eq!(p.parse(&input[..cut]), Ok(None));
+    }
+    let req = p.parse(&input).unwrap().unwrap();
+    assert_eq!(req.consumed, input.len());
+    assert!(p.examined <= input.len() + calls);
+}
+
+// ---- properties ----
+
+/// Bytes biased towards the ones that matter to the protocol.
+fn protocol_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![
+        3 => any::<u8>(),
+        2 => prop::sample::select(&b"*$\r\n\r\n0123456789-+ \t\"'\\x\0"[..]),
+    ]
+}
+
+fn arg_vec() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec(prop::collection::vec(protocol_byte(), 0..40), 1..12)
+}
+
+/// The tail of an arbitrary byte stream starting the ways requests start.
+fn noise() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::sample::select(vec![
+            &b""[..],
+            b"*",
+            b"*2\r\n",
+            b"*2\r\n$",
+            b"*1\r\n$3\r\n",
+            b"\"",
+        ]),
+        prop::collection::vec(protocol_byte(), 0..200),
+    )
+        .prop_map(|(prefix, rest)| [prefix, &rest[..]].concat())
+}
+
+proptest! {
+    #[test]
+    fn multibulk_round_trip_agrees_with_redis_protocol(args in arg_vec()) {
+        let input = encode(&args);
+        prop_assert_eq!(complete(&input), (input.len(), args.clone()));
+
+        let (frame, used) = redis_protocol::resp2::decode::decode(&input)
+            .expect("valid RESP")
+            .expect("complete frame");
+        prop_assert_eq!(used, input.len());
+        let redis_protocol::resp2::types::OwnedFrame::Array(frames) = frame else {
+            panic!("not an array");
+        };
+        let theirs: Vec<Vec<u8>> = frames
+            .into_iter()
+            .map(|f| match f {
+                redis_protocol::resp2::types::OwnedFrame::BulkString(b) => b,
+                other => panic!("not a bulk string: {other:?}"),
+            })
+            .collect();
+        prop_assert_eq!(theirs, args);
+    }
+
+    #[test]
+    fn pipelined_frames_survive_any_split(
+        frames in prop::collection::vec(arg_vec(), 1..5),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+    ) {
+        let input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let session = drive_chunks(&mut parser(), &chunks_at(&input, &points));
+        let expected: Vec<Parsed> = frames
+            .iter()
+            .map(|f| (encode(f).len(), f.clone()))
+            .collect();
+        prop_assert_eq!(session.requests, expected);
+        prop_assert_eq!(session.end, Ok(0));
+    }
+
+    #[test]
+    fn inline_quoted_round_trip(args in arg_vec(), single in any::<bool>()) {
+        let mut line = Vec::new();
+        for arg in &args {
+            if single && !arg.iter().any(|&b| matches!(b, b'\'' | b'\\' | b'\n' | 0)) {
+                // Single quotes keep everything but \' verbatim.
+                line.push(b'\'');
+                line.extend_from_slice(arg);
+                line.push(b'\'');
+            } else {
+                line.push(b'"');
+                for &b in arg {
+                    line.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                }
+                line.push(b'"');
+            }
+            line.push(b' ');
+        }
+        line.extend_from_slice(b"\r\n");
+        prop_assert_eq!(complete(&line), (line.len(), args));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_split_does_not_matter(
+        input in noise(),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+    ) {
+        let whole = drive(&mut parser(), [input.as_slice()]);
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let split = drive_chunks(&mut parser(), &chunks_at(&input, &points));
+        prop_assert_eq!(split, whole);
+    }
+
+    #[test]
+    fn arbitrary_bytes_with_tiny_limits_never_panic(
+        input in noise(),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        max_bulk_len in 0usize..8,
+        max_inline_len in 0usize..16,
+        max_multibulk_len in 0usize..4,
+    ) {
+        let limits = Limits { max_bulk_len, max_inline_len, max_multibulk_len, unauthenticated: false };
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let _ = drive_chunks(&mut RequestParser::new(limits), &chunks_at(&input, &points));
+    }
+
+    #[test]
+    fn mutated_frames_never_panic(
+        args in arg_vec(),
+        at in any::<prop::sample::Index>(),
+        byte in protocol_byte(),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+    ) {
+        let mut input = encode(&args);
+        let i = at.index(input.len());
+        input[i] = byte;
+        let whole = drive(&mut parser(), [input.as_slice()]);
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        prop_assert_eq!(drive_chunks(&mut parser(), &chunks_at(&input, &points)), whole);
+    }
+
+}

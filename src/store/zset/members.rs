@@ -1,0 +1,343 @@
+//! What is addressed by member: construction, `ZADD`/`ZINCRBY` semantics, upserts, removal,
+//! score and rank lookups, sampling by rank, and the memory estimate.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use super::{
+    AddFlags, AddOutcome, Entry, InsertOutcome, Large, Repr, Score, SortedSet, ZsetError,
+    ZsetLimits, cmp_entry_key, compact_score,
+};
+
+impl SortedSet {
+    /// An empty set in the compact encoding. (Redis creates a new key directly in the
+    /// `skiplist` encoding when its first member is too long or the entry limit is 0; the
+    /// first [`insert`](Self::insert)/[`add`](Self::add) converts in exactly those cases, so
+    /// the outcome is the same.)
+    pub fn new() -> Self {
+        SortedSet {
+            repr: Repr::Small(VecDeque::new()),
+        }
+    }
+
+    /// An empty set in the encoding Redis 7.0 gives a set created to receive `len` entries
+    /// (`ZRANGESTORE` by rank knows its result size up front): `skiplist` from the start when
+    /// `len` exceeds the entry limit, so its first 128 entries never pass through the compact
+    /// encoding (which would turn a `-0` score into `0`); otherwise like [`new`](Self::new).
+    pub fn with_expected_len(len: usize, limits: &ZsetLimits) -> Self {
+        let mut z = Self::new();
+        if len > limits.max_listpack_entries {
+            z.convert_to_large();
+        }
+        z
+    }
+
+    /// Number of members (`ZCARD`).
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Small(dq) => dq.len(),
+            Repr::Large(l) => l.map.len(),
+        }
+    }
+
+    /// Whether the set has no members.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The encoding name `OBJECT ENCODING` prints in Redis 7.0: `"listpack"` or `"skiplist"`.
+    pub fn encoding(&self) -> &'static str {
+        match &self.repr {
+            Repr::Small(_) => "listpack",
+            Repr::Large(_) => "skiplist",
+        }
+    }
+
+    /// The score of `member` (`ZSCORE`, `ZMSCORE`), or `None` if it is not in the set.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Small(dq) => dq.iter().find(|e| e.1.as_ref() == member).map(|e| e.0.0),
+            Repr::Large(l) => l.map.get(member).map(|s| s.0),
+        }
+    }
+
+    /// Whether `member` is in the set.
+    pub fn contains(&self, member: &[u8]) -> bool {
+        self.score(member).is_some()
+    }
+
+    /// `ZADD`/`ZINCRBY` for one score-member pair, exactly as Redis's `zsetAdd`: `NX` skips
+    /// existing members, `XX` skips new ones, `INCR` adds `score` to the current score (a new
+    /// member gets `score`), `GT`/`LT` skip an existing member unless its (incremented) score
+    /// grows/shrinks, and a score equal to the current one changes nothing. A NaN `score`, or
+    /// an increment giving NaN, is [`ZsetError::NotANumber`] and changes nothing. Option
+    /// conflicts are not checked here; see [`AddFlags::validate`].
+    pub fn add(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        flags: AddFlags,
+        limits: &ZsetLimits,
+    ) -> Result<AddOutcome, ZsetError> {
+        if score.is_nan() {
+            return Err(ZsetError::NotANumber);
+        }
+        match self.score(member) {
+            Some(current) => {
+                if flags.nx {
+                    return Ok(AddOutcome::Skipped);
+                }
+                let mut new = score;
+                if flags.incr {
+                    new += current;
+                    if new.is_nan() {
+                        return Err(ZsetError::NotANumber);
+                    }
+                }
+                if (flags.lt && new >= current) || (flags.gt && new <= current) {
+                    return Ok(AddOutcome::Skipped);
+                }
+                if new == current {
+                    Ok(AddOutcome::Unchanged(new))
+                } else {
+                    self.change_score(member, new);
+                    Ok(AddOutcome::Updated(new))
+                }
+            }
+            None if flags.xx => Ok(AddOutcome::Skipped),
+            None => {
+                self.insert_new(member, score, limits);
+                Ok(AddOutcome::Added(score))
+            }
+        }
+    }
+
+    /// Inserts `member` with `score`, or replaces its score (plain upsert, as `ZRANGESTORE`
+    /// and the `*STORE` commands need). A score numerically equal to the current one (`0`
+    /// versus `-0` included) leaves the entry as it is. A NaN score is refused with
+    /// [`ZsetError::NotANumber`].
+    pub fn insert(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        limits: &ZsetLimits,
+    ) -> Result<InsertOutcome, ZsetError> {
+        if score.is_nan() {
+            return Err(ZsetError::NotANumber);
+        }
+        match self.score(member) {
+            Some(current) if current == score => Ok(InsertOutcome::Unchanged),
+            Some(_) => {
+                self.change_score(member, score);
+                Ok(InsertOutcome::Updated)
+            }
+            None => {
+                self.insert_new(member, score, limits);
+                Ok(InsertOutcome::Added)
+            }
+        }
+    }
+
+    /// Adds a member known to be absent, converting first if the limits require it.
+    fn insert_new(&mut self, member: &[u8], score: f64, limits: &ZsetLimits) {
+        if let Repr::Small(dq) = &self.repr
+            && (dq.len().saturating_add(1) > limits.max_listpack_entries
+                || member.len() > limits.max_listpack_value)
+        {
+            self.convert_to_large();
+        }
+        let score = Score(score);
+        match &mut self.repr {
+            Repr::Small(dq) => {
+                let score = compact_score(score);
+                let pos = dq.partition_point(|e| cmp_entry_key(e, score, member) == Ordering::Less);
+                dq.insert(pos, (score, Bytes::copy_from_slice(member)));
+            }
+            Repr::Large(l) => {
+                let m = Bytes::copy_from_slice(member);
+                l.map.insert(m.clone(), score);
+                l.set.insert((score, m));
+            }
+        }
+    }
+
+    /// Replaces the score of a member known to be present.
+    fn change_score(&mut self, member: &[u8], new: f64) {
+        let new = Score(new);
+        match &mut self.repr {
+            Repr::Small(dq) => {
+                let new = compact_score(new);
+                let Some(idx) = dq.iter().position(|e| e.1.as_ref() == member) else {
+                    return;
+                };
+                let fits_left =
+                    idx == 0 || cmp_entry_key(&dq[idx - 1], new, member) == Ordering::Less;
+                let fits_right = idx + 1 >= dq.len()
+                    || cmp_entry_key(&dq[idx + 1], new, member) == Ordering::Greater;
+                if fits_left && fits_right {
+                    dq[idx].0 = new;
+                } else if let Some((_, m)) = dq.remove(idx) {
+                    let pos =
+                        dq.partition_point(|e| cmp_entry_key(e, new, member) == Ordering::Less);
+                    dq.insert(pos, (new, m));
+                }
+            }
+            Repr::Large(l) => {
+                let Some((key, old)) = l.map.get_key_value(member).map(|(k, s)| (k.clone(), *s))
+                else {
+                    return;
+                };
+                l.set.remove(&(old, key.clone()));
+                l.set.insert((new, key.clone()));
+                l.map.insert(key, new);
+            }
+        }
+    }
+
+    pub(super) fn convert_to_large(&mut self) {
+        if let Repr::Small(dq) = &mut self.repr {
+            let dq = std::mem::take(dq);
+            let mut map = HashMap::with_capacity(dq.len() + 1);
+            for (s, m) in &dq {
+                map.insert(m.clone(), *s);
+            }
+            let set: BTreeSet<Entry> = dq.into_iter().collect();
+            self.repr = Repr::Large(Large { set, map });
+        }
+    }
+
+    /// Removes `member` (`ZREM`); returns whether it was there.
+    pub fn remove(&mut self, member: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Small(dq) => match dq.iter().position(|e| e.1.as_ref() == member) {
+                Some(idx) => dq.remove(idx).is_some(),
+                None => false,
+            },
+            Repr::Large(l) => match l.map.remove_entry(member) {
+                Some((m, s)) => {
+                    l.set.remove(&(s, m));
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+
+    /// The 0-based rank of `member` in ascending order, or in descending order if `reverse`
+    /// (`ZRANK`, `ZREVRANK`); `None` if it is not in the set.
+    pub fn rank(&self, member: &[u8], reverse: bool) -> Option<usize> {
+        let len = self.len();
+        let forward = match &self.repr {
+            Repr::Small(dq) => dq.iter().position(|e| e.1.as_ref() == member)?,
+            Repr::Large(l) => {
+                let (m, s) = l.map.get_key_value(member)?;
+                let key = (*s, m.clone());
+                // Count from the end that is probably nearer (guessed from the scores).
+                let nearer_back = match (l.set.first(), l.set.last()) {
+                    (Some(first), Some(last)) => s.0 - first.0.0 > last.0.0 - s.0,
+                    _ => false,
+                };
+                if nearer_back {
+                    let after = l
+                        .set
+                        .range((Bound::Excluded(key), Bound::Unbounded))
+                        .count();
+                    len.saturating_sub(after + 1)
+                } else {
+                    l.set.range(..key).count()
+                }
+            }
+        };
+        Some(if reverse {
+            len.saturating_sub(forward + 1)
+        } else {
+            forward
+        })
+    }
+
+    /// The entry at 0-based ascending `rank`, or `None` past the end (for `ZRANDMEMBER`).
+    pub fn member_at(&self, rank: usize) -> Option<(&[u8], f64)> {
+        let len = self.len();
+        if rank >= len {
+            return None;
+        }
+        let e = match &self.repr {
+            Repr::Small(dq) => dq.get(rank)?,
+            Repr::Large(l) => {
+                if rank <= len / 2 {
+                    l.set.iter().nth(rank)?
+                } else {
+                    l.set.iter().nth_back(len - 1 - rank)?
+                }
+            }
+        };
+        Some((e.1.as_ref(), e.0.0))
+    }
+
+    /// The entries at several 0-based ascending ranks, in the order the ranks are given
+    /// (repeats allowed); ranks `>= len()` are left out. One pass over the set, so picking
+    /// `k` random members costs O(n + k log k) rather than O(n k) (for `ZRANDMEMBER` with a
+    /// count).
+    pub fn members_at(&self, ranks: &[usize]) -> Vec<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Small(dq) => ranks
+                .iter()
+                .filter_map(|&r| dq.get(r))
+                .map(|e| (e.1.as_ref(), e.0.0))
+                .collect(),
+            Repr::Large(l) => {
+                let mut order: Vec<(usize, usize)> = ranks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &r)| r < l.set.len())
+                    .map(|(i, &r)| (r, i))
+                    .collect();
+                order.sort_unstable();
+                let mut found: Vec<Option<&Entry>> = vec![None; ranks.len()];
+                let mut wanted = order.iter().peekable();
+                for (rank, e) in l.set.iter().enumerate() {
+                    while let Some(&&(r, i)) = wanted.peek() {
+                        if r != rank {
+                            break;
+                        }
+                        if let Some(slot) = found.get_mut(i) {
+                            *slot = Some(e);
+                        }
+                        wanted.next();
+                    }
+                    if wanted.peek().is_none() {
+                        break;
+                    }
+                }
+                found
+                    .into_iter()
+                    .flatten()
+                    .map(|e| (e.1.as_ref(), e.0.0))
+                    .collect()
+            }
+        }
+    }
+
+    /// Rough number of heap and inline bytes the set uses (`MEMORY USAGE`).
+    pub fn approx_memory(&self) -> usize {
+        /// `Bytes` clones share one heap header once a member is referenced twice.
+        const SHARED_HEADER: usize = 24;
+        let base = std::mem::size_of::<Self>();
+        match &self.repr {
+            Repr::Small(dq) => {
+                base + dq.capacity() * std::mem::size_of::<Entry>()
+                    + dq.iter().map(|e| e.1.len()).sum::<usize>()
+            }
+            Repr::Large(l) => {
+                let members: usize = l.map.keys().map(|k| k.len() + SHARED_HEADER).sum();
+                // B-tree nodes are about two thirds full on average.
+                let tree = l.set.len() * std::mem::size_of::<Entry>() * 3 / 2;
+                let table = l.map.capacity() * (std::mem::size_of::<(Bytes, Score)>() + 1);
+                base + members + tree + table
+            }
+        }
+    }
+}
