@@ -4,6 +4,7 @@
 mod cluster;
 mod core;
 mod diff;
+mod docs;
 mod dump;
 mod hll;
 mod hostile;
