@@ -4,12 +4,15 @@
 mod cluster;
 mod core;
 mod diff;
+mod dockerfile;
 mod docs;
 mod dump;
 mod hll;
 mod hostile;
+mod hostile_lua;
 mod limits;
 mod memory;
+mod operators;
 mod proc;
 mod props;
 mod random_diff;
