@@ -262,6 +262,8 @@ pub fn run_locked(
         read_only: how.read_only,
         allow_oom: how.allow_oom,
         busy: &busy,
+        slot: super::cluster::script_slot(keys),
+        cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
     };
     let reply = body(&shared.scripts, &mut host);
     ctx.client.resp = saved_resp;
@@ -277,6 +279,10 @@ struct ScriptHost<'c, 'a> {
     read_only: bool,
     allow_oom: bool,
     busy: &'c script::Busy,
+    /// Cluster mode: the one slot the script's calls may touch, once known.
+    slot: Option<u16>,
+    /// Cluster mode: the calls may touch several slots.
+    cross_slot_ok: bool,
 }
 
 fn refuse(msg: &'static str) -> Reply {
@@ -316,7 +322,9 @@ impl Host for ScriptHost<'_, '_> {
         if writes {
             self.busy.mark_write();
         }
-        if let Some(refused) = super::cluster::script_check(shared, spec, &args) {
+        if let Some(refused) =
+            super::cluster::script_check(shared, spec, &args, &mut self.slot, self.cross_slot_ok)
+        {
             return refused;
         }
         let started = Instant::now();
