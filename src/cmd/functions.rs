@@ -208,6 +208,8 @@ impl<const RO: bool> super::Command for Fcall<RO> {
             read_only: RO || flags.no_writes,
             allow_oom: flags.allow_oom,
             function: Some((info.name.clone(), command)),
+            slot: super::cluster::script_slot(keys),
+            cross_slot_ok: flags.allow_cross_slot_keys,
         };
         Ok(run_locked(ctx, how, |scripts, host| {
             scripts.run_function(&lib, index, keys, argv, host)

@@ -221,6 +221,8 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
             read_only: RO || script.flags.no_writes,
             allow_oom: false,
             function: None,
+            slot: super::cluster::script_slot(&self.keys),
+            cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
         };
         let (keys, argv) = (&self.keys, &self.argv);
         Ok(run_locked(ctx, how, |scripts, host| {
@@ -238,6 +240,10 @@ pub struct RunAs {
     pub allow_oom: bool,
     /// The function's name and command (FCALL), for FUNCTION STATS and KILL.
     pub function: Option<(String, Vec<Bytes>)>,
+    /// Cluster mode: the slot of the declared keys, if any.
+    pub slot: Option<u16>,
+    /// Cluster mode: calls may touch several slots (no shebang, `allow-cross-slot-keys`).
+    pub cross_slot_ok: bool,
 }
 
 /// Runs a script or function in `ctx` (which holds every shard) and returns its reply.
@@ -262,8 +268,8 @@ pub fn run_locked(
         read_only: how.read_only,
         allow_oom: how.allow_oom,
         busy: &busy,
-        slot: super::cluster::script_slot(keys),
-        cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
+        slot: how.slot,
+        cross_slot_ok: how.cross_slot_ok,
     };
     let reply = body(&shared.scripts, &mut host);
     ctx.client.resp = saved_resp;
