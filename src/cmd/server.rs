@@ -424,7 +424,14 @@ impl Command for Ping {
             message: a.rest().first().cloned(),
         })
     }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.resp == 2 && ctx.client.subscribed() {
+            // Redis answers a subscribed RESP2 client in the shape of a message.
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(Bytes::from_static(b"pong")),
+                Reply::Bulk(self.message.unwrap_or_default()),
+            ]));
+        }
         Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
     }
 }
@@ -473,6 +480,7 @@ impl Command for Reset {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.client.end_multi();
         super::txn::unwatch_all(ctx);
+        ctx.shared.pubsub.drop_client(ctx.client);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
         ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
