@@ -11,6 +11,7 @@ mod limits;
 mod memory;
 mod proc;
 mod props;
+mod pubsub;
 mod random_diff;
 mod scripting;
 mod shutdown;
