@@ -1,6 +1,6 @@
 //! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, SSUBSCRIBE, SUNSUBSCRIBE,
 //! PUBLISH, SPUBLISH and PUBSUB, with Redis 7.0's replies; and the registry of who listens
-//! to what, which keyspace notifications (`cmd::notify`) publish through too.
+//! to what.
 //!
 //! The registry is three maps behind their own `RwLock`s (channels, shard channels,
 //! patterns), leaves in the lock order: no shard lock is ever taken while one is held, and
@@ -8,6 +8,10 @@
 //! published after the command's shards are released). Fan-out appends one encoded message
 //! (two at most: RESP2 and RESP3 differ only in the first byte) to each subscriber's
 //! `PushQueue`; the subscriber's own event loop writes it.
+//!
+//! In cluster mode SSUBSCRIBE, SUNSUBSCRIBE and SPUBLISH declare their channels as keys (with
+//! Redis's `not_key` key spec), so `cluster::route` answers MOVED / CROSSSLOT for them as for
+//! keys; PUBLISH reaches only this node's subscribers (there is no cluster bus).
 //!
 //! Confirmations (`subscribe ch 1`…) go through the subscriber's queue too, appended while
 //! the registry's write lock is held, so a message published right after the subscription
@@ -175,11 +179,10 @@ impl PubSub {
         subs.len()
     }
 
-    /// True while anyone listens to a channel or pattern (keyspace notifications skip all
-    /// work otherwise).
-    pub fn has_listeners(&self) -> bool {
-        self.channels.read().map(|m| !m.is_empty()).unwrap_or(false)
-            || self.patterns.read().map(|m| !m.is_empty()).unwrap_or(false)
+    /// Channels, patterns and shard channels with at least one subscriber (INFO stats).
+    pub fn counts(&self) -> [usize; 3] {
+        [Kind::Channel, Kind::Pattern, Kind::Shard]
+            .map(|k| k.map(self).read().map_or(0, |m| m.len()))
     }
 
     /// Removes every subscription of a client (disconnect, RESET), without confirmations.

@@ -1629,10 +1629,11 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     if wanted("stats") {
         let s = &shared.stats;
         let ks = keyspace_stats;
+        let pubsub_counts = shared.pubsub.counts();
         section(
             "Stats",
             format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\npubsubshard_channels:{}\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
                 s.total_connections.load(Ordering::Relaxed),
                 s.total_commands.load(Ordering::Relaxed),
                 s.net_input_bytes.load(Ordering::Relaxed),
@@ -1642,6 +1643,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 s.evicted_keys.load(Ordering::Relaxed),
                 ks.keyspace_hits,
                 ks.keyspace_misses,
+                pubsub_counts[0],
+                pubsub_counts[1],
+                pubsub_counts[2],
                 s.total_error_replies.load(Ordering::Relaxed),
             ),
         );
