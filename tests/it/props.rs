@@ -102,13 +102,9 @@ fn command() -> impl Strategy<Value = (usize, Vec<Vec<u8>>)> {
     (any::<usize>(), prop::collection::vec(arg(), 0..7))
 }
 
-/// One complete RESP2 or RESP3 frame and nothing more (`support::frame_len` also measures
-/// the valid RESP3 the `redis-protocol` crate refuses, such as COMMAND INFO's set of maps).
-fn well_formed(out: &[u8]) -> bool {
-    matches!(crate::support::frame_len(out), Ok(Some(n)) if n == out.len())
-}
-
-/// One or more complete frames and nothing more.
+/// One or more complete RESP2 or RESP3 frames and nothing more (`support::frame_len` also
+/// measures the valid RESP3 the `redis-protocol` crate refuses, such as COMMAND INFO's set of
+/// maps).
 fn whole_frames(mut out: &[u8]) -> bool {
     if out.is_empty() {
         return false;
