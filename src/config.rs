@@ -55,8 +55,10 @@ pub struct Config {
     /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
     /// holds while its client does not read them.
     pub output_buffer_limit: OutputBufferLimit,
-    /// The replica and pubsub classes, kept only to report them (sluice has neither).
+    /// The replica and pubsub classes as CONFIG GET reports them.
     pub output_buffer_limit_other: String,
+    /// The `pubsub` class: bounds the messages queued for a subscribed client.
+    pub pubsub_buffer_limit: OutputBufferLimit,
     /// TLS port; 0 means no TLS listener.
     pub tls_port: u16,
     /// PEM certificate chain for the TLS port.
@@ -135,6 +137,11 @@ impl Default for Config {
             output_buffer_limit: OutputBufferLimit::default(),
             output_buffer_limit_other: "slave 268435456 67108864 60 pubsub 33554432 8388608 60"
                 .into(),
+            pubsub_buffer_limit: OutputBufferLimit {
+                hard: 32 * 1024 * 1024,
+                soft: 8 * 1024 * 1024,
+                soft_seconds: 60,
+            },
             tls_port: 0,
             tls_cert_file: None,
             tls_key_file: None,
@@ -925,6 +932,7 @@ impl Config {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
         let mut normal = self.output_buffer_limit;
+        let mut pubsub = self.pubsub_buffer_limit;
         let mut other: Vec<(String, String)> = self
             .output_buffer_limit_other
             .split_whitespace()
@@ -964,10 +972,18 @@ impl Config {
                     soft_seconds: secs,
                 };
             } else if let Some(slot) = other.iter_mut().find(|(c, _)| c == class) {
+                if class == "pubsub" {
+                    pubsub = OutputBufferLimit {
+                        hard,
+                        soft,
+                        soft_seconds: secs,
+                    };
+                }
                 slot.1 = format!("{hard} {soft} {secs}");
             }
         }
         self.output_buffer_limit = normal;
+        self.pubsub_buffer_limit = pubsub;
         self.output_buffer_limit_other = other
             .iter()
             .map(|(c, v)| format!("{c} {v}"))
@@ -987,6 +1003,9 @@ pub struct LiveSettings {
     obuf_hard: AtomicUsize,
     obuf_soft: AtomicUsize,
     obuf_soft_seconds: AtomicU64,
+    pubsub_hard: AtomicUsize,
+    pubsub_soft: AtomicUsize,
+    pubsub_soft_seconds: AtomicU64,
     timeout: AtomicU64,
 }
 
@@ -1010,7 +1029,21 @@ impl LiveSettings {
         self.obuf_soft.store(l.soft, Ordering::Relaxed);
         self.obuf_soft_seconds
             .store(l.soft_seconds, Ordering::Relaxed);
+        let p = config.pubsub_buffer_limit;
+        self.pubsub_hard.store(p.hard, Ordering::Relaxed);
+        self.pubsub_soft.store(p.soft, Ordering::Relaxed);
+        self.pubsub_soft_seconds
+            .store(p.soft_seconds, Ordering::Relaxed);
         self.timeout.store(config.timeout, Ordering::Relaxed);
+    }
+
+    /// The pubsub class of client-output-buffer-limit.
+    pub fn pubsub_buffer_limit(&self) -> OutputBufferLimit {
+        OutputBufferLimit {
+            hard: self.pubsub_hard.load(Ordering::Relaxed),
+            soft: self.pubsub_soft.load(Ordering::Relaxed),
+            soft_seconds: self.pubsub_soft_seconds.load(Ordering::Relaxed),
+        }
     }
 
     /// maxmemory in bytes (0: no cap).

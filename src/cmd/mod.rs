@@ -27,6 +27,7 @@ pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod pause;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -85,6 +86,8 @@ pub struct Shared {
     pub params: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
     /// The MONITOR feed.
     pub monitors: monitor::Monitors,
+    /// Pub/sub subscriptions.
+    pub pubsub: pubsub::PubSub,
     /// Faults and command log; present only in test mode.
     pub test: Option<testmode::TestHooks>,
     /// The settings the hot path reads (maxmemory, output limits...), kept in step with
@@ -144,6 +147,7 @@ impl Shared {
             run_id,
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             monitors: monitor::Monitors::default(),
+            pubsub: pubsub::PubSub::default(),
             test: test_mode.then(testmode::TestHooks::default),
             live,
             scripts,
@@ -384,6 +388,20 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     };
     if let Some(reply) = maxmemory::check(shared, client, spec) {
         return reject(shared, client, reply);
+    }
+    // A RESP2 connection that is subscribed only takes what Redis takes in that context.
+    if client.resp == 2 && client.subscribed() && !pubsub::allowed_while_subscribed(spec.name) {
+        return reject(
+            shared,
+            client,
+            Reply::Error(
+                format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    spec.full_name()
+                )
+                .into(),
+            ),
+        );
     }
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {

@@ -448,7 +448,14 @@ impl Command for Ping {
             message: a.rest().first().cloned(),
         })
     }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.resp == 2 && ctx.client.subscribed() {
+            // Redis answers a subscribed RESP2 client in the shape of a message.
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(Bytes::from_static(b"pong")),
+                Reply::Bulk(self.message.unwrap_or_default()),
+            ]));
+        }
         Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
     }
 }
@@ -497,6 +504,7 @@ impl Command for Reset {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.client.end_multi();
         super::txn::unwatch_all(ctx);
+        ctx.shared.pubsub.drop_client(ctx.client);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
         ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
@@ -1820,6 +1828,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     if wanted("stats") {
         let s = &shared.stats;
         let ks = keyspace_stats;
+        let pubsub_counts = shared.pubsub.counts();
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
         let zero = || "0".to_string();
         fields(
@@ -1851,9 +1860,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ("current_eviction_exceeded_time", zero()),
                 ("keyspace_hits", ks.keyspace_hits.to_string()),
                 ("keyspace_misses", ks.keyspace_misses.to_string()),
-                ("pubsub_channels", zero()),
-                ("pubsub_patterns", zero()),
-                ("pubsubshard_channels", zero()),
+                ("pubsub_channels", pubsub_counts[0].to_string()),
+                ("pubsub_patterns", pubsub_counts[1].to_string()),
+                ("pubsubshard_channels", pubsub_counts[2].to_string()),
                 ("latest_fork_usec", zero()),
                 ("total_forks", zero()),
                 ("migrate_cached_sockets", zero()),

@@ -129,6 +129,7 @@ impl Drop for Registered {
                 _ => cmd::txn::unwatch_keys(&self.shared, id, watched),
             }
         }
+        self.shared.pubsub.drop_client(&mut self.client);
         self.shared.clients.unregister(id);
     }
 }
@@ -208,6 +209,11 @@ async fn run<S: Transport>(
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 tokio::time::sleep(pause).await;
             }
+            // Pushes this command caused for this client (its subscription confirmations, a
+            // message it published to itself) go before its reply, as in Redis.
+            if let Some(q) = client.push_queue() {
+                q.take_into(&mut wbuf);
+            }
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
             }
@@ -237,6 +243,16 @@ async fn run<S: Transport>(
         // reuse its memory instead of allocating a new one.
         args.clear();
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+        // Messages published meanwhile, until none is left (each write may take a while).
+        let queue = client.push_queue().cloned();
+        if let Some(q) = &queue {
+            while q.take_into(&mut wbuf) > 0 {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+            }
+            if q.dropped.is_cancelled() {
+                return Ok(());
+            }
+        }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
         info.buf_mem
             .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
@@ -252,7 +268,9 @@ async fn run<S: Transport>(
         }
 
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
+        // Subscribed clients are not subject to the idle timeout (as in Redis).
         let idle_timeout = match shared.live.timeout() {
+            _ if client.subscribed() => None,
             0 => None,
             secs => Some(Duration::from_secs(secs)),
         };
@@ -269,12 +287,20 @@ async fn run<S: Transport>(
         // lock (the shutdown token's is shared by every connection). A kill or a shutdown
         // still ends a read that waits, and the checks per batch catch a client that never
         // lets its reads wait.
+        // A subscribed connection also wakes for messages to write.
+        let pushed = async {
+            match &queue {
+                Some(q) => q.ready.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let n = tokio::select! {
             biased;
             r = read => match r {
                 Some(r) => r?,
                 None => return Ok(()), // idle timeout
             },
+            _ = pushed => continue,
             _ = info.kill.cancelled() => return Ok(()),
             _ = shared.shutdown.cancelled() => return Ok(()),
         };
@@ -372,15 +398,28 @@ async fn write_out<S: Transport>(
     if wbuf.is_empty() {
         return Ok(());
     }
-    let limit = shared.live.output_buffer_limit();
+    // A subscribed client is held to the pubsub class, counting its queued messages too.
+    let queue = client.subscribed().then(|| client.push_queue()).flatten();
+    let limit = match queue {
+        Some(_) => shared.live.pubsub_buffer_limit(),
+        None => shared.live.output_buffer_limit(),
+    };
+    let dropped = async {
+        match queue {
+            Some(q) => q.dropped.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(dropped);
     let idle = shared.live.timeout();
     let kill = &client.info.kill;
     let mut written = 0;
     let mut last_progress = Instant::now();
     loop {
         let pending = wbuf.len() - written;
+        let queued = queue.map_or(0, |q| q.pending());
         let buffered = if limit.hard > 0 || limit.soft > 0 {
-            pending + stream.unsent_bytes()
+            pending + queued + stream.unsent_bytes()
         } else {
             pending
         };
@@ -417,6 +456,7 @@ async fn write_out<S: Transport>(
                 biased;
                 r = stream.flush() => { r?; break; }
                 _ = expired => return Err(closed("output not drained in time")),
+                _ = &mut dropped => return Err(closed("pub/sub output over the limit")),
                 _ = kill.cancelled() => return Err(closed("killed")),
             }
         } else {
@@ -429,6 +469,13 @@ async fn write_out<S: Transport>(
                         client.info.id
                     );
                     return Err(closed("output not drained in time"));
+                }
+                _ = &mut dropped => {
+                    tracing::warn!(
+                        "closing client {}: pub/sub output over client-output-buffer-limit pubsub",
+                        client.info.id
+                    );
+                    return Err(closed("pub/sub output over the limit"));
                 }
                 _ = kill.cancelled() => return Err(closed("killed")),
             }

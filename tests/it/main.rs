@@ -16,6 +16,7 @@ mod memory;
 mod operators;
 mod proc;
 mod props;
+mod pubsub;
 mod random_diff;
 mod scripting;
 mod shutdown;

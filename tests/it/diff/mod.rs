@@ -98,6 +98,7 @@ transcripts!(
     zsetops,
     sort,
     dump,
+    pubsub,
 );
 
 /// Runs every transcript not listed above.
