@@ -198,9 +198,48 @@ pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut cursor = ArgCursor::new(args.get(SKIP..).unwrap_or(&[]));
-    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
-    match parsed.and_then(|c| c.apply(ctx)) {
+    parse_and_apply(ctx, args, SKIP, C::parse, C::apply)
+}
+
+/// A command whose variants share one struct (EXPIRE/PEXPIRE/EXPIREAT…, LPUSH/RPUSH…): the
+/// table entry names the variant with an enum value, and `parse` receives it. The entry is
+/// a closure, `|ctx, args| run_as::<Expire>(ctx, args, ExpireKind::Pexpire)`, so the
+/// variant's name is what the table shows.
+pub trait VariantCommand: Sized {
+    /// The enum naming the variants.
+    type Variant: Copy;
+    /// Parses the arguments after the command name, for `variant`. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// `run` for a [`VariantCommand`].
+pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
+    parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)
+}
+
+/// `run_sub` for a [`VariantCommand`].
+pub fn run_sub_as<C: VariantCommand>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    variant: C::Variant,
+) -> Reply {
+    parse_and_apply(ctx, args, 2, |a| C::parse(a, variant), C::apply)
+}
+
+/// The one path from arguments to reply: parse what follows the first `skip` arguments,
+/// refuse leftovers (`ERR syntax error`), apply.
+fn parse_and_apply<C>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    skip: usize,
+    parse: impl FnOnce(&mut ArgCursor<'_>) -> CmdResult<C>,
+    apply: impl FnOnce(C, &mut Ctx<'_>) -> CmdResult<Reply>,
+) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(skip..).unwrap_or(&[]));
+    let parsed = parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    match parsed.and_then(|c| apply(c, ctx)) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
