@@ -12,7 +12,7 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::keys::parse_scan_options;
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -26,7 +26,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<HSet<false>>,
+        |c, a| run_as::<HSet>(c, a, HSetReply::Created),
     )
     .with_acl(&["@write", "@hash", "@fast"]),
     C::new(
@@ -42,7 +42,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<HSet<true>>,
+        |c, a| run_as::<HSet>(c, a, HSetReply::Ok),
     )
     .with_acl(&["@write", "@hash", "@fast"]),
     C::new(
@@ -61,29 +61,17 @@ pub static COMMANDS: &[C] = &[
         run::<HMGet>,
     )
     .with_acl(&["@read", "@hash", "@fast"]),
-    C::new(
-        "hgetall",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<BOTH>>,
-    )
+    C::new("hgetall", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Both)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
-    C::new(
-        "hkeys",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<FIELDS>>,
-    )
+    C::new("hkeys", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Fields)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
-    C::new(
-        "hvals",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<VALUES>>,
-    )
+    C::new("hvals", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Values)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
     C::new(
         "hdel",
@@ -220,23 +208,40 @@ pub fn parse_random_count(arg: &[u8]) -> CmdResult<i64> {
     }
 }
 
+/// What HSET (the number of new fields) and HMSET (`OK`) reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HSetReply {
+    /// HSET: how many fields were created.
+    Created,
+    /// HMSET: `+OK`.
+    Ok,
+}
+
 /// HSET / HMSET key field value [field value …]
 #[derive(Debug)]
-pub struct HSet<const HMSET: bool> {
+pub struct HSet {
+    reply: HSetReply,
     key: Bytes,
     pairs: Vec<Bytes>,
 }
 
-impl<const HMSET: bool> Command for HSet<HMSET> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for HSet {
+    type Variant = HSetReply;
+
+    fn parse(a: &mut ArgCursor<'_>, reply: HSetReply) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let pairs = a.rest();
         if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
-                if HMSET { "hmset" } else { "hset" }.into(),
+                match reply {
+                    HSetReply::Created => "hset",
+                    HSetReply::Ok => "hmset",
+                }
+                .into(),
             ));
         }
         Ok(HSet {
+            reply,
             key,
             pairs: pairs.to_vec(),
         })
@@ -251,10 +256,9 @@ impl<const HMSET: bool> Command for HSet<HMSET> {
         // Redis signals every executed HSET, even one that rewrote the same values.
         let db = ctx.db();
         ctx.store.touch(db, &self.key);
-        Ok(if HMSET {
-            Reply::ok()
-        } else {
-            Reply::Int(created as i64)
+        Ok(match self.reply {
+            HSetReply::Ok => Reply::ok(),
+            HSetReply::Created => Reply::Int(created as i64),
         })
     }
 }
@@ -333,36 +337,44 @@ impl Command for HMGet {
     }
 }
 
-/// HGETALL reads fields and values.
-const BOTH: u8 = 0;
-/// HKEYS reads fields.
-const FIELDS: u8 = 1;
-/// HVALS reads values.
-const VALUES: u8 = 2;
+/// What a whole-hash read returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashPart {
+    /// HGETALL: fields and values.
+    Both,
+    /// HKEYS: fields.
+    Fields,
+    /// HVALS: values.
+    Values,
+}
 
-/// HGETALL (BOTH) / HKEYS (FIELDS) / HVALS (VALUES) key
+/// HGETALL / HKEYS / HVALS key
 #[derive(Debug)]
-pub struct HGetAll<const WHAT: u8> {
+pub struct HGetAll {
+    part: HashPart,
     key: Bytes,
 }
 
-impl<const WHAT: u8> Command for HGetAll<WHAT> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for HGetAll {
+    type Variant = HashPart;
+
+    fn parse(a: &mut ArgCursor<'_>, part: HashPart) -> CmdResult<Self> {
         Ok(HGetAll {
+            part,
             key: a.next()?.clone(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let h = read_hash(ctx, &self.key)?;
         let pairs = h.iter().flat_map(|h| h.iter());
-        Ok(match WHAT {
-            BOTH => Reply::Map(
+        Ok(match self.part {
+            HashPart::Both => Reply::Map(
                 pairs
                     .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
                     .collect(),
             ),
-            FIELDS => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
-            _ => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+            HashPart::Fields => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
+            HashPart::Values => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
         })
     }
 }

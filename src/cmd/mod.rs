@@ -189,16 +189,12 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 /// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
 /// reads what it accepts and leaves the rest, and never checks for leftovers itself.
 pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 1>(ctx, args)
+    parse_and_apply(ctx, args, 1, C::parse, C::apply)
 }
 
 /// `run` for subcommands: arguments start after the subcommand name.
 pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 2>(ctx, args)
-}
-
-fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    parse_and_apply(ctx, args, SKIP, C::parse, C::apply)
+    parse_and_apply(ctx, args, 2, C::parse, C::apply)
 }
 
 /// A command whose variants share one struct (EXPIRE/PEXPIRE/EXPIREAT…, LPUSH/RPUSH…): the
@@ -212,6 +208,16 @@ pub trait VariantCommand: Sized {
     fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
     /// Runs the command.
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// Whether a command's variant may write: the `_RO` twins (EVAL_RO, EVALSHA_RO, SORT_RO…)
+/// are the same command refusing writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The plain command.
+    ReadWrite,
+    /// The `_RO` variant.
+    ReadOnly,
 }
 
 /// `run` for a [`VariantCommand`].

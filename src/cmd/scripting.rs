@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared,
+    Access, ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared,
     VariantCommand, lookup, run, run_as, run_sub,
 };
 use crate::client::ClientState;
@@ -179,15 +179,6 @@ pub enum Source {
     Body,
     /// EVALSHA, EVALSHA_RO: the argument is the SHA1 of a cached script.
     Sha,
-}
-
-/// Whether a script may write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// EVAL, EVALSHA.
-    ReadWrite,
-    /// EVAL_RO, EVALSHA_RO: writes are refused.
-    ReadOnly,
 }
 
 /// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
