@@ -607,6 +607,7 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("hash-max-listpack-value", "64"),
     ("hash-max-ziplist-entries", "512"),
     ("hash-max-ziplist-value", "64"),
+    ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("io-threads", "1"),
     ("latency-tracking", "yes"),

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, run};
 use crate::cmd::args::{is, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -46,6 +46,10 @@ pub static COMMANDS: &[C] = &[
     C::new("linsert", 5, &["write", "denyoom"], C::keys(1, 1, 1), run::<LInsert>).with_acl(&["@write", "@list", "@slow"]),
     C::new("lpos", -3, &["readonly"], C::keys(1, 1, 1), run::<LPos>).with_acl(&["@read", "@list", "@slow"]),
     C::new("lmove", 5, &["write", "denyoom"], C::keys(1, 2, 1), run::<LMove>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("rpoplpush", 3, &["write", "denyoom"], C::keys(1, 2, 1), run::<RPopLPush>).with_acl(&["@write", "@list", "@slow"])
+        .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0), KeySpecDoc::range(&["RW", "insert"], 2, 0)]),
+    C::new("lmpop", -4, &["write", "movablekeys"], KeySpec::Keynum { begin: 1, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, run::<LMPop>)
+        .with_acl(&["@write", "@list", "@slow"]),
 ];
 
 /// The list at `key` for a write: None if missing, WRONGTYPE for another type.
@@ -660,6 +664,90 @@ impl Command for LMove {
         self.to.push(dst, v.clone());
         ctx.store.touch(db, &self.destination);
         Ok(Reply::Bulk(v))
+    }
+}
+
+/// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
+#[derive(Debug)]
+pub struct RPopLPush(LMove);
+
+impl Command for RPopLPush {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(RPopLPush(LMove {
+            source: a.next()?.clone(),
+            destination: a.next()?.clone(),
+            from: End::Right,
+            to: End::Left,
+        }))
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        self.0.apply(ctx)
+    }
+}
+
+/// LMPOP numkeys key [key …] LEFT|RIGHT [COUNT count]
+///
+/// Pops from the first non-empty list of the keys, in order; a key of another type met
+/// before it is WRONGTYPE. Replies `[key, [elements]]`, or a null array if every list is
+/// missing.
+#[derive(Debug)]
+pub struct LMPop {
+    keys: Vec<Bytes>,
+    end: End,
+    count: usize,
+}
+
+impl Command for LMPop {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let numkeys = super::set::parse_numkeys(a.next()?)?;
+        if numkeys >= a.remaining() {
+            return Err(CmdError::Syntax);
+        }
+        let keys = (0..numkeys)
+            .map(|_| a.next().cloned())
+            .collect::<CmdResult<Vec<_>>>()?;
+        let end = End::parse(a.next_bytes()?)?;
+        let mut count = None;
+        while let Some(opt) = a.peek() {
+            a.next()?;
+            if count.is_none() && is(opt, "count") && a.remaining() > 0 {
+                let n = parse_i64(a.next()?)
+                    .filter(|n| *n >= 1)
+                    .ok_or(CmdError::msg("ERR count should be greater than 0"))?;
+                count = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(LMPop {
+            keys,
+            end,
+            count: count.unwrap_or(1),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        for key in &self.keys {
+            let Some(l) = list_mut(&mut ctx.store, db, key, now)? else {
+                continue;
+            };
+            if l.is_empty() {
+                continue;
+            }
+            let n = self.count.min(l.len());
+            let popped: Vec<Reply> = match self.end {
+                End::Left => l.drain(..n).map(Reply::Bulk).collect(),
+                End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
+            };
+            ctx.store.touch_and_prune(db, key);
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(key.clone()),
+                Reply::Array(popped),
+            ]));
+        }
+        Ok(Reply::NullArray)
     }
 }
 

@@ -14,9 +14,11 @@
 //! order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
+pub mod bitmap;
 pub mod cluster;
 pub mod dump;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
 /// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
@@ -28,6 +30,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod strings;
+pub mod strrange;
 pub mod table;
 pub mod testmode;
 pub mod throttle;

@@ -1025,8 +1025,8 @@ fn key_spec_doc(d: &crate::cmd::KeySpecDoc) -> Reply {
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
 pub fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
-    let key_specs = if let Some(doc) = spec.info {
-        doc.key_specs.iter().map(key_spec_doc).collect()
+    let key_specs = if !spec.key_specs.is_empty() {
+        spec.key_specs.iter().map(key_spec_doc).collect()
     } else if let KeySpec::Keynum {
         begin,
         keynumidx,
@@ -1080,9 +1080,10 @@ pub fn command_info(spec: &C) -> Reply {
         Reply::Int(step as i64),
         status_set(spec.acl),
         Reply::Set(
-            spec.info
-                .map(|d| d.tips.iter().map(|t| Reply::bulk(t.as_bytes())).collect())
-                .unwrap_or_default(),
+            spec.tips
+                .iter()
+                .map(|t| Reply::bulk(t.as_bytes()))
+                .collect(),
         ),
         // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
         Reply::Set(key_specs),

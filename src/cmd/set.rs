@@ -1,4 +1,8 @@
-//! Set commands: membership, cardinality, random members (SPOP, SRANDMEMBER), SSCAN.
+//! Set commands: membership, cardinality, random members (SPOP, SRANDMEMBER), SSCAN, and the
+//! set algebra (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) and SMOVE.
+//!
+//! Algebra results are built as Redis builds them (an intset until a member or the size says
+//! otherwise), so a STORE form's OBJECT ENCODING and an all-integer result's order match.
 //!
 //! The two encodings (a sorted intset of integers while small, a hash table after) live in
 //! `store::value::SetValue`. Replies follow Redis 7.0 per protocol: SMEMBERS and SPOP with a
@@ -9,7 +13,8 @@ use rand::RngExt;
 
 use super::args::parse_scan_cursor;
 use super::hash::{parse_random_count, random_picks, scan_matches, scan_options, scan_reply};
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, run};
+use crate::cmd::args::is;
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -384,5 +389,275 @@ impl Command for SScan {
             .map(Reply::Bulk)
             .collect();
         Ok(scan_reply(next, items))
+    }
+}
+
+/// The set-algebra commands (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) and SMOVE.
+#[rustfmt::skip]
+pub static ALGEBRA_COMMANDS: &[C] = &[
+    C::new("sinter", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<INTER, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sunion", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<UNION, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sdiff", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<DIFF, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sinterstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<INTER, true>>).with_acl(&["@write", "@set", "@slow"])
+        .with_key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
+    C::new("sunionstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<UNION, true>>).with_acl(&["@write", "@set", "@slow"])
+        .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
+    C::new("sdiffstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<DIFF, true>>).with_acl(&["@write", "@set", "@slow"])
+        .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
+    C::new("sintercard", -3, &["readonly", "movablekeys"], KeySpec::Keynum { begin: 1, keynumidx: 0, firstkey: 1, step: 1, flags: &["RO", "access"], notes: None }, run::<SInterCard>)
+        .with_acl(&["@read", "@set", "@slow"]),
+    C::new("smove", 4, &["write", "fast"], C::keys(1, 2, 1), run::<SMove>).with_acl(&["@write", "@set", "@fast"])
+        .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0), KeySpecDoc::range(&["RW", "insert"], 2, 0)]),
+];
+
+const INTER: u8 = 0;
+const UNION: u8 = 1;
+const DIFF: u8 = 2;
+
+/// Reads the source sets in order (missing keys are None), WRONGTYPE for any other type.
+/// With `all_needed` (intersections), a missing key makes the answer empty: then nothing is
+/// copied and None is returned.
+fn source_sets(
+    ctx: &mut Ctx<'_>,
+    keys: &[Bytes],
+    all_needed: bool,
+) -> CmdResult<Option<Vec<Option<SetValue>>>> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    // First pass: one read lookup per key (keyspace hits and misses as Redis counts them)
+    // and the type checks, before anything is copied.
+    let mut present = Vec::with_capacity(keys.len());
+    for k in keys {
+        present.push(match ctx.store.read_value(db, k, now) {
+            None => false,
+            Some(Value::Set(_)) => true,
+            Some(_) => return Err(CmdError::WrongType),
+        });
+    }
+    if all_needed && present.contains(&false) {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(keys.len());
+    for (k, here) in keys.iter().zip(present) {
+        out.push(match ctx.store.lookup(db, k, now).map(|e| &e.value) {
+            Some(Value::Set(s)) if here => Some((**s).clone()),
+            _ => None,
+        });
+    }
+    Ok(Some(out))
+}
+
+/// An empty result set, as Redis's createIntsetObject: an intset until a member says not.
+fn empty_result() -> SetValue {
+    SetValue::new_for(b"0")
+}
+
+/// The intersection: the members of the smallest set found in every other, in the smallest
+/// set's order; `limit` (SINTERCARD) stops counting early. None when any set is missing.
+fn intersect(sets: &[Option<SetValue>], limit: usize) -> Option<SetValue> {
+    let mut present: Vec<&SetValue> = sets.iter().map(|s| s.as_ref()).collect::<Option<_>>()?;
+    present.sort_by_key(|s| s.len());
+    let (first, rest) = present.split_first()?;
+    let mut out = empty_result();
+    for m in first.iter() {
+        if rest.iter().all(|s| s.contains(&m)) {
+            out.insert(&m);
+            if limit != 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The union of the sets present, built by adding each set's members in turn.
+fn union(sets: &[Option<SetValue>]) -> SetValue {
+    let mut out = empty_result();
+    for s in sets.iter().flatten() {
+        for m in s.iter() {
+            out.insert(&m);
+        }
+    }
+    out
+}
+
+/// The first set minus the others, built with the algorithm Redis would pick for these
+/// sizes, so the result's encoding is Redis's too (removing members never turns a hash
+/// table back into an intset).
+fn difference(sets: &[Option<SetValue>], keys: &[Bytes]) -> SetValue {
+    let mut out = empty_result();
+    let Some(Some(first)) = sets.first() else {
+        return out;
+    };
+    // A later key naming the first set empties the result.
+    if keys[1..]
+        .iter()
+        .zip(&sets[1..])
+        .any(|(k, s)| s.is_some() && *k == keys[0])
+    {
+        return out;
+    }
+    let others: Vec<&SetValue> = sets[1..].iter().flatten().collect();
+    let n = others.len() + 1;
+    let algo_one =
+        (first.len() * n) / 2 <= first.len() + others.iter().map(|s| s.len()).sum::<usize>();
+    if algo_one {
+        for m in first.iter() {
+            if !others.iter().any(|s| s.contains(&m)) {
+                out.insert(&m);
+            }
+        }
+    } else {
+        for m in first.iter() {
+            out.insert(&m);
+        }
+        for s in others {
+            if out.is_empty() {
+                break;
+            }
+            for m in s.iter() {
+                out.remove(&m);
+            }
+        }
+    }
+    out
+}
+
+/// SINTER / SUNION / SDIFF key [key …] and SINTERSTORE / SUNIONSTORE / SDIFFSTORE
+/// destination key [key …]
+#[derive(Debug)]
+pub struct SetOp<const OP: u8, const STORE: bool> {
+    dest: Option<Bytes>,
+    keys: Vec<Bytes>,
+}
+
+impl<const OP: u8, const STORE: bool> Command for SetOp<OP, STORE> {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let dest = if STORE { Some(a.next()?.clone()) } else { None };
+        Ok(SetOp {
+            dest,
+            keys: a.rest().to_vec(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let result = match source_sets(ctx, &self.keys, OP == INTER)? {
+            None => empty_result(),
+            Some(sets) => match OP {
+                INTER => intersect(&sets, 0).unwrap_or_else(empty_result),
+                UNION => union(&sets),
+                _ => difference(&sets, &self.keys),
+            },
+        };
+        let Some(dest) = self.dest else {
+            return Ok(Reply::Set(result.iter().map(Reply::Bulk).collect()));
+        };
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let n = result.len();
+        if n == 0 {
+            ctx.store.remove(db, &dest, now);
+        } else {
+            ctx.store.set(db, &dest, Value::Set(Box::new(result)), None);
+        }
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// SINTERCARD numkeys key [key …] [LIMIT limit]
+#[derive(Debug)]
+pub struct SInterCard {
+    keys: Vec<Bytes>,
+    limit: usize,
+}
+
+/// Parses a numkeys argument as Redis's getRangeLongFromObjectOrReply(1, LONG_MAX) with the
+/// message "numkeys should be greater than 0" (for a non-integer too).
+pub(crate) fn parse_numkeys(arg: &[u8]) -> CmdResult<usize> {
+    match parse_i64(arg) {
+        Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        _ => Err(CmdError::msg("ERR numkeys should be greater than 0")),
+    }
+}
+
+impl Command for SInterCard {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let numkeys = parse_numkeys(a.next()?)?;
+        if numkeys > a.remaining() {
+            return Err(CmdError::msg(
+                "ERR Number of keys can't be greater than number of args",
+            ));
+        }
+        let rest = a.rest();
+        let (keys, opts) = rest.split_at(numkeys);
+        let mut limit = 0;
+        let mut i = 0;
+        while i < opts.len() {
+            if is(&opts[i], "limit") && i + 1 < opts.len() {
+                let n = parse_i64(&opts[i + 1])
+                    .filter(|n| *n >= 0)
+                    .ok_or(CmdError::msg("ERR LIMIT can't be negative"))?;
+                limit = usize::try_from(n).unwrap_or(usize::MAX);
+                i += 2;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(SInterCard {
+            keys: keys.to_vec(),
+            limit,
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let n = source_sets(ctx, &self.keys, true)?
+            .and_then(|sets| intersect(&sets, self.limit))
+            .map_or(0, |s| s.len());
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// SMOVE source destination member
+#[derive(Debug)]
+pub struct SMove {
+    source: Bytes,
+    destination: Bytes,
+    member: Bytes,
+}
+
+impl Command for SMove {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(SMove {
+            source: a.next()?.clone(),
+            destination: a.next()?.clone(),
+            member: a.next()?.clone(),
+        })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        // As Redis: a missing source answers 0 before either type is checked.
+        if write_set(ctx, &self.source)?.is_none() {
+            return Ok(Reply::Int(0));
+        }
+        write_set(ctx, &self.destination)?;
+        if self.source == self.destination {
+            let found = write_set(ctx, &self.source)?.is_some_and(|s| s.contains(&self.member));
+            return Ok(Reply::Int(found as i64));
+        }
+        let removed = write_set(ctx, &self.source)?.is_some_and(|s| s.remove(&self.member));
+        if !removed {
+            return Ok(Reply::Int(0));
+        }
+        ctx.store.touch_and_prune(db, &self.source);
+        let now = ctx.now_ms;
+        let member = &self.member;
+        let Value::Set(dst) = ctx.store.get_or_create(db, &self.destination, now, || {
+            Value::Set(Box::new(SetValue::new_for(member)))
+        }) else {
+            return Err(CmdError::WrongType);
+        };
+        if dst.insert(member) {
+            ctx.store.touch(db, &self.destination);
+        }
+        Ok(Reply::Int(1))
     }
 }

@@ -112,6 +112,24 @@ impl KeySpec {
     }
 }
 
+impl KeySpecDoc {
+    /// A range spec starting at `begin` with `lastkey` (step 1, no limit).
+    pub const fn range(flags: &'static [&'static str], begin: i64, lastkey: i64) -> Self {
+        KeySpecDoc {
+            notes: None,
+            flags,
+            begin: Some(begin),
+            find: FindKeys::Range(lastkey, 1, 0),
+        }
+    }
+
+    /// The same spec with notes.
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+}
+
 bitflags::bitflags! {
     /// Redis's command flags, declared in the order COMMAND reports them (Redis 7.0's
     /// `addReplyCommandFlags`), so iterating the set gives Redis's reply.
@@ -267,9 +285,10 @@ pub struct CommandSpec {
     pub immediate: bool,
     /// The arity COMMAND reports, where it differs from the one dispatch checks.
     pub reported_arity: Option<i32>,
-    /// The key specs and tips COMMAND INFO reports, where Redis's are more precise than what
-    /// `keys` implies (several specs, `OW`/`RO` flags, notes).
-    pub info: Option<&'static InfoDoc>,
+    /// Command tips COMMAND INFO reports (`nondeterministic_output_order`…).
+    pub tips: &'static [&'static str],
+    /// Key specs COMMAND INFO reports instead of the one derived from `keys`.
+    pub key_specs: &'static [KeySpecDoc],
 }
 
 /// What COMMAND INFO reports beyond the table's own fields.
@@ -281,8 +300,9 @@ pub struct InfoDoc {
     pub key_specs: &'static [KeySpecDoc],
 }
 
-/// One key spec as COMMAND INFO reports it.
-#[derive(Debug)]
+/// One key spec as COMMAND INFO reports it, for commands Redis describes with several specs
+/// (a destination and its sources) or with flags the single derived spec does not give.
+#[derive(Debug, Clone, Copy)]
 pub struct KeySpecDoc {
     /// Its notes, if Redis gives any.
     pub notes: Option<&'static str>,
@@ -295,7 +315,7 @@ pub struct KeySpecDoc {
 }
 
 /// The `find_keys` part of a key spec.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum FindKeys {
     /// `range`: last key (relative), step and limit.
     Range(i64, i64, i64),
@@ -329,8 +349,21 @@ impl CommandSpec {
             subcommands: &[],
             immediate: false,
             reported_arity: None,
-            info: None,
+            tips: &[],
+            key_specs: &[],
         }
+    }
+
+    /// Sets the tips COMMAND INFO reports.
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Sets the key specs COMMAND INFO reports.
+    pub const fn with_key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
+        self
     }
 
     /// Keys at positions first..=last by step.
@@ -380,7 +413,8 @@ impl CommandSpec {
 
     /// Sets what COMMAND INFO reports for key specs and tips.
     pub const fn with_info(mut self, info: &'static InfoDoc) -> Self {
-        self.info = Some(info);
+        self.tips = info.tips;
+        self.key_specs = info.key_specs;
         self
     }
 
@@ -426,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 15] {
+pub fn all_families() -> [&'static [CommandSpec]; 19] {
     use super::*;
     [
         strings::COMMANDS,
@@ -444,6 +478,10 @@ pub fn all_families() -> [&'static [CommandSpec]; 15] {
         zsetops::COMMANDS,
         sort::COMMANDS,
         dump::COMMANDS,
+        strrange::COMMANDS,
+        bitmap::COMMANDS,
+        set::ALGEBRA_COMMANDS,
+        hll::COMMANDS,
     ]
 }
 

@@ -11,6 +11,7 @@
 //! `.await`.
 
 pub mod evict;
+pub mod hll;
 pub mod reaper;
 pub mod shard;
 pub mod value;

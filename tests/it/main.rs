@@ -5,6 +5,7 @@ mod cluster;
 mod core;
 mod diff;
 mod dump;
+mod hll;
 mod hostile;
 mod limits;
 mod memory;

@@ -74,7 +74,7 @@ enum Norm {
 fn norm_of(args: &[Vec<u8>]) -> Norm {
     let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
     match name.as_str() {
-        "KEYS" | "SMEMBERS" | "HKEYS" | "HVALS" => Norm::Sorted,
+        "KEYS" | "SMEMBERS" | "HKEYS" | "HVALS" | "SINTER" | "SUNION" | "SDIFF" => Norm::Sorted,
         "HGETALL" => Norm::SortedPairs,
         "SRANDMEMBER" | "HRANDFIELD" | "ZRANDMEMBER" | "RANDOMKEY" | "SCAN" | "HSCAN" | "SSCAN"
         | "ZSCAN" => Norm::TypeOnly,
@@ -257,7 +257,7 @@ impl Gen {
     fn string_command(&mut self, keys: &[&str]) -> Vec<String> {
         let k = self.key(keys);
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        match self.rng.below(19) {
+        match self.rng.below(31) {
             0 => s(&["GET", &k]),
             1 => {
                 let mut c = s(&["SET", &k]);
@@ -318,6 +318,89 @@ impl Gen {
             15 => vec!["INCRBYFLOAT".into(), k, self.rng.pick(FLOATS).to_string()],
             16 => vec!["APPEND".into(), k, self.value()],
             17 => s(&["STRLEN", &k]),
+            18 => vec!["SETRANGE".into(), k, self.int(), self.value()],
+            19 => {
+                let name = self.rng.pick(&["GETRANGE", "SUBSTR"]);
+                vec![name.into(), k, self.int(), self.int()]
+            }
+            20 => vec![
+                "SETBIT".into(),
+                k,
+                self.int(),
+                self.rng.pick(&["0", "1", "2"]).into(),
+            ],
+            21 => vec!["GETBIT".into(), k, self.int()],
+            22 => {
+                let mut c = s(&["BITCOUNT", &k]);
+                if self.rng.chance(60) {
+                    c.extend([self.int(), self.int()]);
+                    if self.rng.chance(50) {
+                        c.push(self.rng.pick(&["BIT", "BYTE", "bit", "NIBBLE"]).into());
+                    }
+                }
+                c
+            }
+            23 => {
+                let mut c = vec!["BITPOS".into(), k, self.rng.pick(&["0", "1", "2"]).into()];
+                for _ in 0..self.rng.below(3) {
+                    c.push(self.int());
+                }
+                if c.len() == 5 && self.rng.chance(50) {
+                    c.push(self.rng.pick(&["BIT", "BYTE"]).into());
+                }
+                c
+            }
+            24 => {
+                let op = self.rng.pick(&["AND", "OR", "XOR", "NOT", "not", "NAND"]);
+                let mut c = vec!["BITOP".to_string(), op.into(), k];
+                c.extend(self.n_of(3, |g| vec![g.key(keys)]));
+                c
+            }
+            25 => {
+                let name = self.rng.pick(&["BITFIELD", "BITFIELD", "BITFIELD_RO"]);
+                let mut c = vec![name.to_string(), k];
+                for _ in 0..self.rng.below(4) {
+                    let ty = self
+                        .rng
+                        .pick(&["u8", "i8", "u4", "i16", "u63", "i64", "u64", "x8"]);
+                    let off = self.rng.pick(&["0", "3", "#1", "100", "-1", "x"]);
+                    match self.rng.below(4) {
+                        0 => c.extend(["GET".into(), ty.into(), off.into()]),
+                        1 => c.extend(["SET".into(), ty.into(), off.into(), self.int()]),
+                        2 => c.extend(["INCRBY".into(), ty.into(), off.into(), self.int()]),
+                        _ => c.extend([
+                            "OVERFLOW".into(),
+                            self.rng.pick(&["WRAP", "SAT", "FAIL", "BAD"]).into(),
+                        ]),
+                    }
+                }
+                c
+            }
+            26 => {
+                let mut c = vec!["LCS".into(), k, self.key(keys)];
+                match self.rng.below(5) {
+                    0 => c.push("LEN".into()),
+                    1 => c.extend(["IDX".into(), "WITHMATCHLEN".into()]),
+                    2 => c.extend(["IDX".into(), "MINMATCHLEN".into(), self.int()]),
+                    _ => {}
+                }
+                c
+            }
+            27 => {
+                let mut c = vec!["PFADD".to_string(), k];
+                c.extend(self.n_of(4, |g| vec![g.value()]));
+                c
+            }
+            28 => {
+                let mut c = vec!["PFCOUNT".to_string(), k];
+                c.extend(self.n_of(2, |g| vec![g.key(keys)]));
+                c
+            }
+            29 => {
+                let mut c = vec!["PFMERGE".to_string(), k];
+                c.extend(self.n_of(2, |g| vec![g.key(keys)]));
+                c
+            }
             _ => vec!["SET".into(), k, self.rng.pick(INTS).to_string()],
         }
     }
@@ -440,7 +523,7 @@ impl Gen {
                 .pick(&["0", "1", "-1", "2", "-2", "10", "-10", "abc"])
                 .to_string()
         };
-        match self.rng.below(16) {
+        match self.rng.below(18) {
             0..=3 => {
                 let name = self.rng.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
                 let mut c = vec![name.to_string(), k];
@@ -477,6 +560,20 @@ impl Gen {
                 }
                 c
             }
+            14 => vec!["RPOPLPUSH".into(), k, self.key(keys)],
+            15 => {
+                let keys: Vec<String> = self.n_of(3, |g| vec![g.key(keys)]);
+                let mut c = vec!["LMPOP".to_string(), keys.len().to_string()];
+                c.extend(keys);
+                c.push(self.rng.pick(&["LEFT", "RIGHT", "right", "UP"]).into());
+                if self.rng.chance(50) {
+                    c.extend([
+                        "COUNT".into(),
+                        self.rng.pick(&["0", "1", "2", "5", "-1", "abc"]).into(),
+                    ]);
+                }
+                c
+            }
             _ => vec![
                 "LMOVE".into(),
                 k,
@@ -489,7 +586,7 @@ impl Gen {
 
     fn set_command(&mut self, keys: &[&str]) -> Vec<String> {
         let k = self.key(keys);
-        match self.rng.below(9) {
+        match self.rng.below(12) {
             0..=2 => {
                 let mut c = vec!["SADD".to_string(), k];
                 c.extend(self.n_of(4, |g| vec![g.member()]));
@@ -508,6 +605,29 @@ impl Gen {
                 c
             }
             7 => vec!["SCARD".into(), k],
+            8 => {
+                let name = self.rng.pick(&[
+                    "SINTER",
+                    "SUNION",
+                    "SDIFF",
+                    "SINTERSTORE",
+                    "SUNIONSTORE",
+                    "SDIFFSTORE",
+                ]);
+                let mut c = vec![name.to_string(), k];
+                c.extend(self.n_of(3, |g| vec![g.key(keys)]));
+                c
+            }
+            9 => {
+                let keys: Vec<String> = self.n_of(3, |g| vec![g.key(keys)]);
+                let mut c = vec!["SINTERCARD".to_string(), keys.len().to_string()];
+                c.extend(keys);
+                if self.rng.chance(40) {
+                    c.extend(["LIMIT".into(), self.int()]);
+                }
+                c
+            }
+            10 => vec!["SMOVE".into(), k, self.key(keys), self.member()],
             _ => vec!["SRANDMEMBER".into(), k],
         }
     }

@@ -78,8 +78,26 @@ macro_rules! transcripts {
 }
 
 transcripts!(
-    strings, keys, server, txn, protocol, types, hash, list, set, zset, hostile, keyspace, zsetops,
-    sort, dump
+    strings,
+    keys,
+    server,
+    txn,
+    protocol,
+    types,
+    hash,
+    list,
+    set,
+    zset,
+    hostile,
+    string_ranges,
+    bitmap,
+    set_algebra,
+    list_mpop,
+    hyperloglog,
+    keyspace,
+    zsetops,
+    sort,
+    dump,
 );
 
 /// Runs every transcript not listed above.
