@@ -223,6 +223,16 @@ pub enum Access {
     ReadOnly,
 }
 
+/// Where a command's result goes: replied (SINTER, ZUNION…) or stored at a destination key,
+/// its size replied (the `STORE` forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Replied.
+    Reply,
+    /// Stored at the destination key (the first argument).
+    Store,
+}
+
 /// `run` for a [`VariantCommand`].
 pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
     parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)

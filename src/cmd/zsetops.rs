@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 use super::zset::{LIMITS, scored_reply, zset_error};
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc,
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, Output,
     VariantCommand, run, run_as,
 };
 use crate::error::{CmdError, CmdResult};
@@ -134,15 +134,6 @@ pub enum SetAlgebra {
     Diff,
     /// ZINTERCARD: the size of the intersection.
     InterCard,
-}
-
-/// Where a [`ZOp`]'s result goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
-    /// Replied (ZUNION, ZINTER, ZDIFF, ZINTERCARD).
-    Reply,
-    /// Stored at a destination key, its size replied (the `STORE` forms).
-    Store,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
