@@ -17,6 +17,7 @@ use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::HashMut;
 use crate::store::value::{HashValue, scan_step};
 
 /// The hash commands.
@@ -151,28 +152,24 @@ fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut H
     }
 }
 
-/// Looks a hash up for a write command (no stats): None if missing, WRONGTYPE for others.
-fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut HashValue>> {
+/// The hash at `key` for a change in place (no stats): None if missing, WRONGTYPE for
+/// others. The guard signals WATCH and deletes an emptied hash when dropped.
+fn write_hash<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<HashMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    ctx.store.modify(db, key, now)
 }
 
-/// The hash at `key`, created empty if missing (Redis's `hashTypeLookupWriteOrCreate`). The
-/// caller must store at least one field in a hash it created: every caller below does so on
-/// every path that can reach a new key.
-fn hash_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<&'c mut HashValue> {
+/// The hash at `key`, or a new empty one (Redis's `hashTypeLookupWriteOrCreate`), stored
+/// when the guard drops if a field was put in it.
+fn hash_or_create<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<HashMut<'l, 'a, 'k>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx
-        .store
-        .get_or_create(db, key, now, || Value::Hash(Box::default()))
-    {
-        Value::Hash(h) => Ok(h),
-        _ => Err(CmdError::WrongType),
-    }
+    ctx.store.modify_or_create(db, key, now, Box::default)
 }
 
 /// The options of HSCAN/SSCAN, parsed when the key has been found and type-checked (Redis
@@ -247,15 +244,13 @@ impl VariantCommand for HSet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
+        // A change as far as WATCH knows even if it rewrote the same values, as in Redis.
         let created = self
             .pairs
             .chunks_exact(2)
             .filter(|p| h.set(&p[0], &p[1]))
             .count();
-        // Redis signals every executed HSET, even one that rewrote the same values.
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(match self.reply {
             HSetReply::Ok => Reply::ok(),
             HSetReply::Created => Reply::Int(created as i64),
@@ -280,13 +275,11 @@ impl Command for HSetNx {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
         }
         h.set(&self.field, &self.value);
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -394,13 +387,12 @@ impl Command for HDel {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(h) = write_hash(ctx, &self.key)? else {
+        let Some(mut h) = write_hash(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let deleted = self.fields.iter().filter(|f| h.remove(f)).count();
-        if deleted > 0 {
-            let db = ctx.db();
-            ctx.store.touch_and_prune(db, &self.key);
+        if deleted == 0 {
+            h.mark_unchanged();
         }
         Ok(Reply::Int(deleted as i64))
     }
@@ -482,15 +474,13 @@ impl Command for HIncrBy {
         Ok(HIncrBy { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
         h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Int(new))
     }
 }
@@ -514,7 +504,7 @@ impl Command for HIncrByFloat {
         Ok(HIncrByFloat { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => super::long_double::parse(v)
                 .ok_or(CmdError::msg("ERR hash value is not a float"))?,
@@ -526,8 +516,6 @@ impl Command for HIncrByFloat {
         }
         let text = super::long_double::format_human(new);
         h.set(&self.field, text.as_bytes());
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
     }
 }
