@@ -240,7 +240,10 @@ mod tests {
             let h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
             assert_eq!(h.get(b"f").map(|v| v.to_vec()), Some(b"v".to_vec()));
         }
-        assert!(!dirty.load(Ordering::Acquire), "a read through the guard does not");
+        assert!(
+            !dirty.load(Ordering::Acquire),
+            "a read through the guard does not"
+        );
         {
             let mut h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
             h.set(b"f", b"w");
@@ -251,7 +254,10 @@ mod tests {
             h.remove(b"nope");
             h.mark_unchanged();
         }
-        assert!(!dirty.load(Ordering::Acquire), "a change taken back does not");
+        assert!(
+            !dirty.load(Ordering::Acquire),
+            "a change taken back does not"
+        );
         // The value went back into its entry.
         assert!(matches!(locked.read_value(0, b"h", 0), Some(Value::Hash(h)) if h.len() == 1));
     }
@@ -287,6 +293,11 @@ mod tests {
             Some(CmdError::WrongType)
         );
         assert!(matches!(locked.read_value(0, b"s", 0), Some(Value::Int(7))));
-        assert!(locked.modify::<VecDeque<Bytes>>(0, b"missing", 0).unwrap().is_none());
+        assert!(
+            locked
+                .modify::<VecDeque<Bytes>>(0, b"missing", 0)
+                .unwrap()
+                .is_none()
+        );
     }
 }
