@@ -201,18 +201,73 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 /// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
 /// reads what it accepts and leaves the rest, and never checks for leftovers itself.
 pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 1>(ctx, args)
+    parse_and_apply(ctx, args, 1, C::parse, C::apply)
 }
 
 /// `run` for subcommands: arguments start after the subcommand name.
 pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 2>(ctx, args)
+    parse_and_apply(ctx, args, 2, C::parse, C::apply)
 }
 
-fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut cursor = ArgCursor::new(args.get(SKIP..).unwrap_or(&[]));
-    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
-    match parsed.and_then(|c| c.apply(ctx)) {
+/// A command whose variants share one struct (EXPIRE/PEXPIRE/EXPIREAT…, LPUSH/RPUSH…): the
+/// table entry names the variant with an enum value, and `parse` receives it. The entry is
+/// a closure, `|ctx, args| run_as::<Expire>(ctx, args, ExpireKind::Pexpire)`, so the
+/// variant's name is what the table shows.
+pub trait VariantCommand: Sized {
+    /// The enum naming the variants.
+    type Variant: Copy;
+    /// Parses the arguments after the command name, for `variant`. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// Whether a command's variant may write: the `_RO` twins (EVAL_RO, EVALSHA_RO, SORT_RO…)
+/// are the same command refusing writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The plain command.
+    ReadWrite,
+    /// The `_RO` variant.
+    ReadOnly,
+}
+
+/// Where a command's result goes: replied (SINTER, ZUNION…) or stored at a destination key,
+/// its size replied (the `STORE` forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Replied.
+    Reply,
+    /// Stored at the destination key (the first argument).
+    Store,
+}
+
+/// `run` for a [`VariantCommand`].
+pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
+    parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)
+}
+
+/// `run_sub` for a [`VariantCommand`].
+pub fn run_sub_as<C: VariantCommand>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    variant: C::Variant,
+) -> Reply {
+    parse_and_apply(ctx, args, 2, |a| C::parse(a, variant), C::apply)
+}
+
+/// The one path from arguments to reply: parse what follows the first `skip` arguments,
+/// refuse leftovers (`ERR syntax error`), apply.
+fn parse_and_apply<C>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    skip: usize,
+    parse: impl FnOnce(&mut ArgCursor<'_>) -> CmdResult<C>,
+    apply: impl FnOnce(C, &mut Ctx<'_>) -> CmdResult<Reply>,
+) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(skip..).unwrap_or(&[]));
+    let parsed = parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    match parsed.and_then(|c| apply(c, ctx)) {
         Ok(r) => r,
         Err(e) => e.into(),
     }

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup,
-    run, run_sub,
+    Access, ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared,
+    VariantCommand, lookup, run, run_as, run_sub,
 };
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
@@ -81,7 +81,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_FLAGS,
         keynum(&["RW", "access", "update"], RW_NOTES),
-        run::<Eval<false, false>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadWrite)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -90,7 +90,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_FLAGS,
         keynum(&["RW", "access", "update"], None),
-        run::<Eval<true, false>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadWrite)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -99,7 +99,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_RO_FLAGS,
         keynum(&["RO", "access"], RO_NOTES),
-        run::<Eval<false, true>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadOnly)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -108,7 +108,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_RO_FLAGS,
         keynum(&["RO", "access"], None),
-        run::<Eval<true, true>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadOnly)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -172,16 +172,29 @@ static SCRIPT: &[C] = &[
 /// every shard, they would wait on their own thread forever, so scripts may not call them.
 const SELF_LOCKING: &[&str] = &["info", "config|resetstat", "clock|advance", "clock|set"];
 
+/// Where an EVAL-family command finds its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// EVAL, EVAL_RO: the argument is the script's text.
+    Body,
+    /// EVALSHA, EVALSHA_RO: the argument is the SHA1 of a cached script.
+    Sha,
+}
+
 /// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
 #[derive(Debug)]
-pub struct Eval<const SHA: bool, const RO: bool> {
+pub struct Eval {
+    source: Source,
+    access: Access,
     script: Bytes,
     keys: Vec<Bytes>,
     argv: Vec<Bytes>,
 }
 
-impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Eval {
+    type Variant = (Source, Access);
+
+    fn parse(a: &mut ArgCursor<'_>, (source, access): (Source, Access)) -> CmdResult<Self> {
         let script = a.next()?.clone();
         let numkeys = a.next_i64()?;
         if numkeys < 0 {
@@ -195,6 +208,8 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
         let rest = a.rest();
         let (keys, argv) = rest.split_at(numkeys as usize);
         Ok(Eval {
+            source,
+            access,
             script,
             keys: keys.to_vec(),
             argv: argv.to_vec(),
@@ -203,14 +218,15 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let scripts = &ctx.shared.scripts;
-        let script = if SHA {
+        let script = if self.source == Source::Sha {
             scripts
                 .get(&self.script)
                 .ok_or(CmdError::msg(script::NOSCRIPT))?
         } else {
             scripts.load(&self.script).map_err(CmdError::owned)?
         };
-        Ok(run_script(ctx, &script, &self.keys, &self.argv, RO))
+        let read_only = self.access == Access::ReadOnly;
+        Ok(run_script(ctx, &script, &self.keys, &self.argv, read_only))
     }
 }
 

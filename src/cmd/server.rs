@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run, run_as, run_sub,
+    run_sub_as,
+};
 use crate::cmd::args::{glob_match, parse_f64, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -97,7 +100,7 @@ pub static COMMANDS: &[C] = &[
         -1,
         &["loading", "stale"],
         C::keys(0, 0, 0),
-        run::<CommandList<false>>,
+        |c, a| run_as::<CommandList>(c, a, CommandListing::Infos),
     )
     .with_subcommands(COMMAND)
     .with_acl(&["@slow", "@connection"]),
@@ -208,14 +211,14 @@ static CLIENT: &[C] = &[
         3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<ClientFlag<0>>,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
     ),
     C::new(
         "client|no-touch",
         3,
         &["noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<ClientFlag<1>>,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
     ),
     C::new(
         "client|pause",
@@ -277,7 +280,7 @@ static COMMAND: &[C] = &[
         -2,
         &["loading", "stale"],
         KeySpec::None,
-        run_sub::<CommandList<true>>,
+        |c, a| run_sub_as::<CommandList>(c, a, CommandListing::Names),
     ),
     C::new(
         "command|help",
@@ -973,26 +976,38 @@ impl Command for ClientSetInfo {
     }
 }
 
-/// CLIENT NO-EVICT (0) / NO-TOUCH (1) on|off
+/// A client's on/off option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientOption {
+    /// CLIENT NO-EVICT.
+    NoEvict,
+    /// CLIENT NO-TOUCH.
+    NoTouch,
+}
+
+/// CLIENT NO-EVICT / NO-TOUCH on|off
 #[derive(Debug)]
-pub struct ClientFlag<const WHICH: u8> {
+pub struct ClientFlag {
+    option: ClientOption,
     on: bool,
 }
 
-impl<const WHICH: u8> Command for ClientFlag<WHICH> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for ClientFlag {
+    type Variant = ClientOption;
+
+    fn parse(a: &mut ArgCursor<'_>, option: ClientOption) -> CmdResult<Self> {
         let v = a.next()?.to_ascii_lowercase();
-        match &v[..] {
-            b"on" => Ok(ClientFlag { on: true }),
-            b"off" => Ok(ClientFlag { on: false }),
-            _ => Err(CmdError::Syntax),
-        }
+        let on = match &v[..] {
+            b"on" => true,
+            b"off" => false,
+            _ => return Err(CmdError::Syntax),
+        };
+        Ok(ClientFlag { option, on })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let flag = if WHICH == 0 {
-            &ctx.client.info.no_evict
-        } else {
-            &ctx.client.info.no_touch
+        let flag = match self.option {
+            ClientOption::NoEvict => &ctx.client.info.no_evict,
+            ClientOption::NoTouch => &ctx.client.info.no_touch,
         };
         flag.store(self.on, Ordering::Relaxed);
         Ok(Reply::ok())
@@ -1157,20 +1172,30 @@ pub fn command_info(spec: &C) -> Reply {
     ])
 }
 
+/// What a whole-table COMMAND listing gives per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandListing {
+    /// COMMAND: every command's full info.
+    Infos,
+    /// COMMAND LIST: the names.
+    Names,
+}
+
 /// COMMAND (all infos) / COMMAND LIST (names)
 #[derive(Debug)]
-pub struct CommandList<const NAMES: bool>;
+pub struct CommandList(CommandListing);
 
-impl<const NAMES: bool> Command for CommandList<NAMES> {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(CommandList)
+impl VariantCommand for CommandList {
+    type Variant = CommandListing;
+
+    fn parse(_: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
+        Ok(CommandList(listing))
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = ctx.shared.table.commands();
-        Ok(Reply::Array(if NAMES {
-            all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
-        } else {
-            all.iter().map(|c| command_info(c)).collect()
+        Ok(Reply::Array(match self.0 {
+            CommandListing::Names => all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect(),
+            CommandListing::Infos => all.iter().map(|c| command_info(c)).collect(),
         }))
     }
 }
@@ -1216,7 +1241,7 @@ impl Command for CommandInfo {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.is_empty() {
-            return CommandList::<false>.apply(ctx);
+            return VariantCommand::apply(CommandList(CommandListing::Infos), ctx);
         }
         Ok(Reply::Array(
             self.names
