@@ -199,7 +199,7 @@ impl<const RO: bool> Command for Sort<RO> {
             Some(Value::Set(s)) => (Kind::Set, s.iter().collect()),
             Some(Value::ZSet(z)) => (
                 Kind::ZSet,
-                z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
+                z.iter().map(|(m, _)| Bytes::copy_from_slice(&m)).collect(),
             ),
             Some(_) => return Err(CmdError::WrongType),
         };

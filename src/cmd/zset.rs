@@ -33,7 +33,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::{
-    AddFlags, AddOutcome, LexRange, ScoreRange, SortedSet, ZsetError, ZsetLimits, format_score,
+    AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits, format_score,
     parse_score,
 };
 
@@ -951,7 +951,7 @@ impl Command for ZRandMember {
             let member = z
                 .filter(|z| !z.is_empty())
                 .and_then(|z| z.member_at(rand::random_range(0..z.len())))
-                .map(|(m, _)| Reply::bulk(m));
+                .map(|(m, _)| Reply::bulk(&m));
             return Ok(member.unwrap_or(Reply::Null));
         };
         let Some(z) = z.filter(|z| !z.is_empty()) else {
@@ -972,7 +972,7 @@ impl Command for ZRandMember {
             // The whole set; Redis sends it highest first.
             z.iter()
                 .rev()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect()
         } else {
             let amount = usize::try_from(count).unwrap_or(len).min(len);
@@ -983,10 +983,10 @@ impl Command for ZRandMember {
     }
 }
 
-fn owned(entries: Vec<(&[u8], f64)>) -> Vec<(Bytes, f64)> {
+fn owned(entries: Vec<(Member<'_>, f64)>) -> Vec<(Bytes, f64)> {
     entries
         .into_iter()
-        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+        .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
         .collect()
 }
 

@@ -340,7 +340,7 @@ impl Source {
             None => HashMap::new(),
             Some(Value::ZSet(z)) => z
                 .iter()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect(),
             Some(Value::Set(s)) => s.iter().map(|m| (m, 1.0)).collect(),
             Some(_) => return Err(CmdError::WrongType),

@@ -73,13 +73,14 @@ mod small;
 mod tests;
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 use bytes::Bytes;
 
 pub use bounds::{LexBound, LexRange, ScoreRange};
 pub use iter::Iter;
 use large::Large;
+pub use small::Member;
+use small::Small;
 
 /// Encoding thresholds of sorted sets (`zset-max-listpack-entries` and
 /// `zset-max-listpack-value`).
@@ -237,17 +238,13 @@ fn compact_score(s: Score) -> Score {
     if s.0 == 0.0 { Score(0.0) } else { s }
 }
 
-fn cmp_entry_key(e: &Entry, score: Score, member: &[u8]) -> Ordering {
-    e.0.cmp(&score).then_with(|| e.1.as_ref().cmp(member))
-}
-
 fn to_owned_pair(e: &Entry) -> (Bytes, f64) {
     (e.1.clone(), e.0.0)
 }
 
 #[derive(Clone, Debug)]
 enum Repr {
-    Small(VecDeque<Entry>),
+    Small(Small),
     Large(Large),
 }
 
