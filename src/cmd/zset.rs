@@ -33,8 +33,8 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::{
-    AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits, format_score,
-    parse_score,
+    AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
+    format_score, parse_score,
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.

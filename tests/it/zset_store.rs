@@ -53,7 +53,7 @@ fn both(entries: &[(f64, &str)], f: impl Fn(SortedSet)) {
 
 fn names(v: &[(Bytes, f64)]) -> Vec<String> {
     v.iter()
-        .map(|(m, _)| String::from_utf8_lossy(&m).into_owned())
+        .map(|(m, _)| String::from_utf8_lossy(m).into_owned())
         .collect()
 }
 

@@ -192,7 +192,7 @@ impl SortedSet {
                 map.insert(m.clone(), d.score);
                 set.insert((d.score, m));
             }
-            self.repr = Repr::Large(Large { set, map });
+            self.repr = Repr::Large(Box::new(Large { set, map }));
         }
     }
 
@@ -329,7 +329,7 @@ impl SortedSet {
                 // B-tree nodes are about two thirds full on average.
                 let tree = l.set.len() * std::mem::size_of::<Entry>() * 3 / 2;
                 let table = l.map.capacity() * (std::mem::size_of::<(Bytes, Score)>() + 1);
-                base + members + tree + table
+                base + std::mem::size_of::<Large>() + members + tree + table
             }
         }
     }

@@ -245,7 +245,8 @@ fn to_owned_pair(e: &Entry) -> (Bytes, f64) {
 #[derive(Clone, Debug)]
 enum Repr {
     Small(Small),
-    Large(Large),
+    /// Boxed so that a compact set, the common case, is not as large as the two tables.
+    Large(Box<Large>),
 }
 
 /// One sorted set. See the [module documentation](self) for its order and encodings.

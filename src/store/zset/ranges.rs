@@ -385,9 +385,18 @@ fn small_limit(
     };
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     if reverse {
-        run.iter().rev().skip(offset).take(count).map(small::owned).collect()
+        run.iter()
+            .rev()
+            .skip(offset)
+            .take(count)
+            .map(small::owned)
+            .collect()
     } else {
-        run.iter().skip(offset).take(count).map(small::owned).collect()
+        run.iter()
+            .skip(offset)
+            .take(count)
+            .map(small::owned)
+            .collect()
     }
 }
 

@@ -5,10 +5,13 @@
 //!
 //! A header byte, then the score, then the member:
 //!
-//! * header bit 0: the score is an integer (a zigzag varint) or, when set, a raw `f64`
-//!   (8 bytes, little endian). A score is stored as an integer when it is integral and its
-//!   magnitude is below 2^53, so the `f64` comes back exactly (`-0` is stored as `0`, as
-//!   Redis's listpack does; see the module documentation of `zset`).
+//! * header bit 0: the score is an integer or, when set, a raw `f64` (8 bytes, little
+//!   endian). A score is stored as an integer when it is integral and its magnitude is below
+//!   2^53, so the `f64` comes back exactly (`-0` is stored as `0`, as Redis's listpack does;
+//!   see the module documentation of `zset`). An integer score is a varint: the difference
+//!   from the previous entry's score when that one is an integer too (entries are in
+//!   ascending order, so it is never negative; a sliding window's timestamps a few ms apart
+//!   take one or two bytes), otherwise the zigzag-encoded value itself.
 //! * header bits 1–2: the member is
 //!   `0` the decimal text of the integer score itself (no bytes: the sliding-window pattern
 //!   `ZADD k <now> <now>` costs a header and a varint per entry),
@@ -125,7 +128,9 @@ pub(super) struct Decoded<'a> {
 
 impl Decoded<'_> {
     pub(super) fn cmp_key(&self, score: Score, member: &[u8]) -> Ordering {
-        self.score.cmp(&score).then_with(|| (*self.member).cmp(member))
+        self.score
+            .cmp(&score)
+            .then_with(|| (*self.member).cmp(member))
     }
 }
 
@@ -174,8 +179,9 @@ fn int_score(s: f64) -> Option<i64> {
     (s.fract() == 0.0 && s.abs() < EXACT_INT).then_some(s as i64)
 }
 
-/// Appends the encoding of one entry (`score` already compacted: never `-0`).
-fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
+/// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
+/// an entry with score `prev` (`None` for the first entry).
+fn encode(out: &mut Vec<u8>, score: f64, member: &[u8], prev: Option<f64>) {
     let int = int_score(score);
     let member_int = parse_i64(member);
     let member_kind = match (int, member_int) {
@@ -185,9 +191,10 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
     };
     let score_kind = if int.is_some() { 0 } else { SCORE_F64 };
     out.push(score_kind | (member_kind << MEMBER_SHIFT));
-    match int {
-        Some(s) => put_varint(out, zigzag(s)),
-        None => out.extend_from_slice(&score.to_le_bytes()),
+    match (int, prev.and_then(int_score)) {
+        (Some(s), Some(p)) => put_varint(out, s.wrapping_sub(p) as u64),
+        (Some(s), None) => put_varint(out, zigzag(s)),
+        (None, _) => out.extend_from_slice(&score.to_le_bytes()),
     }
     match (member_kind, member_int) {
         (MEMBER_INT, Some(m)) => put_varint(out, zigzag(m)),
@@ -199,9 +206,10 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8]) {
     }
 }
 
-/// Decodes the entry at `pos`. The buffer is only ever written by [`encode`], so `None`
-/// (a truncated entry) does not happen; it ends iteration rather than panicking.
-fn decode(buf: &[u8], pos: usize) -> Option<Decoded<'_>> {
+/// Decodes the entry at `pos`, which follows an entry with score `prev`. The buffer is only
+/// ever written by [`encode`], so `None` (a truncated entry) does not happen; it ends
+/// iteration rather than panicking.
+fn decode(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<Decoded<'_>> {
     let mut p = pos;
     let h = *buf.get(p)?;
     p += 1;
@@ -210,7 +218,11 @@ fn decode(buf: &[u8], pos: usize) -> Option<Decoded<'_>> {
         p += 8;
         (f64::from_le_bytes(raw), None)
     } else {
-        let n = unzigzag(get_varint(buf, &mut p)?);
+        let v = get_varint(buf, &mut p)?;
+        let n = match prev.and_then(int_score) {
+            Some(prev) => prev.checked_add(i64::try_from(v).ok()?)?,
+            None => unzigzag(v),
+        };
         (n as f64, Some(n))
     };
     let member = match h >> MEMBER_SHIFT {
@@ -234,14 +246,16 @@ fn decode(buf: &[u8], pos: usize) -> Option<Decoded<'_>> {
 pub(super) struct Entries<'a> {
     buf: &'a [u8],
     pos: usize,
+    prev: Option<f64>,
 }
 
 impl<'a> Iterator for Entries<'a> {
     type Item = Decoded<'a>;
 
     fn next(&mut self) -> Option<Decoded<'a>> {
-        let d = decode(self.buf, self.pos)?;
+        let d = decode(self.buf, self.pos, self.prev)?;
         self.pos = d.span.1;
+        self.prev = Some(d.score.0);
         Some(d)
     }
 }
@@ -260,6 +274,7 @@ impl Small {
         Entries {
             buf: &self.buf,
             pos: 0,
+            prev: None,
         }
     }
 
@@ -279,32 +294,67 @@ impl Small {
 
     /// Inserts an entry known to be absent at its place in the order.
     pub(super) fn insert(&mut self, score: Score, member: &[u8]) {
-        let at = self
-            .entries()
-            .find(|d| d.cmp_key(score, member) != Ordering::Less)
-            .map_or(self.buf.len(), |d| d.span.0);
-        let mut enc = Vec::with_capacity(member.len() + 20);
-        encode(&mut enc, score.0, member);
-        self.buf.reserve_exact(enc.len());
-        self.buf.splice(at..at, enc);
+        let mut prev = None;
+        let mut next = None;
+        for d in self.entries() {
+            if d.cmp_key(score, member) != Ordering::Less {
+                next = Some(d);
+                break;
+            }
+            prev = Some(d.score.0);
+        }
+        let mut enc = Vec::with_capacity(2 * member.len() + 40);
+        encode(&mut enc, score.0, member, prev);
+        let (at, end) = match next {
+            Some(n) => {
+                // The next entry's score may be a difference from its predecessor's: it now
+                // follows the new entry.
+                encode(&mut enc, n.score.0, &n.member, Some(score.0));
+                n.span
+            }
+            None => (self.buf.len(), self.buf.len()),
+        };
+        self.replace(at..end, &enc);
         self.len = self.len.saturating_add(1);
     }
 
-    /// Removes the entries whose bytes are `bytes`, `n` of them.
-    pub(super) fn remove_bytes(&mut self, bytes: Range<usize>, n: usize) {
-        if n == 0 || bytes.is_empty() {
+    /// Removes `n` consecutive entries occupying `bytes` (from [`byte_span`] or a
+    /// [`Decoded::span`]).
+    pub(super) fn remove_span(&mut self, bytes: (usize, usize), n: usize) {
+        let (a, b) = bytes;
+        if n == 0 || a >= b {
             return;
         }
-        self.buf.drain(bytes);
-        self.len = self.len.saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
-        if self.buf.capacity() > self.buf.len() + 32 {
-            self.buf.shrink_to_fit();
+        let prev = self
+            .entries()
+            .take_while(|d| d.span.0 < a)
+            .last()
+            .map(|d| d.score.0);
+        let mut enc = Vec::new();
+        let mut end = b;
+        // The entry after the gap may be a difference from its old predecessor: re-encode it
+        // against its new one.
+        if let Some(d) = self.entries().find(|d| d.span.0 >= b) {
+            encode(&mut enc, d.score.0, &d.member, prev);
+            end = d.span.1;
         }
+        self.replace(a..end, &enc);
+        self.len = self
+            .len
+            .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
     }
 
-    /// Removes the entries `lo..hi` of `decoded` (the result of [`decoded`](Self::decoded)).
-    pub(super) fn remove_span(&mut self, spans: (usize, usize), n: usize) {
-        self.remove_bytes(spans.0..spans.1, n);
+    /// Replaces `range` of the buffer with `with`, leaving the buffer exactly sized.
+    fn replace(&mut self, range: Range<usize>, with: &[u8]) {
+        let (Some(head), Some(tail)) = (self.buf.get(..range.start), self.buf.get(range.end..))
+        else {
+            return;
+        };
+        let mut nb = Vec::with_capacity(head.len() + with.len() + tail.len());
+        nb.extend_from_slice(head);
+        nb.extend_from_slice(with);
+        nb.extend_from_slice(tail);
+        self.buf = nb;
     }
 }
 
@@ -371,6 +421,13 @@ mod tests {
     fn roundtrip(score: f64, member: &[u8]) {
         let mut s = Small::default();
         s.insert(Score(score), member);
+        s.insert(Score(score), b"~~~~"); // a second entry after it, encoded as a difference
+        let d = s.decoded();
+        assert_eq!(d.len(), 2);
+        let tail = d[1].span.0;
+        assert_eq!(&*d[1].member, b"~~~~");
+        s.remove_span(d[1].span, 1);
+        assert_eq!(s.buf.len(), tail);
         let d = s.decoded();
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].score.0.to_bits(), score.to_bits(), "{score}");
@@ -402,15 +459,24 @@ mod tests {
     }
 
     #[test]
-    fn sliding_window_entry_is_seven_bytes() {
+    fn sliding_window_entry_is_two_bytes_after_the_first() {
         let mut s = Small::default();
         for i in 0..10u64 {
             let t = 1_700_000_000_000u64 + i * 100;
             s.insert(Score(t as f64), t.to_string().as_bytes());
         }
         assert_eq!(s.len(), 10);
-        assert_eq!(s.buf.len(), 70);
-        assert_eq!(s.heap_bytes(), 70);
+        // 7 bytes for the first (header + 6-byte varint), then header + 100 as a varint.
+        assert_eq!(s.buf.len(), 7 + 9 * 2);
+        assert_eq!(s.heap_bytes(), s.buf.len());
+        // Trimming the front re-encodes the new first entry in full.
+        let d = s.decoded();
+        let span = byte_span(&d, 0, 3);
+        s.remove_span(span, 3);
+        let d = s.decoded();
+        assert_eq!(d.len(), 7);
+        assert_eq!(&*d[0].member, b"1700000000300");
+        assert_eq!(s.buf.len(), 7 + 6 * 2);
     }
 
     #[test]
