@@ -230,8 +230,15 @@ pub static COMMANDS: &[C] = &[
     ]),
 ];
 
-/// The encoding thresholds in force (`zset-max-listpack-*`; CONFIG wiring comes later).
-pub(crate) const LIMITS: ZsetLimits = ZsetLimits::DEFAULT;
+/// The encoding thresholds in force (`zset-max-listpack-entries`/`-value`, which CONFIG SET
+/// changes at run time).
+pub(crate) fn limits(shared: &super::Shared) -> ZsetLimits {
+    let (max_listpack_entries, max_listpack_value) = shared.live.zset_listpack_limits();
+    ZsetLimits {
+        max_listpack_entries,
+        max_listpack_value,
+    }
+}
 
 /// Most elements a negative-count `ZRANDMEMBER` may reply. Redis has no limit and tries to
 /// build any reply asked for (`ZRANDMEMBER key -9223372036854775807` makes it run out of
@@ -371,9 +378,10 @@ impl AddArgs {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
+        let limits = limits(ctx.shared);
         let tally = match write_zset(ctx, &self.key)? {
             Some(z) => {
-                let tally = self.add_to(z);
+                let tally = self.add_to(z, &limits);
                 if tally.added + tally.updated > 0 {
                     ctx.store.touch(db, &self.key);
                 }
@@ -383,7 +391,7 @@ impl AddArgs {
             None if self.flags.xx => AddTally::default(),
             None => {
                 let mut z = SortedSet::new();
-                let tally = self.add_to(&mut z);
+                let tally = self.add_to(&mut z, &limits);
                 if !z.is_empty() {
                     ctx.store.set(db, &self.key, Value::ZSet(Box::new(z)), None);
                 }
@@ -404,10 +412,10 @@ impl AddArgs {
 
     /// Adds the pairs in order, stopping at the first error (entries added before it stay,
     /// as in Redis).
-    fn add_to(&self, z: &mut SortedSet) -> AddTally {
+    fn add_to(&self, z: &mut SortedSet, limits: &ZsetLimits) -> AddTally {
         let mut tally = AddTally::default();
         for (score, member) in &self.pairs {
-            match z.add(member, *score, self.flags, &LIMITS) {
+            match z.add(member, *score, self.flags, limits) {
                 Ok(outcome) => {
                     match outcome {
                         AddOutcome::Added(_) => tally.added += 1,
@@ -803,13 +811,14 @@ impl Command for ZRangeStore {
             ctx.store.remove(db, &self.dst, now);
             return Ok(Reply::Int(0));
         }
+        let limits = limits(ctx.shared);
         // Redis sizes the new set up front only for rank ranges.
         let mut z = match self.query.by {
-            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &LIMITS),
+            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &limits),
             _ => SortedSet::new(),
         };
         for (m, s) in &items {
-            z.insert(m, *s, &LIMITS).map_err(zset_error)?;
+            z.insert(m, *s, &limits).map_err(zset_error)?;
         }
         let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
         ctx.store.set(db, &self.dst, Value::ZSet(Box::new(z)), None);
