@@ -25,6 +25,7 @@ pub mod list;
 pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
+pub mod pause;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -92,6 +93,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
     pub cluster: Option<crate::cluster::Cluster>,
+    /// CLIENT PAUSE's state.
+    pub pause: pause::Pause,
 }
 
 /// Counters INFO reports.
@@ -144,6 +147,7 @@ impl Shared {
             live,
             scripts,
             cluster: None,
+            pause: pause::Pause::default(),
         }
     }
 
@@ -340,6 +344,7 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
         Lookup::Error(e) => {
+            client.info.clear_last_cmd();
             if let Some(hooks) = &shared.test
                 && client.authenticated
             {
@@ -348,6 +353,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             return reject(shared, client, e.into());
         }
     };
+    // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    client.info.set_last_cmd(&spec.name);
+    client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
     if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return reject(
             shared,
@@ -382,6 +391,10 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
                 .info
                 .multi
                 .store(queue.len() as i64, Ordering::Relaxed);
+            client.info.multi_mem.fetch_add(
+                argv_mem + args.len() * std::mem::size_of::<usize>(),
+                Ordering::Relaxed,
+            );
         }
         return Reply::status("QUEUED");
     }
@@ -423,6 +436,5 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
             .fetch_add(1, Ordering::Relaxed);
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    client.info.set_last_cmd(&spec.name);
     reply
 }
