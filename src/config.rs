@@ -18,6 +18,12 @@ pub const MAX_THREADS: usize = 1024;
 pub struct Config {
     /// Addresses to listen on.
     pub bind: Vec<String>,
+    /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`): most entries of a
+    /// compact sorted set.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`): longest member, in bytes,
+    /// of a compact sorted set.
+    pub zset_max_listpack_value: usize,
     /// TCP port; 0 picks a free one.
     pub port: u16,
     /// Number of logical databases (SELECT 0..n-1).
@@ -117,6 +123,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             bind: vec!["127.0.0.1".into()],
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
             port: 6379,
             databases: 16,
             loglevel: "notice".into(),
@@ -714,6 +722,12 @@ impl Config {
             "unixsocketperm" => self.unixsocketperm.to_string(),
             "supervised" => self.supervised.name().to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries.to_string()
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value.to_string()
+            }
             _ => return None,
         })
     }
@@ -729,6 +743,12 @@ impl Config {
             |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value = mem(value)?
+            }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
@@ -1007,6 +1027,8 @@ pub struct LiveSettings {
     pubsub_soft: AtomicUsize,
     pubsub_soft_seconds: AtomicU64,
     timeout: AtomicU64,
+    zset_entries: AtomicUsize,
+    zset_value: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -1035,6 +1057,18 @@ impl LiveSettings {
         self.pubsub_soft_seconds
             .store(p.soft_seconds, Ordering::Relaxed);
         self.timeout.store(config.timeout, Ordering::Relaxed);
+        self.zset_entries
+            .store(config.zset_max_listpack_entries, Ordering::Relaxed);
+        self.zset_value
+            .store(config.zset_max_listpack_value, Ordering::Relaxed);
+    }
+
+    /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
+    pub fn zset_listpack_limits(&self) -> (usize, usize) {
+        (
+            self.zset_entries.load(Ordering::Relaxed),
+            self.zset_value.load(Ordering::Relaxed),
+        )
     }
 
     /// The pubsub class of client-output-buffer-limit.

@@ -203,7 +203,7 @@ impl VariantCommand for Sort {
             Some(Value::Set(s)) => (Kind::Set, s.iter().collect()),
             Some(Value::ZSet(z)) => (
                 Kind::ZSet,
-                z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
+                z.iter().map(|(m, _)| Bytes::copy_from_slice(&m)).collect(),
             ),
             Some(_) => return Err(CmdError::WrongType),
         };

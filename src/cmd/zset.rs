@@ -33,8 +33,8 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::{
-    AddFlags, AddOutcome, LexRange, ScoreRange, SortedSet, ZsetError, ZsetLimits, format_score,
-    parse_score,
+    AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
+    format_score, parse_score,
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.
@@ -218,8 +218,15 @@ pub static COMMANDS: &[C] = &[
     ]),
 ];
 
-/// The encoding thresholds in force (`zset-max-listpack-*`; CONFIG wiring comes later).
-pub(crate) const LIMITS: ZsetLimits = ZsetLimits::DEFAULT;
+/// The encoding thresholds in force (`zset-max-listpack-entries`/`-value`, which CONFIG SET
+/// changes at run time).
+pub(crate) fn limits(shared: &super::Shared) -> ZsetLimits {
+    let (max_listpack_entries, max_listpack_value) = shared.live.zset_listpack_limits();
+    ZsetLimits {
+        max_listpack_entries,
+        max_listpack_value,
+    }
+}
 
 /// Most elements a negative-count `ZRANDMEMBER` may reply. Redis has no limit and tries to
 /// build any reply asked for (`ZRANDMEMBER key -9223372036854775807` makes it run out of
@@ -359,9 +366,10 @@ impl AddArgs {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
+        let limits = limits(ctx.shared);
         let tally = match write_zset(ctx, &self.key)? {
             Some(z) => {
-                let tally = self.add_to(z);
+                let tally = self.add_to(z, &limits);
                 if tally.added + tally.updated > 0 {
                     ctx.store.touch(db, &self.key);
                 }
@@ -371,7 +379,7 @@ impl AddArgs {
             None if self.flags.xx => AddTally::default(),
             None => {
                 let mut z = SortedSet::new();
-                let tally = self.add_to(&mut z);
+                let tally = self.add_to(&mut z, &limits);
                 if !z.is_empty() {
                     ctx.store.set(db, &self.key, Value::ZSet(Box::new(z)), None);
                 }
@@ -392,10 +400,10 @@ impl AddArgs {
 
     /// Adds the pairs in order, stopping at the first error (entries added before it stay,
     /// as in Redis).
-    fn add_to(&self, z: &mut SortedSet) -> AddTally {
+    fn add_to(&self, z: &mut SortedSet, limits: &ZsetLimits) -> AddTally {
         let mut tally = AddTally::default();
         for (score, member) in &self.pairs {
-            match z.add(member, *score, self.flags, &LIMITS) {
+            match z.add(member, *score, self.flags, limits) {
                 Ok(outcome) => {
                     match outcome {
                         AddOutcome::Added(_) => tally.added += 1,
@@ -815,13 +823,14 @@ impl Command for ZRangeStore {
             ctx.store.remove(db, &self.dst, now);
             return Ok(Reply::Int(0));
         }
+        let limits = limits(ctx.shared);
         // Redis sizes the new set up front only for rank ranges.
         let mut z = match self.query.by {
-            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &LIMITS),
+            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &limits),
             _ => SortedSet::new(),
         };
         for (m, s) in &items {
-            z.insert(m, *s, &LIMITS).map_err(zset_error)?;
+            z.insert(m, *s, &limits).map_err(zset_error)?;
         }
         let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
         ctx.store.set(db, &self.dst, Value::ZSet(Box::new(z)), None);
@@ -964,7 +973,7 @@ impl Command for ZRandMember {
             let member = z
                 .filter(|z| !z.is_empty())
                 .and_then(|z| z.member_at(rand::random_range(0..z.len())))
-                .map(|(m, _)| Reply::bulk(m));
+                .map(|(m, _)| Reply::bulk(&m));
             return Ok(member.unwrap_or(Reply::Null));
         };
         let Some(z) = z.filter(|z| !z.is_empty()) else {
@@ -985,7 +994,7 @@ impl Command for ZRandMember {
             // The whole set; Redis sends it highest first.
             z.iter()
                 .rev()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect()
         } else {
             let amount = usize::try_from(count).unwrap_or(len).min(len);
@@ -996,10 +1005,10 @@ impl Command for ZRandMember {
     }
 }
 
-fn owned(entries: Vec<(&[u8], f64)>) -> Vec<(Bytes, f64)> {
+fn owned(entries: Vec<(Member<'_>, f64)>) -> Vec<(Bytes, f64)> {
     entries
         .into_iter()
-        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+        .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
         .collect()
 }
 

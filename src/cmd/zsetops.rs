@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::zset::{LIMITS, scored_reply, zset_error};
+use super::zset::{limits, scored_reply, zset_error};
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, Output,
     VariantCommand, run, run_as,
@@ -285,14 +285,15 @@ impl VariantCommand for ZOp {
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
                 // a result that does not fit keeps its -0 scores: build such a set in the
                 // skiplist encoding from the start.
-                let fits = result.len() <= LIMITS.max_listpack_entries
+                let limits = limits(ctx.shared);
+                let fits = result.len() <= limits.max_listpack_entries
                     && result
                         .iter()
-                        .all(|(m, _)| m.len() <= LIMITS.max_listpack_value);
+                        .all(|(m, _)| m.len() <= limits.max_listpack_value);
                 let mut z =
-                    SortedSet::with_expected_len(if fits { 0 } else { usize::MAX }, &LIMITS);
+                    SortedSet::with_expected_len(if fits { 0 } else { usize::MAX }, &limits);
                 for (m, s) in &result {
-                    z.insert(m, *s, &LIMITS).map_err(zset_error)?;
+                    z.insert(m, *s, &limits).map_err(zset_error)?;
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
@@ -325,7 +326,7 @@ impl Source {
             None => HashMap::new(),
             Some(Value::ZSet(z)) => z
                 .iter()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect(),
             Some(Value::Set(s)) => s.iter().map(|m| (m, 1.0)).collect(),
             Some(_) => return Err(CmdError::WrongType),
