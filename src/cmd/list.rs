@@ -132,14 +132,16 @@ pub(crate) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, 
 
 /// Which end of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
+pub(crate) enum End {
+    /// The head.
     Left,
+    /// The tail.
     Right,
 }
 
 impl End {
     /// LEFT or RIGHT (any case), else a syntax error.
-    fn parse(b: &[u8]) -> CmdResult<End> {
+    pub(crate) fn parse(b: &[u8]) -> CmdResult<End> {
         if is(b, "left") {
             Ok(End::Left)
         } else if is(b, "right") {
@@ -616,10 +618,10 @@ pub(crate) fn lpos(
 /// the destination. Source and destination may be the same list (a rotation).
 #[derive(Debug)]
 pub struct LMove {
-    source: Bytes,
-    destination: Bytes,
-    from: End,
-    to: End,
+    pub(crate) source: Bytes,
+    pub(crate) destination: Bytes,
+    pub(crate) from: End,
+    pub(crate) to: End,
 }
 
 impl Command for LMove {
@@ -693,9 +695,9 @@ impl Command for RPopLPush {
 /// missing.
 #[derive(Debug)]
 pub struct LMPop {
-    keys: Vec<Bytes>,
-    end: End,
-    count: usize,
+    pub(crate) keys: Vec<Bytes>,
+    pub(crate) end: End,
+    pub(crate) count: usize,
 }
 
 impl Command for LMPop {

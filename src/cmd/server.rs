@@ -218,6 +218,13 @@ static CLIENT: &[C] = &[
         run_sub::<ClientFlag<1>>,
     ),
     C::new(
+        "client|unblock",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::blocking::ClientUnblock>,
+    ),
+    C::new(
         "client|help",
         2,
         &["loading", "stale"],
@@ -1573,9 +1580,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         section(
             "Clients",
             format!(
-                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
                 shared.clients.len(),
-                cfg.maxclients
+                cfg.maxclients,
+                shared.blocked.len(),
             ),
         );
     }

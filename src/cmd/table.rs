@@ -460,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 19] {
+pub fn all_families() -> [&'static [CommandSpec]; 20] {
     use super::*;
     [
         strings::COMMANDS,
@@ -482,6 +482,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 19] {
         bitmap::COMMANDS,
         set::ALGEBRA_COMMANDS,
         hll::COMMANDS,
+        blocking::COMMANDS,
     ]
 }
 
