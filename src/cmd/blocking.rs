@@ -566,12 +566,8 @@ impl Command for ClientUnblock {
                     ));
                 }
             }
-            _ => {
-                return Err(CmdError::owned(
-                    "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP."
-                        .to_string(),
-                ));
-            }
+            // Checked by `client_unblock`, which knows the subcommand as typed.
+            _ => return Err(CmdError::Syntax),
         };
         let id = crate::num::parse_i64(id).ok_or(CmdError::NotInteger)?;
         Ok(ClientUnblock { id, error })
@@ -581,6 +577,24 @@ impl Command for ClientUnblock {
         let done = u64::try_from(self.id).is_ok_and(|id| unblock(ctx.shared, id, self.error));
         Ok(Reply::Int(i64::from(done)))
     }
+}
+
+/// CLIENT UNBLOCK's handler: too many arguments get Redis's subcommand error, which quotes
+/// the subcommand as the client typed it.
+pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        let typed = args
+            .get(1)
+            .map(|a| super::printable(a, 128))
+            .unwrap_or_default();
+        return Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{typed}'. Try CLIENT HELP."
+            )
+            .into(),
+        );
+    }
+    super::run_sub::<ClientUnblock>(ctx, args)
 }
 
 /// Marks a waiter gone and forgets it; the connection's guard calls this when it stops

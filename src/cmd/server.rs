@@ -222,7 +222,7 @@ static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<super::blocking::ClientUnblock>,
+        super::blocking::client_unblock,
     ),
     C::new(
         "client|help",
