@@ -1,17 +1,40 @@
-# Multi-stage build: compile in the Rust image, run from a slim Debian with a non-root user.
-# (Not built on the development machines, which have no Docker engine.)
+# Multi-stage build: compile in the Rust image, run from a slim Debian as a non-root user.
+#
+#   docker build -t sluice . && docker run -p 127.0.0.1:6379:6379 sluice
+#
+# tests/it/dockerfile.rs rebuilds this stage's context (exactly the files COPYed below) in a
+# scratch directory and runs these RUN steps there, so a file missing here fails the tests.
 FROM rust:1-bookworm AS build
 WORKDIR /src
+
+# Dependencies in their own layer: the manifests with stub targets, so editing the sources
+# does not rebuild every crate. The workspace's load generator must be present for cargo to
+# read the workspace, though only the server package is built.
 COPY Cargo.toml Cargo.lock ./
+COPY loadgen/Cargo.toml loadgen/
+RUN mkdir -p src benches loadgen/src \
+    && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+    && echo 'fn main() {}' > benches/hot_paths.rs \
+    && echo 'fn main() {}' > loadgen/src/main.rs \
+    && cargo build --release --locked -p sluice \
+    && rm -rf src benches loadgen/src
+
 COPY src ./src
 COPY benches ./benches
-RUN cargo build --release --locked --bin sluice
+COPY loadgen/src ./loadgen/src
+# touch: COPY keeps the files' old times, which cargo would take for "already built" stubs.
+RUN touch src/main.rs src/lib.rs \
+    && cargo build --release --locked -p sluice --bin sluice \
+    && strip target/release/sluice
 
 FROM debian:bookworm-slim
 RUN useradd --system --uid 10001 --no-create-home sluice
 COPY --from=build /src/target/release/sluice /usr/local/bin/sluice
 USER sluice
 EXPOSE 6379
+# PING over bash's /dev/tcp: the slim image has no redis-cli.
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/6379 && printf 'PING\\r\\n' >&3 && read -t 2 -r reply <&3 && [[ $reply == +PONG* ]]"]
 # Inside the container listen on every interface; publish the port to choose who reaches it.
 # As the official Redis image does, protected mode is off: publish the port only where
 # intended, and set --requirepass for anything reachable by others.

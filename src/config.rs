@@ -3,9 +3,9 @@
 //!
 //! sluice takes redis-server's names and forms so it drops into scripts written for Redis:
 //! the same directive works in a conf file, as `--name value` on the command line, and (where
-//! Redis allows it at run time) in CONFIG SET. Directives sluice does not implement are
-//! refused with a clear message, except harmless persistence ones (`save ''`,
-//! `appendonly no`, …) which are accepted and reported.
+//! Redis allows it at run time) in CONFIG SET. `Config::apply` handles the directives sluice
+//! acts on; `conffile` reads files and the command line, and decides what happens to the rest
+//! of Redis's directives (accepted with a warning, or refused).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -72,8 +72,43 @@ pub struct Config {
     pub cluster_config_file: Option<String>,
     /// Which node of the map this server is; None: the node whose address is this server's.
     pub cluster_node_id: Option<String>,
-    /// Directives accepted but without effect, reported at start-up.
-    pub ignored: Vec<String>,
+    /// Where the binary writes its process id (removed at exit); None: nowhere.
+    pub pidfile: Option<String>,
+    /// Where the binary writes its log; None: standard error.
+    pub logfile: Option<String>,
+    /// A Unix socket path to listen on as well; None: TCP only.
+    pub unixsocket: Option<String>,
+    /// The Unix socket's permission bits (octal in the conf file); 0 leaves the umask's.
+    pub unixsocketperm: u32,
+    /// How the binary tells a supervisor it is ready (`supervised`).
+    pub supervised: Supervised,
+    /// `daemonize yes` was asked for (refused at start: sluice stays in the foreground).
+    pub daemonize: bool,
+    /// The working directory the binary changes to at start (`dir`); None: stay.
+    pub dir: Option<String>,
+}
+
+/// Redis's `supervised` modes that sluice provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Supervised {
+    /// No supervisor interaction.
+    #[default]
+    No,
+    /// sd_notify over `$NOTIFY_SOCKET`: READY=1 once listening, STOPPING=1 at shutdown.
+    Systemd,
+    /// systemd when `$NOTIFY_SOCKET` is set, otherwise nothing.
+    Auto,
+}
+
+impl Supervised {
+    /// Redis's name for the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            Supervised::No => "no",
+            Supervised::Systemd => "systemd",
+            Supervised::Auto => "auto",
+        }
+    }
 }
 
 impl Default for Config {
@@ -107,7 +142,13 @@ impl Default for Config {
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
-            ignored: Vec::new(),
+            pidfile: None,
+            logfile: None,
+            unixsocket: None,
+            unixsocketperm: 0,
+            supervised: Supervised::No,
+            daemonize: false,
+            dir: None,
         }
     }
 }
@@ -391,32 +432,32 @@ impl Config {
                         "sluice does not verify client certificates; only 'no' is supported",
                     ));
                 }
-                self.ignored.push("tls-auth-clients no".into());
             }
-            // Persistence and process-management directives with no effect on an in-memory
-            // server: accepted so existing conf files and scripts work, and reported.
-            "save"
-            | "dir"
-            | "dbfilename"
-            | "appendfilename"
-            | "logfile"
-            | "pidfile"
-            | "hz"
-            | "tcp-backlog"
-            | "tcp-keepalive"
-            | "always-show-logo"
-            | "set-proc-title"
-            | "stop-writes-on-bgsave-error"
-            | "rdbcompression"
-            | "rdbchecksum"
-            | "lazyfree-lazy-eviction"
-            | "lazyfree-lazy-expire"
-            | "lazyfree-lazy-server-del"
-            | "replica-lazy-flush"
-            | "lazyfree-lazy-user-del"
-            | "supervised" => {
-                self.ignored.push(format!("{name} {}", args.join(" ")));
+            "pidfile" => self.pidfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "logfile" => self.logfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "dir" => self.dir = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "unixsocket" => self.unixsocket = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "unixsocketperm" => {
+                self.unixsocketperm = u32::from_str_radix(one()?, 8)
+                    .ok()
+                    .filter(|p| *p <= 0o777)
+                    .ok_or_else(|| bad(&name, "must be octal permission bits such as 700"))?
             }
+            "supervised" => {
+                self.supervised = match one()?.to_ascii_lowercase().as_str() {
+                    "no" => Supervised::No,
+                    "systemd" => Supervised::Systemd,
+                    "auto" => Supervised::Auto,
+                    "upstart" => {
+                        return Err(bad(
+                            &name,
+                            "sluice does not speak upstart's protocol; use systemd or no",
+                        ));
+                    }
+                    _ => return Err(bad(&name, "must be one of no, systemd, auto")),
+                }
+            }
+            "daemonize" => self.daemonize = yes_no(&name, one()?)?,
             "cluster-enabled" => self.cluster_enabled = yes_no(&name, one()?)?,
             "cluster-config-file" => {
                 self.cluster_config_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
@@ -424,30 +465,7 @@ impl Config {
             "cluster-node-id" => {
                 self.cluster_node_id = Some(one()?.to_string()).filter(|p| !p.is_empty())
             }
-            "appendonly" | "daemonize" => {
-                if yes_no(&name, one()?)? {
-                    return Err(bad(&name, "sluice does not support 'yes' here"));
-                }
-                self.ignored.push(format!("{name} no"));
-            }
             _ => return Err(ConfigError::Unsupported(name)),
-        }
-        Ok(())
-    }
-
-    /// Reads a redis.conf-style file: one directive per line, `#` comments, quoted arguments.
-    pub fn apply_file(&mut self, path: &str) -> Result<(), ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::Io(path.into(), e.to_string()))?;
-        for (n, raw) in text.lines().enumerate() {
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let words = split_conf_line(line).ok_or(ConfigError::Quotes(n + 1))?;
-            if let Some((name, args)) = words.split_first() {
-                self.apply(name, args)?;
-            }
         }
         Ok(())
     }
@@ -683,6 +701,12 @@ impl Config {
             "tls-port" => self.tls_port.to_string(),
             "tls-cert-file" => self.tls_cert_file.clone().unwrap_or_default(),
             "tls-key-file" => self.tls_key_file.clone().unwrap_or_default(),
+            "pidfile" => self.pidfile.clone().unwrap_or_default(),
+            "logfile" => self.logfile.clone().unwrap_or_default(),
+            "unixsocket" => self.unixsocket.clone().unwrap_or_default(),
+            "unixsocketperm" => self.unixsocketperm.to_string(),
+            "supervised" => self.supervised.name().to_string(),
+            "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
             _ => return None,
         })
     }
@@ -737,7 +761,13 @@ impl Config {
             | "tls-cert-file"
             | "tls-key-file"
             | "cluster-enabled"
-            | "cluster-config-file" => {
+            | "cluster-config-file"
+            | "pidfile"
+            | "logfile"
+            | "unixsocket"
+            | "unixsocketperm"
+            | "supervised"
+            | "daemonize" => {
                 return Err("can't set immutable config".into());
             }
             _ => return Ok(false),
@@ -754,9 +784,12 @@ mod tests {
     fn directives() {
         let mut c = Config::default();
         c.apply("port", &["0".into()]).unwrap();
-        c.apply("save", &["".into()]).unwrap();
-        c.apply("appendonly", &["no".into()]).unwrap();
-        assert!(c.apply("appendonly", &["yes".into()]).is_err());
+        c.apply("daemonize", &["no".into()]).unwrap();
+        c.apply("unixsocketperm", &["770".into()]).unwrap();
+        assert_eq!(c.unixsocketperm, 0o770);
+        assert!(c.apply("unixsocketperm", &["999".into()]).is_err());
+        assert!(c.apply("supervised", &["upstart".into()]).is_err());
+        c.apply("supervised", &["systemd".into()]).unwrap();
         assert_eq!(
             c.apply("slaveof", &["x".into()]),
             Err(ConfigError::Unsupported("slaveof".into()))

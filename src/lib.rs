@@ -24,15 +24,18 @@ pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod cmd;
+pub mod conffile;
 pub mod config;
 pub mod error;
 pub mod limiter;
+pub mod logging;
 pub mod num;
 pub mod protocol;
 pub mod rdb;
 pub mod script;
 pub mod server;
 pub mod store;
+pub mod supervisor;
 pub mod testing;
 
 pub use clock::Clock;

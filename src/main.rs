@@ -1,179 +1,128 @@
 //! The `sluice` binary: command line (redis-server's option names) → `Config`, logging,
 //! a small runtime for signals, and serving until SIGINT/SIGTERM or SHUTDOWN.
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::Parser;
+use sluice::conffile::{self, Invocation};
+use sluice::logging::LogSink;
+use sluice::supervisor::{Notifier, PidFile};
 use sluice::{Config, Server};
 
-/// A Redis-protocol-compatible, in-memory rate-limiter server.
-///
-/// Options use redis-server's names, so `sluice --port 6380 --save ''` works where
-/// `redis-server --port 6380 --save ''` did. A redis.conf path may come first; options on the
-/// command line override it.
-#[derive(Debug, Parser)]
-#[command(name = "sluice", version, about, long_about = None)]
-struct Cli {
-    /// A redis.conf-style file to read directives from first.
-    config_file: Option<String>,
-    /// TCP port to listen on; 0 picks a free port (the log line says which).
-    #[arg(long)]
-    port: Option<u16>,
-    /// Addresses to listen on (space-separated, like redis.conf's `bind`).
-    #[arg(long, num_args = 1..)]
-    bind: Option<Vec<String>>,
-    /// Number of databases (SELECT 0..n-1).
-    #[arg(long)]
-    databases: Option<usize>,
-    /// Log level: debug, verbose, notice, warning or nothing.
-    #[arg(long)]
-    loglevel: Option<String>,
-    /// Keyspace shards (a power of two); default: 4 × CPUs.
-    #[arg(long)]
-    shards: Option<usize>,
-    /// Event-loop threads serving connections; default: one per CPU (see README, "Threads").
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Most simultaneous clients.
-    #[arg(long)]
-    maxclients: Option<usize>,
-    /// Close clients idle this many seconds (0 = never).
-    #[arg(long)]
-    timeout: Option<u64>,
-    /// Largest bulk argument (e.g. 512mb).
-    #[arg(long = "proto-max-bulk-len")]
-    proto_max_bulk_len: Option<String>,
-    /// Largest buffered unprocessed input per client (e.g. 1gb).
-    #[arg(long = "client-query-buffer-limit")]
-    client_query_buffer_limit: Option<String>,
-    /// Accepted for compatibility; sluice keeps no snapshots (`--save ''`).
-    #[arg(long, num_args = 0..)]
-    save: Option<Vec<String>>,
-    /// Accepted for compatibility; only `no` (sluice has no AOF).
-    #[arg(long)]
-    appendonly: Option<String>,
-    /// Accepted for compatibility; only `no`.
-    #[arg(long)]
-    daemonize: Option<String>,
-    /// `no` lets non-loopback clients in without a password (default `yes`, as Redis).
-    #[arg(long = "protected-mode")]
-    protected_mode: Option<String>,
-    /// The default user's password; clients must AUTH before other commands.
-    #[arg(long)]
-    requirepass: Option<String>,
-    /// Enables the test-double commands (clock control, fault injection, command log).
-    #[arg(long = "test-mode")]
-    test_mode: bool,
-    /// The Redis version INFO and HELLO report (clients gate features on it).
-    #[arg(long = "redis-version")]
-    redis_version: Option<String>,
-    /// `no` refuses `HELLO 3` with NOPROTO, to test a client's RESP2 fallback.
-    #[arg(long)]
-    resp3: Option<String>,
-    /// Memory cap (e.g. 100mb); 0 means none.
-    #[arg(long)]
-    maxmemory: Option<String>,
-    /// noeviction, allkeys-lru, volatile-lru, allkeys-random, volatile-random or volatile-ttl.
-    #[arg(long = "maxmemory-policy")]
-    maxmemory_policy: Option<String>,
-    /// Keys sampled per eviction (default 5).
-    #[arg(long = "maxmemory-samples")]
-    maxmemory_samples: Option<String>,
-    /// `normal <hard> <soft> <seconds>`: disconnect clients that do not read their replies.
-    #[arg(long = "client-output-buffer-limit", num_args = 1..)]
-    client_output_buffer_limit: Option<Vec<String>>,
-    /// TLS port (0 = no TLS); needs --tls-cert-file and --tls-key-file.
-    #[arg(long = "tls-port")]
-    tls_port: Option<u16>,
-    /// PEM certificate chain for the TLS port.
-    #[arg(long = "tls-cert-file")]
-    tls_cert_file: Option<String>,
-    /// PEM private key for the TLS port.
-    #[arg(long = "tls-key-file")]
-    tls_key_file: Option<String>,
-    /// Only `no`: sluice does not ask clients for certificates.
-    #[arg(long = "tls-auth-clients")]
-    tls_auth_clients: Option<String>,
-    /// `yes` serves a share of the hash slots, by the map in --cluster-config-file, to Redis
-    /// Cluster clients (MOVED / CROSSSLOT, CLUSTER SLOTS…).
-    #[arg(long = "cluster-enabled")]
-    cluster_enabled: Option<String>,
-    /// The cluster slot map: `node <40-hex id> <host>:<port> <slots>` lines, the same file
-    /// on every node (see README, "Scaling out").
-    #[arg(long = "cluster-config-file")]
-    cluster_config_file: Option<String>,
-    /// Which node of the map this server is (default: the node with this server's address).
-    #[arg(long = "cluster-node-id")]
-    cluster_node_id: Option<String>,
-}
+const HELP: &str = "\
+sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
 
-impl Cli {
-    fn directives(&self) -> Vec<(&'static str, Vec<String>)> {
-        let mut d: Vec<(&'static str, Vec<String>)> = Vec::new();
-        let mut one = |name: &'static str, v: Option<String>| {
-            if let Some(v) = v {
-                d.push((name, vec![v]));
-            }
-        };
-        one("port", self.port.map(|p| p.to_string()));
-        one("databases", self.databases.map(|p| p.to_string()));
-        one("loglevel", self.loglevel.clone());
-        one("shards", self.shards.map(|p| p.to_string()));
-        one("threads", self.threads.map(|p| p.to_string()));
-        one("maxclients", self.maxclients.map(|p| p.to_string()));
-        one("timeout", self.timeout.map(|p| p.to_string()));
-        one("proto-max-bulk-len", self.proto_max_bulk_len.clone());
-        one(
-            "client-query-buffer-limit",
-            self.client_query_buffer_limit.clone(),
-        );
-        one("appendonly", self.appendonly.clone());
-        one("daemonize", self.daemonize.clone());
-        one("protected-mode", self.protected_mode.clone());
-        one("redis-version", self.redis_version.clone());
-        one("resp3", self.resp3.clone());
-        one("requirepass", self.requirepass.clone());
-        one("maxmemory", self.maxmemory.clone());
-        one("maxmemory-policy", self.maxmemory_policy.clone());
-        one("maxmemory-samples", self.maxmemory_samples.clone());
-        one("tls-port", self.tls_port.map(|p| p.to_string()));
-        one("tls-cert-file", self.tls_cert_file.clone());
-        one("tls-key-file", self.tls_key_file.clone());
-        one("tls-auth-clients", self.tls_auth_clients.clone());
-        one("cluster-enabled", self.cluster_enabled.clone());
-        one("cluster-config-file", self.cluster_config_file.clone());
-        one("cluster-node-id", self.cluster_node_id.clone());
-        if let Some(v) = &self.client_output_buffer_limit {
-            d.push(("client-output-buffer-limit", v.clone()));
-        }
-        if self.test_mode {
-            d.push(("test-mode", vec!["yes".into()]));
-        }
-        if let Some(b) = &self.bind {
-            d.push(("bind", b.clone()));
-        }
-        if let Some(s) = &self.save {
-            d.push(("save", s.clone()));
-        }
-        d
-    }
-}
+Usage: sluice [/path/to/redis.conf] [--directive value ...]
+       sluice -v | --version
+       sluice -h | --help
+
+As with redis-server, every redis.conf directive can be given on the command line as
+--name value (options override the file), and '-' reads the file from standard input.
+Directives sluice acts on:
+
+  --port N                    TCP port (default 6379; 0 picks a free one and prints it)
+  --bind ADDR ...             addresses to listen on (default 127.0.0.1)
+  --unixsocket PATH           also listen on a Unix socket; --unixsocketperm 700 sets its mode
+  --databases N               SELECT 0..N-1 (default 16)
+  --loglevel L                debug, verbose, notice (default), warning, nothing
+  --logfile PATH              log there instead of standard error
+  --pidfile PATH              write the process id there (removed at exit)
+  --dir PATH                  change to this directory first
+  --supervised MODE           no (default), systemd (sd_notify READY=1/STOPPING=1), auto
+  --daemonize no              sluice always runs in the foreground
+  --maxclients N              most simultaneous clients (default 10000)
+  --timeout S                 close clients idle this many seconds (default 0: never)
+  --requirepass P             clients must AUTH
+  --protected-mode yes|no     refuse non-loopback clients while no password is set (yes)
+  --maxmemory BYTES           memory cap (e.g. 100mb; default 0: none)
+  --maxmemory-policy P        noeviction, allkeys-lru, volatile-lru, allkeys-random,
+                              volatile-random, volatile-ttl
+  --maxmemory-samples N       keys sampled per eviction (5)
+  --proto-max-bulk-len BYTES  largest bulk argument (512mb)
+  --client-query-buffer-limit BYTES
+  --client-output-buffer-limit normal HARD SOFT SECONDS
+  --busy-reply-threshold MS   when long scripts start getting -BUSY (5000)
+  --tls-port N --tls-cert-file F --tls-key-file F
+  --cluster-enabled yes --cluster-config-file MAP [--cluster-node-id ID]
+  --shards N                  keyspace shards, a power of two (default 4 x CPUs)
+  --threads N                 event loops serving connections (default: one per CPU)
+  --test-mode                 enable CLOCK, FAULT and CMDLOG
+  --redis-version V           the version INFO and HELLO report (7.0.15)
+  --resp3 no                  refuse HELLO 3 (test a client's RESP2 fallback)
+
+Redis's other directives are accepted with a warning naming them, or refused when they
+ask for something sluice cannot do (daemonize yes, replicaof, rename-command, ...).
+";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let mut config = Config::default();
-    if let Some(path) = &cli.config_file
-        && let Err(e) = config.apply_file(path)
-    {
-        eprintln!("sluice: {e}");
-        return ExitCode::FAILURE;
-    }
-    for (name, args) in cli.directives() {
-        if let Err(e) = config.apply(name, &args) {
-            eprintln!("sluice: {e}");
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let loaded = match conffile::from_args(&args) {
+        Ok(Invocation::Run(loaded)) => *loaded,
+        Ok(Invocation::Version) => {
+            say(&format!(
+                "sluice v={} redis_version={} bits={}",
+                env!("CARGO_PKG_VERSION"),
+                Config::default().redis_version,
+                usize::BITS
+            ));
+            return ExitCode::SUCCESS;
+        }
+        Ok(Invocation::Help) => {
+            let _ = std::io::stdout().write_all(HELP.as_bytes());
+            return ExitCode::SUCCESS;
+        }
+        Err(problems) => {
+            let _ = std::io::stderr().write_all(problems.to_string().as_bytes());
             return ExitCode::FAILURE;
         }
+    };
+    let config = loaded.config;
+    // Before any other thread starts (the log writer, the runtime's), so that every thread
+    // inherits the blocked signals and only the signal thread receives them.
+    let signals = SignalThread::start();
+    if let Some(dir) = &config.dir
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "sluice: cannot change to dir '{dir}': {e}"
+        );
+        return ExitCode::FAILURE;
     }
+    let (sink, colour) = match &config.logfile {
+        None => (
+            LogSink::spawn(Box::new(std::io::stderr())),
+            sluice::logging::stderr_wants_colour(),
+        ),
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => (LogSink::spawn(Box::new(file)), false),
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "sluice: cannot open logfile '{path}': {e}"
+                );
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let sink = match sink {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "sluice: cannot start the log writer: {e}"
+            );
+            return ExitCode::FAILURE;
+        }
+    };
     let filter = match config.loglevel.as_str() {
         "debug" => "debug",
         "verbose" => "info",
@@ -186,16 +135,26 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
         )
-        .with_writer(std::io::stderr)
+        .with_ansi(colour)
+        .log_internal_errors(false)
+        .with_writer(sink.clone())
         .init();
-    for ignored in &config.ignored {
-        tracing::info!(
-            "directive accepted without effect (sluice keeps everything in memory): {ignored}"
-        );
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
     }
-    // Before the runtime and the event loops start, so that every thread inherits the
-    // blocked signals.
-    let signals = SignalThread::start();
+    let code = serve(config, signals);
+    sink.flush(Duration::from_millis(500));
+    code
+}
+
+/// Prints a line on standard output; a closed stdout must not stop the server.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn serve(config: Config, signals: SignalThread) -> ExitCode {
     // This thread only waits for the server to stop: the connections are served on the
     // server's own event-loop threads (`--threads`).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -204,30 +163,59 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("sluice: cannot start the runtime: {e}");
+            tracing::error!("cannot start the runtime: {e}");
+            let _ = writeln!(std::io::stderr(), "sluice: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     raise_open_files_limit(config.maxclients);
+    let pidfile = config.pidfile.clone();
+    let (notifier, notify_warning) = Notifier::new(config.supervised);
+    if let Some(w) = notify_warning {
+        tracing::warn!("{w}");
+    }
+    if notifier.active() {
+        tracing::info!("supervised by systemd: notifying readiness over NOTIFY_SOCKET");
+    }
     runtime.block_on(async move {
         let server = match Server::bind(config).await {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("sluice: {e}");
+                tracing::error!("{e}");
+                let _ = writeln!(std::io::stderr(), "sluice: {e}");
                 return ExitCode::FAILURE;
             }
         };
         tracing::info!("event loops: {}", server.threads());
+        // Written once the sockets are bound, so a pidfile means a server that answers.
+        let _pidfile = pidfile.and_then(|p| match PidFile::write(&p) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                tracing::warn!("failed to write PID file '{p}': {e}");
+                None
+            }
+        });
         if let Some(addr) = server.local_addr() {
             // Scripts wait for this line (and read the port from it with --port 0).
             tracing::info!("Ready to accept connections tcp on {addr}");
-            println!("sluice listening on {addr}");
+            say(&format!("sluice listening on {addr}"));
         }
         if let Some(addr) = server.tls_local_addr() {
             tracing::info!("Ready to accept connections tls on {addr}");
-            println!("sluice listening for TLS on {addr}");
+            say(&format!("sluice listening for TLS on {addr}"));
         }
+        if let Some(path) = server.unix_path() {
+            tracing::info!("Ready to accept connections unix on {path}");
+            say(&format!("sluice listening on unix:{path}"));
+        }
+        notifier.notify("READY=1\nSTATUS=Ready to accept connections\n");
         let stop = server.shutdown_token();
+        // Whatever stops the server (a signal, SHUTDOWN), systemd hears it at once.
+        let stopping = stop.clone();
+        tokio::spawn(async move {
+            stopping.cancelled().await;
+            notifier.notify("STOPPING=1\n");
+        });
         if !signals.serve(stop.clone()) {
             // No signal thread (not Unix, or the mask could not be set): the runtime's.
             tokio::spawn(async move {

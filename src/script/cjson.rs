@@ -15,9 +15,10 @@ use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
 use super::num::fmt_g;
 
-/// Deepest nesting encoded or decoded. lua-cjson allows 1000; sluice recurses on the runtime
-/// thread's stack (2 MiB), so it stops earlier.
-const MAX_DEPTH: usize = 256;
+/// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
+/// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and
+/// decodes recursively, sized to fit a 2 MiB stack in a debug build (1000 levels do not).
+pub const MAX_DEPTH: usize = 256;
 
 /// `cjson.null`.
 pub fn null() -> Value {

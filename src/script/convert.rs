@@ -19,8 +19,20 @@ use mlua::{Lua, Table, Value};
 use super::num::{fmt_g, lua_number_to_i64};
 use crate::protocol::Reply;
 
-/// Deepest table nesting turned into a reply (Redis stops at its Lua stack limit).
-const MAX_DEPTH: usize = 200;
+/// Deepest table nesting turned into a reply: a value inside more tables than this becomes
+/// the error `reached lua stack limit`, as in Redis, whose limit comes from its Lua stack
+/// (about 7994 for nested arrays). sluice stops earlier because replies are built, encoded
+/// and dropped recursively (sized to fit a 2 MiB stack in a debug build).
+pub const MAX_DEPTH: usize = 200;
+
+/// Most values one script reply may hold. A table reachable more than once is converted
+/// each time it is reached, so a few small tables that refer to each other (`t = {t, t}`)
+/// would otherwise expand to an exponential reply; Redis has the same expansion and no limit.
+pub const MAX_REPLY_ELEMENTS: usize = 1 << 23;
+
+/// The reply when a script's return value expands past [`MAX_REPLY_ELEMENTS`].
+pub const REPLY_TOO_LARGE: &str =
+    "ERR reply too large: a script reply may hold at most 8388608 values";
 
 /// A Redis reply as the Lua value a script sees (`resp` is the script's protocol).
 pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
@@ -116,10 +128,69 @@ fn array(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Value> {
 /// A Lua value a script returned (or an element of it) as a reply; `resp` is the script's
 /// protocol, which decides how booleans are sent.
 pub fn lua_to_reply(v: &Value, resp: u8) -> Reply {
-    to_reply(v, resp, 0)
+    lua_to_reply_limited(v, resp, MAX_REPLY_ELEMENTS, &|| false)
 }
 
-fn to_reply(v: &Value, resp: u8, depth: usize) -> Reply {
+/// Like [`lua_to_reply`], giving up (with `None`) as soon as `stop` says so: converting a
+/// large reply takes time, and SCRIPT KILL must still end the script.
+pub fn lua_to_reply_stoppable(v: &Value, resp: u8, stop: &dyn Fn() -> bool) -> Option<Reply> {
+    let mut state = Budget {
+        left: MAX_REPLY_ELEMENTS + 1,
+        stop,
+        stopped: false,
+    };
+    let reply = to_reply(v, resp, 0, &mut state);
+    if state.stopped {
+        return None;
+    }
+    Some(finish(reply, &state))
+}
+
+fn lua_to_reply_limited(v: &Value, resp: u8, max: usize, stop: &dyn Fn() -> bool) -> Reply {
+    // One spare: the budget reaching zero means some value was left out.
+    let mut state = Budget {
+        left: max + 1,
+        stop,
+        stopped: false,
+    };
+    let reply = to_reply(v, resp, 0, &mut state);
+    finish(reply, &state)
+}
+
+fn finish(reply: Reply, state: &Budget<'_>) -> Reply {
+    if state.left == 0 {
+        return Reply::Error(Cow::Borrowed(REPLY_TOO_LARGE));
+    }
+    reply
+}
+
+/// How many more values a reply may take, and whether to stop.
+struct Budget<'a> {
+    left: usize,
+    stop: &'a dyn Fn() -> bool,
+    stopped: bool,
+}
+
+impl Budget<'_> {
+    /// Takes one value from the budget; false when there is none left.
+    fn take(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        if self.left.is_multiple_of(4096) && (self.stop)() {
+            self.stopped = true;
+            self.left = 0;
+            return false;
+        }
+        true
+    }
+}
+
+fn to_reply(v: &Value, resp: u8, depth: usize, budget: &mut Budget<'_>) -> Reply {
+    if !budget.take() {
+        return Reply::Null;
+    }
     match v {
         Value::Nil => Reply::Null,
         Value::Boolean(true) if resp >= 3 => Reply::Bool(true),
@@ -133,7 +204,7 @@ fn to_reply(v: &Value, resp: u8, depth: usize) -> Reply {
             if depth >= MAX_DEPTH {
                 return Reply::Error(Cow::Borrowed("ERR reached lua stack limit"));
             }
-            table_to_reply(t, resp, depth)
+            table_to_reply(t, resp, depth, budget)
         }
         _ => Reply::Null,
     }
@@ -148,7 +219,7 @@ pub fn one_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace(['\r', '\n'], " ")
 }
 
-fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
+fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut Budget<'_>) -> Reply {
     if let Value::String(s) = field(t, "err") {
         return Reply::Error(Cow::Owned(one_line(&s.as_bytes())));
     }
@@ -166,14 +237,21 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
     if let Value::Table(m) = field(t, "map") {
         let mut pairs = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
-            pairs.push((to_reply(&k, resp, depth + 1), to_reply(&v, resp, depth + 1)));
+            if budget.left == 0 {
+                break;
+            }
+            let k = to_reply(&k, resp, depth + 1, budget);
+            pairs.push((k, to_reply(&v, resp, depth + 1, budget)));
         }
         return Reply::Map(pairs);
     }
     if let Value::Table(s) = field(t, "set") {
         let mut items = Vec::new();
         for (k, _) in s.pairs::<Value, Value>().flatten() {
-            items.push(to_reply(&k, resp, depth + 1));
+            if budget.left == 0 {
+                break;
+            }
+            items.push(to_reply(&k, resp, depth + 1, budget));
         }
         return Reply::Set(items);
     }
@@ -184,10 +262,10 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
     }
     let mut items = Vec::new();
     let mut i = 1usize;
-    loop {
+    while budget.left > 0 {
         match t.raw_get::<Value>(i) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(to_reply(&v, resp, depth + 1)),
+            Ok(v) => items.push(to_reply(&v, resp, depth + 1, budget)),
         }
         i += 1;
     }
@@ -361,6 +439,56 @@ mod tests {
             lua_to_reply(&eval(&lua, "local t = {} t[1] = t return t"), 2),
             Reply::Array(_)
         ));
+        // Shared tables that would expand exponentially stop at the element budget.
+        let shared = eval(&lua, "local t = {} t[1] = t t[2] = t t[3] = t return t");
+        assert_eq!(
+            lua_to_reply_limited(&shared, 2, 10_000, &|| false),
+            Reply::Error(REPLY_TOO_LARGE.into())
+        );
+        let three = eval(&lua, "return {1, 2, 3}");
+        assert_eq!(
+            lua_to_reply_limited(&three, 2, 4, &|| false),
+            Reply::Array(vec![Reply::Int(1), Reply::Int(2), Reply::Int(3)])
+        );
+        assert_eq!(
+            lua_to_reply_limited(&three, 2, 3, &|| false),
+            Reply::Error(REPLY_TOO_LARGE.into())
+        );
+        // A kill stops a long conversion.
+        assert_eq!(lua_to_reply_stoppable(&shared, 2, &|| true), None);
+    }
+
+    #[test]
+    fn nesting_limit() {
+        let lua = lua();
+        fn depth(r: &Reply) -> (usize, &Reply) {
+            match r {
+                Reply::Array(items) if items.len() == 1 => {
+                    let (d, leaf) = depth(&items[0]);
+                    (d + 1, leaf)
+                }
+                other => (0, other),
+            }
+        }
+        let nested = |n: usize| {
+            lua_to_reply(
+                &eval(
+                    &lua,
+                    &format!("local t = 1 for i = 1, {n} do t = {{t}} end return t"),
+                ),
+                2,
+            )
+        };
+        let r = nested(MAX_DEPTH);
+        assert_eq!(depth(&r), (MAX_DEPTH, &Reply::Int(1)));
+        let r = nested(MAX_DEPTH + 1);
+        assert_eq!(
+            depth(&r),
+            (
+                MAX_DEPTH,
+                &Reply::Error("ERR reached lua stack limit".into())
+            )
+        );
     }
 
     #[test]

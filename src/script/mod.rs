@@ -23,6 +23,9 @@
 mod bitop;
 mod cjson;
 pub mod convert;
+#[doc(hidden)]
+pub mod fuzzing;
+mod lstring;
 mod msgpack;
 pub mod num;
 mod structlib;
@@ -48,8 +51,25 @@ pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 /// Instructions between two checks of the kill flag.
 const HOOK_EVERY: u32 = 100_000;
 
+/// Most memory one worker's Lua state may hold (scripts, their values, garbage not yet
+/// collected). Redis sets no limit; a script that builds more gets `not enough memory`.
+pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Stack size of the threads that run scripts (the runtime's workers). Lua 5.1 nests C calls
+/// up to 225 deep (an error handler that fails re-enters itself until `error in error
+/// handling`), and some of its C functions keep an 8 KiB buffer on the stack while they
+/// raise, so tokio's default 2 MiB is not enough; Redis runs scripts on its 8 MiB main thread.
+pub const WORKER_STACK: usize = 16 << 20;
+
+/// After a script, a state holding more than this is collected at once, so one script's
+/// garbage does not count against the next one's memory.
+const COLLECT_ABOVE: usize = 64 << 20;
+
 /// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
 const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
+
+/// How often a long script offers its worker again (in case the first offer was not taken).
+const HAND_OFF_AGAIN: Duration = Duration::from_millis(50);
 
 /// Lets the tokio runtime replace the worker thread a long script runs on.
 ///
@@ -108,7 +128,8 @@ pub struct Busy {
     started_us: AtomicU64,
     kill: AtomicBool,
     wrote: AtomicBool,
-    handed_off: AtomicBool,
+    /// Microseconds of running time at which the worker is next handed off.
+    next_hand_off_us: AtomicU64,
     ended: tokio::sync::Notify,
 }
 
@@ -149,7 +170,8 @@ impl Busy {
     pub fn begin(&self) -> BusyGuard<'_> {
         self.kill.store(false, Ordering::Relaxed);
         self.wrote.store(false, Ordering::Relaxed);
-        self.handed_off.store(false, Ordering::Relaxed);
+        self.next_hand_off_us
+            .store(HAND_OFF_AFTER.as_micros() as u64, Ordering::Relaxed);
         self.started_us
             .store(anchor().elapsed().as_micros() as u64 + 1, Ordering::Release);
         BusyGuard(self)
@@ -181,6 +203,24 @@ impl Busy {
 
     fn killed(&self) -> bool {
         self.kill.load(Ordering::Acquire)
+    }
+
+    /// What the running script's long operations call now and then (the instruction-count
+    /// hook, the pattern matcher, the reply conversion): gives the event loop away once the
+    /// script has run a while (see `hand_off_worker`), and says whether to stop.
+    fn poll(&self) -> bool {
+        if self.killed() {
+            return true;
+        }
+        // Again every HAND_OFF_AGAIN: on a loaded machine the fresh thread may not have taken
+        // the loop over before `block_in_place` returned and took it back.
+        let ran = self.running_for().map_or(0, |t| t.as_micros() as u64);
+        if ran >= self.next_hand_off_us.load(Ordering::Relaxed) {
+            self.next_hand_off_us
+                .store(ran + HAND_OFF_AGAIN.as_micros() as u64, Ordering::Relaxed);
+            hand_off_worker();
+        }
+        false
     }
 
     /// Waits until no script runs, or `max` passes.
@@ -386,13 +426,20 @@ struct Vm {
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
+    /// The running script's state (the kill flag).
+    busy: Arc<Busy>,
 }
 
 /// True for the text of an error raised by a Rust function that does not raise a table.
 fn error_text(e: &mlua::Error) -> String {
     match e {
         mlua::Error::CallbackError { cause, .. } => error_text(cause),
-        mlua::Error::RuntimeError(m) => m.clone(),
+        // An error that crossed a Lua call made from Rust (a `gsub` callback) carries mlua's
+        // traceback; Lua's own message ends before it.
+        mlua::Error::RuntimeError(m) => match m.split_once("\nstack traceback:") {
+            Some((msg, _)) => msg.to_string(),
+            None => m.clone(),
+        },
         mlua::Error::ExternalError(inner) => inner.to_string(),
         mlua::Error::WithContext { cause, .. } => error_text(cause),
         other => other.to_string(),
@@ -526,6 +573,38 @@ impl Vm {
         private.raw_set("cmsgpack", mp)?;
         let handler = lua.create_function(error_handler)?;
         private.raw_set("error_handler", handler.clone())?;
+        let stop = scripts.busy.clone();
+        let env = lstring::Env {
+            stop: Rc::new(move || stop.poll()),
+            killed: Rc::new(|| mlua::Error::external(Killed)),
+            raise: raise_here,
+            max_len: LUA_MEMORY_LIMIT,
+        };
+        let e = env.clone();
+        private.raw_set(
+            "str_find",
+            lua.create_function(move |lua, args| lstring::find(&e, lua, args, true))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_match",
+            lua.create_function(move |lua, args| lstring::find(&e, lua, args, false))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_gmatch",
+            lua.create_function(move |lua, args| lstring::gmatch(&e, lua, args))?,
+        )?;
+        let e = env.clone();
+        private.raw_set(
+            "str_gsub",
+            lua.create_function(move |lua, args| lstring::gsub(&e, lua, args))?,
+        )?;
+        let e = env;
+        private.raw_set(
+            "str_rep",
+            lua.create_function(move |lua, args| lstring::rep(&e, lua, args))?,
+        )?;
 
         let (major, minor, patch) = version_parts(&scripts.version);
         let env: Table = lua
@@ -536,27 +615,23 @@ impl Vm {
                 scripts.version.clone(),
                 (major << 16) | (minor << 8) | patch,
             ))?;
-        let runner: Function = lua
-            .load("local xpcall = xpcall\nreturn function(f, h) return xpcall(f, h) end")
-            .set_name("=sluice")
-            .call(())?;
+        let runner: Function = private.raw_get("runner")?;
 
+        // A global hook, not `set_hook`: mlua keeps a per-thread hook only for the thread it
+        // was set on and removes it from any other, so a loop inside a coroutine the script
+        // created would never be checked. Lua 5.1 copies the hook into every new coroutine.
         let busy = scripts.busy.clone();
-        lua.set_hook(
+        lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
-                if busy.killed() {
+                if busy.poll() {
                     return Err(mlua::Error::external(Killed));
-                }
-                if !busy.handed_off.load(Ordering::Relaxed)
-                    && busy.running_for().is_some_and(|t| t >= HAND_OFF_AFTER)
-                {
-                    busy.handed_off.store(true, Ordering::Relaxed);
-                    hand_off_worker();
                 }
                 Ok(VmState::Continue)
             },
         )?;
+
+        lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
 
         Ok(Vm {
             lua,
@@ -567,6 +642,7 @@ impl Vm {
             runner,
             handler,
             resp,
+            busy: scripts.busy.clone(),
         })
     }
 
@@ -575,15 +651,20 @@ impl Vm {
         if let Some(f) = self.functions.get(&script.sha) {
             return Ok(f.clone());
         }
-        if script.code.first() == Some(&27) {
-            return Err(
-                "ERR Error compiling script (new function): user_script: bytecode is not allowed"
-                    .into(),
-            );
-        }
+        // Redis's Lua has no undumper: a precompiled chunk goes to the text parser, which
+        // stops at its first byte. A leading space gives the same parse (and message) while
+        // the chunk never reaches Lua's loader as binary.
+        let code: Cow<'_, [u8]> = if script.code.first() == Some(&27) {
+            let mut c = Vec::with_capacity(script.code.len() + 1);
+            c.push(b' ');
+            c.extend_from_slice(&script.code);
+            Cow::Owned(c)
+        } else {
+            Cow::Borrowed(&script.code[..])
+        };
         let f = self
             .lua
-            .load(&script.code[..])
+            .load(&code[..])
             .set_name(CHUNK_NAME)
             .set_mode(mlua::ChunkMode::Text)
             .set_environment(self.env.clone())
@@ -613,7 +694,16 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        match self.call(&f, script, keys, argv, host) {
+        let result = self.call(&f, script, keys, argv, host);
+        // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
+        // collector, an endless pause) must not stay for the next one.
+        self.lua.gc_restart();
+        self.lua.gc_set_pause(200);
+        self.lua.gc_set_step_multiplier(200);
+        if self.lua.used_memory() > COLLECT_ABOVE {
+            let _ = self.lua.gc_collect();
+        }
+        match result {
             Ok(reply) => reply,
             Err(e) => Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
@@ -650,7 +740,17 @@ impl Vm {
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
         if ok {
-            return Ok(convert::lua_to_reply(&value, resp));
+            let busy = &self.busy;
+            return Ok(
+                convert::lua_to_reply_stoppable(&value, resp, &|| busy.poll()).unwrap_or_else(
+                    || {
+                        Reply::Error(Cow::Owned(format!(
+                            "{Killed} script: {}, while converting its reply.",
+                            script.sha
+                        )))
+                    },
+                ),
+            );
         }
         Ok(raised_error(&value, &script.sha))
     }
@@ -869,7 +969,9 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
     for level in 1..64 {
         let found = lua.inspect_stack(level, |d| {
             let src = d.source();
-            if src.what == "C" || src.source.as_deref() == Some("=sluice") {
+            // Skip C functions, sluice's own wrappers, and the "(tail call)" placeholders Lua
+            // 5.1 leaves where a tail call replaced a frame.
+            if src.what == "C" || src.what == "tail" || src.source.as_deref() == Some("=sluice") {
                 None
             } else {
                 Some((
@@ -895,6 +997,13 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
 
 /// The reply for an error a script raised: its message, plus where it happened.
 fn raised_error(v: &Value, sha: &str) -> Reply {
+    if let Value::String(s) = v {
+        // What Lua itself reports without calling the handler: running out of memory.
+        return Reply::Error(Cow::Owned(format!(
+            "ERR Error running script {sha}, {}",
+            convert::one_line(&s.as_bytes())
+        )));
+    }
     let Value::Table(t) = v else {
         return Reply::Error(Cow::Owned(format!(
             "ERR Error running script {sha}, execution failure"

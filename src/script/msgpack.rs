@@ -14,6 +14,15 @@ use super::convert::to_number;
 
 const MAX_NESTING: usize = 16;
 
+/// Deepest nesting decoded. Redis's lua-cmsgpack runs out of Lua stack at 4000 nested arrays;
+/// sluice decodes recursively (sized to fit a 2 MiB stack in a debug build) and stops at 256,
+/// with the same error.
+pub const MAX_DECODE_DEPTH: usize = 256;
+
+/// Most values one `unpack` returns. Redis's limit is what fits on its Lua stack (7999 values);
+/// mlua keeps a few of those slots for itself, so sluice stops at 7900, with Redis's error.
+const MAX_RESULTS: usize = 7900;
+
 /// `cmsgpack.pack(…)`.
 pub fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     if args.is_empty() {
@@ -143,6 +152,7 @@ fn to_key_number(v: &Value) -> Option<f64> {
 enum DecodeError {
     Eof,
     BadFormat,
+    TooDeep(&'static str),
     Lua(mlua::Error),
 }
 
@@ -156,6 +166,7 @@ struct Cursor<'a> {
     lua: &'a Lua,
     s: &'a [u8],
     pos: usize,
+    depth: usize,
 }
 
 impl Cursor<'_> {
@@ -178,16 +189,27 @@ impl Cursor<'_> {
         Ok(Value::String(self.lua.create_string(&b)?))
     }
 
+    fn enter(&mut self, what: &'static str) -> Result<(), DecodeError> {
+        if self.depth >= MAX_DECODE_DEPTH {
+            return Err(DecodeError::TooDeep(what));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn array(&mut self, n: usize) -> Result<Value, DecodeError> {
+        self.enter("mp_decode_to_lua_array")?;
         let t = self.lua.create_table()?;
         for i in 1..=n {
             let v = self.value()?;
             t.raw_set(i, v)?;
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 
     fn map(&mut self, n: usize) -> Result<Value, DecodeError> {
+        self.enter("mp_decode_to_lua_hash")?;
         let t = self.lua.create_table()?;
         for _ in 0..n {
             let k = self.value()?;
@@ -196,15 +218,32 @@ impl Cursor<'_> {
                 t.raw_set(k, v)?;
             }
         }
+        self.depth -= 1;
         Ok(Value::Table(t))
     }
 
+    /// One value. Containers recurse through here, so this frame (and `array`, `map`,
+    /// `container`) stays small; the many scalar cases live in `scalar`, which a debug build
+    /// would otherwise lay out in every level's frame.
     fn value(&mut self) -> Result<Value, DecodeError> {
         let c = self.take(1)?[0];
+        match c {
+            0x80..=0x8f => self.map((c & 0x0f) as usize),
+            0x90..=0x9f => self.array((c & 0x0f) as usize),
+            0xdc..=0xdf => self.container(c),
+            _ => self.scalar(c),
+        }
+    }
+
+    fn container(&mut self, c: u8) -> Result<Value, DecodeError> {
+        let n = self.uint(if c & 1 == 0 { 2 } else { 4 })? as usize;
+        if c < 0xde { self.array(n) } else { self.map(n) }
+    }
+
+    #[inline(never)]
+    fn scalar(&mut self, c: u8) -> Result<Value, DecodeError> {
         Ok(match c {
             0x00..=0x7f => Value::Number(c as f64),
-            0x80..=0x8f => self.map((c & 0x0f) as usize)?,
-            0x90..=0x9f => self.array((c & 0x0f) as usize)?,
             0xa0..=0xbf => self.string((c & 0x1f) as usize)?,
             0xc0 => Value::Nil,
             0xc2 => Value::Boolean(false),
@@ -231,22 +270,6 @@ impl Cursor<'_> {
             0xd1 => Value::Number(self.uint(2)? as u16 as i16 as f64),
             0xd2 => Value::Number(self.uint(4)? as u32 as i32 as f64),
             0xd3 => Value::Number(self.uint(8)? as i64 as f64),
-            0xdc => {
-                let n = self.uint(2)? as usize;
-                self.array(n)?
-            }
-            0xdd => {
-                let n = self.uint(4)? as usize;
-                self.array(n)?
-            }
-            0xde => {
-                let n = self.uint(2)? as usize;
-                self.map(n)?
-            }
-            0xdf => {
-                let n = self.uint(4)? as usize;
-                self.map(n)?
-            }
             0xe0..=0xff => Value::Number(c as i8 as f64),
             _ => return Err(DecodeError::BadFormat),
         })
@@ -312,14 +335,21 @@ pub fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, Stri
         lua,
         s: &data,
         pos: offset as usize,
+        depth: 0,
     };
     let mut values = Vec::new();
     let mut count = 0;
     while c.pos < data.len() && count < limit {
+        if values.len() >= MAX_RESULTS {
+            return Err("stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)".into());
+        }
         match c.value() {
             Ok(v) => values.push(v),
             Err(DecodeError::Eof) => return Err("Missing bytes in input.".into()),
             Err(DecodeError::BadFormat) => return Err("Bad data format in input.".into()),
+            Err(DecodeError::TooDeep(f)) => {
+                return Err(format!("stack overflow (in function {f})"));
+            }
             Err(DecodeError::Lua(e)) => return Err(e.to_string()),
         }
         count += 1;

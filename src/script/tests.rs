@@ -462,3 +462,177 @@ fn deep_nesting_does_not_overflow_a_worker_stack() {
         .unwrap();
     t.join().unwrap();
 }
+
+/// Runs `body` and kills it once it has run 30 ms; the reply must be the kill error.
+fn killed_reply(body: &str) -> Reply {
+    let scripts = Arc::new(Scripts::new("7.0.15"));
+    let s = scripts.load(body.as_bytes()).unwrap();
+    let busy = scripts.busy.clone();
+    let killer = std::thread::spawn(move || {
+        while !busy.is_running() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        busy.request_kill()
+    });
+    let reply = {
+        let _busy = scripts.busy.begin();
+        scripts.run(&s, &[], &[], &mut FakeHost::default())
+    };
+    assert_eq!(killer.join().unwrap(), KillOutcome::Killed, "{body}");
+    reply
+}
+
+#[test]
+fn kill_reaches_coroutines_handlers_and_string_functions() {
+    for body in [
+        "local co = coroutine.create(function() while true do end end) coroutine.resume(co)",
+        "coroutine.wrap(function() while true do end end)()",
+        "while true do pcall(function() while true do end end) end",
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+        "xpcall(function() while true do end end, function(e) while true do end end)",
+        "xpcall(function() error('x') end, function(e) while true do end end)",
+        "while true do coroutine.resume(coroutine.create(function() while true do end end)) end",
+        "load(function() while true do end end)",
+        "return string.find(string.rep('a', 5000), string.rep('a*', 30) .. 'b')",
+        "return string.gsub(string.rep('a', 5000), string.rep('a-', 30) .. 'b', '')",
+    ] {
+        let reply = killed_reply(body);
+        let Reply::Error(e) = &reply else {
+            panic!("{body}: {reply:?}")
+        };
+        assert!(
+            e.starts_with("ERR Script killed by user with SCRIPT KILL... script: "),
+            "{body}: {e}"
+        );
+    }
+}
+
+#[test]
+fn bytecode_is_a_syntax_error() {
+    assert_eq!(
+        eval("return select(2, loadstring(string.dump(function() return 1 end), 'n'))"),
+        Reply::bulk(b"[string \"n\"]:1: unexpected symbol near 'char(27)'")
+    );
+    assert_eq!(
+        eval(
+            "local s = string.dump(function() return 1 end) local n = 0 return select(2, load(function() n = n + 1 if n == 1 then return s end end))"
+        ),
+        Reply::bulk(b"(load):1: unexpected symbol near 'char(27)'")
+    );
+    assert_eq!(
+        err("\x1bLuaQ\0"),
+        "ERR Error compiling script (new function): user_script:1: unexpected symbol near 'char(27)'"
+    );
+    assert_eq!(
+        eval("return load(function() return nil end) ~= nil"),
+        Reply::Int(1)
+    );
+    let body = "local f = load(nil)";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR user_script:1: bad argument #1 to 'load' (function expected, got nil) script: {}, on @user_script:1.",
+            sha(body)
+        )
+    );
+    let body = "local f = loadstring()";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR user_script:1: bad argument #1 to 'loadstring' (string expected, got no value) script: {}, on @user_script:1.",
+            sha(body)
+        )
+    );
+}
+
+#[test]
+fn sandbox_routes_stay_closed() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    for body in [
+        "local _, r = pairs(string) r.rep = nil",
+        "local _, r = ipairs(_G) r.string = nil",
+        "table.insert(_G, 1)",
+        "table.insert(redis, 1, 1)",
+        "table.remove(string)",
+        "getmetatable('').__index = {}",
+        "rawset(getmetatable(''), 'x', 1)",
+        "coroutine.wrap(function() string.rep = nil end)()",
+    ] {
+        let r = eval_with(&scripts, &mut host, body, &[], &[]);
+        let Reply::Error(e) = &r else {
+            panic!("{body}: {r:?}")
+        };
+        assert!(
+            e.contains("Attempt to modify a readonly table"),
+            "{body}: {e}"
+        );
+    }
+    let r = eval_with(
+        &scripts,
+        &mut host,
+        "return {string.rep('a', 2), ('b'):rep(2), tostring(rawget(_G, 1)), tostring(redis[1]), #KEYS}",
+        &[],
+        &[],
+    );
+    assert_eq!(
+        r,
+        Reply::Array(vec![
+            Reply::bulk(b"aa"),
+            Reply::bulk(b"bb"),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+            Reply::Int(0),
+        ])
+    );
+    // Iterating a proxy still walks the library.
+    assert_eq!(
+        eval("local n = 0 for _ in pairs(string) do n = n + 1 end return n > 10"),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        eval("local _, s = pairs(string) return rawequal(s, string)"),
+        Reply::Int(1)
+    );
+    let body = "local f = pairs(nil)";
+    assert_eq!(
+        err(body),
+        format!(
+            "ERR user_script:1: bad argument #1 to 'pairs' (table expected, got nil) script: {}, on @user_script:1.",
+            sha(body)
+        )
+    );
+}
+
+#[test]
+fn collector_settings_do_not_outlive_a_script() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    eval_with(
+        &scripts,
+        &mut host,
+        "collectgarbage('stop') collectgarbage('setpause', 100000)",
+        &[],
+        &[],
+    );
+    // A script that makes a lot of garbage still runs: the collector is back on.
+    let r = eval_with(
+        &scripts,
+        &mut host,
+        "for i = 1, 3000 do local s = string.rep('x', 1000000) .. i end return 1",
+        &[],
+        &[],
+    );
+    assert_eq!(r, Reply::Int(1));
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "local ok = pcall(string.gfind, 'a', 'a') return tostring(string.gfind == string.gmatch or not ok)",
+            &[],
+            &[]
+        ),
+        Reply::bulk(b"true")
+    );
+}

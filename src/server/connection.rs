@@ -22,7 +22,8 @@
 //! same limits pick it out. It is checked whenever replies are written, as Redis checks when
 //! it adds replies.
 //!
-//! The stream is anything byte-shaped (`Transport`): a TCP socket, or a TLS session over one.
+//! The stream is anything byte-shaped (`Transport`): a TCP socket, a TLS session over one, or
+//! a Unix socket.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -61,9 +62,14 @@ impl Transport for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
+impl Transport for tokio::net::UnixStream {
+    fn unsent_bytes(&self) -> usize {
+        kernel_unsent(self)
+    }
+}
+
 #[cfg(target_os = "linux")]
-fn kernel_unsent(stream: &TcpStream) -> usize {
-    use std::os::fd::AsRawFd;
+fn kernel_unsent(stream: &impl std::os::fd::AsRawFd) -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: TIOCOUTQ (SIOCOUTQ) on a socket we own writes one int.
     let rc = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
@@ -71,7 +77,7 @@ fn kernel_unsent(stream: &TcpStream) -> usize {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kernel_unsent(_: &TcpStream) -> usize {
+fn kernel_unsent<S>(_: &S) -> usize {
     0
 }
 

@@ -64,6 +64,9 @@ fn one_worker(name: String) -> std::io::Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name(name)
+        // Scripts run on these threads (and on the blocking threads that take a loop over
+        // from a long script): see `script::WORKER_STACK`.
+        .thread_stack_size(crate::script::WORKER_STACK)
         // Blocking threads only take a loop over from a long script (rare); they need not
         // linger.
         .thread_keep_alive(Duration::from_secs(2))

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -77,6 +77,14 @@ pub enum ServerError {
     /// The event-loop threads could not be started.
     #[error("cannot start the event loops: {0}")]
     Threads(std::io::Error),
+    /// The Unix socket could not be set up.
+    #[error("could not listen on unix socket {path}: {source}")]
+    Unix {
+        /// The socket's path.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
 }
 
 /// A bound, not yet running server.
@@ -87,6 +95,8 @@ pub struct Server {
     tls: Option<(Vec<TcpListener>, TlsAcceptor)>,
     /// The event loops that serve the connections.
     loops: loops::Loops,
+    /// The Unix socket listener and its path (`unixsocket`).
+    unix: Option<(UnixListener, String)>,
 }
 
 impl std::fmt::Debug for Server {
@@ -103,26 +113,53 @@ impl std::fmt::Debug for Server {
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds `port` on every host of `hosts`; a port of 0 becomes the first listener's port.
+///
+/// As in redis.conf, an address written with a leading `-` is optional: it is skipped when
+/// the machine does not have it (Debian's stock file says `bind 127.0.0.1 -::1`, and many
+/// containers have no IPv6).
 async fn bind_all(hosts: &[String], mut port: u16) -> Result<Vec<TcpListener>, ServerError> {
     let mut listeners = Vec::new();
-    for host in hosts {
-        let host = host.trim_start_matches('-');
+    for written in hosts {
+        let host = written.trim_start_matches('-');
+        let optional = host.len() != written.len();
         let addr = if host.contains(':') {
             format!("[{host}]:{port}")
         } else {
             format!("{host}:{port}")
         };
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: addr.clone(),
-                source,
-            })?;
+        let listener = match TcpListener::bind(&addr).await {
+            Ok(l) => l,
+            Err(e)
+                if optional
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT)
+                    ) =>
+            {
+                tracing::warn!("not listening on optional address {host}: {e}");
+                continue;
+            }
+            Err(source) => {
+                return Err(ServerError::Bind {
+                    addr: addr.clone(),
+                    source,
+                });
+            }
+        };
         if port == 0 {
             // Every address shares the port the first one was given.
             port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         }
         listeners.push(listener);
+    }
+    if listeners.is_empty() {
+        return Err(ServerError::Bind {
+            addr: hosts.join(" "),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AddrNotAvailable,
+                "none of the addresses is available",
+            ),
+        });
     }
     Ok(listeners)
 }
@@ -177,6 +214,10 @@ impl Server {
             }
             _ => None,
         };
+        let unix = match &config.unixsocket {
+            Some(path) => Some((bind_unix(path, config.unixsocketperm)?, path.clone())),
+            None => None,
+        };
         let mut shared = Shared::new(config, clock);
         if !shared.config().test_mode {
             for spec in crate::cmd::testmode::COMMANDS {
@@ -199,6 +240,7 @@ impl Server {
             listeners,
             tls,
             loops,
+            unix,
         })
     }
 
@@ -213,6 +255,11 @@ impl Server {
             .as_ref()
             .and_then(|(l, _)| l.first())
             .and_then(|l| l.local_addr().ok())
+    }
+
+    /// The Unix socket's path, if `unixsocket` is configured.
+    pub fn unix_path(&self) -> Option<&str> {
+        self.unix.as_ref().map(|(_, p)| p.as_str())
     }
 
     /// The server's shared state.
@@ -237,6 +284,7 @@ impl Server {
             shared,
             listeners,
             tls,
+            unix,
             loops,
         } = self;
         if let Some(reaper) = loops.reaper() {
@@ -273,6 +321,23 @@ impl Server {
             );
             dealer.handle(i).spawn(tracker.track_future(accept));
         }
+        let unix_path = unix.as_ref().map(|(_, p)| p.clone());
+        if let Some((listener, path)) = unix {
+            match listener.into_std() {
+                Ok(listener) => {
+                    let accept = unix_accept_loop(
+                        listener,
+                        path,
+                        shared.clone(),
+                        tracker.clone(),
+                        admitted.clone(),
+                        dealer.clone(),
+                    );
+                    dealer.next().spawn(tracker.track_future(accept));
+                }
+                Err(e) => tracing::warn!("cannot move the unix listener to its event loop: {e}"),
+            }
+        }
         shared.shutdown.cancelled().await;
         // A script still running (even one that wrote) would keep its thread forever.
         shared.scripts.busy.abort();
@@ -282,6 +347,10 @@ impl Server {
             .is_err()
         {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
+        }
+        if let Some(path) = unix_path {
+            // As redis-server does: the socket file goes with the server.
+            let _ = std::fs::remove_file(path);
         }
         drop(loops);
         tracing::info!("sluice stopped");
@@ -352,27 +421,7 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        shared
-            .stats
-            .total_connections
-            .fetch_add(1, Ordering::Relaxed);
-        // Counted here, in the accept loop, so a burst of connections cannot all slip in
-        // before the first of them registers.
-        let config = shared.config();
-        let over_limit = admitted.fetch_add(1, Ordering::AcqRel) >= config.maxclients;
-        let slot = Admitted(admitted.clone());
-        let refusal: Option<&'static [u8]> = if over_limit {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            Some(b"-ERR max number of clients reached\r\n")
-        } else if protected_mode_refuses(&config, peer.ip()) {
-            tracing::info!("protected mode: refused {peer}");
-            Some(PROTECTED_MODE_DENIED.as_bytes())
-        } else {
-            None
-        };
+        let (slot, refusal) = admission(&shared, &admitted, Some(peer));
         // The socket leaves this loop's reactor for the one of the loop that serves it.
         let stream = match stream.into_std() {
             Ok(s) => s,
@@ -394,11 +443,13 @@ async fn accept_loop(
                 }
             };
             match tls {
-                None => admit(shared, stream, peer, laddr, refusal).await,
+                None => admit(shared, stream, peer.to_string(), laddr, refusal).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
                     {
-                        Ok(Ok(stream)) => admit(shared, stream, peer, laddr, refusal).await,
+                        Ok(Ok(stream)) => {
+                            admit(shared, stream, peer.to_string(), laddr, refusal).await
+                        }
                         Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
                         Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
                     }
@@ -408,11 +459,114 @@ async fn accept_loop(
     }
 }
 
+/// Counts a new connection toward maxclients and decides whether it is refused: over the
+/// limit, or (for a TCP peer) by protected mode. Counted in the accept loop, so a burst of
+/// connections cannot all slip in before the first of them registers.
+fn admission(
+    shared: &Shared,
+    admitted: &Arc<AtomicUsize>,
+    peer: Option<SocketAddr>,
+) -> (Admitted, Option<&'static [u8]>) {
+    shared
+        .stats
+        .total_connections
+        .fetch_add(1, Ordering::Relaxed);
+    let config = shared.config();
+    let over_limit = admitted.fetch_add(1, Ordering::AcqRel) >= config.maxclients;
+    let slot = Admitted(admitted.clone());
+    let refusal: Option<&'static [u8]> = if over_limit {
+        shared
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        Some(b"-ERR max number of clients reached\r\n")
+    } else if let Some(peer) = peer
+        && protected_mode_refuses(&config, peer.ip())
+    {
+        tracing::info!("protected mode: refused {peer}");
+        Some(PROTECTED_MODE_DENIED.as_bytes())
+    } else {
+        None
+    };
+    (slot, refusal)
+}
+
+/// Binds the Unix socket at `path` (replacing a stale socket file, as redis-server does) and
+/// sets its permission bits when `perm` is not 0.
+fn bind_unix(path: &str, perm: u32) -> Result<UnixListener, ServerError> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let err = |source| ServerError::Unix {
+        path: path.to_string(),
+        source,
+    };
+    // Only a socket is removed: a typo must not delete a regular file.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        std::fs::remove_file(path).map_err(err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(err)?;
+    if perm != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(err)?;
+    }
+    Ok(listener)
+}
+
+/// Accepts clients on the Unix socket: local by nature, so protected mode does not apply;
+/// CLIENT LIST shows them as `path:0`, as Redis does.
+async fn unix_accept_loop(
+    listener: std::os::unix::net::UnixListener,
+    path: String,
+    shared: Arc<Shared>,
+    tracker: TaskTracker,
+    admitted: Arc<AtomicUsize>,
+    dealer: loops::Dealer,
+) {
+    let listener = match UnixListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("cannot listen on the unix socket from an event loop: {e}");
+            return;
+        }
+    };
+    let addr = format!("{path}:0");
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shared.shutdown.cancelled() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let (slot, refusal) = admission(&shared, &admitted, None);
+        // The socket leaves this loop's reactor for the one of the loop that serves it.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("cannot hand a unix client to an event loop: {e}");
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        let addr = addr.clone();
+        dealer.next().spawn(tracker.track_future(async move {
+            let _slot = slot;
+            match tokio::net::UnixStream::from_std(stream) {
+                Ok(stream) => admit(shared, stream, addr.clone(), addr, refusal).await,
+                Err(e) => tracing::debug!("cannot serve a unix client on an event loop: {e}"),
+            }
+        }));
+    }
+}
+
 /// Serves an accepted connection, or sends it the refusal and closes it.
 async fn admit<S>(
     shared: Arc<Shared>,
     mut stream: S,
-    peer: SocketAddr,
+    peer: String,
     laddr: String,
     refusal: Option<&'static [u8]>,
 ) where
@@ -427,6 +581,6 @@ async fn admit<S>(
             })
             .await;
         }
-        None => connection::serve(shared, stream, peer.to_string(), laddr).await,
+        None => connection::serve(shared, stream, peer, laddr).await,
     }
 }

@@ -21,9 +21,17 @@ pub struct SluiceProcess {
 impl SluiceProcess {
     /// Starts `target/debug/sluice --port 0 <args>` and waits for its "listening" line.
     pub fn start(args: &[&str]) -> SluiceProcess {
+        let mut all = vec!["--port", "0", "--loglevel", "warning"];
+        all.extend_from_slice(args);
+        Self::start_exactly(&all, &[])
+    }
+
+    /// Starts `target/debug/sluice <args>` (nothing added) with extra environment variables,
+    /// and waits for its "listening" line.
+    pub fn start_exactly(args: &[&str], env: &[(&str, &str)]) -> SluiceProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["--port", "0", "--loglevel", "warning"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
