@@ -193,14 +193,16 @@ async fn run<S: Transport>(
                     (reply, None) => reply,
                     (_, Some(waiter)) => {
                         // Blocked: flush what earlier requests answered, then wait for the
-                        // waiter's reply without holding any lock (see cmd::blocking).
+                        // waiter's reply without holding any lock (see cmd::blocking). The
+                        // guard forgets the waiter however this ends, a failed flush too.
+                        let guard = BlockGuard { shared, waiter };
                         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                         let waited = wait_blocked(
                             shared,
                             &mut stream,
                             &mut rbuf,
                             client,
-                            waiter,
+                            &guard,
                             query_limit,
                         )
                         .await?;
@@ -320,10 +322,9 @@ async fn wait_blocked<S: Transport>(
     stream: &mut S,
     rbuf: &mut BytesMut,
     client: &ClientState,
-    waiter: Arc<cmd::blocking::Waiter>,
+    guard: &BlockGuard<'_>,
     query_limit: usize,
 ) -> std::io::Result<Option<crate::protocol::Reply>> {
-    let guard = BlockGuard { shared, waiter };
     let w = &guard.waiter;
     loop {
         let clock_moved = shared.clock.changed();
