@@ -41,8 +41,15 @@ pub struct ClientInfo {
     last_cmd: AtomicPtr<&'static str>,
     /// Cancelled by CLIENT KILL or server shutdown.
     pub kill: CancellationToken,
-    /// Bytes waiting in the input buffer.
+    /// Bytes in the input buffer from the current command on (Redis's `qbuf`).
     pub qbuf: AtomicUsize,
+    /// Bytes of the current command's arguments (Redis's `argv-mem`).
+    pub argv_mem: AtomicUsize,
+    /// Bytes of the commands queued by MULTI, counted as Redis does: their arguments plus
+    /// one pointer per argument (`multi-mem`).
+    pub multi_mem: AtomicUsize,
+    /// Capacity of the connection's read and write buffers, updated per batch.
+    pub buf_mem: AtomicUsize,
     /// CLIENT NO-EVICT / NO-TOUCH flags.
     pub no_evict: AtomicBool,
     /// CLIENT NO-TOUCH.
@@ -69,6 +76,12 @@ impl ClientInfo {
             .store(std::ptr::from_ref(name).cast_mut(), Ordering::Relaxed);
     }
 
+    /// Forgets the last command (an unknown command: Redis shows `cmd=NULL`).
+    pub fn clear_last_cmd(&self) {
+        self.last_cmd
+            .store(std::ptr::from_ref(&NO_CMD).cast_mut(), Ordering::Relaxed);
+    }
+
     /// The last command's name ("" before the first).
     pub fn last_cmd(&self) -> &'static str {
         let p = self.last_cmd.load(Ordering::Relaxed);
@@ -88,31 +101,27 @@ impl ClientInfo {
         self.name.lock().map(|n| n.clone()).unwrap_or(None)
     }
 
-    /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0's format (without the newline).
+    /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0.15's format (without the newline).
+    /// 7.0 has no `lib-name`/`lib-ver` (7.2) nor `watch` (7.4) fields, so neither is shown.
     pub fn render(&self) -> String {
         let name = self
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
             .unwrap_or_default();
-        let (lib_name, lib_ver) = self
-            .lib
-            .lock()
-            .map(|l| {
-                (
-                    l.0.as_ref()
-                        .map(|b| String::from_utf8_lossy(b).into_owned())
-                        .unwrap_or_default(),
-                    l.1.as_ref()
-                        .map(|b| String::from_utf8_lossy(b).into_owned())
-                        .unwrap_or_default(),
-                )
-            })
-            .unwrap_or_default();
         let cmd = self.last_cmd();
         let multi = self.multi.load(Ordering::Relaxed);
         let flags = if multi >= 0 { "x" } else { "N" };
+        let qbuf = self.qbuf.load(Ordering::Relaxed);
+        let argv_mem = self.argv_mem.load(Ordering::Relaxed);
+        let multi_mem = self.multi_mem.load(Ordering::Relaxed);
+        // What this client costs: its buffers, its arguments and queue, and its state.
+        let tot_mem = self.buf_mem.load(Ordering::Relaxed)
+            + argv_mem
+            + multi_mem
+            + std::mem::size_of::<ClientInfo>()
+            + std::mem::size_of::<ClientState>();
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -122,11 +131,12 @@ impl ClientInfo {
             flags,
             self.db.load(Ordering::Relaxed),
             multi,
-            self.qbuf.load(Ordering::Relaxed),
+            qbuf,
+            argv_mem,
+            multi_mem,
+            tot_mem,
             if cmd.is_empty() { "NULL" } else { cmd },
             self.resp.load(Ordering::Relaxed),
-            lib_name,
-            lib_ver,
         )
     }
 }
@@ -159,6 +169,9 @@ impl Registry {
             last_cmd: AtomicPtr::new(std::ptr::from_ref(&NO_CMD).cast_mut()),
             kill: CancellationToken::new(),
             qbuf: AtomicUsize::new(0),
+            argv_mem: AtomicUsize::new(0),
+            multi_mem: AtomicUsize::new(0),
+            buf_mem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
         });
@@ -227,6 +240,12 @@ pub struct ClientState {
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
+    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP was the previous command: no reply to this one.
+    pub reply_skip: bool,
+    /// CLIENT REPLY SKIP is the current command.
+    pub reply_skip_next: bool,
 }
 
 impl ClientState {
@@ -246,7 +265,19 @@ impl ClientState {
             monitor: false,
             disconnect_after: None,
             authenticated: true,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
         }
+    }
+
+    /// Called once per request, after it ran: true if its reply must be dropped (CLIENT REPLY
+    /// OFF, or SKIP for this command or the one before it). It also moves SKIP on to the next
+    /// request, as Redis does after every command.
+    pub fn reply_suppressed(&mut self) -> bool {
+        let drop = self.reply_off || self.reply_skip || self.reply_skip_next;
+        self.reply_skip = std::mem::take(&mut self.reply_skip_next);
+        drop
     }
 
     /// The client id.
@@ -271,5 +302,6 @@ impl ClientState {
         self.multi = None;
         self.multi_failed = false;
         self.info.multi.store(-1, Ordering::Relaxed);
+        self.info.multi_mem.store(0, Ordering::Relaxed);
     }
 }

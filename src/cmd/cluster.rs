@@ -305,13 +305,38 @@ pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect
     Ok(slot)
 }
 
+/// Redis's error for a `#!lua` script (without `allow-cross-slot-keys`) whose calls touch
+/// keys of two slots.
+pub const SCRIPT_CROSS_SLOT: &str =
+    "ERR Script attempted to access keys that do not hash to the same slot";
+
+/// The slot a script starts bound to: that of the keys EVAL declared (routing already made
+/// sure they share one), or none.
+pub fn script_slot(keys: &[Bytes]) -> Option<u16> {
+    keys.first().map(|k| key_slot(k))
+}
+
 /// The check a script makes before each `redis.call`: None to go ahead, or the error to
-/// return (the call's key lives on another node, or its keys span slots).
-pub fn script_check(shared: &Shared, spec: &C, args: &[Bytes]) -> Option<Reply> {
+/// return (the call's key lives on another node, or its keys span slots). Unless
+/// `cross_slot_ok` (scripts without a shebang, or with `allow-cross-slot-keys`), every call
+/// must stay in the script's slot, `slot`, which the first call with keys sets if EVAL
+/// declared none (Redis 7.0's scriptVerifyClusterState).
+pub fn script_check(
+    shared: &Shared,
+    spec: &C,
+    args: &[Bytes],
+    slot: &mut Option<u16>,
+    cross_slot_ok: bool,
+) -> Option<Reply> {
     let cluster = shared.cluster.as_ref()?;
     match keys_slot(&spec.keys, args) {
         Ok(None) => None,
-        Ok(Some(slot)) if cluster.owns(slot) => None,
+        Ok(Some(s)) if cluster.owns(s) => {
+            if !cross_slot_ok && *slot.get_or_insert(s) != s {
+                return Some(Reply::Error(Cow::Borrowed(SCRIPT_CROSS_SLOT)));
+            }
+            None
+        }
         _ => Some(Reply::Error(Cow::Borrowed(SCRIPT_NON_LOCAL))),
     }
 }

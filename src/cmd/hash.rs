@@ -17,7 +17,7 @@ use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
-use crate::store::value::{HashValue, scan_step};
+use crate::store::value::{HashValue, scan_hash, scan_step};
 
 /// The hash commands.
 pub static COMMANDS: &[C] = &[
@@ -609,7 +609,7 @@ pub fn random_picks(len: usize, count: i64) -> CmdResult<Vec<usize>> {
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 ///
 /// A listpack hash is returned whole with cursor 0, whatever the cursor, as Redis does; a
-/// hash table is walked with `scan_step`'s cursors.
+/// hash table is walked with `scan_step`'s cursors (each field once, whatever is deleted).
 #[derive(Debug)]
 pub struct HScan {
     key: Bytes,
@@ -632,13 +632,15 @@ impl Command for HScan {
             return Ok(scan_reply(0, vec![]));
         };
         let (pattern, count) = scan_options(&self.options)?;
-        let (range, next) = if h.is_listpack() {
-            (0..h.len(), 0)
+        let (positions, next) = if h.is_listpack() {
+            ((0..h.len()).collect(), 0)
         } else {
-            scan_step(h.len(), self.cursor, count)
+            scan_step(h.len(), self.cursor, count, |i| {
+                h.get_index(i).map(|(f, _)| scan_hash(f))
+            })
         };
         let mut items = Vec::new();
-        for (f, v) in range.filter_map(|i| h.get_index(i)) {
+        for (f, v) in positions.into_iter().filter_map(|i| h.get_index(i)) {
             if scan_matches(pattern.as_ref(), f) {
                 items.push(Reply::Bulk(f.clone()));
                 items.push(Reply::Bulk(v.clone()));

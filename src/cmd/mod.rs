@@ -26,6 +26,7 @@ pub mod list;
 pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
+pub mod pause;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -95,6 +96,8 @@ pub struct Shared {
     pub cluster: Option<crate::cluster::Cluster>,
     /// Clients blocked on keys (BLPOP…).
     pub blocked: blocking::Registry,
+    /// CLIENT PAUSE's state.
+    pub pause: pause::Pause,
 }
 
 /// Counters INFO reports.
@@ -148,6 +151,7 @@ impl Shared {
             scripts,
             cluster: None,
             blocked: blocking::Registry::default(),
+            pause: pause::Pause::default(),
         }
     }
 
@@ -384,6 +388,7 @@ fn execute_inner(
     let spec = match lookup(&shared.table, args) {
         Lookup::Found(spec) => spec,
         Lookup::Error(e) => {
+            client.info.clear_last_cmd();
             if let Some(hooks) = &shared.test
                 && client.authenticated
             {
@@ -392,6 +397,10 @@ fn execute_inner(
             return reject(shared, client, e.into());
         }
     };
+    // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    client.info.set_last_cmd(&spec.name);
+    client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
     if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return reject(
             shared,
@@ -426,6 +435,10 @@ fn execute_inner(
                 .info
                 .multi
                 .store(queue.len() as i64, Ordering::Relaxed);
+            client.info.multi_mem.fetch_add(
+                argv_mem + args.len() * std::mem::size_of::<usize>(),
+                Ordering::Relaxed,
+            );
         }
         return Reply::status("QUEUED");
     }
@@ -478,6 +491,5 @@ fn execute_inner(
             .fetch_add(1, Ordering::Relaxed);
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    client.info.set_last_cmd(&spec.name);
     reply
 }

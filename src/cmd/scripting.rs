@@ -237,6 +237,8 @@ fn run_script(
         ctx: &mut *ctx,
         read_only: ro || script.flags.no_writes,
         busy: &busy,
+        slot: super::cluster::script_slot(keys),
+        cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
     };
     let reply = shared.scripts.run(script, keys, argv, &mut host);
     ctx.client.resp = saved_resp;
@@ -251,6 +253,10 @@ struct ScriptHost<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
     busy: &'c script::Busy,
+    /// Cluster mode: the one slot the script's calls may touch, once known.
+    slot: Option<u16>,
+    /// Cluster mode: the calls may touch several slots.
+    cross_slot_ok: bool,
 }
 
 fn refuse(msg: &'static str) -> Reply {
@@ -289,7 +295,9 @@ impl Host for ScriptHost<'_, '_> {
         if writes {
             self.busy.mark_write();
         }
-        if let Some(refused) = super::cluster::script_check(shared, spec, &args) {
+        if let Some(refused) =
+            super::cluster::script_check(shared, spec, &args, &mut self.slot, self.cross_slot_ok)
+        {
             return refused;
         }
         let started = Instant::now();

@@ -223,7 +223,32 @@ static CLIENT: &[C] = &[
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         super::blocking::client_unblock,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|pause",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        super::pause::client_pause,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|unpause",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::pause::ClientUnpause>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|reply",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientReply>,
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|help",
         2,
@@ -693,6 +718,40 @@ impl Command for ClientId {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(Reply::Int(ctx.client.id() as i64))
+    }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: the connection loop drops the replies (see
+/// `ClientState::reply_suppressed`).
+#[derive(Debug)]
+pub struct ClientReply(u8);
+
+impl Command for ClientReply {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mode = a.next()?;
+        for (i, m) in ["on", "off", "skip"].iter().enumerate() {
+            if mode.eq_ignore_ascii_case(m.as_bytes()) {
+                return Ok(ClientReply(i as u8));
+            }
+        }
+        Err(CmdError::Syntax)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let c = &mut *ctx.client;
+        match self.0 {
+            0 => {
+                c.reply_off = false;
+                c.reply_skip = false;
+            }
+            1 => c.reply_off = true,
+            _ => {
+                if !c.reply_off {
+                    c.reply_skip_next = true;
+                }
+            }
+        }
+        // OFF and SKIP have no reply of their own: the loop drops this one.
+        Ok(Reply::ok())
     }
 }
 
@@ -1541,8 +1600,11 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         if requested.is_empty() || requested.iter().any(|s| s == "default") {
             return DEFAULT_SECTIONS.contains(&name);
         }
-        // "all" is every default section plus commandstats.
-        (all && (DEFAULT_SECTIONS.contains(&name) || name == "commandstats"))
+        // "all" is every default section plus commandstats and latencystats; `sluice` is
+        // printed only when asked for by name, so no Redis-aware tool ever sees it.
+        (all && (DEFAULT_SECTIONS.contains(&name)
+            || name == "commandstats"
+            || name == "latencystats"))
             || requested.iter().any(|s| s == name)
     };
     let shared = ctx.shared;
@@ -1555,36 +1617,77 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         }
         let _ = write!(out, "# {title}\r\n{body}");
     };
-    if wanted("server") {
+    // Each section is a list of (field, value), in Redis 7.0.15's order and with only its
+    // field names: tools tell servers apart by INFO, so sluice's own identity is kept out of
+    // every section Redis has (it is in `INFO sluice`, below).
+    let fields = |section: &mut dyn FnMut(&str, String), title: &str, list: &[(&str, String)]| {
         let mut b = String::new();
-        let _ = write!(
-            b,
-            "redis_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:{}\r\nos:{} {}\r\narch_bits:{}\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nserver_name:sluice\r\nsluice_version:{}\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:10\r\nconfigured_hz:10\r\nlru_clock:{}\r\nexecutable:sluice\r\nconfig_file:\r\nio_threads_active:0\r\n",
-            cfg.redis_version,
-            String::from_utf8_lossy(mode(ctx)),
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            usize::BITS,
-            env!("CARGO_PKG_VERSION"),
-            std::process::id(),
-            shared.run_id,
-            shared.port.load(Ordering::Relaxed),
-            ctx.now_ns / 1000,
-            uptime,
-            uptime / 86400,
-            (ctx.now_ms / 1000) & ((1 << 24) - 1),
+        for (k, v) in list {
+            let _ = write!(b, "{k}:{v}\r\n");
+        }
+        section(title, b);
+    };
+    if wanted("server") {
+        let executable = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        fields(
+            &mut section,
+            "Server",
+            &[
+                ("redis_version", cfg.redis_version.clone()),
+                ("redis_git_sha1", "00000000".into()),
+                ("redis_git_dirty", "0".into()),
+                ("redis_build_id", "0".into()),
+                (
+                    "redis_mode",
+                    String::from_utf8_lossy(mode(ctx)).into_owned(),
+                ),
+                (
+                    "os",
+                    format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+                ),
+                ("arch_bits", usize::BITS.to_string()),
+                ("monotonic_clock", "POSIX clock_gettime".into()),
+                ("multiplexing_api", "epoll".into()),
+                ("atomicvar_api", "c11-builtin".into()),
+                ("gcc_version", "0.0.0".into()),
+                ("process_id", std::process::id().to_string()),
+                ("process_supervised", "no".into()),
+                ("run_id", shared.run_id.clone()),
+                ("tcp_port", shared.port.load(Ordering::Relaxed).to_string()),
+                ("server_time_usec", (ctx.now_ns / 1000).to_string()),
+                ("uptime_in_seconds", uptime.to_string()),
+                ("uptime_in_days", (uptime / 86400).to_string()),
+                ("hz", "10".into()),
+                ("configured_hz", "10".into()),
+                (
+                    "lru_clock",
+                    ((ctx.now_ms / 1000) & ((1 << 24) - 1)).to_string(),
+                ),
+                ("executable", executable),
+                ("config_file", String::new()),
+                ("io_threads_active", "0".into()),
+            ],
         );
-        section("Server", b);
     }
     if wanted("clients") {
-        section(
+        fields(
+            &mut section,
             "Clients",
-            format!(
-                "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
-                shared.clients.len(),
-                cfg.maxclients,
-                shared.blocked.len(),
-            ),
+            &[
+                ("connected_clients", shared.clients.len().to_string()),
+                ("cluster_connections", "0".into()),
+                ("maxclients", cfg.maxclients.to_string()),
+                ("client_recent_max_input_buffer", "0".into()),
+                ("client_recent_max_output_buffer", "0".into()),
+                (
+                    "blocked_clients",
+                    (shared.pause.waiting() + shared.blocked.len()).to_string(),
+                ),
+                ("tracking_clients", "0".into()),
+                ("clients_in_timeout_table", "0".into()),
+            ],
         );
     }
     if wanted("memory") {
@@ -1596,69 +1699,223 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         // remains of used_memory once the structures are counted out).
         let overhead = structure_memory;
         let dataset = used.saturating_sub(overhead);
-        let maxmemory = cfg.maxmemory;
-        let maxmemory_human = human_bytes(maxmemory);
-        let maxmemory_policy = cfg.maxmemory_policy.name();
-        section(
+        let ratio = |a: usize, b: usize| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let zero = || "0".to_string();
+        fields(
+            &mut section,
             "Memory",
-            format!(
-                "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_peak_perc:{:.2}%\r\nused_memory_overhead:{}\r\nused_memory_startup:0\r\nused_memory_dataset:{dataset}\r\nallocator_allocated:{used}\r\nallocator_resident:{rss}\r\ntotal_system_memory:0\r\nused_memory_lua:0\r\nused_memory_scripts:0\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{maxmemory_human}\r\nmaxmemory_policy:{maxmemory_policy}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:libc\r\nlazyfree_pending_objects:0\r\n",
-                human_bytes(used),
-                human_bytes(rss),
-                human_bytes(peak),
-                if peak > 0 {
-                    used as f64 * 100.0 / peak as f64
-                } else {
-                    100.0
-                },
-                used.saturating_sub(dataset),
-                if used > 0 {
-                    rss as f64 / used as f64
-                } else {
-                    0.0
-                },
-            ),
+            &[
+                ("used_memory", used.to_string()),
+                ("used_memory_human", human_bytes(used)),
+                ("used_memory_rss", rss.to_string()),
+                ("used_memory_rss_human", human_bytes(rss)),
+                ("used_memory_peak", peak.to_string()),
+                ("used_memory_peak_human", human_bytes(peak)),
+                (
+                    "used_memory_peak_perc",
+                    format!(
+                        "{:.2}%",
+                        if peak > 0 {
+                            ratio(used, peak) * 100.0
+                        } else {
+                            100.0
+                        }
+                    ),
+                ),
+                (
+                    "used_memory_overhead",
+                    used.saturating_sub(dataset).to_string(),
+                ),
+                ("used_memory_startup", zero()),
+                ("used_memory_dataset", dataset.to_string()),
+                (
+                    "used_memory_dataset_perc",
+                    format!("{:.2}%", ratio(dataset, used) * 100.0),
+                ),
+                ("allocator_allocated", used.to_string()),
+                ("allocator_active", used.to_string()),
+                ("allocator_resident", rss.to_string()),
+                ("total_system_memory", zero()),
+                ("total_system_memory_human", human_bytes(0)),
+                ("used_memory_lua", zero()),
+                ("used_memory_vm_eval", zero()),
+                ("used_memory_lua_human", human_bytes(0)),
+                ("used_memory_scripts_eval", zero()),
+                ("number_of_cached_scripts", shared.scripts.len().to_string()),
+                ("number_of_functions", zero()),
+                ("number_of_libraries", zero()),
+                ("used_memory_vm_functions", zero()),
+                ("used_memory_vm_total", zero()),
+                ("used_memory_vm_total_human", human_bytes(0)),
+                ("used_memory_functions", zero()),
+                ("used_memory_scripts", zero()),
+                ("used_memory_scripts_human", human_bytes(0)),
+                ("maxmemory", cfg.maxmemory.to_string()),
+                ("maxmemory_human", human_bytes(cfg.maxmemory)),
+                ("maxmemory_policy", cfg.maxmemory_policy.name().to_string()),
+                ("allocator_frag_ratio", "1.00".into()),
+                ("allocator_frag_bytes", zero()),
+                ("allocator_rss_ratio", format!("{:.2}", ratio(rss, used))),
+                (
+                    "allocator_rss_bytes",
+                    (rss as i64 - used as i64).to_string(),
+                ),
+                ("rss_overhead_ratio", "1.00".into()),
+                ("rss_overhead_bytes", zero()),
+                (
+                    "mem_fragmentation_ratio",
+                    format!("{:.2}", ratio(rss, used)),
+                ),
+                (
+                    "mem_fragmentation_bytes",
+                    (rss as i64 - used as i64).to_string(),
+                ),
+                ("mem_not_counted_for_evict", zero()),
+                ("mem_replication_backlog", zero()),
+                ("mem_total_replication_buffers", zero()),
+                ("mem_clients_slaves", zero()),
+                ("mem_clients_normal", zero()),
+                ("mem_cluster_links", zero()),
+                ("mem_aof_buffer", zero()),
+                ("mem_allocator", "libc".into()),
+                ("active_defrag_running", zero()),
+                ("lazyfree_pending_objects", zero()),
+                ("lazyfreed_objects", zero()),
+            ],
         );
     }
     if wanted("persistence") {
-        section(
-            "Persistence",
-            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:0\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n".into(),
-        );
+        let list: Vec<(&str, String)> = [
+            ("loading", "0"),
+            ("async_loading", "0"),
+            ("current_cow_peak", "0"),
+            ("current_cow_size", "0"),
+            ("current_cow_size_age", "0"),
+            ("current_fork_perc", "0.00"),
+            ("current_save_keys_processed", "0"),
+            ("current_save_keys_total", "0"),
+            ("rdb_changes_since_last_save", "0"),
+            ("rdb_bgsave_in_progress", "0"),
+            ("rdb_last_save_time", "0"),
+            ("rdb_last_bgsave_status", "ok"),
+            ("rdb_last_bgsave_time_sec", "-1"),
+            ("rdb_current_bgsave_time_sec", "-1"),
+            ("rdb_saves", "0"),
+            ("rdb_last_cow_size", "0"),
+            ("rdb_last_load_keys_expired", "0"),
+            ("rdb_last_load_keys_loaded", "0"),
+            ("aof_enabled", "0"),
+            ("aof_rewrite_in_progress", "0"),
+            ("aof_rewrite_scheduled", "0"),
+            ("aof_last_rewrite_time_sec", "-1"),
+            ("aof_current_rewrite_time_sec", "-1"),
+            ("aof_last_bgrewrite_status", "ok"),
+            ("aof_rewrites", "0"),
+            ("aof_rewrites_consecutive_failures", "0"),
+            ("aof_last_write_status", "ok"),
+            ("aof_last_cow_size", "0"),
+            ("module_fork_in_progress", "0"),
+            ("module_fork_last_cow_size", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+        fields(&mut section, "Persistence", &list);
     }
     if wanted("stats") {
         let s = &shared.stats;
         let ks = keyspace_stats;
-        section(
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
+        let zero = || "0".to_string();
+        fields(
+            &mut section,
             "Stats",
-            format!(
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\ntotal_reads_processed:0\r\ntotal_writes_processed:0\r\n",
-                s.total_connections.load(Ordering::Relaxed),
-                s.total_commands.load(Ordering::Relaxed),
-                s.net_input_bytes.load(Ordering::Relaxed),
-                s.net_output_bytes.load(Ordering::Relaxed),
-                s.rejected_connections.load(Ordering::Relaxed),
-                ks.expired_keys,
-                s.evicted_keys.load(Ordering::Relaxed),
-                ks.keyspace_hits,
-                ks.keyspace_misses,
-                s.total_error_replies.load(Ordering::Relaxed),
-            ),
+            &[
+                ("total_connections_received", n(&s.total_connections)),
+                ("total_commands_processed", n(&s.total_commands)),
+                ("instantaneous_ops_per_sec", zero()),
+                ("total_net_input_bytes", n(&s.net_input_bytes)),
+                ("total_net_output_bytes", n(&s.net_output_bytes)),
+                ("total_net_repl_input_bytes", zero()),
+                ("total_net_repl_output_bytes", zero()),
+                ("instantaneous_input_kbps", "0.00".into()),
+                ("instantaneous_output_kbps", "0.00".into()),
+                ("instantaneous_input_repl_kbps", "0.00".into()),
+                ("instantaneous_output_repl_kbps", "0.00".into()),
+                ("rejected_connections", n(&s.rejected_connections)),
+                ("sync_full", zero()),
+                ("sync_partial_ok", zero()),
+                ("sync_partial_err", zero()),
+                ("expired_keys", ks.expired_keys.to_string()),
+                ("expired_stale_perc", "0.00".into()),
+                ("expired_time_cap_reached_count", zero()),
+                ("expire_cycle_cpu_milliseconds", zero()),
+                ("evicted_keys", n(&s.evicted_keys)),
+                ("evicted_clients", zero()),
+                ("total_eviction_exceeded_time", zero()),
+                ("current_eviction_exceeded_time", zero()),
+                ("keyspace_hits", ks.keyspace_hits.to_string()),
+                ("keyspace_misses", ks.keyspace_misses.to_string()),
+                ("pubsub_channels", zero()),
+                ("pubsub_patterns", zero()),
+                ("pubsubshard_channels", zero()),
+                ("latest_fork_usec", zero()),
+                ("total_forks", zero()),
+                ("migrate_cached_sockets", zero()),
+                ("slave_expires_tracked_keys", zero()),
+                ("active_defrag_hits", zero()),
+                ("active_defrag_misses", zero()),
+                ("active_defrag_key_hits", zero()),
+                ("active_defrag_key_misses", zero()),
+                ("total_active_defrag_time", zero()),
+                ("current_active_defrag_time", zero()),
+                ("tracking_total_keys", zero()),
+                ("tracking_total_items", zero()),
+                ("tracking_total_prefixes", zero()),
+                ("unexpected_error_replies", zero()),
+                ("total_error_replies", n(&s.total_error_replies)),
+                ("dump_payload_sanitizations", zero()),
+                ("total_reads_processed", zero()),
+                ("total_writes_processed", zero()),
+                ("io_threaded_reads_processed", zero()),
+                ("io_threaded_writes_processed", zero()),
+                ("reply_buffer_shrinks", zero()),
+                ("reply_buffer_expands", zero()),
+            ],
         );
     }
     if wanted("replication") {
-        section(
-            "Replication",
-            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:0000000000000000000000000000000000000000\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n".into(),
-        );
+        let list: Vec<(&str, String)> = [
+            ("role", "master"),
+            ("connected_slaves", "0"),
+            ("master_failover_state", "no-failover"),
+            ("master_replid", "0000000000000000000000000000000000000000"),
+            ("master_replid2", "0000000000000000000000000000000000000000"),
+            ("master_repl_offset", "0"),
+            ("second_repl_offset", "-1"),
+            ("repl_backlog_active", "0"),
+            ("repl_backlog_size", "1048576"),
+            ("repl_backlog_first_byte_offset", "0"),
+            ("repl_backlog_histlen", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+        fields(&mut section, "Replication", &list);
     }
     if wanted("cpu") {
         let (user, sys) = crate::alloc_stats::cpu_times();
-        section(
+        fields(
+            &mut section,
             "CPU",
-            format!(
-                "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
-            ),
+            &[
+                ("used_cpu_sys", format!("{sys:.6}")),
+                ("used_cpu_user", format!("{user:.6}")),
+                ("used_cpu_sys_children", "0.000000".into()),
+                ("used_cpu_user_children", "0.000000".into()),
+                ("used_cpu_sys_main_thread", format!("{sys:.6}")),
+                ("used_cpu_user_main_thread", format!("{user:.6}")),
+            ],
         );
     }
     if wanted("modules") {
@@ -1686,6 +1943,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     if wanted("errorstats") {
         section("Errorstats", String::new());
     }
+    if wanted("latencystats") {
+        // Redis 7.0 fills this with per-command latency percentiles; sluice keeps none.
+        section("Latencystats", String::new());
+    }
     if wanted("cluster") {
         let enabled = shared.cluster.is_some() as u8;
         section("Cluster", format!("cluster_enabled:{enabled}\r\n"));
@@ -1699,6 +1960,17 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             );
         }
         section("Keyspace", b);
+    }
+    if requested.iter().any(|s| s == "sluice") {
+        fields(
+            &mut section,
+            "Sluice",
+            &[
+                ("sluice_version", env!("CARGO_PKG_VERSION").to_string()),
+                ("redis_version_reported", cfg.redis_version.clone()),
+                ("test_mode", u8::from(cfg.test_mode).to_string()),
+            ],
+        );
     }
     out
 }

@@ -19,7 +19,7 @@ use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
-use crate::store::value::{SetValue, scan_step};
+use crate::store::value::{SetValue, scan_hash, scan_step};
 
 /// The set commands.
 pub static COMMANDS: &[C] = &[
@@ -355,7 +355,7 @@ impl Command for SRandMember {
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 ///
 /// An intset is returned whole, in order, with cursor 0, whatever the cursor, as Redis does;
-/// a hash table is walked with `scan_step`'s cursors.
+/// a hash table is walked with `scan_step`'s cursors (each member once, whatever is deleted).
 #[derive(Debug)]
 pub struct SScan {
     key: Bytes,
@@ -378,12 +378,15 @@ impl Command for SScan {
             return Ok(scan_reply(0, vec![]));
         };
         let (pattern, count) = scan_options(&self.options)?;
-        let (range, next) = if set.is_intset() {
-            (0..set.len(), 0)
+        let (positions, next) = if set.is_intset() {
+            ((0..set.len()).collect(), 0)
         } else {
-            scan_step(set.len(), self.cursor, count)
+            scan_step(set.len(), self.cursor, count, |i| {
+                set.get_index(i).map(|m| scan_hash(&m))
+            })
         };
-        let items = range
+        let items = positions
+            .into_iter()
             .filter_map(|i| set.get_index(i))
             .filter(|m| scan_matches(pattern.as_ref(), m))
             .map(Reply::Bulk)

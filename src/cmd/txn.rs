@@ -192,6 +192,16 @@ pub struct Exec {
     extra_args: bool,
 }
 
+/// Clears CLIENT LIST's view of the transaction when EXEC is done.
+struct ShownUntilExecEnds(std::sync::Arc<crate::client::ClientInfo>);
+
+impl Drop for ShownUntilExecEnds {
+    fn drop(&mut self) {
+        self.0.multi.store(-1, Ordering::Relaxed);
+        self.0.multi_mem.store(0, Ordering::Relaxed);
+    }
+}
+
 impl Command for Exec {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Exec {
@@ -212,8 +222,12 @@ impl Command for Exec {
             return Err(CmdError::msg("ERR EXEC without MULTI"));
         };
         let failed = ctx.client.multi_failed;
-        ctx.client.end_multi();
+        // The client leaves MULTI now, but CLIENT LIST keeps showing the transaction (flags=x,
+        // multi, multi-mem) until EXEC returns, as Redis does.
+        let shown = ShownUntilExecEnds(ctx.client.info.clone());
+        ctx.client.multi_failed = false;
         if failed {
+            drop(shown);
             unwatch_all(ctx);
             return Err(CmdError::msg(
                 "EXECABORT Transaction discarded because of previous errors.",

@@ -97,6 +97,8 @@ pub struct ScriptFlags {
     pub shebang: bool,
     /// `no-writes`: the script may only read (as with EVAL_RO).
     pub no_writes: bool,
+    /// `allow-cross-slot-keys`: in cluster mode, its calls may touch keys of several slots.
+    pub allow_cross_slot: bool,
 }
 
 /// A cached script.
@@ -265,7 +267,7 @@ pub fn sha1_hex(bytes: &[u8]) -> String {
 }
 
 /// Splits off a `#!lua …` first line: the flags, and the code to compile.
-fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
+pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
     if !body.starts_with(b"#!") {
         return Ok((ScriptFlags::default(), Bytes::copy_from_slice(body)));
     }
@@ -287,7 +289,8 @@ fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
         for flag in list.split(',').filter(|f| !f.is_empty()) {
             match flag {
                 "no-writes" => flags.no_writes = true,
-                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                "allow-cross-slot-keys" => flags.allow_cross_slot = true,
+                "allow-oom" | "allow-stale" | "no-cluster" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }

@@ -167,6 +167,9 @@ async fn run<S: Transport>(
                 }
             };
             let frame = rbuf.split_to(req.consumed).freeze();
+            // Redis's qbuf: the unprocessed input, this command included.
+            info.qbuf
+                .store(req.consumed + rbuf.len(), Ordering::Relaxed);
             // The argument vectors (ours and the parser's) are reused from request to request.
             args.clear();
             match req.args {
@@ -178,6 +181,10 @@ async fn run<S: Transport>(
             }
             if args.is_empty() {
                 continue;
+            }
+            // CLIENT PAUSE: the one place a paused command waits (see cmd::pause).
+            if shared.pause.is_set() && !cmd::pause::gate(shared, client, &args).await {
+                return Ok(());
             }
             let was_authenticated = client.authenticated;
             // While a script runs it holds every shard: wait without blocking this thread,
@@ -223,7 +230,9 @@ async fn run<S: Transport>(
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 tokio::time::sleep(pause).await;
             }
-            reply.encode(client.resp, &mut wbuf);
+            if !client.reply_suppressed() {
+                reply.encode(client.resp, &mut wbuf);
+            }
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -251,6 +260,8 @@ async fn run<S: Transport>(
         args.clear();
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        info.buf_mem
+            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
         if rbuf.len() > query_limit {
             tracing::warn!(
                 "closing client {}: query buffer over client-query-buffer-limit",

@@ -305,22 +305,54 @@ fn int_bytes(n: i64) -> Bytes {
     Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes())
 }
 
-/// One step of HSCAN/SSCAN over a hashed encoding: the positions to return and the next
-/// cursor (0 when done).
+/// The order HSCAN/SSCAN walk a hashed aggregate in: a hash of the member with a key drawn
+/// once per process (so a client cannot choose members that collide), stable for the life
+/// of the server.
+pub fn scan_hash(member: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    static STATE: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    STATE
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .hash_one(member)
+}
+
+/// One step of HSCAN/SSCAN over a hashed encoding: the positions to return (in scan order)
+/// and the next cursor (0 when done).
 ///
-/// The cursor counts the positions not visited yet, and the scan walks down from the end.
-/// A hashed aggregate only appends new entries and fills a hole with its last entry
-/// (swap-removal), so an entry present for the whole scan can only move from a visited
-/// position to an unvisited one, never the reverse: it is returned at least once, as Redis
-/// promises; entries added meanwhile may or may not be. Cursor 0 starts a scan; a cursor past
-/// the end (after deletions, or made up by the client) is clamped.
-pub fn scan_step(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
-    let end = match usize::try_from(cursor) {
-        Ok(c) if c != 0 && c <= len => c,
-        _ => len,
-    };
-    let start = end.saturating_sub(count.max(1));
-    (start..end, start as u64)
+/// Members are visited in the order of their `scan_hash`, and the cursor is the first hash
+/// not visited yet. A member's hash does not change when others are added or removed (unlike
+/// its position, which swap-removal moves), so a member present for the whole scan is
+/// returned exactly once, as Redis promises; members added meanwhile may or may not be.
+/// Members sharing a hash are never split across two calls. Each call costs O(len), like
+/// keyspace SCAN: the batch is selected, the aggregate is not sorted.
+pub fn scan_step(
+    len: usize,
+    cursor: u64,
+    count: usize,
+    member_at: impl Fn(usize) -> Option<u64>,
+) -> (Vec<usize>, u64) {
+    let mut hashes: Vec<u64> = (0..len)
+        .filter_map(&member_at)
+        .filter(|&h| h >= cursor)
+        .collect();
+    let count = count.max(1);
+    let mut end = None;
+    if hashes.len() > count {
+        let boundary = *hashes.select_nth_unstable(count).1;
+        if hashes.iter().any(|&h| h < boundary) {
+            end = Some(boundary);
+        }
+    }
+    let mut picked: Vec<(u64, usize)> = (0..len)
+        .filter_map(|i| member_at(i).map(|h| (h, i)))
+        .filter(|&(h, _)| h >= cursor && end.is_none_or(|e| h < e))
+        .collect();
+    picked.sort_unstable();
+    (
+        picked.into_iter().map(|(_, i)| i).collect(),
+        end.unwrap_or(0),
+    )
 }
 
 impl Value {
@@ -481,18 +513,39 @@ mod tests {
         assert!((-1..SET_MAX_INTSET_ENTRIES as i64).all(|i| s.contains(i.to_string().as_bytes())));
     }
 
+    fn scan_of(s: &SetValue, cursor: u64, count: usize) -> (Vec<usize>, u64) {
+        scan_step(s.len(), cursor, count, |i| {
+            s.get_index(i).map(|m| scan_hash(&m))
+        })
+    }
+
     #[test]
-    fn scan_step_walks_down_and_clamps() {
-        assert_eq!(scan_step(0, 0, 10), (0..0, 0));
-        assert_eq!(scan_step(25, 0, 10), (15..25, 15));
-        assert_eq!(scan_step(25, 15, 10), (5..15, 5));
-        assert_eq!(scan_step(25, 5, 10), (0..5, 0));
-        assert_eq!(scan_step(8, 15, 10), (0..8, 0));
-        assert_eq!(scan_step(25, u64::MAX, 10), (15..25, 15));
+    fn scan_step_walks_every_member_once_in_batches() {
+        let mut s = SetValue::new_for(b"x");
+        for i in 0..25 {
+            s.insert(format!("m{i}").as_bytes());
+        }
+        let (mut cursor, mut seen, mut calls) = (0, Vec::new(), 0);
+        loop {
+            let (batch, next) = scan_of(&s, cursor, 10);
+            assert!(batch.len() <= 10);
+            seen.extend(batch.iter().filter_map(|&i| s.get_index(i)));
+            calls += 1;
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(calls, 3);
+        let mut all: Vec<Bytes> = s.iter().collect();
+        all.sort();
+        seen.sort();
+        assert_eq!(seen, all);
+        assert_eq!(scan_step(0, 0, 10, |_| None), (vec![], 0));
     }
 
     /// Redis's SCAN promise under churn: a member present from the first call to the last is
-    /// returned at least once, whatever is added and removed between calls.
+    /// returned, and no member is returned twice, whatever is added and removed between calls.
     #[test]
     fn scan_returns_every_stable_member_despite_churn() {
         use rand::RngExt;
@@ -507,8 +560,13 @@ mod tests {
             let mut seen = std::collections::HashSet::new();
             let (mut cursor, mut fresh) = (0u64, 0);
             loop {
-                let (range, next) = scan_step(s.len(), cursor, 1 + round % 17);
-                seen.extend(range.filter_map(|i| s.get_index(i)));
+                let (batch, next) = scan_of(&s, cursor, 1 + round % 17);
+                for m in batch.iter().filter_map(|&i| s.get_index(i)) {
+                    assert!(
+                        seen.insert(m.clone()),
+                        "round {round}: {m:?} returned twice"
+                    );
+                }
                 for _ in 0..rng.random_range(0..6) {
                     if rng.random_range(0..2) == 0 && !s.is_empty() {
                         let gone = s.remove_index(rng.random_range(0..s.len()));

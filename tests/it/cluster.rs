@@ -304,6 +304,68 @@ fn cluster_wire_replies_match_redis() {
         ),
         ":1\r\n"
     );
+    // ... but a `#!lua` script must keep to one slot (its declared keys', or its first
+    // call's) unless it declares allow-cross-slot-keys (texts from redis-server 7.0.15).
+    let same_slot = "-ERR Script attempted to access keys that do not hash to the same slot";
+    let r = cmd(
+        &mut n3,
+        &[
+            "EVAL",
+            "#!lua\nredis.call('incr','{x}s1')\nreturn redis.call('incr','{foo}s1')",
+            "0",
+        ],
+    );
+    assert!(
+        r.starts_with(&format!("{same_slot} script: ")) && r.ends_with(", on @user_script:3.\r\n"),
+        "{r}"
+    );
+    let r = cmd(
+        &mut n3,
+        &[
+            "EVAL",
+            "#!lua\nreturn redis.call('incr','{foo}s2')",
+            "1",
+            "x",
+        ],
+    );
+    assert!(
+        r.ends_with(", on @user_script:2.\r\n") && r.starts_with(same_slot),
+        "{r}"
+    );
+    assert_eq!(
+        cmd(
+            &mut n3,
+            &[
+                "EVAL",
+                "#!lua\nreturn redis.pcall('incr','{foo}s2')",
+                "1",
+                "x"
+            ]
+        ),
+        format!("{same_slot}\r\n")
+    );
+    assert_eq!(
+        cmd(
+            &mut n3,
+            &[
+                "EVAL",
+                "#!lua\nredis.call('incr','{x}s3')\nreturn redis.call('incr','{x}s4')",
+                "0"
+            ]
+        ),
+        ":1\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut n3,
+            &[
+                "EVAL",
+                "#!lua flags=allow-cross-slot-keys\nredis.call('incr','{x}s5')\nreturn redis.call('incr','{foo}s5')",
+                "0"
+            ]
+        ),
+        ":1\r\n"
+    );
     // A numkeys that does not fit is the command's own error, not a redirect.
     assert_eq!(
         cmd(&mut n1, &["EVAL", "return 1", "5", "x"]),

@@ -2,6 +2,7 @@
 //! linked once. Shared helpers live in `support`; each area of the server gets a module.
 
 mod blocking;
+mod clientcmds;
 mod cluster;
 mod core;
 mod diff;

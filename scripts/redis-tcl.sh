@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs units of Redis's own Tcl test suite against a sluice, in the suite's external-server
+# mode, and summarises the results per unit.
+#
+#   scripts/redis-tcl.sh PATH_TO_REDIS_TESTS [UNIT …]
+#
+# PATH_TO_REDIS_TESTS is a directory holding Redis 7.0.15's `runtest` and `tests/` (for
+# example `git archive 7.0.15 runtest tests | tar -x -C DIR` from a Redis checkout; nothing of
+# Redis lives in this repository). UNIT defaults to the data-command units listed below.
+#
+# It starts target/debug/sluice (or $SLUICE_BIN; build it first) on a free loopback port,
+# runs each unit with `runtest --host 127.0.0.1 --port N --single UNIT`, skipping the tests
+# tagged as needing replication, DEBUG, or PFDEBUG (sluice has none of them), not checking
+# OBJECT ENCODING or DEBUG DIGEST, and with `--durable` so that an unknown command fails one
+# test rather than ending the unit. Each unit's log goes to $OUT (default
+# target/redis-tcl/UNIT.log); the last lines printed are the per-unit counts and the names of
+# the failing tests. Needs tclsh 8.5+ (Debian: `apt-get install tcl`).
+#
+# Each unit is bounded by $UNIT_TIMEOUT seconds (default 600), each test by the suite's
+# --timeout (120 s). The sluice it started is stopped on exit. $RUNTEST_ARGS is passed on to
+# runtest (e.g. RUNTEST_ARGS=--verbose); $SKIP_TESTS is a newline-separated list of test
+# names (or /regexps) to skip. By default it skips two that wedge the server, so that every
+# later test would time out: the KEYS test that sends an exponential glob, and multi.tcl's
+# "script timeout" tests (a killed busy script is left running). See docs/redis-tcl-suite.md.
+set -euo pipefail
+
+if [ $# -lt 1 ]; then
+    echo "usage: $0 PATH_TO_REDIS_TESTS [UNIT …]" >&2
+    exit 2
+fi
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TESTS="$(cd "$1" && pwd)"
+shift
+[ -x "$TESTS/runtest" ] || { echo "$TESTS/runtest not found" >&2; exit 2; }
+command -v tclsh >/dev/null || { echo "tclsh not found (apt-get install tcl)" >&2; exit 2; }
+
+UNITS=("$@")
+if [ ${#UNITS[@]} -eq 0 ]; then
+    UNITS=(type/string type/incr type/list type/set type/zset type/hash
+        keyspace sort dump bitops hyperloglog multi)
+fi
+BIN="${SLUICE_BIN:-$ROOT/target/debug/sluice}"
+[ -x "$BIN" ] || { echo "$BIN not found: cargo build first" >&2; exit 2; }
+OUT="${OUT:-$ROOT/target/redis-tcl}"
+UNIT_TIMEOUT="${UNIT_TIMEOUT:-600}"
+mkdir -p "$OUT"
+SKIP_TESTS="${SKIP_TESTS-Regression for pattern matching long nested loops
+/script timeout}"
+SKIP_ARGS=()
+while IFS= read -r t; do
+    [ -n "$t" ] && SKIP_ARGS+=(--skiptest "$t")
+done <<<"$SKIP_TESTS"
+# shellcheck disable=SC2206 # word splitting of RUNTEST_ARGS is intended
+EXTRA=(${RUNTEST_ARGS:-})
+
+# Start sluice on a free port; its first stdout line names the address.
+PORTFILE="$OUT/sluice.stdout"
+"$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning >"$PORTFILE" 2>"$OUT/sluice.stderr" &
+SLUICE_PID=$!
+# A wedged server (see SKIP_TESTS) may not finish its graceful shutdown: give it 5 s, then KILL.
+stop_sluice() {
+    kill "$SLUICE_PID" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do
+        kill -0 "$SLUICE_PID" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -9 "$SLUICE_PID" 2>/dev/null || true
+}
+trap stop_sluice EXIT
+PORT=""
+for _ in $(seq 1 100); do
+    PORT="$(sed -n 's/^sluice listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$PORTFILE" | head -n1)"
+    [ -n "$PORT" ] && break
+    kill -0 "$SLUICE_PID" 2>/dev/null || { echo "sluice exited:" >&2; cat "$OUT/sluice.stderr" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$PORT" ] || { echo "sluice did not report its port" >&2; exit 1; }
+echo "sluice (pid $SLUICE_PID) on 127.0.0.1:$PORT; logs in $OUT"
+
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+for unit in "${UNITS[@]}"; do
+    log="$OUT/$(echo "$unit" | tr / _).log"
+    echo "== $unit"
+    (
+        cd "$TESTS"
+        timeout --kill-after=10 "$UNIT_TIMEOUT" ./runtest --host 127.0.0.1 --port "$PORT" \
+            --single "unit/$unit" --durable --timeout 120 \
+            --tags -needs:repl --tags -needs:debug --tags -needs:pfdebug \
+            --ignore-encoding --ignore-digest --clients 1 "${SKIP_ARGS[@]}" "${EXTRA[@]}"
+    ) >"$log" 2>&1 || true
+    # Drop the colour codes; count the result lines the suite prints before "The End".
+    sed -i 's/\x1b\[[0-9;]*m//g' "$log"
+    body="$(sed '/The End/,$d' "$log")"
+    ok=$(grep -c '^\[ok\]' <<<"$body" || true)
+    err=$(grep -c '^\[err\]' <<<"$body" || true)
+    ignored=$(grep -c '^\[ignore\]\|^\[skip\]' <<<"$body" || true)
+    ended=yes
+    grep -q 'The End' "$log" || ended="no (timed out or aborted)"
+    {
+        echo "$unit: ok=$ok err=$err ignored=$ignored finished=$ended"
+        # Each failure with the first line of its message.
+        grep -A1 '^\[err\]' <<<"$body" | grep -v '^--$' | cut -c1-200 | sed 's/^/    /' || true
+    } | tee -a "$SUMMARY"
+    if ! kill -0 "$SLUICE_PID" 2>/dev/null; then
+        echo "sluice died during $unit" | tee -a "$SUMMARY"
+        exit 1
+    fi
+done
+echo "summary: $SUMMARY"
