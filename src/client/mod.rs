@@ -54,6 +54,8 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// CLIENT NO-TOUCH.
     pub no_touch: AtomicBool,
+    /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
+    pub blocked: AtomicBool,
 }
 
 impl ClientInfo {
@@ -110,7 +112,13 @@ impl ClientInfo {
             .unwrap_or_default();
         let cmd = self.last_cmd();
         let multi = self.multi.load(Ordering::Relaxed);
-        let flags = if multi >= 0 { "x" } else { "N" };
+        let flags = if multi >= 0 {
+            "x"
+        } else if self.blocked.load(Ordering::Relaxed) {
+            "b"
+        } else {
+            "N"
+        };
         let qbuf = self.qbuf.load(Ordering::Relaxed);
         let argv_mem = self.argv_mem.load(Ordering::Relaxed);
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
@@ -174,6 +182,7 @@ impl Registry {
             buf_mem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
         });
         self.clients.insert(id, info.clone());
         info

@@ -398,6 +398,7 @@ impl Registry {
             }
         }
         inner.by_client.insert(w.info.id, w.clone());
+        w.info.blocked.store(true, Ordering::Relaxed);
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }
 
@@ -419,6 +420,7 @@ impl Registry {
             .is_some_and(|x| Arc::ptr_eq(x, w))
         {
             inner.by_client.remove(&w.info.id);
+            w.info.blocked.store(false, Ordering::Relaxed);
         }
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }

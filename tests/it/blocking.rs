@@ -91,6 +91,13 @@ fn a_blocked_client_that_closes_is_released() {
     let id = id.trim_start_matches(':').trim_end().to_string();
     killed.send(&[b"BLPOP", b"other", b"0"]);
     wait_blocked(&mut admin, 1);
+    let list = String::from_utf8(admin.cmd(&[b"CLIENT", b"LIST"])).unwrap();
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("id={id} ")))
+        .unwrap_or_else(|| panic!("client {id} not in {list}"));
+    assert!(line.contains(" flags=b "), "{line}");
+    assert!(line.contains(" cmd=blpop "), "{line}");
     assert_eq!(
         admin.cmd(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]),
         b":1\r\n"
