@@ -58,6 +58,8 @@ pub struct ClientInfo {
     pub no_touch: AtomicBool,
     /// Subscribed channels, patterns and shard channels (CLIENT LIST `sub`, `psub`, `ssub`).
     pub subs: [AtomicUsize; 3],
+    /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
+    pub blocked: AtomicBool,
 }
 
 impl ClientInfo {
@@ -121,6 +123,9 @@ impl ClientInfo {
         }
         if multi >= 0 {
             flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
         }
         if flags.is_empty() {
             flags.push('N');
@@ -192,6 +197,7 @@ impl Registry {
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             subs: Default::default(),
+            blocked: AtomicBool::new(false),
         });
         self.clients.insert(id, info.clone());
         info

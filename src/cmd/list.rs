@@ -143,7 +143,7 @@ pub enum End {
 
 impl End {
     /// LEFT or RIGHT (any case), else a syntax error.
-    fn parse(b: &[u8]) -> CmdResult<End> {
+    pub(crate) fn parse(b: &[u8]) -> CmdResult<End> {
         if is(b, "left") {
             Ok(End::Left)
         } else if is(b, "right") {
@@ -643,10 +643,10 @@ pub(crate) fn lpos(
 /// the destination. Source and destination may be the same list (a rotation).
 #[derive(Debug)]
 pub struct LMove {
-    source: Bytes,
-    destination: Bytes,
-    from: End,
-    to: End,
+    pub(crate) source: Bytes,
+    pub(crate) destination: Bytes,
+    pub(crate) from: End,
+    pub(crate) to: End,
 }
 
 impl Command for LMove {
@@ -720,9 +720,9 @@ impl Command for RPopLPush {
 /// missing.
 #[derive(Debug)]
 pub struct LMPop {
-    keys: Vec<Bytes>,
-    end: End,
-    count: usize,
+    pub(crate) keys: Vec<Bytes>,
+    pub(crate) end: End,
+    pub(crate) count: usize,
 }
 
 impl Command for LMPop {

@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod bitmap;
+pub mod blocking;
 pub mod cluster;
 pub mod docs;
 pub mod dump;
@@ -97,6 +98,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
     pub cluster: Option<crate::cluster::Cluster>,
+    /// Clients blocked on keys (BLPOP…).
+    pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
 }
@@ -152,6 +155,7 @@ impl Shared {
             live,
             scripts,
             cluster: None,
+            blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
         }
     }
@@ -176,6 +180,12 @@ pub struct Ctx<'a> {
     pub now_ns: u64,
     /// True while running the commands of an EXEC.
     pub in_exec: bool,
+    /// A blocking command may block (a client outside MULTI, EXEC and scripts).
+    pub may_block: bool,
+    /// Set by a blocking command that blocked: the connection waits on it.
+    pub blocked: Option<Arc<blocking::Waiter>>,
+    /// Keys written that blocked clients wait on, served once the locks are released.
+    pub ready: Vec<(usize, Bytes)>,
 }
 
 impl Ctx<'_> {
@@ -397,8 +407,42 @@ fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
     reply
 }
 
-/// Runs one request for a client and returns the reply (queueing it inside MULTI).
+/// Runs one request for a client and returns the reply (queueing it inside MULTI). A
+/// blocking command does not block here: it answers as inside MULTI (see
+/// [`execute_blocking`]).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
+    execute_request(shared, client, args, false).0
+}
+
+/// `execute` for a connection that can wait: a blocking command that finds nothing returns
+/// its registered waiter with a placeholder reply, and the connection waits for the
+/// waiter's reply (see `blocking`).
+pub fn execute_blocking(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    execute_request(shared, client, args, true)
+}
+
+fn execute_request(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+    may_block: bool,
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    let mut blocked = None;
+    let reply = execute_inner(shared, client, args, may_block, &mut blocked);
+    (reply, blocked)
+}
+
+fn execute_inner(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+    may_block: bool,
+    blocked: &mut Option<Arc<blocking::Waiter>>,
+) -> Reply {
     // Requests refused before authentication are not logged (nothing an unauthenticated
     // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
     let spec = match lookup(&shared.table, args) {
@@ -487,9 +531,20 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         now_ms: now_ns / 1_000_000,
         now_ns,
         in_exec: false,
+        may_block,
+        blocked: None,
+        ready: Vec::new(),
     };
     let reply = (spec.handler)(&mut ctx, args);
+    blocking::note_write(&mut ctx, spec, args);
+    *blocked = ctx.blocked.take();
+    let ready = std::mem::take(&mut ctx.ready);
     drop(ctx);
+    // Clients blocked on keys this command wrote are served before its reply goes out and
+    // before the next command runs (Redis's handleClientsBlockedOnKeys).
+    if !ready.is_empty() {
+        blocking::serve(shared, ready);
+    }
     if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
         let hard = shared.live.output_buffer_limit().hard;
         let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };

@@ -319,7 +319,11 @@ impl Host for ScriptHost<'_, '_> {
         let started = Instant::now();
         let client_resp = self.ctx.client.resp;
         self.ctx.client.resp = resp;
+        // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
+        let may_block = std::mem::replace(&mut self.ctx.may_block, false);
         let reply = (spec.handler)(self.ctx, &args);
+        self.ctx.may_block = may_block;
+        super::blocking::note_write(self.ctx, spec, &args);
         self.ctx.client.resp = client_resp;
         shared
             .table

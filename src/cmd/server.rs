@@ -221,6 +221,14 @@ static CLIENT: &[C] = &[
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
     ),
     C::new(
+        "client|unblock",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        super::blocking::client_unblock,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
         "client|pause",
         -3,
         &["admin", "noscript", "loading", "stale"],
@@ -1712,7 +1720,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ("maxclients", cfg.maxclients.to_string()),
                 ("client_recent_max_input_buffer", "0".into()),
                 ("client_recent_max_output_buffer", "0".into()),
-                ("blocked_clients", shared.pause.waiting().to_string()),
+                (
+                    "blocked_clients",
+                    (shared.pause.waiting() + shared.blocked.len()).to_string(),
+                ),
                 ("tracking_clients", "0".into()),
                 ("clients_in_timeout_table", "0".into()),
             ],

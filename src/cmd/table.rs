@@ -460,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 20] {
+pub fn all_families() -> [&'static [CommandSpec]; 21] {
     use super::*;
     [
         strings::COMMANDS,
@@ -483,6 +483,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 20] {
         set::ALGEBRA_COMMANDS,
         hll::COMMANDS,
         pubsub::COMMANDS,
+        blocking::COMMANDS,
     ]
 }
 

@@ -398,9 +398,9 @@ fn diff(srcs: &[Source]) -> Vec<(Bytes, f64)> {
 /// `ZMPOP numkeys key [key …] MIN|MAX [COUNT count]`
 #[derive(Debug)]
 pub struct ZMPop {
-    keys: Vec<Bytes>,
-    max: bool,
-    count: u64,
+    pub(crate) keys: Vec<Bytes>,
+    pub(crate) max: bool,
+    pub(crate) count: u64,
 }
 
 impl Command for ZMPop {

@@ -197,7 +197,29 @@ async fn run<S: Transport>(
             };
             let reply = match gated {
                 Some(reply) => reply,
-                None => cmd::execute(shared, client, &args),
+                None => match cmd::execute_blocking(shared, client, &args) {
+                    (reply, None) => reply,
+                    (_, Some(waiter)) => {
+                        // Blocked: flush what earlier requests answered, then wait for the
+                        // waiter's reply without holding any lock (see cmd::blocking). The
+                        // guard forgets the waiter however this ends, a failed flush too.
+                        let guard = BlockGuard { shared, waiter };
+                        write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                        let waited = wait_blocked(
+                            shared,
+                            &mut stream,
+                            &mut rbuf,
+                            client,
+                            &guard,
+                            query_limit,
+                        )
+                        .await?;
+                        match waited {
+                            Some(reply) => reply,
+                            None => return Ok(()),
+                        }
+                    }
+                },
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
@@ -313,6 +335,68 @@ async fn run<S: Transport>(
             .stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the
+/// task being dropped), so that a gone client is never served.
+struct BlockGuard<'s> {
+    shared: &'s Shared,
+    waiter: Arc<cmd::blocking::Waiter>,
+}
+
+impl Drop for BlockGuard<'_> {
+    fn drop(&mut self) {
+        cmd::blocking::release(self.shared, &self.waiter);
+    }
+}
+
+/// Waits for a blocked client's reply: served by a push, timed out on the server's clock
+/// (a CLOCK ADVANCE wakes it to look again), or unblocked. Meanwhile the socket is read
+/// (requests wait in the buffer, as in Redis) to notice a close. None: close the connection.
+async fn wait_blocked<S: Transport>(
+    shared: &Shared,
+    stream: &mut S,
+    rbuf: &mut BytesMut,
+    client: &ClientState,
+    guard: &BlockGuard<'_>,
+    query_limit: usize,
+) -> std::io::Result<Option<crate::protocol::Reply>> {
+    let w = &guard.waiter;
+    loop {
+        let clock_moved = shared.clock.changed();
+        if let Some(reply) = w.take_reply() {
+            return Ok(Some(reply));
+        }
+        let wait = match w.deadline_ms() {
+            None => Duration::from_secs(3600),
+            Some(deadline) => {
+                let now = shared.clock.now_ms();
+                if now >= deadline {
+                    w.time_out();
+                    continue;
+                }
+                Duration::from_millis(deadline - now)
+            }
+        };
+        tokio::select! {
+            _ = w.changed() => {}
+            _ = clock_moved => {}
+            _ = tokio::time::sleep(wait) => {}
+            r = stream.read_buf(rbuf) => {
+                let n = r?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+                if rbuf.len() > query_limit {
+                    return Ok(None);
+                }
+            }
+            _ = client.info.kill.cancelled() => return Ok(None),
+            _ = shared.shutdown.cancelled() => return Ok(None),
+        }
     }
 }
 
