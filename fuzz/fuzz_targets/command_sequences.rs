@@ -199,7 +199,11 @@ fn resp3_frame(buf: &[u8], depth: usize) -> Option<usize> {
                 return Some(after);
             }
             let n = usize::try_from(n).ok()?;
-            let elements = if matches!(kind, b'%' | b'|') { 2 * n } else { n };
+            let elements = if matches!(kind, b'%' | b'|') {
+                2 * n
+            } else {
+                n
+            };
             let mut at = after;
             for _ in 0..elements {
                 at += resp3_frame(&buf[at..], depth + 1)?;
