@@ -8,8 +8,9 @@
 # example `git archive 7.0.15 runtest tests | tar -x -C DIR` from a Redis checkout; nothing of
 # Redis lives in this repository). UNIT defaults to the data-command units listed below.
 #
-# It starts target/debug/sluice (or $SLUICE_BIN; build it first) on a free loopback port,
-# runs each unit with `runtest --host 127.0.0.1 --port N --single UNIT`, skipping the tests
+# For each unit it starts a fresh target/debug/sluice (or $SLUICE_BIN; build it first) on a
+# free loopback port, since some units leave config behind, and stops it after the unit. It
+# runs the unit with `runtest --host 127.0.0.1 --port N --single UNIT`, skipping the tests
 # tagged as needing replication, DEBUG, or PFDEBUG (sluice has none of them), not checking
 # OBJECT ENCODING or DEBUG DIGEST, and with `--durable` so that an unknown command fails one
 # test rather than ending the unit. Each unit's log goes to $OUT (default
@@ -18,10 +19,9 @@
 #
 # Each unit is bounded by $UNIT_TIMEOUT seconds (default 600), each test by the suite's
 # --timeout (120 s). The sluice it started is stopped on exit. $RUNTEST_ARGS is passed on to
-# runtest (e.g. RUNTEST_ARGS=--verbose); $SKIP_TESTS is a newline-separated list of test
-# names (or /regexps) to skip. By default it skips two that wedge the server, so that every
-# later test would time out: the KEYS test that sends an exponential glob, and multi.tcl's
-# "script timeout" tests (a killed busy script is left running). See docs/redis-tcl-suite.md.
+# runtest (e.g. RUNTEST_ARGS=--verbose; two runs at once need different `--baseport`s, as
+# runtest's own helper port is fixed); $SKIP_TESTS is a newline-separated list of test names
+# (or /regexps) to skip (default: none). See docs/redis-tcl-suite.md.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -37,15 +37,14 @@ command -v tclsh >/dev/null || { echo "tclsh not found (apt-get install tcl)" >&
 UNITS=("$@")
 if [ ${#UNITS[@]} -eq 0 ]; then
     UNITS=(type/string type/incr type/list type/set type/zset type/hash
-        keyspace sort dump bitops hyperloglog multi)
+        keyspace sort dump bitops bitfield hyperloglog multi)
 fi
 BIN="${SLUICE_BIN:-$ROOT/target/debug/sluice}"
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build first" >&2; exit 2; }
 OUT="${OUT:-$ROOT/target/redis-tcl}"
 UNIT_TIMEOUT="${UNIT_TIMEOUT:-600}"
 mkdir -p "$OUT"
-SKIP_TESTS="${SKIP_TESTS-Regression for pattern matching long nested loops
-/script timeout}"
+SKIP_TESTS="${SKIP_TESTS-}"
 SKIP_ARGS=()
 while IFS= read -r t; do
     [ -n "$t" ] && SKIP_ARGS+=(--skiptest "$t")
@@ -53,35 +52,46 @@ done <<<"$SKIP_TESTS"
 # shellcheck disable=SC2206 # word splitting of RUNTEST_ARGS is intended
 EXTRA=(${RUNTEST_ARGS:-})
 
-# Start sluice on a free port; its first stdout line names the address.
-PORTFILE="$OUT/sluice.stdout"
-"$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning >"$PORTFILE" 2>"$OUT/sluice.stderr" &
-SLUICE_PID=$!
-# A wedged server (see SKIP_TESTS) may not finish its graceful shutdown: give it 5 s, then KILL.
-stop_sluice() {
-    kill "$SLUICE_PID" 2>/dev/null || return 0
-    for _ in $(seq 1 50); do
-        kill -0 "$SLUICE_PID" 2>/dev/null || return 0
+# Each unit gets a fresh sluice on a free port (some units leave config behind, e.g. set.tcl
+# raises proto-max-bulk-len); its first stdout line names the address.
+SLUICE_PID=""
+PORT=""
+start_sluice() {
+    local portfile="$OUT/sluice.stdout"
+    "$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning >"$portfile" 2>"$OUT/sluice.stderr" &
+    SLUICE_PID=$!
+    PORT=""
+    for _ in $(seq 1 100); do
+        PORT="$(sed -n 's/^sluice listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$portfile" | head -n1)"
+        [ -n "$PORT" ] && return 0
+        kill -0 "$SLUICE_PID" 2>/dev/null || { echo "sluice exited:" >&2; cat "$OUT/sluice.stderr" >&2; exit 1; }
         sleep 0.1
     done
-    kill -9 "$SLUICE_PID" 2>/dev/null || true
+    echo "sluice did not report its port" >&2
+    exit 1
+}
+# A wedged server may not finish its graceful shutdown: give it 5 s, then KILL.
+stop_sluice() {
+    [ -n "$SLUICE_PID" ] || return 0
+    local pid="$SLUICE_PID"
+    SLUICE_PID=""
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
 }
 trap stop_sluice EXIT
-PORT=""
-for _ in $(seq 1 100); do
-    PORT="$(sed -n 's/^sluice listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$PORTFILE" | head -n1)"
-    [ -n "$PORT" ] && break
-    kill -0 "$SLUICE_PID" 2>/dev/null || { echo "sluice exited:" >&2; cat "$OUT/sluice.stderr" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$PORT" ] || { echo "sluice did not report its port" >&2; exit 1; }
-echo "sluice (pid $SLUICE_PID) on 127.0.0.1:$PORT; logs in $OUT"
+echo "logs in $OUT"
 
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 for unit in "${UNITS[@]}"; do
     log="$OUT/$(echo "$unit" | tr / _).log"
-    echo "== $unit"
+    start_sluice
+    echo "== $unit (sluice pid $SLUICE_PID on 127.0.0.1:$PORT)"
     (
         cd "$TESTS"
         timeout --kill-after=10 "$UNIT_TIMEOUT" ./runtest --host 127.0.0.1 --port "$PORT" \
@@ -104,7 +114,9 @@ for unit in "${UNITS[@]}"; do
     } | tee -a "$SUMMARY"
     if ! kill -0 "$SLUICE_PID" 2>/dev/null; then
         echo "sluice died during $unit" | tee -a "$SUMMARY"
+        SLUICE_PID=""
         exit 1
     fi
+    stop_sluice
 done
 echo "summary: $SUMMARY"

@@ -210,12 +210,14 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
         }
         notifier.notify("READY=1\nSTATUS=Ready to accept connections\n");
         let stop = server.shutdown_token();
-        // Whatever stops the server (a signal, SHUTDOWN), systemd hears it at once.
+        // Whatever stops the server (a signal, SHUTDOWN), systemd hears it at once. Joined
+        // with `run`, not spawned: this runtime has one thread, and a spawned task could be
+        // dropped unpolled when `run` returns first.
         let stopping = stop.clone();
-        tokio::spawn(async move {
+        let notify_stopping = async move {
             stopping.cancelled().await;
             notifier.notify("STOPPING=1\n");
-        });
+        };
         if !signals.serve(stop.clone()) {
             // No signal thread (not Unix, or the mask could not be set): the runtime's.
             tokio::spawn(async move {
@@ -227,7 +229,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
                 std::process::exit(1);
             });
         }
-        server.run().await;
+        tokio::join!(server.run(), notify_stopping);
         ExitCode::SUCCESS
     })
 }

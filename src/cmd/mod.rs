@@ -16,6 +16,7 @@
 pub mod args;
 pub mod bitmap;
 pub mod cluster;
+pub mod docs;
 pub mod dump;
 pub mod hash;
 pub mod hll;

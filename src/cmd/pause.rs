@@ -217,13 +217,14 @@ impl Command for ClientPause {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let timeout = a.next()?;
         // Redis reads the mode before the timeout.
-        let mode = match a.peek() {
-            None => ALL,
-            Some(m) if m.eq_ignore_ascii_case(b"write") => WRITE,
-            Some(m) if m.eq_ignore_ascii_case(b"all") => ALL,
-            Some(_) => {
-                return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
-            }
+        let mode = if a.remaining() == 0 {
+            ALL
+        } else if a.eat("write") {
+            WRITE
+        } else if a.eat("all") {
+            ALL
+        } else {
+            return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
         };
         let t = super::args::parse_i64(timeout).ok_or(CmdError::msg(
             "ERR timeout is not an integer or out of range",

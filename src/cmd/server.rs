@@ -1219,8 +1219,8 @@ impl Command for CommandInfo {
     }
 }
 
-/// COMMAND DOCS [name …]: documentation is not shipped; each known command maps to an
-/// empty doc, which redis-cli accepts.
+/// COMMAND DOCS [name …]: each command's documentation (`cmd::docs`); a name sluice does not
+/// know is left out of the map, as in Redis.
 #[derive(Debug)]
 pub struct CommandDocs {
     names: Vec<Bytes>,
@@ -1244,7 +1244,13 @@ impl Command for CommandDocs {
         Ok(Reply::Map(
             specs
                 .into_iter()
-                .map(|s| (Reply::bulk(s.name.as_bytes()), Reply::Map(vec![])))
+                .map(|s| {
+                    let subs: Vec<&str> = s.subcommands.iter().map(|c| c.name).collect();
+                    (
+                        Reply::bulk(s.name.as_bytes()),
+                        super::docs::docs_reply(s.name, &subs),
+                    )
+                })
                 .collect(),
         ))
     }

@@ -6,6 +6,7 @@ mod cluster;
 mod core;
 mod diff;
 mod dockerfile;
+mod docs;
 mod dump;
 mod hll;
 mod hostile;

@@ -332,6 +332,11 @@ def test_redis_cli_interactive(sluice_port, redis_cli):
         assert b'"hello"' in read_until(prompt)
         os.write(fd, b"incr greeting\r")
         assert b"(error) ERR value is not an integer or out of range" in read_until(prompt)
+        # `help` is answered by redis-cli itself, from the COMMAND DOCS it read at start-up.
+        os.write(fd, b"help zadd\r")
+        assert b"key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]" in read_until(
+            prompt
+        )
         os.write(fd, b"quit\r")
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
