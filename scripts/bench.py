@@ -356,6 +356,9 @@ def step_memory(args, mk, log):
         w = "fill-throttle" if kind == "sluice" else "fill-throttle-state"
         out[("throttle", kind)] = measure_fill(args, srv, w, n, log, {"prefix": "lg:throttle"})
         out[("zset", kind)] = measure_fill(args, srv, "fill-zset", nz, log)
+        # 11 commands of up to 100 pairs per key: a smaller pipeline keeps batches near 1 MB.
+        out[("zset1000", kind)] = measure_fill(args, srv, "fill-zset1000", args.zset1000_keys, log, {"pipeline": 32})
+        out[("hash", kind)] = measure_fill(args, srv, "fill-hash", args.hash_keys, log)
     return out
 
 
@@ -625,14 +628,25 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, path):
     # memory
     if mem:
         L.append("## Memory\n")
-        L.append("Fresh server per row; growth of the process's RSS and of INFO `used_memory` after writing the keys (4 connections, pipeline 256), divided by keys (or by entries for sorted sets). Counters: `SET k 1 EX 3600`. Throttle: `CL.THROTTLE k 15 1 3600 1` on sluice (one token per hour, so no key expires during the run); on Redis, what redis-cell would store for it (`SET k <19-digit TAT> PX 3600000`), since the module is not available here. Sorted sets: `ZADD k` with 10 entries (13-digit scores and members) + `EXPIRE k 3600`. Keys look like `lg:counter:123456`, `lg:throttle:123456`, `lg:zset:12345`.\n")
+        L.append("Fresh server per row; growth of the process's RSS and of INFO `used_memory` after writing the keys (4 connections, pipeline 256), divided by keys (or by entries for sorted sets). Counters: `SET k 1 EX 3600`. Throttle: `CL.THROTTLE k 15 1 3600 1` on sluice (one token per hour, so no key expires during the run); on Redis, what redis-cell would store for it (`SET k <19-digit TAT> PX 3600000`), since the module is not available here. Sorted sets: `ZADD k` with 10 entries (13-digit scores and members, each member the text of its score, as the sliding-window log adds them) + `EXPIRE k 3600`; zset1000: the same with 1,000 entries per key (pipeline 32). Hash: the W5 funnel, `HSET k capacity 15 leaking_rate 0.5 left_quota 14 leaking_ts <13 digits>` + `EXPIRE k 3600`. Keys look like `lg:counter:123456`, `lg:throttle:123456`, `lg:zset:12345`, `lg:zset1000:123`, `lg:hash:123456`.\n")
         L.append("| data | sluice RSS B | sluice used_memory B | Redis RSS B | Redis used_memory B | target (RSS) |")
         L.append("|---|---|---|---|---|---|")
-        for name, per, unit, tgt in (("counter", args.mem_keys, "key", 100), ("throttle", args.mem_keys, "key", 115), ("zset", args.zset_keys * 10, "entry", 36)):
+        rows = (
+            ("counter", args.mem_keys, "key", 100),
+            ("throttle", args.mem_keys, "key", 115),
+            ("zset", args.zset_keys * 10, "entry", 24),
+            ("zset1000", args.zset1000_keys * 1000, "entry", 64),
+            ("hash", args.hash_keys, "key", None),
+        )
+        for name, per, unit, tgt in rows:
             s, r = mem.get((name, "sluice")), mem.get((name, "redis"))
+            if s is None or r is None:
+                continue  # a saved run from before the row existed
             sr, su = s["rss"] / per, s["used"] / per
-            L.append("| %s (per %s) | %.0f | %.0f | %.0f | %.0f | ≤ %d: %s |" % (name, unit, sr, su, r["rss"] / per, r["used"] / per, tgt, met(sr <= tgt)))
-            targets.append(("memory: %s ≤ %d B RSS per %s" % (name, tgt, unit), "%.0f B" % sr, sr <= tgt))
+            goal = "—" if tgt is None else "≤ %d: %s" % (tgt, met(sr <= tgt))
+            L.append("| %s (per %s) | %.0f | %.0f | %.0f | %.0f | %s |" % (name, unit, sr, su, r["rss"] / per, r["used"] / per, goal))
+            if tgt is not None:
+                targets.append(("memory: %s ≤ %d B RSS per %s" % (name, tgt, unit), "%.0f B" % sr, sr <= tgt))
         L.append("")
 
     if expiry:
@@ -738,6 +752,8 @@ def main():
     ap.add_argument("--rb-requests", type=int, default=1_000_000)
     ap.add_argument("--mem-keys", type=int, default=1_000_000)
     ap.add_argument("--zset-keys", type=int, default=100_000)
+    ap.add_argument("--zset1000-keys", type=int, default=1_000, help="keys of 1,000 entries for the zset1000 memory row")
+    ap.add_argument("--hash-keys", type=int, default=1_000_000, help="W5 funnel hashes for the hash memory row")
     ap.add_argument("--expiry-keys", type=int, default=1_000_000)
     ap.add_argument("--static-keys", type=int, default=10_000_000)
     ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,threads,rb,memory,expiry,reaper")
@@ -789,7 +805,7 @@ def main():
     meta["load"] = "1-minute load average %.2f before, %.2f after" % (load_before, load_avg())
     meta["args"] = {
         k: getattr(args, k)
-        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "mem_keys", "zset_keys", "expiry_keys", "static_keys", "command")
+        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "mem_keys", "zset_keys", "zset1000_keys", "hash_keys", "expiry_keys", "static_keys", "command")
     }
     with open(args.json_out, "w") as f:
         json.dump(

@@ -176,6 +176,12 @@ impl Clock {
         Ok(unix_ns)
     }
 
+    /// Completes when manual time next moves (CLOCK ADVANCE/SET/resume). Create it before
+    /// reading the time it guards, so that a move in between is not missed.
+    pub fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.inner.changed.notified()
+    }
+
     /// Waits at most `max` of real time, or until manual time moves.
     pub async fn sleep_at_most(&self, max: Duration) {
         let changed = self.inner.changed.notified();

@@ -18,6 +18,12 @@ pub const MAX_THREADS: usize = 1024;
 pub struct Config {
     /// Addresses to listen on.
     pub bind: Vec<String>,
+    /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`): most entries of a
+    /// compact sorted set.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`): longest member, in bytes,
+    /// of a compact sorted set.
+    pub zset_max_listpack_value: usize,
     /// TCP port; 0 picks a free one.
     pub port: u16,
     /// Number of logical databases (SELECT 0..n-1).
@@ -55,8 +61,10 @@ pub struct Config {
     /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
     /// holds while its client does not read them.
     pub output_buffer_limit: OutputBufferLimit,
-    /// The replica and pubsub classes, kept only to report them (sluice has neither).
+    /// The replica and pubsub classes as CONFIG GET reports them.
     pub output_buffer_limit_other: String,
+    /// The `pubsub` class: bounds the messages queued for a subscribed client.
+    pub pubsub_buffer_limit: OutputBufferLimit,
     /// TLS port; 0 means no TLS listener.
     pub tls_port: u16,
     /// PEM certificate chain for the TLS port.
@@ -115,6 +123,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             bind: vec!["127.0.0.1".into()],
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
             port: 6379,
             databases: 16,
             loglevel: "notice".into(),
@@ -135,6 +145,11 @@ impl Default for Config {
             output_buffer_limit: OutputBufferLimit::default(),
             output_buffer_limit_other: "slave 268435456 67108864 60 pubsub 33554432 8388608 60"
                 .into(),
+            pubsub_buffer_limit: OutputBufferLimit {
+                hard: 32 * 1024 * 1024,
+                soft: 8 * 1024 * 1024,
+                soft_seconds: 60,
+            },
             tls_port: 0,
             tls_cert_file: None,
             tls_key_file: None,
@@ -707,6 +722,12 @@ impl Config {
             "unixsocketperm" => self.unixsocketperm.to_string(),
             "supervised" => self.supervised.name().to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries.to_string()
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value.to_string()
+            }
             _ => return None,
         })
     }
@@ -722,6 +743,12 @@ impl Config {
             |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
+            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
+                self.zset_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
+            }
+            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
+                self.zset_max_listpack_value = mem(value)?
+            }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
@@ -925,6 +952,7 @@ impl Config {
             return Err("Wrong number of arguments in buffer limit configuration.".into());
         }
         let mut normal = self.output_buffer_limit;
+        let mut pubsub = self.pubsub_buffer_limit;
         let mut other: Vec<(String, String)> = self
             .output_buffer_limit_other
             .split_whitespace()
@@ -964,10 +992,18 @@ impl Config {
                     soft_seconds: secs,
                 };
             } else if let Some(slot) = other.iter_mut().find(|(c, _)| c == class) {
+                if class == "pubsub" {
+                    pubsub = OutputBufferLimit {
+                        hard,
+                        soft,
+                        soft_seconds: secs,
+                    };
+                }
                 slot.1 = format!("{hard} {soft} {secs}");
             }
         }
         self.output_buffer_limit = normal;
+        self.pubsub_buffer_limit = pubsub;
         self.output_buffer_limit_other = other
             .iter()
             .map(|(c, v)| format!("{c} {v}"))
@@ -987,7 +1023,12 @@ pub struct LiveSettings {
     obuf_hard: AtomicUsize,
     obuf_soft: AtomicUsize,
     obuf_soft_seconds: AtomicU64,
+    pubsub_hard: AtomicUsize,
+    pubsub_soft: AtomicUsize,
+    pubsub_soft_seconds: AtomicU64,
     timeout: AtomicU64,
+    zset_entries: AtomicUsize,
+    zset_value: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -1010,7 +1051,33 @@ impl LiveSettings {
         self.obuf_soft.store(l.soft, Ordering::Relaxed);
         self.obuf_soft_seconds
             .store(l.soft_seconds, Ordering::Relaxed);
+        let p = config.pubsub_buffer_limit;
+        self.pubsub_hard.store(p.hard, Ordering::Relaxed);
+        self.pubsub_soft.store(p.soft, Ordering::Relaxed);
+        self.pubsub_soft_seconds
+            .store(p.soft_seconds, Ordering::Relaxed);
         self.timeout.store(config.timeout, Ordering::Relaxed);
+        self.zset_entries
+            .store(config.zset_max_listpack_entries, Ordering::Relaxed);
+        self.zset_value
+            .store(config.zset_max_listpack_value, Ordering::Relaxed);
+    }
+
+    /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
+    pub fn zset_listpack_limits(&self) -> (usize, usize) {
+        (
+            self.zset_entries.load(Ordering::Relaxed),
+            self.zset_value.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The pubsub class of client-output-buffer-limit.
+    pub fn pubsub_buffer_limit(&self) -> OutputBufferLimit {
+        OutputBufferLimit {
+            hard: self.pubsub_hard.load(Ordering::Relaxed),
+            soft: self.pubsub_soft.load(Ordering::Relaxed),
+            soft_seconds: self.pubsub_soft_seconds.load(Ordering::Relaxed),
+        }
     }
 
     /// maxmemory in bytes (0: no cap).

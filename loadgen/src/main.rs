@@ -58,6 +58,12 @@ enum Workload {
     FillThrottleState,
     /// ZADD k with 10 entries (13-digit scores and members) + EXPIRE k 3600.
     FillZset,
+    /// ZADD k with 1,000 entries (13-digit scores and members, in 10 commands of 100) +
+    /// EXPIRE k 3600.
+    FillZset1000,
+    /// The W5 funnel: HSET k capacity 15 leaking_rate 0.5 left_quota 14 leaking_ts <13
+    /// digits> + EXPIRE k 3600.
+    FillHash,
     /// SET k 1, no TTL.
     FillPlain,
     /// SET k 1 PXAT <--at-ms>: every key expires at the same instant.
@@ -72,6 +78,8 @@ impl Workload {
                 | Workload::FillThrottle
                 | Workload::FillThrottleState
                 | Workload::FillZset
+                | Workload::FillZset1000
+                | Workload::FillHash
                 | Workload::FillPlain
                 | Workload::FillExpireAt
         )
@@ -335,6 +343,41 @@ impl Plan {
                 }
                 let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
                 push_cmd(&mut b.bytes, &refs);
+                push_cmd(&mut b.bytes, &[b"EXPIRE", key, b"3600"]);
+                2
+            }
+            Workload::FillZset1000 => {
+                let base = 1_700_000_000_000u64 + (rng.next() % 1_000_000);
+                for chunk in 0..10u64 {
+                    let mut args: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), key.to_vec()];
+                    for i in 0..100 {
+                        let s = (base + (chunk * 100 + i) * 10).to_string().into_bytes();
+                        args.push(s.clone());
+                        args.push(s);
+                    }
+                    let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+                    push_cmd(&mut b.bytes, &refs);
+                }
+                push_cmd(&mut b.bytes, &[b"EXPIRE", key, b"3600"]);
+                11
+            }
+            Workload::FillHash => {
+                let ts = (1_700_000_000_000u64 + (rng.next() % 1_000_000)).to_string();
+                push_cmd(
+                    &mut b.bytes,
+                    &[
+                        b"HSET",
+                        key,
+                        b"capacity",
+                        b"15",
+                        b"leaking_rate",
+                        b"0.5",
+                        b"left_quota",
+                        b"14",
+                        b"leaking_ts",
+                        ts.as_bytes(),
+                    ],
+                );
                 push_cmd(&mut b.bytes, &[b"EXPIRE", key, b"3600"]);
                 2
             }

@@ -5,6 +5,8 @@
 //! into `server`. The registry is a `DashMap`: it needs no atomicity with the keyspace, only
 //! short inserts, removals and snapshots.
 
+pub mod push;
+
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{
@@ -54,6 +56,10 @@ pub struct ClientInfo {
     pub no_evict: AtomicBool,
     /// CLIENT NO-TOUCH.
     pub no_touch: AtomicBool,
+    /// Subscribed channels, patterns and shard channels (CLIENT LIST `sub`, `psub`, `ssub`).
+    pub subs: [AtomicUsize; 3],
+    /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
+    pub blocked: AtomicBool,
 }
 
 impl ClientInfo {
@@ -110,7 +116,20 @@ impl ClientInfo {
             .unwrap_or_default();
         let cmd = self.last_cmd();
         let multi = self.multi.load(Ordering::Relaxed);
-        let flags = if multi >= 0 { "x" } else { "N" };
+        let [sub, psub, ssub] = [0, 1, 2].map(|i| self.subs[i].load(Ordering::Relaxed));
+        let mut flags = String::new();
+        if sub + psub + ssub > 0 {
+            flags.push('P');
+        }
+        if multi >= 0 {
+            flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
         let qbuf = self.qbuf.load(Ordering::Relaxed);
         let argv_mem = self.argv_mem.load(Ordering::Relaxed);
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
@@ -121,7 +140,7 @@ impl ClientInfo {
             + std::mem::size_of::<ClientInfo>()
             + std::mem::size_of::<ClientState>();
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -130,6 +149,9 @@ impl ClientInfo {
             self.idle_secs(),
             flags,
             self.db.load(Ordering::Relaxed),
+            sub,
+            psub,
+            ssub,
             multi,
             qbuf,
             argv_mem,
@@ -174,6 +196,8 @@ impl Registry {
             buf_mem: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
+            subs: Default::default(),
+            blocked: AtomicBool::new(false),
         });
         self.clients.insert(id, info.clone());
         info
@@ -240,6 +264,8 @@ pub struct ClientState {
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
+    /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE on.
+    pub subs: Option<Box<push::Subscriptions>>,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP was the previous command: no reply to this one.
@@ -265,10 +291,21 @@ impl ClientState {
             monitor: false,
             disconnect_after: None,
             authenticated: true,
+            subs: None,
             reply_off: false,
             reply_skip: false,
             reply_skip_next: false,
         }
+    }
+
+    /// True while subscribed to anything (Redis's `CLIENT_PUBSUB`).
+    pub fn subscribed(&self) -> bool {
+        self.subs.as_ref().is_some_and(|s| s.active())
+    }
+
+    /// The push queue, once the client has subscribed.
+    pub fn push_queue(&self) -> Option<&Arc<push::PushQueue>> {
+        self.subs.as_ref().map(|s| &s.queue)
     }
 
     /// Called once per request, after it ran: true if its reply must be dropped (CLIENT REPLY
@@ -289,6 +326,9 @@ impl ClientState {
     pub fn set_resp(&mut self, resp: u8) {
         self.resp = resp;
         self.info.resp.store(resp, Ordering::Relaxed);
+        if let Some(s) = &self.subs {
+            s.queue.set_resp(resp);
+        }
     }
 
     /// Switches database.

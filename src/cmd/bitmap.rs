@@ -9,7 +9,9 @@
 use bytes::Bytes;
 
 use super::strrange::{edit_string, grow_zero, max_string_len, string_bytes};
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, run};
+use super::{
+    Access, ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
+};
 use crate::cmd::args::{is, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -25,10 +27,10 @@ pub static COMMANDS: &[C] = &[
     C::new("bitpos", -3, &["readonly"], C::keys(1, 1, 1), run::<BitPos>).with_acl(&["@read", "@bitmap", "@slow"]),
     C::new("bitop", -4, &["write", "denyoom"], C::keys(2, -1, 1), run::<BitOp>).with_acl(&["@write", "@bitmap", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 2, 0), KeySpecDoc::range(&["RO", "access"], 3, -1)]),
-    C::new("bitfield", -2, &["write", "denyoom"], C::keys(1, 1, 1), run::<BitField<false>>).with_acl(&["@write", "@bitmap", "@slow"])
+    C::new("bitfield", -2, &["write", "denyoom"], C::keys(1, 1, 1), |c, a| run_as::<BitField>(c, a, Access::ReadWrite)).with_acl(&["@write", "@bitmap", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "update", "variable_flags"], 1, 0)
             .with_notes("This command allows both access and modification of the key")]),
-    C::new("bitfield_ro", -2, &["readonly", "fast"], C::keys(1, 1, 1), run::<BitField<true>>).with_acl(&["@read", "@bitmap", "@fast"]),
+    C::new("bitfield_ro", -2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| run_as::<BitField>(c, a, Access::ReadOnly)).with_acl(&["@read", "@bitmap", "@fast"]),
 ];
 
 const BIT_OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
@@ -558,14 +560,18 @@ fn mask_of(bits: u32) -> u64 {
 /// BITFIELD key [GET type offset] [SET type offset value] [INCRBY type offset increment]
 /// [OVERFLOW WRAP|SAT|FAIL] …, and BITFIELD_RO key [GET type offset …]
 #[derive(Debug)]
-pub struct BitField<const RO: bool> {
+pub struct BitField {
+    access: Access,
     key: Bytes,
     args: Vec<Bytes>,
 }
 
-impl<const RO: bool> Command for BitField<RO> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for BitField {
+    type Variant = Access;
+
+    fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
         Ok(BitField {
+            access,
             key: a.next()?.clone(),
             args: a.rest().to_vec(),
         })
@@ -635,7 +641,7 @@ impl<const RO: bool> Command for BitField<RO> {
                 ops.iter().map(|f| read_reply(&s, f)).collect(),
             ));
         };
-        if RO {
+        if self.access == Access::ReadOnly {
             return Err(CmdError::msg(
                 "ERR BITFIELD_RO only supports the GET subcommand",
             ));

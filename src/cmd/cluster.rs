@@ -28,7 +28,10 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Lookup, Shared, lookup, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Lookup, Shared, VariantCommand, lookup,
+    run_sub, run_sub_as,
+};
 use crate::client::ClientState;
 use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
 use crate::error::{CmdError, CmdResult};
@@ -97,8 +100,14 @@ static CLUSTER: &[C] = &[
     sub("cluster|slots", 2, run_sub::<Slots>),
     sub("cluster|shards", 2, run_sub::<Shards>),
     sub("cluster|keyslot", 3, run_sub::<KeySlot>),
-    sub("cluster|countkeysinslot", 3, run_sub::<KeysInSlot<true>>).whole_keyspace(),
-    sub("cluster|getkeysinslot", 4, run_sub::<KeysInSlot<false>>).whole_keyspace(),
+    sub("cluster|countkeysinslot", 3, |c, a| {
+        run_sub_as::<KeysInSlot>(c, a, SlotQuery::Count)
+    })
+    .whole_keyspace(),
+    sub("cluster|getkeysinslot", 4, |c, a| {
+        run_sub_as::<KeysInSlot>(c, a, SlotQuery::Keys)
+    })
+    .whole_keyspace(),
     sub("cluster|links", 2, run_sub::<Links>),
     C::new(
         "cluster|replicas",
@@ -122,7 +131,7 @@ static CLUSTER: &[C] = &[
         3,
         &["admin", "noscript", "stale"],
         KeySpec::None,
-        run_sub::<SetMap<false>>,
+        |c, a| run_sub_as::<SetMap>(c, a, MapSource::Inline),
     )
     .with_acl(ADMIN_ACL),
     C::new(
@@ -130,7 +139,7 @@ static CLUSTER: &[C] = &[
         2,
         &["admin", "noscript", "stale"],
         KeySpec::None,
-        run_sub::<SetMap<true>>,
+        |c, a| run_sub_as::<SetMap>(c, a, MapSource::File),
     )
     .with_acl(ADMIN_ACL),
     // Redis's topology-changing subcommands: nodes here never talk to each other.
@@ -619,16 +628,31 @@ impl Command for KeySlot {
 /// per-slot index (a keyspace shard is not a slot), so both scan the keyspace; they are
 /// for operators and tests, not hot paths.
 #[derive(Debug)]
-pub struct KeysInSlot<const COUNT: bool> {
+pub struct KeysInSlot {
+    query: SlotQuery,
     slot: Bytes,
     count: Option<Bytes>,
 }
 
-impl<const COUNT: bool> Command for KeysInSlot<COUNT> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// What a slot query answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotQuery {
+    /// CLUSTER COUNTKEYSINSLOT: how many keys.
+    Count,
+    /// CLUSTER GETKEYSINSLOT: the keys, at most `count`.
+    Keys,
+}
+
+impl VariantCommand for KeysInSlot {
+    type Variant = SlotQuery;
+
+    fn parse(a: &mut ArgCursor<'_>, query: SlotQuery) -> CmdResult<Self> {
         let slot = a.next()?.clone();
-        let count = if COUNT { None } else { Some(a.next()?.clone()) };
-        Ok(KeysInSlot { slot, count })
+        let count = match query {
+            SlotQuery::Count => None,
+            SlotQuery::Keys => Some(a.next()?.clone()),
+        };
+        Ok(KeysInSlot { query, slot, count })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         cluster(ctx)?;
@@ -661,15 +685,14 @@ impl<const COUNT: bool> Command for KeysInSlot<COUNT> {
                     continue;
                 }
                 count += 1;
-                if !COUNT {
+                if self.query == SlotQuery::Keys {
                     keys.push(Reply::bulk(&e.key));
                 }
             }
         }
-        Ok(if COUNT {
-            Reply::Int(count)
-        } else {
-            Reply::Array(keys)
+        Ok(match self.query {
+            SlotQuery::Count => Reply::Int(count),
+            SlotQuery::Keys => Reply::Array(keys),
         })
     }
 }
@@ -713,17 +736,32 @@ impl Command for Replicas {
     }
 }
 
-/// CLUSTER SETMAP map (FILE = false) / CLUSTER LOADMAP (FILE = true): validates the map,
-/// installs it, and drops the keys of slots this node no longer owns.
+/// CLUSTER SETMAP map / CLUSTER LOADMAP: validates the map, installs it, and drops the keys
+/// of slots this node no longer owns.
 #[derive(Debug)]
-pub struct SetMap<const FILE: bool> {
+pub struct SetMap {
+    /// The map's text (SETMAP), or `None` to read the map file again (LOADMAP).
     text: Option<Bytes>,
 }
 
-impl<const FILE: bool> Command for SetMap<FILE> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// Where a new slot map comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapSource {
+    /// CLUSTER SETMAP: the argument.
+    Inline,
+    /// CLUSTER LOADMAP: the cluster-config-file, read again.
+    File,
+}
+
+impl VariantCommand for SetMap {
+    type Variant = MapSource;
+
+    fn parse(a: &mut ArgCursor<'_>, source: MapSource) -> CmdResult<Self> {
         Ok(SetMap {
-            text: if FILE { None } else { Some(a.next()?.clone()) },
+            text: match source {
+                MapSource::Inline => Some(a.next()?.clone()),
+                MapSource::File => None,
+            },
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

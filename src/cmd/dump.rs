@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::zset::LIMITS;
+use super::zset::limits;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run};
 use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
@@ -124,7 +124,7 @@ impl Command for Restore {
         if ttl < 0 {
             return Err(CmdError::msg("ERR Invalid TTL value, must be >= 0"));
         }
-        let value = rdb::restore(&self.payload, &LIMITS).map_err(|e| match e {
+        let value = rdb::restore(&self.payload, &limits(ctx.shared)).map_err(|e| match e {
             RdbError::VersionOrChecksum => {
                 CmdError::msg("ERR DUMP payload version or checksum are wrong")
             }

@@ -12,11 +12,12 @@ use bytes::Bytes;
 use rand::RngExt;
 
 use super::keys::parse_scan_options;
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::HashMut;
 use crate::store::value::{HashValue, scan_hash, scan_step};
 
 /// The hash commands.
@@ -26,7 +27,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<HSet<false>>,
+        |c, a| run_as::<HSet>(c, a, HSetReply::Created),
     )
     .with_acl(&["@write", "@hash", "@fast"]),
     C::new(
@@ -42,7 +43,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<HSet<true>>,
+        |c, a| run_as::<HSet>(c, a, HSetReply::Ok),
     )
     .with_acl(&["@write", "@hash", "@fast"]),
     C::new(
@@ -61,29 +62,17 @@ pub static COMMANDS: &[C] = &[
         run::<HMGet>,
     )
     .with_acl(&["@read", "@hash", "@fast"]),
-    C::new(
-        "hgetall",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<BOTH>>,
-    )
+    C::new("hgetall", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Both)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
-    C::new(
-        "hkeys",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<FIELDS>>,
-    )
+    C::new("hkeys", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Fields)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
-    C::new(
-        "hvals",
-        2,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<HGetAll<VALUES>>,
-    )
+    C::new("hvals", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<HGetAll>(c, a, HashPart::Values)
+    })
     .with_acl(&["@read", "@hash", "@slow"]),
     C::new(
         "hdel",
@@ -163,28 +152,24 @@ fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut H
     }
 }
 
-/// Looks a hash up for a write command (no stats): None if missing, WRONGTYPE for others.
-fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut HashValue>> {
+/// The hash at `key` for a change in place (no stats): None if missing, WRONGTYPE for
+/// others. The guard signals WATCH and deletes an emptied hash when dropped.
+fn write_hash<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<HashMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    ctx.store.modify(db, key, now)
 }
 
-/// The hash at `key`, created empty if missing (Redis's `hashTypeLookupWriteOrCreate`). The
-/// caller must store at least one field in a hash it created: every caller below does so on
-/// every path that can reach a new key.
-fn hash_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<&'c mut HashValue> {
+/// The hash at `key`, or a new empty one (Redis's `hashTypeLookupWriteOrCreate`), stored
+/// when the guard drops if a field was put in it.
+fn hash_or_create<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<HashMut<'l, 'a, 'k>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx
-        .store
-        .get_or_create(db, key, now, || Value::Hash(Box::default()))
-    {
-        Value::Hash(h) => Ok(h),
-        _ => Err(CmdError::WrongType),
-    }
+    ctx.store.modify_or_create(db, key, now, Box::default)
 }
 
 /// The options of HSCAN/SSCAN, parsed when the key has been found and type-checked (Redis
@@ -220,41 +205,55 @@ pub fn parse_random_count(arg: &[u8]) -> CmdResult<i64> {
     }
 }
 
+/// What HSET (the number of new fields) and HMSET (`OK`) reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HSetReply {
+    /// HSET: how many fields were created.
+    Created,
+    /// HMSET: `+OK`.
+    Ok,
+}
+
 /// HSET / HMSET key field value [field value …]
 #[derive(Debug)]
-pub struct HSet<const HMSET: bool> {
+pub struct HSet {
+    reply: HSetReply,
     key: Bytes,
     pairs: Vec<Bytes>,
 }
 
-impl<const HMSET: bool> Command for HSet<HMSET> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for HSet {
+    type Variant = HSetReply;
+
+    fn parse(a: &mut ArgCursor<'_>, reply: HSetReply) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let pairs = a.rest();
         if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
-                if HMSET { "hmset" } else { "hset" }.into(),
+                match reply {
+                    HSetReply::Created => "hset",
+                    HSetReply::Ok => "hmset",
+                }
+                .into(),
             ));
         }
         Ok(HSet {
+            reply,
             key,
             pairs: pairs.to_vec(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
+        // A change as far as WATCH knows even if it rewrote the same values, as in Redis.
         let created = self
             .pairs
             .chunks_exact(2)
             .filter(|p| h.set(&p[0], &p[1]))
             .count();
-        // Redis signals every executed HSET, even one that rewrote the same values.
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
-        Ok(if HMSET {
-            Reply::ok()
-        } else {
-            Reply::Int(created as i64)
+        Ok(match self.reply {
+            HSetReply::Ok => Reply::ok(),
+            HSetReply::Created => Reply::Int(created as i64),
         })
     }
 }
@@ -276,13 +275,11 @@ impl Command for HSetNx {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
         }
         h.set(&self.field, &self.value);
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -333,36 +330,44 @@ impl Command for HMGet {
     }
 }
 
-/// HGETALL reads fields and values.
-const BOTH: u8 = 0;
-/// HKEYS reads fields.
-const FIELDS: u8 = 1;
-/// HVALS reads values.
-const VALUES: u8 = 2;
+/// What a whole-hash read returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashPart {
+    /// HGETALL: fields and values.
+    Both,
+    /// HKEYS: fields.
+    Fields,
+    /// HVALS: values.
+    Values,
+}
 
-/// HGETALL (BOTH) / HKEYS (FIELDS) / HVALS (VALUES) key
+/// HGETALL / HKEYS / HVALS key
 #[derive(Debug)]
-pub struct HGetAll<const WHAT: u8> {
+pub struct HGetAll {
+    part: HashPart,
     key: Bytes,
 }
 
-impl<const WHAT: u8> Command for HGetAll<WHAT> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for HGetAll {
+    type Variant = HashPart;
+
+    fn parse(a: &mut ArgCursor<'_>, part: HashPart) -> CmdResult<Self> {
         Ok(HGetAll {
+            part,
             key: a.next()?.clone(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let h = read_hash(ctx, &self.key)?;
         let pairs = h.iter().flat_map(|h| h.iter());
-        Ok(match WHAT {
-            BOTH => Reply::Map(
+        Ok(match self.part {
+            HashPart::Both => Reply::Map(
                 pairs
                     .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
                     .collect(),
             ),
-            FIELDS => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
-            _ => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+            HashPart::Fields => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
+            HashPart::Values => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
         })
     }
 }
@@ -382,13 +387,12 @@ impl Command for HDel {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(h) = write_hash(ctx, &self.key)? else {
+        let Some(mut h) = write_hash(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let deleted = self.fields.iter().filter(|f| h.remove(f)).count();
-        if deleted > 0 {
-            let db = ctx.db();
-            ctx.store.touch_and_prune(db, &self.key);
+        if deleted == 0 {
+            h.mark_unchanged();
         }
         Ok(Reply::Int(deleted as i64))
     }
@@ -470,15 +474,13 @@ impl Command for HIncrBy {
         Ok(HIncrBy { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
         h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Int(new))
     }
 }
@@ -502,7 +504,7 @@ impl Command for HIncrByFloat {
         Ok(HIncrByFloat { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let h = hash_or_create(ctx, &self.key)?;
+        let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => super::long_double::parse(v)
                 .ok_or(CmdError::msg("ERR hash value is not a float"))?,
@@ -514,8 +516,6 @@ impl Command for HIncrByFloat {
         }
         let text = super::long_double::format_human(new);
         h.set(&self.field, text.as_bytes());
-        let db = ctx.db();
-        ctx.store.touch(db, &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
     }
 }

@@ -3,8 +3,10 @@
 
 use bytes::Bytes;
 
+use super::strings::Precision;
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_sub,
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, VariantCommand, run,
+    run_as, run_sub, run_sub_as,
 };
 use crate::cmd::args::{glob_match, parse_i64};
 use crate::error::{CmdError, CmdResult};
@@ -39,7 +41,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<Expire<0>>,
+        |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Relative)),
     )
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
@@ -47,7 +49,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<Expire<1>>,
+        |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Relative)),
     )
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
@@ -55,7 +57,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<Expire<2>>,
+        |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Absolute)),
     )
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
@@ -63,23 +65,19 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<Expire<3>>,
+        |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Absolute)),
     )
     .with_acl(&["@keyspace", "@write", "@fast"]),
-    C::new(
-        "ttl",
-        2,
-        &["readonly", "fast"],
-        C::keys(1, 1, 1),
-        run::<Ttl<0>>,
-    )
+    C::new("ttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_as::<Ttl>(c, a, (Precision::Seconds, Time::Relative))
+    })
     .with_acl(&["@keyspace", "@read", "@fast"]),
     C::new(
         "pttl",
         2,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<Ttl<1>>,
+        |c, a| run_as::<Ttl>(c, a, (Precision::Millis, Time::Relative)),
     )
     .with_acl(&["@keyspace", "@read", "@fast"]),
     C::new(
@@ -87,7 +85,7 @@ pub static COMMANDS: &[C] = &[
         2,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<Ttl<2>>,
+        |c, a| run_as::<Ttl>(c, a, (Precision::Seconds, Time::Absolute)),
     )
     .with_acl(&["@keyspace", "@read", "@fast"]),
     C::new(
@@ -95,7 +93,7 @@ pub static COMMANDS: &[C] = &[
         2,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<Ttl<3>>,
+        |c, a| run_as::<Ttl>(c, a, (Precision::Millis, Time::Absolute)),
     )
     .with_acl(&["@keyspace", "@read", "@fast"]),
     C::new(
@@ -120,20 +118,16 @@ pub static COMMANDS: &[C] = &[
     C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>)
         .stepwise()
         .with_acl(&["@keyspace", "@read", "@slow"]),
-    C::new(
-        "rename",
-        3,
-        &["write"],
-        C::keys(1, 2, 1),
-        run::<Rename<false>>,
-    )
+    C::new("rename", 3, &["write"], C::keys(1, 2, 1), |c, a| {
+        run_as::<Rename>(c, a, RenameMode::Overwrite)
+    })
     .with_acl(&["@keyspace", "@write", "@slow"]),
     C::new(
         "renamenx",
         3,
         &["write", "fast"],
         C::keys(1, 2, 1),
-        run::<Rename<true>>,
+        |c, a| run_as::<Rename>(c, a, RenameMode::IfTargetMissing),
     )
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
@@ -154,22 +148,14 @@ pub static COMMANDS: &[C] = &[
     )
     .whole_keyspace()
     .with_acl(&["@keyspace", "@read", "@fast"]),
-    C::new(
-        "flushdb",
-        -1,
-        &["write"],
-        C::keys(0, 0, 0),
-        run::<Flush<false>>,
-    )
+    C::new("flushdb", -1, &["write"], C::keys(0, 0, 0), |c, a| {
+        run_as::<Flush>(c, a, FlushScope::Db)
+    })
     .whole_keyspace()
     .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
-    C::new(
-        "flushall",
-        -1,
-        &["write"],
-        C::keys(0, 0, 0),
-        run::<Flush<true>>,
-    )
+    C::new("flushall", -1, &["write"], C::keys(0, 0, 0), |c, a| {
+        run_as::<Flush>(c, a, FlushScope::All)
+    })
     .whole_keyspace()
     .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
     C::new(
@@ -279,13 +265,9 @@ static OBJECT_KEY_INFO: InfoDoc = InfoDoc {
 };
 
 static OBJECT: &[C] = &[
-    C::new(
-        "object|freq",
-        3,
-        &["readonly"],
-        C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<2>>,
-    )
+    C::new("object|freq", 3, &["readonly"], C::keys(2, 2, 1), |c, a| {
+        run_sub_as::<ObjectNumber>(c, a, ObjectField::Freq)
+    })
     .with_acl(&["@keyspace", "@read", "@slow"])
     .with_info(&OBJECT_KEY_INFO),
     C::new(
@@ -301,7 +283,7 @@ static OBJECT: &[C] = &[
         3,
         &["readonly"],
         C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<1>>,
+        |c, a| run_sub_as::<ObjectNumber>(c, a, ObjectField::RefCount),
     )
     .with_acl(&["@keyspace", "@read", "@slow"])
     .with_info(&OBJECT_KEY_INFO),
@@ -319,7 +301,7 @@ static OBJECT: &[C] = &[
         3,
         &["readonly"],
         C::keys(2, 2, 1),
-        run_sub::<ObjectNumber<0>>,
+        |c, a| run_sub_as::<ObjectNumber>(c, a, ObjectField::IdleTime),
     )
     .with_acl(&["@keyspace", "@read", "@slow"])
     .with_info(&OBJECT_KEY_INFO),
@@ -390,7 +372,8 @@ impl Command for Exists {
 
 /// EXPIRE (0), PEXPIRE (1), EXPIREAT (2), PEXPIREAT (3) key time [NX|XX|GT|LT]
 #[derive(Debug)]
-pub struct Expire<const KIND: u8> {
+pub struct Expire {
+    unit: (Precision, Time),
     key: Bytes,
     when: i64,
     nx: bool,
@@ -399,14 +382,31 @@ pub struct Expire<const KIND: u8> {
     lt: bool,
 }
 
-impl<const KIND: u8> Expire<KIND> {
-    fn name() -> &'static str {
-        ["expire", "pexpire", "expireat", "pexpireat"][KIND as usize]
+/// Whether a time argument or reply is relative to now (EXPIRE, TTL) or a Unix time
+/// (EXPIREAT, EXPIRETIME).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Time {
+    /// A duration from now.
+    Relative,
+    /// A Unix timestamp.
+    Absolute,
+}
+
+impl Expire {
+    fn name(&self) -> &'static str {
+        match self.unit {
+            (Precision::Seconds, Time::Relative) => "expire",
+            (Precision::Millis, Time::Relative) => "pexpire",
+            (Precision::Seconds, Time::Absolute) => "expireat",
+            (Precision::Millis, Time::Absolute) => "pexpireat",
+        }
     }
 }
 
-impl<const KIND: u8> Command for Expire<KIND> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Expire {
+    type Variant = (Precision, Time);
+
+    fn parse(a: &mut ArgCursor<'_>, unit: (Precision, Time)) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let when = a.next()?.clone();
         let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
@@ -436,6 +436,7 @@ impl<const KIND: u8> Command for Expire<KIND> {
         }
         let when = parse_i64(&when).ok_or(CmdError::NotInteger)?;
         Ok(Expire {
+            unit,
             key,
             when,
             nx,
@@ -446,12 +447,12 @@ impl<const KIND: u8> Command for Expire<KIND> {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let invalid = CmdError::InvalidExpire(Self::name());
+        let invalid = CmdError::InvalidExpire(self.name());
         let mut when = self.when;
-        if KIND == 0 || KIND == 2 {
+        if self.unit.0 == Precision::Seconds {
             when = when.checked_mul(1000).ok_or(invalid.clone())?;
         }
-        if KIND < 2 {
+        if self.unit.1 == Time::Relative {
             when = when.checked_add(ctx.now_ms as i64).ok_or(invalid)?;
         }
         let db = ctx.db();
@@ -476,15 +477,19 @@ impl<const KIND: u8> Command for Expire<KIND> {
     }
 }
 
-/// TTL (0), PTTL (1), EXPIRETIME (2), PEXPIRETIME (3) key
+/// TTL, PTTL, EXPIRETIME, PEXPIRETIME key
 #[derive(Debug)]
-pub struct Ttl<const KIND: u8> {
+pub struct Ttl {
+    unit: (Precision, Time),
     key: Bytes,
 }
 
-impl<const KIND: u8> Command for Ttl<KIND> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Ttl {
+    type Variant = (Precision, Time);
+
+    fn parse(a: &mut ArgCursor<'_>, unit: (Precision, Time)) -> CmdResult<Self> {
         Ok(Ttl {
+            unit,
             key: a.next()?.clone(),
         })
     }
@@ -496,13 +501,13 @@ impl<const KIND: u8> Command for Ttl<KIND> {
         let Some(at) = entry.expire_at() else {
             return Ok(Reply::Int(-1));
         };
-        let absolute = KIND >= 2;
+        let absolute = self.unit.1 == Time::Absolute;
         let ms = if absolute {
             at
         } else {
             at.saturating_sub(ctx.now_ms)
         } as i64;
-        let millis = KIND == 1 || KIND == 3;
+        let millis = self.unit.0 == Precision::Millis;
         // Rounded in i128: a deadline near i64::MAX ms must not overflow (Redis answers the
         // rounded value there too).
         Ok(Reply::Int(if millis {
@@ -824,16 +829,29 @@ impl Command for Scan {
     }
 }
 
+/// Whether RENAME replaces an existing target (RENAME) or gives up (RENAMENX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameMode {
+    /// RENAME.
+    Overwrite,
+    /// RENAMENX.
+    IfTargetMissing,
+}
+
 /// RENAME / RENAMENX key newkey
 #[derive(Debug)]
-pub struct Rename<const NX: bool> {
+pub struct Rename {
+    mode: RenameMode,
     from: Bytes,
     to: Bytes,
 }
 
-impl<const NX: bool> Command for Rename<NX> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Rename {
+    type Variant = RenameMode;
+
+    fn parse(a: &mut ArgCursor<'_>, mode: RenameMode) -> CmdResult<Self> {
         Ok(Rename {
+            mode,
             from: a.next()?.clone(),
             to: a.next()?.clone(),
         })
@@ -841,13 +859,14 @@ impl<const NX: bool> Command for Rename<NX> {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
         let now = ctx.now_ms;
+        let nx = self.mode == RenameMode::IfTargetMissing;
         if !ctx.store.exists(db, &self.from, now) {
             return Err(CmdError::NoSuchKey);
         }
         if self.from == self.to {
-            return Ok(if NX { Reply::Int(0) } else { Reply::ok() });
+            return Ok(if nx { Reply::Int(0) } else { Reply::ok() });
         }
-        if NX && ctx.store.exists(db, &self.to, now) {
+        if nx && ctx.store.exists(db, &self.to, now) {
             return Ok(Reply::Int(0));
         }
         let Some(entry) = ctx.store.remove(db, &self.from, now) else {
@@ -855,7 +874,7 @@ impl<const NX: bool> Command for Rename<NX> {
         };
         let expire = entry.expire_at();
         ctx.store.set(db, &self.to, entry.value, expire);
-        Ok(if NX { Reply::Int(1) } else { Reply::ok() })
+        Ok(if nx { Reply::Int(1) } else { Reply::ok() })
     }
 }
 
@@ -937,19 +956,32 @@ impl Command for DbSize {
 
 /// FLUSHDB / FLUSHALL [ASYNC|SYNC]
 #[derive(Debug)]
-pub struct Flush<const ALL: bool>;
+pub struct Flush {
+    scope: FlushScope,
+}
 
-impl<const ALL: bool> Command for Flush<ALL> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// What a flush empties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushScope {
+    /// FLUSHDB: the client's database.
+    Db,
+    /// FLUSHALL: every database.
+    All,
+}
+
+impl VariantCommand for Flush {
+    type Variant = FlushScope;
+
+    fn parse(a: &mut ArgCursor<'_>, scope: FlushScope) -> CmdResult<Self> {
         if a.remaining() > 1 || (a.remaining() == 1 && !a.eat("ASYNC") && !a.eat("SYNC")) {
             return Err(CmdError::Syntax);
         }
-        Ok(Flush)
+        Ok(Flush { scope })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
         for shard in ctx.store.shards_mut() {
-            if ALL {
+            if self.scope == FlushScope::All {
                 for d in 0..shard.databases() {
                     shard.flush_db(d);
                 }
@@ -1059,15 +1091,30 @@ impl Command for ObjectEncoding {
     }
 }
 
-/// OBJECT IDLETIME (0) / REFCOUNT (1) / FREQ (2) key
+/// OBJECT IDLETIME / REFCOUNT / FREQ key
 #[derive(Debug)]
-pub struct ObjectNumber<const KIND: u8> {
+pub struct ObjectNumber {
+    field: ObjectField,
     key: Bytes,
 }
 
-impl<const KIND: u8> Command for ObjectNumber<KIND> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// Which number OBJECT reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectField {
+    /// OBJECT IDLETIME: seconds since the last access.
+    IdleTime,
+    /// OBJECT REFCOUNT: Redis's shared-integer answer, else 1.
+    RefCount,
+    /// OBJECT FREQ: needs an LFU policy, which sluice does not have.
+    Freq,
+}
+
+impl VariantCommand for ObjectNumber {
+    type Variant = ObjectField;
+
+    fn parse(a: &mut ArgCursor<'_>, field: ObjectField) -> CmdResult<Self> {
         Ok(ObjectNumber {
+            field,
             key: a.next()?.clone(),
         })
     }
@@ -1076,13 +1123,13 @@ impl<const KIND: u8> Command for ObjectNumber<KIND> {
         let Some(e) = ctx.store.lookup_untouched(db, &self.key, ctx.now_ms) else {
             return Ok(Reply::Null);
         };
-        Ok(match KIND {
-            0 => Reply::Int((e.idle_ms(ctx.now_ms) / 1000) as i64),
-            1 => Reply::Int(match e.value {
+        Ok(match self.field {
+            ObjectField::IdleTime => Reply::Int((e.idle_ms(ctx.now_ms) / 1000) as i64),
+            ObjectField::RefCount => Reply::Int(match e.value {
                 Value::Int(n) if (0..10000).contains(&n) => i32::MAX as i64,
                 _ => 1,
             }),
-            _ => {
+            ObjectField::Freq => {
                 return Err(CmdError::msg(
                     "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
                 ));

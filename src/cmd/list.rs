@@ -20,7 +20,9 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, run};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, VariantCommand, run, run_as,
+};
 use crate::cmd::args::{is, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -31,12 +33,12 @@ use crate::store::{Locked, Value};
 // categories as `COMMAND INFO` reports them on Redis 7.0.
 #[rustfmt::skip]
 pub static COMMANDS: &[C] = &[
-    C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<true, false>>).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<false, false>>).with_acl(&["@write", "@list", "@fast"]),
-    C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<true, true>>).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<Push<false, true>>).with_acl(&["@write", "@list", "@fast"]),
-    C::new("lpop", -2, &["write", "fast"], C::keys(1, 1, 1), run::<Pop<true>>).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpop", -2, &["write", "fast"], C::keys(1, 1, 1), run::<Pop<false>>).with_acl(&["@write", "@list", "@fast"]),
+    C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]),
+    C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]),
+    C::new("lpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Left)).with_acl(&["@write", "@list", "@fast"]),
+    C::new("rpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Right)).with_acl(&["@write", "@list", "@fast"]),
     C::new("llen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<LLen>).with_acl(&["@read", "@list", "@fast"]),
     C::new("lindex", 3, &["readonly"], C::keys(1, 1, 1), run::<LIndex>).with_acl(&["@read", "@list", "@slow"]),
     C::new("lrange", 4, &["readonly"], C::keys(1, 1, 1), run::<LRange>).with_acl(&["@read", "@list", "@slow"]),
@@ -132,14 +134,16 @@ pub(crate) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, 
 
 /// Which end of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
+pub enum End {
+    /// The head (LPUSH, LPOP, LEFT).
     Left,
+    /// The tail (RPUSH, RPOP, RIGHT).
     Right,
 }
 
 impl End {
     /// LEFT or RIGHT (any case), else a syntax error.
-    fn parse(b: &[u8]) -> CmdResult<End> {
+    pub(crate) fn parse(b: &[u8]) -> CmdResult<End> {
         if is(b, "left") {
             Ok(End::Left)
         } else if is(b, "right") {
@@ -166,17 +170,31 @@ impl End {
 
 /// LPUSH / RPUSH / LPUSHX / RPUSHX key element [element …]
 ///
-/// `LEFT`: push at the head (each element in turn, so they end up reversed). `XX`: only if
-/// the list exists (the X variants).
+/// At [`End::Left`] each element is pushed at the head in turn, so they end up reversed.
 #[derive(Debug)]
-pub struct Push<const LEFT: bool, const XX: bool> {
+pub struct Push {
+    end: End,
+    mode: PushMode,
     key: Bytes,
     elements: Vec<Bytes>,
 }
 
-impl<const LEFT: bool, const XX: bool> Command for Push<LEFT, XX> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// Whether a push creates the list (LPUSH, RPUSH) or needs it to exist (LPUSHX, RPUSHX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushMode {
+    /// LPUSH, RPUSH.
+    Always,
+    /// LPUSHX, RPUSHX.
+    IfExists,
+}
+
+impl VariantCommand for Push {
+    type Variant = (End, PushMode);
+
+    fn parse(a: &mut ArgCursor<'_>, (end, mode): (End, PushMode)) -> CmdResult<Self> {
         Ok(Push {
+            end,
+            mode,
             key: a.next()?.clone(),
             elements: a.rest().to_vec(),
         })
@@ -184,10 +202,12 @@ impl<const LEFT: bool, const XX: bool> Command for Push<LEFT, XX> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        if list_mut(&mut ctx.store, db, &self.key, now)?.is_none() && XX {
+        if list_mut(&mut ctx.store, db, &self.key, now)?.is_none()
+            && self.mode == PushMode::IfExists
+        {
             return Ok(Reply::Int(0));
         }
-        let end = if LEFT { End::Left } else { End::Right };
+        let end = self.end;
         let l = list_or_create(&mut ctx.store, db, &self.key, now)?;
         l.reserve(self.elements.len());
         for e in &self.elements {
@@ -201,17 +221,24 @@ impl<const LEFT: bool, const XX: bool> Command for Push<LEFT, XX> {
 
 /// `LPOP / RPOP key [count]`
 #[derive(Debug)]
-pub struct Pop<const LEFT: bool> {
+pub struct Pop {
+    end: End,
     key: Bytes,
     count: Option<usize>,
 }
 
-impl<const LEFT: bool> Command for Pop<LEFT> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Pop {
+    type Variant = End;
+
+    fn parse(a: &mut ArgCursor<'_>, end: End) -> CmdResult<Self> {
         let key = a.next()?.clone();
         if a.remaining() > 1 {
             return Err(CmdError::WrongArity(
-                if LEFT { "lpop" } else { "rpop" }.into(),
+                match end {
+                    End::Left => "lpop",
+                    End::Right => "rpop",
+                }
+                .into(),
             ));
         }
         let count = match a.rest().first() {
@@ -221,12 +248,12 @@ impl<const LEFT: bool> Command for Pop<LEFT> {
                 Some(n.ok_or(CmdError::msg("ERR value is out of range, must be positive"))?)
             }
         };
-        Ok(Pop { key, count })
+        Ok(Pop { end, key, count })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let end = if LEFT { End::Left } else { End::Right };
+        let end = self.end;
         let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Ok(if self.count.is_some() {
                 Reply::NullArray
@@ -616,10 +643,10 @@ pub(crate) fn lpos(
 /// the destination. Source and destination may be the same list (a rotation).
 #[derive(Debug)]
 pub struct LMove {
-    source: Bytes,
-    destination: Bytes,
-    from: End,
-    to: End,
+    pub(crate) source: Bytes,
+    pub(crate) destination: Bytes,
+    pub(crate) from: End,
+    pub(crate) to: End,
 }
 
 impl Command for LMove {
@@ -693,9 +720,9 @@ impl Command for RPopLPush {
 /// missing.
 #[derive(Debug)]
 pub struct LMPop {
-    keys: Vec<Bytes>,
-    end: End,
-    count: usize,
+    pub(crate) keys: Vec<Bytes>,
+    pub(crate) end: End,
+    pub(crate) count: usize,
 }
 
 impl Command for LMPop {

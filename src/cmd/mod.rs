@@ -15,6 +15,7 @@
 
 pub mod args;
 pub mod bitmap;
+pub mod blocking;
 pub mod cluster;
 pub mod docs;
 pub mod dump;
@@ -28,6 +29,7 @@ pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod pause;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -86,6 +88,8 @@ pub struct Shared {
     pub params: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
     /// The MONITOR feed.
     pub monitors: monitor::Monitors,
+    /// Pub/sub subscriptions.
+    pub pubsub: pubsub::PubSub,
     /// Faults and command log; present only in test mode.
     pub test: Option<testmode::TestHooks>,
     /// The settings the hot path reads (maxmemory, output limits...), kept in step with
@@ -95,6 +99,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
     pub cluster: Option<crate::cluster::Cluster>,
+    /// Clients blocked on keys (BLPOP…).
+    pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
 }
@@ -145,10 +151,12 @@ impl Shared {
             run_id,
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             monitors: monitor::Monitors::default(),
+            pubsub: pubsub::PubSub::default(),
             test: test_mode.then(testmode::TestHooks::default),
             live,
             scripts,
             cluster: None,
+            blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
         }
     }
@@ -173,6 +181,12 @@ pub struct Ctx<'a> {
     pub now_ns: u64,
     /// True while running the commands of an EXEC.
     pub in_exec: bool,
+    /// A blocking command may block (a client outside MULTI, EXEC and scripts).
+    pub may_block: bool,
+    /// Set by a blocking command that blocked: the connection waits on it.
+    pub blocked: Option<Arc<blocking::Waiter>>,
+    /// Keys written that blocked clients wait on, served once the locks are released.
+    pub ready: Vec<(usize, Bytes)>,
 }
 
 impl Ctx<'_> {
@@ -198,18 +212,73 @@ pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 /// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
 /// reads what it accepts and leaves the rest, and never checks for leftovers itself.
 pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 1>(ctx, args)
+    parse_and_apply(ctx, args, 1, C::parse, C::apply)
 }
 
 /// `run` for subcommands: arguments start after the subcommand name.
 pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    run_from::<C, 2>(ctx, args)
+    parse_and_apply(ctx, args, 2, C::parse, C::apply)
 }
 
-fn run_from<C: Command, const SKIP: usize>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut cursor = ArgCursor::new(args.get(SKIP..).unwrap_or(&[]));
-    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
-    match parsed.and_then(|c| c.apply(ctx)) {
+/// A command whose variants share one struct (EXPIRE/PEXPIRE/EXPIREAT…, LPUSH/RPUSH…): the
+/// table entry names the variant with an enum value, and `parse` receives it. The entry is
+/// a closure, `|ctx, args| run_as::<Expire>(ctx, args, ExpireKind::Pexpire)`, so the
+/// variant's name is what the table shows.
+pub trait VariantCommand: Sized {
+    /// The enum naming the variants.
+    type Variant: Copy;
+    /// Parses the arguments after the command name, for `variant`. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// Whether a command's variant may write: the `_RO` twins (EVAL_RO, EVALSHA_RO, SORT_RO…)
+/// are the same command refusing writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The plain command.
+    ReadWrite,
+    /// The `_RO` variant.
+    ReadOnly,
+}
+
+/// Where a command's result goes: replied (SINTER, ZUNION…) or stored at a destination key,
+/// its size replied (the `STORE` forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Replied.
+    Reply,
+    /// Stored at the destination key (the first argument).
+    Store,
+}
+
+/// `run` for a [`VariantCommand`].
+pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
+    parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)
+}
+
+/// `run_sub` for a [`VariantCommand`].
+pub fn run_sub_as<C: VariantCommand>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    variant: C::Variant,
+) -> Reply {
+    parse_and_apply(ctx, args, 2, |a| C::parse(a, variant), C::apply)
+}
+
+/// The one path from arguments to reply: parse what follows the first `skip` arguments,
+/// refuse leftovers (`ERR syntax error`), apply.
+fn parse_and_apply<C>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    skip: usize,
+    parse: impl FnOnce(&mut ArgCursor<'_>) -> CmdResult<C>,
+    apply: impl FnOnce(C, &mut Ctx<'_>) -> CmdResult<Reply>,
+) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(skip..).unwrap_or(&[]));
+    let parsed = parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    match parsed.and_then(|c| apply(c, ctx)) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
@@ -339,8 +408,42 @@ fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
     reply
 }
 
-/// Runs one request for a client and returns the reply (queueing it inside MULTI).
+/// Runs one request for a client and returns the reply (queueing it inside MULTI). A
+/// blocking command does not block here: it answers as inside MULTI (see
+/// [`execute_blocking`]).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
+    execute_request(shared, client, args, false).0
+}
+
+/// `execute` for a connection that can wait: a blocking command that finds nothing returns
+/// its registered waiter with a placeholder reply, and the connection waits for the
+/// waiter's reply (see `blocking`).
+pub fn execute_blocking(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    execute_request(shared, client, args, true)
+}
+
+fn execute_request(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+    may_block: bool,
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    let mut blocked = None;
+    let reply = execute_inner(shared, client, args, may_block, &mut blocked);
+    (reply, blocked)
+}
+
+fn execute_inner(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+    may_block: bool,
+    blocked: &mut Option<Arc<blocking::Waiter>>,
+) -> Reply {
     // Requests refused before authentication are not logged (nothing an unauthenticated
     // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
     let spec = match lookup(&shared.table, args) {
@@ -386,6 +489,20 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
     if let Some(reply) = maxmemory::check(shared, client, spec) {
         return reject(shared, client, reply);
     }
+    // A RESP2 connection that is subscribed only takes what Redis takes in that context.
+    if client.resp == 2 && client.subscribed() && !pubsub::allowed_while_subscribed(spec.name) {
+        return reject(
+            shared,
+            client,
+            Reply::Error(
+                format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    spec.full_name()
+                )
+                .into(),
+            ),
+        );
+    }
     if client.multi.is_some() && !spec.immediate {
         if let Some(queue) = client.multi.as_mut() {
             queue.push(args.to_vec());
@@ -415,9 +532,20 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
         now_ms: now_ns / 1_000_000,
         now_ns,
         in_exec: false,
+        may_block,
+        blocked: None,
+        ready: Vec::new(),
     };
     let reply = (spec.handler)(&mut ctx, args);
+    blocking::note_write(&mut ctx, spec, args);
+    *blocked = ctx.blocked.take();
+    let ready = std::mem::take(&mut ctx.ready);
     drop(ctx);
+    // Clients blocked on keys this command wrote are served before its reply goes out and
+    // before the next command runs (Redis's handleClientsBlockedOnKeys).
+    if !ready.is_empty() {
+        blocking::serve(shared, ready);
+    }
     if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
         let hard = shared.live.output_buffer_limit().hard;
         let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };

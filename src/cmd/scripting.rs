@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared, lookup,
-    run, run_sub,
+    Access, ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared,
+    VariantCommand, lookup, run, run_as, run_sub,
 };
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
@@ -88,7 +88,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_FLAGS,
         keynum(&["RW", "access", "update"], RW_NOTES),
-        run::<Eval<false, false>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadWrite)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -97,7 +97,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_FLAGS,
         keynum(&["RW", "access", "update"], None),
-        run::<Eval<true, false>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadWrite)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -106,7 +106,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_RO_FLAGS,
         keynum(&["RO", "access"], RO_NOTES),
-        run::<Eval<false, true>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadOnly)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -115,7 +115,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         EVAL_RO_FLAGS,
         keynum(&["RO", "access"], None),
-        run::<Eval<true, true>>,
+        |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadOnly)),
     )
     .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
@@ -179,16 +179,29 @@ static SCRIPT: &[C] = &[
 /// every shard, they would wait on their own thread forever, so scripts may not call them.
 const SELF_LOCKING: &[&str] = &["info", "config|resetstat", "clock|advance", "clock|set"];
 
+/// Where an EVAL-family command finds its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// EVAL, EVAL_RO: the argument is the script's text.
+    Body,
+    /// EVALSHA, EVALSHA_RO: the argument is the SHA1 of a cached script.
+    Sha,
+}
+
 /// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
 #[derive(Debug)]
-pub struct Eval<const SHA: bool, const RO: bool> {
+pub struct Eval {
+    source: Source,
+    access: Access,
     script: Bytes,
     keys: Vec<Bytes>,
     argv: Vec<Bytes>,
 }
 
-impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Eval {
+    type Variant = (Source, Access);
+
+    fn parse(a: &mut ArgCursor<'_>, (source, access): (Source, Access)) -> CmdResult<Self> {
         let script = a.next()?.clone();
         let numkeys = a.next_i64()?;
         if numkeys < 0 {
@@ -202,6 +215,8 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
         let rest = a.rest();
         let (keys, argv) = rest.split_at(numkeys as usize);
         Ok(Eval {
+            source,
+            access,
             script,
             keys: keys.to_vec(),
             argv: argv.to_vec(),
@@ -210,7 +225,7 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let scripts = &ctx.shared.scripts;
-        let script = if SHA {
+        let script = if self.source == Source::Sha {
             scripts
                 .get(&self.script)
                 .ok_or(CmdError::msg(script::NOSCRIPT))?
@@ -218,7 +233,7 @@ impl<const SHA: bool, const RO: bool> Command for Eval<SHA, RO> {
             scripts.load(&self.script).map_err(CmdError::owned)?
         };
         let how = RunAs {
-            read_only: RO || script.flags.no_writes,
+            read_only: self.access == Access::ReadOnly || script.flags.no_writes,
             allow_oom: false,
             function: None,
             slot: super::cluster::script_slot(&self.keys),
@@ -336,7 +351,11 @@ impl Host for ScriptHost<'_, '_> {
         let started = Instant::now();
         let client_resp = self.ctx.client.resp;
         self.ctx.client.resp = resp;
+        // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
+        let may_block = std::mem::replace(&mut self.ctx.may_block, false);
         let reply = (spec.handler)(self.ctx, &args);
+        self.ctx.may_block = may_block;
+        super::blocking::note_write(self.ctx, spec, &args);
         self.ctx.client.resp = client_resp;
         shared
             .table

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run, run_as, run_sub,
+    run_sub_as,
+};
 use crate::cmd::args::{glob_match, parse_f64, parse_i64};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -97,7 +100,7 @@ pub static COMMANDS: &[C] = &[
         -1,
         &["loading", "stale"],
         C::keys(0, 0, 0),
-        run::<CommandList<false>>,
+        |c, a| run_as::<CommandList>(c, a, CommandListing::Infos),
     )
     .with_subcommands(COMMAND)
     .with_acl(&["@slow", "@connection"]),
@@ -209,15 +212,23 @@ static CLIENT: &[C] = &[
         3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<ClientFlag<0>>,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
     ),
     C::new(
         "client|no-touch",
         3,
         &["noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<ClientFlag<1>>,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
     ),
+    C::new(
+        "client|unblock",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        super::blocking::client_unblock,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
     C::new(
         "client|pause",
         -3,
@@ -278,7 +289,7 @@ static COMMAND: &[C] = &[
         -2,
         &["loading", "stale"],
         KeySpec::None,
-        run_sub::<CommandList<true>>,
+        |c, a| run_sub_as::<CommandList>(c, a, CommandListing::Names),
     ),
     C::new(
         "command|help",
@@ -425,7 +436,14 @@ impl Command for Ping {
             message: a.rest().first().cloned(),
         })
     }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.resp == 2 && ctx.client.subscribed() {
+            // Redis answers a subscribed RESP2 client in the shape of a message.
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(Bytes::from_static(b"pong")),
+                Reply::Bulk(self.message.unwrap_or_default()),
+            ]));
+        }
         Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
     }
 }
@@ -474,6 +492,7 @@ impl Command for Reset {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.client.end_multi();
         super::txn::unwatch_all(ctx);
+        ctx.shared.pubsub.drop_client(ctx.client);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
         ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
@@ -942,26 +961,38 @@ impl Command for ClientSetInfo {
     }
 }
 
-/// CLIENT NO-EVICT (0) / NO-TOUCH (1) on|off
+/// A client's on/off option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientOption {
+    /// CLIENT NO-EVICT.
+    NoEvict,
+    /// CLIENT NO-TOUCH.
+    NoTouch,
+}
+
+/// CLIENT NO-EVICT / NO-TOUCH on|off
 #[derive(Debug)]
-pub struct ClientFlag<const WHICH: u8> {
+pub struct ClientFlag {
+    option: ClientOption,
     on: bool,
 }
 
-impl<const WHICH: u8> Command for ClientFlag<WHICH> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for ClientFlag {
+    type Variant = ClientOption;
+
+    fn parse(a: &mut ArgCursor<'_>, option: ClientOption) -> CmdResult<Self> {
         let v = a.next()?.to_ascii_lowercase();
-        match &v[..] {
-            b"on" => Ok(ClientFlag { on: true }),
-            b"off" => Ok(ClientFlag { on: false }),
-            _ => Err(CmdError::Syntax),
-        }
+        let on = match &v[..] {
+            b"on" => true,
+            b"off" => false,
+            _ => return Err(CmdError::Syntax),
+        };
+        Ok(ClientFlag { option, on })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let flag = if WHICH == 0 {
-            &ctx.client.info.no_evict
-        } else {
-            &ctx.client.info.no_touch
+        let flag = match self.option {
+            ClientOption::NoEvict => &ctx.client.info.no_evict,
+            ClientOption::NoTouch => &ctx.client.info.no_touch,
         };
         flag.store(self.on, Ordering::Relaxed);
         Ok(Reply::ok())
@@ -1126,20 +1157,30 @@ pub fn command_info(spec: &C) -> Reply {
     ])
 }
 
+/// What a whole-table COMMAND listing gives per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandListing {
+    /// COMMAND: every command's full info.
+    Infos,
+    /// COMMAND LIST: the names.
+    Names,
+}
+
 /// COMMAND (all infos) / COMMAND LIST (names)
 #[derive(Debug)]
-pub struct CommandList<const NAMES: bool>;
+pub struct CommandList(CommandListing);
 
-impl<const NAMES: bool> Command for CommandList<NAMES> {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(CommandList)
+impl VariantCommand for CommandList {
+    type Variant = CommandListing;
+
+    fn parse(_: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
+        Ok(CommandList(listing))
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = ctx.shared.table.commands();
-        Ok(Reply::Array(if NAMES {
-            all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
-        } else {
-            all.iter().map(|c| command_info(c)).collect()
+        Ok(Reply::Array(match self.0 {
+            CommandListing::Names => all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect(),
+            CommandListing::Infos => all.iter().map(|c| command_info(c)).collect(),
         }))
     }
 }
@@ -1185,7 +1226,7 @@ impl Command for CommandInfo {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.is_empty() {
-            return CommandList::<false>.apply(ctx);
+            return VariantCommand::apply(CommandList(CommandListing::Infos), ctx);
         }
         Ok(Reply::Array(
             self.names
@@ -1624,7 +1665,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ("maxclients", cfg.maxclients.to_string()),
                 ("client_recent_max_input_buffer", "0".into()),
                 ("client_recent_max_output_buffer", "0".into()),
-                ("blocked_clients", shared.pause.waiting().to_string()),
+                (
+                    "blocked_clients",
+                    (shared.pause.waiting() + shared.blocked.len()).to_string(),
+                ),
                 ("tracking_clients", "0".into()),
                 ("clients_in_timeout_table", "0".into()),
             ],
@@ -1765,6 +1809,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     if wanted("stats") {
         let s = &shared.stats;
         let ks = keyspace_stats;
+        let pubsub_counts = shared.pubsub.counts();
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
         let zero = || "0".to_string();
         fields(
@@ -1796,9 +1841,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 ("current_eviction_exceeded_time", zero()),
                 ("keyspace_hits", ks.keyspace_hits.to_string()),
                 ("keyspace_misses", ks.keyspace_misses.to_string()),
-                ("pubsub_channels", zero()),
-                ("pubsub_patterns", zero()),
-                ("pubsubshard_channels", zero()),
+                ("pubsub_channels", pubsub_counts[0].to_string()),
+                ("pubsub_patterns", pubsub_counts[1].to_string()),
+                ("pubsubshard_channels", pubsub_counts[2].to_string()),
                 ("latest_fork_usec", zero()),
                 ("total_forks", zero()),
                 ("migrate_cached_sockets", zero()),

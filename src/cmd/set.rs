@@ -13,7 +13,10 @@ use rand::RngExt;
 
 use super::args::parse_scan_cursor;
 use super::hash::{parse_random_count, random_picks, scan_matches, scan_options, scan_reply};
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, run};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, Output, VariantCommand, run,
+    run_as,
+};
 use crate::cmd::args::is;
 use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
@@ -398,14 +401,14 @@ impl Command for SScan {
 /// The set-algebra commands (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) and SMOVE.
 #[rustfmt::skip]
 pub static ALGEBRA_COMMANDS: &[C] = &[
-    C::new("sinter", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<INTER, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
-    C::new("sunion", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<UNION, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
-    C::new("sdiff", -2, &["readonly"], C::keys(1, -1, 1), run::<SetOp<DIFF, false>>).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
-    C::new("sinterstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<INTER, true>>).with_acl(&["@write", "@set", "@slow"])
+    C::new("sinter", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Inter, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sunion", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Union, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sdiff", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Diff, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
+    C::new("sinterstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Inter, Output::Store))).with_acl(&["@write", "@set", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
-    C::new("sunionstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<UNION, true>>).with_acl(&["@write", "@set", "@slow"])
+    C::new("sunionstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Union, Output::Store))).with_acl(&["@write", "@set", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
-    C::new("sdiffstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), run::<SetOp<DIFF, true>>).with_acl(&["@write", "@set", "@slow"])
+    C::new("sdiffstore", -3, &["write", "denyoom"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Diff, Output::Store))).with_acl(&["@write", "@set", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0), KeySpecDoc::range(&["RO", "access"], 2, -1)]),
     C::new("sintercard", -3, &["readonly", "movablekeys"], KeySpec::Keynum { begin: 1, keynumidx: 0, firstkey: 1, step: 1, flags: &["RO", "access"], notes: None }, run::<SInterCard>)
         .with_acl(&["@read", "@set", "@slow"]),
@@ -413,9 +416,16 @@ pub static ALGEBRA_COMMANDS: &[C] = &[
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0), KeySpecDoc::range(&["RW", "insert"], 2, 0)]),
 ];
 
-const INTER: u8 = 0;
-const UNION: u8 = 1;
-const DIFF: u8 = 2;
+/// The operation of a [`SetOp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAlgebra {
+    /// SINTER, SINTERSTORE.
+    Inter,
+    /// SUNION, SUNIONSTORE.
+    Union,
+    /// SDIFF, SDIFFSTORE.
+    Diff,
+}
 
 /// Reads the source sets in order (missing keys are None), WRONGTYPE for any other type.
 /// With `all_needed` (intersections), a missing key makes the answer empty: then nothing is
@@ -528,27 +538,34 @@ fn difference(sets: &[Option<SetValue>], keys: &[Bytes]) -> SetValue {
 /// SINTER / SUNION / SDIFF key [key …] and SINTERSTORE / SUNIONSTORE / SDIFFSTORE
 /// destination key [key …]
 #[derive(Debug)]
-pub struct SetOp<const OP: u8, const STORE: bool> {
+pub struct SetOp {
+    op: SetAlgebra,
     dest: Option<Bytes>,
     keys: Vec<Bytes>,
 }
 
-impl<const OP: u8, const STORE: bool> Command for SetOp<OP, STORE> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let dest = if STORE { Some(a.next()?.clone()) } else { None };
+impl VariantCommand for SetOp {
+    type Variant = (SetAlgebra, Output);
+
+    fn parse(a: &mut ArgCursor<'_>, (op, output): (SetAlgebra, Output)) -> CmdResult<Self> {
+        let dest = match output {
+            Output::Store => Some(a.next()?.clone()),
+            Output::Reply => None,
+        };
         Ok(SetOp {
+            op,
             dest,
             keys: a.rest().to_vec(),
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let result = match source_sets(ctx, &self.keys, OP == INTER)? {
+        let result = match source_sets(ctx, &self.keys, self.op == SetAlgebra::Inter)? {
             None => empty_result(),
-            Some(sets) => match OP {
-                INTER => intersect(&sets, 0).unwrap_or_else(empty_result),
-                UNION => union(&sets),
-                _ => difference(&sets, &self.keys),
+            Some(sets) => match self.op {
+                SetAlgebra::Inter => intersect(&sets, 0).unwrap_or_else(empty_result),
+                SetAlgebra::Union => union(&sets),
+                SetAlgebra::Diff => difference(&sets, &self.keys),
             },
         };
         let Some(dest) = self.dest else {

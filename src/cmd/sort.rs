@@ -21,7 +21,8 @@ use std::cmp::Ordering;
 use bytes::Bytes;
 
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+    Access, ArgCursor, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc,
+    VariantCommand, run_as,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -97,7 +98,7 @@ pub static COMMANDS: &[C] = &[
         -2,
         &["write", "denyoom", "movablekeys"],
         SORT_KEYS,
-        run::<Sort<false>>,
+        |c, a| run_as::<Sort>(c, a, Access::ReadWrite),
     )
     .whole_keyspace()
     .with_info(&SORT_INFO)
@@ -114,7 +115,7 @@ pub static COMMANDS: &[C] = &[
         -2,
         &["readonly", "movablekeys"],
         C::keys(1, 1, 1),
-        run::<Sort<true>>,
+        |c, a| run_as::<Sort>(c, a, Access::ReadOnly),
     )
     .whole_keyspace()
     .with_info(&SORT_RO_INFO)
@@ -129,9 +130,9 @@ pub static COMMANDS: &[C] = &[
 ];
 
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern …] [ASC|DESC] [ALPHA]
-/// [STORE destination]`; `SORT_RO` (`RO`) without `STORE`.
+/// [STORE destination]`; `SORT_RO` ([`Access::ReadOnly`]) without `STORE`.
 #[derive(Debug)]
-pub struct Sort<const RO: bool> {
+pub struct Sort {
     key: Bytes,
     desc: bool,
     alpha: bool,
@@ -141,8 +142,11 @@ pub struct Sort<const RO: bool> {
     gets: Vec<Bytes>,
 }
 
-impl<const RO: bool> Command for Sort<RO> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Sort {
+    type Variant = Access;
+
+    fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
+        let ro = access == Access::ReadOnly;
         let key = a.next()?.clone();
         let mut s = Sort {
             key,
@@ -165,7 +169,7 @@ impl<const RO: bool> Command for Sort<RO> {
                 let start = a.next_i64()?;
                 let count = a.next_i64()?;
                 s.limit = Some((start, count));
-            } else if !RO && left >= 1 && a.eat("STORE") {
+            } else if !ro && left >= 1 && a.eat("STORE") {
                 s.store = Some(a.next()?.clone());
             } else if left >= 1 && a.eat("BY") {
                 s.by = Some(a.next()?.clone());
@@ -199,7 +203,7 @@ impl<const RO: bool> Command for Sort<RO> {
             Some(Value::Set(s)) => (Kind::Set, s.iter().collect()),
             Some(Value::ZSet(z)) => (
                 Kind::ZSet,
-                z.iter().map(|(m, _)| Bytes::copy_from_slice(m)).collect(),
+                z.iter().map(|(m, _)| Bytes::copy_from_slice(&m)).collect(),
             ),
             Some(_) => return Err(CmdError::WrongType),
         };
@@ -329,7 +333,7 @@ impl<const RO: bool> Command for Sort<RO> {
 }
 
 /// Redis refuses GET and pattern BY in cluster mode.
-fn for_cluster_check<const RO: bool>(s: &Sort<RO>) -> CmdResult<()> {
+fn for_cluster_check(s: &Sort) -> CmdResult<()> {
     if s.by.as_ref().is_some_and(|p| p.contains(&b'*')) {
         return Err(CmdError::msg(
             "ERR BY option of SORT denied in Cluster mode.",

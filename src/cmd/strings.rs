@@ -5,7 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::parse_i64;
 use crate::cmd::long_double::{self, LongDouble};
 use crate::error::{CmdError, CmdResult};
@@ -43,7 +43,7 @@ pub static COMMANDS: &[C] = &[
         4,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<SetEx<false>>,
+        |c, a| run_as::<SetEx>(c, a, Precision::Seconds),
     )
     .with_acl(&["@write", "@string", "@slow"]),
     C::new(
@@ -51,7 +51,7 @@ pub static COMMANDS: &[C] = &[
         4,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<SetEx<true>>,
+        |c, a| run_as::<SetEx>(c, a, Precision::Millis),
     )
     .with_acl(&["@write", "@string", "@slow"]),
     C::new(
@@ -91,7 +91,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "denyoom"],
         C::keys(1, -1, 2),
-        run::<MSet<false>>,
+        |c, a| run_as::<MSet>(c, a, MSetMode::Always),
     )
     .with_acl(&["@write", "@string", "@slow"]),
     C::new(
@@ -99,7 +99,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         &["write", "denyoom"],
         C::keys(1, -1, 2),
-        run::<MSet<true>>,
+        |c, a| run_as::<MSet>(c, a, MSetMode::IfNoneExists),
     )
     .with_acl(&["@write", "@string", "@slow"]),
     C::new(
@@ -107,7 +107,7 @@ pub static COMMANDS: &[C] = &[
         2,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<Incr<1>>,
+        |c, a| run_as::<Incr>(c, a, Step::Up),
     )
     .with_acl(&["@write", "@string", "@fast"]),
     C::new(
@@ -115,7 +115,7 @@ pub static COMMANDS: &[C] = &[
         2,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<Incr<-1>>,
+        |c, a| run_as::<Incr>(c, a, Step::Down),
     )
     .with_acl(&["@write", "@string", "@fast"]),
     C::new(
@@ -123,7 +123,7 @@ pub static COMMANDS: &[C] = &[
         3,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<IncrBy<false>>,
+        |c, a| run_as::<IncrBy>(c, a, Step::Up),
     )
     .with_acl(&["@write", "@string", "@fast"]),
     C::new(
@@ -131,7 +131,7 @@ pub static COMMANDS: &[C] = &[
         3,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<IncrBy<true>>,
+        |c, a| run_as::<IncrBy>(c, a, Step::Down),
     )
     .with_acl(&["@write", "@string", "@fast"]),
     C::new(
@@ -383,27 +383,39 @@ impl Command for SetNx {
     }
 }
 
+/// The unit of a relative time argument: SETEX/PSETEX, EXPIRE/PEXPIRE, TTL/PTTL…
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// Seconds (SETEX, EXPIRE, TTL…).
+    Seconds,
+    /// Milliseconds (PSETEX, PEXPIRE, PTTL…).
+    Millis,
+}
+
 /// SETEX key seconds value / PSETEX key ms value
 #[derive(Debug)]
-pub struct SetEx<const MILLIS: bool> {
+pub struct SetEx {
+    precision: Precision,
     key: Bytes,
     ttl: Bytes,
     value: Bytes,
 }
 
-impl<const MILLIS: bool> Command for SetEx<MILLIS> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for SetEx {
+    type Variant = Precision;
+
+    fn parse(a: &mut ArgCursor<'_>, precision: Precision) -> CmdResult<Self> {
         Ok(SetEx {
+            precision,
             key: a.next()?.clone(),
             ttl: a.next()?.clone(),
             value: a.next()?.clone(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let (unit, name) = if MILLIS {
-            (TtlUnit::Millis, "psetex")
-        } else {
-            (TtlUnit::Seconds, "setex")
+        let (unit, name) = match self.precision {
+            Precision::Millis => (TtlUnit::Millis, "psetex"),
+            Precision::Seconds => (TtlUnit::Seconds, "setex"),
         };
         let at = expire_deadline(&self.ttl, unit, ctx.now_ms, name)?;
         store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::At(at));
@@ -544,21 +556,38 @@ impl Command for MGet {
     }
 }
 
+/// Whether MSET writes unconditionally or, as MSETNX, only when no key exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MSetMode {
+    /// MSET.
+    Always,
+    /// MSETNX: all or nothing, nothing if any key exists.
+    IfNoneExists,
+}
+
 /// MSET / MSETNX key value [key value …]
 #[derive(Debug)]
-pub struct MSet<const NX: bool> {
+pub struct MSet {
+    mode: MSetMode,
     pairs: Vec<(Bytes, Bytes)>,
 }
 
-impl<const NX: bool> Command for MSet<NX> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for MSet {
+    type Variant = MSetMode;
+
+    fn parse(a: &mut ArgCursor<'_>, mode: MSetMode) -> CmdResult<Self> {
         let rest = a.rest();
         if !rest.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
-                if NX { "msetnx" } else { "mset" }.into(),
+                match mode {
+                    MSetMode::Always => "mset",
+                    MSetMode::IfNoneExists => "msetnx",
+                }
+                .into(),
             ));
         }
         Ok(MSet {
+            mode,
             pairs: rest
                 .chunks(2)
                 .map(|p| (p[0].clone(), p[1].clone()))
@@ -567,7 +596,8 @@ impl<const NX: bool> Command for MSet<NX> {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        if NX
+        let nx = self.mode == MSetMode::IfNoneExists;
+        if nx
             && self
                 .pairs
                 .iter()
@@ -578,7 +608,7 @@ impl<const NX: bool> Command for MSet<NX> {
         for (k, v) in &self.pairs {
             ctx.store.set(db, k, Value::from_bytes(v), None);
         }
-        Ok(if NX { Reply::Int(1) } else { Reply::ok() })
+        Ok(if nx { Reply::Int(1) } else { Reply::ok() })
     }
 }
 
@@ -600,41 +630,59 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
     Ok(Reply::Int(by))
 }
 
-/// INCR key / DECR key
-#[derive(Debug)]
-pub struct Incr<const BY: i64> {
-    key: Bytes,
+/// Which way INCR/INCRBY (up) or DECR/DECRBY (down) moves the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// INCR, INCRBY.
+    Up,
+    /// DECR, DECRBY.
+    Down,
 }
 
-impl<const BY: i64> Command for Incr<BY> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+/// INCR key / DECR key
+#[derive(Debug)]
+pub struct Incr {
+    key: Bytes,
+    by: i64,
+}
+
+impl VariantCommand for Incr {
+    type Variant = Step;
+
+    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
         Ok(Incr {
             key: a.next()?.clone(),
+            by: match step {
+                Step::Up => 1,
+                Step::Down => -1,
+            },
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        incr_by(ctx, &self.key, BY)
+        incr_by(ctx, &self.key, self.by)
     }
 }
 
 /// INCRBY key n / DECRBY key n
 #[derive(Debug)]
-pub struct IncrBy<const NEGATE: bool> {
+pub struct IncrBy {
     key: Bytes,
     by: i64,
 }
 
-impl<const NEGATE: bool> Command for IncrBy<NEGATE> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for IncrBy {
+    type Variant = Step;
+
+    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let by = a.next_i64()?;
-        if NEGATE && by == i64::MIN {
-            return Err(CmdError::msg("ERR decrement would overflow"));
-        }
-        Ok(IncrBy {
-            key,
-            by: if NEGATE { -by } else { by },
-        })
+        let by = match step {
+            Step::Up => by,
+            Step::Down => by
+                .checked_neg()
+                .ok_or(CmdError::msg("ERR decrement would overflow"))?,
+        };
+        Ok(IncrBy { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         incr_by(ctx, &self.key, self.by)

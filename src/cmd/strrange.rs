@@ -186,7 +186,7 @@ impl Command for GetRange {
     }
 }
 
-/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`
 #[derive(Debug)]
 pub struct Lcs {
     a: Bytes,

@@ -460,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 20] {
+pub fn all_families() -> [&'static [CommandSpec]; 22] {
     use super::*;
     [
         strings::COMMANDS,
@@ -482,6 +482,8 @@ pub fn all_families() -> [&'static [CommandSpec]; 20] {
         bitmap::COMMANDS,
         set::ALGEBRA_COMMANDS,
         hll::COMMANDS,
+        pubsub::COMMANDS,
+        blocking::COMMANDS,
         functions::COMMANDS,
     ]
 }

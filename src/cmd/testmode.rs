@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run, run_sub, run_sub_as,
+};
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -55,28 +57,28 @@ static FAULT: &[C] = &[
         -3,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<AddFault<0>>,
+        |c, a| run_sub_as::<AddFault>(c, a, FaultType::Error),
     ),
     C::new(
         "fault|latency",
         -3,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<AddFault<1>>,
+        |c, a| run_sub_as::<AddFault>(c, a, FaultType::Latency),
     ),
     C::new(
         "fault|disconnect",
         -2,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<AddFault<2>>,
+        |c, a| run_sub_as::<AddFault>(c, a, FaultType::Disconnect),
     ),
     C::new(
         "fault|panic",
         -2,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<AddFault<3>>,
+        |c, a| run_sub_as::<AddFault>(c, a, FaultType::Panic),
     ),
     C::new(
         "fault|clear",
@@ -247,29 +249,44 @@ impl TestHooks {
 /// COUNT defaults to 1 (0 = until FAULT CLEAR). The error line is sent as given, so it
 /// carries its own prefix: `FAULT ERROR "BUSY Redis is busy running a script."`.
 #[derive(Debug)]
-pub struct AddFault<const KIND: u8> {
+pub struct AddFault {
     fault: Fault,
 }
 
-impl<const KIND: u8> Command for AddFault<KIND> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let kind = match KIND {
-            0 => {
+/// Which FAULT subcommand: the kind of fault to inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultType {
+    /// FAULT ERROR text: reply this error line instead of running the command.
+    Error,
+    /// FAULT LATENCY ms: sleep before running the command.
+    Latency,
+    /// FAULT DISCONNECT: close the connection instead of replying.
+    Disconnect,
+    /// FAULT PANIC: panic in the handler (tests the connection's panic guard).
+    Panic,
+}
+
+impl VariantCommand for AddFault {
+    type Variant = FaultType;
+
+    fn parse(a: &mut ArgCursor<'_>, fault_type: FaultType) -> CmdResult<Self> {
+        let kind = match fault_type {
+            FaultType::Error => {
                 let text = String::from_utf8_lossy(a.next()?).replace(['\r', '\n'], " ");
                 if text.is_empty() {
                     return Err(CmdError::msg("ERR the error text must not be empty"));
                 }
                 FaultKind::Error(text)
             }
-            1 => {
+            FaultType::Latency => {
                 let ms = a.next_i64()?;
                 if !(0..=60_000).contains(&ms) {
                     return Err(CmdError::msg("ERR latency must be between 0 and 60000 ms"));
                 }
                 FaultKind::Latency(Duration::from_millis(ms as u64))
             }
-            2 => FaultKind::Disconnect,
-            _ => FaultKind::Panic,
+            FaultType::Disconnect => FaultKind::Disconnect,
+            FaultType::Panic => FaultKind::Panic,
         };
         let mut fault = Fault {
             kind,
@@ -470,38 +487,30 @@ static CLOCK: &[C] = &[
         2,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<ClockCmd<0>>,
+        |c, a| run_sub_as::<ClockCmd>(c, a, ClockVerb::Freeze),
     ),
     C::new(
         "clock|advance",
         3,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<ClockCmd<1>>,
+        |c, a| run_sub_as::<ClockCmd>(c, a, ClockVerb::Advance),
     )
     .whole_keyspace(),
-    C::new(
-        "clock|set",
-        3,
-        &["admin", "fast"],
-        KeySpec::None,
-        run_sub::<ClockCmd<2>>,
-    )
+    C::new("clock|set", 3, &["admin", "fast"], KeySpec::None, |c, a| {
+        run_sub_as::<ClockCmd>(c, a, ClockVerb::Set)
+    })
     .whole_keyspace(),
     C::new(
         "clock|resume",
         2,
         &["admin", "fast"],
         KeySpec::None,
-        run_sub::<ClockCmd<3>>,
+        |c, a| run_sub_as::<ClockCmd>(c, a, ClockVerb::Resume),
     ),
-    C::new(
-        "clock|now",
-        2,
-        &["admin", "fast"],
-        KeySpec::None,
-        run_sub::<ClockCmd<4>>,
-    ),
+    C::new("clock|now", 2, &["admin", "fast"], KeySpec::None, |c, a| {
+        run_sub_as::<ClockCmd>(c, a, ClockVerb::Now)
+    }),
     C::new(
         "clock|help",
         2,
@@ -511,48 +520,67 @@ static CLOCK: &[C] = &[
     ),
 ];
 
-/// CLOCK FREEZE (0) | ADVANCE ms (1) | SET unix-ms (2) | RESUME (3) | NOW (4)
+/// CLOCK FREEZE | ADVANCE ms | SET unix-ms | RESUME | NOW
 ///
 /// FREEZE, ADVANCE and SET reply with the clock's new time in Unix ms; ADVANCE and SET freeze
 /// a running clock first. RESUME lets real time run on from the frozen value. NOW replies the
 /// current time in Unix ms.
 #[derive(Debug)]
-pub struct ClockCmd<const OP: u8> {
+pub struct ClockCmd {
+    verb: ClockVerb,
     ms: i64,
 }
 
-impl<const OP: u8> Command for ClockCmd<OP> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let ms = if OP == 1 || OP == 2 { a.next_i64()? } else { 0 };
+/// Which CLOCK subcommand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockVerb {
+    /// CLOCK FREEZE.
+    Freeze,
+    /// CLOCK ADVANCE ms.
+    Advance,
+    /// CLOCK SET unix-ms.
+    Set,
+    /// CLOCK RESUME.
+    Resume,
+    /// CLOCK NOW.
+    Now,
+}
+
+impl VariantCommand for ClockCmd {
+    type Variant = ClockVerb;
+
+    fn parse(a: &mut ArgCursor<'_>, verb: ClockVerb) -> CmdResult<Self> {
+        let moves = matches!(verb, ClockVerb::Advance | ClockVerb::Set);
+        let ms = if moves { a.next_i64()? } else { 0 };
         if ms < 0 {
             return Err(CmdError::msg("ERR the clock cannot move backwards"));
         }
-        Ok(ClockCmd { ms })
+        Ok(ClockCmd { verb, ms })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let clock = &ctx.shared.clock;
-        let result = match OP {
-            0 => {
+        let result = match self.verb {
+            ClockVerb::Freeze => {
                 clock.freeze();
                 Ok(clock.now_ns())
             }
-            1 => {
+            ClockVerb::Advance => {
                 clock.freeze();
                 clock.advance(Duration::from_millis(self.ms as u64))
             }
-            2 => {
+            ClockVerb::Set => {
                 clock.freeze();
                 clock.set((self.ms as u64).saturating_mul(1_000_000))
             }
-            3 => {
+            ClockVerb::Resume => {
                 clock.resume();
                 return Ok(Reply::ok());
             }
-            _ => Ok(clock.now_ns()),
+            ClockVerb::Now => Ok(clock.now_ns()),
         };
         let now_ns = result.map_err(|e| CmdError::owned(e.to_string()))?;
-        if OP == 1 || OP == 2 {
+        if matches!(self.verb, ClockVerb::Advance | ClockVerb::Set) {
             ctx.store.reap_due(now_ns / 1_000_000);
         }
         Ok(Reply::Int((now_ns / 1_000_000) as i64))

@@ -278,6 +278,9 @@ impl Command for Exec {
             now_ms,
             now_ns,
             in_exec: true,
+            may_block: false,
+            blocked: None,
+            ready: Vec::new(),
         };
 
         let id = run.client.id();
@@ -304,13 +307,16 @@ impl Command for Exec {
             }
             let started = std::time::Instant::now();
             let reply = (spec.handler)(&mut run, args);
+            super::blocking::note_write(&mut run, spec, args);
             shared
                 .table
                 .record(spec, started.elapsed(), reply.is_error());
             shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
             replies.push(reply);
         }
+        let ready = std::mem::take(&mut run.ready);
         drop(run);
+        ctx.ready.extend(ready);
         unwatch_all(ctx);
         Ok(Reply::Array(replies))
     }

@@ -27,14 +27,14 @@ use bytes::Bytes;
 
 use super::args::{glob_match, is, parse_i64};
 use super::keys::parse_scan_options;
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::{
-    AddFlags, AddOutcome, LexRange, ScoreRange, SortedSet, ZsetError, ZsetLimits, format_score,
-    parse_score,
+    AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
+    format_score, parse_score,
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.
@@ -108,7 +108,7 @@ pub static COMMANDS: &[C] = &[
         3,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<ZRank<false>>,
+        |c, a| run_as::<ZRank>(c, a, Order::Ascending),
     )
     .with_acl(&["@read", "@sortedset", "@fast"]),
     C::new(
@@ -116,23 +116,19 @@ pub static COMMANDS: &[C] = &[
         3,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<ZRank<true>>,
+        |c, a| run_as::<ZRank>(c, a, Order::Descending),
     )
     .with_acl(&["@read", "@sortedset", "@fast"]),
-    C::new(
-        "zrange",
-        -4,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<ZRange<ZRANGE>>,
-    )
+    C::new("zrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<ZRange>(c, a, RangeCommand::ZRange)
+    })
     .with_acl(&["@read", "@sortedset", "@slow"]),
     C::new(
         "zrangebyscore",
         -4,
         &["readonly"],
         C::keys(1, 1, 1),
-        run::<ZRange<ZRANGEBYSCORE>>,
+        |c, a| run_as::<ZRange>(c, a, RangeCommand::ZRangeByScore),
     )
     .with_acl(&["@read", "@sortedset", "@slow"]),
     C::new(
@@ -140,7 +136,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["readonly"],
         C::keys(1, 1, 1),
-        run::<ZRange<ZREVRANGEBYSCORE>>,
+        |c, a| run_as::<ZRange>(c, a, RangeCommand::ZRevRangeByScore),
     )
     .with_acl(&["@read", "@sortedset", "@slow"]),
     C::new(
@@ -148,7 +144,7 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["readonly"],
         C::keys(1, 1, 1),
-        run::<ZRange<ZRANGEBYLEX>>,
+        |c, a| run_as::<ZRange>(c, a, RangeCommand::ZRangeByLex),
     )
     .with_acl(&["@read", "@sortedset", "@slow"]),
     C::new(
@@ -156,16 +152,12 @@ pub static COMMANDS: &[C] = &[
         -4,
         &["readonly"],
         C::keys(1, 1, 1),
-        run::<ZRange<ZREVRANGEBYLEX>>,
+        |c, a| run_as::<ZRange>(c, a, RangeCommand::ZRevRangeByLex),
     )
     .with_acl(&["@read", "@sortedset", "@slow"]),
-    C::new(
-        "zrevrange",
-        -4,
-        &["readonly"],
-        C::keys(1, 1, 1),
-        run::<ZRange<ZREVRANGE>>,
-    )
+    C::new("zrevrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| {
+        run_as::<ZRange>(c, a, RangeCommand::ZRevRange)
+    })
     .with_acl(&["@read", "@sortedset", "@slow"]),
     C::new(
         "zrangestore",
@@ -180,7 +172,7 @@ pub static COMMANDS: &[C] = &[
         4,
         &["write"],
         C::keys(1, 1, 1),
-        run::<ZRemRange<BY_SCORE>>,
+        |c, a| run_as::<ZRemRange>(c, a, Kind::Score),
     )
     .with_acl(&["@write", "@sortedset", "@slow"]),
     C::new(
@@ -188,23 +180,19 @@ pub static COMMANDS: &[C] = &[
         4,
         &["write"],
         C::keys(1, 1, 1),
-        run::<ZRemRange<BY_RANK>>,
+        |c, a| run_as::<ZRemRange>(c, a, Kind::Rank),
     )
     .with_acl(&["@write", "@sortedset", "@slow"]),
-    C::new(
-        "zremrangebylex",
-        4,
-        &["write"],
-        C::keys(1, 1, 1),
-        run::<ZRemRange<BY_LEX>>,
-    )
+    C::new("zremrangebylex", 4, &["write"], C::keys(1, 1, 1), |c, a| {
+        run_as::<ZRemRange>(c, a, Kind::Lex)
+    })
     .with_acl(&["@write", "@sortedset", "@slow"]),
     C::new(
         "zpopmin",
         -2,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<ZPop<false>>,
+        |c, a| run_as::<ZPop>(c, a, Order::Ascending),
     )
     .with_acl(&["@write", "@sortedset", "@fast"]),
     C::new(
@@ -212,7 +200,7 @@ pub static COMMANDS: &[C] = &[
         -2,
         &["write", "fast"],
         C::keys(1, 1, 1),
-        run::<ZPop<true>>,
+        |c, a| run_as::<ZPop>(c, a, Order::Descending),
     )
     .with_acl(&["@write", "@sortedset", "@fast"]),
     C::new(
@@ -230,8 +218,15 @@ pub static COMMANDS: &[C] = &[
     ]),
 ];
 
-/// The encoding thresholds in force (`zset-max-listpack-*`; CONFIG wiring comes later).
-pub(crate) const LIMITS: ZsetLimits = ZsetLimits::DEFAULT;
+/// The encoding thresholds in force (`zset-max-listpack-entries`/`-value`, which CONFIG SET
+/// changes at run time).
+pub(crate) fn limits(shared: &super::Shared) -> ZsetLimits {
+    let (max_listpack_entries, max_listpack_value) = shared.live.zset_listpack_limits();
+    ZsetLimits {
+        max_listpack_entries,
+        max_listpack_value,
+    }
+}
 
 /// Most elements a negative-count `ZRANDMEMBER` may reply. Redis has no limit and tries to
 /// build any reply asked for (`ZRANDMEMBER key -9223372036854775807` makes it run out of
@@ -371,9 +366,10 @@ impl AddArgs {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
+        let limits = limits(ctx.shared);
         let tally = match write_zset(ctx, &self.key)? {
             Some(z) => {
-                let tally = self.add_to(z);
+                let tally = self.add_to(z, &limits);
                 if tally.added + tally.updated > 0 {
                     ctx.store.touch(db, &self.key);
                 }
@@ -383,7 +379,7 @@ impl AddArgs {
             None if self.flags.xx => AddTally::default(),
             None => {
                 let mut z = SortedSet::new();
-                let tally = self.add_to(&mut z);
+                let tally = self.add_to(&mut z, &limits);
                 if !z.is_empty() {
                     ctx.store.set(db, &self.key, Value::ZSet(Box::new(z)), None);
                 }
@@ -404,10 +400,10 @@ impl AddArgs {
 
     /// Adds the pairs in order, stopping at the first error (entries added before it stay,
     /// as in Redis).
-    fn add_to(&self, z: &mut SortedSet) -> AddTally {
+    fn add_to(&self, z: &mut SortedSet, limits: &ZsetLimits) -> AddTally {
         let mut tally = AddTally::default();
         for (score, member) in &self.pairs {
-            match z.add(member, *score, self.flags, &LIMITS) {
+            match z.add(member, *score, self.flags, limits) {
                 Ok(outcome) => {
                     match outcome {
                         AddOutcome::Added(_) => tally.added += 1,
@@ -602,22 +598,36 @@ impl Command for ZMScore {
     }
 }
 
+/// Which end of a sorted set a command counts or pops from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Lowest score first: ZRANK, ZPOPMIN.
+    Ascending,
+    /// Highest score first: ZREVRANK, ZPOPMAX.
+    Descending,
+}
+
 /// `ZRANK key member` / `ZREVRANK key member`
 #[derive(Debug)]
-pub struct ZRank<const REV: bool> {
+pub struct ZRank {
+    order: Order,
     key: Bytes,
     member: Bytes,
 }
 
-impl<const REV: bool> Command for ZRank<REV> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for ZRank {
+    type Variant = Order;
+
+    fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
         Ok(ZRank {
+            order,
             key: a.next()?.clone(),
             member: a.next()?.clone(),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let rank = read_zset(ctx, &self.key)?.and_then(|z| z.rank(&self.member, REV));
+        let reverse = self.order == Order::Descending;
+        let rank = read_zset(ctx, &self.key)?.and_then(|z| z.rank(&self.member, reverse));
         Ok(rank.map_or(Reply::Null, |r| {
             Reply::Int(i64::try_from(r).unwrap_or(i64::MAX))
         }))
@@ -635,11 +645,15 @@ enum RangeBy {
     Lex(LexRange),
 }
 
-/// The kind of range a command fixes before its options are read.
+/// The kind of range a command fixes before its options are read (and which ZREMRANGEBY*
+/// runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// By 0-based rank, negative from the end.
     Rank,
+    /// By score interval.
     Score,
+    /// By member interval.
     Lex,
 }
 
@@ -736,33 +750,39 @@ impl RangeQuery {
     }
 }
 
-/// `ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
-pub const ZRANGE: u8 = 0;
-/// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
-pub const ZRANGEBYSCORE: u8 = 1;
-/// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
-pub const ZREVRANGEBYSCORE: u8 = 2;
-/// `ZRANGEBYLEX key min max [LIMIT offset count]`.
-pub const ZRANGEBYLEX: u8 = 3;
-/// `ZREVRANGEBYLEX key max min [LIMIT offset count]`.
-pub const ZREVRANGEBYLEX: u8 = 4;
-/// `ZREVRANGE key start stop [WITHSCORES]`.
-pub const ZREVRANGE: u8 = 5;
+/// The commands of the reading `ZRANGE` family: all but ZRANGE fix the kind of range and
+/// its direction by their name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeCommand {
+    /// `ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
+    ZRange,
+    /// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
+    ZRangeByScore,
+    /// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
+    ZRevRangeByScore,
+    /// `ZRANGEBYLEX key min max [LIMIT offset count]`.
+    ZRangeByLex,
+    /// `ZREVRANGEBYLEX key max min [LIMIT offset count]`.
+    ZRevRangeByLex,
+    /// `ZREVRANGE key start stop [WITHSCORES]`.
+    ZRevRange,
+}
 
-/// The reading `ZRANGE` family; `VARIANT` is one of [`ZRANGE`], [`ZRANGEBYSCORE`],
-/// [`ZREVRANGEBYSCORE`], [`ZRANGEBYLEX`], [`ZREVRANGEBYLEX`], [`ZREVRANGE`].
+/// The reading `ZRANGE` family (see [`RangeCommand`]).
 #[derive(Debug)]
-pub struct ZRange<const VARIANT: u8>(RangeQuery);
+pub struct ZRange(RangeQuery);
 
-impl<const VARIANT: u8> Command for ZRange<VARIANT> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let (kind, reverse) = match VARIANT {
-            ZRANGEBYSCORE => (Some(Kind::Score), Some(false)),
-            ZREVRANGEBYSCORE => (Some(Kind::Score), Some(true)),
-            ZRANGEBYLEX => (Some(Kind::Lex), Some(false)),
-            ZREVRANGEBYLEX => (Some(Kind::Lex), Some(true)),
-            ZREVRANGE => (Some(Kind::Rank), Some(true)),
-            _ => (None, None),
+impl VariantCommand for ZRange {
+    type Variant = RangeCommand;
+
+    fn parse(a: &mut ArgCursor<'_>, command: RangeCommand) -> CmdResult<Self> {
+        let (kind, reverse) = match command {
+            RangeCommand::ZRange => (None, None),
+            RangeCommand::ZRangeByScore => (Some(Kind::Score), Some(false)),
+            RangeCommand::ZRevRangeByScore => (Some(Kind::Score), Some(true)),
+            RangeCommand::ZRangeByLex => (Some(Kind::Lex), Some(false)),
+            RangeCommand::ZRevRangeByLex => (Some(Kind::Lex), Some(true)),
+            RangeCommand::ZRevRange => (Some(Kind::Rank), Some(true)),
         };
         RangeQuery::parse(a, false, kind, reverse).map(ZRange)
     }
@@ -803,13 +823,14 @@ impl Command for ZRangeStore {
             ctx.store.remove(db, &self.dst, now);
             return Ok(Reply::Int(0));
         }
+        let limits = limits(ctx.shared);
         // Redis sizes the new set up front only for rank ranges.
         let mut z = match self.query.by {
-            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &LIMITS),
+            RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &limits),
             _ => SortedSet::new(),
         };
         for (m, s) in &items {
-            z.insert(m, *s, &LIMITS).map_err(zset_error)?;
+            z.insert(m, *s, &limits).map_err(zset_error)?;
         }
         let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
         ctx.store.set(db, &self.dst, Value::ZSet(Box::new(z)), None);
@@ -817,32 +838,29 @@ impl Command for ZRangeStore {
     }
 }
 
-/// [`ZRemRange`] by score.
-pub const BY_SCORE: u8 = 0;
-/// [`ZRemRange`] by rank.
-pub const BY_RANK: u8 = 1;
-/// [`ZRemRange`] by member.
-pub const BY_LEX: u8 = 2;
-
 /// `ZREMRANGEBYSCORE key min max`, `ZREMRANGEBYRANK key start stop`,
-/// `ZREMRANGEBYLEX key min max` (`BY` is [`BY_SCORE`], [`BY_RANK`] or [`BY_LEX`]).
+/// `ZREMRANGEBYLEX key min max`.
 #[derive(Debug)]
-pub struct ZRemRange<const BY: u8> {
+pub struct ZRemRange {
     key: Bytes,
     by: RangeBy,
 }
 
-impl<const BY: u8> Command for ZRemRange<BY> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for ZRemRange {
+    type Variant = Kind;
+
+    fn parse(a: &mut ArgCursor<'_>, kind: Kind) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let (min, max) = (a.next()?, a.next()?);
-        let by = match BY {
-            BY_RANK => RangeBy::Rank(
+        let by = match kind {
+            Kind::Rank => RangeBy::Rank(
                 parse_i64(min).ok_or(CmdError::NotInteger)?,
                 parse_i64(max).ok_or(CmdError::NotInteger)?,
             ),
-            BY_LEX => RangeBy::Lex(LexRange::parse(min, max).ok_or_else(lex_range_invalid)?),
-            _ => RangeBy::Score(ScoreRange::parse(min, max).ok_or_else(min_max_not_float)?),
+            Kind::Lex => RangeBy::Lex(LexRange::parse(min, max).ok_or_else(lex_range_invalid)?),
+            Kind::Score => {
+                RangeBy::Score(ScoreRange::parse(min, max).ok_or_else(min_max_not_float)?)
+            }
         };
         Ok(ZRemRange { key, by })
     }
@@ -865,13 +883,16 @@ impl<const BY: u8> Command for ZRemRange<BY> {
 
 /// `ZPOPMIN key [count]` / `ZPOPMAX key [count]`
 #[derive(Debug)]
-pub struct ZPop<const MAX: bool> {
+pub struct ZPop {
+    order: Order,
     key: Bytes,
     count: Option<u64>,
 }
 
-impl<const MAX: bool> Command for ZPop<MAX> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for ZPop {
+    type Variant = Order;
+
+    fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
         let key = a.next()?.clone();
         if a.remaining() > 1 {
             return Err(CmdError::Syntax);
@@ -884,7 +905,7 @@ impl<const MAX: bool> Command for ZPop<MAX> {
                     .ok_or(CmdError::msg("ERR value is out of range, must be positive"))?,
             ),
         };
-        Ok(ZPop { key, count })
+        Ok(ZPop { order, key, count })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
@@ -896,7 +917,8 @@ impl<const MAX: bool> Command for ZPop<MAX> {
         if n == 0 {
             return Ok(Reply::Array(Vec::new()));
         }
-        let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), MAX);
+        let max = self.order == Order::Descending;
+        let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), max);
         ctx.store.touch_and_prune(db, &self.key);
         // Without a count the reply is one flat pair, in RESP3 too.
         let resp = if self.count.is_some() { resp } else { 2 };
@@ -951,7 +973,7 @@ impl Command for ZRandMember {
             let member = z
                 .filter(|z| !z.is_empty())
                 .and_then(|z| z.member_at(rand::random_range(0..z.len())))
-                .map(|(m, _)| Reply::bulk(m));
+                .map(|(m, _)| Reply::bulk(&m));
             return Ok(member.unwrap_or(Reply::Null));
         };
         let Some(z) = z.filter(|z| !z.is_empty()) else {
@@ -972,7 +994,7 @@ impl Command for ZRandMember {
             // The whole set; Redis sends it highest first.
             z.iter()
                 .rev()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect()
         } else {
             let amount = usize::try_from(count).unwrap_or(len).min(len);
@@ -983,10 +1005,10 @@ impl Command for ZRandMember {
     }
 }
 
-fn owned(entries: Vec<(&[u8], f64)>) -> Vec<(Bytes, f64)> {
+fn owned(entries: Vec<(Member<'_>, f64)>) -> Vec<(Bytes, f64)> {
     entries
         .into_iter()
-        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+        .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
         .collect()
 }
 

@@ -14,9 +14,10 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::zset::{LIMITS, scored_reply, zset_error};
+use super::zset::{limits, scored_reply, zset_error};
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, Output,
+    VariantCommand, run, run_as,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::parse_f64;
@@ -81,64 +82,36 @@ const WRITE_ACL: &[&str] = &["@write", "@sortedset", "@slow"];
 
 /// The commands of this module.
 pub static COMMANDS: &[C] = &[
-    C::new(
-        "zunion",
-        -3,
-        READ_FLAGS,
-        numkeys_at_1(RO),
-        run::<ZOp<UNION, false>>,
-    )
+    C::new("zunion", -3, READ_FLAGS, numkeys_at_1(RO), |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Union, Output::Reply))
+    })
     .with_acl(READ_ACL),
-    C::new(
-        "zinter",
-        -3,
-        READ_FLAGS,
-        numkeys_at_1(RO),
-        run::<ZOp<INTER, false>>,
-    )
+    C::new("zinter", -3, READ_FLAGS, numkeys_at_1(RO), |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Inter, Output::Reply))
+    })
     .with_acl(READ_ACL),
-    C::new(
-        "zdiff",
-        -3,
-        READ_FLAGS,
-        numkeys_at_1(RO),
-        run::<ZOp<DIFF, false>>,
-    )
+    C::new("zdiff", -3, READ_FLAGS, numkeys_at_1(RO), |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Diff, Output::Reply))
+    })
     .with_acl(READ_ACL),
-    C::new(
-        "zunionstore",
-        -4,
-        STORE_FLAGS,
-        STORE_KEYS,
-        run::<ZOp<UNION, true>>,
-    )
+    C::new("zunionstore", -4, STORE_FLAGS, STORE_KEYS, |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Union, Output::Store))
+    })
     .with_acl(WRITE_ACL)
     .with_info(&STORE_INFO),
-    C::new(
-        "zinterstore",
-        -4,
-        STORE_FLAGS,
-        STORE_KEYS,
-        run::<ZOp<INTER, true>>,
-    )
+    C::new("zinterstore", -4, STORE_FLAGS, STORE_KEYS, |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Inter, Output::Store))
+    })
     .with_acl(WRITE_ACL)
     .with_info(&STORE_INFO),
-    C::new(
-        "zdiffstore",
-        -4,
-        STORE_FLAGS,
-        STORE_KEYS,
-        run::<ZOp<DIFF, true>>,
-    )
+    C::new("zdiffstore", -4, STORE_FLAGS, STORE_KEYS, |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::Diff, Output::Store))
+    })
     .with_acl(WRITE_ACL)
     .with_info(&STORE_INFO),
-    C::new(
-        "zintercard",
-        -3,
-        READ_FLAGS,
-        numkeys_at_1(RO),
-        run::<ZOp<CARD, false>>,
-    )
+    C::new("zintercard", -3, READ_FLAGS, numkeys_at_1(RO), |c, a| {
+        run_as::<ZOp>(c, a, (SetAlgebra::InterCard, Output::Reply))
+    })
     .with_acl(READ_ACL),
     C::new(
         "zmpop",
@@ -150,14 +123,18 @@ pub static COMMANDS: &[C] = &[
     .with_acl(WRITE_ACL),
 ];
 
-/// [`ZOp`]: union.
-pub const UNION: u8 = 0;
-/// [`ZOp`]: intersection.
-pub const INTER: u8 = 1;
-/// [`ZOp`]: difference.
-pub const DIFF: u8 = 2;
-/// [`ZOp`]: intersection cardinality (`ZINTERCARD`).
-pub const CARD: u8 = 3;
+/// The operation of a [`ZOp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetAlgebra {
+    /// ZUNION, ZUNIONSTORE.
+    Union,
+    /// ZINTER, ZINTERSTORE.
+    Inter,
+    /// ZDIFF, ZDIFFSTORE.
+    Diff,
+    /// ZINTERCARD: the size of the intersection.
+    InterCard,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Aggregate {
@@ -192,34 +169,38 @@ fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
 /// the `STORE` forms (`destination numkeys key …`, no `WITHSCORES`) and
 /// `ZINTERCARD numkeys key … [LIMIT n]`.
 #[derive(Debug)]
-pub struct ZOp<const OP: u8, const STORE: bool> {
+pub struct ZOp {
+    op: SetAlgebra,
     dst: Option<Bytes>,
     keys: Vec<Bytes>,
     options: Vec<Bytes>,
 }
 
-impl<const OP: u8, const STORE: bool> ZOp<OP, STORE> {
-    fn name() -> &'static str {
-        match (OP, STORE) {
-            (UNION, false) => "zunion",
-            (INTER, false) => "zinter",
-            (DIFF, false) => "zdiff",
-            (UNION, true) => "zunionstore",
-            (INTER, true) => "zinterstore",
-            (DIFF, true) => "zdiffstore",
-            _ => "zintercard",
-        }
+fn zop_name(op: SetAlgebra, output: Output) -> &'static str {
+    match (op, output) {
+        (SetAlgebra::Union, Output::Reply) => "zunion",
+        (SetAlgebra::Inter, Output::Reply) => "zinter",
+        (SetAlgebra::Diff, Output::Reply) => "zdiff",
+        (SetAlgebra::Union, Output::Store) => "zunionstore",
+        (SetAlgebra::Inter, Output::Store) => "zinterstore",
+        (SetAlgebra::Diff, Output::Store) => "zdiffstore",
+        (SetAlgebra::InterCard, _) => "zintercard",
     }
 }
 
-impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let dst = if STORE { Some(a.next()?.clone()) } else { None };
+impl VariantCommand for ZOp {
+    type Variant = (SetAlgebra, Output);
+
+    fn parse(a: &mut ArgCursor<'_>, (op, output): (SetAlgebra, Output)) -> CmdResult<Self> {
+        let dst = match output {
+            Output::Store => Some(a.next()?.clone()),
+            Output::Reply => None,
+        };
         let n = a.next_i64()?;
         if n < 1 {
             return Err(CmdError::owned(format!(
                 "ERR at least 1 input key is needed for '{}' command",
-                Self::name()
+                zop_name(op, output)
             )));
         }
         let rest = a.rest();
@@ -228,6 +209,7 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
         }
         let (keys, options) = rest.split_at(n as usize);
         Ok(ZOp {
+            op,
             dst,
             keys: keys.to_vec(),
             options: options.to_vec(),
@@ -243,7 +225,9 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
         let setnum = srcs.len();
         let (mut how, mut withscores, mut limit) = (Aggregate::Sum, false, 0u64);
         let mut a = ArgCursor::new(&self.options);
-        let weighted = OP == UNION || OP == INTER;
+        let op = self.op;
+        let store = self.dst.is_some();
+        let weighted = matches!(op, SetAlgebra::Union | SetAlgebra::Inter);
         while a.remaining() > 0 {
             let left = a.remaining();
             if weighted && left > setnum && a.eat("WEIGHTS") {
@@ -262,9 +246,9 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
                 } else {
                     return Err(CmdError::Syntax);
                 };
-            } else if !STORE && OP != CARD && a.eat("WITHSCORES") {
+            } else if !store && op != SetAlgebra::InterCard && a.eat("WITHSCORES") {
                 withscores = true;
-            } else if OP == CARD && left >= 2 && a.eat("LIMIT") {
+            } else if op == SetAlgebra::InterCard && left >= 2 && a.eat("LIMIT") {
                 let n = parse_i64(a.next()?)
                     .filter(|&n| n >= 0)
                     .ok_or(CmdError::msg("ERR LIMIT can't be negative"))?;
@@ -273,18 +257,19 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
                 return Err(CmdError::Syntax);
             }
         }
-        if OP != DIFF {
+        if op != SetAlgebra::Diff {
             // Smallest first (a stable sort, as glibc's merge-sorting qsort).
             srcs.sort_by_key(|s| s.members.len());
         }
-        let result: Vec<(Bytes, f64)> = match OP {
-            UNION => union(&srcs, how),
-            DIFF => diff(&srcs),
-            _ => {
+        let result: Vec<(Bytes, f64)> = match op {
+            SetAlgebra::Union => union(&srcs, how),
+            SetAlgebra::Diff => diff(&srcs),
+            SetAlgebra::Inter | SetAlgebra::InterCard => {
+                let card = op == SetAlgebra::InterCard;
                 let mut out = Vec::new();
-                let stop = if OP == CARD { limit } else { 0 };
+                let stop = if card { limit } else { 0 };
                 inter(&srcs, how, stop, &mut out);
-                if OP == CARD {
+                if card {
                     return Ok(Reply::Int(out.len() as i64));
                 }
                 out
@@ -300,14 +285,15 @@ impl<const OP: u8, const STORE: bool> Command for ZOp<OP, STORE> {
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
                 // a result that does not fit keeps its -0 scores: build such a set in the
                 // skiplist encoding from the start.
-                let fits = result.len() <= LIMITS.max_listpack_entries
+                let limits = limits(ctx.shared);
+                let fits = result.len() <= limits.max_listpack_entries
                     && result
                         .iter()
-                        .all(|(m, _)| m.len() <= LIMITS.max_listpack_value);
+                        .all(|(m, _)| m.len() <= limits.max_listpack_value);
                 let mut z =
-                    SortedSet::with_expected_len(if fits { 0 } else { usize::MAX }, &LIMITS);
+                    SortedSet::with_expected_len(if fits { 0 } else { usize::MAX }, &limits);
                 for (m, s) in &result {
-                    z.insert(m, *s, &LIMITS).map_err(zset_error)?;
+                    z.insert(m, *s, &limits).map_err(zset_error)?;
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
@@ -340,7 +326,7 @@ impl Source {
             None => HashMap::new(),
             Some(Value::ZSet(z)) => z
                 .iter()
-                .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+                .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
                 .collect(),
             Some(Value::Set(s)) => s.iter().map(|m| (m, 1.0)).collect(),
             Some(_) => return Err(CmdError::WrongType),
@@ -412,9 +398,9 @@ fn diff(srcs: &[Source]) -> Vec<(Bytes, f64)> {
 /// `ZMPOP numkeys key [key …] MIN|MAX [COUNT count]`
 #[derive(Debug)]
 pub struct ZMPop {
-    keys: Vec<Bytes>,
-    max: bool,
-    count: u64,
+    pub(crate) keys: Vec<Bytes>,
+    pub(crate) max: bool,
+    pub(crate) count: u64,
 }
 
 impl Command for ZMPop {

@@ -40,6 +40,11 @@ pub enum Reply {
     Bool(bool),
     /// RESP3 `(` big number; RESP2 sends a bulk string.
     BigNumber(Bytes),
+    /// RESP3 `>n` push (pub/sub messages and confirmations); RESP2 sends an array.
+    Push(Vec<Reply>),
+    /// Several replies one after another, or none: what a command that answers once per
+    /// argument (SUBSCRIBE a b) leaves inside EXEC's array, as Redis does.
+    Multi(Vec<Reply>),
 }
 
 impl Reply {
@@ -92,6 +97,17 @@ impl Reply {
             Reply::NullArray => out.put_slice(b"*-1\r\n"),
             Reply::Array(items) => {
                 int_line(out, b'*', items.len() as i64);
+                for item in items {
+                    item.encode(resp, out);
+                }
+            }
+            Reply::Push(items) => {
+                int_line(out, if resp >= 3 { b'>' } else { b'*' }, items.len() as i64);
+                for item in items {
+                    item.encode(resp, out);
+                }
+            }
+            Reply::Multi(items) => {
                 for item in items {
                     item.encode(resp, out);
                 }

@@ -267,7 +267,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
                 let mut lp = listpack::Builder::new();
                 let mut text = Vec::new();
                 for (m, s) in z.iter() {
-                    lp.push(m);
+                    lp.push(&m);
                     text.clear();
                     crate::num::format_double(s, &mut text);
                     lp.push(&text);
@@ -280,7 +280,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
                 out.push(TYPE_ZSET_2);
                 write_len(out, z.len() as u64);
                 for (m, s) in z.iter().rev() {
-                    write_string(out, m);
+                    write_string(out, &m);
                     out.extend_from_slice(&s.to_le_bytes());
                 }
             }

@@ -57,7 +57,8 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
                 Value::Boolean(false)
             }
         }
-        Reply::Array(items) => array(lua, items, resp)?,
+        // Scripts cannot run the commands that answer with these (they are `noscript`).
+        Reply::Array(items) | Reply::Push(items) | Reply::Multi(items) => array(lua, items, resp)?,
         Reply::Set(items) if resp >= 3 => {
             let inner = lua.create_table_with_capacity(0, items.len())?;
             for item in items {

@@ -129,6 +129,7 @@ impl Drop for Registered {
                 _ => cmd::txn::unwatch_keys(&self.shared, id, watched),
             }
         }
+        self.shared.pubsub.drop_client(&mut self.client);
         self.shared.clients.unregister(id);
     }
 }
@@ -196,7 +197,29 @@ async fn run<S: Transport>(
             };
             let reply = match gated {
                 Some(reply) => reply,
-                None => cmd::execute(shared, client, &args),
+                None => match cmd::execute_blocking(shared, client, &args) {
+                    (reply, None) => reply,
+                    (_, Some(waiter)) => {
+                        // Blocked: flush what earlier requests answered, then wait for the
+                        // waiter's reply without holding any lock (see cmd::blocking). The
+                        // guard forgets the waiter however this ends, a failed flush too.
+                        let guard = BlockGuard { shared, waiter };
+                        write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                        let waited = wait_blocked(
+                            shared,
+                            &mut stream,
+                            &mut rbuf,
+                            client,
+                            &guard,
+                            query_limit,
+                        )
+                        .await?;
+                        match waited {
+                            Some(reply) => reply,
+                            None => return Ok(()),
+                        }
+                    }
+                },
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
@@ -207,6 +230,11 @@ async fn run<S: Transport>(
             if let Some(pause) = client.sleep.take() {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                 tokio::time::sleep(pause).await;
+            }
+            // Pushes this command caused for this client (its subscription confirmations, a
+            // message it published to itself) go before its reply, as in Redis.
+            if let Some(q) = client.push_queue() {
+                q.take_into(&mut wbuf);
             }
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
@@ -237,6 +265,16 @@ async fn run<S: Transport>(
         // reuse its memory instead of allocating a new one.
         args.clear();
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+        // Messages published meanwhile, until none is left (each write may take a while).
+        let queue = client.push_queue().cloned();
+        if let Some(q) = &queue {
+            while q.take_into(&mut wbuf) > 0 {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+            }
+            if q.dropped.is_cancelled() {
+                return Ok(());
+            }
+        }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
         info.buf_mem
             .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
@@ -252,7 +290,9 @@ async fn run<S: Transport>(
         }
 
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
+        // Subscribed clients are not subject to the idle timeout (as in Redis).
         let idle_timeout = match shared.live.timeout() {
+            _ if client.subscribed() => None,
             0 => None,
             secs => Some(Duration::from_secs(secs)),
         };
@@ -269,12 +309,20 @@ async fn run<S: Transport>(
         // lock (the shutdown token's is shared by every connection). A kill or a shutdown
         // still ends a read that waits, and the checks per batch catch a client that never
         // lets its reads wait.
+        // A subscribed connection also wakes for messages to write.
+        let pushed = async {
+            match &queue {
+                Some(q) => q.ready.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let n = tokio::select! {
             biased;
             r = read => match r {
                 Some(r) => r?,
                 None => return Ok(()), // idle timeout
             },
+            _ = pushed => continue,
             _ = info.kill.cancelled() => return Ok(()),
             _ = shared.shutdown.cancelled() => return Ok(()),
         };
@@ -287,6 +335,68 @@ async fn run<S: Transport>(
             .stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the
+/// task being dropped), so that a gone client is never served.
+struct BlockGuard<'s> {
+    shared: &'s Shared,
+    waiter: Arc<cmd::blocking::Waiter>,
+}
+
+impl Drop for BlockGuard<'_> {
+    fn drop(&mut self) {
+        cmd::blocking::release(self.shared, &self.waiter);
+    }
+}
+
+/// Waits for a blocked client's reply: served by a push, timed out on the server's clock
+/// (a CLOCK ADVANCE wakes it to look again), or unblocked. Meanwhile the socket is read
+/// (requests wait in the buffer, as in Redis) to notice a close. None: close the connection.
+async fn wait_blocked<S: Transport>(
+    shared: &Shared,
+    stream: &mut S,
+    rbuf: &mut BytesMut,
+    client: &ClientState,
+    guard: &BlockGuard<'_>,
+    query_limit: usize,
+) -> std::io::Result<Option<crate::protocol::Reply>> {
+    let w = &guard.waiter;
+    loop {
+        let clock_moved = shared.clock.changed();
+        if let Some(reply) = w.take_reply() {
+            return Ok(Some(reply));
+        }
+        let wait = match w.deadline_ms() {
+            None => Duration::from_secs(3600),
+            Some(deadline) => {
+                let now = shared.clock.now_ms();
+                if now >= deadline {
+                    w.time_out();
+                    continue;
+                }
+                Duration::from_millis(deadline - now)
+            }
+        };
+        tokio::select! {
+            _ = w.changed() => {}
+            _ = clock_moved => {}
+            _ = tokio::time::sleep(wait) => {}
+            r = stream.read_buf(rbuf) => {
+                let n = r?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+                if rbuf.len() > query_limit {
+                    return Ok(None);
+                }
+            }
+            _ = client.info.kill.cancelled() => return Ok(None),
+            _ = shared.shutdown.cancelled() => return Ok(None),
+        }
     }
 }
 
@@ -372,15 +482,28 @@ async fn write_out<S: Transport>(
     if wbuf.is_empty() {
         return Ok(());
     }
-    let limit = shared.live.output_buffer_limit();
+    // A subscribed client is held to the pubsub class, counting its queued messages too.
+    let queue = client.subscribed().then(|| client.push_queue()).flatten();
+    let limit = match queue {
+        Some(_) => shared.live.pubsub_buffer_limit(),
+        None => shared.live.output_buffer_limit(),
+    };
+    let dropped = async {
+        match queue {
+            Some(q) => q.dropped.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(dropped);
     let idle = shared.live.timeout();
     let kill = &client.info.kill;
     let mut written = 0;
     let mut last_progress = Instant::now();
     loop {
         let pending = wbuf.len() - written;
+        let queued = queue.map_or(0, |q| q.pending());
         let buffered = if limit.hard > 0 || limit.soft > 0 {
-            pending + stream.unsent_bytes()
+            pending + queued + stream.unsent_bytes()
         } else {
             pending
         };
@@ -417,6 +540,7 @@ async fn write_out<S: Transport>(
                 biased;
                 r = stream.flush() => { r?; break; }
                 _ = expired => return Err(closed("output not drained in time")),
+                _ = &mut dropped => return Err(closed("pub/sub output over the limit")),
                 _ = kill.cancelled() => return Err(closed("killed")),
             }
         } else {
@@ -429,6 +553,13 @@ async fn write_out<S: Transport>(
                         client.info.id
                     );
                     return Err(closed("output not drained in time"));
+                }
+                _ = &mut dropped => {
+                    tracing::warn!(
+                        "closing client {}: pub/sub output over client-output-buffer-limit pubsub",
+                        client.info.id
+                    );
+                    return Err(closed("pub/sub output over the limit"));
                 }
                 _ = kill.cancelled() => return Err(closed("killed")),
             }

@@ -10,6 +10,7 @@
 //! guards, which are `!Send`, so the compiler refuses any that would live across an
 //! `.await`.
 
+pub mod access;
 pub mod evict;
 pub mod hll;
 pub mod reaper;

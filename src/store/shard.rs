@@ -313,6 +313,15 @@ impl Shard {
             .map(|e| &**e)
     }
 
+    /// `peek` for a change: no expiry check, no access time (the caller found the key live
+    /// under the same lock hold).
+    pub fn peek_mut(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.dbs[db]
+            .table
+            .find_mut(hash, |e| &*e.key == key)
+            .map(|e| &mut **e)
+    }
+
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         self.lru_now = lru_stamp(now_ms);

@@ -968,3 +968,33 @@ fn command_key_positions_match_redis() {
     assert_eq!(ours["eval"], (0, 0, 0, true));
     assert_eq!(ours["cluster|keyslot"], (0, 0, 0, false));
 }
+
+#[test]
+fn sharded_pubsub_is_routed_by_slot() {
+    let trio = Trio::start();
+    let p3 = trio.ports[2];
+    let mut n1 = trio.conn(0);
+    let mut n3 = trio.conn(2);
+    let mut publisher = trio.conn(2);
+    // foo (slot 12182) is node 3's; a (15495) and b (3300) are in different slots.
+    assert_eq!(
+        cmd(&mut n1, &["SSUBSCRIBE", "foo"]),
+        format!("-MOVED 12182 127.0.0.1:{p3}\r\n")
+    );
+    assert_eq!(
+        cmd(&mut n1, &["SPUBLISH", "foo", "x"]),
+        format!("-MOVED 12182 127.0.0.1:{p3}\r\n")
+    );
+    assert_eq!(cmd(&mut n3, &["SSUBSCRIBE", "a", "b"]), CROSSSLOT);
+    assert_eq!(
+        cmd(&mut n3, &["SSUBSCRIBE", "foo"]),
+        "*3\r\n$10\r\nssubscribe\r\n$3\r\nfoo\r\n:1\r\n"
+    );
+    assert_eq!(cmd(&mut publisher, &["SPUBLISH", "foo", "hi"]), ":1\r\n");
+    assert_eq!(
+        String::from_utf8_lossy(&n3.read_reply()),
+        "*3\r\n$8\r\nsmessage\r\n$3\r\nfoo\r\n$2\r\nhi\r\n"
+    );
+    // Plain PUBLISH has no key and runs on any node.
+    assert_eq!(cmd(&mut n1, &["PUBLISH", "foo", "x"]), ":0\r\n");
+}

@@ -1,6 +1,7 @@
 //! The integration-test binary: one binary for every integration test, so the crate is
 //! linked once. Shared helpers live in `support`; each area of the server gets a module.
 
+mod blocking;
 mod clientcmds;
 mod cluster;
 mod core;
@@ -17,6 +18,7 @@ mod memory;
 mod operators;
 mod proc;
 mod props;
+mod pubsub;
 mod random_diff;
 mod scripting;
 mod shutdown;

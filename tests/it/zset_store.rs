@@ -9,12 +9,12 @@ use sluice::store::zset::*;
 /// What the public API can see of the invariants: entries strictly ascending (score, then
 /// member bytes), no NaN, and `len` agreeing with the iterator both ways.
 fn check_order(z: &SortedSet) {
-    let v: Vec<(&[u8], f64)> = z.iter().collect();
+    let v: Vec<(Vec<u8>, f64)> = z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
     for w in v.windows(2) {
         let ord = w[0]
             .1
             .partial_cmp(&w[1].1)
-            .map(|o| o.then_with(|| w[0].0.cmp(w[1].0)));
+            .map(|o| o.then_with(|| w[0].0.cmp(&w[1].0)));
         assert_eq!(ord, Some(std::cmp::Ordering::Less), "not strictly sorted");
     }
     assert!(v.iter().all(|(_, s)| !s.is_nan()));
@@ -57,9 +57,14 @@ fn names(v: &[(Bytes, f64)]) -> Vec<String> {
         .collect()
 }
 
+/// `member_at` with the member copied out, for comparisons.
+fn at(z: &SortedSet, rank: usize) -> Option<(Vec<u8>, f64)> {
+    z.member_at(rank).map(|(m, s)| (m.to_vec(), s))
+}
+
 fn members(z: &SortedSet) -> Vec<String> {
     z.iter()
-        .map(|(m, _)| String::from_utf8_lossy(m).into_owned())
+        .map(|(m, _)| String::from_utf8_lossy(&m).into_owned())
         .collect()
 }
 
@@ -88,7 +93,7 @@ fn new_set_is_empty_listpack() {
     assert_eq!(z.len(), 0);
     assert_eq!(z.encoding(), "listpack");
     assert_eq!(z.iter().count(), 0);
-    assert_eq!(z.member_at(0), None);
+    assert_eq!(at(&z, 0), None);
     assert_eq!(SortedSet::default().len(), 0);
     assert_eq!(ZsetLimits::default(), ZsetLimits::DEFAULT);
     assert_eq!(ZsetLimits::DEFAULT.max_listpack_entries, 128);
@@ -137,7 +142,7 @@ fn binary_members_order_like_memcmp() {
     }
     let want: Vec<&[u8]> = vec![b"", b"\x00", b"\x00\x00", b"a", b"a\x00", b"\x7f", b"\xff"];
     for z in [&small, &large] {
-        let got: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
+        let got: Vec<Vec<u8>> = z.iter().map(|(m, _)| m.to_vec()).collect();
         assert_eq!(got, want);
     }
 }
@@ -507,10 +512,10 @@ fn range_by_rank_large_walks_from_either_end() {
         let r = z.range_by_rank(5, 7, true);
         assert_eq!(names(&r), ["m294", "m293", "m292"]);
         assert_eq!(z.range_by_rank(0, -1, false).len(), 300);
-        assert_eq!(z.member_at(299).unwrap().0, b"m299");
-        assert_eq!(z.member_at(10).unwrap().0, b"m010");
-        assert_eq!(z.member_at(200).unwrap(), (&b"m200"[..], 200.0));
-        assert_eq!(z.member_at(300), None);
+        assert_eq!(at(&z, 299).unwrap().0, b"m299".to_vec());
+        assert_eq!(at(&z, 10).unwrap().0, b"m010".to_vec());
+        assert_eq!(at(&z, 200).unwrap(), (b"m200".to_vec(), 200.0));
+        assert_eq!(at(&z, 300), None);
         assert_eq!(z.rank(b"m250", false), Some(250));
         assert_eq!(z.rank(b"m010", true), Some(289));
     });
@@ -519,12 +524,12 @@ fn range_by_rank_large_walks_from_either_end() {
 #[test]
 fn member_at_and_members_at() {
     both(ABC, |z| {
-        assert_eq!(z.member_at(0), Some((&b"a"[..], 1.0)));
-        assert_eq!(z.member_at(4), Some((&b"e"[..], 5.0)));
-        assert_eq!(z.member_at(5), None);
-        assert_eq!(z.member_at(usize::MAX), None);
+        assert_eq!(at(&z, 0), Some((b"a".to_vec(), 1.0)));
+        assert_eq!(at(&z, 4), Some((b"e".to_vec(), 5.0)));
+        assert_eq!(at(&z, 5), None);
+        assert_eq!(at(&z, usize::MAX), None);
         let picked = z.members_at(&[4, 0, 4, 9, 2, usize::MAX, 1]);
-        let got: Vec<&[u8]> = picked.iter().map(|p| p.0).collect();
+        let got: Vec<&[u8]> = picked.iter().map(|p| &*p.0).collect();
         assert_eq!(got, [&b"e"[..], b"a", b"e", b"c", b"b"]);
         assert!(z.members_at(&[]).is_empty());
     });
@@ -885,7 +890,7 @@ fn scan_large_survives_front_trimming() {
     // Every entry present for the whole iteration was returned.
     for (m, _) in z.iter() {
         if m.starts_with(b"m") {
-            assert!(seen.contains(m));
+            assert!(seen.contains(&*m));
         }
     }
     assert!(seen.contains(&b"m39"[..]));
@@ -927,8 +932,8 @@ fn converts_on_the_129th_entry() {
     assert_eq!(z.encoding(), "skiplist");
     assert_eq!(z.len(), 129);
     check_order(&z);
-    assert_eq!(z.member_at(128).unwrap(), (&b"m5"[..], 1000.0));
-    assert_eq!(z.member_at(0).unwrap(), (&b"m0"[..], 0.0));
+    assert_eq!(at(&z, 128).unwrap(), (b"m5".to_vec(), 1000.0));
+    assert_eq!(at(&z, 0).unwrap(), (b"m0".to_vec(), 0.0));
     // Never converts back.
     z.remove_range_by_rank(0, -2);
     assert_eq!(z.len(), 1);

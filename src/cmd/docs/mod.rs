@@ -40,6 +40,7 @@ const FILES: &[(&str, &str)] = &[
     ("hash", include_str!("hash.txt")),
     ("hyperloglog", include_str!("hyperloglog.txt")),
     ("list", include_str!("list.txt")),
+    ("pubsub", include_str!("pubsub.txt")),
     ("scripting", include_str!("scripting.txt")),
     ("server", include_str!("server.txt")),
     ("set", include_str!("set.txt")),

@@ -1,19 +1,25 @@
 //! Iteration in order (both ways) and `ZSCAN`'s resumable cursor.
 
-use std::collections::{btree_set, vec_deque};
+use std::collections::btree_set;
 use std::iter::FusedIterator;
 use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::{Entry, Repr, Score, SortedSet, to_owned_pair};
+use super::{Entry, Member, Repr, Score, SortedSet, small, to_owned_pair};
 
 impl SortedSet {
     /// All entries in ascending order (descending with `.rev()`).
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             inner: match &self.repr {
-                Repr::Small(dq) => IterInner::Small(dq.iter()),
+                Repr::Small(s) => IterInner::Small(
+                    s.decoded()
+                        .into_iter()
+                        .map(|d| (d.member, d.score.0))
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                ),
                 Repr::Large(l) => IterInner::Large(l.set.iter()),
             },
         }
@@ -30,7 +36,7 @@ impl SortedSet {
     /// more than once (if their score changes), and any `u64` is accepted as a cursor.
     pub fn scan(&self, cursor: u64, count: usize) -> (u64, Vec<(Bytes, f64)>) {
         let l = match &self.repr {
-            Repr::Small(dq) => return (0, dq.iter().map(to_owned_pair).collect()),
+            Repr::Small(s) => return (0, s.entries().map(|d| small::owned(&d)).collect()),
             Repr::Large(l) => l,
         };
         let start = if cursor == 0 {
@@ -62,7 +68,7 @@ impl SortedSet {
 }
 
 impl<'a> IntoIterator for &'a SortedSet {
-    type Item = (&'a [u8], f64);
+    type Item = (Member<'a>, f64);
     type IntoIter = Iter<'a>;
 
     fn into_iter(self) -> Iter<'a> {
@@ -71,7 +77,8 @@ impl<'a> IntoIterator for &'a SortedSet {
 }
 
 /// Iterator over the entries of a [`SortedSet`] as `(member, score)`, in ascending order
-/// (double-ended: `.rev()` gives descending order).
+/// (double-ended: `.rev()` gives descending order). A compact set is decoded when the
+/// iterator is made (one allocation, at most the entry limit long).
 #[derive(Clone, Debug)]
 pub struct Iter<'a> {
     inner: IterInner<'a>,
@@ -79,19 +86,19 @@ pub struct Iter<'a> {
 
 #[derive(Clone, Debug)]
 enum IterInner<'a> {
-    Small(vec_deque::Iter<'a, Entry>),
+    Small(std::vec::IntoIter<(Member<'a>, f64)>),
     Large(btree_set::Iter<'a, Entry>),
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a [u8], f64);
+    type Item = (Member<'a>, f64);
 
     fn next(&mut self) -> Option<Self::Item> {
         let e = match &mut self.inner {
-            IterInner::Small(it) => it.next(),
+            IterInner::Small(it) => return it.next(),
             IterInner::Large(it) => it.next(),
         }?;
-        Some((e.1.as_ref(), e.0.0))
+        Some((Member::borrowed(&e.1), e.0.0))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -105,10 +112,10 @@ impl<'a> Iterator for Iter<'a> {
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         let e = match &mut self.inner {
-            IterInner::Small(it) => it.next_back(),
+            IterInner::Small(it) => return it.next_back(),
             IterInner::Large(it) => it.next_back(),
         }?;
-        Some((e.1.as_ref(), e.0.0))
+        Some((Member::borrowed(&e.1), e.0.0))
     }
 }
 

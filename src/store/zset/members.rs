@@ -1,15 +1,14 @@
 //! What is addressed by member: construction, `ZADD`/`ZINCRBY` semantics, upserts, removal,
 //! score and rank lookups, sampling by rank, and the memory estimate.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 
 use bytes::Bytes;
 
 use super::{
-    AddFlags, AddOutcome, Entry, InsertOutcome, Large, Repr, Score, SortedSet, ZsetError,
-    ZsetLimits, cmp_entry_key, compact_score,
+    AddFlags, AddOutcome, Entry, InsertOutcome, Large, Member, Repr, Score, Small, SortedSet,
+    ZsetError, ZsetLimits, compact_score,
 };
 
 impl SortedSet {
@@ -19,7 +18,7 @@ impl SortedSet {
     /// the outcome is the same.)
     pub fn new() -> Self {
         SortedSet {
-            repr: Repr::Small(VecDeque::new()),
+            repr: Repr::Small(Small::default()),
         }
     }
 
@@ -38,7 +37,7 @@ impl SortedSet {
     /// Number of members (`ZCARD`).
     pub fn len(&self) -> usize {
         match &self.repr {
-            Repr::Small(dq) => dq.len(),
+            Repr::Small(s) => s.len(),
             Repr::Large(l) => l.map.len(),
         }
     }
@@ -59,7 +58,7 @@ impl SortedSet {
     /// The score of `member` (`ZSCORE`, `ZMSCORE`), or `None` if it is not in the set.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
-            Repr::Small(dq) => dq.iter().find(|e| e.1.as_ref() == member).map(|e| e.0.0),
+            Repr::Small(s) => s.find(member).map(|(_, d)| d.score.0),
             Repr::Large(l) => l.map.get(member).map(|s| s.0),
         }
     }
@@ -143,19 +142,15 @@ impl SortedSet {
 
     /// Adds a member known to be absent, converting first if the limits require it.
     fn insert_new(&mut self, member: &[u8], score: f64, limits: &ZsetLimits) {
-        if let Repr::Small(dq) = &self.repr
-            && (dq.len().saturating_add(1) > limits.max_listpack_entries
+        if let Repr::Small(s) = &self.repr
+            && (s.len().saturating_add(1) > limits.max_listpack_entries
                 || member.len() > limits.max_listpack_value)
         {
             self.convert_to_large();
         }
         let score = Score(score);
         match &mut self.repr {
-            Repr::Small(dq) => {
-                let score = compact_score(score);
-                let pos = dq.partition_point(|e| cmp_entry_key(e, score, member) == Ordering::Less);
-                dq.insert(pos, (score, Bytes::copy_from_slice(member)));
-            }
+            Repr::Small(s) => s.insert(compact_score(score), member),
             Repr::Large(l) => {
                 let m = Bytes::copy_from_slice(member);
                 l.map.insert(m.clone(), score);
@@ -168,22 +163,13 @@ impl SortedSet {
     fn change_score(&mut self, member: &[u8], new: f64) {
         let new = Score(new);
         match &mut self.repr {
-            Repr::Small(dq) => {
-                let new = compact_score(new);
-                let Some(idx) = dq.iter().position(|e| e.1.as_ref() == member) else {
+            Repr::Small(s) => {
+                let Some((_, d)) = s.find(member) else {
                     return;
                 };
-                let fits_left =
-                    idx == 0 || cmp_entry_key(&dq[idx - 1], new, member) == Ordering::Less;
-                let fits_right = idx + 1 >= dq.len()
-                    || cmp_entry_key(&dq[idx + 1], new, member) == Ordering::Greater;
-                if fits_left && fits_right {
-                    dq[idx].0 = new;
-                } else if let Some((_, m)) = dq.remove(idx) {
-                    let pos =
-                        dq.partition_point(|e| cmp_entry_key(e, new, member) == Ordering::Less);
-                    dq.insert(pos, (new, m));
-                }
+                let span = d.span;
+                s.remove_span(span, 1);
+                s.insert(compact_score(new), member);
             }
             Repr::Large(l) => {
                 let Some((key, old)) = l.map.get_key_value(member).map(|(k, s)| (k.clone(), *s))
@@ -198,22 +184,26 @@ impl SortedSet {
     }
 
     pub(super) fn convert_to_large(&mut self) {
-        if let Repr::Small(dq) = &mut self.repr {
-            let dq = std::mem::take(dq);
-            let mut map = HashMap::with_capacity(dq.len() + 1);
-            for (s, m) in &dq {
-                map.insert(m.clone(), *s);
+        if let Repr::Small(small) = &self.repr {
+            let mut map = HashMap::with_capacity(small.len() + 1);
+            let mut set = BTreeSet::new();
+            for d in small.entries() {
+                let m = Bytes::copy_from_slice(&d.member);
+                map.insert(m.clone(), d.score);
+                set.insert((d.score, m));
             }
-            let set: BTreeSet<Entry> = dq.into_iter().collect();
-            self.repr = Repr::Large(Large { set, map });
+            self.repr = Repr::Large(Box::new(Large { set, map }));
         }
     }
 
     /// Removes `member` (`ZREM`); returns whether it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::Small(dq) => match dq.iter().position(|e| e.1.as_ref() == member) {
-                Some(idx) => dq.remove(idx).is_some(),
+            Repr::Small(s) => match s.find(member).map(|(_, d)| d.span) {
+                Some(span) => {
+                    s.remove_span(span, 1);
+                    true
+                }
                 None => false,
             },
             Repr::Large(l) => match l.map.remove_entry(member) {
@@ -231,7 +221,7 @@ impl SortedSet {
     pub fn rank(&self, member: &[u8], reverse: bool) -> Option<usize> {
         let len = self.len();
         let forward = match &self.repr {
-            Repr::Small(dq) => dq.iter().position(|e| e.1.as_ref() == member)?,
+            Repr::Small(s) => s.find(member)?.0,
             Repr::Large(l) => {
                 let (m, s) = l.map.get_key_value(member)?;
                 let key = (*s, m.clone());
@@ -259,13 +249,16 @@ impl SortedSet {
     }
 
     /// The entry at 0-based ascending `rank`, or `None` past the end (for `ZRANDMEMBER`).
-    pub fn member_at(&self, rank: usize) -> Option<(&[u8], f64)> {
+    pub fn member_at(&self, rank: usize) -> Option<(Member<'_>, f64)> {
         let len = self.len();
         if rank >= len {
             return None;
         }
         let e = match &self.repr {
-            Repr::Small(dq) => dq.get(rank)?,
+            Repr::Small(s) => {
+                let d = s.entries().nth(rank)?;
+                return Some((d.member, d.score.0));
+            }
             Repr::Large(l) => {
                 if rank <= len / 2 {
                     l.set.iter().nth(rank)?
@@ -274,20 +267,23 @@ impl SortedSet {
                 }
             }
         };
-        Some((e.1.as_ref(), e.0.0))
+        Some((Member::borrowed(&e.1), e.0.0))
     }
 
     /// The entries at several 0-based ascending ranks, in the order the ranks are given
     /// (repeats allowed); ranks `>= len()` are left out. One pass over the set, so picking
     /// `k` random members costs O(n + k log k) rather than O(n k) (for `ZRANDMEMBER` with a
     /// count).
-    pub fn members_at(&self, ranks: &[usize]) -> Vec<(&[u8], f64)> {
+    pub fn members_at(&self, ranks: &[usize]) -> Vec<(Member<'_>, f64)> {
         match &self.repr {
-            Repr::Small(dq) => ranks
-                .iter()
-                .filter_map(|&r| dq.get(r))
-                .map(|e| (e.1.as_ref(), e.0.0))
-                .collect(),
+            Repr::Small(s) => {
+                let d = s.decoded();
+                ranks
+                    .iter()
+                    .filter_map(|&r| d.get(r))
+                    .map(|e| (e.member, e.score.0))
+                    .collect()
+            }
             Repr::Large(l) => {
                 let mut order: Vec<(usize, usize)> = ranks
                     .iter()
@@ -315,7 +311,7 @@ impl SortedSet {
                 found
                     .into_iter()
                     .flatten()
-                    .map(|e| (e.1.as_ref(), e.0.0))
+                    .map(|e| (Member::borrowed(&e.1), e.0.0))
                     .collect()
             }
         }
@@ -327,16 +323,13 @@ impl SortedSet {
         const SHARED_HEADER: usize = 24;
         let base = std::mem::size_of::<Self>();
         match &self.repr {
-            Repr::Small(dq) => {
-                base + dq.capacity() * std::mem::size_of::<Entry>()
-                    + dq.iter().map(|e| e.1.len()).sum::<usize>()
-            }
+            Repr::Small(s) => base + s.heap_bytes(),
             Repr::Large(l) => {
                 let members: usize = l.map.keys().map(|k| k.len() + SHARED_HEADER).sum();
                 // B-tree nodes are about two thirds full on average.
                 let tree = l.set.len() * std::mem::size_of::<Entry>() * 3 / 2;
                 let table = l.map.capacity() * (std::mem::size_of::<(Bytes, Score)>() + 1);
-                base + members + tree + table
+                base + std::mem::size_of::<Large>() + members + tree + table
             }
         }
     }

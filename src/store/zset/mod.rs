@@ -23,18 +23,23 @@
 //! Like Redis, a set starts in a compact **listpack**-like encoding and converts, once and for
 //! good, to a **skiplist**-like one when it grows:
 //!
-//! * `Small` (`OBJECT ENCODING` says `listpack`): one sorted `VecDeque<(score, member)>`.
-//!   Member lookup is a linear scan, which is cheaper than hashing for a few dozen entries;
-//!   appending in order (`ZADD key <now> <id>`, the sliding-window rate-limiter pattern) is
-//!   O(1) and trimming the front (`ZREMRANGEBYSCORE key 0 <cutoff>`) is a drain.
-//! * `Large` (`skiplist`): a `BTreeSet<(score, member)>` for order plus a
+//! * `Small` (`OBJECT ENCODING` says `listpack`): every entry in one exactly sized byte
+//!   buffer, in order (`small.rs` has the layout): integral scores as varints (a difference
+//!   from the previous score where it can be), members that are the decimal text of an
+//!   `i64` as integers, and no bytes at all for a member that is the text of its own score
+//!   (`ZADD key <now> <now>`, the sliding-window pattern: 2 bytes per entry after the
+//!   first). Every operation decodes the buffer front to back, as Redis's listpack code
+//!   does; members stored as integers are handed out as [`Member`] views formatted on the
+//!   stack, which is why iteration yields `Member` rather than `&[u8]`.
+//! * `Large` (`skiplist`, boxed): a `BTreeSet<(score, member)>` for order plus a
 //!   `HashMap<member, score>` for O(1) member lookup; the member bytes are shared by both.
 //!
 //! The set converts when a *new* member would make it hold more than
 //! [`ZsetLimits::max_listpack_entries`] entries or when a new member is longer than
 //! [`ZsetLimits::max_listpack_value`] bytes (Redis's `zset-max-listpack-entries` and
 //! `zset-max-listpack-value`, 128 and 64 by default). The limits are passed to every call that
-//! may add a member, because `CONFIG SET` can change them at run time. Like Redis, an existing
+//! may add a member, because `CONFIG SET` can change them at run time (the command layer
+//! reads them from `config::LiveSettings`). Like Redis, an existing
 //! set never converts back, however small it gets (Redis only re-compacts the freshly built
 //! result of `ZUNIONSTORE` and friends, which here is a new set built from scratch anyway).
 //!
@@ -73,13 +78,14 @@ mod small;
 mod tests;
 
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 
 use bytes::Bytes;
 
 pub use bounds::{LexBound, LexRange, ScoreRange};
 pub use iter::Iter;
 use large::Large;
+pub use small::Member;
+use small::Small;
 
 /// Encoding thresholds of sorted sets (`zset-max-listpack-entries` and
 /// `zset-max-listpack-value`).
@@ -237,18 +243,15 @@ fn compact_score(s: Score) -> Score {
     if s.0 == 0.0 { Score(0.0) } else { s }
 }
 
-fn cmp_entry_key(e: &Entry, score: Score, member: &[u8]) -> Ordering {
-    e.0.cmp(&score).then_with(|| e.1.as_ref().cmp(member))
-}
-
 fn to_owned_pair(e: &Entry) -> (Bytes, f64) {
     (e.1.clone(), e.0.0)
 }
 
 #[derive(Clone, Debug)]
 enum Repr {
-    Small(VecDeque<Entry>),
-    Large(Large),
+    Small(Small),
+    /// Boxed so that a compact set, the common case, is not as large as the two tables.
+    Large(Box<Large>),
 }
 
 /// One sorted set. See the [module documentation](self) for its order and encodings.

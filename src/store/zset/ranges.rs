@@ -12,17 +12,10 @@ use super::{
 
 impl SortedSet {
     /// Entries with ascending ranks `lo..=hi` (both `< len`), in ascending order or, if
-    /// `reverse`, descending order.
+    /// `reverse`, descending order (large encoding only).
     fn rank_slice(&self, lo: usize, hi: usize, reverse: bool) -> Vec<&Entry> {
         match &self.repr {
-            Repr::Small(dq) => {
-                let it = dq.range(lo..=hi);
-                if reverse {
-                    it.rev().collect()
-                } else {
-                    it.collect()
-                }
-            }
+            Repr::Small(_) => Vec::new(),
             Repr::Large(l) => {
                 let len = l.set.len();
                 let n = hi - lo + 1;
@@ -58,6 +51,15 @@ impl SortedSet {
         } else {
             (lo, hi)
         };
+        if let Repr::Small(s) = &self.repr {
+            let d = s.decoded();
+            let slice = d.get(lo..=hi).unwrap_or_default();
+            return if reverse {
+                slice.iter().rev().map(small::owned).collect()
+            } else {
+                slice.iter().map(small::owned).collect()
+            };
+        }
         self.rank_slice(lo, hi, reverse)
             .into_iter()
             .map(to_owned_pair)
@@ -67,15 +69,7 @@ impl SortedSet {
     /// Entries whose scores are in `range`, ascending or descending.
     fn score_iter<'a>(&'a self, range: &ScoreRange, reverse: bool) -> EntryIter<'a> {
         match &self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::score_span(dq, range);
-                let it = dq.range(lo..hi);
-                if reverse {
-                    Box::new(it.rev())
-                } else {
-                    Box::new(it)
-                }
-            }
+            Repr::Small(_) => Box::new(std::iter::empty()),
             Repr::Large(l) => match score_bounds(range) {
                 None => Box::new(std::iter::empty()),
                 Some(bounds) => {
@@ -101,6 +95,11 @@ impl SortedSet {
         offset: i64,
         count: i64,
     ) -> Vec<(Bytes, f64)> {
+        if let Repr::Small(s) = &self.repr {
+            let d = s.decoded();
+            let (lo, hi) = small::score_span(&d, range);
+            return small_limit(&d[lo..hi], reverse, offset, count);
+        }
         apply_limit(self.score_iter(range, reverse), offset, count)
     }
 
@@ -110,8 +109,8 @@ impl SortedSet {
     /// window that covers most of the set (`ZCOUNT key <cutoff> +inf`) is cheap too.
     pub fn count_in_score_range(&self, range: &ScoreRange) -> usize {
         match &self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::score_span(dq, range);
+            Repr::Small(s) => {
+                let (lo, hi) = small::score_span(&s.decoded(), range);
                 hi - lo
             }
             Repr::Large(l) => {
@@ -151,9 +150,11 @@ impl SortedSet {
     /// Removes the entries with scores in `range` (`ZREMRANGEBYSCORE`); returns how many.
     pub fn remove_range_by_score(&mut self, range: &ScoreRange) -> usize {
         match &mut self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::score_span(dq, range);
-                dq.drain(lo..hi);
+            Repr::Small(s) => {
+                let d = s.decoded();
+                let (lo, hi) = small::score_span(&d, range);
+                let span = small::byte_span(&d, lo, hi);
+                s.remove_span(span, hi - lo);
                 hi - lo
             }
             Repr::Large(_) => {
@@ -177,8 +178,9 @@ impl SortedSet {
             return 0;
         };
         match &mut self.repr {
-            Repr::Small(dq) => {
-                dq.drain(lo..=hi);
+            Repr::Small(s) => {
+                let span = small::byte_span(&s.decoded(), lo, hi + 1);
+                s.remove_span(span, hi - lo + 1);
                 hi - lo + 1
             }
             Repr::Large(_) => {
@@ -195,15 +197,7 @@ impl SortedSet {
     /// Entries of the lexicographic run, ascending or descending.
     fn lex_iter<'a>(&'a self, range: &'a LexRange, reverse: bool) -> EntryIter<'a> {
         match &self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::lex_span(dq, range, reverse);
-                let it = dq.range(lo..hi);
-                if reverse {
-                    Box::new(it.rev())
-                } else {
-                    Box::new(it)
-                }
-            }
+            Repr::Small(_) => Box::new(std::iter::empty()),
             Repr::Large(l) => {
                 let (Some(first), Some(last)) = (l.set.first(), l.set.last()) else {
                     return Box::new(std::iter::empty());
@@ -266,14 +260,19 @@ impl SortedSet {
         offset: i64,
         count: i64,
     ) -> Vec<(Bytes, f64)> {
+        if let Repr::Small(s) = &self.repr {
+            let d = s.decoded();
+            let (lo, hi) = small::lex_span(&d, range, reverse);
+            return small_limit(&d[lo..hi], reverse, offset, count);
+        }
         apply_limit(self.lex_iter(range, reverse), offset, count)
     }
 
     /// Number of entries with members in `range` (`ZLEXCOUNT`).
     pub fn count_in_lex_range(&self, range: &LexRange) -> usize {
         match &self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::lex_span(dq, range, false);
+            Repr::Small(s) => {
+                let (lo, hi) = small::lex_span(&s.decoded(), range, false);
                 hi - lo
             }
             Repr::Large(_) => self.lex_iter(range, false).count(),
@@ -283,9 +282,11 @@ impl SortedSet {
     /// Removes the entries with members in `range` (`ZREMRANGEBYLEX`); returns how many.
     pub fn remove_range_by_lex(&mut self, range: &LexRange) -> usize {
         match &mut self.repr {
-            Repr::Small(dq) => {
-                let (lo, hi) = small::lex_span(dq, range, false);
-                dq.drain(lo..hi);
+            Repr::Small(s) => {
+                let d = s.decoded();
+                let (lo, hi) = small::lex_span(&d, range, false);
+                let span = small::byte_span(&d, lo, hi);
+                s.remove_span(span, hi - lo);
                 hi - lo
             }
             Repr::Large(_) => {
@@ -301,13 +302,18 @@ impl SortedSet {
         let n = count.min(self.len());
         let mut out = Vec::with_capacity(n);
         match &mut self.repr {
-            Repr::Small(dq) => {
-                for _ in 0..n {
-                    let e = if max { dq.pop_back() } else { dq.pop_front() };
-                    if let Some((s, m)) = e {
-                        out.push((m, s.0));
-                    }
+            Repr::Small(s) => {
+                let d = s.decoded();
+                let len = d.len();
+                let (lo, hi) = if max { (len - n, len) } else { (0, n) };
+                let taken = &d[lo..hi];
+                if max {
+                    out.extend(taken.iter().rev().map(small::owned));
+                } else {
+                    out.extend(taken.iter().map(small::owned));
                 }
+                let span = small::byte_span(&d, lo, hi);
+                s.remove_span(span, n);
             }
             Repr::Large(l) => {
                 for _ in 0..n {
@@ -365,6 +371,33 @@ fn apply_limit<'a>(
     };
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     it.skip(offset).take(count).map(to_owned_pair).collect()
+}
+
+/// Redis's `LIMIT offset count` over a run of compact entries, ascending or descending.
+fn small_limit(
+    run: &[small::Decoded<'_>],
+    reverse: bool,
+    offset: i64,
+    count: i64,
+) -> Vec<(Bytes, f64)> {
+    let Ok(offset) = usize::try_from(offset) else {
+        return Vec::new();
+    };
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    if reverse {
+        run.iter()
+            .rev()
+            .skip(offset)
+            .take(count)
+            .map(small::owned)
+            .collect()
+    } else {
+        run.iter()
+            .skip(offset)
+            .take(count)
+            .map(small::owned)
+            .collect()
+    }
 }
 
 /// Whether `BTreeSet::range` accepts these bounds (it panics when start > end, or when

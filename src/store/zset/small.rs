@@ -1,50 +1,494 @@
-//! The `listpack` encoding's searches: one sorted `VecDeque` of entries, searched by binary
-//! partition for score spans and lexicographic runs.
+//! The `listpack` encoding: every entry of a small set in one contiguous, exactly sized byte
+//! buffer, in (score, member) order, plus the entry count.
+//!
+//! # Layout of one entry
+//!
+//! A header byte, then the score, then the member:
+//!
+//! * header bit 0: the score is an integer or, when set, a raw `f64` (8 bytes, little
+//!   endian). A score is stored as an integer when it is integral and its magnitude is below
+//!   2^53, so the `f64` comes back exactly (`-0` is stored as `0`, as Redis's listpack does;
+//!   see the module documentation of `zset`). An integer score is a varint: the difference
+//!   from the previous entry's score when that one is an integer too (entries are in
+//!   ascending order, so it is never negative; a sliding window's timestamps a few ms apart
+//!   take one or two bytes), otherwise the zigzag-encoded value itself.
+//! * header bits 1–2: the member is
+//!   `0` the decimal text of the integer score itself (no bytes: the sliding-window pattern
+//!   `ZADD k <now> <now>` costs a header and a varint per entry),
+//!   `1` the canonical decimal text of some other `i64` (a zigzag varint), or
+//!   `2` arbitrary bytes (a varint length, then the bytes).
+//!
+//! "Canonical decimal text" is what Redis's `string2ll` accepts (no sign on positives, no
+//! leading zeros, no `-0`), so formatting the integer gives back the member's exact bytes.
+//!
+//! The buffer is decoded front to back; every operation is O(buffer), like Redis's listpack,
+//! which is what keeps small sets small (the default limits are 128 entries of 64 bytes).
+//! Members that are integers are handed out as [`Member`] values formatted on the stack.
 
-use std::collections::VecDeque;
+use std::cmp::Ordering;
+use std::ops::{Deref, Range};
 
-use super::{Entry, LexRange, ScoreRange};
+use crate::num::parse_i64;
 
-/// Ascending index range `[lo, hi)` of entries whose scores are in `range` (compact
-/// encoding only).
-pub(super) fn score_span(dq: &VecDeque<Entry>, range: &ScoreRange) -> (usize, usize) {
-    let lo = dq.partition_point(|e| !range.gte_min(e.0.0));
-    let hi = dq.partition_point(|e| range.lte_max(e.0.0));
+use super::{LexRange, Score, ScoreRange};
+
+const SCORE_F64: u8 = 1;
+const MEMBER_SHIFT: u8 = 1;
+const MEMBER_IS_SCORE: u8 = 0;
+const MEMBER_INT: u8 = 1;
+const MEMBER_BYTES: u8 = 2;
+
+/// Largest magnitude below which an integral `f64` is stored as an integer (every integer
+/// of smaller magnitude is exactly representable).
+const EXACT_INT: f64 = 9_007_199_254_740_992.0; // 2^53
+
+/// A member as the sorted-set API hands it out: borrowed bytes, or the decimal text of an
+/// integer member of the compact encoding, formatted on the stack. Dereferences to `[u8]`.
+#[derive(Clone, Copy)]
+pub struct Member<'a>(MemberRepr<'a>);
+
+#[derive(Clone, Copy)]
+enum MemberRepr<'a> {
+    Bytes(&'a [u8]),
+    Int { buf: [u8; 20], len: u8 },
+}
+
+impl<'a> Member<'a> {
+    pub(super) fn borrowed(b: &'a [u8]) -> Self {
+        Member(MemberRepr::Bytes(b))
+    }
+
+    fn int(n: i64) -> Self {
+        let mut f = itoa::Buffer::new();
+        let s = f.format(n).as_bytes();
+        let mut buf = [0u8; 20];
+        let len = s.len().min(20);
+        buf[..len].copy_from_slice(&s[..len]);
+        Member(MemberRepr::Int {
+            buf,
+            len: len as u8,
+        })
+    }
+}
+
+impl Deref for Member<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            MemberRepr::Bytes(b) => b,
+            MemberRepr::Int { buf, len } => &buf[..usize::from(*len)],
+        }
+    }
+}
+
+impl AsRef<[u8]> for Member<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for Member<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
+impl PartialEq for Member<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<[u8]> for Member<'_> {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&[u8]> for Member<'_> {
+    fn eq(&self, other: &&[u8]) -> bool {
+        **self == **other
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for Member<'_> {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+/// One decoded entry and where its bytes are in the buffer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Decoded<'a> {
+    pub(super) score: Score,
+    pub(super) member: Member<'a>,
+    pub(super) span: (usize, usize),
+}
+
+impl Decoded<'_> {
+    pub(super) fn cmp_key(&self, score: Score, member: &[u8]) -> Ordering {
+        self.score
+            .cmp(&score)
+            .then_with(|| (*self.member).cmp(member))
+    }
+}
+
+/// The compact encoding of one sorted set.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Small {
+    buf: Vec<u8>,
+    len: u32,
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(u: u64) -> i64 {
+    ((u >> 1) as i64) ^ -((u & 1) as i64)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut u: u64) {
+    while u >= 0x80 {
+        out.push((u as u8) | 0x80);
+        u >>= 7;
+    }
+    out.push(u as u8);
+}
+
+fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut u = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        u |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(u);
+        }
+        shift += 7;
+        if shift >= 64 {
+            return None;
+        }
+    }
+}
+
+/// The score as an integer, when the compact encoding stores it as one.
+fn int_score(s: f64) -> Option<i64> {
+    (s.fract() == 0.0 && s.abs() < EXACT_INT).then_some(s as i64)
+}
+
+/// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
+/// an entry with score `prev` (`None` for the first entry).
+fn encode(out: &mut Vec<u8>, score: f64, member: &[u8], prev: Option<f64>) {
+    let int = int_score(score);
+    let member_int = parse_i64(member);
+    let member_kind = match (int, member_int) {
+        (Some(s), Some(m)) if s == m => MEMBER_IS_SCORE,
+        (_, Some(_)) => MEMBER_INT,
+        _ => MEMBER_BYTES,
+    };
+    let score_kind = if int.is_some() { 0 } else { SCORE_F64 };
+    out.push(score_kind | (member_kind << MEMBER_SHIFT));
+    match (int, prev.and_then(int_score)) {
+        (Some(s), Some(p)) => put_varint(out, s.wrapping_sub(p) as u64),
+        (Some(s), None) => put_varint(out, zigzag(s)),
+        (None, _) => out.extend_from_slice(&score.to_le_bytes()),
+    }
+    match (member_kind, member_int) {
+        (MEMBER_INT, Some(m)) => put_varint(out, zigzag(m)),
+        (MEMBER_BYTES, _) => {
+            put_varint(out, member.len() as u64);
+            out.extend_from_slice(member);
+        }
+        _ => {}
+    }
+}
+
+/// Decodes the entry at `pos`, which follows an entry with score `prev`. The buffer is only
+/// ever written by [`encode`], so `None` (a truncated entry) does not happen; it ends
+/// iteration rather than panicking.
+fn decode(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<Decoded<'_>> {
+    let mut p = pos;
+    let h = *buf.get(p)?;
+    p += 1;
+    let (score, int) = if h & SCORE_F64 != 0 {
+        let raw: [u8; 8] = buf.get(p..p + 8)?.try_into().ok()?;
+        p += 8;
+        (f64::from_le_bytes(raw), None)
+    } else {
+        let v = get_varint(buf, &mut p)?;
+        let n = match prev.and_then(int_score) {
+            Some(prev) => prev.checked_add(i64::try_from(v).ok()?)?,
+            None => unzigzag(v),
+        };
+        (n as f64, Some(n))
+    };
+    let member = match h >> MEMBER_SHIFT {
+        MEMBER_IS_SCORE => Member::int(int?),
+        MEMBER_INT => Member::int(unzigzag(get_varint(buf, &mut p)?)),
+        _ => {
+            let n = usize::try_from(get_varint(buf, &mut p)?).ok()?;
+            let b = buf.get(p..p.checked_add(n)?)?;
+            p += n;
+            Member::borrowed(b)
+        }
+    };
+    Some(Decoded {
+        score: Score(score),
+        member,
+        span: (pos, p),
+    })
+}
+
+/// Iterator over the decoded entries, front to back.
+pub(super) struct Entries<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    prev: Option<f64>,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Decoded<'a>;
+
+    fn next(&mut self) -> Option<Decoded<'a>> {
+        let d = decode(self.buf, self.pos, self.prev)?;
+        self.pos = d.span.1;
+        self.prev = Some(d.score.0);
+        Some(d)
+    }
+}
+
+impl Small {
+    pub(super) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Heap bytes held.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    pub(super) fn entries(&self) -> Entries<'_> {
+        Entries {
+            buf: &self.buf,
+            pos: 0,
+            prev: None,
+        }
+    }
+
+    /// Every entry decoded, for the operations that index or walk backwards.
+    pub(super) fn decoded(&self) -> Vec<Decoded<'_>> {
+        let mut v = Vec::with_capacity(self.len());
+        v.extend(self.entries());
+        v
+    }
+
+    /// The index and entry of `member`.
+    pub(super) fn find(&self, member: &[u8]) -> Option<(usize, Decoded<'_>)> {
+        self.entries()
+            .enumerate()
+            .find(|(_, d)| *d.member == *member)
+    }
+
+    /// Inserts an entry known to be absent at its place in the order.
+    pub(super) fn insert(&mut self, score: Score, member: &[u8]) {
+        let mut prev = None;
+        let mut next = None;
+        for d in self.entries() {
+            if d.cmp_key(score, member) != Ordering::Less {
+                next = Some(d);
+                break;
+            }
+            prev = Some(d.score.0);
+        }
+        let mut enc = Vec::with_capacity(2 * member.len() + 40);
+        encode(&mut enc, score.0, member, prev);
+        let (at, end) = match next {
+            Some(n) => {
+                // The next entry's score may be a difference from its predecessor's: it now
+                // follows the new entry.
+                encode(&mut enc, n.score.0, &n.member, Some(score.0));
+                n.span
+            }
+            None => (self.buf.len(), self.buf.len()),
+        };
+        self.replace(at..end, &enc);
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// Removes `n` consecutive entries occupying `bytes` (from [`byte_span`] or a
+    /// [`Decoded::span`]).
+    pub(super) fn remove_span(&mut self, bytes: (usize, usize), n: usize) {
+        let (a, b) = bytes;
+        if n == 0 || a >= b {
+            return;
+        }
+        let prev = self
+            .entries()
+            .take_while(|d| d.span.0 < a)
+            .last()
+            .map(|d| d.score.0);
+        let mut enc = Vec::new();
+        let mut end = b;
+        // The entry after the gap may be a difference from its old predecessor: re-encode it
+        // against its new one.
+        if let Some(d) = self.entries().find(|d| d.span.0 >= b) {
+            encode(&mut enc, d.score.0, &d.member, prev);
+            end = d.span.1;
+        }
+        self.replace(a..end, &enc);
+        self.len = self
+            .len
+            .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+
+    /// Replaces `range` of the buffer with `with`, leaving the buffer exactly sized.
+    fn replace(&mut self, range: Range<usize>, with: &[u8]) {
+        let (Some(head), Some(tail)) = (self.buf.get(..range.start), self.buf.get(range.end..))
+        else {
+            return;
+        };
+        let mut nb = Vec::with_capacity(head.len() + with.len() + tail.len());
+        nb.extend_from_slice(head);
+        nb.extend_from_slice(with);
+        nb.extend_from_slice(tail);
+        self.buf = nb;
+    }
+}
+
+/// An entry as the commands' replies take it.
+pub(super) fn owned(d: &Decoded<'_>) -> (bytes::Bytes, f64) {
+    (bytes::Bytes::copy_from_slice(&d.member), d.score.0)
+}
+
+/// The byte range covering entries `lo..hi` of `d`.
+pub(super) fn byte_span(d: &[Decoded<'_>], lo: usize, hi: usize) -> (usize, usize) {
+    match (d.get(lo), hi.checked_sub(1).and_then(|h| d.get(h))) {
+        (Some(a), Some(b)) if lo < hi => (a.span.0, b.span.1),
+        _ => (0, 0),
+    }
+}
+
+/// Ascending index range `[lo, hi)` of entries whose scores are in `range`.
+pub(super) fn score_span(d: &[Decoded<'_>], range: &ScoreRange) -> (usize, usize) {
+    let lo = d.partition_point(|e| !range.gte_min(e.score.0));
+    let hi = d.partition_point(|e| range.lte_max(e.score.0));
     (lo, hi.max(lo))
 }
 
-/// Ascending index range `[lo, hi)` of the lexicographic run (compact encoding only); see
-/// the module documentation for sets with mixed scores.
-pub(super) fn lex_span(dq: &VecDeque<Entry>, range: &LexRange, reverse: bool) -> (usize, usize) {
-    let (Some(first), Some(last)) = (dq.front(), dq.back()) else {
+/// Ascending index range `[lo, hi)` of the lexicographic run; see the module documentation
+/// of `zset` for sets with mixed scores.
+pub(super) fn lex_span(d: &[Decoded<'_>], range: &LexRange, reverse: bool) -> (usize, usize) {
+    let (Some(first), Some(last)) = (d.first(), d.last()) else {
         return (0, 0);
     };
-    if range.is_empty() || !range.gte_min(&last.1) || !range.lte_max(&first.1) {
+    if range.is_empty() || !range.gte_min(&last.member) || !range.lte_max(&first.member) {
         return (0, 0);
     }
-    if first.0 == last.0 {
+    if first.score == last.score {
         // All scores tie, so the entries are sorted by member.
-        let lo = dq.partition_point(|e| !range.gte_min(&e.1));
-        let hi = dq.partition_point(|e| range.lte_max(&e.1));
+        let lo = d.partition_point(|e| !range.gte_min(&e.member));
+        let hi = d.partition_point(|e| range.lte_max(&e.member));
         return (lo, hi.max(lo));
     }
     if reverse {
-        let Some(top) = dq.iter().rposition(|e| range.lte_max(&e.1)) else {
+        let Some(top) = d.iter().rposition(|e| range.lte_max(&e.member)) else {
             return (0, 0);
         };
-        let lo = dq
-            .range(..=top)
-            .rposition(|e| !range.gte_min(&e.1))
+        let lo = d[..=top]
+            .iter()
+            .rposition(|e| !range.gte_min(&e.member))
             .map_or(0, |p| p + 1);
         (lo, top + 1)
     } else {
-        let Some(lo) = dq.iter().position(|e| range.gte_min(&e.1)) else {
+        let Some(lo) = d.iter().position(|e| range.gte_min(&e.member)) else {
             return (0, 0);
         };
-        let hi = dq
-            .range(lo..)
-            .position(|e| !range.lte_max(&e.1))
-            .map_or(dq.len(), |p| lo + p);
+        let hi = d[lo..]
+            .iter()
+            .position(|e| !range.lte_max(&e.member))
+            .map_or(d.len(), |p| lo + p);
         (lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(score: f64, member: &[u8]) {
+        let mut s = Small::default();
+        s.insert(Score(score), member);
+        s.insert(Score(score), b"~~~~"); // a second entry after it, encoded as a difference
+        let d = s.decoded();
+        assert_eq!(d.len(), 2);
+        let tail = d[1].span.0;
+        assert_eq!(&*d[1].member, b"~~~~");
+        s.remove_span(d[1].span, 1);
+        assert_eq!(s.buf.len(), tail);
+        let d = s.decoded();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].score.0.to_bits(), score.to_bits(), "{score}");
+        assert_eq!(&*d[0].member, member);
+        assert_eq!(d[0].span, (0, s.buf.len()));
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        for (s, m) in [
+            (1_700_000_000_000.0, &b"1700000000000"[..]),
+            (1_700_000_000_000.0, b"1700000000001"),
+            (0.0, b"0"),
+            (0.0, b"-0"),
+            (-5.0, b"-5"),
+            (1.5, b"1"),
+            (f64::INFINITY, b"x"),
+            (f64::NEG_INFINITY, b""),
+            (9_007_199_254_740_992.0, b"9007199254740992"),
+            (-9_007_199_254_740_991.0, b"9223372036854775807"),
+            (3.0, b"-9223372036854775808"),
+            (3.0, b"03"),
+            (3.0, b"+3"),
+            (1e300, b"abc"),
+            (f64::MIN_POSITIVE, b"a\0b"),
+        ] {
+            roundtrip(s, m);
+        }
+    }
+
+    #[test]
+    fn sliding_window_entry_is_two_bytes_after_the_first() {
+        let mut s = Small::default();
+        for i in 0..10u64 {
+            let t = 1_700_000_000_000u64 + i * 100;
+            s.insert(Score(t as f64), t.to_string().as_bytes());
+        }
+        assert_eq!(s.len(), 10);
+        // 7 bytes for the first (header + 6-byte varint), then header + 100 as a varint.
+        assert_eq!(s.buf.len(), 7 + 9 * 2);
+        assert_eq!(s.heap_bytes(), s.buf.len());
+        // Trimming the front re-encodes the new first entry in full.
+        let d = s.decoded();
+        let span = byte_span(&d, 0, 3);
+        s.remove_span(span, 3);
+        let d = s.decoded();
+        assert_eq!(d.len(), 7);
+        assert_eq!(&*d[0].member, b"1700000000300");
+        assert_eq!(s.buf.len(), 7 + 6 * 2);
+    }
+
+    #[test]
+    fn truncated_buffer_ends_iteration() {
+        let mut s = Small::default();
+        s.insert(Score(1.5), b"member");
+        for cut in 0..s.buf.len() {
+            let t = Small {
+                buf: s.buf[..cut].to_vec(),
+                len: 1,
+            };
+            assert_eq!(t.entries().count(), 0);
+        }
     }
 }

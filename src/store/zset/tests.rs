@@ -34,10 +34,17 @@ fn names(v: &[(Bytes, f64)]) -> Vec<String> {
 
 fn check_invariants(z: &SortedSet) {
     match &z.repr {
-        Repr::Small(dq) => {
-            for w in dq.iter().collect::<Vec<_>>().windows(2) {
-                assert!(w[0] < w[1], "small not strictly sorted");
+        Repr::Small(small) => {
+            let d = small.decoded();
+            assert_eq!(d.len(), small.len(), "entry count");
+            for w in d.windows(2) {
+                assert_eq!(
+                    w[0].cmp_key(w[1].score, &w[1].member),
+                    std::cmp::Ordering::Less,
+                    "small not strictly sorted"
+                );
             }
+            assert!(d.iter().all(|e| e.score.0.to_bits() != (-0.0f64).to_bits()));
         }
         Repr::Large(l) => {
             assert_eq!(l.set.len(), l.map.len());
@@ -79,7 +86,7 @@ fn scan_large_walks_in_batches() {
     let z = build(&refs, &LARGE);
     let all: Vec<(Bytes, f64)> = z
         .iter()
-        .map(|(m, s)| (Bytes::copy_from_slice(m), s))
+        .map(|(m, s)| (Bytes::copy_from_slice(&m), s))
         .collect();
     for count in [0, 1, 2, 3, 7, 100] {
         let got = full_scan(&z, count);
@@ -314,13 +321,26 @@ enum Op {
     QueryMember(Vec<u8>),
     QueryAt(Vec<usize>),
     Scan(usize),
+    /// Rebuilds the set the way RESTORE of a `skiplist` dump does (highest first into a set
+    /// made for that many entries): a large set that fits the limits comes back compact.
+    Reload,
 }
 
 fn member_strategy() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(
-        prop::sample::select(vec![b'a', b'b', b'c', 0u8, 0xff]),
-        0..5,
-    )
+    prop_oneof![
+        3 => prop::collection::vec(
+            prop::sample::select(vec![b'a', b'b', b'c', 0u8, 0xff]),
+            0..5,
+        ),
+        // Members the compact encoding stores as integers (some equal to a score of
+        // score_strategy), and near misses it must keep as bytes.
+        2 => prop::sample::select(vec![
+            "0", "1", "-1", "3", "-4", "1700000000000", "9007199254740992",
+            "9223372036854775807", "-9223372036854775808", "-0", "01", "+1", "1.0", " 1",
+            "9223372036854775808",
+        ])
+        .prop_map(|m| m.as_bytes().to_vec()),
+    ]
 }
 
 fn score_strategy(flat: bool) -> BoxedStrategy<f64> {
@@ -338,6 +358,10 @@ fn score_strategy(flat: bool) -> BoxedStrategy<f64> {
                 f64::MAX,
                 f64::MIN_POSITIVE,
                 1e300,
+                1_700_000_000_000.0,
+                9_007_199_254_740_992.0,
+                -9_007_199_254_740_991.0,
+                1e20,
             ]),
         ]
         .boxed()
@@ -413,6 +437,7 @@ fn op_strategy(flat: bool) -> impl Strategy<Value = Op> {
         2 => member_strategy().prop_map(Op::QueryMember),
         1 => prop::collection::vec(0usize..40, 0..6).prop_map(Op::QueryAt),
         1 => (0usize..5).prop_map(Op::Scan),
+        1 => Just(Op::Reload),
     ]
 }
 
@@ -435,6 +460,17 @@ fn run_ops(limits: ZsetLimits, ops: Vec<Op>) {
                     model.put(&m, s, &limits);
                 }
                 assert_eq!(z.insert(&m, s, &limits), Ok(want));
+            }
+            Op::Reload => {
+                let entries: Vec<(Vec<u8>, f64)> =
+                    z.iter().rev().map(|(m, s)| (m.to_vec(), s)).collect();
+                z = SortedSet::with_expected_len(entries.len(), &limits);
+                let old = std::mem::take(&mut model);
+                model.large = old.v.len() > limits.max_listpack_entries;
+                for (m, s) in &entries {
+                    assert_eq!(z.insert(m, *s, &limits), Ok(InsertOutcome::Added));
+                    model.put(m, *s, &limits);
+                }
             }
             Op::Remove(m) => {
                 let want = model.find(&m).map(|i| model.v.remove(i)).is_some();
@@ -538,7 +574,7 @@ fn run_ops(limits: ZsetLimits, ops: Vec<Op>) {
 }
 
 fn limits_strategy() -> impl Strategy<Value = ZsetLimits> {
-    (0usize..10, 0usize..5).prop_map(|(e, v)| ZsetLimits {
+    (0usize..10, prop_oneof![0usize..5, 12usize..22, Just(64)]).prop_map(|(e, v)| ZsetLimits {
         max_listpack_entries: e,
         max_listpack_value: v,
     })

@@ -30,6 +30,15 @@
 //!     reopened (with `HELLO 2` or `HELLO 3` as the run, without `FLUSHALL`) for the following
 //!     lines. A `[raw]` line must provoke at least one reply (an empty line alone gets none:
 //!     follow it by `PING\r\n`).
+//!   - `[conn N]` (N from 1 to 8): the line goes to connection N instead of the main one
+//!     (connection 1). Each is a pair of connections, one to each server, opened on first
+//!     use with the run's protocol and equal client ids; `[raw]` lines stay on connection 1;
+//!   - `[send]`: the command is sent without reading its reply (record nothing under it).
+//!     The harness waits (at most 500 ms) until each server has answered it or counts one
+//!     more blocked client (INFO `blocked_clients`, read on a control connection), so the
+//!     next line runs after it took effect: `[conn 2] [send] BLPOP q 0`;
+//!   - `[collect N]`, alone on its line: reads the next reply connection N has (a
+//!     `[send]` line's), compared and recorded like a command's reply.
 //! - Every command line must get exactly one reply within 2 s; no reply is a mismatch.
 //!
 //! # Runs
@@ -98,6 +107,8 @@ transcripts!(
     zsetops,
     sort,
     dump,
+    pubsub,
+    blocking,
     functions,
 );
 

@@ -16,6 +16,9 @@ const RAW_QUIET: Duration = Duration::from_millis(60);
 /// The lowest client id a run starts with: above the connections either server may see while
 /// starting (redis-server's readiness PINGs), so every run, live or offline, uses the same ids.
 const ID_FLOOR: i64 = 100;
+/// How long a `[send]` line waits for its command to take effect: a reply, or one more
+/// blocked client on the server (seen from a control connection).
+const SEND_SETTLE: Duration = Duration::from_millis(500);
 
 /// One connection to each server (no redis connection when offline).
 struct Pair {
@@ -216,6 +219,8 @@ fn read_raw_replies(mut conns: Vec<&mut Conn>) -> Vec<Outcome> {
 /// Sends one step to every connection of `pair`; the outcomes in `pair.conns()` order.
 fn send_step(pair: &mut Pair, step: &Step) -> Vec<Outcome> {
     match &step.payload {
+        // Handled by the caller (it reads without sending).
+        Payload::Collect => Vec::new(),
         Payload::Raw(bytes) => {
             for conn in pair.conns() {
                 // A write error means the peer is gone: the read reports it.
@@ -245,6 +250,49 @@ fn send_step(pair: &mut Pair, step: &Step) -> Vec<Outcome> {
                     o
                 })
                 .collect()
+        }
+    }
+}
+
+/// The connection pair a line goes to: the main one, or `[conn N]`'s (opened on first use,
+/// with equal client ids on both sides like the main one).
+fn target<'p>(main: &'p mut Pair, extras: &'p mut [Option<Pair>], n: u8) -> &'p mut Pair {
+    if n <= 1 {
+        return main;
+    }
+    let (redis_addr, sluice_addr, proto) = (main.redis_addr, main.sluice_addr, main.proto);
+    extras[usize::from(n) - 1].get_or_insert_with(|| Pair::open(redis_addr, sluice_addr, proto))
+}
+
+/// `blocked_clients` from INFO, on a control connection.
+fn blocked_clients(conn: &mut Conn) -> i64 {
+    let info = conn.cmd(&[b"INFO", b"clients"]);
+    String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A `[send]` line: sends the command on `pair` and waits (at most `SEND_SETTLE`) until
+/// each side has either answered (the reply stays buffered for `[collect N]`) or counts one
+/// more blocked client, so the next line runs after the command took effect.
+fn send_pending(pair: &mut Pair, control: &mut Pair, step: &Step) {
+    let Payload::Args(args) = &step.payload else {
+        return;
+    };
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+    let request = crate::support::encode_command(&refs);
+    let before: Vec<i64> = control.conns().into_iter().map(blocked_clients).collect();
+    let deadline = Instant::now() + SEND_SETTLE;
+    for ((conn, ctl), before) in pair.conns().into_iter().zip(control.conns()).zip(before) {
+        let _ = conn.try_send_raw(&request);
+        while conn.buffered().is_empty()
+            && !conn.is_closed()
+            && Instant::now() < deadline
+            && blocked_clients(ctl) <= before
+        {
+            conn.poll(Duration::from_millis(5));
         }
     }
 }
@@ -280,6 +328,10 @@ pub fn run_steps(name: &str, steps: &[Step], proto: u8, mode: Mode) -> Run {
         fresh: Vec::new(),
         unchecked: 0,
     };
+    // `[conn N]` pairs (index N - 1; the main pair is N = 1) and the control pair `[send]`
+    // lines watch the servers from.
+    let mut extras: Vec<Option<Pair>> = (0..super::transcript::MAX_CONNS).map(|_| None).collect();
+    let mut control: Option<Pair> = None;
     for step in steps {
         let at = format!("{name}:{} (RESP{proto}): {}", step.line, step.text);
         // Bytes nobody asked for mean the previous step got more than one reply: report them
@@ -305,7 +357,21 @@ pub fn run_steps(name: &str, steps: &[Step], proto: u8, mode: Mode) -> Run {
         if step.sleep_ms > 0 {
             std::thread::sleep(Duration::from_millis(step.sleep_ms));
         }
-        let mut outcomes = send_step(&mut pair, step);
+        if step.send {
+            let control = control
+                .get_or_insert_with(|| Pair::open(pair.redis_addr, pair.sluice_addr, pair.proto));
+            send_pending(target(&mut pair, &mut extras, step.conn), control, step);
+            run.fresh.push(None);
+            continue;
+        }
+        let mut outcomes = match step.payload {
+            Payload::Collect => target(&mut pair, &mut extras, step.conn)
+                .conns()
+                .into_iter()
+                .map(read_command_reply)
+                .collect(),
+            _ => send_step(target(&mut pair, &mut extras, step.conn), step),
+        };
         let sluice = outcomes.pop().expect("sluice's outcome");
         let redis = outcomes.pop();
         let recorded = step.recorded(proto).map(Outcome::recorded);
@@ -363,7 +429,11 @@ pub fn run_steps(name: &str, steps: &[Step], proto: u8, mode: Mode) -> Run {
         );
         let broken = |o: &Outcome| o.closed || o.trouble.is_some();
         if redis.as_ref().is_some_and(broken) || broken(&sluice) {
-            pair.reopen();
+            if step.conn <= 1 {
+                pair.reopen();
+            } else {
+                extras[usize::from(step.conn) - 1] = None;
+            }
         }
     }
     run

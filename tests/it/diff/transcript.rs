@@ -4,6 +4,8 @@ use super::render;
 
 /// Upper bound for `[sleep N]`.
 const MAX_SLEEP_MS: u64 = 300;
+/// Connections a transcript may use (`[conn N]`).
+pub const MAX_CONNS: u8 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sort {
@@ -18,6 +20,8 @@ pub enum Sort {
 pub enum Payload {
     Args(Vec<Vec<u8>>),
     Raw(Vec<u8>),
+    /// `[collect N]`: read the reply a `[send]` line left pending on connection N.
+    Collect,
 }
 
 /// What a step got from Redis, as recorded in the file: its replies and whether the
@@ -51,6 +55,10 @@ pub struct Step {
     /// `[now]`: the reply depends on the wall clock, so the recording is an example.
     pub now: bool,
     pub sleep_ms: u64,
+    /// `[conn N]`: the connection (1 = the main one) the line is sent on or collected from.
+    pub conn: u8,
+    /// `[send]`: send without reading the reply (a later `[collect N]` reads it).
+    pub send: bool,
     pub payload: Payload,
     /// Redis's recorded replies: `< ` lines count for both protocols, `<2 ` / `<3 ` lines
     /// for one (and then replace the `< ` lines for it). `None`: nothing recorded.
@@ -128,11 +136,14 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
             any: false,
             now: false,
             sleep_ms: 0,
+            conn: 1,
+            send: false,
             payload: Payload::Args(Vec::new()),
             recorded: [None, None],
         };
         let mut rest = trimmed;
         let mut raw = None;
+        let mut collect = false;
         while let Some(after) = rest.strip_prefix('[') {
             let close = after
                 .find(']')
@@ -154,6 +165,16 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
                     }
                     step.sleep_ms = ms;
                 }
+                (Some(d @ ("conn" | "collect")), Some(n), None) => {
+                    let n: u8 = n
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_CONNS).contains(n))
+                        .ok_or_else(|| err(format!("bad connection `{n}` (1..={MAX_CONNS})")))?;
+                    step.conn = n;
+                    collect = d == "collect";
+                }
+                (Some("send"), None, _) => step.send = true,
                 (Some("raw"), None, _) => {
                     // The text after one separating space, verbatim.
                     let text = rest.strip_prefix(' ').unwrap_or(rest);
@@ -164,7 +185,19 @@ pub fn parse_transcript(name: &str, text: &str) -> Result<Vec<Step>, String> {
             }
             rest = rest.trim_start();
         }
+        if step.send && (raw.is_some() || collect) {
+            return Err(err("[send] goes with a command".into()));
+        }
         step.payload = match raw {
+            None if collect => {
+                if !rest.trim().is_empty() {
+                    return Err(err("[collect N] takes no command".into()));
+                }
+                Payload::Collect
+            }
+            Some(_) if step.conn != 1 => {
+                return Err(err("[raw] lines go to the main connection".into()));
+            }
             Some(bytes) => {
                 if bytes.is_empty() {
                     return Err(err("empty [raw] line".into()));
