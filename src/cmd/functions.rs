@@ -217,7 +217,7 @@ impl<const RO: bool> super::Command for Fcall<RO> {
     }
 }
 
-/// FUNCTION LOAD [REPLACE] code
+/// `FUNCTION LOAD [REPLACE] code`
 #[derive(Debug)]
 pub struct FunctionLoad {
     replace: bool,
@@ -274,7 +274,7 @@ impl super::Command for FunctionDelete {
     }
 }
 
-/// FUNCTION FLUSH [ASYNC|SYNC]
+/// `FUNCTION FLUSH [ASYNC|SYNC]`
 #[derive(Debug)]
 pub struct FunctionFlush;
 
@@ -299,7 +299,7 @@ impl super::Command for FunctionFlush {
     }
 }
 
-/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]
+/// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`
 #[derive(Debug)]
 pub struct FunctionList {
     pattern: Option<Bytes>,

@@ -567,7 +567,7 @@ impl Scripts {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// FUNCTION LOAD [REPLACE]: returns the library name, or Redis's error line.
+    /// `FUNCTION LOAD [REPLACE]`: returns the library name, or Redis's error line.
     pub fn function_load(&self, payload: &[u8], replace: bool) -> Result<String, String> {
         let (name, _) = parse_metadata(payload)?;
         if !replace && self.registry().libraries.contains_key(&name) {
