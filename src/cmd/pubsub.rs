@@ -248,6 +248,15 @@ impl Confirm {
         }
     }
 
+    /// Confirmations for the command `ctx` runs: into EXEC's reply inside MULTI, else pushed.
+    fn new(ctx: &Ctx<'_>) -> Self {
+        Confirm {
+            in_exec: ctx.in_exec,
+            replies: Vec::new(),
+            limit: push_limit(ctx.shared),
+        }
+    }
+
     fn finish(self) -> Reply {
         Reply::Multi(self.replies)
     }
@@ -257,11 +266,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     if kind == Kind::Shard && ctx.in_exec {
         return CmdError::msg("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client").into();
     }
-    let mut confirm = Confirm {
-        in_exec: ctx.in_exec,
-        replies: Vec::new(),
-        limit: push_limit(ctx.shared),
-    };
+    let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
     let subs = ctx
@@ -286,11 +291,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
 }
 
 fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
-    let mut confirm = Confirm {
-        in_exec: ctx.in_exec,
-        replies: Vec::new(),
-        limit: push_limit(ctx.shared),
-    };
+    let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
     let subs = ctx

@@ -65,21 +65,7 @@ impl Ctx {
 
 /// `"…"` with `\\ \" \r \n \t` and `\xHH` for every other byte outside printable ASCII.
 pub fn quote(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() + 2);
-    s.push('"');
-    for &b in bytes {
-        match b {
-            b'\r' => s.push_str("\\r"),
-            b'\n' => s.push_str("\\n"),
-            b'\t' => s.push_str("\\t"),
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            0x20..=0x7e => s.push(b as char),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
-    s
+    format!("\"{}\"", crate::support::escape(bytes))
 }
 
 /// Bare if it reads back unchanged, quoted otherwise.
