@@ -522,6 +522,10 @@ fn execute_inner(
     {
         return reply;
     }
+    // A script (EVAL, FCALL… : the whole-keyspace commands MONITOR skips) is marked busy
+    // before it takes every shard, so commands arriving meanwhile wait at the busy gate.
+    let _announced = (spec.lock == LockMode::All && spec.has(CmdFlags::SKIP_MONITOR))
+        .then(|| shared.scripts.busy.announce());
     let store = lock_for(shared, spec, args);
     // One clock read gives the command's `now` and the start of its INFO commandstats time.
     let (now_ns, started) = shared.clock.now_ns_and_instant();

@@ -180,6 +180,19 @@ impl Busy {
         }
     }
 
+    /// Marks a script as about to start, before it takes its shard locks: a command arriving
+    /// meanwhile then waits at the busy gate instead of blocking its event-loop thread on a
+    /// shard the script is taking. Nothing if a script already runs; the mark is withdrawn
+    /// when the guard drops unless [`Busy::begin_as`] replaced it (the script ran).
+    pub fn announce(&self) -> Announced<'_> {
+        let mark = anchor().elapsed().as_micros() as u64 + 1;
+        let set = self
+            .started_us
+            .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        Announced(self, set.then_some(mark))
+    }
+
     /// Marks a script as started; it ends when the guard drops.
     pub fn begin(&self) -> BusyGuard<'_> {
         self.begin_as(None)
@@ -285,6 +298,24 @@ impl Drop for BusyGuard<'_> {
         self.0.started_us.store(0, Ordering::Release);
         self.0.kill.store(false, Ordering::Relaxed);
         self.0.ended.notify_waiters();
+    }
+}
+
+/// A script announced by [`Busy::announce`]; withdraws the mark it set, if still there.
+#[derive(Debug)]
+pub struct Announced<'a>(&'a Busy, Option<u64>);
+
+impl Drop for Announced<'_> {
+    fn drop(&mut self) {
+        if let Some(mark) = self.1
+            && self
+                .0
+                .started_us
+                .compare_exchange(mark, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.0.ended.notify_waiters();
+        }
     }
 }
 
