@@ -496,6 +496,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 may_block: false,
                 blocked: None,
                 ready: Vec::new(),
+                error_counted: false,
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.

@@ -24,15 +24,14 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::RwLockReadGuard;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::table::Entry;
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Lookup, Shared, VariantCommand, lookup,
-    run_sub, run_sub_as,
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Shared, VariantCommand, run_sub, run_sub_as,
 };
-use crate::client::ClientState;
+use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -184,12 +183,12 @@ pub type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 pub fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
-    spec: &C,
+    entry: &Entry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     match &shared.cluster {
         None => Ok(None),
-        Some(cluster) => route_in_cluster(shared, cluster, client, spec, args),
+        Some(cluster) => route_in_cluster(shared, cluster, client, entry, args),
     }
 }
 
@@ -198,10 +197,11 @@ fn route_in_cluster<'s>(
     shared: &'s Shared,
     cluster: &'s Cluster,
     client: &mut ClientState,
-    spec: &C,
+    entry: &Entry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
-    let exec = spec.name == "exec";
+    let spec = entry.spec;
+    let exec = entry.roles.contains(super::call::Roles::EXEC);
     let slot = if exec {
         // EXEC without MULTI (or with extra arguments) only gets its own error.
         let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
@@ -222,10 +222,7 @@ fn route_in_cluster<'s>(
         },
         Err(redirect) => redirect,
     };
-    shared
-        .stats
-        .total_error_replies
-        .fetch_add(1, Ordering::Relaxed);
+    // (The caller counts the error, as it counts every refusal.)
     if exec {
         client.end_multi();
         super::txn::unwatch_client(shared, client);
@@ -236,11 +233,11 @@ fn route_in_cluster<'s>(
 }
 
 /// The one slot of the keys of every queued command, as EXEC checks them.
-fn queue_slot(shared: &Shared, queue: &[Vec<Bytes>]) -> Result<Option<u16>, Redirect> {
+fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
-    for args in queue {
-        if let Lookup::Found(spec) = lookup(&shared.table, args) {
-            merge_slot(&mut slot, keys_slot(&spec.keys, args)?)?;
+    for q in queue {
+        if let Some(entry) = shared.table.entry(super::CmdId(q.cmd)) {
+            merge_slot(&mut slot, keys_slot(&entry.spec.keys, &q.args)?)?;
         }
     }
     Ok(slot)

@@ -322,13 +322,13 @@ impl Command for CommandGetKeys {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let spec = match super::lookup(&ctx.shared.table, &self.args) {
-            super::Lookup::Found(spec) => spec,
-            super::Lookup::Error(CmdError::WrongArity(_)) => {
+            super::Lookup::Found(entry) => entry.spec,
+            super::Lookup::Error(CmdError::WrongArity(_), _) => {
                 return Err(CmdError::msg(
                     "ERR Invalid number of arguments specified for command",
                 ));
             }
-            super::Lookup::Error(_) => return Err(CmdError::msg("ERR Invalid command specified")),
+            super::Lookup::Error(..) => return Err(CmdError::msg("ERR Invalid command specified")),
         };
         if let KeySpec::Keynum {
             begin,
@@ -1490,6 +1490,7 @@ impl Command for ConfigResetStat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.table.reset_stats();
+        ctx.shared.errors.reset();
         let s = &ctx.shared.stats;
         for c in [
             &s.total_commands,
@@ -1907,30 +1908,17 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         section("Modules", String::new());
     }
     if wanted("commandstats") {
-        let mut b = String::new();
-        for (spec, st) in shared.table.stats() {
-            let calls = st.calls.load(Ordering::Relaxed);
-            let usec = st.usec.load(Ordering::Relaxed);
-            let failed = st.failed.load(Ordering::Relaxed);
-            let _ = write!(
-                b,
-                "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls=0,failed_calls={failed}\r\n",
-                spec.name,
-                if calls > 0 {
-                    usec as f64 / calls as f64
-                } else {
-                    0.0
-                }
-            );
-        }
-        section("Commandstats", b);
+        section("Commandstats", super::stats::commandstats(&shared.table));
     }
     if wanted("errorstats") {
-        section("Errorstats", String::new());
+        section("Errorstats", shared.errors.info());
     }
     if wanted("latencystats") {
-        // Redis 7.0 fills this with per-command latency percentiles; sluice keeps none.
-        section("Latencystats", String::new());
+        let percentiles = [50.0, 99.0, 99.9];
+        section(
+            "Latencystats",
+            super::stats::latencystats(&shared.table, &percentiles),
+        );
     }
     if wanted("cluster") {
         let enabled = shared.cluster.is_some() as u8;
