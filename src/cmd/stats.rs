@@ -11,7 +11,6 @@
 //! a command that took 1 µs shows `p50=1.003`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -198,44 +197,64 @@ impl ErrorStats {
         }
     }
 
-    /// INFO errorstats' lines.
-    pub fn info(&self) -> String {
-        let mut out = String::new();
-        if let Ok(counts) = self.counts.lock() {
-            for (prefix, n) in counts.iter() {
-                let _ = write!(out, "errorstat_{prefix}:count={n}\r\n");
-            }
-        }
-        out
+    /// Every prefix counted, in Redis's (byte) order, with its count.
+    pub fn counts(&self) -> Vec<(Box<str>, u64)> {
+        self.counts
+            .lock()
+            .map(|c| c.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            .unwrap_or_default()
     }
 }
 
-/// INFO commandstats' lines: every command called or refused since the last reset.
-pub fn commandstats(table: &CommandTable) -> String {
-    let mut out = String::new();
-    for e in table.entries().iter().filter(|e| e.seen()) {
-        let s = &e.stats;
-        let calls = s.calls.load(Ordering::Relaxed);
-        let usec = s.usec.load(Ordering::Relaxed);
-        let per_call = if calls > 0 {
-            usec as f64 / calls as f64
+/// One line of INFO commandstats.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandLine {
+    /// The command's table name (`get`, `config|set`).
+    pub name: &'static str,
+    /// Calls that ran.
+    pub calls: u64,
+    /// Microseconds they took.
+    pub usec: u64,
+    /// Calls refused.
+    pub rejected: u64,
+    /// Calls that failed.
+    pub failed: u64,
+}
+
+impl CommandLine {
+    /// `usec_per_call`.
+    pub fn usec_per_call(&self) -> f64 {
+        if self.calls > 0 {
+            self.usec as f64 / self.calls as f64
         } else {
             0.0
-        };
-        let _ = write!(
-            out,
-            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
-            e.spec.name,
-            s.rejected.load(Ordering::Relaxed),
-            s.failed.load(Ordering::Relaxed),
-        );
+        }
     }
-    out
 }
 
-/// INFO latencystats' lines: the given percentiles of every command with samples.
-pub fn latencystats(table: &CommandTable, percentiles: &[f64]) -> String {
-    let mut out = String::new();
+/// INFO commandstats: every command called or refused since the last reset.
+pub fn commandstats(table: &CommandTable) -> Vec<CommandLine> {
+    table
+        .entries()
+        .iter()
+        .filter(|e| e.seen())
+        .map(|e| CommandLine {
+            name: e.spec.name,
+            calls: e.stats.calls.load(Ordering::Relaxed),
+            usec: e.stats.usec.load(Ordering::Relaxed),
+            rejected: e.stats.rejected.load(Ordering::Relaxed),
+            failed: e.stats.failed.load(Ordering::Relaxed),
+        })
+        .collect()
+}
+
+/// INFO latencystats: for every command with samples, its name and each percentile as
+/// Redis names it (`p50`, `p99.9`) with its value in µs.
+pub fn latencystats(
+    table: &CommandTable,
+    percentiles: &[f64],
+) -> Vec<(&'static str, Vec<(String, f64)>)> {
+    let mut out = Vec::new();
     for e in table.entries() {
         let Some(h) = e.stats.histogram.get() else {
             continue;
@@ -243,13 +262,14 @@ pub fn latencystats(table: &CommandTable, percentiles: &[f64]) -> String {
         if h.percentile(100.0).is_none() {
             continue;
         }
-        let _ = write!(out, "latency_percentiles_usec_{}:", e.spec.name);
-        for (i, p) in percentiles.iter().enumerate() {
-            let v = h.percentile(*p).unwrap_or(0) as f64 / 1000.0;
-            let sep = if i > 0 { "," } else { "" };
-            let _ = write!(out, "{sep}p{}={v:.3}", percentile_name(*p));
-        }
-        out.push_str("\r\n");
+        let values = percentiles
+            .iter()
+            .map(|&p| {
+                let us = h.percentile(p).unwrap_or(0) as f64 / 1000.0;
+                (format!("p{}", percentile_name(p)), us)
+            })
+            .collect();
+        out.push((e.spec.name, values));
     }
     out
 }
@@ -295,14 +315,11 @@ mod tests {
         e.count("WRONGTYPE Operation");
         e.count("x");
         e.count("AVERYLONGPREFIXTHATHASNOSPACEWITHIN32BYTES at all");
-        assert_eq!(
-            e.info(),
-            "errorstat_ERR:count=3\r\nerrorstat_WRONGTYPE:count=1\r\n"
-        );
+        assert_eq!(e.counts(), vec![("ERR".into(), 3), ("WRONGTYPE".into(), 1)]);
         for i in 0..300 {
             e.count(&format!("E{i} x"));
         }
-        assert_eq!(e.info().lines().count(), ERRORSTATS_LIMIT);
+        assert_eq!(e.counts().len(), ERRORSTATS_LIMIT);
     }
 
     #[test]
