@@ -290,3 +290,65 @@ fn a_command_slowed_by_a_fault_shows_in_slowlog_and_latency() {
     assert_eq!(run(&mut s, &["LATENCY", "RESET"]), Value::Int(1));
     assert_eq!(run(&mut s, &["LATENCY", "LATEST"]), Value::Array(vec![]));
 }
+
+/// The MONITOR lines a server sends while `script` runs on another connection, with the
+/// timestamp and the client's port left out.
+fn monitored(port: u16, script: &[&[&str]]) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut mon = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    mon.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    mon.write_all(b"MONITOR\r\n").unwrap();
+    let mut reader = BufReader::new(mon.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "+OK\r\n");
+    let mut con = connect(port);
+    for args in script {
+        run(&mut con, args);
+    }
+    run(&mut con, &["ECHO", "end"]);
+    let mut lines = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        // `+<time> [<db> <addr>] args`: keep the db, the address's kind and the arguments.
+        let (_, rest) = line.split_once(" [").unwrap();
+        let (who, args) = rest.split_once("] ").unwrap();
+        let who = match who.split_once(' ') {
+            Some((db, addr)) if addr.starts_with("127.0.0.1:") => format!("{db} client"),
+            _ => who.to_string(),
+        };
+        let shown = format!("[{who}] {}", args.trim_end());
+        if shown.ends_with("\"ECHO\" \"end\"") {
+            break;
+        }
+        if !shown.contains("\"CLIENT\"") {
+            lines.push(shown);
+        }
+    }
+    lines
+}
+
+#[test]
+fn monitor_shows_exec_and_script_calls_as_redis_does() {
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let script: &[&[&str]] = &[
+        &["MULTI"],
+        &["SET", "a", "1"],
+        &["INCR", "a"],
+        &["EXEC"],
+        &[
+            "EVAL",
+            "redis.call('set', 'b', 'x') return redis.call('get', 'b')",
+            "0",
+        ],
+        &["AUTH", "u", "p"],
+        &["CONFIG", "SET", "requirepass", ""],
+    ];
+    let redis_lines = monitored(redis_server.port(), script);
+    let sluice_lines = monitored(server.addr().port(), script);
+    assert_eq!(sluice_lines, redis_lines);
+    assert!(sluice_lines.iter().any(|l| l.starts_with("[0 lua]")));
+}
