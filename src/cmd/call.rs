@@ -118,8 +118,9 @@ pub fn call<'a>(
     let shared = ctx.shared;
     let spec = entry.spec;
     // Time a command asked to be held (DEBUG SLEEP, FAULT LATENCY) counts as its own, as
-    // a real sleep in Redis would: SLOWLOG and LATENCY see it.
-    let held_before = ctx.client.sleep.take();
+    // a real sleep in Redis would: SLOWLOG and LATENCY see it. What earlier commands of the
+    // batch asked for is set aside once the command is past its checks, then added back.
+    let held_before;
     // Kept to the end of the reply: cluster routing's guard, the busy announcement.
     let mut _routed = None;
     let mut _announced = None;
@@ -128,16 +129,13 @@ pub fn call<'a>(
             let keys: &'a [Bytes] = keys;
             match client_policy(ctx, entry, args) {
                 Ok(guard) => _routed = Some(guard),
-                Err(reply) => {
-                    ctx.client.sleep = held_before;
-                    return reply;
-                }
+                Err(reply) => return reply,
             }
             if ctx.client.multi.is_some() && !spec.immediate {
                 queue(ctx.client, entry, args);
-                ctx.client.sleep = held_before;
                 return Reply::status("QUEUED");
             }
+            held_before = ctx.client.sleep.take();
             if let Some(hooks) = &shared.test
                 && let Some(reply) =
                     hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx.client)
@@ -165,6 +163,7 @@ pub fn call<'a>(
                     Reply::Error(NOT_IN_MULTI.into()),
                 );
             }
+            held_before = ctx.client.sleep.take();
             Instant::now()
         }
         Caller::Script(rules) => {
@@ -178,6 +177,7 @@ pub fn call<'a>(
                 }
                 return refused;
             }
+            held_before = ctx.client.sleep.take();
             Instant::now()
         }
     };
