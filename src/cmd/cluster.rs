@@ -1,4 +1,4 @@
-//! Cluster mode, command side: the routing hook `execute` calls, the CLUSTER subcommands,
+//! Cluster mode, command side: the routing hook `cmd::call` calls, the CLUSTER subcommands,
 //! READONLY / READWRITE / ASKING, and the sweep that drops keys after a map change.
 //!
 //! # Routing, as Redis 7.0 does it
@@ -176,7 +176,7 @@ fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
 /// The guard a routed command holds while it runs (see [`Cluster::route`]).
 pub type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 
-/// The routing check `execute` makes before a command runs or is queued: `Ok` with the guard
+/// The routing check `cmd::call` makes before a command runs or is queued: `Ok` with the guard
 /// to hold until the reply (None when there is nothing to hold: cluster mode off, or no
 /// keys), or `Err` with the redirect to reply instead. MULTI state is updated as Redis does.
 #[inline]

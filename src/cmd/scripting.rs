@@ -2,8 +2,9 @@
 //! KILL | HELP, plus the `-BUSY` gate connections pass through while a script runs.
 //!
 //! The Lua engine lives in `crate::script`; this module is its host. A script runs holding
-//! every shard (the commands are `whole_keyspace`, so `execute` and EXEC lock them all, in
-//! order, before the handler runs): a script may touch keys it did not declare (Python
+//! every shard (the commands are `whole_keyspace`, so `cmd::call` for a client, and EXEC,
+//! lock them all, in order, before the handler runs): a script may touch keys it did not
+//! declare (Python
 //! `limits` resets with KEYS + DEL), and no other client's command can interleave with it.
 //! `now` is read once for the whole script, so every call inside it, TIME included, sees the
 //! same instant of sluice's clock (the test clock in test mode).
