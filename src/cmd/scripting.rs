@@ -4,8 +4,8 @@
 //! The Lua engine lives in `crate::script`; this module is its host. A script runs holding
 //! every shard (the commands are `whole_keyspace`, so `cmd::call` for a client, and EXEC,
 //! lock them all, in order, before the handler runs): a script may touch keys it did not
-//! declare (Python
-//! `limits` resets with KEYS + DEL), and no other client's command can interleave with it.
+//! declare (Python `limits` resets with KEYS + DEL), and no other client's command can
+//! interleave with it.
 //! `now` is read once for the whole script, so every call inside it, TIME included, sees the
 //! same instant of sluice's clock (the test clock in test mode).
 //!
