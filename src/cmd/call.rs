@@ -451,3 +451,55 @@ fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool
         cap,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command `roles_of` names exists, so a renamed command cannot silently lose
+    /// its role.
+    #[test]
+    fn every_role_names_a_command_of_the_table() {
+        let table = super::super::CommandTable::build();
+        let named = [
+            "exec",
+            "discard",
+            "quit",
+            "reset",
+            "ping",
+            "subscribe",
+            "ssubscribe",
+            "unsubscribe",
+            "sunsubscribe",
+            "psubscribe",
+            "punsubscribe",
+            "watch",
+            "info",
+            "config|resetstat",
+            "clock|advance",
+            "clock|set",
+            "pfcount",
+            "publish",
+            "spublish",
+            "fcall",
+            "eval",
+            "eval_ro",
+            "evalsha",
+            "evalsha_ro",
+        ];
+        for name in named {
+            let entry = table
+                .entries()
+                .iter()
+                .find(|e| e.spec.name == name)
+                .unwrap_or_else(|| panic!("{name} is not in the table"));
+            assert!(!entry.roles.is_empty(), "{name}");
+        }
+        let with_roles = table
+            .entries()
+            .iter()
+            .filter(|e| !e.roles.is_empty())
+            .count();
+        assert_eq!(with_roles, named.len());
+    }
+}
