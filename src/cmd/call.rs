@@ -454,8 +454,6 @@ fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Every command `roles_of` names exists, so a renamed command cannot silently lose
     /// its role.
     #[test]
