@@ -213,10 +213,7 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         "loadmodule",
         Kind::Refused("sluice cannot load Redis modules (CL.THROTTLE is built in)"),
     ),
-    (
-        "notify-keyspace-events",
-        Kind::Only(&[""], "sluice has no pub/sub, so no keyspace notifications"),
-    ),
+    ("notify-keyspace-events", Kind::Acts),
     (
         "maxmemory-clients",
         Kind::Only(&["0"], "sluice does not evict clients by their memory"),

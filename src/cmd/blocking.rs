@@ -496,6 +496,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 may_block: false,
                 blocked: None,
                 ready: Vec::new(),
+                events: super::notify::Events::new(shared),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.
@@ -514,9 +515,11 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Ok(None) => break,
                 Err(e) => e.into(),
             };
+            let events = ctx.take_events();
             drop(ctx);
             *st = State::Done(reply);
             drop(st);
+            super::notify::publish(shared, events);
             w.notify.notify_one();
             shared.blocked.remove(&w);
             if let Some(d) = &dst
