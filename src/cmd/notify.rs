@@ -20,7 +20,7 @@
 use bytes::Bytes;
 
 use super::{Ctx, Shared};
-use crate::config::keyspace_events as class;
+pub use crate::config::keyspace_events as class;
 use crate::store::keylog::{self, KeyEvent};
 
 /// One event to publish.
