@@ -1,6 +1,7 @@
 //! Generic key commands: existence, deletion, expiry, type, iteration, renaming, copying and
 //! moving (COPY, MOVE), databases, OBJECT, TOUCH and WAIT.
 
+use super::notify::class;
 use bytes::Bytes;
 
 use super::strings::Precision;
@@ -339,12 +340,14 @@ impl Command for Del {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let n = self
-            .keys
-            .iter()
-            .filter(|k| ctx.store.remove(db, k, ctx.now_ms).is_some())
-            .count();
-        Ok(Reply::Int(n as i64))
+        let mut n = 0;
+        for k in &self.keys {
+            if ctx.store.remove(db, k, ctx.now_ms).is_some() {
+                ctx.notify(class::GENERIC, "del", k);
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
     }
 }
 
@@ -471,9 +474,11 @@ impl VariantCommand for Expire {
         }
         if when <= ctx.now_ms as i64 {
             ctx.store.remove(db, &self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", &self.key);
         } else {
             ctx.store
                 .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
+            ctx.notify(class::GENERIC, "expire", &self.key);
         }
         Ok(Reply::Int(1))
     }
@@ -540,6 +545,7 @@ impl Command for Persist {
             .is_some_and(|e| e.expire_at().is_some());
         if has_ttl {
             ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
+            ctx.notify(class::GENERIC, "persist", &self.key);
         }
         Ok(Reply::Int(has_ttl as i64))
     }
@@ -875,7 +881,11 @@ impl VariantCommand for Rename {
             return Err(CmdError::NoSuchKey);
         };
         let expire = entry.expire_at();
+        // Redis deletes an existing destination and adds the key anew (a `new` event).
+        ctx.store.remove(db, &self.to, now);
         ctx.store.set(db, &self.to, entry.value, expire);
+        ctx.notify(class::GENERIC, "rename_from", &self.from);
+        ctx.notify(class::GENERIC, "rename_to", &self.to);
         Ok(if nx { Reply::Int(1) } else { Reply::ok() })
     }
 }
@@ -1067,6 +1077,13 @@ impl Command for SwapDb {
             for shard in ctx.store.shards_mut() {
                 shard.swap_dbs(a, b);
             }
+            // Clients blocked on a key of either database may find it now (Redis's
+            // scanDatabaseForReadyKeys); `serve` checks each key's presence and type.
+            for db in [a, b] {
+                for key in ctx.shared.blocked.keys_in_db(db) {
+                    super::blocking::note_ready(ctx, db, key);
+                }
+            }
         }
         Ok(Reply::ok())
     }
@@ -1224,6 +1241,10 @@ impl Command for Copy {
             ctx.store.remove(dst_db, &self.dst, now);
         }
         ctx.store.set(dst_db, &self.dst, value, expire);
+        ctx.notify_db(class::GENERIC, dst_db, "copy_to", &self.dst);
+        if dst_db != src_db {
+            super::blocking::note_ready(ctx, dst_db, self.dst.clone());
+        }
         Ok(Reply::Int(1))
     }
 }
@@ -1264,6 +1285,9 @@ impl Command for Move {
         };
         let expire = entry.expire_at();
         ctx.store.set(dst_db, &self.key, entry.value, expire);
+        ctx.notify_db(class::GENERIC, src_db, "move_from", &self.key);
+        ctx.notify_db(class::GENERIC, dst_db, "move_to", &self.key);
+        super::blocking::note_ready(ctx, dst_db, self.key.clone());
         Ok(Reply::Int(1))
     }
 }
