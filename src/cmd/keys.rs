@@ -569,6 +569,10 @@ impl Command for Type {
             .store
             .lookup(db, &self.key, ctx.now_ms)
             .map_or("none", |e| e.value.type_name());
+        if name == "none" {
+            // Redis's TYPE is a read lookup: a missing key is a `keymiss`.
+            ctx.notify(class::KEY_MISS, "keymiss", &self.key);
+        }
         Ok(Reply::status(name))
     }
 }
