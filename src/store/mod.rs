@@ -512,6 +512,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn shards_log_key_events_only_when_asked_and_hand_them_over() {
+        let ks = Keyspace::new(1, 2, 0);
+        let key = bytes::Bytes::from_static(b"k");
+        let mut events = Vec::new();
+        {
+            let mut locked = ks.lock_args([&key[..]]);
+            locked.set(0, &key, Value::Int(1), Some(10));
+            locked.take_log(&mut events);
+        }
+        assert!(events.is_empty(), "nothing is logged while the mask is 0");
+        ks.set_log_mask(keylog::NEW | keylog::EXPIRED);
+        {
+            let mut locked = ks.lock_args([&key[..]]);
+            locked.set(1, &key, Value::Int(1), Some(10));
+            locked.set(1, &key, Value::Int(2), Some(10));
+            locked.take_log(&mut events);
+        }
+        assert_eq!(events, vec![(keylog::NEW, 1, Box::from(&b"k"[..]))]);
+        events.clear();
+        // The reaper hands over what it expired, in one batch per lock hold.
+        let reaped = ks.try_reap_shard(0, 100, 128, &mut events);
+        assert_eq!(reaped.map(|r| r.0), Some((2, false)));
+        let mut got: Vec<(u8, usize)> = events.iter().map(|e| (e.0, e.1)).collect();
+        got.sort();
+        assert_eq!(got, vec![(keylog::EXPIRED, 0), (keylog::EXPIRED, 1)]);
+    }
+
+    #[test]
     fn locked_keys_are_hashed_once_and_other_slices_still_work() {
         let ks = Keyspace::new(8, 1, 0);
         let a = bytes::Bytes::from_static(b"rate:user:1");
