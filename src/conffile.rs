@@ -785,6 +785,25 @@ mod tests {
     }
 
     #[test]
+    fn notify_keyspace_events_is_read_with_redis_letters() {
+        let loaded = from_text("r.conf", "notify-keyspace-events \"Ex\"\n").unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            loaded.config.param("notify-keyspace-events").as_deref(),
+            Some("xE")
+        );
+        let Err(Problems(p)) = from_text("r.conf", "\nnotify-keyspace-events KEq\n") else {
+            panic!("should fail");
+        };
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("r.conf:2: 'notify-keyspace-events KEq'")
+                && p[0].contains("Invalid event class character"),
+            "{p:?}"
+        );
+    }
+
+    #[test]
     fn a_later_value_overrides_a_refused_one() {
         let loaded = from_text(
             "r.conf",
