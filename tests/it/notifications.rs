@@ -209,3 +209,29 @@ fn notifications_off_publish_nothing_and_classes_filter() {
     );
     assert_quiet(&mut sub);
 }
+
+#[test]
+fn cl_throttle_reports_its_write_as_set_and_expire() {
+    let server = sluice();
+    let mut c = Conn::connect(server.addr());
+    let mut sub = subscriber(server.addr(), b"__keyspace@0__:*");
+    ok(
+        &mut c,
+        &[b"CONFIG", b"SET", b"notify-keyspace-events", b"KA"],
+    );
+    let _ = c.cmd(&[b"CLOCK", b"FREEZE"]);
+    // Allowed: the state is written.
+    let r = c.cmd(&[b"CL.THROTTLE", b"u1", b"0", b"1", b"60", b"1"]);
+    assert!(r.starts_with(b"*5\r\n:0\r\n"), "{}", escape(&r));
+    assert_eq!(
+        messages(&mut sub, 2),
+        vec![
+            (b"__keyspace@0__:u1".to_vec(), b"set".to_vec()),
+            (b"__keyspace@0__:u1".to_vec(), b"expire".to_vec()),
+        ]
+    );
+    // Limited: nothing is written, nothing is emitted.
+    let r = c.cmd(&[b"CL.THROTTLE", b"u1", b"0", b"1", b"60", b"1"]);
+    assert!(r.starts_with(b"*5\r\n:1\r\n"), "{}", escape(&r));
+    assert_quiet(&mut sub);
+}
