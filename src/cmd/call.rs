@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::table::Entry;
-use super::{CmdFlags, Ctx, LockMode, Shared, blocking, cluster, lock_for, maxmemory, monitor};
+use super::{
+    CmdFlags, Ctx, LockMode, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify,
+};
 use crate::client::ClientState;
 use crate::protocol::Reply;
 
@@ -218,10 +220,14 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
     };
     blocking::note_write(ctx, spec, args);
     if matches!(caller, Caller::Client(_)) {
-        // The command's locks are dropped before anything else; then clients blocked on
-        // keys it wrote are served before its reply goes out and before the next command
-        // runs (Redis's handleClientsBlockedOnKeys).
+        // The key events are taken while the shards (and their logs) are still held, then
+        // the locks are dropped before anything else. Notifications go out with no lock
+        // held; then clients blocked on keys the command wrote are served (their pops emit
+        // their own), before its reply goes out and before the next command runs (Redis's
+        // handleClientsBlockedOnKeys).
+        let events = ctx.take_events();
         ctx.store.release();
+        notify::publish(ctx.shared, events);
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             blocking::serve(ctx.shared, ready);

@@ -33,6 +33,7 @@ pub mod list;
 pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
+pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod scripting;
@@ -154,7 +155,7 @@ impl Shared {
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
-        Shared {
+        let shared = Shared {
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),
@@ -177,7 +178,15 @@ impl Shared {
             errors: stats::ErrorStats::default(),
             slowlog: slowlog::SlowLog::default(),
             latency: latency::LatencyMonitor::default(),
-        }
+        };
+        shared.configure_notifications();
+        shared
+    }
+
+    /// Applies `notify-keyspace-events` (at start and after CONFIG SET): which key events
+    /// the store logs for notifications.
+    pub fn configure_notifications(&self) {
+        notify::configure(self, self.live.notify_keyspace_events());
     }
 
     /// A copy of the configuration.
@@ -209,6 +218,8 @@ pub struct Ctx<'a> {
     /// Set by a script command whose error reply came from a failed `redis.call`: that
     /// call counted the error already (see `call`).
     pub error_counted: bool,
+    /// Keyspace notifications emitted, published once the locks are released.
+    pub events: notify::Events,
 }
 
 impl Ctx<'_> {
@@ -442,6 +453,7 @@ fn execute_request(
         blocked: None,
         ready: Vec::new(),
         error_counted: false,
+        events: notify::Events::new(shared),
     };
     let reply = call(&mut ctx, entry, args, Caller::Client(args));
     (reply, ctx.blocked.take())

@@ -284,6 +284,7 @@ impl Command for Exec {
             blocked: None,
             ready: Vec::new(),
             error_counted: false,
+            events: super::notify::Events::new(shared),
         };
 
         let id = run.client.id();
@@ -308,8 +309,10 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        let events = run.take_events();
         drop(run);
         ctx.ready.extend(ready);
+        ctx.events.extend(events);
         unwatch_all(ctx);
         Ok(Reply::Array(replies))
     }
