@@ -8,7 +8,8 @@ use crate::cmd::{ArgCursor, Command, Ctx, VariantCommand};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
-/// EXPIRE (0), PEXPIRE (1), EXPIREAT (2), PEXPIREAT (3) key time [NX|XX|GT|LT]
+/// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX|XX|GT|LT] (the table names the unit
+/// and whether the time is relative or absolute)
 #[derive(Debug)]
 pub struct Expire {
     unit: (Precision, Time),
