@@ -18,8 +18,8 @@ use super::{
     run_as,
 };
 use crate::cmd::args::is;
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::value::{SetValue, scan_hash, scan_step};

@@ -6,9 +6,9 @@
 use bytes::{Bytes, BytesMut};
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
-use crate::cmd::args::parse_i64;
-use crate::cmd::long_double::{self, LongDouble};
 use crate::error::{CmdError, CmdResult};
+use crate::num::long_double::{self, LongDouble};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 

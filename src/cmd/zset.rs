@@ -25,16 +25,17 @@
 
 use bytes::Bytes;
 
-use super::args::{glob_match, is, parse_i64};
+use super::args::{glob_match, is};
 use super::keys::parse_scan_options;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
+use crate::num::{format_double, parse_double};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::{
     AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
-    format_score, parse_score,
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.
@@ -354,7 +355,7 @@ impl AddArgs {
         flags.validate(rest.len() / 2).map_err(zset_error)?;
         let pairs = rest
             .chunks_exact(2)
-            .map(|p| Ok((parse_score(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
+            .map(|p| Ok((parse_double(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
             .collect::<CmdResult<Vec<_>>>()?;
         Ok(AddArgs {
             key,
@@ -1052,7 +1053,7 @@ impl Command for ZScan {
                 continue;
             }
             text.clear();
-            format_score(s, &mut text);
+            format_double(s, &mut text);
             out.push(Reply::Bulk(m));
             out.push(Reply::bulk(&text));
         }

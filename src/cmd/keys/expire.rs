@@ -2,10 +2,10 @@
 
 use bytes::Bytes;
 
-use crate::cmd::args::parse_i64;
 use crate::cmd::strings::Precision;
 use crate::cmd::{ArgCursor, Command, Ctx, VariantCommand};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX|XX|GT|LT] (the table names the unit

@@ -22,8 +22,8 @@ use super::strings::Precision;
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_as,
 };
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// The key commands.
