@@ -22,6 +22,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::SetMut;
 use crate::store::value::{SetValue, scan_hash, scan_step};
 
 /// The set commands.
@@ -105,14 +106,26 @@ fn read_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut Se
     }
 }
 
-/// Looks a set up for a write command (no stats): None if missing, WRONGTYPE for others.
-fn write_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut SetValue>> {
+/// The set at `key` for a change in place (no stats): None if missing, WRONGTYPE for
+/// others. The guard signals WATCH and deletes an emptied set when dropped.
+fn write_set<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<SetMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    ctx.store.modify(db, key, now)
+}
+
+/// The set at `key`, or a new empty one whose encoding suits `first` (Redis picks a new
+/// set's encoding from its first member), stored when the guard drops if filled.
+fn set_or_create<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+    first: &[u8],
+) -> CmdResult<SetMut<'l, 'a, 'k>> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    ctx.store
+        .modify_or_create(db, key, now, || Box::new(SetValue::new_for(first)))
 }
 
 /// SADD key member [member …]
@@ -132,17 +145,10 @@ impl Command for SAdd {
         Ok(SAdd { key, members })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        // Redis picks the encoding of a new set from its first member.
-        let first = &self.members[0];
-        let Value::Set(set) = ctx.store.get_or_create(db, &self.key, now, || {
-            Value::Set(Box::new(SetValue::new_for(first)))
-        }) else {
-            return Err(CmdError::WrongType);
-        };
+        let mut set = set_or_create(ctx, &self.key, &self.members[0])?;
         let added = self.members.iter().filter(|m| set.insert(m)).count();
-        if added > 0 {
-            ctx.store.touch(db, &self.key);
+        if added == 0 {
+            set.mark_unchanged();
         }
         Ok(Reply::Int(added as i64))
     }
@@ -163,13 +169,12 @@ impl Command for SRem {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(set) = write_set(ctx, &self.key)? else {
+        let Some(mut set) = write_set(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = self.members.iter().filter(|m| set.remove(m)).count();
-        if removed > 0 {
-            let db = ctx.db();
-            ctx.store.touch_and_prune(db, &self.key);
+        if removed == 0 {
+            set.mark_unchanged();
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -283,8 +288,7 @@ impl Command for SPop {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let Some(set) = write_set(ctx, &self.key)? else {
+        let Some(mut set) = write_set(ctx, &self.key)? else {
             return Ok(if self.count.is_some() {
                 Reply::Set(vec![])
             } else {
@@ -292,17 +296,16 @@ impl Command for SPop {
             });
         };
         let Some(count) = self.count else {
-            let member = set.remove_index(rand::random_range(0..set.len().max(1)));
-            ctx.store.touch_and_prune(db, &self.key);
-            return Ok(member.into());
+            let i = rand::random_range(0..set.len().max(1));
+            return Ok(set.remove_index(i).into());
         };
         if count == 0 {
             return Ok(Reply::Set(vec![]));
         }
         if count >= set.len() {
             let all = set.iter().map(Reply::Bulk).collect();
-            let now = ctx.now_ms;
-            ctx.store.remove(db, &self.key, now);
+            // Emptied, so the guard deletes the key when it drops.
+            **set = SetValue::Ints(Vec::new());
             return Ok(Reply::Set(all));
         }
         let mut rng = rand::rng();
@@ -311,7 +314,6 @@ impl Command for SPop {
             let i = rng.random_range(0..set.len());
             popped.extend(set.remove_index(i).map(Reply::Bulk));
         }
-        ctx.store.touch_and_prune(db, &self.key);
         Ok(Reply::Set(popped))
     }
 }
@@ -653,7 +655,6 @@ impl Command for SMove {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         // As Redis: a missing source answers 0 before either type is checked.
         if write_set(ctx, &self.source)?.is_none() {
             return Ok(Reply::Int(0));
@@ -663,20 +664,15 @@ impl Command for SMove {
             let found = write_set(ctx, &self.source)?.is_some_and(|s| s.contains(&self.member));
             return Ok(Reply::Int(found as i64));
         }
-        let removed = write_set(ctx, &self.source)?.is_some_and(|s| s.remove(&self.member));
-        if !removed {
+        if let Some(mut src) = write_set(ctx, &self.source)?
+            && !src.remove(&self.member)
+        {
+            src.mark_unchanged();
             return Ok(Reply::Int(0));
         }
-        ctx.store.touch_and_prune(db, &self.source);
-        let now = ctx.now_ms;
-        let member = &self.member;
-        let Value::Set(dst) = ctx.store.get_or_create(db, &self.destination, now, || {
-            Value::Set(Box::new(SetValue::new_for(member)))
-        }) else {
-            return Err(CmdError::WrongType);
-        };
-        if dst.insert(member) {
-            ctx.store.touch(db, &self.destination);
+        let mut dst = set_or_create(ctx, &self.destination, &self.member)?;
+        if !dst.insert(&self.member) {
+            dst.mark_unchanged();
         }
         Ok(Reply::Int(1))
     }
