@@ -30,10 +30,10 @@ use super::keys::parse_scan_options;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
-use crate::num::parse_i64;
-use crate::num::{format_double, parse_double};
+use crate::num::{format_double, parse_double, parse_i64};
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::SortedSetMut;
 use crate::store::zset::{
     AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
 };
@@ -265,17 +265,14 @@ fn read_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut S
     }
 }
 
-/// The sorted set at `key` for a write (no stats); the caller must `touch` or
-/// `touch_and_prune` after changing it.
-fn write_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut SortedSet>> {
+/// The sorted set at `key` for a change in place (no stats): None if missing, WRONGTYPE
+/// for others. The guard signals WATCH and deletes an emptied set when dropped.
+fn write_zset<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<SortedSetMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(CmdError::WrongType),
-        },
-    }
+    ctx.store.modify(db, key, now)
 }
 
 /// Members with optional scores, shaped as Redis 7.0 replies them for protocol `resp`:
@@ -366,26 +363,26 @@ impl AddArgs {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
+        let (db, now) = (ctx.db(), ctx.now_ms);
         let limits = limits(ctx.shared);
-        let tally = match write_zset(ctx, &self.key)? {
-            Some(z) => {
-                let tally = self.add_to(z, &limits);
-                if tally.added + tally.updated > 0 {
-                    ctx.store.touch(db, &self.key);
-                }
-                tally
-            }
-            // No key and XX: nothing to do, and no key is created.
-            None if self.flags.xx => AddTally::default(),
-            None => {
-                let mut z = SortedSet::new();
+        // With XX a missing key stays missing; otherwise a new set is stored if filled.
+        let z = if self.flags.xx {
+            write_zset(ctx, &self.key)?
+        } else {
+            Some(
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || Box::new(SortedSet::new()))?,
+            )
+        };
+        let tally = match z {
+            Some(mut z) => {
                 let tally = self.add_to(&mut z, &limits);
-                if !z.is_empty() {
-                    ctx.store.set(db, &self.key, Value::ZSet(Box::new(z)), None);
+                if tally.added + tally.updated == 0 {
+                    z.mark_unchanged();
                 }
                 tally
             }
+            None => AddTally::default(),
         };
         if let Some(e) = tally.error {
             return Err(zset_error(e));
@@ -474,8 +471,7 @@ impl Command for ZRem {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let mut removed = 0;
@@ -487,8 +483,8 @@ impl Command for ZRem {
                 }
             }
         }
-        if removed > 0 {
-            ctx.store.touch_and_prune(db, &self.key);
+        if removed == 0 {
+            z.mark_unchanged();
         }
         Ok(Reply::Int(removed))
     }
@@ -866,8 +862,7 @@ impl VariantCommand for ZRemRange {
         Ok(ZRemRange { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = match &self.by {
@@ -875,8 +870,8 @@ impl VariantCommand for ZRemRange {
             RangeBy::Score(r) => z.remove_range_by_score(r),
             RangeBy::Lex(r) => z.remove_range_by_lex(r),
         };
-        if removed > 0 {
-            ctx.store.touch_and_prune(db, &self.key);
+        if removed == 0 {
+            z.mark_unchanged();
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }
@@ -909,9 +904,8 @@ impl VariantCommand for ZPop {
         Ok(ZPop { order, key, count })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         let resp = ctx.client.resp;
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Array(Vec::new()));
         };
         let n = self.count.unwrap_or(1);
@@ -920,7 +914,7 @@ impl VariantCommand for ZPop {
         }
         let max = self.order == Order::Descending;
         let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), max);
-        ctx.store.touch_and_prune(db, &self.key);
+        drop(z);
         // Without a count the reply is one flat pair, in RESP3 too.
         let resp = if self.count.is_some() { resp } else { 2 };
         Ok(scored_reply(popped, true, resp))
