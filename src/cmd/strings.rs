@@ -512,13 +512,7 @@ impl Command for GetEx {
                 ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
             }
         } else if self.persist {
-            let has_ttl = ctx
-                .store
-                .lookup(db, &self.key, ctx.now_ms)
-                .is_some_and(|e| e.expire_at().is_some());
-            if has_ttl {
-                ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
-            }
+            crate::cmd::keys::expire::persist(ctx, &self.key);
         }
         Ok(Reply::Bulk(value))
     }

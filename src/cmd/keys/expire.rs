@@ -170,14 +170,20 @@ impl Command for Persist {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let has_ttl = ctx
-            .store
-            .lookup(db, &self.key, ctx.now_ms)
-            .is_some_and(|e| e.expire_at().is_some());
-        if has_ttl {
-            ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
-        }
-        Ok(Reply::Int(has_ttl as i64))
+        Ok(Reply::Int(persist(ctx, &self.key) as i64))
     }
+}
+
+/// Removes `key`'s TTL (PERSIST, GETEX PERSIST): whether it had one. A key without one is
+/// left alone, so WATCH is not signalled for nothing.
+pub(crate) fn persist(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let db = ctx.db();
+    let has_ttl = ctx
+        .store
+        .lookup(db, key, ctx.now_ms)
+        .is_some_and(|e| e.expire_at().is_some());
+    if has_ttl {
+        ctx.store.set_expire(db, key, None, ctx.now_ms);
+    }
+    has_ttl
 }

@@ -4,7 +4,7 @@
 //! SWAPDB), `object` (OBJECT, MEMORY USAGE).
 
 mod db;
-mod expire;
+pub(crate) mod expire;
 mod object;
 mod rename;
 mod scan;
