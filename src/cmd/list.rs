@@ -16,6 +16,7 @@
 //! signals those unconditionally); LREM that removes nothing, LINSERT without its pivot,
 //! LPUSHX on a missing key and LPOP with a count of 0 signal nothing.
 
+use super::notify::class;
 use std::collections::VecDeque;
 
 use bytes::Bytes;
@@ -138,6 +139,22 @@ pub enum End {
 }
 
 impl End {
+    /// The event a pop from this end emits.
+    pub(crate) fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    /// The event a push at this end emits.
+    pub(crate) fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
     /// LEFT or RIGHT (any case), else a syntax error.
     pub(crate) fn parse(b: &[u8]) -> CmdResult<End> {
         if is(b, "left") {
@@ -218,7 +235,10 @@ impl VariantCommand for Push {
         for e in &self.elements {
             end.push(&mut l, stored(e));
         }
-        Ok(Reply::Int(l.len() as i64))
+        let len = l.len();
+        drop(l);
+        ctx.notify(class::LIST, end.push_event(), &self.key);
+        Ok(Reply::Int(len as i64))
     }
 }
 
@@ -272,6 +292,9 @@ impl VariantCommand for Pop {
             Some(0) => return Ok(Reply::Array(Vec::new())),
             Some(n) => Reply::Array(end.pop_many(&mut l, n)),
         };
+        drop(l);
+        ctx.notify(class::LIST, end.pop_event(), &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(reply)
     }
 }
@@ -386,6 +409,9 @@ impl Command for LTrim {
         }
         // Redis signals LTRIM even when it keeps every element.
         l.mark_changed();
+        drop(l);
+        ctx.notify(class::LIST, "ltrim", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::ok())
     }
 }
@@ -416,6 +442,8 @@ impl Command for LSet {
         // Resolved through a read first: an index out of range changes nothing.
         let i = resolve_index(index, l.len()).ok_or(CmdError::msg("ERR index out of range"))?;
         l[i] = stored(&self.element);
+        drop(l);
+        ctx.notify(class::LIST, "lset", &self.key);
         Ok(Reply::ok())
     }
 }
@@ -446,6 +474,10 @@ impl Command for LRem {
         let removed = remove_matches(&mut l, &self.element, self.count);
         if removed == 0 {
             l.mark_unchanged();
+        } else {
+            drop(l);
+            ctx.notify(class::LIST, "lrem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -516,7 +548,10 @@ impl Command for LInsert {
             return Ok(Reply::Int(-1));
         };
         l.insert(pos + usize::from(self.after), stored(&self.element));
-        Ok(Reply::Int(l.len() as i64))
+        let len = l.len();
+        drop(l);
+        ctx.notify(class::LIST, "linsert", &self.key);
+        Ok(Reply::Int(len as i64))
     }
 }
 
@@ -664,6 +699,9 @@ impl Command for LMove {
                 return Ok(Reply::Null);
             };
             self.to.push(&mut src, v.clone());
+            drop(src);
+            ctx.notify(class::LIST, self.to.push_event(), &self.source);
+            ctx.notify(class::LIST, self.from.pop_event(), &self.source);
             return Ok(Reply::Bulk(v));
         }
         if src.is_empty() {
@@ -679,6 +717,11 @@ impl Command for LMove {
         };
         let mut dst = list_or_create(&mut ctx.store, db, &self.destination, now)?;
         self.to.push(&mut dst, v.clone());
+        drop(dst);
+        // Redis's order: the push, then the pop, then the emptied source's `del`.
+        ctx.notify(class::LIST, self.to.push_event(), &self.destination);
+        ctx.notify(class::LIST, self.from.pop_event(), &self.source);
+        ctx.notify_if_deleted(&self.source);
         Ok(Reply::Bulk(v))
     }
 }
@@ -754,6 +797,8 @@ impl Command for LMPop {
             }
             let popped = self.end.pop_many(&mut l, self.count);
             drop(l);
+            ctx.notify(class::LIST, self.end.pop_event(), key);
+            ctx.notify_if_deleted(key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(popped),

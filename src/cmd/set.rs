@@ -8,6 +8,7 @@
 //! `store::value::SetValue`. Replies follow Redis 7.0 per protocol: SMEMBERS and SPOP with a
 //! count are RESP3 sets, SRANDMEMBER with a count is an array.
 
+use super::notify::class;
 use bytes::Bytes;
 use rand::RngExt;
 
@@ -149,6 +150,9 @@ impl Command for SAdd {
         let added = self.members.iter().filter(|m| set.insert(m)).count();
         if added == 0 {
             set.mark_unchanged();
+        } else {
+            drop(set);
+            ctx.notify(class::SET, "sadd", &self.key);
         }
         Ok(Reply::Int(added as i64))
     }
@@ -175,6 +179,10 @@ impl Command for SRem {
         let removed = self.members.iter().filter(|m| set.remove(m)).count();
         if removed == 0 {
             set.mark_unchanged();
+        } else {
+            drop(set);
+            ctx.notify(class::SET, "srem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -297,7 +305,11 @@ impl Command for SPop {
         };
         let Some(count) = self.count else {
             let i = rand::random_range(0..set.len().max(1));
-            return Ok(set.remove_index(i).into());
+            let member = set.remove_index(i);
+            drop(set);
+            ctx.notify(class::SET, "spop", &self.key);
+            ctx.notify_if_deleted(&self.key);
+            return Ok(member.into());
         };
         if count == 0 {
             return Ok(Reply::Set(vec![]));
@@ -306,6 +318,9 @@ impl Command for SPop {
             let all = set.iter().map(Reply::Bulk).collect();
             // Emptied, so the guard deletes the key when it drops.
             **set = SetValue::Ints(Vec::new());
+            drop(set);
+            ctx.notify(class::SET, "spop", &self.key);
+            ctx.notify(class::GENERIC, "del", &self.key);
             return Ok(Reply::Set(all));
         }
         let mut rng = rand::rng();
@@ -314,6 +329,9 @@ impl Command for SPop {
             let i = rng.random_range(0..set.len());
             popped.extend(set.remove_index(i).map(Reply::Bulk));
         }
+        drop(set);
+        ctx.notify(class::SET, "spop", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::Set(popped))
     }
 }
@@ -576,9 +594,17 @@ impl VariantCommand for SetOp {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let n = result.len();
         if n == 0 {
-            ctx.store.remove(db, &dest, now);
+            if ctx.store.remove(db, &dest, now).is_some() {
+                ctx.notify(class::GENERIC, "del", &dest);
+            }
         } else {
             ctx.store.set(db, &dest, Value::Set(Box::new(result)), None);
+            let event = match self.op {
+                SetAlgebra::Inter => "sinterstore",
+                SetAlgebra::Union => "sunionstore",
+                SetAlgebra::Diff => "sdiffstore",
+            };
+            ctx.notify(class::SET, event, &dest);
         }
         Ok(Reply::Int(n as i64))
     }
@@ -670,9 +696,14 @@ impl Command for SMove {
             src.mark_unchanged();
             return Ok(Reply::Int(0));
         }
+        ctx.notify(class::SET, "srem", &self.source);
+        ctx.notify_if_deleted(&self.source);
         let mut dst = set_or_create(ctx, &self.destination, &self.member)?;
         if !dst.insert(&self.member) {
             dst.mark_unchanged();
+        } else {
+            drop(dst);
+            ctx.notify(class::SET, "sadd", &self.destination);
         }
         Ok(Reply::Int(1))
     }

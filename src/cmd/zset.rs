@@ -23,6 +23,7 @@
 //! `ZREMRANGEBYSCORE` that matches nothing) does not touch the key, so it does not abort the
 //! transactions of clients watching it; a set that becomes empty is deleted.
 
+use super::notify::class;
 use bytes::Bytes;
 
 use super::args::{glob_match, is};
@@ -374,16 +375,19 @@ impl AddArgs {
                     .modify_or_create(db, &self.key, now, || Box::new(SortedSet::new()))?,
             )
         };
-        let tally = match z {
-            Some(mut z) => {
-                let tally = self.add_to(&mut z, &limits);
-                if tally.added + tally.updated == 0 {
-                    z.mark_unchanged();
-                }
-                tally
+        // No key and XX: nothing to do. The guard drops (storing, signalling) in the closure.
+        let tally = z.map_or_else(AddTally::default, |mut z| {
+            let tally = self.add_to(&mut z, &limits);
+            if tally.added + tally.updated == 0 {
+                z.mark_unchanged();
             }
-            None => AddTally::default(),
-        };
+            tally
+        });
+        // Redis notifies what was done even when a later pair failed.
+        if tally.added + tally.updated > 0 {
+            let event = if self.flags.incr { "zincr" } else { "zadd" };
+            ctx.notify(class::ZSET, event, &self.key);
+        }
         if let Some(e) = tally.error {
             return Err(zset_error(e));
         }
@@ -485,6 +489,10 @@ impl Command for ZRem {
         }
         if removed == 0 {
             z.mark_unchanged();
+        } else {
+            drop(z);
+            ctx.notify(class::ZSET, "zrem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed))
     }
@@ -817,7 +825,9 @@ impl Command for ZRangeStore {
         };
         let (db, now) = (ctx.db(), ctx.now_ms);
         if items.is_empty() {
-            ctx.store.remove(db, &self.dst, now);
+            if ctx.store.remove(db, &self.dst, now).is_some() {
+                ctx.notify(class::GENERIC, "del", &self.dst);
+            }
             return Ok(Reply::Int(0));
         }
         let limits = limits(ctx.shared);
@@ -831,6 +841,7 @@ impl Command for ZRangeStore {
         }
         let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
         ctx.store.set(db, &self.dst, Value::ZSet(Box::new(z)), None);
+        ctx.notify(class::ZSET, "zrangestore", &self.dst);
         Ok(Reply::Int(n))
     }
 }
@@ -872,6 +883,15 @@ impl VariantCommand for ZRemRange {
         };
         if removed == 0 {
             z.mark_unchanged();
+        } else {
+            drop(z);
+            let event = match self.by {
+                RangeBy::Rank(..) => "zremrangebyrank",
+                RangeBy::Score(_) => "zremrangebyscore",
+                RangeBy::Lex(_) => "zremrangebylex",
+            };
+            ctx.notify(class::ZSET, event, &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }
@@ -915,6 +935,9 @@ impl VariantCommand for ZPop {
         let max = self.order == Order::Descending;
         let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), max);
         drop(z);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.notify(class::ZSET, event, &self.key);
+        ctx.notify_if_deleted(&self.key);
         // Without a count the reply is one flat pair, in RESP3 too.
         let resp = if self.count.is_some() { resp } else { 2 };
         Ok(scored_reply(popped, true, resp))

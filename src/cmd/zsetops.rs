@@ -10,6 +10,7 @@
 //!
 //! Uses the set types of [`crate::store`] and the reply shaping of [`super::zset`].
 
+use super::notify::class;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -278,7 +279,9 @@ impl VariantCommand for ZOp {
             Some(dst) => {
                 let (db, now) = (ctx.db(), ctx.now_ms);
                 if result.is_empty() {
-                    ctx.store.remove(db, &dst, now);
+                    if ctx.store.remove(db, &dst, now).is_some() {
+                        ctx.notify(class::GENERIC, "del", &dst);
+                    }
                     return Ok(Reply::Int(0));
                 }
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
@@ -296,6 +299,7 @@ impl VariantCommand for ZOp {
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
+                ctx.notify(class::ZSET, zop_name(op, Output::Store), &dst);
                 Ok(Reply::Int(n))
             }
             None => {
@@ -448,6 +452,9 @@ impl Command for ZMPop {
             };
             let popped = z.pop(usize::try_from(self.count).unwrap_or(usize::MAX), self.max);
             drop(z);
+            let event = if self.max { "zpopmax" } else { "zpopmin" };
+            ctx.notify(class::ZSET, event, key);
+            ctx.notify_if_deleted(key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(

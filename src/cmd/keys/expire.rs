@@ -1,5 +1,6 @@
 //! A key's lifetime: EXPIRE and its variants, TTL and its variants, PERSIST.
 
+use crate::cmd::notify::class;
 use bytes::Bytes;
 
 use crate::cmd::strings::Precision;
@@ -108,9 +109,11 @@ impl VariantCommand for Expire {
         }
         if when <= ctx.now_ms as i64 {
             ctx.store.remove(db, &self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", &self.key);
         } else {
             ctx.store
                 .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
+            ctx.notify(class::GENERIC, "expire", &self.key);
         }
         Ok(Reply::Int(1))
     }
@@ -174,8 +177,8 @@ impl Command for Persist {
     }
 }
 
-/// Removes `key`'s TTL (PERSIST, GETEX PERSIST): whether it had one. A key without one is
-/// left alone, so WATCH is not signalled for nothing.
+/// Removes `key`'s TTL (PERSIST, GETEX PERSIST) and emits `persist`: whether it had one. A
+/// key without one is left alone, so neither WATCH nor a notification fires for nothing.
 pub(crate) fn persist(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
     let db = ctx.db();
     let has_ttl = ctx
@@ -184,6 +187,7 @@ pub(crate) fn persist(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
         .is_some_and(|e| e.expire_at().is_some());
     if has_ttl {
         ctx.store.set_expire(db, key, None, ctx.now_ms);
+        ctx.notify(class::GENERIC, "persist", key);
     }
     has_ttl
 }
