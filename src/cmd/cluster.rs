@@ -294,7 +294,7 @@ pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect
         } => {
             let count = args
                 .get((begin + keynumidx).max(0) as usize)
-                .and_then(|b| super::args::parse_i64(b))
+                .and_then(|b| crate::num::parse_i64(b))
                 .unwrap_or(0);
             let first = i64::from(begin + firstkey);
             let step = i64::from(step).max(1);
@@ -653,7 +653,7 @@ impl VariantCommand for KeysInSlot {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         cluster(ctx)?;
-        let slot = super::args::parse_i64(&self.slot).ok_or(CmdError::NotInteger)?;
+        let slot = crate::num::parse_i64(&self.slot).ok_or(CmdError::NotInteger)?;
         let limit = match &self.count {
             None => {
                 if !(0..SLOTS as i64).contains(&slot) {
@@ -662,7 +662,7 @@ impl VariantCommand for KeysInSlot {
                 usize::MAX
             }
             Some(c) => {
-                let c = super::args::parse_i64(c).ok_or(CmdError::NotInteger)?;
+                let c = crate::num::parse_i64(c).ok_or(CmdError::NotInteger)?;
                 if !(0..SLOTS as i64).contains(&slot) || c < 0 {
                     return Err(CmdError::msg("ERR Invalid slot or number of keys"));
                 }

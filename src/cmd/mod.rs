@@ -29,8 +29,6 @@ pub mod hll;
 pub mod keys;
 pub mod latency;
 pub mod list;
-/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
-pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod notify;

@@ -230,7 +230,7 @@ impl Command for ClientPause {
         } else {
             return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
         };
-        let t = super::args::parse_i64(timeout).ok_or(CmdError::msg(
+        let t = crate::num::parse_i64(timeout).ok_or(CmdError::msg(
             "ERR timeout is not an integer or out of range",
         ))?;
         if t < 0 {

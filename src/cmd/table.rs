@@ -97,7 +97,7 @@ impl KeySpec {
             } => {
                 let count = args
                     .get((begin + keynumidx).max(0) as usize)
-                    .and_then(|b| super::args::parse_i64(b))
+                    .and_then(|b| crate::num::parse_i64(b))
                     .filter(|&c| c > 0)
                     .unwrap_or(0) as usize;
                 let first = (begin + firstkey).max(1) as usize;

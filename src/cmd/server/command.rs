@@ -4,11 +4,11 @@
 use bytes::Bytes;
 
 use super::Help;
-use crate::cmd::args::parse_i64;
 use crate::cmd::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 pub(super) static COMMAND: &[C] = &[
