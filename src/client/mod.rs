@@ -272,6 +272,18 @@ pub struct ClientState {
     pub reply_skip: bool,
     /// CLIENT REPLY SKIP is the current command.
     pub reply_skip_next: bool,
+    /// This is a replica's link to its master: its writes are allowed on a read-only
+    /// replica, keys never expire for it, and it propagates nothing itself.
+    pub master_link: bool,
+    /// REPLCONF listening-port / ip-address of a replica connecting to this node.
+    pub repl_port: u16,
+    /// REPLCONF ip-address.
+    pub repl_ip: Option<String>,
+    /// Set by PSYNC/SYNC: (replication id, offset) the replica asked for; the connection
+    /// then becomes a replica's feed.
+    pub psync: Option<(String, i64)>,
+    /// Set by WAIT when it must wait: (replicas, timeout ms, offset).
+    pub wait_acks: Option<(u64, u64, u64)>,
 }
 
 impl ClientState {
@@ -295,6 +307,11 @@ impl ClientState {
             reply_off: false,
             reply_skip: false,
             reply_skip_next: false,
+            master_link: false,
+            repl_port: 0,
+            repl_ip: None,
+            psync: None,
+            wait_acks: None,
         }
     }
 

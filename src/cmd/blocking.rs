@@ -496,6 +496,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 may_block: false,
                 blocked: None,
                 ready: Vec::new(),
+                propagate: Vec::new(),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.
@@ -514,6 +515,12 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Ok(None) => break,
                 Err(e) => e.into(),
             };
+            // The pop's effect: the state of the keys it changed, under their locks.
+            match &dst {
+                Some(d) => crate::repl::effects::note_served(&mut ctx, db, &[&key, d]),
+                None => crate::repl::effects::note_served(&mut ctx, db, &[&key]),
+            }
+            shared.repl.propagate(&ctx.propagate);
             drop(ctx);
             *st = State::Done(reply);
             drop(st);

@@ -30,6 +30,7 @@ pub mod maxmemory;
 pub mod monitor;
 pub mod pause;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -103,6 +104,8 @@ pub struct Shared {
     pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// Replication: role, write stream, attached replicas.
+    pub repl: Arc<crate::repl::Repl>,
 }
 
 /// Counters INFO reports.
@@ -135,6 +138,8 @@ impl Shared {
         let test_mode = config.test_mode;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
+        let repl = Arc::new(crate::repl::Repl::new(config.repl.backlog_size));
+        crate::repl::hook_deletions(&repl, &keyspace);
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
@@ -158,6 +163,7 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
+            repl,
         }
     }
 
@@ -187,6 +193,9 @@ pub struct Ctx<'a> {
     pub blocked: Option<Arc<blocking::Waiter>>,
     /// Keys written that blocked clients wait on, served once the locks are released.
     pub ready: Vec<(usize, Bytes)>,
+    /// What this call propagates to replicas, (database, command) in order; fed to the
+    /// stream before the locks are released (see `repl`).
+    pub propagate: Vec<(usize, Vec<Bytes>)>,
 }
 
 impl Ctx<'_> {
@@ -395,6 +404,21 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
     }
 }
 
+/// Redis's reply to a write on a read-only replica.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// Whether a write from `client` must be refused: this node is a read-only replica and
+/// the client is not its master link.
+pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
+    !client.master_link
+        && shared.keyspace.deletions().is_replica()
+        && shared
+            .config
+            .read()
+            .map(|c| c.repl.read_only)
+            .unwrap_or(true)
+}
+
 /// Refuses a command before it runs (Redis's rejectCommand): counts the error and, inside
 /// MULTI, dooms the transaction so EXEC answers EXECABORT.
 fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
@@ -489,6 +513,9 @@ fn execute_inner(
     if let Some(reply) = maxmemory::check(shared, client, spec) {
         return reject(shared, client, reply);
     }
+    if spec.has(CmdFlags::WRITE) && read_only_replica(shared, client) {
+        return reject(shared, client, Reply::Error(READONLY.into()));
+    }
     // A RESP2 connection that is subscribed only takes what Redis takes in that context.
     if client.resp == 2 && client.subscribed() && !pubsub::allowed_while_subscribed(spec.name) {
         return reject(
@@ -529,6 +556,8 @@ fn execute_inner(
     let store = lock_for(shared, spec, args);
     // One clock read gives the command's `now` and the start of its INFO commandstats time.
     let (now_ns, started) = shared.clock.now_ns_and_instant();
+    // For a replica's master link no key has expired: the master's DELs expire them.
+    let now_ns = if client.master_link { 0 } else { now_ns };
     let mut ctx = Ctx {
         shared,
         client,
@@ -539,9 +568,13 @@ fn execute_inner(
         may_block,
         blocked: None,
         ready: Vec::new(),
+        propagate: Vec::new(),
     };
     let reply = (spec.handler)(&mut ctx, args);
     blocking::note_write(&mut ctx, spec, args);
+    crate::repl::effects::note(&mut ctx, spec, args, &reply);
+    // Fed while the locks are held, so writes to one key reach the stream in their order.
+    shared.repl.propagate(&ctx.propagate);
     *blocked = ctx.blocked.take();
     let ready = std::mem::take(&mut ctx.ready);
     drop(ctx);

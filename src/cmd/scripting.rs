@@ -332,6 +332,9 @@ impl Host for ScriptHost<'_, '_> {
         if writes && self.read_only {
             return refuse("ERR Write commands are not allowed from read-only scripts.");
         }
+        if writes && super::read_only_replica(shared, self.ctx.client) {
+            return refuse(super::READONLY);
+        }
         let maxmemory = shared.live.maxmemory();
         if maxmemory > 0
             && !self.allow_oom
@@ -356,6 +359,7 @@ impl Host for ScriptHost<'_, '_> {
         let reply = (spec.handler)(self.ctx, &args);
         self.ctx.may_block = may_block;
         super::blocking::note_write(self.ctx, spec, &args);
+        crate::repl::effects::note(self.ctx, spec, &args, &reply);
         self.ctx.client.resp = client_resp;
         shared
             .table

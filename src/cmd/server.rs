@@ -1870,22 +1870,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         );
     }
     if wanted("replication") {
-        let list: Vec<(&str, String)> = [
-            ("role", "master"),
-            ("connected_slaves", "0"),
-            ("master_failover_state", "no-failover"),
-            ("master_replid", "0000000000000000000000000000000000000000"),
-            ("master_replid2", "0000000000000000000000000000000000000000"),
-            ("master_repl_offset", "0"),
-            ("second_repl_offset", "-1"),
-            ("repl_backlog_active", "0"),
-            ("repl_backlog_size", "1048576"),
-            ("repl_backlog_first_byte_offset", "0"),
-            ("repl_backlog_histlen", "0"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
+        let owned = super::replication::info_fields(ctx.shared);
+        let list: Vec<(&str, String)> =
+            owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
         fields(&mut section, "Replication", &list);
     }
     if wanted("cpu") {

@@ -267,7 +267,11 @@ impl Command for Exec {
             }
             shared.keyspace.lock_args_and(keys, &watched)
         };
-        let now_ns = shared.clock.now_ns();
+        let now_ns = if ctx.client.master_link {
+            0
+        } else {
+            shared.clock.now_ns()
+        };
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
         let now_ms = ctx.now_ms;
@@ -281,6 +285,7 @@ impl Command for Exec {
             may_block: false,
             blocked: None,
             ready: Vec::new(),
+            propagate: Vec::new(),
         };
 
         let id = run.client.id();
@@ -308,6 +313,7 @@ impl Command for Exec {
             let started = std::time::Instant::now();
             let reply = (spec.handler)(&mut run, args);
             super::blocking::note_write(&mut run, spec, args);
+            crate::repl::effects::note(&mut run, spec, args, &reply);
             shared
                 .table
                 .record(spec, started.elapsed(), reply.is_error());
@@ -315,6 +321,8 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
+        shared.repl.propagate(&run.propagate);
         drop(run);
         ctx.ready.extend(ready);
         unwatch_all(ctx);
