@@ -60,6 +60,28 @@ pub struct ClientInfo {
     pub subs: [AtomicUsize; 3],
     /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
     pub blocked: AtomicBool,
+    /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
+    /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
+    pub kind: AtomicU8,
+}
+
+/// `ClientInfo::kind` of an ordinary client.
+pub const KIND_NORMAL: u8 = 0;
+/// `ClientInfo::kind` of a replica's connection on its master.
+pub const KIND_REPLICA: u8 = 1;
+/// `ClientInfo::kind` of a replica's link to its master.
+pub const KIND_MASTER: u8 = 2;
+
+impl ClientInfo {
+    /// Redis's client type: `normal`, `slave`, `master` or `pubsub`.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind.load(Ordering::Relaxed) {
+            KIND_REPLICA => "slave",
+            KIND_MASTER => "master",
+            _ if self.subs.iter().any(|s| s.load(Ordering::Relaxed) > 0) => "pubsub",
+            _ => "normal",
+        }
+    }
 }
 
 impl ClientInfo {
@@ -198,6 +220,7 @@ impl Registry {
             no_touch: AtomicBool::new(false),
             subs: Default::default(),
             blocked: AtomicBool::new(false),
+            kind: AtomicU8::new(KIND_NORMAL),
         });
         self.clients.insert(id, info.clone());
         info

@@ -129,6 +129,10 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         ack_at: std::sync::Mutex::new(Instant::now()),
     });
     shared.repl.attach(me.clone());
+    client
+        .info
+        .kind
+        .store(crate::client::KIND_REPLICA, Ordering::Relaxed);
     let _detach = Detach(shared, client.info.id);
     let mut grown = shared.repl.grown.subscribe();
     let mut parser = RequestParser::new(Limits::default());

@@ -357,6 +357,8 @@ async fn stream(
     let local = rd.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let info = shared.clients.register(peer, local);
     let _registered = Unregister(shared, info.id);
+    info.kind
+        .store(crate::client::KIND_MASTER, Ordering::Relaxed);
     let mut client = ClientState::new(info.clone());
     client.master_link = true;
     client.authenticated = true;
