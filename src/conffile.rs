@@ -8,7 +8,7 @@
 //! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
-//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`, `replicaof`,
+//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`,
 //!   `rename-command`): starting anyway would silently break what the operator relies on.
 //!
 //! Like redis-server, command-line options are read after the file, so they override it; a

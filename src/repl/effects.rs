@@ -83,12 +83,14 @@ fn reply_bytes(r: &Reply) -> Option<Bytes> {
     }
 }
 
-/// SET with EX, PX or EXAT (PXAT is already absolute).
+/// SET with an expiry option: EX, PX, EXAT, or PXAT too (one already past deletes the key
+/// on the master, which must reach the replica as DEL).
 fn has_relative_expiry(args: &[Bytes]) -> bool {
     args.iter().skip(3).any(|a| {
         a.eq_ignore_ascii_case(b"ex")
             || a.eq_ignore_ascii_case(b"px")
             || a.eq_ignore_ascii_case(b"exat")
+            || a.eq_ignore_ascii_case(b"pxat")
     })
 }
 

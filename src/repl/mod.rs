@@ -205,6 +205,9 @@ pub struct Repl {
     pub link_changed: tokio::sync::watch::Sender<u64>,
     /// This node followed a master once (its id and offset are a history to continue).
     pub had_master: AtomicBool,
+    /// The database the master's stream has selected on this replica (kept across links,
+    /// since a partial resynchronization continues the stream where it was).
+    pub master_db: std::sync::atomic::AtomicUsize,
 }
 
 impl Repl {
@@ -220,6 +223,7 @@ impl Repl {
             loading: AtomicBool::new(false),
             link_changed: tokio::sync::watch::Sender::new(0),
             had_master: AtomicBool::new(false),
+            master_db: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 

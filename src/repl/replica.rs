@@ -250,6 +250,7 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16) -> Io<()> {
         let payload = read_payload(&mut sock, &mut buf, timeout).await?;
         load_payload(shared, &payload)?;
         shared.repl.feed().adopt(&id, offset);
+        shared.repl.master_db.store(0, Ordering::Relaxed);
         tracing::info!(
             "MASTER <-> REPLICA sync: Finished with success ({} bytes)",
             payload.len()
@@ -301,7 +302,8 @@ async fn read_payload(sock: &mut TcpStream, buf: &mut BytesMut, timeout: Duratio
         .parse()
         .map_err(|_| broken(format!("bad payload length from master: {header}")))?;
     while buf.len() < len {
-        buf.reserve(len - buf.len());
+        // Grown as the bytes arrive, never by what the master claims.
+        buf.reserve((len - buf.len()).min(1 << 20));
         read_more(sock, buf, timeout).await?;
     }
     Ok(buf.split_to(len).to_vec())
@@ -362,10 +364,16 @@ async fn stream(
     let mut client = ClientState::new(info.clone());
     client.master_link = true;
     client.authenticated = true;
+    // The stream continues where the last link left it: in the database it had selected.
+    client.db = shared.repl.master_db.load(Ordering::Relaxed);
     let mut parser = RequestParser::new(Limits {
-        max_bulk_len: usize::MAX / 2,
+        max_bulk_len: shared.config().proto_max_bulk_len,
         ..Limits::default()
     });
+    // A transaction's bytes count (and reach this node's own replicas) once its EXEC has
+    // run, as Redis advances a replica's offset only outside MULTI: a link broken inside one
+    // resumes from its MULTI, never from its middle.
+    let mut in_multi: Vec<u8> = Vec::new();
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     let mut args: Vec<Bytes> = Vec::new();
     loop {
@@ -397,7 +405,16 @@ async fn stream(
                     tracing::warn!("command from master answered an error: {e}");
                 }
             }
-            shared.repl.append_from_master(&frame);
+            if client.multi.is_some() {
+                in_multi.extend_from_slice(&frame);
+            } else if !in_multi.is_empty() {
+                in_multi.extend_from_slice(&frame);
+                shared.repl.append_from_master(&in_multi);
+                in_multi.clear();
+            } else {
+                shared.repl.append_from_master(&frame);
+            }
+            shared.repl.master_db.store(client.db, Ordering::Relaxed);
         }
         tokio::select! {
             r = tokio::time::timeout(timeout, rd.read_buf(&mut buf)) => match r {

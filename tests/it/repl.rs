@@ -288,6 +288,10 @@ fn a_broken_link_reconnects_and_catches_up() {
     let replica = sluice();
     let (mut m, mut r) = (con(&master), con(&replica));
     follow(&mut r, master.addr().port());
+    // In database 2: a partial resynchronization continues in the database the stream had
+    // selected, with no SELECT of its own.
+    let _: () = redis::cmd("SELECT").arg(2).query(&mut m).unwrap();
+    let _: () = redis::cmd("SELECT").arg(2).query(&mut r).unwrap();
     let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut m).unwrap();
     wait_one(&mut m);
     // Kill the replica's feed connection on the master.
