@@ -146,8 +146,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         let (opt, val) = (&pair[0], &pair[1]);
         match opt.to_ascii_lowercase().as_slice() {
             b"listening-port" => match crate::num::parse_i64(val) {
-                Some(p) if (0..=65535).contains(&p) => ctx.client.repl_port = p as u16,
-                _ => return err("ERR value is out of range"),
+                // Redis keeps any integer; a port that cannot be one is shown as 0.
+                Some(p) => ctx.client.repl_port = u16::try_from(p).unwrap_or(0),
+                None => return err("ERR value is not an integer or out of range"),
             },
             b"ip-address" => {
                 ctx.client.repl_ip = Some(String::from_utf8_lossy(val).into_owned());

@@ -110,6 +110,7 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    replication,
 );
 
 /// Runs every transcript not listed above.
