@@ -286,6 +286,7 @@ impl Command for Exec {
             blocked: None,
             ready: Vec::new(),
             propagate: Vec::new(),
+            events: super::notify::Events::new(shared),
         };
 
         let id = run.client.id();
@@ -323,8 +324,10 @@ impl Command for Exec {
         let ready = std::mem::take(&mut run.ready);
         // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
         shared.repl.propagate(&run.propagate);
+        let events = run.take_events();
         drop(run);
         ctx.ready.extend(ready);
+        ctx.events.extend(events);
         unwatch_all(ctx);
         Ok(Reply::Array(replies))
     }

@@ -272,6 +272,8 @@ pub struct Shard {
     /// position and this number (see `cmd::keys::scan::Scan`); when they differ the position means
     /// nothing any more and the scan of this shard starts over.
     layout: u32,
+    /// Keys created, expired and evicted, for keyspace notifications (see `keylog`).
+    pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
     /// Who hears of the keys this shard deletes on its own, and whether it may (a replica).
@@ -299,6 +301,7 @@ impl Shard {
             lru_now: lru_stamp(now_ms),
             evict_pool: Vec::new(),
             layout: 0,
+            log: Default::default(),
             stats: ShardStats::default(),
         }
     }
@@ -348,6 +351,7 @@ impl Shard {
                 self.remove(db, hash, key);
                 self.stats.expired_keys += 1;
                 self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
             }
             return None;
         }
@@ -382,6 +386,7 @@ impl Shard {
         let table = &self.dbs[db].table;
         let Some(bucket) = table.find_bucket_index(hash, |e| &*e.key == key) else {
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         };
         if table.get_bucket(bucket)?.is_expired(now_ms) {
@@ -389,8 +394,10 @@ impl Shard {
                 self.remove(db, hash, key);
                 self.stats.expired_keys += 1;
                 self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
             }
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         }
         self.stats.keyspace_hits += 1;
@@ -436,6 +443,7 @@ impl Shard {
                     }),
                     |e| e.hash,
                 );
+                self.log.log(super::keylog::NEW, db, key);
                 expire_at.is_some()
             }
         };
@@ -668,6 +676,7 @@ impl Shard {
             self.dbs[db].remove_expiry(entry.expire_at);
             self.stats.expired_keys += 1;
             removed += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             self.touch(db, &entry.key);
             self.deletions.deleted(db, &entry.key);
         }
@@ -768,8 +777,10 @@ impl Shard {
         self.deletions.deleted(db, &entry.key);
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             Some(Evicted::Expired)
         } else {
+            self.log.log(super::keylog::EVICTED, db, &entry.key);
             Some(Evicted::Key)
         }
     }
