@@ -222,7 +222,7 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
         Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
     };
     blocking::note_write(ctx, spec, args);
-    crate::repl::effects::note(ctx, spec, args, &reply);
+    crate::repl::effects::note(ctx, spec, entry.effect, args, &reply);
     if matches!(caller, Caller::Client(_)) {
         // Fed while the locks are held, so writes to one key reach the replication stream
         // in the order they were applied (EXEC feeds its own within its lock hold).

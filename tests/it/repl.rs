@@ -568,3 +568,141 @@ fn a_real_redis_replicates_a_sluice_master() {
         .unwrap();
     assert_eq!(z, vec!["m".to_string()]);
 }
+
+/// A raw replica: PSYNC to `master`, skip the full resync's payload, and return the socket
+/// positioned at the start of the write stream.
+fn raw_replica(master: &TestServer) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(master.addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"*3\r\n$8\r\nREPLCONF\r\n$4\r\ncapa\r\n$6\r\npsync2\r\n*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+        .unwrap();
+    // "+OK\r\n", "+FULLRESYNC <id> <offset>\r\n", "$<len>\r\n" then <len> bytes (no CRLF).
+    let mut line = Vec::new();
+    let mut lines = 0;
+    let mut byte = [0u8; 1];
+    let len = loop {
+        s.read_exact(&mut byte).unwrap();
+        line.push(byte[0]);
+        if line.ends_with(b"\r\n") {
+            lines += 1;
+            if line.starts_with(b"$") {
+                break std::str::from_utf8(&line[1..line.len() - 2])
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap();
+            }
+            assert!(lines <= 2, "unexpected handshake line {line:?}");
+            line.clear();
+        }
+    };
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    s
+}
+
+/// Reads the stream until it holds `want` (or fails after the socket's timeout).
+fn stream_until(s: &mut std::net::TcpStream, got: &mut Vec<u8>, want: &[u8]) {
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    while !got.windows(want.len()).any(|w| w == want) {
+        let n = s.read(&mut buf).expect("the stream goes on");
+        assert!(
+            n > 0,
+            "stream closed; got {:?}",
+            String::from_utf8_lossy(got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Commands Redis propagates as a cheaper exact equivalent go out in that form, not as the
+/// whole value of their key: SPOP as SREM, INCRBYFLOAT as SET … KEEPTTL, HINCRBYFLOAT as
+/// HSET, and blocking pops (served at once or later) as their non-blocking form.
+#[test]
+fn cheap_equivalents_are_propagated_instead_of_whole_values() {
+    let master = sluice();
+    let mut m = con(&master);
+    let mut s = raw_replica(&master);
+    let mut got = Vec::new();
+    let _: i64 = redis::cmd("SADD")
+        .arg("s")
+        .arg("only")
+        .query(&mut m)
+        .unwrap();
+    let _: String = redis::cmd("SPOP").arg("s").query(&mut m).unwrap();
+    stream_until(&mut s, &mut got, b"$4\r\nSREM\r\n$1\r\ns\r\n$4\r\nonly\r\n");
+    let _: String = redis::cmd("INCRBYFLOAT")
+        .arg("f")
+        .arg("1.5")
+        .query(&mut m)
+        .unwrap();
+    stream_until(
+        &mut s,
+        &mut got,
+        b"$3\r\nSET\r\n$1\r\nf\r\n$3\r\n1.5\r\n$7\r\nKEEPTTL\r\n",
+    );
+    let _: String = redis::cmd("HINCRBYFLOAT")
+        .arg("h")
+        .arg("x")
+        .arg("2.5")
+        .query(&mut m)
+        .unwrap();
+    stream_until(
+        &mut s,
+        &mut got,
+        b"$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nx\r\n$3\r\n2.5\r\n",
+    );
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("q")
+        .arg("a")
+        .arg("b")
+        .query(&mut m)
+        .unwrap();
+    let _: Vec<String> = redis::cmd("BRPOP").arg("q").arg(1).query(&mut m).unwrap();
+    stream_until(&mut s, &mut got, b"$4\r\nRPOP\r\n$1\r\nq\r\n");
+    let _: i64 = redis::cmd("ZADD")
+        .arg("z")
+        .arg(1)
+        .arg("m")
+        .query(&mut m)
+        .unwrap();
+    let _: redis::Value = redis::cmd("BZMPOP")
+        .arg(1)
+        .arg(1)
+        .arg("z")
+        .arg("MAX")
+        .query(&mut m)
+        .unwrap();
+    stream_until(&mut s, &mut got, b"$7\r\nZPOPMAX\r\n$1\r\nz\r\n$1\r\n1\r\n");
+    // Served later: the waiter's pop goes out as LMOVE.
+    let url = master.url();
+    let waiter = std::thread::spawn(move || {
+        let mut c = connect(&url);
+        let v: String = redis::cmd("BLMOVE")
+            .arg("src")
+            .arg("dst")
+            .arg("LEFT")
+            .arg("RIGHT")
+            .arg(5)
+            .query(&mut c)
+            .unwrap();
+        v
+    });
+    eventually("the client is blocked", || {
+        info_field(&mut m, "clients", "blocked_clients") == "1"
+    });
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("src")
+        .arg("e")
+        .query(&mut m)
+        .unwrap();
+    assert_eq!(waiter.join().unwrap(), "e");
+    stream_until(
+        &mut s,
+        &mut got,
+        b"$5\r\nLMOVE\r\n$3\r\nsrc\r\n$3\r\ndst\r\n$4\r\nLEFT\r\n$5\r\nRIGHT\r\n",
+    );
+    let text = String::from_utf8_lossy(&got);
+    assert!(!text.contains("RESTORE"), "no whole value was sent: {text}");
+}
