@@ -50,6 +50,9 @@ const OPCODE_EXPIRETIME: u8 = 253;
 const OPCODE_SELECTDB: u8 = 254;
 const OPCODE_EOF: u8 = 255;
 
+/// A key copied out of its shard: name, value, expiry.
+type CopiedEntry = (Bytes, Value, Option<u64>);
+
 /// What the writer puts in the file besides the data.
 #[derive(Debug, Clone)]
 pub struct SaveOptions {
@@ -135,7 +138,7 @@ pub fn write_to<'a>(
             let Some(s) = locked.held_shard(shard) else {
                 continue;
             };
-            let mut per_db: Vec<(usize, Vec<(Bytes, Value, Option<u64>)>)> = Vec::new();
+            let mut per_db: Vec<(usize, Vec<CopiedEntry>)> = Vec::new();
             for db in 0..s.databases() {
                 let d = s.db(db);
                 if d.is_empty() {

@@ -56,7 +56,9 @@ fn save(ks: &Keyspace, functions: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-fn dump_all(ks: &Keyspace) -> Vec<(usize, Vec<u8>, Vec<u8>, Option<u64>)> {
+type Row = (usize, Vec<u8>, Vec<u8>, Option<u64>);
+
+fn dump_all(ks: &Keyspace) -> Vec<Row> {
     let mut l = ks.lock_all();
     let mut all = Vec::new();
     for s in l.shards_mut() {
