@@ -29,6 +29,7 @@ pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod pause;
+pub mod persist;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -103,6 +104,8 @@ pub struct Shared {
     pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// RDB persistence: save state and counters.
+    pub persist: persist::Persistence,
 }
 
 /// Counters INFO reports.
@@ -133,6 +136,7 @@ impl Shared {
             clock.now_ms(),
         ));
         let test_mode = config.test_mode;
+        let now_s = clock.now_ms() / 1000;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
         let run_id: String = (0..40)
@@ -158,6 +162,7 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
+            persist: persist::Persistence::new(now_s),
         }
     }
 
@@ -487,6 +492,9 @@ fn execute_inner(
         Err(reply) => return reply,
     };
     if let Some(reply) = maxmemory::check(shared, client, spec) {
+        return reject(shared, client, reply);
+    }
+    if let Some(reply) = persist::misconf(shared, spec) {
         return reject(shared, client, reply);
     }
     // A RESP2 connection that is subscribed only takes what Redis takes in that context.

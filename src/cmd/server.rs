@@ -1330,21 +1330,64 @@ impl Command for DebugCmd {
 
 /// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
-pub struct Shutdown;
+pub struct Shutdown {
+    save: bool,
+    nosave: bool,
+    force: bool,
+    abort: bool,
+}
 
 impl Command for Shutdown {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut s = Shutdown {
+            save: false,
+            nosave: false,
+            force: false,
+            abort: false,
+        };
+        let mut other = false;
         for opt in a.rest() {
-            if !["nosave", "save", "now", "force", "abort"]
-                .iter()
-                .any(|o| opt.eq_ignore_ascii_case(o.as_bytes()))
-            {
+            if opt.eq_ignore_ascii_case(b"nosave") {
+                s.nosave = true;
+            } else if opt.eq_ignore_ascii_case(b"save") {
+                s.save = true;
+            } else if opt.eq_ignore_ascii_case(b"now") {
+                other = true;
+            } else if opt.eq_ignore_ascii_case(b"force") {
+                s.force = true;
+            } else if opt.eq_ignore_ascii_case(b"abort") {
+                s.abort = true;
+            } else {
                 return Err(CmdError::Syntax);
             }
         }
-        Ok(Shutdown)
+        // Redis's illegal combinations.
+        if (s.abort && (s.save || s.nosave || s.force || other)) || (s.save && s.nosave) {
+            return Err(CmdError::Syntax);
+        }
+        Ok(s)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.abort {
+            // sluice never waits for replicas, so no shutdown is ever in progress.
+            return Err(CmdError::msg("ERR No shutdown in progress."));
+        }
+        // A script past its threshold holds every shard: only NOSAVE may stop the server.
+        if !self.nosave && ctx.shared.scripts.busy.is_running() {
+            let busy = &ctx.shared.scripts.busy;
+            if busy.running_for().is_some_and(|d| {
+                d.as_millis() >= u128::from(ctx.shared.config().busy_reply_threshold)
+            }) {
+                return Err(CmdError::msg(if busy.running_function().is_some() {
+                    super::scripting::BUSY_FUNCTION
+                } else {
+                    super::scripting::BUSY
+                }));
+            }
+        }
+        if super::persist::shutdown_save(ctx.shared, self.save, self.nosave, self.force).is_err() {
+            return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
         tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
         ctx.shared.shutdown.cancel();
         // Redis closes the connection without replying when it shuts down.
@@ -1769,41 +1812,26 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         );
     }
     if wanted("persistence") {
-        let list: Vec<(&str, String)> = [
-            ("loading", "0"),
-            ("async_loading", "0"),
-            ("current_cow_peak", "0"),
-            ("current_cow_size", "0"),
-            ("current_cow_size_age", "0"),
-            ("current_fork_perc", "0.00"),
-            ("current_save_keys_processed", "0"),
-            ("current_save_keys_total", "0"),
-            ("rdb_changes_since_last_save", "0"),
-            ("rdb_bgsave_in_progress", "0"),
-            ("rdb_last_save_time", "0"),
-            ("rdb_last_bgsave_status", "ok"),
-            ("rdb_last_bgsave_time_sec", "-1"),
-            ("rdb_current_bgsave_time_sec", "-1"),
-            ("rdb_saves", "0"),
-            ("rdb_last_cow_size", "0"),
-            ("rdb_last_load_keys_expired", "0"),
-            ("rdb_last_load_keys_loaded", "0"),
-            ("aof_enabled", "0"),
-            ("aof_rewrite_in_progress", "0"),
-            ("aof_rewrite_scheduled", "0"),
-            ("aof_last_rewrite_time_sec", "-1"),
-            ("aof_current_rewrite_time_sec", "-1"),
-            ("aof_last_bgrewrite_status", "ok"),
-            ("aof_rewrites", "0"),
-            ("aof_rewrites_consecutive_failures", "0"),
-            ("aof_last_write_status", "ok"),
-            ("aof_last_cow_size", "0"),
-            ("module_fork_in_progress", "0"),
-            ("module_fork_last_cow_size", "0"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
+        let mut list: Vec<(&str, String)> =
+            super::persist::info_fields(shared, keyspace_stats.changes);
+        list.extend(
+            [
+                ("aof_enabled", "0"),
+                ("aof_rewrite_in_progress", "0"),
+                ("aof_rewrite_scheduled", "0"),
+                ("aof_last_rewrite_time_sec", "-1"),
+                ("aof_current_rewrite_time_sec", "-1"),
+                ("aof_last_bgrewrite_status", "ok"),
+                ("aof_rewrites", "0"),
+                ("aof_rewrites_consecutive_failures", "0"),
+                ("aof_last_write_status", "ok"),
+                ("aof_last_cow_size", "0"),
+                ("module_fork_in_progress", "0"),
+                ("module_fork_last_cow_size", "0"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string())),
+        );
         fields(&mut section, "Persistence", &list);
     }
     if wanted("stats") {

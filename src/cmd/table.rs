@@ -460,7 +460,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 22] {
+pub fn all_families() -> [&'static [CommandSpec]; 23] {
     use super::*;
     [
         strings::COMMANDS,
@@ -485,6 +485,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 22] {
         pubsub::COMMANDS,
         blocking::COMMANDS,
         functions::COMMANDS,
+        persist::COMMANDS,
     ]
 }
 

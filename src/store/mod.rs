@@ -160,6 +160,14 @@ impl Keyspace {
         }
     }
 
+    /// Keys modified since the start, summed over the shards (each locked in turn): what
+    /// `save` points and INFO's rdb_changes_since_last_save count from.
+    pub fn changes(&self) -> u64 {
+        (0..self.shards.len()).fold(0u64, |n, i| {
+            n.wrapping_add(self.lock_index(i).stats.changes)
+        })
+    }
+
     /// Runs the reaper on one shard: deletes up to `max` due keys. Returns (deleted, more due).
     pub fn reap_shard(&self, i: usize, now_ms: u64, max: usize) -> (usize, bool) {
         self.lock_index(i).reap(now_ms, max)
@@ -242,6 +250,7 @@ impl<'a> Locked<'a> {
             acc.expired_keys += s.stats.expired_keys;
             acc.keyspace_hits += s.stats.keyspace_hits;
             acc.keyspace_misses += s.stats.keyspace_misses;
+            acc.changes = acc.changes.wrapping_add(s.stats.changes);
             acc
         })
     }
@@ -249,7 +258,10 @@ impl<'a> Locked<'a> {
     /// CONFIG RESETSTAT: zero the held shards' counters.
     pub fn reset_stats(&mut self) {
         for shard in self.shards_mut() {
-            shard.stats = ShardStats::default();
+            shard.stats = ShardStats {
+                changes: shard.stats.changes,
+                ..ShardStats::default()
+            };
         }
     }
 
