@@ -111,7 +111,11 @@ pub struct Config {
 /// Parses `save`'s value (`"3600 1 300 100"`, or `""` for none): pairs of seconds and
 /// changes, Redis's "Invalid save parameters" otherwise.
 pub fn parse_save(value: &str) -> Result<Vec<(u64, u64)>, String> {
-    let words: Vec<&str> = value.split_whitespace().collect();
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Redis splits on single spaces: doubled or edge spaces make empty words, refused.
+    let words: Vec<&str> = value.split(' ').collect();
     if !words.len().is_multiple_of(2) {
         return Err("Invalid save parameters".into());
     }

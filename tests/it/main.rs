@@ -20,6 +20,7 @@ mod proc;
 mod props;
 mod pubsub;
 mod random_diff;
+mod rdb;
 mod scripting;
 mod shutdown;
 mod soak;

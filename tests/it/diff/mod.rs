@@ -110,6 +110,7 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    persistence,
 );
 
 /// Runs every transcript not listed above.
