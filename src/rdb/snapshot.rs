@@ -22,8 +22,8 @@
 //! against the bytes that remain before anything is allocated, so a hostile file costs at
 //! most its own size plus the values it really holds. Everything Redis 7.0 writes is read
 //! (AUX, RESIZEDB, EXPIRETIME, EXPIRETIME_MS, IDLE, FREQ, FUNCTION2, every value encoding
-//! of the parent module); streams, module values and MODULE_AUX are refused with a clear
-//! error, as are the ziplist/zipmap encodings of RDB 9 and older. Keys whose expiry has
+//! of the parent module, including the ziplist/zipmap encodings of RDB 9 and older); streams,
+//! module values and MODULE_AUX are refused with a clear error. Keys whose expiry has
 //! passed are skipped, as a Redis master does.
 
 use std::io::{self, Read, Write};
@@ -436,9 +436,6 @@ fn unsupported_type(t: u8) -> Option<&'static str> {
     Some(match t {
         6 | 7 => "a module value type; sluice loads no modules",
         15 | 19 | 20 | 21 => "a stream; sluice has no stream type",
-        9 | 10 | 12 | 13 | 14 => {
-            "a zipmap/ziplist encoding of RDB 9 or older; load and save the file with Redis 7 first"
-        }
         _ => return None,
     })
 }

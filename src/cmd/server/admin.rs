@@ -119,7 +119,9 @@ impl Command for Shutdown {
                 }));
             }
         }
-        if crate::cmd::persist::shutdown_save(ctx.shared, self.save, self.nosave, self.force).is_err() {
+        if crate::cmd::persist::shutdown_save(ctx.shared, self.save, self.nosave, self.force)
+            .is_err()
+        {
             return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
         }
         tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());

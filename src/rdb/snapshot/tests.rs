@@ -173,3 +173,39 @@ fn truncated_or_bit_flipped_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn rdb9_ziplist_encodings_load() {
+    // A ziplist of "a", 1: header (16 bytes in all, 2 entries), two entries, end.
+    let zl: &[u8] = b"\x10\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x01a\x03\xf2\xff";
+    let mut file = b"REDIS0009".to_vec();
+    for (t, key) in [(10u8, &b"list"[..]), (13, b"hash"), (12, b"zset")] {
+        file.push(t);
+        file.push(key.len() as u8);
+        file.extend_from_slice(key);
+        file.push(zl.len() as u8);
+        file.extend_from_slice(zl);
+    }
+    // A quicklist (version 1) of two ziplist nodes.
+    file.extend_from_slice(b"\x0e\x02ql\x02");
+    for _ in 0..2 {
+        file.push(zl.len() as u8);
+        file.extend_from_slice(zl);
+    }
+    file.push(0xFF);
+    let crc = crc64(0, &file);
+    file.extend_from_slice(&crc.to_le_bytes());
+    let ks = Keyspace::new(4, 1, 0);
+    let loaded = load_bytes(&file, &ks, &lopts()).unwrap();
+    assert_eq!(loaded.keys_loaded, 4);
+    let mut l = ks.lock_all();
+    match l.read_value(0, b"ql", 0) {
+        Some(Value::List(items)) => assert_eq!(items.len(), 4),
+        other => panic!("{other:?}"),
+    }
+    match l.read_value(0, b"zset", 0) {
+        Some(Value::ZSet(z)) => assert_eq!(z.len(), 1),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(l.read_value(0, b"hash", 0), Some(Value::Hash(_))));
+}
