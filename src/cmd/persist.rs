@@ -393,13 +393,61 @@ pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), Strin
         limits: super::zset::limits(shared),
     };
     let loaded = snapshot::load_from(input, &shared.keyspace, &opts).map_err(|e| e.to_string())?;
-    if !loaded.functions.is_empty() {
-        let payload = crate::rdb::dump_functions(loaded.functions.iter().map(|c| &c[..]));
-        shared
-            .scripts
-            .function_restore(&payload, crate::script::functions::RestorePolicy::Flush)
-            .map_err(|e| format!("cannot load the file's functions: {e}"))?;
+    install_functions(shared, &loaded.functions)?;
+    record_load(shared, &loaded, shared.keyspace.changes());
+    Ok(())
+}
+
+/// DEBUG RELOAD [NOSAVE]: saves (unless NOSAVE), then empties every database and loads the
+/// file back while holding every shard, so no client sees the keyspace empty or half loaded.
+/// The caller must hold no shard (not inside EXEC).
+pub fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
+    if save && save_now(shared).is_err() {
+        return Err(CmdError::msg("ERR"));
     }
+    let load_failed = "ERR Error trying to load the RDB dump, check server logs.";
+    let path = shared.config().rdb_path();
+    let data = std::fs::read(&path).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: cannot read {}: {e}", path.display());
+        CmdError::msg(load_failed)
+    })?;
+    let opts = LoadOptions {
+        now_ms: shared.clock.now_ms(),
+        limits: super::zset::limits(shared),
+    };
+    let mut locked = shared.keyspace.lock_all();
+    for shard in locked.shards_mut() {
+        for db in 0..shard.databases() {
+            shard.flush_db(db);
+        }
+    }
+    let loaded = snapshot::load_bytes_locked(&data, &mut locked, &opts).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        CmdError::msg(load_failed)
+    })?;
+    let changes = locked.stats().changes;
+    drop(locked);
+    install_functions(shared, &loaded.functions).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        CmdError::msg(load_failed)
+    })?;
+    record_load(shared, &loaded, changes);
+    tracing::warn!("DB reloaded by DEBUG RELOAD");
+    Ok(())
+}
+
+fn install_functions(shared: &Shared, codes: &[Bytes]) -> Result<(), String> {
+    if codes.is_empty() {
+        return Ok(());
+    }
+    let payload = crate::rdb::dump_functions(codes.iter().map(|c| &c[..]));
+    shared
+        .scripts
+        .function_restore(&payload, crate::script::functions::RestorePolicy::Flush)
+        .map_err(|e| format!("cannot load the file's functions: {e}"))
+}
+
+fn record_load(shared: &Shared, loaded: &snapshot::Loaded, changes: u64) {
     let state = &shared.persist.state;
     state
         .keys_loaded
@@ -407,10 +455,8 @@ pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), Strin
     state
         .keys_expired
         .store(loaded.keys_expired, Ordering::Relaxed);
-    state
-        .baseline
-        .store(shared.keyspace.changes(), Ordering::Release);
-    Ok(())
+    // As after Redis's load: nothing to save yet.
+    state.baseline.store(changes, Ordering::Release);
 }
 
 /// The save at exit when no SHUTDOWN decided it (a signal, or the embedding program

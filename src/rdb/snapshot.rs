@@ -31,9 +31,9 @@ use std::io::{self, Read, Write};
 use bytes::Bytes;
 
 use super::{RdbError, Reader, crc64, read_value, write_len, write_string, write_value};
-use crate::store::Keyspace;
 use crate::store::Value;
 use crate::store::zset::ZsetLimits;
+use crate::store::{Keyspace, Locked};
 
 /// The RDB format version this writer produces (Redis 7.0's).
 pub const FILE_VERSION: u32 = 10;
@@ -285,6 +285,45 @@ pub fn load_from(
 
 /// [`load_from`] over bytes already in memory.
 pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+    load_records(
+        data,
+        ks.databases(),
+        opts,
+        &mut |db, key, value, expire_at, idle| {
+            let mut locked = ks.lock_keys([key]);
+            store(&mut locked, db, key, value, expire_at, idle, opts.now_ms)
+        },
+    )
+}
+
+/// [`load_bytes`] through shards the caller holds (all of them: DEBUG RELOAD empties and
+/// reloads the keyspace in one hold, so no client sees it half loaded).
+pub fn load_bytes_locked(
+    data: &[u8],
+    locked: &mut Locked<'_>,
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadError> {
+    let databases = locked.keyspace().databases();
+    load_records(
+        data,
+        databases,
+        opts,
+        &mut |db, key, value, expire_at, idle| {
+            store(locked, db, key, value, expire_at, idle, opts.now_ms)
+        },
+    )
+}
+
+/// Where a loaded key goes: (db, key, value, expiry, idle seconds).
+type Sink<'s> =
+    dyn FnMut(usize, &[u8], Value, Option<u64>, Option<u64>) -> Result<(), LoadError> + 's;
+
+fn load_records(
+    data: &[u8],
+    databases: usize,
+    opts: &LoadOptions,
+    sink: &mut Sink<'_>,
+) -> Result<Loaded, LoadError> {
     if data.len() < 9 || &data[..5] != b"REDIS" {
         return Err(LoadError::Signature);
     }
@@ -315,8 +354,8 @@ pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Load
             OPCODE_EOF => break,
             OPCODE_SELECTDB => {
                 let n = r.len().map_err(corrupt(&r, "a database number"))?;
-                if n >= ks.databases() as u64 {
-                    return Err(LoadError::TooManyDatabases(ks.databases()));
+                if n >= databases as u64 {
+                    return Err(LoadError::TooManyDatabases(databases));
                 }
                 db = n as usize;
             }
@@ -382,7 +421,7 @@ pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Load
                     Some(ms) => Some(ms as u64),
                     None => None,
                 };
-                store(ks, db, &key, value, expire_at, idle, opts.now_ms)?;
+                sink(db, &key, value, expire_at, idle)?;
                 loaded.keys_loaded += 1;
             }
         }
@@ -407,7 +446,7 @@ pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Load
 }
 
 fn store(
-    ks: &Keyspace,
+    locked: &mut Locked<'_>,
     db: usize,
     key: &[u8],
     value: Value,
@@ -415,7 +454,6 @@ fn store(
     idle_s: Option<u64>,
     now_ms: u64,
 ) -> Result<(), LoadError> {
-    let mut locked = ks.lock_keys([key]);
     if locked.lookup_untouched(db, key, 0).is_some() {
         return Err(LoadError::DuplicateKey {
             db,

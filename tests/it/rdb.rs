@@ -397,3 +397,27 @@ fn corrupt_files_refuse_to_start_cleanly() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("Fatal error loading the DB"), "{err}");
 }
+
+/// DEBUG RELOAD saves, empties and loads back: everything reads the same afterwards, on
+/// Redis and on sluice, and the replies agree.
+#[test]
+fn debug_reload_keeps_everything_like_redis() {
+    let redis = RedisServer::start();
+    let dir = TempDir::new("reload");
+    let s = start_in(dir.path());
+    let mut outs = Vec::new();
+    for addr in [redis.addr(), s.addr()] {
+        let mut c = Conn::connect(addr);
+        let keys = fill(&mut c);
+        extras(&mut c, false);
+        let before = view(&mut c, &keys);
+        let mut replies = vec![c.cmd(&[b"DEBUG", b"RELOAD"])];
+        let after = view(&mut c, &keys);
+        assert_eq!(before, after);
+        replies.push(c.cmd(&[b"DEBUG", b"RELOAD", b"NOSAVE"]));
+        replies.push(c.cmd(&[b"DEBUG", b"RELOAD", b"BOGUS"]));
+        replies.push(c.cmd(&[b"DBSIZE"]));
+        outs.push(replies);
+    }
+    assert_eq!(outs[0], outs[1]);
+}

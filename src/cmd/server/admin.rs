@@ -25,7 +25,8 @@ impl Command for Time {
     }
 }
 
-/// DEBUG HELP | DEBUG SLEEP seconds (fractions allowed; delays this client only).
+/// DEBUG HELP | DEBUG SLEEP seconds (fractions allowed; delays this client only) | DEBUG
+/// RELOAD [NOSAVE].
 ///
 /// As in Redis, DEBUG is one command that reads its own subcommand (it has no subcommand
 /// table), so anything else gets Redis's "unknown subcommand or wrong number of arguments".
@@ -35,6 +36,11 @@ pub enum DebugCmd {
     Help,
     /// DEBUG SLEEP seconds
     Sleep(f64),
+    /// DEBUG RELOAD [NOSAVE]: save, empty, load the RDB file back.
+    Reload {
+        /// Save first (no NOSAVE).
+        save: bool,
+    },
 }
 
 impl Command for DebugCmd {
@@ -43,6 +49,25 @@ impl Command for DebugCmd {
         match (sub.to_ascii_lowercase().as_slice(), a.remaining()) {
             (b"help", 0) => Ok(DebugCmd::Help),
             (b"sleep", 1) => Ok(DebugCmd::Sleep(parse_f64(a.next()?).unwrap_or(0.0))),
+            (b"reload", _) => {
+                let mut save = true;
+                for opt in a.rest() {
+                    if opt.eq_ignore_ascii_case(b"nosave") {
+                        save = false;
+                    } else if opt.eq_ignore_ascii_case(b"merge")
+                        || opt.eq_ignore_ascii_case(b"noflush")
+                    {
+                        return Err(CmdError::msg(
+                            "ERR sluice's DEBUG RELOAD supports only the NOSAVE option",
+                        ));
+                    } else {
+                        return Err(CmdError::msg(
+                            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                        ));
+                    }
+                }
+                Ok(DebugCmd::Reload { save })
+            }
             _ => Err(CmdError::owned(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
                 crate::cmd::printable(sub, 128)
@@ -56,6 +81,16 @@ impl Command for DebugCmd {
                 if secs > 0.0 {
                     ctx.client.sleep = Some(Duration::from_secs_f64(secs.min(3600.0)));
                 }
+                Ok(Reply::ok())
+            }
+            DebugCmd::Reload { save } => {
+                // EXEC may hold shards; reloading needs all of them.
+                if ctx.in_exec {
+                    return Err(CmdError::msg(
+                        "ERR sluice does not run DEBUG RELOAD inside a transaction",
+                    ));
+                }
+                crate::cmd::persist::debug_reload(ctx.shared, save)?;
                 Ok(Reply::ok())
             }
         }
