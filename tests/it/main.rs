@@ -15,6 +15,7 @@ mod hostile;
 mod hostile_lua;
 mod limits;
 mod memory;
+mod notifications;
 mod operators;
 mod proc;
 mod props;

@@ -111,6 +111,10 @@ transcripts!(
     blocking,
     functions,
     persistence,
+    notifications_strings,
+    notifications_keys,
+    notifications_agg,
+    notifications_blocking,
 );
 
 /// Runs every transcript not listed above.
