@@ -36,7 +36,7 @@ enum Kind {
     Refused(&'static str),
 }
 
-const PERSIST: &str = "sluice keeps everything in memory and writes no snapshot or AOF";
+const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
 const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
 const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
@@ -88,8 +88,11 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("redis-version", Kind::Acts),
     ("resp3", Kind::Acts),
     ("cluster-node-id", Kind::Acts),
-    // Persistence: sluice has none. Turning it on is refused, tuning it is harmless.
-    ("save", Kind::Quiet(&[""], PERSIST)),
+    // Persistence: RDB snapshots are acted on; the AOF is refused, its tuning harmless.
+    ("save", Kind::Acts),
+    ("dbfilename", Kind::Acts),
+    ("rdbchecksum", Kind::Acts),
+    ("stop-writes-on-bgsave-error", Kind::Acts),
     (
         "appendonly",
         Kind::Only(
@@ -108,12 +111,15 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("auto-aof-rewrite-min-size", Kind::Inert(PERSIST)),
     ("auto-aof-rewrite-percentage", Kind::Inert(PERSIST)),
     ("no-appendfsync-on-rewrite", Kind::Inert(PERSIST)),
-    ("dbfilename", Kind::Inert(PERSIST)),
-    ("rdbcompression", Kind::Inert(PERSIST)),
-    ("rdbchecksum", Kind::Inert(PERSIST)),
-    ("rdb-del-sync-files", Kind::Inert(PERSIST)),
-    ("rdb-save-incremental-fsync", Kind::Inert(PERSIST)),
-    ("stop-writes-on-bgsave-error", Kind::Inert(PERSIST)),
+    (
+        "rdbcompression",
+        Kind::Inert("sluice writes RDB strings uncompressed (Redis loads them either way)"),
+    ),
+    ("rdb-del-sync-files", Kind::Inert(REPL)),
+    (
+        "rdb-save-incremental-fsync",
+        Kind::Inert("sluice syncs an RDB file once, when it is complete"),
+    ),
     (
         "sanitize-dump-payload",
         Kind::Inert("sluice has no DUMP/RESTORE"),
@@ -757,16 +763,17 @@ mod tests {
     fn warnings_name_directive_and_line() {
         let loaded = from_text(
             "r.conf",
-            "# c\n\nhz 10\nsave \"\"\nsave 900 1\nappendonly no\n",
+            "# c\n\nhz 10\nsave \"\"\nsave 900 1\nappendfsync always\nappendonly no\nsave \"60 100\"\n",
         )
         .unwrap();
         assert_eq!(
             loaded.warnings,
             vec![
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
-                format!("r.conf:5: 'save 900 1' accepted without effect: {PERSIST}"),
+                format!("r.conf:6: 'appendfsync always' accepted without effect: {PERSIST}"),
             ]
         );
+        assert_eq!(loaded.config.save, vec![(900, 1), (60, 100)]);
     }
 
     #[test]

@@ -103,8 +103,20 @@ pub struct Config {
     pub supervised: Supervised,
     /// `daemonize yes` was asked for (refused at start: sluice stays in the foreground).
     pub daemonize: bool,
-    /// The working directory the binary changes to at start (`dir`); None: stay.
+    /// The working directory the binary changes to at start (`dir`); None: stay. The RDB
+    /// file is `dir/dbfilename`.
     pub dir: Option<String>,
+    /// `save` points: snapshot when at least `changes` writes happened in `seconds`. Empty
+    /// (sluice's default, unlike redis-server's `3600 1 300 100 60 10000`): no automatic
+    /// snapshots and none at shutdown unless asked (`SHUTDOWN SAVE`).
+    pub save: Vec<(u64, u64)>,
+    /// `dbfilename`: the RDB file's name inside `dir`.
+    pub dbfilename: String,
+    /// `rdbchecksum`: write the CRC64 trailer of RDB files.
+    pub rdbchecksum: bool,
+    /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the last background
+    /// save failed and save points are configured.
+    pub stop_writes_on_bgsave_error: bool,
     /// Replication settings (`replicaof`, `masterauth`, `replica-read-only`…).
     pub repl: ReplSettings,
 }
@@ -231,6 +243,37 @@ impl ReplSettings {
     }
 }
 
+/// Parses `save`'s value (`"3600 1 300 100"`, or `""` for none): pairs of seconds and
+/// changes, Redis's "Invalid save parameters" otherwise.
+pub fn parse_save(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Redis splits on single spaces: doubled or edge spaces make empty words, refused.
+    let words: Vec<&str> = value.split(' ').collect();
+    if !words.len().is_multiple_of(2) {
+        return Err("Invalid save parameters".into());
+    }
+    let num = |w: &str| {
+        crate::num::parse_i64(w.as_bytes())
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| "Invalid save parameters".to_string())
+    };
+    words
+        .chunks(2)
+        .map(|p| Ok((num(p[0])?, num(p[1])?)))
+        .collect()
+}
+
+/// `save`'s value as CONFIG GET shows it.
+pub fn format_save(points: &[(u64, u64)]) -> String {
+    points
+        .iter()
+        .map(|(s, c)| format!("{s} {c}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Redis's `supervised` modes that sluice provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Supervised {
@@ -305,6 +348,10 @@ impl Default for Config {
             daemonize: false,
             dir: None,
             repl: ReplSettings::default(),
+            save: Vec::new(),
+            dbfilename: "dump.rdb".into(),
+            rdbchecksum: true,
+            stop_writes_on_bgsave_error: true,
         }
     }
 }
@@ -452,6 +499,7 @@ pub fn is_immutable(name: &str) -> bool {
             | "daemonize"
             | "databases"
             | "enable-debug-command"
+            | "rdbchecksum"
             | "io-threads"
             | "logfile"
             | "pidfile"
@@ -610,6 +658,26 @@ impl Config {
             "pidfile" => self.pidfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "logfile" => self.logfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "dir" => self.dir = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "save" => {
+                // One line may hold several pairs; `save ""` clears; later lines add.
+                let points = parse_save(&args.join(" ")).map_err(|e| bad(&name, e))?;
+                if points.is_empty() {
+                    self.save.clear();
+                } else {
+                    self.save.extend(points);
+                }
+            }
+            "dbfilename" => {
+                let v = one()?;
+                if v.is_empty() || v.contains('/') {
+                    return Err(bad(&name, "dbfilename can't be a path, just a filename"));
+                }
+                self.dbfilename = v.to_string();
+            }
+            "rdbchecksum" => self.rdbchecksum = yes_no(&name, one()?)?,
+            "stop-writes-on-bgsave-error" => {
+                self.stop_writes_on_bgsave_error = yes_no(&name, one()?)?
+            }
             "unixsocket" => self.unixsocket = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "unixsocketperm" => {
                 self.unixsocketperm = u32::from_str_radix(one()?, 8)
@@ -731,6 +799,19 @@ impl Config {
             return self.threads;
         }
         std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// The directory of the RDB file: `dir`, or the current directory.
+    pub fn rdb_dir(&self) -> std::path::PathBuf {
+        match &self.dir {
+            Some(d) => std::path::PathBuf::from(d),
+            None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        }
+    }
+
+    /// The RDB file: `dir/dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        self.rdb_dir().join(&self.dbfilename)
     }
 
     /// The shard count to use.
@@ -916,6 +997,16 @@ impl Config {
             "unixsocketperm" => self.unixsocketperm.to_string(),
             "supervised" => self.supervised.name().to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
+            "save" => format_save(&self.save),
+            "dbfilename" => self.dbfilename.clone(),
+            "dir" => self.rdb_dir().display().to_string(),
+            "rdbchecksum" => if self.rdbchecksum { "yes" } else { "no" }.to_string(),
+            "stop-writes-on-bgsave-error" => if self.stop_writes_on_bgsave_error {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
             "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
                 self.zset_max_listpack_entries.to_string()
             }
@@ -994,6 +1085,15 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
+            "save" => self.save = parse_save(value)?,
+            "stop-writes-on-bgsave-error" => {
+                self.stop_writes_on_bgsave_error = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                }
+            }
+            "dir" | "dbfilename" => return Err("can't set protected config".into()),
             "notify-keyspace-events" => {
                 self.notify_keyspace_events =
                     keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?

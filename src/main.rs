@@ -80,7 +80,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config = loaded.config;
+    let mut config = loaded.config;
     // Before any other thread starts (the log writer, the runtime's), so that every thread
     // inherits the blocked signals and only the signal thread receives them.
     let signals = SignalThread::start();
@@ -92,6 +92,12 @@ fn main() -> ExitCode {
             "sluice: cannot change to dir '{dir}': {e}"
         );
         return ExitCode::FAILURE;
+    }
+    // From here on `dir` is absolute (the RDB file lives there; CONFIG GET dir shows it).
+    if config.dir.is_some()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        config.dir = Some(cwd.display().to_string());
     }
     let (sink, colour) = match &config.logfile {
         None => (

@@ -294,6 +294,10 @@ fn client_policy<'s>(
     if let Some(reply) = maxmemory::check(shared, client, entry) {
         return Err(reject(shared, client, Some(entry), reply));
     }
+    // MISCONF: writes refused after a failed background save (see persist.rs).
+    if let Some(reply) = super::persist::misconf(shared, spec) {
+        return Err(reject(shared, client, Some(entry), reply));
+    }
     if spec.has(CmdFlags::WRITE) && super::read_only_replica(shared, client) {
         return Err(reject(
             shared,

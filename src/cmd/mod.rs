@@ -33,6 +33,7 @@ pub mod maxmemory;
 pub mod monitor;
 pub mod notify;
 pub mod pause;
+pub mod persist;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
@@ -113,6 +114,8 @@ pub struct Shared {
     pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// RDB persistence: save state and counters.
+    pub persist: persist::Persistence,
     /// Error replies by prefix (INFO errorstats).
     pub errors: stats::ErrorStats,
     /// SLOWLOG's entries.
@@ -151,6 +154,7 @@ impl Shared {
             clock.now_ms(),
         ));
         let test_mode = config.test_mode;
+        let now_s = clock.now_ms() / 1000;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
         let repl = Arc::new(crate::repl::Repl::new(config.repl.backlog_size));
@@ -178,6 +182,7 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
+            persist: persist::Persistence::new(now_s),
             errors: stats::ErrorStats::default(),
             slowlog: slowlog::SlowLog::default(),
             latency: latency::LatencyMonitor::default(),

@@ -469,7 +469,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 25] {
+pub fn all_families() -> [&'static [CommandSpec]; 26] {
     use super::*;
     [
         strings::COMMANDS,
@@ -494,6 +494,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 25] {
         pubsub::COMMANDS,
         blocking::COMMANDS,
         functions::COMMANDS,
+        persist::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,

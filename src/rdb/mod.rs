@@ -9,9 +9,10 @@
 //! Output is what Redis 7.0 writes for the encodings sluice keeps (strings, quicklist 2 of
 //! listpacks, intset or hashtable sets, listpack or skiplist sorted sets with binary
 //! doubles, listpack or hashtable hashes), except that strings are never LZF-compressed
-//! (Redis loads them either way). Input accepts everything Redis 7.0 writes, plus the older
-//! plain-list (1) and string-double sorted-set (3) types; the ziplist-based types of RDB 9
-//! and older (zipmap, ziplist, quicklist 1) are refused as bad data.
+//! (Redis loads them either way). Input accepts everything Redis 7.0 writes, plus what it
+//! still loads from older versions: the plain-list (1) and string-double sorted-set (3)
+//! types and the ziplist-based types of RDB 9 and older (zipmap, ziplist, quicklist 1;
+//! `ziplist.rs`), converted to today's encodings as Redis converts them.
 //!
 //! Every length in a payload is checked against the bytes that remain before anything is
 //! allocated, so a hostile payload costs at most a pass over its own bytes.
@@ -19,6 +20,7 @@
 mod crc64;
 mod listpack;
 pub mod snapshot;
+mod ziplist;
 
 pub use crc64::crc64;
 
@@ -38,7 +40,12 @@ const TYPE_SET: u8 = 2;
 const TYPE_ZSET: u8 = 3;
 const TYPE_HASH: u8 = 4;
 const TYPE_ZSET_2: u8 = 5;
+const TYPE_HASH_ZIPMAP: u8 = 9;
+const TYPE_LIST_ZIPLIST: u8 = 10;
 const TYPE_SET_INTSET: u8 = 11;
+const TYPE_ZSET_ZIPLIST: u8 = 12;
+const TYPE_HASH_ZIPLIST: u8 = 13;
+const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
@@ -444,6 +451,54 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
                 return Err(RdbError::BadFormat);
             }
             Value::List(l)
+        }
+        TYPE_LIST_ZIPLIST => {
+            let items = ziplist::entries(&r.string()?)?;
+            if items.is_empty() {
+                return Err(RdbError::BadFormat);
+            }
+            Value::List(items.into())
+        }
+        TYPE_LIST_QUICKLIST => {
+            let nodes = r.count(1)?;
+            let mut l = std::collections::VecDeque::new();
+            for _ in 0..nodes {
+                l.extend(ziplist::entries(&r.string()?)?);
+            }
+            if l.is_empty() {
+                return Err(RdbError::BadFormat);
+            }
+            Value::List(l)
+        }
+        TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST => {
+            let blob = r.string()?;
+            let items = if t == TYPE_HASH_ZIPMAP {
+                ziplist::zipmap_entries(&blob)?
+            } else {
+                ziplist::entries(&blob)?
+            };
+            if items.is_empty() || items.len() % 2 != 0 {
+                return Err(RdbError::BadFormat);
+            }
+            let mut h = HashValue::default();
+            for pair in items.chunks(2) {
+                if !h.set(&pair[0], &pair[1]) {
+                    return Err(RdbError::BadFormat);
+                }
+            }
+            Value::Hash(Box::new(h))
+        }
+        TYPE_ZSET_ZIPLIST => {
+            let items = ziplist::entries(&r.string()?)?;
+            if items.is_empty() || items.len() % 2 != 0 {
+                return Err(RdbError::BadFormat);
+            }
+            let mut z = SortedSet::new();
+            for pair in items.chunks(2) {
+                let score = crate::num::parse_double(&pair[1]).ok_or(RdbError::BadFormat)?;
+                add_new(&mut z, &pair[0], score, limits)?;
+            }
+            Value::ZSet(Box::new(z))
         }
         TYPE_SET => {
             let n = r.count(1)?;

@@ -22,48 +22,47 @@ use super::Attached;
 use crate::client::ClientState;
 use crate::cmd::Shared;
 use crate::protocol::{Args, Limits, Reply, RequestParser};
-use crate::rdb::snapshot::Writer;
+use crate::rdb::snapshot::{self, SaveOptions};
 
 /// The payload of a full resynchronization and the offset it stands for.
 pub fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
     let config = shared.config();
-    let now = shared.clock.now_ms();
-    let mut w = Writer::new();
-    w.aux("redis-ver", config.redis_version.as_bytes());
-    w.aux("redis-bits", b"64");
-    w.aux("ctime", (now / 1000).to_string().as_bytes());
-    w.aux(
-        "used-mem",
-        crate::alloc_stats::allocated().to_string().as_bytes(),
-    );
-    w.aux("aof-base", b"0");
-    for lib in shared.scripts.function_libraries() {
-        w.function(&lib.code);
-    }
-    let databases = shared.keyspace.databases();
+    let opts = SaveOptions {
+        redis_version: config.redis_version.clone(),
+        ctime_s: shared.clock.now_ms() / 1000,
+        used_mem: crate::alloc_stats::allocated() as u64,
+        checksum: true,
+        // Keys whose time has passed go too: the replica drops them on the master's DEL.
+        now_ms: 0,
+    };
+    drop(config);
+    let functions: Vec<Bytes> = shared
+        .scripts
+        .function_libraries()
+        .into_iter()
+        .map(|lib| lib.code.clone())
+        .collect();
+    // Every shard is copied in one hold and the offset read in it: no write falls between
+    // the payload and the offset. The copy is serialized after the locks are released.
     let mut store = shared.keyspace.lock_all();
-    for db in 0..databases {
-        let (keys, expires) = store.fold((0, 0), |(k, e), s| {
-            (k + s.db(db).len(), e + s.db(db).expires())
-        });
-        if keys == 0 {
-            continue;
-        }
-        w.db(db, keys, expires);
-        store.fold((), |(), s| {
-            for e in s.db(db).iter() {
-                w.key(&e.key, &e.value, e.expire_at());
-            }
-        });
-    }
-    // The offset is read while every shard is held: no write is between the payload and it.
+    let copies = snapshot::copy_locked(&mut store, 0);
     let offset = {
         let mut f = shared.repl.feed();
         f.reset_db();
         f.offset
     };
     drop(store);
-    (w.finish(), offset)
+    let mut payload = Vec::new();
+    if let Err(e) = snapshot::write_copies(
+        functions.iter().map(|c| &c[..]),
+        &opts,
+        &mut payload,
+        copies,
+    ) {
+        // Writing into memory does not fail; keep the replica's load refusing a cut file.
+        tracing::warn!("full resynchronization payload: {e}");
+    }
+    (payload, offset)
 }
 
 /// Serves a replica on this connection after its PSYNC (`replid` empty: SYNC) until it

@@ -29,7 +29,7 @@ use super::{Link, encode_command};
 use crate::client::ClientState;
 use crate::cmd::{self, Shared};
 use crate::protocol::{Args, Limits, RequestParser};
-use crate::rdb::snapshot::{Item, load};
+use crate::rdb::snapshot::{LoadOptions, load_bytes_locked};
 
 /// Makes this node a replica of `host:port` (REPLICAOF, or `replicaof` at start). The
 /// supervisor starts the link.
@@ -312,7 +312,11 @@ async fn read_payload(sock: &mut TcpStream, buf: &mut BytesMut, timeout: Duratio
 /// Flushes everything and loads the payload, under every shard lock.
 fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
     shared.repl.loading.store(true, Ordering::Relaxed);
-    let limits = crate::cmd::zset::limits(shared);
+    let opts = LoadOptions {
+        // A replica keeps keys whose time has passed: the master's DEL removes them.
+        now_ms: 0,
+        limits: crate::cmd::zset::limits(shared),
+    };
     let databases = shared.keyspace.databases();
     let mut store = shared.keyspace.lock_all();
     for s in store.shards_mut() {
@@ -320,24 +324,12 @@ fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
             s.flush_db(db);
         }
     }
-    let mut functions = Vec::new();
-    let loaded = load(payload, databases, &limits, |item| match item {
-        Item::Key {
-            db,
-            key,
-            value,
-            expire_at,
-        } => store.set(db, &key, value, expire_at),
-        Item::Function(code) => functions.push(code),
-    });
+    let loaded = load_bytes_locked(payload, &mut store, &opts);
     drop(store);
     shared.repl.loading.store(false, Ordering::Relaxed);
-    if let Err(e) = loaded {
-        return Err(broken(format!(
-            "cannot load the master's RDB payload: {e:?}"
-        )));
-    }
-    let dump = crate::rdb::dump_functions(functions.iter().map(|c| &c[..]));
+    let loaded =
+        loaded.map_err(|e| broken(format!("cannot load the master's RDB payload: {e}")))?;
+    let dump = crate::rdb::dump_functions(loaded.functions.iter().map(|c| &c[..]));
     if let Err(e) = shared
         .scripts
         .function_restore(&dump, crate::script::functions::RestorePolicy::Flush)

@@ -77,6 +77,9 @@ pub enum ServerError {
     /// The event-loop threads could not be started.
     #[error("cannot start the event loops: {0}")]
     Threads(std::io::Error),
+    /// The RDB file exists but could not be loaded.
+    #[error("{0}")]
+    Load(String),
     /// The Unix socket could not be set up.
     #[error("could not listen on unix socket {path}: {source}")]
     Unix {
@@ -233,6 +236,8 @@ impl Server {
                     reason: e.to_string(),
                 }
             })?;
+        // Before any client is served: Redis loads the file before it accepts either.
+        crate::cmd::persist::load_at_start(&shared).map_err(ServerError::Load)?;
         let loops = loops::Loops::start(shared.config().effective_threads())
             .map_err(ServerError::Threads)?;
         Ok(Server {
@@ -304,6 +309,7 @@ impl Server {
                 },
             );
         }
+        let saver = crate::cmd::persist::spawn_timer(shared.clone());
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         loops
@@ -362,6 +368,12 @@ impl Server {
         {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
         }
+        if let Some(saver) = saver {
+            let _ = saver.join();
+        }
+        // A signal (or the embedding program) stopped the server: save as Redis does on
+        // SIGTERM when save points are configured. SHUTDOWN decided this already.
+        crate::cmd::persist::save_on_exit(&shared);
         if let Some(path) = unix_path {
             // As redis-server does: the socket file goes with the server.
             let _ = std::fs::remove_file(path);

@@ -225,6 +225,14 @@ impl Keyspace {
         }
     }
 
+    /// Keys modified since the start, summed over the shards (each locked in turn): what
+    /// `save` points and INFO's rdb_changes_since_last_save count from.
+    pub fn changes(&self) -> u64 {
+        (0..self.shards.len()).fold(0u64, |n, i| {
+            n.wrapping_add(self.lock_index(i).stats.changes)
+        })
+    }
+
     /// Sets which key events (`keylog` kinds) every shard logs. Takes no lock (CONFIG SET
     /// may run inside an EXEC that holds shards).
     pub fn set_log_mask(&self, mask: u8) {
@@ -337,6 +345,7 @@ impl<'a> Locked<'a> {
             acc.expired_keys += s.stats.expired_keys;
             acc.keyspace_hits += s.stats.keyspace_hits;
             acc.keyspace_misses += s.stats.keyspace_misses;
+            acc.changes = acc.changes.wrapping_add(s.stats.changes);
             acc
         })
     }
@@ -344,7 +353,10 @@ impl<'a> Locked<'a> {
     /// CONFIG RESETSTAT: zero the held shards' counters.
     pub fn reset_stats(&mut self) {
         for shard in self.shards_mut() {
-            shard.stats = ShardStats::default();
+            shard.stats = ShardStats {
+                changes: shard.stats.changes,
+                ..ShardStats::default()
+            };
         }
     }
 

@@ -253,6 +253,9 @@ pub struct ShardStats {
     pub keyspace_hits: u64,
     /// Read lookups that did not.
     pub keyspace_misses: u64,
+    /// Keys modified (every `touch`, i.e. Redis's signalModifiedKey): the "changes" that
+    /// `save` points count. Never reset by CONFIG RESETSTAT.
+    pub changes: u64,
 }
 
 /// A shard: data, expiry index and watch registry.
@@ -516,6 +519,7 @@ impl Shard {
     /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
     #[inline]
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.stats.changes = self.stats.changes.wrapping_add(1);
         if self.watches.is_empty() {
             return;
         }
@@ -603,6 +607,7 @@ impl Shard {
     pub fn flush_db(&mut self, db: usize) {
         self.signal_existing_watched(db);
         self.layout = self.layout.wrapping_add(1);
+        self.stats.changes = self.stats.changes.wrapping_add(self.dbs[db].len() as u64);
         let old = std::mem::take(&mut self.dbs[db]);
         for e in old.table {
             if let Some(t) = e.timer {

@@ -110,6 +110,7 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    persistence,
     notifications_strings,
     notifications_keys,
     notifications_agg,
