@@ -110,6 +110,8 @@ struct State {
     free: Vec<u32>,
     /// Operations queued since the last submission.
     queued: usize,
+    /// Tasks whose operations were reaped outside the driver (see `push`), woken by it.
+    woken: Vec<Waker>,
 }
 
 struct Slot {
@@ -161,6 +163,7 @@ impl Ring {
                 slots: Vec::new(),
                 free: Vec::new(),
                 queued: 0,
+                woken: Vec::new(),
             }),
             fd,
             wanted: AtomicBool::new(false),
@@ -184,6 +187,7 @@ impl Ring {
     fn turn(&self, wake: &mut Vec<Waker>) {
         self.wanted.store(false, Ordering::Release);
         let mut state = self.lock();
+        wake.append(&mut state.woken);
         state.submit();
         state.reap(wake);
         // Completions the kernel kept back because the completion queue was full come over
@@ -294,8 +298,14 @@ impl State {
                 return;
             }
             if !self.submit_now() {
-                // The kernel takes nothing (out of memory): let it breathe, then retry.
-                std::thread::yield_now();
+                // The kernel takes nothing until completions are taken off (EBUSY): take
+                // them (their tasks are woken by the driver), then retry.
+                let mut woken = std::mem::take(&mut self.woken);
+                if self.reap(&mut woken) == 0 {
+                    std::thread::yield_now();
+                }
+                // Every push is followed by a kick to the driver, whose turn wakes them.
+                self.woken = woken;
             }
         }
     }
