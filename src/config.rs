@@ -60,6 +60,9 @@ pub struct Config {
     pub maxmemory_policy: EvictionPolicy,
     /// Keys sampled per eviction (Redis's maxmemory-samples).
     pub maxmemory_samples: usize,
+    /// `notify-keyspace-events`: the classes of keyspace notifications to publish
+    /// ([`keyspace_events`] bits; 0, the default, publishes nothing).
+    pub notify_keyspace_events: u32,
     /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
     /// holds while its client does not read them.
     pub output_buffer_limit: OutputBufferLimit,
@@ -145,6 +148,7 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            notify_keyspace_events: 0,
             output_buffer_limit: OutputBufferLimit::default(),
             output_buffer_limit_other: "slave 268435456 67108864 60 pubsub 33554432 8388608 60"
                 .into(),
@@ -433,6 +437,10 @@ impl Config {
                 self.maxmemory_policy = EvictionPolicy::parse(one()?).map_err(|e| bad(&name, e))?
             }
             "maxmemory-samples" => self.maxmemory_samples = parse_num(&name, one()?)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = keyspace_events::parse(one()?)
+                    .ok_or_else(|| bad(&name, keyspace_events::INVALID))?
+            }
             "client-output-buffer-limit" => {
                 let joined = args.join(" ");
                 self.set_output_buffer_limit(&joined)
@@ -710,6 +718,7 @@ impl Config {
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "notify-keyspace-events" => keyspace_events::format(self.notify_keyspace_events),
             "client-output-buffer-limit" => {
                 let l = self.output_buffer_limit;
                 format!(
@@ -787,6 +796,10 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events =
+                    keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?
+            }
             "port"
             | "bind"
             | "databases"
@@ -1072,6 +1085,7 @@ pub struct LiveSettings {
     timeout: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
+    notify: std::sync::atomic::AtomicU32,
 }
 
 impl LiveSettings {
@@ -1104,6 +1118,14 @@ impl LiveSettings {
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
+        self.notify
+            .store(config.notify_keyspace_events, Ordering::Relaxed);
+    }
+
+    /// The `notify-keyspace-events` classes ([`keyspace_events`] bits; 0: off). Read once per
+    /// command, so a command with notifications off pays one relaxed load.
+    pub fn notify_keyspace_events(&self) -> u32 {
+        self.notify.load(Ordering::Relaxed)
     }
 
     /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
@@ -1151,5 +1173,127 @@ impl LiveSettings {
     /// The idle timeout in seconds (0: none).
     pub fn timeout(&self) -> u64 {
         self.timeout.load(Ordering::Relaxed)
+    }
+}
+
+/// `notify-keyspace-events`: the class bits and Redis 7.0's letters for them.
+pub mod keyspace_events {
+    /// `g`: generic commands (DEL, EXPIRE, RENAME…).
+    pub const GENERIC: u32 = 1 << 2;
+    /// `$`: string commands.
+    pub const STRING: u32 = 1 << 3;
+    /// `l`: list commands.
+    pub const LIST: u32 = 1 << 4;
+    /// `s`: set commands.
+    pub const SET: u32 = 1 << 5;
+    /// `h`: hash commands.
+    pub const HASH: u32 = 1 << 6;
+    /// `z`: sorted set commands.
+    pub const ZSET: u32 = 1 << 7;
+    /// `x`: a key expired (lazily or by the reaper).
+    pub const EXPIRED: u32 = 1 << 8;
+    /// `e`: a key was evicted by maxmemory.
+    pub const EVICTED: u32 = 1 << 9;
+    /// `t`: stream commands (sluice has none; accepted for compatibility).
+    pub const STREAM: u32 = 1 << 10;
+    /// `m`: a read found no key.
+    pub const KEY_MISS: u32 = 1 << 11;
+    /// `d`: module events (sluice has none; accepted for compatibility).
+    pub const MODULE: u32 = 1 << 12;
+    /// `n`: a key was created.
+    pub const NEW: u32 = 1 << 13;
+    /// `K`: publish on `__keyspace@<db>__:<key>`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `E`: publish on `__keyevent@<db>__:<event>`.
+    pub const KEYEVENT: u32 = 1 << 1;
+    /// `A`: every class but `m` and `n`, as in Redis.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    /// Redis's reason for a value with a letter that names no class.
+    pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+
+    /// The class bits of a `notify-keyspace-events` value; None if a character names no
+    /// class (Redis's `keyspaceEventsStringToFlags`: repeats are fine, order is free).
+    pub fn parse(classes: &str) -> Option<u32> {
+        classes.bytes().try_fold(0, |flags, c| {
+            Some(
+                flags
+                    | match c {
+                        b'A' => ALL,
+                        b'g' => GENERIC,
+                        b'$' => STRING,
+                        b'l' => LIST,
+                        b's' => SET,
+                        b'h' => HASH,
+                        b'z' => ZSET,
+                        b'x' => EXPIRED,
+                        b'e' => EVICTED,
+                        b'K' => KEYSPACE,
+                        b'E' => KEYEVENT,
+                        b't' => STREAM,
+                        b'm' => KEY_MISS,
+                        b'd' => MODULE,
+                        b'n' => NEW,
+                        _ => return None,
+                    },
+            )
+        })
+    }
+
+    /// The normalised letters CONFIG GET shows (Redis's `keyspaceEventsFlagsToString`: `A`
+    /// stands for all its classes, and then `n` is not shown even when set).
+    pub fn format(flags: u32) -> String {
+        let mut out = String::new();
+        if flags & ALL == ALL {
+            out.push('A');
+        } else {
+            for (bit, c) in [
+                (GENERIC, 'g'),
+                (STRING, '$'),
+                (LIST, 'l'),
+                (SET, 's'),
+                (HASH, 'h'),
+                (ZSET, 'z'),
+                (EXPIRED, 'x'),
+                (EVICTED, 'e'),
+                (STREAM, 't'),
+                (MODULE, 'd'),
+                (NEW, 'n'),
+            ] {
+                if flags & bit != 0 {
+                    out.push(c);
+                }
+            }
+        }
+        for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+            if flags & bit != 0 {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn letters_round_trip_as_redis_normalises_them() {
+            for (given, shown) in [
+                ("", ""),
+                ("KEA", "AKE"),
+                ("EKnmg$lshzxetd", "AKEm"),
+                ("ggK", "gK"),
+                ("K", "K"),
+                ("Exn", "xnE"),
+                ("mzhsl$gK", "g$lshzKm"),
+            ] {
+                assert_eq!(parse(given).map(format).as_deref(), Some(shown), "{given}");
+            }
+            assert_eq!(parse("KEA "), None);
+            assert_eq!(parse("xyz"), None);
+            assert_eq!(parse("a"), None);
+        }
     }
 }

@@ -439,6 +439,19 @@ impl Registry {
             .unwrap_or_default()
     }
 
+    /// The keys of database `db` clients are blocked on.
+    pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        self.lock()
+            .by_key
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
     /// The waiter of client `id`, if it is blocked.
     pub fn of_client(&self, id: u64) -> Option<Arc<Waiter>> {
         self.lock().by_client.get(&id).cloned()
@@ -460,6 +473,20 @@ pub fn note_write(ctx: &mut Ctx<'_>, spec: &super::CommandSpec, args: &[Bytes]) 
         {
             ctx.ready.push((db, key.clone()));
         }
+    }
+}
+
+/// Notes that `key` of database `db` may now serve blocked clients (a key that arrived by
+/// MOVE, COPY … DB or SWAPDB, which `note_write` does not see: it looks at the client's
+/// database). Costs one atomic load while no client is blocked.
+pub fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
+    if ctx.shared.blocked.is_empty() {
+        return;
+    }
+    if ctx.shared.blocked.has_waiters(db, &key)
+        && !ctx.ready.iter().any(|(d, k)| *d == db && *k == key)
+    {
+        ctx.ready.push((db, key));
     }
 }
 
@@ -496,6 +523,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 may_block: false,
                 blocked: None,
                 ready: Vec::new(),
+                events: super::notify::Events::new(shared),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.
@@ -514,9 +542,11 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Ok(None) => break,
                 Err(e) => e.into(),
             };
+            let events = ctx.take_events();
             drop(ctx);
             *st = State::Done(reply);
             drop(st);
+            super::notify::publish(shared, events);
             w.notify.notify_one();
             shared.blocked.remove(&w);
             if let Some(d) = &dst

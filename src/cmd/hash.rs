@@ -8,6 +8,7 @@
 //! ([`super::long_double`]) because that is what Redis's `long double` is on x86-64 Linux, and the
 //! stored text (`0.1 + 0.2` is `0.3` there) depends on it.
 
+use super::notify::class;
 use bytes::Bytes;
 use rand::RngExt;
 
@@ -251,6 +252,8 @@ impl VariantCommand for HSet {
             .chunks_exact(2)
             .filter(|p| h.set(&p[0], &p[1]))
             .count();
+        drop(h);
+        ctx.notify(class::HASH, "hset", &self.key);
         Ok(match self.reply {
             HSetReply::Ok => Reply::ok(),
             HSetReply::Created => Reply::Int(created as i64),
@@ -280,6 +283,8 @@ impl Command for HSetNx {
             return Ok(Reply::Int(0));
         }
         h.set(&self.field, &self.value);
+        drop(h);
+        ctx.notify(class::HASH, "hset", &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -393,7 +398,11 @@ impl Command for HDel {
         let deleted = self.fields.iter().filter(|f| h.remove(f)).count();
         if deleted == 0 {
             h.mark_unchanged();
+            return Ok(Reply::Int(0));
         }
+        drop(h);
+        ctx.notify(class::HASH, "hdel", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::Int(deleted as i64))
     }
 }
@@ -481,6 +490,8 @@ impl Command for HIncrBy {
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
         h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
+        drop(h);
+        ctx.notify(class::HASH, "hincrby", &self.key);
         Ok(Reply::Int(new))
     }
 }
@@ -516,6 +527,8 @@ impl Command for HIncrByFloat {
         }
         let text = super::long_double::format_human(new);
         h.set(&self.field, text.as_bytes());
+        drop(h);
+        ctx.notify(class::HASH, "hincrbyfloat", &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
     }
 }

@@ -16,6 +16,7 @@
 //! signals those unconditionally); LREM that removes nothing, LINSERT without its pivot,
 //! LPUSHX on a missing key and LPOP with a count of 0 signal nothing.
 
+use super::notify::class;
 use std::collections::VecDeque;
 
 use bytes::Bytes;
@@ -142,6 +143,22 @@ pub enum End {
 }
 
 impl End {
+    /// The event a pop from this end emits.
+    pub(crate) fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    /// The event a push at this end emits.
+    pub(crate) fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
     /// LEFT or RIGHT (any case), else a syntax error.
     pub(crate) fn parse(b: &[u8]) -> CmdResult<End> {
         if is(b, "left") {
@@ -215,6 +232,7 @@ impl VariantCommand for Push {
         }
         let len = l.len();
         ctx.store.touch(db, &self.key);
+        ctx.notify(class::LIST, end.push_event(), &self.key);
         Ok(Reply::Int(len as i64))
     }
 }
@@ -276,7 +294,7 @@ impl VariantCommand for Pop {
                 Reply::Array(popped)
             }
         };
-        ctx.store.touch_and_prune(db, &self.key);
+        ctx.prune_and_notify(class::LIST, end.pop_event(), &self.key);
         Ok(reply)
     }
 }
@@ -390,7 +408,7 @@ impl Command for LTrim {
             None => l.clear(),
         }
         // Redis signals LTRIM even when it keeps every element.
-        ctx.store.touch_and_prune(db, &self.key);
+        ctx.prune_and_notify(class::LIST, "ltrim", &self.key);
         Ok(Reply::ok())
     }
 }
@@ -423,6 +441,7 @@ impl Command for LSet {
             .ok_or(CmdError::msg("ERR index out of range"))?;
         *slot = stored(&self.element);
         ctx.store.touch(db, &self.key);
+        ctx.notify(class::LIST, "lset", &self.key);
         Ok(Reply::ok())
     }
 }
@@ -452,7 +471,7 @@ impl Command for LRem {
         };
         let removed = remove_matches(l, &self.element, self.count);
         if removed > 0 {
-            ctx.store.touch_and_prune(db, &self.key);
+            ctx.prune_and_notify(class::LIST, "lrem", &self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -525,6 +544,7 @@ impl Command for LInsert {
         l.insert(pos + usize::from(self.after), stored(&self.element));
         let len = l.len();
         ctx.store.touch(db, &self.key);
+        ctx.notify(class::LIST, "linsert", &self.key);
         Ok(Reply::Int(len as i64))
     }
 }
@@ -674,6 +694,8 @@ impl Command for LMove {
             };
             self.to.push(src, v.clone());
             ctx.store.touch(db, &self.source);
+            ctx.notify(class::LIST, self.to.push_event(), &self.source);
+            ctx.notify(class::LIST, self.from.pop_event(), &self.source);
             return Ok(Reply::Bulk(v));
         }
         if src.is_empty() {
@@ -690,6 +712,10 @@ impl Command for LMove {
         let dst = list_or_create(&mut ctx.store, db, &self.destination, now)?;
         self.to.push(dst, v.clone());
         ctx.store.touch(db, &self.destination);
+        // Redis's order: the push, then the pop, then the emptied source's `del`.
+        ctx.notify(class::LIST, self.to.push_event(), &self.destination);
+        ctx.notify(class::LIST, self.from.pop_event(), &self.source);
+        ctx.notify_if_deleted(&self.source);
         Ok(Reply::Bulk(v))
     }
 }
@@ -768,7 +794,7 @@ impl Command for LMPop {
                 End::Left => l.drain(..n).map(Reply::Bulk).collect(),
                 End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
             };
-            ctx.store.touch_and_prune(db, key);
+            ctx.prune_and_notify(class::LIST, self.end.pop_event(), key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(popped),

@@ -18,12 +18,17 @@ pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> O
     if shared.live.maxmemory() == 0 {
         return None;
     }
+    let mut events = Vec::new();
     let outcome = perform_evictions(
         &shared.keyspace,
         &shared.live,
         &shared.stats.evicted_keys,
         shared.clock.now_ms(),
+        &mut events,
     );
+    if !events.is_empty() {
+        super::notify::publish_key_events(shared, events);
+    }
     if outcome != Outcome::Fail {
         return None;
     }

@@ -28,6 +28,7 @@ pub mod list;
 pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
+pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod scripting;
@@ -138,7 +139,7 @@ impl Shared {
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
-        Shared {
+        let shared = Shared {
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),
@@ -158,7 +159,15 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
-        }
+        };
+        shared.configure_notifications();
+        shared
+    }
+
+    /// Applies `notify-keyspace-events` (at start and after CONFIG SET): which key events
+    /// the store logs for notifications.
+    pub fn configure_notifications(&self) {
+        notify::configure(self, self.live.notify_keyspace_events());
     }
 
     /// A copy of the configuration.
@@ -187,6 +196,8 @@ pub struct Ctx<'a> {
     pub blocked: Option<Arc<blocking::Waiter>>,
     /// Keys written that blocked clients wait on, served once the locks are released.
     pub ready: Vec<(usize, Bytes)>,
+    /// Keyspace notifications emitted, published once the locks are released.
+    pub events: notify::Events,
 }
 
 impl Ctx<'_> {
@@ -539,12 +550,17 @@ fn execute_inner(
         may_block,
         blocked: None,
         ready: Vec::new(),
+        events: notify::Events::new(shared),
     };
     let reply = (spec.handler)(&mut ctx, args);
     blocking::note_write(&mut ctx, spec, args);
     *blocked = ctx.blocked.take();
     let ready = std::mem::take(&mut ctx.ready);
+    let events = ctx.take_events();
     drop(ctx);
+    // Notifications go out with no lock held, before blocked clients are served (whose pops
+    // emit their own), as Redis emits them during the command.
+    notify::publish(shared, events);
     // Clients blocked on keys this command wrote are served before its reply goes out and
     // before the next command runs (Redis's handleClientsBlockedOnKeys).
     if !ready.is_empty() {

@@ -8,6 +8,7 @@
 //! `store::value::SetValue`. Replies follow Redis 7.0 per protocol: SMEMBERS and SPOP with a
 //! count are RESP3 sets, SRANDMEMBER with a count is an array.
 
+use super::notify::class;
 use bytes::Bytes;
 use rand::RngExt;
 
@@ -143,6 +144,7 @@ impl Command for SAdd {
         let added = self.members.iter().filter(|m| set.insert(m)).count();
         if added > 0 {
             ctx.store.touch(db, &self.key);
+            ctx.notify(class::SET, "sadd", &self.key);
         }
         Ok(Reply::Int(added as i64))
     }
@@ -168,8 +170,7 @@ impl Command for SRem {
         };
         let removed = self.members.iter().filter(|m| set.remove(m)).count();
         if removed > 0 {
-            let db = ctx.db();
-            ctx.store.touch_and_prune(db, &self.key);
+            ctx.prune_and_notify(class::SET, "srem", &self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -293,7 +294,7 @@ impl Command for SPop {
         };
         let Some(count) = self.count else {
             let member = set.remove_index(rand::random_range(0..set.len().max(1)));
-            ctx.store.touch_and_prune(db, &self.key);
+            ctx.prune_and_notify(class::SET, "spop", &self.key);
             return Ok(member.into());
         };
         if count == 0 {
@@ -303,6 +304,8 @@ impl Command for SPop {
             let all = set.iter().map(Reply::Bulk).collect();
             let now = ctx.now_ms;
             ctx.store.remove(db, &self.key, now);
+            ctx.notify(class::SET, "spop", &self.key);
+            ctx.notify(class::GENERIC, "del", &self.key);
             return Ok(Reply::Set(all));
         }
         let mut rng = rand::rng();
@@ -311,7 +314,7 @@ impl Command for SPop {
             let i = rng.random_range(0..set.len());
             popped.extend(set.remove_index(i).map(Reply::Bulk));
         }
-        ctx.store.touch_and_prune(db, &self.key);
+        ctx.prune_and_notify(class::SET, "spop", &self.key);
         Ok(Reply::Set(popped))
     }
 }
@@ -574,9 +577,17 @@ impl VariantCommand for SetOp {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let n = result.len();
         if n == 0 {
-            ctx.store.remove(db, &dest, now);
+            if ctx.store.remove(db, &dest, now).is_some() {
+                ctx.notify(class::GENERIC, "del", &dest);
+            }
         } else {
             ctx.store.set(db, &dest, Value::Set(Box::new(result)), None);
+            let event = match self.op {
+                SetAlgebra::Inter => "sinterstore",
+                SetAlgebra::Union => "sunionstore",
+                SetAlgebra::Diff => "sdiffstore",
+            };
+            ctx.notify(class::SET, event, &dest);
         }
         Ok(Reply::Int(n as i64))
     }
@@ -667,7 +678,7 @@ impl Command for SMove {
         if !removed {
             return Ok(Reply::Int(0));
         }
-        ctx.store.touch_and_prune(db, &self.source);
+        ctx.prune_and_notify(class::SET, "srem", &self.source);
         let now = ctx.now_ms;
         let member = &self.member;
         let Value::Set(dst) = ctx.store.get_or_create(db, &self.destination, now, || {
@@ -677,6 +688,7 @@ impl Command for SMove {
         };
         if dst.insert(member) {
             ctx.store.touch(db, &self.destination);
+            ctx.notify(class::SET, "sadd", &self.destination);
         }
         Ok(Reply::Int(1))
     }

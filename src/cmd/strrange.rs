@@ -134,6 +134,7 @@ impl Command for SetRange {
                 n
             }
         };
+        ctx.notify(super::notify::class::STRING, "setrange", &self.key);
         Ok(Reply::Int(new_len as i64))
     }
 }

@@ -281,6 +281,7 @@ impl Command for Exec {
             may_block: false,
             blocked: None,
             ready: Vec::new(),
+            events: super::notify::Events::new(shared),
         };
 
         let id = run.client.id();
@@ -315,8 +316,10 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        let events = run.take_events();
         drop(run);
         ctx.ready.extend(ready);
+        ctx.events.extend(events);
         unwatch_all(ctx);
         Ok(Reply::Array(replies))
     }

@@ -23,6 +23,7 @@
 //! `ZREMRANGEBYSCORE` that matches nothing) does not touch the key, so it does not abort the
 //! transactions of clients watching it; a set that becomes empty is deleted.
 
+use super::notify::class;
 use bytes::Bytes;
 
 use super::args::{glob_match, is, parse_i64};
@@ -386,6 +387,11 @@ impl AddArgs {
                 tally
             }
         };
+        // Redis notifies what was done even when a later pair failed.
+        if tally.added + tally.updated > 0 {
+            let event = if self.flags.incr { "zincr" } else { "zadd" };
+            ctx.notify(class::ZSET, event, &self.key);
+        }
         if let Some(e) = tally.error {
             return Err(zset_error(e));
         }
@@ -473,7 +479,6 @@ impl Command for ZRem {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         let Some(z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
@@ -487,7 +492,7 @@ impl Command for ZRem {
             }
         }
         if removed > 0 {
-            ctx.store.touch_and_prune(db, &self.key);
+            ctx.prune_and_notify(class::ZSET, "zrem", &self.key);
         }
         Ok(Reply::Int(removed))
     }
@@ -820,7 +825,9 @@ impl Command for ZRangeStore {
         };
         let (db, now) = (ctx.db(), ctx.now_ms);
         if items.is_empty() {
-            ctx.store.remove(db, &self.dst, now);
+            if ctx.store.remove(db, &self.dst, now).is_some() {
+                ctx.notify(class::GENERIC, "del", &self.dst);
+            }
             return Ok(Reply::Int(0));
         }
         let limits = limits(ctx.shared);
@@ -834,6 +841,7 @@ impl Command for ZRangeStore {
         }
         let n = i64::try_from(z.len()).unwrap_or(i64::MAX);
         ctx.store.set(db, &self.dst, Value::ZSet(Box::new(z)), None);
+        ctx.notify(class::ZSET, "zrangestore", &self.dst);
         Ok(Reply::Int(n))
     }
 }
@@ -865,7 +873,6 @@ impl VariantCommand for ZRemRange {
         Ok(ZRemRange { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         let Some(z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
@@ -875,7 +882,12 @@ impl VariantCommand for ZRemRange {
             RangeBy::Lex(r) => z.remove_range_by_lex(r),
         };
         if removed > 0 {
-            ctx.store.touch_and_prune(db, &self.key);
+            let event = match self.by {
+                RangeBy::Rank(..) => "zremrangebyrank",
+                RangeBy::Score(_) => "zremrangebyscore",
+                RangeBy::Lex(_) => "zremrangebylex",
+            };
+            ctx.prune_and_notify(class::ZSET, event, &self.key);
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }
@@ -908,7 +920,6 @@ impl VariantCommand for ZPop {
         Ok(ZPop { order, key, count })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         let resp = ctx.client.resp;
         let Some(z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Array(Vec::new()));
@@ -919,7 +930,8 @@ impl VariantCommand for ZPop {
         }
         let max = self.order == Order::Descending;
         let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), max);
-        ctx.store.touch_and_prune(db, &self.key);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.prune_and_notify(class::ZSET, event, &self.key);
         // Without a count the reply is one flat pair, in RESP3 too.
         let resp = if self.count.is_some() { resp } else { 2 };
         Ok(scored_reply(popped, true, resp))

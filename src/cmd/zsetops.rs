@@ -10,6 +10,7 @@
 //!
 //! Uses the set types of [`crate::store`] and the reply shaping of [`super::zset`].
 
+use super::notify::class;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -279,7 +280,9 @@ impl VariantCommand for ZOp {
             Some(dst) => {
                 let (db, now) = (ctx.db(), ctx.now_ms);
                 if result.is_empty() {
-                    ctx.store.remove(db, &dst, now);
+                    if ctx.store.remove(db, &dst, now).is_some() {
+                        ctx.notify(class::GENERIC, "del", &dst);
+                    }
                     return Ok(Reply::Int(0));
                 }
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
@@ -297,6 +300,7 @@ impl VariantCommand for ZOp {
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
+                ctx.notify(class::ZSET, zop_name(op, Output::Store), &dst);
                 Ok(Reply::Int(n))
             }
             None => {
@@ -451,7 +455,8 @@ impl Command for ZMPop {
                 return Err(CmdError::WrongType);
             };
             let popped = z.pop(usize::try_from(self.count).unwrap_or(usize::MAX), self.max);
-            ctx.store.touch_and_prune(db, key);
+            let event = if self.max { "zpopmax" } else { "zpopmin" };
+            ctx.prune_and_notify(class::ZSET, event, key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(

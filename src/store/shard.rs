@@ -272,6 +272,8 @@ pub struct Shard {
     /// position and this number (see `cmd::keys::scan::Scan`); when they differ the position means
     /// nothing any more and the scan of this shard starts over.
     layout: u32,
+    /// Keys created, expired and evicted, for keyspace notifications (see `keylog`).
+    pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
 }
@@ -286,6 +288,7 @@ impl Shard {
             lru_now: lru_stamp(now_ms),
             evict_pool: Vec::new(),
             layout: 0,
+            log: Default::default(),
             stats: ShardStats::default(),
         }
     }
@@ -331,6 +334,7 @@ impl Shard {
         if table.get_bucket(bucket)?.is_expired(now_ms) {
             self.remove(db, hash, key);
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, key);
             return None;
         }
         let e = self.dbs[db].table.get_bucket_mut(bucket)?;
@@ -364,12 +368,15 @@ impl Shard {
         let table = &self.dbs[db].table;
         let Some(bucket) = table.find_bucket_index(hash, |e| &*e.key == key) else {
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         };
         if table.get_bucket(bucket)?.is_expired(now_ms) {
             self.remove(db, hash, key);
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, key);
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         }
         self.stats.keyspace_hits += 1;
@@ -415,6 +422,7 @@ impl Shard {
                     }),
                     |e| e.hash,
                 );
+                self.log.log(super::keylog::NEW, db, key);
                 expire_at.is_some()
             }
         };
@@ -644,6 +652,7 @@ impl Shard {
             self.dbs[db].remove_expiry(entry.expire_at);
             self.stats.expired_keys += 1;
             removed += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             self.touch(db, &entry.key);
         }
         if removed > 0 && !more {
@@ -730,17 +739,21 @@ impl Shard {
             }) else {
                 continue;
             };
-            evicted = self.remove_at(c.db as usize, bucket);
+            evicted = self
+                .remove_at(c.db as usize, bucket)
+                .map(|e| (c.db as usize, e));
             break;
         }
         pool.drain(..taken);
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
-        let entry = evicted?;
+        let (db, entry) = evicted?;
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             Some(Evicted::Expired)
         } else {
+            self.log.log(super::keylog::EVICTED, db, &entry.key);
             Some(Evicted::Key)
         }
     }

@@ -16,6 +16,7 @@ mod hostile_lua;
 mod iobackend;
 mod limits;
 mod memory;
+mod notifications;
 mod operators;
 mod proc;
 mod props;

@@ -132,6 +132,13 @@ impl Command for SwapDb {
             for shard in ctx.store.shards_mut() {
                 shard.swap_dbs(a, b);
             }
+            // Clients blocked on a key of either database may find it now (Redis's
+            // scanDatabaseForReadyKeys); `serve` checks each key's presence and type.
+            for db in [a, b] {
+                for key in ctx.shared.blocked.keys_in_db(db) {
+                    crate::cmd::blocking::note_ready(ctx, db, key);
+                }
+            }
         }
         Ok(Reply::ok())
     }

@@ -1,5 +1,6 @@
 //! A key's lifetime: EXPIRE and its variants, TTL and its variants, PERSIST.
 
+use crate::cmd::notify::class;
 use bytes::Bytes;
 
 use crate::cmd::args::parse_i64;
@@ -107,9 +108,11 @@ impl VariantCommand for Expire {
         }
         if when <= ctx.now_ms as i64 {
             ctx.store.remove(db, &self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", &self.key);
         } else {
             ctx.store
                 .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
+            ctx.notify(class::GENERIC, "expire", &self.key);
         }
         Ok(Reply::Int(1))
     }
@@ -176,6 +179,7 @@ impl Command for Persist {
             .is_some_and(|e| e.expire_at().is_some());
         if has_ttl {
             ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
+            ctx.notify(class::GENERIC, "persist", &self.key);
         }
         Ok(Reply::Int(has_ttl as i64))
     }

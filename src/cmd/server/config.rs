@@ -169,6 +169,8 @@ impl Command for ConfigSet {
         }
         ctx.shared.live.store(&next);
         *cfg = next;
+        drop(cfg);
+        ctx.shared.configure_notifications();
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
         }
