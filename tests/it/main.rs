@@ -17,6 +17,7 @@ mod iobackend;
 mod limits;
 mod memory;
 mod notifications;
+mod observe;
 mod operators;
 mod proc;
 mod props;
