@@ -540,6 +540,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 blocked: None,
                 ready: Vec::new(),
                 error_counted: false,
+                propagate: Vec::new(),
                 events: super::notify::Events::new(shared),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
@@ -559,6 +560,12 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Ok(None) => break,
                 Err(e) => e.into(),
             };
+            // The pop's effect: the state of the keys it changed, under their locks.
+            match &dst {
+                Some(d) => crate::repl::effects::note_served(&mut ctx, db, &[&key, d]),
+                None => crate::repl::effects::note_served(&mut ctx, db, &[&key]),
+            }
+            shared.repl.propagate(&ctx.propagate);
             let events = ctx.take_events();
             drop(ctx);
             *st = State::Done(reply);

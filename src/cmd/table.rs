@@ -467,7 +467,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 24] {
+pub fn all_families() -> [&'static [CommandSpec]; 25] {
     use super::*;
     [
         strings::COMMANDS,
@@ -494,6 +494,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 24] {
         functions::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
+        replication::COMMANDS,
     ]
 }
 

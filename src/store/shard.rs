@@ -276,12 +276,25 @@ pub struct Shard {
     pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
+    /// Who hears of the keys this shard deletes on its own, and whether it may (a replica).
+    deletions: std::sync::Arc<super::Deletions>,
 }
 
 impl Shard {
     /// An empty shard with `databases` databases.
     pub fn new(databases: usize, now_ms: u64) -> Self {
+        Self::with_deletions(databases, now_ms, Default::default())
+    }
+
+    /// `new`, reporting the keys it expires or evicts to `deletions` (shared by the shards of
+    /// one keyspace).
+    pub fn with_deletions(
+        databases: usize,
+        now_ms: u64,
+        deletions: std::sync::Arc<super::Deletions>,
+    ) -> Self {
         Shard {
+            deletions,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             wheel: TimerWheel::new(now_ms),
             watches: HashMap::new(),
@@ -332,9 +345,14 @@ impl Shard {
         let table = &self.dbs[db].table;
         let bucket = table.find_bucket_index(hash, |e| &*e.key == key)?;
         if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+            // A replica answers an expired key as missing but leaves the deletion to its
+            // master's DEL (Redis's rule: its data follows the master's, whatever its clock).
+            if !self.deletions.is_replica() {
+                self.remove(db, hash, key);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             return None;
         }
         let e = self.dbs[db].table.get_bucket_mut(bucket)?;
@@ -372,9 +390,12 @@ impl Shard {
             return None;
         };
         if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+            if !self.deletions.is_replica() {
+                self.remove(db, hash, key);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             self.stats.keyspace_misses += 1;
             self.log.log(super::keylog::KEYMISS, db, key);
             return None;
@@ -637,6 +658,9 @@ impl Shard {
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
         self.lru_now = lru_stamp(now_ms);
+        if self.deletions.is_replica() {
+            return (0, false);
+        }
         let mut due = Vec::new();
         let more = self.wheel.poll_expired(now_ms, max, &mut due);
         let mut removed = 0;
@@ -654,6 +678,7 @@ impl Shard {
             removed += 1;
             self.log.log(super::keylog::EXPIRED, db, &entry.key);
             self.touch(db, &entry.key);
+            self.deletions.deleted(db, &entry.key);
         }
         if removed > 0 && !more {
             // Once the burst is over: one rehash of what is left, not one per batch.
@@ -688,7 +713,8 @@ impl Shard {
         now_ms: u64,
         seed: u64,
     ) -> Option<Evicted> {
-        if policy == EvictionPolicy::NoEviction {
+        // A replica does not evict (Redis's replica-ignore-maxmemory yes): its master's DELs do.
+        if policy == EvictionPolicy::NoEviction || self.deletions.is_replica() {
             return None;
         }
         // New samples join the candidates kept from earlier rounds (Redis's eviction pool):
@@ -748,6 +774,7 @@ impl Shard {
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
         let (db, entry) = evicted?;
+        self.deletions.deleted(db, &entry.key);
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
             self.log.log(super::keylog::EXPIRED, db, &entry.key);
@@ -773,6 +800,9 @@ impl Shard {
 
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.deletions.is_replica() {
+            return None;
+        }
         self.wheel.next_deadline()
     }
 

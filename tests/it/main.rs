@@ -23,6 +23,7 @@ mod proc;
 mod props;
 mod pubsub;
 mod random_diff;
+mod repl;
 mod scripting;
 mod shutdown;
 mod soak;
