@@ -84,6 +84,7 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     // sluice's own.
     ("shards", Kind::Acts),
     ("threads", Kind::Acts),
+    ("io-backend", Kind::Acts),
     ("test-mode", Kind::Acts),
     ("redis-version", Kind::Acts),
     ("resp3", Kind::Acts),

@@ -34,6 +34,8 @@ pub struct Config {
     pub shards: usize,
     /// Event-loop threads serving connections; 0 means one per CPU.
     pub threads: usize,
+    /// What the event loops serve plain TCP connections with (`io-backend`).
+    pub io_backend: IoBackend,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -308,6 +310,7 @@ impl Default for Config {
             loglevel: "notice".into(),
             shards: 0,
             threads: 0,
+            io_backend: IoBackend::default(),
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -598,6 +601,9 @@ impl Config {
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
             "shards" => self.shards = parse_num(&name, one()?)?,
             "threads" => self.threads = parse_num(&name, one()?)?,
+            "io-backend" => {
+                self.io_backend = IoBackend::parse(one()?).map_err(|e| bad(&name, e))?
+            }
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
@@ -1159,6 +1165,17 @@ mod tests {
     }
 
     #[test]
+    fn io_backend_directive() {
+        let mut c = Config::default();
+        assert_eq!(c.io_backend, IoBackend::Epoll);
+        c.apply("io-backend", &["uring".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Uring);
+        c.apply("io-backend", &["AUTO".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Auto);
+        assert!(c.apply("io-backend", &["kqueue".into()]).is_err());
+    }
+
+    #[test]
     fn conf_lines() {
         assert_eq!(
             split_conf_line(r#"save """#),
@@ -1169,6 +1186,32 @@ mod tests {
             Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
         );
         assert_eq!(split_conf_line(r#"x "a"#), None);
+    }
+}
+
+/// What the event loops serve plain TCP connections with (`io-backend`); TLS and Unix-socket
+/// connections always use epoll. See `server::loops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoBackend {
+    /// Readiness (epoll) and a read or write call per operation: tokio's sockets.
+    #[default]
+    Epoll,
+    /// io_uring, falling back to epoll (with a warning) where the kernel or a seccomp
+    /// profile does not allow it.
+    Uring,
+    /// io_uring where available, else epoll.
+    Auto,
+}
+
+impl IoBackend {
+    /// The backend named `name` (epoll, uring or auto; any case).
+    pub fn parse(name: &str) -> Result<IoBackend, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "epoll" => Ok(IoBackend::Epoll),
+            "uring" | "io_uring" | "io-uring" => Ok(IoBackend::Uring),
+            "auto" => Ok(IoBackend::Auto),
+            _ => Err(format!("'{name}' is not one of epoll, uring, auto")),
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 
 pub mod connection;
 pub mod loops;
+#[cfg(target_os = "linux")]
+pub mod uring;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -238,8 +240,11 @@ impl Server {
             })?;
         // Before any client is served: Redis loads the file before it accepts either.
         crate::cmd::persist::load_at_start(&shared).map_err(ServerError::Load)?;
-        let loops = loops::Loops::start(shared.config().effective_threads())
-            .map_err(ServerError::Threads)?;
+        let loops = loops::Loops::start(
+            shared.config().effective_threads(),
+            shared.config().io_backend,
+        )
+        .map_err(ServerError::Threads)?;
         Ok(Server {
             shared: Arc::new(shared),
             listeners,
@@ -280,6 +285,11 @@ impl Server {
     /// How many event loops serve the connections.
     pub fn threads(&self) -> usize {
         self.loops.count()
+    }
+
+    /// The I/O backend the event loops run (`io-backend`, after the probe at start).
+    pub fn io_backend(&self) -> loops::Running {
+        self.loops.running()
     }
 
     /// Serves until shut down. The connections are served on the server's own event-loop
@@ -459,8 +469,21 @@ async fn accept_loop(
         let shared = shared.clone();
         let laddr = laddr.clone();
         let tls = tls.clone();
-        dealer.next().spawn(tracker.track_future(async move {
+        let (handle, ring) = dealer.next_with_ring();
+        // io_uring serves plain TCP only; TLS sessions stay on tokio's sockets.
+        let ring = ring.filter(|_| tls.is_none()).cloned();
+        handle.spawn(tracker.track_future(async move {
             let _slot = slot;
+            #[cfg(target_os = "linux")]
+            if let Some(ring) = ring {
+                match uring::UringStream::new(stream, ring) {
+                    Ok(stream) => admit(shared, stream, peer.to_string(), laddr, refusal).await,
+                    Err(e) => tracing::debug!("cannot serve {peer} through io_uring: {e}"),
+                }
+                return;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = ring;
             let stream = match TcpStream::from_std(stream) {
                 Ok(s) => s,
                 Err(e) => {

@@ -13,6 +13,7 @@ mod functions;
 mod hll;
 mod hostile;
 mod hostile_lua;
+mod iobackend;
 mod limits;
 mod memory;
 mod notifications;
