@@ -299,7 +299,8 @@ impl Command for HGet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let value = read_hash(ctx, &self.key)?.and_then(|h| h.get(&self.field).cloned());
+        let value =
+            read_hash(ctx, &self.key)?.and_then(|h| h.get(&self.field).map(Bytes::copy_from_slice));
         Ok(value.into())
     }
 }
@@ -324,7 +325,7 @@ impl Command for HMGet {
         Ok(Reply::Array(
             self.fields
                 .iter()
-                .map(|f| h.and_then(|h| h.get(f).cloned()).into())
+                .map(|f| h.and_then(|h| h.get(f).map(Bytes::copy_from_slice)).into())
                 .collect(),
         ))
     }
@@ -363,11 +364,24 @@ impl VariantCommand for HGetAll {
         Ok(match self.part {
             HashPart::Both => Reply::Map(
                 pairs
-                    .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
+                    .map(|(f, v)| {
+                        (
+                            Reply::Bulk(Bytes::copy_from_slice(f)),
+                            Reply::Bulk(Bytes::copy_from_slice(v)),
+                        )
+                    })
                     .collect(),
             ),
-            HashPart::Fields => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
-            HashPart::Values => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+            HashPart::Fields => Reply::Array(
+                pairs
+                    .map(|(f, _)| Reply::Bulk(Bytes::copy_from_slice(f)))
+                    .collect(),
+            ),
+            HashPart::Values => Reply::Array(
+                pairs
+                    .map(|(_, v)| Reply::Bulk(Bytes::copy_from_slice(v)))
+                    .collect(),
+            ),
         })
     }
 }
@@ -557,7 +571,7 @@ impl Command for HRandField {
         let Some(count) = self.count else {
             let field = h.and_then(|h| {
                 h.get_index(rand::random_range(0..h.len().max(1)))
-                    .map(|(f, _)| f.clone())
+                    .map(|(f, _)| Bytes::copy_from_slice(f))
             });
             return Ok(field.into());
         };
@@ -569,14 +583,14 @@ impl Command for HRandField {
             Vec::with_capacity(picks.len() * if self.with_values && !resp3 { 2 } else { 1 });
         for (f, v) in picks.into_iter().filter_map(|i| h.get_index(i)) {
             match (self.with_values, resp3) {
-                (false, _) => out.push(Reply::Bulk(f.clone())),
+                (false, _) => out.push(Reply::Bulk(Bytes::copy_from_slice(f))),
                 (true, false) => {
-                    out.push(Reply::Bulk(f.clone()));
-                    out.push(Reply::Bulk(v.clone()));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(f)));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(v)));
                 }
                 (true, true) => out.push(Reply::Array(vec![
-                    Reply::Bulk(f.clone()),
-                    Reply::Bulk(v.clone()),
+                    Reply::Bulk(Bytes::copy_from_slice(f)),
+                    Reply::Bulk(Bytes::copy_from_slice(v)),
                 ])),
             }
         }
@@ -642,8 +656,8 @@ impl Command for HScan {
         let mut items = Vec::new();
         for (f, v) in positions.into_iter().filter_map(|i| h.get_index(i)) {
             if scan_matches(pattern.as_ref(), f) {
-                items.push(Reply::Bulk(f.clone()));
-                items.push(Reply::Bulk(v.clone()));
+                items.push(Reply::Bulk(Bytes::copy_from_slice(f)));
+                items.push(Reply::Bulk(Bytes::copy_from_slice(v)));
             }
         }
         Ok(scan_reply(next, items))

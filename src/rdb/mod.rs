@@ -471,7 +471,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
         TYPE_HASH => {
             let n = r.count(2)?;
             let mut h = if n > HASH_MAX_LISTPACK_ENTRIES {
-                HashValue::Table(Default::default())
+                HashValue::table_with_capacity(n)
             } else {
                 HashValue::default()
             };

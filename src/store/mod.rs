@@ -13,6 +13,7 @@
 pub mod access;
 pub mod evict;
 pub mod hll;
+pub mod listpack;
 pub mod reaper;
 pub mod shard;
 pub mod value;
