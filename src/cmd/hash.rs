@@ -18,7 +18,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::access::HashMut;
-use crate::store::value::{HashValue, scan_hash, scan_step};
+use crate::store::value::{HashLimits, HashValue, scan_hash, scan_step};
 
 /// The hash commands.
 pub static COMMANDS: &[C] = &[
@@ -141,6 +141,16 @@ pub static COMMANDS: &[C] = &[
 /// past this bound with Redis's plain range error instead.
 pub const MAX_RANDOM_REPEAT: u64 = 1 << 20;
 
+/// The encoding thresholds in force (`hash-max-listpack-entries`/`-value`, which CONFIG SET
+/// changes at run time).
+fn hash_limits(shared: &super::Shared) -> HashLimits {
+    let (max_listpack_entries, max_listpack_value) = shared.live.hash_listpack_limits();
+    HashLimits {
+        max_listpack_entries,
+        max_listpack_value,
+    }
+}
+
 /// Reads a hash for a read command (keyspace hit/miss counted): None if missing, WRONGTYPE
 /// for other types.
 fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut HashValue>> {
@@ -244,12 +254,13 @@ impl VariantCommand for HSet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         // A change as far as WATCH knows even if it rewrote the same values, as in Redis.
         let created = self
             .pairs
             .chunks_exact(2)
-            .filter(|p| h.set(&p[0], &p[1]))
+            .filter(|p| h.set(&p[0], &p[1], &limits))
             .count();
         Ok(match self.reply {
             HSetReply::Ok => Reply::ok(),
@@ -275,11 +286,12 @@ impl Command for HSetNx {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
         }
-        h.set(&self.field, &self.value);
+        h.set(&self.field, &self.value, &limits);
         Ok(Reply::Int(1))
     }
 }
@@ -488,13 +500,18 @@ impl Command for HIncrBy {
         Ok(HIncrBy { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
-        h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
+        h.set(
+            &self.field,
+            itoa::Buffer::new().format(new).as_bytes(),
+            &limits,
+        );
         Ok(Reply::Int(new))
     }
 }
@@ -518,6 +535,7 @@ impl Command for HIncrByFloat {
         Ok(HIncrByFloat { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => super::long_double::parse(v)
@@ -529,7 +547,7 @@ impl Command for HIncrByFloat {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
         let text = super::long_double::format_human(new);
-        h.set(&self.field, text.as_bytes());
+        h.set(&self.field, text.as_bytes(), &limits);
         Ok(Reply::Bulk(Bytes::from(text)))
     }
 }

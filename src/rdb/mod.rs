@@ -25,7 +25,9 @@ use bytes::Bytes;
 
 use crate::num::parse_i64;
 use crate::store::Value;
-use crate::store::value::{HASH_MAX_LISTPACK_ENTRIES, HashValue, SET_MAX_INTSET_ENTRIES, SetValue};
+use crate::store::value::{
+    HASH_MAX_LISTPACK_ENTRIES, HashLimits, HashValue, SET_MAX_INTSET_ENTRIES, SetValue,
+};
 use crate::store::zset::{SortedSet, ZsetLimits};
 
 /// The RDB format version written in the footer (Redis 7.0's).
@@ -478,7 +480,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             for _ in 0..n {
                 let f = r.string()?;
                 let v = r.string()?;
-                if !h.set(&f, &v) {
+                if !h.set(&f, &v, &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }
@@ -492,7 +494,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             }
             let mut h = HashValue::default();
             for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1]) {
+                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }

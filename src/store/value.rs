@@ -42,6 +42,24 @@ pub enum Value {
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// Redis's default `hash-max-listpack-value`: a longer field or value makes a hash a hashtable.
 pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+/// The encoding thresholds of hashes in force (`hash-max-listpack-entries` and
+/// `hash-max-listpack-value`, which CONFIG SET changes at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashLimits {
+    /// Most pairs of a compact hash; one more converts it.
+    pub max_listpack_entries: usize,
+    /// Longest field or value of a compact hash; a longer one converts it.
+    pub max_listpack_value: usize,
+}
+
+impl HashLimits {
+    /// Redis 7.0's defaults.
+    pub const DEFAULT: HashLimits = HashLimits {
+        max_listpack_entries: HASH_MAX_LISTPACK_ENTRIES,
+        max_listpack_value: HASH_MAX_LISTPACK_VALUE,
+    };
+}
+
 /// Redis's default `set-max-intset-entries`: more members than this make a set a hashtable.
 pub const SET_MAX_INTSET_ENTRIES: usize = 512;
 
@@ -131,8 +149,8 @@ impl HashValue {
 
     /// Sets `field` to `value` (both copied), converting to a hash table first if either is
     /// too long for a listpack, and after if the hash outgrew one. True if the field is new.
-    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE {
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
             self.convert();
         }
         let new = match self {
@@ -148,7 +166,7 @@ impl HashValue {
                 }
             },
         };
-        if self.len() > HASH_MAX_LISTPACK_ENTRIES {
+        if self.len() > limits.max_listpack_entries {
             self.convert();
         }
         new
@@ -468,15 +486,15 @@ mod tests {
     #[test]
     fn listpack_keeps_insertion_order_through_updates_and_deletes() {
         let mut h = HashValue::default();
-        assert!(h.set(b"a", b"1"));
-        assert!(h.set(b"b", b"2"));
-        assert!(h.set(b"c", b"3"));
-        assert!(!h.set(b"a", b"9"));
+        assert!(h.set(b"a", b"1", &HashLimits::DEFAULT));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
+        assert!(h.set(b"c", b"3", &HashLimits::DEFAULT));
+        assert!(!h.set(b"a", b"9", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"b", b"c"]);
         assert_eq!(h.get(b"a"), Some(&b"9"[..]));
         assert!(h.remove(b"b"));
         assert!(!h.remove(b"b"));
-        assert!(h.set(b"b", b"2"));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"c", b"b"]);
         assert!(h.is_listpack());
         assert!(h.remove(b"a") && h.remove(b"b") && h.remove(b"c"));
@@ -488,10 +506,10 @@ mod tests {
     fn hash_converts_on_size_and_length_and_never_back() {
         let mut h = HashValue::default();
         for i in 0..HASH_MAX_LISTPACK_ENTRIES {
-            h.set(format!("f{i}").as_bytes(), b"v");
+            h.set(format!("f{i}").as_bytes(), b"v", &HashLimits::DEFAULT);
         }
         assert!(h.is_listpack());
-        h.set(b"one-more", b"v");
+        h.set(b"one-more", b"v", &HashLimits::DEFAULT);
         assert!(!h.is_listpack());
         assert_eq!(h.len(), HASH_MAX_LISTPACK_ENTRIES + 1);
         assert_eq!(Value::Hash(Box::new(h.clone())).encoding(), "hashtable");
@@ -503,14 +521,22 @@ mod tests {
 
         let long = [b'x'; HASH_MAX_LISTPACK_VALUE];
         let mut h = HashValue::default();
-        h.set(b"a", &long);
-        h.set(&long, b"b");
+        h.set(b"a", &long, &HashLimits::DEFAULT);
+        h.set(&long, b"b", &HashLimits::DEFAULT);
         assert!(h.is_listpack());
-        h.set(b"c", &[b'x'; HASH_MAX_LISTPACK_VALUE + 1]);
+        h.set(
+            b"c",
+            &[b'x'; HASH_MAX_LISTPACK_VALUE + 1],
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
         assert_eq!(h.len(), 3);
         let mut h = HashValue::default();
-        h.set(&[b'f'; HASH_MAX_LISTPACK_VALUE + 1], b"v");
+        h.set(
+            &[b'f'; HASH_MAX_LISTPACK_VALUE + 1],
+            b"v",
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
     }
 
