@@ -325,13 +325,7 @@ impl Large {
         loop {
             match node {
                 Node::Inner(kids) => node = &kids.get(route(kids, score, member))?.node,
-                Node::Leaf(s) => {
-                    return s
-                        .entries()
-                        .find(|e| e.cmp_key(score, member) != Ordering::Less)
-                        .filter(|e| e.cmp_key(score, member) == Ordering::Equal)
-                        .map(|e| e.score);
-                }
+                Node::Leaf(s) => return s.seek(score, member).equal,
             }
         }
     }
@@ -366,15 +360,8 @@ impl Large {
                     }
                 }
                 Node::Leaf(s) => {
-                    let below = s
-                        .entries()
-                        .take_while(|e| match e.cmp_key(score, member) {
-                            Ordering::Less => true,
-                            Ordering::Equal => inclusive,
-                            Ordering::Greater => false,
-                        })
-                        .count();
-                    return base + below;
+                    let at = s.seek(score, member);
+                    return base + at.index + usize::from(inclusive && at.equal.is_some());
                 }
             }
         }
