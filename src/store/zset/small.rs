@@ -178,9 +178,12 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 /// The score as an integer, when the compact encoding stores it as one.
 /// `-0` is not one: the compact encoding never holds it (its callers store `0`), and the
 /// leaves of the `Large` encoding, which keep it, store it as a raw `f64`.
+///
+/// Tested by a round trip through `i64` rather than `f64::fract`, which is a libm call on
+/// every decoded entry (NaN and infinities fail the round trip).
 fn int_score(s: f64) -> Option<i64> {
-    (s.fract() == 0.0 && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative()))
-        .then_some(s as i64)
+    let n = s as i64;
+    (n as f64 == s && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative())).then_some(n)
 }
 
 /// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
