@@ -8,7 +8,7 @@
 //! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
-//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`, `replicaof`,
+//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`,
 //!   `rename-command`): starting anyway would silently break what the operator relies on.
 //!
 //! Like redis-server, command-line options are read after the file, so they override it; a
@@ -37,7 +37,7 @@ enum Kind {
 }
 
 const PERSIST: &str = "sluice keeps everything in memory and writes no snapshot or AOF";
-const REPL: &str = "sluice has no replication";
+const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
 const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
 const TUNING: &str = "sluice has no such internal tuning knob";
@@ -77,6 +77,10 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("unixsocketperm", Kind::Acts),
     ("supervised", Kind::Acts),
     ("daemonize", Kind::Acts),
+    ("slowlog-log-slower-than", Kind::Acts),
+    ("slowlog-max-len", Kind::Acts),
+    ("latency-monitor-threshold", Kind::Acts),
+    ("latency-tracking", Kind::Acts),
     // sluice's own.
     ("shards", Kind::Acts),
     ("threads", Kind::Acts),
@@ -115,14 +119,8 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         Kind::Inert("sluice has no DUMP/RESTORE"),
     ),
     // Replication: a replica or a write quorum would change what clients see.
-    (
-        "replicaof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
-    (
-        "slaveof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
+    ("replicaof", Kind::Acts),
+    ("slaveof", Kind::Acts),
     (
         "min-replicas-to-write",
         Kind::Only(
@@ -139,33 +137,33 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ),
     ("min-replicas-max-lag", Kind::Inert(REPL)),
     ("min-slaves-max-lag", Kind::Inert(REPL)),
-    ("masterauth", Kind::Inert(REPL)),
-    ("masteruser", Kind::Inert(REPL)),
-    ("repl-backlog-size", Kind::Inert(REPL)),
+    ("masterauth", Kind::Acts),
+    ("masteruser", Kind::Acts),
+    ("repl-backlog-size", Kind::Acts),
     ("repl-backlog-ttl", Kind::Inert(REPL)),
     ("repl-disable-tcp-nodelay", Kind::Inert(REPL)),
     ("repl-diskless-load", Kind::Inert(REPL)),
     ("repl-diskless-sync", Kind::Inert(REPL)),
     ("repl-diskless-sync-delay", Kind::Inert(REPL)),
     ("repl-diskless-sync-max-replicas", Kind::Inert(REPL)),
-    ("repl-ping-replica-period", Kind::Inert(REPL)),
-    ("repl-ping-slave-period", Kind::Inert(REPL)),
-    ("repl-timeout", Kind::Inert(REPL)),
-    ("replica-announce-ip", Kind::Inert(REPL)),
-    ("replica-announce-port", Kind::Inert(REPL)),
-    ("replica-announced", Kind::Inert(REPL)),
+    ("repl-ping-replica-period", Kind::Acts),
+    ("repl-ping-slave-period", Kind::Acts),
+    ("repl-timeout", Kind::Acts),
+    ("replica-announce-ip", Kind::Acts),
+    ("replica-announce-port", Kind::Acts),
+    ("replica-announced", Kind::Acts),
     ("replica-ignore-disk-write-errors", Kind::Inert(REPL)),
     ("replica-ignore-maxmemory", Kind::Inert(REPL)),
     ("replica-lazy-flush", Kind::Inert(REPL)),
-    ("replica-priority", Kind::Inert(REPL)),
-    ("replica-read-only", Kind::Inert(REPL)),
+    ("replica-priority", Kind::Acts),
+    ("replica-read-only", Kind::Acts),
     ("replica-serve-stale-data", Kind::Inert(REPL)),
-    ("slave-announce-ip", Kind::Inert(REPL)),
-    ("slave-announce-port", Kind::Inert(REPL)),
+    ("slave-announce-ip", Kind::Acts),
+    ("slave-announce-port", Kind::Acts),
     ("slave-ignore-maxmemory", Kind::Inert(REPL)),
     ("slave-lazy-flush", Kind::Inert(REPL)),
-    ("slave-priority", Kind::Inert(REPL)),
-    ("slave-read-only", Kind::Inert(REPL)),
+    ("slave-priority", Kind::Acts),
+    ("slave-read-only", Kind::Acts),
     ("slave-serve-stale-data", Kind::Inert(REPL)),
     ("tls-replication", Kind::Quiet(&["no"], REPL)),
     // Cluster bus and failover: sluice's cluster is a static map.
@@ -213,10 +211,7 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         "loadmodule",
         Kind::Refused("sluice cannot load Redis modules (CL.THROTTLE is built in)"),
     ),
-    (
-        "notify-keyspace-events",
-        Kind::Only(&[""], "sluice has no pub/sub, so no keyspace notifications"),
-    ),
+    ("notify-keyspace-events", Kind::Acts),
     (
         "maxmemory-clients",
         Kind::Only(&["0"], "sluice does not evict clients by their memory"),
@@ -356,22 +351,9 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         Kind::Inert("sluice waits at most 5 s for clients at shutdown"),
     ),
     (
-        "latency-monitor-threshold",
-        Kind::Inert("sluice has no LATENCY monitor"),
-    ),
-    (
-        "latency-tracking",
-        Kind::Inert("sluice has no latency tracking"),
-    ),
-    (
         "latency-tracking-info-percentiles",
-        Kind::Inert("sluice has no latency tracking"),
+        Kind::Inert("sluice reports the 50th, 99th and 99.9th percentiles"),
     ),
-    (
-        "slowlog-log-slower-than",
-        Kind::Inert("sluice has no SLOWLOG"),
-    ),
-    ("slowlog-max-len", Kind::Inert("sluice has no SLOWLOG")),
     (
         "tracking-table-max-keys",
         Kind::Inert("sluice has no client-side caching"),
@@ -784,6 +766,25 @@ mod tests {
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
                 format!("r.conf:5: 'save 900 1' accepted without effect: {PERSIST}"),
             ]
+        );
+    }
+
+    #[test]
+    fn notify_keyspace_events_is_read_with_redis_letters() {
+        let loaded = from_text("r.conf", "notify-keyspace-events \"Ex\"\n").unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            loaded.config.param("notify-keyspace-events").as_deref(),
+            Some("xE")
+        );
+        let Err(Problems(p)) = from_text("r.conf", "\nnotify-keyspace-events KEq\n") else {
+            panic!("should fail");
+        };
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("r.conf:2: 'notify-keyspace-events KEq'")
+                && p[0].contains("Invalid event class character"),
+            "{p:?}"
         );
     }
 

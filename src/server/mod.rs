@@ -293,9 +293,23 @@ impl Server {
                 shared.keyspace.clone(),
                 shared.clock.clone(),
                 shared.shutdown.clone(),
+                {
+                    // Keyspace notifications of reaped keys, published off the shard lock.
+                    let shared = Arc::downgrade(&shared);
+                    Arc::new(move |events| {
+                        if let Some(shared) = shared.upgrade() {
+                            crate::cmd::notify::publish_key_events(&shared, events);
+                        }
+                    })
+                },
             );
         }
         let tracker = TaskTracker::new();
+        // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
+        loops
+            .dealer()
+            .next()
+            .spawn(tracker.track_future(crate::repl::replica::supervise(shared.clone())));
         let admitted = Arc::new(AtomicUsize::new(0));
         let plain = listeners.into_iter().map(|l| (l, None));
         let tls = tls

@@ -272,20 +272,36 @@ pub struct Shard {
     /// position and this number (see `cmd::keys::scan::Scan`); when they differ the position means
     /// nothing any more and the scan of this shard starts over.
     layout: u32,
+    /// Keys created, expired and evicted, for keyspace notifications (see `keylog`).
+    pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
+    /// Who hears of the keys this shard deletes on its own, and whether it may (a replica).
+    deletions: std::sync::Arc<super::Deletions>,
 }
 
 impl Shard {
     /// An empty shard with `databases` databases.
     pub fn new(databases: usize, now_ms: u64) -> Self {
+        Self::with_deletions(databases, now_ms, Default::default())
+    }
+
+    /// `new`, reporting the keys it expires or evicts to `deletions` (shared by the shards of
+    /// one keyspace).
+    pub fn with_deletions(
+        databases: usize,
+        now_ms: u64,
+        deletions: std::sync::Arc<super::Deletions>,
+    ) -> Self {
         Shard {
+            deletions,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             wheel: TimerWheel::new(now_ms),
             watches: HashMap::new(),
             lru_now: lru_stamp(now_ms),
             evict_pool: Vec::new(),
             layout: 0,
+            log: Default::default(),
             stats: ShardStats::default(),
         }
     }
@@ -329,8 +345,14 @@ impl Shard {
         let table = &self.dbs[db].table;
         let bucket = table.find_bucket_index(hash, |e| &*e.key == key)?;
         if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
+            // A replica answers an expired key as missing but leaves the deletion to its
+            // master's DEL (Redis's rule: its data follows the master's, whatever its clock).
+            if !self.deletions.is_replica() {
+                self.remove(db, hash, key);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             return None;
         }
         let e = self.dbs[db].table.get_bucket_mut(bucket)?;
@@ -364,12 +386,18 @@ impl Shard {
         let table = &self.dbs[db].table;
         let Some(bucket) = table.find_bucket_index(hash, |e| &*e.key == key) else {
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         };
         if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
+            if !self.deletions.is_replica() {
+                self.remove(db, hash, key);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         }
         self.stats.keyspace_hits += 1;
@@ -415,6 +443,7 @@ impl Shard {
                     }),
                     |e| e.hash,
                 );
+                self.log.log(super::keylog::NEW, db, key);
                 expire_at.is_some()
             }
         };
@@ -629,6 +658,9 @@ impl Shard {
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
         self.lru_now = lru_stamp(now_ms);
+        if self.deletions.is_replica() {
+            return (0, false);
+        }
         let mut due = Vec::new();
         let more = self.wheel.poll_expired(now_ms, max, &mut due);
         let mut removed = 0;
@@ -644,7 +676,9 @@ impl Shard {
             self.dbs[db].remove_expiry(entry.expire_at);
             self.stats.expired_keys += 1;
             removed += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             self.touch(db, &entry.key);
+            self.deletions.deleted(db, &entry.key);
         }
         if removed > 0 && !more {
             // Once the burst is over: one rehash of what is left, not one per batch.
@@ -679,7 +713,8 @@ impl Shard {
         now_ms: u64,
         seed: u64,
     ) -> Option<Evicted> {
-        if policy == EvictionPolicy::NoEviction {
+        // A replica does not evict (Redis's replica-ignore-maxmemory yes): its master's DELs do.
+        if policy == EvictionPolicy::NoEviction || self.deletions.is_replica() {
             return None;
         }
         // New samples join the candidates kept from earlier rounds (Redis's eviction pool):
@@ -730,17 +765,22 @@ impl Shard {
             }) else {
                 continue;
             };
-            evicted = self.remove_at(c.db as usize, bucket);
+            evicted = self
+                .remove_at(c.db as usize, bucket)
+                .map(|e| (c.db as usize, e));
             break;
         }
         pool.drain(..taken);
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
-        let entry = evicted?;
+        let (db, entry) = evicted?;
+        self.deletions.deleted(db, &entry.key);
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             Some(Evicted::Expired)
         } else {
+            self.log.log(super::keylog::EVICTED, db, &entry.key);
             Some(Evicted::Key)
         }
     }
@@ -760,6 +800,9 @@ impl Shard {
 
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.deletions.is_replica() {
+            return None;
+        }
         self.wheel.next_deadline()
     }
 

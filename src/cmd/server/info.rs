@@ -136,21 +136,6 @@ const PERSISTENCE: &[(&str, &str)] = &[
     ("module_fork_last_cow_size", "0"),
 ];
 
-/// Replication: a master without replicas.
-const REPLICATION: &[(&str, &str)] = &[
-    ("role", "master"),
-    ("connected_slaves", "0"),
-    ("master_failover_state", "no-failover"),
-    ("master_replid", "0000000000000000000000000000000000000000"),
-    ("master_replid2", "0000000000000000000000000000000000000000"),
-    ("master_repl_offset", "0"),
-    ("second_repl_offset", "-1"),
-    ("repl_backlog_active", "0"),
-    ("repl_backlog_size", "1048576"),
-    ("repl_backlog_first_byte_offset", "0"),
-    ("repl_backlog_histlen", "0"),
-];
-
 /// Builds INFO's text for the requested sections (Redis's names and formats).
 ///
 /// INFO holds every shard (it is a whole-keyspace command) and reads the keyspace counters
@@ -365,7 +350,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("reply_buffer_expands", 0);
     }
     if wanted("replication") {
-        out.section("Replication").constants(REPLICATION);
+        out.section("Replication");
+        for (field, value) in crate::cmd::replication::info_fields(shared) {
+            out.field(field, value);
+        }
     }
     if wanted("cpu") {
         let (user, sys) = crate::alloc_stats::cpu_times();
@@ -382,33 +370,37 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     }
     if wanted("commandstats") {
         out.section("Commandstats");
-        for (spec, st) in shared.table.stats() {
-            let calls = st.calls.load(Ordering::Relaxed);
-            let usec = st.usec.load(Ordering::Relaxed);
-            let failed = st.failed.load(Ordering::Relaxed);
-            let per_call = if calls > 0 {
-                usec as f64 / calls as f64
-            } else {
-                0.0
-            };
+        for c in crate::cmd::stats::commandstats(&shared.table) {
             out.record(
-                format_args!("cmdstat_{}", spec.name),
+                format_args!("cmdstat_{}", c.name),
                 &[
-                    ("calls", &calls),
-                    ("usec", &usec),
-                    ("usec_per_call", &format_args!("{per_call:.2}")),
-                    ("rejected_calls", &0),
-                    ("failed_calls", &failed),
+                    ("calls", &c.calls),
+                    ("usec", &c.usec),
+                    ("usec_per_call", &format_args!("{:.2}", c.usec_per_call())),
+                    ("rejected_calls", &c.rejected),
+                    ("failed_calls", &c.failed),
                 ],
             );
         }
     }
     if wanted("errorstats") {
         out.section("Errorstats");
+        for (prefix, count) in shared.errors.counts() {
+            out.record(format_args!("errorstat_{prefix}"), &[("count", &count)]);
+        }
     }
     if wanted("latencystats") {
-        // Redis 7.0 fills this with per-command latency percentiles; sluice keeps none.
         out.section("Latencystats");
+        // `latency-tracking-info-percentiles` is fixed at Redis's default.
+        for (name, values) in crate::cmd::stats::latencystats(&shared.table, &[50.0, 99.0, 99.9]) {
+            let shown: Vec<(&str, String)> = values
+                .iter()
+                .map(|(p, us)| (p.as_str(), format!("{us:.3}")))
+                .collect();
+            let pairs: Vec<(&str, &dyn Display)> =
+                shown.iter().map(|(p, v)| (*p, v as &dyn Display)).collect();
+            out.record(format_args!("latency_percentiles_usec_{name}"), &pairs);
+        }
     }
     if wanted("cluster") {
         out.section("Cluster")

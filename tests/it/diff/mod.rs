@@ -110,6 +110,11 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    notifications_strings,
+    notifications_keys,
+    notifications_agg,
+    notifications_blocking,
+    replication,
 );
 
 /// Runs every transcript not listed above.
