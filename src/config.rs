@@ -24,6 +24,12 @@ pub struct Config {
     /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`): longest member, in bytes,
     /// of a compact sorted set.
     pub zset_max_listpack_value: usize,
+    /// `hash-max-listpack-entries` (alias `hash-max-ziplist-entries`): most pairs of a
+    /// compact hash.
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value` (alias `hash-max-ziplist-value`): longest field or value,
+    /// in bytes, of a compact hash.
+    pub hash_max_listpack_value: usize,
     /// TCP port; 0 picks a free one.
     pub port: u16,
     /// Number of logical databases (SELECT 0..n-1).
@@ -305,6 +311,8 @@ impl Default for Config {
             bind: vec!["127.0.0.1".into()],
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hash_max_listpack_entries: crate::store::value::HASH_MAX_LISTPACK_ENTRIES,
+            hash_max_listpack_value: crate::store::value::HASH_MAX_LISTPACK_VALUE,
             port: 6379,
             databases: 16,
             loglevel: "notice".into(),
@@ -1019,6 +1027,12 @@ impl Config {
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value.to_string()
             }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries.to_string()
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value.to_string()
+            }
             _ => return None,
         })
     }
@@ -1042,6 +1056,12 @@ impl Config {
             }
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value = mem(value)?
+            }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value = mem(value)?
             }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
@@ -1391,6 +1411,8 @@ pub struct LiveSettings {
     timeout: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
+    hash_entries: AtomicUsize,
+    hash_value: AtomicUsize,
     slowlog_slower_than: std::sync::atomic::AtomicI64,
     slowlog_max_len: AtomicU64,
     latency_threshold_ms: AtomicU64,
@@ -1428,6 +1450,10 @@ impl LiveSettings {
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
+        self.hash_entries
+            .store(config.hash_max_listpack_entries, Ordering::Relaxed);
+        self.hash_value
+            .store(config.hash_max_listpack_value, Ordering::Relaxed);
         self.slowlog_slower_than
             .store(config.slowlog_log_slower_than, Ordering::Relaxed);
         self.slowlog_max_len
@@ -1438,6 +1464,14 @@ impl LiveSettings {
             .store(config.latency_tracking, Ordering::Relaxed);
         self.notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
+    }
+
+    /// `hash-max-listpack-entries` and `hash-max-listpack-value`.
+    pub fn hash_listpack_limits(&self) -> (usize, usize) {
+        (
+            self.hash_entries.load(Ordering::Relaxed),
+            self.hash_value.load(Ordering::Relaxed),
+        )
     }
 
     /// `slowlog-log-slower-than` (µs; negative: SLOWLOG off) and `slowlog-max-len`.

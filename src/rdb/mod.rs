@@ -28,7 +28,9 @@ use bytes::Bytes;
 
 use crate::num::parse_i64;
 use crate::store::Value;
-use crate::store::value::{HASH_MAX_LISTPACK_ENTRIES, HashValue, SET_MAX_INTSET_ENTRIES, SetValue};
+use crate::store::value::{
+    HASH_MAX_LISTPACK_ENTRIES, HashLimits, HashValue, SET_MAX_INTSET_ENTRIES, SetValue,
+};
 use crate::store::zset::{SortedSet, ZsetLimits};
 
 /// The RDB format version written in the footer (Redis 7.0's).
@@ -527,14 +529,14 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
         TYPE_HASH => {
             let n = r.count(2)?;
             let mut h = if n > HASH_MAX_LISTPACK_ENTRIES {
-                HashValue::Table(Default::default())
+                HashValue::table_with_capacity(n)
             } else {
                 HashValue::default()
             };
             for _ in 0..n {
                 let f = r.string()?;
                 let v = r.string()?;
-                if !h.set(&f, &v) {
+                if !h.set(&f, &v, &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }
@@ -548,7 +550,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             }
             let mut h = HashValue::default();
             for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1]) {
+                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }

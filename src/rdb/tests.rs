@@ -32,7 +32,7 @@ fn footer_is_checked() {
     assert_eq!(verify(b"short"), Err(RdbError::VersionOrChecksum));
     // Every truncation or single-byte corruption of a payload is refused, never a panic.
     let mut h = HashValue::default();
-    h.set(b"f", b"v");
+    h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
     let d = dump(&Value::Hash(Box::new(h)));
     for cut in 0..d.len() {
         assert!(restore(&d[..cut], &ZsetLimits::DEFAULT).is_err());

@@ -14,6 +14,7 @@ pub mod access;
 pub mod evict;
 pub mod hll;
 pub mod keylog;
+pub mod listpack;
 pub mod reaper;
 pub mod shard;
 pub mod value;

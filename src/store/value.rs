@@ -12,6 +12,7 @@ use indexmap::{IndexMap, IndexSet};
 
 use crate::error::CmdError;
 use crate::num::parse_i64;
+use crate::store::listpack::Pairs;
 use crate::store::zset::SortedSet;
 
 /// The value of a key.
@@ -41,6 +42,24 @@ pub enum Value {
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// Redis's default `hash-max-listpack-value`: a longer field or value makes a hash a hashtable.
 pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+/// The encoding thresholds of hashes in force (`hash-max-listpack-entries` and
+/// `hash-max-listpack-value`, which CONFIG SET changes at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashLimits {
+    /// Most pairs of a compact hash; one more converts it.
+    pub max_listpack_entries: usize,
+    /// Longest field or value of a compact hash; a longer one converts it.
+    pub max_listpack_value: usize,
+}
+
+impl HashLimits {
+    /// Redis 7.0's defaults.
+    pub const DEFAULT: HashLimits = HashLimits {
+        max_listpack_entries: HASH_MAX_LISTPACK_ENTRIES,
+        max_listpack_value: HASH_MAX_LISTPACK_VALUE,
+    };
+}
+
 /// Redis's default `set-max-intset-entries`: more members than this make a set a hashtable.
 pub const SET_MAX_INTSET_ENTRIES: usize = 512;
 
@@ -50,23 +69,49 @@ type FastHasher = hashbrown::DefaultHashBuilder;
 /// A hash, in one of Redis's two encodings.
 ///
 /// Small hashes are a listpack in Redis: pairs in insertion order, searched linearly, and
-/// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see. A
-/// plain vector gives the same order and, for a handful of short fields, beats hashing. Past
-/// the thresholds the hash converts for good to a hash table, whose order Redis leaves
-/// unspecified.
+/// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see.
+/// [`Pairs`] keeps that order in one packed buffer (a rate limiter's funnel hash is a few
+/// short fields: one allocation of about 70 bytes). Past the thresholds the hash converts for
+/// good to a hash table, whose order Redis leaves unspecified.
 #[derive(Debug, Clone)]
 pub enum HashValue {
     /// `listpack`: at most [`HASH_MAX_LISTPACK_ENTRIES`] pairs, every field and value at most
     /// [`HASH_MAX_LISTPACK_VALUE`] bytes, in insertion order (updates keep their place).
-    Listpack(Vec<(Bytes, Bytes)>),
-    /// `hashtable`. Entries move only by swap-removal, which is what makes
-    /// [`scan_step`]'s cursors safe.
-    Table(IndexMap<Bytes, Bytes, FastHasher>),
+    Listpack(Pairs),
+    /// `hashtable` (boxed: the compact case, the common one, stays two words small). Entries
+    /// move only by swap-removal, which is what makes [`scan_step`]'s cursors safe.
+    Table(Box<IndexMap<Bytes, Bytes, FastHasher>>),
 }
 
 impl Default for HashValue {
     fn default() -> Self {
-        HashValue::Listpack(Vec::new())
+        HashValue::Listpack(Pairs::default())
+    }
+}
+
+/// Iterator over a hash's pairs (see [`HashValue::iter`]).
+pub enum HashIter<'a> {
+    /// Over the packed pairs.
+    Listpack(crate::store::listpack::Iter<'a>),
+    /// Over the table.
+    Table(indexmap::map::Iter<'a, Bytes, Bytes>),
+}
+
+impl<'a> Iterator for HashIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            HashIter::Listpack(it) => it.next(),
+            HashIter::Table(it) => it.next().map(|(f, v)| (&f[..], &v[..])),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            HashIter::Listpack(it) => it.size_hint(),
+            HashIter::Table(it) => it.size_hint(),
+        }
     }
 }
 
@@ -90,10 +135,10 @@ impl HashValue {
     }
 
     /// The value of `field`.
-    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
-            HashValue::Listpack(v) => v.iter().find(|(f, _)| f[..] == *field).map(|(_, v)| v),
-            HashValue::Table(m) => m.get(field),
+            HashValue::Listpack(p) => p.get(field),
+            HashValue::Table(m) => m.get(field).map(|v| &v[..]),
         }
     }
 
@@ -104,21 +149,12 @@ impl HashValue {
 
     /// Sets `field` to `value` (both copied), converting to a hash table first if either is
     /// too long for a listpack, and after if the hash outgrew one. True if the field is new.
-    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE {
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
             self.convert();
         }
         let new = match self {
-            HashValue::Listpack(v) => match v.iter_mut().find(|(f, _)| f[..] == *field) {
-                Some((_, old)) => {
-                    *old = Bytes::copy_from_slice(value);
-                    false
-                }
-                None => {
-                    v.push((Bytes::copy_from_slice(field), Bytes::copy_from_slice(value)));
-                    true
-                }
-            },
+            HashValue::Listpack(p) => p.set(field, value),
             HashValue::Table(m) => match m.get_mut(field) {
                 Some(old) => {
                     *old = Bytes::copy_from_slice(value);
@@ -130,7 +166,7 @@ impl HashValue {
                 }
             },
         };
-        if self.len() > HASH_MAX_LISTPACK_ENTRIES {
+        if self.len() > limits.max_listpack_entries {
             self.convert();
         }
         new
@@ -139,44 +175,58 @@ impl HashValue {
     /// Removes `field`; true if it was present. A listpack keeps the order of the others.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            HashValue::Listpack(v) => match v.iter().position(|(f, _)| f[..] == *field) {
-                Some(i) => {
-                    v.remove(i);
-                    true
-                }
-                None => false,
-            },
+            HashValue::Listpack(p) => p.remove(field),
             HashValue::Table(m) => m.swap_remove(field).is_some(),
         }
     }
 
     /// The pair at position `i` of the iteration order (for random picks and scans).
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+    /// O(i) in the compact encoding.
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            HashValue::Listpack(v) => v.get(i).map(|(f, v)| (f, v)),
-            HashValue::Table(m) => m.get_index(i),
+            HashValue::Listpack(p) => p.get_index(i),
+            HashValue::Table(m) => m.get_index(i).map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
     /// The pairs, in the order Redis would return them for a listpack.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> {
-        (0..self.len()).filter_map(|i| self.get_index(i))
+    pub fn iter(&self) -> HashIter<'_> {
+        match self {
+            HashValue::Listpack(p) => HashIter::Listpack(p.iter()),
+            HashValue::Table(m) => HashIter::Table(m.iter()),
+        }
+    }
+
+    /// An empty hash in the `hashtable` encoding, sized for `n` pairs (RDB load).
+    pub fn table_with_capacity(n: usize) -> Self {
+        HashValue::Table(Box::new(IndexMap::with_capacity_and_hasher(
+            n,
+            FastHasher::default(),
+        )))
     }
 
     /// Converts to the hash-table encoding (no-op if already one).
     fn convert(&mut self) {
-        if let HashValue::Listpack(v) = self {
-            let mut m = IndexMap::with_capacity_and_hasher(v.len() + 1, FastHasher::default());
-            m.extend(v.drain(..));
-            *self = HashValue::Table(m);
+        if let HashValue::Listpack(p) = self {
+            let mut m = IndexMap::with_capacity_and_hasher(p.len() + 1, FastHasher::default());
+            m.extend(
+                p.iter()
+                    .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
+            );
+            *self = HashValue::Table(Box::new(m));
         }
     }
 
     fn approx_memory(&self) -> usize {
-        self.iter()
-            .map(|(k, v)| k.len() + v.len() + 72)
-            .sum::<usize>()
-            + 48
+        match self {
+            HashValue::Listpack(p) => std::mem::size_of::<Self>() + p.heap_bytes(),
+            HashValue::Table(_) => {
+                self.iter()
+                    .map(|(k, v)| k.len() + v.len() + 72)
+                    .sum::<usize>()
+                    + 48
+            }
+        }
     }
 }
 
@@ -430,21 +480,21 @@ mod tests {
     use super::*;
 
     fn keys(h: &HashValue) -> Vec<&[u8]> {
-        h.iter().map(|(f, _)| &f[..]).collect()
+        h.iter().map(|(f, _)| f).collect()
     }
 
     #[test]
     fn listpack_keeps_insertion_order_through_updates_and_deletes() {
         let mut h = HashValue::default();
-        assert!(h.set(b"a", b"1"));
-        assert!(h.set(b"b", b"2"));
-        assert!(h.set(b"c", b"3"));
-        assert!(!h.set(b"a", b"9"));
+        assert!(h.set(b"a", b"1", &HashLimits::DEFAULT));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
+        assert!(h.set(b"c", b"3", &HashLimits::DEFAULT));
+        assert!(!h.set(b"a", b"9", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"b", b"c"]);
-        assert_eq!(h.get(b"a").map(|v| &v[..]), Some(&b"9"[..]));
+        assert_eq!(h.get(b"a"), Some(&b"9"[..]));
         assert!(h.remove(b"b"));
         assert!(!h.remove(b"b"));
-        assert!(h.set(b"b", b"2"));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"c", b"b"]);
         assert!(h.is_listpack());
         assert!(h.remove(b"a") && h.remove(b"b") && h.remove(b"c"));
@@ -456,10 +506,10 @@ mod tests {
     fn hash_converts_on_size_and_length_and_never_back() {
         let mut h = HashValue::default();
         for i in 0..HASH_MAX_LISTPACK_ENTRIES {
-            h.set(format!("f{i}").as_bytes(), b"v");
+            h.set(format!("f{i}").as_bytes(), b"v", &HashLimits::DEFAULT);
         }
         assert!(h.is_listpack());
-        h.set(b"one-more", b"v");
+        h.set(b"one-more", b"v", &HashLimits::DEFAULT);
         assert!(!h.is_listpack());
         assert_eq!(h.len(), HASH_MAX_LISTPACK_ENTRIES + 1);
         assert_eq!(Value::Hash(Box::new(h.clone())).encoding(), "hashtable");
@@ -471,14 +521,22 @@ mod tests {
 
         let long = [b'x'; HASH_MAX_LISTPACK_VALUE];
         let mut h = HashValue::default();
-        h.set(b"a", &long);
-        h.set(&long, b"b");
+        h.set(b"a", &long, &HashLimits::DEFAULT);
+        h.set(&long, b"b", &HashLimits::DEFAULT);
         assert!(h.is_listpack());
-        h.set(b"c", &[b'x'; HASH_MAX_LISTPACK_VALUE + 1]);
+        h.set(
+            b"c",
+            &[b'x'; HASH_MAX_LISTPACK_VALUE + 1],
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
         assert_eq!(h.len(), 3);
         let mut h = HashValue::default();
-        h.set(&[b'f'; HASH_MAX_LISTPACK_VALUE + 1], b"v");
+        h.set(
+            &[b'f'; HASH_MAX_LISTPACK_VALUE + 1],
+            b"v",
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
     }
 
