@@ -104,8 +104,7 @@ impl Command for SetBit {
             None => {
                 let mut v = Vec::new();
                 let (old, _) = flip(&mut v);
-                ctx.store
-                    .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
                 (old, false)
             }
         };
@@ -434,8 +433,7 @@ impl Command for BitOp {
             }
             *out = o;
         }
-        ctx.store
-            .set(db, &self.dest, Value::Raw(Bytes::from(res)), None);
+        ctx.store.set(db, &self.dest, Value::Raw(res.into()), None);
         Ok(Reply::Int(maxlen as i64))
     }
 }
@@ -696,8 +694,7 @@ impl VariantCommand for BitField {
                 None => {
                     let mut v = Vec::new();
                     let r = run(&mut v, true);
-                    ctx.store
-                        .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                    ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
                     r
                 }
             };

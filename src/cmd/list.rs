@@ -91,7 +91,7 @@ fn list_or_create<'s>(
     key: &[u8],
     now_ms: u64,
 ) -> CmdResult<&'s mut VecDeque<Bytes>> {
-    match store.get_or_create(db, key, now_ms, || Value::List(VecDeque::new())) {
+    match store.get_or_create(db, key, now_ms, || Value::List(Box::default())) {
         Value::List(l) => Ok(l),
         _ => Err(CmdError::WrongType),
     }

@@ -210,7 +210,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             out.push(TYPE_LIST_QUICKLIST_2);
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut node = listpack::Builder::new();
-            for item in l {
+            for item in l.iter() {
                 if node.count() > 0 && node.bytes() + item.len() + 11 > LIST_NODE_BYTES {
                     nodes.push(std::mem::replace(&mut node, listpack::Builder::new()).finish());
                 }
@@ -421,7 +421,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             for _ in 0..n {
                 l.push_back(r.string()?);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_QUICKLIST_2 => {
             let nodes = r.count(2)?;
@@ -442,7 +442,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             if l.is_empty() {
                 return Err(RdbError::BadFormat);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_SET => {
             let n = r.count(1)?;

@@ -6,7 +6,7 @@
 //!
 //! Each database is a hash table of 4-byte indexes into its dense entry storage
 //! (`store::entry`), plus, once it holds a key with a TTL, an expiry wheel (`store::wheel`)
-//! that links those entries by index. A key costs its 88-byte entry and a table slot (4 bytes
+//! that links those entries by index. A key costs its 72-byte entry and a table slot (4 bytes
 //! and a control byte); a TTL adds nothing. The table finds an entry by the key's hash,
 //! computed once per command by the caller; entries keep no hash, so a rehash (growth, or a
 //! shrink after a mass expiry) and the reaper, which starts from an entry, hash the key
@@ -777,9 +777,9 @@ mod eviction_tests {
 
     #[test]
     fn entries_stay_small() {
-        // A key costs a 4-byte table slot (and its control byte) plus its 88-byte entry in
+        // A key costs a 4-byte table slot (and its control byte) plus its 72-byte entry in
         // the dense storage, which holds a key of up to 22 bytes and the TTL's wheel link.
-        assert_eq!(size_of::<Entry>(), 88);
+        assert_eq!(size_of::<Entry>(), 72);
     }
 
     #[test]

@@ -163,9 +163,11 @@ fn a_key_flood_stays_inside_the_cap_and_is_served() {
             .unwrap();
         // CL.THROTTLE keys live only seconds: on a slow machine many expire before the cap
         // is reached, so count what left by either road (eviction must still have happened).
+        // About 75,000 keys of ~100 bytes fit under the cap, so a few thousand evictions at
+        // least.
         let expired = info_field(&other.cmd(&[b"INFO", b"stats"]), "expired_keys").unwrap();
         assert!(
-            evicted > 10_000 && evicted + expired > 50_000,
+            evicted > 2_000 && evicted + expired > 50_000,
             "{policy}: evicted {evicted}, expired {expired}"
         );
         assert!(
