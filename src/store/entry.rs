@@ -266,14 +266,24 @@ impl Entries {
         self.chunks.iter_mut().flatten()
     }
 
-    /// Gives memory back after most entries went away: drops spare chunks and trims the
-    /// first chunk when it is the only one.
+    /// Gives memory back after most entries went away. Deleting already keeps at most one
+    /// spare chunk; this drops it unless the last chunk in use is at least half full (a
+    /// spare about to be needed again is kept), and trims the first chunk, which grows like a
+    /// `Vec`, once it is the only one and less than a quarter full. Cheap when there is
+    /// nothing to give back, so the reaper can call it after every burst.
     pub fn shrink(&mut self) {
-        let used = self.len.div_ceil(CHUNK);
-        self.chunks.truncate(used.max(1));
-        self.chunks.shrink_to_fit();
-        if self.chunks.len() == 1 {
-            let first = &mut self.chunks[0];
+        let used = self.len.div_ceil(CHUNK).max(1);
+        let last_fill = self.len - (used - 1) * CHUNK;
+        if self.chunks.len() > used && last_fill < CHUNK / 2 {
+            self.chunks.truncate(used);
+        }
+        if self.chunks.capacity() > 2 * self.chunks.len().max(4) {
+            self.chunks.shrink_to_fit();
+        }
+        if let [first] = &mut self.chunks[..]
+            && first.capacity() > 64
+            && first.len() * 4 < first.capacity()
+        {
             first.shrink_to(first.len() * 2);
         }
     }
