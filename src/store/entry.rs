@@ -92,12 +92,13 @@ pub struct Entry {
     /// Its value.
     pub value: Value,
     /// Absolute expiry in Unix ms; `NO_EXPIRY` when the key has no TTL (a sentinel rather
-    /// than an `Option`, which would cost 8 more bytes per key).
-    pub(crate) expire_at: u64,
+    /// than an `Option`, which would cost 8 more bytes per key). Changed only by the shard,
+    /// which re-links the entry in the wheel with it.
+    pub(super) expire_at: u64,
     /// When the key was last accessed, in `LRU_UNIT_MS` units, wrapping (see `lru_stamp`).
-    pub(crate) lru: u32,
+    pub(super) lru: u32,
     /// The entry's place in its database's expiry wheel (unlinked without a TTL).
-    pub(crate) link: Link,
+    pub(super) link: Link,
 }
 
 /// `Entry::expire_at` of a key without a TTL. No real deadline reaches it: Redis refuses
