@@ -1,27 +1,24 @@
 //! Iteration in order (both ways) and `ZSCAN`'s resumable cursor.
 
-use std::collections::btree_set;
 use std::iter::FusedIterator;
-use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::{Entry, Member, Repr, Score, SortedSet, small, to_owned_pair};
+use super::{Member, Repr, SortedSet, small};
 
 impl SortedSet {
     /// All entries in ascending order (descending with `.rev()`).
     pub fn iter(&self) -> Iter<'_> {
+        let d = match &self.repr {
+            Repr::Small(s) => s.decoded(),
+            Repr::Large(l) => l.range(0, l.len()),
+        };
         Iter {
-            inner: match &self.repr {
-                Repr::Small(s) => IterInner::Small(
-                    s.decoded()
-                        .into_iter()
-                        .map(|d| (d.member, d.score.0))
-                        .collect::<Vec<_>>()
-                        .into_iter(),
-                ),
-                Repr::Large(l) => IterInner::Large(l.set.iter()),
-            },
+            inner: d
+                .into_iter()
+                .map(|d| (d.member, d.score.0))
+                .collect::<Vec<_>>()
+                .into_iter(),
         }
     }
 
@@ -39,31 +36,29 @@ impl SortedSet {
             Repr::Small(s) => return (0, s.entries().map(|d| small::owned(&d)).collect()),
             Repr::Large(l) => l,
         };
+        let len = l.len();
         let start = if cursor == 0 {
-            Bound::Unbounded
+            0
         } else {
             match cursor_to_score(cursor) {
-                Some(s) => Bound::Included((Score(s), Bytes::new())),
-                None if cursor < score_to_cursor(f64::NEG_INFINITY) => Bound::Unbounded,
+                Some(s) => l.count_below(s),
+                None if cursor < score_to_cursor(f64::NEG_INFINITY) => 0,
                 None => return (0, Vec::new()),
             }
         };
-        let count = count.max(1);
-        let mut out = Vec::with_capacity(count.min(l.set.len()));
-        let mut it = l.set.range((start, Bound::Unbounded)).peekable();
-        while let Some(e) = it.next() {
-            out.push(to_owned_pair(e));
-            if out.len() >= count {
-                while let Some(next) = it.next_if(|n| n.0 == e.0) {
-                    out.push(to_owned_pair(next));
-                }
-                return match it.peek() {
-                    Some(next) => (score_to_cursor(next.0.0), out),
-                    None => (0, out),
-                };
-            }
+        if start >= len {
+            return (0, Vec::new());
         }
-        (0, out)
+        let mut end = start.saturating_add(count.max(1)).min(len);
+        // Extend the batch over the rest of its last score's entries.
+        if let Some(last) = end.checked_sub(1).and_then(|r| l.at(r)) {
+            end = end.max(l.count_at_or_below(last.score.0)).min(len);
+        }
+        let out = l.range(start, end).iter().map(small::owned).collect();
+        match l.at(end) {
+            Some(next) => (score_to_cursor(next.score.0), out),
+            None => (0, out),
+        }
     }
 }
 
@@ -77,45 +72,28 @@ impl<'a> IntoIterator for &'a SortedSet {
 }
 
 /// Iterator over the entries of a [`SortedSet`] as `(member, score)`, in ascending order
-/// (double-ended: `.rev()` gives descending order). A compact set is decoded when the
-/// iterator is made (one allocation, at most the entry limit long).
+/// (double-ended: `.rev()` gives descending order). The set is decoded when the iterator is
+/// made (one allocation of its length).
 #[derive(Clone, Debug)]
 pub struct Iter<'a> {
-    inner: IterInner<'a>,
-}
-
-#[derive(Clone, Debug)]
-enum IterInner<'a> {
-    Small(std::vec::IntoIter<(Member<'a>, f64)>),
-    Large(btree_set::Iter<'a, Entry>),
+    inner: std::vec::IntoIter<(Member<'a>, f64)>,
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (Member<'a>, f64);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let e = match &mut self.inner {
-            IterInner::Small(it) => return it.next(),
-            IterInner::Large(it) => it.next(),
-        }?;
-        Some((Member::borrowed(&e.1), e.0.0))
+        self.inner.next()
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        match &self.inner {
-            IterInner::Small(it) => it.size_hint(),
-            IterInner::Large(it) => it.size_hint(),
-        }
+        self.inner.size_hint()
     }
 }
 
 impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        let e = match &mut self.inner {
-            IterInner::Small(it) => return it.next_back(),
-            IterInner::Large(it) => it.next_back(),
-        }?;
-        Some((Member::borrowed(&e.1), e.0.0))
+        self.inner.next_back()
     }
 }
 

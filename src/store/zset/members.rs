@@ -1,14 +1,9 @@
 //! What is addressed by member: construction, `ZADD`/`ZINCRBY` semantics, upserts, removal,
 //! score and rank lookups, sampling by rank, and the memory estimate.
 
-use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
-
-use bytes::Bytes;
-
 use super::{
-    AddFlags, AddOutcome, Entry, InsertOutcome, Large, Member, Repr, Score, Small, SortedSet,
-    ZsetError, ZsetLimits, compact_score,
+    AddFlags, AddOutcome, InsertOutcome, Large, Member, Repr, Score, Small, SortedSet, ZsetError,
+    ZsetLimits, compact_score,
 };
 
 impl SortedSet {
@@ -38,7 +33,7 @@ impl SortedSet {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Small(s) => s.len(),
-            Repr::Large(l) => l.map.len(),
+            Repr::Large(l) => l.len(),
         }
     }
 
@@ -59,7 +54,7 @@ impl SortedSet {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.repr {
             Repr::Small(s) => s.find(member).map(|(_, d)| d.score.0),
-            Repr::Large(l) => l.map.get(member).map(|s| s.0),
+            Repr::Large(l) => l.score(member).map(|s| s.0),
         }
     }
 
@@ -151,11 +146,7 @@ impl SortedSet {
         let score = Score(score);
         match &mut self.repr {
             Repr::Small(s) => s.insert(compact_score(score), member),
-            Repr::Large(l) => {
-                let m = Bytes::copy_from_slice(member);
-                l.map.insert(m.clone(), score);
-                l.set.insert((score, m));
-            }
+            Repr::Large(l) => l.insert(score, member),
         }
     }
 
@@ -172,27 +163,20 @@ impl SortedSet {
                 s.insert(compact_score(new), member);
             }
             Repr::Large(l) => {
-                let Some((key, old)) = l.map.get_key_value(member).map(|(k, s)| (k.clone(), *s))
-                else {
-                    return;
-                };
-                l.set.remove(&(old, key.clone()));
-                l.set.insert((new, key.clone()));
-                l.map.insert(key, new);
+                if l.remove(member).is_some() {
+                    l.insert(new, member);
+                }
             }
         }
     }
 
     pub(super) fn convert_to_large(&mut self) {
         if let Repr::Small(small) = &self.repr {
-            let mut map = HashMap::with_capacity(small.len() + 1);
-            let mut set = BTreeSet::new();
+            let mut large = Large::default();
             for d in small.entries() {
-                let m = Bytes::copy_from_slice(&d.member);
-                map.insert(m.clone(), d.score);
-                set.insert((d.score, m));
+                large.insert(d.score, &d.member);
             }
-            self.repr = Repr::Large(Box::new(Large { set, map }));
+            self.repr = Repr::Large(Box::new(large));
         }
     }
 
@@ -206,13 +190,7 @@ impl SortedSet {
                 }
                 None => false,
             },
-            Repr::Large(l) => match l.map.remove_entry(member) {
-                Some((m, s)) => {
-                    l.set.remove(&(s, m));
-                    true
-                }
-                None => false,
-            },
+            Repr::Large(l) => l.remove(member).is_some(),
         }
     }
 
@@ -222,24 +200,7 @@ impl SortedSet {
         let len = self.len();
         let forward = match &self.repr {
             Repr::Small(s) => s.find(member)?.0,
-            Repr::Large(l) => {
-                let (m, s) = l.map.get_key_value(member)?;
-                let key = (*s, m.clone());
-                // Count from the end that is probably nearer (guessed from the scores).
-                let nearer_back = match (l.set.first(), l.set.last()) {
-                    (Some(first), Some(last)) => s.0 - first.0.0 > last.0.0 - s.0,
-                    _ => false,
-                };
-                if nearer_back {
-                    let after = l
-                        .set
-                        .range((Bound::Excluded(key), Bound::Unbounded))
-                        .count();
-                    len.saturating_sub(after + 1)
-                } else {
-                    l.set.range(..key).count()
-                }
-            }
+            Repr::Large(l) => l.rank_of(l.score(member)?, member, false),
         };
         Some(if reverse {
             len.saturating_sub(forward + 1)
@@ -254,26 +215,16 @@ impl SortedSet {
         if rank >= len {
             return None;
         }
-        let e = match &self.repr {
-            Repr::Small(s) => {
-                let d = s.entries().nth(rank)?;
-                return Some((d.member, d.score.0));
-            }
-            Repr::Large(l) => {
-                if rank <= len / 2 {
-                    l.set.iter().nth(rank)?
-                } else {
-                    l.set.iter().nth_back(len - 1 - rank)?
-                }
-            }
+        let d = match &self.repr {
+            Repr::Small(s) => s.entries().nth(rank)?,
+            Repr::Large(l) => l.at(rank)?,
         };
-        Some((Member::borrowed(&e.1), e.0.0))
+        Some((d.member, d.score.0))
     }
 
     /// The entries at several 0-based ascending ranks, in the order the ranks are given
-    /// (repeats allowed); ranks `>= len()` are left out. One pass over the set, so picking
-    /// `k` random members costs O(n + k log k) rather than O(n k) (for `ZRANDMEMBER` with a
-    /// count).
+    /// (repeats allowed); ranks `>= len()` are left out (for `ZRANDMEMBER` with a count). A
+    /// compact set is decoded once; a large one is descended once per rank, O(k log n).
     pub fn members_at(&self, ranks: &[usize]) -> Vec<(Member<'_>, f64)> {
         match &self.repr {
             Repr::Small(s) => {
@@ -284,53 +235,20 @@ impl SortedSet {
                     .map(|e| (e.member, e.score.0))
                     .collect()
             }
-            Repr::Large(l) => {
-                let mut order: Vec<(usize, usize)> = ranks
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &r)| r < l.set.len())
-                    .map(|(i, &r)| (r, i))
-                    .collect();
-                order.sort_unstable();
-                let mut found: Vec<Option<&Entry>> = vec![None; ranks.len()];
-                let mut wanted = order.iter().peekable();
-                for (rank, e) in l.set.iter().enumerate() {
-                    while let Some(&&(r, i)) = wanted.peek() {
-                        if r != rank {
-                            break;
-                        }
-                        if let Some(slot) = found.get_mut(i) {
-                            *slot = Some(e);
-                        }
-                        wanted.next();
-                    }
-                    if wanted.peek().is_none() {
-                        break;
-                    }
-                }
-                found
-                    .into_iter()
-                    .flatten()
-                    .map(|e| (Member::borrowed(&e.1), e.0.0))
-                    .collect()
-            }
+            Repr::Large(l) => ranks
+                .iter()
+                .filter_map(|&r| l.at(r))
+                .map(|e| (e.member, e.score.0))
+                .collect(),
         }
     }
 
     /// Rough number of heap and inline bytes the set uses (`MEMORY USAGE`).
     pub fn approx_memory(&self) -> usize {
-        /// `Bytes` clones share one heap header once a member is referenced twice.
-        const SHARED_HEADER: usize = 24;
         let base = std::mem::size_of::<Self>();
         match &self.repr {
             Repr::Small(s) => base + s.heap_bytes(),
-            Repr::Large(l) => {
-                let members: usize = l.map.keys().map(|k| k.len() + SHARED_HEADER).sum();
-                // B-tree nodes are about two thirds full on average.
-                let tree = l.set.len() * std::mem::size_of::<Entry>() * 3 / 2;
-                let table = l.map.capacity() * (std::mem::size_of::<(Bytes, Score)>() + 1);
-                base + std::mem::size_of::<Large>() + members + tree + table
-            }
+            Repr::Large(l) => base + std::mem::size_of::<Large>() + l.heap_bytes(),
         }
     }
 }

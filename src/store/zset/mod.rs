@@ -31,8 +31,10 @@
 //!   first). Every operation decodes the buffer front to back, as Redis's listpack code
 //!   does; members stored as integers are handed out as [`Member`] views formatted on the
 //!   stack, which is why iteration yields `Member` rather than `&[u8]`.
-//! * `Large` (`skiplist`, boxed): a `BTreeSet<(score, member)>` for order plus a
-//!   `HashMap<member, score>` for O(1) member lookup; the member bytes are shared by both.
+//! * `Large` (`skiplist`, boxed; `large.rs` has the layout): a counted B+tree whose leaves
+//!   are buffers in the compact layout (so a sliding window's entry still costs about two
+//!   bytes), giving O(log n) rank, plus a hash index from members to scores (12 bytes a
+//!   record, and none for a member that is the text of its own integral score).
 //!
 //! The set converts when a *new* member would make it hold more than
 //! [`ZsetLimits::max_listpack_entries`] entries or when a new member is longer than
@@ -45,12 +47,13 @@
 //!
 //! # Complexity of the `Large` encoding
 //!
-//! A `BTreeSet` has no rank index, so operations addressed by rank (`ZRANK`, `ZRANGE` by
-//! index, `ZREMRANGEBYRANK`, `LIMIT` offsets) walk the tree from the nearer end (for `ZRANK`,
-//! the end guessed nearer from the scores): O(distance from that end) instead of Redis's
-//! O(log n). Operations addressed by score or member are O(log n) plus the number of entries
-//! returned or removed; `ZCOUNT` is O(log n + min(inside, outside)).
-//!
+//! Lookups by member are O(1) expected (a hash probe and one leaf), plus O(log n) to find
+//! the entry's place in the tree. Operations addressed by rank, score or member (`ZRANK`,
+//! `ZRANGE` by index, `ZCOUNT`, `LIMIT` offsets, adds and removals) are O(log n) descents plus
+//! the number of entries returned or removed, each step decoding one leaf of at most 128
+//! entries (as Redis's listpack code decodes its whole buffer). `BYLEX` ranges on sets with
+//! mixed scores walk the set, O(n).
+
 //! # Lexicographic ranges on sets with mixed scores
 //!
 //! Redis documents `BYLEX` ranges only for sets whose members all have the same score. For
@@ -78,8 +81,6 @@ mod small;
 mod tests;
 
 use std::cmp::Ordering;
-
-use bytes::Bytes;
 
 pub use bounds::{LexBound, LexRange, ScoreRange};
 pub use iter::Iter;
@@ -234,23 +235,16 @@ impl Ord for Score {
     }
 }
 
-/// One entry; tuples order by score, then member bytes.
-type Entry = (Score, Bytes);
-
 /// A score as the compact encoding stores it: `-0.0` becomes `0.0`, as in Redis's listpack
 /// (see the module documentation).
 fn compact_score(s: Score) -> Score {
     if s.0 == 0.0 { Score(0.0) } else { s }
 }
 
-fn to_owned_pair(e: &Entry) -> (Bytes, f64) {
-    (e.1.clone(), e.0.0)
-}
-
 #[derive(Clone, Debug)]
 enum Repr {
     Small(Small),
-    /// Boxed so that a compact set, the common case, is not as large as the two tables.
+    /// Boxed so that a compact set, the common case, is not as large as the tree and index.
     Large(Box<Large>),
 }
 
@@ -265,8 +259,6 @@ impl Default for SortedSet {
         Self::new()
     }
 }
-
-type EntryIter<'a> = Box<dyn Iterator<Item = &'a Entry> + 'a>;
 
 /// The score parser and formatter are Redis's double syntax, shared with the other number
 /// commands: they live in [`crate::num`]; these names stay for the commands that use them.

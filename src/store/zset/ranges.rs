@@ -1,40 +1,116 @@
 //! What is addressed by position: ranges by rank, score and lex (read, count, remove), pops
 //! from either end, and Redis's rank and `LIMIT` arithmetic.
-
-use std::cmp::Ordering;
-use std::ops::Bound;
+//!
+//! Every operation first turns its arguments into a span of ascending ranks `[lo, hi)`: by
+//! decoding a compact set whole (it is small), or by O(log n) descents of the large one's
+//! counted tree. Reading or removing the span then costs O(log n + span) in the large
+//! encoding.
 
 use bytes::Bytes;
 
-use super::{
-    Entry, EntryIter, LexBound, LexRange, Repr, Score, ScoreRange, SortedSet, small, to_owned_pair,
-};
+use super::{LexBound, LexRange, Repr, ScoreRange, SortedSet, small};
 
 impl SortedSet {
-    /// Entries with ascending ranks `lo..=hi` (both `< len`), in ascending order or, if
-    /// `reverse`, descending order (large encoding only).
-    fn rank_slice(&self, lo: usize, hi: usize, reverse: bool) -> Vec<&Entry> {
+    /// The entries with ascending ranks `lo..hi`, in order.
+    fn span_entries(&self, lo: usize, hi: usize) -> Vec<small::Decoded<'_>> {
         match &self.repr {
-            Repr::Small(_) => Vec::new(),
-            Repr::Large(l) => {
-                let len = l.set.len();
-                let n = hi - lo + 1;
-                let from_back = len - 1 - hi;
-                if lo <= from_back {
-                    let mut v: Vec<&Entry> = l.set.iter().skip(lo).take(n).collect();
-                    if reverse {
-                        v.reverse();
-                    }
-                    v
-                } else {
-                    let mut v: Vec<&Entry> = l.set.iter().rev().skip(from_back).take(n).collect();
-                    if !reverse {
-                        v.reverse();
-                    }
-                    v
+            Repr::Small(s) => {
+                let mut d = s.decoded();
+                d.truncate(hi);
+                d.drain(..lo.min(d.len()));
+                d
+            }
+            Repr::Large(l) => l.range(lo, hi),
+        }
+    }
+
+    /// The entries with ascending ranks `lo..hi` as replies take them, descending if
+    /// `reverse`.
+    fn span_owned(&self, lo: usize, hi: usize, reverse: bool) -> Vec<(Bytes, f64)> {
+        let d = self.span_entries(lo, hi);
+        if reverse {
+            d.iter().rev().map(small::owned).collect()
+        } else {
+            d.iter().map(small::owned).collect()
+        }
+    }
+
+    /// Removes the entries with ascending ranks `lo..hi`; returns how many.
+    fn remove_span(&mut self, lo: usize, hi: usize) -> usize {
+        if lo >= hi {
+            return 0;
+        }
+        match &mut self.repr {
+            Repr::Small(s) => {
+                let d = s.decoded();
+                let hi = hi.min(d.len());
+                if lo >= hi {
+                    return 0;
                 }
+                let span = small::byte_span(&d, lo, hi);
+                s.remove_span(span, hi - lo);
+                hi - lo
+            }
+            Repr::Large(l) => l.remove_ranks(lo, hi),
+        }
+    }
+
+    /// Ascending rank span `[lo, hi)` of the entries whose scores are in `range`.
+    fn score_span(&self, range: &ScoreRange) -> (usize, usize) {
+        if range.is_empty() {
+            return (0, 0);
+        }
+        match &self.repr {
+            Repr::Small(s) => small::score_span(&s.decoded(), range),
+            Repr::Large(l) => {
+                let lo = if range.min_exclusive {
+                    l.count_at_or_below(range.min)
+                } else {
+                    l.count_below(range.min)
+                };
+                let hi = if range.max_exclusive {
+                    l.count_below(range.max)
+                } else {
+                    l.count_at_or_below(range.max)
+                };
+                (lo, hi.max(lo))
             }
         }
+    }
+
+    /// Ascending rank span `[lo, hi)` of the lexicographic run (see the module documentation
+    /// for sets with mixed scores).
+    fn lex_span(&self, range: &LexRange, reverse: bool) -> (usize, usize) {
+        let l = match &self.repr {
+            Repr::Small(s) => return small::lex_span(&s.decoded(), range, reverse),
+            Repr::Large(l) => l,
+        };
+        let len = l.len();
+        let (Some(first), Some(last)) = (l.at(0), len.checked_sub(1).and_then(|r| l.at(r))) else {
+            return (0, 0);
+        };
+        if range.is_empty() || !range.gte_min(&last.member) || !range.lte_max(&first.member) {
+            return (0, 0);
+        }
+        if first.score != last.score {
+            // Mixed scores: the run is not a key range; walk the entries as Redis does.
+            return small::lex_span(&l.range(0, len), range, reverse);
+        }
+        // All scores tie: the entries are ordered by member, so the bounds are keys.
+        let s = first.score;
+        let lo = match &range.min {
+            LexBound::NegInf => 0,
+            LexBound::Inclusive(b) => l.rank_of(s, b, false),
+            LexBound::Exclusive(b) => l.rank_of(s, b, true),
+            LexBound::PosInf => return (0, 0),
+        };
+        let hi = match &range.max {
+            LexBound::PosInf => len,
+            LexBound::Inclusive(b) => l.rank_of(s, b, true),
+            LexBound::Exclusive(b) => l.rank_of(s, b, false),
+            LexBound::NegInf => return (0, 0),
+        };
+        (lo, hi.max(lo))
     }
 
     /// Entries by rank with Redis's index rules (`ZRANGE`, `ZREVRANGE`): negative indexes
@@ -51,37 +127,7 @@ impl SortedSet {
         } else {
             (lo, hi)
         };
-        if let Repr::Small(s) = &self.repr {
-            let d = s.decoded();
-            let slice = d.get(lo..=hi).unwrap_or_default();
-            return if reverse {
-                slice.iter().rev().map(small::owned).collect()
-            } else {
-                slice.iter().map(small::owned).collect()
-            };
-        }
-        self.rank_slice(lo, hi, reverse)
-            .into_iter()
-            .map(to_owned_pair)
-            .collect()
-    }
-
-    /// Entries whose scores are in `range`, ascending or descending.
-    fn score_iter<'a>(&'a self, range: &ScoreRange, reverse: bool) -> EntryIter<'a> {
-        match &self.repr {
-            Repr::Small(_) => Box::new(std::iter::empty()),
-            Repr::Large(l) => match score_bounds(range) {
-                None => Box::new(std::iter::empty()),
-                Some(bounds) => {
-                    let it = l.set.range(bounds);
-                    if reverse {
-                        Box::new(it.rev())
-                    } else {
-                        Box::new(it)
-                    }
-                }
-            },
-        }
+        self.span_owned(lo, hi + 1, reverse)
     }
 
     /// Entries with scores in `range` (`ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`, `ZRANGE ...
@@ -95,80 +141,21 @@ impl SortedSet {
         offset: i64,
         count: i64,
     ) -> Vec<(Bytes, f64)> {
-        if let Repr::Small(s) = &self.repr {
-            let d = s.decoded();
-            let (lo, hi) = small::score_span(&d, range);
-            return small_limit(&d[lo..hi], reverse, offset, count);
-        }
-        apply_limit(self.score_iter(range, reverse), offset, count)
+        let (lo, hi) = self.score_span(range);
+        let (lo, hi) = limit_span(lo, hi, reverse, offset, count);
+        self.span_owned(lo, hi, reverse)
     }
 
-    /// Number of entries with scores in `range` (`ZCOUNT`). In the large encoding this
-    /// costs O(log n + min(inside, outside)): it counts the entries in the range and the
-    /// entries outside it at the same time and stops when either count is complete, so a
-    /// window that covers most of the set (`ZCOUNT key <cutoff> +inf`) is cheap too.
+    /// Number of entries with scores in `range` (`ZCOUNT`): O(log n) in the large encoding.
     pub fn count_in_score_range(&self, range: &ScoreRange) -> usize {
-        match &self.repr {
-            Repr::Small(s) => {
-                let (lo, hi) = small::score_span(&s.decoded(), range);
-                hi - lo
-            }
-            Repr::Large(l) => {
-                if range.is_empty() {
-                    return 0;
-                }
-                let mut inside = self.score_iter(range, false);
-                let mut below = l.set.iter().take_while(|e| !range.gte_min(e.0.0));
-                let mut above = l.set.iter().rev().take_while(|e| !range.lte_max(e.0.0));
-                let (mut n_inside, mut n_outside) = (0usize, 0usize);
-                let (mut below_done, mut above_done) = (false, false);
-                loop {
-                    if inside.next().is_none() {
-                        return n_inside;
-                    }
-                    n_inside += 1;
-                    if !below_done {
-                        match below.next() {
-                            Some(_) => n_outside += 1,
-                            None => below_done = true,
-                        }
-                    }
-                    if !above_done {
-                        match above.next() {
-                            Some(_) => n_outside += 1,
-                            None => above_done = true,
-                        }
-                    }
-                    if below_done && above_done {
-                        return l.set.len().saturating_sub(n_outside);
-                    }
-                }
-            }
-        }
+        let (lo, hi) = self.score_span(range);
+        hi - lo
     }
 
     /// Removes the entries with scores in `range` (`ZREMRANGEBYSCORE`); returns how many.
     pub fn remove_range_by_score(&mut self, range: &ScoreRange) -> usize {
-        match &mut self.repr {
-            Repr::Small(s) => {
-                let d = s.decoded();
-                let (lo, hi) = small::score_span(&d, range);
-                let span = small::byte_span(&d, lo, hi);
-                s.remove_span(span, hi - lo);
-                hi - lo
-            }
-            Repr::Large(_) => {
-                let doomed: Vec<Entry> = self.score_iter(range, false).cloned().collect();
-                self.remove_large_entries(doomed)
-            }
-        }
-    }
-
-    fn remove_large_entries(&mut self, doomed: Vec<Entry>) -> usize {
-        match &mut self.repr {
-            Repr::Large(l) => l.remove_entries(doomed),
-            Repr::Small(_) => 0,
-        }
+        let (lo, hi) = self.score_span(range);
+        self.remove_span(lo, hi)
     }
 
     /// Removes entries by ascending rank with the index rules of
@@ -177,77 +164,7 @@ impl SortedSet {
         let Some((lo, hi)) = normalize_ranks(self.len(), start, stop) else {
             return 0;
         };
-        match &mut self.repr {
-            Repr::Small(s) => {
-                let span = small::byte_span(&s.decoded(), lo, hi + 1);
-                s.remove_span(span, hi - lo + 1);
-                hi - lo + 1
-            }
-            Repr::Large(_) => {
-                let doomed: Vec<Entry> = self
-                    .rank_slice(lo, hi, false)
-                    .into_iter()
-                    .cloned()
-                    .collect();
-                self.remove_large_entries(doomed)
-            }
-        }
-    }
-
-    /// Entries of the lexicographic run, ascending or descending.
-    fn lex_iter<'a>(&'a self, range: &'a LexRange, reverse: bool) -> EntryIter<'a> {
-        match &self.repr {
-            Repr::Small(_) => Box::new(std::iter::empty()),
-            Repr::Large(l) => {
-                let (Some(first), Some(last)) = (l.set.first(), l.set.last()) else {
-                    return Box::new(std::iter::empty());
-                };
-                if range.is_empty() || !range.gte_min(&last.1) || !range.lte_max(&first.1) {
-                    return Box::new(std::iter::empty());
-                }
-                if first.0 == last.0 {
-                    // All scores tie: the tree is ordered by member, so seek directly.
-                    let score = first.0;
-                    let start = match &range.min {
-                        LexBound::NegInf => Bound::Unbounded,
-                        LexBound::Inclusive(b) => Bound::Included((score, b.clone())),
-                        LexBound::Exclusive(b) => Bound::Excluded((score, b.clone())),
-                        LexBound::PosInf => return Box::new(std::iter::empty()),
-                    };
-                    let end = match &range.max {
-                        LexBound::PosInf => Bound::Unbounded,
-                        LexBound::Inclusive(b) => Bound::Included((score, b.clone())),
-                        LexBound::Exclusive(b) => Bound::Excluded((score, b.clone())),
-                        LexBound::NegInf => return Box::new(std::iter::empty()),
-                    };
-                    if !bounds_are_valid(&start, &end) {
-                        return Box::new(std::iter::empty());
-                    }
-                    let it = l.set.range((start, end));
-                    return if reverse {
-                        Box::new(it.rev())
-                    } else {
-                        Box::new(it)
-                    };
-                }
-                if reverse {
-                    Box::new(
-                        l.set
-                            .iter()
-                            .rev()
-                            .skip_while(move |e| !range.lte_max(&e.1))
-                            .take_while(move |e| range.gte_min(&e.1)),
-                    )
-                } else {
-                    Box::new(
-                        l.set
-                            .iter()
-                            .skip_while(move |e| !range.gte_min(&e.1))
-                            .take_while(move |e| range.lte_max(&e.1)),
-                    )
-                }
-            }
-        }
+        self.remove_span(lo, hi + 1)
     }
 
     /// Entries with members in `range` (`ZRANGEBYLEX`, `ZREVRANGEBYLEX`, `ZRANGE ... BYLEX
@@ -260,76 +177,31 @@ impl SortedSet {
         offset: i64,
         count: i64,
     ) -> Vec<(Bytes, f64)> {
-        if let Repr::Small(s) = &self.repr {
-            let d = s.decoded();
-            let (lo, hi) = small::lex_span(&d, range, reverse);
-            return small_limit(&d[lo..hi], reverse, offset, count);
-        }
-        apply_limit(self.lex_iter(range, reverse), offset, count)
+        let (lo, hi) = self.lex_span(range, reverse);
+        let (lo, hi) = limit_span(lo, hi, reverse, offset, count);
+        self.span_owned(lo, hi, reverse)
     }
 
     /// Number of entries with members in `range` (`ZLEXCOUNT`).
     pub fn count_in_lex_range(&self, range: &LexRange) -> usize {
-        match &self.repr {
-            Repr::Small(s) => {
-                let (lo, hi) = small::lex_span(&s.decoded(), range, false);
-                hi - lo
-            }
-            Repr::Large(_) => self.lex_iter(range, false).count(),
-        }
+        let (lo, hi) = self.lex_span(range, false);
+        hi - lo
     }
 
     /// Removes the entries with members in `range` (`ZREMRANGEBYLEX`); returns how many.
     pub fn remove_range_by_lex(&mut self, range: &LexRange) -> usize {
-        match &mut self.repr {
-            Repr::Small(s) => {
-                let d = s.decoded();
-                let (lo, hi) = small::lex_span(&d, range, false);
-                let span = small::byte_span(&d, lo, hi);
-                s.remove_span(span, hi - lo);
-                hi - lo
-            }
-            Repr::Large(_) => {
-                let doomed: Vec<Entry> = self.lex_iter(range, false).cloned().collect();
-                self.remove_large_entries(doomed)
-            }
-        }
+        let (lo, hi) = self.lex_span(range, false);
+        self.remove_span(lo, hi)
     }
 
     /// Removes and returns up to `count` entries with the lowest scores (`ZPOPMIN`), lowest
     /// first, or with `max` the highest (`ZPOPMAX`), highest first.
     pub fn pop(&mut self, count: usize, max: bool) -> Vec<(Bytes, f64)> {
-        let n = count.min(self.len());
-        let mut out = Vec::with_capacity(n);
-        match &mut self.repr {
-            Repr::Small(s) => {
-                let d = s.decoded();
-                let len = d.len();
-                let (lo, hi) = if max { (len - n, len) } else { (0, n) };
-                let taken = &d[lo..hi];
-                if max {
-                    out.extend(taken.iter().rev().map(small::owned));
-                } else {
-                    out.extend(taken.iter().map(small::owned));
-                }
-                let span = small::byte_span(&d, lo, hi);
-                s.remove_span(span, n);
-            }
-            Repr::Large(l) => {
-                for _ in 0..n {
-                    let e = if max {
-                        l.set.pop_last()
-                    } else {
-                        l.set.pop_first()
-                    };
-                    if let Some((s, m)) = e {
-                        l.map.remove(&m);
-                        out.push((m, s.0));
-                    }
-                }
-                l.maybe_shrink();
-            }
-        }
+        let len = self.len();
+        let n = count.min(len);
+        let (lo, hi) = if max { (len - n, len) } else { (0, n) };
+        let out = self.span_owned(lo, hi, max);
+        self.remove_span(lo, hi);
         out
     }
 }
@@ -360,90 +232,19 @@ fn normalize_ranks(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> 
     Some((usize::try_from(start).ok()?, usize::try_from(stop).ok()?))
 }
 
-/// Redis's `LIMIT offset count` over an iterator of entries.
-fn apply_limit<'a>(
-    it: impl Iterator<Item = &'a Entry>,
-    offset: i64,
-    count: i64,
-) -> Vec<(Bytes, f64)> {
+/// The part of the span `[lo, hi)` that Redis's `LIMIT offset count` selects, counting
+/// from `hi` downwards when `reverse`: a negative offset selects nothing, a negative count
+/// everything after the offset.
+fn limit_span(lo: usize, hi: usize, reverse: bool, offset: i64, count: i64) -> (usize, usize) {
     let Ok(offset) = usize::try_from(offset) else {
-        return Vec::new();
+        return (lo, lo);
     };
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    it.skip(offset).take(count).map(to_owned_pair).collect()
-}
-
-/// Redis's `LIMIT offset count` over a run of compact entries, ascending or descending.
-fn small_limit(
-    run: &[small::Decoded<'_>],
-    reverse: bool,
-    offset: i64,
-    count: i64,
-) -> Vec<(Bytes, f64)> {
-    let Ok(offset) = usize::try_from(offset) else {
-        return Vec::new();
-    };
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let n = hi.saturating_sub(lo);
+    let offset = offset.min(n);
+    let take = usize::try_from(count).unwrap_or(usize::MAX).min(n - offset);
     if reverse {
-        run.iter()
-            .rev()
-            .skip(offset)
-            .take(count)
-            .map(small::owned)
-            .collect()
+        (hi - offset - take, hi - offset)
     } else {
-        run.iter()
-            .skip(offset)
-            .take(count)
-            .map(small::owned)
-            .collect()
+        (lo + offset, lo + offset + take)
     }
-}
-
-/// Whether `BTreeSet::range` accepts these bounds (it panics when start > end, or when
-/// start == end and both are excluded).
-fn bounds_are_valid(start: &Bound<Entry>, end: &Bound<Entry>) -> bool {
-    match (start, end) {
-        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
-            match a.cmp(b) {
-                Ordering::Less => true,
-                Ordering::Greater => false,
-                Ordering::Equal => {
-                    !(matches!(start, Bound::Excluded(_)) && matches!(end, Bound::Excluded(_)))
-                }
-            }
-        }
-        _ => true,
-    }
-}
-
-/// Tree bounds selecting exactly the entries whose scores are in `range`, or `None` when no
-/// entry can match. An empty member is the least key of its score, so `(s, "")` bounds a
-/// score from below; an exclusive lower bound `s` is the inclusive bound `next_up(s)`.
-fn score_bounds(range: &ScoreRange) -> Option<(Bound<Entry>, Bound<Entry>)> {
-    if range.is_empty() {
-        return None;
-    }
-    let key = |s: f64| (Score(s), Bytes::new());
-    let start = if range.min_exclusive {
-        if range.min == f64::INFINITY {
-            return None;
-        }
-        Bound::Included(key(range.min.next_up()))
-    } else if range.min == f64::NEG_INFINITY {
-        Bound::Unbounded
-    } else {
-        Bound::Included(key(range.min))
-    };
-    let end = if range.max_exclusive {
-        if range.max == f64::NEG_INFINITY {
-            return None;
-        }
-        Bound::Excluded(key(range.max))
-    } else if range.max == f64::INFINITY {
-        Bound::Unbounded
-    } else {
-        Bound::Excluded(key(range.max.next_up()))
-    };
-    bounds_are_valid(&start, &end).then_some((start, end))
 }

@@ -175,8 +175,11 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// The score as an integer, when the compact encoding stores it as one.
+/// `-0` is not one: the compact encoding never holds it (its callers store `0`), and the
+/// leaves of the `Large` encoding, which keep it, store it as a raw `f64`.
 fn int_score(s: f64) -> Option<i64> {
-    (s.fract() == 0.0 && s.abs() < EXACT_INT).then_some(s as i64)
+    (s.fract() == 0.0 && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative()))
+        .then_some(s as i64)
 }
 
 /// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
@@ -268,6 +271,32 @@ impl Small {
     /// Heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
         self.buf.capacity()
+    }
+
+    /// Bytes of encoding.
+    pub(super) fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// A buffer holding `entries`, which must be in strictly ascending order.
+    pub(super) fn from_entries<'m>(entries: impl IntoIterator<Item = (Score, &'m [u8])>) -> Self {
+        let mut buf = Vec::new();
+        let mut prev = None;
+        let mut len = 0u32;
+        for (score, member) in entries {
+            encode(&mut buf, score.0, member, prev);
+            prev = Some(score.0);
+            len = len.saturating_add(1);
+        }
+        buf.shrink_to_fit();
+        Small { buf, len }
+    }
+
+    /// Appends the entries of `other`, which must all be above this buffer's.
+    pub(super) fn append(&mut self, other: &Small) {
+        let d = self.decoded();
+        let o = other.decoded();
+        *self = Small::from_entries(d.iter().chain(o.iter()).map(|e| (e.score, &*e.member)));
     }
 
     pub(super) fn entries(&self) -> Entries<'_> {

@@ -46,13 +46,7 @@ fn check_invariants(z: &SortedSet) {
             }
             assert!(d.iter().all(|e| e.score.0.to_bits() != (-0.0f64).to_bits()));
         }
-        Repr::Large(l) => {
-            assert_eq!(l.set.len(), l.map.len());
-            for (s, m) in &l.set {
-                let ms = l.map.get(m).expect("member missing from map");
-                assert_eq!(ms.0.to_bits(), s.0.to_bits());
-            }
-        }
+        Repr::Large(l) => l.check(),
     }
     assert!(z.iter().all(|(_, s)| !s.is_nan()));
 }
@@ -946,3 +940,106 @@ const PARSE_TABLE: &[ParseRow] = &[
 (b"0x24CFB.44423d7336c", Some(0x410267da2211eb9a), Some((0x410267da2211eb9a, false))),
 (b"0X4BBD40d4dbCB4CeDf.902900639651bp526", Some(0x64f2ef503536f2d3), Some((0x64f2ef503536f2d3, false))),
 ];
+
+// Long runs: under test the large encoding's leaves hold 4 entries and its inner nodes 4
+// children, so sets of a few dozen entries have trees three or four levels deep, and these
+// runs split, merge and collapse nodes many times (the tree is checked after every step).
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn matches_model_long_runs_mixed(limits in limits_strategy(),
+                                     ops in prop::collection::vec(op_strategy(false), 200..600)) {
+        run_ops(limits, ops);
+    }
+
+    #[test]
+    fn matches_model_long_runs_equal(limits in limits_strategy(),
+                                     ops in prop::collection::vec(op_strategy(true), 200..600)) {
+        run_ops(limits, ops);
+    }
+
+    #[test]
+    fn sliding_window_matches_model(limits in limits_strategy(),
+                                    steps in prop::collection::vec((1u64..50, 0usize..4, 0u64..400), 50..400)) {
+        sliding_window(limits, steps);
+    }
+}
+
+/// The sliding-window pattern: `ZADD k <now> <now>` (members that are their own scores, which
+/// the large encoding keeps out of its index) with a clock that moves forward, a trim of the
+/// entries older than a window, and now and then a member re-added with another score.
+fn sliding_window(limits: ZsetLimits, steps: Vec<(u64, usize, u64)>) {
+    let mut z = SortedSet::new();
+    let mut model = Model::default();
+    let mut now = 1_700_000_000_000u64;
+    for (dt, adds, window) in steps {
+        now += dt;
+        for i in 0..adds as u64 {
+            let t = now + i;
+            let m = t.to_string();
+            let s = if i == 3 { (t - 7) as f64 } else { t as f64 };
+            let want = model.add(m.as_bytes(), s, AddFlags::default(), &limits);
+            assert_eq!(z.add(m.as_bytes(), s, AddFlags::default(), &limits), want);
+        }
+        let r = ScoreRange::inclusive(f64::NEG_INFINITY, now.saturating_sub(window) as f64);
+        let before = model.v.len();
+        model.v.retain(|e| !r.contains(e.0));
+        assert_eq!(z.remove_range_by_score(&r), before - model.v.len());
+        let last = model.v.len().checked_sub(1);
+        if let Some(i) = last {
+            let m = model.v[i].1.clone();
+            assert_eq!(z.rank(&m, false), Some(i));
+        }
+        assert_eq!(z.len(), model.v.len());
+        check_invariants(&z);
+    }
+    let got: Vec<(Vec<u8>, u64)> = z.iter().map(|(m, s)| (m.to_vec(), s.to_bits())).collect();
+    assert_eq!(got, model.pairs(0..model.v.len()));
+}
+
+#[test]
+fn large_tree_grows_and_shrinks() {
+    let mut z = SortedSet::new();
+    // A permutation of 0..500 (37 is coprime with 500), members partly self-scored.
+    let keys: Vec<u64> = (0..500u64).map(|i| (i * 37) % 500).collect();
+    for &k in &keys {
+        let m = if k % 3 == 0 {
+            format!("m{k}")
+        } else {
+            k.to_string()
+        };
+        z.insert(m.as_bytes(), k as f64, &LARGE).unwrap();
+    }
+    let Repr::Large(l) = &z.repr else {
+        panic!("not large")
+    };
+    assert!(l.height() >= 4, "height {}", l.height());
+    l.check();
+    for k in 0..500u64 {
+        let m = if k % 3 == 0 {
+            format!("m{k}")
+        } else {
+            k.to_string()
+        };
+        assert_eq!(z.rank(m.as_bytes(), false), Some(k as usize));
+        assert_eq!(z.score(m.as_bytes()), Some(k as f64));
+    }
+    // Trim the front in windows, remove single members from the middle, pop from the back.
+    let mut left = 500;
+    for step in 0..20 {
+        let cut = (step * 10 + 9) as f64;
+        left -= z.remove_range_by_score(&ScoreRange::inclusive(f64::NEG_INFINITY, cut));
+        assert!(z.remove(b"400") || step > 0);
+        left -= usize::from(step == 0);
+        left -= z.pop(3, true).len();
+        assert_eq!(z.len(), left);
+        check_invariants(&z);
+    }
+    assert_eq!(z.remove_range_by_rank(0, -1), left);
+    let Repr::Large(l) = &z.repr else {
+        panic!("not large")
+    };
+    assert_eq!(l.height(), 1);
+    l.check();
+}

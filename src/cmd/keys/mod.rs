@@ -1,0 +1,358 @@
+//! Generic key commands: the table of every one of them, and the small ones (DEL, UNLINK,
+//! EXISTS, TOUCH, TYPE, WAIT) here; the rest by concern: `expire` (a key's lifetime), `scan`
+//! (KEYS, SCAN, RANDOMKEY), `rename` (RENAME, COPY, MOVE), `db` (DBSIZE, FLUSH*, SELECT,
+//! SWAPDB), `object` (OBJECT, MEMORY USAGE).
+
+mod db;
+mod expire;
+mod object;
+mod rename;
+mod scan;
+
+use db::{DbSize, Flush, FlushScope, Select, SwapDb};
+use expire::{Expire, Persist, Time, Ttl};
+use object::{MEMORY, OBJECT};
+use rename::{Copy, Move, Rename, RenameMode};
+pub use scan::parse_scan_options;
+use scan::{Keys, RandomKey, Scan};
+
+use bytes::Bytes;
+
+use super::strings::Precision;
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_as,
+};
+use crate::cmd::args::parse_i64;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+/// The key commands.
+pub static COMMANDS: &[C] = &[
+    C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>).with_acl(&[
+        "@keyspace",
+        "@write",
+        "@slow",
+    ]),
+    C::new(
+        "unlink",
+        -2,
+        &["write", "fast"],
+        C::keys(1, -1, 1),
+        run::<Del>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "exists",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<Exists>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "expire",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Relative)),
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "pexpire",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Relative)),
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "expireat",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Absolute)),
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "pexpireat",
+        -3,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Absolute)),
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new("ttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_as::<Ttl>(c, a, (Precision::Seconds, Time::Relative))
+    })
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "pttl",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Ttl>(c, a, (Precision::Millis, Time::Relative)),
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "expiretime",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Ttl>(c, a, (Precision::Seconds, Time::Absolute)),
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "pexpiretime",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Ttl>(c, a, (Precision::Millis, Time::Absolute)),
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new(
+        "persist",
+        2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<Persist>,
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "type",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Type>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new("keys", 2, &["readonly"], C::keys(0, 0, 0), run::<Keys>)
+        .whole_keyspace()
+        .with_acl(&["@keyspace", "@read", "@slow", "@dangerous"]),
+    C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>)
+        .stepwise()
+        .with_acl(&["@keyspace", "@read", "@slow"]),
+    C::new("rename", 3, &["write"], C::keys(1, 2, 1), |c, a| {
+        run_as::<Rename>(c, a, RenameMode::Overwrite)
+    })
+    .with_acl(&["@keyspace", "@write", "@slow"]),
+    C::new(
+        "renamenx",
+        3,
+        &["write", "fast"],
+        C::keys(1, 2, 1),
+        |c, a| run_as::<Rename>(c, a, RenameMode::IfTargetMissing),
+    )
+    .with_acl(&["@keyspace", "@write", "@fast"]),
+    C::new(
+        "randomkey",
+        1,
+        &["readonly"],
+        C::keys(0, 0, 0),
+        run::<RandomKey>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@read", "@slow"]),
+    C::new(
+        "dbsize",
+        1,
+        &["readonly", "fast"],
+        C::keys(0, 0, 0),
+        run::<DbSize>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@read", "@fast"]),
+    C::new("flushdb", -1, &["write"], C::keys(0, 0, 0), |c, a| {
+        run_as::<Flush>(c, a, FlushScope::Db)
+    })
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    C::new("flushall", -1, &["write"], C::keys(0, 0, 0), |c, a| {
+        run_as::<Flush>(c, a, FlushScope::All)
+    })
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    C::new(
+        "select",
+        2,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        run::<Select>,
+    )
+    .with_acl(&["@keyspace", "@fast"]),
+    C::new(
+        "swapdb",
+        3,
+        &["write", "fast"],
+        C::keys(0, 0, 0),
+        run::<SwapDb>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@keyspace", "@write", "@fast", "@dangerous"]),
+    C::new(
+        "touch",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        // TOUCH counts the keys that exist, each read marking its key accessed: EXISTS.
+        run::<Exists>,
+    )
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_info(&InfoDoc {
+        tips: &["request_policy:multi_shard", "response_policy:agg_sum"],
+        key_specs: &[KeySpecDoc {
+            notes: None,
+            flags: &["RO"],
+            begin: Some(1),
+            find: FindKeys::Range(-1, 1, 0),
+        }],
+    }),
+    C::new(
+        "copy",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, 2, 1),
+        run::<Copy>,
+    )
+    .with_acl(&["@keyspace", "@write", "@slow"])
+    .with_info(&InfoDoc {
+        tips: &[],
+        key_specs: &[
+            KeySpecDoc {
+                notes: None,
+                flags: &["RO", "access"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            },
+            KeySpecDoc {
+                notes: None,
+                flags: &["OW", "update"],
+                begin: Some(2),
+                find: FindKeys::Range(0, 1, 0),
+            },
+        ],
+    }),
+    C::new("move", 3, &["write", "fast"], C::keys(1, 1, 1), run::<Move>)
+        .with_acl(&["@keyspace", "@write", "@fast"])
+        .with_info(&InfoDoc {
+            tips: &[],
+            key_specs: &[KeySpecDoc {
+                notes: None,
+                flags: &["RW", "access", "update"],
+                begin: Some(1),
+                find: FindKeys::Range(0, 1, 0),
+            }],
+        }),
+    C::new("wait", 3, &["noscript"], C::keys(0, 0, 0), run::<Wait>)
+        .with_acl(&["@slow", "@connection"])
+        .with_info(&InfoDoc {
+            tips: &["request_policy:all_shards", "response_policy:agg_min"],
+            key_specs: &[],
+        }),
+    C::new(
+        "object",
+        -2,
+        &[],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_acl(&["@slow"])
+    .with_subcommands(OBJECT),
+    C::new(
+        "memory",
+        -2,
+        &[],
+        C::keys(0, 0, 0),
+        run::<super::server::Help>,
+    )
+    .with_subcommands(MEMORY),
+];
+
+/// DEL / UNLINK key [key …]
+#[derive(Debug)]
+pub struct Del {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Del {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Del {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.remove(db, k, ctx.now_ms).is_some())
+            .count();
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// `EXISTS key [key …]` (duplicates count each time); TOUCH too, whose reads mark the keys
+/// accessed.
+#[derive(Debug)]
+pub struct Exists {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Exists {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Exists {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.read(db, k, ctx.now_ms).is_some())
+            .count();
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// TYPE key
+#[derive(Debug)]
+pub struct Type {
+    key: Bytes,
+}
+
+impl Command for Type {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Type {
+            key: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let name = ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map_or("none", |e| e.value.type_name());
+        Ok(Reply::status(name))
+    }
+}
+
+/// `WAIT numreplicas timeout`: sluice has no replicas, so it answers 0 at once (Redis, with
+/// none, answers 0 once the timeout passes, or blocks forever for timeout 0).
+#[derive(Debug)]
+pub struct Wait;
+
+impl Command for Wait {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
+        let t = parse_i64(a.next()?).ok_or(CmdError::msg(
+            "ERR timeout is not an integer or out of range",
+        ))?;
+        if t < 0 {
+            return Err(CmdError::msg("ERR timeout is negative"));
+        }
+        Ok(Wait)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(0))
+    }
+}

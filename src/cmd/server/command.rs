@@ -1,0 +1,394 @@
+//! COMMAND: the command table as clients see it (COUNT, LIST, INFO, DOCS, GETKEYS); the
+//! replies are built from `cmd::table` and `cmd::docs`, never kept apart from them.
+
+use bytes::Bytes;
+
+use super::Help;
+use crate::cmd::args::parse_i64;
+use crate::cmd::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
+};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+pub(super) static COMMAND: &[C] = &[
+    C::new(
+        "command|count",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandCount>,
+    ),
+    C::new(
+        "command|info",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandInfo>,
+    ),
+    C::new(
+        "command|docs",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandDocs>,
+    ),
+    C::new(
+        "command|list",
+        -2,
+        &["loading", "stale"],
+        KeySpec::None,
+        |c, a| run_sub_as::<CommandList>(c, a, CommandListing::Names),
+    ),
+    C::new(
+        "command|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    ),
+    C::new(
+        "command|getkeys",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<CommandGetKeys>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+];
+
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+#[derive(Debug)]
+pub struct CommandGetKeys {
+    args: Vec<Bytes>,
+}
+
+impl Command for CommandGetKeys {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandGetKeys {
+            args: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let spec = match crate::cmd::lookup(&ctx.shared.table, &self.args) {
+            crate::cmd::Lookup::Found(spec) => spec,
+            crate::cmd::Lookup::Error(CmdError::WrongArity(_)) => {
+                return Err(CmdError::msg(
+                    "ERR Invalid number of arguments specified for command",
+                ));
+            }
+            crate::cmd::Lookup::Error(_) => {
+                return Err(CmdError::msg("ERR Invalid command specified"));
+            }
+        };
+        if let KeySpec::Keynum {
+            begin,
+            keynumidx,
+            firstkey,
+            step,
+            ..
+        } = spec.keys
+        {
+            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
+            let count = self
+                .args
+                .get((begin + keynumidx).max(0) as usize)
+                .and_then(|b| parse_i64(b));
+            let fits = count.is_some_and(|c| {
+                c >= 0
+                    && (c == 0
+                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
+                            < self.args.len() as i64)
+            });
+            if !fits {
+                if spec.has(crate::cmd::CmdFlags::NO_MANDATORY_KEYS) {
+                    return Ok(Reply::Array(Vec::new()));
+                }
+                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
+            }
+        } else if matches!(spec.keys, KeySpec::None) {
+            return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        Ok(Reply::Array(
+            spec.keys
+                .positions(&self.args)
+                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .collect(),
+        ))
+    }
+}
+
+fn status_set(items: &[&'static str]) -> Reply {
+    Reply::Set(items.iter().map(|f| Reply::status(f)).collect())
+}
+
+/// The fields of one COMMAND INFO key spec: its flags, an `index` begin_search at `begin`,
+/// and a find_keys of `find_type` with the given spec fields.
+fn key_spec_fields(
+    flags: &[&'static str],
+    begin: i64,
+    find_type: &'static str,
+    find_spec: &[(&'static str, i64)],
+) -> Vec<(Reply, Reply)> {
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    vec![
+        field("flags", status_set(flags)),
+        field(
+            "begin_search",
+            Reply::Map(vec![
+                field("type", Reply::bulk(b"index")),
+                field("spec", Reply::Map(vec![field("index", Reply::Int(begin))])),
+            ]),
+        ),
+        field(
+            "find_keys",
+            Reply::Map(vec![
+                field("type", Reply::bulk(find_type.as_bytes())),
+                field(
+                    "spec",
+                    Reply::Map(
+                        find_spec
+                            .iter()
+                            .map(|&(k, v)| field(k, Reply::Int(v)))
+                            .collect(),
+                    ),
+                ),
+            ]),
+        ),
+    ]
+}
+
+/// One key spec given explicitly in the table.
+fn key_spec_doc(d: &crate::cmd::KeySpecDoc) -> Reply {
+    use crate::cmd::FindKeys;
+    let field = |name: &'static str, value: Reply| (Reply::bulk(name.as_bytes()), value);
+    let ints = |pairs: &[(&'static str, i64)]| {
+        Reply::Map(
+            pairs
+                .iter()
+                .map(|&(k, v)| field(k, Reply::Int(v)))
+                .collect(),
+        )
+    };
+    let mut fields = Vec::with_capacity(4);
+    if let Some(notes) = d.notes {
+        fields.push(field("notes", Reply::bulk(notes.as_bytes())));
+    }
+    fields.push(field("flags", status_set(d.flags)));
+    let begin = match d.begin {
+        Some(i) => Reply::Map(vec![
+            field("type", Reply::bulk(b"index")),
+            field("spec", ints(&[("index", i)])),
+        ]),
+        None => Reply::Map(vec![
+            field("type", Reply::bulk(b"unknown")),
+            field("spec", Reply::Map(vec![])),
+        ]),
+    };
+    fields.push(field("begin_search", begin));
+    let (kind, spec) = match d.find {
+        FindKeys::Range(last, step, limit) => (
+            "range",
+            ints(&[("lastkey", last), ("keystep", step), ("limit", limit)]),
+        ),
+        FindKeys::Keynum(idx, first, step) => (
+            "keynum",
+            ints(&[("keynumidx", idx), ("firstkey", first), ("keystep", step)]),
+        ),
+        FindKeys::Unknown => ("unknown", Reply::Map(vec![])),
+    };
+    fields.push(field(
+        "find_keys",
+        Reply::Map(vec![
+            field("type", Reply::bulk(kind.as_bytes())),
+            field("spec", spec),
+        ]),
+    ));
+    Reply::Map(fields)
+}
+
+/// The COMMAND INFO entry of one command, as Redis 7 shapes it.
+pub fn command_info(spec: &C) -> Reply {
+    let (first, last, step) = spec.keys.triple();
+    let key_specs = if !spec.key_specs.is_empty() {
+        spec.key_specs.iter().map(key_spec_doc).collect()
+    } else if let KeySpec::Keynum {
+        begin,
+        keynumidx,
+        firstkey,
+        step,
+        flags,
+        notes,
+    } = spec.keys
+    {
+        let mut fields = Vec::with_capacity(4);
+        if let Some(notes) = notes {
+            fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
+        }
+        fields.extend(key_spec_fields(
+            flags,
+            begin as i64,
+            "keynum",
+            &[
+                ("keynumidx", keynumidx as i64),
+                ("firstkey", firstkey as i64),
+                ("keystep", step as i64),
+            ],
+        ));
+        vec![Reply::Map(fields)]
+    } else if first > 0 {
+        let flags: &[&'static str] = if spec.has(crate::cmd::table::CmdFlags::WRITE) {
+            &["RW", "update"]
+        } else {
+            &["RO", "access"]
+        };
+        let lastkey = if last < 0 { last } else { last - first };
+        vec![Reply::Map(key_spec_fields(
+            flags,
+            first as i64,
+            "range",
+            &[
+                ("lastkey", lastkey as i64),
+                ("keystep", step as i64),
+                ("limit", 0),
+            ],
+        ))]
+    } else {
+        vec![]
+    };
+    Reply::Array(vec![
+        Reply::bulk(spec.name.as_bytes()),
+        Reply::Int(spec.reported_arity.unwrap_or(spec.arity) as i64),
+        status_set(&spec.flags.names()),
+        Reply::Int(first as i64),
+        Reply::Int(last as i64),
+        Reply::Int(step as i64),
+        status_set(spec.acl),
+        Reply::Set(
+            spec.tips
+                .iter()
+                .map(|t| Reply::bulk(t.as_bytes()))
+                .collect(),
+        ),
+        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        Reply::Set(key_specs),
+        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
+    ])
+}
+
+/// What a whole-table COMMAND listing gives per command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandListing {
+    /// COMMAND: every command's full info.
+    Infos,
+    /// COMMAND LIST: the names.
+    Names,
+}
+
+/// COMMAND (all infos) / COMMAND LIST (names)
+#[derive(Debug)]
+pub struct CommandList(CommandListing);
+
+impl VariantCommand for CommandList {
+    type Variant = CommandListing;
+
+    fn parse(_: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
+        Ok(CommandList(listing))
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let all = ctx.shared.table.commands();
+        Ok(Reply::Array(match self.0 {
+            CommandListing::Names => all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect(),
+            CommandListing::Infos => all.iter().map(|c| command_info(c)).collect(),
+        }))
+    }
+}
+
+/// COMMAND COUNT
+#[derive(Debug)]
+pub struct CommandCount;
+
+impl Command for CommandCount {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandCount)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(ctx.shared.table.commands().len() as i64))
+    }
+}
+
+fn find_spec(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static C> {
+    let lower = name.to_ascii_lowercase();
+    match lower.iter().position(|&c| c == b'|') {
+        None => ctx.shared.table.get(&lower),
+        Some(p) => ctx
+            .shared
+            .table
+            .get(&lower[..p])?
+            .subcommands
+            .iter()
+            .find(|s| s.name.as_bytes() == &lower[..]),
+    }
+}
+
+/// COMMAND INFO [name …]
+#[derive(Debug)]
+pub struct CommandInfo {
+    names: Vec<Bytes>,
+}
+
+impl Command for CommandInfo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandInfo {
+            names: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.names.is_empty() {
+            return VariantCommand::apply(CommandList(CommandListing::Infos), ctx);
+        }
+        Ok(Reply::Array(
+            self.names
+                .iter()
+                .map(|n| find_spec(ctx, n).map_or(Reply::Null, command_info))
+                .collect(),
+        ))
+    }
+}
+
+/// COMMAND DOCS [name …]: each command's documentation (`cmd::docs`); a name sluice does not
+/// know is left out of the map, as in Redis.
+#[derive(Debug)]
+pub struct CommandDocs {
+    names: Vec<Bytes>,
+}
+
+impl Command for CommandDocs {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(CommandDocs {
+            names: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let specs: Vec<&C> = if self.names.is_empty() {
+            ctx.shared.table.commands()
+        } else {
+            self.names
+                .iter()
+                .filter_map(|n| find_spec(ctx, n))
+                .collect()
+        };
+        Ok(Reply::Map(
+            specs
+                .into_iter()
+                .map(|s| {
+                    let subs: Vec<&str> = s.subcommands.iter().map(|c| c.name).collect();
+                    (
+                        Reply::bulk(s.name.as_bytes()),
+                        crate::cmd::docs::docs_reply(s.name, &subs),
+                    )
+                })
+                .collect(),
+        ))
+    }
+}
