@@ -77,6 +77,10 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("unixsocketperm", Kind::Acts),
     ("supervised", Kind::Acts),
     ("daemonize", Kind::Acts),
+    ("slowlog-log-slower-than", Kind::Acts),
+    ("slowlog-max-len", Kind::Acts),
+    ("latency-monitor-threshold", Kind::Acts),
+    ("latency-tracking", Kind::Acts),
     // sluice's own.
     ("shards", Kind::Acts),
     ("threads", Kind::Acts),
@@ -213,10 +217,7 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         "loadmodule",
         Kind::Refused("sluice cannot load Redis modules (CL.THROTTLE is built in)"),
     ),
-    (
-        "notify-keyspace-events",
-        Kind::Only(&[""], "sluice has no pub/sub, so no keyspace notifications"),
-    ),
+    ("notify-keyspace-events", Kind::Acts),
     (
         "maxmemory-clients",
         Kind::Only(&["0"], "sluice does not evict clients by their memory"),
@@ -356,22 +357,9 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         Kind::Inert("sluice waits at most 5 s for clients at shutdown"),
     ),
     (
-        "latency-monitor-threshold",
-        Kind::Inert("sluice has no LATENCY monitor"),
-    ),
-    (
-        "latency-tracking",
-        Kind::Inert("sluice has no latency tracking"),
-    ),
-    (
         "latency-tracking-info-percentiles",
-        Kind::Inert("sluice has no latency tracking"),
+        Kind::Inert("sluice reports the 50th, 99th and 99.9th percentiles"),
     ),
-    (
-        "slowlog-log-slower-than",
-        Kind::Inert("sluice has no SLOWLOG"),
-    ),
-    ("slowlog-max-len", Kind::Inert("sluice has no SLOWLOG")),
     (
         "tracking-table-max-keys",
         Kind::Inert("sluice has no client-side caching"),
@@ -784,6 +772,25 @@ mod tests {
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
                 format!("r.conf:5: 'save 900 1' accepted without effect: {PERSIST}"),
             ]
+        );
+    }
+
+    #[test]
+    fn notify_keyspace_events_is_read_with_redis_letters() {
+        let loaded = from_text("r.conf", "notify-keyspace-events \"Ex\"\n").unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert_eq!(
+            loaded.config.param("notify-keyspace-events").as_deref(),
+            Some("xE")
+        );
+        let Err(Problems(p)) = from_text("r.conf", "\nnotify-keyspace-events KEq\n") else {
+            panic!("should fail");
+        };
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("r.conf:2: 'notify-keyspace-events KEq'")
+                && p[0].contains("Invalid event class character"),
+            "{p:?}"
         );
     }
 

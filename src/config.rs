@@ -58,6 +58,9 @@ pub struct Config {
     pub maxmemory_policy: EvictionPolicy,
     /// Keys sampled per eviction (Redis's maxmemory-samples).
     pub maxmemory_samples: usize,
+    /// `notify-keyspace-events`: the classes of keyspace notifications to publish
+    /// ([`keyspace_events`] bits; 0, the default, publishes nothing).
+    pub notify_keyspace_events: u32,
     /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
     /// holds while its client does not read them.
     pub output_buffer_limit: OutputBufferLimit,
@@ -74,6 +77,14 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get `-BUSY` and SCRIPT KILL may
     /// stop it (Redis's busy-reply-threshold, alias lua-time-limit).
     pub busy_reply_threshold: u64,
+    /// SLOWLOG keeps commands that ran at least this many microseconds (-1: none).
+    pub slowlog_log_slower_than: i64,
+    /// The most entries SLOWLOG keeps.
+    pub slowlog_max_len: u64,
+    /// LATENCY records events that took at least this many milliseconds (0: off).
+    pub latency_monitor_threshold: u64,
+    /// INFO latencystats keeps per-command latency histograms.
+    pub latency_tracking: bool,
     /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
     pub cluster_enabled: bool,
     /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
@@ -142,6 +153,7 @@ impl Default for Config {
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,
             maxmemory_samples: 5,
+            notify_keyspace_events: 0,
             output_buffer_limit: OutputBufferLimit::default(),
             output_buffer_limit_other: "slave 268435456 67108864 60 pubsub 33554432 8388608 60"
                 .into(),
@@ -154,6 +166,10 @@ impl Default for Config {
             tls_cert_file: None,
             tls_key_file: None,
             busy_reply_threshold: 5000,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
+            latency_tracking: true,
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
@@ -406,6 +422,12 @@ impl Config {
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold = parse_num(&name, one()?)?
             }
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than = parse_num(&name, one()?)?,
+            "slowlog-max-len" => self.slowlog_max_len = parse_num(&name, one()?)?,
+            "latency-monitor-threshold" => {
+                self.latency_monitor_threshold = parse_num(&name, one()?)?
+            }
+            "latency-tracking" => self.latency_tracking = yes_no(&name, one()?)?,
             "proto-max-bulk-len" => {
                 self.proto_max_bulk_len =
                     parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
@@ -427,6 +449,10 @@ impl Config {
                 self.maxmemory_policy = EvictionPolicy::parse(one()?).map_err(|e| bad(&name, e))?
             }
             "maxmemory-samples" => self.maxmemory_samples = parse_num(&name, one()?)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events = keyspace_events::parse(one()?)
+                    .ok_or_else(|| bad(&name, keyspace_events::INVALID))?
+            }
             "client-output-buffer-limit" => {
                 let joined = args.join(" ");
                 self.set_output_buffer_limit(&joined)
@@ -518,6 +544,20 @@ impl Config {
         // nothing later adds a client-sized number of seconds to an Instant.
         if self.timeout > i32::MAX as u64 {
             return Err(bad("timeout", "must be between 0 and 2147483647"));
+        }
+        if self.slowlog_log_slower_than < -1 {
+            return Err(bad(
+                "slowlog-log-slower-than",
+                "must be between -1 and 9223372036854775807",
+            ));
+        }
+        if self.slowlog_max_len > i64::MAX as u64
+            || self.latency_monitor_threshold > i64::MAX as u64
+        {
+            return Err(bad(
+                "slowlog-max-len / latency-monitor-threshold",
+                "must be between 0 and 9223372036854775807",
+            ));
         }
         if self.busy_reply_threshold > i64::MAX as u64 {
             return Err(bad(
@@ -643,6 +683,7 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("io-threads", "1"),
+    ("latency-monitor-threshold", "0"),
     ("latency-tracking", "yes"),
     ("lazyfree-lazy-eviction", "no"),
     ("lazyfree-lazy-expire", "no"),
@@ -697,6 +738,10 @@ impl Config {
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
+            "slowlog-max-len" => self.slowlog_max_len.to_string(),
+            "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
+            "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
@@ -704,6 +749,7 @@ impl Config {
             "maxmemory" => self.maxmemory.to_string(),
             "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
             "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "notify-keyspace-events" => keyspace_events::format(self.notify_keyspace_events),
             "client-output-buffer-limit" => {
                 let l = self.output_buffer_limit;
                 format!(
@@ -751,6 +797,22 @@ impl Config {
             }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
+            "slowlog-log-slower-than" => {
+                self.slowlog_log_slower_than = value
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|v| *v >= -1)
+                    .ok_or("argument must be between -1 and 9223372036854775807 inclusive")?
+            }
+            "slowlog-max-len" => self.slowlog_max_len = int(value)?,
+            "latency-monitor-threshold" => self.latency_monitor_threshold = int(value)?,
+            "latency-tracking" => {
+                self.latency_tracking = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                }
+            }
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
             "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
             "loglevel" => {
@@ -781,6 +843,10 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
+            "notify-keyspace-events" => {
+                self.notify_keyspace_events =
+                    keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?
+            }
             "port"
             | "bind"
             | "databases"
@@ -1029,6 +1095,11 @@ pub struct LiveSettings {
     timeout: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
+    slowlog_slower_than: std::sync::atomic::AtomicI64,
+    slowlog_max_len: AtomicU64,
+    latency_threshold_ms: AtomicU64,
+    latency_tracking: std::sync::atomic::AtomicBool,
+    notify: std::sync::atomic::AtomicU32,
 }
 
 impl LiveSettings {
@@ -1061,6 +1132,40 @@ impl LiveSettings {
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
+        self.slowlog_slower_than
+            .store(config.slowlog_log_slower_than, Ordering::Relaxed);
+        self.slowlog_max_len
+            .store(config.slowlog_max_len, Ordering::Relaxed);
+        self.latency_threshold_ms
+            .store(config.latency_monitor_threshold, Ordering::Relaxed);
+        self.latency_tracking
+            .store(config.latency_tracking, Ordering::Relaxed);
+        self.notify
+            .store(config.notify_keyspace_events, Ordering::Relaxed);
+    }
+
+    /// `slowlog-log-slower-than` (µs; negative: SLOWLOG off) and `slowlog-max-len`.
+    pub fn slowlog(&self) -> (i64, u64) {
+        (
+            self.slowlog_slower_than.load(Ordering::Relaxed),
+            self.slowlog_max_len.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `latency-monitor-threshold` in ms (0: LATENCY records nothing).
+    pub fn latency_threshold_ms(&self) -> u64 {
+        self.latency_threshold_ms.load(Ordering::Relaxed)
+    }
+
+    /// `latency-tracking`: INFO latencystats' histograms are kept.
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
+    }
+
+    /// The `notify-keyspace-events` classes ([`keyspace_events`] bits; 0: off). Read once per
+    /// command, so a command with notifications off pays one relaxed load.
+    pub fn notify_keyspace_events(&self) -> u32 {
+        self.notify.load(Ordering::Relaxed)
     }
 
     /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
@@ -1108,5 +1213,127 @@ impl LiveSettings {
     /// The idle timeout in seconds (0: none).
     pub fn timeout(&self) -> u64 {
         self.timeout.load(Ordering::Relaxed)
+    }
+}
+
+/// `notify-keyspace-events`: the class bits and Redis 7.0's letters for them.
+pub mod keyspace_events {
+    /// `g`: generic commands (DEL, EXPIRE, RENAME…).
+    pub const GENERIC: u32 = 1 << 2;
+    /// `$`: string commands.
+    pub const STRING: u32 = 1 << 3;
+    /// `l`: list commands.
+    pub const LIST: u32 = 1 << 4;
+    /// `s`: set commands.
+    pub const SET: u32 = 1 << 5;
+    /// `h`: hash commands.
+    pub const HASH: u32 = 1 << 6;
+    /// `z`: sorted set commands.
+    pub const ZSET: u32 = 1 << 7;
+    /// `x`: a key expired (lazily or by the reaper).
+    pub const EXPIRED: u32 = 1 << 8;
+    /// `e`: a key was evicted by maxmemory.
+    pub const EVICTED: u32 = 1 << 9;
+    /// `t`: stream commands (sluice has none; accepted for compatibility).
+    pub const STREAM: u32 = 1 << 10;
+    /// `m`: a read found no key.
+    pub const KEY_MISS: u32 = 1 << 11;
+    /// `d`: module events (sluice has none; accepted for compatibility).
+    pub const MODULE: u32 = 1 << 12;
+    /// `n`: a key was created.
+    pub const NEW: u32 = 1 << 13;
+    /// `K`: publish on `__keyspace@<db>__:<key>`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `E`: publish on `__keyevent@<db>__:<event>`.
+    pub const KEYEVENT: u32 = 1 << 1;
+    /// `A`: every class but `m` and `n`, as in Redis.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    /// Redis's reason for a value with a letter that names no class.
+    pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+
+    /// The class bits of a `notify-keyspace-events` value; None if a character names no
+    /// class (Redis's `keyspaceEventsStringToFlags`: repeats are fine, order is free).
+    pub fn parse(classes: &str) -> Option<u32> {
+        classes.bytes().try_fold(0, |flags, c| {
+            Some(
+                flags
+                    | match c {
+                        b'A' => ALL,
+                        b'g' => GENERIC,
+                        b'$' => STRING,
+                        b'l' => LIST,
+                        b's' => SET,
+                        b'h' => HASH,
+                        b'z' => ZSET,
+                        b'x' => EXPIRED,
+                        b'e' => EVICTED,
+                        b'K' => KEYSPACE,
+                        b'E' => KEYEVENT,
+                        b't' => STREAM,
+                        b'm' => KEY_MISS,
+                        b'd' => MODULE,
+                        b'n' => NEW,
+                        _ => return None,
+                    },
+            )
+        })
+    }
+
+    /// The normalised letters CONFIG GET shows (Redis's `keyspaceEventsFlagsToString`: `A`
+    /// stands for all its classes, and then `n` is not shown even when set).
+    pub fn format(flags: u32) -> String {
+        let mut out = String::new();
+        if flags & ALL == ALL {
+            out.push('A');
+        } else {
+            for (bit, c) in [
+                (GENERIC, 'g'),
+                (STRING, '$'),
+                (LIST, 'l'),
+                (SET, 's'),
+                (HASH, 'h'),
+                (ZSET, 'z'),
+                (EXPIRED, 'x'),
+                (EVICTED, 'e'),
+                (STREAM, 't'),
+                (MODULE, 'd'),
+                (NEW, 'n'),
+            ] {
+                if flags & bit != 0 {
+                    out.push(c);
+                }
+            }
+        }
+        for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+            if flags & bit != 0 {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn letters_round_trip_as_redis_normalises_them() {
+            for (given, shown) in [
+                ("", ""),
+                ("KEA", "AKE"),
+                ("EKnmg$lshzxetd", "AKEm"),
+                ("ggK", "gK"),
+                ("K", "K"),
+                ("Exn", "xnE"),
+                ("mzhsl$gK", "g$lshzKm"),
+            ] {
+                assert_eq!(parse(given).map(format).as_deref(), Some(shown), "{given}");
+            }
+            assert_eq!(parse("KEA "), None);
+            assert_eq!(parse("xyz"), None);
+            assert_eq!(parse("a"), None);
+        }
     }
 }

@@ -6,14 +6,16 @@
 //! Redis makes (`offset / 8 < proto-max-bulk-len`), so one request allocates at most what
 //! Redis would. The in-place editing helpers are `strrange`'s.
 
+use super::notify::class;
 use bytes::Bytes;
 
 use super::strrange::{edit_string, grow_zero, max_string_len, string_bytes};
 use super::{
     Access, ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
 };
-use crate::cmd::args::{is, parse_i64};
+use crate::cmd::args::is;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 
@@ -105,11 +107,12 @@ impl Command for SetBit {
                 let mut v = Vec::new();
                 let (old, _) = flip(&mut v);
                 ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
-                (old, false)
+                (old, true)
             }
         };
         if dirty {
             ctx.store.touch(db, &self.key);
+            ctx.notify(class::STRING, "setbit", &self.key);
         }
         Ok(Reply::Int(old as i64))
     }
@@ -418,7 +421,9 @@ impl Command for BitOp {
         }
         let maxlen = srcs.iter().map(|s| s.len()).max().unwrap_or(0);
         if maxlen == 0 {
-            ctx.store.remove(db, &self.dest, now);
+            if ctx.store.remove(db, &self.dest, now).is_some() {
+                ctx.notify(class::GENERIC, "del", &self.dest);
+            }
             return Ok(Reply::Int(0));
         }
         let byte = |s: &Bytes, j: usize| s.get(j).copied().unwrap_or(0);
@@ -434,6 +439,7 @@ impl Command for BitOp {
             *out = o;
         }
         ctx.store.set(db, &self.dest, Value::Raw(res.into()), None);
+        ctx.notify(class::STRING, "set", &self.dest);
         Ok(Reply::Int(maxlen as i64))
     }
 }
@@ -700,6 +706,7 @@ impl VariantCommand for BitField {
             };
         if changes > 0 {
             ctx.store.touch(db, &self.key);
+            ctx.notify(class::STRING, "setbit", &self.key);
         }
         Ok(Reply::Array(replies))
     }

@@ -130,9 +130,7 @@ impl Command for Restore {
             }
             RdbError::BadFormat => CmdError::msg("ERR Bad data format"),
         })?;
-        if self.replace {
-            ctx.store.remove(db, &self.key, now);
-        }
+        let deleted = self.replace && ctx.store.remove(db, &self.key, now).is_some();
         let at = match ttl {
             0 => None,
             t if self.absttl => Some(t),
@@ -142,9 +140,13 @@ impl Command for Restore {
             && at <= now as i64
         {
             // Already expired: nothing is created (a replaced key stays deleted).
+            if deleted {
+                ctx.notify(super::notify::class::GENERIC, "del", &self.key);
+            }
             return Ok(Reply::ok());
         }
         ctx.store.set(db, &self.key, value, at.map(|t| t as u64));
+        ctx.notify(super::notify::class::GENERIC, "restore", &self.key);
         if let Some(idle) = self.idle_s
             && let Some(e) = ctx.store.lookup_untouched(db, &self.key, now)
         {

@@ -5,16 +5,18 @@
 //! live in `store::value::HashValue`; this module is the Redis surface: argument checks in
 //! Redis's order, reply shapes per protocol, and WATCH signalling only when something was
 //! written. HINCRBYFLOAT does its arithmetic in emulated x87 extended precision
-//! ([`super::long_double`]) because that is what Redis's `long double` is on x86-64 Linux, and the
+//! ([`crate::num::long_double`]) because that is what Redis's `long double` is on x86-64 Linux, and the
 //! stored text (`0.1 + 0.2` is `0.3` there) depends on it.
 
+use super::notify::class;
 use bytes::Bytes;
 use rand::RngExt;
 
 use super::keys::parse_scan_options;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
-use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
+use crate::cmd::args::{glob_match, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::access::HashMut;
@@ -251,6 +253,8 @@ impl VariantCommand for HSet {
             .chunks_exact(2)
             .filter(|p| h.set(&p[0], &p[1]))
             .count();
+        drop(h);
+        ctx.notify(class::HASH, "hset", &self.key);
         Ok(match self.reply {
             HSetReply::Ok => Reply::ok(),
             HSetReply::Created => Reply::Int(created as i64),
@@ -280,6 +284,8 @@ impl Command for HSetNx {
             return Ok(Reply::Int(0));
         }
         h.set(&self.field, &self.value);
+        drop(h);
+        ctx.notify(class::HASH, "hset", &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -393,7 +399,11 @@ impl Command for HDel {
         let deleted = self.fields.iter().filter(|f| h.remove(f)).count();
         if deleted == 0 {
             h.mark_unchanged();
+            return Ok(Reply::Int(0));
         }
+        drop(h);
+        ctx.notify(class::HASH, "hdel", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::Int(deleted as i64))
     }
 }
@@ -481,6 +491,8 @@ impl Command for HIncrBy {
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
         h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
+        drop(h);
+        ctx.notify(class::HASH, "hincrby", &self.key);
         Ok(Reply::Int(new))
     }
 }
@@ -490,14 +502,14 @@ impl Command for HIncrBy {
 pub struct HIncrByFloat {
     key: Bytes,
     field: Bytes,
-    incr: super::long_double::LongDouble,
+    incr: crate::num::long_double::LongDouble,
 }
 
 impl Command for HIncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let field = a.next()?.clone();
-        let incr = super::long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?;
+        let incr = crate::num::long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?;
         if !incr.is_finite() {
             return Err(CmdError::msg("ERR value is NaN or Infinity"));
         }
@@ -506,16 +518,18 @@ impl Command for HIncrByFloat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
-            Some(v) => super::long_double::parse(v)
+            Some(v) => crate::num::long_double::parse(v)
                 .ok_or(CmdError::msg("ERR hash value is not a float"))?,
-            None => super::long_double::LongDouble::ZERO,
+            None => crate::num::long_double::LongDouble::ZERO,
         };
-        let new = super::long_double::add(old, self.incr);
+        let new = crate::num::long_double::add(old, self.incr);
         if !new.is_finite() {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
-        let text = super::long_double::format_human(new);
+        let text = crate::num::long_double::format_human(new);
         h.set(&self.field, text.as_bytes());
+        drop(h);
+        ctx.notify(class::HASH, "hincrbyfloat", &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
     }
 }

@@ -122,6 +122,9 @@ impl Command for PfAdd {
                 updated
             }
         };
+        if updated {
+            ctx.notify(super::notify::class::STRING, "pfadd", &self.key);
+        }
         Ok(Reply::Int(updated as i64))
     }
 }
@@ -229,6 +232,7 @@ impl Command for PfMerge {
         };
         result.map_err(corrupt)?;
         ctx.store.touch(db, &self.dest);
+        ctx.notify(super::notify::class::STRING, "pfadd", &self.dest);
         Ok(Reply::ok())
     }
 }

@@ -314,8 +314,9 @@ impl VariantCommand for Sort {
             let n = list.len() as i64;
             if n > 0 {
                 ctx.store.set(db, dst, Value::List(Box::new(list)), None);
-            } else {
-                ctx.store.remove(db, dst, now);
+                ctx.notify(super::notify::class::LIST, "sortstore", dst);
+            } else if ctx.store.remove(db, dst, now).is_some() {
+                ctx.notify(super::notify::class::GENERIC, "del", dst);
             }
             return Ok(Reply::Int(n));
         }

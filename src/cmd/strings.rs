@@ -3,12 +3,13 @@
 //! The fixed-window limiter lives here (`SET k 1 EX p NX`, `INCR k`), so counters are stored
 //! as `Value::Int` and INCR does no parsing or allocation when the value is already one.
 
+use super::notify::class;
 use bytes::{Bytes, BytesMut};
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
-use crate::cmd::args::parse_i64;
-use crate::cmd::long_double::{self, LongDouble};
 use crate::error::{CmdError, CmdResult};
+use crate::num::long_double::{self, LongDouble};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 
@@ -342,6 +343,10 @@ impl Command for Set {
             });
         }
         store_string(ctx, &self.key, Value::from_bytes(&self.value), ttl);
+        ctx.notify(class::STRING, "set", &self.key);
+        if let Ttl::At(_) = ttl {
+            ctx.notify(class::GENERIC, "expire", &self.key);
+        }
         Ok(match old {
             Some(v) => v.into(),
             None => Reply::ok(),
@@ -379,6 +384,7 @@ impl Command for SetNx {
         }
         ctx.store
             .set(db, &self.key, Value::from_bytes(&self.value), None);
+        ctx.notify(class::STRING, "set", &self.key);
         Ok(Reply::Int(1))
     }
 }
@@ -419,6 +425,8 @@ impl VariantCommand for SetEx {
         };
         let at = expire_deadline(&self.ttl, unit, ctx.now_ms, name)?;
         store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::At(at));
+        ctx.notify(class::STRING, "set", &self.key);
+        ctx.notify(class::GENERIC, "expire", &self.key);
         Ok(Reply::ok())
     }
 }
@@ -440,6 +448,7 @@ impl Command for GetSet {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let old = read_string(ctx, &self.key)?;
         store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::Clear);
+        ctx.notify(class::STRING, "set", &self.key);
         Ok(old.into())
     }
 }
@@ -461,6 +470,7 @@ impl Command for GetDel {
         if old.is_some() {
             let db = ctx.db();
             ctx.store.remove(db, &self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", &self.key);
         }
         Ok(old.into())
     }
@@ -508,17 +518,13 @@ impl Command for GetEx {
         if let Some(at) = at {
             if at <= ctx.now_ms {
                 ctx.store.remove(db, &self.key, ctx.now_ms);
+                ctx.notify(class::GENERIC, "del", &self.key);
             } else {
                 ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
+                ctx.notify(class::GENERIC, "expire", &self.key);
             }
         } else if self.persist {
-            let has_ttl = ctx
-                .store
-                .lookup(db, &self.key, ctx.now_ms)
-                .is_some_and(|e| e.expire_at().is_some());
-            if has_ttl {
-                ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
-            }
+            crate::cmd::keys::expire::persist(ctx, &self.key);
         }
         Ok(Reply::Bulk(value))
     }
@@ -607,6 +613,7 @@ impl VariantCommand for MSet {
         }
         for (k, v) in &self.pairs {
             ctx.store.set(db, k, Value::from_bytes(v), None);
+            ctx.notify(class::STRING, "set", k);
         }
         Ok(if nx { Reply::Int(1) } else { Reply::ok() })
     }
@@ -624,9 +631,11 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
         let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
         entry.value = Value::Int(next);
         ctx.store.touch(db, key);
+        ctx.notify(class::STRING, "incrby", key);
         return Ok(Reply::Int(next));
     }
     ctx.store.set(db, key, Value::Int(by), None);
+    ctx.notify(class::STRING, "incrby", key);
     Ok(Reply::Int(by))
 }
 
@@ -731,6 +740,7 @@ impl Command for IncrByFloat {
         let text = Bytes::from(long_double::format_human(next));
         ctx.store
             .set_keep_ttl(db, &self.key, Value::Str(text.clone().into()), ctx.now_ms);
+        ctx.notify(class::STRING, "incrbyfloat", &self.key);
         Ok(Reply::Bulk(text))
     }
 }
@@ -761,6 +771,7 @@ impl Command for Append {
             // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
             ctx.store
                 .set(db, &self.key, Value::from_bytes(&self.value), None);
+            ctx.notify(class::STRING, "append", &self.key);
             return Ok(Reply::Int(self.value.len() as i64));
         };
         let old_len = match &e.value {
@@ -787,6 +798,7 @@ impl Command for Append {
         buf.extend_from_slice(&self.value);
         e.value = Value::Raw(buf.freeze().into());
         ctx.store.touch(db, &self.key);
+        ctx.notify(class::STRING, "append", &self.key);
         Ok(Reply::Int(total as i64))
     }
 }

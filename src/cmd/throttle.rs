@@ -78,6 +78,10 @@ impl Command for Throttle {
                 Value::Int(tat),
                 Some(ctx.now_ms.saturating_add(ttl_ms)),
             );
+            // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
+            // it is, so a listener sees what a script-based limiter would make it see.
+            ctx.notify(super::notify::class::STRING, "set", &self.key);
+            ctx.notify(super::notify::class::GENERIC, "expire", &self.key);
         }
         Ok(Reply::Array(
             decision.reply().iter().map(|&n| Reply::Int(n)).collect(),

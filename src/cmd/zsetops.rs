@@ -10,6 +10,7 @@
 //!
 //! Uses the set types of [`crate::store`] and the reply shaping of [`super::zset`].
 
+use super::notify::class;
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -20,8 +21,7 @@ use super::{
     VariantCommand, run, run_as,
 };
 use crate::error::{CmdError, CmdResult};
-use crate::num::parse_f64;
-use crate::num::parse_i64;
+use crate::num::{parse_f64, parse_i64};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::SortedSet;
@@ -279,7 +279,9 @@ impl VariantCommand for ZOp {
             Some(dst) => {
                 let (db, now) = (ctx.db(), ctx.now_ms);
                 if result.is_empty() {
-                    ctx.store.remove(db, &dst, now);
+                    if ctx.store.remove(db, &dst, now).is_some() {
+                        ctx.notify(class::GENERIC, "del", &dst);
+                    }
                     return Ok(Reply::Int(0));
                 }
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
@@ -297,6 +299,7 @@ impl VariantCommand for ZOp {
                 }
                 let n = z.len() as i64;
                 ctx.store.set(db, &dst, Value::ZSet(Box::new(z)), None);
+                ctx.notify(class::ZSET, zop_name(op, Output::Store), &dst);
                 Ok(Reply::Int(n))
             }
             None => {
@@ -444,14 +447,14 @@ impl Command for ZMPop {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         for key in &self.keys {
-            let Some(v) = ctx.store.lookup(db, key, now) else {
+            let Some(mut z) = ctx.store.modify::<Box<SortedSet>>(db, key, now)? else {
                 continue;
             };
-            let Value::ZSet(z) = &mut v.value else {
-                return Err(CmdError::WrongType);
-            };
             let popped = z.pop(usize::try_from(self.count).unwrap_or(usize::MAX), self.max);
-            ctx.store.touch_and_prune(db, key);
+            drop(z);
+            let event = if self.max { "zpopmax" } else { "zpopmin" };
+            ctx.notify(class::ZSET, event, key);
+            ctx.notify_if_deleted(key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(

@@ -293,6 +293,15 @@ impl Server {
                 shared.keyspace.clone(),
                 shared.clock.clone(),
                 shared.shutdown.clone(),
+                {
+                    // Keyspace notifications of reaped keys, published off the shard lock.
+                    let shared = Arc::downgrade(&shared);
+                    Arc::new(move |events| {
+                        if let Some(shared) = shared.upgrade() {
+                            crate::cmd::notify::publish_key_events(&shared, events);
+                        }
+                    })
+                },
             );
         }
         let tracker = TaskTracker::new();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::LiveSettings;
 use crate::store::Keyspace;
+use crate::store::keylog::KeyEvent;
 use crate::store::shard::Evicted;
 
 /// Longest time one command spends evicting.
@@ -43,12 +44,15 @@ pub fn used_memory() -> usize {
 }
 
 /// Evicts keys until memory is under `live.maxmemory()` or the budget runs out.
-/// `evicted` counts evicted keys (INFO's `evicted_keys`).
+/// `evicted` counts evicted keys (INFO's `evicted_keys`); the evicted (or expired) keys'
+/// events, when logged, go to `events`, to be published by the caller (no shard is held
+/// on return).
 pub fn perform_evictions(
     keyspace: &Keyspace,
     live: &LiveSettings,
     evicted: &AtomicU64,
     now_ms: u64,
+    events: &mut Vec<KeyEvent>,
 ) -> Outcome {
     let max = live.maxmemory();
     if max == 0 || used_memory() <= max {
@@ -59,7 +63,7 @@ pub fn perform_evictions(
     let started = Instant::now();
     let mut rounds = 0u32;
     loop {
-        match keyspace.evict_one(policy, samples, now_ms) {
+        match keyspace.evict_one(policy, samples, now_ms, events) {
             None => {
                 return if used_memory() <= max {
                     Outcome::Ok
@@ -84,20 +88,23 @@ pub fn perform_evictions(
 
 impl Keyspace {
     /// One eviction: tries the shards from a random one on until one deletes a key.
-    /// None if no shard has a candidate.
+    /// None if no shard has a candidate. Logged key events are moved to `events`.
     pub fn evict_one(
         &self,
         policy: crate::config::EvictionPolicy,
         samples: usize,
         now_ms: u64,
+        events: &mut Vec<KeyEvent>,
     ) -> Option<Evicted> {
         let n = self.shard_count();
         let seed: u64 = rand::random();
         let start = (seed % n as u64) as usize;
         (0..n).find_map(|k| {
             let i = (start + k) % n;
-            self.lock_index(i)
-                .evict_one(policy, samples, now_ms, seed.rotate_left(k as u32 * 7))
+            let mut shard = self.lock_index(i);
+            let done = shard.evict_one(policy, samples, now_ms, seed.rotate_left(k as u32 * 7));
+            events.append(&mut shard.log.events);
+            done
         })
     }
 }

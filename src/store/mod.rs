@@ -14,6 +14,7 @@ pub mod access;
 pub mod entry;
 pub mod evict;
 pub mod hll;
+pub mod keylog;
 pub mod reaper;
 pub mod shard;
 pub mod value;
@@ -21,6 +22,7 @@ pub mod wheel;
 pub mod zset;
 
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crossbeam_utils::CachePadded;
@@ -52,18 +54,27 @@ pub struct Keyspace {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
     hasher: hashbrown::DefaultHashBuilder,
     databases: usize,
+    /// The key events every shard logs (`keylog`), mirrored here so that taking the logs
+    /// costs one load while nobody listens.
+    log_mask: std::sync::Arc<AtomicU8>,
 }
 
 impl Keyspace {
     /// A keyspace of `shards` shards (a power of two) with `databases` databases.
     pub fn new(shards: usize, databases: usize, now_ms: u64) -> Self {
         let shards = shards.max(1).next_power_of_two();
+        let log_mask = std::sync::Arc::new(AtomicU8::new(0));
         Keyspace {
             shards: (0..shards)
-                .map(|_| CachePadded::new(Mutex::new(Shard::new(databases, now_ms))))
+                .map(|_| {
+                    let mut shard = Shard::new(databases, now_ms);
+                    shard.log.mask = log_mask.clone();
+                    CachePadded::new(Mutex::new(shard))
+                })
                 .collect(),
             hasher: key_hasher().clone(),
             databases,
+            log_mask,
         }
     }
 
@@ -175,6 +186,18 @@ impl Keyspace {
         }
     }
 
+    /// Sets which key events (`keylog` kinds) every shard logs. Takes no lock (CONFIG SET
+    /// may run inside an EXEC that holds shards).
+    pub fn set_log_mask(&self, mask: u8) {
+        self.log_mask.store(mask, Ordering::Relaxed);
+    }
+
+    /// True if shards log key events (someone listens to `new`, `expired` or `evicted`).
+    #[inline]
+    pub fn logs_events(&self) -> bool {
+        self.log_mask.load(Ordering::Relaxed) != 0
+    }
+
     /// Runs the reaper on one shard: deletes up to `max` due keys. Returns (deleted, more due).
     pub fn reap_shard(&self, i: usize, now_ms: u64, max: usize) -> (usize, bool) {
         self.lock_index(i).reap(now_ms, max)
@@ -188,11 +211,14 @@ impl Keyspace {
     /// `reap_shard` then `next_deadline` under one lock hold, or None without waiting if the
     /// shard is held (a script holds every shard while it runs, possibly for seconds; a
     /// reaper must not block a runtime thread behind it).
+    /// The expired keys' events (when logged) are moved to `events`, to be published once
+    /// the shard is released.
     pub fn try_reap_shard(
         &self,
         i: usize,
         now_ms: u64,
         max: usize,
+        events: &mut Vec<keylog::KeyEvent>,
     ) -> Option<((usize, bool), Option<u64>)> {
         let mut shard = match self.shards[i].try_lock() {
             Ok(g) => g,
@@ -200,6 +226,7 @@ impl Keyspace {
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
         let reaped = shard.reap(now_ms, max);
+        events.append(&mut shard.log.events);
         Some((reaped, shard.next_deadline()))
     }
 }
@@ -249,6 +276,20 @@ impl<'a> Locked<'a> {
             }
         }
         total
+    }
+
+    /// Moves the key events the held shards logged (keys created, expired, evicted) to
+    /// `out`, in order per shard. One load when no shard logs anything.
+    #[inline]
+    pub fn take_log(&mut self, out: &mut Vec<keylog::KeyEvent>) {
+        if !self.ks.logs_events() {
+            return;
+        }
+        for (_, g) in self.guards.iter_mut() {
+            if !g.log.events.is_empty() {
+                out.append(&mut g.log.events);
+            }
+        }
     }
 
     /// Counters summed over the held shards.
@@ -417,42 +458,11 @@ impl<'a> Locked<'a> {
         true
     }
 
-    /// Signals that a key's value was changed in place.
+    /// Signals that a key's value was changed in place (for the values `modify` does not
+    /// lend out yet: strings and HLLs).
     pub fn touch(&mut self, db: usize, key: &[u8]) {
         let (shard, _) = self.shard(key);
         shard.touch(db, key);
-    }
-
-    /// Signals a change in place and deletes the key if its aggregate became empty.
-    pub fn touch_and_prune(&mut self, db: usize, key: &[u8]) {
-        let (shard, hash) = self.shard(key);
-        let empty = shard
-            .peek(db, hash, key)
-            .is_some_and(|e| e.value.is_empty_aggregate());
-        if empty {
-            shard.remove(db, hash, key);
-        } else {
-            shard.touch(db, key);
-        }
-    }
-
-    /// The live value of `key`, or a new one made by `make` (stored without TTL). The caller
-    /// checks the type and must `touch` (or `touch_and_prune`) after changing it.
-    pub fn get_or_create(
-        &mut self,
-        db: usize,
-        key: &[u8],
-        now_ms: u64,
-        make: impl FnOnce() -> Value,
-    ) -> &mut Value {
-        let (shard, hash) = self.shard(key);
-        if shard.find(db, hash, key, now_ms).is_none() {
-            shard.insert(db, hash, key, make(), None);
-        }
-        match shard.find(db, hash, key, now_ms) {
-            Some(e) => &mut e.value,
-            None => unreachable!("a key inserted under the held lock is present"),
-        }
     }
 
     /// Registers a WATCH.
@@ -484,6 +494,34 @@ impl<'a> Locked<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_log_key_events_only_when_asked_and_hand_them_over() {
+        let ks = Keyspace::new(1, 2, 0);
+        let key = bytes::Bytes::from_static(b"k");
+        let mut events = Vec::new();
+        {
+            let mut locked = ks.lock_args([&key[..]]);
+            locked.set(0, &key, Value::Int(1), Some(10));
+            locked.take_log(&mut events);
+        }
+        assert!(events.is_empty(), "nothing is logged while the mask is 0");
+        ks.set_log_mask(keylog::NEW | keylog::EXPIRED);
+        {
+            let mut locked = ks.lock_args([&key[..]]);
+            locked.set(1, &key, Value::Int(1), Some(10));
+            locked.set(1, &key, Value::Int(2), Some(10));
+            locked.take_log(&mut events);
+        }
+        assert_eq!(events, vec![(keylog::NEW, 1, Box::from(&b"k"[..]))]);
+        events.clear();
+        // The reaper hands over what it expired, in one batch per lock hold.
+        let reaped = ks.try_reap_shard(0, 100, 128, &mut events);
+        assert_eq!(reaped.map(|r| r.0), Some((2, false)));
+        let mut got: Vec<(u8, usize)> = events.iter().map(|e| (e.0, e.1)).collect();
+        got.sort();
+        assert_eq!(got, vec![(keylog::EXPIRED, 0), (keylog::EXPIRED, 1)]);
+    }
 
     #[test]
     fn locked_keys_are_hashed_once_and_other_slices_still_work() {

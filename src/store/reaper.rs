@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::store::Keyspace;
+use crate::store::keylog::KeyEvent;
 
 /// Most keys deleted per lock hold.
 pub const REAP_BATCH: usize = 128;
@@ -23,6 +24,10 @@ pub const REAP_BATCH: usize = 128;
 /// than the one a reaper sleeps on can be reaped, without a wake-up on every insert.
 pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 
+/// Where a reaper hands the events of the keys it expired (when shards log them), after it
+/// released the shard: the server publishes them as keyspace notifications.
+pub type OnEvents = Arc<dyn Fn(Vec<KeyEvent>) + Send + Sync>;
+
 /// Starts one reaper task per shard on `runtime` (the server gives them a thread of their
 /// own, off the event loops); they stop when `stop` is cancelled.
 pub fn spawn(
@@ -30,15 +35,22 @@ pub fn spawn(
     keyspace: Arc<Keyspace>,
     clock: Clock,
     stop: CancellationToken,
+    on_events: OnEvents,
 ) {
     for i in 0..keyspace.shard_count() {
         let ks = keyspace.clone();
         let clock = clock.clone();
         let stop = stop.clone();
+        let on_events = on_events.clone();
         runtime.spawn(async move {
+            let mut events = Vec::new();
             loop {
                 let now = clock.now_ms();
-                let Some(((_, more), next)) = ks.try_reap_shard(i, now, REAP_BATCH) else {
+                let reaped = ks.try_reap_shard(i, now, REAP_BATCH, &mut events);
+                if !events.is_empty() {
+                    on_events(std::mem::take(&mut events));
+                }
+                let Some(((_, more), next)) = reaped else {
                     // Held (by a script, maybe for long): try again shortly, without blocking.
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(1)) => continue,

@@ -219,6 +219,8 @@ pub struct Shard {
     /// position and this number (see `cmd::keys::scan::Scan`); when they differ the position means
     /// nothing any more and the scan of this shard starts over.
     layout: u32,
+    /// Keys created, expired and evicted, for keyspace notifications (see `keylog`).
+    pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
 }
@@ -232,6 +234,7 @@ impl Shard {
             now_ms,
             evict_pool: Vec::new(),
             layout: 0,
+            log: Default::default(),
             stats: ShardStats::default(),
         }
     }
@@ -279,6 +282,7 @@ impl Shard {
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
             self.remove_found(db, hash, i);
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, key);
             return None;
         }
         let e = self.dbs[db].entries.get_mut(i);
@@ -311,12 +315,15 @@ impl Shard {
         self.saw(now_ms);
         let Some(i) = self.dbs[db].index_of(hash, key) else {
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         };
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
             self.remove_found(db, hash, i);
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, key);
             self.stats.keyspace_misses += 1;
+            self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         }
         self.stats.keyspace_hits += 1;
@@ -356,6 +363,7 @@ impl Shard {
                     tracing::error!("a database holds u32::MAX keys in one shard; key not stored");
                     return;
                 };
+                self.log.log(super::keylog::NEW, db, key);
                 expire_at.is_some().then_some(i)
             }
         };
@@ -536,9 +544,10 @@ impl Shard {
             due.sort_unstable_by(|a, b| b.cmp(a));
             for &i in &due {
                 let hash = key_hash(&self.dbs[db].entries.get(i).key);
-                if self.remove_found(db, hash, i).is_some() {
+                if let Some(entry) = self.remove_found(db, hash, i) {
                     self.stats.expired_keys += 1;
                     removed += 1;
+                    self.log.log(super::keylog::EXPIRED, db, &entry.key);
                 }
             }
         }
@@ -622,17 +631,21 @@ impl Shard {
             }) else {
                 continue;
             };
-            evicted = self.remove_found(c.db as usize, c.hash, i);
+            evicted = self
+                .remove_found(c.db as usize, c.hash, i)
+                .map(|e| (c.db as usize, e));
             break;
         }
         pool.drain(..taken);
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
-        let entry = evicted?;
+        let (db, entry) = evicted?;
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
+            self.log.log(super::keylog::EXPIRED, db, &entry.key);
             Some(Evicted::Expired)
         } else {
+            self.log.log(super::keylog::EVICTED, db, &entry.key);
             Some(Evicted::Key)
         }
     }

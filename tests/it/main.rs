@@ -15,6 +15,8 @@ mod hostile;
 mod hostile_lua;
 mod limits;
 mod memory;
+mod notifications;
+mod observe;
 mod operators;
 mod proc;
 mod props;

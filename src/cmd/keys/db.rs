@@ -1,8 +1,8 @@
 //! Databases as a whole: DBSIZE, FLUSHDB, FLUSHALL, SELECT, SWAPDB.
 
-use crate::cmd::args::parse_i64;
 use crate::cmd::{ArgCursor, Command, Ctx, VariantCommand};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// DBSIZE
@@ -131,6 +131,13 @@ impl Command for SwapDb {
         if a != b {
             for shard in ctx.store.shards_mut() {
                 shard.swap_dbs(a, b);
+            }
+            // Clients blocked on a key of either database may find it now (Redis's
+            // scanDatabaseForReadyKeys); `serve` checks each key's presence and type.
+            for db in [a, b] {
+                for key in ctx.shared.blocked.keys_in_db(db) {
+                    crate::cmd::blocking::note_ready(ctx, db, key);
+                }
             }
         }
         Ok(Reply::ok())

@@ -4,11 +4,12 @@
 //! SWAPDB), `object` (OBJECT, MEMORY USAGE).
 
 mod db;
-mod expire;
+pub(crate) mod expire;
 mod object;
 mod rename;
 mod scan;
 
+use crate::cmd::notify::class;
 use db::{DbSize, Flush, FlushScope, Select, SwapDb};
 use expire::{Expire, Persist, Time, Ttl};
 use object::{MEMORY, OBJECT};
@@ -22,8 +23,8 @@ use super::strings::Precision;
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_as,
 };
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// The key commands.
@@ -281,12 +282,14 @@ impl Command for Del {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let n = self
-            .keys
-            .iter()
-            .filter(|k| ctx.store.remove(db, k, ctx.now_ms).is_some())
-            .count();
-        Ok(Reply::Int(n as i64))
+        let mut n = 0;
+        for k in &self.keys {
+            if ctx.store.remove(db, k, ctx.now_ms).is_some() {
+                ctx.notify(class::GENERIC, "del", k);
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
     }
 }
 
@@ -332,6 +335,10 @@ impl Command for Type {
             .store
             .lookup(db, &self.key, ctx.now_ms)
             .map_or("none", |e| e.value.type_name());
+        if name == "none" {
+            // Redis's TYPE is a read lookup: a missing key is a `keymiss`.
+            ctx.notify(class::KEY_MISS, "keymiss", &self.key);
+        }
         Ok(Reply::status(name))
     }
 }

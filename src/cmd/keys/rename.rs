@@ -1,5 +1,6 @@
 //! Moving a value to another name or database: RENAME, RENAMENX, COPY, MOVE.
 
+use crate::cmd::notify::class;
 use bytes::Bytes;
 
 use super::db::{db_index, int_arg};
@@ -51,7 +52,11 @@ impl VariantCommand for Rename {
             return Err(CmdError::NoSuchKey);
         };
         let expire = entry.expire_at();
+        // Redis deletes an existing destination and adds the key anew (a `new` event).
+        ctx.store.remove(db, &self.to, now);
         ctx.store.set(db, &self.to, entry.value, expire);
+        ctx.notify(class::GENERIC, "rename_from", &self.from);
+        ctx.notify(class::GENERIC, "rename_to", &self.to);
         Ok(if nx { Reply::Int(1) } else { Reply::ok() })
     }
 }
@@ -110,6 +115,10 @@ impl Command for Copy {
             ctx.store.remove(dst_db, &self.dst, now);
         }
         ctx.store.set(dst_db, &self.dst, value, expire);
+        ctx.notify_db(class::GENERIC, dst_db, "copy_to", &self.dst);
+        if dst_db != src_db {
+            crate::cmd::blocking::note_ready(ctx, dst_db, self.dst.clone());
+        }
         Ok(Reply::Int(1))
     }
 }
@@ -150,6 +159,9 @@ impl Command for Move {
         };
         let expire = entry.expire_at();
         ctx.store.set(dst_db, &self.key, entry.value, expire);
+        ctx.notify_db(class::GENERIC, src_db, "move_from", &self.key);
+        ctx.notify_db(class::GENERIC, dst_db, "move_to", &self.key);
+        crate::cmd::blocking::note_ready(ctx, dst_db, self.key.clone());
         Ok(Reply::Int(1))
     }
 }

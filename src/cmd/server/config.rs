@@ -169,6 +169,8 @@ impl Command for ConfigSet {
         }
         ctx.shared.live.store(&next);
         *cfg = next;
+        drop(cfg);
+        ctx.shared.configure_notifications();
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
         }
@@ -186,6 +188,7 @@ impl Command for ConfigResetStat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.table.reset_stats();
+        ctx.shared.errors.reset();
         let s = &ctx.shared.stats;
         for c in [
             &s.total_commands,

@@ -110,6 +110,10 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    notifications_strings,
+    notifications_keys,
+    notifications_agg,
+    notifications_blocking,
 );
 
 /// Runs every transcript not listed above.
