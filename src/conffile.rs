@@ -8,7 +8,7 @@
 //! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
-//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`, `replicaof`,
+//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`,
 //!   `rename-command`): starting anyway would silently break what the operator relies on.
 //!
 //! Like redis-server, command-line options are read after the file, so they override it; a
@@ -37,7 +37,7 @@ enum Kind {
 }
 
 const PERSIST: &str = "sluice keeps everything in memory and writes no snapshot or AOF";
-const REPL: &str = "sluice has no replication";
+const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
 const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
 const TUNING: &str = "sluice has no such internal tuning knob";
@@ -119,14 +119,8 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         Kind::Inert("sluice has no DUMP/RESTORE"),
     ),
     // Replication: a replica or a write quorum would change what clients see.
-    (
-        "replicaof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
-    (
-        "slaveof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
+    ("replicaof", Kind::Acts),
+    ("slaveof", Kind::Acts),
     (
         "min-replicas-to-write",
         Kind::Only(
@@ -143,33 +137,33 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ),
     ("min-replicas-max-lag", Kind::Inert(REPL)),
     ("min-slaves-max-lag", Kind::Inert(REPL)),
-    ("masterauth", Kind::Inert(REPL)),
-    ("masteruser", Kind::Inert(REPL)),
-    ("repl-backlog-size", Kind::Inert(REPL)),
+    ("masterauth", Kind::Acts),
+    ("masteruser", Kind::Acts),
+    ("repl-backlog-size", Kind::Acts),
     ("repl-backlog-ttl", Kind::Inert(REPL)),
     ("repl-disable-tcp-nodelay", Kind::Inert(REPL)),
     ("repl-diskless-load", Kind::Inert(REPL)),
     ("repl-diskless-sync", Kind::Inert(REPL)),
     ("repl-diskless-sync-delay", Kind::Inert(REPL)),
     ("repl-diskless-sync-max-replicas", Kind::Inert(REPL)),
-    ("repl-ping-replica-period", Kind::Inert(REPL)),
-    ("repl-ping-slave-period", Kind::Inert(REPL)),
-    ("repl-timeout", Kind::Inert(REPL)),
-    ("replica-announce-ip", Kind::Inert(REPL)),
-    ("replica-announce-port", Kind::Inert(REPL)),
-    ("replica-announced", Kind::Inert(REPL)),
+    ("repl-ping-replica-period", Kind::Acts),
+    ("repl-ping-slave-period", Kind::Acts),
+    ("repl-timeout", Kind::Acts),
+    ("replica-announce-ip", Kind::Acts),
+    ("replica-announce-port", Kind::Acts),
+    ("replica-announced", Kind::Acts),
     ("replica-ignore-disk-write-errors", Kind::Inert(REPL)),
     ("replica-ignore-maxmemory", Kind::Inert(REPL)),
     ("replica-lazy-flush", Kind::Inert(REPL)),
-    ("replica-priority", Kind::Inert(REPL)),
-    ("replica-read-only", Kind::Inert(REPL)),
+    ("replica-priority", Kind::Acts),
+    ("replica-read-only", Kind::Acts),
     ("replica-serve-stale-data", Kind::Inert(REPL)),
-    ("slave-announce-ip", Kind::Inert(REPL)),
-    ("slave-announce-port", Kind::Inert(REPL)),
+    ("slave-announce-ip", Kind::Acts),
+    ("slave-announce-port", Kind::Acts),
     ("slave-ignore-maxmemory", Kind::Inert(REPL)),
     ("slave-lazy-flush", Kind::Inert(REPL)),
-    ("slave-priority", Kind::Inert(REPL)),
-    ("slave-read-only", Kind::Inert(REPL)),
+    ("slave-priority", Kind::Acts),
+    ("slave-read-only", Kind::Acts),
     ("slave-serve-stale-data", Kind::Inert(REPL)),
     ("tls-replication", Kind::Quiet(&["no"], REPL)),
     // Cluster bus and failover: sluice's cluster is a static map.

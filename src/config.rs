@@ -105,6 +105,130 @@ pub struct Config {
     pub daemonize: bool,
     /// The working directory the binary changes to at start (`dir`); None: stay.
     pub dir: Option<String>,
+    /// Replication settings (`replicaof`, `masterauth`, `replica-read-only`…).
+    pub repl: ReplSettings,
+}
+
+/// Replication's settings, Redis 7.0's names and defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplSettings {
+    /// `replicaof host port` at start (REPLICAOF changes the role at run time).
+    pub replicaof: Option<(String, u16)>,
+    /// `masterauth`: the password sent to the master.
+    pub masterauth: Option<String>,
+    /// `masteruser`: the user sent with it (AUTH user pass).
+    pub masteruser: Option<String>,
+    /// `replica-read-only`: refuse client writes on a replica.
+    pub read_only: bool,
+    /// `replica-priority` (Sentinel's choice among replicas; 0 never promoted).
+    pub priority: u64,
+    /// `replica-announce-ip`.
+    pub announce_ip: Option<String>,
+    /// `replica-announce-port` (0: the listening port).
+    pub announce_port: u16,
+    /// `replica-announced`: Sentinel lists this replica.
+    pub announced: bool,
+    /// `repl-backlog-size`: bytes of the write stream kept for partial resynchronization.
+    pub backlog_size: usize,
+    /// `repl-ping-replica-period` (seconds between the master's PINGs in the stream).
+    pub ping_period: u64,
+    /// `repl-timeout` (seconds without data before a link is considered broken).
+    pub timeout: u64,
+}
+
+impl Default for ReplSettings {
+    fn default() -> Self {
+        ReplSettings {
+            replicaof: None,
+            masterauth: None,
+            masteruser: None,
+            read_only: true,
+            priority: 100,
+            announce_ip: None,
+            announce_port: 0,
+            announced: true,
+            backlog_size: 1024 * 1024,
+            ping_period: 10,
+            timeout: 60,
+        }
+    }
+}
+
+impl ReplSettings {
+    /// Applies one replication directive or CONFIG SET; Ok(false) if `name` is not one.
+    pub fn set(&mut self, name: &str, args: &[&str]) -> Result<bool, String> {
+        let one = || match args {
+            [v] => Ok(*v),
+            _ => Err("wrong number of arguments".to_string()),
+        };
+        let yes = |v: &str| match v.to_ascii_lowercase().as_str() {
+            "yes" => Ok(true),
+            "no" => Ok(false),
+            _ => Err("argument must be 'yes' or 'no'".to_string()),
+        };
+        let int = |v: &str, max: u64| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())
+        };
+        match name {
+            "replicaof" | "slaveof" => {
+                self.replicaof = match args {
+                    [h, p] if h.eq_ignore_ascii_case("no") && p.eq_ignore_ascii_case("one") => None,
+                    [h, p] => Some((h.to_string(), int(p, 65535)? as u16)),
+                    _ => return Err("wrong number of arguments".into()),
+                }
+            }
+            "masterauth" => self.masterauth = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "masteruser" => self.masteruser = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "replica-read-only" | "slave-read-only" => self.read_only = yes(one()?)?,
+            "replica-priority" | "slave-priority" => self.priority = int(one()?, i32::MAX as u64)?,
+            "replica-announce-ip" | "slave-announce-ip" => {
+                self.announce_ip = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
+            "replica-announce-port" | "slave-announce-port" => {
+                self.announce_port = int(one()?, 65535)? as u16
+            }
+            "replica-announced" => self.announced = yes(one()?)?,
+            "repl-backlog-size" => {
+                self.backlog_size = parse_memory(one()?)
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| "argument must be a memory value".to_string())?
+            }
+            "repl-ping-replica-period" | "repl-ping-slave-period" => {
+                self.ping_period = int(one()?, i32::MAX as u64)?.max(1)
+            }
+            "repl-timeout" => self.timeout = int(one()?, i32::MAX as u64)?.max(1),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// CONFIG GET's value of a replication parameter, None if `name` is not one.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+        Some(match name {
+            "replicaof" | "slaveof" => self
+                .replicaof
+                .as_ref()
+                .map(|(h, p)| format!("{h} {p}"))
+                .unwrap_or_default(),
+            "masterauth" => self.masterauth.clone().unwrap_or_default(),
+            "masteruser" => self.masteruser.clone().unwrap_or_default(),
+            "replica-read-only" | "slave-read-only" => yn(self.read_only),
+            "replica-priority" | "slave-priority" => self.priority.to_string(),
+            "replica-announce-ip" | "slave-announce-ip" => {
+                self.announce_ip.clone().unwrap_or_default()
+            }
+            "replica-announce-port" | "slave-announce-port" => self.announce_port.to_string(),
+            "replica-announced" => yn(self.announced),
+            "repl-backlog-size" => self.backlog_size.to_string(),
+            "repl-ping-replica-period" | "repl-ping-slave-period" => self.ping_period.to_string(),
+            "repl-timeout" => self.timeout.to_string(),
+            _ => return None,
+        })
+    }
 }
 
 /// Redis's `supervised` modes that sluice provides.
@@ -180,6 +304,7 @@ impl Default for Config {
             supervised: Supervised::No,
             daemonize: false,
             dir: None,
+            repl: ReplSettings::default(),
         }
     }
 }
@@ -317,6 +442,8 @@ pub fn is_immutable(name: &str) -> bool {
     matches!(
         name,
         "always-show-logo"
+            | "replicaof"
+            | "slaveof"
             | "appenddirname"
             | "appendfilename"
             | "bind"
@@ -401,6 +528,12 @@ impl Config {
                 _ => Err(bad(&name, "wrong number of arguments")),
             }
         };
+        {
+            let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+            if self.repl.set(&name, &strs).map_err(|e| bad(&name, &e))? {
+                return Ok(());
+            }
+        }
         match name.as_str() {
             "port" => self.port = parse_num(&name, one()?)?,
             "bind" => {
@@ -696,6 +829,8 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("logfile", ""),
     ("loglevel", "notice"),
     ("lua-time-limit", "5000"),
+    ("masterauth", ""),
+    ("masteruser", ""),
     ("maxclients", "10000"),
     ("maxmemory", "0"),
     ("maxmemory-policy", "noeviction"),
@@ -709,6 +844,16 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("rdbchecksum", "yes"),
     ("rdbcompression", "yes"),
     ("requirepass", ""),
+    ("masteruser", ""),
+    ("repl-backlog-size", "1048576"),
+    ("repl-ping-replica-period", "10"),
+    ("repl-timeout", "60"),
+    ("replica-announce-ip", ""),
+    ("replica-announce-port", "0"),
+    ("replica-announced", "yes"),
+    ("replica-priority", "100"),
+    ("replica-read-only", "yes"),
+    ("replicaof", ""),
     ("save", "3600 1 300 100 60 10000"),
     ("set-max-intset-entries", "512"),
     ("slowlog-log-slower-than", "10000"),
@@ -730,6 +875,9 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
 impl Config {
     /// The value CONFIG GET reports for a parameter sluice acts on.
     pub fn param(&self, name: &str) -> Option<String> {
+        if let Some(v) = self.repl.get(name) {
+            return Some(v);
+        }
         Some(match name {
             "bind" => self.bind.join(" "),
             "port" => self.port.to_string(),
@@ -787,6 +935,9 @@ impl Config {
         };
         let mem =
             |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
+        if name != "replicaof" && name != "slaveof" && self.repl.set(name, &[value])? {
+            return Ok(true);
+        }
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
             "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
@@ -883,10 +1034,12 @@ mod tests {
         assert!(c.apply("unixsocketperm", &["999".into()]).is_err());
         assert!(c.apply("supervised", &["upstart".into()]).is_err());
         c.apply("supervised", &["systemd".into()]).unwrap();
-        assert_eq!(
-            c.apply("slaveof", &["x".into()]),
-            Err(ConfigError::Unsupported("slaveof".into()))
-        );
+        assert!(c.apply("slaveof", &["x".into()]).is_err());
+        c.apply("replicaof", &["127.0.0.1".into(), "7000".into()])
+            .unwrap();
+        assert_eq!(c.repl.replicaof, Some(("127.0.0.1".into(), 7000)));
+        c.apply("replica-read-only", &["no".into()]).unwrap();
+        assert!(!c.repl.read_only);
         c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
         assert_eq!(c.proto_max_bulk_len, 1 << 20);
         assert_eq!(c.port, 0);

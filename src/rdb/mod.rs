@@ -18,6 +18,7 @@
 
 mod crc64;
 mod listpack;
+pub mod snapshot;
 
 pub use crc64::crc64;
 

@@ -227,6 +227,19 @@ async fn run<S: Transport>(
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
             }
+            // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
+            if let Some(request) = client.psync.take() {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                return crate::repl::master::serve(shared, stream, client, request).await;
+            }
+            // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
+            let reply = match client.wait_acks.take() {
+                Some(w) => {
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    crate::repl::master::wait(shared, client, w).await
+                }
+                None => reply,
+            };
             if client.no_reply {
                 return Ok(());
             }

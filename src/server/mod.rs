@@ -305,6 +305,11 @@ impl Server {
             );
         }
         let tracker = TaskTracker::new();
+        // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
+        loops
+            .dealer()
+            .next()
+            .spawn(tracker.track_future(crate::repl::replica::supervise(shared.clone())));
         let admitted = Arc::new(AtomicUsize::new(0));
         let plain = listeners.into_iter().map(|l| (l, None));
         let tls = tls

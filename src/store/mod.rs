@@ -22,14 +22,60 @@ pub mod wheel;
 pub mod zset;
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
 
 pub use shard::{Entry, Shard, ShardStats};
 pub use value::Value;
+
+/// The keys the store deletes on its own (lazy expiry, the reapers, eviction) are reported
+/// to one hook, called with the key's shard still locked, so that replication can send the
+/// matching DEL in the same order as the writes around it. On a replica the store deletes
+/// nothing on its own: an expired key reads as missing and stays until its master's DEL
+/// (Redis's rule), and nothing is evicted.
+#[derive(Default)]
+pub struct Deletions {
+    hook: OnceLock<DeletionHook>,
+    replica: AtomicBool,
+}
+
+/// Called with (database, key) for each key the store deleted on its own.
+pub type DeletionHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+impl std::fmt::Debug for Deletions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deletions")
+            .field("hooked", &self.hook.get().is_some())
+            .field("replica", &self.is_replica())
+            .finish()
+    }
+}
+
+impl Deletions {
+    /// Sets the hook (once; later calls are ignored).
+    pub fn set_hook(&self, hook: DeletionHook) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// Whether this keyspace is a replica's (no deletion on its own).
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
+    }
+
+    /// Makes this keyspace a replica's, or a master's again.
+    pub fn set_replica(&self, on: bool) {
+        self.replica.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn deleted(&self, db: usize, key: &[u8]) {
+        if let Some(h) = self.hook.get() {
+            h(db, key);
+        }
+    }
+}
 
 /// Most key hashes a `Locked` remembers (see `Keyspace::lock_args`).
 const MAX_REMEMBERED: usize = 16;
@@ -52,6 +98,7 @@ pub fn key_hash(key: &[u8]) -> u64 {
 #[derive(Debug)]
 pub struct Keyspace {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
+    deletions: Arc<Deletions>,
     hasher: hashbrown::DefaultHashBuilder,
     databases: usize,
     /// The key events every shard logs (`keylog`), mirrored here so that taking the logs
@@ -63,19 +110,26 @@ impl Keyspace {
     /// A keyspace of `shards` shards (a power of two) with `databases` databases.
     pub fn new(shards: usize, databases: usize, now_ms: u64) -> Self {
         let shards = shards.max(1).next_power_of_two();
-        let log_mask = std::sync::Arc::new(AtomicU8::new(0));
+        let deletions = Arc::new(Deletions::default());
+        let log_mask = Arc::new(AtomicU8::new(0));
         Keyspace {
             shards: (0..shards)
                 .map(|_| {
-                    let mut shard = Shard::new(databases, now_ms);
+                    let mut shard = Shard::with_deletions(databases, now_ms, deletions.clone());
                     shard.log.mask = log_mask.clone();
                     CachePadded::new(Mutex::new(shard))
                 })
                 .collect(),
+            deletions,
             hasher: key_hasher().clone(),
             databases,
             log_mask,
         }
+    }
+
+    /// Who hears of the keys the store deletes on its own (see [`Deletions`]).
+    pub fn deletions(&self) -> &Deletions {
+        &self.deletions
     }
 
     /// Number of shards.

@@ -223,12 +223,25 @@ pub struct Shard {
     pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
+    /// Who hears of the keys this shard deletes on its own, and whether it may (a replica).
+    deletions: std::sync::Arc<super::Deletions>,
 }
 
 impl Shard {
     /// An empty shard with `databases` databases.
     pub fn new(databases: usize, now_ms: u64) -> Self {
+        Self::with_deletions(databases, now_ms, Default::default())
+    }
+
+    /// `new`, reporting the keys it expires or evicts to `deletions` (shared by the shards of
+    /// one keyspace).
+    pub fn with_deletions(
+        databases: usize,
+        now_ms: u64,
+        deletions: std::sync::Arc<super::Deletions>,
+    ) -> Self {
         Shard {
+            deletions,
             dbs: (0..databases).map(|_| Db::default()).collect(),
             watches: HashMap::new(),
             now_ms,
@@ -280,9 +293,14 @@ impl Shard {
         // One probe: the index found is reused once the key is known live.
         let i = self.dbs[db].index_of(hash, key)?;
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
-            self.remove_found(db, hash, i);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+            // A replica answers an expired key as missing but leaves the deletion to its
+            // master's DEL (Redis's rule: its data follows the master's, whatever its clock).
+            if !self.deletions.is_replica() {
+                self.remove_found(db, hash, i);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             return None;
         }
         let e = self.dbs[db].entries.get_mut(i);
@@ -319,9 +337,12 @@ impl Shard {
             return None;
         };
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
-            self.remove_found(db, hash, i);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+            if !self.deletions.is_replica() {
+                self.remove_found(db, hash, i);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             self.stats.keyspace_misses += 1;
             self.log.log(super::keylog::KEYMISS, db, key);
             return None;
@@ -525,6 +546,9 @@ impl Shard {
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
         self.saw(now_ms);
+        if self.deletions.is_replica() {
+            return (0, false);
+        }
         let mut due = Vec::new();
         let mut removed = 0;
         let mut more = false;
@@ -547,6 +571,7 @@ impl Shard {
                 if let Some(entry) = self.remove_found(db, hash, i) {
                     self.stats.expired_keys += 1;
                     removed += 1;
+                    self.deletions.deleted(db, &entry.key);
                     self.log.log(super::keylog::EXPIRED, db, &entry.key);
                 }
             }
@@ -587,7 +612,8 @@ impl Shard {
         now_ms: u64,
         seed: u64,
     ) -> Option<Evicted> {
-        if policy == EvictionPolicy::NoEviction {
+        // A replica does not evict (Redis's replica-ignore-maxmemory yes): its master's DELs do.
+        if policy == EvictionPolicy::NoEviction || self.deletions.is_replica() {
             return None;
         }
         // New samples join the candidates kept from earlier rounds (Redis's eviction pool):
@@ -640,6 +666,7 @@ impl Shard {
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
         let (db, entry) = evicted?;
+        self.deletions.deleted(db, &entry.key);
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
             self.log.log(super::keylog::EXPIRED, db, &entry.key);
@@ -652,6 +679,9 @@ impl Shard {
 
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
+        if self.deletions.is_replica() {
+            return None;
+        }
         self.dbs
             .iter()
             .filter_map(|d| d.wheel.as_ref()?.next_deadline())

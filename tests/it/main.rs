@@ -22,6 +22,7 @@ mod proc;
 mod props;
 mod pubsub;
 mod random_diff;
+mod repl;
 mod scripting;
 mod shutdown;
 mod soak;

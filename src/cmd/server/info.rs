@@ -136,21 +136,6 @@ const PERSISTENCE: &[(&str, &str)] = &[
     ("module_fork_last_cow_size", "0"),
 ];
 
-/// Replication: a master without replicas.
-const REPLICATION: &[(&str, &str)] = &[
-    ("role", "master"),
-    ("connected_slaves", "0"),
-    ("master_failover_state", "no-failover"),
-    ("master_replid", "0000000000000000000000000000000000000000"),
-    ("master_replid2", "0000000000000000000000000000000000000000"),
-    ("master_repl_offset", "0"),
-    ("second_repl_offset", "-1"),
-    ("repl_backlog_active", "0"),
-    ("repl_backlog_size", "1048576"),
-    ("repl_backlog_first_byte_offset", "0"),
-    ("repl_backlog_histlen", "0"),
-];
-
 /// Builds INFO's text for the requested sections (Redis's names and formats).
 ///
 /// INFO holds every shard (it is a whole-keyspace command) and reads the keyspace counters
@@ -365,7 +350,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("reply_buffer_expands", 0);
     }
     if wanted("replication") {
-        out.section("Replication").constants(REPLICATION);
+        out.section("Replication");
+        for (field, value) in crate::cmd::replication::info_fields(shared) {
+            out.field(field, value);
+        }
     }
     if wanted("cpu") {
         let (user, sys) = crate::alloc_stats::cpu_times();

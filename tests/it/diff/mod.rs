@@ -114,6 +114,7 @@ transcripts!(
     notifications_keys,
     notifications_agg,
     notifications_blocking,
+    replication,
 );
 
 /// Runs every transcript not listed above.
