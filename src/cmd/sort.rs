@@ -313,7 +313,7 @@ impl VariantCommand for Sort {
             }
             let n = list.len() as i64;
             if n > 0 {
-                ctx.store.set(db, dst, Value::List(list), None);
+                ctx.store.set(db, dst, Value::List(Box::new(list)), None);
                 ctx.notify(super::notify::class::LIST, "sortstore", dst);
             } else if ctx.store.remove(db, dst, now).is_some() {
                 ctx.notify(super::notify::class::GENERIC, "del", dst);

@@ -220,7 +220,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             out.push(TYPE_LIST_QUICKLIST_2);
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut node = listpack::Builder::new();
-            for item in l {
+            for item in l.iter() {
                 if node.count() > 0 && node.bytes() + item.len() + 11 > LIST_NODE_BYTES {
                     nodes.push(std::mem::replace(&mut node, listpack::Builder::new()).finish());
                 }
@@ -431,7 +431,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             for _ in 0..n {
                 l.push_back(r.string()?);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_QUICKLIST_2 => {
             let nodes = r.count(2)?;
@@ -452,14 +452,14 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             if l.is_empty() {
                 return Err(RdbError::BadFormat);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_ZIPLIST => {
             let items = ziplist::entries(&r.string()?)?;
             if items.is_empty() {
                 return Err(RdbError::BadFormat);
             }
-            Value::List(items.into())
+            Value::List(Box::new(items.into()))
         }
         TYPE_LIST_QUICKLIST => {
             let nodes = r.count(1)?;
@@ -470,7 +470,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             if l.is_empty() {
                 return Err(RdbError::BadFormat);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST => {
             let blob = r.string()?;
@@ -484,7 +484,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             }
             let mut h = HashValue::default();
             for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1]) {
+                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }

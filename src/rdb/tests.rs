@@ -12,8 +12,8 @@ fn strings_round_trip_with_their_encodings() {
         Value::Int(-129),
         Value::Int(70_000),
         Value::Int(i64::MIN),
-        Value::Str(Bytes::from_static(b"hello\x00\xff")),
-        Value::Str(Bytes::from(vec![b'a'; 100_000])),
+        Value::Str(Bytes::from_static(b"hello\x00\xff").into()),
+        Value::Str(Bytes::from(vec![b'a'; 100_000]).into()),
     ] {
         let back = roundtrip(&v);
         assert_eq!(back.as_bytes().unwrap(), v.as_bytes().unwrap());

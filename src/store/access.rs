@@ -67,12 +67,12 @@ boxed_aggregate!(SortedSet, ZSet);
 impl Aggregate for VecDeque<Bytes> {
     fn take(v: &mut Value) -> Option<Self> {
         match v {
-            Value::List(l) => Some(std::mem::take(l)),
+            Value::List(l) => Some(std::mem::take(&mut **l)),
             _ => None,
         }
     }
     fn into_value(self) -> Value {
-        Value::List(self)
+        Value::List(Box::new(self))
     }
     fn is_empty(&self) -> bool {
         VecDeque::is_empty(self)

@@ -11,6 +11,7 @@
 //! `.await`.
 
 pub mod access;
+pub mod entry;
 pub mod evict;
 pub mod hll;
 pub mod keylog;
@@ -80,6 +81,20 @@ impl Deletions {
 /// Most key hashes a `Locked` remembers (see `Keyspace::lock_args`).
 const MAX_REMEMBERED: usize = 16;
 
+/// The seeded hasher of keys: drawn once per process (a client cannot choose keys that
+/// collide) and shared by every keyspace, so that a shard can hash a stored key again (its
+/// entries keep no hash, see `store::shard`) and get the hash the key was placed by.
+fn key_hasher() -> &'static hashbrown::DefaultHashBuilder {
+    static HASHER: std::sync::OnceLock<hashbrown::DefaultHashBuilder> = std::sync::OnceLock::new();
+    HASHER.get_or_init(hashbrown::DefaultHashBuilder::default)
+}
+
+/// The hash of a key, as every keyspace computes it.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    key_hasher().hash_one(key)
+}
+
 /// All shards of all databases.
 #[derive(Debug)]
 pub struct Keyspace {
@@ -107,7 +122,7 @@ impl Keyspace {
                 })
                 .collect(),
             deletions,
-            hasher: hashbrown::DefaultHashBuilder::default(),
+            hasher: key_hasher().clone(),
             databases,
             log_mask,
         }
@@ -582,6 +597,8 @@ mod tests {
         let b = bytes::Bytes::from_static(b"rate:user:2");
         let mut locked = ks.lock_args([&a[..], &b[..]]);
         assert_eq!(locked.hash_of(&a), ks.hash(&a));
+        // Shards hash stored keys again with the process-wide hasher: it must agree.
+        assert_eq!(ks.hash(&a), key_hash(&a));
         locked.set(0, &a, Value::Int(1), None);
         // The same bytes elsewhere (a copy, a sub-slice) are hashed afresh, not mistaken.
         let copy = a.to_vec();

@@ -1,7 +1,9 @@
 //! What a key holds: the value types and their Redis encodings.
 //!
 //! Counters are the hot case of a rate limiter, so a string that is the canonical text of an
-//! i64 is kept as `Int` (no allocation; GET renders it). Aggregates start in a compact form
+//! i64 is kept as `Int` (no allocation; GET renders it). Other strings of up to 14 bytes are
+//! kept inside the value too (`Str`), and a `Value` is 24 bytes: a tag and a word or a
+//! pointer, as it sits in every key's entry. Aggregates start in a compact form
 //! and convert once to a hashed form past Redis's size thresholds, which also decides what
 //! OBJECT ENCODING reports.
 
@@ -21,17 +23,131 @@ pub enum Value {
     /// A string that is the canonical decimal text of an i64.
     Int(i64),
     /// Any other string (binary-safe), encoded `embstr` or `raw` by length as SET makes it.
-    Str(Bytes),
+    Str(Str),
     /// A string changed in place (APPEND): Redis reports it `raw` whatever its length.
-    Raw(Bytes),
-    /// A list.
-    List(VecDeque<Bytes>),
+    Raw(Str),
+    /// A list (boxed: a `VecDeque` is 32 bytes, and would make every value that big).
+    List(Box<VecDeque<Bytes>>),
     /// A hash.
     Hash(Box<HashValue>),
     /// A set.
     Set(Box<SetValue>),
     /// A sorted set.
     ZSet(Box<SortedSet>),
+}
+
+/// Longest string kept inside its `Str` (no allocation).
+pub const INLINE_STR: usize = 14;
+
+/// A string value's bytes: up to [`INLINE_STR`] inside (16 bytes in all, so `Value` is 24),
+/// else a `Bytes` behind one pointer. The heap form keeps `Bytes`, so that GET of a long
+/// value shares it with the reply instead of copying it, and APPEND can grow it in place.
+#[derive(Clone)]
+pub struct Str(StrRepr);
+
+#[derive(Clone)]
+enum StrRepr {
+    Inline { len: u8, bytes: [u8; INLINE_STR] },
+    Heap(Box<Bytes>),
+}
+
+impl Str {
+    /// The bytes as a `Bytes`: shared with the value when on the heap, copied when inline.
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.0 {
+            StrRepr::Inline { .. } => Bytes::copy_from_slice(self),
+            StrRepr::Heap(b) => (**b).clone(),
+        }
+    }
+
+    /// The bytes as a `Bytes`, without a copy when on the heap.
+    pub fn into_bytes(self) -> Bytes {
+        match self.0 {
+            StrRepr::Inline { .. } => Bytes::copy_from_slice(&self),
+            StrRepr::Heap(b) => *b,
+        }
+    }
+
+    /// True if the bytes are stored inside (no allocation).
+    pub fn is_inline(&self) -> bool {
+        matches!(self.0, StrRepr::Inline { .. })
+    }
+
+    /// Heap bytes held: the pointer's box and the bytes (0 when inline).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            StrRepr::Inline { .. } => 0,
+            StrRepr::Heap(b) => size_of::<Bytes>() + b.len(),
+        }
+    }
+}
+
+impl Default for Str {
+    fn default() -> Self {
+        Str::from(&b""[..])
+    }
+}
+
+impl From<&[u8]> for Str {
+    fn from(b: &[u8]) -> Self {
+        if b.len() <= INLINE_STR {
+            let mut bytes = [0u8; INLINE_STR];
+            bytes[..b.len()].copy_from_slice(b);
+            Str(StrRepr::Inline {
+                len: b.len() as u8,
+                bytes,
+            })
+        } else {
+            Str(StrRepr::Heap(Box::new(Bytes::copy_from_slice(b))))
+        }
+    }
+}
+
+impl From<Bytes> for Str {
+    fn from(b: Bytes) -> Self {
+        if b.len() <= INLINE_STR {
+            Str::from(&b[..])
+        } else {
+            Str(StrRepr::Heap(Box::new(b)))
+        }
+    }
+}
+
+impl From<Vec<u8>> for Str {
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= INLINE_STR {
+            Str::from(&v[..])
+        } else {
+            Str(StrRepr::Heap(Box::new(Bytes::from(v))))
+        }
+    }
+}
+
+impl From<Str> for Vec<u8> {
+    fn from(s: Str) -> Self {
+        match s.0 {
+            StrRepr::Inline { .. } => s.to_vec(),
+            StrRepr::Heap(b) => Vec::from(*b),
+        }
+    }
+}
+
+impl std::ops::Deref for Str {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            StrRepr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            StrRepr::Heap(b) => b,
+        }
+    }
+}
+
+impl std::fmt::Debug for Str {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
 }
 
 /// Redis's default `hash-max-listpack-entries`: more fields than this make a hash a hashtable.
@@ -436,7 +552,7 @@ impl Value {
     pub fn from_bytes(b: &[u8]) -> Value {
         match parse_i64(b) {
             Some(n) if b.len() <= 20 => Value::Int(n),
-            _ => Value::Str(Bytes::copy_from_slice(b)),
+            _ => Value::Str(Str::from(b)),
         }
     }
 
@@ -446,7 +562,7 @@ impl Value {
             Value::Int(n) => Ok(Bytes::copy_from_slice(
                 itoa::Buffer::new().format(*n).as_bytes(),
             )),
-            Value::Str(b) | Value::Raw(b) => Ok(b.clone()),
+            Value::Str(b) | Value::Raw(b) => Ok(b.to_bytes()),
             _ => Err(CmdError::WrongType),
         }
     }
@@ -466,8 +582,8 @@ impl Value {
     pub fn approx_memory(&self) -> usize {
         match self {
             Value::Int(_) => 0,
-            Value::Str(b) | Value::Raw(b) => b.len(),
-            Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 16,
+            Value::Str(b) | Value::Raw(b) => b.heap_bytes(),
+            Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 48,
             Value::Hash(h) => h.approx_memory(),
             Value::Set(s) => s.approx_memory(),
             Value::ZSet(z) => z.approx_memory(),
@@ -478,6 +594,49 @@ impl Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_24_bytes_and_short_strings_live_in_it() {
+        assert_eq!(size_of::<Str>(), 16);
+        assert_eq!(size_of::<Value>(), 24);
+        for len in [
+            0usize,
+            1,
+            INLINE_STR - 1,
+            INLINE_STR,
+            INLINE_STR + 1,
+            45,
+            100_000,
+        ] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();
+            let inline = len <= INLINE_STR;
+            for s in [
+                Str::from(&bytes[..]),
+                Str::from(bytes.clone()),
+                Str::from(Bytes::from(bytes.clone())),
+            ] {
+                assert_eq!(&*s, &bytes[..]);
+                assert_eq!(s.is_inline(), inline, "{len}");
+                assert_eq!(s.heap_bytes(), if inline { 0 } else { 32 + len });
+                assert_eq!(&s.to_bytes()[..], &bytes[..]);
+                assert_eq!(Vec::from(s.clone()), bytes);
+                assert_eq!(&s.into_bytes()[..], &bytes[..]);
+            }
+        }
+        // Integers stay integers; other text is a string, by Redis's rule.
+        assert!(matches!(Value::from_bytes(b"-42"), Value::Int(-42)));
+        assert!(matches!(Value::from_bytes(b"042"), Value::Str(_)));
+        assert!(matches!(
+            Value::from_bytes(b"9223372036854775808"),
+            Value::Str(_)
+        ));
+        let long = Value::from_bytes(&[b'x'; 45]);
+        assert_eq!(long.encoding(), "raw");
+        assert_eq!(Value::from_bytes(&[b'x'; 44]).encoding(), "embstr");
+        assert_eq!(Value::from_bytes(b"short").encoding(), "embstr");
+        assert_eq!(&long.as_bytes().unwrap_or_default()[..], &[b'x'; 45][..]);
+        assert!(Str::default().is_empty());
+    }
 
     fn keys(h: &HashValue) -> Vec<&[u8]> {
         h.iter().map(|(f, _)| f).collect()

@@ -26,18 +26,20 @@ fn sample() -> Keyspace {
     l.set(
         0,
         b"str",
-        Value::Str(Bytes::from_static(b"hello")),
+        Value::Str(Bytes::from_static(b"hello").into()),
         Some(5_000),
     );
     l.set(0, b"gone", Value::Int(1), Some(500));
     l.set(
         1,
         b"list",
-        Value::List([&b"a"[..], b"b", b"c"].map(Bytes::from_static).into()),
+        Value::List(Box::new(
+            [&b"a"[..], b"b", b"c"].map(Bytes::from_static).into(),
+        )),
         None,
     );
     let mut h = HashValue::default();
-    h.set(b"f", b"v");
+    h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
     l.set(2, b"hash", Value::Hash(Box::new(h)), None);
     let mut s = SetValue::new_for(b"1");
     s.insert(b"1");
