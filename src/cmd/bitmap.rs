@@ -9,7 +9,7 @@
 use super::notify::class;
 use bytes::Bytes;
 
-use super::strrange::{edit_string, grow_zero, max_string_len, string_bytes};
+use super::strrange::{grow_zero, max_string_len, string_bytes};
 use super::{
     Access, ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
 };
@@ -18,6 +18,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::{StringMut, StringValue};
 
 /// The bitmap commands.
 #[rustfmt::skip]
@@ -101,17 +102,18 @@ impl Command for SetBit {
             }
             (old, old_len != v.len() || old != on)
         };
-        let (old, dirty) = match edit_string(&mut ctx.store, db, &self.key, now, flip)? {
-            Some(r) => r,
-            None => {
-                let mut v = Vec::new();
-                let (old, _) = flip(&mut v);
-                ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
-                (old, true)
+        let (old, dirty) = {
+            let mut s: StringMut =
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            // A created key always grows, so it is always dirty (and always stored).
+            let (old, dirty) = s.edit(flip);
+            if !dirty {
+                s.mark_unchanged();
             }
+            (old, dirty)
         };
         if dirty {
-            ctx.store.touch(db, &self.key);
             ctx.notify(class::STRING, "setbit", &self.key);
         }
         Ok(Reply::Int(old as i64))
@@ -651,8 +653,9 @@ impl VariantCommand for BitField {
             ));
         }
         let need = (highest >> 3) as usize + 1;
-        let run = |v: &mut Vec<u8>, created: bool| {
-            let grown = created || v.len() < need;
+        let run = |v: &mut Vec<u8>| {
+            // A created key starts empty, so it has grown too.
+            let grown = v.len() < need;
             grow_zero(v, need);
             let mut changes = 0;
             let replies: Vec<Reply> = ops
@@ -694,18 +697,18 @@ impl VariantCommand for BitField {
                 .collect();
             (replies, changes)
         };
-        let (replies, changes) =
-            match edit_string(&mut ctx.store, db, &self.key, now, |v| run(v, false))? {
-                Some(r) => r,
-                None => {
-                    let mut v = Vec::new();
-                    let r = run(&mut v, true);
-                    ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
-                    r
-                }
-            };
+        let (replies, changes) = {
+            // A created key is stored (and signalled) even if every write failed, as in Redis.
+            let mut s: StringMut =
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            let (replies, changes) = s.edit(run);
+            if changes == 0 {
+                s.mark_unchanged();
+            }
+            (replies, changes)
+        };
         if changes > 0 {
-            ctx.store.touch(db, &self.key);
             ctx.notify(class::STRING, "setbit", &self.key);
         }
         Ok(Reply::Array(replies))

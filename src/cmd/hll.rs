@@ -8,11 +8,11 @@
 
 use bytes::Bytes;
 
-use super::strrange::edit_string;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, run};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::{StringMut, StringValue};
 use crate::store::hll::{self, Corrupt};
 
 /// The HyperLogLog commands.
@@ -74,54 +74,37 @@ impl Command for PfAdd {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let max_bytes = sparse_max(ctx);
-        let add_all = |h: &mut Vec<u8>, mut updated: bool| -> Result<bool, Corrupt> {
-            for e in &self.elements {
-                updated |= hll::add(h, e, max_bytes)?;
+        let (updated, result) = {
+            let mut s: StringMut =
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || StringValue::raw(hll::new_sparse()))?;
+            // A created key counts as updated, and is stored even if an add fails, as in
+            // Redis.
+            let created = s.is_created();
+            if !created {
+                check_hll(s.value())?;
             }
-            if updated {
-                hll::invalidate(h);
-            }
-            Ok(updated)
-        };
-        let existing = match ctx.store.lookup(db, &self.key, now) {
-            None => None,
-            Some(e) => {
-                check_hll(&e.value)?;
-                Some(())
-            }
-        };
-        let updated = match existing {
-            None => {
-                let mut h = hll::new_sparse();
-                // Even a failed add leaves the key created, as in Redis.
-                let r = add_all(&mut h, true);
-                ctx.store.set(db, &self.key, Value::Raw(h.into()), None);
-                r.map_err(corrupt)?
-            }
-            Some(()) => {
-                let r = edit_string(&mut ctx.store, db, &self.key, now, |h| {
-                    let mut updated = false;
-                    for e in &self.elements {
-                        match hll::add(h, e, max_bytes) {
-                            Ok(u) => updated |= u,
-                            Err(c) => return (updated, Err(c)),
-                        }
+            let (updated, result) = s.edit(|h| {
+                let mut updated = created;
+                for e in &self.elements {
+                    match hll::add(h, e, max_bytes) {
+                        Ok(u) => updated |= u,
+                        Err(c) => return (updated, Err(c)),
                     }
-                    if updated {
-                        hll::invalidate(h);
-                    }
-                    (updated, Ok(()))
-                })?;
-                let (updated, result) = r.unwrap_or((false, Ok(())));
-                // Registers changed before a corrupt part was met stay changed, unsignalled,
-                // as in Redis.
-                result.map_err(corrupt)?;
-                if updated {
-                    ctx.store.touch(db, &self.key);
                 }
-                updated
+                if updated {
+                    hll::invalidate(h);
+                }
+                (updated, Ok(()))
+            });
+            // Registers changed before a corrupt part was met stay changed, unsignalled, as
+            // in Redis.
+            if !updated || result.is_err() {
+                s.mark_unchanged();
             }
+            (updated, result)
         };
+        result.map_err(corrupt)?;
         if updated {
             ctx.notify(super::notify::class::STRING, "pfadd", &self.key);
         }
@@ -162,18 +145,25 @@ impl Command for PfCount {
         };
         check_hll(v)?;
         // Redis unshares the value (it becomes `raw`) before reading the cache.
-        let r = edit_string(&mut ctx.store, db, key, now, |h| match hll::cached(h) {
-            Some(card) => Ok((card, false)),
-            None => {
-                let card = hll::count(h)?;
-                hll::set_cached(h, card);
-                Ok((card, true))
+        let r = match ctx.store.modify::<StringValue>(db, key, now)? {
+            None => Ok(0),
+            Some(mut s) => {
+                let r = s.edit(|h| match hll::cached(h) {
+                    Some(card) => Ok((card, false)),
+                    None => {
+                        let card = hll::count(h)?;
+                        hll::set_cached(h, card);
+                        Ok((card, true))
+                    }
+                });
+                // Only a cache write is a change (signalled as in Redis).
+                if !matches!(r, Ok((_, true))) {
+                    s.mark_unchanged();
+                }
+                r.map(|(card, _)| card)
             }
-        })?;
-        let (card, recomputed) = r.unwrap_or(Ok((0, false))).map_err(corrupt)?;
-        if recomputed {
-            ctx.store.touch(db, key);
-        }
+        };
+        let card = r.map_err(corrupt)?;
         Ok(Reply::Int(card as i64))
     }
 }
@@ -221,17 +211,18 @@ impl Command for PfMerge {
             hll::invalidate(h);
             Ok(())
         };
-        let result = match edit_string(&mut ctx.store, db, &self.dest, now, write)? {
-            Some(r) => r,
-            None => {
-                let mut h = hll::new_sparse();
-                let r = write(&mut h);
-                ctx.store.set(db, &self.dest, Value::Raw(h.into()), None);
-                r
+        let result = {
+            let mut s: StringMut =
+                ctx.store
+                    .modify_or_create(db, &self.dest, now, || StringValue::raw(hll::new_sparse()))?;
+            let r = s.edit(write);
+            // A failed conversion is not signalled (a created key is stored all the same).
+            if r.is_err() {
+                s.mark_unchanged();
             }
+            r
         };
         result.map_err(corrupt)?;
-        ctx.store.touch(db, &self.dest);
         ctx.notify(super::notify::class::STRING, "pfadd", &self.dest);
         Ok(Reply::ok())
     }

@@ -4,7 +4,7 @@
 //! as `Value::Int` and INCR does no parsing or allocation when the value is already one.
 
 use super::notify::class;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::error::{CmdError, CmdResult};
@@ -12,6 +12,7 @@ use crate::num::long_double::{self, LongDouble};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::{StringMut, StringValue};
 
 /// The string commands.
 pub static COMMANDS: &[C] = &[
@@ -622,21 +623,22 @@ impl VariantCommand for MSet {
 /// Adds `by` to the integer at `key` (created as 0), keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
     let db = ctx.db();
-    if let Some(entry) = ctx.store.lookup(db, key, ctx.now_ms) {
-        let current = match &entry.value {
+    let next = {
+        // A missing key is created as `by` itself: 0 + by cannot overflow.
+        let mut s: StringMut =
+            ctx.store
+                .modify_or_create(db, key, ctx.now_ms, || StringValue::int(0))?;
+        let current = match s.value() {
             Value::Int(n) => *n,
             Value::Str(b) | Value::Raw(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
             _ => return Err(CmdError::WrongType),
         };
         let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
-        entry.value = Value::Int(next);
-        ctx.store.touch(db, key);
-        ctx.notify(class::STRING, "incrby", key);
-        return Ok(Reply::Int(next));
-    }
-    ctx.store.set(db, key, Value::Int(by), None);
+        s.set_int(next);
+        next
+    };
     ctx.notify(class::STRING, "incrby", key);
-    Ok(Reply::Int(by))
+    Ok(Reply::Int(next))
 }
 
 /// Which way INCR/INCRBY (up) or DECR/DECRBY (down) moves the counter.
@@ -767,37 +769,24 @@ impl Command for Append {
             .read()
             .map(|c| c.proto_max_bulk_len)
             .unwrap_or(usize::MAX);
-        let Some(e) = ctx.store.lookup(db, &self.key, ctx.now_ms) else {
+        let total = {
             // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
-            ctx.store
-                .set(db, &self.key, Value::from_bytes(&self.value), None);
-            ctx.notify(class::STRING, "append", &self.key);
-            return Ok(Reply::Int(self.value.len() as i64));
+            let mut s: StringMut = ctx.store.modify_or_create(db, &self.key, ctx.now_ms, || {
+                StringValue::from_bytes(&self.value)
+            })?;
+            if s.is_created() {
+                self.value.len()
+            } else {
+                let total = s.str_len().saturating_add(self.value.len());
+                if total > max {
+                    return Err(CmdError::msg(
+                        "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                    ));
+                }
+                s.append(&self.value);
+                total
+            }
         };
-        let old_len = match &e.value {
-            Value::Int(n) => itoa::Buffer::new().format(*n).len(),
-            Value::Str(b) | Value::Raw(b) => b.len(),
-            _ => return Err(CmdError::WrongType),
-        };
-        let total = old_len.saturating_add(self.value.len());
-        if total > max {
-            return Err(CmdError::msg(
-                "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-            ));
-        }
-        // Grow the stored buffer in place when nobody else holds it: BytesMut keeps spare
-        // capacity (doubling), so a run of APPENDs costs amortised O(appended bytes), not a
-        // copy of the whole value per call as a fresh Vec would.
-        let mut buf = match std::mem::replace(&mut e.value, Value::Int(0)) {
-            Value::Raw(b) => b
-                .into_bytes()
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
-            other => BytesMut::from(&other.as_bytes()?[..]),
-        };
-        buf.extend_from_slice(&self.value);
-        e.value = Value::Raw(buf.freeze().into());
-        ctx.store.touch(db, &self.key);
         ctx.notify(class::STRING, "append", &self.key);
         Ok(Reply::Int(total as i64))
     }

@@ -16,7 +16,8 @@ use crate::cmd::args::is;
 use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
-use crate::store::{Locked, Value};
+use crate::store::Value;
+use crate::store::access::{StringMut, StringValue};
 
 /// The string range commands.
 #[rustfmt::skip]
@@ -49,29 +50,6 @@ pub(crate) fn check_string_length(ctx: &Ctx<'_>, size: u64, append: u64) -> CmdR
 /// The bytes of a string value (an `Int` rendered as its decimal text).
 pub(crate) fn string_bytes(v: &Value) -> CmdResult<Bytes> {
     v.as_bytes()
-}
-
-/// Edits the string at `key` in place: None if the key is missing, WRONGTYPE for another
-/// type. The value becomes `Raw` (Redis unshares it before editing). The caller signals the
-/// change (`touch`) when it made one.
-pub(crate) fn edit_string<R>(
-    store: &mut Locked<'_>,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-    f: impl FnOnce(&mut Vec<u8>) -> R,
-) -> CmdResult<Option<R>> {
-    let Some(entry) = store.lookup(db, key, now_ms) else {
-        return Ok(None);
-    };
-    let mut v: Vec<u8> = match &mut entry.value {
-        Value::Str(b) | Value::Raw(b) => std::mem::take(b).into(),
-        Value::Int(n) => itoa::Buffer::new().format(*n).as_bytes().to_vec(),
-        _ => return Err(CmdError::WrongType),
-    };
-    let r = f(&mut v);
-    entry.value = Value::Raw(v.into());
-    Ok(Some(r))
 }
 
 /// Grows `v` with zero bytes to at least `len` bytes (Redis's sdsgrowzero).
@@ -121,18 +99,11 @@ impl Command for SetRange {
             v[offset..end].copy_from_slice(&self.value);
             v.len()
         };
-        let new_len = match old_len {
-            None => {
-                let mut v = Vec::new();
-                let n = write(&mut v);
-                ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
-                n
-            }
-            Some(_) => {
-                let n = edit_string(&mut ctx.store, db, &self.key, now, write)?.unwrap_or(0);
-                ctx.store.touch(db, &self.key);
-                n
-            }
+        let new_len = {
+            let mut s: StringMut =
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            s.edit(write)
         };
         ctx.notify(super::notify::class::STRING, "setrange", &self.key);
         Ok(Reply::Int(new_len as i64))

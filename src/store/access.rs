@@ -1,4 +1,4 @@
-//! One typed accessor for changing an aggregate value (hash, set, sorted set, list) in place.
+//! One typed accessor for changing a value (hash, set, sorted set, list, string) in place.
 //!
 //! A command that changes a value in place must signal the key's watchers (or WATCH misses
 //! the change) and must delete the key when it leaves an aggregate empty (Redis never keeps an
@@ -11,14 +11,19 @@
 //! The guard moves the value out of its entry while it lives (the entry holds a placeholder,
 //! and the guard borrows the whole `Locked`, so nothing else can look at it), which makes
 //! every access through it free of lookups; dropping it costs one.
+//!
+//! A string is lent out whole as a [`StringValue`] (the `Value` itself, `Int`, `Str` or
+//! `Raw`): moving a `Value` out and back is a copy of 24 bytes, with no allocation, so an
+//! integer stays an integer across INCR and a long string's buffer is never copied by the
+//! guard. Only [`StringValue::edit`] (the bit and byte editors) turns it into bytes.
 
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::Locked;
-use super::value::{HashValue, SetValue, Value};
+use super::value::{HashValue, SetValue, Str, Value};
 use super::zset::SortedSet;
 use crate::error::{CmdError, CmdResult};
 
@@ -79,6 +84,93 @@ impl Aggregate for VecDeque<Bytes> {
     }
 }
 
+/// A string value lent out for a change in place: always `Value::Int`, `Str` or `Raw` (the
+/// constructors and methods keep it so). Never empty in the [`Aggregate`] sense: Redis keeps
+/// an empty string.
+#[derive(Debug)]
+pub struct StringValue(Value);
+
+impl StringValue {
+    /// A new string from bytes, encoded as SET stores them (`"42"` is an `Int`).
+    pub fn from_bytes(b: &[u8]) -> Self {
+        StringValue(Value::from_bytes(b))
+    }
+
+    /// A new string made by editing in place (SETBIT, SETRANGE, PFADD…): always `Raw`.
+    pub fn raw(v: Vec<u8>) -> Self {
+        StringValue(Value::Raw(v.into()))
+    }
+
+    /// A new integer.
+    pub fn int(n: i64) -> Self {
+        StringValue(Value::Int(n))
+    }
+
+    /// The value (one of the string variants).
+    pub fn value(&self) -> &Value {
+        &self.0
+    }
+
+    /// Its length in bytes (an `Int` as its decimal text).
+    pub fn str_len(&self) -> usize {
+        match &self.0 {
+            Value::Int(n) => itoa::Buffer::new().format(*n).len(),
+            Value::Str(b) | Value::Raw(b) => b.len(),
+            _ => 0,
+        }
+    }
+
+    /// Replaces it with an integer (INCR's hot path: no allocation).
+    pub fn set_int(&mut self, n: i64) {
+        self.0 = Value::Int(n);
+    }
+
+    /// Edits the bytes in place; the value becomes `Raw` (Redis unshares it before editing).
+    pub fn edit<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let mut v: Vec<u8> = match &mut self.0 {
+            Value::Str(b) | Value::Raw(b) => std::mem::take(b).into(),
+            Value::Int(n) => itoa::Buffer::new().format(*n).as_bytes().to_vec(),
+            _ => Vec::new(),
+        };
+        let r = f(&mut v);
+        self.0 = Value::Raw(v.into());
+        r
+    }
+
+    /// Appends `tail` (APPEND); the value becomes `Raw`.
+    pub fn append(&mut self, tail: &[u8]) {
+        // Grow the stored buffer in place when nobody else holds it: BytesMut keeps spare
+        // capacity (doubling), so a run of APPENDs costs amortised O(appended bytes), not a
+        // copy of the whole value per call as a fresh Vec would.
+        let mut buf = match std::mem::replace(&mut self.0, placeholder()) {
+            Value::Raw(b) => b
+                .into_bytes()
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
+            Value::Int(n) => BytesMut::from(itoa::Buffer::new().format(n).as_bytes()),
+            Value::Str(b) => BytesMut::from(&b[..]),
+            _ => BytesMut::new(),
+        };
+        buf.extend_from_slice(tail);
+        self.0 = Value::Raw(Str::from(buf.freeze()));
+    }
+}
+
+impl Aggregate for StringValue {
+    fn take(v: &mut Value) -> Option<Self> {
+        if !matches!(v, Value::Int(_) | Value::Str(_) | Value::Raw(_)) {
+            return None;
+        }
+        Some(StringValue(std::mem::replace(v, placeholder())))
+    }
+    fn into_value(self) -> Value {
+        self.0
+    }
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
+
 /// A hash being changed in place (see the [module documentation](self)).
 pub type HashMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<HashValue>>;
 /// A set being changed in place.
@@ -87,6 +179,8 @@ pub type SetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SetValue>>;
 pub type SortedSetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SortedSet>>;
 /// A list being changed in place.
 pub type ListMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, VecDeque<Bytes>>;
+/// A string being changed in place.
+pub type StringMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, StringValue>;
 
 /// The value at one key, lent out for a change in place; see the [module
 /// documentation](self) for what dropping it does.
@@ -112,6 +206,11 @@ impl<T: Aggregate> ValueMut<'_, '_, '_, T> {
     /// does not signal that case (ZADD XX on a missing member…).
     pub fn mark_unchanged(&mut self) {
         self.changed = false;
+    }
+
+    /// True if the guard made the value (the key was missing): it is stored when dropped.
+    pub fn is_created(&self) -> bool {
+        self.created
     }
 }
 

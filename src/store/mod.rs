@@ -462,8 +462,9 @@ impl<'a> Locked<'a> {
         shard.find_read(db, hash, key, now_ms)
     }
 
-    /// A write lookup: lazy expiry, no stats. The caller must call `touch` if it changes the
-    /// value in place.
+    /// A write lookup: lazy expiry, no stats. To change a value in place, use `modify` /
+    /// `modify_or_create` (the `access` guard signals WATCH); this one is for reads before a
+    /// write and for replacing a value whole.
     pub fn lookup(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let (shard, hash) = self.shard(key);
         shard.find(db, hash, key, now_ms)
@@ -523,13 +524,6 @@ impl<'a> Locked<'a> {
         shard.set_expire(db, hash, key, expire_at);
         shard.touch(db, key);
         true
-    }
-
-    /// Signals that a key's value was changed in place (for the values `modify` does not
-    /// lend out yet: strings and HLLs).
-    pub fn touch(&mut self, db: usize, key: &[u8]) {
-        let (shard, _) = self.shard(key);
-        shard.touch(db, key);
     }
 
     /// Registers a WATCH.
