@@ -698,7 +698,8 @@ impl VariantCommand for BitField {
             (replies, changes)
         };
         let (replies, changes) = {
-            // A created key is stored (and signalled) even if every write failed, as in Redis.
+            // A created key is stored even if every write failed, then unsignalled (Redis's
+            // bare dbAdd).
             let mut s: StringMut =
                 ctx.store
                     .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;

@@ -6,7 +6,8 @@
 //! [`Locked::modify`] and [`Locked::modify_or_create`] hand out a [`ValueMut`] guard: it
 //! derefs to the typed value, counts any mutable access as a change, and when dropped puts the
 //! value back, signals the watchers if it changed, and deletes the key if it is empty (a value
-//! it created is stored only if something was put in it).
+//! it created is stored only if something was put in it, and signalled unless marked
+//! unchanged).
 //!
 //! The guard moves the value out of its entry while it lives (the entry holds a placeholder,
 //! and the guard borrows the whole `Locked`, so nothing else can look at it), which makes
@@ -242,9 +243,16 @@ impl<T: Aggregate> Drop for ValueMut<'_, '_, '_, T> {
         let (db, key) = (self.db, self.key);
         let (shard, hash) = self.store.shard(key);
         if self.created {
-            if !value.is_empty() {
+            if value.is_empty() {
+                return;
+            }
+            if self.changed {
                 // `insert` signals the watchers.
                 shard.insert(db, hash, key, value.into_value(), None);
+            } else {
+                // Created but marked unchanged (only a string can be: BITFIELD whose writes
+                // all failed): stored, unsignalled, as Redis's dbAdd.
+                shard.insert_unsignalled(db, hash, key, value.into_value(), None);
             }
             return;
         }

@@ -366,6 +366,21 @@ impl Shard {
         value: Value,
         expire_at: Option<u64>,
     ) {
+        self.insert_unsignalled(db, hash, key, value, expire_at);
+        self.touch(db, key);
+    }
+
+    /// `insert` without signalling watchers (nor counting a change): Redis's bare `dbAdd`,
+    /// for a key a command creates but then leaves unchanged (BITFIELD whose writes all
+    /// failed on OVERFLOW FAIL).
+    pub fn insert_unsignalled(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+    ) {
         let lru = lru_stamp(self.now_ms);
         let now_ms = self.now_ms;
         let d = &mut self.dbs[db];
@@ -394,7 +409,6 @@ impl Shard {
         if let Some(i) = index {
             d.set_expire_at(i, expire_at, now_ms);
         }
-        self.touch(db, key);
     }
 
     /// Sets or clears a key's expiry (the key must exist). Does not signal watchers.
