@@ -103,9 +103,9 @@ impl Command for SetBit {
             (old, old_len != v.len() || old != on)
         };
         let (old, dirty) = {
-            let mut s: StringMut =
-                ctx.store
-                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            let mut s: StringMut = ctx
+                .store
+                .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
             // A created key always grows, so it is always dirty (and always stored).
             let (old, dirty) = s.edit(flip);
             if !dirty {
@@ -700,9 +700,9 @@ impl VariantCommand for BitField {
         let (replies, changes) = {
             // A created key is stored even if every write failed, then unsignalled (Redis's
             // bare dbAdd).
-            let mut s: StringMut =
-                ctx.store
-                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            let mut s: StringMut = ctx
+                .store
+                .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
             let (replies, changes) = s.edit(run);
             if changes == 0 {
                 s.mark_unchanged();

@@ -75,9 +75,9 @@ impl Command for PfAdd {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let max_bytes = sparse_max(ctx);
         let (updated, result) = {
-            let mut s: StringMut =
-                ctx.store
-                    .modify_or_create(db, &self.key, now, || StringValue::raw(hll::new_sparse()))?;
+            let mut s: StringMut = ctx
+                .store
+                .modify_or_create(db, &self.key, now, || StringValue::raw(hll::new_sparse()))?;
             // A created key counts as updated, and is stored even if an add fails, as in
             // Redis.
             let created = s.is_created();
@@ -212,9 +212,9 @@ impl Command for PfMerge {
             Ok(())
         };
         let result = {
-            let mut s: StringMut =
-                ctx.store
-                    .modify_or_create(db, &self.dest, now, || StringValue::raw(hll::new_sparse()))?;
+            let mut s: StringMut = ctx
+                .store
+                .modify_or_create(db, &self.dest, now, || StringValue::raw(hll::new_sparse()))?;
             let r = s.edit(write);
             // A failed conversion is not signalled (a created key is stored all the same).
             if r.is_err() {

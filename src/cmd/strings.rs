@@ -625,9 +625,9 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
     let db = ctx.db();
     let next = {
         // A missing key is created as `by` itself: 0 + by cannot overflow.
-        let mut s: StringMut =
-            ctx.store
-                .modify_or_create(db, key, ctx.now_ms, || StringValue::int(0))?;
+        let mut s: StringMut = ctx
+            .store
+            .modify_or_create(db, key, ctx.now_ms, || StringValue::int(0))?;
         let current = match s.value() {
             Value::Int(n) => *n,
             Value::Str(b) | Value::Raw(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,

@@ -100,9 +100,9 @@ impl Command for SetRange {
             v.len()
         };
         let new_len = {
-            let mut s: StringMut =
-                ctx.store
-                    .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
+            let mut s: StringMut = ctx
+                .store
+                .modify_or_create(db, &self.key, now, || StringValue::raw(Vec::new()))?;
             s.edit(write)
         };
         ctx.notify(super::notify::class::STRING, "setrange", &self.key);

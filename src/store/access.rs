@@ -314,7 +314,9 @@ impl<'a> Locked<'a> {
             key,
             value: Some(value),
             created,
-            changed: false,
+            // Creating the key is a change (a value made by `make` may be stored as it is:
+            // APPEND); only an explicit `mark_unchanged` stores it unsignalled.
+            changed: created,
         })
     }
 }
@@ -405,6 +407,82 @@ mod tests {
                 .modify::<VecDeque<Bytes>>(0, b"missing", 0)
                 .unwrap()
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_string_is_lent_whole_and_an_int_stays_an_int() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut locked = ks.lock_all();
+        locked.set(0, b"n", Value::Int(41), Some(1_000_000));
+        let dirty = watched(&mut locked, b"n");
+        {
+            let mut s: StringMut = locked.modify(0, b"n", 0).unwrap().unwrap();
+            assert!(matches!(s.value(), Value::Int(41)));
+            s.set_int(42);
+        }
+        assert!(dirty.swap(false, Ordering::AcqRel), "a change signals");
+        assert!(matches!(
+            locked.read_value(0, b"n", 0),
+            Some(Value::Int(42))
+        ));
+        assert_eq!(
+            locked.lookup(0, b"n", 0).and_then(|e| e.expire_at()),
+            Some(1_000_000),
+            "the TTL is kept"
+        );
+        {
+            let mut s: StringMut = locked.modify(0, b"n", 0).unwrap().unwrap();
+            assert_eq!(s.edit(|v| v.clone()), b"42".to_vec());
+            s.mark_unchanged();
+        }
+        assert!(
+            !dirty.load(Ordering::Acquire),
+            "an edit taken back does not"
+        );
+        assert!(
+            matches!(locked.read_value(0, b"n", 0), Some(Value::Raw(b)) if &b[..] == b"42"),
+            "an edit leaves the value raw"
+        );
+        {
+            let mut s: StringMut = locked.modify(0, b"n", 0).unwrap().unwrap();
+            s.append(b"!");
+            assert_eq!(s.str_len(), 3);
+        }
+        assert!(dirty.swap(false, Ordering::AcqRel));
+        assert!(matches!(locked.read_value(0, b"n", 0), Some(Value::Raw(b)) if &b[..] == b"42!"));
+    }
+
+    #[test]
+    fn a_created_string_is_stored_and_signalled_unless_marked_unchanged() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut locked = ks.lock_all();
+        let dirty = watched(&mut locked, b"a");
+        {
+            // Stored as made, with no access through the guard (APPEND of a new key).
+            let s: StringMut = locked
+                .modify_or_create(0, b"a", 0, || StringValue::from_bytes(b""))
+                .unwrap();
+            assert!(s.is_created());
+        }
+        assert!(dirty.swap(false, Ordering::AcqRel), "creation signals");
+        assert!(matches!(locked.read_value(0, b"a", 0), Some(Value::Str(b)) if b.is_empty()));
+        let dirty = watched(&mut locked, b"b");
+        {
+            let mut s: StringMut = locked
+                .modify_or_create(0, b"b", 0, || StringValue::raw(vec![0]))
+                .unwrap();
+            s.mark_unchanged();
+        }
+        assert!(
+            !dirty.load(Ordering::Acquire),
+            "marked unchanged: no signal"
+        );
+        assert!(locked.exists(0, b"b", 0), "but stored (Redis's dbAdd)");
+        locked.set(0, b"l", Value::List(Box::default()), None);
+        assert_eq!(
+            locked.modify::<StringValue>(0, b"l", 0).err(),
+            Some(CmdError::WrongType)
         );
     }
 }
