@@ -77,6 +77,9 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get `-BUSY` and SCRIPT KILL may
     /// stop it (Redis's busy-reply-threshold, alias lua-time-limit).
     pub busy_reply_threshold: u64,
+    /// `lua-script-locking global`: every script and function locks the whole keyspace, as
+    /// before scripts ran in parallel (`declared`, the default: the shards of its KEYS).
+    pub lua_script_global: bool,
     /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
     pub cluster_enabled: bool,
     /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
@@ -158,6 +161,7 @@ impl Default for Config {
             tls_cert_file: None,
             tls_key_file: None,
             busy_reply_threshold: 5000,
+            lua_script_global: false,
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
@@ -295,6 +299,7 @@ fn kind(name: &str) -> Kind {
         "appendfsync" => Kind::Enum(&["everysec", "always", "no"]),
         // sluice also takes `nothing` (Redis 7.2's), but answers with Redis 7.0's list.
         "loglevel" => Kind::Enum(&["debug", "verbose", "notice", "warning"]),
+        "lua-script-locking" => Kind::Enum(&["declared", "global"]),
         _ => Kind::Other,
     }
 }
@@ -409,6 +414,13 @@ impl Config {
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold = parse_num(&name, one()?)?
+            }
+            "lua-script-locking" => {
+                self.lua_script_global = match one()?.to_ascii_lowercase().as_str() {
+                    "declared" => false,
+                    "global" => true,
+                    _ => return Err(bad(&name, "argument must be 'declared' or 'global'")),
+                }
             }
             "proto-max-bulk-len" => {
                 self.proto_max_bulk_len =
@@ -663,6 +675,8 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("logfile", ""),
     ("loglevel", "notice"),
     ("lua-time-limit", "5000"),
+    // sluice's own: how scripts lock (see `Config::lua_script_global`).
+    ("lua-script-locking", "declared"),
     ("maxclients", "10000"),
     ("maxmemory", "0"),
     ("maxmemory-policy", "noeviction"),
@@ -705,6 +719,12 @@ impl Config {
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
+            "lua-script-locking" => if self.lua_script_global {
+                "global"
+            } else {
+                "declared"
+            }
+            .to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
@@ -760,6 +780,17 @@ impl Config {
             }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
+            "lua-script-locking" => {
+                self.lua_script_global = match value.to_ascii_lowercase().as_str() {
+                    "declared" => false,
+                    "global" => true,
+                    _ => {
+                        return Err(
+                            "argument(s) must be one of the following: declared, global".into()
+                        );
+                    }
+                }
+            }
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
             "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
             "loglevel" => {
@@ -1043,6 +1074,7 @@ pub struct LiveSettings {
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
     notify: std::sync::atomic::AtomicU32,
+    script_global: std::sync::atomic::AtomicBool,
 }
 
 impl LiveSettings {
@@ -1077,6 +1109,13 @@ impl LiveSettings {
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
         self.notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
+        self.script_global
+            .store(config.lua_script_global, Ordering::Relaxed);
+    }
+
+    /// `lua-script-locking global`: scripts lock the whole keyspace.
+    pub fn scripts_lock_all(&self) -> bool {
+        self.script_global.load(Ordering::Relaxed)
     }
 
     /// The `notify-keyspace-events` classes ([`keyspace_events`] bits; 0: off). Read once per

@@ -90,7 +90,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], RW_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadWrite)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha",
@@ -99,7 +98,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadWrite)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "eval_ro",
@@ -108,7 +106,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], RO_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadOnly)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha_ro",
@@ -117,7 +114,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadOnly)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new("script", -2, &[], KeySpec::None, run::<super::server::Help>)
         .with_subcommands(SCRIPT)
@@ -240,7 +236,7 @@ impl VariantCommand for Eval {
             cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
         };
         let (keys, argv) = (&self.keys, &self.argv);
-        Ok(run_locked(ctx, how, |scripts, host| {
+        Ok(run_locked(ctx, how, &script.sha, |scripts, host| {
             scripts.run(&script, keys, argv, host)
         }))
     }
@@ -261,37 +257,82 @@ pub struct RunAs {
     pub cross_slot_ok: bool,
 }
 
-/// Runs a script or function in `ctx` (which holds every shard) and returns its reply.
+/// True for the commands that run a script or function (EXEC locks every shard for them
+/// under `lua-script-locking global`).
+pub fn is_script(spec: &C) -> bool {
+    matches!(
+        spec.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// Runs a script or function in `ctx` and returns its reply. `ctx` holds the shards of
+/// its declared keys (or every shard); `memo` names the script (its SHA1) or function
+/// (`f:` and its name) in the set of those that take every shard from the start.
+///
+/// Outside EXEC, a script that touches a key of a shard it does not hold before any
+/// effect (see [`ScriptHost::take_shards`]) is stopped, and run again from the start
+/// holding every shard; its `memo` is remembered so later runs start that way.
 pub fn run_locked(
     ctx: &mut Ctx<'_>,
     how: RunAs,
-    body: impl FnOnce(&script::Scripts, &mut dyn Host) -> Reply,
+    memo: &str,
+    body: impl Fn(&script::Scripts, &mut dyn Host) -> Reply,
 ) -> Reply {
-    if !ctx.store.holds_all() {
-        // The table makes every script command lock the whole keyspace; a handler called
-        // any other way must take the locks itself, before anything else is held.
-        ctx.store.release();
-        ctx.store = ctx.shared.keyspace.lock_all();
-    }
     let shared = ctx.shared;
+    // Inside EXEC the locks are the transaction's: nothing may be released or run twice.
+    let top = !ctx.in_exec;
+    if top
+        && !ctx.store.holds_all()
+        && (shared.live.scripts_lock_all() || shared.scripts.needs_all(memo))
+    {
+        // Nothing ran under the declared keys' locks yet: trade them for every shard.
+        ctx.store.release();
+        ctx.store = shared.keyspace.lock_all();
+    }
     let busy = shared.scripts.busy.clone();
-    let _running = busy.begin_as(how.function);
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
-    let mut host = ScriptHost {
-        ctx: &mut *ctx,
-        read_only: how.read_only,
-        allow_oom: how.allow_oom,
-        busy: &busy,
-        slot: how.slot,
-        cross_slot_ok: how.cross_slot_ok,
-    };
-    let reply = body(&shared.scripts, &mut host);
-    ctx.client.resp = saved_resp;
-    if ctx.client.db != saved_db {
-        ctx.client.set_db(saved_db);
+    let RunAs {
+        read_only,
+        allow_oom,
+        function,
+        slot,
+        cross_slot_ok,
+    } = how;
+    loop {
+        let held = if ctx.store.holds_all() {
+            script::Held::All
+        } else {
+            script::Held::Some(ctx.store.held_indexes())
+        };
+        let running = busy.begin_as(function.clone(), held);
+        let mut host = ScriptHost {
+            ctx: &mut *ctx,
+            read_only,
+            allow_oom,
+            busy: &busy,
+            slot,
+            cross_slot_ok,
+            memo,
+            may_restart: top,
+            effects: false,
+            restart: false,
+        };
+        let reply = body(&shared.scripts, &mut host);
+        let restart = host.restart;
+        drop(running);
+        ctx.client.resp = saved_resp;
+        if ctx.client.db != saved_db {
+            ctx.client.set_db(saved_db);
+        }
+        if !restart || ctx.store.holds_all() {
+            return reply;
+        }
+        shared.scripts.remember_needs_all(memo);
+        ctx.store.release();
+        ctx.store = shared.keyspace.lock_all();
     }
-    reply
 }
 
 /// Runs the commands a script calls, with the script's locks, client and `now`.
@@ -304,6 +345,79 @@ struct ScriptHost<'c, 'a> {
     slot: Option<u16>,
     /// Cluster mode: the calls may touch several slots.
     cross_slot_ok: bool,
+    /// The script's SHA1 or `f:` and the function's name (see [`run_locked`]).
+    memo: &'c str,
+    /// The script may be stopped and run again holding every shard (not inside EXEC).
+    may_restart: bool,
+    /// A call had an effect others could see (a write, a publish, an admin command).
+    effects: bool,
+    /// The script touched a shard it does not hold before any effect: it is being stopped
+    /// and every later call is refused; `run_locked` runs it again holding every shard.
+    restart: bool,
+}
+
+/// What a call gets while its script is being stopped to run again holding every shard
+/// (the script never sees it: its reply is dropped).
+const RESTARTING: &str = "ERR script is restarting with every shard locked";
+
+impl ScriptHost<'_, '_> {
+    /// Makes sure the script holds the shards `spec` needs for `args` (all of them for a
+    /// whole-keyspace command), following the policy for keys it did not declare: before
+    /// any effect the script is stopped and run again holding every shard; after one, the
+    /// missing shards are taken without deadlock risk (`Locked::add_shards`) or, if another
+    /// client holds one, the call fails with an error that says what to do.
+    fn take_shards(&mut self, spec: &C, args: &[Bytes]) -> Option<Reply> {
+        if self.restart {
+            return Some(refuse(RESTARTING));
+        }
+        if self.ctx.store.holds_all() {
+            return None;
+        }
+        let ks = &self.ctx.shared.keyspace;
+        let mut need: smallvec::SmallVec<[usize; 8]> = match spec.lock {
+            LockMode::None => return None,
+            LockMode::All | LockMode::Stepwise => (0..ks.shard_count()).collect(),
+            LockMode::Keys => spec
+                .keys
+                .positions(args)
+                .map(|i| ks.shard_of(&args[i]))
+                .collect(),
+        };
+        need.sort_unstable();
+        need.dedup();
+        need.retain(|i| self.ctx.store.held_shard(*i).is_none());
+        if need.is_empty() {
+            return None;
+        }
+        if self.may_restart && !self.effects {
+            self.restart = true;
+            self.busy.stop_here();
+            return Some(refuse(RESTARTING));
+        }
+        let shared = self.ctx.shared;
+        shared.scripts.remember_needs_all(self.memo);
+        let taken = self.ctx.store.add_shards(&need);
+        self.busy.set_held(if self.ctx.store.holds_all() {
+            script::Held::All
+        } else {
+            script::Held::Some(self.ctx.store.held_indexes())
+        });
+        let Err(busy_shard) = taken else {
+            return None;
+        };
+        let key = spec
+            .keys
+            .positions(args)
+            .map(|i| &args[i])
+            .find(|k| ks.shard_of(k) == busy_shard);
+        let what = match key {
+            Some(k) => format!("key '{}'", super::printable(k, 128)),
+            None => format!("every key ({})", spec.full_name()),
+        };
+        Some(Reply::Error(Cow::Owned(format!(
+            "ERR Script attempted to access {what} it did not declare while another client held it; declare it in KEYS or use lua-script-locking global"
+        ))))
+    }
 }
 
 fn refuse(msg: &'static str) -> Reply {
@@ -331,6 +445,12 @@ impl Host for ScriptHost<'_, '_> {
         let writes = spec.has(CmdFlags::WRITE);
         if writes && self.read_only {
             return refuse("ERR Write commands are not allowed from read-only scripts.");
+        }
+        if let Some(refused) = self.take_shards(spec, &args) {
+            return refused;
+        }
+        if spec.has(CmdFlags::WRITE) || spec.has(CmdFlags::PUBSUB) || spec.has(CmdFlags::ADMIN) {
+            self.effects = true;
         }
         let maxmemory = shared.live.maxmemory();
         if maxmemory > 0
@@ -450,7 +570,12 @@ impl Command for ScriptKill {
         Ok(ScriptKill)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        match ctx.shared.scripts.busy.request_kill() {
+        match ctx
+            .shared
+            .scripts
+            .busy
+            .request_kill_as(false, busy_threshold(ctx.shared))
+        {
             KillOutcome::NotBusy => {
                 Err(CmdError::msg("NOTBUSY No scripts in execution right now."))
             }
@@ -532,13 +657,61 @@ pub fn script_running(shared: &Shared) -> bool {
     shared.scripts.busy.is_running()
 }
 
-/// The gate a connection passes before running a command while a script runs: waits
-/// (asynchronously) while the script is young, then answers `-BUSY` past the threshold.
+/// `busy-reply-threshold`: how long a script runs before other clients needing its shards
+/// get `-BUSY` and SCRIPT KILL may stop it.
+pub fn busy_threshold(shared: &Shared) -> Duration {
+    Duration::from_millis(
+        shared
+            .config
+            .read()
+            .map(|c| c.busy_reply_threshold)
+            .unwrap_or(5000),
+    )
+}
+
+/// The shards a command waits for at the busy gate; None: any script's (EXEC, WATCH and a
+/// client with WATCHes or inside MULTI, whole-keyspace commands, and the `allow_busy`
+/// ones, which wait for the busy state as in Redis).
+fn gate_needs(
+    shared: &Shared,
+    client: &ClientState,
+    spec: &C,
+    args: &[Bytes],
+) -> Option<smallvec::SmallVec<[usize; 8]>> {
+    if spec.has(CmdFlags::ALLOW_BUSY)
+        || client.multi.is_some()
+        || !client.watched.is_empty()
+        || matches!(spec.name, "exec" | "watch")
+    {
+        return None;
+    }
+    let ks = &shared.keyspace;
+    match spec.lock {
+        LockMode::None => Some(smallvec::SmallVec::new()),
+        LockMode::All | LockMode::Stepwise => None,
+        LockMode::Keys => Some(
+            spec.keys
+                .positions(args)
+                .map(|i| ks.shard_of(&args[i]))
+                .collect(),
+        ),
+    }
+}
+
+/// The gate a connection passes before running a command while a script runs: if a
+/// script holds a shard the command needs, waits (asynchronously) while the script is
+/// young, then answers `-BUSY` past the threshold. Commands on other shards go on.
 /// `None` means: run the command now.
 pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Option<Reply> {
     let busy = shared.scripts.busy.clone();
+    let spec = match lookup(&shared.table, args) {
+        Lookup::Found(spec) => spec,
+        Lookup::Error(_) => return None, // the error reply needs no lock
+    };
+    let needs = gate_needs(shared, client, spec, args);
     loop {
-        let ran = busy.running_for()?;
+        let blocker = busy.blocking(needs.as_deref())?;
+        let ran = blocker.ran;
         if ran < GRACE {
             // Scripts usually take microseconds, so the wait is short; but it must never be a
             // blocking wait on a shard lock, or a script that turns out long would hold this
@@ -546,17 +719,7 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
             busy.wait_end(GRACE - ran).await;
             continue;
         }
-        let spec = match lookup(&shared.table, args) {
-            Lookup::Found(spec) => spec,
-            Lookup::Error(_) => return None, // the error reply needs no lock
-        };
-        let threshold = Duration::from_millis(
-            shared
-                .config
-                .read()
-                .map(|c| c.busy_reply_threshold)
-                .unwrap_or(5000),
-        );
+        let threshold = busy_threshold(shared);
         if ran < threshold {
             busy.wait_end(threshold - ran).await;
             continue;
@@ -575,6 +738,11 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
             .stats
             .total_error_replies
             .fetch_add(1, Ordering::Relaxed);
+        let text = if blocker.function {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        };
         if client.multi.is_some() {
             if spec.name == "exec" {
                 if !client.watched.is_empty() {
@@ -583,22 +751,12 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
                     continue;
                 }
                 client.end_multi();
-                let text = if busy.running_function().is_some() {
-                    BUSY_FUNCTION
-                } else {
-                    BUSY
-                };
                 return Some(Reply::Error(Cow::Owned(format!(
                     "EXECABORT Transaction discarded because of: {text}"
                 ))));
             }
             client.multi_failed = true;
         }
-        let text = if busy.running_function().is_some() {
-            BUSY_FUNCTION
-        } else {
-            BUSY
-        };
         return Some(Reply::Error(Cow::Borrowed(text)));
     }
 }

@@ -245,10 +245,10 @@ impl Command for Exec {
         // Lock everything the transaction touches, in ascending shard order. The queued
         // commands' keys are hashed once, here: their handlers run with these locks, which
         // remember the hashes (the queue outlives them).
-        let needs_all = specs
-            .iter()
-            .flatten()
-            .any(|s| matches!(s.lock, LockMode::All | LockMode::Stepwise));
+        let needs_all = specs.iter().flatten().any(|s| {
+            matches!(s.lock, LockMode::All | LockMode::Stepwise)
+                || (super::scripting::is_script(s) && shared.live.scripts_lock_all())
+        });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
         let store = if needs_all {
             shared.keyspace.lock_all()

@@ -337,6 +337,33 @@ impl<'a> Locked<'a> {
         self.guards.iter().find(|(j, _)| *j == i).map(|(_, g)| &**g)
     }
 
+    /// The indexes of the held shards.
+    pub fn held_indexes(&self) -> SmallVec<[usize; 8]> {
+        self.guards.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// Takes more shards (`more`: ascending, none held yet) while holding these, without
+    /// risking a deadlock: a shard above every held one is waited for (every locker takes
+    /// ascending order, so no cycle can form), any other is only tried. Err(index) names
+    /// the first shard another holder kept; the shards taken before it stay held.
+    pub fn add_shards(&mut self, more: &[usize]) -> Result<(), usize> {
+        for &i in more {
+            let top = self.guards.iter().map(|(j, _)| *j).max();
+            let guard = if top.is_none_or(|t| i > t) {
+                self.ks.lock_index(i)
+            } else {
+                match self.ks.shards[i].try_lock() {
+                    Ok(g) => g,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => return Err(i),
+                }
+            };
+            let at = self.guards.partition_point(|(j, _)| *j < i);
+            self.guards.insert(at, (i, guard));
+        }
+        Ok(())
+    }
+
     /// True if every shard is held.
     pub fn holds_all(&self) -> bool {
         self.guards.len() == self.ks.shard_count()
