@@ -2,9 +2,14 @@
 //! KILL | HELP, plus the `-BUSY` gate connections pass through while a script runs.
 //!
 //! The Lua engine lives in `crate::script`; this module is its host. A script runs holding
-//! every shard (the commands are `whole_keyspace`, so `execute` and EXEC lock them all, in
-//! order, before the handler runs): a script may touch keys it did not declare (Python
-//! `limits` resets with KEYS + DEL), and no other client's command can interleave with it.
+//! the shards of the keys it declares (the commands lock their keys like any keyed command),
+//! so scripts on different shards run at once, one per event-loop thread, and no other
+//! client's command on those shards interleaves with one. A key of a shard the script does
+//! not hold (an undeclared key, a whole-keyspace call) follows one policy (see
+//! [`run_locked`] and `ScriptHost::take_shards`): re-run holding every shard if the script
+//! had no effect yet, else take the shard without deadlock risk or fail the call clearly.
+//! Scripts that declare no keys, and every script under `lua-script-locking global`, hold
+//! every shard from the start, as before.
 //! `now` is read once for the whole script, so every call inside it, TIME included, sees the
 //! same instant of sluice's clock (the test clock in test mode).
 //!
@@ -14,14 +19,15 @@
 //! # Busy scripts
 //!
 //! Shard locks are std mutexes and the runtime has few worker threads, so a connection must
-//! not block on a shard while a long script holds them all, or SCRIPT KILL could never be
-//! read. Before running a command, a connection checks [`Busy`](crate::script::Busy): once
-//! the running script is older than a millisecond (younger ones are about to finish: the
-//! command just waits on the locks) it waits asynchronously for the script to end, and once
-//! the script has run past `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL,
-//! SHUTDOWN and the other `allow_busy` commands that need no shard still run), as Redis does.
-//! The engine hands a long script's runtime worker off to a fresh thread, so the sockets keep
-//! being read meanwhile.
+//! not block on a shard while a long script holds it, or SCRIPT KILL could never be read.
+//! Before running a command, a connection asks [`Busy`](crate::script::Busy) for the oldest
+//! running script holding a shard the command needs: once that script is older than a
+//! millisecond (younger ones are about to finish: the command just waits on the locks) it
+//! waits asynchronously for a script to end, and once the script has run past
+//! `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL, SHUTDOWN and the other
+//! `allow_busy` commands that need no shard still run), as Redis does. Commands on other
+//! shards go on. The engine hands a long script's runtime worker off to a fresh thread, so
+//! the sockets keep being read meanwhile.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -282,9 +288,14 @@ pub fn run_locked(
     let shared = ctx.shared;
     // Inside EXEC the locks are the transaction's: nothing may be released or run twice.
     let top = !ctx.in_exec;
+    // A script that declares no keys takes every shard, as before scripts ran in parallel:
+    // it either touches no key or only undeclared ones, and a long one keeps the server
+    // busy as Redis does (`-BUSY` to every command but SCRIPT KILL and the like).
     if top
         && !ctx.store.holds_all()
-        && (shared.live.scripts_lock_all() || shared.scripts.needs_all(memo))
+        && (ctx.store.holds_none()
+            || shared.live.scripts_lock_all()
+            || shared.scripts.needs_all(memo))
     {
         // Nothing ran under the declared keys' locks yet: trade them for every shard.
         ctx.store.release();
@@ -685,6 +696,9 @@ fn gate_needs(
     {
         return None;
     }
+    if is_script(spec) && takes_every_shard(shared, spec, args) {
+        return None;
+    }
     let ks = &shared.keyspace;
     match spec.lock {
         LockMode::None => Some(smallvec::SmallVec::new()),
@@ -696,6 +710,23 @@ fn gate_needs(
                 .collect(),
         ),
     }
+}
+
+/// True if this script command will take every shard before it starts (see
+/// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
+fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
+    if spec.keys.positions(args).next().is_none() || shared.live.scripts_lock_all() {
+        return true;
+    }
+    let Some(name) = args.get(1) else {
+        return false;
+    };
+    let memo = match spec.name {
+        "eval" | "eval_ro" => script::sha1_hex(name),
+        "evalsha" | "evalsha_ro" => String::from_utf8_lossy(name).to_ascii_lowercase(),
+        _ => format!("f:{}", String::from_utf8_lossy(name)),
+    };
+    shared.scripts.needs_all(&memo)
 }
 
 /// The gate a connection passes before running a command while a script runs: if a

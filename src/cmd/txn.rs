@@ -245,9 +245,15 @@ impl Command for Exec {
         // Lock everything the transaction touches, in ascending shard order. The queued
         // commands' keys are hashed once, here: their handlers run with these locks, which
         // remember the hashes (the queue outlives them).
-        let needs_all = specs.iter().flatten().any(|s| {
-            matches!(s.lock, LockMode::All | LockMode::Stepwise)
-                || (super::scripting::is_script(s) && shared.live.scripts_lock_all())
+        // Scripts take every shard when they declare no keys or `lua-script-locking` is
+        // `global`; otherwise their declared keys' (see cmd::scripting).
+        let needs_all = queue.iter().zip(&specs).any(|(args, s)| {
+            s.is_some_and(|s| {
+                matches!(s.lock, LockMode::All | LockMode::Stepwise)
+                    || (super::scripting::is_script(s)
+                        && (shared.live.scripts_lock_all()
+                            || s.keys.positions(args).next().is_none()))
+            })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
         let store = if needs_all {

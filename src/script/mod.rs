@@ -16,9 +16,11 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
-//! - **Busy scripts** are tracked in [`Busy`]: connections read it to answer `-BUSY` past
-//!   the threshold, SCRIPT KILL sets its kill flag, and an instruction-count hook in every VM
-//!   checks that flag and stops the script with Redis's error.
+//! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
+//!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
+//!   command needs a shard a long script holds, SCRIPT KILL sets kill flags, and an
+//!   instruction-count hook in every VM checks its thread's flag and stops the script with
+//!   Redis's error.
 
 mod bitop;
 mod busy;

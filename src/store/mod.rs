@@ -364,6 +364,11 @@ impl<'a> Locked<'a> {
         Ok(())
     }
 
+    /// True if no shard is held.
+    pub fn holds_none(&self) -> bool {
+        self.guards.is_empty()
+    }
+
     /// True if every shard is held.
     pub fn holds_all(&self) -> bool {
         self.guards.len() == self.ks.shard_count()
