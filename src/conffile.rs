@@ -78,6 +78,10 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("unixsocketperm", Kind::Acts),
     ("supervised", Kind::Acts),
     ("daemonize", Kind::Acts),
+    ("slowlog-log-slower-than", Kind::Acts),
+    ("slowlog-max-len", Kind::Acts),
+    ("latency-monitor-threshold", Kind::Acts),
+    ("latency-tracking", Kind::Acts),
     // sluice's own.
     ("shards", Kind::Acts),
     ("threads", Kind::Acts),
@@ -354,22 +358,9 @@ static DIRECTIVES: &[(&str, Kind)] = &[
         Kind::Inert("sluice waits at most 5 s for clients at shutdown"),
     ),
     (
-        "latency-monitor-threshold",
-        Kind::Inert("sluice has no LATENCY monitor"),
-    ),
-    (
-        "latency-tracking",
-        Kind::Inert("sluice has no latency tracking"),
-    ),
-    (
         "latency-tracking-info-percentiles",
-        Kind::Inert("sluice has no latency tracking"),
+        Kind::Inert("sluice reports the 50th, 99th and 99.9th percentiles"),
     ),
-    (
-        "slowlog-log-slower-than",
-        Kind::Inert("sluice has no SLOWLOG"),
-    ),
-    ("slowlog-max-len", Kind::Inert("sluice has no SLOWLOG")),
     (
         "tracking-table-max-keys",
         Kind::Inert("sluice has no client-side caching"),

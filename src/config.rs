@@ -80,6 +80,14 @@ pub struct Config {
     /// `lua-script-locking global`: every script and function locks the whole keyspace, as
     /// before scripts ran in parallel (`declared`, the default: the shards of its KEYS).
     pub lua_script_global: bool,
+    /// SLOWLOG keeps commands that ran at least this many microseconds (-1: none).
+    pub slowlog_log_slower_than: i64,
+    /// The most entries SLOWLOG keeps.
+    pub slowlog_max_len: u64,
+    /// LATENCY records events that took at least this many milliseconds (0: off).
+    pub latency_monitor_threshold: u64,
+    /// INFO latencystats keeps per-command latency histograms.
+    pub latency_tracking: bool,
     /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
     pub cluster_enabled: bool,
     /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
@@ -162,6 +170,10 @@ impl Default for Config {
             tls_key_file: None,
             busy_reply_threshold: 5000,
             lua_script_global: false,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
+            latency_tracking: true,
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
@@ -422,6 +434,12 @@ impl Config {
                     _ => return Err(bad(&name, "argument must be 'declared' or 'global'")),
                 }
             }
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than = parse_num(&name, one()?)?,
+            "slowlog-max-len" => self.slowlog_max_len = parse_num(&name, one()?)?,
+            "latency-monitor-threshold" => {
+                self.latency_monitor_threshold = parse_num(&name, one()?)?
+            }
+            "latency-tracking" => self.latency_tracking = yes_no(&name, one()?)?,
             "proto-max-bulk-len" => {
                 self.proto_max_bulk_len =
                     parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
@@ -538,6 +556,20 @@ impl Config {
         // nothing later adds a client-sized number of seconds to an Instant.
         if self.timeout > i32::MAX as u64 {
             return Err(bad("timeout", "must be between 0 and 2147483647"));
+        }
+        if self.slowlog_log_slower_than < -1 {
+            return Err(bad(
+                "slowlog-log-slower-than",
+                "must be between -1 and 9223372036854775807",
+            ));
+        }
+        if self.slowlog_max_len > i64::MAX as u64
+            || self.latency_monitor_threshold > i64::MAX as u64
+        {
+            return Err(bad(
+                "slowlog-max-len / latency-monitor-threshold",
+                "must be between 0 and 9223372036854775807",
+            ));
         }
         if self.busy_reply_threshold > i64::MAX as u64 {
             return Err(bad(
@@ -663,6 +695,7 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("hll-sparse-max-bytes", "3000"),
     ("hz", "10"),
     ("io-threads", "1"),
+    ("latency-monitor-threshold", "0"),
     ("latency-tracking", "yes"),
     ("lazyfree-lazy-eviction", "no"),
     ("lazyfree-lazy-expire", "no"),
@@ -725,6 +758,10 @@ impl Config {
                 "declared"
             }
             .to_string(),
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
+            "slowlog-max-len" => self.slowlog_max_len.to_string(),
+            "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
+            "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "requirepass" => self.requirepass.clone().unwrap_or_default(),
@@ -789,6 +826,22 @@ impl Config {
                             "argument(s) must be one of the following: declared, global".into()
                         );
                     }
+                }
+            }
+            "slowlog-log-slower-than" => {
+                self.slowlog_log_slower_than = value
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|v| *v >= -1)
+                    .ok_or("argument must be between -1 and 9223372036854775807 inclusive")?
+            }
+            "slowlog-max-len" => self.slowlog_max_len = int(value)?,
+            "latency-monitor-threshold" => self.latency_monitor_threshold = int(value)?,
+            "latency-tracking" => {
+                self.latency_tracking = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
                 }
             }
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
@@ -1073,6 +1126,10 @@ pub struct LiveSettings {
     timeout: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
+    slowlog_slower_than: std::sync::atomic::AtomicI64,
+    slowlog_max_len: AtomicU64,
+    latency_threshold_ms: AtomicU64,
+    latency_tracking: std::sync::atomic::AtomicBool,
     notify: std::sync::atomic::AtomicU32,
     script_global: std::sync::atomic::AtomicBool,
 }
@@ -1107,6 +1164,14 @@ impl LiveSettings {
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
+        self.slowlog_slower_than
+            .store(config.slowlog_log_slower_than, Ordering::Relaxed);
+        self.slowlog_max_len
+            .store(config.slowlog_max_len, Ordering::Relaxed);
+        self.latency_threshold_ms
+            .store(config.latency_monitor_threshold, Ordering::Relaxed);
+        self.latency_tracking
+            .store(config.latency_tracking, Ordering::Relaxed);
         self.notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
         self.script_global
@@ -1116,6 +1181,24 @@ impl LiveSettings {
     /// `lua-script-locking global`: scripts lock the whole keyspace.
     pub fn scripts_lock_all(&self) -> bool {
         self.script_global.load(Ordering::Relaxed)
+    }
+
+    /// `slowlog-log-slower-than` (µs; negative: SLOWLOG off) and `slowlog-max-len`.
+    pub fn slowlog(&self) -> (i64, u64) {
+        (
+            self.slowlog_slower_than.load(Ordering::Relaxed),
+            self.slowlog_max_len.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `latency-monitor-threshold` in ms (0: LATENCY records nothing).
+    pub fn latency_threshold_ms(&self) -> u64 {
+        self.latency_threshold_ms.load(Ordering::Relaxed)
+    }
+
+    /// `latency-tracking`: INFO latencystats' histograms are kept.
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
     }
 
     /// The `notify-keyspace-events` classes ([`keyspace_events`] bits; 0: off). Read once per

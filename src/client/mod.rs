@@ -232,8 +232,15 @@ impl Registry {
     }
 }
 
-/// A command queued by MULTI: its arguments (name first), kept until EXEC.
-pub type Queued = Vec<Bytes>;
+/// A command queued by MULTI, kept until EXEC: the command table entry it resolved to
+/// (its index) and its arguments (name first).
+#[derive(Debug, Clone)]
+pub struct Queued {
+    /// The command table entry's index (`cmd::CmdId`).
+    pub cmd: u32,
+    /// The arguments, name first.
+    pub args: Vec<Bytes>,
+}
 
 /// The state one connection carries between commands.
 #[derive(Debug)]

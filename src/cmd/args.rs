@@ -8,8 +8,7 @@
 use bytes::Bytes;
 
 use crate::error::{CmdError, CmdResult};
-/// The strict number parsers live in [`crate::num`]; commands reach them through here.
-pub use crate::num::{parse_f64, parse_i64};
+use crate::num::{parse_f64, parse_i64};
 
 /// Parses a SCAN-family cursor as Redis 7.0 does (`strtoul` in base 10): the text stops at a
 /// NUL byte, an empty text is 0, a sign is allowed and `-n` wraps around; a leading space,

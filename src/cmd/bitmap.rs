@@ -13,8 +13,9 @@ use super::strrange::{edit_string, grow_zero, max_string_len, string_bytes};
 use super::{
     Access, ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
 };
-use crate::cmd::args::{is, parse_i64};
+use crate::cmd::args::is;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 

@@ -28,7 +28,9 @@ use bytes::Bytes;
 
 use super::list::{End, LMPop, LMove};
 use super::zsetops::ZMPop;
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, Shared, run};
+use super::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, Shared, VariantCommand, run_as,
+};
 use crate::client::{ClientInfo, ClientState};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -44,24 +46,36 @@ const MOVE_SPECS: &[KeySpecDoc] = &[
 /// The blocking commands.
 #[rustfmt::skip]
 pub static COMMANDS: &[C] = &[
-    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), run::<Block<BLPOP>>).with_acl(LIST_ACL),
-    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), run::<Block<BRPOP>>).with_acl(LIST_ACL),
-    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), run::<Block<BRPOPLPUSH>>).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), run::<Block<BLMOVE>>).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, run::<Block<BLMPOP>>).with_acl(LIST_ACL),
-    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), run::<Block<BZPOPMIN>>).with_acl(ZSET_ACL),
-    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), run::<Block<BZPOPMAX>>).with_acl(ZSET_ACL),
-    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, run::<Block<BZMPOP>>).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
+    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_acl(LIST_ACL),
+    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_acl(LIST_ACL),
+    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_acl(LIST_ACL),
+    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_acl(ZSET_ACL),
+    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_acl(ZSET_ACL),
+    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
 ];
 
-const BLPOP: u8 = 0;
-const BRPOP: u8 = 1;
-const BRPOPLPUSH: u8 = 2;
-const BLMOVE: u8 = 3;
-const BLMPOP: u8 = 4;
-const BZPOPMIN: u8 = 5;
-const BZPOPMAX: u8 = 6;
-const BZMPOP: u8 = 7;
+/// Which blocking command a [`Block`] is (the table names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// BLPOP key [key …] timeout
+    Blpop,
+    /// BRPOP key [key …] timeout
+    Brpop,
+    /// BRPOPLPUSH source destination timeout
+    Brpoplpush,
+    /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+    Blmove,
+    /// BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count]
+    Blmpop,
+    /// BZPOPMIN key [key …] timeout
+    Bzpopmin,
+    /// BZPOPMAX key [key …] timeout
+    Bzpopmax,
+    /// BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count]
+    Bzmpop,
+}
 
 /// What a blocked client waits to do.
 #[derive(Debug)]
@@ -197,34 +211,36 @@ fn parse_timeout(arg: &[u8]) -> CmdResult<u64> {
 
 /// One blocking command, parsed: what to pop and the timeout (ms, 0 = forever).
 #[derive(Debug)]
-pub struct Block<const K: u8> {
+pub struct Block {
     op: Op,
     timeout_ms: u64,
 }
 
-impl<const K: u8> Command for Block<K> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let (op, timeout_ms) = match K {
-            BLPOP | BRPOP | BZPOPMIN | BZPOPMAX => {
+impl VariantCommand for Block {
+    type Variant = Blocking;
+    fn parse(a: &mut ArgCursor<'_>, kind: Blocking) -> CmdResult<Self> {
+        use Blocking::*;
+        let (op, timeout_ms) = match kind {
+            Blpop | Brpop | Bzpopmin | Bzpopmax => {
                 let all = a.rest();
                 let (timeout, keys) = all.split_last().ok_or(CmdError::Syntax)?;
                 let timeout_ms = parse_timeout(timeout)?;
                 let keys = keys.to_vec();
-                let op = match K {
-                    BLPOP | BRPOP => Op::Pop(LMPop {
+                let op = match kind {
+                    Blpop | Brpop => Op::Pop(LMPop {
                         keys,
-                        end: if K == BLPOP { End::Left } else { End::Right },
+                        end: if kind == Blpop { End::Left } else { End::Right },
                         count: 1,
                     }),
                     _ => Op::ZPop(ZMPop {
                         keys,
-                        max: K == BZPOPMAX,
+                        max: kind == Bzpopmax,
                         count: 1,
                     }),
                 };
                 (op, timeout_ms)
             }
-            BRPOPLPUSH => {
+            Brpoplpush => {
                 let source = a.next()?.clone();
                 let destination = a.next()?.clone();
                 let timeout_ms = parse_timeout(a.next()?)?;
@@ -236,7 +252,7 @@ impl<const K: u8> Command for Block<K> {
                 });
                 (op, timeout_ms)
             }
-            BLMOVE => {
+            Blmove => {
                 let source = a.next()?.clone();
                 let destination = a.next()?.clone();
                 let from = End::parse(a.next()?)?;
@@ -250,13 +266,13 @@ impl<const K: u8> Command for Block<K> {
                 });
                 (op, timeout_ms)
             }
-            BLMPOP => {
+            Blmpop => {
                 // numkeys, direction and COUNT are checked before the timeout, as Redis does.
                 let timeout = a.next()?;
                 let op = Op::MPop(LMPop::parse(a)?);
                 (op, parse_timeout(timeout)?)
             }
-            _ => {
+            Bzmpop => {
                 let timeout = a.next()?;
                 let op = Op::ZMPop(ZMPop::parse(a)?);
                 (op, parse_timeout(timeout)?)
@@ -523,6 +539,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 may_block: false,
                 blocked: None,
                 ready: Vec::new(),
+                error_counted: false,
                 events: super::notify::Events::new(shared),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a

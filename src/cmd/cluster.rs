@@ -1,4 +1,4 @@
-//! Cluster mode, command side: the routing hook `execute` calls, the CLUSTER subcommands,
+//! Cluster mode, command side: the routing hook `cmd::call` calls, the CLUSTER subcommands,
 //! READONLY / READWRITE / ASKING, and the sweep that drops keys after a map change.
 //!
 //! # Routing, as Redis 7.0 does it
@@ -24,15 +24,14 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::RwLockReadGuard;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
+use super::table::Entry;
 use super::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Lookup, Shared, VariantCommand, lookup,
-    run_sub, run_sub_as,
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Shared, VariantCommand, run_sub, run_sub_as,
 };
-use crate::client::ClientState;
+use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -177,19 +176,19 @@ fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
 /// The guard a routed command holds while it runs (see [`Cluster::route`]).
 pub type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 
-/// The routing check `execute` makes before a command runs or is queued: `Ok` with the guard
+/// The routing check `cmd::call` makes before a command runs or is queued: `Ok` with the guard
 /// to hold until the reply (None when there is nothing to hold: cluster mode off, or no
 /// keys), or `Err` with the redirect to reply instead. MULTI state is updated as Redis does.
 #[inline]
 pub fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
-    spec: &C,
+    entry: &Entry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     match &shared.cluster {
         None => Ok(None),
-        Some(cluster) => route_in_cluster(shared, cluster, client, spec, args),
+        Some(cluster) => route_in_cluster(shared, cluster, client, entry, args),
     }
 }
 
@@ -198,10 +197,11 @@ fn route_in_cluster<'s>(
     shared: &'s Shared,
     cluster: &'s Cluster,
     client: &mut ClientState,
-    spec: &C,
+    entry: &Entry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
-    let exec = spec.name == "exec";
+    let spec = entry.spec;
+    let exec = entry.roles.contains(super::call::Roles::EXEC);
     let slot = if exec {
         // EXEC without MULTI (or with extra arguments) only gets its own error.
         let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
@@ -222,10 +222,7 @@ fn route_in_cluster<'s>(
         },
         Err(redirect) => redirect,
     };
-    shared
-        .stats
-        .total_error_replies
-        .fetch_add(1, Ordering::Relaxed);
+    // (The caller counts the error, as it counts every refusal.)
     if exec {
         client.end_multi();
         super::txn::unwatch_client(shared, client);
@@ -236,11 +233,11 @@ fn route_in_cluster<'s>(
 }
 
 /// The one slot of the keys of every queued command, as EXEC checks them.
-fn queue_slot(shared: &Shared, queue: &[Vec<Bytes>]) -> Result<Option<u16>, Redirect> {
+fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
-    for args in queue {
-        if let Lookup::Found(spec) = lookup(&shared.table, args) {
-            merge_slot(&mut slot, keys_slot(&spec.keys, args)?)?;
+    for q in queue {
+        if let Some(entry) = shared.table.entry(super::CmdId(q.cmd)) {
+            merge_slot(&mut slot, keys_slot(&entry.spec.keys, &q.args)?)?;
         }
     }
     Ok(slot)
@@ -297,7 +294,7 @@ pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect
         } => {
             let count = args
                 .get((begin + keynumidx).max(0) as usize)
-                .and_then(|b| super::args::parse_i64(b))
+                .and_then(|b| crate::num::parse_i64(b))
                 .unwrap_or(0);
             let first = i64::from(begin + firstkey);
             let step = i64::from(step).max(1);
@@ -656,7 +653,7 @@ impl VariantCommand for KeysInSlot {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         cluster(ctx)?;
-        let slot = super::args::parse_i64(&self.slot).ok_or(CmdError::NotInteger)?;
+        let slot = crate::num::parse_i64(&self.slot).ok_or(CmdError::NotInteger)?;
         let limit = match &self.count {
             None => {
                 if !(0..SLOTS as i64).contains(&slot) {
@@ -665,7 +662,7 @@ impl VariantCommand for KeysInSlot {
                 usize::MAX
             }
             Some(c) => {
-                let c = super::args::parse_i64(c).ok_or(CmdError::NotInteger)?;
+                let c = crate::num::parse_i64(c).ok_or(CmdError::NotInteger)?;
                 if !(0..SLOTS as i64).contains(&slot) || c < 0 {
                     return Err(CmdError::msg("ERR Invalid slot or number of keys"));
                 }

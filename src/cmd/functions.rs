@@ -10,7 +10,7 @@
 use bytes::Bytes;
 
 use super::scripting::{RunAs, run_locked};
-use super::{ArgCursor, CommandSpec as C, Ctx, KeySpec, run, run_sub};
+use super::{Access, ArgCursor, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_as, run_sub};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::script::KillOutcome;
@@ -50,7 +50,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         FCALL_FLAGS,
         keynum(&["RW", "access", "update"]),
-        run::<Fcall<false>>,
+        |c, a| run_as::<Fcall>(c, a, Access::ReadWrite),
     )
     .with_acl(&["@slow", "@scripting"]),
     C::new(
@@ -58,7 +58,7 @@ pub static COMMANDS: &[C] = &[
         -3,
         FCALL_RO_FLAGS,
         keynum(&["RO", "access"]),
-        run::<Fcall<true>>,
+        |c, a| run_as::<Fcall>(c, a, Access::ReadOnly),
     )
     .with_acl(&["@slow", "@scripting"]),
 ];
@@ -141,17 +141,20 @@ pub static FUNCTION: &[C] = &[
 
 /// FCALL / FCALL_RO function numkeys [key …] [arg …]
 #[derive(Debug)]
-pub struct Fcall<const RO: bool> {
+pub struct Fcall {
+    access: Access,
     name: Bytes,
     numkeys: Bytes,
     rest: Vec<Bytes>,
 }
 
-impl<const RO: bool> super::Command for Fcall<RO> {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for Fcall {
+    type Variant = Access;
+    fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
         let name = a.next()?.clone();
         let numkeys = a.next()?.clone();
         Ok(Fcall {
+            access,
             name,
             numkeys,
             rest: a.rest().to_vec(),
@@ -180,7 +183,8 @@ impl<const RO: bool> super::Command for Fcall<RO> {
             return Err(CmdError::msg("ERR Function not found"));
         };
         let flags = info.flags;
-        if RO && !flags.no_writes {
+        let read_only = self.access == Access::ReadOnly;
+        if read_only && !flags.no_writes {
             return Err(CmdError::msg(
                 "ERR Can not execute a script with write flag using *_ro command.",
             ));
@@ -198,12 +202,16 @@ impl<const RO: bool> super::Command for Fcall<RO> {
         }
         let (keys, argv) = self.rest.split_at(numkeys as usize);
         let mut command = Vec::with_capacity(self.rest.len() + 3);
-        command.push(Bytes::from_static(if RO { b"FCALL_RO" } else { b"FCALL" }));
+        command.push(Bytes::from_static(if read_only {
+            b"FCALL_RO"
+        } else {
+            b"FCALL"
+        }));
         command.push(self.name.clone());
         command.push(self.numkeys.clone());
         command.extend(self.rest.iter().cloned());
         let how = RunAs {
-            read_only: RO || flags.no_writes,
+            read_only: read_only || flags.no_writes,
             allow_oom: flags.allow_oom,
             function: Some((info.name.clone(), command)),
             slot: super::cluster::script_slot(keys),

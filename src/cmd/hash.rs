@@ -5,7 +5,7 @@
 //! live in `store::value::HashValue`; this module is the Redis surface: argument checks in
 //! Redis's order, reply shapes per protocol, and WATCH signalling only when something was
 //! written. HINCRBYFLOAT does its arithmetic in emulated x87 extended precision
-//! ([`super::long_double`]) because that is what Redis's `long double` is on x86-64 Linux, and the
+//! ([`crate::num::long_double`]) because that is what Redis's `long double` is on x86-64 Linux, and the
 //! stored text (`0.1 + 0.2` is `0.3` there) depends on it.
 
 use super::notify::class;
@@ -14,8 +14,9 @@ use rand::RngExt;
 
 use super::keys::parse_scan_options;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
-use crate::cmd::args::{glob_match, parse_i64, parse_scan_cursor};
+use crate::cmd::args::{glob_match, parse_scan_cursor};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::access::HashMut;
@@ -501,14 +502,14 @@ impl Command for HIncrBy {
 pub struct HIncrByFloat {
     key: Bytes,
     field: Bytes,
-    incr: super::long_double::LongDouble,
+    incr: crate::num::long_double::LongDouble,
 }
 
 impl Command for HIncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let field = a.next()?.clone();
-        let incr = super::long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?;
+        let incr = crate::num::long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?;
         if !incr.is_finite() {
             return Err(CmdError::msg("ERR value is NaN or Infinity"));
         }
@@ -517,15 +518,15 @@ impl Command for HIncrByFloat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
-            Some(v) => super::long_double::parse(v)
+            Some(v) => crate::num::long_double::parse(v)
                 .ok_or(CmdError::msg("ERR hash value is not a float"))?,
-            None => super::long_double::LongDouble::ZERO,
+            None => crate::num::long_double::LongDouble::ZERO,
         };
-        let new = super::long_double::add(old, self.incr);
+        let new = crate::num::long_double::add(old, self.incr);
         if !new.is_finite() {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
-        let text = super::long_double::format_human(new);
+        let text = crate::num::long_double::format_human(new);
         h.set(&self.field, text.as_bytes());
         drop(h);
         ctx.notify(class::HASH, "hincrbyfloat", &self.key);

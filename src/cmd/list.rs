@@ -2,8 +2,8 @@
 //! insertion around a pivot, LPOS searches and LMOVE between lists.
 //!
 //! A list is a `VecDeque<Bytes>`: O(1) at both ends (the common queue use) and O(1) indexed
-//! access. Redis deletes a list when its last element goes, so every command that removes
-//! elements finishes with `touch_and_prune`.
+//! access. A command that changes a list borrows it through `Locked::modify` (`ListMut`),
+//! whose guard signals WATCH and deletes the key when its last element goes, as Redis does.
 //!
 //! Argument errors come in Redis's order, which is not the same for every command: LRANGE,
 //! LTRIM and LREM parse their integers before looking at the key (a bad integer wins over a
@@ -24,9 +24,11 @@ use bytes::Bytes;
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, VariantCommand, run, run_as,
 };
-use crate::cmd::args::{is, parse_i64};
+use crate::cmd::args::is;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
+use crate::store::access::ListMut;
 use crate::store::{Locked, Value};
 
 /// The list commands.
@@ -55,18 +57,15 @@ pub static COMMANDS: &[C] = &[
         .with_acl(&["@write", "@list", "@slow"]),
 ];
 
-/// The list at `key` for a write: None if missing, WRONGTYPE for another type.
-fn list_mut<'s>(
-    store: &'s mut Locked<'_>,
+/// The list at `key` for a change in place (no stats): None if missing, WRONGTYPE for
+/// another type. The guard signals WATCH and deletes an emptied list when dropped.
+fn list_mut<'l, 'a, 'k>(
+    store: &'l mut Locked<'a>,
     db: usize,
-    key: &[u8],
+    key: &'k [u8],
     now_ms: u64,
-) -> CmdResult<Option<&'s mut VecDeque<Bytes>>> {
-    match store.lookup(db, key, now_ms).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+) -> CmdResult<Option<ListMut<'l, 'a, 'k>>> {
+    store.modify(db, key, now_ms)
 }
 
 /// The list at `key` for a read (counts a keyspace hit or miss): None if missing,
@@ -84,18 +83,15 @@ fn list_read<'s>(
     }
 }
 
-/// The list at `key`, created empty (without TTL) if missing; WRONGTYPE for another type.
-/// The caller must leave it non-empty or prune it.
-fn list_or_create<'s>(
-    store: &'s mut Locked<'_>,
+/// The list at `key`, or a new empty one (without TTL) stored when the guard drops if
+/// something was pushed; WRONGTYPE for another type.
+fn list_or_create<'l, 'a, 'k>(
+    store: &'l mut Locked<'a>,
     db: usize,
-    key: &[u8],
+    key: &'k [u8],
     now_ms: u64,
-) -> CmdResult<&'s mut VecDeque<Bytes>> {
-    match store.get_or_create(db, key, now_ms, || Value::List(VecDeque::new())) {
-        Value::List(l) => Ok(l),
-        _ => Err(CmdError::WrongType),
-    }
+) -> CmdResult<ListMut<'l, 'a, 'k>> {
+    store.modify_or_create(db, key, now_ms, VecDeque::new)
 }
 
 /// A stored copy of a client argument (never a slice of the connection's read buffer).
@@ -177,6 +173,15 @@ impl End {
         }
     }
 
+    /// Pops up to `n` elements from this end, in pop order (LPOP/RPOP/LMPOP with a count).
+    fn pop_many(self, l: &mut VecDeque<Bytes>, n: usize) -> Vec<Reply> {
+        let n = n.min(l.len());
+        match self {
+            End::Left => l.drain(..n).map(Reply::Bulk).collect(),
+            End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
+        }
+    }
+
     fn push(self, l: &mut VecDeque<Bytes>, v: Bytes) {
         match self {
             End::Left => l.push_front(v),
@@ -225,13 +230,13 @@ impl VariantCommand for Push {
             return Ok(Reply::Int(0));
         }
         let end = self.end;
-        let l = list_or_create(&mut ctx.store, db, &self.key, now)?;
+        let mut l = list_or_create(&mut ctx.store, db, &self.key, now)?;
         l.reserve(self.elements.len());
         for e in &self.elements {
-            end.push(l, stored(e));
+            end.push(&mut l, stored(e));
         }
         let len = l.len();
-        ctx.store.touch(db, &self.key);
+        drop(l);
         ctx.notify(class::LIST, end.push_event(), &self.key);
         Ok(Reply::Int(len as i64))
     }
@@ -272,7 +277,7 @@ impl VariantCommand for Pop {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let end = self.end;
-        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+        let Some(mut l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Ok(if self.count.is_some() {
                 Reply::NullArray
             } else {
@@ -280,21 +285,16 @@ impl VariantCommand for Pop {
             });
         };
         let reply = match self.count {
-            None => match end.pop(l) {
+            None => match end.pop(&mut l) {
                 Some(v) => Reply::Bulk(v),
                 None => return Ok(Reply::Null),
             },
             Some(0) => return Ok(Reply::Array(Vec::new())),
-            Some(n) => {
-                let n = n.min(l.len());
-                let popped: Vec<Reply> = match end {
-                    End::Left => l.drain(..n).map(Reply::Bulk).collect(),
-                    End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
-                };
-                Reply::Array(popped)
-            }
+            Some(n) => Reply::Array(end.pop_many(&mut l, n)),
         };
-        ctx.prune_and_notify(class::LIST, end.pop_event(), &self.key);
+        drop(l);
+        ctx.notify(class::LIST, end.pop_event(), &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(reply)
     }
 }
@@ -397,7 +397,7 @@ impl Command for LTrim {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+        let Some(mut l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Ok(Reply::ok());
         };
         match resolve_range(self.start, self.end, l.len()) {
@@ -408,7 +408,10 @@ impl Command for LTrim {
             None => l.clear(),
         }
         // Redis signals LTRIM even when it keeps every element.
-        ctx.prune_and_notify(class::LIST, "ltrim", &self.key);
+        l.mark_changed();
+        drop(l);
+        ctx.notify(class::LIST, "ltrim", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::ok())
     }
 }
@@ -432,15 +435,14 @@ impl Command for LSet {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+        let Some(mut l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Err(CmdError::NoSuchKey);
         };
         let index = parse_i64(&self.index).ok_or(CmdError::NotInteger)?;
-        let slot = resolve_index(index, l.len())
-            .and_then(|i| l.get_mut(i))
-            .ok_or(CmdError::msg("ERR index out of range"))?;
-        *slot = stored(&self.element);
-        ctx.store.touch(db, &self.key);
+        // Resolved through a read first: an index out of range changes nothing.
+        let i = resolve_index(index, l.len()).ok_or(CmdError::msg("ERR index out of range"))?;
+        l[i] = stored(&self.element);
+        drop(l);
         ctx.notify(class::LIST, "lset", &self.key);
         Ok(Reply::ok())
     }
@@ -466,12 +468,16 @@ impl Command for LRem {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+        let Some(mut l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Ok(Reply::Int(0));
         };
-        let removed = remove_matches(l, &self.element, self.count);
-        if removed > 0 {
-            ctx.prune_and_notify(class::LIST, "lrem", &self.key);
+        let removed = remove_matches(&mut l, &self.element, self.count);
+        if removed == 0 {
+            l.mark_unchanged();
+        } else {
+            drop(l);
+            ctx.notify(class::LIST, "lrem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -535,7 +541,7 @@ impl Command for LInsert {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let Some(l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
+        let Some(mut l) = list_mut(&mut ctx.store, db, &self.key, now)? else {
             return Ok(Reply::Int(0));
         };
         let Some(pos) = l.iter().position(|e| *e == self.pivot) else {
@@ -543,7 +549,7 @@ impl Command for LInsert {
         };
         l.insert(pos + usize::from(self.after), stored(&self.element));
         let len = l.len();
-        ctx.store.touch(db, &self.key);
+        drop(l);
         ctx.notify(class::LIST, "linsert", &self.key);
         Ok(Reply::Int(len as i64))
     }
@@ -685,15 +691,15 @@ impl Command for LMove {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let Some(src) = list_mut(&mut ctx.store, db, &self.source, now)? else {
+        let Some(mut src) = list_mut(&mut ctx.store, db, &self.source, now)? else {
             return Ok(Reply::Null);
         };
         if self.source == self.destination {
-            let Some(v) = self.from.pop(src) else {
+            let Some(v) = self.from.pop(&mut src) else {
                 return Ok(Reply::Null);
             };
-            self.to.push(src, v.clone());
-            ctx.store.touch(db, &self.source);
+            self.to.push(&mut src, v.clone());
+            drop(src);
             ctx.notify(class::LIST, self.to.push_event(), &self.source);
             ctx.notify(class::LIST, self.from.pop_event(), &self.source);
             return Ok(Reply::Bulk(v));
@@ -701,17 +707,17 @@ impl Command for LMove {
         if src.is_empty() {
             return Ok(Reply::Null);
         }
+        drop(src);
         // Type-check the destination before popping.
         list_mut(&mut ctx.store, db, &self.destination, now)?;
-        let Some(v) =
-            list_mut(&mut ctx.store, db, &self.source, now)?.and_then(|src| self.from.pop(src))
+        let Some(v) = list_mut(&mut ctx.store, db, &self.source, now)?
+            .and_then(|mut src| self.from.pop(&mut src))
         else {
             return Ok(Reply::Null);
         };
-        ctx.store.touch_and_prune(db, &self.source);
-        let dst = list_or_create(&mut ctx.store, db, &self.destination, now)?;
-        self.to.push(dst, v.clone());
-        ctx.store.touch(db, &self.destination);
+        let mut dst = list_or_create(&mut ctx.store, db, &self.destination, now)?;
+        self.to.push(&mut dst, v.clone());
+        drop(dst);
         // Redis's order: the push, then the pop, then the emptied source's `del`.
         ctx.notify(class::LIST, self.to.push_event(), &self.destination);
         ctx.notify(class::LIST, self.from.pop_event(), &self.source);
@@ -783,18 +789,16 @@ impl Command for LMPop {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         for key in &self.keys {
-            let Some(l) = list_mut(&mut ctx.store, db, key, now)? else {
+            let Some(mut l) = list_mut(&mut ctx.store, db, key, now)? else {
                 continue;
             };
             if l.is_empty() {
                 continue;
             }
-            let n = self.count.min(l.len());
-            let popped: Vec<Reply> = match self.end {
-                End::Left => l.drain(..n).map(Reply::Bulk).collect(),
-                End::Right => l.drain(l.len() - n..).rev().map(Reply::Bulk).collect(),
-            };
-            ctx.prune_and_notify(class::LIST, self.end.pop_event(), key);
+            let popped = self.end.pop_many(&mut l, self.count);
+            drop(l);
+            ctx.notify(class::LIST, self.end.pop_event(), key);
+            ctx.notify_if_deleted(key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(popped),

@@ -8,13 +8,15 @@
 //! makes EXEC abort. An EXEC whose queue holds a `denyoom` command is refused with
 //! `-EXECABORT Transaction discarded because of: OOM ...` and the transaction is discarded.
 
-use super::{CommandSpec, Lookup, Shared, lookup};
+use super::Shared;
+use super::call::Roles;
+use super::table::{CmdFlags, CmdId, Entry};
 use crate::client::ClientState;
 use crate::protocol::Reply;
 use crate::store::evict::{OOM_ERROR, Outcome, perform_evictions};
 
-/// Evicts as the policy allows; returns the error reply if `spec` must be refused.
-pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> Option<Reply> {
+/// Evicts as the policy allows; returns the error reply if `entry` must be refused.
+pub fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) -> Option<Reply> {
     if shared.live.maxmemory() == 0 {
         return None;
     }
@@ -33,9 +35,9 @@ pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> O
         return None;
     }
     let in_multi = client.multi.is_some();
-    let is_exec = spec.name == "exec";
-    let refuse = spec.has(super::table::CmdFlags::DENYOOM)
-        || (in_multi && !matches!(spec.name, "exec" | "discard" | "quit" | "reset"))
+    let is_exec = entry.roles.contains(Roles::EXEC);
+    let refuse = entry.spec.has(CmdFlags::DENYOOM)
+        || (in_multi && !entry.roles.contains(Roles::ENDS_MULTI))
         || (is_exec && queue_grows_memory(shared, client));
     if !refuse {
         return None;
@@ -56,8 +58,11 @@ pub fn check(shared: &Shared, client: &mut ClientState, spec: &CommandSpec) -> O
 /// True if a command queued in the client's MULTI is flagged `denyoom`.
 fn queue_grows_memory(shared: &Shared, client: &ClientState) -> bool {
     client.multi.as_ref().is_some_and(|queue| {
-        queue.iter().any(|args| {
-            matches!(lookup(&shared.table, args), Lookup::Found(spec) if spec.has(super::table::CmdFlags::DENYOOM))
+        queue.iter().any(|q| {
+            shared
+                .table
+                .entry(CmdId(q.cmd))
+                .is_some_and(|e| e.spec.has(CmdFlags::DENYOOM))
         })
     })
 }

@@ -1,11 +1,14 @@
 //! Commands: the table (name, arity, flags, key positions, handler), dispatch, MULTI
-//! queueing, and one module per command family.
+//! queueing, the operators' statistics, and one module per command family.
 //!
-//! A request goes through `execute`: the name is looked up (case-insensitively), arity is
-//! checked against the table, and, inside MULTI, the command is queued (queue-time checks are
-//! only these two, as in Redis). Otherwise the shards of the command's keys (from the
-//! table's key positions) are locked in ascending order, the clock is read once, and the
-//! handler parses its arguments into a typed struct and applies it. Every family module
+//! A request goes through `execute`: the name is looked up (case-insensitively) and arity
+//! is checked against the table, which resolves it once into its table entry; then
+//! [`call`] (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
+//! script calls. `call` applies the caller's policy (auth, cluster routing, OOM, flags),
+//! queues it inside MULTI, or locks the shards of the command's keys (from the table's key
+//! positions) in ascending order, reads the clock once, and runs the handler, which parses
+//! its arguments into a typed struct and applies it; then it counts the call (INFO
+//! commandstats, errorstats, latencystats, SLOWLOG, LATENCY, MONITOR). Every family module
 //! follows that `parse → apply` split through the `Command` trait, so argument errors are
 //! produced in one place per command.
 //!
@@ -16,6 +19,7 @@
 pub mod args;
 pub mod bitmap;
 pub mod blocking;
+pub mod call;
 pub mod cluster;
 pub mod docs;
 pub mod dump;
@@ -23,9 +27,8 @@ pub mod functions;
 pub mod hash;
 pub mod hll;
 pub mod keys;
+pub mod latency;
 pub mod list;
-/// Moved to [`crate::num::long_double`]; re-exported here for this wave's callers.
-pub use crate::num::long_double;
 pub mod maxmemory;
 pub mod monitor;
 pub mod notify;
@@ -34,7 +37,9 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod slowlog;
 pub mod sort;
+pub mod stats;
 pub mod strings;
 pub mod strrange;
 pub mod table;
@@ -46,6 +51,8 @@ pub mod zsetops;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use call::{Caller, call};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -56,10 +63,11 @@ use crate::config::Config;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::store::{Keyspace, Locked};
+use table::Entry;
 
 pub use args::ArgCursor;
 pub use table::{
-    CmdFlags, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+    CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
 };
 
 /// Server-wide state every command can reach.
@@ -104,6 +112,12 @@ pub struct Shared {
     pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// Error replies by prefix (INFO errorstats).
+    pub errors: stats::ErrorStats,
+    /// SLOWLOG's entries.
+    pub slowlog: slowlog::SlowLog,
+    /// LATENCY's events.
+    pub latency: latency::LatencyMonitor,
 }
 
 /// Counters INFO reports.
@@ -159,6 +173,9 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
+            errors: stats::ErrorStats::default(),
+            slowlog: slowlog::SlowLog::default(),
+            latency: latency::LatencyMonitor::default(),
         };
         shared.configure_notifications();
         shared
@@ -196,6 +213,9 @@ pub struct Ctx<'a> {
     pub blocked: Option<Arc<blocking::Waiter>>,
     /// Keys written that blocked clients wait on, served once the locks are released.
     pub ready: Vec<(usize, Bytes)>,
+    /// Set by a script command whose error reply came from a failed `redis.call`: that
+    /// call counted the error already (see `call`).
+    pub error_counted: bool,
     /// Keyspace notifications emitted, published once the locks are released.
     pub events: notify::Events,
 }
@@ -320,72 +340,43 @@ pub fn printable(b: &[u8], max: usize) -> String {
     String::from_utf8_lossy(&b[..end]).replace(['\r', '\n'], " ")
 }
 
-/// Resolved command: the spec to run.
+/// A resolved request: the table entry to run.
 pub enum Lookup<'t> {
     /// Found; arity checked.
-    Found(&'t CommandSpec),
-    /// An error to reply (unknown command or subcommand, wrong arity).
-    Error(CmdError),
+    Found(&'t Entry),
+    /// An error to reply (unknown command or subcommand, wrong arity), with the entry when
+    /// the command is known (its `rejected_calls` count the error).
+    Error(CmdError, Option<&'t Entry>),
 }
 
 /// Looks up and arity-checks a request.
-pub fn lookup(table: &CommandTable, args: &[Bytes]) -> Lookup<'static> {
-    let Some(spec) = args.first().and_then(|name| table.get(name)) else {
-        return Lookup::Error(unknown_command(args));
+pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
+    let Some(entry) = args.first().and_then(|name| table.get_entry(name)) else {
+        return Lookup::Error(unknown_command(args), None);
     };
-    let spec = if spec.subcommands.is_empty() || args.len() < 2 {
-        spec
+    let entry = if entry.spec.subcommands.is_empty() || args.len() < 2 {
+        entry
     } else {
-        match spec
-            .subcommands
-            .iter()
-            .find(|s| args[1].eq_ignore_ascii_case(s.short_name().as_bytes()))
-        {
+        match table.sub_entry(entry, &args[1]) {
             Some(sub) => sub,
             None => {
-                return Lookup::Error(CmdError::owned(format!(
-                    "ERR unknown subcommand '{}'. Try {} HELP.",
-                    printable(&args[1], 128),
-                    spec.name.to_ascii_uppercase()
-                )));
+                return Lookup::Error(
+                    CmdError::owned(format!(
+                        "ERR unknown subcommand '{}'. Try {} HELP.",
+                        printable(&args[1], 128),
+                        entry.spec.name.to_ascii_uppercase()
+                    )),
+                    None,
+                );
             }
         }
     };
+    let spec = entry.spec;
     let n = args.len() as i32;
     if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
-        return Lookup::Error(CmdError::WrongArity(spec.full_name()));
+        return Lookup::Error(CmdError::WrongArity(spec.full_name()), Some(entry));
     }
-    Lookup::Found(spec)
-}
-
-/// Who is about to run a command; Redis refuses some commands by their flags for some
-/// callers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    /// A client, outside MULTI.
-    Client,
-    /// A client inside MULTI (the command would be queued).
-    Multi,
-    /// EXEC running a queued command.
-    Exec,
-    /// A script's `redis.call` / `redis.pcall`.
-    Script,
-}
-
-/// The one place where command flags refuse a command for its caller, with Redis 7.0's
-/// texts: `no_multi` commands (SHUTDOWN…) inside MULTI, `noscript` ones (MULTI, WATCH,
-/// MONITOR, AUTH, CLIENT…) from scripts. EXEC checks again what it runs, so nothing
-/// refused at queue time can run through another path.
-pub fn refused_for(spec: &CommandSpec, caller: Caller) -> Option<&'static str> {
-    match caller {
-        Caller::Multi | Caller::Exec if spec.has(CmdFlags::NO_MULTI) => {
-            Some("ERR Command not allowed inside a transaction")
-        }
-        Caller::Script if spec.has(CmdFlags::NOSCRIPT) => {
-            Some("ERR This Redis command is not allowed from script")
-        }
-        _ => None,
-    }
+    Lookup::Found(entry)
 }
 
 /// Locks what `spec` needs for `args`. The key arguments' hashes are kept with the locks,
@@ -406,19 +397,6 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
     }
 }
 
-/// Refuses a command before it runs (Redis's rejectCommand): counts the error and, inside
-/// MULTI, dooms the transaction so EXEC answers EXECABORT.
-fn reject(shared: &Shared, client: &mut ClientState, reply: Reply) -> Reply {
-    if client.multi.is_some() {
-        client.multi_failed = true;
-    }
-    shared
-        .stats
-        .total_error_replies
-        .fetch_add(1, Ordering::Relaxed);
-    reply
-}
-
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
 /// [`execute_blocking`]).
@@ -437,154 +415,44 @@ pub fn execute_blocking(
     execute_request(shared, client, args, true)
 }
 
+/// The client's part of a request: resolve it, keep CLIENT LIST's view, then [`call`].
 fn execute_request(
     shared: &Shared,
     client: &mut ClientState,
     args: &[Bytes],
     may_block: bool,
 ) -> (Reply, Option<Arc<blocking::Waiter>>) {
-    let mut blocked = None;
-    let reply = execute_inner(shared, client, args, may_block, &mut blocked);
-    (reply, blocked)
-}
-
-fn execute_inner(
-    shared: &Shared,
-    client: &mut ClientState,
-    args: &[Bytes],
-    may_block: bool,
-    blocked: &mut Option<Arc<blocking::Waiter>>,
-) -> Reply {
-    // Requests refused before authentication are not logged (nothing an unauthenticated
-    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
-    let spec = match lookup(&shared.table, args) {
-        Lookup::Found(spec) => spec,
-        Lookup::Error(e) => {
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(e, entry) => {
             client.info.clear_last_cmd();
+            // Requests refused before authentication are not logged (nothing an
+            // unauthenticated client sends is kept).
             if let Some(hooks) = &shared.test
                 && client.authenticated
             {
                 hooks.record(shared.clock.now_ms(), client, args);
             }
-            return reject(shared, client, e.into());
+            return (call::reject(shared, client, entry, e.into()), None);
         }
     };
     // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
-    client.info.set_last_cmd(&spec.name);
+    client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
-        return reject(
-            shared,
-            client,
-            Reply::Error("NOAUTH Authentication required.".into()),
-        );
-    }
-    if let Some(hooks) = &shared.test {
-        hooks.record(
-            shared.clock.now_ms(),
-            client,
-            &monitor::redact(spec.name, args),
-        );
-    }
-    if client.multi.is_some()
-        && let Some(text) = refused_for(spec, Caller::Multi)
-    {
-        return reject(shared, client, Reply::Error(text.into()));
-    }
-    // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
-    let _routed = match cluster::route(shared, client, spec, args) {
-        Ok(guard) => guard,
-        Err(reply) => return reply,
-    };
-    if let Some(reply) = maxmemory::check(shared, client, spec) {
-        return reject(shared, client, reply);
-    }
-    // A RESP2 connection that is subscribed only takes what Redis takes in that context.
-    if client.resp == 2 && client.subscribed() && !pubsub::allowed_while_subscribed(spec.name) {
-        return reject(
-            shared,
-            client,
-            Reply::Error(
-                format!(
-                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                    spec.full_name()
-                )
-                .into(),
-            ),
-        );
-    }
-    if client.multi.is_some() && !spec.immediate {
-        if let Some(queue) = client.multi.as_mut() {
-            queue.push(args.to_vec());
-            client
-                .info
-                .multi
-                .store(queue.len() as i64, Ordering::Relaxed);
-            client.info.multi_mem.fetch_add(
-                argv_mem + args.len() * std::mem::size_of::<usize>(),
-                Ordering::Relaxed,
-            );
-        }
-        return Reply::status("QUEUED");
-    }
-    if let Some(hooks) = &shared.test
-        && let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), client)
-    {
-        return reply;
-    }
-    // A script (EVAL, FCALL… : the whole-keyspace commands MONITOR skips) is marked busy
-    // before it takes every shard, so commands arriving meanwhile wait at the busy gate.
-    let _announced = (spec.lock == LockMode::All && spec.has(CmdFlags::SKIP_MONITOR))
-        .then(|| shared.scripts.busy.announce());
-    let store = lock_for(shared, spec, args);
-    // One clock read gives the command's `now` and the start of its INFO commandstats time.
-    let (now_ns, started) = shared.clock.now_ns_and_instant();
     let mut ctx = Ctx {
         shared,
         client,
-        store,
-        now_ms: now_ns / 1_000_000,
-        now_ns,
+        store: shared.keyspace.lock_none(),
+        now_ms: 0,
+        now_ns: 0,
         in_exec: false,
         may_block,
         blocked: None,
         ready: Vec::new(),
+        error_counted: false,
         events: notify::Events::new(shared),
     };
-    let reply = (spec.handler)(&mut ctx, args);
-    blocking::note_write(&mut ctx, spec, args);
-    *blocked = ctx.blocked.take();
-    let ready = std::mem::take(&mut ctx.ready);
-    let events = ctx.take_events();
-    drop(ctx);
-    // Notifications go out with no lock held, before blocked clients are served (whose pops
-    // emit their own), as Redis emits them during the command.
-    notify::publish(shared, events);
-    // Clients blocked on keys this command wrote are served before its reply goes out and
-    // before the next command runs (Redis's handleClientsBlockedOnKeys).
-    if !ready.is_empty() {
-        blocking::serve(shared, ready);
-    }
-    if shared.monitors.active() && !spec.has(CmdFlags::ADMIN) {
-        let hard = shared.live.output_buffer_limit().hard;
-        let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
-        shared.monitors.publish(
-            now_ns / 1000,
-            client,
-            &monitor::redact(spec.name, args),
-            cap,
-        );
-    }
-    shared
-        .table
-        .record(spec, started.elapsed(), reply.is_error());
-    if reply.is_error() {
-        shared
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
-    }
-    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    reply
+    let reply = call(&mut ctx, entry, args, Caller::Client(args));
+    (reply, ctx.blocked.take())
 }

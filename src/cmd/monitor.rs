@@ -19,7 +19,6 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use super::{ArgCursor, Command, Ctx};
-use crate::client::ClientState;
 use crate::error::CmdResult;
 use crate::protocol::Reply;
 
@@ -133,15 +132,16 @@ impl Monitors {
         }
     }
 
-    /// Sends one command (its arguments already redacted) to every monitor; `cap` is the
-    /// most a monitor may have queued.
-    pub fn publish(&self, now_us: u64, client: &ClientState, args: &[Bytes], cap: usize) {
+    /// Sends one command (its arguments already redacted), run in database `db` by the
+    /// client at `addr` (`lua` for a script's calls), to every monitor; `cap` is the most
+    /// a monitor may have queued.
+    pub fn publish(&self, now_us: u64, db: usize, addr: &str, args: &[Bytes], cap: usize) {
         let mut line = format!(
             "+{}.{:06} [{} {}]",
             now_us / 1_000_000,
             now_us % 1_000_000,
-            client.db,
-            client.info.addr
+            db,
+            addr
         );
         for a in args {
             line.push(' ');

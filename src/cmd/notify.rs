@@ -129,16 +129,6 @@ impl Ctx<'_> {
         });
     }
 
-    /// For a handler that changed an aggregate in place: `touch_and_prune` (signal
-    /// watchers, delete the key if it is now empty), then emit `name` and, if the key was
-    /// deleted, `del`, as Redis does after emptying an aggregate.
-    pub fn prune_and_notify(&mut self, class: u32, name: &'static str, key: &[u8]) {
-        let db = self.db();
-        self.store.touch_and_prune(db, key);
-        self.notify(class, name, key);
-        self.notify_if_deleted(key);
-    }
-
     /// Emits `del` for `key` if it no longer exists (an aggregate the command emptied).
     pub fn notify_if_deleted(&mut self, key: &[u8]) {
         if self.events.wants(class::GENERIC) {

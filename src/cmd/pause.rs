@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{ArgCursor, Command, Ctx, Lookup, Shared, lookup};
+use super::call::Roles;
+use super::table::Entry;
+use super::{ArgCursor, CmdId, Command, Ctx, Lookup, Shared, lookup};
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -138,41 +140,43 @@ pub async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool
 
 /// Does a pause in `mode` hold this command back?
 fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bool {
-    let spec = match lookup(&shared.table, args) {
-        Lookup::Found(spec) => spec,
-        Lookup::Error(_) => return false, // rejected before the pause check, as in Redis
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(..) => return false, // rejected before the pause check, as in Redis
     };
     if mode == ALL {
         return true;
     }
-    if spec.name == "exec" {
-        return client
-            .multi
-            .iter()
-            .flatten()
-            .any(|queued| may_replicate(shared, queued));
+    if entry.roles.contains(Roles::EXEC) {
+        return client.multi.iter().flatten().any(|queued| {
+            shared
+                .table
+                .entry(CmdId(queued.cmd))
+                .is_some_and(|e| may_replicate(shared, e, &queued.args))
+        });
     }
-    may_replicate(shared, args)
+    may_replicate(shared, entry, args)
 }
 
 /// Redis's `CMD_WRITE | CMD_MAY_REPLICATE` for one request, scripts' flags included.
-fn may_replicate(shared: &Shared, args: &[Bytes]) -> bool {
-    let Lookup::Found(spec) = lookup(&shared.table, args) else {
-        return false;
-    };
-    match spec.name {
-        "pfcount" | "publish" | "spublish" | "fcall" => true,
-        "eval" | "evalsha" => script_writes(shared, spec.name, args).unwrap_or(true),
-        "eval_ro" | "evalsha_ro" => script_writes(shared, spec.name, args).unwrap_or(false),
-        _ => spec.has(super::CmdFlags::WRITE),
+fn may_replicate(shared: &Shared, entry: &Entry, args: &[Bytes]) -> bool {
+    let spec = entry.spec;
+    let by_sha = entry.roles.contains(Roles::EVALSHA);
+    if entry.roles.contains(Roles::MAY_REPLICATE) {
+        true
+    } else if by_sha || entry.roles.contains(Roles::EVAL) {
+        // EVAL writes unless its script says otherwise; EVAL_RO does not.
+        script_writes(shared, by_sha, args).unwrap_or(!spec.has(super::CmdFlags::READONLY))
+    } else {
+        spec.has(super::CmdFlags::WRITE)
     }
 }
 
 /// Whether a script's declared flags make it a write (Redis's `evalGetCommandFlags`); None
 /// when the script declares none (or is unknown), so the command's own flags decide.
-fn script_writes(shared: &Shared, name: &str, args: &[Bytes]) -> Option<bool> {
+fn script_writes(shared: &Shared, by_sha: bool, args: &[Bytes]) -> Option<bool> {
     let body = args.get(1)?;
-    let flags = if name.starts_with("evalsha") {
+    let flags = if by_sha {
         if body.len() != 40 {
             return None;
         }
@@ -226,7 +230,7 @@ impl Command for ClientPause {
         } else {
             return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
         };
-        let t = super::args::parse_i64(timeout).ok_or(CmdError::msg(
+        let t = crate::num::parse_i64(timeout).ok_or(CmdError::msg(
             "ERR timeout is not an integer or out of range",
         ))?;
         if t < 0 {

@@ -560,22 +560,6 @@ pub static COMMANDS: &[C] = &[
         .with_acl(&["@slow"]),
 ];
 
-/// The commands a RESP2 client may send while subscribed (Redis's list).
-pub fn allowed_while_subscribed(name: &str) -> bool {
-    matches!(
-        name,
-        "ping"
-            | "subscribe"
-            | "ssubscribe"
-            | "unsubscribe"
-            | "sunsubscribe"
-            | "psubscribe"
-            | "punsubscribe"
-            | "quit"
-            | "reset"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

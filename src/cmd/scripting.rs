@@ -13,8 +13,9 @@
 //! `now` is read once for the whole script, so every call inside it, TIME included, sees the
 //! same instant of sluice's clock (the test clock in test mode).
 //!
-//! `redis.call` dispatches through the same command table as clients do, refusing what Redis
-//! refuses in scripts (commands flagged `noscript`; writes from read-only scripts).
+//! `redis.call` resolves the command in the same table as clients do and runs it through
+//! `cmd::call` (as `Caller::Script`), which refuses what Redis refuses in scripts (commands
+//! flagged `noscript`; writes from read-only scripts; OOM; cross-slot keys) and counts it.
 //!
 //! # Busy scripts
 //!
@@ -31,14 +32,14 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::call::{Roles, ScriptRules};
 use super::{
-    Access, ArgCursor, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup, Shared,
-    VariantCommand, lookup, run, run_as, run_sub,
+    Access, ArgCursor, Caller, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup,
+    Shared, VariantCommand, call, lookup, run, run_as, run_sub,
 };
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
@@ -176,10 +177,6 @@ static SCRIPT: &[C] = &[
     )
     .with_acl(&["@slow", "@scripting"]),
 ];
-
-/// Commands whose handlers lock shards themselves: inside a script, which already holds
-/// every shard, they would wait on their own thread forever, so scripts may not call them.
-const SELF_LOCKING: &[&str] = &["info", "config|resetstat", "clock|advance", "clock|set"];
 
 /// Where an EVAL-family command finds its script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -320,11 +317,14 @@ pub fn run_locked(
         let running = busy.begin_as(function.clone(), held);
         let mut host = ScriptHost {
             ctx: &mut *ctx,
-            read_only,
-            allow_oom,
             busy: &busy,
-            slot,
-            cross_slot_ok,
+            rules: ScriptRules {
+                read_only,
+                allow_oom,
+                slot,
+                cross_slot_ok,
+                ..ScriptRules::default()
+            },
             memo,
             may_restart: top,
             effects: false,
@@ -332,12 +332,19 @@ pub fn run_locked(
         };
         let reply = body(&shared.scripts, &mut host);
         let restart = host.restart;
+        // An error the script raised from a failed `redis.call` (or returned from a failed
+        // `redis.pcall`) starts with that call's error, which the call counted already.
+        let from_call = match (&reply, &host.rules.last_error) {
+            (Reply::Error(text), Some(last)) => text.starts_with(last.as_str()),
+            _ => false,
+        };
         drop(running);
         ctx.client.resp = saved_resp;
         if ctx.client.db != saved_db {
             ctx.client.set_db(saved_db);
         }
         if !restart || ctx.store.holds_all() {
+            ctx.error_counted = from_call;
             return reply;
         }
         shared.scripts.remember_needs_all(memo);
@@ -346,16 +353,12 @@ pub fn run_locked(
     }
 }
 
-/// Runs the commands a script calls, with the script's locks, client and `now`.
+/// Runs the commands a script calls through `cmd::call`, with the script's locks, client
+/// and `now`; turns lookup errors into the texts Redis gives scripts.
 struct ScriptHost<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
-    read_only: bool,
-    allow_oom: bool,
     busy: &'c script::Busy,
-    /// Cluster mode: the one slot the script's calls may touch, once known.
-    slot: Option<u16>,
-    /// Cluster mode: the calls may touch several slots.
-    cross_slot_ok: bool,
+    rules: ScriptRules,
     /// The script's SHA1 or `f:` and the function's name (see [`run_locked`]).
     memo: &'c str,
     /// The script may be stopped and run again holding every shard (not inside EXEC).
@@ -438,67 +441,35 @@ fn refuse(msg: &'static str) -> Reply {
 impl Host for ScriptHost<'_, '_> {
     fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply {
         let shared = self.ctx.shared;
-        let spec = match lookup(&shared.table, &args) {
-            Lookup::Found(spec) => spec,
-            Lookup::Error(CmdError::WrongArity(_)) => {
+        let entry = match lookup(&shared.table, &args) {
+            Lookup::Found(entry) => entry,
+            Lookup::Error(CmdError::WrongArity(_), _) => {
                 return refuse("ERR Wrong number of args calling Redis command from script");
             }
-            Lookup::Error(CmdError::UnknownCommand(_)) => {
+            Lookup::Error(CmdError::UnknownCommand(_), _) => {
                 return refuse("ERR Unknown Redis command called from script");
             }
-            Lookup::Error(e) => return Reply::Error(Cow::Owned(e.to_string())),
+            Lookup::Error(e, _) => return Reply::Error(Cow::Owned(e.to_string())),
         };
-        if super::refused_for(spec, super::Caller::Script).is_some()
-            || SELF_LOCKING.contains(&spec.name)
-        {
-            return refuse("ERR This Redis command is not allowed from script");
-        }
-        let writes = spec.has(CmdFlags::WRITE);
-        if writes && self.read_only {
-            return refuse("ERR Write commands are not allowed from read-only scripts.");
-        }
-        if let Some(refused) = self.take_shards(spec, &args) {
+        if let Some(refused) = self.take_shards(entry.spec, &args) {
             return refused;
         }
+        let spec = entry.spec;
         if spec.has(CmdFlags::WRITE) || spec.has(CmdFlags::PUBSUB) || spec.has(CmdFlags::ADMIN) {
             self.effects = true;
         }
-        let maxmemory = shared.live.maxmemory();
-        if maxmemory > 0
-            && !self.allow_oom
-            && spec.has(CmdFlags::DENYOOM)
-            && crate::alloc_stats::allocated() > maxmemory
-        {
-            return Reply::Error(Cow::Borrowed(crate::store::evict::OOM_ERROR));
-        }
-        if writes {
+        self.rules.resp = resp;
+        let reply = call(self.ctx, entry, &args, Caller::Script(&mut self.rules));
+        if std::mem::take(&mut self.rules.wrote) {
             self.busy.mark_write();
         }
-        if let Some(refused) =
-            super::cluster::script_check(shared, spec, &args, &mut self.slot, self.cross_slot_ok)
-        {
-            return refused;
-        }
-        let started = Instant::now();
-        let client_resp = self.ctx.client.resp;
-        self.ctx.client.resp = resp;
-        // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
-        let may_block = std::mem::replace(&mut self.ctx.may_block, false);
-        let reply = (spec.handler)(self.ctx, &args);
-        self.ctx.may_block = may_block;
-        super::blocking::note_write(self.ctx, spec, &args);
-        self.ctx.client.resp = client_resp;
-        shared
-            .table
-            .record(spec, started.elapsed(), reply.is_error());
-        shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
         reply
     }
 
     fn command_exists(&mut self, args: &[Bytes]) -> bool {
         matches!(
             lookup(&self.ctx.shared.table, args),
-            Lookup::Found(_) | Lookup::Error(CmdError::WrongArity(_))
+            Lookup::Found(_) | Lookup::Error(CmdError::WrongArity(_), _)
         )
     }
 }
@@ -681,18 +652,19 @@ pub fn busy_threshold(shared: &Shared) -> Duration {
 }
 
 /// The shards a command waits for at the busy gate; None: any script's (EXEC, WATCH and a
-/// client with WATCHes or inside MULTI, whole-keyspace commands, and the `allow_busy`
-/// ones, which wait for the busy state as in Redis).
+/// client with WATCHes or inside MULTI, whole-keyspace commands, scripts that will take
+/// every shard, and the `allow_busy` commands, which wait for the busy state as in Redis).
 fn gate_needs(
     shared: &Shared,
     client: &ClientState,
-    spec: &C,
+    entry: &super::table::Entry,
     args: &[Bytes],
 ) -> Option<smallvec::SmallVec<[usize; 8]>> {
+    let spec = entry.spec;
     if spec.has(CmdFlags::ALLOW_BUSY)
         || client.multi.is_some()
         || !client.watched.is_empty()
-        || matches!(spec.name, "exec" | "watch")
+        || entry.roles.contains(Roles::NEEDS_SHARDS)
     {
         return None;
     }
@@ -735,11 +707,12 @@ fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
 /// `None` means: run the command now.
 pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Option<Reply> {
     let busy = shared.scripts.busy.clone();
-    let spec = match lookup(&shared.table, args) {
-        Lookup::Found(spec) => spec,
-        Lookup::Error(_) => return None, // the error reply needs no lock
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(..) => return None, // the error reply needs no lock
     };
-    let needs = gate_needs(shared, client, spec, args);
+    let spec = entry.spec;
+    let needs = gate_needs(shared, client, entry, args);
     loop {
         let blocker = busy.blocking(needs.as_deref())?;
         let ran = blocker.ran;
@@ -757,7 +730,7 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
         }
         let lock_free = spec.lock == LockMode::None
             && client.watched.is_empty()
-            && !matches!(spec.name, "exec" | "watch");
+            && !entry.roles.contains(Roles::NEEDS_SHARDS);
         if spec.has(CmdFlags::ALLOW_BUSY) {
             if lock_free {
                 return None;
@@ -765,30 +738,25 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
             busy.wait_end(Duration::from_millis(100)).await;
             continue;
         }
-        shared
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
         let text = if blocker.function {
             BUSY_FUNCTION
         } else {
             BUSY
         };
-        if client.multi.is_some() {
-            if spec.name == "exec" {
-                if !client.watched.is_empty() {
-                    // Discarding unwatches, which needs the shards: wait for them.
-                    busy.wait_end(Duration::from_millis(100)).await;
-                    continue;
-                }
-                client.end_multi();
-                return Some(Reply::Error(Cow::Owned(format!(
-                    "EXECABORT Transaction discarded because of: {text}"
-                ))));
+        if client.multi.is_some() && entry.roles.contains(Roles::EXEC) {
+            if !client.watched.is_empty() {
+                // Discarding unwatches, which needs the shards: wait for them.
+                busy.wait_end(Duration::from_millis(100)).await;
+                continue;
             }
-            client.multi_failed = true;
+            client.end_multi();
+            let reply = Reply::Error(Cow::Owned(format!(
+                "EXECABORT Transaction discarded because of: {text}"
+            )));
+            return Some(super::call::reject(shared, client, Some(entry), reply));
         }
-        return Some(Reply::Error(Cow::Borrowed(text)));
+        let reply = Reply::Error(Cow::Borrowed(text));
+        return Some(super::call::reject(shared, client, Some(entry), reply));
     }
 }
 

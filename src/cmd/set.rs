@@ -19,10 +19,11 @@ use super::{
     run_as,
 };
 use crate::cmd::args::is;
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::SetMut;
 use crate::store::value::{SetValue, scan_hash, scan_step};
 
 /// The set commands.
@@ -106,14 +107,26 @@ fn read_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut Se
     }
 }
 
-/// Looks a set up for a write command (no stats): None if missing, WRONGTYPE for others.
-fn write_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut SetValue>> {
+/// The set at `key` for a change in place (no stats): None if missing, WRONGTYPE for
+/// others. The guard signals WATCH and deletes an emptied set when dropped.
+fn write_set<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<SetMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now).map(|e| &mut e.value) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(CmdError::WrongType),
-    }
+    ctx.store.modify(db, key, now)
+}
+
+/// The set at `key`, or a new empty one whose encoding suits `first` (Redis picks a new
+/// set's encoding from its first member), stored when the guard drops if filled.
+fn set_or_create<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+    first: &[u8],
+) -> CmdResult<SetMut<'l, 'a, 'k>> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    ctx.store
+        .modify_or_create(db, key, now, || Box::new(SetValue::new_for(first)))
 }
 
 /// SADD key member [member …]
@@ -133,17 +146,12 @@ impl Command for SAdd {
         Ok(SAdd { key, members })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        // Redis picks the encoding of a new set from its first member.
-        let first = &self.members[0];
-        let Value::Set(set) = ctx.store.get_or_create(db, &self.key, now, || {
-            Value::Set(Box::new(SetValue::new_for(first)))
-        }) else {
-            return Err(CmdError::WrongType);
-        };
+        let mut set = set_or_create(ctx, &self.key, &self.members[0])?;
         let added = self.members.iter().filter(|m| set.insert(m)).count();
-        if added > 0 {
-            ctx.store.touch(db, &self.key);
+        if added == 0 {
+            set.mark_unchanged();
+        } else {
+            drop(set);
             ctx.notify(class::SET, "sadd", &self.key);
         }
         Ok(Reply::Int(added as i64))
@@ -165,12 +173,16 @@ impl Command for SRem {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(set) = write_set(ctx, &self.key)? else {
+        let Some(mut set) = write_set(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = self.members.iter().filter(|m| set.remove(m)).count();
-        if removed > 0 {
-            ctx.prune_and_notify(class::SET, "srem", &self.key);
+        if removed == 0 {
+            set.mark_unchanged();
+        } else {
+            drop(set);
+            ctx.notify(class::SET, "srem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed as i64))
     }
@@ -284,8 +296,7 @@ impl Command for SPop {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let Some(set) = write_set(ctx, &self.key)? else {
+        let Some(mut set) = write_set(ctx, &self.key)? else {
             return Ok(if self.count.is_some() {
                 Reply::Set(vec![])
             } else {
@@ -293,8 +304,11 @@ impl Command for SPop {
             });
         };
         let Some(count) = self.count else {
-            let member = set.remove_index(rand::random_range(0..set.len().max(1)));
-            ctx.prune_and_notify(class::SET, "spop", &self.key);
+            let i = rand::random_range(0..set.len().max(1));
+            let member = set.remove_index(i);
+            drop(set);
+            ctx.notify(class::SET, "spop", &self.key);
+            ctx.notify_if_deleted(&self.key);
             return Ok(member.into());
         };
         if count == 0 {
@@ -302,8 +316,9 @@ impl Command for SPop {
         }
         if count >= set.len() {
             let all = set.iter().map(Reply::Bulk).collect();
-            let now = ctx.now_ms;
-            ctx.store.remove(db, &self.key, now);
+            // Emptied, so the guard deletes the key when it drops.
+            **set = SetValue::Ints(Vec::new());
+            drop(set);
             ctx.notify(class::SET, "spop", &self.key);
             ctx.notify(class::GENERIC, "del", &self.key);
             return Ok(Reply::Set(all));
@@ -314,7 +329,9 @@ impl Command for SPop {
             let i = rng.random_range(0..set.len());
             popped.extend(set.remove_index(i).map(Reply::Bulk));
         }
-        ctx.prune_and_notify(class::SET, "spop", &self.key);
+        drop(set);
+        ctx.notify(class::SET, "spop", &self.key);
+        ctx.notify_if_deleted(&self.key);
         Ok(Reply::Set(popped))
     }
 }
@@ -664,7 +681,6 @@ impl Command for SMove {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
         // As Redis: a missing source answers 0 before either type is checked.
         if write_set(ctx, &self.source)?.is_none() {
             return Ok(Reply::Int(0));
@@ -674,20 +690,19 @@ impl Command for SMove {
             let found = write_set(ctx, &self.source)?.is_some_and(|s| s.contains(&self.member));
             return Ok(Reply::Int(found as i64));
         }
-        let removed = write_set(ctx, &self.source)?.is_some_and(|s| s.remove(&self.member));
-        if !removed {
+        if let Some(mut src) = write_set(ctx, &self.source)?
+            && !src.remove(&self.member)
+        {
+            src.mark_unchanged();
             return Ok(Reply::Int(0));
         }
-        ctx.prune_and_notify(class::SET, "srem", &self.source);
-        let now = ctx.now_ms;
-        let member = &self.member;
-        let Value::Set(dst) = ctx.store.get_or_create(db, &self.destination, now, || {
-            Value::Set(Box::new(SetValue::new_for(member)))
-        }) else {
-            return Err(CmdError::WrongType);
-        };
-        if dst.insert(member) {
-            ctx.store.touch(db, &self.destination);
+        ctx.notify(class::SET, "srem", &self.source);
+        ctx.notify_if_deleted(&self.source);
+        let mut dst = set_or_create(ctx, &self.destination, &self.member)?;
+        if !dst.insert(&self.member) {
+            dst.mark_unchanged();
+        } else {
+            drop(dst);
             ctx.notify(class::SET, "sadd", &self.destination);
         }
         Ok(Reply::Int(1))

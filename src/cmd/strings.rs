@@ -7,9 +7,9 @@ use super::notify::class;
 use bytes::{Bytes, BytesMut};
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
-use crate::cmd::args::parse_i64;
-use crate::cmd::long_double::{self, LongDouble};
 use crate::error::{CmdError, CmdResult};
+use crate::num::long_double::{self, LongDouble};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 
@@ -524,14 +524,7 @@ impl Command for GetEx {
                 ctx.notify(class::GENERIC, "expire", &self.key);
             }
         } else if self.persist {
-            let has_ttl = ctx
-                .store
-                .lookup(db, &self.key, ctx.now_ms)
-                .is_some_and(|e| e.expire_at().is_some());
-            if has_ttl {
-                ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
-                ctx.notify(class::GENERIC, "persist", &self.key);
-            }
+            crate::cmd::keys::expire::persist(ctx, &self.key);
         }
         Ok(Reply::Bulk(value))
     }

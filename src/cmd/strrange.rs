@@ -12,8 +12,9 @@
 use bytes::Bytes;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
-use crate::cmd::args::{is, parse_i64};
+use crate::cmd::args::is;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::{Locked, Value};
 

@@ -3,17 +3,16 @@
 //! Redis clients read this table through COMMAND (cluster clients route by the key
 //! positions), and sluice uses the same data to check arity at queue time and to know which
 //! shards to lock. Each family module exports its own `COMMANDS` slice; this module joins them
-//! and keeps per-command call statistics for INFO commandstats.
+//! into entries (a command resolved once: its spec, its statistics, its roles), which
+//! lookups return and MULTI queues by id.
 
 // hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
 // looked up on every command.
-use hashbrown::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
-
 use bytes::Bytes;
+use hashbrown::HashMap;
 
 use super::Handler;
+use super::stats::CmdStat;
 
 /// Where a command's keys are.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +97,7 @@ impl KeySpec {
             } => {
                 let count = args
                     .get((begin + keynumidx).max(0) as usize)
-                    .and_then(|b| super::args::parse_i64(b))
+                    .and_then(|b| crate::num::parse_i64(b))
                     .filter(|&c| c > 0)
                     .unwrap_or(0) as usize;
                 let first = (begin + firstkey).max(1) as usize;
@@ -440,27 +439,35 @@ impl CommandSpec {
     }
 }
 
-/// Calls and time spent in one command (INFO commandstats).
-#[derive(Debug, Default)]
-pub struct CmdStat {
-    /// Calls.
-    pub calls: AtomicU64,
-    /// Microseconds spent.
-    pub usec: AtomicU64,
-    /// Calls that replied with an error.
-    pub failed: AtomicU64,
+/// A resolved command: its table entry and the statistics kept with it. Lookups return it,
+/// MULTI queues its [`CmdId`], and `cmd::call` counts into it: no second lookup by name.
+#[derive(Debug)]
+pub struct Entry {
+    /// The command's spec.
+    pub spec: &'static CommandSpec,
+    /// Its index in the table (what a MULTI queue keeps).
+    pub id: CmdId,
+    /// INFO commandstats / latencystats counters.
+    pub stats: CmdStat,
+    /// What sluice knows of it beyond its flags (see `call::Roles`).
+    pub roles: super::call::Roles,
+    /// Its subcommands' entries (indexes into the table).
+    subs: std::ops::Range<u32>,
 }
+
+/// The index of an [`Entry`] in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdId(pub u32);
 
 /// The joined table.
 #[derive(Debug)]
 pub struct CommandTable {
-    by_name: HashMap<Vec<u8>, &'static CommandSpec>,
-    ids: HashMap<usize, usize>,
-    stats: Vec<(&'static CommandSpec, CmdStat)>,
+    by_name: HashMap<Vec<u8>, u32>,
+    entries: Vec<Entry>,
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 22] {
+pub fn all_families() -> [&'static [CommandSpec]; 24] {
     use super::*;
     [
         strings::COMMANDS,
@@ -485,6 +492,8 @@ pub fn all_families() -> [&'static [CommandSpec]; 22] {
         pubsub::COMMANDS,
         blocking::COMMANDS,
         functions::COMMANDS,
+        slowlog::COMMANDS,
+        latency::COMMANDS,
     ]
 }
 
@@ -493,25 +502,33 @@ impl CommandTable {
     pub fn build() -> Self {
         let mut table = CommandTable {
             by_name: HashMap::new(),
-            ids: HashMap::new(),
-            stats: Vec::new(),
+            entries: Vec::new(),
         };
         for family in all_families() {
             for spec in family {
-                table.by_name.insert(spec.name.as_bytes().to_vec(), spec);
-                table.add_stat(spec);
+                let id = table.push(spec);
+                let first = table.entries.len() as u32;
                 for sub in spec.subcommands {
-                    table.add_stat(sub);
+                    table.push(sub);
                 }
+                let last = table.entries.len() as u32;
+                table.entries[id as usize].subs = first..last;
+                table.by_name.insert(spec.name.as_bytes().to_vec(), id);
             }
         }
         table
     }
 
-    fn add_stat(&mut self, spec: &'static CommandSpec) {
-        self.ids
-            .insert(spec as *const CommandSpec as usize, self.stats.len());
-        self.stats.push((spec, CmdStat::default()));
+    fn push(&mut self, spec: &'static CommandSpec) -> u32 {
+        let id = self.entries.len() as u32;
+        self.entries.push(Entry {
+            spec,
+            id: CmdId(id),
+            stats: CmdStat::default(),
+            roles: super::call::roles_of(spec.name),
+            subs: 0..0,
+        });
+        id
     }
 
     /// Removes a command (test-only commands outside test mode).
@@ -521,6 +538,11 @@ impl CommandTable {
 
     /// Looks a command up by name, case-insensitively.
     pub fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.get_entry(name).map(|e| e.spec)
+    }
+
+    /// Looks a command's entry up by name, case-insensitively.
+    pub fn get_entry(&self, name: &[u8]) -> Option<&Entry> {
         if name.len() > 64 {
             return None;
         }
@@ -528,42 +550,44 @@ impl CommandTable {
         let lower = &mut buf[..name.len()];
         lower.copy_from_slice(name);
         lower.make_ascii_lowercase();
-        self.by_name.get(&lower[..]).copied()
+        let id = *self.by_name.get(&lower[..])?;
+        self.entries.get(id as usize)
+    }
+
+    /// The subcommand of `entry` a client typed as `name`, case-insensitively.
+    pub fn sub_entry(&self, entry: &Entry, name: &[u8]) -> Option<&Entry> {
+        self.entries
+            .get(entry.subs.start as usize..entry.subs.end as usize)?
+            .iter()
+            .find(|s| name.eq_ignore_ascii_case(s.spec.short_name().as_bytes()))
+    }
+
+    /// The entry a [`CmdId`] names.
+    pub fn entry(&self, id: CmdId) -> Option<&Entry> {
+        self.entries.get(id.0 as usize)
     }
 
     /// All top-level commands, sorted by name.
     pub fn commands(&self) -> Vec<&'static CommandSpec> {
-        let mut v: Vec<_> = self.by_name.values().copied().collect();
+        let mut v: Vec<_> = self
+            .by_name
+            .values()
+            .filter_map(|&id| self.entries.get(id as usize))
+            .map(|e| e.spec)
+            .collect();
         v.sort_by_key(|s| s.name);
         v
     }
 
-    /// Counts one call.
-    pub fn record(&self, spec: &CommandSpec, took: Duration, failed: bool) {
-        if let Some(&id) = self.ids.get(&(spec as *const CommandSpec as usize)) {
-            let s = &self.stats[id].1;
-            s.calls.fetch_add(1, Ordering::Relaxed);
-            s.usec.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
-            if failed {
-                s.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Stats of every command called at least once.
-    pub fn stats(&self) -> impl Iterator<Item = (&'static CommandSpec, &CmdStat)> {
-        self.stats
-            .iter()
-            .map(|(s, st)| (*s, st))
-            .filter(|(_, st)| st.calls.load(Ordering::Relaxed) > 0)
+    /// Every entry, commands and subcommands, in table order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
     }
 
     /// CONFIG RESETSTAT.
     pub fn reset_stats(&self) {
-        for (_, s) in &self.stats {
-            s.calls.store(0, Ordering::Relaxed);
-            s.usec.store(0, Ordering::Relaxed);
-            s.failed.store(0, Ordering::Relaxed);
+        for e in &self.entries {
+            e.stats.reset();
         }
     }
 }

@@ -6,7 +6,7 @@
 //! have produced: expiry, TTLs, CL.THROTTLE and TIME all read this clock. Advancing reaps the
 //! keys that became due before replying, so DBSIZE and INFO are exact right after.
 //!
-//! Faults and the log are checked in `cmd::execute` only when the server runs in test mode,
+//! Faults and the log are checked in `cmd::call` only when the server runs in test mode,
 //! so production servers pay nothing for them.
 
 use std::collections::VecDeque;

@@ -1,18 +1,21 @@
 //! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 //!
-//! Queue-time checks are name and arity only (done by `cmd::execute`); everything else is
-//! checked when EXEC runs the command, so its errors become elements of the EXEC reply, as
-//! in Redis. EXEC collects the keys of every queued and watched command, locks their shards
-//! in ascending order (all shards if any command needs them), reads the clock once, checks
-//! the watches, and runs the queue: no other client's command can interleave, and there is no
-//! global lock.
+//! Queue-time checks are `cmd::call`'s client policy (name, arity, auth, routing, OOM…);
+//! MULTI queues the resolved table entry with the arguments. Everything else is checked
+//! when EXEC runs the command through `call` (as `Caller::Exec`), so its errors become
+//! elements of the EXEC reply, as in Redis. EXEC's own part: it collects the keys of every
+//! queued and watched command, locks their shards in ascending order (all shards if any
+//! command needs them), reads the clock once, checks the watches, and runs the queue: no
+//! other client's command can interleave, and there is no global lock.
 
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, LockMode, Lookup, Shared, lookup, run};
+use super::{
+    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, Shared, call, run,
+};
 use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -234,12 +237,10 @@ impl Command for Exec {
             ));
         }
         let shared = ctx.shared;
-        let specs: Vec<_> = queue
+        // Each queued command was resolved when it was queued.
+        let entries: Vec<_> = queue
             .iter()
-            .map(|args| match lookup(&shared.table, args) {
-                Lookup::Found(spec) => Some(spec),
-                Lookup::Error(_) => None,
-            })
+            .map(|q| shared.table.entry(CmdId(q.cmd)))
             .collect();
 
         // Lock everything the transaction touches, in ascending shard order. The queued
@@ -247,12 +248,12 @@ impl Command for Exec {
         // remember the hashes (the queue outlives them).
         // Scripts take every shard when they declare no keys or `lua-script-locking` is
         // `global`; otherwise their declared keys' (see cmd::scripting).
-        let needs_all = queue.iter().zip(&specs).any(|(args, s)| {
-            s.is_some_and(|s| {
-                matches!(s.lock, LockMode::All | LockMode::Stepwise)
-                    || (super::scripting::is_script(s)
+        let needs_all = queue.iter().zip(&entries).any(|(q, e)| {
+            e.is_some_and(|e| {
+                matches!(e.spec.lock, LockMode::All | LockMode::Stepwise)
+                    || (super::scripting::is_script(e.spec)
                         && (shared.live.scripts_lock_all()
-                            || s.keys.positions(args).next().is_none()))
+                            || e.spec.keys.positions(&q.args).next().is_none()))
             })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
@@ -266,9 +267,10 @@ impl Command for Exec {
                 .map(|(_, k)| shared.keyspace.shard_of(k))
                 .collect();
             let mut keys: Vec<&[u8]> = Vec::new();
-            for (args, spec) in queue.iter().zip(&specs) {
-                if let Some(spec) = spec {
-                    keys.extend(spec.keys.positions(args).map(|i| &args[i][..]));
+            for (q, entry) in queue.iter().zip(&entries) {
+                if let Some(entry) = entry {
+                    let args = &q.args;
+                    keys.extend(entry.spec.keys.positions(args).map(|i| &args[i][..]));
                 }
             }
             shared.keyspace.lock_args_and(keys, &watched)
@@ -287,6 +289,7 @@ impl Command for Exec {
             may_block: false,
             blocked: None,
             ready: Vec::new(),
+            error_counted: false,
             events: super::notify::Events::new(shared),
         };
 
@@ -303,22 +306,12 @@ impl Command for Exec {
         }
 
         let mut replies = Vec::with_capacity(queue.len());
-        for (args, spec) in queue.iter().zip(specs) {
-            let Some(spec) = spec else {
-                replies.push(super::unknown_command(args).into());
-                continue;
+        for (q, entry) in queue.iter().zip(entries) {
+            let reply = match entry {
+                Some(entry) => call(&mut run, entry, &q.args, Caller::Exec),
+                // Only resolved commands are queued; an id the table lacks is a bug.
+                None => super::unknown_command(&q.args).into(),
             };
-            if let Some(text) = super::refused_for(spec, super::Caller::Exec) {
-                replies.push(Reply::Error(text.into()));
-                continue;
-            }
-            let started = std::time::Instant::now();
-            let reply = (spec.handler)(&mut run, args);
-            super::blocking::note_write(&mut run, spec, args);
-            shared
-                .table
-                .record(spec, started.elapsed(), reply.is_error());
-            shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);

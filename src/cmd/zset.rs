@@ -26,16 +26,17 @@
 use super::notify::class;
 use bytes::Bytes;
 
-use super::args::{glob_match, is, parse_i64};
+use super::args::{glob_match, is};
 use super::keys::parse_scan_options;
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
 use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
+use crate::num::{format_double, parse_double, parse_i64};
 use crate::protocol::Reply;
 use crate::store::Value;
+use crate::store::access::SortedSetMut;
 use crate::store::zset::{
     AddFlags, AddOutcome, LexRange, Member, ScoreRange, SortedSet, ZsetError, ZsetLimits,
-    format_score, parse_score,
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.
@@ -265,17 +266,14 @@ fn read_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut S
     }
 }
 
-/// The sorted set at `key` for a write (no stats); the caller must `touch` or
-/// `touch_and_prune` after changing it.
-fn write_zset<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut SortedSet>> {
+/// The sorted set at `key` for a change in place (no stats): None if missing, WRONGTYPE
+/// for others. The guard signals WATCH and deletes an emptied set when dropped.
+fn write_zset<'l, 'a, 'k>(
+    ctx: &'l mut Ctx<'a>,
+    key: &'k [u8],
+) -> CmdResult<Option<SortedSetMut<'l, 'a, 'k>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.store.lookup(db, key, now) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(CmdError::WrongType),
-        },
-    }
+    ctx.store.modify(db, key, now)
 }
 
 /// Members with optional scores, shaped as Redis 7.0 replies them for protocol `resp`:
@@ -355,7 +353,7 @@ impl AddArgs {
         flags.validate(rest.len() / 2).map_err(zset_error)?;
         let pairs = rest
             .chunks_exact(2)
-            .map(|p| Ok((parse_score(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
+            .map(|p| Ok((parse_double(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
             .collect::<CmdResult<Vec<_>>>()?;
         Ok(AddArgs {
             key,
@@ -366,27 +364,25 @@ impl AddArgs {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
+        let (db, now) = (ctx.db(), ctx.now_ms);
         let limits = limits(ctx.shared);
-        let tally = match write_zset(ctx, &self.key)? {
-            Some(z) => {
-                let tally = self.add_to(z, &limits);
-                if tally.added + tally.updated > 0 {
-                    ctx.store.touch(db, &self.key);
-                }
-                tally
-            }
-            // No key and XX: nothing to do, and no key is created.
-            None if self.flags.xx => AddTally::default(),
-            None => {
-                let mut z = SortedSet::new();
-                let tally = self.add_to(&mut z, &limits);
-                if !z.is_empty() {
-                    ctx.store.set(db, &self.key, Value::ZSet(Box::new(z)), None);
-                }
-                tally
-            }
+        // With XX a missing key stays missing; otherwise a new set is stored if filled.
+        let z = if self.flags.xx {
+            write_zset(ctx, &self.key)?
+        } else {
+            Some(
+                ctx.store
+                    .modify_or_create(db, &self.key, now, || Box::new(SortedSet::new()))?,
+            )
         };
+        // No key and XX: nothing to do. The guard drops (storing, signalling) in the closure.
+        let tally = z.map_or_else(AddTally::default, |mut z| {
+            let tally = self.add_to(&mut z, &limits);
+            if tally.added + tally.updated == 0 {
+                z.mark_unchanged();
+            }
+            tally
+        });
         // Redis notifies what was done even when a later pair failed.
         if tally.added + tally.updated > 0 {
             let event = if self.flags.incr { "zincr" } else { "zadd" };
@@ -479,7 +475,7 @@ impl Command for ZRem {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let mut removed = 0;
@@ -491,8 +487,12 @@ impl Command for ZRem {
                 }
             }
         }
-        if removed > 0 {
-            ctx.prune_and_notify(class::ZSET, "zrem", &self.key);
+        if removed == 0 {
+            z.mark_unchanged();
+        } else {
+            drop(z);
+            ctx.notify(class::ZSET, "zrem", &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(removed))
     }
@@ -873,7 +873,7 @@ impl VariantCommand for ZRemRange {
         Ok(ZRemRange { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = match &self.by {
@@ -881,13 +881,17 @@ impl VariantCommand for ZRemRange {
             RangeBy::Score(r) => z.remove_range_by_score(r),
             RangeBy::Lex(r) => z.remove_range_by_lex(r),
         };
-        if removed > 0 {
+        if removed == 0 {
+            z.mark_unchanged();
+        } else {
+            drop(z);
             let event = match self.by {
                 RangeBy::Rank(..) => "zremrangebyrank",
                 RangeBy::Score(_) => "zremrangebyscore",
                 RangeBy::Lex(_) => "zremrangebylex",
             };
-            ctx.prune_and_notify(class::ZSET, event, &self.key);
+            ctx.notify(class::ZSET, event, &self.key);
+            ctx.notify_if_deleted(&self.key);
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }
@@ -921,7 +925,7 @@ impl VariantCommand for ZPop {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let resp = ctx.client.resp;
-        let Some(z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, &self.key)? else {
             return Ok(Reply::Array(Vec::new()));
         };
         let n = self.count.unwrap_or(1);
@@ -930,8 +934,10 @@ impl VariantCommand for ZPop {
         }
         let max = self.order == Order::Descending;
         let popped = z.pop(usize::try_from(n).unwrap_or(usize::MAX), max);
+        drop(z);
         let event = if max { "zpopmax" } else { "zpopmin" };
-        ctx.prune_and_notify(class::ZSET, event, &self.key);
+        ctx.notify(class::ZSET, event, &self.key);
+        ctx.notify_if_deleted(&self.key);
         // Without a count the reply is one flat pair, in RESP3 too.
         let resp = if self.count.is_some() { resp } else { 2 };
         Ok(scored_reply(popped, true, resp))
@@ -1064,7 +1070,7 @@ impl Command for ZScan {
                 continue;
             }
             text.clear();
-            format_score(s, &mut text);
+            format_double(s, &mut text);
             out.push(Reply::Bulk(m));
             out.push(Reply::bulk(&text));
         }

@@ -21,8 +21,7 @@ use super::{
     VariantCommand, run, run_as,
 };
 use crate::error::{CmdError, CmdResult};
-use crate::num::parse_f64;
-use crate::num::parse_i64;
+use crate::num::{parse_f64, parse_i64};
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::zset::SortedSet;
@@ -448,15 +447,14 @@ impl Command for ZMPop {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         for key in &self.keys {
-            let Some(v) = ctx.store.lookup(db, key, now) else {
+            let Some(mut z) = ctx.store.modify::<Box<SortedSet>>(db, key, now)? else {
                 continue;
             };
-            let Value::ZSet(z) = &mut v.value else {
-                return Err(CmdError::WrongType);
-            };
             let popped = z.pop(usize::try_from(self.count).unwrap_or(usize::MAX), self.max);
+            drop(z);
             let event = if self.max { "zpopmax" } else { "zpopmin" };
-            ctx.prune_and_notify(class::ZSET, event, key);
+            ctx.notify(class::ZSET, event, key);
+            ctx.notify_if_deleted(key);
             return Ok(Reply::Array(vec![
                 Reply::Bulk(key.clone()),
                 Reply::Array(

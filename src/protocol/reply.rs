@@ -180,9 +180,8 @@ impl From<Option<Bytes>> for Reply {
     }
 }
 
-/// Doubles are formatted as Redis 7.0 replies them (`%.17g`; `inf` and `-inf`) by
-/// [`crate::num::format_double`].
-pub use crate::num::format_double;
+// Doubles are formatted as Redis 7.0 replies them (`%.17g`; `inf` and `-inf`).
+use crate::num::format_double;
 
 fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.reserve(text.len() + 3);

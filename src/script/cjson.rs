@@ -13,7 +13,7 @@
 
 use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 
-use super::num::fmt_g;
+use crate::num::fmt_g;
 
 /// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
 /// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and

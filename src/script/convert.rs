@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use mlua::{Lua, Table, Value};
 
-use super::num::{fmt_g, lua_number_to_i64};
+use crate::num::{c_cast_i64, fmt_g};
 use crate::protocol::Reply;
 
 /// Deepest table nesting turned into a reply: a value inside more tables than this becomes
@@ -199,7 +199,7 @@ fn to_reply(v: &Value, resp: u8, depth: usize, budget: &mut Budget<'_>) -> Reply
         Value::Boolean(true) => Reply::Int(1),
         Value::Boolean(false) => Reply::Null,
         Value::Integer(i) => Reply::Int(*i),
-        Value::Number(n) => Reply::Int(lua_number_to_i64(*n)),
+        Value::Number(n) => Reply::Int(c_cast_i64(*n)),
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Table(t) => {
             if depth >= MAX_DEPTH {

@@ -212,7 +212,7 @@ fn lua_text(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::String(s) => Some(s.as_bytes().to_vec()),
         Value::Integer(i) => Some(i.to_string().into_bytes()),
-        Value::Number(n) => Some(super::num::fmt_g(*n, 14).into_bytes()),
+        Value::Number(n) => Some(crate::num::fmt_g(*n, 14).into_bytes()),
         _ => None,
     }
 }

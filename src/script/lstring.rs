@@ -19,7 +19,7 @@ use std::rc::Rc;
 
 use mlua::{Lua, MultiValue, String as LuaString, Value};
 
-use super::num::fmt_g;
+use crate::num::fmt_g;
 
 /// Lua 5.1's limit on captures in one pattern.
 const MAX_CAPTURES: usize = 32;

@@ -31,7 +31,6 @@ pub mod functions;
 pub mod fuzzing;
 mod lstring;
 mod msgpack;
-pub mod num;
 mod structlib;
 
 use std::borrow::Cow;
@@ -416,7 +415,7 @@ impl Vm {
                 let text = match &args[0] {
                     Value::String(s) => s.as_bytes().to_vec(),
                     Value::Integer(i) => i.to_string().into_bytes(),
-                    Value::Number(n) => num::fmt_g(*n, 14).into_bytes(),
+                    Value::Number(n) => crate::num::fmt_g(*n, 14).into_bytes(),
                     _ => Vec::new(),
                 };
                 lua.create_string(sha1_hex(&text))
@@ -827,7 +826,7 @@ fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
         let text = match a {
             Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             Value::Integer(n) => n.to_string(),
-            Value::Number(n) => num::fmt_g(*n, 14),
+            Value::Number(n) => crate::num::fmt_g(*n, 14),
             _ => continue,
         };
         if i > 1 {
@@ -907,7 +906,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
                 },
                 Value::String(s) => format!("ERR {}", s.to_string_lossy()),
                 Value::Integer(i) => format!("ERR {i}"),
-                Value::Number(n) => format!("ERR {}", num::fmt_g(*n, 14)),
+                Value::Number(n) => format!("ERR {}", crate::num::fmt_g(*n, 14)),
                 Value::Nil => "ERR nil".to_string(),
                 Value::Boolean(b) => format!("ERR {b}"),
                 _ => "ERR unknown error".to_string(),
@@ -965,7 +964,7 @@ fn raised_error(v: &Value, sha: &str) -> Reply {
     let msg = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => convert::one_line(&s.as_bytes()),
         Ok(Value::Integer(i)) => i.to_string(),
-        Ok(Value::Number(n)) => num::fmt_g(n, 14),
+        Ok(Value::Number(n)) => crate::num::fmt_g(n, 14),
         _ => "ERR unknown error".to_string(),
     };
     let source = match t.raw_get::<Value>("source") {

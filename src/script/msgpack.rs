@@ -302,7 +302,7 @@ pub fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, Stri
     let data = match args.front() {
         Some(Value::String(s)) => s.as_bytes().to_vec(),
         Some(Value::Integer(i)) => i.to_string().into_bytes(),
-        Some(Value::Number(x)) => super::num::fmt_g(*x, 14).into_bytes(),
+        Some(Value::Number(x)) => crate::num::fmt_g(*x, 14).into_bytes(),
         other => {
             return Err(format!(
                 "bad argument #1 to '{func}' (string expected, got {})",

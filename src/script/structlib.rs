@@ -110,7 +110,7 @@ fn fmt_arg(args: &MultiValue, func: &str) -> Result<Vec<u8>, String> {
     match args.front() {
         Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
         Some(Value::Integer(i)) => Ok(i.to_string().into_bytes()),
-        Some(Value::Number(n)) => Ok(super::num::fmt_g(*n, 14).into_bytes()),
+        Some(Value::Number(n)) => Ok(crate::num::fmt_g(*n, 14).into_bytes()),
         other => Err(bad(
             1,
             func,
@@ -144,7 +144,7 @@ fn string_arg(args: &MultiValue, n: usize) -> Result<Vec<u8>, String> {
     match args.get(n - 1) {
         Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
         Some(Value::Integer(i)) => Ok(i.to_string().into_bytes()),
-        Some(Value::Number(x)) => Ok(super::num::fmt_g(*x, 14).into_bytes()),
+        Some(Value::Number(x)) => Ok(crate::num::fmt_g(*x, 14).into_bytes()),
         other => Err(bad(
             n,
             "pack",
@@ -249,7 +249,7 @@ pub fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     let data = match args.get(1) {
         Some(Value::String(s)) => s.as_bytes().to_vec(),
         Some(Value::Integer(i)) => i.to_string().into_bytes(),
-        Some(Value::Number(x)) => super::num::fmt_g(*x, 14).into_bytes(),
+        Some(Value::Number(x)) => crate::num::fmt_g(*x, 14).into_bytes(),
         other => {
             return Err(bad(
                 2,

@@ -162,7 +162,10 @@ async fn run<S: Transport>(
                 Ok(Some(req)) => req,
                 Ok(None) => break,
                 Err(e) => {
-                    wbuf.extend_from_slice(format!("-ERR {e}\r\n").as_bytes());
+                    let line = format!("ERR {e}");
+                    // Counted as Redis counts every error reply (INFO errorstats).
+                    cmd::call::count_error(shared, &line);
+                    wbuf.extend_from_slice(format!("-{line}\r\n").as_bytes());
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
                 }

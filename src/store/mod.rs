@@ -475,42 +475,11 @@ impl<'a> Locked<'a> {
         true
     }
 
-    /// Signals that a key's value was changed in place.
+    /// Signals that a key's value was changed in place (for the values `modify` does not
+    /// lend out yet: strings and HLLs).
     pub fn touch(&mut self, db: usize, key: &[u8]) {
         let (shard, _) = self.shard(key);
         shard.touch(db, key);
-    }
-
-    /// Signals a change in place and deletes the key if its aggregate became empty.
-    pub fn touch_and_prune(&mut self, db: usize, key: &[u8]) {
-        let (shard, hash) = self.shard(key);
-        let empty = shard
-            .peek(db, hash, key)
-            .is_some_and(|e| e.value.is_empty_aggregate());
-        if empty {
-            shard.remove(db, hash, key);
-        } else {
-            shard.touch(db, key);
-        }
-    }
-
-    /// The live value of `key`, or a new one made by `make` (stored without TTL). The caller
-    /// checks the type and must `touch` (or `touch_and_prune`) after changing it.
-    pub fn get_or_create(
-        &mut self,
-        db: usize,
-        key: &[u8],
-        now_ms: u64,
-        make: impl FnOnce() -> Value,
-    ) -> &mut Value {
-        let (shard, hash) = self.shard(key);
-        if shard.find(db, hash, key, now_ms).is_none() {
-            shard.insert(db, hash, key, make(), None);
-        }
-        match shard.find(db, hash, key, now_ms) {
-            Some(e) => &mut e.value,
-            None => unreachable!("a key inserted under the held lock is present"),
-        }
     }
 
     /// Registers a WATCH.

@@ -16,6 +16,7 @@ mod hostile_lua;
 mod limits;
 mod memory;
 mod notifications;
+mod observe;
 mod operators;
 mod proc;
 mod props;

@@ -155,7 +155,7 @@ fn debian_stock_conf_serves_with_command_line_overrides() {
         "hz",
         "appendfsync",
         "lazyfree-lazy-eviction",
-        "slowlog-max-len",
+        "acllog-max-len",
     ] {
         let want = format!("{conf_name}:{}: '{name} ", line_of(&text, name));
         assert_eq!(
@@ -179,6 +179,8 @@ fn debian_stock_conf_serves_with_command_line_overrides() {
         "loglevel",
         "protected-mode",
         "timeout",
+        "slowlog-max-len",
+        "latency-monitor-threshold",
     ] {
         let want = format!("{conf_name}:{}: '{name} ", line_of(&text, name));
         assert!(

@@ -4,6 +4,7 @@
 //! the representation, are beside the code in `src/store/zset/tests.rs`.)
 
 use bytes::Bytes;
+use sluice::num::format_double;
 use sluice::store::zset::*;
 
 /// What the public API can see of the invariants: entries strictly ascending (score, then
@@ -70,7 +71,7 @@ fn members(z: &SortedSet) -> Vec<String> {
 
 fn fmt(x: f64) -> String {
     let mut v = Vec::new();
-    format_score(x, &mut v);
+    format_double(x, &mut v);
     String::from_utf8(v).unwrap()
 }
 
@@ -1028,7 +1029,7 @@ fn sliding_window_rate_limiter() {
     // 1000 ms window / 7 ms per request: 142 or 143 entries, so it converted once.
     assert_eq!(z.encoding(), "skiplist");
     let mut s = Vec::new();
-    format_score(z.score(b"req-999").unwrap(), &mut s);
+    format_double(z.score(b"req-999").unwrap(), &mut s);
     assert_eq!(s, b"1700000007000");
 }
 

@@ -1,8 +1,8 @@
 //! Databases as a whole: DBSIZE, FLUSHDB, FLUSHALL, SELECT, SWAPDB.
 
-use crate::cmd::args::parse_i64;
 use crate::cmd::{ArgCursor, Command, Ctx, VariantCommand};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// DBSIZE

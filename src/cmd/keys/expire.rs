@@ -3,13 +3,14 @@
 use crate::cmd::notify::class;
 use bytes::Bytes;
 
-use crate::cmd::args::parse_i64;
 use crate::cmd::strings::Precision;
 use crate::cmd::{ArgCursor, Command, Ctx, VariantCommand};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
-/// EXPIRE (0), PEXPIRE (1), EXPIREAT (2), PEXPIREAT (3) key time [NX|XX|GT|LT]
+/// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX|XX|GT|LT] (the table names the unit
+/// and whether the time is relative or absolute)
 #[derive(Debug)]
 pub struct Expire {
     unit: (Precision, Time),
@@ -172,15 +173,21 @@ impl Command for Persist {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let has_ttl = ctx
-            .store
-            .lookup(db, &self.key, ctx.now_ms)
-            .is_some_and(|e| e.expire_at().is_some());
-        if has_ttl {
-            ctx.store.set_expire(db, &self.key, None, ctx.now_ms);
-            ctx.notify(class::GENERIC, "persist", &self.key);
-        }
-        Ok(Reply::Int(has_ttl as i64))
+        Ok(Reply::Int(persist(ctx, &self.key) as i64))
     }
+}
+
+/// Removes `key`'s TTL (PERSIST, GETEX PERSIST) and emits `persist`: whether it had one. A
+/// key without one is left alone, so neither WATCH nor a notification fires for nothing.
+pub(crate) fn persist(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let db = ctx.db();
+    let has_ttl = ctx
+        .store
+        .lookup(db, key, ctx.now_ms)
+        .is_some_and(|e| e.expire_at().is_some());
+    if has_ttl {
+        ctx.store.set_expire(db, key, None, ctx.now_ms);
+        ctx.notify(class::GENERIC, "persist", key);
+    }
+    has_ttl
 }

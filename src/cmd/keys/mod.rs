@@ -4,7 +4,7 @@
 //! SWAPDB), `object` (OBJECT, MEMORY USAGE).
 
 mod db;
-mod expire;
+pub(crate) mod expire;
 mod object;
 mod rename;
 mod scan;
@@ -23,8 +23,8 @@ use super::strings::Precision;
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run, run_as,
 };
-use crate::cmd::args::parse_i64;
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// The key commands.

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use super::Help;
-use crate::cmd::args::parse_f64;
 use crate::cmd::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_f64;
 use crate::protocol::Reply;
 
 /// TIME

@@ -7,11 +7,11 @@ use bytes::Bytes;
 
 use super::Help;
 use super::connection::{set_name, validate_client_name};
-use crate::cmd::args::parse_i64;
 use crate::cmd::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 pub(super) static CLIENT: &[C] = &[

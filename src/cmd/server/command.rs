@@ -4,11 +4,11 @@
 use bytes::Bytes;
 
 use super::Help;
-use crate::cmd::args::parse_i64;
 use crate::cmd::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 pub(super) static COMMAND: &[C] = &[
@@ -71,13 +71,13 @@ impl Command for CommandGetKeys {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let spec = match crate::cmd::lookup(&ctx.shared.table, &self.args) {
-            crate::cmd::Lookup::Found(spec) => spec,
-            crate::cmd::Lookup::Error(CmdError::WrongArity(_)) => {
+            crate::cmd::Lookup::Found(entry) => entry.spec,
+            crate::cmd::Lookup::Error(CmdError::WrongArity(_), _) => {
                 return Err(CmdError::msg(
                     "ERR Invalid number of arguments specified for command",
                 ));
             }
-            crate::cmd::Lookup::Error(_) => {
+            crate::cmd::Lookup::Error(..) => {
                 return Err(CmdError::msg("ERR Invalid command specified"));
             }
         };

@@ -188,6 +188,7 @@ impl Command for ConfigResetStat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.table.reset_stats();
+        ctx.shared.errors.reset();
         let s = &ctx.shared.stats;
         for c in [
             &s.total_commands,

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cmd::args::parse_i64;
 use crate::cmd::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// `PING [message]`

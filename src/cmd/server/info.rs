@@ -382,33 +382,37 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     }
     if wanted("commandstats") {
         out.section("Commandstats");
-        for (spec, st) in shared.table.stats() {
-            let calls = st.calls.load(Ordering::Relaxed);
-            let usec = st.usec.load(Ordering::Relaxed);
-            let failed = st.failed.load(Ordering::Relaxed);
-            let per_call = if calls > 0 {
-                usec as f64 / calls as f64
-            } else {
-                0.0
-            };
+        for c in crate::cmd::stats::commandstats(&shared.table) {
             out.record(
-                format_args!("cmdstat_{}", spec.name),
+                format_args!("cmdstat_{}", c.name),
                 &[
-                    ("calls", &calls),
-                    ("usec", &usec),
-                    ("usec_per_call", &format_args!("{per_call:.2}")),
-                    ("rejected_calls", &0),
-                    ("failed_calls", &failed),
+                    ("calls", &c.calls),
+                    ("usec", &c.usec),
+                    ("usec_per_call", &format_args!("{:.2}", c.usec_per_call())),
+                    ("rejected_calls", &c.rejected),
+                    ("failed_calls", &c.failed),
                 ],
             );
         }
     }
     if wanted("errorstats") {
         out.section("Errorstats");
+        for (prefix, count) in shared.errors.counts() {
+            out.record(format_args!("errorstat_{prefix}"), &[("count", &count)]);
+        }
     }
     if wanted("latencystats") {
-        // Redis 7.0 fills this with per-command latency percentiles; sluice keeps none.
         out.section("Latencystats");
+        // `latency-tracking-info-percentiles` is fixed at Redis's default.
+        for (name, values) in crate::cmd::stats::latencystats(&shared.table, &[50.0, 99.0, 99.9]) {
+            let shown: Vec<(&str, String)> = values
+                .iter()
+                .map(|(p, us)| (p.as_str(), format!("{us:.3}")))
+                .collect();
+            let pairs: Vec<(&str, &dyn Display)> =
+                shown.iter().map(|(p, v)| (*p, v as &dyn Display)).collect();
+            out.record(format_args!("latency_percentiles_usec_{name}"), &pairs);
+        }
     }
     if wanted("cluster") {
         out.section("Cluster")

@@ -5,7 +5,7 @@
 //! of sorted-set commands rather than about keys or the protocol: parsing
 //! `ZRANGEBYSCORE`/`ZRANGEBYLEX` bounds exactly as Redis 7.0 does and the `ZADD` flag
 //! semantics (`NX`/`XX`/`GT`/`LT`/`INCR`). Score arguments are parsed and formatted by
-//! [`crate::num`] (`parse_score`/`format_score` are re-exported here under their old names).
+//! [`crate::num`] (`parse_double`/`format_double`).
 //! The command layer parses arguments, validates option combinations and builds replies;
 //! everything it needs from the set itself is a method here.
 //!
@@ -259,7 +259,3 @@ impl Default for SortedSet {
         Self::new()
     }
 }
-
-/// The score parser and formatter are Redis's double syntax, shared with the other number
-/// commands: they live in [`crate::num`]; these names stay for the commands that use them.
-pub use crate::num::{format_double as format_score, parse_double as parse_score};

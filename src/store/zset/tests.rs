@@ -11,6 +11,7 @@ use proptest::prelude::*;
 use super::bounds::parse_range_item;
 use super::iter::{cursor_to_score, score_to_cursor};
 use super::*;
+use crate::num::parse_double;
 
 /// Limits under which every set is in the `Large` encoding from its first member.
 const LARGE: ZsetLimits = ZsetLimits {
@@ -125,11 +126,11 @@ fn cursor_encoding_is_monotonic_and_invertible() {
 #[test]
 fn strtod_agrees_with_c_library() {
     for &(input, strict, item) in PARSE_TABLE {
-        let got = parse_score(input).map(f64::to_bits);
+        let got = parse_double(input).map(f64::to_bits);
         assert_eq!(
             got,
             strict,
-            "parse_score({:?})",
+            "parse_double({:?})",
             String::from_utf8_lossy(input)
         );
         let got = parse_range_item(input).map(|(v, ex)| (v.to_bits(), ex));
@@ -591,14 +592,14 @@ proptest! {
 
     #[test]
     fn parse_score_never_panics(arg in prop::collection::vec(any::<u8>(), 0..40)) {
-        let _ = parse_score(&arg);
+        let _ = parse_double(&arg);
         let _ = ScoreRange::parse(&arg, &arg);
         let _ = LexRange::parse(&arg, &arg);
     }
 
 }
 
-/// One row of [`PARSE_TABLE`]: input, `parse_score` result bits, range-item result.
+/// One row of [`PARSE_TABLE`]: input, `parse_double` result bits, range-item result.
 type ParseRow = (&'static [u8], Option<u64>, Option<(u64, bool)>);
 
 /// Expected results computed with glibc's `strtod`, applying Redis 7.0's `string2d`

@@ -1,0 +1,509 @@
+//! The one path every command runs through: [`call`], for a client's request, a command
+//! EXEC runs from its queue, and a script's `redis.call` / `redis.pcall` alike.
+//!
+//! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a
+//! command for its caller (authentication, `no-multi` inside MULTI, cluster routing, OOM,
+//! the RESP2 subscribed context, `noscript` and writes from read-only scripts), running the
+//! handler, and the accounting after it (INFO commandstats / errorstats / latencystats,
+//! SLOWLOG, LATENCY, MONITOR). The callers only do what is theirs: `execute` resolves the
+//! request and keeps CLIENT LIST's view; EXEC checks WATCH and takes every lock; a script
+//! host keeps its held shards and turns errors into Lua values.
+//!
+//! A command is resolved once (`CommandTable` entry): MULTI queues the entry's id, EXEC runs
+//! that entry, and statistics are counted into it. What Redis decides by comparing handler
+//! pointers (EXEC, the commands a subscribed RESP2 client may send…) is the entry's
+//! [`Roles`], given once when the table is built, not a comparison of names per command.
+//!
+//! Accounting follows Redis 7.0.15: a refused command counts `rejected_calls`, one that ran
+//! and replied an error `failed_calls`; every error reply counts once in
+//! `total_error_replies` and under its prefix in errorstats. A script's error that came from
+//! a failed `redis.call` was counted by that call, so the script command counts only as
+//! failed, as Redis's `ignore_error_stats_update` does.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::table::Entry;
+use super::{CmdFlags, Ctx, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify};
+use crate::client::ClientState;
+use crate::protocol::Reply;
+
+bitflags::bitflags! {
+    /// What sluice must know about a few commands beyond their Redis flags (Redis compares
+    /// their handlers). Given when the table is built ([`roles_of`]).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Roles: u8 {
+        /// EXEC: checks the whole queue (OOM, cluster slot, pause).
+        const EXEC = 1 << 0;
+        /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
+        const ENDS_MULTI = 1 << 1;
+        /// Allowed to a subscribed RESP2 client ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
+        const WHILE_SUBSCRIBED = 1 << 2;
+        /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
+        const LOCKS_ITSELF = 1 << 3;
+        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
+        const NEEDS_SHARDS = 1 << 4;
+        /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
+        /// holds it).
+        const MAY_REPLICATE = 1 << 5;
+        /// EVAL / EVAL_RO: the script's text is the first argument.
+        const EVAL = 1 << 6;
+        /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
+        const EVALSHA = 1 << 7;
+    }
+}
+
+/// The roles of the command (or subcommand) with table name `name`.
+pub fn roles_of(name: &str) -> Roles {
+    match name {
+        "exec" => Roles::EXEC | Roles::ENDS_MULTI | Roles::NEEDS_SHARDS,
+        "discard" => Roles::ENDS_MULTI,
+        "quit" | "reset" => Roles::ENDS_MULTI | Roles::WHILE_SUBSCRIBED,
+        "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
+        | "punsubscribe" => Roles::WHILE_SUBSCRIBED,
+        "watch" => Roles::NEEDS_SHARDS,
+        "info" | "config|resetstat" | "clock|advance" | "clock|set" => Roles::LOCKS_ITSELF,
+        "pfcount" | "publish" | "spublish" | "fcall" => Roles::MAY_REPLICATE,
+        "eval" | "eval_ro" => Roles::EVAL,
+        "evalsha" | "evalsha_ro" => Roles::EVALSHA,
+        _ => Roles::empty(),
+    }
+}
+
+/// Who runs the command.
+#[derive(Debug)]
+pub enum Caller<'r, 'a> {
+    /// A client's request: `call` checks it, queues it inside MULTI, or locks its shards
+    /// and runs it. The `Ctx` comes with no shard held; the arguments are given again with
+    /// the lifetime of the locks, which keep the key arguments' hashes.
+    Client(&'a [Bytes]),
+    /// EXEC running a queued command with the transaction's locks and `now`.
+    Exec,
+    /// A script's `redis.call` / `redis.pcall`, with the script's locks and `now`.
+    Script(&'r mut ScriptRules),
+}
+
+/// What a script's calls are held to, and what `call` tells the script host back.
+#[derive(Debug, Default)]
+pub struct ScriptRules {
+    /// Writes are refused (`*_RO`, `no-writes`).
+    pub read_only: bool,
+    /// `allow-oom`: commands that may grow memory run past maxmemory.
+    pub allow_oom: bool,
+    /// Cluster mode: the one slot the script's calls may touch, once known.
+    pub slot: Option<u16>,
+    /// Cluster mode: the calls may touch several slots.
+    pub cross_slot_ok: bool,
+    /// The protocol the script speaks (`redis.setresp`).
+    pub resp: u8,
+    /// A call wrote: the script can no longer be killed.
+    pub wrote: bool,
+    /// The last error a call replied (already counted in the error statistics).
+    pub last_error: Option<String>,
+}
+
+const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
+
+/// Runs `entry` with `args` (name first) for `caller` and returns its reply.
+pub fn call<'a>(
+    ctx: &mut Ctx<'a>,
+    entry: &Entry,
+    args: &[Bytes],
+    mut caller: Caller<'_, 'a>,
+) -> Reply {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    // Time a command asked to be held (DEBUG SLEEP, FAULT LATENCY) counts as its own, as
+    // a real sleep in Redis would: SLOWLOG and LATENCY see it. What earlier commands of the
+    // batch asked for is set aside once the command is past its checks, then added back.
+    let held_before;
+    // Kept to the end of the reply: cluster routing's guard, the busy announcement.
+    let mut _routed = None;
+    let mut _announced = None;
+    let started = match &mut caller {
+        Caller::Client(keys) => {
+            let keys: &'a [Bytes] = keys;
+            match client_policy(ctx, entry, args) {
+                Ok(guard) => _routed = Some(guard),
+                Err(reply) => return reply,
+            }
+            if ctx.client.multi.is_some() && !spec.immediate {
+                queue(ctx.client, entry, args);
+                return Reply::status("QUEUED");
+            }
+            held_before = ctx.client.sleep.take();
+            if let Some(hooks) = &shared.test
+                && let Some(reply) =
+                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx.client)
+            {
+                account(ctx, entry, args, &reply, Duration::ZERO, &caller);
+                ctx.client.sleep = held_before;
+                return reply;
+            }
+            // A script that will take every shard (it declares no keys) is marked busy
+            // before it does, so commands arriving meanwhile wait at the busy gate.
+            _announced = (runs_script(entry) && spec.keys.positions(keys).next().is_none())
+                .then(|| shared.scripts.busy.announce());
+            ctx.store = lock_for(shared, spec, keys);
+            // One clock read gives the command's `now` and the start of its timing.
+            let (now_ns, started) = shared.clock.now_ns_and_instant();
+            ctx.now_ns = now_ns;
+            ctx.now_ms = now_ns / 1_000_000;
+            started
+        }
+        Caller::Exec => {
+            if spec.has(CmdFlags::NO_MULTI) {
+                return reject(
+                    shared,
+                    ctx.client,
+                    Some(entry),
+                    Reply::Error(NOT_IN_MULTI.into()),
+                );
+            }
+            held_before = ctx.client.sleep.take();
+            Instant::now()
+        }
+        Caller::Script(rules) => {
+            if let Some(refused) = script_policy(shared, entry, args, rules) {
+                // Counted here, as Redis's scriptCall does (the script's own error reply,
+                // which starts with this one, is then not counted again).
+                entry.stats.rejected();
+                if let Reply::Error(text) = &refused {
+                    count_error(shared, text);
+                    rules.last_error = Some(text.to_string());
+                }
+                return refused;
+            }
+            held_before = ctx.client.sleep.take();
+            Instant::now()
+        }
+    };
+    if runs_script(entry) && !matches!(caller, Caller::Script(_)) {
+        // Scripts are `skip_monitor`, but Redis shows the script command itself before the
+        // commands it calls.
+        feed_monitors(ctx, entry, args, false);
+    }
+    let reply = run(ctx, entry, args, &mut caller);
+    let took = started.elapsed() + ctx.client.sleep.unwrap_or_default();
+    ctx.client.sleep = match (held_before, ctx.client.sleep) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    account(ctx, entry, args, &reply, took, &caller);
+    if let Caller::Script(rules) = &mut caller
+        && let Reply::Error(text) = &reply
+    {
+        rules.last_error = Some(text.to_string());
+    }
+    reply
+}
+
+/// The handler, with what the caller changes around it.
+fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_, '_>) -> Reply {
+    let spec = entry.spec;
+    let reply = match caller {
+        Caller::Script(rules) => {
+            let client_resp = std::mem::replace(&mut ctx.client.resp, rules.resp);
+            // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
+            let may_block = std::mem::replace(&mut ctx.may_block, false);
+            let reply = (spec.handler)(ctx, args);
+            ctx.may_block = may_block;
+            ctx.client.resp = client_resp;
+            reply
+        }
+        Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
+    };
+    blocking::note_write(ctx, spec, args);
+    if matches!(caller, Caller::Client(_)) {
+        // The key events are taken while the shards (and their logs) are still held, then
+        // the locks are dropped before anything else. Notifications go out with no lock
+        // held; then clients blocked on keys the command wrote are served (their pops emit
+        // their own), before its reply goes out and before the next command runs (Redis's
+        // handleClientsBlockedOnKeys).
+        let events = ctx.take_events();
+        ctx.store.release();
+        notify::publish(ctx.shared, events);
+        let ready = std::mem::take(&mut ctx.ready);
+        if !ready.is_empty() {
+            blocking::serve(ctx.shared, ready);
+        }
+    }
+    reply
+}
+
+/// True for the script commands (EVAL…, FCALL…).
+fn runs_script(entry: &Entry) -> bool {
+    entry.roles.intersects(Roles::EVAL | Roles::EVALSHA)
+        || matches!(entry.spec.name, "fcall" | "fcall_ro")
+}
+
+/// A client's request before it runs or is queued: Redis's `processCommand` checks, in its
+/// order. `Ok` carries cluster routing's guard, held until the reply.
+fn client_policy<'s>(
+    ctx: &mut Ctx<'s>,
+    entry: &Entry,
+    args: &[Bytes],
+) -> Result<cluster::Routed<'s>, Reply> {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    let client = &mut *ctx.client;
+    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error("NOAUTH Authentication required.".into()),
+        ));
+    }
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            client,
+            &monitor::redact(spec.name, args),
+        );
+    }
+    if client.multi.is_some() && spec.has(CmdFlags::NO_MULTI) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(NOT_IN_MULTI.into()),
+        ));
+    }
+    // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
+    let routed = match cluster::route(shared, client, entry, args) {
+        Ok(guard) => guard,
+        Err(reply) => return Err(reject(shared, client, Some(entry), reply)),
+    };
+    if let Some(reply) = maxmemory::check(shared, client, entry) {
+        return Err(reject(shared, client, Some(entry), reply));
+    }
+    // A RESP2 connection that is subscribed only takes what Redis takes in that context.
+    if client.resp == 2 && client.subscribed() && !entry.roles.contains(Roles::WHILE_SUBSCRIBED) {
+        let text = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.full_name()
+        );
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(text.into()),
+        ));
+    }
+    Ok(routed)
+}
+
+/// A script's call: refused as Redis refuses it from scripts (the reply text), or allowed.
+fn script_policy(
+    shared: &Shared,
+    entry: &Entry,
+    args: &[Bytes],
+    rules: &mut ScriptRules,
+) -> Option<Reply> {
+    let spec = entry.spec;
+    // Commands that lock shards themselves would wait forever on the locks the script holds.
+    if spec.has(CmdFlags::NOSCRIPT) || entry.roles.contains(Roles::LOCKS_ITSELF) {
+        return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
+    }
+    let writes = spec.has(CmdFlags::WRITE);
+    if writes && rules.read_only {
+        return Some(Reply::Error(RO_SCRIPT.into()));
+    }
+    let maxmemory = shared.live.maxmemory();
+    if maxmemory > 0
+        && !rules.allow_oom
+        && spec.has(CmdFlags::DENYOOM)
+        && crate::alloc_stats::allocated() > maxmemory
+    {
+        return Some(Reply::Error(crate::store::evict::OOM_ERROR.into()));
+    }
+    if writes {
+        rules.wrote = true;
+    }
+    cluster::script_check(shared, spec, args, &mut rules.slot, rules.cross_slot_ok)
+}
+
+/// Queues a command inside MULTI: its resolved entry and its arguments.
+fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    if let Some(queue) = client.multi.as_mut() {
+        queue.push(crate::client::Queued {
+            cmd: entry.id.0,
+            args: args.to_vec(),
+        });
+        client
+            .info
+            .multi
+            .store(queue.len() as i64, Ordering::Relaxed);
+        client.info.multi_mem.fetch_add(
+            argv_mem + args.len() * std::mem::size_of::<usize>(),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Refuses a command before it runs (Redis's rejectCommand): counts the error and the
+/// command's `rejected_calls`, and inside MULTI dooms the transaction so EXEC answers
+/// EXECABORT. `entry` is None for an unknown command.
+pub fn reject(
+    shared: &Shared,
+    client: &mut ClientState,
+    entry: Option<&Entry>,
+    reply: Reply,
+) -> Reply {
+    if client.multi.is_some() {
+        client.multi_failed = true;
+    }
+    if let Some(entry) = entry {
+        entry.stats.rejected();
+    }
+    if let Reply::Error(text) = &reply {
+        count_error(shared, text);
+    }
+    reply
+}
+
+/// Counts one error reply: `total_error_replies` and its prefix's errorstat.
+pub fn count_error(shared: &Shared, text: &str) {
+    shared
+        .stats
+        .total_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    shared.errors.count(text);
+}
+
+/// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
+fn account(
+    ctx: &mut Ctx<'_>,
+    entry: &Entry,
+    args: &[Bytes],
+    reply: &Reply,
+    took: Duration,
+    caller: &Caller<'_, '_>,
+) {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    let usec = took.as_micros().min(u64::MAX as u128) as u64;
+    // A script whose error came from a failed call: that call counted it already.
+    let counted = std::mem::take(&mut ctx.error_counted);
+    let failed = match reply {
+        Reply::Error(text) => {
+            if !counted {
+                count_error(shared, text);
+            }
+            true
+        }
+        _ => counted,
+    };
+    entry
+        .stats
+        .ran(usec, failed, shared.live.latency_tracking());
+    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    let from_script = matches!(caller, Caller::Script(_));
+    let threshold_ms = shared.live.latency_threshold_ms();
+    if threshold_ms > 0 && usec / 1000 >= threshold_ms {
+        let event = if spec.has(CmdFlags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        shared
+            .latency
+            .add(event, shared.clock.now_ms() / 1000, usec / 1000);
+    }
+    if !spec.has(CmdFlags::SKIP_SLOWLOG)
+        && ctx.blocked.is_none()
+        && shared.slowlog.is_slow(&shared.live, usec)
+    {
+        shared.slowlog.push(
+            &shared.live,
+            shared.clock.now_ms() / 1000,
+            usec,
+            &monitor::redact(spec.name, args),
+            ctx.client,
+            from_script,
+        );
+    }
+    if !spec.has(CmdFlags::ADMIN) && !spec.has(CmdFlags::SKIP_MONITOR) {
+        feed_monitors(ctx, entry, args, from_script);
+    }
+}
+
+/// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
+fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool) {
+    let shared = ctx.shared;
+    if !shared.monitors.active() {
+        return;
+    }
+    let hard = shared.live.output_buffer_limit().hard;
+    let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
+    let addr = if from_script {
+        "lua"
+    } else {
+        &ctx.client.info.addr
+    };
+    shared.monitors.publish(
+        shared.clock.now_ns() / 1000,
+        ctx.client.db,
+        addr,
+        &monitor::redact(entry.spec.name, args),
+        cap,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command `roles_of` names exists, so a renamed command cannot silently lose
+    /// its role.
+    #[test]
+    fn every_role_names_a_command_of_the_table() {
+        let table = super::super::CommandTable::build();
+        let named = [
+            "exec",
+            "discard",
+            "quit",
+            "reset",
+            "ping",
+            "subscribe",
+            "ssubscribe",
+            "unsubscribe",
+            "sunsubscribe",
+            "psubscribe",
+            "punsubscribe",
+            "watch",
+            "info",
+            "config|resetstat",
+            "clock|advance",
+            "clock|set",
+            "pfcount",
+            "publish",
+            "spublish",
+            "fcall",
+            "eval",
+            "eval_ro",
+            "evalsha",
+            "evalsha_ro",
+        ];
+        for name in named {
+            let entry = table
+                .entries()
+                .iter()
+                .find(|e| e.spec.name == name)
+                .unwrap_or_else(|| panic!("{name} is not in the table"));
+            assert!(!entry.roles.is_empty(), "{name}");
+        }
+        let with_roles = table
+            .entries()
+            .iter()
+            .filter(|e| !e.roles.is_empty())
+            .count();
+        assert_eq!(with_roles, named.len());
+    }
+}
