@@ -760,10 +760,16 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
     }
 }
 
-/// Waits until no script runs (before a closing connection drops its WATCHes, which locks).
-pub async fn wait_idle(shared: &Shared) {
+/// Waits until no long script holds a shard of the `watched` keys (before a closing
+/// connection drops its WATCHes, which locks those shards). Young scripts are about to
+/// finish: the unwatch just waits on their locks. Scripts on other shards never delay it.
+pub async fn wait_idle(shared: &Shared, watched: &[(usize, Bytes)]) {
     let busy: Arc<script::Busy> = shared.scripts.busy.clone();
-    while busy.is_running() {
+    let shards: smallvec::SmallVec<[usize; 8]> = watched
+        .iter()
+        .map(|(_, k)| shared.keyspace.shard_of(k))
+        .collect();
+    while busy.blocking(Some(&shards)).is_some_and(|b| b.ran >= GRACE) {
         busy.wait_end(Duration::from_millis(100)).await;
     }
 }

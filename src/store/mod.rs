@@ -513,6 +513,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn add_shards_waits_only_above_what_it_holds() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut script = ks.lock_indexes(&[1]);
+        // Above every held shard: taken (it would wait if another holder had it).
+        assert_eq!(script.add_shards(&[3]), Ok(()));
+        assert_eq!(script.held_indexes().as_slice(), &[1, 3]);
+        // Below: only tried. Held by another client, it is refused; free, it is taken.
+        let other = ks.lock_indexes(&[0]);
+        assert_eq!(script.add_shards(&[0, 2]), Err(0));
+        drop(other);
+        assert_eq!(script.add_shards(&[0, 2]), Ok(()));
+        assert_eq!(script.held_indexes().as_slice(), &[0, 1, 2, 3]);
+        assert!(script.holds_all());
+        script.release();
+        assert!(script.holds_none());
+    }
+
+    #[test]
     fn shards_log_key_events_only_when_asked_and_hand_them_over() {
         let ks = Keyspace::new(1, 2, 0);
         let key = bytes::Bytes::from_static(b"k");
