@@ -10,7 +10,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -117,10 +117,31 @@ impl Slot {
     }
 }
 
+type Slots = Mutex<Vec<Arc<Slot>>>;
+
+/// This thread's slot in one `Busy`'s list; leaves the list when the thread ends (the
+/// runtime replaces threads that handed their worker off), so the list stays as long as
+/// the threads that live.
+struct Here {
+    id: u64,
+    slot: Arc<Slot>,
+    list: Weak<Slots>,
+}
+
+impl Drop for Here {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.upgrade() {
+            list.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|s| !Arc::ptr_eq(s, &self.slot));
+        }
+    }
+}
+
 thread_local! {
     /// This thread's slot in the `Busy` with the given id (a thread serves one server; tests
     /// with several fall back to the list).
-    static HERE: RefCell<Option<(u64, Arc<Slot>)>> = const { RefCell::new(None) };
+    static HERE: RefCell<Option<Here>> = const { RefCell::new(None) };
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -129,7 +150,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug)]
 pub struct Busy {
     id: u64,
-    slots: Mutex<Vec<Arc<Slot>>>,
+    slots: Arc<Slots>,
     /// Scripts running (or announced) now.
     running: AtomicUsize,
     ended: tokio::sync::Notify,
@@ -139,7 +160,7 @@ impl Default for Busy {
     fn default() -> Self {
         Busy {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            slots: Mutex::new(Vec::new()),
+            slots: Arc::new(Mutex::new(Vec::new())),
             running: AtomicUsize::new(0),
             ended: tokio::sync::Notify::new(),
         }
@@ -176,7 +197,7 @@ impl Busy {
     /// Runs `f` with this thread's slot, creating it on the thread's first script.
     fn with_here<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
         let cached = HERE.with(|h| match &*h.borrow() {
-            Some((id, slot)) if *id == self.id => Some(slot.clone()),
+            Some(here) if here.id == self.id => Some(here.slot.clone()),
             _ => None,
         });
         let slot = match cached {
@@ -194,7 +215,14 @@ impl Busy {
                         }
                     }
                 };
-                HERE.with(|h| *h.borrow_mut() = Some((self.id, slot.clone())));
+                let here = Here {
+                    id: self.id,
+                    slot: slot.clone(),
+                    list: Arc::downgrade(&self.slots),
+                };
+                // The slot this replaces (another server's, in tests) leaves its list.
+                let old = HERE.with(|h| h.borrow_mut().replace(here));
+                drop(old);
                 slot
             }
         };
