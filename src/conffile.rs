@@ -8,7 +8,7 @@
 //! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
-//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`, `replicaof`,
+//! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`,
 //!   `rename-command`): starting anyway would silently break what the operator relies on.
 //!
 //! Like redis-server, command-line options are read after the file, so they override it; a
@@ -36,8 +36,8 @@ enum Kind {
     Refused(&'static str),
 }
 
-const PERSIST: &str = "sluice keeps everything in memory and writes no snapshot or AOF";
-const REPL: &str = "sluice has no replication";
+const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
+const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
 const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
 const TUNING: &str = "sluice has no such internal tuning knob";
@@ -85,12 +85,16 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     // sluice's own.
     ("shards", Kind::Acts),
     ("threads", Kind::Acts),
+    ("io-backend", Kind::Acts),
     ("test-mode", Kind::Acts),
     ("redis-version", Kind::Acts),
     ("resp3", Kind::Acts),
     ("cluster-node-id", Kind::Acts),
-    // Persistence: sluice has none. Turning it on is refused, tuning it is harmless.
-    ("save", Kind::Quiet(&[""], PERSIST)),
+    // Persistence: RDB snapshots are acted on; the AOF is refused, its tuning harmless.
+    ("save", Kind::Acts),
+    ("dbfilename", Kind::Acts),
+    ("rdbchecksum", Kind::Acts),
+    ("stop-writes-on-bgsave-error", Kind::Acts),
     (
         "appendonly",
         Kind::Only(
@@ -109,25 +113,22 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("auto-aof-rewrite-min-size", Kind::Inert(PERSIST)),
     ("auto-aof-rewrite-percentage", Kind::Inert(PERSIST)),
     ("no-appendfsync-on-rewrite", Kind::Inert(PERSIST)),
-    ("dbfilename", Kind::Inert(PERSIST)),
-    ("rdbcompression", Kind::Inert(PERSIST)),
-    ("rdbchecksum", Kind::Inert(PERSIST)),
-    ("rdb-del-sync-files", Kind::Inert(PERSIST)),
-    ("rdb-save-incremental-fsync", Kind::Inert(PERSIST)),
-    ("stop-writes-on-bgsave-error", Kind::Inert(PERSIST)),
+    (
+        "rdbcompression",
+        Kind::Inert("sluice writes RDB strings uncompressed (Redis loads them either way)"),
+    ),
+    ("rdb-del-sync-files", Kind::Inert(REPL)),
+    (
+        "rdb-save-incremental-fsync",
+        Kind::Inert("sluice syncs an RDB file once, when it is complete"),
+    ),
     (
         "sanitize-dump-payload",
         Kind::Inert("sluice has no DUMP/RESTORE"),
     ),
     // Replication: a replica or a write quorum would change what clients see.
-    (
-        "replicaof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
-    (
-        "slaveof",
-        Kind::Refused("sluice cannot replicate from a master"),
-    ),
+    ("replicaof", Kind::Acts),
+    ("slaveof", Kind::Acts),
     (
         "min-replicas-to-write",
         Kind::Only(
@@ -144,33 +145,33 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ),
     ("min-replicas-max-lag", Kind::Inert(REPL)),
     ("min-slaves-max-lag", Kind::Inert(REPL)),
-    ("masterauth", Kind::Inert(REPL)),
-    ("masteruser", Kind::Inert(REPL)),
-    ("repl-backlog-size", Kind::Inert(REPL)),
+    ("masterauth", Kind::Acts),
+    ("masteruser", Kind::Acts),
+    ("repl-backlog-size", Kind::Acts),
     ("repl-backlog-ttl", Kind::Inert(REPL)),
     ("repl-disable-tcp-nodelay", Kind::Inert(REPL)),
     ("repl-diskless-load", Kind::Inert(REPL)),
     ("repl-diskless-sync", Kind::Inert(REPL)),
     ("repl-diskless-sync-delay", Kind::Inert(REPL)),
     ("repl-diskless-sync-max-replicas", Kind::Inert(REPL)),
-    ("repl-ping-replica-period", Kind::Inert(REPL)),
-    ("repl-ping-slave-period", Kind::Inert(REPL)),
-    ("repl-timeout", Kind::Inert(REPL)),
-    ("replica-announce-ip", Kind::Inert(REPL)),
-    ("replica-announce-port", Kind::Inert(REPL)),
-    ("replica-announced", Kind::Inert(REPL)),
+    ("repl-ping-replica-period", Kind::Acts),
+    ("repl-ping-slave-period", Kind::Acts),
+    ("repl-timeout", Kind::Acts),
+    ("replica-announce-ip", Kind::Acts),
+    ("replica-announce-port", Kind::Acts),
+    ("replica-announced", Kind::Acts),
     ("replica-ignore-disk-write-errors", Kind::Inert(REPL)),
     ("replica-ignore-maxmemory", Kind::Inert(REPL)),
     ("replica-lazy-flush", Kind::Inert(REPL)),
-    ("replica-priority", Kind::Inert(REPL)),
-    ("replica-read-only", Kind::Inert(REPL)),
+    ("replica-priority", Kind::Acts),
+    ("replica-read-only", Kind::Acts),
     ("replica-serve-stale-data", Kind::Inert(REPL)),
-    ("slave-announce-ip", Kind::Inert(REPL)),
-    ("slave-announce-port", Kind::Inert(REPL)),
+    ("slave-announce-ip", Kind::Acts),
+    ("slave-announce-port", Kind::Acts),
     ("slave-ignore-maxmemory", Kind::Inert(REPL)),
     ("slave-lazy-flush", Kind::Inert(REPL)),
-    ("slave-priority", Kind::Inert(REPL)),
-    ("slave-read-only", Kind::Inert(REPL)),
+    ("slave-priority", Kind::Acts),
+    ("slave-read-only", Kind::Acts),
     ("slave-serve-stale-data", Kind::Inert(REPL)),
     ("tls-replication", Kind::Quiet(&["no"], REPL)),
     // Cluster bus and failover: sluice's cluster is a static map.
@@ -764,16 +765,17 @@ mod tests {
     fn warnings_name_directive_and_line() {
         let loaded = from_text(
             "r.conf",
-            "# c\n\nhz 10\nsave \"\"\nsave 900 1\nappendonly no\n",
+            "# c\n\nhz 10\nsave \"\"\nsave 900 1\nappendfsync always\nappendonly no\nsave \"60 100\"\n",
         )
         .unwrap();
         assert_eq!(
             loaded.warnings,
             vec![
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
-                format!("r.conf:5: 'save 900 1' accepted without effect: {PERSIST}"),
+                format!("r.conf:6: 'appendfsync always' accepted without effect: {PERSIST}"),
             ]
         );
+        assert_eq!(loaded.config.save, vec![(900, 1), (60, 100)]);
     }
 
     #[test]

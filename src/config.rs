@@ -24,6 +24,12 @@ pub struct Config {
     /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`): longest member, in bytes,
     /// of a compact sorted set.
     pub zset_max_listpack_value: usize,
+    /// `hash-max-listpack-entries` (alias `hash-max-ziplist-entries`): most pairs of a
+    /// compact hash.
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value` (alias `hash-max-ziplist-value`): longest field or value,
+    /// in bytes, of a compact hash.
+    pub hash_max_listpack_value: usize,
     /// TCP port; 0 picks a free one.
     pub port: u16,
     /// Number of logical databases (SELECT 0..n-1).
@@ -34,6 +40,8 @@ pub struct Config {
     pub shards: usize,
     /// Event-loop threads serving connections; 0 means one per CPU.
     pub threads: usize,
+    /// What the event loops serve plain TCP connections with (`io-backend`).
+    pub io_backend: IoBackend,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -106,8 +114,175 @@ pub struct Config {
     pub supervised: Supervised,
     /// `daemonize yes` was asked for (refused at start: sluice stays in the foreground).
     pub daemonize: bool,
-    /// The working directory the binary changes to at start (`dir`); None: stay.
+    /// The working directory the binary changes to at start (`dir`); None: stay. The RDB
+    /// file is `dir/dbfilename`.
     pub dir: Option<String>,
+    /// `save` points: snapshot when at least `changes` writes happened in `seconds`. Empty
+    /// (sluice's default, unlike redis-server's `3600 1 300 100 60 10000`): no automatic
+    /// snapshots and none at shutdown unless asked (`SHUTDOWN SAVE`).
+    pub save: Vec<(u64, u64)>,
+    /// `dbfilename`: the RDB file's name inside `dir`.
+    pub dbfilename: String,
+    /// `rdbchecksum`: write the CRC64 trailer of RDB files.
+    pub rdbchecksum: bool,
+    /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the last background
+    /// save failed and save points are configured.
+    pub stop_writes_on_bgsave_error: bool,
+    /// Replication settings (`replicaof`, `masterauth`, `replica-read-only`…).
+    pub repl: ReplSettings,
+}
+
+/// Replication's settings, Redis 7.0's names and defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplSettings {
+    /// `replicaof host port` at start (REPLICAOF changes the role at run time).
+    pub replicaof: Option<(String, u16)>,
+    /// `masterauth`: the password sent to the master.
+    pub masterauth: Option<String>,
+    /// `masteruser`: the user sent with it (AUTH user pass).
+    pub masteruser: Option<String>,
+    /// `replica-read-only`: refuse client writes on a replica.
+    pub read_only: bool,
+    /// `replica-priority` (Sentinel's choice among replicas; 0 never promoted).
+    pub priority: u64,
+    /// `replica-announce-ip`.
+    pub announce_ip: Option<String>,
+    /// `replica-announce-port` (0: the listening port).
+    pub announce_port: u16,
+    /// `replica-announced`: Sentinel lists this replica.
+    pub announced: bool,
+    /// `repl-backlog-size`: bytes of the write stream kept for partial resynchronization.
+    pub backlog_size: usize,
+    /// `repl-ping-replica-period` (seconds between the master's PINGs in the stream).
+    pub ping_period: u64,
+    /// `repl-timeout` (seconds without data before a link is considered broken).
+    pub timeout: u64,
+}
+
+impl Default for ReplSettings {
+    fn default() -> Self {
+        ReplSettings {
+            replicaof: None,
+            masterauth: None,
+            masteruser: None,
+            read_only: true,
+            priority: 100,
+            announce_ip: None,
+            announce_port: 0,
+            announced: true,
+            backlog_size: 1024 * 1024,
+            ping_period: 10,
+            timeout: 60,
+        }
+    }
+}
+
+impl ReplSettings {
+    /// Applies one replication directive or CONFIG SET; Ok(false) if `name` is not one.
+    pub fn set(&mut self, name: &str, args: &[&str]) -> Result<bool, String> {
+        let one = || match args {
+            [v] => Ok(*v),
+            _ => Err("wrong number of arguments".to_string()),
+        };
+        let yes = |v: &str| match v.to_ascii_lowercase().as_str() {
+            "yes" => Ok(true),
+            "no" => Ok(false),
+            _ => Err("argument must be 'yes' or 'no'".to_string()),
+        };
+        let int = |v: &str, max: u64| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())
+        };
+        match name {
+            "replicaof" | "slaveof" => {
+                self.replicaof = match args {
+                    [h, p] if h.eq_ignore_ascii_case("no") && p.eq_ignore_ascii_case("one") => None,
+                    [h, p] => Some((h.to_string(), int(p, 65535)? as u16)),
+                    _ => return Err("wrong number of arguments".into()),
+                }
+            }
+            "masterauth" => self.masterauth = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "masteruser" => self.masteruser = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "replica-read-only" | "slave-read-only" => self.read_only = yes(one()?)?,
+            "replica-priority" | "slave-priority" => self.priority = int(one()?, i32::MAX as u64)?,
+            "replica-announce-ip" | "slave-announce-ip" => {
+                self.announce_ip = Some(one()?.to_string()).filter(|p| !p.is_empty())
+            }
+            "replica-announce-port" | "slave-announce-port" => {
+                self.announce_port = int(one()?, 65535)? as u16
+            }
+            "replica-announced" => self.announced = yes(one()?)?,
+            "repl-backlog-size" => {
+                self.backlog_size = parse_memory(one()?)
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| "argument must be a memory value".to_string())?
+            }
+            "repl-ping-replica-period" | "repl-ping-slave-period" => {
+                self.ping_period = int(one()?, i32::MAX as u64)?.max(1)
+            }
+            "repl-timeout" => self.timeout = int(one()?, i32::MAX as u64)?.max(1),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// CONFIG GET's value of a replication parameter, None if `name` is not one.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+        Some(match name {
+            "replicaof" | "slaveof" => self
+                .replicaof
+                .as_ref()
+                .map(|(h, p)| format!("{h} {p}"))
+                .unwrap_or_default(),
+            "masterauth" => self.masterauth.clone().unwrap_or_default(),
+            "masteruser" => self.masteruser.clone().unwrap_or_default(),
+            "replica-read-only" | "slave-read-only" => yn(self.read_only),
+            "replica-priority" | "slave-priority" => self.priority.to_string(),
+            "replica-announce-ip" | "slave-announce-ip" => {
+                self.announce_ip.clone().unwrap_or_default()
+            }
+            "replica-announce-port" | "slave-announce-port" => self.announce_port.to_string(),
+            "replica-announced" => yn(self.announced),
+            "repl-backlog-size" => self.backlog_size.to_string(),
+            "repl-ping-replica-period" | "repl-ping-slave-period" => self.ping_period.to_string(),
+            "repl-timeout" => self.timeout.to_string(),
+            _ => return None,
+        })
+    }
+}
+
+/// Parses `save`'s value (`"3600 1 300 100"`, or `""` for none): pairs of seconds and
+/// changes, Redis's "Invalid save parameters" otherwise.
+pub fn parse_save(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Redis splits on single spaces: doubled or edge spaces make empty words, refused.
+    let words: Vec<&str> = value.split(' ').collect();
+    if !words.len().is_multiple_of(2) {
+        return Err("Invalid save parameters".into());
+    }
+    let num = |w: &str| {
+        crate::num::parse_i64(w.as_bytes())
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| "Invalid save parameters".to_string())
+    };
+    words
+        .chunks(2)
+        .map(|p| Ok((num(p[0])?, num(p[1])?)))
+        .collect()
+}
+
+/// `save`'s value as CONFIG GET shows it.
+pub fn format_save(points: &[(u64, u64)]) -> String {
+    points
+        .iter()
+        .map(|(s, c)| format!("{s} {c}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Redis's `supervised` modes that sluice provides.
@@ -139,11 +314,14 @@ impl Default for Config {
             bind: vec!["127.0.0.1".into()],
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            hash_max_listpack_entries: crate::store::value::HASH_MAX_LISTPACK_ENTRIES,
+            hash_max_listpack_value: crate::store::value::HASH_MAX_LISTPACK_VALUE,
             port: 6379,
             databases: 16,
             loglevel: "notice".into(),
             shards: 0,
             threads: 0,
+            io_backend: IoBackend::default(),
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -184,6 +362,11 @@ impl Default for Config {
             supervised: Supervised::No,
             daemonize: false,
             dir: None,
+            repl: ReplSettings::default(),
+            save: Vec::new(),
+            dbfilename: "dump.rdb".into(),
+            rdbchecksum: true,
+            stop_writes_on_bgsave_error: true,
         }
     }
 }
@@ -322,6 +505,8 @@ pub fn is_immutable(name: &str) -> bool {
     matches!(
         name,
         "always-show-logo"
+            | "replicaof"
+            | "slaveof"
             | "appenddirname"
             | "appendfilename"
             | "bind"
@@ -330,6 +515,7 @@ pub fn is_immutable(name: &str) -> bool {
             | "daemonize"
             | "databases"
             | "enable-debug-command"
+            | "rdbchecksum"
             | "io-threads"
             | "logfile"
             | "pidfile"
@@ -406,6 +592,12 @@ impl Config {
                 _ => Err(bad(&name, "wrong number of arguments")),
             }
         };
+        {
+            let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+            if self.repl.set(&name, &strs).map_err(|e| bad(&name, &e))? {
+                return Ok(());
+            }
+        }
         match name.as_str() {
             "port" => self.port = parse_num(&name, one()?)?,
             "bind" => {
@@ -422,6 +614,9 @@ impl Config {
             "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
             "shards" => self.shards = parse_num(&name, one()?)?,
             "threads" => self.threads = parse_num(&name, one()?)?,
+            "io-backend" => {
+                self.io_backend = IoBackend::parse(one()?).map_err(|e| bad(&name, e))?
+            }
             "maxclients" => self.maxclients = parse_num(&name, one()?)?,
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
@@ -489,6 +684,26 @@ impl Config {
             "pidfile" => self.pidfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "logfile" => self.logfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "dir" => self.dir = Some(one()?.to_string()).filter(|p| !p.is_empty()),
+            "save" => {
+                // One line may hold several pairs; `save ""` clears; later lines add.
+                let points = parse_save(&args.join(" ")).map_err(|e| bad(&name, e))?;
+                if points.is_empty() {
+                    self.save.clear();
+                } else {
+                    self.save.extend(points);
+                }
+            }
+            "dbfilename" => {
+                let v = one()?;
+                if v.is_empty() || v.contains('/') {
+                    return Err(bad(&name, "dbfilename can't be a path, just a filename"));
+                }
+                self.dbfilename = v.to_string();
+            }
+            "rdbchecksum" => self.rdbchecksum = yes_no(&name, one()?)?,
+            "stop-writes-on-bgsave-error" => {
+                self.stop_writes_on_bgsave_error = yes_no(&name, one()?)?
+            }
             "unixsocket" => self.unixsocket = Some(one()?.to_string()).filter(|p| !p.is_empty()),
             "unixsocketperm" => {
                 self.unixsocketperm = u32::from_str_radix(one()?, 8)
@@ -612,6 +827,19 @@ impl Config {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
+    /// The directory of the RDB file: `dir`, or the current directory.
+    pub fn rdb_dir(&self) -> std::path::PathBuf {
+        match &self.dir {
+            Some(d) => std::path::PathBuf::from(d),
+            None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        }
+    }
+
+    /// The RDB file: `dir/dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        self.rdb_dir().join(&self.dbfilename)
+    }
+
     /// The shard count to use.
     pub fn effective_shards(&self) -> usize {
         if self.shards != 0 {
@@ -710,6 +938,8 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("lua-time-limit", "5000"),
     // sluice's own: how scripts lock (see `Config::lua_script_global`).
     ("lua-script-locking", "declared"),
+    ("masterauth", ""),
+    ("masteruser", ""),
     ("maxclients", "10000"),
     ("maxmemory", "0"),
     ("maxmemory-policy", "noeviction"),
@@ -723,6 +953,16 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("rdbchecksum", "yes"),
     ("rdbcompression", "yes"),
     ("requirepass", ""),
+    ("masteruser", ""),
+    ("repl-backlog-size", "1048576"),
+    ("repl-ping-replica-period", "10"),
+    ("repl-timeout", "60"),
+    ("replica-announce-ip", ""),
+    ("replica-announce-port", "0"),
+    ("replica-announced", "yes"),
+    ("replica-priority", "100"),
+    ("replica-read-only", "yes"),
+    ("replicaof", ""),
     ("save", "3600 1 300 100 60 10000"),
     ("set-max-intset-entries", "512"),
     ("slowlog-log-slower-than", "10000"),
@@ -744,6 +984,9 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
 impl Config {
     /// The value CONFIG GET reports for a parameter sluice acts on.
     pub fn param(&self, name: &str) -> Option<String> {
+        if let Some(v) = self.repl.get(name) {
+            return Some(v);
+        }
         Some(match name {
             "bind" => self.bind.join(" "),
             "port" => self.port.to_string(),
@@ -788,11 +1031,27 @@ impl Config {
             "unixsocketperm" => self.unixsocketperm.to_string(),
             "supervised" => self.supervised.name().to_string(),
             "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
+            "save" => format_save(&self.save),
+            "dbfilename" => self.dbfilename.clone(),
+            "dir" => self.rdb_dir().display().to_string(),
+            "rdbchecksum" => if self.rdbchecksum { "yes" } else { "no" }.to_string(),
+            "stop-writes-on-bgsave-error" => if self.stop_writes_on_bgsave_error {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
             "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
                 self.zset_max_listpack_entries.to_string()
             }
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value.to_string()
+            }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries.to_string()
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value.to_string()
             }
             _ => return None,
         })
@@ -807,6 +1066,9 @@ impl Config {
         };
         let mem =
             |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
+        if name != "replicaof" && name != "slaveof" && self.repl.set(name, &[value])? {
+            return Ok(true);
+        }
         match name {
             "maxclients" => self.maxclients = int(value)?.max(1) as usize,
             "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
@@ -814,6 +1076,12 @@ impl Config {
             }
             "zset-max-listpack-value" | "zset-max-ziplist-value" => {
                 self.zset_max_listpack_value = mem(value)?
+            }
+            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
+                self.hash_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
+            }
+            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
+                self.hash_max_listpack_value = mem(value)?
             }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
@@ -874,6 +1142,15 @@ impl Config {
                 self.maxmemory_samples = n as usize;
             }
             "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
+            "save" => self.save = parse_save(value)?,
+            "stop-writes-on-bgsave-error" => {
+                self.stop_writes_on_bgsave_error = match value.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                }
+            }
+            "dir" | "dbfilename" => return Err("can't set protected config".into()),
             "notify-keyspace-events" => {
                 self.notify_keyspace_events =
                     keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?
@@ -914,10 +1191,12 @@ mod tests {
         assert!(c.apply("unixsocketperm", &["999".into()]).is_err());
         assert!(c.apply("supervised", &["upstart".into()]).is_err());
         c.apply("supervised", &["systemd".into()]).unwrap();
-        assert_eq!(
-            c.apply("slaveof", &["x".into()]),
-            Err(ConfigError::Unsupported("slaveof".into()))
-        );
+        assert!(c.apply("slaveof", &["x".into()]).is_err());
+        c.apply("replicaof", &["127.0.0.1".into(), "7000".into()])
+            .unwrap();
+        assert_eq!(c.repl.replicaof, Some(("127.0.0.1".into(), 7000)));
+        c.apply("replica-read-only", &["no".into()]).unwrap();
+        assert!(!c.repl.read_only);
         c.apply("proto-max-bulk-len", &["1mb".into()]).unwrap();
         assert_eq!(c.proto_max_bulk_len, 1 << 20);
         assert_eq!(c.port, 0);
@@ -937,6 +1216,17 @@ mod tests {
     }
 
     #[test]
+    fn io_backend_directive() {
+        let mut c = Config::default();
+        assert_eq!(c.io_backend, IoBackend::Epoll);
+        c.apply("io-backend", &["uring".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Uring);
+        c.apply("io-backend", &["AUTO".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Auto);
+        assert!(c.apply("io-backend", &["kqueue".into()]).is_err());
+    }
+
+    #[test]
     fn conf_lines() {
         assert_eq!(
             split_conf_line(r#"save """#),
@@ -947,6 +1237,32 @@ mod tests {
             Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
         );
         assert_eq!(split_conf_line(r#"x "a"#), None);
+    }
+}
+
+/// What the event loops serve plain TCP connections with (`io-backend`); TLS and Unix-socket
+/// connections always use epoll. See `server::loops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoBackend {
+    /// Readiness (epoll) and a read or write call per operation: tokio's sockets.
+    #[default]
+    Epoll,
+    /// io_uring, falling back to epoll (with a warning) where the kernel or a seccomp
+    /// profile does not allow it.
+    Uring,
+    /// io_uring where available, else epoll.
+    Auto,
+}
+
+impl IoBackend {
+    /// The backend named `name` (epoll, uring or auto; any case).
+    pub fn parse(name: &str) -> Result<IoBackend, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "epoll" => Ok(IoBackend::Epoll),
+            "uring" | "io_uring" | "io-uring" => Ok(IoBackend::Uring),
+            "auto" => Ok(IoBackend::Auto),
+            _ => Err(format!("'{name}' is not one of epoll, uring, auto")),
+        }
     }
 }
 
@@ -1126,6 +1442,8 @@ pub struct LiveSettings {
     timeout: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
+    hash_entries: AtomicUsize,
+    hash_value: AtomicUsize,
     slowlog_slower_than: std::sync::atomic::AtomicI64,
     slowlog_max_len: AtomicU64,
     latency_threshold_ms: AtomicU64,
@@ -1164,6 +1482,10 @@ impl LiveSettings {
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
             .store(config.zset_max_listpack_value, Ordering::Relaxed);
+        self.hash_entries
+            .store(config.hash_max_listpack_entries, Ordering::Relaxed);
+        self.hash_value
+            .store(config.hash_max_listpack_value, Ordering::Relaxed);
         self.slowlog_slower_than
             .store(config.slowlog_log_slower_than, Ordering::Relaxed);
         self.slowlog_max_len
@@ -1181,6 +1503,14 @@ impl LiveSettings {
     /// `lua-script-locking global`: scripts lock the whole keyspace.
     pub fn scripts_lock_all(&self) -> bool {
         self.script_global.load(Ordering::Relaxed)
+    }
+
+    /// `hash-max-listpack-entries` and `hash-max-listpack-value`.
+    pub fn hash_listpack_limits(&self) -> (usize, usize) {
+        (
+            self.hash_entries.load(Ordering::Relaxed),
+            self.hash_value.load(Ordering::Relaxed),
+        )
     }
 
     /// `slowlog-log-slower-than` (µs; negative: SLOWLOG off) and `slowlog-max-len`.

@@ -32,6 +32,7 @@ pub mod logging;
 pub mod num;
 pub mod protocol;
 pub mod rdb;
+pub mod repl;
 pub mod script;
 pub mod server;
 pub mod store;

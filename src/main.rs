@@ -47,6 +47,7 @@ Directives sluice acts on:
   --cluster-enabled yes --cluster-config-file MAP [--cluster-node-id ID]
   --shards N                  keyspace shards, a power of two (default 4 x CPUs)
   --threads N                 event loops serving connections (default: one per CPU)
+  --io-backend B              epoll (default), uring, auto: what the loops serve TCP with
   --test-mode                 enable CLOCK, FAULT and CMDLOG
   --redis-version V           the version INFO and HELLO report (7.0.15)
   --resp3 no                  refuse HELLO 3 (test a client's RESP2 fallback)
@@ -80,7 +81,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let config = loaded.config;
+    let mut config = loaded.config;
     // Before any other thread starts (the log writer, the runtime's), so that every thread
     // inherits the blocked signals and only the signal thread receives them.
     let signals = SignalThread::start();
@@ -92,6 +93,12 @@ fn main() -> ExitCode {
             "sluice: cannot change to dir '{dir}': {e}"
         );
         return ExitCode::FAILURE;
+    }
+    // From here on `dir` is absolute (the RDB file lives there; CONFIG GET dir shows it).
+    if config.dir.is_some()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        config.dir = Some(cwd.display().to_string());
     }
     let (sink, colour) = match &config.logfile {
         None => (
@@ -186,7 +193,11 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        tracing::info!("event loops: {}", server.threads());
+        tracing::info!(
+            "event loops: {} ({})",
+            server.threads(),
+            server.io_backend().name()
+        );
         // Written once the sockets are bound, so a pidfile means a server that answers.
         let _pidfile = pidfile.and_then(|p| match PidFile::write(&p) {
             Ok(f) => Some(f),

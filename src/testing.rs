@@ -4,6 +4,10 @@
 //! [`TestServer::clock`], or over the wire with `CLOCK …`), and shuts the server down when
 //! dropped.
 //!
+//! Every `TestServer` serves with the configured I/O backend (`Config::io_backend`), unless
+//! the environment variable `SLUICE_IO_BACKEND` (epoll, uring or auto) says otherwise: that
+//! is how a whole test suite runs on io_uring (`SLUICE_IO_BACKEND=uring cargo test --test it`).
+//!
 //! ```
 //! use std::time::Duration;
 //!
@@ -20,14 +24,19 @@
 use std::net::SocketAddr;
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, IoBackend};
 use crate::server::Server;
+use crate::server::loops::Running;
+
+/// Overrides the I/O backend of every `TestServer` when set (epoll, uring or auto).
+pub const IO_BACKEND_ENV: &str = "SLUICE_IO_BACKEND";
 
 /// A running in-process server.
 #[derive(Debug)]
 pub struct TestServer {
     addr: SocketAddr,
     tls_addr: Option<SocketAddr>,
+    io_backend: Running,
     clock: Clock,
     stop: tokio_util::sync::CancellationToken,
     shared: std::sync::Arc<crate::cmd::Shared>,
@@ -48,6 +57,14 @@ impl TestServer {
     pub fn start_with(mut config: Config) -> std::io::Result<TestServer> {
         config.bind = vec!["127.0.0.1".into()];
         config.port = 0;
+        if let Some(name) = std::env::var_os(IO_BACKEND_ENV) {
+            config.io_backend = IoBackend::parse(&name.to_string_lossy()).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{IO_BACKEND_ENV}: {e}"),
+                )
+            })?;
+        }
         let clock = Clock::system();
         let (tx, rx) = std::sync::mpsc::channel();
         let server_clock = clock.clone();
@@ -73,7 +90,8 @@ impl TestServer {
                             let tls_addr = server.tls_local_addr();
                             let stop = server.shutdown_token();
                             let shared = server.shared();
-                            let _ = tx.send(Ok((addr, tls_addr, stop, shared)));
+                            let backend = server.io_backend();
+                            let _ = tx.send(Ok((addr, tls_addr, backend, stop, shared)));
                             server.run().await;
                         }
                         Err(e) => {
@@ -82,13 +100,14 @@ impl TestServer {
                     }
                 });
             })?;
-        let (addr, tls_addr, stop, shared) = rx
+        let (addr, tls_addr, io_backend, stop, shared) = rx
             .recv()
             .map_err(|_| std::io::Error::other("server thread exited"))??;
         let addr = addr.ok_or_else(|| std::io::Error::other("no address bound"))?;
         Ok(TestServer {
             addr,
             tls_addr,
+            io_backend,
             clock,
             stop,
             shared,
@@ -104,6 +123,11 @@ impl TestServer {
     /// The TLS address, when the config set a `tls_port` (with its certificate and key).
     pub fn tls_addr(&self) -> Option<SocketAddr> {
         self.tls_addr
+    }
+
+    /// The I/O backend the server runs (after the probe at start).
+    pub fn io_backend(&self) -> Running {
+        self.io_backend
     }
 
     /// A `redis://` URL for clients.

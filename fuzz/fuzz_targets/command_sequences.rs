@@ -91,10 +91,10 @@ const WORDS: &[&str] = &[
     "b",
 ];
 
-/// Commands left out: they block, sleep, stop the server or run scripts (time limits of
-/// seconds), none of which is what this target looks at.
+/// Commands left out: they block, sleep, stop the server, run scripts (time limits of
+/// seconds) or write files (SAVE, BGSAVE), none of which is what this target looks at.
 const SKIP: &[&str] = &[
-    "shutdown", "debug", "monitor", "eval", "evalsha", "script", "function",
+    "shutdown", "debug", "monitor", "eval", "evalsha", "script", "function", "save", "bgsave",
 ];
 
 struct State {

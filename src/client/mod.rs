@@ -60,6 +60,28 @@ pub struct ClientInfo {
     pub subs: [AtomicUsize; 3],
     /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
     pub blocked: AtomicBool,
+    /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
+    /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
+    pub kind: AtomicU8,
+}
+
+/// `ClientInfo::kind` of an ordinary client.
+pub const KIND_NORMAL: u8 = 0;
+/// `ClientInfo::kind` of a replica's connection on its master.
+pub const KIND_REPLICA: u8 = 1;
+/// `ClientInfo::kind` of a replica's link to its master.
+pub const KIND_MASTER: u8 = 2;
+
+impl ClientInfo {
+    /// Redis's client type: `normal`, `slave`, `master` or `pubsub`.
+    pub fn type_name(&self) -> &'static str {
+        match self.kind.load(Ordering::Relaxed) {
+            KIND_REPLICA => "slave",
+            KIND_MASTER => "master",
+            _ if self.subs.iter().any(|s| s.load(Ordering::Relaxed) > 0) => "pubsub",
+            _ => "normal",
+        }
+    }
 }
 
 impl ClientInfo {
@@ -198,6 +220,7 @@ impl Registry {
             no_touch: AtomicBool::new(false),
             subs: Default::default(),
             blocked: AtomicBool::new(false),
+            kind: AtomicU8::new(KIND_NORMAL),
         });
         self.clients.insert(id, info.clone());
         info
@@ -279,6 +302,18 @@ pub struct ClientState {
     pub reply_skip: bool,
     /// CLIENT REPLY SKIP is the current command.
     pub reply_skip_next: bool,
+    /// This is a replica's link to its master: its writes are allowed on a read-only
+    /// replica, keys never expire for it, and it propagates nothing itself.
+    pub master_link: bool,
+    /// REPLCONF listening-port / ip-address of a replica connecting to this node.
+    pub repl_port: u16,
+    /// REPLCONF ip-address.
+    pub repl_ip: Option<String>,
+    /// Set by PSYNC/SYNC: (replication id, offset) the replica asked for; the connection
+    /// then becomes a replica's feed.
+    pub psync: Option<(String, i64)>,
+    /// Set by WAIT when it must wait: (replicas, timeout ms, offset).
+    pub wait_acks: Option<(u64, u64, u64)>,
 }
 
 impl ClientState {
@@ -302,6 +337,11 @@ impl ClientState {
             reply_off: false,
             reply_skip: false,
             reply_skip_next: false,
+            master_link: false,
+            repl_port: 0,
+            repl_ip: None,
+            psync: None,
+            wait_acks: None,
         }
     }
 

@@ -106,8 +106,7 @@ impl Command for SetBit {
             None => {
                 let mut v = Vec::new();
                 let (old, _) = flip(&mut v);
-                ctx.store
-                    .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
                 (old, true)
             }
         };
@@ -439,8 +438,7 @@ impl Command for BitOp {
             }
             *out = o;
         }
-        ctx.store
-            .set(db, &self.dest, Value::Raw(Bytes::from(res)), None);
+        ctx.store.set(db, &self.dest, Value::Raw(res.into()), None);
         ctx.notify(class::STRING, "set", &self.dest);
         Ok(Reply::Int(maxlen as i64))
     }
@@ -702,8 +700,7 @@ impl VariantCommand for BitField {
                 None => {
                     let mut v = Vec::new();
                     let r = run(&mut v, true);
-                    ctx.store
-                        .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                    ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
                     r
                 }
             };

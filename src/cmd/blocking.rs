@@ -102,6 +102,47 @@ impl Op {
         }
     }
 
+    /// What serving it propagates to replicas: its non-blocking form on the key it popped
+    /// from (Redis rewrites a served blocking pop the same way); None if nothing was popped.
+    fn effect(&self, key: &Bytes, reply: &Reply) -> Option<Vec<Bytes>> {
+        use crate::repl::effects::{Side, list_pop, mpop_result, zset_pop};
+        let side = |end: End| match end {
+            End::Left => Side::First,
+            End::Right => Side::Last,
+        };
+        let zside = |max: bool| if max { Side::Last } else { Side::First };
+        if matches!(reply, Reply::Null | Reply::NullArray) {
+            return None;
+        }
+        Some(match self {
+            Op::Pop(p) => vec![Bytes::from_static(list_pop(side(p.end))), key.clone()],
+            Op::ZPop(z) => vec![Bytes::from_static(zset_pop(zside(z.max))), key.clone()],
+            Op::MPop(p) => {
+                let (_, n) = mpop_result(reply)?;
+                vec![
+                    Bytes::from_static(list_pop(side(p.end))),
+                    key.clone(),
+                    n.to_string().into(),
+                ]
+            }
+            Op::ZMPop(z) => {
+                let (_, n) = mpop_result(reply)?;
+                vec![
+                    Bytes::from_static(zset_pop(zside(z.max))),
+                    key.clone(),
+                    n.to_string().into(),
+                ]
+            }
+            Op::Move(m) => vec![
+                Bytes::from_static(b"LMOVE"),
+                m.source.clone(),
+                m.destination.clone(),
+                Bytes::from_static(end_word(m.from)),
+                Bytes::from_static(end_word(m.to)),
+            ],
+        })
+    }
+
     fn is_list(&self) -> bool {
         matches!(self, Op::Pop(_) | Op::MPop(_) | Op::Move(_))
     }
@@ -540,6 +581,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 blocked: None,
                 ready: Vec::new(),
                 error_counted: false,
+                propagate: Vec::new(),
                 events: super::notify::Events::new(shared),
             };
             // Only a key of the type the client waits for serves it (Redis's check); a
@@ -559,6 +601,11 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Ok(None) => break,
                 Err(e) => e.into(),
             };
+            // The pop's effect: the state of the keys it changed, under their locks.
+            if let Some(argv) = w.op.effect(&key, &reply) {
+                crate::repl::effects::note_served(&mut ctx, db, argv);
+            }
+            shared.repl.propagate(&ctx.propagate);
             let events = ctx.take_events();
             drop(ctx);
             *st = State::Done(reply);
@@ -656,6 +703,14 @@ pub fn release(shared: &Shared, w: &Arc<Waiter>) {
         }
     }
     shared.blocked.remove(w);
+}
+
+/// LEFT or RIGHT, as LMOVE takes it.
+fn end_word(end: End) -> &'static [u8] {
+    match end {
+        End::Left => b"LEFT",
+        End::Right => b"RIGHT",
+    }
 }
 
 #[cfg(test)]

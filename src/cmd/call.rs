@@ -3,8 +3,9 @@
 //!
 //! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a
 //! command for its caller (authentication, `no-multi` inside MULTI, cluster routing, OOM,
-//! the RESP2 subscribed context, `noscript` and writes from read-only scripts), running the
-//! handler, and the accounting after it (INFO commandstats / errorstats / latencystats,
+//! the RESP2 subscribed context, `noscript` and writes from read-only scripts or on a
+//! read-only replica), running the handler, noting what it propagates to replicas, and the
+//! accounting after it (INFO commandstats / errorstats / latencystats,
 //! SLOWLOG, LATENCY, MONITOR). The callers only do what is theirs: `execute` resolves the
 //! request and keeps CLIENT LIST's view; EXEC checks WATCH and takes every lock; a script
 //! host keeps its held shards and turns errors into Lua values.
@@ -151,6 +152,8 @@ pub fn call<'a>(
             ctx.store = lock_for(shared, spec, keys);
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();
+            // For a replica's master link no key has expired: the master's DELs expire them.
+            let now_ns = if ctx.client.master_link { 0 } else { now_ns };
             ctx.now_ns = now_ns;
             ctx.now_ms = now_ns / 1_000_000;
             started
@@ -168,7 +171,7 @@ pub fn call<'a>(
             Instant::now()
         }
         Caller::Script(rules) => {
-            if let Some(refused) = script_policy(shared, entry, args, rules) {
+            if let Some(refused) = script_policy(shared, ctx.client, entry, args, rules) {
                 // Counted here, as Redis's scriptCall does (the script's own error reply,
                 // which starts with this one, is then not counted again).
                 entry.stats.rejected();
@@ -218,7 +221,14 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
         Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
     };
     blocking::note_write(ctx, spec, args);
+    crate::repl::effects::note(ctx, spec, entry.effect, args, &reply);
     if matches!(caller, Caller::Client(_)) {
+        // Fed while the locks are held, so writes to one key reach the replication stream
+        // in the order they were applied (EXEC feeds its own within its lock hold).
+        let effects = std::mem::take(&mut ctx.propagate);
+        if !effects.is_empty() {
+            ctx.shared.repl.propagate(&effects);
+        }
         // The key events are taken while the shards (and their logs) are still held, then
         // the locks are dropped before anything else. Notifications go out with no lock
         // held; then clients blocked on keys the command wrote are served (their pops emit
@@ -284,6 +294,18 @@ fn client_policy<'s>(
     if let Some(reply) = maxmemory::check(shared, client, entry) {
         return Err(reject(shared, client, Some(entry), reply));
     }
+    // MISCONF: writes refused after a failed background save (see persist.rs).
+    if let Some(reply) = super::persist::misconf(shared, spec) {
+        return Err(reject(shared, client, Some(entry), reply));
+    }
+    if spec.has(CmdFlags::WRITE) && super::read_only_replica(shared, client) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(super::READONLY.into()),
+        ));
+    }
     // A RESP2 connection that is subscribed only takes what Redis takes in that context.
     if client.resp == 2 && client.subscribed() && !entry.roles.contains(Roles::WHILE_SUBSCRIBED) {
         let text = format!(
@@ -303,6 +325,7 @@ fn client_policy<'s>(
 /// A script's call: refused as Redis refuses it from scripts (the reply text), or allowed.
 fn script_policy(
     shared: &Shared,
+    client: &ClientState,
     entry: &Entry,
     args: &[Bytes],
     rules: &mut ScriptRules,
@@ -315,6 +338,9 @@ fn script_policy(
     let writes = spec.has(CmdFlags::WRITE);
     if writes && rules.read_only {
         return Some(Reply::Error(RO_SCRIPT.into()));
+    }
+    if writes && super::read_only_replica(shared, client) {
+        return Some(Reply::Error(super::READONLY.into()));
     }
     let maxmemory = shared.live.maxmemory();
     if maxmemory > 0

@@ -20,7 +20,7 @@ use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::store::Value;
 use crate::store::access::HashMut;
-use crate::store::value::{HashValue, scan_hash, scan_step};
+use crate::store::value::{HashLimits, HashValue, scan_hash, scan_step};
 
 /// The hash commands.
 pub static COMMANDS: &[C] = &[
@@ -143,6 +143,16 @@ pub static COMMANDS: &[C] = &[
 /// past this bound with Redis's plain range error instead.
 pub const MAX_RANDOM_REPEAT: u64 = 1 << 20;
 
+/// The encoding thresholds in force (`hash-max-listpack-entries`/`-value`, which CONFIG SET
+/// changes at run time).
+fn hash_limits(shared: &super::Shared) -> HashLimits {
+    let (max_listpack_entries, max_listpack_value) = shared.live.hash_listpack_limits();
+    HashLimits {
+        max_listpack_entries,
+        max_listpack_value,
+    }
+}
+
 /// Reads a hash for a read command (keyspace hit/miss counted): None if missing, WRONGTYPE
 /// for other types.
 fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut HashValue>> {
@@ -246,12 +256,13 @@ impl VariantCommand for HSet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         // A change as far as WATCH knows even if it rewrote the same values, as in Redis.
         let created = self
             .pairs
             .chunks_exact(2)
-            .filter(|p| h.set(&p[0], &p[1]))
+            .filter(|p| h.set(&p[0], &p[1], &limits))
             .count();
         drop(h);
         ctx.notify(class::HASH, "hset", &self.key);
@@ -279,11 +290,12 @@ impl Command for HSetNx {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
         }
-        h.set(&self.field, &self.value);
+        h.set(&self.field, &self.value, &limits);
         drop(h);
         ctx.notify(class::HASH, "hset", &self.key);
         Ok(Reply::Int(1))
@@ -305,7 +317,8 @@ impl Command for HGet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let value = read_hash(ctx, &self.key)?.and_then(|h| h.get(&self.field).cloned());
+        let value =
+            read_hash(ctx, &self.key)?.and_then(|h| h.get(&self.field).map(Bytes::copy_from_slice));
         Ok(value.into())
     }
 }
@@ -330,7 +343,7 @@ impl Command for HMGet {
         Ok(Reply::Array(
             self.fields
                 .iter()
-                .map(|f| h.and_then(|h| h.get(f).cloned()).into())
+                .map(|f| h.and_then(|h| h.get(f).map(Bytes::copy_from_slice)).into())
                 .collect(),
         ))
     }
@@ -369,11 +382,24 @@ impl VariantCommand for HGetAll {
         Ok(match self.part {
             HashPart::Both => Reply::Map(
                 pairs
-                    .map(|(f, v)| (Reply::Bulk(f.clone()), Reply::Bulk(v.clone())))
+                    .map(|(f, v)| {
+                        (
+                            Reply::Bulk(Bytes::copy_from_slice(f)),
+                            Reply::Bulk(Bytes::copy_from_slice(v)),
+                        )
+                    })
                     .collect(),
             ),
-            HashPart::Fields => Reply::Array(pairs.map(|(f, _)| Reply::Bulk(f.clone())).collect()),
-            HashPart::Values => Reply::Array(pairs.map(|(_, v)| Reply::Bulk(v.clone())).collect()),
+            HashPart::Fields => Reply::Array(
+                pairs
+                    .map(|(f, _)| Reply::Bulk(Bytes::copy_from_slice(f)))
+                    .collect(),
+            ),
+            HashPart::Values => Reply::Array(
+                pairs
+                    .map(|(_, v)| Reply::Bulk(Bytes::copy_from_slice(v)))
+                    .collect(),
+            ),
         })
     }
 }
@@ -484,13 +510,18 @@ impl Command for HIncrBy {
         Ok(HIncrBy { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
-        h.set(&self.field, itoa::Buffer::new().format(new).as_bytes());
+        h.set(
+            &self.field,
+            itoa::Buffer::new().format(new).as_bytes(),
+            &limits,
+        );
         drop(h);
         ctx.notify(class::HASH, "hincrby", &self.key);
         Ok(Reply::Int(new))
@@ -516,6 +547,7 @@ impl Command for HIncrByFloat {
         Ok(HIncrByFloat { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let limits = hash_limits(ctx.shared);
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => crate::num::long_double::parse(v)
@@ -527,7 +559,7 @@ impl Command for HIncrByFloat {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
         let text = crate::num::long_double::format_human(new);
-        h.set(&self.field, text.as_bytes());
+        h.set(&self.field, text.as_bytes(), &limits);
         drop(h);
         ctx.notify(class::HASH, "hincrbyfloat", &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
@@ -571,7 +603,7 @@ impl Command for HRandField {
         let Some(count) = self.count else {
             let field = h.and_then(|h| {
                 h.get_index(rand::random_range(0..h.len().max(1)))
-                    .map(|(f, _)| f.clone())
+                    .map(|(f, _)| Bytes::copy_from_slice(f))
             });
             return Ok(field.into());
         };
@@ -583,14 +615,14 @@ impl Command for HRandField {
             Vec::with_capacity(picks.len() * if self.with_values && !resp3 { 2 } else { 1 });
         for (f, v) in picks.into_iter().filter_map(|i| h.get_index(i)) {
             match (self.with_values, resp3) {
-                (false, _) => out.push(Reply::Bulk(f.clone())),
+                (false, _) => out.push(Reply::Bulk(Bytes::copy_from_slice(f))),
                 (true, false) => {
-                    out.push(Reply::Bulk(f.clone()));
-                    out.push(Reply::Bulk(v.clone()));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(f)));
+                    out.push(Reply::Bulk(Bytes::copy_from_slice(v)));
                 }
                 (true, true) => out.push(Reply::Array(vec![
-                    Reply::Bulk(f.clone()),
-                    Reply::Bulk(v.clone()),
+                    Reply::Bulk(Bytes::copy_from_slice(f)),
+                    Reply::Bulk(Bytes::copy_from_slice(v)),
                 ])),
             }
         }
@@ -656,8 +688,8 @@ impl Command for HScan {
         let mut items = Vec::new();
         for (f, v) in positions.into_iter().filter_map(|i| h.get_index(i)) {
             if scan_matches(pattern.as_ref(), f) {
-                items.push(Reply::Bulk(f.clone()));
-                items.push(Reply::Bulk(v.clone()));
+                items.push(Reply::Bulk(Bytes::copy_from_slice(f)));
+                items.push(Reply::Bulk(Bytes::copy_from_slice(v)));
             }
         }
         Ok(scan_reply(next, items))

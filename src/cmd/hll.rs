@@ -95,8 +95,7 @@ impl Command for PfAdd {
                 let mut h = hll::new_sparse();
                 // Even a failed add leaves the key created, as in Redis.
                 let r = add_all(&mut h, true);
-                ctx.store
-                    .set(db, &self.key, Value::Raw(Bytes::from(h)), None);
+                ctx.store.set(db, &self.key, Value::Raw(h.into()), None);
                 r.map_err(corrupt)?
             }
             Some(()) => {
@@ -227,8 +226,7 @@ impl Command for PfMerge {
             None => {
                 let mut h = hll::new_sparse();
                 let r = write(&mut h);
-                ctx.store
-                    .set(db, &self.dest, Value::Raw(Bytes::from(h)), None);
+                ctx.store.set(db, &self.dest, Value::Raw(h.into()), None);
                 r
             }
         };

@@ -33,7 +33,9 @@ pub mod maxmemory;
 pub mod monitor;
 pub mod notify;
 pub mod pause;
+pub mod persist;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -112,12 +114,16 @@ pub struct Shared {
     pub blocked: blocking::Registry,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// RDB persistence: save state and counters.
+    pub persist: persist::Persistence,
     /// Error replies by prefix (INFO errorstats).
     pub errors: stats::ErrorStats,
     /// SLOWLOG's entries.
     pub slowlog: slowlog::SlowLog,
     /// LATENCY's events.
     pub latency: latency::LatencyMonitor,
+    /// Replication: role, write stream, attached replicas.
+    pub repl: Arc<crate::repl::Repl>,
 }
 
 /// Counters INFO reports.
@@ -148,8 +154,11 @@ impl Shared {
             clock.now_ms(),
         ));
         let test_mode = config.test_mode;
+        let now_s = clock.now_ms() / 1000;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
+        let repl = Arc::new(crate::repl::Repl::new(config.repl.backlog_size));
+        crate::repl::hook_deletions(&repl, &keyspace);
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
@@ -173,9 +182,11 @@ impl Shared {
             cluster: None,
             blocked: blocking::Registry::default(),
             pause: pause::Pause::default(),
+            persist: persist::Persistence::new(now_s),
             errors: stats::ErrorStats::default(),
             slowlog: slowlog::SlowLog::default(),
             latency: latency::LatencyMonitor::default(),
+            repl,
         };
         shared.configure_notifications();
         shared
@@ -216,6 +227,9 @@ pub struct Ctx<'a> {
     /// Set by a script command whose error reply came from a failed `redis.call`: that
     /// call counted the error already (see `call`).
     pub error_counted: bool,
+    /// What this call propagates to replicas, (database, command) in order; fed to the
+    /// stream before the locks are released (see `repl`).
+    pub propagate: Vec<(usize, Vec<Bytes>)>,
     /// Keyspace notifications emitted, published once the locks are released.
     pub events: notify::Events,
 }
@@ -397,6 +411,21 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
     }
 }
 
+/// Redis's reply to a write on a read-only replica.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// Whether a write from `client` must be refused: this node is a read-only replica and
+/// the client is not its master link.
+pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
+    !client.master_link
+        && shared.keyspace.deletions().is_replica()
+        && shared
+            .config
+            .read()
+            .map(|c| c.repl.read_only)
+            .unwrap_or(true)
+}
+
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
 /// [`execute_blocking`]).
@@ -451,6 +480,7 @@ fn execute_request(
         blocked: None,
         ready: Vec::new(),
         error_counted: false,
+        propagate: Vec::new(),
         events: notify::Events::new(shared),
     };
     let reply = call(&mut ctx, entry, args, Caller::Client(args));

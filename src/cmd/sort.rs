@@ -313,7 +313,7 @@ impl VariantCommand for Sort {
             }
             let n = list.len() as i64;
             if n > 0 {
-                ctx.store.set(db, dst, Value::List(list), None);
+                ctx.store.set(db, dst, Value::List(Box::new(list)), None);
                 ctx.notify(super::notify::class::LIST, "sortstore", dst);
             } else if ctx.store.remove(db, dst, now).is_some() {
                 ctx.notify(super::notify::class::GENERIC, "del", dst);
@@ -408,7 +408,7 @@ fn lookup_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Option<Byte
     key.extend_from_slice(postfix);
     let (db, now) = (ctx.db(), ctx.now_ms);
     match (ctx.store.read_value(db, &key, now)?, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).cloned(),
+        (Value::Hash(h), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
         (v @ (Value::Int(_) | Value::Str(_) | Value::Raw(_)), None) => v.as_bytes().ok(),
         _ => None,
     }

@@ -739,7 +739,7 @@ impl Command for IncrByFloat {
         }
         let text = Bytes::from(long_double::format_human(next));
         ctx.store
-            .set_keep_ttl(db, &self.key, Value::Str(text.clone()), ctx.now_ms);
+            .set_keep_ttl(db, &self.key, Value::Str(text.clone().into()), ctx.now_ms);
         ctx.notify(class::STRING, "incrbyfloat", &self.key);
         Ok(Reply::Bulk(text))
     }
@@ -790,12 +790,13 @@ impl Command for Append {
         // copy of the whole value per call as a fresh Vec would.
         let mut buf = match std::mem::replace(&mut e.value, Value::Int(0)) {
             Value::Raw(b) => b
+                .into_bytes()
                 .try_into_mut()
                 .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
             other => BytesMut::from(&other.as_bytes()?[..]),
         };
         buf.extend_from_slice(&self.value);
-        e.value = Value::Raw(buf.freeze());
+        e.value = Value::Raw(buf.freeze().into());
         ctx.store.touch(db, &self.key);
         ctx.notify(class::STRING, "append", &self.key);
         Ok(Reply::Int(total as i64))

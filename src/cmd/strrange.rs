@@ -70,7 +70,7 @@ pub(crate) fn edit_string<R>(
         _ => return Err(CmdError::WrongType),
     };
     let r = f(&mut v);
-    entry.value = Value::Raw(Bytes::from(v));
+    entry.value = Value::Raw(v.into());
     Ok(Some(r))
 }
 
@@ -125,8 +125,7 @@ impl Command for SetRange {
             None => {
                 let mut v = Vec::new();
                 let n = write(&mut v);
-                ctx.store
-                    .set(db, &self.key, Value::Raw(Bytes::from(v)), None);
+                ctx.store.set(db, &self.key, Value::Raw(v.into()), None);
                 n
             }
             Some(_) => {

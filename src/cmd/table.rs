@@ -451,6 +451,8 @@ pub struct Entry {
     pub stats: CmdStat,
     /// What sluice knows of it beyond its flags (see `call::Roles`).
     pub roles: super::call::Roles,
+    /// How it propagates to replicas (see `repl::effects`).
+    pub effect: crate::repl::effects::Effect,
     /// Its subcommands' entries (indexes into the table).
     subs: std::ops::Range<u32>,
 }
@@ -467,7 +469,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 24] {
+pub fn all_families() -> [&'static [CommandSpec]; 26] {
     use super::*;
     [
         strings::COMMANDS,
@@ -492,8 +494,10 @@ pub fn all_families() -> [&'static [CommandSpec]; 24] {
         pubsub::COMMANDS,
         blocking::COMMANDS,
         functions::COMMANDS,
+        persist::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
+        replication::COMMANDS,
     ]
 }
 
@@ -526,6 +530,7 @@ impl CommandTable {
             id: CmdId(id),
             stats: CmdStat::default(),
             roles: super::call::roles_of(spec.name),
+            effect: crate::repl::effects::effect_of(spec.name),
             subs: 0..0,
         });
         id

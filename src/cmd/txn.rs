@@ -275,7 +275,11 @@ impl Command for Exec {
             }
             shared.keyspace.lock_args_and(keys, &watched)
         };
-        let now_ns = shared.clock.now_ns();
+        let now_ns = if ctx.client.master_link {
+            0
+        } else {
+            shared.clock.now_ns()
+        };
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
         let now_ms = ctx.now_ms;
@@ -290,6 +294,7 @@ impl Command for Exec {
             blocked: None,
             ready: Vec::new(),
             error_counted: false,
+            propagate: Vec::new(),
             events: super::notify::Events::new(shared),
         };
 
@@ -315,6 +320,8 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
+        shared.repl.propagate(&run.propagate);
         let events = run.take_events();
         drop(run);
         ctx.ready.extend(ready);

@@ -9,15 +9,18 @@
 //! Output is what Redis 7.0 writes for the encodings sluice keeps (strings, quicklist 2 of
 //! listpacks, intset or hashtable sets, listpack or skiplist sorted sets with binary
 //! doubles, listpack or hashtable hashes), except that strings are never LZF-compressed
-//! (Redis loads them either way). Input accepts everything Redis 7.0 writes, plus the older
-//! plain-list (1) and string-double sorted-set (3) types; the ziplist-based types of RDB 9
-//! and older (zipmap, ziplist, quicklist 1) are refused as bad data.
+//! (Redis loads them either way). Input accepts everything Redis 7.0 writes, plus what it
+//! still loads from older versions: the plain-list (1) and string-double sorted-set (3)
+//! types and the ziplist-based types of RDB 9 and older (zipmap, ziplist, quicklist 1;
+//! `ziplist.rs`), converted to today's encodings as Redis converts them.
 //!
 //! Every length in a payload is checked against the bytes that remain before anything is
 //! allocated, so a hostile payload costs at most a pass over its own bytes.
 
 mod crc64;
 mod listpack;
+pub mod snapshot;
+mod ziplist;
 
 pub use crc64::crc64;
 
@@ -25,7 +28,9 @@ use bytes::Bytes;
 
 use crate::num::parse_i64;
 use crate::store::Value;
-use crate::store::value::{HASH_MAX_LISTPACK_ENTRIES, HashValue, SET_MAX_INTSET_ENTRIES, SetValue};
+use crate::store::value::{
+    HASH_MAX_LISTPACK_ENTRIES, HashLimits, HashValue, SET_MAX_INTSET_ENTRIES, SetValue,
+};
 use crate::store::zset::{SortedSet, ZsetLimits};
 
 /// The RDB format version written in the footer (Redis 7.0's).
@@ -37,7 +42,12 @@ const TYPE_SET: u8 = 2;
 const TYPE_ZSET: u8 = 3;
 const TYPE_HASH: u8 = 4;
 const TYPE_ZSET_2: u8 = 5;
+const TYPE_HASH_ZIPMAP: u8 = 9;
+const TYPE_LIST_ZIPLIST: u8 = 10;
 const TYPE_SET_INTSET: u8 = 11;
+const TYPE_ZSET_ZIPLIST: u8 = 12;
+const TYPE_HASH_ZIPLIST: u8 = 13;
+const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
@@ -210,7 +220,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
             out.push(TYPE_LIST_QUICKLIST_2);
             let mut nodes: Vec<Vec<u8>> = Vec::new();
             let mut node = listpack::Builder::new();
-            for item in l {
+            for item in l.iter() {
                 if node.count() > 0 && node.bytes() + item.len() + 11 > LIST_NODE_BYTES {
                     nodes.push(std::mem::replace(&mut node, listpack::Builder::new()).finish());
                 }
@@ -421,7 +431,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             for _ in 0..n {
                 l.push_back(r.string()?);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         TYPE_LIST_QUICKLIST_2 => {
             let nodes = r.count(2)?;
@@ -442,7 +452,55 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             if l.is_empty() {
                 return Err(RdbError::BadFormat);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
+        }
+        TYPE_LIST_ZIPLIST => {
+            let items = ziplist::entries(&r.string()?)?;
+            if items.is_empty() {
+                return Err(RdbError::BadFormat);
+            }
+            Value::List(Box::new(items.into()))
+        }
+        TYPE_LIST_QUICKLIST => {
+            let nodes = r.count(1)?;
+            let mut l = std::collections::VecDeque::new();
+            for _ in 0..nodes {
+                l.extend(ziplist::entries(&r.string()?)?);
+            }
+            if l.is_empty() {
+                return Err(RdbError::BadFormat);
+            }
+            Value::List(Box::new(l))
+        }
+        TYPE_HASH_ZIPMAP | TYPE_HASH_ZIPLIST => {
+            let blob = r.string()?;
+            let items = if t == TYPE_HASH_ZIPMAP {
+                ziplist::zipmap_entries(&blob)?
+            } else {
+                ziplist::entries(&blob)?
+            };
+            if items.is_empty() || items.len() % 2 != 0 {
+                return Err(RdbError::BadFormat);
+            }
+            let mut h = HashValue::default();
+            for pair in items.chunks(2) {
+                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
+                    return Err(RdbError::BadFormat);
+                }
+            }
+            Value::Hash(Box::new(h))
+        }
+        TYPE_ZSET_ZIPLIST => {
+            let items = ziplist::entries(&r.string()?)?;
+            if items.is_empty() || items.len() % 2 != 0 {
+                return Err(RdbError::BadFormat);
+            }
+            let mut z = SortedSet::new();
+            for pair in items.chunks(2) {
+                let score = crate::num::parse_double(&pair[1]).ok_or(RdbError::BadFormat)?;
+                add_new(&mut z, &pair[0], score, limits)?;
+            }
+            Value::ZSet(Box::new(z))
         }
         TYPE_SET => {
             let n = r.count(1)?;
@@ -471,14 +529,14 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
         TYPE_HASH => {
             let n = r.count(2)?;
             let mut h = if n > HASH_MAX_LISTPACK_ENTRIES {
-                HashValue::Table(Default::default())
+                HashValue::table_with_capacity(n)
             } else {
                 HashValue::default()
             };
             for _ in 0..n {
                 let f = r.string()?;
                 let v = r.string()?;
-                if !h.set(&f, &v) {
+                if !h.set(&f, &v, &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }
@@ -492,7 +550,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             }
             let mut h = HashValue::default();
             for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1]) {
+                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
                     return Err(RdbError::BadFormat);
                 }
             }

@@ -12,8 +12,8 @@ fn strings_round_trip_with_their_encodings() {
         Value::Int(-129),
         Value::Int(70_000),
         Value::Int(i64::MIN),
-        Value::Str(Bytes::from_static(b"hello\x00\xff")),
-        Value::Str(Bytes::from(vec![b'a'; 100_000])),
+        Value::Str(Bytes::from_static(b"hello\x00\xff").into()),
+        Value::Str(Bytes::from(vec![b'a'; 100_000]).into()),
     ] {
         let back = roundtrip(&v);
         assert_eq!(back.as_bytes().unwrap(), v.as_bytes().unwrap());
@@ -32,7 +32,7 @@ fn footer_is_checked() {
     assert_eq!(verify(b"short"), Err(RdbError::VersionOrChecksum));
     // Every truncation or single-byte corruption of a payload is refused, never a panic.
     let mut h = HashValue::default();
-    h.set(b"f", b"v");
+    h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
     let d = dump(&Value::Hash(Box::new(h)));
     for cut in 0..d.len() {
         assert!(restore(&d[..cut], &ZsetLimits::DEFAULT).is_err());

@@ -22,8 +22,8 @@
 //! same limits pick it out. It is checked whenever replies are written, as Redis checks when
 //! it adds replies.
 //!
-//! The stream is anything byte-shaped (`Transport`): a TCP socket, a TLS session over one, or
-//! a Unix socket.
+//! The stream is anything byte-shaped (`Transport`): a TCP socket (on epoll, or served
+//! through io_uring by `uring`), a TLS session over one, or a Unix socket.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -41,7 +41,8 @@ use crate::protocol::{Args, Limits, RequestParser};
 /// Write the output early once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
 
-/// A client's byte stream: TCP, or TLS over TCP.
+/// A client's byte stream: TCP (a tokio socket, or `uring::UringStream`), TLS over TCP, or a
+/// Unix socket.
 pub trait Transport: AsyncRead + AsyncWrite + Unpin {
     /// Bytes already written to the socket that the peer has not taken yet (the kernel's
     /// send queue); 0 where the platform does not say.
@@ -69,7 +70,14 @@ impl Transport for tokio::net::UnixStream {
 }
 
 #[cfg(target_os = "linux")]
-fn kernel_unsent(stream: &impl std::os::fd::AsRawFd) -> usize {
+impl Transport for super::uring::UringStream {
+    fn unsent_bytes(&self) -> usize {
+        self.unsent()
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub(super) fn kernel_unsent(stream: &impl std::os::fd::AsRawFd) -> usize {
     let mut n: libc::c_int = 0;
     // SAFETY: TIOCOUTQ (SIOCOUTQ) on a socket we own writes one int.
     let rc = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
@@ -77,7 +85,7 @@ fn kernel_unsent(stream: &impl std::os::fd::AsRawFd) -> usize {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kernel_unsent<S>(_: &S) -> usize {
+pub(super) fn kernel_unsent<S>(_: &S) -> usize {
     0
 }
 
@@ -228,6 +236,19 @@ async fn run<S: Transport>(
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
             }
+            // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
+            if let Some(request) = client.psync.take() {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                return crate::repl::master::serve(shared, stream, client, request).await;
+            }
+            // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
+            let reply = match client.wait_acks.take() {
+                Some(w) => {
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    crate::repl::master::wait(shared, client, w).await
+                }
+                None => reply,
+            };
             if client.no_reply {
                 return Ok(());
             }

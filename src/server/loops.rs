@@ -17,12 +17,50 @@
 //!
 //! The loops are not the caller's runtime: `Server::run` can be awaited from any runtime
 //! flavour (the binary's, a test's), which only waits for shutdown.
+//!
+//! I/O backend (`io-backend`): with epoll, a connection is a tokio socket (readiness from the
+//! runtime's epoll, one `read`/`write` call per operation). With io_uring, each loop also
+//! has a ring and a task driving it (`uring`): plain TCP connections queue their reads and
+//! writes there and each turn of the loop submits them in one call. The loop, its runtime
+//! and the connection code are the same either way; only the stream differs. Whether
+//! io_uring can be used is probed once here, at start (`uring::probe`): where it cannot
+//! (an old kernel, a seccomp profile denying `io_uring_setup`), every loop runs epoll and
+//! the log says why.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
+
+use crate::config::IoBackend;
+
+#[cfg(target_os = "linux")]
+use super::uring::{self, Ring};
+
+/// Where io_uring is not built in, there is no ring.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub enum Ring {}
+
+/// The backend the loops actually run (what `IoBackend` resolved to at start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Running {
+    /// tokio's sockets on the runtime's epoll.
+    Epoll,
+    /// A ring per loop for plain TCP connections.
+    Uring,
+}
+
+impl Running {
+    /// Its name in the log: `epoll` or `io_uring`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Running::Epoll => "epoll",
+            Running::Uring => "io_uring",
+        }
+    }
+}
 
 /// The running event loops (and the thread the key reapers run on).
 pub struct Loops {
@@ -44,6 +82,8 @@ impl std::fmt::Debug for Loops {
 #[derive(Clone, Debug)]
 pub struct Dealer {
     handles: Arc<[Handle]>,
+    /// Each loop's ring (same order as `handles`), when io_uring runs.
+    rings: Option<Arc<[Arc<Ring>]>>,
     next: Arc<AtomicUsize>,
 }
 
@@ -56,6 +96,13 @@ impl Dealer {
     /// The loop the next accepted connection goes to.
     pub fn next(&self) -> &Handle {
         self.handle(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The loop the next accepted connection goes to, with its ring when io_uring runs.
+    pub fn next_with_ring(&self) -> (&Handle, Option<&Arc<Ring>>) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
+        let ring = self.rings.as_ref().and_then(|r| r.get(i));
+        (&self.handles[i], ring)
     }
 }
 
@@ -74,14 +121,73 @@ fn one_worker(name: String) -> std::io::Result<Runtime> {
         .build()
 }
 
+/// Checks whether io_uring can be used (the error says why not).
+pub type Probe = fn() -> std::io::Result<()>;
+
+#[cfg(target_os = "linux")]
+const PROBE: Probe = uring::probe;
+
+#[cfg(not(target_os = "linux"))]
+const PROBE: Probe = || {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "io_uring is Linux only",
+    ))
+};
+
+/// A ring for each runtime, each registered with its runtime's reactor and driven there, or
+/// why not (then none is driven).
+#[cfg(target_os = "linux")]
+fn start_rings(runtimes: &[Runtime], probe: Probe) -> std::io::Result<Arc<[Arc<Ring>]>> {
+    probe()?;
+    let mut rings = Vec::with_capacity(runtimes.len());
+    let mut registered = Vec::with_capacity(runtimes.len());
+    for rt in runtimes {
+        let ring = Ring::new()?;
+        let _in = rt.enter();
+        registered.push(ring.register()?);
+        rings.push(ring);
+    }
+    // Only once every loop has its ring, so that a failure leaves no driver behind.
+    for (rt, reg) in runtimes.iter().zip(registered) {
+        rt.spawn(uring::drive(reg));
+    }
+    Ok(rings.into())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_rings(_: &[Runtime], probe: Probe) -> std::io::Result<Arc<[Arc<Ring>]>> {
+    probe()?;
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 impl Loops {
-    /// Starts `n` loops (at least one) and the reaper thread.
-    pub fn start(n: usize) -> std::io::Result<Loops> {
+    /// Starts `n` loops (at least one) on `backend`, and the reaper thread.
+    pub fn start(n: usize, backend: IoBackend) -> std::io::Result<Loops> {
+        Self::start_with_probe(n, backend, PROBE)
+    }
+
+    /// `start`, with `probe` deciding whether io_uring is available (tests make it fail).
+    pub fn start_with_probe(n: usize, backend: IoBackend, probe: Probe) -> std::io::Result<Loops> {
         let mut runtimes = Vec::with_capacity(n.max(1));
         for i in 0..n.max(1) {
             runtimes.push(one_worker(format!("sluice-loop-{i}"))?);
         }
         let handles: Arc<[Handle]> = runtimes.iter().map(|rt| rt.handle().clone()).collect();
+        let rings = match backend {
+            IoBackend::Epoll => None,
+            IoBackend::Uring | IoBackend::Auto => match start_rings(&runtimes, probe) {
+                Ok(rings) => Some(rings),
+                Err(e) if backend == IoBackend::Uring => {
+                    tracing::warn!("io_uring is unavailable ({e}): serving with epoll instead");
+                    None
+                }
+                Err(e) => {
+                    tracing::info!("io_uring is unavailable ({e}): serving with epoll");
+                    None
+                }
+            },
+        };
         // Reapers wake per shard at most every 100 ms and work in bounded batches; on a
         // thread of their own they never sit between a loop's read and its write.
         let reaper = Some(one_worker("sluice-reaper".into())?);
@@ -89,10 +195,19 @@ impl Loops {
             runtimes,
             dealer: Dealer {
                 handles,
+                rings,
                 next: Arc::new(AtomicUsize::new(0)),
             },
             reaper,
         })
+    }
+
+    /// The backend the loops run.
+    pub fn running(&self) -> Running {
+        match self.dealer.rings {
+            Some(_) => Running::Uring,
+            None => Running::Epoll,
+        }
     }
 
     /// How many loops there are (at least one).
@@ -119,5 +234,51 @@ impl Drop for Loops {
         for rt in self.runtimes.drain(..).chain(self.reaper.take()) {
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unavailable() -> std::io::Result<()> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "io_uring_setup denied (test)",
+        ))
+    }
+
+    #[test]
+    fn uring_falls_back_to_epoll_when_unavailable() {
+        for backend in [IoBackend::Uring, IoBackend::Auto] {
+            let loops = Loops::start_with_probe(2, backend, unavailable).unwrap();
+            assert_eq!(loops.running(), Running::Epoll);
+            let (handle, ring) = loops.dealer().next_with_ring();
+            assert!(ring.is_none());
+            // The loops still run tasks.
+            let (tx, rx) = std::sync::mpsc::channel();
+            handle.spawn(async move { tx.send(7).unwrap() });
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
+        }
+    }
+
+    #[test]
+    fn epoll_never_probes() {
+        fn must_not_run() -> std::io::Result<()> {
+            panic!("probed with --io-backend epoll")
+        }
+        let loops = Loops::start_with_probe(1, IoBackend::Epoll, must_not_run).unwrap();
+        assert_eq!(loops.running(), Running::Epoll);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn uring_runs_where_the_probe_passes() {
+        let loops = Loops::start(2, IoBackend::Uring).unwrap();
+        let expected = match uring::probe() {
+            Ok(()) => Running::Uring,
+            Err(_) => Running::Epoll,
+        };
+        assert_eq!(loops.running(), expected);
     }
 }

@@ -10,6 +10,8 @@
 
 pub mod connection;
 pub mod loops;
+#[cfg(target_os = "linux")]
+pub mod uring;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -77,6 +79,9 @@ pub enum ServerError {
     /// The event-loop threads could not be started.
     #[error("cannot start the event loops: {0}")]
     Threads(std::io::Error),
+    /// The RDB file exists but could not be loaded.
+    #[error("{0}")]
+    Load(String),
     /// The Unix socket could not be set up.
     #[error("could not listen on unix socket {path}: {source}")]
     Unix {
@@ -233,8 +238,13 @@ impl Server {
                     reason: e.to_string(),
                 }
             })?;
-        let loops = loops::Loops::start(shared.config().effective_threads())
-            .map_err(ServerError::Threads)?;
+        // Before any client is served: Redis loads the file before it accepts either.
+        crate::cmd::persist::load_at_start(&shared).map_err(ServerError::Load)?;
+        let loops = loops::Loops::start(
+            shared.config().effective_threads(),
+            shared.config().io_backend,
+        )
+        .map_err(ServerError::Threads)?;
         Ok(Server {
             shared: Arc::new(shared),
             listeners,
@@ -277,6 +287,11 @@ impl Server {
         self.loops.count()
     }
 
+    /// The I/O backend the event loops run (`io-backend`, after the probe at start).
+    pub fn io_backend(&self) -> loops::Running {
+        self.loops.running()
+    }
+
     /// Serves until shut down. The connections are served on the server's own event-loop
     /// threads; the caller's runtime (any flavour) only waits here.
     pub async fn run(self) {
@@ -304,7 +319,13 @@ impl Server {
                 },
             );
         }
+        let saver = crate::cmd::persist::spawn_timer(shared.clone());
         let tracker = TaskTracker::new();
+        // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
+        loops
+            .dealer()
+            .next()
+            .spawn(tracker.track_future(crate::repl::replica::supervise(shared.clone())));
         let admitted = Arc::new(AtomicUsize::new(0));
         let plain = listeners.into_iter().map(|l| (l, None));
         let tls = tls
@@ -357,6 +378,12 @@ impl Server {
         {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
         }
+        if let Some(saver) = saver {
+            let _ = saver.join();
+        }
+        // A signal (or the embedding program) stopped the server: save as Redis does on
+        // SIGTERM when save points are configured. SHUTDOWN decided this already.
+        crate::cmd::persist::save_on_exit(&shared);
         if let Some(path) = unix_path {
             // As redis-server does: the socket file goes with the server.
             let _ = std::fs::remove_file(path);
@@ -442,8 +469,21 @@ async fn accept_loop(
         let shared = shared.clone();
         let laddr = laddr.clone();
         let tls = tls.clone();
-        dealer.next().spawn(tracker.track_future(async move {
+        let (handle, ring) = dealer.next_with_ring();
+        // io_uring serves plain TCP only; TLS sessions stay on tokio's sockets.
+        let ring = ring.filter(|_| tls.is_none()).cloned();
+        handle.spawn(tracker.track_future(async move {
             let _slot = slot;
+            #[cfg(target_os = "linux")]
+            if let Some(ring) = ring {
+                match uring::UringStream::new(stream, ring) {
+                    Ok(stream) => admit(shared, stream, peer.to_string(), laddr, refusal).await,
+                    Err(e) => tracing::debug!("cannot serve {peer} through io_uring: {e}"),
+                }
+                return;
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = ring;
             let stream = match TcpStream::from_std(stream) {
                 Ok(s) => s,
                 Err(e) => {

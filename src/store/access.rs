@@ -67,12 +67,12 @@ boxed_aggregate!(SortedSet, ZSet);
 impl Aggregate for VecDeque<Bytes> {
     fn take(v: &mut Value) -> Option<Self> {
         match v {
-            Value::List(l) => Some(std::mem::take(l)),
+            Value::List(l) => Some(std::mem::take(&mut **l)),
             _ => None,
         }
     }
     fn into_value(self) -> Value {
-        Value::List(self)
+        Value::List(Box::new(self))
     }
     fn is_empty(&self) -> bool {
         VecDeque::is_empty(self)
@@ -233,7 +233,7 @@ mod tests {
         let dirty = watched(&mut locked, b"h");
         {
             let mut h: HashMut = locked.modify_or_create(0, b"h", 0, Box::default).unwrap();
-            h.set(b"f", b"v");
+            h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
         }
         assert!(dirty.swap(false, Ordering::AcqRel), "creation signals");
         {
@@ -246,7 +246,7 @@ mod tests {
         );
         {
             let mut h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
-            h.set(b"f", b"w");
+            h.set(b"f", b"w", &crate::store::value::HashLimits::DEFAULT);
         }
         assert!(dirty.swap(false, Ordering::AcqRel), "a change does");
         {
@@ -272,7 +272,7 @@ mod tests {
         assert!(!locked.exists(0, b"h", 0));
         {
             let mut h: HashMut = locked.modify_or_create(0, b"h", 0, Box::default).unwrap();
-            h.set(b"f", b"v");
+            h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
         }
         let dirty = watched(&mut locked, b"h");
         {

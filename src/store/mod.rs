@@ -11,9 +11,11 @@
 //! `.await`.
 
 pub mod access;
+pub mod entry;
 pub mod evict;
 pub mod hll;
 pub mod keylog;
+pub mod listpack;
 pub mod reaper;
 pub mod shard;
 pub mod value;
@@ -21,8 +23,8 @@ pub mod wheel;
 pub mod zset;
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
@@ -30,13 +32,74 @@ use smallvec::SmallVec;
 pub use shard::{Entry, Shard, ShardStats};
 pub use value::Value;
 
+/// The keys the store deletes on its own (lazy expiry, the reapers, eviction) are reported
+/// to one hook, called with the key's shard still locked, so that replication can send the
+/// matching DEL in the same order as the writes around it. On a replica the store deletes
+/// nothing on its own: an expired key reads as missing and stays until its master's DEL
+/// (Redis's rule), and nothing is evicted.
+#[derive(Default)]
+pub struct Deletions {
+    hook: OnceLock<DeletionHook>,
+    replica: AtomicBool,
+}
+
+/// Called with (database, key) for each key the store deleted on its own.
+pub type DeletionHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+impl std::fmt::Debug for Deletions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deletions")
+            .field("hooked", &self.hook.get().is_some())
+            .field("replica", &self.is_replica())
+            .finish()
+    }
+}
+
+impl Deletions {
+    /// Sets the hook (once; later calls are ignored).
+    pub fn set_hook(&self, hook: DeletionHook) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// Whether this keyspace is a replica's (no deletion on its own).
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Relaxed)
+    }
+
+    /// Makes this keyspace a replica's, or a master's again.
+    pub fn set_replica(&self, on: bool) {
+        self.replica.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn deleted(&self, db: usize, key: &[u8]) {
+        if let Some(h) = self.hook.get() {
+            h(db, key);
+        }
+    }
+}
+
 /// Most key hashes a `Locked` remembers (see `Keyspace::lock_args`).
 const MAX_REMEMBERED: usize = 16;
+
+/// The seeded hasher of keys: drawn once per process (a client cannot choose keys that
+/// collide) and shared by every keyspace, so that a shard can hash a stored key again (its
+/// entries keep no hash, see `store::shard`) and get the hash the key was placed by.
+fn key_hasher() -> &'static hashbrown::DefaultHashBuilder {
+    static HASHER: std::sync::OnceLock<hashbrown::DefaultHashBuilder> = std::sync::OnceLock::new();
+    HASHER.get_or_init(hashbrown::DefaultHashBuilder::default)
+}
+
+/// The hash of a key, as every keyspace computes it.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    key_hasher().hash_one(key)
+}
 
 /// All shards of all databases.
 #[derive(Debug)]
 pub struct Keyspace {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
+    deletions: Arc<Deletions>,
     hasher: hashbrown::DefaultHashBuilder,
     databases: usize,
     /// The key events every shard logs (`keylog`), mirrored here so that taking the logs
@@ -48,19 +111,26 @@ impl Keyspace {
     /// A keyspace of `shards` shards (a power of two) with `databases` databases.
     pub fn new(shards: usize, databases: usize, now_ms: u64) -> Self {
         let shards = shards.max(1).next_power_of_two();
-        let log_mask = std::sync::Arc::new(AtomicU8::new(0));
+        let deletions = Arc::new(Deletions::default());
+        let log_mask = Arc::new(AtomicU8::new(0));
         Keyspace {
             shards: (0..shards)
                 .map(|_| {
-                    let mut shard = Shard::new(databases, now_ms);
+                    let mut shard = Shard::with_deletions(databases, now_ms, deletions.clone());
                     shard.log.mask = log_mask.clone();
                     CachePadded::new(Mutex::new(shard))
                 })
                 .collect(),
-            hasher: hashbrown::DefaultHashBuilder::default(),
+            deletions,
+            hasher: key_hasher().clone(),
             databases,
             log_mask,
         }
+    }
+
+    /// Who hears of the keys the store deletes on its own (see [`Deletions`]).
+    pub fn deletions(&self) -> &Deletions {
+        &self.deletions
     }
 
     /// Number of shards.
@@ -169,6 +239,14 @@ impl Keyspace {
             guards: SmallVec::new(),
             hashed: SmallVec::new(),
         }
+    }
+
+    /// Keys modified since the start, summed over the shards (each locked in turn): what
+    /// `save` points and INFO's rdb_changes_since_last_save count from.
+    pub fn changes(&self) -> u64 {
+        (0..self.shards.len()).fold(0u64, |n, i| {
+            n.wrapping_add(self.lock_index(i).stats.changes)
+        })
     }
 
     /// Sets which key events (`keylog` kinds) every shard logs. Takes no lock (CONFIG SET
@@ -283,6 +361,7 @@ impl<'a> Locked<'a> {
             acc.expired_keys += s.stats.expired_keys;
             acc.keyspace_hits += s.stats.keyspace_hits;
             acc.keyspace_misses += s.stats.keyspace_misses;
+            acc.changes = acc.changes.wrapping_add(s.stats.changes);
             acc
         })
     }
@@ -290,7 +369,10 @@ impl<'a> Locked<'a> {
     /// CONFIG RESETSTAT: zero the held shards' counters.
     pub fn reset_stats(&mut self) {
         for shard in self.shards_mut() {
-            shard.stats = ShardStats::default();
+            shard.stats = ShardStats {
+                changes: shard.stats.changes,
+                ..ShardStats::default()
+            };
         }
     }
 
@@ -565,6 +647,8 @@ mod tests {
         let b = bytes::Bytes::from_static(b"rate:user:2");
         let mut locked = ks.lock_args([&a[..], &b[..]]);
         assert_eq!(locked.hash_of(&a), ks.hash(&a));
+        // Shards hash stored keys again with the process-wide hasher: it must agree.
+        assert_eq!(ks.hash(&a), key_hash(&a));
         locked.set(0, &a, Value::Int(1), None);
         // The same bytes elsewhere (a copy, a sub-slice) are hashed afresh, not mistaken.
         let copy = a.to_vec();

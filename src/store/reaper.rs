@@ -2,10 +2,11 @@
 //!
 //! Lazy expiry alone would keep dead keys' memory until someone touched them; fixed-window
 //! limiters create a key per user per window, most never read again. Each reaper asks its
-//! shard's timing wheel for the next deadline, sleeps until then (at most `MAX_SLEEP`, or
-//! until the test clock moves), and deletes at most `REAP_BATCH` keys per lock hold, yielding
-//! between batches, so a mass expiry at a window boundary never holds a shard for long. The
-//! work done follows the keys that expire, not the keys that live.
+//! shard for the next deadline (the earliest of its databases' timer wheels), sleeps until
+//! then (at most `MAX_SLEEP`, or until the test clock moves), and deletes at most
+//! `REAP_BATCH` keys per lock hold, yielding between batches, so a mass expiry at a window
+//! boundary never holds a shard for long. The work done follows the keys that expire, not
+//! the keys that live.
 
 use std::sync::Arc;
 use std::time::Duration;

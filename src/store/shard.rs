@@ -3,6 +3,14 @@
 //!
 //! Keeping the three together is the point: a write, the timer it reschedules and the
 //! watchers it must invalidate change atomically, with no second lock to order.
+//!
+//! Each database is a hash table of 4-byte indexes into its dense entry storage
+//! (`store::entry`), plus, once it holds a key with a TTL, an expiry wheel (`store::wheel`)
+//! that links those entries by index. A key costs its 72-byte entry and a table slot (4 bytes
+//! and a control byte); a TTL adds nothing. The table finds an entry by the key's hash,
+//! computed once per command by the caller; entries keep no hash, so a rehash (growth, or a
+//! shrink after a mass expiry) and the reaper, which starts from an entry, hash the key
+//! bytes again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,160 +20,24 @@ use bytes::Bytes;
 use hashbrown::HashTable;
 
 use crate::config::EvictionPolicy;
+use crate::store::key_hash;
 use crate::store::value::Value;
-use crate::store::wheel::{TimerId, TimerWheel};
+use crate::store::wheel::Wheel;
 
-/// Longest key stored inside its entry (`Key` is then 24 bytes, like a `Box<[u8]>` plus
-/// the enum tag); rate-limiter keys such as `rate:login:user123456` fit.
-const INLINE_KEY: usize = 22;
-
-/// A key's bytes: inside the entry when short, else on the heap. A short key saves an
-/// allocation per key and, on every lookup, the cache miss of following a pointer to compare
-/// it.
-#[derive(Clone)]
-pub struct Key(KeyRepr);
-
-#[derive(Clone)]
-enum KeyRepr {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
-    Heap(Box<[u8]>),
-}
-
-impl Key {
-    /// A copy of the bytes on the heap.
-    pub fn to_boxed(&self) -> Box<[u8]> {
-        Box::from(&**self)
-    }
-}
-
-impl From<&[u8]> for Key {
-    fn from(b: &[u8]) -> Self {
-        if b.len() <= INLINE_KEY {
-            let mut bytes = [0u8; INLINE_KEY];
-            bytes[..b.len()].copy_from_slice(b);
-            Key(KeyRepr::Inline {
-                len: b.len() as u8,
-                bytes,
-            })
-        } else {
-            Key(KeyRepr::Heap(b.into()))
-        }
-    }
-}
-
-impl std::ops::Deref for Key {
-    type Target = [u8];
-
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        match &self.0 {
-            KeyRepr::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            KeyRepr::Heap(b) => b,
-        }
-    }
-}
-
-impl std::fmt::Debug for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
-
-/// A stored key.
-#[derive(Debug)]
-pub struct Entry {
-    /// The key bytes (copied from the request).
-    pub key: Key,
-    /// Its value.
-    pub value: Value,
-    hash: u64,
-    /// Absolute expiry in Unix ms; `NO_EXPIRY` when the key has no TTL (a sentinel rather
-    /// than an `Option`, which would cost 8 more bytes per key).
-    expire_at: u64,
-    timer: Option<TimerId>,
-    /// When the key was last accessed, in `LRU_UNIT_MS` units, wrapping (see `lru_stamp`).
-    lru: u32,
-}
-
-/// `Entry::expire_at` of a key without a TTL. No real deadline reaches it: Redis refuses
-/// expiry times that overflow, and so do the commands that set them.
-const NO_EXPIRY: u64 = u64::MAX;
-
-/// Resolution of the access stamps. A `u32` of 10 ms units wraps after about 497 days (Redis's
-/// 24-bit clock of seconds wraps after 194); ages are computed with wrapping arithmetic, so
-/// only keys idle longer than that look younger than they are.
-pub const LRU_UNIT_MS: u64 = 10;
-
-/// The access stamp for `now_ms`.
-#[inline]
-pub fn lru_stamp(now_ms: u64) -> u32 {
-    (now_ms / LRU_UNIT_MS) as u32
-}
-
-impl Entry {
-    /// Absolute expiry in Unix ms, if the key has a TTL.
-    #[inline]
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire_at != NO_EXPIRY).then_some(self.expire_at)
-    }
-
-    /// Redis's rule: a key is expired once `now > expire_at`.
-    #[inline]
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != NO_EXPIRY && now_ms > self.expire_at
-    }
-
-    /// Milliseconds since the key was last read or written (OBJECT IDLETIME, LRU eviction).
-    pub fn idle_ms(&self, now_ms: u64) -> u64 {
-        u64::from(lru_stamp(now_ms).wrapping_sub(self.lru)) * LRU_UNIT_MS
-    }
-
-    /// Makes the key look idle for `idle_ms` at `now_ms` (RESTORE … IDLETIME).
-    pub fn set_idle(&mut self, now_ms: u64, idle_ms: u64) {
-        self.lru = lru_stamp(now_ms.saturating_sub(idle_ms));
-    }
-
-    /// Records an access at `now_ms`.
-    #[inline]
-    pub fn mark_accessed(&mut self, now_ms: u64) {
-        self.lru = lru_stamp(now_ms);
-    }
-}
-
-/// What a timer points back to: enough to find the entry without a copy of the key.
-///
-/// The entry's hash with its database in bits 32..48, packed into 8 bytes so that a wheel
-/// node takes 32 bytes rather than 40 (one per key with a TTL). hashbrown places an entry by
-/// the hash's low bits (the bucket, under any table of fewer than 2^32 buckets) and its top
-/// seven bits (the tag), so a lookup with the packed value probes exactly where the entry is;
-/// the reaper then picks the entry by its timer id, not by the hash.
-#[derive(Debug, Clone, Copy)]
-struct TimerRef(u64);
-
-impl TimerRef {
-    const DB_BITS: u64 = 0xFFFF << 32;
-
-    fn new(db: usize, hash: u64) -> Self {
-        TimerRef((hash & !Self::DB_BITS) | (((db as u64) << 32) & Self::DB_BITS))
-    }
-
-    fn db(self) -> usize {
-        ((self.0 & Self::DB_BITS) >> 32) as usize
-    }
-
-    /// A hash that finds the entry's bucket (see the type's docs).
-    fn hash(self) -> u64 {
-        self.0
-    }
-}
+use crate::store::entry::{Entries, NO_EXPIRY};
+pub use crate::store::entry::{Entry, Key, LRU_UNIT_MS, lru_stamp};
 
 /// One logical database's slice of this shard.
 #[derive(Debug, Default)]
 pub struct Db {
-    /// Entries are boxed: a slot costs 8 bytes instead of the entry's 88, and a hash table
-    /// is always between 44% and 87% full, so the empty slots stay cheap. One allocation per
-    /// key either way (before, it held the key bytes).
-    table: HashTable<Box<Entry>>,
+    /// Indexes into `entries`, placed by the key's hash. A 4-byte slot (plus hashbrown's
+    /// control byte) at a load between 44% and 87% costs 6 to 11 bytes per key.
+    table: HashTable<u32>,
+    /// The entries, dense: index `i` is valid for `i < entries.len()`.
+    entries: Entries,
+    /// The expiry index of the keys with a TTL; allocated (4.7 KB) only once one has been
+    /// set, so the databases nobody uses cost nothing.
+    wheel: Option<Box<Wheel>>,
     expires: usize,
     /// Sum of the expiry times of the keys with a TTL, so INFO's avg_ttl is O(1).
     expire_sum: u128,
@@ -213,17 +85,93 @@ impl Db {
 
     /// The entry in bucket `i`, if it is full.
     pub fn bucket(&self, i: usize) -> Option<&Entry> {
-        self.table.get_bucket(i).map(|e| &**e)
+        self.table.get_bucket(i).map(|&j| self.entries.get(j))
     }
 
     /// All entries, in table order.
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.table.iter().map(|e| &**e)
+        self.table.iter().map(|&j| self.entries.get(j))
     }
 
     /// The hash a key was stored under.
     pub fn entry_hash(e: &Entry) -> u64 {
-        e.hash
+        key_hash(&e.key)
+    }
+
+    /// The index of `key`'s entry.
+    #[inline]
+    fn index_of(&self, hash: u64, key: &[u8]) -> Option<u32> {
+        let entries = &self.entries;
+        self.table
+            .find(hash, |&j| *entries.get(j).key == *key)
+            .copied()
+    }
+
+    /// Stores a new entry (the key must be absent). False if the storage is full (see
+    /// `Entries::push`).
+    fn insert_new(&mut self, hash: u64, entry: Entry) -> Option<u32> {
+        let index = self.entries.push(entry).ok()?;
+        let entries = &self.entries;
+        self.table
+            .insert_unique(hash, index, |&j| key_hash(&entries.get(j).key));
+        Some(index)
+    }
+
+    /// Sets or clears the expiry of entry `i`, keeping the wheel and the counters in step.
+    fn set_expire_at(&mut self, i: u32, expire_at: Option<u64>, now_ms: u64) {
+        let e = self.entries.get_mut(i);
+        let old = std::mem::replace(&mut e.expire_at, expire_at.unwrap_or(NO_EXPIRY));
+        if old != NO_EXPIRY {
+            self.remove_expiry(old);
+        }
+        match expire_at {
+            Some(at) => {
+                self.add_expiry(at);
+                let wheel = self
+                    .wheel
+                    .get_or_insert_with(|| Box::new(Wheel::new(now_ms)));
+                wheel.schedule(&mut self.entries, i);
+            }
+            None => {
+                if let Some(wheel) = self.wheel.as_mut() {
+                    wheel.remove(&mut self.entries, i);
+                }
+            }
+        }
+    }
+
+    /// Deletes entry `i`, whose table slot is found by `hash`, with its timer; the last entry
+    /// moves into its place.
+    fn remove_index(&mut self, hash: u64, i: u32) -> Option<Entry> {
+        self.table.find_entry(hash, |&j| j == i).ok()?.remove();
+        if let Some(wheel) = self.wheel.as_mut() {
+            wheel.remove(&mut self.entries, i);
+        }
+        let (entry, moved) = self.entries.swap_remove(i);
+        if let Some(from) = moved {
+            let entries = &self.entries;
+            let moved_hash = key_hash(&entries.get(i).key);
+            if let Some(slot) = self.table.find_mut(moved_hash, |&j| j == from) {
+                *slot = i;
+            }
+            if let Some(wheel) = self.wheel.as_mut() {
+                wheel.moved(&mut self.entries, from, i);
+            }
+        }
+        if entry.expire_at != NO_EXPIRY {
+            self.remove_expiry(entry.expire_at);
+        }
+        Some(entry)
+    }
+
+    /// Bytes of this database's bookkeeping: the table, the wheel, the entries' fields other
+    /// than key and value, and the storage not yet used.
+    fn structure_memory(&self) -> usize {
+        let per_entry = size_of::<Entry>() - size_of::<Key>() - size_of::<Value>();
+        self.table.capacity() * (size_of::<u32>() + 1)
+            + self.wheel.as_ref().map_or(0, |w| w.memory_usage())
+            + self.entries.memory_usage()
+            - self.entries.len() * (size_of::<Entry>() - per_entry)
     }
 }
 
@@ -253,18 +201,20 @@ pub struct ShardStats {
     pub keyspace_hits: u64,
     /// Read lookups that did not.
     pub keyspace_misses: u64,
+    /// Keys modified (every `touch`, i.e. Redis's signalModifiedKey): the "changes" that
+    /// `save` points count. Never reset by CONFIG RESETSTAT.
+    pub changes: u64,
 }
 
 /// A shard: data, expiry index and watch registry.
 #[derive(Debug)]
 pub struct Shard {
     dbs: Box<[Db]>,
-    wheel: TimerWheel<TimerRef>,
     watches: HashMap<(u16, Bytes), WatchSlot>,
-    /// The access stamp of the latest `now` this shard saw (every lookup and every reaper
-    /// pass brings one, so it trails the clock by at most the reaper's sleep); inserts, which
-    /// are not given `now`, stamp new keys with it.
-    lru_now: u32,
+    /// The latest `now` this shard saw (every lookup and every reaper pass brings one, so it
+    /// trails the clock by at most the reaper's sleep): inserts, which are not given `now`,
+    /// stamp new keys with it and start a database's wheel at it.
+    now_ms: u64,
     /// Eviction candidates remembered from earlier samples (see `evict_one`).
     evict_pool: Vec<PoolEntry>,
     /// Bumped whenever entries may have moved between buckets (a table grew, shrank or
@@ -276,16 +226,28 @@ pub struct Shard {
     pub log: super::keylog::KeyLog,
     /// Counters for INFO.
     pub stats: ShardStats,
+    /// Who hears of the keys this shard deletes on its own, and whether it may (a replica).
+    deletions: std::sync::Arc<super::Deletions>,
 }
 
 impl Shard {
     /// An empty shard with `databases` databases.
     pub fn new(databases: usize, now_ms: u64) -> Self {
+        Self::with_deletions(databases, now_ms, Default::default())
+    }
+
+    /// `new`, reporting the keys it expires or evicts to `deletions` (shared by the shards of
+    /// one keyspace).
+    pub fn with_deletions(
+        databases: usize,
+        now_ms: u64,
+        deletions: std::sync::Arc<super::Deletions>,
+    ) -> Self {
         Shard {
+            deletions,
             dbs: (0..databases).map(|_| Db::default()).collect(),
-            wheel: TimerWheel::new(now_ms),
             watches: HashMap::new(),
-            lru_now: lru_stamp(now_ms),
+            now_ms,
             evict_pool: Vec::new(),
             layout: 0,
             log: Default::default(),
@@ -308,38 +270,45 @@ impl Shard {
         self.dbs.len()
     }
 
+    /// Remembers `now_ms` as the latest time seen.
+    #[inline]
+    fn saw(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+    }
+
     /// Finds a key without expiring it.
     pub fn peek(&self, db: usize, hash: u64, key: &[u8]) -> Option<&Entry> {
-        self.dbs[db]
-            .table
-            .find(hash, |e| &*e.key == key)
-            .map(|e| &**e)
+        let d = &self.dbs[db];
+        d.index_of(hash, key).map(|i| d.entries.get(i))
     }
 
     /// `peek` for a change: no expiry check, no access time (the caller found the key live
     /// under the same lock hold).
     pub fn peek_mut(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<&mut Entry> {
-        self.dbs[db]
-            .table
-            .find_mut(hash, |e| &*e.key == key)
-            .map(|e| &mut **e)
+        let d = &mut self.dbs[db];
+        let i = d.index_of(hash, key)?;
+        Some(d.entries.get_mut(i))
     }
 
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        self.lru_now = lru_stamp(now_ms);
-        // One probe: the bucket index found is reused (O(1)) once the key is known live.
-        let table = &self.dbs[db].table;
-        let bucket = table.find_bucket_index(hash, |e| &*e.key == key)?;
-        if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+        self.saw(now_ms);
+        // One probe: the index found is reused once the key is known live.
+        let i = self.dbs[db].index_of(hash, key)?;
+        if self.dbs[db].entries.get(i).is_expired(now_ms) {
+            // A replica answers an expired key as missing but leaves the deletion to its
+            // master's DEL (Redis's rule: its data follows the master's, whatever its clock).
+            if !self.deletions.is_replica() {
+                self.remove_found(db, hash, i);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             return None;
         }
-        let e = self.dbs[db].table.get_bucket_mut(bucket)?;
+        let e = self.dbs[db].entries.get_mut(i);
         e.mark_accessed(now_ms);
-        Some(&mut **e)
+        Some(e)
     }
 
     /// `find` that leaves the key's access time alone (Redis's LOOKUP_NOTOUCH, for OBJECT).
@@ -364,25 +333,27 @@ impl Shard {
         key: &[u8],
         now_ms: u64,
     ) -> Option<&mut Entry> {
-        self.lru_now = lru_stamp(now_ms);
-        let table = &self.dbs[db].table;
-        let Some(bucket) = table.find_bucket_index(hash, |e| &*e.key == key) else {
+        self.saw(now_ms);
+        let Some(i) = self.dbs[db].index_of(hash, key) else {
             self.stats.keyspace_misses += 1;
             self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         };
-        if table.get_bucket(bucket)?.is_expired(now_ms) {
-            self.remove(db, hash, key);
-            self.stats.expired_keys += 1;
-            self.log.log(super::keylog::EXPIRED, db, key);
+        if self.dbs[db].entries.get(i).is_expired(now_ms) {
+            if !self.deletions.is_replica() {
+                self.remove_found(db, hash, i);
+                self.stats.expired_keys += 1;
+                self.deletions.deleted(db, key);
+                self.log.log(super::keylog::EXPIRED, db, key);
+            }
             self.stats.keyspace_misses += 1;
             self.log.log(super::keylog::KEYMISS, db, key);
             return None;
         }
         self.stats.keyspace_hits += 1;
-        let e = self.dbs[db].table.get_bucket_mut(bucket)?;
+        let e = self.dbs[db].entries.get_mut(i);
         e.mark_accessed(now_ms);
-        Some(&mut **e)
+        Some(e)
     }
 
     /// Stores `value` under `key`, replacing any previous value, with expiry `expire_at`.
@@ -395,96 +366,59 @@ impl Shard {
         value: Value,
         expire_at: Option<u64>,
     ) {
-        let table = &mut self.dbs[db].table;
-        let lru = self.lru_now;
-        // The expiry index is only touched when there is a TTL to set or to clear: a plain
-        // SET of a key without one costs a single probe.
-        let ttl_changes = match table.find_mut(hash, |e| &*e.key == key) {
-            Some(e) => {
+        let lru = lru_stamp(self.now_ms);
+        let now_ms = self.now_ms;
+        let d = &mut self.dbs[db];
+        let index = match d.index_of(hash, key) {
+            Some(i) => {
+                let e = d.entries.get_mut(i);
                 e.value = value;
                 e.lru = lru;
-                e.expire_at != NO_EXPIRY || expire_at.is_some()
+                // The expiry index is only touched when there is a TTL to set or to clear:
+                // a plain SET of a key without one costs a single probe.
+                (e.expire_at != NO_EXPIRY || expire_at.is_some()).then_some(i)
             }
             None => {
                 // hashbrown rehashes (moving entries) only on an insert with no room left.
-                if table.len() == table.capacity() {
+                if d.table.len() == d.table.capacity() {
                     self.layout = self.layout.wrapping_add(1);
                 }
-                table.insert_unique(
-                    hash,
-                    Box::new(Entry {
-                        key: key.into(),
-                        value,
-                        hash,
-                        expire_at: NO_EXPIRY,
-                        timer: None,
-                        lru,
-                    }),
-                    |e| e.hash,
-                );
+                let Some(i) = d.insert_new(hash, Entry::new(key, value, lru)) else {
+                    tracing::error!("a database holds u32::MAX keys in one shard; key not stored");
+                    return;
+                };
                 self.log.log(super::keylog::NEW, db, key);
-                expire_at.is_some()
+                expire_at.is_some().then_some(i)
             }
         };
-        if ttl_changes {
-            self.set_expire(db, hash, key, expire_at);
+        if let Some(i) = index {
+            d.set_expire_at(i, expire_at, now_ms);
         }
         self.touch(db, key);
     }
 
     /// Sets or clears a key's expiry (the key must exist). Does not signal watchers.
     pub fn set_expire(&mut self, db: usize, hash: u64, key: &[u8], expire_at: Option<u64>) -> bool {
-        let Some(e) = self.dbs[db].table.find_mut(hash, |e| &*e.key == key) else {
+        let now_ms = self.now_ms;
+        let d = &mut self.dbs[db];
+        let Some(i) = d.index_of(hash, key) else {
             return false;
         };
-        let old_at = (e.expire_at != NO_EXPIRY).then_some(e.expire_at);
-        e.expire_at = expire_at.unwrap_or(NO_EXPIRY);
-        match (e.timer, expire_at) {
-            (Some(t), Some(at)) => {
-                if !self.wheel.reschedule(t, at.saturating_add(1)) {
-                    e.timer = Some(
-                        self.wheel
-                            .insert(at.saturating_add(1), TimerRef::new(db, hash)),
-                    );
-                }
-            }
-            (Some(t), None) => {
-                self.wheel.remove(t);
-                e.timer = None;
-            }
-            (None, Some(at)) => {
-                e.timer = Some(
-                    self.wheel
-                        .insert(at.saturating_add(1), TimerRef::new(db, hash)),
-                );
-            }
-            (None, None) => {}
-        }
-        if let Some(at) = old_at {
-            self.dbs[db].remove_expiry(at);
-        }
-        if let Some(at) = expire_at {
-            self.dbs[db].add_expiry(at);
-        }
+        d.set_expire_at(i, expire_at, now_ms);
         true
     }
 
     /// Deletes a key; signals watchers if it existed.
     pub fn remove(&mut self, db: usize, hash: u64, key: &[u8]) -> Option<Entry> {
-        let entry = self.dbs[db]
-            .table
-            .find_entry(hash, |e| &*e.key == key)
-            .ok()?
-            .remove()
-            .0;
-        if let Some(t) = entry.timer {
-            self.wheel.remove(t);
-        }
-        if entry.expire_at != NO_EXPIRY {
-            self.dbs[db].remove_expiry(entry.expire_at);
-        }
-        self.touch(db, key);
-        Some(*entry)
+        let i = self.dbs[db].index_of(hash, key)?;
+        self.remove_found(db, hash, i)
+    }
+
+    /// Deletes entry `i` of `db`, found under `hash`, and signals watchers.
+    fn remove_found(&mut self, db: usize, hash: u64, i: u32) -> Option<Entry> {
+        let entry = self.dbs[db].remove_index(hash, i)?;
+        self.touch(db, &entry.key);
+        Some(entry)
     }
 
     /// How many (key, client) WATCH entries this shard holds.
@@ -495,6 +429,7 @@ impl Shard {
     /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
     #[inline]
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.stats.changes = self.stats.changes.wrapping_add(1);
         if self.watches.is_empty() {
             return;
         }
@@ -502,10 +437,7 @@ impl Shard {
         let Some(slot) = self.watches.get_mut(&lookup) else {
             return;
         };
-        let exists = self.dbs[db]
-            .table
-            .find(slot.hash, |e| &*e.key == key)
-            .is_some();
+        let exists = self.dbs[db].index_of(slot.hash, key).is_some();
         for w in &mut slot.watchers {
             if w.expired_at_watch && !exists {
                 // Already expired when watched, and now deleted: logically unchanged.
@@ -582,12 +514,9 @@ impl Shard {
     pub fn flush_db(&mut self, db: usize) {
         self.signal_existing_watched(db);
         self.layout = self.layout.wrapping_add(1);
-        let old = std::mem::take(&mut self.dbs[db]);
-        for e in old.table {
-            if let Some(t) = e.timer {
-                self.wheel.remove(t);
-            }
-        }
+        self.stats.changes = self.stats.changes.wrapping_add(self.dbs[db].len() as u64);
+        // The wheel goes with its entries.
+        self.dbs[db] = Db::default();
     }
 
     fn signal_existing_watched(&mut self, db: usize) {
@@ -598,11 +527,7 @@ impl Shard {
             .watches
             .iter()
             .filter(|((d, k), slot)| {
-                *d as usize == db
-                    && self.dbs[db]
-                        .table
-                        .find(slot.hash, |e| *e.key == **k)
-                        .is_some()
+                *d as usize == db && self.dbs[db].index_of(slot.hash, k).is_some()
             })
             .map(|((_, k), _)| k.clone())
             .collect();
@@ -611,24 +536,13 @@ impl Shard {
         }
     }
 
-    /// Swaps two databases (SWAPDB), signalling watchers of keys present in either.
+    /// Swaps two databases (SWAPDB), signalling watchers of keys present in either. O(1)
+    /// apart from the watchers: each database's wheel travels with its entries.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
         self.signal_existing_watched(a);
         self.signal_existing_watched(b);
         self.dbs.swap(a, b);
         self.layout = self.layout.wrapping_add(1);
-        // Timers remember their database: repoint them.
-        let Shard { dbs, wheel, .. } = self;
-        for db in [a, b] {
-            for e in dbs[db].table.iter_mut() {
-                if let Some(t) = e.timer.take() {
-                    wheel.remove(t);
-                }
-                if let Some(at) = e.expire_at() {
-                    e.timer = Some(wheel.insert(at.saturating_add(1), TimerRef::new(db, e.hash)));
-                }
-            }
-        }
         self.signal_existing_watched(a);
         self.signal_existing_watched(b);
     }
@@ -636,24 +550,36 @@ impl Shard {
     /// Deletes up to `max` keys whose expiry has passed; returns how many it deleted and
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
-        self.lru_now = lru_stamp(now_ms);
+        self.saw(now_ms);
+        if self.deletions.is_replica() {
+            return (0, false);
+        }
         let mut due = Vec::new();
-        let more = self.wheel.poll_expired(now_ms, max, &mut due);
         let mut removed = 0;
-        for (id, r) in due {
-            let db = r.db();
-            let Ok(found) = self.dbs[db]
-                .table
-                .find_entry(r.hash(), |e| e.timer == Some(id))
-            else {
+        let mut more = false;
+        for db in 0..self.dbs.len() {
+            let d = &mut self.dbs[db];
+            let Some(wheel) = d.wheel.as_mut() else {
                 continue;
             };
-            let (entry, _) = found.remove();
-            self.dbs[db].remove_expiry(entry.expire_at);
-            self.stats.expired_keys += 1;
-            removed += 1;
-            self.log.log(super::keylog::EXPIRED, db, &entry.key);
-            self.touch(db, &entry.key);
+            if removed >= max {
+                more |= wheel.next_deadline().is_some_and(|at| at <= now_ms);
+                continue;
+            }
+            due.clear();
+            more |= wheel.poll_expired(&mut d.entries, now_ms, max - removed, &mut due);
+            // Deleting an entry moves the last one into its place; going from the highest
+            // index down, the one moved is never still to be deleted.
+            due.sort_unstable_by(|a, b| b.cmp(a));
+            for &i in &due {
+                let hash = key_hash(&self.dbs[db].entries.get(i).key);
+                if let Some(entry) = self.remove_found(db, hash, i) {
+                    self.stats.expired_keys += 1;
+                    removed += 1;
+                    self.deletions.deleted(db, &entry.key);
+                    self.log.log(super::keylog::EXPIRED, db, &entry.key);
+                }
+            }
         }
         if removed > 0 && !more {
             // Once the burst is over: one rehash of what is left, not one per batch.
@@ -662,25 +588,28 @@ impl Shard {
         (removed, more)
     }
 
-    /// Gives memory back once a mass expiry has emptied most of a table or of the timer
-    /// wheel, as Redis resizes its dicts: a table shrinks when under an eighth full (to twice
-    /// its keys, so the cost of the rehash is amortised over the deletions that led to it).
+    /// Gives memory back once a mass expiry has emptied most of a table, as Redis resizes its
+    /// dicts: a table shrinks when under an eighth full (to twice its keys, so the cost of the
+    /// rehash is amortised over the deletions that led to it); the entry storage, dense
+    /// already, drops its spare chunks.
     fn shrink_after_reap(&mut self) {
         for d in self.dbs.iter_mut() {
             let cap = d.table.capacity();
             if cap > 1024 && d.table.len() * 8 < cap {
-                d.table.shrink_to(d.table.len() * 2, |e| e.hash);
+                let entries = &d.entries;
+                d.table
+                    .shrink_to(d.table.len() * 2, |&j| key_hash(&entries.get(j).key));
                 self.layout = self.layout.wrapping_add(1);
             }
+            d.entries.shrink();
         }
-        self.wheel.compact();
     }
 
     /// One eviction step (maxmemory): samples `samples` keys of each database (for the
-    /// volatile policies, keys with a TTL, sampled from the timer wheel), deletes the best
-    /// candidate for `policy` and says what it deleted; None if the shard has no candidate.
-    /// `seed` picks where sampling starts. A sampled key whose TTL has already passed is
-    /// always the best candidate, and counts as expired rather than evicted.
+    /// volatile policies, keys with a TTL), deletes the best candidate for `policy` and says
+    /// what it deleted; None if the shard has no candidate. `seed` picks where sampling
+    /// starts. A sampled key whose TTL has already passed is always the best candidate, and
+    /// counts as expired rather than evicted.
     pub fn evict_one(
         &mut self,
         policy: EvictionPolicy,
@@ -688,7 +617,8 @@ impl Shard {
         now_ms: u64,
         seed: u64,
     ) -> Option<Evicted> {
-        if policy == EvictionPolicy::NoEviction {
+        // A replica does not evict (Redis's replica-ignore-maxmemory yes): its master's DELs do.
+        if policy == EvictionPolicy::NoEviction || self.deletions.is_replica() {
             return None;
         }
         // New samples join the candidates kept from earlier rounds (Redis's eviction pool):
@@ -698,7 +628,7 @@ impl Shard {
         let mut add = |e: &Entry, db: usize| {
             let c = PoolEntry {
                 db: db as u16,
-                hash: e.hash,
+                hash: key_hash(&e.key),
                 lru: e.lru,
                 expire_at: e.expire_at,
             };
@@ -706,18 +636,9 @@ impl Shard {
                 pool.push(c);
             }
         };
-        if policy.volatile_only() {
-            let dbs = &self.dbs;
-            self.wheel.sample(seed, samples, samples * 64, |id, _, r| {
-                let table = &dbs[r.db()].table;
-                if let Some(e) = table.find(r.hash(), |e| e.timer == Some(id)) {
-                    add(e, r.db());
-                }
-            });
-        } else {
-            for (db, d) in self.dbs.iter().enumerate() {
-                sample_table(&d.table, seed, samples, |_, e| add(e, db));
-            }
+        let volatile = policy.volatile_only();
+        for (db, d) in self.dbs.iter_mut().enumerate() {
+            sample_entries(d, seed, samples, volatile, |e| add(e, db));
         }
         // Best first; random policies keep no pool (any sample is as good as another).
         pool.sort_by_key(|c| std::cmp::Reverse(c.score(policy, now_ms)));
@@ -733,14 +654,16 @@ impl Shard {
             taken += 1;
             // The key is still the one sampled if its hash, access time and expiry are
             // unchanged; one that was used since is no longer a good candidate anyway.
-            let table = &self.dbs[c.db as usize].table;
-            let Some(bucket) = table.find_bucket_index(c.hash, |e| {
-                e.hash == c.hash && e.lru == c.lru && e.expire_at == c.expire_at
+            let d = &self.dbs[c.db as usize];
+            let entries = &d.entries;
+            let Some(&i) = d.table.find(c.hash, |&j| {
+                let e = entries.get(j);
+                e.lru == c.lru && e.expire_at == c.expire_at && key_hash(&e.key) == c.hash
             }) else {
                 continue;
             };
             evicted = self
-                .remove_at(c.db as usize, bucket)
+                .remove_found(c.db as usize, c.hash, i)
                 .map(|e| (c.db as usize, e));
             break;
         }
@@ -748,6 +671,7 @@ impl Shard {
         pool.truncate(EVICTION_POOL_SIZE);
         self.evict_pool = pool;
         let (db, entry) = evicted?;
+        self.deletions.deleted(db, &entry.key);
         if entry.is_expired(now_ms) {
             self.stats.expired_keys += 1;
             self.log.log(super::keylog::EXPIRED, db, &entry.key);
@@ -758,48 +682,36 @@ impl Shard {
         }
     }
 
-    /// Deletes the entry in bucket `bucket` of `db`, with its timer, and signals watchers.
-    fn remove_at(&mut self, db: usize, bucket: usize) -> Option<Entry> {
-        let (entry, _) = self.dbs[db].table.get_bucket_entry(bucket).ok()?.remove();
-        if let Some(t) = entry.timer {
-            self.wheel.remove(t);
-        }
-        if entry.expire_at != NO_EXPIRY {
-            self.dbs[db].remove_expiry(entry.expire_at);
-        }
-        self.touch(db, &entry.key);
-        Some(*entry)
-    }
-
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.wheel.next_deadline()
-    }
-
-    /// Bytes of this shard's structures, not counting the entries: the tables' slots and
-    /// control bytes and the timer wheel. O(databases), so INFO can report it at any size.
-    pub fn structure_memory(&self) -> usize {
-        let slot = std::mem::size_of::<Box<Entry>>() + 1;
+        if self.deletions.is_replica() {
+            return None;
+        }
         self.dbs
             .iter()
-            .map(|d| d.table.capacity() * slot)
-            .sum::<usize>()
-            + self.wheel.memory_usage()
+            .filter_map(|d| d.wheel.as_ref()?.next_deadline())
+            .min()
+    }
+
+    /// Bytes of this shard's structures, not counting keys and values: the tables' slots and
+    /// control bytes, the timer wheels, the entries' other fields and their unused storage.
+    /// O(databases), so INFO can report it at any size.
+    pub fn structure_memory(&self) -> usize {
+        self.dbs.iter().map(Db::structure_memory).sum()
     }
 
     /// Approximate bytes held by this shard's keys and values (walks every key).
     pub fn approx_memory(&self) -> usize {
-        let per_entry = std::mem::size_of::<Entry>() + 8;
+        let per_entry = size_of::<Entry>() + size_of::<u32>() + 1;
         self.dbs
             .iter()
             .map(|d| {
-                d.table
-                    .iter()
-                    .map(|e| per_entry + e.key.len() + e.value.approx_memory())
+                d.iter()
+                    .map(|e| per_entry + e.key.heap_bytes() + e.value.approx_memory())
                     .sum::<usize>()
+                    + d.wheel.as_ref().map_or(0, |w| w.memory_usage())
             })
             .sum::<usize>()
-            + self.wheel.memory_usage()
     }
 }
 
@@ -842,37 +754,50 @@ impl PoolEntry {
     }
 }
 
-/// Visits up to `want` entries of `table` as (bucket index, entry), starting at a bucket
-/// picked by `seed` and walking forward, as Redis samples its dict. A walk is bounded, so in
-/// a sparse table (one that held many more keys before) it may find nothing; then the first
-/// entries in table order are taken instead, which costs one pass over the control bytes.
-fn sample_table(
-    table: &HashTable<Box<Entry>>,
+/// Visits up to `want` entries of `d` (with `volatile`, only keys with a TTL), each found
+/// from its own random index derived from `seed` and walking forward, looking at no more than
+/// `want * 64` entries in all. The entry storage is dense, so for all keys every probe is a
+/// key, whatever the table's load; the same key may be visited twice. Keys with a TTL may be
+/// rare among the others: when the walks find none, the wheel's earliest are taken instead.
+fn sample_entries(
+    d: &mut Db,
     seed: u64,
     want: usize,
-    mut visit: impl FnMut(usize, &Entry),
+    volatile: bool,
+    mut visit: impl FnMut(&Entry),
 ) {
-    let n = table.num_buckets();
-    if table.is_empty() || n == 0 {
+    let n = d.entries.len();
+    if n == 0 || want == 0 || (volatile && d.expires == 0) {
         return;
     }
+    let per_sample = 64.min(n);
+    let mut state = seed;
     let mut found = 0;
-    let mut i = (seed as usize) % n;
-    for _ in 0..n.min(want * 64) {
-        if let Some(e) = table.get_bucket(i) {
-            visit(i, e);
-            found += 1;
-            if found == want {
-                return;
+    for _ in 0..want {
+        // splitmix64: cheap, well-mixed positions from one seed (neighbouring entries were
+        // often created together, so one run of them would be a poor sample).
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let mut i = ((z ^ (z >> 31)) % n as u64) as usize;
+        for _ in 0..per_sample {
+            let e = d.entries.get(i as u32);
+            if !volatile || e.expire_at != NO_EXPIRY {
+                visit(e);
+                found += 1;
+                break;
             }
+            i = if i + 1 == n { 0 } else { i + 1 };
         }
-        i = if i + 1 == n { 0 } else { i + 1 };
     }
-    if found == 0 {
-        for e in table.iter().take(want) {
-            if let Some(bucket) = table.find_bucket_index(e.hash, |x| std::ptr::eq(x, e)) {
-                visit(bucket, e);
-            }
+    if found == 0
+        && let Some(wheel) = d.wheel.as_ref()
+    {
+        let mut first: smallvec::SmallVec<[u32; 16]> = smallvec::SmallVec::new();
+        wheel.first_nodes(&mut d.entries, want, |i| first.push(i));
+        for i in first {
+            visit(d.entries.get(i));
         }
     }
 }
@@ -882,10 +807,7 @@ mod eviction_tests {
     use super::*;
 
     fn hash(key: &str) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        h.finish()
+        key_hash(key.as_bytes())
     }
 
     fn shard_with(n: usize, ttl_every: usize) -> Shard {
@@ -894,7 +816,7 @@ mod eviction_tests {
             let key = format!("k{i}");
             let hash = hash(&key);
             // Key i is accessed at time 1_000_000 + i * 100 (older keys have lower i).
-            s.lru_now = lru_stamp(1_000_000 + i as u64 * 100);
+            s.now_ms = 1_000_000 + i as u64 * 100;
             let ttl = (ttl_every > 0 && i % ttl_every == 0).then_some(5_000_000 + i as u64);
             s.insert(0, hash, key.as_bytes(), Value::Int(i as i64), ttl);
         }
@@ -903,14 +825,9 @@ mod eviction_tests {
 
     #[test]
     fn entries_stay_small() {
-        // A key costs one 8-byte table slot plus one boxed entry, whose 96 bytes include a
-        // key of up to 22 bytes (so a glibc chunk of 112 bytes, and no second allocation).
-        assert_eq!(size_of::<Box<Entry>>(), 8);
-        assert!(
-            size_of::<Entry>() <= 96,
-            "Entry is {} bytes",
-            size_of::<Entry>()
-        );
+        // A key costs a 4-byte table slot (and its control byte) plus its 72-byte entry in
+        // the dense storage, which holds a key of up to 22 bytes and the TTL's wheel link.
+        assert_eq!(size_of::<Entry>(), 72);
     }
 
     #[test]
@@ -1011,32 +928,175 @@ mod eviction_tests {
 }
 
 #[cfg(test)]
-mod layout_tests {
+mod model_tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
-    #[test]
-    fn short_keys_live_in_the_entry() {
-        assert_eq!(std::mem::size_of::<Key>(), 24);
-        for len in [0usize, 1, INLINE_KEY, INLINE_KEY + 1, 300] {
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
-            let key = Key::from(&bytes[..]);
-            assert_eq!(&*key, &bytes[..]);
-            assert_eq!(&*key.to_boxed(), &bytes[..]);
-            assert_eq!(matches!(key.0, KeyRepr::Inline { .. }), len <= INLINE_KEY);
+    /// Checks every invariant tying a database's table, entries and wheel together.
+    fn check(s: &Shard, model: &BTreeMap<u16, (i64, Option<u64>)>) {
+        let d = &s.dbs[0];
+        assert_eq!(d.len(), model.len());
+        assert_eq!(d.entries.len(), model.len());
+        let with_ttl = model.values().filter(|v| v.1.is_some()).count();
+        assert_eq!(d.expires(), with_ttl);
+        assert_eq!(d.wheel.as_ref().map_or(0, |w| w.len()), with_ttl);
+        for (k, &(v, ttl)) in model {
+            let key = k.to_be_bytes();
+            let e = s.peek(0, key_hash(&key), &key).expect("key present");
+            assert!(matches!(e.value, Value::Int(x) if x == v));
+            assert_eq!(e.expire_at(), ttl);
+            assert_eq!(e.link.is_linked(), ttl.is_some());
+        }
+        // Every slot points at an entry stored under its own key's hash.
+        for (i, e) in d.entries.iter().enumerate() {
+            let found = d.index_of(key_hash(&e.key), &e.key);
+            assert_eq!(found, Some(i as u32));
+        }
+    }
+
+    /// The model's value of `k` if it is live at `now`.
+    fn live_in(
+        model: &BTreeMap<u16, (i64, Option<u64>)>,
+        k: u16,
+        now: u64,
+    ) -> Option<(i64, Option<u64>)> {
+        model
+            .get(&k)
+            .copied()
+            .filter(|v| v.1.is_none_or(|at| now <= at))
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(u16, Option<u64>),
+        Expire(u16, Option<u64>),
+        Del(u16),
+        Find(u16),
+        Advance(u64, usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let ttl = prop_oneof![Just(None), (0u64..2_000).prop_map(Some)];
+        prop_oneof![
+            6 => (0u16..3_000, ttl.clone()).prop_map(|(k, t)| Op::Set(k, t)),
+            2 => (0u16..3_000, ttl).prop_map(|(k, t)| Op::Expire(k, t)),
+            2 => (0u16..3_000).prop_map(Op::Del),
+            1 => (0u16..3_000).prop_map(Op::Find),
+            1 => (0u64..300, 1usize..200).prop_map(|(a, m)| Op::Advance(a, m)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random writes, TTL changes, deletions, lookups and reaper passes against a model:
+        /// the dense storage's moves never lose a key, a timer or a table slot, and a key is
+        /// gone (lazily or by the reaper) exactly once its TTL has passed.
+        #[test]
+        fn the_keyspace_matches_a_model(ops in prop::collection::vec(op(), 1..1_500)) {
+            let mut s = Shard::new(1, 1_000);
+            let mut now = 1_000u64;
+            let mut model: BTreeMap<u16, (i64, Option<u64>)> = BTreeMap::new();
+            let mut next = 0i64;
+            // Keys enough to fill the first chunk of the entry storage, some with a TTL, so
+            // that the random ones below move entries across a chunk boundary.
+            for k in 10_000u16..11_100 {
+                let key = k.to_be_bytes();
+                let at = k.is_multiple_of(3).then_some(now + u64::from(k % 700));
+                s.insert(0, key_hash(&key), &key, Value::Int(next), at);
+                model.insert(k, (next, at));
+                next += 1;
+            }
+            for op in ops {
+                match op {
+                    Op::Set(k, ttl) => {
+                        let key = k.to_be_bytes();
+                        let at = ttl.map(|t| now + t);
+                        s.find(0, key_hash(&key), &key, now);
+                        s.insert(0, key_hash(&key), &key, Value::Int(next), at);
+                        model.insert(k, (next, at));
+                        next += 1;
+                    }
+                    Op::Expire(k, ttl) => {
+                        let key = k.to_be_bytes();
+                        let at = ttl.map(|t| now + t);
+                        let live = s.find(0, key_hash(&key), &key, now).is_some();
+                        prop_assert_eq!(live, live_in(&model, k, now).is_some());
+                        if live {
+                            prop_assert!(s.set_expire(0, key_hash(&key), &key, at));
+                            if let Some(m) = model.get_mut(&k) {
+                                m.1 = at;
+                            }
+                        }
+                    }
+                    Op::Del(k) => {
+                        let key = k.to_be_bytes();
+                        s.find(0, key_hash(&key), &key, now);
+                        let gone = s.remove(0, key_hash(&key), &key);
+                        prop_assert_eq!(gone.is_some(), live_in(&model, k, now).is_some());
+                        model.remove(&k);
+                    }
+                    Op::Find(k) => {
+                        let key = k.to_be_bytes();
+                        let got = s.find(0, key_hash(&key), &key, now).map(|e| e.expire_at());
+                        prop_assert_eq!(got, live_in(&model, k, now).map(|v| v.1));
+                    }
+                    Op::Advance(by, max) => {
+                        now += by;
+                        while s.reap(now, max).1 {}
+                        // Every key past its TTL is gone, and only those.
+                        model.retain(|_, v| v.1.is_none_or(|at| now <= at));
+                        prop_assert!(s.next_deadline().is_none_or(|d| d > now));
+                    }
+                }
+                // Lazily expired keys leave the model too.
+                model.retain(|k, v| {
+                    let key = k.to_be_bytes();
+                    v.1.is_none_or(|at| now <= at) || s.peek(0, key_hash(&key), &key).is_some()
+                });
+            }
+            check(&s, &model);
         }
     }
 
     #[test]
-    fn timer_ref_keeps_the_bucket_bits_and_the_database() {
-        for (db, hash) in [
-            (0usize, 0u64),
-            (15, u64::MAX),
-            (65_535, 0x0123_4567_89ab_cdef),
-        ] {
-            let r = TimerRef::new(db, hash);
-            assert_eq!(r.db(), db);
-            assert_eq!(r.hash() & 0xFFFF_FFFF, hash & 0xFFFF_FFFF, "bucket bits");
-            assert_eq!(r.hash() >> 57, hash >> 57, "tag bits");
+    fn a_mass_expiry_gives_the_storage_back() {
+        let mut s = Shard::new(1, 0);
+        for k in 0..20_000u32 {
+            let key = k.to_be_bytes();
+            let ttl = (k >= 100).then_some(5_000);
+            s.insert(0, key_hash(&key), &key, Value::Int(1), ttl);
         }
+        let before = s.structure_memory();
+        let mut batches = 0;
+        while s.reap(5_001, 128).1 {
+            batches += 1;
+        }
+        assert!(batches >= 20_000 / 128 - 1);
+        assert_eq!(s.dbs[0].len(), 100);
+        assert_eq!(s.dbs[0].expires(), 0);
+        assert!(s.dbs[0].entries.capacity() <= 200);
+        assert!(s.structure_memory() < before / 20);
+        for k in 0..100u32 {
+            let key = k.to_be_bytes();
+            assert!(s.find(0, key_hash(&key), &key, 5_001).is_some());
+        }
+    }
+
+    #[test]
+    fn swapdb_and_flushdb_take_the_timers_along() {
+        let mut s = Shard::new(2, 0);
+        let key = b"rate:1";
+        s.insert(0, key_hash(key), key, Value::Int(1), Some(100));
+        s.swap_dbs(0, 1);
+        assert!(s.peek(0, key_hash(key), key).is_none());
+        assert_eq!(s.next_deadline(), Some(101));
+        assert_eq!(s.reap(101, 10), (1, false));
+        assert!(s.peek(1, key_hash(key), key).is_none());
+        s.insert(1, key_hash(key), key, Value::Int(1), Some(200));
+        s.flush_db(1);
+        assert_eq!(s.next_deadline(), None);
+        assert_eq!(s.reap(1_000, 10), (0, false));
     }
 }

@@ -1,7 +1,9 @@
 //! What a key holds: the value types and their Redis encodings.
 //!
 //! Counters are the hot case of a rate limiter, so a string that is the canonical text of an
-//! i64 is kept as `Int` (no allocation; GET renders it). Aggregates start in a compact form
+//! i64 is kept as `Int` (no allocation; GET renders it). Other strings of up to 14 bytes are
+//! kept inside the value too (`Str`), and a `Value` is 24 bytes: a tag and a word or a
+//! pointer, as it sits in every key's entry. Aggregates start in a compact form
 //! and convert once to a hashed form past Redis's size thresholds, which also decides what
 //! OBJECT ENCODING reports.
 
@@ -12,6 +14,7 @@ use indexmap::{IndexMap, IndexSet};
 
 use crate::error::CmdError;
 use crate::num::parse_i64;
+use crate::store::listpack::Pairs;
 use crate::store::zset::SortedSet;
 
 /// The value of a key.
@@ -20,17 +23,131 @@ pub enum Value {
     /// A string that is the canonical decimal text of an i64.
     Int(i64),
     /// Any other string (binary-safe), encoded `embstr` or `raw` by length as SET makes it.
-    Str(Bytes),
+    Str(Str),
     /// A string changed in place (APPEND): Redis reports it `raw` whatever its length.
-    Raw(Bytes),
-    /// A list.
-    List(VecDeque<Bytes>),
+    Raw(Str),
+    /// A list (boxed: a `VecDeque` is 32 bytes, and would make every value that big).
+    List(Box<VecDeque<Bytes>>),
     /// A hash.
     Hash(Box<HashValue>),
     /// A set.
     Set(Box<SetValue>),
     /// A sorted set.
     ZSet(Box<SortedSet>),
+}
+
+/// Longest string kept inside its `Str` (no allocation).
+pub const INLINE_STR: usize = 14;
+
+/// A string value's bytes: up to [`INLINE_STR`] inside (16 bytes in all, so `Value` is 24),
+/// else a `Bytes` behind one pointer. The heap form keeps `Bytes`, so that GET of a long
+/// value shares it with the reply instead of copying it, and APPEND can grow it in place.
+#[derive(Clone)]
+pub struct Str(StrRepr);
+
+#[derive(Clone)]
+enum StrRepr {
+    Inline { len: u8, bytes: [u8; INLINE_STR] },
+    Heap(Box<Bytes>),
+}
+
+impl Str {
+    /// The bytes as a `Bytes`: shared with the value when on the heap, copied when inline.
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.0 {
+            StrRepr::Inline { .. } => Bytes::copy_from_slice(self),
+            StrRepr::Heap(b) => (**b).clone(),
+        }
+    }
+
+    /// The bytes as a `Bytes`, without a copy when on the heap.
+    pub fn into_bytes(self) -> Bytes {
+        match self.0 {
+            StrRepr::Inline { .. } => Bytes::copy_from_slice(&self),
+            StrRepr::Heap(b) => *b,
+        }
+    }
+
+    /// True if the bytes are stored inside (no allocation).
+    pub fn is_inline(&self) -> bool {
+        matches!(self.0, StrRepr::Inline { .. })
+    }
+
+    /// Heap bytes held: the pointer's box and the bytes (0 when inline).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            StrRepr::Inline { .. } => 0,
+            StrRepr::Heap(b) => size_of::<Bytes>() + b.len(),
+        }
+    }
+}
+
+impl Default for Str {
+    fn default() -> Self {
+        Str::from(&b""[..])
+    }
+}
+
+impl From<&[u8]> for Str {
+    fn from(b: &[u8]) -> Self {
+        if b.len() <= INLINE_STR {
+            let mut bytes = [0u8; INLINE_STR];
+            bytes[..b.len()].copy_from_slice(b);
+            Str(StrRepr::Inline {
+                len: b.len() as u8,
+                bytes,
+            })
+        } else {
+            Str(StrRepr::Heap(Box::new(Bytes::copy_from_slice(b))))
+        }
+    }
+}
+
+impl From<Bytes> for Str {
+    fn from(b: Bytes) -> Self {
+        if b.len() <= INLINE_STR {
+            Str::from(&b[..])
+        } else {
+            Str(StrRepr::Heap(Box::new(b)))
+        }
+    }
+}
+
+impl From<Vec<u8>> for Str {
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= INLINE_STR {
+            Str::from(&v[..])
+        } else {
+            Str(StrRepr::Heap(Box::new(Bytes::from(v))))
+        }
+    }
+}
+
+impl From<Str> for Vec<u8> {
+    fn from(s: Str) -> Self {
+        match s.0 {
+            StrRepr::Inline { .. } => s.to_vec(),
+            StrRepr::Heap(b) => Vec::from(*b),
+        }
+    }
+}
+
+impl std::ops::Deref for Str {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            StrRepr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            StrRepr::Heap(b) => b,
+        }
+    }
+}
+
+impl std::fmt::Debug for Str {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
 }
 
 /// Redis's default `hash-max-listpack-entries`: more fields than this make a hash a hashtable.
@@ -41,6 +158,24 @@ pub enum Value {
 pub const HASH_MAX_LISTPACK_ENTRIES: usize = 512;
 /// Redis's default `hash-max-listpack-value`: a longer field or value makes a hash a hashtable.
 pub const HASH_MAX_LISTPACK_VALUE: usize = 64;
+/// The encoding thresholds of hashes in force (`hash-max-listpack-entries` and
+/// `hash-max-listpack-value`, which CONFIG SET changes at run time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashLimits {
+    /// Most pairs of a compact hash; one more converts it.
+    pub max_listpack_entries: usize,
+    /// Longest field or value of a compact hash; a longer one converts it.
+    pub max_listpack_value: usize,
+}
+
+impl HashLimits {
+    /// Redis 7.0's defaults.
+    pub const DEFAULT: HashLimits = HashLimits {
+        max_listpack_entries: HASH_MAX_LISTPACK_ENTRIES,
+        max_listpack_value: HASH_MAX_LISTPACK_VALUE,
+    };
+}
+
 /// Redis's default `set-max-intset-entries`: more members than this make a set a hashtable.
 pub const SET_MAX_INTSET_ENTRIES: usize = 512;
 
@@ -50,23 +185,49 @@ type FastHasher = hashbrown::DefaultHashBuilder;
 /// A hash, in one of Redis's two encodings.
 ///
 /// Small hashes are a listpack in Redis: pairs in insertion order, searched linearly, and
-/// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see. A
-/// plain vector gives the same order and, for a handful of short fields, beats hashing. Past
-/// the thresholds the hash converts for good to a hash table, whose order Redis leaves
-/// unspecified.
+/// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see.
+/// [`Pairs`] keeps that order in one packed buffer (a rate limiter's funnel hash is a few
+/// short fields: one allocation of about 70 bytes). Past the thresholds the hash converts for
+/// good to a hash table, whose order Redis leaves unspecified.
 #[derive(Debug, Clone)]
 pub enum HashValue {
     /// `listpack`: at most [`HASH_MAX_LISTPACK_ENTRIES`] pairs, every field and value at most
     /// [`HASH_MAX_LISTPACK_VALUE`] bytes, in insertion order (updates keep their place).
-    Listpack(Vec<(Bytes, Bytes)>),
-    /// `hashtable`. Entries move only by swap-removal, which is what makes
-    /// [`scan_step`]'s cursors safe.
-    Table(IndexMap<Bytes, Bytes, FastHasher>),
+    Listpack(Pairs),
+    /// `hashtable` (boxed: the compact case, the common one, stays two words small). Entries
+    /// move only by swap-removal, which is what makes [`scan_step`]'s cursors safe.
+    Table(Box<IndexMap<Bytes, Bytes, FastHasher>>),
 }
 
 impl Default for HashValue {
     fn default() -> Self {
-        HashValue::Listpack(Vec::new())
+        HashValue::Listpack(Pairs::default())
+    }
+}
+
+/// Iterator over a hash's pairs (see [`HashValue::iter`]).
+pub enum HashIter<'a> {
+    /// Over the packed pairs.
+    Listpack(crate::store::listpack::Iter<'a>),
+    /// Over the table.
+    Table(indexmap::map::Iter<'a, Bytes, Bytes>),
+}
+
+impl<'a> Iterator for HashIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            HashIter::Listpack(it) => it.next(),
+            HashIter::Table(it) => it.next().map(|(f, v)| (&f[..], &v[..])),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            HashIter::Listpack(it) => it.size_hint(),
+            HashIter::Table(it) => it.size_hint(),
+        }
     }
 }
 
@@ -90,10 +251,10 @@ impl HashValue {
     }
 
     /// The value of `field`.
-    pub fn get(&self, field: &[u8]) -> Option<&Bytes> {
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
-            HashValue::Listpack(v) => v.iter().find(|(f, _)| f[..] == *field).map(|(_, v)| v),
-            HashValue::Table(m) => m.get(field),
+            HashValue::Listpack(p) => p.get(field),
+            HashValue::Table(m) => m.get(field).map(|v| &v[..]),
         }
     }
 
@@ -104,21 +265,12 @@ impl HashValue {
 
     /// Sets `field` to `value` (both copied), converting to a hash table first if either is
     /// too long for a listpack, and after if the hash outgrew one. True if the field is new.
-    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if field.len() > HASH_MAX_LISTPACK_VALUE || value.len() > HASH_MAX_LISTPACK_VALUE {
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
             self.convert();
         }
         let new = match self {
-            HashValue::Listpack(v) => match v.iter_mut().find(|(f, _)| f[..] == *field) {
-                Some((_, old)) => {
-                    *old = Bytes::copy_from_slice(value);
-                    false
-                }
-                None => {
-                    v.push((Bytes::copy_from_slice(field), Bytes::copy_from_slice(value)));
-                    true
-                }
-            },
+            HashValue::Listpack(p) => p.set(field, value),
             HashValue::Table(m) => match m.get_mut(field) {
                 Some(old) => {
                     *old = Bytes::copy_from_slice(value);
@@ -130,7 +282,7 @@ impl HashValue {
                 }
             },
         };
-        if self.len() > HASH_MAX_LISTPACK_ENTRIES {
+        if self.len() > limits.max_listpack_entries {
             self.convert();
         }
         new
@@ -139,44 +291,58 @@ impl HashValue {
     /// Removes `field`; true if it was present. A listpack keeps the order of the others.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            HashValue::Listpack(v) => match v.iter().position(|(f, _)| f[..] == *field) {
-                Some(i) => {
-                    v.remove(i);
-                    true
-                }
-                None => false,
-            },
+            HashValue::Listpack(p) => p.remove(field),
             HashValue::Table(m) => m.swap_remove(field).is_some(),
         }
     }
 
     /// The pair at position `i` of the iteration order (for random picks and scans).
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Bytes)> {
+    /// O(i) in the compact encoding.
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            HashValue::Listpack(v) => v.get(i).map(|(f, v)| (f, v)),
-            HashValue::Table(m) => m.get_index(i),
+            HashValue::Listpack(p) => p.get_index(i),
+            HashValue::Table(m) => m.get_index(i).map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
     /// The pairs, in the order Redis would return them for a listpack.
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Bytes)> {
-        (0..self.len()).filter_map(|i| self.get_index(i))
+    pub fn iter(&self) -> HashIter<'_> {
+        match self {
+            HashValue::Listpack(p) => HashIter::Listpack(p.iter()),
+            HashValue::Table(m) => HashIter::Table(m.iter()),
+        }
+    }
+
+    /// An empty hash in the `hashtable` encoding, sized for `n` pairs (RDB load).
+    pub fn table_with_capacity(n: usize) -> Self {
+        HashValue::Table(Box::new(IndexMap::with_capacity_and_hasher(
+            n,
+            FastHasher::default(),
+        )))
     }
 
     /// Converts to the hash-table encoding (no-op if already one).
     fn convert(&mut self) {
-        if let HashValue::Listpack(v) = self {
-            let mut m = IndexMap::with_capacity_and_hasher(v.len() + 1, FastHasher::default());
-            m.extend(v.drain(..));
-            *self = HashValue::Table(m);
+        if let HashValue::Listpack(p) = self {
+            let mut m = IndexMap::with_capacity_and_hasher(p.len() + 1, FastHasher::default());
+            m.extend(
+                p.iter()
+                    .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
+            );
+            *self = HashValue::Table(Box::new(m));
         }
     }
 
     fn approx_memory(&self) -> usize {
-        self.iter()
-            .map(|(k, v)| k.len() + v.len() + 72)
-            .sum::<usize>()
-            + 48
+        match self {
+            HashValue::Listpack(p) => std::mem::size_of::<Self>() + p.heap_bytes(),
+            HashValue::Table(_) => {
+                self.iter()
+                    .map(|(k, v)| k.len() + v.len() + 72)
+                    .sum::<usize>()
+                    + 48
+            }
+        }
     }
 }
 
@@ -386,7 +552,7 @@ impl Value {
     pub fn from_bytes(b: &[u8]) -> Value {
         match parse_i64(b) {
             Some(n) if b.len() <= 20 => Value::Int(n),
-            _ => Value::Str(Bytes::copy_from_slice(b)),
+            _ => Value::Str(Str::from(b)),
         }
     }
 
@@ -396,7 +562,7 @@ impl Value {
             Value::Int(n) => Ok(Bytes::copy_from_slice(
                 itoa::Buffer::new().format(*n).as_bytes(),
             )),
-            Value::Str(b) | Value::Raw(b) => Ok(b.clone()),
+            Value::Str(b) | Value::Raw(b) => Ok(b.to_bytes()),
             _ => Err(CmdError::WrongType),
         }
     }
@@ -416,8 +582,8 @@ impl Value {
     pub fn approx_memory(&self) -> usize {
         match self {
             Value::Int(_) => 0,
-            Value::Str(b) | Value::Raw(b) => b.len(),
-            Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 16,
+            Value::Str(b) | Value::Raw(b) => b.heap_bytes(),
+            Value::List(l) => l.iter().map(|b| b.len() + 32).sum::<usize>() + 48,
             Value::Hash(h) => h.approx_memory(),
             Value::Set(s) => s.approx_memory(),
             Value::ZSet(z) => z.approx_memory(),
@@ -429,22 +595,65 @@ impl Value {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_value_is_24_bytes_and_short_strings_live_in_it() {
+        assert_eq!(size_of::<Str>(), 16);
+        assert_eq!(size_of::<Value>(), 24);
+        for len in [
+            0usize,
+            1,
+            INLINE_STR - 1,
+            INLINE_STR,
+            INLINE_STR + 1,
+            45,
+            100_000,
+        ] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();
+            let inline = len <= INLINE_STR;
+            for s in [
+                Str::from(&bytes[..]),
+                Str::from(bytes.clone()),
+                Str::from(Bytes::from(bytes.clone())),
+            ] {
+                assert_eq!(&*s, &bytes[..]);
+                assert_eq!(s.is_inline(), inline, "{len}");
+                assert_eq!(s.heap_bytes(), if inline { 0 } else { 32 + len });
+                assert_eq!(&s.to_bytes()[..], &bytes[..]);
+                assert_eq!(Vec::from(s.clone()), bytes);
+                assert_eq!(&s.into_bytes()[..], &bytes[..]);
+            }
+        }
+        // Integers stay integers; other text is a string, by Redis's rule.
+        assert!(matches!(Value::from_bytes(b"-42"), Value::Int(-42)));
+        assert!(matches!(Value::from_bytes(b"042"), Value::Str(_)));
+        assert!(matches!(
+            Value::from_bytes(b"9223372036854775808"),
+            Value::Str(_)
+        ));
+        let long = Value::from_bytes(&[b'x'; 45]);
+        assert_eq!(long.encoding(), "raw");
+        assert_eq!(Value::from_bytes(&[b'x'; 44]).encoding(), "embstr");
+        assert_eq!(Value::from_bytes(b"short").encoding(), "embstr");
+        assert_eq!(&long.as_bytes().unwrap_or_default()[..], &[b'x'; 45][..]);
+        assert!(Str::default().is_empty());
+    }
+
     fn keys(h: &HashValue) -> Vec<&[u8]> {
-        h.iter().map(|(f, _)| &f[..]).collect()
+        h.iter().map(|(f, _)| f).collect()
     }
 
     #[test]
     fn listpack_keeps_insertion_order_through_updates_and_deletes() {
         let mut h = HashValue::default();
-        assert!(h.set(b"a", b"1"));
-        assert!(h.set(b"b", b"2"));
-        assert!(h.set(b"c", b"3"));
-        assert!(!h.set(b"a", b"9"));
+        assert!(h.set(b"a", b"1", &HashLimits::DEFAULT));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
+        assert!(h.set(b"c", b"3", &HashLimits::DEFAULT));
+        assert!(!h.set(b"a", b"9", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"b", b"c"]);
-        assert_eq!(h.get(b"a").map(|v| &v[..]), Some(&b"9"[..]));
+        assert_eq!(h.get(b"a"), Some(&b"9"[..]));
         assert!(h.remove(b"b"));
         assert!(!h.remove(b"b"));
-        assert!(h.set(b"b", b"2"));
+        assert!(h.set(b"b", b"2", &HashLimits::DEFAULT));
         assert_eq!(keys(&h), [&b"a"[..], b"c", b"b"]);
         assert!(h.is_listpack());
         assert!(h.remove(b"a") && h.remove(b"b") && h.remove(b"c"));
@@ -456,10 +665,10 @@ mod tests {
     fn hash_converts_on_size_and_length_and_never_back() {
         let mut h = HashValue::default();
         for i in 0..HASH_MAX_LISTPACK_ENTRIES {
-            h.set(format!("f{i}").as_bytes(), b"v");
+            h.set(format!("f{i}").as_bytes(), b"v", &HashLimits::DEFAULT);
         }
         assert!(h.is_listpack());
-        h.set(b"one-more", b"v");
+        h.set(b"one-more", b"v", &HashLimits::DEFAULT);
         assert!(!h.is_listpack());
         assert_eq!(h.len(), HASH_MAX_LISTPACK_ENTRIES + 1);
         assert_eq!(Value::Hash(Box::new(h.clone())).encoding(), "hashtable");
@@ -471,14 +680,22 @@ mod tests {
 
         let long = [b'x'; HASH_MAX_LISTPACK_VALUE];
         let mut h = HashValue::default();
-        h.set(b"a", &long);
-        h.set(&long, b"b");
+        h.set(b"a", &long, &HashLimits::DEFAULT);
+        h.set(&long, b"b", &HashLimits::DEFAULT);
         assert!(h.is_listpack());
-        h.set(b"c", &[b'x'; HASH_MAX_LISTPACK_VALUE + 1]);
+        h.set(
+            b"c",
+            &[b'x'; HASH_MAX_LISTPACK_VALUE + 1],
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
         assert_eq!(h.len(), 3);
         let mut h = HashValue::default();
-        h.set(&[b'f'; HASH_MAX_LISTPACK_VALUE + 1], b"v");
+        h.set(
+            &[b'f'; HASH_MAX_LISTPACK_VALUE + 1],
+            b"v",
+            &HashLimits::DEFAULT,
+        );
         assert!(!h.is_listpack());
     }
 

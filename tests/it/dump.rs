@@ -21,7 +21,7 @@ fn bulk(reply: &[u8]) -> Vec<u8> {
 }
 
 /// Writes the fixture keys through `c`; returns their names.
-fn fill(c: &mut Conn) -> Vec<String> {
+pub(crate) fn fill(c: &mut Conn) -> Vec<String> {
     let mut keys = Vec::new();
     let run = |c: &mut Conn, args: Vec<Vec<u8>>| {
         let refs: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
@@ -162,7 +162,7 @@ fn fill(c: &mut Conn) -> Vec<String> {
 }
 
 /// What a key reads as, in a form both servers must agree on.
-fn contents(c: &mut Conn, key: &str) -> Vec<Vec<u8>> {
+pub(crate) fn contents(c: &mut Conn, key: &str) -> Vec<Vec<u8>> {
     let k = key.as_bytes();
     let t = c.cmd(&[b"TYPE", k]);
     let mut out = vec![t.clone(), c.cmd(&[b"OBJECT", b"ENCODING", k])];

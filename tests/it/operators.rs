@@ -210,7 +210,7 @@ fn every_problem_is_reported_in_one_run() {
     let conf = scratch.path("bad.conf");
     std::fs::write(
         &conf,
-        "# a comment\nport 7000\nhz 10\nreplicaof 127.0.0.1 6380\nrename-command CONFIG \"\"\nmaxclients lots\nnot-a-directive 1\nappendonly yes\n",
+        "# a comment\nport 7000\nhz 10\nreplicaof 127.0.0.1 notaport\nrename-command CONFIG \"\"\nmaxclients lots\nnot-a-directive 1\nappendonly yes\n",
     )
     .unwrap();
     let (code, _, err) = run_to_exit(
@@ -221,7 +221,7 @@ fn every_problem_is_reported_in_one_run() {
     let c = s(&conf);
     for want in [
         "6 configuration problems".to_string(),
-        format!("{c}:4: 'replicaof 127.0.0.1 6380': sluice cannot replicate"),
+        format!("{c}:4: 'replicaof 127.0.0.1 notaport': bad value for 'replicaof'"),
         format!("{c}:5: 'rename-command CONFIG \"\"': sluice cannot rename"),
         format!("{c}:6: 'maxclients lots': bad value for 'maxclients'"),
         format!("{c}:7: 'not-a-directive 1': unknown directive"),

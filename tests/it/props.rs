@@ -61,9 +61,11 @@ const WORDS: &[&str] = &[
     "m",
 ];
 
-/// Commands that sleep, stop the server, block or run scripts: not what these look at.
+/// Commands that sleep, stop the server, block, run scripts or write files (SAVE, BGSAVE):
+/// not what these look at.
 const SKIP: &[&str] = &[
-    "shutdown", "debug", "monitor", "eval", "evalsha", "script", "function", "cluster",
+    "shutdown", "debug", "monitor", "eval", "evalsha", "script", "function", "cluster", "save",
+    "bgsave",
 ];
 
 fn shared() -> &'static (Arc<Shared>, Vec<&'static str>) {

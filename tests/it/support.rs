@@ -27,6 +27,8 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     dir: PathBuf,
+    /// The directory was given by the caller (`start_in`): left in place when dropped.
+    keep_dir: bool,
 }
 
 /// A loopback port that was free a moment ago (bound to 127.0.0.1:0, then released).
@@ -39,11 +41,21 @@ impl RedisServer {
     /// Spawns `redis-server` (no persistence, loopback only, DEBUG enabled) and waits until
     /// it answers PING. Panics when the binary is missing: tests never skip for a missing tool.
     pub fn start() -> RedisServer {
+        Self::start_with_dir(None)
+    }
+
+    /// `start`, with `dir` as its working directory (its RDB file `dump.rdb` is loaded at
+    /// start and written by SAVE there); the directory is kept when the server is dropped.
+    pub fn start_in(dir: &std::path::Path) -> RedisServer {
+        Self::start_with_dir(Some(dir))
+    }
+
+    fn start_with_dir(dir: Option<&std::path::Path>) -> RedisServer {
         let mut last_error = String::new();
         // The port is free when we pick it, but another test may take it before redis-server
         // binds; then redis-server exits and we try another.
         for _ in 0..5 {
-            match Self::try_start() {
+            match Self::try_start(dir) {
                 Ok(server) => return server,
                 Err(e) => last_error = e,
             }
@@ -51,10 +63,14 @@ impl RedisServer {
         panic!("redis-server did not start: {last_error}");
     }
 
-    fn try_start() -> Result<RedisServer, String> {
+    fn try_start(given: Option<&std::path::Path>) -> Result<RedisServer, String> {
         let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("sluice-it-redis-{}-{port}", std::process::id()));
+        let dir = match given {
+            Some(d) => d.to_path_buf(),
+            None => {
+                std::env::temp_dir().join(format!("sluice-it-redis-{}-{port}", std::process::id()))
+            }
+        };
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let spawned = Command::new("redis-server")
@@ -84,7 +100,12 @@ impl RedisServer {
             ),
             Err(e) => panic!("cannot run redis-server: {e}"),
         };
-        let mut server = RedisServer { child, port, dir };
+        let mut server = RedisServer {
+            child,
+            port,
+            dir,
+            keep_dir: given.is_some(),
+        };
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
@@ -125,13 +146,20 @@ impl RedisServer {
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
+
+    /// Its working directory (where SAVE writes `dump.rdb`).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
 }
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

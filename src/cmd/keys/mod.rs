@@ -343,23 +343,45 @@ impl Command for Type {
     }
 }
 
-/// `WAIT numreplicas timeout`: sluice has no replicas, so it answers 0 at once (Redis, with
-/// none, answers 0 once the timeout passes, or blocks forever for timeout 0).
+/// `WAIT numreplicas timeout`: the number of replicas that acknowledged every write made
+/// so far. If fewer than asked, the connection waits (see `repl::master::wait`) until
+/// enough do or the timeout (ms, 0 = none) passes; inside MULTI or a script it answers at
+/// once. Replicas are asked to acknowledge at once (REPLCONF GETACK in the stream).
 #[derive(Debug)]
-pub struct Wait;
+pub struct Wait {
+    replicas: i64,
+    timeout: i64,
+}
 
 impl Command for Wait {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
-        let t = parse_i64(a.next()?).ok_or(CmdError::msg(
+        let replicas = parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
+        let timeout = parse_i64(a.next()?).ok_or(CmdError::msg(
             "ERR timeout is not an integer or out of range",
         ))?;
-        if t < 0 {
+        if timeout < 0 {
             return Err(CmdError::msg("ERR timeout is negative"));
         }
-        Ok(Wait)
+        Ok(Wait { replicas, timeout })
     }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(Reply::Int(0))
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let repl = &ctx.shared.repl;
+        if repl.is_replica() {
+            return Err(CmdError::msg(
+                "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+            ));
+        }
+        let offset = repl.offset();
+        let acked = repl.acked_at_least(offset) as i64;
+        if acked >= self.replicas || !ctx.may_block {
+            return Ok(Reply::Int(acked));
+        }
+        repl.propagate_plain(&[
+            Bytes::from_static(b"REPLCONF"),
+            Bytes::from_static(b"GETACK"),
+            Bytes::from_static(b"*"),
+        ]);
+        ctx.client.wait_acks = Some((self.replicas.max(0) as u64, self.timeout as u64, offset));
+        Ok(Reply::Int(acked))
     }
 }

@@ -175,7 +175,7 @@ impl Command for MemoryUsage {
         let db = ctx.db();
         Ok(match ctx.store.lookup(db, &self.key, ctx.now_ms) {
             None => Reply::Null,
-            Some(e) => Reply::Int((48 + e.key.len() + e.value.approx_memory()) as i64),
+            Some(e) => Reply::Int(e.memory_usage() as i64),
         })
     }
 }

@@ -277,8 +277,8 @@ pub struct ClientKill {
     addr: Option<Bytes>,
     laddr: Option<Bytes>,
     skipme: bool,
-    /// TYPE filter: `Some(true)` for normal, `Some(false)` for a type no sluice client has.
-    normal: Option<bool>,
+    /// TYPE filter: Redis's type name (`normal`, `slave`, `master`, `pubsub`).
+    kind: Option<&'static str>,
 }
 
 impl Command for ClientKill {
@@ -289,7 +289,7 @@ impl Command for ClientKill {
             addr: None,
             laddr: None,
             skipme: true,
-            normal: None,
+            kind: None,
         };
         if a.remaining() == 1 {
             k.legacy = Some(a.next()?.clone());
@@ -313,9 +313,11 @@ impl Command for ClientKill {
                     }
                 }
                 b"type" => {
-                    k.normal = Some(match &val.to_ascii_lowercase()[..] {
-                        b"normal" => true,
-                        b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                    k.kind = Some(match &val.to_ascii_lowercase()[..] {
+                        b"normal" => "normal",
+                        b"master" => "master",
+                        b"replica" | b"slave" => "slave",
+                        b"pubsub" => "pubsub",
                         _ => {
                             return Err(CmdError::owned(format!(
                                 "ERR Unknown client type '{}'",
@@ -353,7 +355,7 @@ impl Command for ClientKill {
                         .laddr
                         .as_ref()
                         .is_none_or(|a| c.laddr.as_bytes() == &a[..])
-                    && self.normal != Some(false)
+                    && self.kind.is_none_or(|k| k == c.type_name())
                     && !(self.skipme && c.id == me)
             };
             if matches {

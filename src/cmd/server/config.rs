@@ -168,9 +168,11 @@ impl Command for ConfigSet {
             }
         }
         ctx.shared.live.store(&next);
+        let backlog = next.repl.backlog_size;
         *cfg = next;
         drop(cfg);
         ctx.shared.configure_notifications();
+        ctx.shared.repl.feed().resize(backlog);
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
         }

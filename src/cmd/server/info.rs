@@ -102,26 +102,9 @@ impl InfoText {
     }
 }
 
-/// Persistence: sluice keeps no RDB or AOF file, so every field is Redis's idle value.
+/// Persistence after the RDB fields (`persist::info_fields`): sluice has no AOF or module
+/// fork, so these are Redis's idle values.
 const PERSISTENCE: &[(&str, &str)] = &[
-    ("loading", "0"),
-    ("async_loading", "0"),
-    ("current_cow_peak", "0"),
-    ("current_cow_size", "0"),
-    ("current_cow_size_age", "0"),
-    ("current_fork_perc", "0.00"),
-    ("current_save_keys_processed", "0"),
-    ("current_save_keys_total", "0"),
-    ("rdb_changes_since_last_save", "0"),
-    ("rdb_bgsave_in_progress", "0"),
-    ("rdb_last_save_time", "0"),
-    ("rdb_last_bgsave_status", "ok"),
-    ("rdb_last_bgsave_time_sec", "-1"),
-    ("rdb_current_bgsave_time_sec", "-1"),
-    ("rdb_saves", "0"),
-    ("rdb_last_cow_size", "0"),
-    ("rdb_last_load_keys_expired", "0"),
-    ("rdb_last_load_keys_loaded", "0"),
     ("aof_enabled", "0"),
     ("aof_rewrite_in_progress", "0"),
     ("aof_rewrite_scheduled", "0"),
@@ -134,21 +117,6 @@ const PERSISTENCE: &[(&str, &str)] = &[
     ("aof_last_cow_size", "0"),
     ("module_fork_in_progress", "0"),
     ("module_fork_last_cow_size", "0"),
-];
-
-/// Replication: a master without replicas.
-const REPLICATION: &[(&str, &str)] = &[
-    ("role", "master"),
-    ("connected_slaves", "0"),
-    ("master_failover_state", "no-failover"),
-    ("master_replid", "0000000000000000000000000000000000000000"),
-    ("master_replid2", "0000000000000000000000000000000000000000"),
-    ("master_repl_offset", "0"),
-    ("second_repl_offset", "-1"),
-    ("repl_backlog_active", "0"),
-    ("repl_backlog_size", "1048576"),
-    ("repl_backlog_first_byte_offset", "0"),
-    ("repl_backlog_histlen", "0"),
 ];
 
 /// Builds INFO's text for the requested sections (Redis's names and formats).
@@ -305,7 +273,11 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("lazyfreed_objects", 0);
     }
     if wanted("persistence") {
-        out.section("Persistence").constants(PERSISTENCE);
+        out.section("Persistence");
+        for (field, value) in crate::cmd::persist::info_fields(shared, keyspace_stats.changes) {
+            out.field(field, value);
+        }
+        out.constants(PERSISTENCE);
     }
     if wanted("stats") {
         let s = &shared.stats;
@@ -365,7 +337,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("reply_buffer_expands", 0);
     }
     if wanted("replication") {
-        out.section("Replication").constants(REPLICATION);
+        out.section("Replication");
+        for (field, value) in crate::cmd::replication::info_fields(shared) {
+            out.field(field, value);
+        }
     }
     if wanted("cpu") {
         let (user, sys) = crate::alloc_stats::cpu_times();

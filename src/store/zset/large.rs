@@ -37,14 +37,17 @@ use crate::num::parse_i64;
 use super::Score;
 use super::small::{Decoded, Small, byte_span};
 
-/// Most entries in one leaf (kept small under test so that splits and merges happen).
+/// Most entries in one leaf (kept small under test so that splits and merges happen). Every
+/// operation decodes one leaf up to its key, so this trades speed (a search decodes half a
+/// leaf on average) against the per-leaf overhead of about 120 bytes (node slot, separator,
+/// allocation): at 32, leaves average 16 to 32 entries, 4 to 8 bytes of overhead an entry.
 #[cfg(not(test))]
-const LEAF_MAX: usize = 128;
+const LEAF_MAX: usize = 32;
 #[cfg(test)]
 const LEAF_MAX: usize = 4;
 /// Most encoded bytes in one leaf holding two entries or more.
 #[cfg(not(test))]
-const LEAF_MAX_BYTES: usize = 4096;
+const LEAF_MAX_BYTES: usize = 2048;
 #[cfg(test)]
 const LEAF_MAX_BYTES: usize = 48;
 /// A leaf below this many entries is merged with a neighbour when the two fit in one.
@@ -325,13 +328,7 @@ impl Large {
         loop {
             match node {
                 Node::Inner(kids) => node = &kids.get(route(kids, score, member))?.node,
-                Node::Leaf(s) => {
-                    return s
-                        .entries()
-                        .find(|e| e.cmp_key(score, member) != Ordering::Less)
-                        .filter(|e| e.cmp_key(score, member) == Ordering::Equal)
-                        .map(|e| e.score);
-                }
+                Node::Leaf(s) => return s.seek(score, member).equal,
             }
         }
     }
@@ -366,15 +363,8 @@ impl Large {
                     }
                 }
                 Node::Leaf(s) => {
-                    let below = s
-                        .entries()
-                        .take_while(|e| match e.cmp_key(score, member) {
-                            Ordering::Less => true,
-                            Ordering::Equal => inclusive,
-                            Ordering::Greater => false,
-                        })
-                        .count();
-                    return base + below;
+                    let at = s.seek(score, member);
+                    return base + at.index + usize::from(inclusive && at.equal.is_some());
                 }
             }
         }

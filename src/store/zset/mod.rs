@@ -50,7 +50,7 @@
 //! Lookups by member are O(1) expected (a hash probe and one leaf), plus O(log n) to find
 //! the entry's place in the tree. Operations addressed by rank, score or member (`ZRANK`,
 //! `ZRANGE` by index, `ZCOUNT`, `LIMIT` offsets, adds and removals) are O(log n) descents plus
-//! the number of entries returned or removed, each step decoding one leaf of at most 128
+//! the number of entries returned or removed, each step decoding one leaf of at most 32
 //! entries (as Redis's listpack code decodes its whole buffer). `BYLEX` ranges on sets with
 //! mixed scores walk the set, O(n).
 

@@ -127,6 +127,7 @@ pub(super) struct Decoded<'a> {
 }
 
 impl Decoded<'_> {
+    #[cfg(test)]
     pub(super) fn cmp_key(&self, score: Score, member: &[u8]) -> Ordering {
         self.score
             .cmp(&score)
@@ -177,9 +178,12 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 /// The score as an integer, when the compact encoding stores it as one.
 /// `-0` is not one: the compact encoding never holds it (its callers store `0`), and the
 /// leaves of the `Large` encoding, which keep it, store it as a raw `f64`.
+///
+/// Tested by a round trip through `i64` rather than `f64::fract`, which is a libm call on
+/// every decoded entry (NaN and infinities fail the round trip).
 fn int_score(s: f64) -> Option<i64> {
-    (s.fract() == 0.0 && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative()))
-        .then_some(s as i64)
+    let n = s as i64;
+    (n as f64 == s && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative())).then_some(n)
 }
 
 /// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
@@ -213,6 +217,27 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8], prev: Option<f64>) {
 /// ever written by [`encode`], so `None` (a truncated entry) does not happen; it ends
 /// iteration rather than panicking.
 fn decode(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<Decoded<'_>> {
+    let (score, member, end) = decode_raw(buf, pos, prev)?;
+    Some(Decoded {
+        score,
+        member: match member {
+            RawMember::Int(n) => Member::int(n),
+            RawMember::Bytes(b) => Member::borrowed(b),
+        },
+        span: (pos, end),
+    })
+}
+
+/// A member as stored: integers are not formatted yet.
+#[derive(Clone, Copy)]
+enum RawMember<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+/// Decodes the entry at `pos` (see [`decode`]) without formatting an integer member;
+/// returns its score, member and end.
+fn decode_raw(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<(Score, RawMember<'_>, usize)> {
     let mut p = pos;
     let h = *buf.get(p)?;
     p += 1;
@@ -229,20 +254,37 @@ fn decode(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<Decoded<'_>> {
         (n as f64, Some(n))
     };
     let member = match h >> MEMBER_SHIFT {
-        MEMBER_IS_SCORE => Member::int(int?),
-        MEMBER_INT => Member::int(unzigzag(get_varint(buf, &mut p)?)),
+        MEMBER_IS_SCORE => RawMember::Int(int?),
+        MEMBER_INT => RawMember::Int(unzigzag(get_varint(buf, &mut p)?)),
         _ => {
             let n = usize::try_from(get_varint(buf, &mut p)?).ok()?;
             let b = buf.get(p..p.checked_add(n)?)?;
             p += n;
-            Member::borrowed(b)
+            RawMember::Bytes(b)
         }
     };
-    Some(Decoded {
-        score: Score(score),
-        member,
-        span: (pos, p),
+    Some((Score(score), member, p))
+}
+
+/// Order of a stored entry against (score, member); an integer member is formatted only when
+/// the scores tie, which keeps searches of integer-member buffers cheap.
+fn cmp_raw(s: Score, m: RawMember<'_>, score: Score, member: &[u8]) -> Ordering {
+    s.cmp(&score).then_with(|| match m {
+        RawMember::Bytes(b) => b.cmp(member),
+        RawMember::Int(n) => itoa::Buffer::new().format(n).as_bytes().cmp(member),
     })
+}
+
+/// Where a key falls in a buffer (see [`Small::seek`]).
+pub(super) struct Seek {
+    /// Number of entries below the key.
+    pub(super) index: usize,
+    /// Byte offset of the first entry at or above the key.
+    pos: usize,
+    /// Score of the entry before that one.
+    prev: Option<f64>,
+    /// The stored score of the entry equal to the key, if there is one.
+    pub(super) equal: Option<Score>,
 }
 
 /// Iterator over the decoded entries, front to back.
@@ -321,17 +363,40 @@ impl Small {
             .find(|(_, d)| *d.member == *member)
     }
 
+    /// Where (score, member) falls: the entries below it, and the equal entry if any.
+    pub(super) fn seek(&self, score: Score, member: &[u8]) -> Seek {
+        let (mut pos, mut prev, mut index) = (0, None, 0);
+        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+            match cmp_raw(s, m, score, member) {
+                Ordering::Less => {
+                    pos = end;
+                    prev = Some(s.0);
+                    index += 1;
+                }
+                Ordering::Equal => {
+                    return Seek {
+                        index,
+                        pos,
+                        prev,
+                        equal: Some(s),
+                    };
+                }
+                Ordering::Greater => break,
+            }
+        }
+        Seek {
+            index,
+            pos,
+            prev,
+            equal: None,
+        }
+    }
+
     /// Inserts an entry known to be absent at its place in the order.
     pub(super) fn insert(&mut self, score: Score, member: &[u8]) {
-        let mut prev = None;
-        let mut next = None;
-        for d in self.entries() {
-            if d.cmp_key(score, member) != Ordering::Less {
-                next = Some(d);
-                break;
-            }
-            prev = Some(d.score.0);
-        }
+        let at = self.seek(score, member);
+        let prev = at.prev;
+        let next = decode(&self.buf, at.pos, prev);
         let mut enc = Vec::with_capacity(2 * member.len() + 40);
         encode(&mut enc, score.0, member, prev);
         let (at, end) = match next {

@@ -110,10 +110,12 @@ transcripts!(
     pubsub,
     blocking,
     functions,
+    persistence,
     notifications_strings,
     notifications_keys,
     notifications_agg,
     notifications_blocking,
+    replication,
 );
 
 /// Runs every transcript not listed above.
