@@ -145,10 +145,13 @@ pub fn call<'a>(
                 ctx.client.sleep = held_before;
                 return reply;
             }
-            // A script that will take every shard (it declares no keys) is marked busy
-            // before it does, so commands arriving meanwhile wait at the busy gate.
-            _announced = (runs_script(entry) && spec.keys.positions(keys).next().is_none())
-                .then(|| shared.scripts.busy.announce());
+            // A script is marked busy, with the shards it will hold, before it takes them,
+            // so commands arriving meanwhile for those shards wait at the busy gate instead
+            // of blocking their thread on a shard a long script keeps.
+            _announced = runs_script(entry).then(|| {
+                let held = super::scripting::shards_to_hold(shared, spec, keys);
+                shared.scripts.busy.announce_holding(held)
+            });
             ctx.store = lock_for(shared, spec, keys);
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();

@@ -684,11 +684,28 @@ fn gate_needs(
     }
 }
 
+/// The shards a script command will hold when it starts (see [`run_locked`]).
+pub fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held {
+    if takes_every_shard(shared, spec, args) {
+        return script::Held::All;
+    }
+    let ks = &shared.keyspace;
+    script::Held::Some(
+        spec.keys
+            .positions(args)
+            .map(|i| ks.shard_of(&args[i]))
+            .collect(),
+    )
+}
+
 /// True if this script command will take every shard before it starts (see
 /// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
 fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
     if spec.keys.positions(args).next().is_none() || shared.live.scripts_lock_all() {
         return true;
+    }
+    if shared.scripts.needs_all_count() == 0 {
+        return false;
     }
     let Some(name) = args.get(1) else {
         return false;

@@ -274,14 +274,19 @@ impl Busy {
         oldest
     }
 
-    /// Marks a script as about to start on this thread, before it takes every shard: a
+    /// Marks a script as about to start on this thread, before it takes its shards: a
     /// command arriving meanwhile then waits at the busy gate instead of blocking its
     /// event-loop thread on a shard the script is taking. The mark is withdrawn when the
     /// guard drops unless [`Busy::begin_as`] replaced it (the script ran).
     pub fn announce(&self) -> Announced<'_> {
+        self.announce_holding(Held::All)
+    }
+
+    /// [`Busy::announce`] for a script about to take the shards `held`.
+    pub fn announce_holding(&self, held: Held) -> Announced<'_> {
         let mark = now_mark();
         let set = self.with_here(|s| {
-            *s.held.lock().unwrap_or_else(|e| e.into_inner()) = Held::All;
+            *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
             s.started_us
                 .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
