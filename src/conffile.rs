@@ -56,6 +56,7 @@ static DIRECTIVES: &[(&str, Kind)] = &[
     ("timeout", Kind::Acts),
     ("busy-reply-threshold", Kind::Acts),
     ("lua-time-limit", Kind::Acts),
+    ("lua-script-locking", Kind::Acts),
     ("proto-max-bulk-len", Kind::Acts),
     ("client-query-buffer-limit", Kind::Acts),
     ("requirepass", Kind::Acts),

@@ -85,6 +85,9 @@ pub struct Config {
     /// Milliseconds a script may run before other clients get `-BUSY` and SCRIPT KILL may
     /// stop it (Redis's busy-reply-threshold, alias lua-time-limit).
     pub busy_reply_threshold: u64,
+    /// `lua-script-locking global`: every script and function locks the whole keyspace, as
+    /// before scripts ran in parallel (`declared`, the default: the shards of its KEYS).
+    pub lua_script_global: bool,
     /// SLOWLOG keeps commands that ran at least this many microseconds (-1: none).
     pub slowlog_log_slower_than: i64,
     /// The most entries SLOWLOG keeps.
@@ -344,6 +347,7 @@ impl Default for Config {
             tls_cert_file: None,
             tls_key_file: None,
             busy_reply_threshold: 5000,
+            lua_script_global: false,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold: 0,
@@ -490,6 +494,7 @@ fn kind(name: &str) -> Kind {
         "appendfsync" => Kind::Enum(&["everysec", "always", "no"]),
         // sluice also takes `nothing` (Redis 7.2's), but answers with Redis 7.0's list.
         "loglevel" => Kind::Enum(&["debug", "verbose", "notice", "warning"]),
+        "lua-script-locking" => Kind::Enum(&["declared", "global"]),
         _ => Kind::Other,
     }
 }
@@ -616,6 +621,13 @@ impl Config {
             "timeout" => self.timeout = parse_num(&name, one()?)?,
             "busy-reply-threshold" | "lua-time-limit" => {
                 self.busy_reply_threshold = parse_num(&name, one()?)?
+            }
+            "lua-script-locking" => {
+                self.lua_script_global = match one()?.to_ascii_lowercase().as_str() {
+                    "declared" => false,
+                    "global" => true,
+                    _ => return Err(bad(&name, "argument must be 'declared' or 'global'")),
+                }
             }
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = parse_num(&name, one()?)?,
             "slowlog-max-len" => self.slowlog_max_len = parse_num(&name, one()?)?,
@@ -924,6 +936,8 @@ pub static REDIS_PARAMS: &[(&str, &str)] = &[
     ("logfile", ""),
     ("loglevel", "notice"),
     ("lua-time-limit", "5000"),
+    // sluice's own: how scripts lock (see `Config::lua_script_global`).
+    ("lua-script-locking", "declared"),
     ("masterauth", ""),
     ("masteruser", ""),
     ("maxclients", "10000"),
@@ -981,6 +995,12 @@ impl Config {
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
+            "lua-script-locking" => if self.lua_script_global {
+                "global"
+            } else {
+                "declared"
+            }
+            .to_string(),
             "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
             "slowlog-max-len" => self.slowlog_max_len.to_string(),
             "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
@@ -1065,6 +1085,17 @@ impl Config {
             }
             "timeout" => self.timeout = int(value)?,
             "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
+            "lua-script-locking" => {
+                self.lua_script_global = match value.to_ascii_lowercase().as_str() {
+                    "declared" => false,
+                    "global" => true,
+                    _ => {
+                        return Err(
+                            "argument(s) must be one of the following: declared, global".into()
+                        );
+                    }
+                }
+            }
             "slowlog-log-slower-than" => {
                 self.slowlog_log_slower_than = value
                     .parse::<i64>()
@@ -1418,6 +1449,7 @@ pub struct LiveSettings {
     latency_threshold_ms: AtomicU64,
     latency_tracking: std::sync::atomic::AtomicBool,
     notify: std::sync::atomic::AtomicU32,
+    script_global: std::sync::atomic::AtomicBool,
 }
 
 impl LiveSettings {
@@ -1464,6 +1496,13 @@ impl LiveSettings {
             .store(config.latency_tracking, Ordering::Relaxed);
         self.notify
             .store(config.notify_keyspace_events, Ordering::Relaxed);
+        self.script_global
+            .store(config.lua_script_global, Ordering::Relaxed);
+    }
+
+    /// `lua-script-locking global`: scripts lock the whole keyspace.
+    pub fn scripts_lock_all(&self) -> bool {
+        self.script_global.load(Ordering::Relaxed)
     }
 
     /// `hash-max-listpack-entries` and `hash-max-listpack-value`.

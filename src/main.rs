@@ -43,6 +43,7 @@ Directives sluice acts on:
   --client-query-buffer-limit BYTES
   --client-output-buffer-limit normal HARD SOFT SECONDS
   --busy-reply-threshold MS   when long scripts start getting -BUSY (5000)
+  --lua-script-locking M      declared (default: a script locks its KEYS' shards) or global
   --tls-port N --tls-cert-file F --tls-key-file F
   --cluster-enabled yes --cluster-config-file MAP [--cluster-node-id ID]
   --shards N                  keyspace shards, a power of two (default 4 x CPUs)

@@ -27,9 +27,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::table::Entry;
-use super::{
-    CmdFlags, Ctx, LockMode, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify,
-};
+use super::{CmdFlags, Ctx, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify};
 use crate::client::ClientState;
 use crate::protocol::Reply;
 
@@ -147,9 +145,13 @@ pub fn call<'a>(
                 ctx.client.sleep = held_before;
                 return reply;
             }
-            // A script is marked busy before it takes every shard, so commands arriving
-            // meanwhile wait at the busy gate.
-            _announced = runs_script(entry).then(|| shared.scripts.busy.announce());
+            // A script is marked busy, with the shards it will hold, before it takes them,
+            // so commands arriving meanwhile for those shards wait at the busy gate instead
+            // of blocking their thread on a shard a long script keeps.
+            _announced = runs_script(entry).then(|| {
+                let held = super::scripting::shards_to_hold(shared, spec, keys);
+                shared.scripts.busy.announce_holding(held)
+            });
             ctx.store = lock_for(shared, spec, keys);
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();
@@ -246,9 +248,10 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
     reply
 }
 
-/// True for the script commands (EVAL…, FCALL…): whole-keyspace and `skip_monitor`.
+/// True for the script commands (EVAL…, FCALL…).
 fn runs_script(entry: &Entry) -> bool {
-    entry.spec.lock == LockMode::All && entry.spec.has(CmdFlags::SKIP_MONITOR)
+    entry.roles.intersects(Roles::EVAL | Roles::EVALSHA)
+        || matches!(entry.spec.name, "fcall" | "fcall_ro")
 }
 
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its

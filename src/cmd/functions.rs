@@ -52,7 +52,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"]),
         |c, a| run_as::<Fcall>(c, a, Access::ReadWrite),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "fcall_ro",
@@ -61,7 +60,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RO", "access"]),
         |c, a| run_as::<Fcall>(c, a, Access::ReadOnly),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
 ];
 
@@ -219,7 +217,8 @@ impl VariantCommand for Fcall {
             slot: super::cluster::script_slot(keys),
             cross_slot_ok: flags.allow_cross_slot_keys,
         };
-        Ok(run_locked(ctx, how, |scripts, host| {
+        let memo = format!("f:{}", info.name);
+        Ok(run_locked(ctx, how, &memo, |scripts, host| {
             scripts.run_function(&lib, index, keys, argv, host)
         }))
     }
@@ -484,7 +483,8 @@ impl super::Command for FunctionKill {
         Ok(FunctionKill)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        match ctx.shared.scripts.busy.request_kill_as(true) {
+        let threshold = super::scripting::busy_threshold(ctx.shared);
+        match ctx.shared.scripts.busy.request_kill_as(true, threshold) {
             KillOutcome::NotBusy => {
                 Err(CmdError::msg("NOTBUSY No scripts in execution right now."))
             }

@@ -2,10 +2,14 @@
 //! KILL | HELP, plus the `-BUSY` gate connections pass through while a script runs.
 //!
 //! The Lua engine lives in `crate::script`; this module is its host. A script runs holding
-//! every shard (the commands are `whole_keyspace`, so `cmd::call` for a client, and EXEC,
-//! lock them all, in order, before the handler runs): a script may touch keys it did not
-//! declare (Python `limits` resets with KEYS + DEL), and no other client's command can
-//! interleave with it.
+//! the shards of the keys it declares (the commands lock their keys like any keyed command),
+//! so scripts on different shards run at once, one per event-loop thread, and no other
+//! client's command on those shards interleaves with one. A key of a shard the script does
+//! not hold (an undeclared key, a whole-keyspace call) follows one policy (see
+//! [`run_locked`] and `ScriptHost::take_shards`): re-run holding every shard if the script
+//! had no effect yet, else take the shard without deadlock risk or fail the call clearly.
+//! Scripts that declare no keys, and every script under `lua-script-locking global`, hold
+//! every shard from the start, as before.
 //! `now` is read once for the whole script, so every call inside it, TIME included, sees the
 //! same instant of sluice's clock (the test clock in test mode).
 //!
@@ -16,14 +20,15 @@
 //! # Busy scripts
 //!
 //! Shard locks are std mutexes and the runtime has few worker threads, so a connection must
-//! not block on a shard while a long script holds them all, or SCRIPT KILL could never be
-//! read. Before running a command, a connection checks [`Busy`](crate::script::Busy): once
-//! the running script is older than a millisecond (younger ones are about to finish: the
-//! command just waits on the locks) it waits asynchronously for the script to end, and once
-//! the script has run past `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL,
-//! SHUTDOWN and the other `allow_busy` commands that need no shard still run), as Redis does.
-//! The engine hands a long script's runtime worker off to a fresh thread, so the sockets keep
-//! being read meanwhile.
+//! not block on a shard while a long script holds it, or SCRIPT KILL could never be read.
+//! Before running a command, a connection asks [`Busy`](crate::script::Busy) for the oldest
+//! running script holding a shard the command needs: once that script is older than a
+//! millisecond (younger ones are about to finish: the command just waits on the locks) it
+//! waits asynchronously for a script to end, and once the script has run past
+//! `busy-reply-threshold` it answers `-BUSY …` instead (SCRIPT KILL, SHUTDOWN and the other
+//! `allow_busy` commands that need no shard still run), as Redis does. Commands on other
+//! shards go on. The engine hands a long script's runtime worker off to a fresh thread, so
+//! the sockets keep being read meanwhile.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -92,7 +97,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], RW_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadWrite)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha",
@@ -101,7 +105,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadWrite)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "eval_ro",
@@ -110,7 +113,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], RO_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadOnly)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha_ro",
@@ -119,7 +121,6 @@ pub static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadOnly)),
     )
-    .whole_keyspace()
     .with_acl(&["@slow", "@scripting"]),
     C::new("script", -2, &[], KeySpec::None, run::<super::server::Help>)
         .with_subcommands(SCRIPT)
@@ -238,7 +239,7 @@ impl VariantCommand for Eval {
             cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
         };
         let (keys, argv) = (&self.keys, &self.argv);
-        Ok(run_locked(ctx, how, |scripts, host| {
+        Ok(run_locked(ctx, how, &script.sha, |scripts, host| {
             scripts.run(&script, keys, argv, host)
         }))
     }
@@ -259,47 +260,97 @@ pub struct RunAs {
     pub cross_slot_ok: bool,
 }
 
-/// Runs a script or function in `ctx` (which holds every shard) and returns its reply.
+/// True for the commands that run a script or function (EXEC locks every shard for them
+/// under `lua-script-locking global`).
+pub fn is_script(spec: &C) -> bool {
+    matches!(
+        spec.name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// Runs a script or function in `ctx` and returns its reply. `ctx` holds the shards of
+/// its declared keys (or every shard); `memo` names the script (its SHA1) or function
+/// (`f:` and its name) in the set of those that take every shard from the start.
+///
+/// Outside EXEC, a script that touches a key of a shard it does not hold before any
+/// effect (see [`ScriptHost::take_shards`]) is stopped, and run again from the start
+/// holding every shard; its `memo` is remembered so later runs start that way.
 pub fn run_locked(
     ctx: &mut Ctx<'_>,
     how: RunAs,
-    body: impl FnOnce(&script::Scripts, &mut dyn Host) -> Reply,
+    memo: &str,
+    body: impl Fn(&script::Scripts, &mut dyn Host) -> Reply,
 ) -> Reply {
-    if !ctx.store.holds_all() {
-        // The table makes every script command lock the whole keyspace; a handler called
-        // any other way must take the locks itself, before anything else is held.
-        ctx.store.release();
-        ctx.store = ctx.shared.keyspace.lock_all();
-    }
     let shared = ctx.shared;
+    // Inside EXEC the locks are the transaction's: nothing may be released or run twice.
+    let top = !ctx.in_exec;
+    // A script that declares no keys takes every shard, as before scripts ran in parallel:
+    // it either touches no key or only undeclared ones, and a long one keeps the server
+    // busy as Redis does (`-BUSY` to every command but SCRIPT KILL and the like).
+    if top
+        && !ctx.store.holds_all()
+        && (ctx.store.holds_none()
+            || shared.live.scripts_lock_all()
+            || shared.scripts.needs_all(memo))
+    {
+        // Nothing ran under the declared keys' locks yet: trade them for every shard.
+        ctx.store.release();
+        ctx.store = shared.keyspace.lock_all();
+    }
     let busy = shared.scripts.busy.clone();
-    let _running = busy.begin_as(how.function);
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
-    let mut host = ScriptHost {
-        ctx: &mut *ctx,
-        busy: &busy,
-        rules: ScriptRules {
-            read_only: how.read_only,
-            allow_oom: how.allow_oom,
-            slot: how.slot,
-            cross_slot_ok: how.cross_slot_ok,
-            ..ScriptRules::default()
-        },
-    };
-    let reply = body(&shared.scripts, &mut host);
-    // An error the script raised from a failed `redis.call` (or returned from a failed
-    // `redis.pcall`) starts with that call's error, which the call counted already.
-    let from_call = match (&reply, &host.rules.last_error) {
-        (Reply::Error(text), Some(last)) => text.starts_with(last.as_str()),
-        _ => false,
-    };
-    ctx.error_counted = from_call;
-    ctx.client.resp = saved_resp;
-    if ctx.client.db != saved_db {
-        ctx.client.set_db(saved_db);
+    let RunAs {
+        read_only,
+        allow_oom,
+        function,
+        slot,
+        cross_slot_ok,
+    } = how;
+    loop {
+        let held = if ctx.store.holds_all() {
+            script::Held::All
+        } else {
+            script::Held::Some(ctx.store.held_indexes())
+        };
+        let running = busy.begin_as(function.clone(), held);
+        let mut host = ScriptHost {
+            ctx: &mut *ctx,
+            busy: &busy,
+            rules: ScriptRules {
+                read_only,
+                allow_oom,
+                slot,
+                cross_slot_ok,
+                ..ScriptRules::default()
+            },
+            memo,
+            may_restart: top,
+            effects: false,
+            restart: false,
+        };
+        let reply = body(&shared.scripts, &mut host);
+        let restart = host.restart;
+        // An error the script raised from a failed `redis.call` (or returned from a failed
+        // `redis.pcall`) starts with that call's error, which the call counted already.
+        let from_call = match (&reply, &host.rules.last_error) {
+            (Reply::Error(text), Some(last)) => text.starts_with(last.as_str()),
+            _ => false,
+        };
+        drop(running);
+        ctx.client.resp = saved_resp;
+        if ctx.client.db != saved_db {
+            ctx.client.set_db(saved_db);
+        }
+        if !restart || ctx.store.holds_all() {
+            ctx.error_counted = from_call;
+            return reply;
+        }
+        shared.scripts.remember_needs_all(memo);
+        ctx.store.release();
+        ctx.store = shared.keyspace.lock_all();
     }
-    reply
 }
 
 /// Runs the commands a script calls through `cmd::call`, with the script's locks, client
@@ -308,6 +359,79 @@ struct ScriptHost<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     busy: &'c script::Busy,
     rules: ScriptRules,
+    /// The script's SHA1 or `f:` and the function's name (see [`run_locked`]).
+    memo: &'c str,
+    /// The script may be stopped and run again holding every shard (not inside EXEC).
+    may_restart: bool,
+    /// A call had an effect others could see (a write, a publish, an admin command).
+    effects: bool,
+    /// The script touched a shard it does not hold before any effect: it is being stopped
+    /// and every later call is refused; `run_locked` runs it again holding every shard.
+    restart: bool,
+}
+
+/// What a call gets while its script is being stopped to run again holding every shard
+/// (the script never sees it: its reply is dropped).
+const RESTARTING: &str = "ERR script is restarting with every shard locked";
+
+impl ScriptHost<'_, '_> {
+    /// Makes sure the script holds the shards `spec` needs for `args` (all of them for a
+    /// whole-keyspace command), following the policy for keys it did not declare: before
+    /// any effect the script is stopped and run again holding every shard; after one, the
+    /// missing shards are taken without deadlock risk (`Locked::add_shards`) or, if another
+    /// client holds one, the call fails with an error that says what to do.
+    fn take_shards(&mut self, spec: &C, args: &[Bytes]) -> Option<Reply> {
+        if self.restart {
+            return Some(refuse(RESTARTING));
+        }
+        if self.ctx.store.holds_all() {
+            return None;
+        }
+        let ks = &self.ctx.shared.keyspace;
+        let mut need: smallvec::SmallVec<[usize; 8]> = match spec.lock {
+            LockMode::None => return None,
+            LockMode::All | LockMode::Stepwise => (0..ks.shard_count()).collect(),
+            LockMode::Keys => spec
+                .keys
+                .positions(args)
+                .map(|i| ks.shard_of(&args[i]))
+                .collect(),
+        };
+        need.sort_unstable();
+        need.dedup();
+        need.retain(|i| self.ctx.store.held_shard(*i).is_none());
+        if need.is_empty() {
+            return None;
+        }
+        if self.may_restart && !self.effects {
+            self.restart = true;
+            self.busy.stop_here();
+            return Some(refuse(RESTARTING));
+        }
+        let shared = self.ctx.shared;
+        shared.scripts.remember_needs_all(self.memo);
+        let taken = self.ctx.store.add_shards(&need);
+        self.busy.set_held(if self.ctx.store.holds_all() {
+            script::Held::All
+        } else {
+            script::Held::Some(self.ctx.store.held_indexes())
+        });
+        let Err(busy_shard) = taken else {
+            return None;
+        };
+        let key = spec
+            .keys
+            .positions(args)
+            .map(|i| &args[i])
+            .find(|k| ks.shard_of(k) == busy_shard);
+        let what = match key {
+            Some(k) => format!("key '{}'", super::printable(k, 128)),
+            None => format!("every key ({})", spec.full_name()),
+        };
+        Some(Reply::Error(Cow::Owned(format!(
+            "ERR Script attempted to access {what} it did not declare while another client held it; declare it in KEYS or use lua-script-locking global"
+        ))))
+    }
 }
 
 fn refuse(msg: &'static str) -> Reply {
@@ -327,6 +451,13 @@ impl Host for ScriptHost<'_, '_> {
             }
             Lookup::Error(e, _) => return Reply::Error(Cow::Owned(e.to_string())),
         };
+        if let Some(refused) = self.take_shards(entry.spec, &args) {
+            return refused;
+        }
+        let spec = entry.spec;
+        if spec.has(CmdFlags::WRITE) || spec.has(CmdFlags::PUBSUB) || spec.has(CmdFlags::ADMIN) {
+            self.effects = true;
+        }
         self.rules.resp = resp;
         let reply = call(self.ctx, entry, &args, Caller::Script(&mut self.rules));
         if std::mem::take(&mut self.rules.wrote) {
@@ -421,7 +552,12 @@ impl Command for ScriptKill {
         Ok(ScriptKill)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        match ctx.shared.scripts.busy.request_kill() {
+        match ctx
+            .shared
+            .scripts
+            .busy
+            .request_kill_as(false, busy_threshold(ctx.shared))
+        {
             KillOutcome::NotBusy => {
                 Err(CmdError::msg("NOTBUSY No scripts in execution right now."))
             }
@@ -503,13 +639,100 @@ pub fn script_running(shared: &Shared) -> bool {
     shared.scripts.busy.is_running()
 }
 
-/// The gate a connection passes before running a command while a script runs: waits
-/// (asynchronously) while the script is young, then answers `-BUSY` past the threshold.
+/// `busy-reply-threshold`: how long a script runs before other clients needing its shards
+/// get `-BUSY` and SCRIPT KILL may stop it.
+pub fn busy_threshold(shared: &Shared) -> Duration {
+    Duration::from_millis(
+        shared
+            .config
+            .read()
+            .map(|c| c.busy_reply_threshold)
+            .unwrap_or(5000),
+    )
+}
+
+/// The shards a command waits for at the busy gate; None: any script's (EXEC, WATCH and a
+/// client with WATCHes or inside MULTI, whole-keyspace commands, scripts that will take
+/// every shard, and the `allow_busy` commands, which wait for the busy state as in Redis).
+fn gate_needs(
+    shared: &Shared,
+    client: &ClientState,
+    entry: &super::table::Entry,
+    args: &[Bytes],
+) -> Option<smallvec::SmallVec<[usize; 8]>> {
+    let spec = entry.spec;
+    if spec.has(CmdFlags::ALLOW_BUSY)
+        || client.multi.is_some()
+        || !client.watched.is_empty()
+        || entry.roles.contains(Roles::NEEDS_SHARDS)
+    {
+        return None;
+    }
+    if is_script(spec) && takes_every_shard(shared, spec, args) {
+        return None;
+    }
+    let ks = &shared.keyspace;
+    match spec.lock {
+        LockMode::None => Some(smallvec::SmallVec::new()),
+        LockMode::All | LockMode::Stepwise => None,
+        LockMode::Keys => Some(
+            spec.keys
+                .positions(args)
+                .map(|i| ks.shard_of(&args[i]))
+                .collect(),
+        ),
+    }
+}
+
+/// The shards a script command will hold when it starts (see [`run_locked`]).
+pub fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held {
+    if takes_every_shard(shared, spec, args) {
+        return script::Held::All;
+    }
+    let ks = &shared.keyspace;
+    script::Held::Some(
+        spec.keys
+            .positions(args)
+            .map(|i| ks.shard_of(&args[i]))
+            .collect(),
+    )
+}
+
+/// True if this script command will take every shard before it starts (see
+/// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
+fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
+    if spec.keys.positions(args).next().is_none() || shared.live.scripts_lock_all() {
+        return true;
+    }
+    if shared.scripts.needs_all_count() == 0 {
+        return false;
+    }
+    let Some(name) = args.get(1) else {
+        return false;
+    };
+    let memo = match spec.name {
+        "eval" | "eval_ro" => script::sha1_hex(name),
+        "evalsha" | "evalsha_ro" => String::from_utf8_lossy(name).to_ascii_lowercase(),
+        _ => format!("f:{}", String::from_utf8_lossy(name)),
+    };
+    shared.scripts.needs_all(&memo)
+}
+
+/// The gate a connection passes before running a command while a script runs: if a
+/// script holds a shard the command needs, waits (asynchronously) while the script is
+/// young, then answers `-BUSY` past the threshold. Commands on other shards go on.
 /// `None` means: run the command now.
 pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Option<Reply> {
     let busy = shared.scripts.busy.clone();
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(..) => return None, // the error reply needs no lock
+    };
+    let spec = entry.spec;
+    let needs = gate_needs(shared, client, entry, args);
     loop {
-        let ran = busy.running_for()?;
+        let blocker = busy.blocking(needs.as_deref())?;
+        let ran = blocker.ran;
         if ran < GRACE {
             // Scripts usually take microseconds, so the wait is short; but it must never be a
             // blocking wait on a shard lock, or a script that turns out long would hold this
@@ -517,18 +740,7 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
             busy.wait_end(GRACE - ran).await;
             continue;
         }
-        let entry = match lookup(&shared.table, args) {
-            Lookup::Found(entry) => entry,
-            Lookup::Error(..) => return None, // the error reply needs no lock
-        };
-        let spec = entry.spec;
-        let threshold = Duration::from_millis(
-            shared
-                .config
-                .read()
-                .map(|c| c.busy_reply_threshold)
-                .unwrap_or(5000),
-        );
+        let threshold = busy_threshold(shared);
         if ran < threshold {
             busy.wait_end(threshold - ran).await;
             continue;
@@ -543,6 +755,11 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
             busy.wait_end(Duration::from_millis(100)).await;
             continue;
         }
+        let text = if blocker.function {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        };
         if client.multi.is_some() && entry.roles.contains(Roles::EXEC) {
             if !client.watched.is_empty() {
                 // Discarding unwatches, which needs the shards: wait for them.
@@ -550,30 +767,26 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
                 continue;
             }
             client.end_multi();
-            let text = if busy.running_function().is_some() {
-                BUSY_FUNCTION
-            } else {
-                BUSY
-            };
             let reply = Reply::Error(Cow::Owned(format!(
                 "EXECABORT Transaction discarded because of: {text}"
             )));
             return Some(super::call::reject(shared, client, Some(entry), reply));
         }
-        let text = if busy.running_function().is_some() {
-            BUSY_FUNCTION
-        } else {
-            BUSY
-        };
         let reply = Reply::Error(Cow::Borrowed(text));
         return Some(super::call::reject(shared, client, Some(entry), reply));
     }
 }
 
-/// Waits until no script runs (before a closing connection drops its WATCHes, which locks).
-pub async fn wait_idle(shared: &Shared) {
+/// Waits until no long script holds a shard of the `watched` keys (before a closing
+/// connection drops its WATCHes, which locks those shards). Young scripts are about to
+/// finish: the unwatch just waits on their locks. Scripts on other shards never delay it.
+pub async fn wait_idle(shared: &Shared, watched: &[(usize, Bytes)]) {
     let busy: Arc<script::Busy> = shared.scripts.busy.clone();
-    while busy.is_running() {
+    let shards: smallvec::SmallVec<[usize; 8]> = watched
+        .iter()
+        .map(|(_, k)| shared.keyspace.shard_of(k))
+        .collect();
+    while busy.blocking(Some(&shards)).is_some_and(|b| b.ran >= GRACE) {
         busy.wait_end(Duration::from_millis(100)).await;
     }
 }

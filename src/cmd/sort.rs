@@ -209,7 +209,7 @@ impl VariantCommand for Sort {
         };
         // SORT holds every shard, and so does a running script: a script counts as running
         // here only when it is the caller.
-        let from_script = ctx.shared.scripts.busy.is_running();
+        let from_script = ctx.shared.scripts.busy.running_here();
         if dontsort && matches!(kind, Kind::Set) && (self.store.is_some() || from_script) {
             // Redis sorts a set by bytes rather than store or hand a script its hash order.
             dontsort = false;

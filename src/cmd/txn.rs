@@ -246,10 +246,16 @@ impl Command for Exec {
         // Lock everything the transaction touches, in ascending shard order. The queued
         // commands' keys are hashed once, here: their handlers run with these locks, which
         // remember the hashes (the queue outlives them).
-        let needs_all = entries
-            .iter()
-            .flatten()
-            .any(|e| matches!(e.spec.lock, LockMode::All | LockMode::Stepwise));
+        // Scripts take every shard when they declare no keys or `lua-script-locking` is
+        // `global`; otherwise their declared keys' (see cmd::scripting).
+        let needs_all = queue.iter().zip(&entries).any(|(q, e)| {
+            e.is_some_and(|e| {
+                matches!(e.spec.lock, LockMode::All | LockMode::Stepwise)
+                    || (super::scripting::is_script(e.spec)
+                        && (shared.live.scripts_lock_all()
+                            || e.spec.keys.positions(&q.args).next().is_none()))
+            })
+        });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
         let store = if needs_all {
             shared.keyspace.lock_all()

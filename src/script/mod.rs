@@ -16,11 +16,14 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
-//! - **Busy scripts** are tracked in [`Busy`]: connections read it to answer `-BUSY` past
-//!   the threshold, SCRIPT KILL sets its kill flag, and an instruction-count hook in every VM
-//!   checks that flag and stops the script with Redis's error.
+//! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
+//!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
+//!   command needs a shard a long script holds, SCRIPT KILL sets kill flags, and an
+//!   instruction-count hook in every VM checks its thread's flag and stops the script with
+//!   Redis's error.
 
 mod bitop;
+mod busy;
 mod cjson;
 pub mod convert;
 pub mod functions;
@@ -35,14 +38,16 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 use crate::protocol::Reply;
+
+pub use busy::{Announced, Blocker, Busy, BusyGuard, Held, KillOutcome};
 
 /// Redis's reply when EVALSHA names a script that is not cached. Clients key their fallback
 /// to EVAL or SCRIPT LOAD on this exact text.
@@ -64,28 +69,6 @@ pub const WORKER_STACK: usize = 16 << 20;
 /// After a script, a state holding more than this is collected at once, so one script's
 /// garbage does not count against the next one's memory.
 const COLLECT_ABOVE: usize = 64 << 20;
-
-/// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
-const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
-
-/// How often a long script offers its worker again (in case the first offer was not taken).
-const HAND_OFF_AGAIN: Duration = Duration::from_millis(50);
-
-/// Lets the tokio runtime replace the worker thread a long script runs on.
-///
-/// A multi-thread runtime keeps one parked worker polling the sockets; a worker busy in a
-/// long script is not parked, and the others may sleep on a condition variable waiting to be
-/// told there is work, so nobody reads the sockets: other clients would get neither `-BUSY`
-/// nor their SCRIPT KILL through. `block_in_place` hands this worker's queue and its turn at
-/// polling to a fresh thread; the short sleep gives that thread time to take them before
-/// `block_in_place` returns (it takes them back if still there). Only scripts that already
-/// ran for `HAND_OFF_AFTER` pay for this.
-fn hand_off_worker() {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
-        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
-    }
-}
 
 /// The source name scripts are compiled under (errors read `user_script:1: …`).
 const CHUNK_NAME: &str = "@user_script";
@@ -128,195 +111,16 @@ pub struct Scripts {
     functions: std::sync::Mutex<functions::Registry>,
     /// Bumped when a library goes away or is replaced (VMs drop their loaded ones).
     fn_generation: AtomicU64,
+    /// Scripts (by SHA1) and functions (`f:` and the name) that touched a key they did not
+    /// declare: they take every shard from the start (see `cmd::scripting`).
+    needs_all: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// `needs_all`'s size, read without its lock on every script's start.
+    needs_all_len: AtomicU64,
 }
 
-/// What other connections need to know about the script being run.
-#[derive(Debug, Default)]
-pub struct Busy {
-    /// Microseconds since `anchor()` when the running script started, plus one; 0: none.
-    started_us: AtomicU64,
-    kill: AtomicBool,
-    wrote: AtomicBool,
-    /// Microseconds of running time at which the worker is next handed off.
-    next_hand_off_us: AtomicU64,
-    ended: tokio::sync::Notify,
-    /// The running script is a function (FCALL): its name and command line.
-    function: std::sync::Mutex<Option<(String, Vec<Bytes>)>>,
-}
-
-/// What SCRIPT KILL did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KillOutcome {
-    /// No script is running.
-    NotBusy,
-    /// The running script wrote: Redis refuses to stop it.
-    Unkillable,
-    /// The script will stop at its next hook check.
-    Killed,
-    /// SCRIPT KILL while a function runs, or FUNCTION KILL while an EVAL script runs.
-    WrongKind,
-}
-
-fn anchor() -> Instant {
-    static ANCHOR: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *ANCHOR.get_or_init(Instant::now)
-}
-
-impl Busy {
-    /// True while a script runs.
-    #[inline]
-    pub fn is_running(&self) -> bool {
-        self.started_us.load(Ordering::Acquire) != 0
-    }
-
-    /// How long the running script has run (real time, whatever the server clock does).
-    pub fn running_for(&self) -> Option<Duration> {
-        match self.started_us.load(Ordering::Acquire) {
-            0 => None,
-            t => Some(Duration::from_micros(
-                (anchor().elapsed().as_micros() as u64 + 1).saturating_sub(t),
-            )),
-        }
-    }
-
-    /// Marks a script as about to start, before it takes its shard locks: a command arriving
-    /// meanwhile then waits at the busy gate instead of blocking its event-loop thread on a
-    /// shard the script is taking. Nothing if a script already runs; the mark is withdrawn
-    /// when the guard drops unless [`Busy::begin_as`] replaced it (the script ran).
-    pub fn announce(&self) -> Announced<'_> {
-        let mark = anchor().elapsed().as_micros() as u64 + 1;
-        let set = self
-            .started_us
-            .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        Announced(self, set.then_some(mark))
-    }
-
-    /// Marks a script as started; it ends when the guard drops.
-    pub fn begin(&self) -> BusyGuard<'_> {
-        self.begin_as(None)
-    }
-
-    /// Like [`Busy::begin`]; `function` names the function FCALL runs, and its command.
-    pub fn begin_as(&self, function: Option<(String, Vec<Bytes>)>) -> BusyGuard<'_> {
-        *self.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
-        self.kill.store(false, Ordering::Relaxed);
-        self.wrote.store(false, Ordering::Relaxed);
-        self.next_hand_off_us
-            .store(HAND_OFF_AFTER.as_micros() as u64, Ordering::Relaxed);
-        self.started_us
-            .store(anchor().elapsed().as_micros() as u64 + 1, Ordering::Release);
-        BusyGuard(self)
-    }
-
-    /// Records that the running script wrote (SCRIPT KILL then refuses to stop it).
-    pub fn mark_write(&self) {
-        self.wrote.store(true, Ordering::Relaxed);
-    }
-
-    /// The running function's name and command, if a function runs.
-    pub fn running_function(&self) -> Option<(String, Vec<Bytes>)> {
-        if !self.is_running() {
-            return None;
-        }
-        self.function
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// SCRIPT KILL.
-    pub fn request_kill(&self) -> KillOutcome {
-        self.request_kill_as(false)
-    }
-
-    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true).
-    pub fn request_kill_as(&self, function: bool) -> KillOutcome {
-        if !self.is_running() {
-            KillOutcome::NotBusy
-        } else if self.wrote.load(Ordering::Relaxed) {
-            KillOutcome::Unkillable
-        } else if self.running_function().is_some() != function {
-            KillOutcome::WrongKind
-        } else {
-            self.kill.store(true, Ordering::Release);
-            KillOutcome::Killed
-        }
-    }
-
-    /// Stops the running script whatever it did (server shutdown).
-    pub fn abort(&self) {
-        if self.is_running() {
-            self.kill.store(true, Ordering::Release);
-        }
-    }
-
-    fn killed(&self) -> bool {
-        self.kill.load(Ordering::Acquire)
-    }
-
-    /// What the running script's long operations call now and then (the instruction-count
-    /// hook, the pattern matcher, the reply conversion): gives the event loop away once the
-    /// script has run a while (see `hand_off_worker`), and says whether to stop.
-    fn poll(&self) -> bool {
-        if self.killed() {
-            return true;
-        }
-        // Again every HAND_OFF_AGAIN: on a loaded machine the fresh thread may not have taken
-        // the loop over before `block_in_place` returned and took it back.
-        let ran = self.running_for().map_or(0, |t| t.as_micros() as u64);
-        if ran >= self.next_hand_off_us.load(Ordering::Relaxed) {
-            self.next_hand_off_us
-                .store(ran + HAND_OFF_AGAIN.as_micros() as u64, Ordering::Relaxed);
-            hand_off_worker();
-        }
-        false
-    }
-
-    /// Waits until no script runs, or `max` passes.
-    pub async fn wait_end(&self, max: Duration) {
-        let notified = self.ended.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        if !self.is_running() {
-            return;
-        }
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep(max) => {}
-        }
-    }
-}
-
-/// Ends the running-script state when dropped.
-#[derive(Debug)]
-pub struct BusyGuard<'a>(&'a Busy);
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.0.started_us.store(0, Ordering::Release);
-        self.0.kill.store(false, Ordering::Relaxed);
-        self.0.ended.notify_waiters();
-    }
-}
-
-/// A script announced by [`Busy::announce`]; withdraws the mark it set, if still there.
-#[derive(Debug)]
-pub struct Announced<'a>(&'a Busy, Option<u64>);
-
-impl Drop for Announced<'_> {
-    fn drop(&mut self) {
-        if let Some(mark) = self.1
-            && self
-                .0
-                .started_us
-                .compare_exchange(mark, 0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            self.0.ended.notify_waiters();
-        }
-    }
-}
+/// Most scripts and functions remembered as needing every shard; later ones are re-run
+/// each time they touch an undeclared key, which stays correct.
+pub const NEEDS_ALL_MAX: usize = 4096;
 
 /// What runs the commands a script calls.
 pub trait Host {
@@ -381,7 +185,36 @@ impl Scripts {
             version: version.to_string(),
             functions: std::sync::Mutex::new(functions::Registry::default()),
             fn_generation: AtomicU64::new(0),
+            needs_all: std::sync::Mutex::new(std::collections::HashSet::new()),
+            needs_all_len: AtomicU64::new(0),
         }
+    }
+
+    /// True if the script (its SHA1) or function (`f:` and its name) touched a key it did
+    /// not declare in an earlier run.
+    pub fn needs_all(&self, name: &str) -> bool {
+        self.needs_all_len.load(Ordering::Acquire) != 0
+            && self
+                .needs_all
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(name)
+    }
+
+    /// Remembers that the script or function touched a key it did not declare (bounded by
+    /// [`NEEDS_ALL_MAX`]).
+    pub fn remember_needs_all(&self, name: &str) {
+        let mut set = self.needs_all.lock().unwrap_or_else(|e| e.into_inner());
+        if set.len() < NEEDS_ALL_MAX && !set.contains(name) {
+            set.insert(name.to_string());
+            self.needs_all_len
+                .store(set.len() as u64, Ordering::Release);
+        }
+    }
+
+    /// How many scripts and functions are remembered as needing every shard.
+    pub fn needs_all_count(&self) -> usize {
+        self.needs_all_len.load(Ordering::Acquire) as usize
     }
 
     /// The cached script with this SHA1 (any case), if any.
@@ -425,6 +258,16 @@ impl Scripts {
     /// SCRIPT FLUSH: forgets every script; each thread's VM is rebuilt on its next use.
     pub fn flush(&self) {
         self.cache.clear();
+        self.needs_all
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|name| name.starts_with("f:"));
+        let left = self
+            .needs_all
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        self.needs_all_len.store(left as u64, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -1,6 +1,7 @@
 //! Unit tests of the engine with a fake host: sandbox, conversions, errors.
 
 use super::*;
+use std::time::Duration;
 
 /// A host that answers a few commands from a map, like a tiny Redis.
 #[derive(Default)]

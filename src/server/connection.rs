@@ -104,7 +104,7 @@ pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, l
         tracing::debug!("connection ended: {e}");
     }
     if !conn.client.watched.is_empty() {
-        cmd::scripting::wait_idle(&shared).await;
+        cmd::scripting::wait_idle(&shared, &conn.client.watched).await;
     }
     drop(conn);
     tracing::debug!("disconnected");
@@ -126,11 +126,12 @@ impl Drop for Registered {
         if !watched.is_empty() {
             let script_holds_shards = cmd::scripting::script_running(&self.shared);
             match tokio::runtime::Handle::try_current() {
-                // A script holds every shard: unwatch once it ends, without blocking here.
+                // A script may hold the watched keys' shards: unwatch once it no longer
+                // does, without blocking here.
                 Ok(rt) if script_holds_shards => {
                     let shared = self.shared.clone();
                     rt.spawn(async move {
-                        cmd::scripting::wait_idle(&shared).await;
+                        cmd::scripting::wait_idle(&shared, &watched).await;
                         cmd::txn::unwatch_keys(&shared, id, watched);
                     });
                 }
@@ -199,8 +200,8 @@ async fn run<S: Transport>(
                 return Ok(());
             }
             let was_authenticated = client.authenticated;
-            // While a script runs it holds every shard: wait without blocking this thread,
-            // or answer -BUSY past the threshold (see cmd::scripting).
+            // While a script runs it holds shards: wait without blocking this thread, or
+            // answer -BUSY past the threshold, if the command needs one (see cmd::scripting).
             let gated = if cmd::scripting::script_running(shared) {
                 cmd::scripting::busy_gate(shared, client, &args).await
             } else {

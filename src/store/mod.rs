@@ -419,6 +419,38 @@ impl<'a> Locked<'a> {
         self.guards.iter().find(|(j, _)| *j == i).map(|(_, g)| &**g)
     }
 
+    /// The indexes of the held shards.
+    pub fn held_indexes(&self) -> SmallVec<[usize; 8]> {
+        self.guards.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// Takes more shards (`more`: ascending, none held yet) while holding these, without
+    /// risking a deadlock: a shard above every held one is waited for (every locker takes
+    /// ascending order, so no cycle can form), any other is only tried. Err(index) names
+    /// the first shard another holder kept; the shards taken before it stay held.
+    pub fn add_shards(&mut self, more: &[usize]) -> Result<(), usize> {
+        for &i in more {
+            let top = self.guards.iter().map(|(j, _)| *j).max();
+            let guard = if top.is_none_or(|t| i > t) {
+                self.ks.lock_index(i)
+            } else {
+                match self.ks.shards[i].try_lock() {
+                    Ok(g) => g,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => return Err(i),
+                }
+            };
+            let at = self.guards.partition_point(|(j, _)| *j < i);
+            self.guards.insert(at, (i, guard));
+        }
+        Ok(())
+    }
+
+    /// True if no shard is held.
+    pub fn holds_none(&self) -> bool {
+        self.guards.is_empty()
+    }
+
     /// True if every shard is held.
     pub fn holds_all(&self) -> bool {
         self.guards.len() == self.ks.shard_count()
@@ -555,6 +587,24 @@ impl<'a> Locked<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn add_shards_waits_only_above_what_it_holds() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut script = ks.lock_indexes(&[1]);
+        // Above every held shard: taken (it would wait if another holder had it).
+        assert_eq!(script.add_shards(&[3]), Ok(()));
+        assert_eq!(script.held_indexes().as_slice(), &[1, 3]);
+        // Below: only tried. Held by another client, it is refused; free, it is taken.
+        let other = ks.lock_indexes(&[0]);
+        assert_eq!(script.add_shards(&[0, 2]), Err(0));
+        drop(other);
+        assert_eq!(script.add_shards(&[0, 2]), Ok(()));
+        assert_eq!(script.held_indexes().as_slice(), &[0, 1, 2, 3]);
+        assert!(script.holds_all());
+        script.release();
+        assert!(script.holds_none());
+    }
 
     #[test]
     fn shards_log_key_events_only_when_asked_and_hand_them_over() {

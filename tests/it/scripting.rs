@@ -377,3 +377,183 @@ fn shutdown_nosave_stops_a_busy_server() {
     assert!(started.elapsed() < Duration::from_secs(10));
     drop(server);
 }
+
+/// A script that loops until killed (bounded: about a minute on a slow machine), holding the
+/// shard of the key it declares.
+const LOOP_ON_KEY: &[u8] = b"local i = 0 while i < 3000000000 do i = i + 1 end return i";
+
+/// Starts a looping script on `key` on its own connection and waits (bounded) until it is
+/// running past the busy threshold, seen as `GET key` answered -BUSY.
+fn start_loop_on(addr: std::net::SocketAddr, key: &str) -> Conn {
+    let mut runner = Conn::connect(addr);
+    runner.send(&[b"EVAL", LOOP_ON_KEY, b"1", key.as_bytes()]);
+    let mut probe = Conn::connect(addr);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while probe.cmd(&[b"GET", key.as_bytes()]) != BUSY {
+        assert!(Instant::now() < deadline, "the script never became busy");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    runner
+}
+
+/// A key whose shard no running script holds: the first candidate GET answers at once.
+fn key_on_a_free_shard(con: &mut Conn, prefix: &str) -> String {
+    (0..256)
+        .map(|i| format!("{prefix}{i}"))
+        .find(|k| con.cmd(&[b"GET", k.as_bytes()]) != BUSY)
+        .expect("every candidate key shares the busy script's shard")
+}
+
+fn assert_killed(runner: &mut Conn) {
+    let reply = text_of(runner.read_reply());
+    assert!(
+        reply.starts_with("-ERR Script killed by user with SCRIPT KILL..."),
+        "{reply}"
+    );
+}
+
+fn text_of(reply: Vec<u8>) -> String {
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+/// Scripts lock only the shards of the keys they declare: while a long script holds key
+/// A's shard, EVALSHA on a key of another shard, plain commands there and PING go on, and
+/// a second long script runs at the same time; SCRIPT KILL stops both.
+#[test]
+fn scripts_on_different_shards_run_at_once() {
+    let (server, _admin) = busy_server(50, 2);
+    let addr = server.addr();
+    let mut runner_a = start_loop_on(addr, "a");
+    let mut other = Conn::connect(addr);
+    assert_eq!(other.cmd(&[b"PING"]), b"+PONG\r\n");
+    let b = key_on_a_free_shard(&mut other, "b");
+    let sha = text_of(other.cmd(&[b"SCRIPT", b"LOAD", b"return redis.call('incr', KEYS[1])"]));
+    let sha = sha.lines().nth(1).unwrap_or_default().to_string();
+    for n in 1..=3 {
+        assert_eq!(
+            text_of(other.cmd(&[b"EVALSHA", sha.as_bytes(), b"1", b.as_bytes()])),
+            format!(":{n}\r\n")
+        );
+    }
+    assert_eq!(other.cmd(&[b"GET", b"a"]), BUSY, "a's shard is still held");
+
+    // A second long script, on b's shard, runs while the first one still does.
+    let mut runner_b = start_loop_on(addr, &b);
+    assert_eq!(other.cmd(&[b"GET", b"a"]), BUSY);
+    assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    assert_killed(&mut runner_a);
+    assert_killed(&mut runner_b);
+    assert_eq!(other.cmd(&[b"GET", b.as_bytes()]), b"$1\r\n3\r\n");
+    assert_eq!(
+        other.cmd(&[b"SCRIPT", b"KILL"]),
+        b"-NOTBUSY No scripts in execution right now.\r\n"
+    );
+}
+
+/// A script that touches a key it did not declare before writing anything is run again
+/// from the start holding every shard: its effects happen once.
+#[test]
+fn an_undeclared_key_before_any_write_reruns_the_script_once() {
+    let server = TestServer::start().unwrap();
+    let mut con = connect(&server);
+    let script = "redis.call('incr', KEYS[1]) return redis.call('incr', 'not-declared')";
+    for n in 1..=3i64 {
+        // It wrote first: the undeclared key's shard is taken on the way (nobody holds it).
+        let got: i64 = eval(&mut con, script, &["declared"], &[]);
+        assert_eq!(got, n);
+    }
+    let reads_first = "local v = redis.call('get', 'other') redis.call('incr', KEYS[1]) return v";
+    let _: () = redis::cmd("SET")
+        .arg("other")
+        .arg("o")
+        .query(&mut con)
+        .unwrap();
+    for _ in 0..3 {
+        let got: String = eval(&mut con, reads_first, &["counted"], &[]);
+        assert_eq!(got, "o");
+    }
+    let counted: i64 = redis::cmd("GET").arg("counted").query(&mut con).unwrap();
+    assert_eq!(counted, 3, "each script's write happened once");
+    let declared: i64 = redis::cmd("GET").arg("declared").query(&mut con).unwrap();
+    assert_eq!(declared, 3);
+    // Whole-keyspace commands from a script that declared a key.
+    let got: i64 = eval(&mut con, "return redis.call('dbsize')", &["x"], &[]);
+    assert_eq!(got, 4);
+}
+
+/// After a write, a script that touches an undeclared key whose shard another client holds
+/// either waits for it (a shard above every one it holds: no deadlock possible) or gets a
+/// clear error; it never deadlocks and never sees a half-done state.
+#[test]
+fn an_undeclared_key_after_a_write_waits_or_fails_clearly() {
+    let (server, _admin) = busy_server(50, 2);
+    let addr = server.addr();
+    let mut runner = start_loop_on(addr, "held");
+    let mut other = Conn::connect(addr);
+    let mine = key_on_a_free_shard(&mut other, "mine");
+    let mut script_con = Conn::connect(addr);
+    script_con.send(&[
+        b"EVAL",
+        b"redis.call('set', KEYS[1], 'w') return redis.pcall('get', 'held')",
+        b"1",
+        mine.as_bytes(),
+    ]);
+    match script_con.read_one(Duration::from_millis(300)) {
+        Read1::Reply(r) => {
+            // The held shard is below this script's: only tried, and refused.
+            assert_eq!(
+                text_of(r),
+                "-ERR Script attempted to access key 'held' it did not declare while another client held it; declare it in KEYS or use lua-script-locking global\r\n"
+            );
+            assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+            assert_killed(&mut runner);
+        }
+        Read1::Timeout(_) => {
+            // Above: the script waits for the shard, and goes on once the loop is killed
+            // (the waiting script wrote, so only the loop is stopped).
+            assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+            assert_killed(&mut runner);
+            assert_eq!(script_con.read_reply(), b"$-1\r\n");
+        }
+        r => panic!("unexpected: {r:?}"),
+    }
+    assert_eq!(other.cmd(&[b"GET", mine.as_bytes()]), b"$1\r\nw\r\n");
+}
+
+/// `lua-script-locking global` makes every script lock the whole keyspace again.
+#[test]
+fn lua_script_locking_global_restores_the_global_lock() {
+    let (server, mut admin) = busy_server(50, 2);
+    let addr = server.addr();
+    let get: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("lua-script-locking")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(get, ["lua-script-locking", "declared"]);
+    let bad = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lua-script-locking")
+        .arg("some")
+        .query::<()>(&mut admin)
+        .unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("argument(s) must be one of the following: declared, global"),
+        "{bad}"
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("lua-script-locking")
+        .arg("GLOBAL")
+        .query(&mut admin)
+        .unwrap();
+    let mut runner = start_loop_on(addr, "a");
+    let mut other = Conn::connect(addr);
+    for i in 0..16 {
+        assert_eq!(other.cmd(&[b"GET", format!("k{i}").as_bytes()]), BUSY);
+    }
+    assert_eq!(other.cmd(&[b"PING"]), BUSY);
+    assert_eq!(other.cmd(&[b"SCRIPT", b"KILL"]), b"+OK\r\n");
+    assert_killed(&mut runner);
+}

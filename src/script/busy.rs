@@ -1,0 +1,539 @@
+//! The running scripts, as other connections see them: one [`Slot`] per thread (a thread's
+//! VM runs one script at a time, and several threads run scripts at once), each with its
+//! start time, the shards it holds, its kill and wrote flags and, for FCALL, the function.
+//!
+//! Connections read it to wait or answer `-BUSY` when a command needs a shard a long script
+//! holds; SCRIPT KILL / FUNCTION KILL set kill flags; the instruction-count hook of the
+//! thread's VM polls its own slot. The slot list is a leaf lock taken when a thread runs its
+//! first script and by the readers (the gate, KILL, FUNCTION STATS); a script's own hot path
+//! reaches its slot through a thread-local.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use smallvec::SmallVec;
+
+/// A script running longer than this gives its runtime worker away (see `hand_off_worker`).
+const HAND_OFF_AFTER: Duration = Duration::from_millis(2);
+
+/// How often a long script offers its worker again (in case the first offer was not taken).
+const HAND_OFF_AGAIN: Duration = Duration::from_millis(50);
+
+/// Lets the tokio runtime replace the worker thread a long script runs on.
+///
+/// A multi-thread runtime keeps one parked worker polling the sockets; a worker busy in a
+/// long script is not parked, and the others may sleep on a condition variable waiting to be
+/// told there is work, so nobody reads the sockets: other clients would get neither `-BUSY`
+/// nor their SCRIPT KILL through. `block_in_place` hands this worker's queue and its turn at
+/// polling to a fresh thread; the short sleep gives that thread time to take them before
+/// `block_in_place` returns (it takes them back if still there). Only scripts that already
+/// ran for `HAND_OFF_AFTER` pay for this.
+fn hand_off_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+    }
+}
+
+fn anchor() -> Instant {
+    static ANCHOR: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *ANCHOR.get_or_init(Instant::now)
+}
+
+fn now_mark() -> u64 {
+    anchor().elapsed().as_micros() as u64 + 1
+}
+
+/// The shards a running script holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// Every shard.
+    All,
+    /// These shard indexes.
+    Some(SmallVec<[usize; 8]>),
+}
+
+impl Held {
+    /// True if a command needing `needs` (None: every shard) would wait for these.
+    fn overlaps(&self, needs: Option<&[usize]>) -> bool {
+        match (self, needs) {
+            (Held::All, _) | (_, None) => true,
+            (Held::Some(held), Some(needs)) => needs.iter().any(|i| held.contains(i)),
+        }
+    }
+}
+
+/// One thread's running script.
+#[derive(Debug)]
+struct Slot {
+    thread: ThreadId,
+    /// Microseconds since `anchor()` when the script started, plus one; 0: none.
+    started_us: AtomicU64,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    /// Microseconds of running time at which the worker is next handed off.
+    next_hand_off_us: AtomicU64,
+    /// The running script is a function (FCALL): its name and command line.
+    function: Mutex<Option<(String, Vec<Bytes>)>>,
+    held: Mutex<Held>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            thread: std::thread::current().id(),
+            started_us: AtomicU64::new(0),
+            kill: AtomicBool::new(false),
+            wrote: AtomicBool::new(false),
+            next_hand_off_us: AtomicU64::new(0),
+            function: Mutex::new(None),
+            held: Mutex::new(Held::All),
+        }
+    }
+
+    fn running_for(&self) -> Option<Duration> {
+        match self.started_us.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(Duration::from_micros(now_mark().saturating_sub(t))),
+        }
+    }
+
+    fn function(&self) -> Option<(String, Vec<Bytes>)> {
+        self.function
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn is_function(&self) -> bool {
+        self.function
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+}
+
+type Slots = Mutex<Vec<Arc<Slot>>>;
+
+/// This thread's slot in one `Busy`'s list; leaves the list when the thread ends (the
+/// runtime replaces threads that handed their worker off), so the list stays as long as
+/// the threads that live.
+struct Here {
+    id: u64,
+    slot: Arc<Slot>,
+    list: Weak<Slots>,
+}
+
+impl Drop for Here {
+    fn drop(&mut self) {
+        if let Some(list) = self.list.upgrade() {
+            list.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|s| !Arc::ptr_eq(s, &self.slot));
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's slot in the `Busy` with the given id (a thread serves one server; tests
+    /// with several fall back to the list).
+    static HERE: RefCell<Option<Here>> = const { RefCell::new(None) };
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What other connections need to know about the scripts being run.
+#[derive(Debug)]
+pub struct Busy {
+    id: u64,
+    slots: Arc<Slots>,
+    /// Scripts running (or announced) now.
+    running: AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+impl Default for Busy {
+    fn default() -> Self {
+        Busy {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            slots: Arc::new(Mutex::new(Vec::new())),
+            running: AtomicUsize::new(0),
+            ended: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+/// What SCRIPT KILL did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// No script is running (past the threshold).
+    NotBusy,
+    /// The running script(s) wrote: Redis refuses to stop them.
+    Unkillable,
+    /// The script(s) will stop at their next hook check.
+    Killed,
+    /// SCRIPT KILL while a function runs, or FUNCTION KILL while an EVAL script runs.
+    WrongKind,
+}
+
+/// The oldest running script a command would wait for (see [`Busy::blocking`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Blocker {
+    /// How long it has run.
+    pub ran: Duration,
+    /// It is a function (FCALL): `-BUSY` names FUNCTION KILL.
+    pub function: bool,
+}
+
+impl Busy {
+    fn slots(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with this thread's slot, creating it on the thread's first script.
+    fn with_here<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
+        let cached = HERE.with(|h| match &*h.borrow() {
+            Some(here) if here.id == self.id => Some(here.slot.clone()),
+            _ => None,
+        });
+        let slot = match cached {
+            Some(slot) => slot,
+            None => {
+                let me = std::thread::current().id();
+                let slot = {
+                    let mut slots = self.slots();
+                    match slots.iter().find(|s| s.thread == me) {
+                        Some(s) => s.clone(),
+                        None => {
+                            let s = Arc::new(Slot::new());
+                            slots.push(s.clone());
+                            s
+                        }
+                    }
+                };
+                let here = Here {
+                    id: self.id,
+                    slot: slot.clone(),
+                    list: Arc::downgrade(&self.slots),
+                };
+                // The slot this replaces (another server's, in tests) leaves its list.
+                let old = HERE.with(|h| h.borrow_mut().replace(here));
+                drop(old);
+                slot
+            }
+        };
+        f(&slot)
+    }
+
+    /// True while some script runs (one atomic load: checked before every command).
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire) != 0
+    }
+
+    /// True while a script runs on this thread (the caller is that script's command).
+    pub fn running_here(&self) -> bool {
+        self.is_running() && self.with_here(|s| s.started_us.load(Ordering::Acquire) != 0)
+    }
+
+    /// How long the oldest running script has run (real time, whatever the server clock
+    /// does).
+    pub fn running_for(&self) -> Option<Duration> {
+        if !self.is_running() {
+            return None;
+        }
+        self.slots().iter().filter_map(|s| s.running_for()).max()
+    }
+
+    /// The oldest running script holding a shard of `needs` (None: any shard), if any.
+    pub fn blocking(&self, needs: Option<&[usize]>) -> Option<Blocker> {
+        if !self.is_running() {
+            return None;
+        }
+        let slots = self.slots();
+        let mut oldest: Option<Blocker> = None;
+        for slot in slots.iter() {
+            let Some(ran) = slot.running_for() else {
+                continue;
+            };
+            let held = slot.held.lock().unwrap_or_else(|e| e.into_inner());
+            if !held.overlaps(needs) {
+                continue;
+            }
+            if oldest.is_none_or(|o| ran > o.ran) {
+                oldest = Some(Blocker {
+                    ran,
+                    function: slot.is_function(),
+                });
+            }
+        }
+        oldest
+    }
+
+    /// Marks a script as about to start on this thread, before it takes its shards: a
+    /// command arriving meanwhile then waits at the busy gate instead of blocking its
+    /// event-loop thread on a shard the script is taking. The mark is withdrawn when the
+    /// guard drops unless [`Busy::begin_as`] replaced it (the script ran).
+    pub fn announce(&self) -> Announced<'_> {
+        self.announce_holding(Held::All)
+    }
+
+    /// [`Busy::announce`] for a script about to take the shards `held`.
+    pub fn announce_holding(&self, held: Held) -> Announced<'_> {
+        let mark = now_mark();
+        let set = self.with_here(|s| {
+            *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
+            s.started_us
+                .compare_exchange(0, mark, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        });
+        if set {
+            self.running.fetch_add(1, Ordering::AcqRel);
+        }
+        Announced(self, set.then_some(mark))
+    }
+
+    /// Marks a script holding every shard as started; it ends when the guard drops.
+    pub fn begin(&self) -> BusyGuard<'_> {
+        self.begin_as(None, Held::All)
+    }
+
+    /// Like [`Busy::begin`]; `function` names the function FCALL runs, and its command;
+    /// `held` the shards the script holds.
+    pub fn begin_as(&self, function: Option<(String, Vec<Bytes>)>, held: Held) -> BusyGuard<'_> {
+        let was = self.with_here(|s| {
+            *s.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
+            *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
+            s.kill.store(false, Ordering::Relaxed);
+            s.wrote.store(false, Ordering::Relaxed);
+            s.next_hand_off_us
+                .store(HAND_OFF_AFTER.as_micros() as u64, Ordering::Relaxed);
+            s.started_us.swap(now_mark(), Ordering::AcqRel)
+        });
+        if was == 0 {
+            self.running.fetch_add(1, Ordering::AcqRel);
+        }
+        BusyGuard(self)
+    }
+
+    /// The script running on this thread now holds `held` (it took more shards).
+    pub fn set_held(&self, held: Held) {
+        self.with_here(|s| *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held);
+    }
+
+    /// Records that the script running on this thread wrote (KILL then refuses to stop it).
+    pub fn mark_write(&self) {
+        self.with_here(|s| s.wrote.store(true, Ordering::Relaxed));
+    }
+
+    /// True if the script running on this thread wrote.
+    pub fn wrote_here(&self) -> bool {
+        self.with_here(|s| s.wrote.load(Ordering::Relaxed))
+    }
+
+    /// Stops the script running on this thread at its next hook check (it is re-run holding
+    /// every shard; see `cmd::scripting`).
+    pub fn stop_here(&self) {
+        self.with_here(|s| s.kill.store(true, Ordering::Release));
+    }
+
+    /// A running function's name and command, if a function runs.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>)> {
+        if !self.is_running() {
+            return None;
+        }
+        self.slots()
+            .iter()
+            .filter(|s| s.started_us.load(Ordering::Acquire) != 0)
+            .find_map(|s| s.function())
+    }
+
+    /// SCRIPT KILL, whatever the scripts' age.
+    pub fn request_kill(&self) -> KillOutcome {
+        self.request_kill_as(false, Duration::ZERO)
+    }
+
+    /// SCRIPT KILL (`function` false) or FUNCTION KILL (true): stops every script of that
+    /// kind that has run for `past` (the busy threshold) and wrote nothing. NotBusy if no
+    /// script has run that long; otherwise Killed if one was stopped, else Unkillable if
+    /// one of the right kind wrote, else WrongKind.
+    pub fn request_kill_as(&self, function: bool, past: Duration) -> KillOutcome {
+        if !self.is_running() {
+            return KillOutcome::NotBusy;
+        }
+        let (mut any, mut killed, mut unkillable) = (false, false, false);
+        for slot in self.slots().iter() {
+            if slot.running_for().is_none_or(|ran| ran < past) {
+                continue;
+            }
+            any = true;
+            if slot.is_function() != function {
+                continue;
+            }
+            if slot.wrote.load(Ordering::Relaxed) {
+                unkillable = true;
+            } else {
+                slot.kill.store(true, Ordering::Release);
+                killed = true;
+            }
+        }
+        match (any, killed, unkillable) {
+            (false, ..) => KillOutcome::NotBusy,
+            (_, true, _) => KillOutcome::Killed,
+            (_, _, true) => KillOutcome::Unkillable,
+            _ => KillOutcome::WrongKind,
+        }
+    }
+
+    /// Stops every running script whatever it did (server shutdown).
+    pub fn abort(&self) {
+        if self.is_running() {
+            for slot in self.slots().iter() {
+                if slot.started_us.load(Ordering::Acquire) != 0 {
+                    slot.kill.store(true, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// True if the script running on this thread must stop.
+    pub(super) fn killed(&self) -> bool {
+        self.with_here(|s| s.kill.load(Ordering::Acquire))
+    }
+
+    /// What the running script's long operations call now and then (the instruction-count
+    /// hook, the pattern matcher, the reply conversion): gives the event loop away once the
+    /// script has run a while (see `hand_off_worker`), and says whether to stop.
+    pub(super) fn poll(&self) -> bool {
+        let hand_off = self.with_here(|s| {
+            if s.kill.load(Ordering::Acquire) {
+                return None;
+            }
+            // Again every HAND_OFF_AGAIN: on a loaded machine the fresh thread may not have
+            // taken the loop over before `block_in_place` returned and took it back.
+            let ran = s.running_for().map_or(0, |t| t.as_micros() as u64);
+            let due = ran >= s.next_hand_off_us.load(Ordering::Relaxed);
+            if due {
+                s.next_hand_off_us
+                    .store(ran + HAND_OFF_AGAIN.as_micros() as u64, Ordering::Relaxed);
+            }
+            Some(due)
+        });
+        match hand_off {
+            None => true,
+            Some(due) => {
+                if due {
+                    hand_off_worker();
+                }
+                false
+            }
+        }
+    }
+
+    /// Waits until a script ends (or none runs), or `max` passes.
+    pub async fn wait_end(&self, max: Duration) {
+        let notified = self.ended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if !self.is_running() {
+            return;
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(max) => {}
+        }
+    }
+
+    fn end_here(&self, mark: Option<u64>) {
+        let ended = self.with_here(|s| match mark {
+            None => {
+                s.kill.store(false, Ordering::Relaxed);
+                s.started_us.swap(0, Ordering::AcqRel) != 0
+            }
+            Some(mark) => s
+                .started_us
+                .compare_exchange(mark, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok(),
+        });
+        if ended {
+            self.running.fetch_sub(1, Ordering::AcqRel);
+            self.ended.notify_waiters();
+        }
+    }
+}
+
+/// Ends the running-script state when dropped.
+#[derive(Debug)]
+pub struct BusyGuard<'a>(&'a Busy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.end_here(None);
+    }
+}
+
+/// A script announced by [`Busy::announce`]; withdraws the mark it set, if still there.
+#[derive(Debug)]
+pub struct Announced<'a>(&'a Busy, Option<u64>);
+
+impl Drop for Announced<'_> {
+    fn drop(&mut self) {
+        if self.1.is_some() {
+            self.0.end_here(self.1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_on_two_threads_are_tracked_apart() {
+        let busy = Arc::new(Busy::default());
+        let _here = busy.begin_as(None, Held::Some(SmallVec::from_slice(&[1, 3])));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let other = busy.clone();
+        let t = std::thread::spawn(move || {
+            let _g = other.begin_as(
+                Some(("f".into(), vec![])),
+                Held::Some(SmallVec::from_slice(&[2])),
+            );
+            other.mark_write();
+            tx.send(()).ok();
+            done_rx.recv().ok();
+        });
+        rx.recv().ok();
+        assert!(busy.is_running());
+        assert!(busy.running_here());
+        assert!(!busy.wrote_here());
+        assert!(busy.blocking(Some(&[0])).is_none());
+        assert!(busy.blocking(Some(&[3])).is_some_and(|b| !b.function));
+        assert!(busy.blocking(Some(&[2])).is_some_and(|b| b.function));
+        assert!(busy.blocking(None).is_some());
+        // FUNCTION KILL: the function wrote; SCRIPT KILL stops the script.
+        assert_eq!(
+            busy.request_kill_as(true, Duration::ZERO),
+            KillOutcome::Unkillable
+        );
+        assert_eq!(
+            busy.request_kill_as(false, Duration::ZERO),
+            KillOutcome::Killed
+        );
+        assert!(busy.killed());
+        assert_eq!(
+            busy.request_kill_as(false, Duration::from_secs(3600)),
+            KillOutcome::NotBusy
+        );
+        done_tx.send(()).ok();
+        t.join().ok();
+        assert!(busy.running_function().is_none());
+        drop(_here);
+        assert!(!busy.is_running());
+    }
+}
