@@ -20,6 +20,7 @@ need cargo "install Rust: curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup
 need cc "apt-get install build-essential (the Lua interpreter is compiled from C)"
 need redis-server "apt-get install redis-server (Debian then starts a service on port 6379: 'service redis-server stop'; the tests use their own ports)"
 need redis-cli "apt-get install redis-tools"
+need redis-check-rdb "apt-get install redis-tools"
 need node "apt-get install nodejs (Node 18 or newer)"
 need npm "apt-get install npm"
 if command -v redis-server >/dev/null 2>&1; then
