@@ -3,7 +3,7 @@
 //!
 //! A request goes through `execute`: the name is looked up (case-insensitively) and arity
 //! is checked against the table, which resolves it once into its table entry; then
-//! [`call`] (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
+//! [`call()`](call::call) (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
 //! script calls. `call` applies the caller's policy (auth, cluster routing, OOM, flags),
 //! queues it inside MULTI, or locks the shards of the command's keys (from the table's key
 //! positions) in ascending order, reads the clock once, and runs the handler, which parses

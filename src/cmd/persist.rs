@@ -1,4 +1,4 @@
-//! RDB persistence as the server runs it: SAVE, BGSAVE [SCHEDULE], LASTSAVE, the `save`
+//! RDB persistence as the server runs it: SAVE, BGSAVE \[SCHEDULE\], LASTSAVE, the `save`
 //! points' timer, loading `dir/dbfilename` at start, the save at shutdown, DEBUG RELOAD's
 //! save-and-load, INFO's persistence section and the MISCONF refusal of writes after a
 //! failed background save.
@@ -398,7 +398,7 @@ pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), Strin
     Ok(())
 }
 
-/// DEBUG RELOAD [NOSAVE]: saves (unless NOSAVE), then empties every database and loads the
+/// DEBUG RELOAD \[NOSAVE\]: saves (unless NOSAVE), then empties every database and loads the
 /// file back while holding every shard, so no client sees the keyspace empty or half loaded.
 /// The caller must hold no shard (not inside EXEC).
 pub fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
@@ -589,7 +589,7 @@ impl Command for Save {
     }
 }
 
-/// BGSAVE [SCHEDULE]
+/// BGSAVE \[SCHEDULE\]
 #[derive(Debug)]
 pub struct Bgsave;
 

@@ -274,7 +274,7 @@ pub fn is_script(spec: &C) -> bool {
 /// (`f:` and its name) in the set of those that take every shard from the start.
 ///
 /// Outside EXEC, a script that touches a key of a shard it does not hold before any
-/// effect (see [`ScriptHost::take_shards`]) is stopped, and run again from the start
+/// effect (see `ScriptHost::take_shards`) is stopped, and run again from the start
 /// holding every shard; its `memo` is remembered so later runs start that way.
 pub fn run_locked(
     ctx: &mut Ctx<'_>,

@@ -1,4 +1,4 @@
-//! SLOWLOG GET [count] | LEN | RESET | HELP, and the log `cmd::call` feeds.
+//! SLOWLOG GET \[count\] | LEN | RESET | HELP, and the log `cmd::call` feeds.
 //!
 //! Every command that ran for at least `slowlog-log-slower-than` microseconds (0: every
 //! command, -1: none) is kept, newest first, up to `slowlog-max-len` entries, as Redis 7.0
@@ -211,7 +211,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     run_sub::<SlowlogGet>(ctx, args)
 }
 
-/// SLOWLOG GET [count]
+/// SLOWLOG GET \[count\]
 #[derive(Debug)]
 pub struct SlowlogGet {
     count: usize,
