@@ -479,28 +479,11 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             } else {
                 ziplist::entries(&blob)?
             };
-            if items.is_empty() || items.len() % 2 != 0 {
-                return Err(RdbError::BadFormat);
-            }
-            let mut h = HashValue::default();
-            for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
-                    return Err(RdbError::BadFormat);
-                }
-            }
-            Value::Hash(Box::new(h))
+            hash_from_pairs(&items)?
         }
         TYPE_ZSET_ZIPLIST => {
             let items = ziplist::entries(&r.string()?)?;
-            if items.is_empty() || items.len() % 2 != 0 {
-                return Err(RdbError::BadFormat);
-            }
-            let mut z = SortedSet::new();
-            for pair in items.chunks(2) {
-                let score = crate::num::parse_double(&pair[1]).ok_or(RdbError::BadFormat)?;
-                add_new(&mut z, &pair[0], score, limits)?;
-            }
-            Value::ZSet(Box::new(z))
+            zset_from_pairs(&items, limits)?
         }
         TYPE_SET => {
             let n = r.count(1)?;
@@ -545,16 +528,7 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
         TYPE_HASH_LISTPACK => {
             let blob = r.string()?;
             let items = listpack::entries(&blob)?;
-            if items.is_empty() || items.len() % 2 != 0 {
-                return Err(RdbError::BadFormat);
-            }
-            let mut h = HashValue::default();
-            for pair in items.chunks(2) {
-                if !h.set(&pair[0], &pair[1], &HashLimits::DEFAULT) {
-                    return Err(RdbError::BadFormat);
-                }
-            }
-            Value::Hash(Box::new(h))
+            hash_from_pairs(&items)?
         }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count(2)?;
@@ -575,19 +549,40 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
         TYPE_ZSET_LISTPACK => {
             let blob = r.string()?;
             let items = listpack::entries(&blob)?;
-            if items.is_empty() || items.len() % 2 != 0 {
-                return Err(RdbError::BadFormat);
-            }
-            let mut z = SortedSet::new();
-            for pair in items.chunks(2) {
-                let score = crate::num::parse_double(&pair[1]).ok_or(RdbError::BadFormat)?;
-                add_new(&mut z, &pair[0], score, limits)?;
-            }
-            Value::ZSet(Box::new(z))
+            zset_from_pairs(&items, limits)?
         }
         _ => return Err(RdbError::BadFormat),
     };
     Ok(v)
+}
+
+/// A hash from the flat field, value, field, value… list of a ziplist, zipmap or listpack
+/// encoding (Redis 7.0 and older alike); a duplicate field or an odd count is corrupt.
+fn hash_from_pairs<B: AsRef<[u8]>>(items: &[B]) -> R<Value> {
+    if items.is_empty() || !items.len().is_multiple_of(2) {
+        return Err(RdbError::BadFormat);
+    }
+    let mut h = HashValue::default();
+    for pair in items.chunks(2) {
+        if !h.set(pair[0].as_ref(), pair[1].as_ref(), &HashLimits::DEFAULT) {
+            return Err(RdbError::BadFormat);
+        }
+    }
+    Ok(Value::Hash(Box::new(h)))
+}
+
+/// A sorted set from the flat member, score, member, score… list of a ziplist or listpack
+/// encoding (scores as text); a duplicate member, a bad score or an odd count is corrupt.
+fn zset_from_pairs<B: AsRef<[u8]>>(items: &[B], limits: &ZsetLimits) -> R<Value> {
+    if items.is_empty() || !items.len().is_multiple_of(2) {
+        return Err(RdbError::BadFormat);
+    }
+    let mut z = SortedSet::new();
+    for pair in items.chunks(2) {
+        let score = crate::num::parse_double(pair[1].as_ref()).ok_or(RdbError::BadFormat)?;
+        add_new(&mut z, pair[0].as_ref(), score, limits)?;
+    }
+    Ok(Value::ZSet(Box::new(z)))
 }
 
 fn add_new(z: &mut SortedSet, m: &[u8], score: f64, limits: &ZsetLimits) -> R<()> {

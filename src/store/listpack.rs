@@ -18,29 +18,12 @@ pub struct Pairs {
     len: u32,
 }
 
-fn put_varint(out: &mut Vec<u8>, mut u: usize) {
-    while u >= 0x80 {
-        out.push((u as u8) | 0x80);
-        u >>= 7;
-    }
-    out.push(u as u8);
+fn put_varint(out: &mut Vec<u8>, u: usize) {
+    super::varint::put(out, u as u64);
 }
 
 fn get_varint(buf: &[u8], pos: &mut usize) -> Option<usize> {
-    let mut u = 0usize;
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        u |= usize::from(b & 0x7f).checked_shl(shift)?;
-        if b & 0x80 == 0 {
-            return Some(u);
-        }
-        shift += 7;
-        if shift >= usize::BITS {
-            return None;
-        }
-    }
+    usize::try_from(super::varint::get(buf, pos)?).ok()
 }
 
 fn get_bytes<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {

@@ -19,6 +19,7 @@ pub mod listpack;
 pub mod reaper;
 pub mod shard;
 pub mod value;
+mod varint;
 pub mod wheel;
 pub mod zset;
 

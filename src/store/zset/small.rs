@@ -29,6 +29,7 @@ use std::cmp::Ordering;
 use std::ops::{Deref, Range};
 
 use crate::num::parse_i64;
+use crate::store::varint::{get as get_varint, put as put_varint};
 
 use super::{LexRange, Score, ScoreRange};
 
@@ -148,31 +149,6 @@ fn zigzag(n: i64) -> u64 {
 
 fn unzigzag(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut u: u64) {
-    while u >= 0x80 {
-        out.push((u as u8) | 0x80);
-        u >>= 7;
-    }
-    out.push(u as u8);
-}
-
-fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut u = 0u64;
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        u |= u64::from(b & 0x7f).checked_shl(shift)?;
-        if b & 0x80 == 0 {
-            return Some(u);
-        }
-        shift += 7;
-        if shift >= 64 {
-            return None;
-        }
-    }
 }
 
 /// The score as an integer, when the compact encoding stores it as one.
