@@ -36,6 +36,7 @@ mod structlib;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -340,6 +341,12 @@ struct Vm {
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
+    /// The host of the script running now (empty between runs), which `redis.call` uses.
+    slot: Rc<HostSlot>,
+    /// KEYS and ARGV, kept from run to run (see [`Vm::bind_lists`]).
+    lists: Lists,
+    /// Set when a script changed the collector's settings (`collectgarbage('stop')` …).
+    gc_touched: Rc<Cell<bool>>,
     /// The running script's state (the kill flag).
     busy: Arc<Busy>,
     /// The function libraries' environment (see `functions`), its metatable, and the
@@ -398,14 +405,29 @@ impl Vm {
             LuaOptions::new(),
         )?;
         let resp = Rc::new(Cell::new(2u8));
+        let slot = Rc::new(HostSlot::default());
         let private = lua.create_table()?;
 
+        // One function each for the VM's lifetime; the running script's host is found
+        // through `slot`, filled only while a script runs.
         for (name, mode) in [("call", 0), ("pcall", 1), ("acl_check_cmd", 2)] {
+            let (slot, resp) = (slot.clone(), resp.clone());
             private.raw_set(
                 name,
-                lua.create_function(move |lua, args: MultiValue| redis_call(lua, mode, args))?,
+                lua.create_function(move |lua, args: MultiValue| {
+                    redis_call(lua, &slot, resp.get(), mode, args)
+                })?,
             )?;
         }
+        let gc_touched = Rc::new(Cell::new(false));
+        let touched = gc_touched.clone();
+        private.raw_set(
+            "gc_touched",
+            lua.create_function(move |_, ()| {
+                touched.set(true);
+                Ok(())
+            })?,
+        )?;
         private.raw_set(
             "sha1hex",
             lua.create_function(|lua, args: MultiValue| {
@@ -571,6 +593,7 @@ impl Vm {
         )?;
 
         lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
+        let lists = Lists::new(&lua)?;
 
         Ok(Vm {
             lua,
@@ -581,6 +604,9 @@ impl Vm {
             runner,
             handler,
             resp,
+            slot,
+            lists,
+            gc_touched,
             busy: scripts.busy.clone(),
             fn_env,
             fn_meta,
@@ -639,31 +665,32 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        let lua = &self.lua;
-        let globals = lua.globals();
-        let set = strings(lua, keys)
-            .and_then(|k| globals.raw_set("KEYS", k))
-            .and_then(|()| strings(lua, argv))
-            .and_then(|a| globals.raw_set("ARGV", a));
-        if let Err(e) = set {
+        if let Err(e) = self.lists.bind(&self.lua, keys, argv) {
+            self.lists.unbind(&self.lua);
             return Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
                 script.sha,
                 error_text(&e)
             )));
         }
-        self.finish(&f, &script.sha, host)
+        let reply = self.finish(&f, &script.sha, host);
+        self.lists.unbind(&self.lua);
+        reply
     }
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
-    /// (its SHA1 or function name, for error replies), then resets the collector.
+    /// (its SHA1 or function name, for error replies), then restores the collector.
     fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> Reply {
         let result = self.call(f, name, host);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
-        // collector, an endless pause) must not stay for the next one.
-        self.lua.gc_restart();
-        self.lua.gc_set_pause(200);
-        self.lua.gc_set_step_multiplier(200);
+        // collector, an endless pause) must not stay for the next one. Only scripts that
+        // changed a setting pay for the reset: in Lua 5.1 a restart makes the next
+        // allocation run a collection step.
+        if self.gc_touched.replace(false) {
+            self.lua.gc_restart();
+            self.lua.gc_set_pause(200);
+            self.lua.gc_set_step_multiplier(200);
+        }
         if self.lua.used_memory() > COLLECT_ABOVE {
             let _ = self.lua.gc_collect();
         }
@@ -677,17 +704,11 @@ impl Vm {
     }
 
     fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
-        let lua = &self.lua;
         self.resp.set(2);
-        let resp = self.resp.clone();
-        let out: MultiValue = lua.scope(|scope| {
-            let dispatch = scope.create_function_mut(|lua, args: MultiValue| {
-                dispatch(lua, &mut *host, resp.get(), args)
-            })?;
-            lua.set_named_registry_value(DISPATCH, dispatch)?;
-            self.runner.call((f.clone(), self.handler.clone()))
-        })?;
-        lua.set_named_registry_value(DISPATCH, Value::Nil)?;
+        let out: MultiValue = {
+            let _running = self.slot.enter(host);
+            self.runner.call((f, &self.handler))?
+        };
         let resp = self.resp.get();
         let mut values = out.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
@@ -708,6 +729,128 @@ impl Vm {
     }
 }
 
+/// The host of the script a VM is running, reachable by `redis.call` for exactly the run's
+/// duration: [`HostSlot::enter`] fills it and its guard empties it when the run returns
+/// (or unwinds), so a Lua value that outlives the run can never reach a host that is gone,
+/// and no run ever sees another's. The VM is thread-local and not re-entrant, so one slot
+/// serves one run at a time.
+#[derive(Default)]
+struct HostSlot {
+    host: Cell<Option<NonNull<dyn Host + 'static>>>,
+}
+
+/// Empties the [`HostSlot`] when the run it was filled for ends.
+struct Entered<'s>(&'s HostSlot);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0.host.set(None);
+    }
+}
+
+impl HostSlot {
+    /// Makes `host` the one `redis.call` uses until the guard is dropped.
+    fn enter<'s>(&'s self, host: &mut dyn Host) -> Entered<'s> {
+        let ptr: NonNull<dyn Host + '_> = NonNull::from(host);
+        // SAFETY: only the lifetime bound of the trait object changes. The pointer is used
+        // only while the guard lives, and the guard borrows `host` for no longer than the
+        // caller's borrow of it (it is dropped before `Vm::call` returns).
+        let ptr: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(ptr) };
+        self.host.set(Some(ptr));
+        Entered(self)
+    }
+
+    /// Runs `f` with the running script's host, or returns `None` outside a run. The slot
+    /// is empty while `f` runs, so a re-entrant `redis.call` (which the host's commands
+    /// never make: scripts cannot run scripts) finds no host instead of a second `&mut`.
+    fn with<R>(&self, f: impl FnOnce(&mut dyn Host) -> R) -> Option<R> {
+        let mut ptr = self.host.take()?;
+        // SAFETY: the slot holds a pointer only between `enter` and the guard's drop, while
+        // the `&mut dyn Host` it came from is borrowed by that guard's run and not otherwise
+        // used; taking it out of the slot makes this the only live reference.
+        let out = f(unsafe { ptr.as_mut() });
+        self.host.set(Some(ptr));
+        Some(out)
+    }
+}
+
+/// The KEYS and ARGV tables of EVAL scripts, kept from run to run instead of made for each
+/// (Redis makes fresh ones: nothing a run does to them may show in the next). They are in
+/// the globals only while a script runs, and emptied when it ends; a table the script
+/// gave a metatable or filled past [`Lists::KEEP`] entries is dropped for a fresh one.
+struct Lists {
+    keys: Table,
+    argv: Table,
+    keys_name: mlua::String,
+    argv_name: mlua::String,
+    globals: Table,
+}
+
+impl Lists {
+    /// Most entries a kept table may have held; a larger one may hold memory for good.
+    const KEEP: usize = 64;
+
+    fn new(lua: &Lua) -> mlua::Result<Lists> {
+        Ok(Lists {
+            keys: lua.create_table()?,
+            argv: lua.create_table()?,
+            keys_name: lua.create_string("KEYS")?,
+            argv_name: lua.create_string("ARGV")?,
+            globals: lua.globals(),
+        })
+    }
+
+    /// Fills the tables with a run's keys and arguments and puts them in the globals.
+    fn bind(&mut self, lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
+        fill(lua, &self.keys, keys)?;
+        fill(lua, &self.argv, argv)?;
+        self.globals.raw_set(&self.keys_name, &self.keys)?;
+        self.globals.raw_set(&self.argv_name, &self.argv)?;
+        Ok(())
+    }
+
+    /// Takes the tables out of the globals and empties them (or replaces them).
+    fn unbind(&mut self, lua: &Lua) {
+        let _ = self.globals.raw_set(&self.keys_name, Value::Nil);
+        let _ = self.globals.raw_set(&self.argv_name, Value::Nil);
+        for t in [&mut self.keys, &mut self.argv] {
+            if !empty_or_clear(t) {
+                match lua.create_table() {
+                    Ok(fresh) => *t = fresh,
+                    // Out of memory: keep the old table (emptied if possible) rather than fail.
+                    Err(_) => {
+                        let _ = t.clear();
+                        let _ = t.set_metatable(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Empties a kept table; false if it should be replaced instead (a metatable, too many
+/// entries, or an error).
+fn empty_or_clear(t: &Table) -> bool {
+    if t.metatable().is_some() {
+        return false;
+    }
+    let mut n = 0;
+    for pair in t.pairs::<Value, Value>() {
+        n += 1;
+        if pair.is_err() || n > Lists::KEEP {
+            return false;
+        }
+    }
+    t.clear().is_ok()
+}
+
+fn fill(lua: &Lua, t: &Table, items: &[Bytes]) -> mlua::Result<()> {
+    for (i, b) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(b)?)?;
+    }
+    Ok(())
+}
+
 fn version_parts(v: &str) -> (i64, i64, i64) {
     let mut it = v.split('.').map(|p| p.parse::<i64>().unwrap_or(0));
     (
@@ -724,9 +867,6 @@ fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
     }
     Ok(t)
 }
-
-/// Where the running script's host dispatcher is kept while it runs.
-const DISPATCH: &str = "sluice.dispatch";
 
 /// An error Redis raises as a `{err=…}` table (redis.call failures and redis.* argument
 /// errors): the message has no position; the handler adds where it happened.
@@ -780,20 +920,16 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
     }
 }
 
-/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2).
-fn redis_call(lua: &Lua, mode: i64, args: MultiValue) -> mlua::Result<Value> {
-    let dispatch: Function = match lua.named_registry_value(DISPATCH)? {
-        Value::Function(f) => f,
-        _ => {
-            return Err(err_reply(
-                "ERR redis.call is only available while a script runs",
-            ));
-        }
-    };
-    let mut all = Vec::with_capacity(args.len() + 1);
-    all.push(Value::Integer(mode));
-    all.extend(args);
-    let (v, failed): (Value, bool) = dispatch.call(MultiValue::from_vec(all))?;
+/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2): runs the command
+/// through the running script's host; `call` raises what `pcall` returns as an error table.
+fn redis_call(
+    lua: &Lua,
+    slot: &HostSlot,
+    resp: u8,
+    mode: i64,
+    args: MultiValue,
+) -> mlua::Result<Value> {
+    let (v, failed) = dispatch(lua, slot, resp, mode, args)?;
     if failed && mode != 1 {
         let msg = match &v {
             Value::Table(t) => match t.raw_get::<Value>("err")? {
@@ -848,28 +984,29 @@ fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
     Ok((Value::Table(t), true))
 }
 
+/// Redis's error for `redis.call` outside a script's run (raised by `pcall` too).
+const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
+
 /// `redis.call` (mode 0), `redis.pcall` (1) and `redis.acl_check_cmd` (2): returns the
 /// converted reply and whether it is an error (which `call` raises).
 fn dispatch(
     lua: &Lua,
-    host: &mut dyn Host,
+    slot: &HostSlot,
     resp: u8,
+    mode: i64,
     args: MultiValue,
 ) -> mlua::Result<(Value, bool)> {
-    let mut it = args.into_iter();
-    let mode = match it.next() {
-        Some(Value::Integer(m)) => m,
-        _ => 0,
-    };
-    let rest: Vec<Value> = it.collect();
-    if rest.is_empty() {
+    if slot.host.get().is_none() {
+        return Err(err_reply(OUTSIDE_RUN));
+    }
+    if args.is_empty() {
         return err_table(
             lua,
             "ERR Please specify at least one argument for this redis lib call",
         );
     }
-    let mut argv = Vec::with_capacity(rest.len());
-    for v in &rest {
+    let mut argv = Vec::with_capacity(args.len());
+    for v in &args {
         match convert::arg_bytes(v) {
             Some(b) => argv.push(b),
             None => {
@@ -880,14 +1017,17 @@ fn dispatch(
             }
         }
     }
+    drop(args);
     if mode == 2 {
-        return if host.command_exists(&argv) {
-            Ok((Value::Boolean(true), false))
-        } else {
-            err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()")
+        return match slot.with(|host| host.command_exists(&argv)) {
+            Some(true) => Ok((Value::Boolean(true), false)),
+            Some(false) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
+            None => Err(err_reply(OUTSIDE_RUN)),
         };
     }
-    let reply = host.call(argv, resp);
+    let Some(reply) = slot.with(|host| host.call(argv, resp)) else {
+        return Err(err_reply(OUTSIDE_RUN));
+    };
     let failed = reply.is_error();
     Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
 }
