@@ -421,11 +421,11 @@ impl Vm {
         }
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
+        let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
         private.raw_set(
-            "gc_touched",
-            lua.create_function(move |_, ()| {
-                touched.set(true);
-                Ok(())
+            "collectgarbage",
+            lua.create_function(move |lua, args: MultiValue| {
+                collectgarbage(lua, &raw_cg, &touched, args)
             })?,
         )?;
         private.raw_set(
@@ -941,6 +941,60 @@ fn redis_call(
         return Err(mlua::Error::external(ErrReply(msg)));
     }
     Ok(v)
+}
+
+/// Lua 5.1's `collectgarbage`, which also notes (in `touched`) a script that changed the
+/// collector's settings, so that only such a script pays for their reset (`Vm::finish`).
+/// A Rust function, like the other library functions that raise: its errors carry the
+/// calling line even from a tail call. The arguments are checked here with Lua's texts, so
+/// the real function, called after, never raises.
+fn collectgarbage(
+    lua: &Lua,
+    raw: &Function,
+    touched: &Cell<bool>,
+    args: MultiValue,
+) -> mlua::Result<MultiValue> {
+    const OPTIONS: [&str; 7] = [
+        "stop",
+        "restart",
+        "collect",
+        "count",
+        "step",
+        "setpause",
+        "setstepmul",
+    ];
+    let bad = |n: u8, msg: String| {
+        raise_here(
+            lua,
+            &format!("bad argument #{n} to 'collectgarbage' ({msg})"),
+        )
+    };
+    let opt: Cow<'_, str> = match args.front() {
+        None | Some(Value::Nil) => Cow::Borrowed("collect"),
+        Some(Value::String(s)) => Cow::Owned(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+        Some(Value::Integer(i)) => Cow::Owned(crate::num::fmt_g(*i as f64, 14)),
+        Some(Value::Number(n)) => Cow::Owned(crate::num::fmt_g(*n, 14)),
+        Some(other) => {
+            return Err(bad(
+                1,
+                format!("string expected, got {}", cjson::lua_type_name(other)),
+            ));
+        }
+    };
+    let Some(&opt) = OPTIONS.iter().find(|o| **o == opt) else {
+        return Err(bad(1, format!("invalid option '{opt}'")));
+    };
+    let n = args.get(1).cloned().unwrap_or(Value::Nil);
+    if !n.is_nil() && convert::to_number(&n).is_none() {
+        return Err(bad(
+            2,
+            format!("number expected, got {}", cjson::lua_type_name(&n)),
+        ));
+    }
+    if !matches!(opt, "collect" | "count" | "step") {
+        touched.set(true);
+    }
+    raw.call((opt, n))
 }
 
 /// `redis.log(level, message …)`.

@@ -186,33 +186,9 @@ G.xpcall = function(...)
   end))
 end
 
--- collectgarbage as Lua 5.1's, which also tells sluice when a script changed the collector's
--- settings, so that only such a script pays for their reset after it (see `Vm::finish`). The
--- arguments are checked here with Lua's texts (the real function would name this wrapper).
-local raw_cg, gc_touched = collectgarbage, D.gc_touched
-local gc_options = { stop = true, restart = true, collect = true, count = true, step = true,
-  setpause = true, setstepmul = true }
-G.collectgarbage = function(...)
-  local opt, n = ...
-  if opt == nil then
-    opt = 'collect'
-  else
-    local t = type(opt)
-    if t == 'number' then
-      opt = tostring(opt)
-    elseif t ~= 'string' then
-      error(format("bad argument #1 to 'collectgarbage' (string expected, got %s)", t), 2)
-    end
-    if not gc_options[opt] then
-      error(format("bad argument #1 to 'collectgarbage' (invalid option '%s')", opt), 2)
-    end
-  end
-  if n ~= nil and tonumber(n) == nil then
-    error(format("bad argument #2 to 'collectgarbage' (number expected, got %s)", type(n)), 2)
-  end
-  if opt ~= 'collect' and opt ~= 'count' and opt ~= 'step' then gc_touched() end
-  return raw_cg(opt, n)
-end
+-- collectgarbage is Lua's, which also tells sluice when a script changed the collector's
+-- settings, so that only such a script pays for their reset after it (see `Vm::finish`).
+G.collectgarbage = D.collectgarbage
 
 -- How sluice runs a script: the real xpcall, with its own handler (the wrapper above would
 -- skip that handler for the kill error, which must get its position like any other).
