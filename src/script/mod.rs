@@ -665,7 +665,12 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        if let Err(e) = self.lists.bind(&self.lua, keys, argv) {
+        let bound = {
+            let _host = HostOps::new(&self.lua);
+            self.lists.bind(&self.lua, keys, argv)
+        };
+        if let Err(e) = bound {
+            let _host = HostOps::new(&self.lua);
             self.lists.unbind(&self.lua);
             return Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
@@ -674,6 +679,7 @@ impl Vm {
             )));
         }
         let reply = self.finish(&f, &script.sha, host);
+        let _host = HostOps::new(&self.lua);
         self.lists.unbind(&self.lua);
         reply
     }
@@ -713,6 +719,7 @@ impl Vm {
         let mut values = out.into_iter();
         let ok = matches!(values.next(), Some(Value::Boolean(true)));
         let value = values.next().unwrap_or(Value::Nil);
+        let _host = HostOps::new(&self.lua);
         if ok {
             let busy = &self.busy;
             return Ok(
@@ -726,6 +733,30 @@ impl Vm {
             );
         }
         Ok(raised_error(&value, name))
+    }
+}
+
+/// Lifts the VM's memory cap while sluice itself (not script code) moves values in or out
+/// of the VM: KEYS and ARGV, a command's reply, the script's result. With a cap set, mlua
+/// runs every table and string operation through a protected call of a newly made C
+/// closure (garbage for the collector too), about ten per short script; with none it calls
+/// Lua directly. What goes in here is bounded by what the client sent or the reply already
+/// built; scripts' own allocations always run under the cap, restored when this is dropped.
+struct HostOps<'l> {
+    lua: &'l Lua,
+    cap: usize,
+}
+
+impl<'l> HostOps<'l> {
+    fn new(lua: &'l Lua) -> HostOps<'l> {
+        let cap = lua.set_memory_limit(0).unwrap_or(LUA_MEMORY_LIMIT);
+        HostOps { lua, cap }
+    }
+}
+
+impl Drop for HostOps<'_> {
+    fn drop(&mut self) {
+        let _ = self.lua.set_memory_limit(self.cap);
     }
 }
 
@@ -1083,6 +1114,7 @@ fn dispatch(
         return Err(err_reply(OUTSIDE_RUN));
     };
     let failed = reply.is_error();
+    let _host = HostOps::new(lua);
     Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
 }
 
