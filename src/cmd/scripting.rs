@@ -193,8 +193,9 @@ pub struct Eval {
     source: Source,
     access: Access,
     script: Bytes,
-    keys: Vec<Bytes>,
-    argv: Vec<Bytes>,
+    /// Inline up to four each: no allocation for the usual limiter script.
+    keys: smallvec::SmallVec<[Bytes; 4]>,
+    argv: smallvec::SmallVec<[Bytes; 4]>,
 }
 
 impl VariantCommand for Eval {
@@ -217,8 +218,8 @@ impl VariantCommand for Eval {
             source,
             access,
             script,
-            keys: keys.to_vec(),
-            argv: argv.to_vec(),
+            keys: keys.iter().cloned().collect(),
+            argv: argv.iter().cloned().collect(),
         })
     }
 

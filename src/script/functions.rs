@@ -522,7 +522,11 @@ impl Vm {
             .and_then(|args| callback.bind(args));
         // KEYS and ARGV are not globals here: they are only while an EVAL script runs.
         match bound {
-            Ok(f) => self.finish(&f, &info.name, host),
+            Ok(f) => {
+                let reply = self.finish(&f, &info.name, host);
+                self.collect_if_large();
+                reply
+            }
             Err(e) => Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
                 info.name,

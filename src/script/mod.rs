@@ -35,7 +35,6 @@ mod structlib;
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -103,7 +102,8 @@ pub struct Script {
 #[derive(Debug)]
 pub struct Scripts {
     id: u64,
-    cache: DashMap<String, Arc<Script>>,
+    /// Hashed with foldhash (hashbrown's default), not SipHash: EVALSHA looks up every time.
+    cache: DashMap<String, Arc<Script>, hashbrown::DefaultHashBuilder>,
     generation: AtomicU64,
     /// The running script, if any.
     pub busy: Arc<Busy>,
@@ -180,7 +180,7 @@ impl Scripts {
     pub fn new(version: &str) -> Self {
         Scripts {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            cache: DashMap::new(),
+            cache: DashMap::with_hasher(hashbrown::DefaultHashBuilder::default()),
             generation: AtomicU64::new(0),
             busy: Arc::new(Busy::default()),
             version: version.to_string(),
@@ -223,8 +223,13 @@ impl Scripts {
         if sha.len() != 40 {
             return None;
         }
-        let key = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        self.cache.get(&key).map(|e| e.value().clone())
+        let key = std::str::from_utf8(sha).ok()?;
+        let entry = if key.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.cache.get(&key.to_ascii_lowercase())
+        } else {
+            self.cache.get(key)
+        };
+        entry.map(|e| e.value().clone())
     }
 
     /// True if the SHA1 is cached.
@@ -332,7 +337,7 @@ struct Vm {
     owner: u64,
     generation: u64,
     /// Compiled scripts by SHA1.
-    functions: HashMap<String, Function>,
+    functions: hashbrown::HashMap<String, Function>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`
@@ -599,7 +604,7 @@ impl Vm {
             lua,
             owner: scripts.id,
             generation,
-            functions: HashMap::new(),
+            functions: hashbrown::HashMap::new(),
             env,
             runner,
             handler,
@@ -679,9 +684,20 @@ impl Vm {
             )));
         }
         let reply = self.finish(&f, &script.sha, host);
-        let _host = HostOps::new(&self.lua);
-        self.lists.unbind(&self.lua);
+        {
+            let _host = HostOps::new(&self.lua);
+            self.lists.unbind(&self.lua);
+        }
+        self.collect_if_large();
         reply
+    }
+
+    /// After a script, a state holding more than [`COLLECT_ABOVE`] is collected at once,
+    /// so one script's garbage does not count against the next one's memory.
+    fn collect_if_large(&self) {
+        if self.lua.used_memory() > COLLECT_ABOVE {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
@@ -696,9 +712,6 @@ impl Vm {
             self.lua.gc_restart();
             self.lua.gc_set_pause(200);
             self.lua.gc_set_step_multiplier(200);
-        }
-        if self.lua.used_memory() > COLLECT_ABOVE {
-            let _ = self.lua.gc_collect();
         }
         match result {
             Ok(reply) => reply,
@@ -815,10 +828,13 @@ struct Lists {
     keys_name: mlua::String,
     argv_name: mlua::String,
     globals: Table,
+    /// How many keys and arguments the running script got.
+    filled: (usize, usize),
 }
 
 impl Lists {
-    /// Most entries a kept table may have held; a larger one may hold memory for good.
+    /// Most entries a kept table may have held; a larger one is replaced, so that no
+    /// request's arguments keep their capacity in the VM.
     const KEEP: usize = 64;
 
     fn new(lua: &Lua) -> mlua::Result<Lists> {
@@ -828,11 +844,13 @@ impl Lists {
             keys_name: lua.create_string("KEYS")?,
             argv_name: lua.create_string("ARGV")?,
             globals: lua.globals(),
+            filled: (0, 0),
         })
     }
 
     /// Fills the tables with a run's keys and arguments and puts them in the globals.
     fn bind(&mut self, lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
+        self.filled = (keys.len(), argv.len());
         fill(lua, &self.keys, keys)?;
         fill(lua, &self.argv, argv)?;
         self.globals.raw_set(&self.keys_name, &self.keys)?;
@@ -840,15 +858,24 @@ impl Lists {
         Ok(())
     }
 
-    /// Takes the tables out of the globals and empties them (or replaces them).
+    /// Takes the tables out of the globals and empties them, or replaces one the script
+    /// changed beyond its entries (a metatable, other keys), one that held many values, or
+    /// any after a run that left a large state (an emptied table keeps its capacity).
     fn unbind(&mut self, lua: &Lua) {
         let _ = self.globals.raw_set(&self.keys_name, Value::Nil);
         let _ = self.globals.raw_set(&self.argv_name, Value::Nil);
-        for t in [&mut self.keys, &mut self.argv] {
-            if !empty_or_clear(t) {
+        let large = lua.used_memory() > COLLECT_ABOVE;
+        let (nk, na) = std::mem::take(&mut self.filled);
+        for (t, n) in [(&mut self.keys, nk), (&mut self.argv, na)] {
+            let keep = !large
+                && n <= Self::KEEP
+                && (1..=n).all(|i| t.raw_set(i, Value::Nil).is_ok())
+                && t.is_empty()
+                && t.metatable().is_none();
+            if !keep {
                 match lua.create_table() {
                     Ok(fresh) => *t = fresh,
-                    // Out of memory: keep the old table (emptied if possible) rather than fail.
+                    // Out of memory: keep the old table, emptied, rather than fail.
                     Err(_) => {
                         let _ = t.clear();
                         let _ = t.set_metatable(None);
@@ -857,22 +884,6 @@ impl Lists {
             }
         }
     }
-}
-
-/// Empties a kept table; false if it should be replaced instead (a metatable, too many
-/// entries, or an error).
-fn empty_or_clear(t: &Table) -> bool {
-    if t.metatable().is_some() {
-        return false;
-    }
-    let mut n = 0;
-    for pair in t.pairs::<Value, Value>() {
-        n += 1;
-        if pair.is_err() || n > Lists::KEEP {
-            return false;
-        }
-    }
-    t.clear().is_ok()
 }
 
 fn fill(lua: &Lua, t: &Table, items: &[Bytes]) -> mlua::Result<()> {

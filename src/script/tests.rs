@@ -1,6 +1,7 @@
 //! Unit tests of the engine with a fake host: sandbox, conversions, errors.
 
 use super::*;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// A host that answers a few commands from a map, like a tiny Redis.
@@ -723,4 +724,20 @@ fn redis_call_outside_a_run_errors_as_redis_does() {
         .expect("vm");
     assert!(out.is_err());
     assert_eq!(host.calls.len(), 1);
+}
+
+#[test]
+fn kept_lists_are_reused_after_a_plain_run() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let body = "return redis.call('incr', KEYS[1])";
+    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
+    let before = scripts
+        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
+        .expect("vm");
+    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
+    let after = scripts
+        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
+        .expect("vm");
+    assert_eq!(before, after);
 }
