@@ -702,7 +702,13 @@ pub fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held
 /// True if this script command will take every shard before it starts (see
 /// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
 fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
-    if spec.keys.positions(args).next().is_none() || shared.live.scripts_lock_all() {
+    // Every script command has its key count third (`EVAL script numkeys …`, `FCALL`):
+    // read it rather than walk the key positions (which allocates an iterator).
+    let declares_keys = args
+        .get(2)
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<i64>().ok())
+        .is_some_and(|n| n > 0 && n as u64 <= args.len().saturating_sub(3) as u64);
+    if !declares_keys || shared.live.scripts_lock_all() {
         return true;
     }
     if shared.scripts.needs_all_count() == 0 {
