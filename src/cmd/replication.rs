@@ -182,7 +182,7 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::ok()
 }
 
-/// PSYNC replid offset [FAILOVER]: the connection becomes a replica's feed (see
+/// PSYNC replid offset \[FAILOVER\]: the connection becomes a replica's feed (see
 /// `repl::master`). With FAILOVER (sent by a master handing over to this replica, see
 /// `repl::failover`) this node first becomes a master, if it followed that master's history.
 fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -226,7 +226,7 @@ fn start_sync(ctx: &mut Ctx<'_>, replid: String, offset: i64) -> Reply {
     Reply::ok()
 }
 
-/// FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | FAILOVER ABORT: checked as Redis 7.0
+/// `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` or `FAILOVER ABORT`: checked as Redis 7.0
 /// checks it, then run by `repl::failover`.
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     use crate::repl::{FailoverState, failover};
