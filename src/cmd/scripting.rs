@@ -706,7 +706,7 @@ fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
     // read it rather than walk the key positions (which allocates an iterator).
     let declares_keys = args
         .get(2)
-        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<i64>().ok())
+        .and_then(|n| crate::num::parse_i64(n))
         .is_some_and(|n| n > 0 && n as u64 <= args.len().saturating_sub(3) as u64);
     if !declares_keys || shared.live.scripts_lock_all() {
         return true;
