@@ -16,6 +16,15 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
+//! - **Per VM, not per run.** `redis.call`/`pcall` are plain functions made once per VM;
+//!   they reach the running script's host through a slot (`HostSlot`) filled only for the
+//!   run's duration (outside a run they raise Redis's `redis.call/pcall can only be called
+//!   inside a script invocation`). KEYS and ARGV are two tables kept by the VM (`Lists`),
+//!   in the globals only during a run and emptied after it, so no run sees another's.
+//!   sluice's own moves of values in and out of the VM run with the memory cap lifted
+//!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
+//!   fresh C closure. The collector's settings are reset after a script only if it changed
+//!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
 //! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
 //!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
 //!   command needs a shard a long script holds, SCRIPT KILL sets kill flags, and an
