@@ -998,3 +998,276 @@ fn sharded_pubsub_is_routed_by_slot() {
     // Plain PUBLISH has no key and runs on any node.
     assert_eq!(cmd(&mut n1, &["PUBLISH", "foo", "x"]), ":0\r\n");
 }
+
+/// Polls `args` on `con` until the reply is `want` (a replica catching up), for at most 10 s.
+fn eventually(con: &mut Conn, args: &[&str], want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = cmd(con, args);
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{args:?}: still {got:?}, waiting for {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A node of a map, started from its own arguments (no shared map file: each node is given
+/// the map file once, then maps travel by CLUSTER SETMAP).
+fn start_node(map_file: &std::path::Path, port: u16, id: &str) -> NodeProc {
+    let args = [
+        "--port",
+        &port.to_string(),
+        "--loglevel",
+        "warning",
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        map_file.to_str().unwrap(),
+        "--cluster-node-id",
+        id,
+    ]
+    .map(String::from)
+    .to_vec();
+    NodeProc::start(args, port)
+}
+
+/// A map with two masters and a replica of the first: replica reads (READONLY), MOVED for
+/// everything else, the replica's CLUSTER views, then CLUSTER FAILOVER on the replica, the
+/// new map given to the others with GETMAP/SETMAP (the old master follows the new one), and
+/// a map that turns the roles back (the map alone re-points and promotes).
+#[test]
+fn cluster_replica_serves_reads_and_takes_over() {
+    let [a, b, r] = IDS;
+    let ports = [free_port(), free_port(), free_port()];
+    let [pa, pb, pr] = ports;
+    let map_file = std::env::temp_dir().join(format!(
+        "sluice-it-cluster-replica-{}-{pa}.map",
+        std::process::id()
+    ));
+    std::fs::write(
+        &map_file,
+        format!(
+            "epoch 1\nnode {a} 127.0.0.1:{pa} 0-8191\nnode {b} 127.0.0.1:{pb} 8192-16383\nreplica {r} 127.0.0.1:{pr} {a}\n"
+        ),
+    )
+    .unwrap();
+    let _nodes: Vec<NodeProc> = [(pa, a), (pb, b), (pr, r)]
+        .iter()
+        .map(|&(p, id)| start_node(&map_file, p, id))
+        .collect();
+    let _ = std::fs::remove_file(&map_file);
+    let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+    let (mut na, mut nb, mut nr) = (
+        Conn::connect(addr(pa)),
+        Conn::connect(addr(pb)),
+        Conn::connect(addr(pr)),
+    );
+    // b is slot 3300 (node a's), foo 12182 (node b's).
+    assert_eq!(cmd(&mut na, &["SET", "b", "1"]), "+OK\r\n");
+    let mut reader = Conn::connect(addr(pr));
+    assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
+    eventually(&mut reader, &["GET", "b"], "$1\r\n1\r\n");
+    let role = cmd(&mut nr, &["ROLE"]);
+    assert!(
+        role.starts_with(&format!(
+            "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{pa}\r\n$9\r\nconnected\r\n"
+        )),
+        "{role}"
+    );
+
+    // Without READONLY everything keyed is MOVED; with it, reads of the master's slots are
+    // served and writes still go to the master (texts from redis-server 7.0.15).
+    let moved_a = format!("-MOVED 3300 127.0.0.1:{pa}\r\n");
+    let moved_b = format!("-MOVED 12182 127.0.0.1:{pb}\r\n");
+    assert_eq!(cmd(&mut nr, &["GET", "b"]), moved_a);
+    assert_eq!(cmd(&mut nr, &["SET", "b", "2"]), moved_a);
+    assert_eq!(cmd(&mut nr, &["GET", "foo"]), moved_b);
+    assert_eq!(cmd(&mut reader, &["SET", "b", "2"]), moved_a);
+    assert_eq!(
+        cmd(&mut reader, &["CL.THROTTLE", "b", "1", "2", "3"]),
+        moved_a
+    );
+    assert_eq!(cmd(&mut reader, &["GET", "foo"]), moved_b);
+    assert_eq!(
+        cmd(&mut reader, &["MGET", "b", "{b}x"]),
+        "*2\r\n$1\r\n1\r\n$-1\r\n"
+    );
+    assert_eq!(cmd(&mut reader, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut reader, &["EXEC"]), "*1\r\n$1\r\n1\r\n");
+    assert_eq!(cmd(&mut reader, &["MULTI"]), "+OK\r\n");
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), "+QUEUED\r\n");
+    assert_eq!(cmd(&mut reader, &["INCR", "b"]), moved_a);
+    assert_eq!(cmd(&mut reader, &["EXEC"]), EXECABORT);
+    assert_eq!(
+        cmd(
+            &mut reader,
+            &["EVAL", "return redis.call('get',KEYS[1])", "1", "b"]
+        ),
+        "$1\r\n1\r\n"
+    );
+    assert_eq!(
+        cmd(&mut reader, &["EVAL", "return redis.call('get','b')", "0"]),
+        "$1\r\n1\r\n"
+    );
+    let r1 = cmd(
+        &mut reader,
+        &["EVAL", "return redis.call('set',KEYS[1],'1')", "1", "b"],
+    );
+    assert!(
+        r1.starts_with("-READONLY You can't write against a read only replica. script: "),
+        "{r1}"
+    );
+    let r2 = cmd(&mut nr, &["EVAL", "return redis.call('get','b')", "0"]);
+    assert!(
+        r2.starts_with(
+            "-ERR Script attempted to access a non local key in a cluster node script: "
+        ),
+        "{r2}"
+    );
+    assert_eq!(
+        cmd(&mut reader, &["FLUSHALL"]),
+        "-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert!(cmd(&mut reader, &["CLIENT", "INFO"]).contains(" flags=r "));
+    assert_eq!(cmd(&mut reader, &["READWRITE"]), "+OK\r\n");
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), moved_a);
+    assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
+    assert_eq!(cmd(&mut reader, &["RESET"]), "+RESET\r\n");
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), moved_a);
+    assert_eq!(
+        cmd(&mut nr, &["REPLICAOF", "NO", "ONE"]),
+        "-ERR REPLICAOF not allowed in cluster mode.\r\n"
+    );
+
+    // The replica in the cluster views, as Redis 7.0 shows one.
+    let entry =
+        |p: u16, id: &str| format!("*4\r\n$9\r\n127.0.0.1\r\n:{p}\r\n$40\r\n{id}\r\n*0\r\n");
+    let slots = format!(
+        "*2\r\n*4\r\n:0\r\n:8191\r\n{}{}*3\r\n:8192\r\n:16383\r\n{}",
+        entry(pa, a),
+        entry(pr, r),
+        entry(pb, b)
+    );
+    for con in [&mut na, &mut nb, &mut nr] {
+        assert_eq!(cmd(con, &["CLUSTER", "SLOTS"]), slots);
+        let info = cmd(con, &["CLUSTER", "INFO"]);
+        assert!(
+            info.contains("cluster_known_nodes:3\r\n") && info.contains("cluster_size:2\r\n"),
+            "{info}"
+        );
+    }
+    let nodes = cmd(&mut nr, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(r)).unwrap();
+    assert!(
+        line.starts_with(&format!("{r} 127.0.0.1:{pr}@{pr} myself,slave {a} 0 "))
+            && line.ends_with(" 1 connected"),
+        "{nodes}"
+    );
+    let nodes = cmd(&mut na, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(r)).unwrap();
+    assert!(
+        line.starts_with(&format!("{r} 127.0.0.1:{pr}@{pr} slave {a} 0 ")),
+        "{nodes}"
+    );
+    let replicas = cmd(&mut nb, &["CLUSTER", "REPLICAS", a]);
+    assert!(
+        replicas.starts_with("*1\r\n$1")
+            && replicas.contains(&format!("\r\n{r} 127.0.0.1:{pr}@{pr} slave {a} 0 ")),
+        "{replicas}"
+    );
+    assert_eq!(cmd(&mut nb, &["CLUSTER", "SLAVES", b]), "*0\r\n");
+    assert_eq!(
+        cmd(&mut nb, &["CLUSTER", "REPLICAS", r]),
+        "-ERR The specified node is not a master\r\n"
+    );
+    let shards = cmd(&mut na, &["CLUSTER", "SHARDS"]);
+    let replica_entry = format!(
+        "*14\r\n$2\r\nid\r\n$40\r\n{r}\r\n$4\r\nport\r\n:{pr}\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$8\r\nendpoint\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$7\r\nreplica\r\n$18\r\nreplication-offset\r\n:"
+    );
+    assert!(
+        shards.starts_with(
+            "*2\r\n*4\r\n$5\r\nslots\r\n*2\r\n:0\r\n:8191\r\n$5\r\nnodes\r\n*2\r\n*14\r\n"
+        ) && shards.contains(&replica_entry),
+        "{shards}"
+    );
+
+    // Redis's refusals.
+    assert_eq!(
+        cmd(&mut na, &["CLUSTER", "FAILOVER"]),
+        "-ERR You should send CLUSTER FAILOVER to a replica\r\n"
+    );
+    assert_eq!(
+        cmd(&mut nr, &["CLUSTER", "FAILOVER", "SOON"]),
+        "-ERR syntax error\r\n"
+    );
+    assert_eq!(
+        cmd(&mut nr, &["CLUSTER", "FAILOVER", "FORCE", "X"]),
+        "-ERR unknown subcommand or wrong number of arguments for 'failover'. Try CLUSTER HELP.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut na, &["CLUSTER", "REPLICATE", b]),
+        "-ERR To set a master the node must be empty and without assigned slots.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut nr, &["CLUSTER", "REPLICATE", r]),
+        "-ERR Can't replicate myself\r\n"
+    );
+    assert_eq!(
+        cmd(&mut nb, &["CLUSTER", "REPLICATE", r]),
+        "-ERR I can only replicate a master, not a replica.\r\n"
+    );
+    assert_eq!(
+        cmd(&mut nr, &["CLUSTER", "REPLICATE", "123"]),
+        "-ERR Unknown node 123\r\n"
+    );
+    assert_eq!(cmd(&mut nr, &["CLUSTER", "REPLICATE", a]), "+OK\r\n");
+
+    // CLUSTER FAILOVER on the replica: it serves the slots at once.
+    assert_eq!(cmd(&mut nr, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    assert_eq!(cmd(&mut nr, &["SET", "b", "2"]), "+OK\r\n");
+    assert_eq!(cmd(&mut nr, &["GET", "b"]), "$1\r\n2\r\n");
+    assert!(cmd(&mut nr, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n"));
+    let nodes = cmd(&mut nr, &["CLUSTER", "NODES"]);
+    assert!(
+        nodes.contains(" myself,master - 0 ") && nodes.contains(" 2 connected 0-8191\n"),
+        "{nodes}"
+    );
+    assert!(
+        nodes.contains(&format!("{a} 127.0.0.1:{pa}@{pa} slave {r} 0 ")),
+        "{nodes}"
+    );
+    // The other nodes learn it from the map.
+    let map = cmd(&mut nr, &["CLUSTER", "GETMAP"]);
+    let map = map.split_once("\r\n").unwrap().1.trim_end_matches("\r\n");
+    assert!(map.starts_with("epoch 2\n"), "{map}");
+    let map = map.trim_start_matches("txt:");
+    for con in [&mut na, &mut nb] {
+        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", map]), "+OK\r\n");
+    }
+    let moved_r = format!("-MOVED 3300 127.0.0.1:{pr}\r\n");
+    assert_eq!(cmd(&mut nb, &["GET", "b"]), moved_r);
+    assert_eq!(cmd(&mut na, &["GET", "b"]), moved_r);
+    let mut old = Conn::connect(addr(pa));
+    assert_eq!(cmd(&mut old, &["READONLY"]), "+OK\r\n");
+    eventually(&mut old, &["GET", "b"], "$1\r\n2\r\n");
+    assert_eq!(cmd(&mut nr, &["INCR", "b"]), ":3\r\n");
+    eventually(&mut old, &["GET", "b"], "$1\r\n3\r\n");
+
+    // A map alone turns the roles back: a promoted, r re-pointed at it.
+    let back = format!(
+        "epoch 5; node {a} 127.0.0.1:{pa} 0-8191; node {b} 127.0.0.1:{pb} 8192-16383; replica {r} 127.0.0.1:{pr} {a}"
+    );
+    for con in [&mut na, &mut nb, &mut nr] {
+        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &back]), "+OK\r\n");
+    }
+    assert_eq!(cmd(&mut na, &["INCR", "b"]), ":4\r\n");
+    assert_eq!(cmd(&mut nr, &["INCR", "b"]), moved_a);
+    assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
+    eventually(&mut reader, &["GET", "b"], "$1\r\n4\r\n");
+    assert_eq!(cmd(&mut nb, &["GET", "b"]), moved_a);
+}
