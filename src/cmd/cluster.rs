@@ -1,5 +1,6 @@
 //! Cluster mode, command side: the routing hook `cmd::call` calls, the CLUSTER subcommands,
-//! READONLY / READWRITE / ASKING, and the sweep that drops keys after a map change.
+//! READONLY / READWRITE / ASKING, the sweep that drops keys after a map change, and the
+//! role a map gives this node ([`sync_role`]: replicate the map's master, or stop).
 //!
 //! # Routing, as Redis 7.0 does it
 //!
@@ -10,7 +11,11 @@
 //! - no keys: the command runs here (PING, INFO, KEYS, DBSIZE, an EVAL with no keys, …);
 //! - keys in two slots: `-CROSSSLOT Keys in request don't hash to the same slot`, even when
 //!   this node owns both slots;
-//! - one slot owned by another node: `-MOVED <slot> <host>:<port>`;
+//! - one slot owned by another node: `-MOVED <slot> <host>:<port>`, except on a replica
+//!   for a slot of its own master: a read (no `write` flag; for EXEC, no queued write) from
+//!   a connection that sent READONLY, or a sharded pub/sub command, runs here on the
+//!   replica's copy;
+//! - the commands a replica applies from its master's stream are never redirected;
 //! - inside MULTI, each command is checked as it is queued; a refused one makes EXEC abort
 //!   with `-EXECABORT`. EXEC then checks the queued commands together: slots that differ
 //!   give `-CROSSSLOT` and a slot that moved meanwhile gives `-MOVED`; both discard the

@@ -527,6 +527,23 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
         &["--cluster-node-id", b],
     );
     assert!(wrong_id.contains("is not in the cluster map"), "{wrong_id}");
+    // In cluster mode the map says who replicates whom: Redis's refusal of `replicaof`.
+    let replicaof = run(
+        &format!("node {a} 127.0.0.1:{port} 0-16383"),
+        &["--replicaof", "127.0.0.1", "1"],
+    );
+    assert!(
+        replicaof.contains("replicaof directive not allowed in cluster mode"),
+        "{replicaof}"
+    );
+    let chain = run(
+        &format!(
+            "node {a} 127.0.0.1:{port} 0-16383\nreplica {b} 127.0.0.1:1 {a}\nreplica {} 127.0.0.1:2 {b}",
+            IDS[2]
+        ),
+        &[],
+    );
+    assert!(chain.contains("is itself a replica"), "{chain}");
     let no_file = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--port", "0", "--cluster-enabled", "yes"])
         .output()
