@@ -977,9 +977,11 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let force = match args.get(2) {
         None => false,
         Some(_) if args.len() > 3 => {
-            return Reply::Error(Cow::Borrowed(
-                "ERR unknown subcommand or wrong number of arguments for 'failover'. Try CLUSTER HELP.",
-            ));
+            // Redis names the subcommand as it was sent.
+            return Reply::Error(Cow::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+                super::printable(&args[1], 128)
+            )));
         }
         Some(a) if a.eq_ignore_ascii_case(b"force") || a.eq_ignore_ascii_case(b"takeover") => true,
         Some(_) => return Reply::Error(Cow::Borrowed("ERR syntax error")),
