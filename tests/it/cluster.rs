@@ -1091,6 +1091,8 @@ fn cluster_replica_serves_reads_and_takes_over() {
     );
     // b is slot 3300 (node a's), foo 12182 (node b's).
     assert_eq!(cmd(&mut na, &["SET", "b", "1"]), "+OK\r\n");
+    // Slot 5061 (also node a's until the map changes below).
+    assert_eq!(cmd(&mut na, &["SET", "foo{bar}{zap}", "1"]), "+OK\r\n");
     let mut reader = Conn::connect(addr(pr));
     assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
     eventually(&mut reader, &["GET", "b"], "$1\r\n1\r\n");
@@ -1250,6 +1252,31 @@ fn cluster_replica_serves_reads_and_takes_over() {
     );
     assert_eq!(cmd(&mut nr, &["CLUSTER", "REPLICATE", a]), "+OK\r\n");
 
+    // A map that moves slots 4001-8191 from a to b: the replica's sweep drops what its
+    // master no longer owns and keeps the rest (it arrived by replication, never written
+    // on the replica itself).
+    assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
+    eventually(&mut reader, &["GET", "foo{bar}{zap}"], "$1\r\n1\r\n");
+    let smaller = format!(
+        "epoch 3; node {a} 127.0.0.1:{pa} 0-4000; node {b} 127.0.0.1:{pb} 4001-16383; replica {r} 127.0.0.1:{pr} {a}"
+    );
+    for con in [&mut na, &mut nb, &mut nr] {
+        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &smaller]), "+OK\r\n");
+    }
+    assert_eq!(
+        cmd(&mut reader, &["CLUSTER", "COUNTKEYSINSLOT", "5061"]),
+        ":0\r\n"
+    );
+    assert_eq!(
+        cmd(&mut reader, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
+        ":1\r\n"
+    );
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), "$1\r\n1\r\n");
+    assert_eq!(
+        cmd(&mut reader, &["GET", "foo{bar}{zap}"]),
+        format!("-MOVED 5061 127.0.0.1:{pb}\r\n")
+    );
+
     // CLUSTER FAILOVER on the replica: it serves the slots at once.
     assert_eq!(cmd(&mut nr, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
     assert_eq!(cmd(&mut nr, &["SET", "b", "2"]), "+OK\r\n");
@@ -1257,7 +1284,7 @@ fn cluster_replica_serves_reads_and_takes_over() {
     assert!(cmd(&mut nr, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n"));
     let nodes = cmd(&mut nr, &["CLUSTER", "NODES"]);
     assert!(
-        nodes.contains(" myself,master - 0 ") && nodes.contains(" 2 connected 0-8191\n"),
+        nodes.contains(" myself,master - 0 ") && nodes.contains(" 4 connected 0-4000\n"),
         "{nodes}"
     );
     assert!(
@@ -1267,7 +1294,7 @@ fn cluster_replica_serves_reads_and_takes_over() {
     // The other nodes learn it from the map.
     let map = cmd(&mut nr, &["CLUSTER", "GETMAP"]);
     let map = map.split_once("\r\n").unwrap().1.trim_end_matches("\r\n");
-    assert!(map.starts_with("epoch 2\n"), "{map}");
+    assert!(map.starts_with("epoch 4\n"), "{map}");
     let map = map.trim_start_matches("txt:");
     for con in [&mut na, &mut nb] {
         assert_eq!(cmd(con, &["CLUSTER", "SETMAP", map]), "+OK\r\n");
