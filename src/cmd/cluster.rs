@@ -653,11 +653,16 @@ fn known_offset(shared: &Shared, state: &Installed, i: usize) -> Option<u64> {
         return Some(shared.repl.offset());
     }
     if n.master == Some(state.me) {
-        return shared
-            .repl
-            .replicas()
-            .iter()
-            .find(|r| r.port == n.port && r.state == "online")
+        // By its listening port, and its address when two replicas share a port.
+        let replicas = shared.repl.replicas();
+        let online = || {
+            replicas
+                .iter()
+                .filter(|r| r.port == n.port && r.state == "online")
+        };
+        return online()
+            .find(|r| r.ip == n.host)
+            .or_else(|| online().next())
             .map(|r| r.ack.load(Ordering::Relaxed));
     }
     if me.master == Some(i) {
