@@ -1539,3 +1539,48 @@ fn cluster_replica_views_match_a_real_redis_cluster() {
         }
     }
 }
+
+/// CONFIG REWRITE on a cluster replica writes no `replicaof` (the map names its master, as
+/// Redis writes none in cluster mode), so the node restarts from its file, still a replica.
+#[test]
+fn cluster_replica_config_rewrite_keeps_no_replicaof() {
+    let [a, r, _] = IDS;
+    let (pa, pr) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!(
+        "sluice-it-cluster-rewrite-{}-{pa}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let map_file = dir.join("cluster.map");
+    std::fs::write(
+        &map_file,
+        format!("node {a} 127.0.0.1:{pa} 0-16383\nreplica {r} 127.0.0.1:{pr} {a}\n"),
+    )
+    .unwrap();
+    let conf = dir.join("replica.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {pr}\ncluster-enabled yes\ncluster-config-file {}\ncluster-node-id {r}\n",
+            map_file.display()
+        ),
+    )
+    .unwrap();
+    let _master = start_node(&map_file, pa, a);
+    let mut replica = NodeProc::start(vec![conf.display().to_string()], pr);
+    let mut con = Conn::connect(replica.addr());
+    wait_until("the replica's link", || {
+        cmd(&mut con, &["ROLE"]).contains("connected")
+    });
+    assert_eq!(cmd(&mut con, &["CONFIG", "REWRITE"]), "+OK\r\n");
+    let written = std::fs::read_to_string(&conf).unwrap();
+    assert!(!written.contains("replicaof"), "{written}");
+    replica.kill();
+    replica.restart();
+    let mut con = Conn::connect(replica.addr());
+    wait_until("the restarted replica's link", || {
+        cmd(&mut con, &["ROLE"]).contains("connected")
+    });
+    drop(replica);
+    let _ = std::fs::remove_dir_all(&dir);
+}
