@@ -234,16 +234,17 @@ impl Cluster {
     }
 
     /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
-    /// or where to send it. `replica_read` is true for a read from a READONLY connection,
-    /// which a replica serves for its master's slots (Redis's getNodeByQuery).
+    /// or where to send it. `replica_read` (asked only for a slot this node does not own)
+    /// says whether the command is a read from a READONLY connection, which a replica
+    /// serves for its master's slots (Redis's getNodeByQuery).
     #[inline]
     pub fn route(
         &self,
         slot: u16,
-        replica_read: bool,
+        replica_read: impl FnOnce() -> bool,
     ) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
         let gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        if self.owns(slot) || (replica_read && self.mirrors(slot)) {
+        if self.owns(slot) || (self.mirrors(slot) && replica_read()) {
             return Ok(gate);
         }
         drop(gate);
@@ -368,9 +369,9 @@ mod tests {
     fn routes_and_installs() {
         let c = Cluster::new(two("epoch 3", 100), 0, None);
         assert!(c.owns(0) && c.owns(99) && !c.owns(100));
-        assert!(c.route(5, false).is_ok());
+        assert!(c.route(5, || false).is_ok());
         assert_eq!(
-            c.route(100, true).unwrap_err(),
+            c.route(100, || true).unwrap_err(),
             Redirect::Moved(100, "127.0.0.1:7002".into())
         );
         assert_eq!(c.current().epoch, 3);
@@ -384,7 +385,7 @@ mod tests {
         assert_eq!(c.install(two("epoch 10", 50)), Ok(Outcome::Installed(10)));
         assert!(!c.owns(60));
         assert_eq!(
-            c.route(60, false).unwrap_err().error_text(),
+            c.route(60, || false).unwrap_err().error_text(),
             "MOVED 60 127.0.0.1:7002"
         );
         // A map without this node is refused.
@@ -406,13 +407,13 @@ mod tests {
         let c = Cluster::new(m, 2, None);
         assert_eq!(c.current().my_master().map(|n| n.port), Some(7001));
         assert!(!c.owns(5) && c.mirrors(5) && c.holds(5) && !c.holds(200));
-        assert!(c.route(5, true).is_ok());
+        assert!(c.route(5, || true).is_ok());
         assert_eq!(
-            c.route(5, false).unwrap_err(),
+            c.route(5, || false).unwrap_err(),
             Redirect::Moved(5, "127.0.0.1:7001".into())
         );
         assert_eq!(
-            c.route(200, true).unwrap_err(),
+            c.route(200, || true).unwrap_err(),
             Redirect::Moved(200, "127.0.0.1:7002".into())
         );
         // Promoted by a new map: it owns the slots, and its old master replicates it.
@@ -420,7 +421,7 @@ mod tests {
             "replica {A} 127.0.0.1:7001 {C}\nnode {B} 127.0.0.1:7002 100-16383\nnode {C} 127.0.0.1:7003 0-99"
         ));
         assert_eq!(c.install(promoted), Ok(Outcome::Installed(2)));
-        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, false).is_ok());
+        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, || false).is_ok());
         assert!(c.current().my_master().is_none());
     }
 }

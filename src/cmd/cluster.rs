@@ -229,23 +229,30 @@ fn route_in_cluster<'s>(
     }
     let spec = entry.spec;
     let exec = entry.roles.contains(super::call::Roles::EXEC);
-    let (slot, writes) = if exec {
+    let slot = if exec {
         // EXEC without MULTI (or with extra arguments) only gets its own error.
         let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
             return Ok(None);
         };
-        (queue_slot(shared, queue), queue_writes(shared, queue))
+        queue_slot(shared, queue)
     } else if spec.immediate && client.multi.is_some() {
         // WATCH, MULTI, DISCARD… inside MULTI answer with their own errors.
         return Ok(None);
     } else {
-        (keys_slot(&spec.keys, args), spec.has(CmdFlags::WRITE))
+        keys_slot(&spec.keys, args)
     };
-    // A replica serves its master's slots to reads from READONLY connections, and to the
-    // sharded pub/sub commands from anyone (Redis's getNodeByQuery).
-    let replica_read = !writes
-        && (client.info.readonly.load(Ordering::Relaxed)
-            || matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish"));
+    // Asked only for a slot this node does not own: a replica serves its master's slots to
+    // reads from READONLY connections, and to the sharded pub/sub commands from anyone
+    // (Redis's getNodeByQuery). EXEC writes when a queued command does.
+    let replica_read = || {
+        let writes = match client.multi.as_ref() {
+            Some(queue) if exec => queue_writes(shared, queue),
+            _ => spec.has(CmdFlags::WRITE),
+        };
+        !writes
+            && (client.info.readonly.load(Ordering::Relaxed)
+                || matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish"))
+    };
     let redirect = match slot {
         Ok(None) => return Ok(None),
         Ok(Some(slot)) => match cluster.route(slot, replica_read) {
