@@ -311,7 +311,12 @@ impl Cluster {
                 ))
             })?;
         let epoch = match map.epoch {
-            None => current.epoch + 1,
+            None => current.epoch.checked_add(1).ok_or_else(|| {
+                MapError(format!(
+                    "this node's epoch is {}, the highest there is; give the map a stated epoch",
+                    current.epoch
+                ))
+            })?,
             Some(e) if e > current.epoch => e,
             Some(e) if e == current.epoch && map.same_layout(&current.map) => {
                 return Ok(Outcome::Unchanged(e));
@@ -423,5 +428,16 @@ mod tests {
         assert_eq!(c.install(promoted), Ok(Outcome::Installed(2)));
         assert!(c.owns(5) && !c.mirrors(5) && c.route(5, || false).is_ok());
         assert!(c.current().my_master().is_none());
+    }
+
+    #[test]
+    fn the_highest_epoch_does_not_overflow() {
+        let c = Cluster::new(two(&format!("epoch {}", u64::MAX), 100), 0, None);
+        let e = c.install(two("", 200)).unwrap_err();
+        assert!(e.0.contains("the highest there is"), "{e}");
+        assert_eq!(
+            c.install(two(&format!("epoch {}", u64::MAX), 100)),
+            Ok(Outcome::Unchanged(u64::MAX))
+        );
     }
 }

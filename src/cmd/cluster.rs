@@ -959,7 +959,12 @@ fn install_own(
     state: &Installed,
     nodes: Vec<crate::cluster::Node>,
 ) -> Reply {
-    let map = match SlotMap::from_nodes(Some(state.epoch + 1), nodes) {
+    let Some(epoch) = state.epoch.checked_add(1) else {
+        return Reply::Error(Cow::Borrowed(
+            "ERR Cluster map refused: this node's epoch is the highest there is",
+        ));
+    };
+    let map = match SlotMap::from_nodes(Some(epoch), nodes) {
         Ok(m) => m,
         Err(e) => return Reply::Error(Cow::Owned(format!("ERR Cluster map refused: {e}"))),
     };
