@@ -24,7 +24,8 @@
 //!   reads of its master's slots to connections that sent `READONLY`. Its master must be a
 //!   `node` of the map (a master, with or without slots): Redis Cluster has no chained
 //!   replicas. A master may have several replicas; the map's order is the order `CLUSTER
-//!   SLOTS` and `SHARDS` list them in.
+//!   SLOTS` and `SHARDS` list them in. A replica connects to its master at the master's
+//!   `<host>:<port>`, so that address must reach the master from the replicas too.
 //! - `epoch <n>` (optional): the map's configuration epoch. A node refuses to install a map
 //!   whose stated epoch is older than the one it has; a map without one gets the node's
 //!   current epoch plus one.
