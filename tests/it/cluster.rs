@@ -1320,6 +1320,20 @@ fn cluster_replica_serves_reads_and_takes_over() {
     assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
     eventually(&mut reader, &["GET", "b"], "$1\r\n4\r\n");
     assert_eq!(cmd(&mut nb, &["GET", "b"]), moved_a);
+
+    // A map that re-points the replica at the other master: it follows b, and now serves
+    // b's slots (foo) to READONLY reads and sends a's (b) to a.
+    assert_eq!(cmd(&mut nb, &["SET", "foo", "fromb"]), "+OK\r\n");
+    let to_b = format!(
+        "epoch 6; node {a} 127.0.0.1:{pa} 0-8191; node {b} 127.0.0.1:{pb} 8192-16383; replica {r} 127.0.0.1:{pr} {b}"
+    );
+    for con in [&mut na, &mut nb, &mut nr] {
+        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &to_b]), "+OK\r\n");
+    }
+    eventually(&mut reader, &["GET", "foo"], "$5\r\nfromb\r\n");
+    assert_eq!(cmd(&mut reader, &["GET", "b"]), moved_a);
+    let role = cmd(&mut nr, &["ROLE"]);
+    assert!(role.contains(&format!(":{pb}\r\n")), "{role}");
 }
 
 /// A reply with what differs between two clusters made equal: bulk lengths, CLUSTER NODES's
