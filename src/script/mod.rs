@@ -733,14 +733,13 @@ impl Vm {
 
     fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
         self.resp.set(2);
-        let out: MultiValue = {
+        // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
+        let (status, value): (Value, Value) = {
             let _running = self.slot.enter(host);
             self.runner.call((f, &self.handler))?
         };
         let resp = self.resp.get();
-        let mut values = out.into_iter();
-        let ok = matches!(values.next(), Some(Value::Boolean(true)));
-        let value = values.next().unwrap_or(Value::Nil);
+        let ok = matches!(status, Value::Boolean(true));
         let _host = HostOps::new(&self.lua);
         if ok {
             let busy = &self.busy;
