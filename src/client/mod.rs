@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use dashmap::DashMap;
+use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
 /// What the registry and CLIENT LIST / KILL know about a client, shared with its connection.
@@ -261,9 +262,13 @@ impl Registry {
 pub struct Queued {
     /// The command table entry's index (`cmd::CmdId`).
     pub cmd: u32,
-    /// The arguments, name first.
-    pub args: Vec<Bytes>,
+    /// The arguments, name first (slices of the connection's read buffer: a command of up
+    /// to four arguments is queued without an allocation).
+    pub args: SmallVec<[Bytes; 4]>,
 }
+
+/// Queues larger than this are not kept for the next transaction.
+const SPARE_QUEUE_MAX: usize = 64;
 
 /// The state one connection carries between commands.
 #[derive(Debug)]
@@ -278,6 +283,8 @@ pub struct ClientState {
     pub multi: Option<Vec<Queued>>,
     /// A queued command was refused: EXEC must abort.
     pub multi_failed: bool,
+    /// The emptied queue of an earlier transaction, reused by the next MULTI.
+    spare_multi: Vec<Queued>,
     /// Keys this client WATCHes (database, key).
     pub watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
@@ -325,6 +332,7 @@ impl ClientState {
             db: 0,
             multi: None,
             multi_failed: false,
+            spare_multi: Vec::new(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             close_after_reply: false,
@@ -384,9 +392,25 @@ impl ClientState {
         self.info.db.store(db, Ordering::Relaxed);
     }
 
+    /// Enters MULTI state with an empty queue (the last transaction's, when kept).
+    pub fn begin_multi(&mut self) {
+        self.multi = Some(std::mem::take(&mut self.spare_multi));
+        self.multi_failed = false;
+    }
+
+    /// Keeps the queue EXEC has run, emptied, for the next MULTI (small ones only).
+    pub fn recycle_multi(&mut self, mut queue: Vec<Queued>) {
+        if queue.capacity() <= SPARE_QUEUE_MAX {
+            queue.clear();
+            self.spare_multi = queue;
+        }
+    }
+
     /// Leaves MULTI state (EXEC, DISCARD, RESET).
     pub fn end_multi(&mut self) {
-        self.multi = None;
+        if let Some(queue) = self.multi.take() {
+            self.recycle_multi(queue);
+        }
         self.multi_failed = false;
         self.info.multi.store(-1, Ordering::Relaxed);
         self.info.multi_mem.store(0, Ordering::Relaxed);

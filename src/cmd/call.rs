@@ -365,7 +365,7 @@ fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
     if let Some(queue) = client.multi.as_mut() {
         queue.push(crate::client::Queued {
             cmd: entry.id.0,
-            args: args.to_vec(),
+            args: args.iter().cloned().collect(),
         });
         client
             .info

@@ -83,8 +83,8 @@ impl Command for Throttle {
             ctx.notify(super::notify::class::STRING, "set", &self.key);
             ctx.notify(super::notify::class::GENERIC, "expire", &self.key);
         }
-        Ok(Reply::Array(
-            decision.reply().iter().map(|&n| Reply::Int(n)).collect(),
+        Ok(Reply::pooled_array(
+            decision.reply().iter().map(|&n| Reply::Int(n)),
         ))
     }
 }

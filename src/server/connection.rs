@@ -38,6 +38,9 @@ use crate::client::ClientState;
 use crate::cmd::{self, Shared};
 use crate::protocol::{Args, Limits, RequestParser};
 
+/// The read buffer's size (it grows for a longer request).
+const READ_BUF: usize = 16 * 1024;
+
 /// Write the output early once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -157,7 +160,9 @@ async fn run<S: Transport>(
     };
     let mut parser = RequestParser::new(limits(client.authenticated));
     let query_limit = config.client_query_buffer_limit;
-    let mut rbuf = BytesMut::with_capacity(16 * 1024);
+    let mut rbuf = BytesMut::with_capacity(READ_BUF);
+    // The read buffer's twin (see `make_room`).
+    let mut spare_rbuf = BytesMut::new();
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
@@ -264,6 +269,8 @@ async fn run<S: Transport>(
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
             }
+            // Its vectors go back to this thread's pool for the next reply (protocol::reply).
+            reply.recycle();
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -301,8 +308,10 @@ async fn run<S: Transport>(
             }
         }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
-        info.buf_mem
-            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+        info.buf_mem.store(
+            rbuf.capacity() + spare_rbuf.capacity() + wbuf.capacity(),
+            Ordering::Relaxed,
+        );
         if rbuf.len() > query_limit {
             tracing::warn!(
                 "closing client {}: query buffer over client-query-buffer-limit",
@@ -314,6 +323,7 @@ async fn run<S: Transport>(
             return Ok(());
         }
 
+        make_room(&mut rbuf, &mut spare_rbuf);
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
         // Subscribed clients are not subject to the idle timeout (as in Redis).
         let idle_timeout = match shared.live.timeout() {
@@ -361,6 +371,27 @@ async fn run<S: Transport>(
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
     }
+}
+
+/// Gives a full read buffer room for the next read without allocating. Requests are slices
+/// of the read buffer, and a MULTI queue keeps its commands' slices until EXEC, which may
+/// come in a later read: then the buffer's memory is still shared when it fills up, and
+/// growing it would allocate a new one each time. Instead the connection keeps two buffers
+/// and moves the unparsed tail of a short request to the other one, which the queue of an
+/// earlier transaction has let go of by then. A long request grows its buffer as before.
+fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) {
+    const SHORT_TAIL: usize = 4 * 1024;
+    if rbuf.capacity() > rbuf.len() || rbuf.len() > SHORT_TAIL || rbuf.try_reclaim(READ_BUF / 2) {
+        return;
+    }
+    let mut next = std::mem::take(spare);
+    next.clear();
+    if !next.try_reclaim(READ_BUF / 2) {
+        next = BytesMut::with_capacity(READ_BUF);
+    }
+    next.extend_from_slice(rbuf);
+    rbuf.clear();
+    *spare = std::mem::replace(rbuf, next);
 }
 
 /// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the
