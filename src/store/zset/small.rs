@@ -1,5 +1,7 @@
-//! The `listpack` encoding: every entry of a small set in one contiguous, exactly sized byte
-//! buffer, in (score, member) order, plus the entry count.
+//! The `listpack` encoding: every entry of a small set in one contiguous byte buffer, in
+//! (score, member) order, plus the entry count. The buffer is built exactly sized and edited
+//! in place, keeping at most 16 bytes of unused room, so that a sliding window (add one
+//! entry, trim the oldest) reuses its memory instead of reallocating on every change.
 //!
 //! # Layout of one entry
 //!
