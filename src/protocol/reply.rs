@@ -184,8 +184,12 @@ impl Reply {
         if v.capacity() > POOL_MAX_CAPACITY {
             return;
         }
-        for item in v.drain(..) {
-            item.recycle();
+        if v.iter().any(Reply::is_aggregate) {
+            for item in v.drain(..) {
+                item.recycle();
+            }
+        } else {
+            v.clear();
         }
         let _ = POOL.try_with(|p| {
             if let Ok(mut p) = p.try_borrow_mut()
@@ -194,6 +198,14 @@ impl Reply {
                 p.push(v);
             }
         });
+    }
+
+    /// True for the replies that hold a vector of replies.
+    fn is_aggregate(&self) -> bool {
+        matches!(
+            self,
+            Reply::Array(_) | Reply::Push(_) | Reply::Set(_) | Reply::Multi(_) | Reply::Map(_)
+        )
     }
 
     /// True for error replies.
@@ -308,9 +320,18 @@ fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
+/// `<prefix><n>\r\n`, assembled on the stack and appended in one copy (arrays of integers,
+/// such as CL.THROTTLE's, are mostly these lines).
 fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
     let mut buf = itoa::Buffer::new();
-    line(out, prefix, buf.format(n).as_bytes());
+    let digits = buf.format(n).as_bytes();
+    // A prefix, at most 20 digits, CR LF.
+    let mut text = [0u8; 23];
+    let len = digits.len();
+    text[0] = prefix;
+    text[1..=len].copy_from_slice(digits);
+    text[len + 1..len + 3].copy_from_slice(b"\r\n");
+    out.extend_from_slice(&text[..len + 3]);
 }
 
 fn bulk(out: &mut BytesMut, b: &[u8]) {
