@@ -175,12 +175,14 @@ impl Reply {
 
     /// Gives this reply's vectors (an array's and those of arrays inside it) back to this
     /// thread's pool, once the reply has been encoded.
+    #[inline]
     pub fn recycle(self) {
-        let (Reply::Array(mut v) | Reply::Push(mut v) | Reply::Set(mut v) | Reply::Multi(mut v)) =
-            self
-        else {
-            return;
-        };
+        if let Reply::Array(v) | Reply::Push(v) | Reply::Set(v) | Reply::Multi(v) = self {
+            Reply::recycle_vec(v);
+        }
+    }
+
+    fn recycle_vec(mut v: Vec<Reply>) {
         if v.capacity() > POOL_MAX_CAPACITY {
             return;
         }

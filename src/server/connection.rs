@@ -323,7 +323,9 @@ async fn run<S: Transport>(
             return Ok(());
         }
 
-        make_room(&mut rbuf, &mut spare_rbuf);
+        if rbuf.capacity() == rbuf.len() {
+            make_room(&mut rbuf, &mut spare_rbuf);
+        }
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
         // Subscribed clients are not subject to the idle timeout (as in Redis).
         let idle_timeout = match shared.live.timeout() {
@@ -379,9 +381,10 @@ async fn run<S: Transport>(
 /// growing it would allocate a new one each time. Instead the connection keeps two buffers
 /// and moves the unparsed tail of a short request to the other one, which the queue of an
 /// earlier transaction has let go of by then. A long request grows its buffer as before.
+/// Called when the buffer is full.
 fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) {
     const SHORT_TAIL: usize = 4 * 1024;
-    if rbuf.capacity() > rbuf.len() || rbuf.len() > SHORT_TAIL || rbuf.try_reclaim(READ_BUF / 2) {
+    if rbuf.len() > SHORT_TAIL || rbuf.try_reclaim(READ_BUF / 2) {
         return;
     }
     let mut next = std::mem::take(spare);
