@@ -369,6 +369,8 @@ impl Server {
             }
         }
         shared.shutdown.cancelled().await;
+        // Connections wait on their own kill switch only (see `client::Kill`).
+        shared.clients.shut_down_all();
         // A script still running (even one that wrote) would keep its thread forever.
         shared.scripts.busy.abort();
         tracker.close();
