@@ -424,6 +424,9 @@ pub struct ClientState {
     pub dirty: Arc<AtomicBool>,
     /// Close the connection once the current replies are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// The request did not run: a script took a shard it needs after it passed the busy
+    /// gate. The connection sends it through the gate again (see `cmd::call`).
+    pub regate: bool,
     /// Delay the next write (DEBUG SLEEP).
     pub sleep: Option<Duration>,
     /// Switch to MONITOR streaming after this reply.
@@ -468,6 +471,7 @@ impl ClientState {
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             close_after_reply: false,
+            regate: false,
             sleep: None,
             no_reply: false,
             monitor: false,

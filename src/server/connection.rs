@@ -206,14 +206,22 @@ async fn run<S: Transport>(
             let was_authenticated = client.authenticated;
             // While a script runs it holds shards: wait without blocking this thread, or
             // answer -BUSY past the threshold, if the command needs one (see cmd::scripting).
-            let gated = if cmd::scripting::script_running(shared) {
+            let mut gated = if cmd::scripting::script_running(shared) {
                 cmd::scripting::busy_gate(shared, client, &args).await
             } else {
                 None
             };
-            let reply = match gated {
-                Some(reply) => reply,
-                None => match cmd::execute_blocking(shared, client, &args) {
+            let reply = loop {
+                if let Some(reply) = gated.take() {
+                    break reply;
+                }
+                break match cmd::execute_blocking(shared, client, &args) {
+                    // A script took a shard this command needs after it passed the gate:
+                    // through the gate again (see `cmd::call`).
+                    _ if std::mem::take(&mut client.regate) => {
+                        gated = cmd::scripting::busy_gate(shared, client, &args).await;
+                        continue;
+                    }
                     (reply, None) => reply,
                     (_, Some(waiter)) => {
                         // Blocked: flush what earlier requests answered, then wait for the
@@ -235,7 +243,7 @@ async fn run<S: Transport>(
                             None => return Ok(()),
                         }
                     }
-                },
+                };
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
