@@ -443,7 +443,11 @@ fn account(
 ) {
     let shared = ctx.shared;
     let spec = entry.spec;
-    let usec = took.as_micros().min(u64::MAX as u128) as u64;
+    // Whole microseconds without u128 arithmetic (this runs for every command).
+    let usec = took
+        .as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(took.subsec_micros()));
     // A script whose error came from a failed call: that call counted it already.
     let counted = std::mem::take(&mut ctx.error_counted);
     let failed = match reply {

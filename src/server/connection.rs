@@ -595,20 +595,37 @@ async fn write_out<S: Transport>(
                 _ = kill.watch_killed() => closed("killed"),
             }
         };
-        let n = if pending == 0 {
+        // First without waiting: the usual case, and then nothing else is built or moved.
+        let at_once = std::future::poll_fn(|cx| {
+            let io = std::pin::Pin::new(&mut *stream);
+            let polled = if pending == 0 {
+                io.poll_flush(cx).map_ok(|()| 0)
+            } else {
+                io.poll_write(cx, &wbuf[written..])
+            };
+            std::task::Poll::Ready(match polled {
+                std::task::Poll::Ready(r) => Some(r),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await;
+        let n = match at_once {
+            Some(r) => r?,
             // Biased: the write (or flush) first, the rest only while it waits.
-            tokio::select! {
+            None if pending == 0 => tokio::select! {
                 biased;
-                r = stream.flush() => { r?; break; }
+                r = stream.flush() => { r?; 0 }
                 e = stalled => return Err(e),
-            }
-        } else {
-            tokio::select! {
+            },
+            None => tokio::select! {
                 biased;
                 r = stream.write(&wbuf[written..]) => r?,
                 e = stalled => return Err(e),
-            }
+            },
         };
+        if pending == 0 {
+            break;
+        }
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
