@@ -560,3 +560,61 @@ impl ClientState {
         self.info.multi_mem.store(0, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Wake, Waker};
+
+    use super::Kill;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A watch wakes its task for a kill or a shutdown; a write's watch (`watch_killed`)
+    /// lets a shutdown pass and still wakes for the kill after it.
+    #[test]
+    fn kill_and_shutdown_wake_the_watching_task() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let kill = Kill::default();
+        let mut any = std::pin::pin!(kill.watch());
+        let mut killed = std::pin::pin!(kill.watch_killed());
+        assert!(any.as_mut().poll(&mut cx).is_pending());
+        // Polled again with the same waker: nothing to register, still pending.
+        assert!(any.as_mut().poll(&mut cx).is_pending());
+        assert!(killed.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        kill.shut_down();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(kill.is_ending() && !kill.is_cancelled());
+        assert!(any.as_mut().poll(&mut cx).is_ready());
+        assert!(killed.as_mut().poll(&mut cx).is_pending());
+        kill.cancel();
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            2,
+            "the kept waker is woken again"
+        );
+        assert!(kill.is_cancelled());
+        assert!(killed.as_mut().poll(&mut cx).is_ready());
+    }
+
+    /// A watch created after the kill is ready at its first poll.
+    #[test]
+    fn a_watch_after_the_kill_is_ready() {
+        let kill = Kill::default();
+        kill.cancel();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(std::pin::pin!(kill.watch()).poll(&mut cx).is_ready());
+        assert!(std::pin::pin!(kill.watch_killed()).poll(&mut cx).is_ready());
+    }
+}
