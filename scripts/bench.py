@@ -16,6 +16,10 @@ Steps, all in one run:
   4. reaper: 1,000,000 keys expiring in the same millisecond while GETs run (time until memory
      is back, GET p99 during vs at rest), and 10,000,000 keys without TTL next to 10,000 with
      one (server CPU while the 10,000 expire, against the 10,000 alone).
+  5. bgsave: with 1,000,000 keys loaded, loadgen getset and fixed at (50,1), once as is and
+     once with a BGSAVE started in the middle of the measured window: the other clients'
+     p50/p99/p99.9 and decisions/s, and how long the BGSAVE took (fresh servers writing
+     their RDB file under a temporary directory).
 """
 
 import argparse
@@ -26,8 +30,10 @@ import platform
 import shlex
 import socket
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -494,6 +500,92 @@ def step_reaper_cpu(args, mk, log):
     return out
 
 
+BGSAVE_WORKLOADS = ["getset", "fixed"]
+
+
+class BgsaveAt(threading.Thread):
+    """Sends BGSAVE `delay` seconds after it starts, then polls INFO persistence (one
+    connection, every 10 ms, at most `limit` s) until the save is over: how long it took as
+    seen from a client, and the server's own rdb_last_bgsave_time_sec / status."""
+
+    def __init__(self, port, delay, limit=300.0):
+        super().__init__(daemon=True)
+        self.port, self.delay, self.limit = port, delay, limit
+        self.result = {}
+
+    def run(self):
+        time.sleep(self.delay)
+        try:
+            with socket.create_connection((HOST, self.port), timeout=30) as s:
+                f = s.makefile("rb")
+
+                def call(*args):
+                    out = b"*%d\r\n" % len(args)
+                    for a in args:
+                        out += b"$%d\r\n%s\r\n" % (len(a), a)
+                    s.sendall(out)
+                    return _read_reply(f)
+
+                t0 = time.time()
+                r = call(b"BGSAVE")
+                if isinstance(r, Exception):
+                    self.result = {"error": str(r)}
+                    return
+                while time.time() - t0 < self.limit:
+                    text = call(b"INFO", b"persistence").decode(errors="replace")
+                    fields = dict(ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
+                    if fields.get("rdb_bgsave_in_progress") == "0":
+                        self.result = {
+                            "seconds": time.time() - t0,
+                            "status": fields.get("rdb_last_bgsave_status"),
+                            "time_sec": int(fields.get("rdb_last_bgsave_time_sec", "-1")),
+                        }
+                        return
+                    time.sleep(0.01)
+                self.result = {"error": "still saving after %d s" % self.limit}
+        except OSError as e:
+            self.result = {"error": str(e)}
+
+
+def step_bgsave(args, mk, log):
+    """(workload, kind, mode) -> list of loadgen runs, mode `quiet` or `bgsave` (the run's
+    `bgsave` entry then says how long the save took)."""
+    out = {}
+    half = args.bgsave_duration / 2
+    for kind in ("sluice", "redis"):
+        tmp = tempfile.mkdtemp(prefix="sluice-bench-bgsave-")
+        srv = mk(kind, extra=["--dir", tmp, "--dbfilename", "bench-%s.rdb" % kind]).start()
+        try:
+            d = loadgen(args, srv.port, "fill-plain", keys=args.bgsave_keys, connections=4, pipeline=1024, prefix="bg")
+            if d.get("errors"):
+                raise RuntimeError("fill-plain: %s" % d)
+            log("bgsave %s: %d keys loaded" % (kind, dbsize(srv.port)))
+            for w in BGSAVE_WORKLOADS:
+                for rep in range(args.reps):
+                    for mode in ("quiet", "bgsave"):
+                        saver = None
+                        if mode == "bgsave":
+                            # loadgen's measured window starts after its warm-up.
+                            saver = BgsaveAt(srv.port, args.warmup + half)
+                            saver.start()
+                        r = loadgen(
+                            args, srv.port, w, connections=50, pipeline=1, duration=args.bgsave_duration,
+                            warmup=args.warmup, keys=args.keys, max_decisions=50_000_000,
+                        )
+                        if saver is not None:
+                            saver.join(330)
+                            r["bgsave"] = saver.result
+                            r["bgsave"]["inside_window"] = saver.result.get("seconds", 1e9) <= half
+                        out.setdefault((w, kind, mode), []).append(r)
+                        log("bgsave %-6s %-6s %-6s rep %d: %.0f/s p99 %sus p99.9 %sus errors %s %s" % (
+                            w, kind, mode, rep, r.get("decisions_per_sec", 0), r.get("p99_us"), r.get("p999_us"),
+                            r.get("errors"), r.get("bgsave", "")))
+        finally:
+            srv.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -553,7 +645,7 @@ def svg_chart(rows, path):
         f.write("\n".join(parts) + "\n")
 
 
-def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path):
+def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=None):
     L = []
     L.append("# sluice vs Redis: benchmarks\n")
     L.append("Generated by `%s` on %s. Do not edit by hand: rerun the command (the analysis below comes from `benchmarks/notes.md`).\n" % (meta["command"], meta["date"]))
@@ -729,6 +821,41 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path):
             targets.append(("reaper CPU follows the 10,000 keys, not the %s" % "{:,}".format(b["static"]), "%.1f ms vs %.1f ms alone" % (1000 * b["cpu_s"], 1000 * a["cpu_s"]), okr))
         L.append("")
 
+    if bgsave:
+        L.append("## BGSAVE during load\n")
+        L.append(
+            "A fresh server per kind with %s keys loaded (`SET bg:<n> <value>`, the RDB file written under a temporary "
+            "directory); loadgen at (50,1) on its own %s keys, %gs measured after %gs warm-up, once as is and once with a "
+            "BGSAVE sent %gs into the measured window (mid-window). *BGSAVE took*: from its reply until INFO persistence "
+            "showed `rdb_bgsave_in_progress:0`, polled every 10 ms (the server's `rdb_last_bgsave_time_sec` beside it); "
+            "when that is longer than the rest of the window, part of the save fell after it. Medians of %d runs.\n"
+            % ("{:,}".format(args.bgsave_keys), "{:,}".format(args.keys), args.bgsave_duration, args.warmup,
+               args.bgsave_duration / 2, args.reps)
+        )
+        L.append("| workload | server | BGSAVE | decisions/s | p50 / p99 / p99.9 µs | p99 with ÷ without | BGSAVE took (rdb_last_bgsave_time_sec) |")
+        L.append("|---|---|---|---|---|---|---|")
+        for w in BGSAVE_WORKLOADS:
+            for kind in ("sluice", "redis"):
+                quiet = summarize(bgsave.get((w, kind, "quiet"), []))
+                for mode in ("quiet", "bgsave"):
+                    runs = bgsave.get((w, kind, mode), [])
+                    if not runs:
+                        continue
+                    m = summarize(runs)
+                    lat = "—" if "p50" not in m else "%d / %d / %d" % (m["p50"], m["p99"], m["p999"])
+                    took = "—"
+                    if mode == "bgsave":
+                        secs = [r["bgsave"]["seconds"] for r in runs if "seconds" in r.get("bgsave", {})]
+                        own = [r["bgsave"]["time_sec"] for r in runs if "time_sec" in r.get("bgsave", {})]
+                        errs = [r["bgsave"]["error"] for r in runs if "error" in r.get("bgsave", {})]
+                        took = "%.2f s (%s s)" % (median(secs), median(own)) if secs else "failed: %s" % (errs[:1] or ["?"])[0]
+                    q = ratio(m.get("p99"), quiet.get("p99")) if mode == "bgsave" else None
+                    L.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                        w, kind, "during" if mode == "bgsave" else "none",
+                        fmt_rate(m.get("rate")) if "rate" in m else "not measured: %s" % m.get("unavailable"),
+                        lat, "—" if q is None else fmt_ratio(q), took))
+        L.append("")
+
     L.append("## Targets\n")
     L.append("| target | measured | |")
     L.append("|---|---|---|")
@@ -762,7 +889,8 @@ def rewrite_report(args):
     rb = keyed(d["redis_benchmark"], tuple)
     mem = keyed(d["memory"], tuple)
     unix = keyed(d.get("unix_socket", {}), lambda k: (k[0], int(k[1]), k[2], k[3]))
-    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, args.out)
+    bgsave = keyed(d.get("bgsave", {}), tuple)
+    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, args.out, bgsave)
 
 
 def machine_meta(args):
@@ -805,7 +933,9 @@ def main():
     ap.add_argument("--hash-keys", type=int, default=1_000_000, help="W5 funnel hashes for the hash memory row")
     ap.add_argument("--expiry-keys", type=int, default=1_000_000)
     ap.add_argument("--static-keys", type=int, default=10_000_000)
-    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,threads,rb,unix,memory,expiry,reaper")
+    ap.add_argument("--bgsave-keys", type=int, default=1_000_000, help="keys loaded before the bgsave step's runs")
+    ap.add_argument("--bgsave-duration", type=float, default=8.0, help="measured seconds per run of the bgsave step")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,threads,rb,unix,memory,expiry,reaper,bgsave")
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
     ap.add_argument("--json-out", default=os.path.join(ROOT, "benchmarks", "last-run.json"))
     ap.add_argument("--command", default="scripts/bench.sh")
@@ -822,8 +952,8 @@ def main():
     def mk_threads(n):
         return Server("sluice", [args.sluice, "--port", str(args.sluice_port), "--threads", str(n), "--save", "", "--appendonly", "no", "--loglevel", "warning"], args.sluice_port)
 
-    def mk(kind, unixsocket=None):
-        extra = [] if unixsocket is None else ["--unixsocket", unixsocket, "--unixsocketperm", "700"]
+    def mk(kind, unixsocket=None, extra=()):
+        extra = list(extra) + ([] if unixsocket is None else ["--unixsocket", unixsocket, "--unixsocketperm", "700"])
         if kind == "sluice":
             return Server("sluice", [args.sluice, "--port", str(args.sluice_port), "--save", "", "--appendonly", "no", "--loglevel", "warning"] + extra, args.sluice_port)
         return Server("redis", ["redis-server", "--port", str(args.redis_port), "--bind", HOST, "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"] + extra, args.redis_port)
@@ -831,7 +961,7 @@ def main():
     meta = machine_meta(args)
     load_before = load_avg()
     log("machine: %s, %s; load %.2f" % (meta["machine"], meta["cpus"], load_before))
-    thr, rb, unix, mem, expiry, reaper = {}, {}, {}, {}, {}, {}
+    thr, rb, unix, mem, expiry, reaper, bgsave = {}, {}, {}, {}, {}, {}, {}
     servers = [mk("sluice"), mk("redis")]
     try:
         if not {"throughput", "rb"} <= skip:
@@ -854,10 +984,12 @@ def main():
         expiry = step_mass_expiry(args, mk, log)
     if "reaper" not in skip:
         reaper = step_reaper_cpu(args, mk, log)
+    if "bgsave" not in skip:
+        bgsave = step_bgsave(args, mk, log)
     meta["load"] = "1-minute load average %.2f before, %.2f after" % (load_before, load_avg())
     meta["args"] = {
         k: getattr(args, k)
-        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "unix_requests", "mem_keys", "zset_keys", "zset1000_keys", "hash_keys", "expiry_keys", "static_keys", "command")
+        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "unix_requests", "mem_keys", "zset_keys", "zset1000_keys", "hash_keys", "expiry_keys", "static_keys", "bgsave_keys", "bgsave_duration", "command")
     }
     with open(args.json_out, "w") as f:
         json.dump(
@@ -869,11 +1001,12 @@ def main():
                 "memory": {"|".join(k): v for k, v in mem.items()},
                 "expiry": expiry,
                 "reaper": reaper,
+                "bgsave": {"|".join(k): v for k, v in bgsave.items()},
             },
             f,
             indent=1,
         )
-    write_report(args, meta, thr, rb, mem, expiry, reaper, unix, args.out)
+    write_report(args, meta, thr, rb, mem, expiry, reaper, unix, args.out, bgsave)
     log("wrote %s" % args.out)
 
 

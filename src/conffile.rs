@@ -512,6 +512,43 @@ pub fn parse_args(args: &[String]) -> Result<Result<CommandLine, Invocation>, Pr
     }
 }
 
+/// Whether a config file line may start with `name` (lowercase): a directive of Redis 7.0
+/// or sluice, or one of Redis's file-only ones (`include`, `sentinel`…). CONFIG REWRITE keeps
+/// other lines only as comments, as Redis does.
+pub fn is_directive(name: &str) -> bool {
+    matches!(
+        name,
+        "include" | "rename-command" | "user" | "loadmodule" | "sentinel"
+    ) || DIRECTIVES.iter().any(|(n, _)| *n == name)
+}
+
+/// The real name of one of Redis 7.0's alias directives (`slaveof` → `replicaof`), None for
+/// any other name.
+pub fn canonical(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "slaveof" => "replicaof",
+        "slave-priority" => "replica-priority",
+        "slave-read-only" => "replica-read-only",
+        "slave-announce-ip" => "replica-announce-ip",
+        "slave-announce-port" => "replica-announce-port",
+        "slave-serve-stale-data" => "replica-serve-stale-data",
+        "slave-lazy-flush" => "replica-lazy-flush",
+        "slave-ignore-maxmemory" => "replica-ignore-maxmemory",
+        "repl-ping-slave-period" => "repl-ping-replica-period",
+        "min-slaves-to-write" => "min-replicas-to-write",
+        "min-slaves-max-lag" => "min-replicas-max-lag",
+        "cluster-slave-no-failover" => "cluster-replica-no-failover",
+        "cluster-slave-validity-factor" => "cluster-replica-validity-factor",
+        "list-max-ziplist-size" => "list-max-listpack-size",
+        "lua-time-limit" => "busy-reply-threshold",
+        "hash-max-ziplist-entries" => "hash-max-listpack-entries",
+        "hash-max-ziplist-value" => "hash-max-listpack-value",
+        "zset-max-ziplist-entries" => "zset-max-listpack-entries",
+        "zset-max-ziplist-value" => "zset-max-listpack-value",
+        _ => return None,
+    })
+}
+
 /// Reads the command line (and the files it names) into a configuration, or every problem.
 pub fn from_args(args: &[String]) -> Result<Invocation, Problems> {
     let cl = match parse_args(args)? {
@@ -530,6 +567,10 @@ pub fn from_args(args: &[String]) -> Result<Invocation, Problems> {
             }
         } else {
             loader.file(file, None, 0);
+            // Absolute, as Redis keeps it: `dir` changes the working directory later.
+            loader.config.config_file = std::path::absolute(file)
+                .ok()
+                .map(|p| p.display().to_string());
         }
     }
     for (name, args) in &cl.options {

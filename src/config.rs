@@ -130,6 +130,9 @@ pub struct Config {
     pub stop_writes_on_bgsave_error: bool,
     /// Replication settings (`replicaof`, `masterauth`, `replica-read-only`…).
     pub repl: ReplSettings,
+    /// The config file the server was started from, absolute (CONFIG REWRITE rewrites it;
+    /// INFO's `config_file`); None when there was none or it came from standard input.
+    pub config_file: Option<String>,
 }
 
 /// Replication's settings, Redis 7.0's names and defaults.
@@ -367,6 +370,7 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
+            config_file: None,
         }
     }
 }

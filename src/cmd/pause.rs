@@ -16,7 +16,7 @@
 //! the table; nothing here locks the keyspace.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -49,13 +49,22 @@ pub struct Pause {
     changed: tokio::sync::Notify,
     /// Clients waiting at the gate (INFO blocked_clients).
     waiting: AtomicUsize,
+    /// FAILOVER holds writes until it ends (Redis's `PAUSE_DURING_FAILOVER`, a pause of its
+    /// own beside CLIENT PAUSE's: CLIENT UNPAUSE does not end it).
+    failover: AtomicBool,
 }
 
 impl Pause {
     /// True when a pause may be in force (cheap; the gate decides).
     #[inline]
     pub fn is_set(&self) -> bool {
-        self.mode.load(Ordering::Relaxed) != OFF
+        self.mode.load(Ordering::Relaxed) != OFF || self.failover.load(Ordering::Relaxed)
+    }
+
+    /// Holds (or releases) write commands for a FAILOVER, whatever CLIENT PAUSE does.
+    pub fn set_failover(&self, on: bool) {
+        self.failover.store(on, Ordering::Relaxed);
+        self.changed.notify_waiters();
     }
 
     /// Clients waiting for the pause to end.
@@ -66,15 +75,20 @@ impl Pause {
     /// The mode in force at `now_ms`, ending an expired pause (Redis: the end has passed when
     /// it is strictly before now).
     fn current(&self, now_ms: u64) -> u8 {
+        let failover = if self.failover.load(Ordering::Relaxed) {
+            WRITE
+        } else {
+            OFF
+        };
         let Ok(mut s) = self.state.lock() else {
-            return OFF;
+            return failover;
         };
         if s.0 != OFF && s.1 < now_ms {
             *s = (OFF, 0);
             self.mode.store(OFF, Ordering::Relaxed);
             self.changed.notify_waiters();
         }
-        s.0
+        s.0.max(failover)
     }
 
     /// CLIENT PAUSE: the stricter mode and the later end win.

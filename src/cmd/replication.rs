@@ -1,5 +1,5 @@
-//! Replication commands: REPLICAOF / SLAVEOF, ROLE, REPLCONF, PSYNC / SYNC, and INFO's
-//! replication section. The state and the connections are `crate::repl`'s; PSYNC only
+//! Replication commands: REPLICAOF / SLAVEOF, ROLE, REPLCONF, PSYNC / SYNC, FAILOVER, and
+//! INFO's replication section. The state and the connections are `crate::repl`'s; PSYNC only
 //! marks the client, and the connection then hands its socket to `repl::master`.
 
 use std::sync::atomic::Ordering;
@@ -52,6 +52,14 @@ pub static COMMANDS: &[C] = &[
     )
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
+        "failover",
+        -1,
+        &["admin", "noscript", "stale"],
+        C::keys(0, 0, 0),
+        failover,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
         "sync",
         1,
         &["admin", "noscript", "no_async_loading", "no_multi"],
@@ -70,6 +78,9 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let shared = ctx.shared;
     if shared.cluster.is_some() {
         return err("ERR REPLICAOF not allowed in cluster mode.");
+    }
+    if crate::repl::failover::state(shared) != crate::repl::FailoverState::None {
+        return err("ERR REPLICAOF not allowed while failing over.");
     }
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
         if shared.repl.is_replica() {
@@ -171,8 +182,28 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Reply::ok()
 }
 
-/// PSYNC replid offset: the connection becomes a replica's feed (see `repl::master`).
+/// PSYNC replid offset \[FAILOVER\]: the connection becomes a replica's feed (see
+/// `repl::master`). With FAILOVER (sent by a master handing over to this replica, see
+/// `repl::failover`) this node first becomes a master, if it followed that master's history.
 fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 3 && args[3].eq_ignore_ascii_case(b"failover") {
+        let shared = ctx.shared;
+        tracing::info!(
+            "Failover request received for replid {}.",
+            String::from_utf8_lossy(&args[1])
+        );
+        if !shared.repl.is_replica() {
+            return err("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        if shared.repl.feed().replid.as_bytes() != &args[1][..] {
+            return err("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+        crate::repl::replica::promote(shared);
+        tracing::info!(
+            "MASTER MODE enabled (failover request from '{}')",
+            ctx.client.info.addr
+        );
+    }
     let offset = crate::num::parse_i64(&args[2]).unwrap_or(-1);
     start_sync(ctx, String::from_utf8_lossy(&args[1]).into_owned(), offset)
 }
@@ -183,12 +214,95 @@ fn sync(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
 }
 
 fn start_sync(ctx: &mut Ctx<'_>, replid: String, offset: i64) -> Reply {
+    if crate::repl::failover::state(ctx.shared) != crate::repl::FailoverState::None {
+        return err("NOMASTERLINK Can't SYNC while failing over");
+    }
     if let Some(l) = ctx.shared.repl.link()
         && l.state != "connected"
     {
         return err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
     ctx.client.psync = Some((replid, offset));
+    Reply::ok()
+}
+
+/// `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` or `FAILOVER ABORT`: checked as Redis 7.0
+/// checks it, then run by `repl::failover`.
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    use crate::repl::{FailoverState, failover};
+    let shared = ctx.shared;
+    if shared.cluster.is_some() {
+        return err("ERR FAILOVER not allowed in cluster mode.");
+    }
+    if args.len() == 2 && args[1].eq_ignore_ascii_case(b"abort") {
+        if failover::state(shared) == FailoverState::None {
+            return err("ERR No failover in progress.");
+        }
+        failover::abort(shared, "Failover manually aborted");
+        return Reply::ok();
+    }
+    let long = |a: &Bytes| crate::num::parse_i64(a);
+    let not_int = || err("ERR value is not an integer or out of range");
+    let mut timeout_ms: i64 = 0;
+    let mut force = false;
+    let mut to: Option<(String, i64)> = None;
+    let mut j = 1;
+    while j < args.len() {
+        let a = &args[j];
+        if a.eq_ignore_ascii_case(b"timeout") && j + 1 < args.len() && timeout_ms == 0 {
+            let Some(t) = long(&args[j + 1]) else {
+                return not_int();
+            };
+            if t <= 0 {
+                return err("ERR FAILOVER timeout must be greater than 0");
+            }
+            timeout_ms = t;
+            j += 2;
+        } else if a.eq_ignore_ascii_case(b"to") && j + 2 < args.len() && to.is_none() {
+            let Some(port) = long(&args[j + 2]) else {
+                return not_int();
+            };
+            to = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            j += 3;
+        } else if a.eq_ignore_ascii_case(b"force") && !force {
+            force = true;
+            j += 1;
+        } else {
+            return err("ERR syntax error");
+        }
+    }
+    if failover::state(shared) != FailoverState::None {
+        return err("ERR FAILOVER already in progress.");
+    }
+    if shared.repl.is_replica() {
+        return err("ERR FAILOVER is not valid when server is a replica.");
+    }
+    let replicas = shared.repl.replicas();
+    if replicas.is_empty() {
+        return err("ERR FAILOVER requires connected replicas.");
+    }
+    if force && (timeout_ms == 0 || to.is_none()) {
+        return err(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        );
+    }
+    let target = match to {
+        None => None,
+        Some((host, port)) => {
+            let Some(r) = replicas
+                .iter()
+                .find(|r| r.ip == host && i64::from(r.port) == port)
+            else {
+                return err("ERR FAILOVER target HOST and PORT is not a replica.");
+            };
+            if r.state != "online" {
+                return err("ERR FAILOVER target replica is not online.");
+            }
+            Some((host, r.port))
+        }
+    };
+    let end_ms = (timeout_ms > 0).then(|| shared.clock.now_ms().saturating_add(timeout_ms as u64));
+    failover::start(shared, target, end_ms, force);
     Reply::ok()
 }
 
@@ -268,7 +382,10 @@ pub fn info_fields(shared: &Shared) -> Vec<(String, String)> {
             ),
         );
     }
-    add("master_failover_state", "no-failover".into());
+    add(
+        "master_failover_state",
+        crate::repl::failover::state(shared).name().into(),
+    );
     add("master_replid", replid);
     add("master_replid2", replid2);
     add("master_repl_offset", offset.to_string());

@@ -12,12 +12,16 @@
 //! the keyspace's deletion hook, also under the key's shard lock. `master` and `replica`
 //! sit beside `server`: they own sockets and run commands through `cmd`.
 //!
+//! `failover.rs` is the FAILOVER command's coordinated switch (sitting beside `server`, like
+//! `master` and `replica`).
+//!
 //! Offsets are Redis's: the count of stream bytes since the replication id began. A
 //! replica appends what it applies from its master to its own backlog verbatim, so its
 //! offset is its master's, a promoted replica keeps the old id as `master_replid2`, and a
 //! replica of it can continue (`+CONTINUE`) instead of loading everything again.
 
 pub mod effects;
+pub mod failover;
 pub mod master;
 pub mod replica;
 
@@ -184,6 +188,42 @@ pub struct Link {
     pub stop: CancellationToken,
 }
 
+/// Where a FAILOVER is (`failover.rs` moves it on).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverState {
+    /// None.
+    #[default]
+    None,
+    /// Writes are held until a replica has the whole stream.
+    WaitForSync,
+    /// This node follows the target and asks it to take over.
+    InProgress,
+}
+
+impl FailoverState {
+    /// INFO's `master_failover_state`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverState::None => "no-failover",
+            FailoverState::WaitForSync => "waiting-for-sync",
+            FailoverState::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// A FAILOVER's request and progress.
+#[derive(Debug, Default, Clone)]
+pub struct Failover {
+    /// Where it is.
+    pub state: FailoverState,
+    /// The replica that takes over (named by TO, or the first one found caught up).
+    pub target: Option<(String, u16)>,
+    /// When the wait ends (server clock, Unix ms), if TIMEOUT was given.
+    pub end_ms: Option<u64>,
+    /// FORCE: at the end of the wait, fail over to the target even if it is behind.
+    pub force: bool,
+}
+
 /// Replication's state in `Shared`.
 #[derive(Debug)]
 pub struct Repl {
@@ -208,6 +248,8 @@ pub struct Repl {
     /// The database the master's stream has selected on this replica (kept across links,
     /// since a partial resynchronization continues the stream where it was).
     pub master_db: std::sync::atomic::AtomicUsize,
+    /// A FAILOVER in progress (see `failover`).
+    pub failover: Mutex<Failover>,
 }
 
 impl Repl {
@@ -224,6 +266,7 @@ impl Repl {
             link_changed: tokio::sync::watch::Sender::new(0),
             had_master: AtomicBool::new(false),
             master_db: std::sync::atomic::AtomicUsize::new(0),
+            failover: Mutex::new(Failover::default()),
         }
     }
 

@@ -87,6 +87,8 @@ pub async fn supervise(shared: Arc<Shared>) {
     changed.mark_changed();
     let mut ping = tokio::time::interval(Duration::from_secs(config.repl.ping_period.max(1)));
     ping.tick().await;
+    let mut failover = tokio::time::interval(Duration::from_millis(100));
+    failover.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             r = changed.changed() => {
@@ -98,10 +100,16 @@ pub async fn supervise(shared: Arc<Shared>) {
                 }
             }
             _ = ping.tick() => {
-                if !shared.repl.is_replica() && !shared.repl.replicas().is_empty() {
+                // No PING while a FAILOVER waits: the replicas must be able to catch up
+                // with an offset that stands still.
+                if !shared.repl.is_replica()
+                    && !shared.repl.replicas().is_empty()
+                    && super::failover::state(&shared) == super::FailoverState::None
+                {
                     shared.repl.propagate_plain(&[Bytes::from_static(b"PING")]);
                 }
             }
+            _ = failover.tick() => super::failover::tick(&shared),
             _ = shared.shutdown.cancelled() => return,
         }
     }
@@ -230,16 +238,34 @@ async fn session(shared: &Arc<Shared>, host: &str, port: u16) -> Io<()> {
     read_line(&mut sock, &mut buf, timeout).await?;
 
     shared.repl.update_link(|l| l.state = "sync");
+    // A master handing over (FAILOVER) asks its target to take over, with its own history.
+    let failing_over = super::failover::state(shared) == super::FailoverState::InProgress;
     let (replid, next) = {
         let f = shared.repl.feed();
-        if f.offset == 0 && !shared.repl.had_master.load(Ordering::Relaxed) {
+        if f.offset == 0 && !shared.repl.had_master.load(Ordering::Relaxed) && !failing_over {
             ("?".to_string(), "-1".to_string())
         } else {
             (f.replid.clone(), (f.offset + 1).to_string())
         }
     };
-    command(&mut sock, &[b"PSYNC", replid.as_bytes(), next.as_bytes()]).await?;
+    if failing_over {
+        command(
+            &mut sock,
+            &[b"PSYNC", replid.as_bytes(), next.as_bytes(), b"FAILOVER"],
+        )
+        .await?;
+    } else {
+        command(&mut sock, &[b"PSYNC", replid.as_bytes(), next.as_bytes()]).await?;
+    }
     let answer = read_line(&mut sock, &mut buf, timeout).await?;
+    if failing_over {
+        if answer.starts_with("+FULLRESYNC") || answer.starts_with("+CONTINUE") {
+            super::failover::done(shared);
+        } else {
+            super::failover::abort(shared, "Failover target rejected psync request");
+            return Err(broken(format!("failover target refused PSYNC: {answer}")));
+        }
+    }
     if let Some(rest) = answer.strip_prefix("+FULLRESYNC ") {
         let mut parts = rest.split(' ');
         let id = parts.next().unwrap_or_default().to_string();

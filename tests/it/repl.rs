@@ -706,3 +706,237 @@ fn cheap_equivalents_are_propagated_instead_of_whole_values() {
     let text = String::from_utf8_lossy(&got);
     assert!(!text.contains("RESTORE"), "no whole value was sent: {text}");
 }
+
+fn failover_state(c: &mut Connection) -> String {
+    info_field(c, "replication", "master_failover_state")
+}
+
+fn role_is_replica_of(c: &mut Connection, port: u16) -> bool {
+    let r = role(c);
+    matches!(
+        (r.first(), r.get(2)),
+        (Some(Value::BulkString(kind)), Some(Value::Int(p)))
+            if kind == b"slave" && *p == i64::from(port)
+    ) && link_state(c) == "connected"
+}
+
+fn role_kind(c: &mut Connection) -> String {
+    match role(c).first() {
+        Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// FAILOVER between two sluice nodes: the replica takes over on the old master's PSYNC …
+/// FAILOVER, the old master follows it with a partial resynchronization (the history goes
+/// on: its `master_replid2` is the id it had), and nothing written before is lost.
+#[test]
+fn failover_hands_the_master_role_to_a_caught_up_replica() {
+    let (a, b) = (sluice(), sluice());
+    let (mut m, mut r) = (con(&a), con(&b));
+    let _: () = redis::cmd("SET").arg("k1").arg("1").query(&mut m).unwrap();
+    follow(&mut r, a.addr().port());
+    let _: () = redis::cmd("SET").arg("k2").arg("2").query(&mut m).unwrap();
+    wait_one(&mut m);
+    let old_id = info_field(&mut m, "replication", "master_replid");
+    // A target that is not one of its replicas is refused.
+    let e = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query::<String>(&mut m)
+        .unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some("FAILOVER target HOST and PORT is not a replica.")
+    );
+    let ok: String = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(b.addr().port())
+        .arg("TIMEOUT")
+        .arg(5000)
+        .query(&mut m)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    eventually("the old master follows its replica", || {
+        role_is_replica_of(&mut m, b.addr().port())
+    });
+    assert_eq!(role_kind(&mut r), "master");
+    eventually("the failover is over", || {
+        failover_state(&mut m) == "no-failover"
+    });
+    assert_eq!(failover_state(&mut r), "no-failover");
+    // Continued, not reloaded: the old master's previous id is the history it had.
+    assert_eq!(info_field(&mut m, "replication", "master_replid2"), old_id);
+    assert_eq!(info_field(&mut r, "replication", "master_replid2"), old_id);
+    let got: Vec<Option<String>> = redis::cmd("MGET")
+        .arg("k1")
+        .arg("k2")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(got, vec![Some("1".into()), Some("2".into())]);
+    // Writes now go to the new master and reach the old one; the old one refuses them.
+    let _: () = redis::cmd("SET").arg("k3").arg("3").query(&mut r).unwrap();
+    wait_one(&mut r);
+    let k3: Option<String> = redis::cmd("GET").arg("k3").query(&mut m).unwrap();
+    assert_eq!(k3.as_deref(), Some("3"));
+    let e = redis::cmd("SET")
+        .arg("k4")
+        .arg("4")
+        .query::<()>(&mut m)
+        .unwrap_err();
+    assert_eq!(e.code(), Some("READONLY"));
+}
+
+/// While a FAILOVER waits for a replica, writes are held (reads are not) and REPLICAOF and
+/// a second FAILOVER are refused; TIMEOUT (on the server clock) ends the wait, the node
+/// stays a master and the held write goes through. With FORCE it fails over anyway, and
+/// FAILOVER ABORT makes it a master again.
+#[test]
+fn a_failover_waits_with_writes_held_until_its_timeout_or_abort() {
+    use crate::support::{Conn, Read1};
+    let master = sluice();
+    let mut m = con(&master);
+    // A replica that never acknowledges anything, so it never catches up.
+    let _raw = raw_replica(&master);
+    eventually("the raw replica is attached", || {
+        info_field(&mut m, "replication", "connected_slaves") == "1"
+    });
+    let _: () = redis::cmd("SET").arg("x").arg("1").query(&mut m).unwrap();
+    let _: i64 = redis::cmd("CLOCK").arg("FREEZE").query(&mut m).unwrap();
+    let ok: String = redis::cmd("FAILOVER")
+        .arg("TIMEOUT")
+        .arg(1000)
+        .query(&mut m)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(failover_state(&mut m), "waiting-for-sync");
+    let e = redis::cmd("FAILOVER").query::<String>(&mut m).unwrap_err();
+    assert_eq!(e.detail(), Some("FAILOVER already in progress."));
+    let e = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query::<String>(&mut m)
+        .unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some("REPLICAOF not allowed while failing over.")
+    );
+    let mut writer = Conn::connect(master.addr());
+    writer.send(&[b"SET", b"held", b"1"]);
+    assert!(matches!(
+        writer.read_one(Duration::from_millis(200)),
+        Read1::Timeout(_)
+    ));
+    let x: Option<String> = redis::cmd("GET").arg("x").query(&mut m).unwrap();
+    assert_eq!(x.as_deref(), Some("1"), "reads are not held");
+    let _: i64 = redis::cmd("CLOCK")
+        .arg("ADVANCE")
+        .arg(1001)
+        .query(&mut m)
+        .unwrap();
+    eventually("the wait times out", || {
+        failover_state(&mut m) == "no-failover"
+    });
+    assert_eq!(
+        writer.read_one(Duration::from_secs(5)),
+        Read1::Reply(b"+OK\r\n".to_vec())
+    );
+    assert_eq!(role_kind(&mut m), "master");
+
+    // FORCE: at the timeout it follows the named replica even though it is behind. The raw
+    // replica announced no port, so it is 127.0.0.1:0, where nothing answers: the failover
+    // stays in progress until FAILOVER ABORT.
+    let e = redis::cmd("FAILOVER")
+        .arg("FORCE")
+        .arg("TIMEOUT")
+        .arg(10)
+        .query::<String>(&mut m)
+        .unwrap_err();
+    assert_eq!(
+        e.detail(),
+        Some("FAILOVER with force option requires both a timeout and target HOST and IP.")
+    );
+    let ok: String = redis::cmd("FAILOVER")
+        .arg("TO")
+        .arg("127.0.0.1")
+        .arg(0)
+        .arg("FORCE")
+        .arg("TIMEOUT")
+        .arg(1000)
+        .query(&mut m)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let _: i64 = redis::cmd("CLOCK")
+        .arg("ADVANCE")
+        .arg(1001)
+        .query(&mut m)
+        .unwrap();
+    eventually("the forced failover is in progress", || {
+        failover_state(&mut m) == "failover-in-progress"
+    });
+    assert_eq!(role_kind(&mut m), "slave");
+    let ok: String = redis::cmd("FAILOVER").arg("ABORT").query(&mut m).unwrap();
+    assert_eq!(ok, "OK");
+    assert_eq!(failover_state(&mut m), "no-failover");
+    assert_eq!(role_kind(&mut m), "master");
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut m)
+        .unwrap();
+}
+
+/// FAILOVER across implementations, both ways: a sluice master hands over to a redis-server
+/// replica (which takes Redis's own PSYNC … FAILOVER from sluice), and a redis-server master
+/// hands over to a sluice replica.
+#[test]
+fn failover_works_between_sluice_and_redis_both_ways() {
+    // sluice master -> redis replica
+    let master = sluice();
+    let redis = RedisServer::start();
+    let mut m = con(&master);
+    let mut r = connect(&format!("redis://127.0.0.1:{}", redis.port()));
+    let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut m).unwrap();
+    follow(&mut r, master.addr().port());
+    wait_one(&mut m);
+    let ok: String = redis::cmd("FAILOVER").query(&mut m).unwrap();
+    assert_eq!(ok, "OK");
+    eventually("sluice follows the redis replica it handed over to", || {
+        role_is_replica_of(&mut m, redis.port())
+    });
+    assert_eq!(role_kind(&mut r), "master");
+    let _: () = redis::cmd("SET").arg("b").arg("2").query(&mut r).unwrap();
+    wait_one(&mut r);
+    let got: Vec<Option<String>> = redis::cmd("MGET").arg("a").arg("b").query(&mut m).unwrap();
+    assert_eq!(got, vec![Some("1".into()), Some("2".into())]);
+    eventually("sluice's failover is over", || {
+        failover_state(&mut m) == "no-failover"
+    });
+
+    // redis master -> sluice replica
+    let redis = RedisServer::start();
+    let replica = sluice();
+    let mut m = connect(&format!("redis://127.0.0.1:{}", redis.port()));
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync-delay")
+        .arg(0)
+        .query(&mut m)
+        .unwrap();
+    let mut r = con(&replica);
+    let _: () = redis::cmd("SET").arg("c").arg("3").query(&mut m).unwrap();
+    follow(&mut r, redis.port());
+    wait_one(&mut m);
+    let ok: String = redis::cmd("FAILOVER").query(&mut m).unwrap();
+    assert_eq!(ok, "OK");
+    eventually("redis follows the sluice replica it handed over to", || {
+        role_is_replica_of(&mut m, replica.addr().port())
+    });
+    assert_eq!(role_kind(&mut r), "master");
+    let _: () = redis::cmd("SET").arg("d").arg("4").query(&mut r).unwrap();
+    wait_one(&mut r);
+    let got: Vec<Option<String>> = redis::cmd("MGET").arg("c").arg("d").query(&mut m).unwrap();
+    assert_eq!(got, vec![Some("3".into()), Some("4".into())]);
+}

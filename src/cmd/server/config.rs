@@ -208,17 +208,52 @@ impl Command for ConfigResetStat {
     }
 }
 
-/// CONFIG REWRITE
+/// CONFIG REWRITE: the config file the server started from gets the configuration it
+/// runs with now (`crate::conf_rewrite` has Redis's rules), replaced atomically.
 #[derive(Debug)]
 pub struct ConfigRewrite;
+
+/// One rewrite at a time: each reads the file the previous one wrote.
+static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Command for ConfigRewrite {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ConfigRewrite)
     }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Err(CmdError::msg(
-            "ERR The server is running without a config file",
-        ))
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let shared = ctx.shared;
+        let config = shared.config().clone();
+        let Some(path) = config.config_file.clone() else {
+            return Err(CmdError::msg(
+                "ERR The server is running without a config file",
+            ));
+        };
+        let overrides = shared.params.lock().map(|p| p.clone()).unwrap_or_default();
+        let dir = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| config.rdb_dir().display().to_string());
+        let rt = crate::conf_rewrite::Runtime {
+            overrides: &overrides,
+            replicaof: shared.repl.link().map(|l| (l.host, l.port)),
+            dir,
+        };
+        let options = crate::conf_rewrite::options(&config, &rt);
+        let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
+        let path = std::path::Path::new(&path);
+        let old = match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(rewrite_failed(&e)),
+        };
+        let content = crate::conf_rewrite::rewrite(&old, &options);
+        crate::conf_rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
+        tracing::info!("CONFIG REWRITE executed with success.");
+        Ok(Reply::ok())
     }
+}
+
+fn rewrite_failed(e: &std::io::Error) -> CmdError {
+    let why = crate::conf_rewrite::strerror(e);
+    tracing::warn!("CONFIG REWRITE failed: {why}");
+    CmdError::owned(format!("ERR Rewriting config file: {why}"))
 }

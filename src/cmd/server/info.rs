@@ -177,7 +177,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("configured_hz", 10)
             .field("lru_clock", (ctx.now_ms / 1000) & ((1 << 24) - 1))
             .field("executable", executable)
-            .field("config_file", "")
+            .field("config_file", cfg.config_file.as_deref().unwrap_or(""))
             .field("io_threads_active", 0);
     }
     if wanted("clients") {
