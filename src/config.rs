@@ -814,6 +814,13 @@ impl Config {
                 "cluster mode needs cluster-config-file, the slot map every node is given",
             ));
         }
+        if self.cluster_enabled && self.repl.replicaof.is_some() {
+            // Redis's text; in cluster mode the map says which nodes are replicas.
+            return Err(bad(
+                "replicaof",
+                "replicaof directive not allowed in cluster mode",
+            ));
+        }
         if self.tls_port != 0 && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
             return Err(bad(
                 "tls-port",

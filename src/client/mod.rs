@@ -61,6 +61,9 @@ pub struct ClientInfo {
     pub subs: [AtomicUsize; 3],
     /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
     pub blocked: AtomicBool,
+    /// Cluster mode: READONLY was sent (a replica serves this connection's reads of its
+    /// master's slots); CLIENT LIST's `r` flag.
+    pub readonly: AtomicBool,
     /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
     /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
     pub kind: AtomicU8,
@@ -148,6 +151,9 @@ impl ClientInfo {
         }
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
+        }
+        if self.readonly.load(Ordering::Relaxed) {
+            flags.push('r');
         }
         if flags.is_empty() {
             flags.push('N');
@@ -370,6 +376,7 @@ impl Registry {
             no_touch: AtomicBool::new(false),
             subs: Default::default(),
             blocked: AtomicBool::new(false),
+            readonly: AtomicBool::new(false),
             kind: AtomicU8::new(KIND_NORMAL),
         });
         self.clients.insert(id, info.clone());

@@ -19,12 +19,20 @@
 //!   connect to (an IP address or a name they can resolve; `[::1]:7001` for IPv6);
 //!   `<slots>` are single slots (`42`) or inclusive ranges (`0-5460`), separated by spaces or
 //!   commas. A node may own no slots (a spare, or a node being drained).
+//! - `replica <id> <host>:<port> <master-id>`: a replica of the node `<master-id>`. It owns
+//!   no slots: it replicates its master (Redis's replication, started by the map) and serves
+//!   reads of its master's slots to connections that sent `READONLY`. Its master must be a
+//!   `node` of the map (a master, with or without slots): Redis Cluster has no chained
+//!   replicas. A master may have several replicas; the map's order is the order `CLUSTER
+//!   SLOTS` and `SHARDS` list them in. A replica connects to its master at the master's
+//!   `<host>:<port>`, so that address must reach the master from the replicas too.
 //! - `epoch <n>` (optional): the map's configuration epoch. A node refuses to install a map
 //!   whose stated epoch is older than the one it has; a map without one gets the node's
 //!   current epoch plus one.
 //!
-//! A map is valid when it has at least one node, ids and addresses are unique, and every slot
-//! 0–16383 is owned by exactly one node.
+//! A map is valid when it has at least one master, ids and addresses are unique (replicas
+//! included), every replica's master is a master of the map, and every slot 0–16383 is owned
+//! by exactly one master.
 
 use std::fmt;
 
@@ -39,14 +47,21 @@ pub struct Node {
     pub host: String,
     /// The port clients connect to.
     pub port: u16,
-    /// Owned slots as sorted, merged, inclusive ranges.
+    /// Owned slots as sorted, merged, inclusive ranges (none for a replica).
     pub ranges: Vec<(u16, u16)>,
+    /// For a replica, the index (in the map's `nodes`) of its master.
+    pub master: Option<usize>,
 }
 
 impl Node {
     /// `host:port` as MOVED replies and CLUSTER NODES show it.
     pub fn addr(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+
+    /// True for a replica.
+    pub fn is_replica(&self) -> bool {
+        self.master.is_some()
     }
 
     /// Number of slots the node owns.
@@ -85,6 +100,16 @@ pub struct MapError(pub String);
 
 fn err<T>(line: usize, msg: impl fmt::Display) -> Result<T, MapError> {
     Err(MapError(format!("line {line}: {msg}")))
+}
+
+fn parse_id(line: usize, id: &str) -> Result<String, MapError> {
+    if !valid_id(id) {
+        return err(
+            line,
+            format_args!("node id '{id}' must be 40 hexadecimal characters, like a Redis node id"),
+        );
+    }
+    Ok(id.to_ascii_lowercase())
 }
 
 /// True for a valid node id: 40 hexadecimal characters.
@@ -173,8 +198,8 @@ impl SlotMap {
     /// Parses and validates a map.
     pub fn parse(text: &str) -> Result<SlotMap, MapError> {
         let mut epoch = None;
-        // Each node with the line it came from, for error messages.
-        let mut nodes: Vec<(usize, Node)> = Vec::new();
+        // Each node with the line it came from and, for a replica, its master's id.
+        let mut nodes: Vec<(usize, Node, Option<String>)> = Vec::new();
         for (n, raw_line) in text.lines().enumerate() {
             let line = n + 1;
             let uncommented = raw_line.split('#').next().unwrap_or("");
@@ -193,15 +218,7 @@ impl SlotMap {
                     }
                     ["epoch", ..] => return err(line, "expected 'epoch <number>'"),
                     ["node", id, addr, slots @ ..] => {
-                        if !valid_id(id) {
-                            return err(
-                                line,
-                                format_args!(
-                                    "node id '{id}' must be 40 hexadecimal characters, like a Redis node id"
-                                ),
-                            );
-                        }
-                        let id = id.to_ascii_lowercase();
+                        let id = parse_id(line, id)?;
                         let (host, port) = parse_addr(line, addr)?;
                         let ranges = parse_ranges(line, slots)?;
                         nodes.push((
@@ -211,17 +228,41 @@ impl SlotMap {
                                 host,
                                 port,
                                 ranges,
+                                master: None,
                             },
+                            None,
                         ));
                     }
                     ["node", ..] => {
                         return err(line, "expected 'node <id> <host>:<port> [<slots> ...]'");
                     }
+                    ["replica", id, addr, master] => {
+                        let id = parse_id(line, id)?;
+                        let (host, port) = parse_addr(line, addr)?;
+                        let master = parse_id(line, master)?;
+                        nodes.push((
+                            line,
+                            Node {
+                                id,
+                                host,
+                                port,
+                                ranges: Vec::new(),
+                                master: None,
+                            },
+                            Some(master),
+                        ));
+                    }
+                    ["replica", ..] => {
+                        return err(
+                            line,
+                            "expected 'replica <id> <host>:<port> <master-id>' (a replica owns no slots)",
+                        );
+                    }
                     [other, ..] => {
                         return err(
                             line,
                             format_args!(
-                                "unknown entry '{other}' (expected 'node <id> <host>:<port> <slots>' or 'epoch <n>')"
+                                "unknown entry '{other}' (expected 'node <id> <host>:<port> <slots>', 'replica <id> <host>:<port> <master-id>' or 'epoch <n>')"
                             ),
                         );
                     }
@@ -231,9 +272,9 @@ impl SlotMap {
         if nodes.is_empty() {
             return Err(MapError("the map has no nodes".into()));
         }
-        for (i, (line, node)) in nodes.iter().enumerate() {
+        for (i, (line, node, _)) in nodes.iter().enumerate() {
             let (id, host, port) = (&node.id, &node.host, node.port);
-            for (other_line, other) in &nodes[..i] {
+            for (other_line, other, _) in &nodes[..i] {
                 if &other.id == id {
                     return err(
                         *line,
@@ -248,8 +289,38 @@ impl SlotMap {
                 }
             }
         }
+        // Every replica's master: a master of the map (Redis Cluster has no chains).
+        let mut masters: Vec<Option<usize>> = Vec::with_capacity(nodes.len());
+        for (line, node, master) in &nodes {
+            let Some(master) = master else {
+                masters.push(None);
+                continue;
+            };
+            let id = &node.id;
+            match nodes.iter().position(|(_, n, _)| &n.id == master) {
+                None => {
+                    return err(
+                        *line,
+                        format_args!("replica {id} names master {master}, which is not in the map"),
+                    );
+                }
+                Some(m) if nodes[m].2.is_some() => {
+                    return err(
+                        *line,
+                        format_args!(
+                            "replica {id} names {master} as its master, but {master} is itself a replica (line {}); a replica's master must be a node of the map",
+                            nodes[m].0
+                        ),
+                    );
+                }
+                Some(m) => masters.push(Some(m)),
+            }
+        }
+        if masters.iter().all(Option::is_some) {
+            return Err(MapError("the map has no masters ('node' entries)".into()));
+        }
         let mut owner = vec![NONE; SLOTS].into_boxed_slice();
-        for (index, (line, node)) in nodes.iter().enumerate() {
+        for (index, (line, node, _)) in nodes.iter().enumerate() {
             let id = &node.id;
             for &(a, b) in &node.ranges {
                 for s in a..=b {
@@ -298,13 +369,26 @@ impl SlotMap {
             epoch,
             nodes: nodes
                 .into_iter()
-                .map(|(_, node)| Node {
+                .zip(masters)
+                .map(|((_, node, _), master)| Node {
                     ranges: merge(node.ranges),
+                    master,
                     ..node
                 })
                 .collect(),
             owner,
         })
+    }
+
+    /// A map of `nodes` (a changed copy of another map's), validated as a parsed one is.
+    pub fn from_nodes(epoch: Option<u64>, nodes: Vec<Node>) -> Result<SlotMap, MapError> {
+        // The text form is the one path through validation.
+        let draft = SlotMap {
+            epoch,
+            nodes,
+            owner: Box::new([]),
+        };
+        SlotMap::parse(&draft.to_string())
     }
 
     /// Reads and parses a map file.
@@ -329,6 +413,14 @@ impl SlotMap {
     /// The node with id `id`.
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id.eq_ignore_ascii_case(id))
+    }
+
+    /// The replicas of the node at index `master`, in the map's order, with their indexes.
+    pub fn replicas_of(&self, master: usize) -> impl Iterator<Item = (usize, &Node)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.master == Some(master))
     }
 
     /// Every owned run of slots in slot order: (start, end, owner index).
@@ -377,6 +469,10 @@ impl fmt::Display for SlotMap {
             } else {
                 n.host.clone()
             };
+            if let Some(m) = n.master {
+                writeln!(f, "replica {} {host}:{} {}", n.id, n.port, self.nodes[m].id)?;
+                continue;
+            }
             write!(f, "node {} {host}:{}", n.id, n.port)?;
             for &(a, b) in &n.ranges {
                 write!(f, " {}", range_text(a, b))?;
@@ -482,6 +578,85 @@ mod tests {
         assert!(
             dup_addr.contains("address 127.0.0.1:1 is already used"),
             "{dup_addr}"
+        );
+    }
+
+    const D: &str = "4444444444444444444444444444444444444444";
+
+    #[test]
+    fn replicas_name_a_master_of_the_map() {
+        let text = format!(
+            "epoch 2\nreplica {C} 127.0.0.1:3 {A}\nnode {A} 127.0.0.1:1 0-8191\nnode {B} 127.0.0.1:2 8192-16383\nreplica {D} 127.0.0.1:4 {a}\n",
+            a = A.to_ascii_uppercase()
+        );
+        let map = SlotMap::parse(&text).unwrap();
+        assert_eq!(map.nodes[0].master, Some(1));
+        assert_eq!(map.nodes[3].master, Some(1));
+        assert!(map.nodes[0].is_replica() && !map.nodes[1].is_replica());
+        assert_eq!(map.nodes[2].master, None);
+        let replicas: Vec<usize> = map.replicas_of(1).map(|(i, _)| i).collect();
+        assert_eq!(replicas, vec![0, 3]);
+        assert_eq!(map.replicas_of(2).count(), 0);
+        assert_eq!(map.owner(0).id, A);
+        // The text form keeps the replicas and parses back to the same map.
+        let shown = map.to_string();
+        assert!(
+            shown.contains(&format!("replica {D} 127.0.0.1:4 {A}\n")),
+            "{shown}"
+        );
+        assert_eq!(SlotMap::parse(&shown).unwrap(), map);
+        // A master without slots may have replicas; a replica of a replica may not exist.
+        let spare = SlotMap::parse(&format!(
+            "node {A} 127.0.0.1:1 0-16383; node {B} 127.0.0.1:2; replica {C} 127.0.0.1:3 {B}"
+        ))
+        .unwrap();
+        assert_eq!(spare.nodes[2].master, Some(1));
+        let chain = error(&format!(
+            "node {A} 127.0.0.1:1 0-16383\nreplica {B} 127.0.0.1:2 {A}\nreplica {C} 127.0.0.1:3 {B}"
+        ));
+        assert!(
+            chain.starts_with(&format!(
+                "line 3: replica {C} names {B} as its master, but {B} is itself a replica (line 2)"
+            )),
+            "{chain}"
+        );
+        let own = error(&format!(
+            "node {A} 127.0.0.1:1 0-16383\nreplica {B} 127.0.0.1:2 {B}"
+        ));
+        assert!(own.contains("is itself a replica"), "{own}");
+        let unknown = error(&format!(
+            "node {A} 127.0.0.1:1 0-16383\nreplica {B} 127.0.0.1:2 {C}"
+        ));
+        assert_eq!(
+            unknown,
+            format!("line 2: replica {B} names master {C}, which is not in the map")
+        );
+        // Replicas own no slots, and share the uniqueness of ids and addresses.
+        assert!(
+            error(&format!(
+                "node {A} 127.0.0.1:1 0-16383\nreplica {B} 127.0.0.1:2 {A} 5"
+            ))
+            .contains("owns no slots")
+        );
+        assert!(
+            error(&format!(
+                "node {A} 127.0.0.1:1 0-16383\nreplica {B} 127.0.0.1:1 {A}"
+            ))
+            .contains("address 127.0.0.1:1 is already used")
+        );
+        assert!(
+            error(&format!(
+                "node {A} 127.0.0.1:1 0-16383\nreplica {A} 127.0.0.1:2 {A}"
+            ))
+            .contains("already used on line 1")
+        );
+        assert!(error(&format!("replica {B} 127.0.0.1:2 {A}")).contains("not in the map"));
+        // The slots still need their masters.
+        assert!(
+            error(&format!(
+                "node {A} 127.0.0.1:1 0-100\nreplica {B} 127.0.0.1:2 {A}"
+            ))
+            .contains("slots are not assigned")
         );
     }
 }

@@ -2,8 +2,12 @@
 //! the Redis Cluster client protocol.
 //!
 //! Every node is given the same [slot map](map) (which node id, at which host:port, owns
-//! which slots) and knows which node of the map it is. Nodes never talk to each other: there
-//! is no cluster bus, no gossip, no failover and no slot migration. A client that is cluster
+//! which slots, which nodes are replicas of which) and knows which node of the map it is.
+//! Nodes never talk to each other except a replica to its master, over Redis's replication
+//! protocol: there is no cluster bus, no gossip, no automatic failover and no slot
+//! migration. A replica holds its master's keys (the `mirrored` slots) and serves reads of
+//! them to connections that sent READONLY; `cmd::cluster` starts, re-points and stops its
+//! replication when a map (or CLUSTER FAILOVER / REPLICATE) changes its role. A client that is cluster
 //! aware (redis-py `RedisCluster`, ioredis `Cluster`, the `redis` crate's cluster client, …)
 //! reads the map with `CLUSTER SLOTS` or `CLUSTER SHARDS`, computes each key's [slot] and
 //! sends the command to the owner. A node answers a command whose key it does not own with
@@ -53,6 +57,11 @@ impl Installed {
     pub fn myself(&self) -> &Node {
         &self.map.nodes[self.me]
     }
+
+    /// This node's master, when the map makes it a replica.
+    pub fn my_master(&self) -> Option<&Node> {
+        self.myself().master.map(|m| &self.map.nodes[m])
+    }
 }
 
 /// What `install` did.
@@ -75,6 +84,9 @@ pub struct Cluster {
     current: RwLock<Arc<Installed>>,
     /// One bit per slot: set when this node owns the slot.
     owned: Box<[AtomicU64]>,
+    /// One bit per slot: set when this node is a replica and its master owns the slot (it
+    /// holds the slot's keys, and serves reads of them to READONLY connections).
+    mirrored: Box<[AtomicU64]>,
     /// This node's id (it stays the same across map changes).
     my_id: String,
     /// The map file given at start-up, which `CLUSTER LOADMAP` reads again.
@@ -175,6 +187,7 @@ impl Cluster {
             my_id: map.nodes[me].id.clone(),
             current: RwLock::new(Arc::new(Installed { map, epoch, me })),
             owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             map_file,
         };
         cluster.publish_owned(&cluster.current());
@@ -207,27 +220,62 @@ impl Cluster {
         self.owned[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
     }
 
-    /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
-    /// or where to send it.
+    /// True if this node is a replica whose master owns `slot` (lock-free).
     #[inline]
-    pub fn route(&self, slot: u16) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
+    pub fn mirrors(&self, slot: u16) -> bool {
+        let s = usize::from(slot);
+        self.mirrored[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
+    }
+
+    /// True if this node keeps the keys of `slot`: it owns it, or replicates its owner.
+    #[inline]
+    pub fn holds(&self, slot: u16) -> bool {
+        self.owns(slot) || self.mirrors(slot)
+    }
+
+    /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
+    /// or where to send it. `replica_read` (asked only for a slot this node does not own)
+    /// says whether the command is a read from a READONLY connection, which a replica
+    /// serves for its master's slots (Redis's getNodeByQuery).
+    #[inline]
+    pub fn route(
+        &self,
+        slot: u16,
+        replica_read: impl FnOnce() -> bool,
+    ) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
         let gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        if self.owns(slot) {
+        if self.owns(slot) || (self.mirrors(slot) && replica_read()) {
             return Ok(gate);
         }
         drop(gate);
         Err(Redirect::Moved(slot, self.current().map.owner(slot).addr()))
     }
 
+    /// The gate guard alone, for the commands a replica applies from its master's stream:
+    /// they are not routed (the master decided), but a map change still waits for them.
+    pub fn hold(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn publish_owned(&self, installed: &Installed) {
-        let mut words = vec![0u64; SLOTS / 64];
-        for &(a, b) in &installed.myself().ranges {
-            for s in usize::from(a)..=usize::from(b) {
-                words[s / 64] |= 1 << (s % 64);
+        let bits = |ranges: &[(u16, u16)]| {
+            let mut words = vec![0u64; SLOTS / 64];
+            for &(a, b) in ranges {
+                for s in usize::from(a)..=usize::from(b) {
+                    words[s / 64] |= 1 << (s % 64);
+                }
             }
+            words
+        };
+        let mirrored = installed
+            .my_master()
+            .map(|m| bits(&m.ranges))
+            .unwrap_or_else(|| bits(&[]));
+        for (word, w) in self.owned.iter().zip(bits(&installed.myself().ranges)) {
+            word.store(w, Ordering::Release);
         }
-        for (word, bits) in self.owned.iter().zip(words) {
-            word.store(bits, Ordering::Release);
+        for (word, w) in self.mirrored.iter().zip(mirrored) {
+            word.store(w, Ordering::Release);
         }
     }
 
@@ -239,6 +287,18 @@ impl Cluster {
     /// routed by the old map has replied.
     pub fn install(&self, map: SlotMap) -> Result<Outcome, MapError> {
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        self.install_now(map)
+    }
+
+    /// `install` without waiting for the commands in flight: for the role changes this node
+    /// makes itself (CLUSTER FAILOVER, CLUSTER REPLICATE), which never take a slot away
+    /// from this node's keys, so no command in flight can be caught on the wrong side, and
+    /// which may run inside MULTI or a script, whose gate guard `install` would wait for.
+    pub fn install_own(&self, map: SlotMap) -> Result<Outcome, MapError> {
+        self.install_now(map)
+    }
+
+    fn install_now(&self, map: SlotMap) -> Result<Outcome, MapError> {
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         let me = map
             .nodes
@@ -251,7 +311,12 @@ impl Cluster {
                 ))
             })?;
         let epoch = match map.epoch {
-            None => current.epoch + 1,
+            None => current.epoch.checked_add(1).ok_or_else(|| {
+                MapError(format!(
+                    "this node's epoch is {}, the highest there is; give the map a stated epoch",
+                    current.epoch
+                ))
+            })?,
             Some(e) if e > current.epoch => e,
             Some(e) if e == current.epoch && map.same_layout(&current.map) => {
                 return Ok(Outcome::Unchanged(e));
@@ -309,9 +374,9 @@ mod tests {
     fn routes_and_installs() {
         let c = Cluster::new(two("epoch 3", 100), 0, None);
         assert!(c.owns(0) && c.owns(99) && !c.owns(100));
-        assert!(c.route(5).is_ok());
+        assert!(c.route(5, || false).is_ok());
         assert_eq!(
-            c.route(100).unwrap_err(),
+            c.route(100, || true).unwrap_err(),
             Redirect::Moved(100, "127.0.0.1:7002".into())
         );
         assert_eq!(c.current().epoch, 3);
@@ -325,7 +390,7 @@ mod tests {
         assert_eq!(c.install(two("epoch 10", 50)), Ok(Outcome::Installed(10)));
         assert!(!c.owns(60));
         assert_eq!(
-            c.route(60).unwrap_err().error_text(),
+            c.route(60, || false).unwrap_err().error_text(),
             "MOVED 60 127.0.0.1:7002"
         );
         // A map without this node is refused.
@@ -335,6 +400,44 @@ mod tests {
                 .unwrap_err()
                 .0
                 .contains("not in the new map")
+        );
+    }
+
+    #[test]
+    fn a_replica_serves_reads_of_its_masters_slots() {
+        const C: &str = "3333333333333333333333333333333333333333";
+        let m = map(&format!(
+            "node {A} 127.0.0.1:7001 0-99\nnode {B} 127.0.0.1:7002 100-16383\nreplica {C} 127.0.0.1:7003 {A}"
+        ));
+        let c = Cluster::new(m, 2, None);
+        assert_eq!(c.current().my_master().map(|n| n.port), Some(7001));
+        assert!(!c.owns(5) && c.mirrors(5) && c.holds(5) && !c.holds(200));
+        assert!(c.route(5, || true).is_ok());
+        assert_eq!(
+            c.route(5, || false).unwrap_err(),
+            Redirect::Moved(5, "127.0.0.1:7001".into())
+        );
+        assert_eq!(
+            c.route(200, || true).unwrap_err(),
+            Redirect::Moved(200, "127.0.0.1:7002".into())
+        );
+        // Promoted by a new map: it owns the slots, and its old master replicates it.
+        let promoted = map(&format!(
+            "replica {A} 127.0.0.1:7001 {C}\nnode {B} 127.0.0.1:7002 100-16383\nnode {C} 127.0.0.1:7003 0-99"
+        ));
+        assert_eq!(c.install(promoted), Ok(Outcome::Installed(2)));
+        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, || false).is_ok());
+        assert!(c.current().my_master().is_none());
+    }
+
+    #[test]
+    fn the_highest_epoch_does_not_overflow() {
+        let c = Cluster::new(two(&format!("epoch {}", u64::MAX), 100), 0, None);
+        let e = c.install(two("", 200)).unwrap_err();
+        assert!(e.0.contains("the highest there is"), "{e}");
+        assert_eq!(
+            c.install(two(&format!("epoch {}", u64::MAX), 100)),
+            Ok(Outcome::Unchanged(u64::MAX))
         );
     }
 }

@@ -380,7 +380,14 @@ fn script_policy(
     if writes {
         rules.wrote = true;
     }
-    cluster::script_check(shared, spec, args, &mut rules.slot, rules.cross_slot_ok)
+    cluster::script_check(
+        shared,
+        client,
+        spec,
+        args,
+        &mut rules.slot,
+        rules.cross_slot_ok,
+    )
 }
 
 /// Queues a command inside MULTI: its resolved entry and its arguments.

@@ -1,5 +1,6 @@
 //! Cluster mode, command side: the routing hook `cmd::call` calls, the CLUSTER subcommands,
-//! READONLY / READWRITE / ASKING, and the sweep that drops keys after a map change.
+//! READONLY / READWRITE / ASKING, the sweep that drops keys after a map change, and the
+//! role a map gives this node ([`sync_role`]: replicate the map's master, or stop).
 //!
 //! # Routing, as Redis 7.0 does it
 //!
@@ -10,7 +11,11 @@
 //! - no keys: the command runs here (PING, INFO, KEYS, DBSIZE, an EVAL with no keys, …);
 //! - keys in two slots: `-CROSSSLOT Keys in request don't hash to the same slot`, even when
 //!   this node owns both slots;
-//! - one slot owned by another node: `-MOVED <slot> <host>:<port>`;
+//! - one slot owned by another node: `-MOVED <slot> <host>:<port>`, except on a replica
+//!   for a slot of its own master: a read (no `write` flag; for EXEC, no queued write) from
+//!   a connection that sent READONLY, or a sharded pub/sub command, runs here on the
+//!   replica's copy;
+//! - the commands a replica applies from its master's stream are never redirected;
 //! - inside MULTI, each command is checked as it is queued; a refused one makes EXEC abort
 //!   with `-EXECABORT`. EXEC then checks the queued commands together: slots that differ
 //!   give `-CROSSSLOT` and a slot that moved meanwhile gives `-MOVED`; both discard the
@@ -22,12 +27,12 @@
 //! When cluster mode is off the hook is one test of `Shared::cluster`, a `None`.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::RwLockReadGuard;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::table::Entry;
+use super::table::{CmdFlags, Entry};
 use super::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Shared, VariantCommand, run_sub, run_sub_as,
 };
@@ -69,7 +74,7 @@ pub static COMMANDS: &[C] = &[
         1,
         &["loading", "stale", "fast"],
         KeySpec::None,
-        super::run::<Accept>,
+        |c, a| set_readonly(c, a, true),
     )
     .with_acl(&["@fast", "@connection"]),
     C::new(
@@ -77,7 +82,7 @@ pub static COMMANDS: &[C] = &[
         1,
         &["loading", "stale", "fast"],
         KeySpec::None,
-        super::run::<Accept>,
+        |c, a| set_readonly(c, a, false),
     )
     .with_acl(&["@fast", "@connection"]),
     C::new("asking", 1, &["fast"], KeySpec::None, super::run::<Accept>)
@@ -148,11 +153,28 @@ static CLUSTER: &[C] = &[
     unsupported_flagged("cluster|count-failure-reports", 3, &["admin", "stale"]),
     unsupported("cluster|delslots", -3),
     unsupported("cluster|delslotsrange", -4),
-    unsupported("cluster|failover", -2),
+    C::new(
+        "cluster|failover",
+        -2,
+        &["admin", "stale", "no_async_loading"],
+        KeySpec::None,
+        failover,
+    )
+    .with_acl(ADMIN_ACL),
+    // sluice's own: the map in force, in the map file's format.
+    sub("cluster|getmap", 2, run_sub::<GetMap>),
     unsupported("cluster|flushslots", 2),
     unsupported("cluster|forget", 3),
     unsupported("cluster|meet", -4),
-    unsupported("cluster|replicate", 3),
+    C::new(
+        "cluster|replicate",
+        3,
+        &["admin", "stale", "no_async_loading"],
+        KeySpec::None,
+        replicate,
+    )
+    .with_acl(ADMIN_ACL)
+    .whole_keyspace(),
     unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]),
     unsupported("cluster|saveconfig", 2),
     unsupported("cluster|set-config-epoch", 3),
@@ -200,6 +222,11 @@ fn route_in_cluster<'s>(
     entry: &Entry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
+    if client.master_link {
+        // A replica applies its master's stream whatever the slots (Redis's CLIENT_MASTER
+        // is never redirected); a map change still waits for the command.
+        return Ok(Some(cluster.hold()));
+    }
     let spec = entry.spec;
     let exec = entry.roles.contains(super::call::Roles::EXEC);
     let slot = if exec {
@@ -214,9 +241,21 @@ fn route_in_cluster<'s>(
     } else {
         keys_slot(&spec.keys, args)
     };
+    // Asked only for a slot this node does not own: a replica serves its master's slots to
+    // reads from READONLY connections, and to the sharded pub/sub commands from anyone
+    // (Redis's getNodeByQuery). EXEC writes when a queued command does.
+    let replica_read = || {
+        let writes = match client.multi.as_ref() {
+            Some(queue) if exec => queue_writes(shared, queue),
+            _ => spec.has(CmdFlags::WRITE),
+        };
+        !writes
+            && (client.info.readonly.load(Ordering::Relaxed)
+                || matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish"))
+    };
     let redirect = match slot {
         Ok(None) => return Ok(None),
-        Ok(Some(slot)) => match cluster.route(slot) {
+        Ok(Some(slot)) => match cluster.route(slot, replica_read) {
             Ok(guard) => return Ok(Some(guard)),
             Err(redirect) => redirect,
         },
@@ -241,6 +280,17 @@ fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect
         }
     }
     Ok(slot)
+}
+
+/// True if a queued command writes (EXEC then counts as a write, as Redis's
+/// `mstate.cmd_flags` makes it).
+fn queue_writes(shared: &Shared, queue: &[Queued]) -> bool {
+    queue.iter().any(|q| {
+        shared
+            .table
+            .entry(super::CmdId(q.cmd))
+            .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
+    })
 }
 
 fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect> {
@@ -323,21 +373,32 @@ pub fn script_slot(keys: &[Bytes]) -> Option<u16> {
 }
 
 /// The check a script makes before each `redis.call`: None to go ahead, or the error to
-/// return (the call's key lives on another node, or its keys span slots). Unless
+/// return (the call's key lives on another node, or its keys span slots). A replica lets
+/// the reads of a READONLY client's script touch its master's slots. Unless
 /// `cross_slot_ok` (scripts without a shebang, or with `allow-cross-slot-keys`), every call
 /// must stay in the script's slot, `slot`, which the first call with keys sets if EVAL
 /// declared none (Redis 7.0's scriptVerifyClusterState).
 pub fn script_check(
     shared: &Shared,
+    client: &ClientState,
     spec: &C,
     args: &[Bytes],
     slot: &mut Option<u16>,
     cross_slot_ok: bool,
 ) -> Option<Reply> {
     let cluster = shared.cluster.as_ref()?;
+    if client.master_link {
+        return None;
+    }
+    let local = |s: u16| {
+        cluster.owns(s)
+            || (cluster.mirrors(s)
+                && !spec.has(CmdFlags::WRITE)
+                && client.info.readonly.load(Ordering::Relaxed))
+    };
     match keys_slot(&spec.keys, args) {
         Ok(None) => None,
-        Ok(Some(s)) if cluster.owns(s) => {
+        Ok(Some(s)) if local(s) => {
             if !cross_slot_ok && *slot.get_or_insert(s) != s {
                 return Some(Reply::Error(Cow::Borrowed(SCRIPT_CROSS_SLOT)));
             }
@@ -347,8 +408,48 @@ pub fn script_check(
     }
 }
 
-/// Drops every key (all databases) in a slot this node does not own. Locks one shard at a
-/// time, so other shards keep serving meanwhile. Returns how many keys were dropped.
+/// Makes this node's replication follow the map in force: a replica follows its master
+/// (re-pointed when the map names another one; a full or partial resynchronization follows),
+/// and a master that was a replica stops following, keeps its data and starts a new history
+/// (REPLICAOF NO ONE). Called at start and after every map change.
+pub fn sync_role(shared: &Shared) {
+    let Some(cluster) = &shared.cluster else {
+        return;
+    };
+    let state = cluster.current();
+    match state.my_master() {
+        Some(m) => {
+            let following = shared
+                .repl
+                .link()
+                .is_some_and(|l| l.host.eq_ignore_ascii_case(&m.host) && l.port == m.port);
+            if !following {
+                crate::repl::replica::follow(shared, m.host.clone(), m.port);
+                tracing::info!("cluster map: this node replicates {} at {}", m.id, m.addr());
+            }
+        }
+        None if shared.repl.is_replica() => {
+            crate::repl::replica::promote(shared);
+            tracing::info!("cluster map: this node is a master; replication stopped");
+        }
+        None => {}
+    }
+}
+
+/// What follows an installed map: the role it gives this node, then the sweep of the keys
+/// of slots this node no longer holds.
+fn after_install(shared: &Shared, cluster: &Cluster, epoch: u64) {
+    sync_role(shared);
+    // Every command routed by the old map has replied (install waited for them).
+    let dropped = drop_foreign_keys(shared, cluster);
+    tracing::info!(
+        "installed cluster map epoch {epoch}; dropped {dropped} keys of slots this node no longer holds"
+    );
+}
+
+/// Drops every key (all databases) in a slot this node does not hold: it neither owns it
+/// nor, as a replica, replicates its owner. Locks one shard at a time, so other shards keep
+/// serving meanwhile. Returns how many keys were dropped.
 pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
     let keyspace = &shared.keyspace;
     let mut dropped = 0;
@@ -359,7 +460,7 @@ pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
                 let foreign: Vec<(u64, Box<[u8]>)> = shard
                     .db(db)
                     .iter()
-                    .filter(|e| !cluster.owns(key_slot(&e.key)))
+                    .filter(|e| !cluster.holds(key_slot(&e.key)))
                     .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.to_boxed()))
                     .collect();
                 for (hash, key) in foreign {
@@ -374,7 +475,17 @@ pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
 // ---------------------------------------------------------------------------------------
 // Commands
 
-/// READONLY, READWRITE, ASKING: accepted (sluice has no replicas and no slot migrations).
+/// READONLY / READWRITE: whether a replica serves this connection's reads of its master's
+/// slots (the flag is kept on a master too, as Redis keeps it, for when it becomes a replica).
+fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
+    if let Err(e) = cluster(ctx) {
+        return e.into();
+    }
+    ctx.client.info.readonly.store(on, Ordering::Relaxed);
+    Reply::ok()
+}
+
+/// ASKING: accepted (sluice has no slot migrations, so no slot is ever importing).
 #[derive(Debug)]
 pub struct Accept;
 
@@ -416,6 +527,10 @@ impl Command for Help {
                 "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                 "COUNTKEYSINSLOT <slot>",
                 "    Return the number of keys in <slot>.",
+                "FAILOVER [FORCE|TAKEOVER]",
+                "    Promote current replica node to being a master (in this node's map; push the map to the others).",
+                "GETMAP",
+                "    Return the slot map in force, in the cluster-config-file format.",
                 "GETKEYSINSLOT <slot> <count>",
                 "    Return key names stored by current node in a slot.",
                 "INFO",
@@ -431,8 +546,10 @@ impl Command for Help {
                 "NODES",
                 "    Return cluster configuration seen by node. Output format:",
                 "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+                "REPLICATE <node-id>",
+                "    Configure current node as replica to <node-id> (in this node's map; push the map to the others).",
                 "REPLICAS <node-id>",
-                "    Return <node-id> replicas (always none).",
+                "    Return <node-id> replicas.",
                 "SETMAP <map>",
                 "    Install a new slot map (the cluster-config-file format; lines or ';'-separated entries).",
                 "SHARDS",
@@ -488,8 +605,8 @@ impl Command for MyId {
     }
 }
 
-/// CLUSTER NODES: Redis's line format; every node a connected master, no cluster bus (the
-/// bus port shown is the client port).
+/// CLUSTER NODES: Redis's line format; every node connected, no cluster bus (the bus port
+/// shown is the client port).
 #[derive(Debug)]
 pub struct Nodes;
 
@@ -506,27 +623,68 @@ impl Command for Nodes {
 /// The CLUSTER NODES text of `state`.
 pub fn nodes_text(state: &Installed, now_ms: u64) -> String {
     let mut out = String::new();
-    for (i, n) in state.map.nodes.iter().enumerate() {
-        let flags = if i == state.me {
-            "myself,master"
-        } else {
-            "master"
-        };
-        let _ = write!(
-            out,
-            "{} {}:{}@{} {flags} - 0 {now_ms} {} connected",
-            n.id, n.host, n.port, n.port, state.epoch
-        );
-        for &(a, b) in &n.ranges {
-            out.push(' ');
-            out.push_str(&crate::cluster::map::range_text(a, b));
-        }
+    for i in 0..state.map.nodes.len() {
+        out.push_str(&node_line(state, i, now_ms));
         out.push('\n');
     }
     out
 }
 
-/// CLUSTER SLOTS: contiguous runs of slots, in slot order, each with its master.
+/// One CLUSTER NODES line (no newline): `<id> <ip:port@cport> <flags> <master> <ping-sent>
+/// <pong-recv> <config-epoch> <link-state> <slot> …`, a replica's flags `slave` and its
+/// master column its master's id, as Redis 7.0 prints them.
+fn node_line(state: &Installed, i: usize, now_ms: u64) -> String {
+    let n = &state.map.nodes[i];
+    let role = if n.is_replica() { "slave" } else { "master" };
+    let myself = if i == state.me { "myself," } else { "" };
+    let master = n.master.map_or("-", |m| state.map.nodes[m].id.as_str());
+    let mut line = format!(
+        "{} {}:{}@{} {myself}{role} {master} 0 {now_ms} {} connected",
+        n.id, n.host, n.port, n.port, state.epoch
+    );
+    for &(a, b) in &n.ranges {
+        line.push(' ');
+        line.push_str(&crate::cluster::map::range_text(a, b));
+    }
+    line
+}
+
+/// What this node knows of a node's replication offset: its own; as a master, what an
+/// attached replica (by its listening port and address) last acknowledged; as a replica,
+/// its master's stream as far as it has applied it. Other nodes' offsets are unknown (no
+/// cluster bus carries them): 0.
+fn known_offset(shared: &Shared, state: &Installed, i: usize) -> Option<u64> {
+    let n = &state.map.nodes[i];
+    let me = state.myself();
+    if i == state.me {
+        return Some(shared.repl.offset());
+    }
+    if n.master == Some(state.me) {
+        // By its listening port, and its address when two replicas share a port.
+        let replicas = shared.repl.replicas();
+        let online = || {
+            replicas
+                .iter()
+                .filter(|r| r.port == n.port && r.state == "online")
+        };
+        return online()
+            .find(|r| r.ip == n.host)
+            .or_else(|| online().next())
+            .map(|r| r.ack.load(Ordering::Relaxed));
+    }
+    if me.master == Some(i) {
+        return shared
+            .repl
+            .link()
+            .filter(|l| l.state == "connected")
+            .map(|_| shared.repl.offset());
+    }
+    None
+}
+
+/// CLUSTER SLOTS: contiguous runs of slots, in slot order, each with its master and then
+/// its replicas (all of them: no bus tells this node which replicas are in sync, where
+/// Redis leaves out those it knows at offset 0).
 #[derive(Debug)]
 pub struct Slots;
 
@@ -537,27 +695,33 @@ impl Command for Slots {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let state = cluster(ctx)?.current();
         let runs = state.map.runs();
+        let entry = |n: &crate::cluster::Node| {
+            Reply::Array(vec![
+                Reply::bulk(n.host.as_bytes()),
+                Reply::Int(i64::from(n.port)),
+                Reply::bulk(n.id.as_bytes()),
+                Reply::Map(vec![]),
+            ])
+        };
         Ok(Reply::Array(
             runs.into_iter()
                 .map(|(a, b, owner)| {
-                    let n = &state.map.nodes[owner];
-                    Reply::Array(vec![
+                    let mut run = vec![
                         Reply::Int(i64::from(a)),
                         Reply::Int(i64::from(b)),
-                        Reply::Array(vec![
-                            Reply::bulk(n.host.as_bytes()),
-                            Reply::Int(i64::from(n.port)),
-                            Reply::bulk(n.id.as_bytes()),
-                            Reply::Map(vec![]),
-                        ]),
-                    ])
+                        entry(&state.map.nodes[owner]),
+                    ];
+                    run.extend(state.map.replicas_of(owner).map(|(_, r)| entry(r)));
+                    Reply::Array(run)
                 })
                 .collect(),
         ))
     }
 }
 
-/// CLUSTER SHARDS: one shard per node (each a master without replicas).
+/// CLUSTER SHARDS: one shard per master, in the map's order: its slots, then the master and
+/// its replicas (`role replica`). Offsets are what this node knows (see `known_offset`);
+/// health is `online`, or `loading` for a replica known to be at offset 0.
 #[derive(Debug)]
 pub struct Shards;
 
@@ -568,34 +732,56 @@ impl Command for Shards {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let state = cluster(ctx)?.current();
         let field = |name: &'static str| Reply::bulk(name.as_bytes());
+        let details = |i: usize| {
+            let n = &state.map.nodes[i];
+            let mut node = vec![
+                (field("id"), Reply::bulk(n.id.as_bytes())),
+                (field("port"), Reply::Int(i64::from(n.port))),
+                (field("ip"), Reply::bulk(n.host.as_bytes())),
+                (field("endpoint"), Reply::bulk(n.host.as_bytes())),
+            ];
+            if n.host.parse::<std::net::IpAddr>().is_err() {
+                node.push((field("hostname"), Reply::bulk(n.host.as_bytes())));
+            }
+            let offset = known_offset(ctx.shared, &state, i);
+            let health: &[u8] = if n.is_replica() && offset == Some(0) {
+                b"loading"
+            } else {
+                b"online"
+            };
+            let role: &[u8] = if n.is_replica() {
+                b"replica"
+            } else {
+                b"master"
+            };
+            node.extend([
+                (field("role"), Reply::bulk(role)),
+                (
+                    field("replication-offset"),
+                    Reply::Int(i64::try_from(offset.unwrap_or(0)).unwrap_or(i64::MAX)),
+                ),
+                (field("health"), Reply::bulk(health)),
+            ]);
+            Reply::Map(node)
+        };
         Ok(Reply::Array(
             state
                 .map
                 .nodes
                 .iter()
-                .map(|n| {
+                .enumerate()
+                .filter(|(_, n)| !n.is_replica())
+                .map(|(i, n)| {
                     let slots = n
                         .ranges
                         .iter()
                         .flat_map(|&(a, b)| [Reply::Int(i64::from(a)), Reply::Int(i64::from(b))])
                         .collect();
-                    let mut node = vec![
-                        (field("id"), Reply::bulk(n.id.as_bytes())),
-                        (field("port"), Reply::Int(i64::from(n.port))),
-                        (field("ip"), Reply::bulk(n.host.as_bytes())),
-                        (field("endpoint"), Reply::bulk(n.host.as_bytes())),
-                    ];
-                    if n.host.parse::<std::net::IpAddr>().is_err() {
-                        node.push((field("hostname"), Reply::bulk(n.host.as_bytes())));
-                    }
-                    node.extend([
-                        (field("role"), Reply::bulk(b"master")),
-                        (field("replication-offset"), Reply::Int(0)),
-                        (field("health"), Reply::bulk(b"online")),
-                    ]);
+                    let mut nodes = vec![details(i)];
+                    nodes.extend(state.map.replicas_of(i).map(|(r, _)| details(r)));
                     Reply::Map(vec![
                         (field("slots"), Reply::Array(slots)),
-                        (field("nodes"), Reply::Array(vec![Reply::Map(node)])),
+                        (field("nodes"), Reply::Array(nodes)),
                     ])
                 })
                 .collect(),
@@ -708,7 +894,7 @@ impl Command for Links {
     }
 }
 
-/// CLUSTER REPLICAS / SLAVES node-id: always none.
+/// CLUSTER REPLICAS / SLAVES node-id: the CLUSTER NODES lines of the node's replicas.
 #[derive(Debug)]
 pub struct Replicas {
     id: Bytes,
@@ -723,14 +909,165 @@ impl Command for Replicas {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let state = cluster(ctx)?.current();
         let id = String::from_utf8_lossy(&self.id);
-        if state.map.node(&id).is_none() {
-            return Err(CmdError::owned(format!(
-                "ERR Unknown node {}",
-                super::printable(&self.id, 128)
+        let Some(i) = state
+            .map
+            .nodes
+            .iter()
+            .position(|n| n.id.eq_ignore_ascii_case(&id))
+        else {
+            return Err(unknown_node(&self.id));
+        };
+        if state.map.nodes[i].is_replica() {
+            return Err(CmdError::msg("ERR The specified node is not a master"));
+        }
+        Ok(Reply::Array(
+            state
+                .map
+                .replicas_of(i)
+                .map(|(r, _)| Reply::bulk(node_line(&state, r, ctx.now_ms).as_bytes()))
+                .collect(),
+        ))
+    }
+}
+
+fn unknown_node(id: &[u8]) -> CmdError {
+    CmdError::owned(format!("ERR Unknown node {}", super::printable(id, 128)))
+}
+
+/// CLUSTER GETMAP: the map in force, with its epoch, in the map file's format (what to give
+/// the other nodes after CLUSTER FAILOVER or REPLICATE changed this node's map).
+#[derive(Debug)]
+pub struct GetMap;
+
+impl Command for GetMap {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(GetMap)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = cluster(ctx)?.current();
+        let mut map = state.map.clone();
+        map.epoch = Some(state.epoch);
+        Ok(Reply::Verbatim(Bytes::from(map.to_string())))
+    }
+}
+
+/// Installs a map this node derived from its own (a role change it makes itself), then
+/// follows it.
+fn install_own(
+    ctx: &Ctx<'_>,
+    cluster: &Cluster,
+    state: &Installed,
+    nodes: Vec<crate::cluster::Node>,
+) -> Reply {
+    let Some(epoch) = state.epoch.checked_add(1) else {
+        return Reply::Error(Cow::Borrowed(
+            "ERR Cluster map refused: this node's epoch is the highest there is",
+        ));
+    };
+    let map = match SlotMap::from_nodes(Some(epoch), nodes) {
+        Ok(m) => m,
+        Err(e) => return Reply::Error(Cow::Owned(format!("ERR Cluster map refused: {e}"))),
+    };
+    match cluster.install_own(map) {
+        Ok(Outcome::Installed(epoch)) => {
+            sync_role(ctx.shared);
+            tracing::info!("installed cluster map epoch {epoch} (a role change made on this node)");
+            Reply::ok()
+        }
+        Ok(Outcome::Unchanged(_)) => Reply::ok(),
+        Err(e) => Reply::Error(Cow::Owned(format!("ERR Cluster map refused: {e}"))),
+    }
+}
+
+/// CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica: it becomes the master of its master's
+/// slots at once, in its own map (epoch + 1), its old master and that master's other
+/// replicas becoming its replicas. Nodes do not talk, so the other nodes learn it only from
+/// that map (CLUSTER GETMAP here, CLUSTER SETMAP there). Without FORCE or TAKEOVER the link
+/// to the master must be up, as Redis requires; but no node is paused, so writes the old
+/// master takes before it is given the new map are lost (Redis's FORCE, not its
+/// coordinated default).
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let cluster = match cluster(ctx) {
+        Ok(c) => c,
+        Err(e) => return e.into(),
+    };
+    let force = match args.get(2) {
+        None => false,
+        Some(_) if args.len() > 3 => {
+            // Redis names the subcommand as it was sent.
+            return Reply::Error(Cow::Owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+                super::printable(&args[1], 128)
             )));
         }
-        Ok(Reply::Array(vec![]))
+        Some(a) if a.eq_ignore_ascii_case(b"force") || a.eq_ignore_ascii_case(b"takeover") => true,
+        Some(_) => return Reply::Error(Cow::Borrowed("ERR syntax error")),
+    };
+    let state = cluster.current();
+    let Some(old) = state.myself().master else {
+        return Reply::Error(Cow::Borrowed(
+            "ERR You should send CLUSTER FAILOVER to a replica",
+        ));
+    };
+    if !force && !matches!(ctx.shared.repl.link(), Some(l) if l.state == "connected") {
+        return Reply::Error(Cow::Borrowed(
+            "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
+        ));
     }
+    let me = state.me;
+    let mut nodes = state.map.nodes.clone();
+    nodes[me].ranges = std::mem::take(&mut nodes[old].ranges);
+    for n in nodes.iter_mut() {
+        if n.master == Some(old) {
+            n.master = Some(me);
+        }
+    }
+    nodes[me].master = None;
+    nodes[old].master = Some(me);
+    install_own(ctx, cluster, &state, nodes)
+}
+
+/// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
+/// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
+fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let cluster = match cluster(ctx) {
+        Ok(c) => c,
+        Err(e) => return e.into(),
+    };
+    let state = cluster.current();
+    let id = String::from_utf8_lossy(&args[2]);
+    let Some(target) = state
+        .map
+        .nodes
+        .iter()
+        .position(|n| n.id.eq_ignore_ascii_case(&id))
+    else {
+        return unknown_node(&args[2]).into();
+    };
+    if target == state.me {
+        return Reply::Error(Cow::Borrowed("ERR Can't replicate myself"));
+    }
+    if state.map.nodes[target].is_replica() {
+        return Reply::Error(Cow::Borrowed(
+            "ERR I can only replicate a master, not a replica.",
+        ));
+    }
+    let myself = state.myself();
+    if !myself.is_replica() {
+        // The command locks every shard (whole keyspace), so this count is exact.
+        let keys: usize = ctx.store.shards_mut().map(|s| s.db(0).len()).sum();
+        if !myself.ranges.is_empty() || keys != 0 {
+            return Reply::Error(Cow::Borrowed(
+                "ERR To set a master the node must be empty and without assigned slots.",
+            ));
+        }
+    }
+    if myself.master == Some(target) {
+        return Reply::ok();
+    }
+    let mut nodes = state.map.nodes.clone();
+    nodes[state.me].master = Some(target);
+    install_own(ctx, cluster, &state, nodes)
 }
 
 /// CLUSTER SETMAP map / CLUSTER LOADMAP: validates the map, installs it, and drops the keys
@@ -783,11 +1120,7 @@ impl VariantCommand for SetMap {
             .install(map)
             .map_err(|e| CmdError::owned(format!("ERR Cluster map refused: {e}")))?;
         if let Outcome::Installed(epoch) = outcome {
-            // Every command routed by the old map has replied (install waited for them).
-            let dropped = drop_foreign_keys(ctx.shared, cluster);
-            tracing::info!(
-                "installed cluster map epoch {epoch}; dropped {dropped} keys of slots this node no longer owns"
-            );
+            after_install(ctx.shared, cluster, epoch);
         }
         Ok(Reply::ok())
     }

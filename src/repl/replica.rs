@@ -13,7 +13,7 @@
 //! bytes).
 //!
 //! One supervisor task per server (started by `Server::run`) starts a link whenever
-//! REPLICAOF names a master, and sends the master's PING into the stream every
+//! REPLICAOF (or, in cluster mode, the slot map) names a master, and sends the master's PING into the stream every
 //! `repl-ping-replica-period` while replicas are attached.
 
 use std::sync::Arc;
@@ -83,6 +83,8 @@ pub async fn supervise(shared: Arc<Shared>) {
     if let Some((host, port)) = config.repl.replicaof.clone() {
         follow(&shared, host, port);
     }
+    // Cluster mode: the map says whether this node replicates another.
+    cmd::cluster::sync_role(&shared);
     let mut changed = shared.repl.link_changed.subscribe();
     changed.mark_changed();
     let mut ping = tokio::time::interval(Duration::from_secs(config.repl.ping_period.max(1)));

@@ -26,6 +26,8 @@ pub fn sluice() -> sluice::TestServer {
 pub struct RedisServer {
     child: Child,
     port: u16,
+    /// The cluster bus port (`start_cluster_node`), or 0.
+    bus_port: u16,
     dir: PathBuf,
     /// The directory was given by the caller (`start_in`): left in place when dropped.
     keep_dir: bool,
@@ -50,12 +52,22 @@ impl RedisServer {
         Self::start_with_dir(Some(dir))
     }
 
+    /// `start` with cluster mode on (its own nodes.conf in its directory, a free bus port):
+    /// a node with no slots and no peers, for a test to build a small Redis Cluster with.
+    pub fn start_cluster_node() -> RedisServer {
+        Self::start_with(None, true)
+    }
+
     fn start_with_dir(dir: Option<&std::path::Path>) -> RedisServer {
+        Self::start_with(dir, false)
+    }
+
+    fn start_with(dir: Option<&std::path::Path>, cluster: bool) -> RedisServer {
         let mut last_error = String::new();
         // The port is free when we pick it, but another test may take it before redis-server
         // binds; then redis-server exits and we try another.
         for _ in 0..5 {
-            match Self::try_start(dir) {
+            match Self::try_start(dir, cluster) {
                 Ok(server) => return server,
                 Err(e) => last_error = e,
             }
@@ -63,8 +75,9 @@ impl RedisServer {
         panic!("redis-server did not start: {last_error}");
     }
 
-    fn try_start(given: Option<&std::path::Path>) -> Result<RedisServer, String> {
+    fn try_start(given: Option<&std::path::Path>, cluster: bool) -> Result<RedisServer, String> {
         let port = free_port();
+        let bus_port = if cluster { free_port() } else { 0 };
         let dir = match given {
             Some(d) => d.to_path_buf(),
             None => {
@@ -88,6 +101,25 @@ impl RedisServer {
             .arg(port.to_string())
             .arg("--dir")
             .arg(&dir)
+            .args(if cluster {
+                vec![
+                    "--cluster-enabled".to_string(),
+                    "yes".to_string(),
+                    "--cluster-port".to_string(),
+                    bus_port.to_string(),
+                    // Nodes ping each other every node-timeout/2: gossip settles in a second.
+                    "--cluster-node-timeout".to_string(),
+                    "1000".to_string(),
+                    // A replica's first sync starts at once, not after 5 s.
+                    "--repl-diskless-sync-delay".to_string(),
+                    "0".to_string(),
+                    // A replica's offset moves (and gossip shows it) within a second.
+                    "--repl-ping-replica-period".to_string(),
+                    "1".to_string(),
+                ]
+            } else {
+                vec![]
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -103,6 +135,7 @@ impl RedisServer {
         let mut server = RedisServer {
             child,
             port,
+            bus_port,
             dir,
             keep_dir: given.is_some(),
         };
@@ -140,6 +173,11 @@ impl RedisServer {
     /// The server's port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The cluster bus port (0 unless started by `start_cluster_node`).
+    pub fn bus_port(&self) -> u16 {
+        self.bus_port
     }
 
     /// The server's address.

@@ -4,7 +4,9 @@ Three `target/debug/sluice` nodes on loopback ports share one map file. The clie
 from any node, runs the limiter workloads W1 (MULTI block on a `{user}` hash-tagged key), W3
 (fixed window) and CL.THROTTLE on keys spread over all nodes with exact results (each node's
 clock is frozen with CLOCK FREEZE), follows MOVED after the map changes, gets CROSSSLOT where
-Redis gives it, and survives the loss of a node for the keys it did not own.
+Redis gives it, and survives the loss of a node for the keys it did not own. With a replica
+in the map, `read_from_replicas=True` spreads reads over master and replica, and the client
+follows the slots to the replica once CLUSTER FAILOVER promotes it.
 """
 
 import os
@@ -45,10 +47,10 @@ def owner(ranges, slot):
 class Trio:
     """Three sluice nodes; `kill(i)` and `start(i)` stop and restart one."""
 
-    def __init__(self, map_file):
+    def __init__(self, map_file, make_map=None):
         self.map_file = map_file
         self.ports = [free_port() for _ in range(3)]
-        map_file.write_text(map_text(self.ports, SPLIT))
+        map_file.write_text((make_map or (lambda ports: map_text(ports, SPLIT)))(self.ports))
         self.procs = [None, None, None]
         for i in range(3):
             self.start(i)
@@ -208,3 +210,64 @@ def test_redis_py_follows_moved_and_survives_a_node_loss(trio):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
     rc.close()
+
+
+def eventually(fn, want, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = fn()
+        if got == want:
+            return
+        assert time.monotonic() < deadline, f"still {got!r}, waiting for {want!r}"
+        time.sleep(0.02)
+
+
+# redis-py 5.3+ deprecates `read_from_replicas` for `load_balancing_strategy`; it is the
+# setting users have, so it is the one tested.
+@pytest.mark.filterwarnings("ignore:Call to '__init__' function with deprecated usage")
+def test_redis_py_reads_from_replicas_and_follows_a_failover(tmp_path):
+    def with_replica(ports):
+        return (
+            f"epoch 1\nnode {IDS[0]} 127.0.0.1:{ports[0]} 0-8191\n"
+            f"node {IDS[1]} 127.0.0.1:{ports[1]} 8192-16383\n"
+            f"replica {IDS[2]} 127.0.0.1:{ports[2]} {IDS[0]}\n"
+        )
+
+    t = Trio(tmp_path / "cluster.map", with_replica)
+    try:
+        p0, _, p2 = t.ports
+        rc = RedisCluster(host="127.0.0.1", port=t.ports[1], read_from_replicas=True)
+        replicas = [n.port for n in rc.get_nodes() if n.server_type == "replica"]
+        assert replicas == [p2]
+        keys = [k for k in (f"k{i}" for i in range(200)) if key_slot(k.encode()) <= 8191][:20]
+        for i, k in enumerate(keys):
+            assert rc.set(k, i)
+        replica = redis.Redis(host="127.0.0.1", port=p2, decode_responses=True)
+        replica.execute_command("READONLY")
+        eventually(lambda: replica.get(keys[-1]), str(len(keys) - 1))
+        for _ in range(3):
+            for i, k in enumerate(keys):
+                assert rc.get(k) == str(i).encode()
+        # The replica served some of those reads (its SETs are the master's stream).
+        stats = t.direct(2).info("commandstats")
+        assert stats["cmdstat_get"]["calls"] > 0
+        assert stats["cmdstat_set"]["calls"] == len(keys)
+        assert t.direct(0).info("commandstats")["cmdstat_set"]["calls"] == len(keys)
+        assert rc.incr(keys[0]) == 1
+
+        # The replica takes over; the others get its map; the client follows MOVED.
+        assert t.direct(2).execute_command("CLUSTER", "FAILOVER") in (b"OK", "OK", True)
+        new_map = t.direct(2).execute_command("CLUSTER", "GETMAP")
+        new_map = new_map.decode() if isinstance(new_map, bytes) else str(new_map)
+        for i in (0, 1):
+            t.direct(i).execute_command("CLUSTER", "SETMAP", new_map)
+        assert rc.set(keys[1], "promoted")
+        assert t.direct(2).get(keys[1]) == b"promoted"
+        old = redis.Redis(host="127.0.0.1", port=p0, decode_responses=True)
+        old.execute_command("READONLY")
+        eventually(lambda: old.get(keys[1]), "promoted")
+        for _ in range(4):
+            assert rc.get(keys[1]) == b"promoted"
+        rc.close()
+    finally:
+        t.stop()

@@ -91,6 +91,7 @@ impl Command for Reset {
         }
         ctx.client.info.no_evict.store(false, Ordering::Relaxed);
         ctx.client.info.no_touch.store(false, Ordering::Relaxed);
+        ctx.client.info.readonly.store(false, Ordering::Relaxed);
         Ok(Reply::status("RESET"))
     }
 }
