@@ -168,6 +168,10 @@ async fn run<S: Transport>(
     // Since when the output buffer has been over the soft limit.
     let mut soft = None;
     let mut args: Vec<Bytes> = Vec::new();
+    // CLIENT KILL and shutdown (which kills every client) end a read that waits. Kept for
+    // the whole connection, so that it registers this task's waker once, not per request.
+    let killed = info.kill.watch();
+    tokio::pin!(killed);
 
     loop {
         // Run every complete request already buffered.
@@ -207,14 +211,22 @@ async fn run<S: Transport>(
             let was_authenticated = client.authenticated;
             // While a script runs it holds shards: wait without blocking this thread, or
             // answer -BUSY past the threshold, if the command needs one (see cmd::scripting).
-            let gated = if cmd::scripting::script_running(shared) {
+            let mut gated = if cmd::scripting::script_running(shared) {
                 cmd::scripting::busy_gate(shared, client, &args).await
             } else {
                 None
             };
-            let reply = match gated {
-                Some(reply) => reply,
-                None => match cmd::execute_blocking(shared, client, &args) {
+            let reply = loop {
+                if let Some(reply) = gated.take() {
+                    break reply;
+                }
+                break match cmd::execute_blocking(shared, client, &args) {
+                    // A script took a shard this command needs after it passed the gate:
+                    // through the gate again (see `cmd::call`).
+                    _ if std::mem::take(&mut client.regate) => {
+                        gated = cmd::scripting::busy_gate(shared, client, &args).await;
+                        continue;
+                    }
                     (reply, None) => reply,
                     (_, Some(waiter)) => {
                         // Blocked: flush what earlier requests answered, then wait for the
@@ -236,7 +248,7 @@ async fn run<S: Transport>(
                             None => return Ok(()),
                         }
                     }
-                },
+                };
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
@@ -319,7 +331,7 @@ async fn run<S: Transport>(
             );
             return Ok(());
         }
-        if shared.shutdown.is_cancelled() || info.kill.is_cancelled() {
+        if info.kill.is_ending() {
             return Ok(());
         }
 
@@ -341,11 +353,9 @@ async fn run<S: Transport>(
                 None => Some(stream.read_buf(&mut rbuf).await),
             }
         };
-        // Biased, the read first: when data is already there (a busy client), the
-        // cancellation futures are never polled, and polling one registers a waiter under a
-        // lock (the shutdown token's is shared by every connection). A kill or a shutdown
-        // still ends a read that waits, and the checks per batch catch a client that never
-        // lets its reads wait.
+        // Biased, the read first: when data is already there (a busy client), nothing else
+        // is polled. A kill or a shutdown still ends a read that waits, and the check per
+        // batch catches a client that never lets its reads wait.
         // A subscribed connection also wakes for messages to write.
         let pushed = async {
             match &queue {
@@ -360,8 +370,7 @@ async fn run<S: Transport>(
                 None => return Ok(()), // idle timeout
             },
             _ = pushed => continue,
-            _ = info.kill.cancelled() => return Ok(()),
-            _ = shared.shutdown.cancelled() => return Ok(()),
+            _ = &mut killed => return Ok(()),
         };
         if n == 0 {
             return Ok(());
@@ -531,6 +540,10 @@ fn closed(why: &str) -> std::io::Error {
 ///
 /// `over_soft_since` is the connection's soft-limit clock: set when the output buffer goes over
 /// the soft limit, cleared when it is back under.
+///
+/// A write that completes at once (the usual case: the socket has room) costs the write
+/// alone: the clock is read, and the kill and the deadlines are waited on, only once a
+/// write has to wait.
 async fn write_out<S: Transport>(
     shared: &Shared,
     stream: &mut S,
@@ -547,17 +560,8 @@ async fn write_out<S: Transport>(
         Some(_) => shared.live.pubsub_buffer_limit(),
         None => shared.live.output_buffer_limit(),
     };
-    let dropped = async {
-        match queue {
-            Some(q) => q.dropped.cancelled().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(dropped);
-    let idle = shared.live.timeout();
     let kill = &client.info.kill;
     let mut written = 0;
-    let mut last_progress = Instant::now();
     loop {
         let pending = wbuf.len() - written;
         let queued = queue.map_or(0, |q| q.pending());
@@ -573,61 +577,93 @@ async fn write_out<S: Transport>(
             );
             return Err(closed("output buffer over the hard limit"));
         }
-        // The earliest moment the stalled write gives up, if any.
-        let mut deadline: Option<Instant> = None;
+        // Since when the buffer is over the soft limit, if it must drain by a deadline.
+        let mut soft_since = None;
         if limit.soft > 0 && limit.soft_seconds > 0 && buffered > limit.soft {
-            let since = *over_soft_since.get_or_insert_with(Instant::now);
-            // Checked: a deadline too far away to represent is no deadline.
-            deadline = since.checked_add(Duration::from_secs(limit.soft_seconds));
+            soft_since = Some(*over_soft_since.get_or_insert_with(Instant::now));
         } else {
             *over_soft_since = None;
         }
-        if idle > 0
-            && let Some(d) = last_progress.checked_add(Duration::from_secs(idle))
-        {
-            deadline = Some(deadline.map_or(d, |x| x.min(d)));
-        }
-        let expired = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
+        // What ends a write that waits: built, and the clock read, only if it does. The
+        // idle timeout counts from the last progress: the write that waits starts right
+        // after the previous one returned, so the moment it is found waiting stands for it.
+        let stalled = async {
+            let idle = shared.live.timeout();
+            let since = Instant::now();
+            // The earliest moment the stalled write gives up, if any. Checked: a deadline
+            // too far away to represent is no deadline.
+            let mut deadline =
+                soft_since.and_then(|s| s.checked_add(Duration::from_secs(limit.soft_seconds)));
+            if idle > 0
+                && let Some(d) = since.checked_add(Duration::from_secs(idle))
+            {
+                deadline = Some(deadline.map_or(d, |x| x.min(d)));
             }
-        };
-        let n = if pending == 0 {
-            // Biased for the reason given in `run`: the kill is polled only while we wait.
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let dropped = async {
+                match queue {
+                    Some(q) => q.dropped.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                biased;
-                r = stream.flush() => { r?; break; }
-                _ = expired => return Err(closed("output not drained in time")),
-                _ = &mut dropped => return Err(closed("pub/sub output over the limit")),
-                _ = kill.cancelled() => return Err(closed("killed")),
-            }
-        } else {
-            tokio::select! {
-                biased;
-                r = stream.write(&wbuf[written..]) => r?,
                 _ = expired => {
                     tracing::warn!(
                         "closing client {}: output not drained within the output-buffer or idle limits",
                         client.info.id
                     );
-                    return Err(closed("output not drained in time"));
+                    closed("output not drained in time")
                 }
-                _ = &mut dropped => {
+                _ = dropped => {
                     tracing::warn!(
                         "closing client {}: pub/sub output over client-output-buffer-limit pubsub",
                         client.info.id
                     );
-                    return Err(closed("pub/sub output over the limit"));
+                    closed("pub/sub output over the limit")
                 }
-                _ = kill.cancelled() => return Err(closed("killed")),
+                _ = kill.watch_killed() => closed("killed"),
             }
         };
+        // First without waiting: the usual case, and then nothing else is built or moved.
+        let at_once = std::future::poll_fn(|cx| {
+            let io = std::pin::Pin::new(&mut *stream);
+            let polled = if pending == 0 {
+                io.poll_flush(cx).map_ok(|()| 0)
+            } else {
+                io.poll_write(cx, &wbuf[written..])
+            };
+            std::task::Poll::Ready(match polled {
+                std::task::Poll::Ready(r) => Some(r),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await;
+        let n = match at_once {
+            Some(r) => r?,
+            // Biased: the write (or flush) first, the rest only while it waits.
+            None if pending == 0 => tokio::select! {
+                biased;
+                r = stream.flush() => { r?; 0 }
+                e = stalled => return Err(e),
+            },
+            None => tokio::select! {
+                biased;
+                r = stream.write(&wbuf[written..]) => r?,
+                e = stalled => return Err(e),
+            },
+        };
+        if pending == 0 {
+            break;
+        }
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
         written += n;
-        last_progress = Instant::now();
     }
     shared
         .stats
