@@ -7,10 +7,10 @@
 #   scripts/instructions.sh sluice target/release/sluice getset 16
 #   scripts/instructions.sh redis redis-server fixed 1
 #
-# Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555 (or
-# INSTRUCTIONS_PORT, so that two measurements on one machine do not meet). LOADGEN_ARGS adds
-# loadgen options, e.g. LOADGEN_ARGS="--window-ms 3600000": with the default 1 s window the
-# share of first-in-window decisions (and so the count) grows as the machine gets slower.
+# Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555, or
+# INSTRUCTIONS_PORT (two measurements at once on one machine need two ports). LOADGEN_ARGS
+# adds loadgen options, e.g. LOADGEN_ARGS="--window-ms 3600000": with the default 1 s window
+# the share of first-in-window decisions (and so the count) grows as the machine gets slower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=$1 bin=$2 workload=$3 pipeline=$4
