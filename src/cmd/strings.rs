@@ -31,7 +31,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Set>,
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["RW", "access", "update", "variable_flags"])
+    .with_key_notes("RW and ACCESS due to the optional `GET` argument"),
     C::new(
         "setnx",
         3,
@@ -39,7 +41,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SetNx>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["OW", "insert"]),
     C::new(
         "setex",
         4,
@@ -47,7 +50,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Seconds),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "psetex",
         4,
@@ -55,7 +59,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Millis),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "getset",
         3,
@@ -63,7 +68,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetSet>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "getdel",
         2,
@@ -71,7 +77,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetDel>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "delete"]),
     C::new(
         "getex",
         -2,
@@ -79,7 +86,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetEx>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"])
+    .with_key_notes("RW and UPDATE because it changes the TTL"),
     C::new(
         "mget",
         -2,
@@ -87,7 +96,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<MGet>,
     )
-    .with_acl(&["@read", "@string", "@fast"]),
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_tips(&["request_policy:multi_shard"]),
     C::new(
         "mset",
         -3,
@@ -95,7 +105,12 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 2),
         |c, a| run_as::<MSet>(c, a, MSetMode::Always),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&[
+        "request_policy:multi_shard",
+        "response_policy:all_succeeded",
+    ])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "msetnx",
         -3,
@@ -103,7 +118,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 2),
         |c, a| run_as::<MSet>(c, a, MSetMode::IfNoneExists),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+    .with_key_flags(&["OW", "insert"]),
     C::new(
         "incr",
         2,
@@ -111,7 +128,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Incr>(c, a, Step::Up),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "decr",
         2,
@@ -119,7 +137,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Incr>(c, a, Step::Down),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "incrby",
         3,
@@ -127,7 +146,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<IncrBy>(c, a, Step::Up),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "decrby",
         3,
@@ -135,7 +155,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<IncrBy>(c, a, Step::Down),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "incrbyfloat",
         3,
@@ -143,7 +164,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<IncrByFloat>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "append",
         3,
@@ -151,7 +173,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Append>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "insert"]),
     C::new(
         "strlen",
         2,
@@ -159,7 +182,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<StrLen>,
     )
-    .with_acl(&["@read", "@string", "@fast"]),
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_key_flags(&["RO"]),
 ];
 
 /// Reads a string value: None if missing, WRONGTYPE for other types.

@@ -18,35 +18,43 @@ pub(super) static COMMAND: &[C] = &[
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandCount>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "command|info",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandInfo>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|docs",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandDocs>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|list",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         |c, a| run_sub_as::<CommandList>(c, a, CommandListing::Names),
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|help",
         2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<Help>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "command|getkeys",
         -4,
@@ -237,13 +245,17 @@ pub fn command_info(spec: &C) -> Reply {
         ));
         vec![Reply::Map(fields)]
     } else if first > 0 {
-        let flags: &[&'static str] = if spec.has(crate::cmd::table::CmdFlags::WRITE) {
-            &["RW", "update"]
-        } else {
-            &["RO", "access"]
+        let flags: &[&'static str] = match spec.key_flags {
+            Some(flags) => flags,
+            None if spec.has(crate::cmd::table::CmdFlags::WRITE) => &["RW", "update"],
+            None => &["RO", "access"],
         };
         let lastkey = if last < 0 { last } else { last - first };
-        vec![Reply::Map(key_spec_fields(
+        let mut fields = Vec::with_capacity(4);
+        if let Some(notes) = spec.key_notes {
+            fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
+        }
+        fields.extend(key_spec_fields(
             flags,
             first as i64,
             "range",
@@ -252,7 +264,8 @@ pub fn command_info(spec: &C) -> Reply {
                 ("keystep", step as i64),
                 ("limit", 0),
             ],
-        ))]
+        ));
+        vec![Reply::Map(fields)]
     } else {
         vec![]
     };
