@@ -4,6 +4,7 @@
 mod blocking;
 mod clientcmds;
 mod cluster;
+mod cmdinfo;
 mod core;
 mod diff;
 mod dockerfile;

@@ -89,33 +89,16 @@ impl Command for CommandGetKeys {
                 return Err(CmdError::msg("ERR Invalid command specified"));
             }
         };
-        if let KeySpec::Keynum {
-            begin,
-            keynumidx,
-            firstkey,
-            step,
-            ..
-        } = spec.keys
-        {
-            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
-            let count = self
-                .args
-                .get((begin + keynumidx).max(0) as usize)
-                .and_then(|b| parse_i64(b));
-            let fits = count.is_some_and(|c| {
-                c >= 0
-                    && (c == 0
-                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
-                            < self.args.len() as i64)
-            });
-            if !fits {
-                if spec.has(crate::cmd::CmdFlags::NO_MANDATORY_KEYS) {
-                    return Ok(Reply::Array(Vec::new()));
-                }
-                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
-            }
-        } else if matches!(spec.keys, KeySpec::None) {
+        if matches!(spec.keys, KeySpec::None) {
             return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        if !keynums_fit(spec, &self.args) {
+            // Redis falls back on the command's own key finder, which finds no key when the
+            // count is not one the arguments hold.
+            if spec.has(crate::cmd::CmdFlags::NO_MANDATORY_KEYS) {
+                return Ok(Reply::Array(Vec::new()));
+            }
+            return Err(CmdError::msg("ERR Invalid arguments specified for command"));
         }
         Ok(Reply::Array(
             spec.keys
@@ -124,6 +107,39 @@ impl Command for CommandGetKeys {
                 .collect(),
         ))
     }
+}
+
+/// Whether every numkeys-counted key spec of `spec` finds a count the arguments hold: at
+/// least one key and none past the end (Redis's key-spec search calls anything else invalid).
+fn keynums_fit(spec: &C, args: &[Bytes]) -> bool {
+    let fits = |begin: i64, keynumidx: i64, firstkey: i64, step: i64| {
+        let count = usize::try_from(begin + keynumidx)
+            .ok()
+            .and_then(|i| args.get(i))
+            .and_then(|b| parse_i64(b));
+        count.is_some_and(|c| {
+            c >= 1
+                && (begin + firstkey).saturating_add((c - 1).saturating_mul(step.max(1)))
+                    < args.len() as i64
+        })
+    };
+    if let KeySpec::Keynum {
+        begin,
+        keynumidx,
+        firstkey,
+        step,
+        ..
+    } = spec.keys
+        && !fits(begin.into(), keynumidx.into(), firstkey.into(), step.into())
+    {
+        return false;
+    }
+    spec.key_specs.iter().all(|d| match (d.begin, d.find) {
+        (Some(begin), crate::cmd::FindKeys::Keynum(keynumidx, firstkey, step)) => {
+            fits(begin, keynumidx, firstkey, step)
+        }
+        _ => true,
+    })
 }
 
 fn status_set(items: &[&'static str]) -> Reply {
@@ -283,9 +299,14 @@ pub fn command_info(spec: &C) -> Reply {
                 .map(|t| Reply::bulk(t.as_bytes()))
                 .collect(),
         ),
-        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        // As Redis 7.0 sends them (sets and arrays differ in RESP3 only): the key specs as a
+        // set; the subcommands as an array, or an empty set when there are none.
         Reply::Set(key_specs),
-        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
+        if spec.subcommands.is_empty() {
+            Reply::Set(Vec::new())
+        } else {
+            Reply::Array(spec.subcommands.iter().map(command_info).collect())
+        },
     ])
 }
 
