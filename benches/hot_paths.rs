@@ -205,7 +205,7 @@ fn sliding(c: &mut Criterion) {
 }
 
 fn throttle(c: &mut Criterion) {
-    let args = ThrottleArgs::parse(&[b"15", b"30", b"60", b"1"]).expect("valid arguments");
+    let args = ThrottleArgs::parse(&[&b"15"[..], b"30", b"60", b"1"]).expect("valid arguments");
     let mut g = c.benchmark_group("gcra");
     g.throughput(Throughput::Elements(1));
     let mut now: i64 = 1_700_000_000_000_000_000;

@@ -7,11 +7,12 @@
 #   scripts/instructions.sh sluice target/release/sluice getset 16
 #   scripts/instructions.sh redis redis-server fixed 1
 #
-# Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555.
+# Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555, or
+# INSTRUCTIONS_PORT (two measurements at once on one machine need two ports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=$1 bin=$2 workload=$3 pipeline=$4
-port=7555
+port=${INSTRUCTIONS_PORT:-7555}
 loadgen=target/release/loadgen
 
 run() {

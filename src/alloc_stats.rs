@@ -1,11 +1,47 @@
 //! A global allocator wrapper that counts live heap bytes, so INFO's `used_memory` (and later
 //! the memory cap) report what sluice really holds rather than an estimate.
+//!
+//! It also counts, per thread, how many allocations (and reallocations) the thread made
+//! ([`thread_allocations`]): an event loop serves a connection from read to write on one
+//! thread, so the difference of two readings around a request is what that request
+//! allocated. The allocation test (`tests/it/alloc.rs`) holds the hot paths to zero with
+//! it. The count is a thread-local `Cell` add, cheap enough to keep in release builds.
+//! [`set_thread_hook`] lets that test see where an allocation happens.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Allocations and reallocations made by this thread.
+    static THREAD_ALLOCS: Cell<u64> = const { Cell::new(0) };
+    /// Called with the size of each allocation this thread makes (see `set_thread_hook`).
+    static THREAD_HOOK: Cell<Option<fn(usize)>> = const { Cell::new(None) };
+}
+
+/// Allocations (and reallocations) the calling thread has made since it started.
+pub fn thread_allocations() -> u64 {
+    THREAD_ALLOCS.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Calls `hook` with the size of every later allocation of the calling thread (None: stop).
+/// For tests that must find where an allocation comes from (the hook may capture a
+/// backtrace). The hook is unset while it runs, so its own allocations do not recurse.
+pub fn set_thread_hook(hook: Option<fn(usize)>) {
+    let _ = THREAD_HOOK.try_with(|h| h.set(hook));
+}
+
+/// Counts one allocation of `size` bytes made by this thread.
+fn note_thread(size: usize) {
+    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
+    if let Ok(Some(hook)) = THREAD_HOOK.try_with(|h| h.take()) {
+        hook(size);
+        set_thread_hook(Some(hook));
+    }
+}
 
 /// The system allocator, counting.
 #[derive(Debug)]
@@ -19,6 +55,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             add(layout.size());
+            note_thread(layout.size());
         }
         p
     }
@@ -28,6 +65,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             add(layout.size());
+            note_thread(layout.size());
         }
         p
     }
@@ -44,6 +82,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !p.is_null() {
             ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
             add(new_size);
+            note_thread(new_size);
         }
         p
     }

@@ -12,10 +12,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering,
 };
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use dashmap::DashMap;
+use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
 /// What the registry and CLIENT LIST / KILL know about a client, shared with its connection.
@@ -41,8 +43,8 @@ pub struct ClientInfo {
     pub multi: AtomicI64,
     /// Last command name (lowercase); see [`ClientInfo::set_last_cmd`].
     last_cmd: AtomicPtr<&'static str>,
-    /// Cancelled by CLIENT KILL or server shutdown.
-    pub kill: CancellationToken,
+    /// Raised by CLIENT KILL or server shutdown.
+    pub kill: Kill,
     /// Bytes in the input buffer from the current command on (Redis's `qbuf`).
     pub qbuf: AtomicUsize,
     /// Bytes of the current command's arguments (Redis's `argv-mem`).
@@ -95,8 +97,7 @@ impl ClientInfo {
 
     /// Seconds since the last command.
     pub fn idle_secs(&self) -> u64 {
-        let now = self.created.elapsed().as_millis() as u64;
-        now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
+        coarse_ms().saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
     /// Records the name of the command being run, for CLIENT LIST. It takes a command table
@@ -122,9 +123,9 @@ impl ClientInfo {
     }
 
     /// Records activity (data was read from the client).
+    #[inline]
     pub fn mark_active(&self) {
-        self.last_active_ms
-            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_active_ms.store(coarse_ms(), Ordering::Relaxed);
     }
 
     /// The client's name, or empty.
@@ -191,6 +192,154 @@ impl ClientInfo {
     }
 }
 
+/// Milliseconds on a monotonic clock of a scheduler tick's resolution, for the idle time
+/// (whole seconds): read per batch a connection reads, so it must be cheap. On Linux,
+/// `CLOCK_MONOTONIC_COARSE` is a memory read in the vDSO; elsewhere, `Instant`.
+#[cfg(target_os = "linux")]
+fn coarse_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1000)
+        .saturating_add(ts.tv_nsec as u64 / 1_000_000)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn coarse_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// A connection's kill switch: CLIENT KILL, or the server shutting down.
+///
+/// The connection checks it between batches and waits on it beside its read, once per
+/// request at pipeline 1, so both must be cheap: the check is one atomic load, and
+/// [`Kill::watch`] registers the connection task's waker once (a shared token's
+/// `cancelled()` would take a lock to register and another to deregister every time).
+/// [`Kill::cancelled`] serves any other task that waits for CLIENT KILL.
+///
+/// Shutdown is a reason of its own: it ends a connection's wait for its next request, but
+/// not a write of replies already made (the graceful shutdown delivers them), which only
+/// CLIENT KILL interrupts.
+#[derive(Debug, Default)]
+pub struct Kill {
+    /// `KILLED` and `SHUTDOWN` bits.
+    raised: AtomicU8,
+    /// The waker of the connection task watching (`watch`), if it registered one. Kept
+    /// when woken, so that a second reason wakes it again.
+    waker: Mutex<Option<Waker>>,
+    token: CancellationToken,
+}
+
+const KILLED: u8 = 1;
+const SHUTDOWN: u8 = 2;
+
+impl Kill {
+    /// CLIENT KILL: the connection's task is woken, every `cancelled()` future completes.
+    pub fn cancel(&self) {
+        self.token.cancel();
+        self.raise(KILLED);
+    }
+
+    /// The server is shutting down: the connection ends once it has no reply to write.
+    pub fn shut_down(&self) {
+        self.raise(SHUTDOWN);
+    }
+
+    fn raise(&self, why: u8) {
+        self.raised.fetch_or(why, Ordering::SeqCst);
+        let waker = self.waker.lock().ok().and_then(|w| w.clone());
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// True once killed by CLIENT KILL.
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.raised.load(Ordering::Acquire) & KILLED != 0
+    }
+
+    /// True once killed or shutting down: the connection takes no further request.
+    #[inline]
+    pub fn is_ending(&self) -> bool {
+        self.raised.load(Ordering::Acquire) != 0
+    }
+
+    /// Completes on CLIENT KILL (any task, any number of waiters).
+    pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.token.cancelled()
+    }
+
+    /// Completes when killed or shutting down ([`Kill::is_ending`]): for the connection's
+    /// own task, which may keep one pinned for the whole connection and poll it once per
+    /// request. Only the latest task to poll a watch is woken (one waker is kept), so other
+    /// tasks use [`Kill::cancelled`].
+    pub fn watch(&self) -> KillWatch<'_> {
+        self.watch_for(KILLED | SHUTDOWN)
+    }
+
+    /// `watch`, for CLIENT KILL only.
+    pub fn watch_killed(&self) -> KillWatch<'_> {
+        self.watch_for(KILLED)
+    }
+
+    fn watch_for(&self, mask: u8) -> KillWatch<'_> {
+        KillWatch {
+            kill: self,
+            mask,
+            registered: None,
+        }
+    }
+}
+
+/// The future of [`Kill::watch`].
+#[derive(Debug)]
+pub struct KillWatch<'a> {
+    kill: &'a Kill,
+    mask: u8,
+    /// The waker this future stored in `kill`, to re-register only when the task's changes.
+    registered: Option<Waker>,
+}
+
+impl std::future::Future for KillWatch<'_> {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let mask = self.mask;
+        if self.kill.raised.load(Ordering::Acquire) & mask != 0 {
+            return std::task::Poll::Ready(());
+        }
+        if !self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            let waker = cx.waker().clone();
+            if let Ok(mut slot) = self.kill.waker.lock() {
+                *slot = Some(waker.clone());
+            }
+            self.registered = Some(waker);
+            // `raise` sets the flag before it reads the waker: re-checked after
+            // registering, a kill is either seen here or wakes this task.
+            if self.kill.raised.load(Ordering::SeqCst) & mask != 0 {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    }
+}
+
 /// `ClientInfo::last_cmd` before the first command.
 static NO_CMD: &str = "";
 
@@ -199,6 +348,8 @@ static NO_CMD: &str = "";
 pub struct Registry {
     clients: DashMap<u64, Arc<ClientInfo>>,
     next_id: AtomicU64,
+    /// Set by `kill_all`: the server is shutting down.
+    closing: AtomicBool,
 }
 
 impl Registry {
@@ -210,14 +361,14 @@ impl Registry {
             addr,
             laddr,
             created: Instant::now(),
-            last_active_ms: AtomicU64::new(0),
+            last_active_ms: AtomicU64::new(coarse_ms()),
             name: Mutex::new(None),
             lib: Mutex::new((None, None)),
             db: AtomicUsize::new(0),
             resp: AtomicU8::new(2),
             multi: AtomicI64::new(-1),
             last_cmd: AtomicPtr::new(std::ptr::from_ref(&NO_CMD).cast_mut()),
-            kill: CancellationToken::new(),
+            kill: Kill::default(),
             qbuf: AtomicUsize::new(0),
             argv_mem: AtomicUsize::new(0),
             multi_mem: AtomicUsize::new(0),
@@ -230,7 +381,21 @@ impl Registry {
             kind: AtomicU8::new(KIND_NORMAL),
         });
         self.clients.insert(id, info.clone());
+        // A connection registered while `kill_all` ran is killed too (it checks `closing`
+        // after its own insert, `kill_all` sets it before looking at the clients).
+        if self.closing.load(Ordering::SeqCst) {
+            info.kill.shut_down();
+        }
         info
+    }
+
+    /// Server shutdown: tells every connection, and any that registers from now on, to end
+    /// once its replies are written (`Kill::shut_down`).
+    pub fn shut_down_all(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        for c in self.clients.iter() {
+            c.kill.shut_down();
+        }
     }
 
     /// Removes a closed connection.
@@ -268,9 +433,13 @@ impl Registry {
 pub struct Queued {
     /// The command table entry's index (`cmd::CmdId`).
     pub cmd: u32,
-    /// The arguments, name first.
-    pub args: Vec<Bytes>,
+    /// The arguments, name first (slices of the connection's read buffer: a command of up
+    /// to four arguments is queued without an allocation).
+    pub args: SmallVec<[Bytes; 4]>,
 }
+
+/// Queues larger than this are not kept for the next transaction.
+const SPARE_QUEUE_MAX: usize = 64;
 
 /// The state one connection carries between commands.
 #[derive(Debug)]
@@ -285,12 +454,17 @@ pub struct ClientState {
     pub multi: Option<Vec<Queued>>,
     /// A queued command was refused: EXEC must abort.
     pub multi_failed: bool,
+    /// The emptied queue of an earlier transaction, reused by the next MULTI.
+    spare_multi: Vec<Queued>,
     /// Keys this client WATCHes (database, key).
     pub watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
     pub dirty: Arc<AtomicBool>,
     /// Close the connection once the current replies are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// The request did not run: a script took a shard it needs after it passed the busy
+    /// gate. The connection sends it through the gate again (see `cmd::call`).
+    pub regate: bool,
     /// Delay the next write (DEBUG SLEEP).
     pub sleep: Option<Duration>,
     /// Switch to MONITOR streaming after this reply.
@@ -332,9 +506,11 @@ impl ClientState {
             db: 0,
             multi: None,
             multi_failed: false,
+            spare_multi: Vec::new(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             close_after_reply: false,
+            regate: false,
             sleep: None,
             no_reply: false,
             monitor: false,
@@ -391,11 +567,85 @@ impl ClientState {
         self.info.db.store(db, Ordering::Relaxed);
     }
 
+    /// Enters MULTI state with an empty queue (the last transaction's, when kept).
+    pub fn begin_multi(&mut self) {
+        self.multi = Some(std::mem::take(&mut self.spare_multi));
+        self.multi_failed = false;
+    }
+
+    /// Keeps the queue EXEC has run, emptied, for the next MULTI (small ones only).
+    pub fn recycle_multi(&mut self, mut queue: Vec<Queued>) {
+        if queue.capacity() <= SPARE_QUEUE_MAX {
+            queue.clear();
+            self.spare_multi = queue;
+        }
+    }
+
     /// Leaves MULTI state (EXEC, DISCARD, RESET).
     pub fn end_multi(&mut self) {
-        self.multi = None;
+        if let Some(queue) = self.multi.take() {
+            self.recycle_multi(queue);
+        }
         self.multi_failed = false;
         self.info.multi.store(-1, Ordering::Relaxed);
         self.info.multi_mem.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Wake, Waker};
+
+    use super::Kill;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A watch wakes its task for a kill or a shutdown; a write's watch (`watch_killed`)
+    /// lets a shutdown pass and still wakes for the kill after it.
+    #[test]
+    fn kill_and_shutdown_wake_the_watching_task() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let kill = Kill::default();
+        let mut any = std::pin::pin!(kill.watch());
+        let mut killed = std::pin::pin!(kill.watch_killed());
+        assert!(any.as_mut().poll(&mut cx).is_pending());
+        // Polled again with the same waker: nothing to register, still pending.
+        assert!(any.as_mut().poll(&mut cx).is_pending());
+        assert!(killed.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        kill.shut_down();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(kill.is_ending() && !kill.is_cancelled());
+        assert!(any.as_mut().poll(&mut cx).is_ready());
+        assert!(killed.as_mut().poll(&mut cx).is_pending());
+        kill.cancel();
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            2,
+            "the kept waker is woken again"
+        );
+        assert!(kill.is_cancelled());
+        assert!(killed.as_mut().poll(&mut cx).is_ready());
+    }
+
+    /// A watch created after the kill is ready at its first poll.
+    #[test]
+    fn a_watch_after_the_kill_is_ready() {
+        let kill = Kill::default();
+        kill.cancel();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(std::pin::pin!(kill.watch()).poll(&mut cx).is_ready());
+        assert!(std::pin::pin!(kill.watch_killed()).poll(&mut cx).is_ready());
     }
 }

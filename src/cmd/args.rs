@@ -118,6 +118,39 @@ pub fn is(a: &[u8], keyword: &str) -> bool {
     a.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
+/// An option keyword uppercased on the stack, for `match`ing without allocating. An
+/// argument longer than [`Upper::MAX`] bytes, which no keyword is, reads as empty.
+pub struct Upper {
+    buf: [u8; Upper::MAX],
+    len: usize,
+}
+
+impl Upper {
+    /// The longest keyword kept.
+    pub const MAX: usize = 16;
+}
+
+impl std::ops::Deref for Upper {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// `a` uppercased (ASCII), for matching against keywords (see [`Upper`]).
+pub fn upper(a: &[u8]) -> Upper {
+    let mut buf = [0u8; Upper::MAX];
+    match buf.get_mut(..a.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(a);
+            dst.make_ascii_uppercase();
+            Upper { buf, len: a.len() }
+        }
+        None => Upper { buf, len: 0 },
+    }
+}
+
 /// Redis's glob matching (`stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`, `\\`
 /// escapes, with Redis 7.0's answers on every pattern, in O(pattern × string) time and no
 /// recursion, whatever the client sends.
@@ -270,6 +303,14 @@ fn class(p: &[u8], start: usize, c: u8, nocase: bool) -> (bool, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upper_keeps_short_keywords_only() {
+        assert_eq!(&*upper(b"pX"), b"PX");
+        assert_eq!(&*upper(b""), b"");
+        assert_eq!(&*upper(&[b'k'; Upper::MAX]), &[b'K'; Upper::MAX][..]);
+        assert_eq!(&*upper(&[b'k'; Upper::MAX + 1]), b"");
+    }
 
     #[test]
     fn globs() {

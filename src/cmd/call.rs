@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::table::Entry;
-use super::{CmdFlags, Ctx, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify};
+use super::{
+    CmdFlags, Ctx, Shared, blocking, cluster, lock_for, maxmemory, monitor, notify, try_lock_for,
+};
 use crate::client::ClientState;
 use crate::protocol::Reply;
 
@@ -152,7 +154,29 @@ pub fn call<'a>(
                 let held = super::scripting::shards_to_hold(shared, spec, keys);
                 shared.scripts.busy.announce_holding(held)
             });
-            ctx.store = lock_for(shared, spec, keys);
+            // Passing the busy gate was no promise: a script may have taken a shard this
+            // command needs since. Waiting on its lock would hold this thread (and every
+            // connection of its loop) for the whole script, where Redis waits for a short
+            // script and answers -BUSY past busy-reply-threshold; so a connection that can
+            // wait goes back to the gate, which does that. Another command holding the
+            // shard lets go within microseconds: that wait blocks, as it always did.
+            ctx.store = match try_lock_for(shared, spec, keys) {
+                Ok(locked) => locked,
+                Err(wanted) => {
+                    // This command's own announcement is not what it waits for.
+                    drop(_announced.take());
+                    if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
+                        ctx.client.sleep = held_before;
+                        ctx.client.regate = true;
+                        return Reply::Null;
+                    }
+                    _announced = runs_script(entry).then(|| {
+                        let held = super::scripting::shards_to_hold(shared, spec, keys);
+                        shared.scripts.busy.announce_holding(held)
+                    });
+                    lock_for(shared, spec, keys)
+                }
+            };
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();
             // For a replica's master link no key has expired: the master's DELs expire them.
@@ -372,7 +396,7 @@ fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
     if let Some(queue) = client.multi.as_mut() {
         queue.push(crate::client::Queued {
             cmd: entry.id.0,
-            args: args.to_vec(),
+            args: args.iter().cloned().collect(),
         });
         client
             .info
@@ -426,7 +450,11 @@ fn account(
 ) {
     let shared = ctx.shared;
     let spec = entry.spec;
-    let usec = took.as_micros().min(u64::MAX as u128) as u64;
+    // Whole microseconds without u128 arithmetic (this runs for every command).
+    let usec = took
+        .as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(took.subsec_micros()));
     // A script whose error came from a failed call: that call counted it already.
     let counted = std::mem::take(&mut ctx.error_counted);
     let failed = match reply {
@@ -496,6 +524,104 @@ fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use super::super::{Shared, execute, execute_blocking};
+    use crate::client::ClientState;
+    use crate::protocol::Reply;
+    use crate::script::Held;
+
+    /// The busy-script window: a command that passed the busy gate before a script took its
+    /// shard must not wait on the shard's lock for the whole script (its thread would stall,
+    /// where Redis answers -BUSY past the threshold). The connection's request comes back
+    /// unrun, to go through the gate again; a command on another shard runs.
+    #[test]
+    fn a_script_holding_the_shard_sends_the_request_back_to_the_gate() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let key = Bytes::from_static(b"k");
+        let shard = shared.keyspace.shard_of(&key);
+        let other = (0u32..)
+            .map(|i| Bytes::from(format!("other{i}")))
+            .find(|k| shared.keyspace.shard_of(k) != shard)
+            .unwrap();
+        // This thread plays the script: running, holding the key's shard (and its lock).
+        let _running = shared
+            .scripts
+            .busy
+            .begin_as(None, Held::Some([shard].into_iter().collect()));
+        let held_key = key.clone();
+        let _lock = shared.keyspace.lock_args([&held_key[..]]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut client = ClientState::new(info);
+                let get = [Bytes::from_static(b"GET"), key];
+                let (_, waiter) = execute_blocking(&shared, &mut client, &get);
+                let sent_back = std::mem::take(&mut client.regate);
+                let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
+                let (reply, _) = execute_blocking(&shared, &mut client, &set);
+                tx.send((sent_back, waiter.is_none(), reply, client.regate))
+                    .unwrap();
+            })
+        };
+        let (sent_back, not_blocked, other_reply, other_sent_back) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the command waited on the script's shard lock");
+        assert!(sent_back, "GET on the script's shard goes back to the gate");
+        assert!(not_blocked);
+        assert!(matches!(other_reply, Reply::Status(_)), "{other_reply:?}");
+        assert!(!other_sent_back, "SET on another shard runs");
+        connection.join().unwrap();
+        let stats = shared.table.entries().iter().find(|e| e.spec.name == "get");
+        assert_eq!(
+            stats.map(|e| e.stats.calls.load(std::sync::atomic::Ordering::Relaxed)),
+            Some(0),
+            "a request sent back is not counted"
+        );
+    }
+
+    /// Without a running script, contention on a shard is another command's short hold:
+    /// the request waits for the lock and runs. A caller that cannot wait (no connection to
+    /// gate it again) always waits.
+    #[test]
+    fn contention_without_a_script_waits_for_the_lock() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let key = Bytes::from_static(b"k");
+        let held_key = key.clone();
+        let lock = shared.keyspace.lock_args([&held_key[..]]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut client = ClientState::new(info);
+                let get = [Bytes::from_static(b"GET"), key];
+                let reply = execute(&shared, &mut client, &get);
+                tx.send((reply, client.regate)).unwrap();
+            })
+        };
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        drop(lock);
+        let (reply, sent_back) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(matches!(reply, Reply::Null), "{reply:?}");
+        assert!(!sent_back);
+        connection.join().unwrap();
+    }
     /// Every command `roles_of` names exists, so a renamed command cannot silently lose
     /// its role.
     #[test]

@@ -411,6 +411,27 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
     }
 }
 
+/// [`lock_for`] without waiting: `Err` carries the shard indexes wanted when another thread
+/// holds one of them (`cmd::call` then sees whether a script does).
+pub fn try_lock_for<'a>(
+    shared: &'a Shared,
+    spec: &CommandSpec,
+    args: &'a [Bytes],
+) -> Result<Locked<'a>, smallvec::SmallVec<[usize; 8]>> {
+    match spec.lock {
+        LockMode::None | LockMode::Stepwise => Ok(shared.keyspace.lock_none()),
+        LockMode::All => shared.keyspace.try_lock_all(),
+        LockMode::Keys => match spec.keys {
+            KeySpec::Range {
+                first: 1, last: 1, ..
+            } if args.len() > 1 => shared.keyspace.try_lock_args([&args[1][..]]),
+            _ => shared
+                .keyspace
+                .try_lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+        },
+    }
+}
+
 /// Redis's reply to a write on a read-only replica.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
 

@@ -11,6 +11,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::num::long_double::{self, LongDouble};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
+use crate::protocol::reply::Short;
 use crate::store::Value;
 use crate::store::access::{StringMut, StringValue};
 
@@ -279,7 +280,15 @@ impl Command for Get {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(read_string(ctx, &self.key)?.into())
+        let db = ctx.db();
+        // A value stored inside its entry (an integer, a short string) is replied from
+        // inside the reply, a longer one shares the stored bytes: GET allocates nothing.
+        Ok(match ctx.store.read_value(db, &self.key, ctx.now_ms) {
+            None => Reply::Null,
+            Some(Value::Int(n)) => Reply::Short(Short::int(*n)),
+            Some(Value::Str(s) | Value::Raw(s)) if s.is_inline() => Reply::short_or_bulk(s),
+            Some(v) => Reply::Bulk(v.as_bytes()?),
+        })
     }
 }
 
@@ -322,7 +331,7 @@ impl Command for Set {
             keep_ttl: false,
         };
         while let Some(opt) = a.peek() {
-            let opt = opt.to_ascii_uppercase();
+            let opt = super::args::upper(opt);
             a.next()?;
             let unit = match &opt[..] {
                 b"NX" if s.cond != Cond::Xx => {
@@ -517,7 +526,7 @@ impl Command for GetEx {
             persist: false,
         };
         while let Some(opt) = a.peek() {
-            let opt = opt.to_ascii_uppercase();
+            let opt = super::args::upper(opt);
             a.next()?;
             let unit = match &opt[..] {
                 b"PERSIST" if g.ttl.is_none() => {

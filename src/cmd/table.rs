@@ -72,22 +72,19 @@ impl KeySpec {
     }
 
     /// Indexes of the keys in `args` (name at index 0).
-    pub fn positions<'b>(&self, args: &'b [Bytes]) -> Box<dyn Iterator<Item = usize> + 'b> {
+    pub fn positions(&self, args: &[Bytes]) -> Positions {
         match *self {
-            KeySpec::None => Box::new(std::iter::empty()),
+            KeySpec::None => Positions::none(),
             KeySpec::Range { first, last, step } => {
                 let n = args.len() as i32;
                 let last = if last < 0 { n + last } else { last.min(n - 1) };
                 let step = step.max(1) as usize;
                 if first <= 0 || last < first {
-                    return Box::new(std::iter::empty());
+                    return Positions::none();
                 }
-                Box::new((first as usize..=last as usize).step_by(step))
+                Positions::Range((first as usize..last as usize + 1).step_by(step))
             }
-            KeySpec::Custom { find, .. } => {
-                let n = args.len();
-                Box::new(find(args).into_iter().filter(move |&i| i < n))
-            }
+            KeySpec::Custom { find, .. } => Positions::Found(find(args).into_iter(), args.len()),
             KeySpec::Keynum {
                 begin,
                 keynumidx,
@@ -105,8 +102,35 @@ impl KeySpec {
                 let end = first
                     .saturating_add(count.saturating_mul(step))
                     .min(args.len());
-                Box::new((first..end).step_by(step))
+                Positions::Range((first..end).step_by(step))
             }
+        }
+    }
+}
+
+/// The key positions of one request ([`KeySpec::positions`]): an iterator that allocates
+/// nothing unless a command's own finder (`KeySpec::Custom`) returns a vector.
+#[derive(Debug, Clone)]
+pub enum Positions {
+    /// Evenly spaced positions.
+    Range(std::iter::StepBy<std::ops::Range<usize>>),
+    /// What a custom finder returned, kept below the argument count.
+    Found(std::vec::IntoIter<usize>, usize),
+}
+
+impl Positions {
+    fn none() -> Positions {
+        Positions::Range((0..0).step_by(1))
+    }
+}
+
+impl Iterator for Positions {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Positions::Range(r) => r.next(),
+            Positions::Found(found, n) => found.find(|&i| i < *n),
         }
     }
 }

@@ -7,7 +7,6 @@
 //! would on Redis with the module loaded.
 
 use bytes::Bytes;
-use smallvec::SmallVec;
 
 use super::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::error::{CmdError, CmdResult};
@@ -45,8 +44,7 @@ pub struct Throttle {
 impl Command for Throttle {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        let slices: SmallVec<[&[u8]; 8]> = rest.iter().map(|b| &b[..]).collect();
-        let (_, args) = gcra::parse_command(&slices).map_err(cell_error)?;
+        let (_, args) = gcra::parse_command(rest).map_err(cell_error)?;
         // The key is the first argument (parse_command accepted it): share its bytes
         // rather than copy them.
         let key = rest.first().cloned().unwrap_or_default();
@@ -83,8 +81,8 @@ impl Command for Throttle {
             ctx.notify(super::notify::class::STRING, "set", &self.key);
             ctx.notify(super::notify::class::GENERIC, "expire", &self.key);
         }
-        Ok(Reply::Array(
-            decision.reply().iter().map(|&n| Reply::Int(n)).collect(),
+        Ok(Reply::pooled_array(
+            decision.reply().iter().map(|&n| Reply::Int(n)),
         ))
     }
 }

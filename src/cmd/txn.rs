@@ -109,8 +109,7 @@ impl Command for Multi {
         if ctx.client.multi.is_some() {
             return Err(CmdError::msg("ERR MULTI calls can not be nested"));
         }
-        ctx.client.multi = Some(Vec::new());
-        ctx.client.multi_failed = false;
+        ctx.client.begin_multi();
         ctx.client.info.multi.store(0, Ordering::Relaxed);
         Ok(Reply::ok())
     }
@@ -239,7 +238,7 @@ impl Command for Exec {
         }
         let shared = ctx.shared;
         // Each queued command was resolved when it was queued.
-        let entries: Vec<_> = queue
+        let entries: SmallVec<[_; 8]> = queue
             .iter()
             .map(|q| shared.table.entry(CmdId(q.cmd)))
             .collect();
@@ -267,7 +266,7 @@ impl Command for Exec {
                 .iter()
                 .map(|(_, k)| shared.keyspace.shard_of(k))
                 .collect();
-            let mut keys: Vec<&[u8]> = Vec::new();
+            let mut keys: SmallVec<[&[u8]; 8]> = SmallVec::new();
             for (q, entry) in queue.iter().zip(&entries) {
                 if let Some(entry) = entry {
                     let args = &q.args;
@@ -311,7 +310,8 @@ impl Command for Exec {
             return Ok(Reply::NullArray);
         }
 
-        let mut replies = Vec::with_capacity(queue.len());
+        // From the thread's pool: the connection gives it back once the reply is written.
+        let mut replies = Reply::pooled_vec(queue.len());
         for (q, entry) in queue.iter().zip(entries) {
             let reply = match entry {
                 Some(entry) => call(&mut run, entry, &q.args, Caller::Exec),
@@ -328,6 +328,7 @@ impl Command for Exec {
         ctx.ready.extend(ready);
         ctx.events.extend(events);
         unwatch_all(ctx);
+        ctx.client.recycle_multi(queue);
         Ok(Reply::Array(replies))
     }
 }

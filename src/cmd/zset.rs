@@ -325,7 +325,9 @@ struct AddArgs {
     key: Bytes,
     flags: AddFlags,
     ch: bool,
-    pairs: Vec<(f64, Bytes)>,
+    /// Shares the request's bytes; one or two pairs (the rate limiters' ZADD) need no
+    /// allocation.
+    pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
 }
 
 impl AddArgs {
@@ -365,7 +367,7 @@ impl AddArgs {
         let pairs = rest
             .chunks_exact(2)
             .map(|p| Ok((parse_double(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
-            .collect::<CmdResult<Vec<_>>>()?;
+            .collect::<CmdResult<_>>()?;
         Ok(AddArgs {
             key,
             flags,

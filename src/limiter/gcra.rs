@@ -213,18 +213,18 @@ impl ThrottleArgs {
     /// 3. [`ThrottleError::ZeroRates`];
     /// 4. [`ThrottleError::OutOfRange`] if `max_burst + 1`, `T * (max_burst + 1)`
     ///    or `T * quantity` overflows `i64` (decision 3).
-    pub fn parse(args: &[&[u8]]) -> Result<Self, ThrottleError> {
-        let (max_burst, count, period_s, quantity) = match *args {
+    pub fn parse<A: AsRef<[u8]>>(args: &[A]) -> Result<Self, ThrottleError> {
+        let (max_burst, count, period_s, quantity) = match args {
             [max_burst, count, period_s] => (max_burst, count, period_s, None),
             [max_burst, count, period_s, quantity] => (max_burst, count, period_s, Some(quantity)),
             _ => return Err(ThrottleError::Usage),
         };
         let args = Self {
-            max_burst: parse_i64_arg(max_burst)?,
-            count: parse_i64_arg(count)?,
-            period_s: parse_i64_arg(period_s)?,
+            max_burst: parse_i64_arg(max_burst.as_ref())?,
+            count: parse_i64_arg(count.as_ref())?,
+            period_s: parse_i64_arg(period_s.as_ref())?,
             quantity: match quantity {
-                Some(quantity) => parse_i64_arg(quantity)?,
+                Some(quantity) => parse_i64_arg(quantity.as_ref())?,
                 None => 1,
             },
         };
@@ -267,10 +267,10 @@ impl ThrottleArgs {
 /// If there are not 4 or 5 arguments, it returns [`ThrottleError::Usage`]
 /// before it parses anything. The other errors are those of
 /// [`ThrottleArgs::parse`].
-pub fn parse_command<'a>(args: &[&'a [u8]]) -> Result<(&'a [u8], ThrottleArgs), ThrottleError> {
-    match *args {
-        [key, ref rest @ ..] if matches!(rest.len(), 3 | 4) => {
-            Ok((key, ThrottleArgs::parse(rest)?))
+pub fn parse_command<A: AsRef<[u8]>>(args: &[A]) -> Result<(&[u8], ThrottleArgs), ThrottleError> {
+    match args {
+        [key, rest @ ..] if matches!(rest.len(), 3 | 4) => {
+            Ok((key.as_ref(), ThrottleArgs::parse(rest)?))
         }
         _ => Err(ThrottleError::Usage),
     }
@@ -415,10 +415,56 @@ struct Params {
 /// Parses one numeric argument with Rust's `i64` rules. Anything that is
 /// not UTF-8 is rejected.
 fn parse_i64_arg(arg: &[u8]) -> Result<i64, ThrottleError> {
-    std::str::from_utf8(arg)
-        .ok()
-        .and_then(|text| text.parse::<i64>().ok())
-        .ok_or_else(|| ThrottleError::InvalidInteger(arg.to_vec()))
+    parse_rust_i64(arg).ok_or_else(|| ThrottleError::InvalidInteger(arg.to_vec()))
+}
+
+/// `str::parse::<i64>` on bytes, without the UTF-8 check (a byte that is not
+/// an ASCII digit fails either way): one optional `+` or `-`, then one or more
+/// ASCII digits, and no overflow. Accumulating negative values towards
+/// `i64::MIN` reaches it exactly.
+fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
+    let (negative, digits) = match arg {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?;
+        n = if negative {
+            n.checked_sub(i64::from(d))?
+        } else {
+            n.checked_add(i64::from(d))?
+        };
+    }
+    Some(n)
+}
+
+/// `x as f64`, through `i64` when `x` fits one: the same round-to-nearest
+/// result without the 128-bit conversion routine (the values here are
+/// nanosecond counts, which almost always fit).
+#[allow(clippy::cast_precision_loss)] // deliberate, see module doc
+fn to_f64(x: i128) -> f64 {
+    match i64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
+    }
+}
+
+/// `x / d` and `x % d` (truncating, as for `i128`) for a positive `d`, in
+/// 64-bit arithmetic when `x` fits an `i64`.
+fn div_rem(x: i128, d: i64) -> (i128, i128) {
+    match i64::try_from(x) {
+        Ok(v) => (i128::from(v / d), i128::from(v % d)),
+        Err(_) => (x / i128::from(d), x % i128::from(d)),
+    }
 }
 
 /// `T = period_s * 1e9 / count`, computed as redis-cell does. The period is
@@ -431,7 +477,7 @@ fn emission_interval_ns(count: i64, period_s: i64) -> i64 {
     if count == 0 || period_ns == 0 {
         return 0;
     }
-    (period_ns as f64 / count as f64) as i64
+    (to_f64(period_ns) / count as f64) as i64
 }
 
 /// Field 3, as redis-cell computes it. `next` is `DVT - ttl`. If `next` is
@@ -443,9 +489,9 @@ fn remaining(next: i128, emission: i128) -> i64 {
     if next <= -emission {
         return 0;
     }
-    let next_us = next / i128::from(NANOS_PER_US);
-    let emission_us = emission / i128::from(NANOS_PER_US);
-    (next_us as f64 / emission_us as f64) as i64
+    let next_us = div_rem(next, NANOS_PER_US).0;
+    let emission_us = div_rem(emission, NANOS_PER_US).0;
+    (to_f64(next_us) / to_f64(emission_us)) as i64
 }
 
 /// Fields 4 and 5: whole seconds, plus one if the sub-second part is at
@@ -454,10 +500,9 @@ fn remaining(next: i128, emission: i128) -> i64 {
 /// exactly as redis-cell's time library does it.
 #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // deliberate, see module doc
 fn reply_seconds(duration_ns: i128) -> i64 {
-    let secs = duration_ns / i128::from(NANOS_PER_SEC);
-    let subsec_ns = duration_ns % i128::from(NANOS_PER_SEC);
-    let whole = (secs as f64 + subsec_ns as f64 / NANOS_PER_SEC as f64) as i64;
-    if subsec_ns / i128::from(NANOS_PER_MS) > 0 {
+    let (secs, subsec_ns) = div_rem(duration_ns, NANOS_PER_SEC);
+    let whole = (to_f64(secs) + to_f64(subsec_ns) / NANOS_PER_SEC as f64) as i64;
+    if subsec_ns >= i128::from(NANOS_PER_MS) {
         whole.saturating_add(1)
     } else {
         whole
@@ -481,7 +526,7 @@ fn expiry_ms(ttl: i128) -> Result<u64, ThrottleError> {
         return Ok(0);
     }
     // `ttl` is below 2^66 ns here, so its millisecond count fits in a u64.
-    u64::try_from((ttl + ms - 1) / ms).map_err(|_| ThrottleError::OutOfRange)
+    u64::try_from(div_rem(ttl + ms - 1, NANOS_PER_MS).0).map_err(|_| ThrottleError::OutOfRange)
 }
 
 #[cfg(test)]

@@ -4,8 +4,16 @@
 //! chose with HELLO. The two protocols differ only in nulls, maps, sets, doubles and verbatim
 //! strings, so one encoder with a version switch serves both. The encoder writes straight
 //! into the connection's output buffer with integer formatting and no intermediate frames.
+//!
+//! A request on the hot paths allocates nothing for its reply: status texts are `'static`,
+//! a short bulk string (an inline string value, an integer's text) is held inside the reply
+//! (`Reply::Short`), and the vectors of arrays built with [`Reply::pooled_array`] come from
+//! a per-thread pool that the connection refills with [`Reply::recycle`] once the reply is
+//! encoded (an event loop serves a connection on one thread, so a vector goes back to the
+//! pool it came from).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -45,6 +53,64 @@ pub enum Reply {
     /// Several replies one after another, or none: what a command that answers once per
     /// argument (SUBSCRIBE a b) leaves inside EXEC's array, as Redis does.
     Multi(Vec<Reply>),
+    /// A bulk string of at most [`Short::CAPACITY`] bytes held inside the reply (no
+    /// allocation): encoded exactly as `Bulk`.
+    Short(Short),
+}
+
+/// The bytes of a short bulk string, inside the reply.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Short {
+    len: u8,
+    buf: [u8; Short::CAPACITY],
+}
+
+impl Short {
+    /// The most bytes a `Short` holds (enough for any `i64`'s text; `Reply` stays 40 bytes).
+    pub const CAPACITY: usize = 30;
+
+    /// `bytes`, if they fit.
+    pub fn new(bytes: &[u8]) -> Option<Short> {
+        let mut buf = [0u8; Short::CAPACITY];
+        buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        Some(Short {
+            len: bytes.len() as u8,
+            buf,
+        })
+    }
+
+    /// The decimal text of `n`.
+    pub fn int(n: i64) -> Short {
+        let mut f = itoa::Buffer::new();
+        let text = f.format(n).as_bytes();
+        let mut buf = [0u8; Short::CAPACITY];
+        buf[..text.len()].copy_from_slice(text);
+        Short {
+            len: text.len() as u8,
+            buf,
+        }
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Short {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", Bytes::copy_from_slice(self.as_bytes()))
+    }
+}
+
+/// At most this many vectors wait in a thread's pool.
+const POOL_VECS: usize = 16;
+/// Vectors larger than this are not pooled (one huge reply must not pin its memory).
+const POOL_MAX_CAPACITY: usize = 1024;
+
+thread_local! {
+    /// Emptied reply vectors, reused by `Reply::pooled_array`.
+    static POOL: RefCell<Vec<Vec<Reply>>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Reply {
@@ -79,6 +145,71 @@ impl Reply {
         Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.into())).collect())
     }
 
+    /// A bulk string reply of `bytes`: held inside the reply when short, else copied.
+    pub fn short_or_bulk(bytes: &[u8]) -> Reply {
+        match Short::new(bytes) {
+            Some(s) => Reply::Short(s),
+            None => Reply::bulk(bytes),
+        }
+    }
+
+    /// An empty vector for an array reply of up to `capacity` elements, from this thread's
+    /// pool when it has one (see [`Reply::recycle`]).
+    pub fn pooled_vec(capacity: usize) -> Vec<Reply> {
+        let mut v = POOL
+            .try_with(|p| p.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        v.reserve(capacity);
+        v
+    }
+
+    /// An array reply of `items`, in a vector from this thread's pool.
+    pub fn pooled_array(items: impl IntoIterator<Item = Reply>) -> Reply {
+        let items = items.into_iter();
+        let mut v = Reply::pooled_vec(items.size_hint().0);
+        v.extend(items);
+        Reply::Array(v)
+    }
+
+    /// Gives this reply's vectors (an array's and those of arrays inside it) back to this
+    /// thread's pool, once the reply has been encoded.
+    #[inline]
+    pub fn recycle(self) {
+        if let Reply::Array(v) | Reply::Push(v) | Reply::Set(v) | Reply::Multi(v) = self {
+            Reply::recycle_vec(v);
+        }
+    }
+
+    fn recycle_vec(mut v: Vec<Reply>) {
+        if v.capacity() > POOL_MAX_CAPACITY {
+            return;
+        }
+        if v.iter().any(Reply::is_aggregate) {
+            for item in v.drain(..) {
+                item.recycle();
+            }
+        } else {
+            v.clear();
+        }
+        let _ = POOL.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut()
+                && p.len() < POOL_VECS
+            {
+                p.push(v);
+            }
+        });
+    }
+
+    /// True for the replies that hold a vector of replies.
+    fn is_aggregate(&self) -> bool {
+        matches!(
+            self,
+            Reply::Array(_) | Reply::Push(_) | Reply::Set(_) | Reply::Multi(_) | Reply::Map(_)
+        )
+    }
+
     /// True for error replies.
     pub fn is_error(&self) -> bool {
         matches!(self, Reply::Error(_))
@@ -91,6 +222,7 @@ impl Reply {
             Reply::Error(s) => line(out, b'-', s.as_bytes()),
             Reply::Int(n) => int_line(out, b':', *n),
             Reply::Bulk(b) => bulk(out, b),
+            Reply::Short(s) => bulk(out, s.as_bytes()),
             Reply::Null if resp >= 3 => out.put_slice(b"_\r\n"),
             Reply::Null => out.put_slice(b"$-1\r\n"),
             Reply::NullArray if resp >= 3 => out.put_slice(b"_\r\n"),
@@ -190,9 +322,18 @@ fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
+/// `<prefix><n>\r\n`, assembled on the stack and appended in one copy (arrays of integers,
+/// such as CL.THROTTLE's, are mostly these lines).
 fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
     let mut buf = itoa::Buffer::new();
-    line(out, prefix, buf.format(n).as_bytes());
+    let digits = buf.format(n).as_bytes();
+    // A prefix, at most 20 digits, CR LF.
+    let mut text = [0u8; 23];
+    let len = digits.len();
+    text[0] = prefix;
+    text[1..=len].copy_from_slice(digits);
+    text[len + 1..len + 3].copy_from_slice(b"\r\n");
+    out.extend_from_slice(&text[..len + 3]);
 }
 
 fn bulk(out: &mut BytesMut, b: &[u8]) {
@@ -229,6 +370,40 @@ mod tests {
         assert_eq!(enc(&s, 2), b"*1\r\n$0\r\n\r\n");
         assert_eq!(enc(&s, 3), b"~1\r\n$0\r\n\r\n");
         assert_eq!(enc(&Reply::Array(vec![]), 2), b"*0\r\n");
+    }
+
+    #[test]
+    fn short_bulks_encode_as_bulks() {
+        for text in [&b""[..], b"xyz", &[b'x'; Short::CAPACITY]] {
+            assert_eq!(
+                enc(&Reply::short_or_bulk(text), 2),
+                enc(&Reply::bulk(text), 2)
+            );
+        }
+        assert!(matches!(
+            Reply::short_or_bulk(&[b'x'; Short::CAPACITY]),
+            Reply::Short(_)
+        ));
+        assert!(matches!(
+            Reply::short_or_bulk(&[b'x'; Short::CAPACITY + 1]),
+            Reply::Bulk(_)
+        ));
+        for n in [0, -1, i64::MIN, i64::MAX] {
+            assert_eq!(Short::int(n).as_bytes(), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn recycled_vectors_are_reused_on_the_same_thread() {
+        let r = Reply::pooled_array([Reply::Int(1), Reply::pooled_array([Reply::Int(2)])]);
+        assert_eq!(enc(&r, 2), b"*2\r\n:1\r\n*1\r\n:2\r\n");
+        let Reply::Array(v) = &r else { unreachable!() };
+        let outer = v.as_ptr();
+        r.recycle();
+        // The last vector given back (the outer one) is the first taken again.
+        let again = Reply::pooled_vec(2);
+        assert_eq!(again.as_ptr(), outer);
+        assert!(again.is_empty());
     }
 
     #[test]

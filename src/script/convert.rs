@@ -41,6 +41,7 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
         Reply::Error(e) => Value::Table(single(lua, "err", e.as_bytes())?),
         Reply::Int(n) => Value::Number(*n as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(b)?),
+        Reply::Short(s) => Value::String(lua.create_string(s.as_bytes())?),
         Reply::Verbatim(b) if resp < 3 => Value::String(lua.create_string(b)?),
         Reply::Verbatim(b) => {
             let inner = lua.create_table_with_capacity(0, 2)?;

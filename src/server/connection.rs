@@ -38,6 +38,9 @@ use crate::client::ClientState;
 use crate::cmd::{self, Shared};
 use crate::protocol::{Args, Limits, RequestParser};
 
+/// The read buffer's size (it grows for a longer request).
+const READ_BUF: usize = 16 * 1024;
+
 /// Write the output early once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -157,12 +160,18 @@ async fn run<S: Transport>(
     };
     let mut parser = RequestParser::new(limits(client.authenticated));
     let query_limit = config.client_query_buffer_limit;
-    let mut rbuf = BytesMut::with_capacity(16 * 1024);
+    let mut rbuf = BytesMut::with_capacity(READ_BUF);
+    // The read buffer's twin (see `make_room`).
+    let mut spare_rbuf = BytesMut::new();
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
     let mut soft = None;
     let mut args: Vec<Bytes> = Vec::new();
+    // CLIENT KILL and shutdown (which kills every client) end a read that waits. Kept for
+    // the whole connection, so that it registers this task's waker once, not per request.
+    let killed = info.kill.watch();
+    tokio::pin!(killed);
 
     loop {
         // Run every complete request already buffered.
@@ -202,14 +211,22 @@ async fn run<S: Transport>(
             let was_authenticated = client.authenticated;
             // While a script runs it holds shards: wait without blocking this thread, or
             // answer -BUSY past the threshold, if the command needs one (see cmd::scripting).
-            let gated = if cmd::scripting::script_running(shared) {
+            let mut gated = if cmd::scripting::script_running(shared) {
                 cmd::scripting::busy_gate(shared, client, &args).await
             } else {
                 None
             };
-            let reply = match gated {
-                Some(reply) => reply,
-                None => match cmd::execute_blocking(shared, client, &args) {
+            let reply = loop {
+                if let Some(reply) = gated.take() {
+                    break reply;
+                }
+                break match cmd::execute_blocking(shared, client, &args) {
+                    // A script took a shard this command needs after it passed the gate:
+                    // through the gate again (see `cmd::call`).
+                    _ if std::mem::take(&mut client.regate) => {
+                        gated = cmd::scripting::busy_gate(shared, client, &args).await;
+                        continue;
+                    }
                     (reply, None) => reply,
                     (_, Some(waiter)) => {
                         // Blocked: flush what earlier requests answered, then wait for the
@@ -231,7 +248,7 @@ async fn run<S: Transport>(
                             None => return Ok(()),
                         }
                     }
-                },
+                };
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(client.authenticated));
@@ -264,6 +281,8 @@ async fn run<S: Transport>(
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
             }
+            // Its vectors go back to this thread's pool for the next reply (protocol::reply).
+            reply.recycle();
             if let Some(n) = client.disconnect_after {
                 if n <= 1 {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -301,8 +320,10 @@ async fn run<S: Transport>(
             }
         }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
-        info.buf_mem
-            .store(rbuf.capacity() + wbuf.capacity(), Ordering::Relaxed);
+        info.buf_mem.store(
+            rbuf.capacity() + spare_rbuf.capacity() + wbuf.capacity(),
+            Ordering::Relaxed,
+        );
         if rbuf.len() > query_limit {
             tracing::warn!(
                 "closing client {}: query buffer over client-query-buffer-limit",
@@ -310,10 +331,13 @@ async fn run<S: Transport>(
             );
             return Ok(());
         }
-        if shared.shutdown.is_cancelled() || info.kill.is_cancelled() {
+        if info.kill.is_ending() {
             return Ok(());
         }
 
+        if rbuf.capacity() == rbuf.len() {
+            make_room(&mut rbuf, &mut spare_rbuf);
+        }
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
         // Subscribed clients are not subject to the idle timeout (as in Redis).
         let idle_timeout = match shared.live.timeout() {
@@ -329,11 +353,9 @@ async fn run<S: Transport>(
                 None => Some(stream.read_buf(&mut rbuf).await),
             }
         };
-        // Biased, the read first: when data is already there (a busy client), the
-        // cancellation futures are never polled, and polling one registers a waiter under a
-        // lock (the shutdown token's is shared by every connection). A kill or a shutdown
-        // still ends a read that waits, and the checks per batch catch a client that never
-        // lets its reads wait.
+        // Biased, the read first: when data is already there (a busy client), nothing else
+        // is polled. A kill or a shutdown still ends a read that waits, and the check per
+        // batch catches a client that never lets its reads wait.
         // A subscribed connection also wakes for messages to write.
         let pushed = async {
             match &queue {
@@ -348,8 +370,7 @@ async fn run<S: Transport>(
                 None => return Ok(()), // idle timeout
             },
             _ = pushed => continue,
-            _ = info.kill.cancelled() => return Ok(()),
-            _ = shared.shutdown.cancelled() => return Ok(()),
+            _ = &mut killed => return Ok(()),
         };
         if n == 0 {
             return Ok(());
@@ -361,6 +382,28 @@ async fn run<S: Transport>(
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
     }
+}
+
+/// Gives a full read buffer room for the next read without allocating. Requests are slices
+/// of the read buffer, and a MULTI queue keeps its commands' slices until EXEC, which may
+/// come in a later read: then the buffer's memory is still shared when it fills up, and
+/// growing it would allocate a new one each time. Instead the connection keeps two buffers
+/// and moves the unparsed tail of a short request to the other one, which the queue of an
+/// earlier transaction has let go of by then. A long request grows its buffer as before.
+/// Called when the buffer is full.
+fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) {
+    const SHORT_TAIL: usize = 4 * 1024;
+    if rbuf.len() > SHORT_TAIL || rbuf.try_reclaim(READ_BUF / 2) {
+        return;
+    }
+    let mut next = std::mem::take(spare);
+    next.clear();
+    if !next.try_reclaim(READ_BUF / 2) {
+        next = BytesMut::with_capacity(READ_BUF);
+    }
+    next.extend_from_slice(rbuf);
+    rbuf.clear();
+    *spare = std::mem::replace(rbuf, next);
 }
 
 /// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the
@@ -497,6 +540,10 @@ fn closed(why: &str) -> std::io::Error {
 ///
 /// `over_soft_since` is the connection's soft-limit clock: set when the output buffer goes over
 /// the soft limit, cleared when it is back under.
+///
+/// A write that completes at once (the usual case: the socket has room) costs the write
+/// alone: the clock is read, and the kill and the deadlines are waited on, only once a
+/// write has to wait.
 async fn write_out<S: Transport>(
     shared: &Shared,
     stream: &mut S,
@@ -513,17 +560,8 @@ async fn write_out<S: Transport>(
         Some(_) => shared.live.pubsub_buffer_limit(),
         None => shared.live.output_buffer_limit(),
     };
-    let dropped = async {
-        match queue {
-            Some(q) => q.dropped.cancelled().await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(dropped);
-    let idle = shared.live.timeout();
     let kill = &client.info.kill;
     let mut written = 0;
-    let mut last_progress = Instant::now();
     loop {
         let pending = wbuf.len() - written;
         let queued = queue.map_or(0, |q| q.pending());
@@ -539,61 +577,93 @@ async fn write_out<S: Transport>(
             );
             return Err(closed("output buffer over the hard limit"));
         }
-        // The earliest moment the stalled write gives up, if any.
-        let mut deadline: Option<Instant> = None;
+        // Since when the buffer is over the soft limit, if it must drain by a deadline.
+        let mut soft_since = None;
         if limit.soft > 0 && limit.soft_seconds > 0 && buffered > limit.soft {
-            let since = *over_soft_since.get_or_insert_with(Instant::now);
-            // Checked: a deadline too far away to represent is no deadline.
-            deadline = since.checked_add(Duration::from_secs(limit.soft_seconds));
+            soft_since = Some(*over_soft_since.get_or_insert_with(Instant::now));
         } else {
             *over_soft_since = None;
         }
-        if idle > 0
-            && let Some(d) = last_progress.checked_add(Duration::from_secs(idle))
-        {
-            deadline = Some(deadline.map_or(d, |x| x.min(d)));
-        }
-        let expired = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
+        // What ends a write that waits: built, and the clock read, only if it does. The
+        // idle timeout counts from the last progress: the write that waits starts right
+        // after the previous one returned, so the moment it is found waiting stands for it.
+        let stalled = async {
+            let idle = shared.live.timeout();
+            let since = Instant::now();
+            // The earliest moment the stalled write gives up, if any. Checked: a deadline
+            // too far away to represent is no deadline.
+            let mut deadline =
+                soft_since.and_then(|s| s.checked_add(Duration::from_secs(limit.soft_seconds)));
+            if idle > 0
+                && let Some(d) = since.checked_add(Duration::from_secs(idle))
+            {
+                deadline = Some(deadline.map_or(d, |x| x.min(d)));
             }
-        };
-        let n = if pending == 0 {
-            // Biased for the reason given in `run`: the kill is polled only while we wait.
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let dropped = async {
+                match queue {
+                    Some(q) => q.dropped.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                biased;
-                r = stream.flush() => { r?; break; }
-                _ = expired => return Err(closed("output not drained in time")),
-                _ = &mut dropped => return Err(closed("pub/sub output over the limit")),
-                _ = kill.cancelled() => return Err(closed("killed")),
-            }
-        } else {
-            tokio::select! {
-                biased;
-                r = stream.write(&wbuf[written..]) => r?,
                 _ = expired => {
                     tracing::warn!(
                         "closing client {}: output not drained within the output-buffer or idle limits",
                         client.info.id
                     );
-                    return Err(closed("output not drained in time"));
+                    closed("output not drained in time")
                 }
-                _ = &mut dropped => {
+                _ = dropped => {
                     tracing::warn!(
                         "closing client {}: pub/sub output over client-output-buffer-limit pubsub",
                         client.info.id
                     );
-                    return Err(closed("pub/sub output over the limit"));
+                    closed("pub/sub output over the limit")
                 }
-                _ = kill.cancelled() => return Err(closed("killed")),
+                _ = kill.watch_killed() => closed("killed"),
             }
         };
+        // First without waiting: the usual case, and then nothing else is built or moved.
+        let at_once = std::future::poll_fn(|cx| {
+            let io = std::pin::Pin::new(&mut *stream);
+            let polled = if pending == 0 {
+                io.poll_flush(cx).map_ok(|()| 0)
+            } else {
+                io.poll_write(cx, &wbuf[written..])
+            };
+            std::task::Poll::Ready(match polled {
+                std::task::Poll::Ready(r) => Some(r),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await;
+        let n = match at_once {
+            Some(r) => r?,
+            // Biased: the write (or flush) first, the rest only while it waits.
+            None if pending == 0 => tokio::select! {
+                biased;
+                r = stream.flush() => { r?; 0 }
+                e = stalled => return Err(e),
+            },
+            None => tokio::select! {
+                biased;
+                r = stream.write(&wbuf[written..]) => r?,
+                e = stalled => return Err(e),
+            },
+        };
+        if pending == 0 {
+            break;
+        }
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
         written += n;
-        last_progress = Instant::now();
     }
     shared
         .stats

@@ -62,7 +62,8 @@ impl Running {
     }
 }
 
-/// The running event loops (and the thread the key reapers run on).
+/// The running event loops (and the thread the key reapers and replication's supervisor
+/// run on).
 pub struct Loops {
     runtimes: Vec<Runtime>,
     dealer: Dealer,

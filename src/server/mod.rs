@@ -322,10 +322,14 @@ impl Server {
         let saver = crate::cmd::persist::spawn_timer(shared.clone());
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
-        loops
-            .dealer()
-            .next()
-            .spawn(tracker.track_future(crate::repl::replica::supervise(shared.clone())));
+        // On the reapers' thread, with the link it starts: its ping timer would otherwise
+        // sit in an event loop's timer wheel, which that loop then walks every time it
+        // parks (once per request at pipeline 1).
+        let supervise = tracker.track_future(crate::repl::replica::supervise(shared.clone()));
+        match loops.reaper() {
+            Some(reaper) => reaper.spawn(supervise),
+            None => loops.dealer().next().spawn(supervise),
+        };
         let admitted = Arc::new(AtomicUsize::new(0));
         let plain = listeners.into_iter().map(|l| (l, None));
         let tls = tls
@@ -369,6 +373,8 @@ impl Server {
             }
         }
         shared.shutdown.cancelled().await;
+        // Connections wait on their own kill switch only (see `client::Kill`).
+        shared.clients.shut_down_all();
         // A script still running (even one that wrote) would keep its thread forever.
         shared.scripts.busy.abort();
         tracker.close();

@@ -218,6 +218,55 @@ impl Keyspace {
         locked
     }
 
+    /// `lock_args`, without waiting: `Err` carries the shard indexes wanted when one of
+    /// them is held by another thread (none is then held).
+    pub fn try_lock_args<'a, I>(&'a self, keys: I) -> Result<Locked<'a>, SmallVec<[usize; 8]>>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
+        let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
+        let mut idx: SmallVec<[usize; 8]> = SmallVec::new();
+        for key in keys {
+            let hash = self.hash(key);
+            idx.push(self.shard_of_hash(hash));
+            if hashed.len() < MAX_REMEMBERED {
+                hashed.push((key, hash));
+            }
+        }
+        if idx.len() > 1 {
+            idx.sort_unstable();
+            idx.dedup();
+        }
+        let mut locked = self.try_lock_indexes(&idx).ok_or(idx)?;
+        locked.hashed = hashed;
+        Ok(locked)
+    }
+
+    /// `lock_all`, without waiting: `Err` carries every shard index.
+    pub fn try_lock_all(&self) -> Result<Locked<'_>, SmallVec<[usize; 8]>> {
+        let idx: SmallVec<[usize; 8]> = (0..self.shards.len()).collect();
+        self.try_lock_indexes(&idx).ok_or(idx)
+    }
+
+    /// `lock_indexes`, without waiting: None if another thread holds one of them.
+    pub fn try_lock_indexes(&self, idx: &[usize]) -> Option<Locked<'_>> {
+        let mut guards = SmallVec::with_capacity(idx.len());
+        for &i in idx {
+            let guard = match self.shards[i].try_lock() {
+                Ok(g) => g,
+                // As `lock_index`: a poisoned shard is still served.
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return None,
+            };
+            guards.push((i, guard));
+        }
+        Some(Locked {
+            ks: self,
+            guards,
+            hashed: SmallVec::new(),
+        })
+    }
+
     /// Locks the given shard indexes, which must be sorted and unique.
     pub fn lock_indexes(&self, idx: &[usize]) -> Locked<'_> {
         Locked {

@@ -3,13 +3,40 @@
 //! set's leaves, `listpack.rs`). Reading is bounded: a run past the buffer or past 64 bits
 //! is `None`, never a panic.
 
+/// Where encodings are appended: a buffer, or a stack buffer for one entry being spliced
+/// into a packed aggregate (no allocation).
+pub(crate) trait Sink {
+    /// Appends one byte.
+    fn put_byte(&mut self, b: u8);
+    /// Appends bytes.
+    fn put_bytes(&mut self, b: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put_byte(&mut self, b: u8) {
+        self.push(b);
+    }
+    fn put_bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+impl<A: smallvec::Array<Item = u8>> Sink for smallvec::SmallVec<A> {
+    fn put_byte(&mut self, b: u8) {
+        self.push(b);
+    }
+    fn put_bytes(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
 /// Appends `u`.
-pub(crate) fn put(out: &mut Vec<u8>, mut u: u64) {
+pub(crate) fn put(out: &mut impl Sink, mut u: u64) {
     while u >= 0x80 {
-        out.push((u as u8) | 0x80);
+        out.put_byte((u as u8) | 0x80);
         u >>= 7;
     }
-    out.push(u as u8);
+    out.put_byte(u as u8);
 }
 
 /// Reads one value at `*pos` and moves `*pos` past it.

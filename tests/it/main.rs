@@ -1,6 +1,7 @@
 //! The integration-test binary: one binary for every integration test, so the crate is
 //! linked once. Shared helpers live in `support`; each area of the server gets a module.
 
+mod alloc;
 mod blocking;
 mod clientcmds;
 mod cluster;

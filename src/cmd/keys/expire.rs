@@ -51,7 +51,7 @@ impl VariantCommand for Expire {
         let when = a.next()?.clone();
         let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
         for opt in a.rest() {
-            match &opt.to_ascii_uppercase()[..] {
+            match &crate::cmd::args::upper(opt)[..] {
                 b"NX" => nx = true,
                 b"XX" => xx = true,
                 b"GT" => gt = true,

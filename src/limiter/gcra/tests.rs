@@ -1093,3 +1093,61 @@ proptest! {
         prop_assert!(!line.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)));
     }
 }
+
+#[test]
+fn numeric_arguments_follow_rusts_i64_parser() {
+    for text in [
+        "0",
+        "7",
+        "+7",
+        "-7",
+        "007",
+        "-0",
+        "+",
+        "-",
+        "",
+        " 1",
+        "1 ",
+        "1.0",
+        "1e3",
+        "0x10",
+        "--1",
+        "+-1",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "+9223372036854775807",
+        "١",
+        "12a",
+    ] {
+        assert_eq!(
+            super::parse_rust_i64(text.as_bytes()),
+            text.parse::<i64>().ok(),
+            "{text:?}"
+        );
+    }
+    assert_eq!(super::parse_rust_i64(b"\xff1"), None);
+}
+
+#[test]
+fn sixty_four_bit_fast_paths_match_i128_arithmetic() {
+    for x in [
+        0i128,
+        1,
+        -1,
+        999_999,
+        1_000_000,
+        -1_500_000_001,
+        i128::from(i64::MAX),
+        i128::from(i64::MIN),
+        i128::from(i64::MAX) + 1,
+        i128::from(i64::MIN) - 1,
+        i128::MAX / 3,
+    ] {
+        for d in [1i64, 1_000, 1_000_000, 1_000_000_000] {
+            assert_eq!(super::div_rem(x, d), (x / i128::from(d), x % i128::from(d)));
+        }
+        assert_eq!(super::to_f64(x).to_bits(), (x as f64).to_bits());
+    }
+}

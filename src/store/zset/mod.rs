@@ -23,8 +23,8 @@
 //! Like Redis, a set starts in a compact **listpack**-like encoding and converts, once and for
 //! good, to a **skiplist**-like one when it grows:
 //!
-//! * `Small` (`OBJECT ENCODING` says `listpack`): every entry in one exactly sized byte
-//!   buffer, in order (`small.rs` has the layout): integral scores as varints (a difference
+//! * `Small` (`OBJECT ENCODING` says `listpack`): every entry in one byte buffer (built
+//!   exactly sized, edited in place with at most 16 bytes to spare), in order (`small.rs` has the layout): integral scores as varints (a difference
 //!   from the previous score where it can be), members that are the decimal text of an
 //!   `i64` as integers, and no bytes at all for a member that is the text of its own score
 //!   (`ZADD key <now> <now>`, the sliding-window pattern: 2 bytes per entry after the

@@ -41,16 +41,7 @@ impl SortedSet {
             return 0;
         }
         match &mut self.repr {
-            Repr::Small(s) => {
-                let d = s.decoded();
-                let hi = hi.min(d.len());
-                if lo >= hi {
-                    return 0;
-                }
-                let span = small::byte_span(&d, lo, hi);
-                s.remove_span(span, hi - lo);
-                hi - lo
-            }
+            Repr::Small(s) => s.remove_ranks(lo, hi),
             Repr::Large(l) => l.remove_ranks(lo, hi),
         }
     }
@@ -61,7 +52,7 @@ impl SortedSet {
             return (0, 0);
         }
         match &self.repr {
-            Repr::Small(s) => small::score_span(&s.decoded(), range),
+            Repr::Small(s) => s.score_span(range),
             Repr::Large(l) => {
                 let lo = if range.min_exclusive {
                     l.count_at_or_below(range.min)

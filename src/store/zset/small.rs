@@ -1,5 +1,7 @@
-//! The `listpack` encoding: every entry of a small set in one contiguous, exactly sized byte
-//! buffer, in (score, member) order, plus the entry count.
+//! The `listpack` encoding: every entry of a small set in one contiguous byte buffer, in
+//! (score, member) order, plus the entry count. The buffer is built exactly sized and edited
+//! in place, keeping at most 16 bytes of unused room, so that a sliding window (add one
+//! entry, trim the oldest) reuses its memory instead of reallocating on every change.
 //!
 //! # Layout of one entry
 //!
@@ -28,8 +30,19 @@
 use std::cmp::Ordering;
 use std::ops::{Deref, Range};
 
+use smallvec::SmallVec;
+
 use crate::num::parse_i64;
-use crate::store::varint::{get as get_varint, put as put_varint};
+use crate::store::varint::{Sink, get as get_varint, put as put_varint};
+
+/// One or two entries' encoding on their way into the buffer: on the stack unless a
+/// member is long (the default `zset-max-listpack-value` is 64 bytes).
+type EntryBuf = SmallVec<[u8; 96]>;
+
+/// Bytes a buffer may keep beyond its length after an edit: a set that gains and loses an
+/// entry in turn (a sliding window's add and trim) is then edited in place, without a
+/// reallocation each time, for at most this much unused memory.
+const SLACK: usize = 16;
 
 use super::{LexRange, Score, ScoreRange};
 
@@ -164,7 +177,7 @@ fn int_score(s: f64) -> Option<i64> {
 
 /// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
 /// an entry with score `prev` (`None` for the first entry).
-fn encode(out: &mut Vec<u8>, score: f64, member: &[u8], prev: Option<f64>) {
+fn encode(out: &mut impl Sink, score: f64, member: &[u8], prev: Option<f64>) {
     let int = int_score(score);
     let member_int = parse_i64(member);
     let member_kind = match (int, member_int) {
@@ -173,17 +186,17 @@ fn encode(out: &mut Vec<u8>, score: f64, member: &[u8], prev: Option<f64>) {
         _ => MEMBER_BYTES,
     };
     let score_kind = if int.is_some() { 0 } else { SCORE_F64 };
-    out.push(score_kind | (member_kind << MEMBER_SHIFT));
+    out.put_byte(score_kind | (member_kind << MEMBER_SHIFT));
     match (int, prev.and_then(int_score)) {
         (Some(s), Some(p)) => put_varint(out, s.wrapping_sub(p) as u64),
         (Some(s), None) => put_varint(out, zigzag(s)),
-        (None, _) => out.extend_from_slice(&score.to_le_bytes()),
+        (None, _) => out.put_bytes(&score.to_le_bytes()),
     }
     match (member_kind, member_int) {
         (MEMBER_INT, Some(m)) => put_varint(out, zigzag(m)),
         (MEMBER_BYTES, _) => {
             put_varint(out, member.len() as u64);
-            out.extend_from_slice(member);
+            out.put_bytes(member);
         }
         _ => {}
     }
@@ -373,7 +386,7 @@ impl Small {
         let at = self.seek(score, member);
         let prev = at.prev;
         let next = decode(&self.buf, at.pos, prev);
-        let mut enc = Vec::with_capacity(2 * member.len() + 40);
+        let mut enc = EntryBuf::new();
         encode(&mut enc, score.0, member, prev);
         let (at, end) = match next {
             Some(n) => {
@@ -400,7 +413,7 @@ impl Small {
             .take_while(|d| d.span.0 < a)
             .last()
             .map(|d| d.score.0);
-        let mut enc = Vec::new();
+        let mut enc = EntryBuf::new();
         let mut end = b;
         // The entry after the gap may be a difference from its old predecessor: re-encode it
         // against its new one.
@@ -414,17 +427,71 @@ impl Small {
             .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
     }
 
-    /// Replaces `range` of the buffer with `with`, leaving the buffer exactly sized.
+    /// Replaces `range` of the buffer with `with`, in place: the buffer grows to exactly
+    /// the size needed, and is shrunk to fit once more than [`SLACK`] bytes are unused.
     fn replace(&mut self, range: Range<usize>, with: &[u8]) {
-        let (Some(head), Some(tail)) = (self.buf.get(..range.start), self.buf.get(range.end..))
-        else {
+        if range.start > range.end || range.end > self.buf.len() {
             return;
+        }
+        let new_len = self.buf.len() - range.len() + with.len();
+        if new_len > self.buf.capacity() {
+            self.buf.reserve_exact(new_len - self.buf.len());
+        }
+        self.buf.splice(range, with.iter().copied());
+        if self.buf.capacity() - self.buf.len() > SLACK {
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    /// Scores and byte spans of the entries, front to back, without formatting members.
+    fn spans(&self) -> impl Iterator<Item = (f64, usize, usize)> + '_ {
+        let (mut pos, mut prev) = (0, None);
+        std::iter::from_fn(move || {
+            let (score, _, end) = decode_raw(&self.buf, pos, prev)?;
+            let start = pos;
+            pos = end;
+            prev = Some(score.0);
+            Some((score.0, start, end))
+        })
+    }
+
+    /// Ascending index range `[lo, hi)` of the entries whose scores are in `range` (not
+    /// empty), in one pass that stops past the range.
+    pub(super) fn score_span(&self, range: &ScoreRange) -> (usize, usize) {
+        let (mut lo, mut hi) = (0, 0);
+        for (i, (score, _, _)) in self.spans().enumerate() {
+            if !range.gte_min(score) {
+                lo = i + 1;
+            }
+            if !range.lte_max(score) {
+                break;
+            }
+            hi = i + 1;
+        }
+        (lo, hi.max(lo))
+    }
+
+    /// Removes the entries with ascending indexes `lo..hi`; returns how many.
+    pub(super) fn remove_ranks(&mut self, lo: usize, hi: usize) -> usize {
+        let hi = hi.min(self.len());
+        if lo >= hi {
+            return 0;
+        }
+        let (mut start, mut end) = (None, 0);
+        for (i, (_, a, b)) in self.spans().enumerate() {
+            if i == lo {
+                start = Some(a);
+            }
+            if i + 1 == hi {
+                end = b;
+                break;
+            }
+        }
+        let Some(start) = start else {
+            return 0;
         };
-        let mut nb = Vec::with_capacity(head.len() + with.len() + tail.len());
-        nb.extend_from_slice(head);
-        nb.extend_from_slice(with);
-        nb.extend_from_slice(tail);
-        self.buf = nb;
+        self.remove_span((start, end), hi - lo);
+        hi - lo
     }
 }
 
@@ -441,7 +508,9 @@ pub(super) fn byte_span(d: &[Decoded<'_>], lo: usize, hi: usize) -> (usize, usiz
     }
 }
 
-/// Ascending index range `[lo, hi)` of entries whose scores are in `range`.
+/// Ascending index range `[lo, hi)` of entries whose scores are in `range` (the tests'
+/// reference for [`Small::score_span`]).
+#[cfg(test)]
 pub(super) fn score_span(d: &[Decoded<'_>], range: &ScoreRange) -> (usize, usize) {
     let lo = d.partition_point(|e| !range.gte_min(e.score.0));
     let hi = d.partition_point(|e| range.lte_max(e.score.0));
@@ -547,6 +616,64 @@ mod tests {
         assert_eq!(d.len(), 7);
         assert_eq!(&*d[0].member, b"1700000000300");
         assert_eq!(s.buf.len(), 7 + 6 * 2);
+    }
+
+    #[test]
+    fn one_pass_score_span_matches_the_decoded_one() {
+        let mut s = Small::default();
+        for (score, m) in [(1.0, "a"), (2.0, "b"), (2.0, "c"), (3.5, "d"), (7.0, "e")] {
+            s.insert(Score(score), m.as_bytes());
+        }
+        let bounds = [
+            f64::NEG_INFINITY,
+            0.0,
+            1.0,
+            2.0,
+            3.0,
+            3.5,
+            7.0,
+            8.0,
+            f64::INFINITY,
+        ];
+        for &min in &bounds {
+            for &max in &bounds {
+                for (min_exclusive, max_exclusive) in
+                    [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let range = ScoreRange {
+                        min,
+                        max,
+                        min_exclusive,
+                        max_exclusive,
+                    };
+                    if range.is_empty() {
+                        continue;
+                    }
+                    assert_eq!(
+                        s.score_span(&range),
+                        score_span(&s.decoded(), &range),
+                        "{min} {max} {min_exclusive} {max_exclusive}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_window_that_adds_and_trims_edits_in_place() {
+        let mut s = Small::default();
+        let at = |i: u64| 1_700_000_000_000u64 + i * 100;
+        for i in 0..10 {
+            s.insert(Score(at(i) as f64), at(i).to_string().as_bytes());
+        }
+        for i in 10..100 {
+            s.insert(Score(at(i) as f64), at(i).to_string().as_bytes());
+            assert_eq!(s.remove_ranks(0, 1), 1);
+            assert!(s.heap_bytes() - s.byte_len() <= SLACK);
+        }
+        assert_eq!(s.len(), 10);
+        let first = s.entries().next().map(|d| d.member.to_vec());
+        assert_eq!(first, Some(at(90).to_string().into_bytes()));
     }
 
     #[test]
