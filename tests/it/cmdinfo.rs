@@ -39,8 +39,6 @@ const EXTRA_SUBCOMMANDS: &[&str] = &[
 /// what it implements (a client asking for one gets an unknown-subcommand error, as COMMAND
 /// INFO says).
 const MISSING_SUBCOMMANDS: &[&str] = &[
-    // Not implemented yet: COMMAND GETKEYS answers the keys without their flags.
-    "command|getkeysandflags",
     // Client-side caching (tracking) is not implemented.
     "client|caching",
     "client|getredir",
@@ -302,6 +300,29 @@ const GETKEYS_SAMPLES: &[&[&str]] = &[
     &["zunionstore", "d", "3", "a"],
 ];
 
+/// More argument lists for the flags: the ones where the arguments decide them (SET's GET,
+/// BITFIELD's operations).
+const GETKEYSANDFLAGS_SAMPLES: &[&[&str]] = &[
+    &["set", "k", "v", "GET"],
+    &["set", "k", "v", "NX", "get"],
+    &["bitfield", "k", "GET", "u8", "0"],
+    &["bitfield", "k", "OVERFLOW", "WRAP", "GET", "u8", "0"],
+    &["bitfield", "k", "SET", "u8", "0", "1"],
+    &["bitfield", "k", "INCRBY", "u8", "0", "1"],
+    &["bitfield", "k", "GET", "u8"],
+    &["bitfield_ro", "k", "GET", "u8", "0"],
+    &["sort", "a", "STORE", "d", "BY", "nosort"],
+    &["sort", "a", "GET", "#", "GET", "x_*"],
+    &["getdel", "k"],
+    &["lpush", "k", "v"],
+    &["zadd", "z", "1", "m"],
+    &["smove", "a", "b", "m"],
+    &["bitop", "AND", "d", "a", "b"],
+    &["pfmerge", "d", "a"],
+    &["sunionstore", "d", "a", "b"],
+    &["zdiffstore", "d", "2", "a", "b"],
+];
+
 #[test]
 fn command_getkeys_matches_redis() {
     let redis_server = RedisServer::start();
@@ -309,17 +330,40 @@ fn command_getkeys_matches_redis() {
     let mut theirs = Conn::connect(redis_server.addr());
     let mut ours = Conn::connect(server.addr());
     let mut mismatches = Vec::new();
-    for sample in GETKEYS_SAMPLES {
-        let mut args: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS"];
-        args.extend(sample.iter().map(|a| a.as_bytes()));
-        let (a, b) = (ours.cmd(&args), theirs.cmd(&args));
-        if a != b {
-            mismatches.push(format!(
-                "GETKEYS {sample:?}:\n  sluice {}\n  redis  {}",
-                escape(&a),
-                escape(&b)
-            ));
+    for resp3 in [false, true] {
+        if resp3 {
+            ours.cmd(&[b"HELLO", b"3"]);
+            theirs.cmd(&[b"HELLO", b"3"]);
+        }
+        for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+            for sample in GETKEYS_SAMPLES.iter().chain(GETKEYSANDFLAGS_SAMPLES) {
+                let mut args: Vec<&[u8]> = vec![b"COMMAND", sub.as_bytes()];
+                args.extend(sample.iter().map(|a| a.as_bytes()));
+                let (a, b) = (ours.cmd(&args), theirs.cmd(&args));
+                if a != b {
+                    mismatches.push(format!(
+                        "{sub} {sample:?} (resp3 {resp3}):\n  sluice {}\n  redis  {}",
+                        escape(&a),
+                        escape(&b)
+                    ));
+                }
+            }
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+
+    // CL.THROTTLE (not in Redis): its one key, with its key spec's flags.
+    let throttle: &[&[u8]] = &[
+        b"COMMAND",
+        b"GETKEYSANDFLAGS",
+        b"CL.THROTTLE",
+        b"k",
+        b"15",
+        b"30",
+        b"60",
+    ];
+    assert_eq!(
+        escape(&ours.cmd(throttle)),
+        escape(b"*1\r\n*2\r\n$1\r\nk\r\n~2\r\n+RW\r\n+update\r\n")
+    );
 }

@@ -60,21 +60,34 @@ pub(super) static COMMAND: &[C] = &[
         -4,
         &["loading", "stale"],
         KeySpec::None,
-        run_sub::<CommandGetKeys>,
+        |c, a| run_sub_as::<CommandGetKeys>(c, a, false),
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "command|getkeysandflags",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        |c, a| run_sub_as::<CommandGetKeys>(c, a, true),
     )
     .with_acl(&["@slow", "@connection"]),
 ];
 
-/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request;
+/// COMMAND GETKEYSANDFLAGS: each with its key spec's flags.
 #[derive(Debug)]
 pub struct CommandGetKeys {
     args: Vec<Bytes>,
+    with_flags: bool,
 }
 
-impl Command for CommandGetKeys {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for CommandGetKeys {
+    type Variant = bool;
+
+    fn parse(a: &mut ArgCursor<'_>, with_flags: bool) -> CmdResult<Self> {
         Ok(CommandGetKeys {
             args: a.rest().to_vec(),
+            with_flags,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -103,10 +116,101 @@ impl Command for CommandGetKeys {
         Ok(Reply::Array(
             spec.keys
                 .positions(&self.args)
-                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .map(|i| {
+                    let key = Reply::Bulk(self.args[i].clone());
+                    if self.with_flags {
+                        Reply::Array(vec![key, status_set(key_flags(spec, &self.args, i))])
+                    } else {
+                        key
+                    }
+                })
                 .collect(),
         ))
     }
+}
+
+/// The flags of the key at `pos`, as COMMAND GETKEYSANDFLAGS gives them: those of the key spec
+/// that finds it; a key only an `unknown` spec finds (SORT's STORE) takes the last of those.
+/// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
+/// do.
+fn key_flags(spec: &C, args: &[Bytes], pos: usize) -> &'static [&'static str] {
+    const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+    match spec.name {
+        // SET … GET reads the old value; without GET it only overwrites.
+        "set" => {
+            let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+            return if get {
+                RW_ACCESS_UPDATE
+            } else {
+                &["OW", "update"]
+            };
+        }
+        // BITFIELD with only GET and OVERFLOW operations reads.
+        "bitfield" => {
+            let mut i = 2;
+            while i < args.len() {
+                let left = args.len() - i - 1;
+                let a = &args[i];
+                if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+                    i += 3;
+                } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+                    i += 2;
+                } else {
+                    return RW_ACCESS_UPDATE;
+                }
+            }
+            return &["RO", "access"];
+        }
+        _ => {}
+    }
+    if !spec.key_specs.is_empty() {
+        let found = spec.key_specs.iter().find(|d| doc_finds(d, args, pos));
+        let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
+        return found.or(unknown).map_or(&[], |d| d.flags);
+    }
+    match spec.keys {
+        KeySpec::Keynum { flags, .. } => flags,
+        _ => match spec.key_flags {
+            Some(flags) => flags,
+            None if spec.has(crate::cmd::CmdFlags::WRITE) => &["RW", "update"],
+            None => &["RO", "access"],
+        },
+    }
+}
+
+/// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only: a
+/// request may name very many keys).
+fn doc_finds(d: &crate::cmd::KeySpecDoc, args: &[Bytes], pos: usize) -> bool {
+    let Some(begin) = d.begin else {
+        return false;
+    };
+    let n = args.len() as i64;
+    let (first, last, step) = match d.find {
+        crate::cmd::FindKeys::Range(lastkey, step, _) => {
+            let last = if lastkey >= 0 {
+                begin + lastkey
+            } else {
+                n + lastkey
+            };
+            (begin, last, step)
+        }
+        crate::cmd::FindKeys::Keynum(idx, firstkey, step) => {
+            let count = usize::try_from(begin + idx)
+                .ok()
+                .and_then(|i| args.get(i))
+                .and_then(|b| parse_i64(b))
+                .unwrap_or(0);
+            let first = begin + firstkey;
+            (
+                first,
+                first.saturating_add(count.saturating_sub(1).saturating_mul(step)),
+                step,
+            )
+        }
+        crate::cmd::FindKeys::Unknown => return false,
+    };
+    let pos = pos as i64;
+    pos >= first && pos <= last.min(n - 1) && (pos - first) % step.max(1) == 0
 }
 
 /// Whether every numkeys-counted key spec of `spec` finds a count the arguments hold: at
