@@ -530,3 +530,48 @@ impl Command for CommandDocs {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::table::CommandTable;
+
+    /// The key specs COMMAND INFO reports and the positions locking uses come from one place
+    /// in the table but are written apart where Redis gives several specs: on a request
+    /// with every count argument 2, the specs with a known start find exactly the keys the
+    /// table locks (apart from keys only an `unknown` spec finds).
+    #[test]
+    fn reported_key_specs_find_the_locked_keys() {
+        let table = CommandTable::build();
+        for entry in table.entries() {
+            let spec = entry.spec;
+            let args: Vec<Bytes> = std::iter::once(Bytes::from_static(spec.name.as_bytes()))
+                .chain(std::iter::repeat_n(Bytes::from_static(b"2"), 9))
+                .collect();
+            let locked: Vec<usize> = spec.keys.positions(&args).collect();
+            let has_unknown = spec.key_specs.iter().any(|d| d.begin.is_none());
+            for pos in 1..args.len() {
+                let reported = spec.key_specs.iter().any(|d| doc_finds(d, &args, pos));
+                if spec.key_specs.is_empty() {
+                    continue;
+                }
+                assert!(
+                    !reported || locked.contains(&pos),
+                    "{}: a key spec finds argument {pos}, locking does not ({locked:?})",
+                    spec.name
+                );
+                assert!(
+                    reported || has_unknown || !locked.contains(&pos),
+                    "{}: locking takes argument {pos}, no key spec finds it",
+                    spec.name
+                );
+            }
+            // Flags for the derived spec only make sense where there is one.
+            assert!(
+                spec.key_flags.is_none() || matches!(spec.keys, KeySpec::Range { .. }),
+                "{}: key flags without a range of keys",
+                spec.name
+            );
+        }
+    }
+}
