@@ -235,6 +235,82 @@ fn command_info_matches_redis() {
     check_protocol(&redis_server, &server, true);
 }
 
+/// COMMAND LIST FILTERBY gives, for each filter, the names Redis gives that sluice has (as a
+/// set: Redis's order is its hash tables'); the errors are the same.
+#[test]
+fn command_list_filterby_matches_redis() {
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let mut theirs = connect(redis_server.addr(), false);
+    let mut ours = connect(server.addr(), false);
+    let all: BTreeSet<String> = items(&query(&mut ours, &["COMMAND", "LIST"]))
+        .iter()
+        .flat_map(|n| {
+            let n = text(n);
+            let subs = items(&infos(&mut ours, std::slice::from_ref(&n))[0])[9].clone();
+            let subs: Vec<String> = items(&subs).iter().map(|s| text(&items(s)[0])).collect();
+            std::iter::once(n).chain(subs)
+        })
+        .collect();
+    let mut categories: Vec<String> = items(&query(&mut theirs, &["ACL", "CAT"]))
+        .iter()
+        .map(text)
+        .collect();
+    categories.extend(["CONNECTION".to_string(), "nosuch".to_string()]);
+    let mut filters: Vec<[String; 2]> = categories
+        .into_iter()
+        .map(|c| ["ACLCAT".to_string(), c])
+        .collect();
+    for p in ["*", "cl*", "CLIENT|*", "*get*", "?et", "[a-c]*", "nosuch"] {
+        filters.push(["PATTERN".to_string(), p.to_string()]);
+    }
+    filters.push(["MODULE".to_string(), "redis-cell".to_string()]);
+    let mut mismatches = Vec::new();
+    for [kind, value] in &filters {
+        let args = ["COMMAND", "LIST", "FILTERBY", kind, value];
+        let set = |con: &mut redis::Connection| -> BTreeSet<String> {
+            items(&query(con, &args)).iter().map(text).collect()
+        };
+        // sluice's own names (allow-listed above, with the test-mode commands' subcommands)
+        // are not Redis's to compare.
+        let (ours_names, own): (BTreeSet<String>, BTreeSet<String>) =
+            set(&mut ours).into_iter().partition(|n| {
+                let top = n.split('|').next().unwrap_or("");
+                !ABSENT_FROM_REDIS.contains(&top) && !EXTRA_SUBCOMMANDS.contains(&n.as_str())
+            });
+        assert!(own.iter().all(|n| all.contains(n)), "{own:?}");
+        let theirs_names: BTreeSet<String> = set(&mut theirs)
+            .into_iter()
+            .filter(|n| all.contains(n))
+            .collect();
+        if ours_names != theirs_names {
+            mismatches.push(format!(
+                "{args:?}: only sluice {:?}, only redis {:?}",
+                ours_names.difference(&theirs_names).collect::<Vec<_>>(),
+                theirs_names.difference(&ours_names).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+
+    let mut theirs = Conn::connect(redis_server.addr());
+    let mut ours = Conn::connect(server.addr());
+    let bad: &[&[&[u8]]] = &[
+        &[b"COMMAND", b"LIST", b"FILTERBY"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"ACLCAT"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"NOSUCH", b"x"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"ACLCAT", b"read", b"x"],
+        &[b"COMMAND", b"LIST", b"x"],
+    ];
+    for args in bad {
+        assert_eq!(
+            escape(&ours.cmd(args)),
+            escape(&theirs.cmd(args)),
+            "{args:?}"
+        );
+    }
+}
+
 /// Argument lists for COMMAND GETKEYS: every kind of key spec (single key, ranges with a
 /// step, numkeys, destination plus sources, options after the keys), and the errors.
 const GETKEYS_SAMPLES: &[&[&str]] = &[

@@ -423,21 +423,72 @@ pub enum CommandListing {
     Names,
 }
 
-/// COMMAND (all infos) / COMMAND LIST (names)
+/// COMMAND LIST's `FILTERBY`.
 #[derive(Debug)]
-pub struct CommandList(CommandListing);
+enum ListFilter {
+    /// `MODULE name`: sluice has no modules, so nothing.
+    Module,
+    /// `ACLCAT category`: the commands and subcommands in it.
+    AclCat(Bytes),
+    /// `PATTERN glob`: the names (`client|list` for a subcommand) that match, ignoring case.
+    Pattern(Bytes),
+}
+
+impl ListFilter {
+    fn keeps(&self, spec: &C) -> bool {
+        match self {
+            ListFilter::Module => false,
+            ListFilter::AclCat(cat) => spec.acl.iter().any(|a| {
+                a.strip_prefix('@')
+                    .is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(cat))
+            }),
+            ListFilter::Pattern(p) => crate::cmd::args::glob_match(p, spec.name.as_bytes(), true),
+        }
+    }
+}
+
+/// COMMAND (all infos) / COMMAND LIST [FILTERBY MODULE|ACLCAT|PATTERN value] (names)
+#[derive(Debug)]
+pub struct CommandList(CommandListing, Option<ListFilter>);
 
 impl VariantCommand for CommandList {
     type Variant = CommandListing;
 
-    fn parse(_: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
-        Ok(CommandList(listing))
+    fn parse(a: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
+        let mut filter = None;
+        if listing == CommandListing::Names && a.remaining() > 0 {
+            // Redis takes exactly FILTERBY <type> <value>, anything else is a syntax error.
+            if a.remaining() != 3 || !a.next_bytes()?.eq_ignore_ascii_case(b"filterby") {
+                return Err(CmdError::Syntax);
+            }
+            let kind = a.next_bytes()?;
+            let value = a.next()?.clone();
+            filter = Some(if kind.eq_ignore_ascii_case(b"module") {
+                ListFilter::Module
+            } else if kind.eq_ignore_ascii_case(b"aclcat") {
+                ListFilter::AclCat(value)
+            } else if kind.eq_ignore_ascii_case(b"pattern") {
+                ListFilter::Pattern(value)
+            } else {
+                return Err(CmdError::Syntax);
+            });
+        }
+        Ok(CommandList(listing, filter))
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = ctx.shared.table.commands();
-        Ok(Reply::Array(match self.0 {
-            CommandListing::Names => all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect(),
-            CommandListing::Infos => all.iter().map(|c| command_info(c)).collect(),
+        Ok(Reply::Array(match (self.0, self.1) {
+            (CommandListing::Names, None) => {
+                all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
+            }
+            // With a filter, subcommands are listed too (each after its command), as in Redis.
+            (CommandListing::Names, Some(filter)) => all
+                .iter()
+                .flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter()))
+                .filter(|c| filter.keeps(c))
+                .map(|c| Reply::bulk(c.name.as_bytes()))
+                .collect(),
+            (CommandListing::Infos, _) => all.iter().map(|c| command_info(c)).collect(),
         }))
     }
 }
@@ -483,7 +534,7 @@ impl Command for CommandInfo {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.is_empty() {
-            return VariantCommand::apply(CommandList(CommandListing::Infos), ctx);
+            return VariantCommand::apply(CommandList(CommandListing::Infos, None), ctx);
         }
         Ok(Reply::Array(
             self.names
