@@ -8,7 +8,9 @@
 #   scripts/instructions.sh redis redis-server fixed 1
 #
 # Needs valgrind, redis-cli and a release build of loadgen. Loopback only; port 7555, or
-# INSTRUCTIONS_PORT (two measurements at once on one machine need two ports).
+# INSTRUCTIONS_PORT (two measurements at once on one machine need two ports). LOADGEN_ARGS
+# adds loadgen options, e.g. LOADGEN_ARGS="--window-ms 3600000": with the default 1 s window
+# the share of first-in-window decisions (and so the count) grows as the machine gets slower.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=$1 bin=$2 workload=$3 pipeline=$4
@@ -31,7 +33,7 @@ run() {
   local pid=$!
   for _ in $(seq 1 200); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done
   "$loadgen" --port $port --workload "$workload" --connections 1 --pipeline "$pipeline" \
-    --max-decisions "$n" --duration 300 --warmup 0 >/dev/null
+    --max-decisions "$n" --duration 300 --warmup 0 ${LOADGEN_ARGS:-} >/dev/null
   redis-cli -p $port shutdown nosave >/dev/null 2>&1 || true
   wait "$pid" || true
   grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}'

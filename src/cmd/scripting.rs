@@ -200,8 +200,9 @@ pub struct Eval {
     source: Source,
     access: Access,
     script: Bytes,
-    keys: Vec<Bytes>,
-    argv: Vec<Bytes>,
+    /// Inline up to four each: no allocation for the usual limiter script.
+    keys: smallvec::SmallVec<[Bytes; 4]>,
+    argv: smallvec::SmallVec<[Bytes; 4]>,
 }
 
 impl VariantCommand for Eval {
@@ -224,8 +225,8 @@ impl VariantCommand for Eval {
             source,
             access,
             script,
-            keys: keys.to_vec(),
-            argv: argv.to_vec(),
+            keys: keys.iter().cloned().collect(),
+            argv: argv.iter().cloned().collect(),
         })
     }
 
@@ -708,7 +709,13 @@ pub fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held
 /// True if this script command will take every shard before it starts (see
 /// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
 fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
-    if spec.keys.positions(args).next().is_none() || shared.live.scripts_lock_all() {
+    // Every script command has its key count third (`EVAL script numkeys …`, `FCALL`):
+    // read it rather than walk the key positions (which allocates an iterator).
+    let declares_keys = args
+        .get(2)
+        .and_then(|n| crate::num::parse_i64(n))
+        .is_some_and(|n| n > 0 && n as u64 <= args.len().saturating_sub(3) as u64);
+    if !declares_keys || shared.live.scripts_lock_all() {
         return true;
     }
     if shared.scripts.needs_all_count() == 0 {

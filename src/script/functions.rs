@@ -520,11 +520,13 @@ impl Vm {
         let bound = super::strings(lua, keys)
             .and_then(|k| Ok((k, super::strings(lua, argv)?)))
             .and_then(|args| callback.bind(args));
-        let globals = lua.globals();
-        let _ = globals.raw_set("KEYS", Value::Nil);
-        let _ = globals.raw_set("ARGV", Value::Nil);
+        // KEYS and ARGV are not globals here: they are only while an EVAL script runs.
         match bound {
-            Ok(f) => self.finish(&f, &info.name, host),
+            Ok(f) => {
+                let reply = self.finish(&f, &info.name, host);
+                self.collect_if_large();
+                reply
+            }
             Err(e) => Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
                 info.name,

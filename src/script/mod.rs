@@ -16,6 +16,15 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
+//! - **Per VM, not per run.** `redis.call`/`pcall` are plain functions made once per VM;
+//!   they reach the running script's host through a slot (`HostSlot`) filled only for the
+//!   run's duration (outside a run they raise Redis's `redis.call/pcall can only be called
+//!   inside a script invocation`). KEYS and ARGV are two tables kept by the VM (`Lists`),
+//!   in the globals only during a run and emptied after it, so no run sees another's.
+//!   sluice's own moves of values in and out of the VM run with the memory cap lifted
+//!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
+//!   fresh C closure. The collector's settings are reset after a script only if it changed
+//!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
 //! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
 //!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
 //!   command needs a shard a long script holds, SCRIPT KILL sets kill flags, and an
@@ -35,7 +44,7 @@ mod structlib;
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,7 +111,8 @@ pub struct Script {
 #[derive(Debug)]
 pub struct Scripts {
     id: u64,
-    cache: DashMap<String, Arc<Script>>,
+    /// Hashed with foldhash (hashbrown's default), not SipHash: EVALSHA looks up every time.
+    cache: DashMap<String, Arc<Script>, hashbrown::DefaultHashBuilder>,
     generation: AtomicU64,
     /// The running script, if any.
     pub busy: Arc<Busy>,
@@ -179,7 +189,7 @@ impl Scripts {
     pub fn new(version: &str) -> Self {
         Scripts {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            cache: DashMap::new(),
+            cache: DashMap::with_hasher(hashbrown::DefaultHashBuilder::default()),
             generation: AtomicU64::new(0),
             busy: Arc::new(Busy::default()),
             version: version.to_string(),
@@ -222,8 +232,13 @@ impl Scripts {
         if sha.len() != 40 {
             return None;
         }
-        let key = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        self.cache.get(&key).map(|e| e.value().clone())
+        let key = std::str::from_utf8(sha).ok()?;
+        let entry = if key.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.cache.get(&key.to_ascii_lowercase())
+        } else {
+            self.cache.get(key)
+        };
+        entry.map(|e| e.value().clone())
     }
 
     /// True if the SHA1 is cached.
@@ -331,7 +346,7 @@ struct Vm {
     owner: u64,
     generation: u64,
     /// Compiled scripts by SHA1.
-    functions: HashMap<String, Function>,
+    functions: hashbrown::HashMap<String, Function>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`
@@ -340,6 +355,12 @@ struct Vm {
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
+    /// The host of the script running now (empty between runs), which `redis.call` uses.
+    slot: Rc<HostSlot>,
+    /// KEYS and ARGV, kept from run to run (see [`Vm::bind_lists`]).
+    lists: Lists,
+    /// Set when a script changed the collector's settings (`collectgarbage('stop')` …).
+    gc_touched: Rc<Cell<bool>>,
     /// The running script's state (the kill flag).
     busy: Arc<Busy>,
     /// The function libraries' environment (see `functions`), its metatable, and the
@@ -398,14 +419,29 @@ impl Vm {
             LuaOptions::new(),
         )?;
         let resp = Rc::new(Cell::new(2u8));
+        let slot = Rc::new(HostSlot::default());
         let private = lua.create_table()?;
 
+        // One function each for the VM's lifetime; the running script's host is found
+        // through `slot`, filled only while a script runs.
         for (name, mode) in [("call", 0), ("pcall", 1), ("acl_check_cmd", 2)] {
+            let (slot, resp) = (slot.clone(), resp.clone());
             private.raw_set(
                 name,
-                lua.create_function(move |lua, args: MultiValue| redis_call(lua, mode, args))?,
+                lua.create_function(move |lua, args: MultiValue| {
+                    redis_call(lua, &slot, resp.get(), mode, args)
+                })?,
             )?;
         }
+        let gc_touched = Rc::new(Cell::new(false));
+        let touched = gc_touched.clone();
+        let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
+        private.raw_set(
+            "collectgarbage",
+            lua.create_function(move |lua, args: MultiValue| {
+                collectgarbage(lua, &raw_cg, &touched, args)
+            })?,
+        )?;
         private.raw_set(
             "sha1hex",
             lua.create_function(|lua, args: MultiValue| {
@@ -571,16 +607,20 @@ impl Vm {
         )?;
 
         lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
+        let lists = Lists::new(&lua)?;
 
         Ok(Vm {
             lua,
             owner: scripts.id,
             generation,
-            functions: HashMap::new(),
+            functions: hashbrown::HashMap::new(),
             env,
             runner,
             handler,
             resp,
+            slot,
+            lists,
+            gc_touched,
             busy: scripts.busy.clone(),
             fn_env,
             fn_meta,
@@ -639,33 +679,48 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        let lua = &self.lua;
-        let globals = lua.globals();
-        let set = strings(lua, keys)
-            .and_then(|k| globals.raw_set("KEYS", k))
-            .and_then(|()| strings(lua, argv))
-            .and_then(|a| globals.raw_set("ARGV", a));
-        if let Err(e) = set {
+        let bound = {
+            let _host = HostOps::new(&self.lua);
+            self.lists.bind(&self.lua, keys, argv)
+        };
+        if let Err(e) = bound {
+            let _host = HostOps::new(&self.lua);
+            self.lists.unbind(&self.lua);
             return Reply::Error(Cow::Owned(format!(
                 "ERR Error running script {}, {}",
                 script.sha,
                 error_text(&e)
             )));
         }
-        self.finish(&f, &script.sha, host)
+        let reply = self.finish(&f, &script.sha, host);
+        {
+            let _host = HostOps::new(&self.lua);
+            self.lists.unbind(&self.lua);
+        }
+        self.collect_if_large();
+        reply
+    }
+
+    /// After a script, a state holding more than [`COLLECT_ABOVE`] is collected at once,
+    /// so one script's garbage does not count against the next one's memory.
+    fn collect_if_large(&self) {
+        if self.lua.used_memory() > COLLECT_ABOVE {
+            let _ = self.lua.gc_collect();
+        }
     }
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
-    /// (its SHA1 or function name, for error replies), then resets the collector.
+    /// (its SHA1 or function name, for error replies), then restores the collector.
     fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> Reply {
         let result = self.call(f, name, host);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
-        // collector, an endless pause) must not stay for the next one.
-        self.lua.gc_restart();
-        self.lua.gc_set_pause(200);
-        self.lua.gc_set_step_multiplier(200);
-        if self.lua.used_memory() > COLLECT_ABOVE {
-            let _ = self.lua.gc_collect();
+        // collector, an endless pause) must not stay for the next one. Only scripts that
+        // changed a setting pay for the reset: in Lua 5.1 a restart makes the next
+        // allocation run a collection step.
+        if self.gc_touched.replace(false) {
+            self.lua.gc_restart();
+            self.lua.gc_set_pause(200);
+            self.lua.gc_set_step_multiplier(200);
         }
         match result {
             Ok(reply) => reply,
@@ -677,21 +732,15 @@ impl Vm {
     }
 
     fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
-        let lua = &self.lua;
         self.resp.set(2);
-        let resp = self.resp.clone();
-        let out: MultiValue = lua.scope(|scope| {
-            let dispatch = scope.create_function_mut(|lua, args: MultiValue| {
-                dispatch(lua, &mut *host, resp.get(), args)
-            })?;
-            lua.set_named_registry_value(DISPATCH, dispatch)?;
-            self.runner.call((f.clone(), self.handler.clone()))
-        })?;
-        lua.set_named_registry_value(DISPATCH, Value::Nil)?;
+        // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
+        let (status, value): (Value, Value) = {
+            let _running = self.slot.enter(host);
+            self.runner.call((f, &self.handler))?
+        };
         let resp = self.resp.get();
-        let mut values = out.into_iter();
-        let ok = matches!(values.next(), Some(Value::Boolean(true)));
-        let value = values.next().unwrap_or(Value::Nil);
+        let ok = matches!(status, Value::Boolean(true));
+        let _host = HostOps::new(&self.lua);
         if ok {
             let busy = &self.busy;
             return Ok(
@@ -706,6 +755,152 @@ impl Vm {
         }
         Ok(raised_error(&value, name))
     }
+}
+
+/// Lifts the VM's memory cap while sluice itself (not script code) moves values in or out
+/// of the VM: KEYS and ARGV, a command's reply, the script's result. With a cap set, mlua
+/// runs every table and string operation through a protected call of a newly made C
+/// closure (garbage for the collector too), about ten per short script; with none it calls
+/// Lua directly. What goes in here is bounded by what the client sent or the reply already
+/// built; scripts' own allocations always run under the cap, restored when this is dropped.
+struct HostOps<'l> {
+    lua: &'l Lua,
+    cap: usize,
+}
+
+impl<'l> HostOps<'l> {
+    fn new(lua: &'l Lua) -> HostOps<'l> {
+        let cap = lua.set_memory_limit(0).unwrap_or(LUA_MEMORY_LIMIT);
+        HostOps { lua, cap }
+    }
+}
+
+impl Drop for HostOps<'_> {
+    fn drop(&mut self) {
+        let _ = self.lua.set_memory_limit(self.cap);
+    }
+}
+
+/// The host of the script a VM is running, reachable by `redis.call` for exactly the run's
+/// duration: [`HostSlot::enter`] fills it and its guard empties it when the run returns
+/// (or unwinds), so a Lua value that outlives the run can never reach a host that is gone,
+/// and no run ever sees another's. The VM is thread-local and not re-entrant, so one slot
+/// serves one run at a time.
+#[derive(Default)]
+struct HostSlot {
+    host: Cell<Option<NonNull<dyn Host + 'static>>>,
+}
+
+/// Empties the [`HostSlot`] when the run it was filled for ends. It holds the borrow of the
+/// host (`'h`), so the caller cannot touch the host while the slot may hand it out.
+struct Entered<'s, 'h>(&'s HostSlot, std::marker::PhantomData<&'h mut ()>);
+
+impl Drop for Entered<'_, '_> {
+    fn drop(&mut self) {
+        self.0.host.set(None);
+    }
+}
+
+impl HostSlot {
+    /// Makes `host` the one `redis.call` uses until the guard is dropped.
+    fn enter<'s, 'h>(&'s self, host: &'h mut dyn Host) -> Entered<'s, 'h> {
+        let ptr: NonNull<dyn Host + '_> = NonNull::from(host);
+        // SAFETY: only the lifetime bound of the trait object changes. The pointer is used
+        // only while the guard lives, and the guard keeps `host` mutably borrowed (`'h`) for
+        // that whole time, so no other reference to it is used meanwhile; the guard is never
+        // leaked (it is a local of `Vm::call`, dropped before it returns or on unwind).
+        let ptr: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(ptr) };
+        self.host.set(Some(ptr));
+        Entered(self, std::marker::PhantomData)
+    }
+
+    /// Runs `f` with the running script's host, or returns `None` outside a run. The slot
+    /// is empty while `f` runs, so a re-entrant `redis.call` (which the host's commands
+    /// never make: scripts cannot run scripts) finds no host instead of a second `&mut`.
+    fn with<R>(&self, f: impl FnOnce(&mut dyn Host) -> R) -> Option<R> {
+        let mut ptr = self.host.take()?;
+        // SAFETY: the slot holds a pointer only between `enter` and the guard's drop, while
+        // the `&mut dyn Host` it came from is borrowed by that guard's run and not otherwise
+        // used; taking it out of the slot makes this the only live reference.
+        let out = f(unsafe { ptr.as_mut() });
+        self.host.set(Some(ptr));
+        Some(out)
+    }
+}
+
+/// The KEYS and ARGV tables of EVAL scripts, kept from run to run instead of made for each
+/// (Redis makes fresh ones: nothing a run does to them may show in the next). They are in
+/// the globals only while a script runs, and emptied when it ends; a table the script
+/// gave a metatable or filled past [`Lists::KEEP`] entries is dropped for a fresh one.
+struct Lists {
+    keys: Table,
+    argv: Table,
+    keys_name: mlua::String,
+    argv_name: mlua::String,
+    globals: Table,
+    /// How many keys and arguments the running script got.
+    filled: (usize, usize),
+}
+
+impl Lists {
+    /// Most entries a kept table may have held; a larger one is replaced, so that no
+    /// request's arguments keep their capacity in the VM.
+    const KEEP: usize = 64;
+
+    fn new(lua: &Lua) -> mlua::Result<Lists> {
+        Ok(Lists {
+            keys: lua.create_table()?,
+            argv: lua.create_table()?,
+            keys_name: lua.create_string("KEYS")?,
+            argv_name: lua.create_string("ARGV")?,
+            globals: lua.globals(),
+            filled: (0, 0),
+        })
+    }
+
+    /// Fills the tables with a run's keys and arguments and puts them in the globals.
+    fn bind(&mut self, lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
+        self.filled = (keys.len(), argv.len());
+        fill(lua, &self.keys, keys)?;
+        fill(lua, &self.argv, argv)?;
+        self.globals.raw_set(&self.keys_name, &self.keys)?;
+        self.globals.raw_set(&self.argv_name, &self.argv)?;
+        Ok(())
+    }
+
+    /// Takes the tables out of the globals and empties them, or replaces one the script
+    /// changed beyond its entries (a metatable, other keys), one that held many values, or
+    /// any after a run that left a large state (an emptied table keeps its capacity).
+    fn unbind(&mut self, lua: &Lua) {
+        let _ = self.globals.raw_set(&self.keys_name, Value::Nil);
+        let _ = self.globals.raw_set(&self.argv_name, Value::Nil);
+        let large = lua.used_memory() > COLLECT_ABOVE;
+        let (nk, na) = std::mem::take(&mut self.filled);
+        for (t, n) in [(&mut self.keys, nk), (&mut self.argv, na)] {
+            let keep = !large
+                && n <= Self::KEEP
+                && (1..=n).all(|i| t.raw_set(i, Value::Nil).is_ok())
+                && t.is_empty()
+                && t.metatable().is_none();
+            if !keep {
+                match lua.create_table() {
+                    Ok(fresh) => *t = fresh,
+                    // Out of memory: keep the old table, emptied, rather than fail.
+                    Err(_) => {
+                        let _ = t.clear();
+                        let _ = t.set_metatable(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fill(lua: &Lua, t: &Table, items: &[Bytes]) -> mlua::Result<()> {
+    for (i, b) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(b)?)?;
+    }
+    Ok(())
 }
 
 fn version_parts(v: &str) -> (i64, i64, i64) {
@@ -724,9 +919,6 @@ fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
     }
     Ok(t)
 }
-
-/// Where the running script's host dispatcher is kept while it runs.
-const DISPATCH: &str = "sluice.dispatch";
 
 /// An error Redis raises as a `{err=…}` table (redis.call failures and redis.* argument
 /// errors): the message has no position; the handler adds where it happened.
@@ -780,20 +972,16 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
     }
 }
 
-/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2).
-fn redis_call(lua: &Lua, mode: i64, args: MultiValue) -> mlua::Result<Value> {
-    let dispatch: Function = match lua.named_registry_value(DISPATCH)? {
-        Value::Function(f) => f,
-        _ => {
-            return Err(err_reply(
-                "ERR redis.call is only available while a script runs",
-            ));
-        }
-    };
-    let mut all = Vec::with_capacity(args.len() + 1);
-    all.push(Value::Integer(mode));
-    all.extend(args);
-    let (v, failed): (Value, bool) = dispatch.call(MultiValue::from_vec(all))?;
+/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2): runs the command
+/// through the running script's host; `call` raises what `pcall` returns as an error table.
+fn redis_call(
+    lua: &Lua,
+    slot: &HostSlot,
+    resp: u8,
+    mode: i64,
+    args: MultiValue,
+) -> mlua::Result<Value> {
+    let (v, failed) = dispatch(lua, slot, resp, mode, args)?;
     if failed && mode != 1 {
         let msg = match &v {
             Value::Table(t) => match t.raw_get::<Value>("err")? {
@@ -805,6 +993,60 @@ fn redis_call(lua: &Lua, mode: i64, args: MultiValue) -> mlua::Result<Value> {
         return Err(mlua::Error::external(ErrReply(msg)));
     }
     Ok(v)
+}
+
+/// Lua 5.1's `collectgarbage`, which also notes (in `touched`) a script that changed the
+/// collector's settings, so that only such a script pays for their reset (`Vm::finish`).
+/// A Rust function, like the other library functions that raise: its errors carry the
+/// calling line even from a tail call. The arguments are checked here with Lua's texts, so
+/// the real function, called after, never raises.
+fn collectgarbage(
+    lua: &Lua,
+    raw: &Function,
+    touched: &Cell<bool>,
+    args: MultiValue,
+) -> mlua::Result<MultiValue> {
+    const OPTIONS: [&str; 7] = [
+        "stop",
+        "restart",
+        "collect",
+        "count",
+        "step",
+        "setpause",
+        "setstepmul",
+    ];
+    let bad = |n: u8, msg: String| {
+        raise_here(
+            lua,
+            &format!("bad argument #{n} to 'collectgarbage' ({msg})"),
+        )
+    };
+    let opt: Cow<'_, str> = match args.front() {
+        None | Some(Value::Nil) => Cow::Borrowed("collect"),
+        Some(Value::String(s)) => Cow::Owned(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+        Some(Value::Integer(i)) => Cow::Owned(crate::num::fmt_g(*i as f64, 14)),
+        Some(Value::Number(n)) => Cow::Owned(crate::num::fmt_g(*n, 14)),
+        Some(other) => {
+            return Err(bad(
+                1,
+                format!("string expected, got {}", cjson::lua_type_name(other)),
+            ));
+        }
+    };
+    let Some(&opt) = OPTIONS.iter().find(|o| **o == opt) else {
+        return Err(bad(1, format!("invalid option '{opt}'")));
+    };
+    let n = args.get(1).cloned().unwrap_or(Value::Nil);
+    if !n.is_nil() && convert::to_number(&n).is_none() {
+        return Err(bad(
+            2,
+            format!("number expected, got {}", cjson::lua_type_name(&n)),
+        ));
+    }
+    if !matches!(opt, "collect" | "count" | "step") {
+        touched.set(true);
+    }
+    raw.call((opt, n))
 }
 
 /// `redis.log(level, message …)`.
@@ -848,28 +1090,29 @@ fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
     Ok((Value::Table(t), true))
 }
 
+/// Redis's error for `redis.call` outside a script's run (raised by `pcall` too).
+const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
+
 /// `redis.call` (mode 0), `redis.pcall` (1) and `redis.acl_check_cmd` (2): returns the
 /// converted reply and whether it is an error (which `call` raises).
 fn dispatch(
     lua: &Lua,
-    host: &mut dyn Host,
+    slot: &HostSlot,
     resp: u8,
+    mode: i64,
     args: MultiValue,
 ) -> mlua::Result<(Value, bool)> {
-    let mut it = args.into_iter();
-    let mode = match it.next() {
-        Some(Value::Integer(m)) => m,
-        _ => 0,
-    };
-    let rest: Vec<Value> = it.collect();
-    if rest.is_empty() {
+    if slot.host.get().is_none() {
+        return Err(err_reply(OUTSIDE_RUN));
+    }
+    if args.is_empty() {
         return err_table(
             lua,
             "ERR Please specify at least one argument for this redis lib call",
         );
     }
-    let mut argv = Vec::with_capacity(rest.len());
-    for v in &rest {
+    let mut argv = Vec::with_capacity(args.len());
+    for v in &args {
         match convert::arg_bytes(v) {
             Some(b) => argv.push(b),
             None => {
@@ -880,15 +1123,19 @@ fn dispatch(
             }
         }
     }
+    drop(args);
     if mode == 2 {
-        return if host.command_exists(&argv) {
-            Ok((Value::Boolean(true), false))
-        } else {
-            err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()")
+        return match slot.with(|host| host.command_exists(&argv)) {
+            Some(true) => Ok((Value::Boolean(true), false)),
+            Some(false) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
+            None => Err(err_reply(OUTSIDE_RUN)),
         };
     }
-    let reply = host.call(argv, resp);
+    let Some(reply) = slot.with(|host| host.call(argv, resp)) else {
+        return Err(err_reply(OUTSIDE_RUN));
+    };
     let failed = reply.is_error();
+    let _host = HostOps::new(lua);
     Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
 }
 

@@ -186,6 +186,10 @@ G.xpcall = function(...)
   end))
 end
 
+-- collectgarbage is Lua's, which also tells sluice when a script changed the collector's
+-- settings, so that only such a script pays for their reset after it (see `Vm::finish`).
+G.collectgarbage = D.collectgarbage
+
 -- How sluice runs a script: the real xpcall, with its own handler (the wrapper above would
 -- skip that handler for the kill error, which must get its position like any other).
 D.runner = function(f, h) return raw_xpcall(f, h) end

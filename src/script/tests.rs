@@ -1,6 +1,7 @@
 //! Unit tests of the engine with a fake host: sandbox, conversions, errors.
 
 use super::*;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// A host that answers a few commands from a map, like a tiny Redis.
@@ -636,4 +637,107 @@ fn collector_settings_do_not_outlive_a_script() {
         ),
         Reply::bulk(b"true")
     );
+}
+
+#[test]
+fn keys_and_argv_are_each_runs_own() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let check = "return {#KEYS, #ARGV, KEYS[1], tostring(KEYS[2]), tostring(KEYS.f), \
+                 tostring(getmetatable(KEYS)), tostring(ARGV[1]), tostring(ARGV[500])}";
+    let clean = || {
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Int(0),
+            Reply::bulk(b"c"),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+        ])
+    };
+    // Entries, fields and a metatable written by one run, which then fails.
+    let dirty = "KEYS[2] = 'x' KEYS.f = 1 setmetatable(KEYS, {__index = function() return 'z' end}) \
+                 ARGV[1] = 'y' error('boom')";
+    assert!(matches!(
+        eval_with(&scripts, &mut host, dirty, &["a", "b"], &["x"]),
+        Reply::Error(_)
+    ));
+    assert_eq!(eval_with(&scripts, &mut host, check, &["c"], &[]), clean());
+    // A table filled past what is kept is replaced; the next run still sees only its own.
+    let big = "for i = 1, 1000 do ARGV[i] = i KEYS['k' .. i] = i end return #ARGV";
+    assert_eq!(
+        eval_with(&scripts, &mut host, big, &["a"], &["x"]),
+        Reply::Int(1000)
+    );
+    assert_eq!(eval_with(&scripts, &mut host, check, &["c"], &[]), clean());
+    // Between runs KEYS and ARGV are not globals at all.
+    let left = scripts
+        .with_vm(|vm| {
+            let g = vm.lua.globals();
+            (g.raw_get::<Value>("KEYS"), g.raw_get::<Value>("ARGV"))
+        })
+        .expect("vm");
+    assert!(matches!(left, (Ok(Value::Nil), Ok(Value::Nil))));
+}
+
+#[test]
+fn redis_call_outside_a_run_errors_as_redis_does() {
+    let scripts = Scripts::new("7.0.15");
+    // The script environment's redis.call, called while no script runs.
+    for body in ["return redis.call('ping')", "return redis.pcall('ping')"] {
+        let out = scripts
+            .with_vm(|vm| {
+                vm.lua
+                    .load(body)
+                    .set_environment(vm.env.clone())
+                    .call::<Value>(())
+            })
+            .expect("vm");
+        let e = out.expect_err("redis.call outside a run must fail");
+        assert_eq!(
+            err_reply_text(&e).as_deref(),
+            Some("ERR redis.call/pcall can only be called inside a script invocation"),
+            "{body}"
+        );
+    }
+    // A run in between does not leave its host behind.
+    let mut host = FakeHost::default();
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "return redis.call('incr', 'n')",
+            &[],
+            &[]
+        ),
+        Reply::Int(1)
+    );
+    let out = scripts
+        .with_vm(|vm| {
+            vm.lua
+                .load("return redis.call('incr', 'n')")
+                .set_environment(vm.env.clone())
+                .call::<Value>(())
+        })
+        .expect("vm");
+    assert!(out.is_err());
+    assert_eq!(host.calls.len(), 1);
+}
+
+#[test]
+fn kept_lists_are_reused_after_a_plain_run() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let body = "return redis.call('incr', KEYS[1])";
+    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
+    let before = scripts
+        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
+        .expect("vm");
+    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
+    let after = scripts
+        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
+        .expect("vm");
+    assert_eq!(before, after);
 }
