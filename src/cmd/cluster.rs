@@ -98,11 +98,11 @@ static CLUSTER: &[C] = &[
         run_sub::<Help>,
     )
     .with_acl(&["@slow"]),
-    sub("cluster|info", 2, run_sub::<Info>),
+    sub("cluster|info", 2, run_sub::<Info>).with_tips(&["nondeterministic_output"]),
     sub("cluster|myid", 2, run_sub::<MyId>),
-    sub("cluster|nodes", 2, run_sub::<Nodes>),
-    sub("cluster|slots", 2, run_sub::<Slots>),
-    sub("cluster|shards", 2, run_sub::<Shards>),
+    sub("cluster|nodes", 2, run_sub::<Nodes>).with_tips(&["nondeterministic_output"]),
+    sub("cluster|slots", 2, run_sub::<Slots>).with_tips(&["nondeterministic_output"]),
+    sub("cluster|shards", 2, run_sub::<Shards>).with_tips(&["nondeterministic_output"]),
     sub("cluster|keyslot", 3, run_sub::<KeySlot>),
     sub("cluster|countkeysinslot", 3, |c, a| {
         run_sub_as::<KeysInSlot>(c, a, SlotQuery::Count)
@@ -111,8 +111,9 @@ static CLUSTER: &[C] = &[
     sub("cluster|getkeysinslot", 4, |c, a| {
         run_sub_as::<KeysInSlot>(c, a, SlotQuery::Keys)
     })
-    .whole_keyspace(),
-    sub("cluster|links", 2, run_sub::<Links>),
+    .whole_keyspace()
+    .with_tips(&["nondeterministic_output"]),
+    sub("cluster|links", 2, run_sub::<Links>).with_tips(&["nondeterministic_output"]),
     C::new(
         "cluster|replicas",
         3,
@@ -120,7 +121,8 @@ static CLUSTER: &[C] = &[
         KeySpec::None,
         run_sub::<Replicas>,
     )
-    .with_acl(ADMIN_ACL),
+    .with_acl(ADMIN_ACL)
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "cluster|slaves",
         3,
@@ -128,7 +130,8 @@ static CLUSTER: &[C] = &[
         KeySpec::None,
         run_sub::<Replicas>,
     )
-    .with_acl(ADMIN_ACL),
+    .with_acl(ADMIN_ACL)
+    .with_tips(&["nondeterministic_output"]),
     // sluice's own: install a new slot map (inline text, or the map file read again).
     C::new(
         "cluster|setmap",
@@ -149,8 +152,9 @@ static CLUSTER: &[C] = &[
     // Redis's topology-changing subcommands: nodes here never talk to each other.
     unsupported("cluster|addslots", -3),
     unsupported("cluster|addslotsrange", -4),
-    unsupported("cluster|bumpepoch", 2),
-    unsupported_flagged("cluster|count-failure-reports", 3, &["admin", "stale"]),
+    unsupported("cluster|bumpepoch", 2).with_tips(&["nondeterministic_output"]),
+    unsupported_flagged("cluster|count-failure-reports", 3, &["admin", "stale"])
+        .with_tips(&["nondeterministic_output"]),
     unsupported("cluster|delslots", -3),
     unsupported("cluster|delslotsrange", -4),
     C::new(

@@ -32,14 +32,15 @@ const FCALL_RO_FLAGS: &[&str] = &[
     "movablekeys",
 ];
 
-const fn keynum(flags: &'static [&'static str]) -> KeySpec {
+/// FCALL's key spec; the notes are EVAL's, as in Redis.
+const fn keynum(flags: &'static [&'static str], notes: Option<&'static str>) -> KeySpec {
     KeySpec::Keynum {
         begin: 2,
         keynumidx: 0,
         firstkey: 1,
         step: 1,
         flags,
-        notes: None,
+        notes,
     }
 }
 
@@ -49,7 +50,7 @@ pub static COMMANDS: &[C] = &[
         "fcall",
         -3,
         FCALL_FLAGS,
-        keynum(&["RW", "access", "update"]),
+        keynum(&["RW", "access", "update"], super::scripting::RW_NOTES),
         |c, a| run_as::<Fcall>(c, a, Access::ReadWrite),
     )
     .with_acl(&["@slow", "@scripting"]),
@@ -57,7 +58,7 @@ pub static COMMANDS: &[C] = &[
         "fcall_ro",
         -3,
         FCALL_RO_FLAGS,
-        keynum(&["RO", "access"]),
+        keynum(&["RO", "access"], super::scripting::RO_NOTES),
         |c, a| run_as::<Fcall>(c, a, Access::ReadOnly),
     )
     .with_acl(&["@slow", "@scripting"]),
@@ -72,7 +73,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionLoad>,
     )
-    .with_acl(&["@write", "@slow", "@scripting"]),
+    .with_acl(&["@write", "@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "function|delete",
         3,
@@ -80,7 +82,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionDelete>,
     )
-    .with_acl(&["@write", "@slow", "@scripting"]),
+    .with_acl(&["@write", "@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "function|flush",
         -2,
@@ -88,7 +91,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionFlush>,
     )
-    .with_acl(&["@write", "@slow", "@scripting"]),
+    .with_acl(&["@write", "@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "function|list",
         -2,
@@ -96,7 +100,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionList>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "function|dump",
         2,
@@ -112,7 +117,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionRestore>,
     )
-    .with_acl(&["@write", "@slow", "@scripting"]),
+    .with_acl(&["@write", "@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "function|stats",
         2,
@@ -120,7 +126,12 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionStats>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ]),
     C::new(
         "function|kill",
         2,
@@ -128,7 +139,8 @@ pub static FUNCTION: &[C] = &[
         KeySpec::None,
         run_sub::<FunctionKill>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:one_succeeded"]),
     C::new(
         "function|help",
         2,

@@ -39,7 +39,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HSetNx>,
     )
-    .with_acl(&["@write", "@hash", "@fast"]),
+    .with_acl(&["@write", "@hash", "@fast"])
+    .with_key_flags(&["RW", "insert"]),
     C::new(
         "hmset",
         -4,
@@ -67,15 +68,18 @@ pub static COMMANDS: &[C] = &[
     C::new("hgetall", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
         run_as::<HGetAll>(c, a, HashPart::Both)
     })
-    .with_acl(&["@read", "@hash", "@slow"]),
+    .with_acl(&["@read", "@hash", "@slow"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new("hkeys", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
         run_as::<HGetAll>(c, a, HashPart::Fields)
     })
-    .with_acl(&["@read", "@hash", "@slow"]),
+    .with_acl(&["@read", "@hash", "@slow"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new("hvals", 2, &["readonly"], C::keys(1, 1, 1), |c, a| {
         run_as::<HGetAll>(c, a, HashPart::Values)
     })
-    .with_acl(&["@read", "@hash", "@slow"]),
+    .with_acl(&["@read", "@hash", "@slow"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "hdel",
         -3,
@@ -83,7 +87,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HDel>,
     )
-    .with_acl(&["@write", "@hash", "@fast"]),
+    .with_acl(&["@write", "@hash", "@fast"])
+    .with_key_flags(&["RW", "delete"]),
     C::new(
         "hexists",
         3,
@@ -91,7 +96,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HExists>,
     )
-    .with_acl(&["@read", "@hash", "@fast"]),
+    .with_acl(&["@read", "@hash", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "hlen",
         2,
@@ -99,7 +105,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HLen>,
     )
-    .with_acl(&["@read", "@hash", "@fast"]),
+    .with_acl(&["@read", "@hash", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "hstrlen",
         3,
@@ -107,7 +114,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HStrLen>,
     )
-    .with_acl(&["@read", "@hash", "@fast"]),
+    .with_acl(&["@read", "@hash", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "hincrby",
         4,
@@ -115,7 +123,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HIncrBy>,
     )
-    .with_acl(&["@write", "@hash", "@fast"]),
+    .with_acl(&["@write", "@hash", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "hincrbyfloat",
         4,
@@ -123,7 +132,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HIncrByFloat>,
     )
-    .with_acl(&["@write", "@hash", "@fast"]),
+    .with_acl(&["@write", "@hash", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "hrandfield",
         -2,
@@ -131,9 +141,11 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HRandField>,
     )
-    .with_acl(&["@read", "@hash", "@slow"]),
+    .with_acl(&["@read", "@hash", "@slow"])
+    .with_tips(&["nondeterministic_output"]),
     C::new("hscan", -3, &["readonly"], C::keys(1, 1, 1), run::<HScan>)
-        .with_acl(&["@read", "@hash", "@slow"]),
+        .with_acl(&["@read", "@hash", "@slow"])
+        .with_tips(&["nondeterministic_output"]),
 ];
 
 /// The most elements a negative-count HRANDFIELD or SRANDMEMBER may return.

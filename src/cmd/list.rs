@@ -36,21 +36,22 @@ use crate::store::{Locked, Value};
 // categories as `COMMAND INFO` reports them on Redis 7.0.
 #[rustfmt::skip]
 pub static COMMANDS: &[C] = &[
-    C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]),
-    C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]),
-    C::new("lpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Left)).with_acl(&["@write", "@list", "@fast"]),
-    C::new("rpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Right)).with_acl(&["@write", "@list", "@fast"]),
-    C::new("llen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<LLen>).with_acl(&["@read", "@list", "@fast"]),
+    C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
+    C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
+    C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
+    C::new("rpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
+    C::new("lpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Left)).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "access", "delete"]),
+    C::new("rpop", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Pop>(c, a, End::Right)).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "access", "delete"]),
+    C::new("llen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<LLen>).with_acl(&["@read", "@list", "@fast"]).with_key_flags(&["RO"]),
     C::new("lindex", 3, &["readonly"], C::keys(1, 1, 1), run::<LIndex>).with_acl(&["@read", "@list", "@slow"]),
     C::new("lrange", 4, &["readonly"], C::keys(1, 1, 1), run::<LRange>).with_acl(&["@read", "@list", "@slow"]),
-    C::new("ltrim", 4, &["write"], C::keys(1, 1, 1), run::<LTrim>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("ltrim", 4, &["write"], C::keys(1, 1, 1), run::<LTrim>).with_acl(&["@write", "@list", "@slow"]).with_key_flags(&["RW", "delete"]),
     C::new("lset", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<LSet>).with_acl(&["@write", "@list", "@slow"]),
-    C::new("lrem", 4, &["write"], C::keys(1, 1, 1), run::<LRem>).with_acl(&["@write", "@list", "@slow"]),
-    C::new("linsert", 5, &["write", "denyoom"], C::keys(1, 1, 1), run::<LInsert>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("lrem", 4, &["write"], C::keys(1, 1, 1), run::<LRem>).with_acl(&["@write", "@list", "@slow"]).with_key_flags(&["RW", "delete"]),
+    C::new("linsert", 5, &["write", "denyoom"], C::keys(1, 1, 1), run::<LInsert>).with_acl(&["@write", "@list", "@slow"]).with_key_flags(&["RW", "insert"]),
     C::new("lpos", -3, &["readonly"], C::keys(1, 1, 1), run::<LPos>).with_acl(&["@read", "@list", "@slow"]),
-    C::new("lmove", 5, &["write", "denyoom"], C::keys(1, 2, 1), run::<LMove>).with_acl(&["@write", "@list", "@slow"]),
+    C::new("lmove", 5, &["write", "denyoom"], C::keys(1, 2, 1), run::<LMove>).with_acl(&["@write", "@list", "@slow"])
+        .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0), KeySpecDoc::range(&["RW", "insert"], 2, 0)]),
     C::new("rpoplpush", 3, &["write", "denyoom"], C::keys(1, 2, 1), run::<RPopLPush>).with_acl(&["@write", "@list", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0), KeySpecDoc::range(&["RW", "insert"], 2, 0)]),
     C::new("lmpop", -4, &["write", "movablekeys"], KeySpec::Keynum { begin: 1, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, run::<LMPop>)

@@ -72,9 +72,9 @@ const EVAL_RO_FLAGS: &[&str] = &[
     "no_mandatory_keys",
     "movablekeys",
 ];
-const RW_NOTES: Option<&str> =
+pub(super) const RW_NOTES: Option<&str> =
     Some("We cannot tell how the keys will be used so we assume the worst, RW and UPDATE");
-const RO_NOTES: Option<&str> =
+pub(super) const RO_NOTES: Option<&str> =
     Some("We cannot tell how the keys will be used so we assume the worst, RO and ACCESS");
 
 const fn keynum(flags: &'static [&'static str], notes: Option<&'static str>) -> KeySpec {
@@ -143,7 +143,8 @@ static SCRIPT: &[C] = &[
         KeySpec::None,
         run_sub::<ScriptFlush>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
         "script|debug",
         3,
@@ -159,7 +160,8 @@ static SCRIPT: &[C] = &[
         KeySpec::None,
         run_sub::<ScriptLoad>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
         "script|kill",
         2,
@@ -167,7 +169,8 @@ static SCRIPT: &[C] = &[
         KeySpec::None,
         run_sub::<ScriptKill>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&["request_policy:all_shards", "response_policy:one_succeeded"]),
     C::new(
         "script|exists",
         -3,
@@ -175,7 +178,11 @@ static SCRIPT: &[C] = &[
         KeySpec::None,
         run_sub::<ScriptExists>,
     )
-    .with_acl(&["@slow", "@scripting"]),
+    .with_acl(&["@slow", "@scripting"])
+    .with_tips(&[
+        "request_policy:all_shards",
+        "response_policy:agg_logical_and",
+    ]),
 ];
 
 /// Where an EVAL-family command finds its script.

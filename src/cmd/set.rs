@@ -35,7 +35,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SAdd>,
     )
-    .with_acl(&["@write", "@set", "@fast"]),
+    .with_acl(&["@write", "@set", "@fast"])
+    .with_key_flags(&["RW", "insert"]),
     C::new(
         "srem",
         -3,
@@ -43,7 +44,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SRem>,
     )
-    .with_acl(&["@write", "@set", "@fast"]),
+    .with_acl(&["@write", "@set", "@fast"])
+    .with_key_flags(&["RW", "delete"]),
     C::new(
         "smembers",
         2,
@@ -51,7 +53,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SMembers>,
     )
-    .with_acl(&["@read", "@set", "@slow"]),
+    .with_acl(&["@read", "@set", "@slow"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "sismember",
         3,
@@ -59,7 +62,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SIsMember>,
     )
-    .with_acl(&["@read", "@set", "@fast"]),
+    .with_acl(&["@read", "@set", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "smismember",
         -3,
@@ -75,7 +79,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SCard>,
     )
-    .with_acl(&["@read", "@set", "@fast"]),
+    .with_acl(&["@read", "@set", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "spop",
         -2,
@@ -83,7 +88,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SPop>,
     )
-    .with_acl(&["@write", "@set", "@fast"]),
+    .with_acl(&["@write", "@set", "@fast"])
+    .with_tips(&["nondeterministic_output"])
+    .with_key_flags(&["RW", "access", "delete"]),
     C::new(
         "srandmember",
         -2,
@@ -91,9 +98,11 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SRandMember>,
     )
-    .with_acl(&["@read", "@set", "@slow"]),
+    .with_acl(&["@read", "@set", "@slow"])
+    .with_tips(&["nondeterministic_output"]),
     C::new("sscan", -3, &["readonly"], C::keys(1, 1, 1), run::<SScan>)
-        .with_acl(&["@read", "@set", "@slow"]),
+        .with_acl(&["@read", "@set", "@slow"])
+        .with_tips(&["nondeterministic_output"]),
 ];
 
 /// Reads a set for a read command (keyspace hit/miss counted): None if missing, WRONGTYPE

@@ -32,7 +32,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Set>,
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["RW", "access", "update", "variable_flags"])
+    .with_key_notes("RW and ACCESS due to the optional `GET` argument"),
     C::new(
         "setnx",
         3,
@@ -40,7 +42,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SetNx>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["OW", "insert"]),
     C::new(
         "setex",
         4,
@@ -48,7 +51,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Seconds),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "psetex",
         4,
@@ -56,7 +60,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Millis),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "getset",
         3,
@@ -64,7 +69,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetSet>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "getdel",
         2,
@@ -72,7 +78,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetDel>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "delete"]),
     C::new(
         "getex",
         -2,
@@ -80,7 +87,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetEx>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"])
+    .with_key_notes("RW and UPDATE because it changes the TTL"),
     C::new(
         "mget",
         -2,
@@ -88,7 +97,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<MGet>,
     )
-    .with_acl(&["@read", "@string", "@fast"]),
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_tips(&["request_policy:multi_shard"]),
     C::new(
         "mset",
         -3,
@@ -96,7 +106,12 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 2),
         |c, a| run_as::<MSet>(c, a, MSetMode::Always),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&[
+        "request_policy:multi_shard",
+        "response_policy:all_succeeded",
+    ])
+    .with_key_flags(&["OW", "update"]),
     C::new(
         "msetnx",
         -3,
@@ -104,7 +119,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 2),
         |c, a| run_as::<MSet>(c, a, MSetMode::IfNoneExists),
     )
-    .with_acl(&["@write", "@string", "@slow"]),
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+    .with_key_flags(&["OW", "insert"]),
     C::new(
         "incr",
         2,
@@ -112,7 +129,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Incr>(c, a, Step::Up),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "decr",
         2,
@@ -120,7 +138,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Incr>(c, a, Step::Down),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "incrby",
         3,
@@ -128,7 +147,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<IncrBy>(c, a, Step::Up),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "decrby",
         3,
@@ -136,7 +156,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<IncrBy>(c, a, Step::Down),
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "incrbyfloat",
         3,
@@ -144,7 +165,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<IncrByFloat>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "append",
         3,
@@ -152,7 +174,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Append>,
     )
-    .with_acl(&["@write", "@string", "@fast"]),
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "insert"]),
     C::new(
         "strlen",
         2,
@@ -160,7 +183,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<StrLen>,
     )
-    .with_acl(&["@read", "@string", "@fast"]),
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_key_flags(&["RO"]),
 ];
 
 /// Reads a string value: None if missing, WRONGTYPE for other types.

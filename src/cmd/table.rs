@@ -312,6 +312,12 @@ pub struct CommandSpec {
     pub tips: &'static [&'static str],
     /// Key specs COMMAND INFO reports instead of the one derived from `keys`.
     pub key_specs: &'static [KeySpecDoc],
+    /// The flags of the key spec derived from a `Range` `keys` (Redis's `RW`/`RO`/`OW`/`RM`
+    /// and the operation: `access`, `update`, `insert`, `delete`), when not the default
+    /// (`RW update` for a write command, `RO access` otherwise).
+    pub key_flags: Option<&'static [&'static str]>,
+    /// The notes of that derived key spec, if Redis gives one.
+    pub key_notes: Option<&'static str>,
 }
 
 /// What COMMAND INFO reports beyond the table's own fields.
@@ -374,7 +380,22 @@ impl CommandSpec {
             reported_arity: None,
             tips: &[],
             key_specs: &[],
+            key_flags: None,
+            key_notes: None,
         }
+    }
+
+    /// Sets the flags of the key spec COMMAND INFO derives from `keys` (the positions stay
+    /// the ones locking uses).
+    pub const fn with_key_flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.key_flags = Some(flags);
+        self
+    }
+
+    /// Sets the notes of the key spec COMMAND INFO derives from `keys`.
+    pub const fn with_key_notes(mut self, notes: &'static str) -> Self {
+        self.key_notes = Some(notes);
+        self
     }
 
     /// Sets the tips COMMAND INFO reports.

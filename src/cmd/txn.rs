@@ -59,7 +59,8 @@ pub static COMMANDS: &[C] = &[
         run::<Watch>,
     )
     .immediate()
-    .with_acl(&["@fast", "@transaction"]),
+    .with_acl(&["@fast", "@transaction"])
+    .with_key_flags(&["RO"]),
     C::new(
         "unwatch",
         1,

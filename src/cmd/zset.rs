@@ -28,7 +28,7 @@ use bytes::Bytes;
 
 use super::args::{glob_match, is};
 use super::keys::parse_scan_options;
-use super::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
+use super::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as};
 use crate::cmd::args::parse_scan_cursor;
 use crate::error::{CmdError, CmdResult};
 use crate::num::{format_double, parse_double, parse_i64};
@@ -56,7 +56,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<ZIncrBy>,
     )
-    .with_acl(&["@write", "@sortedset", "@fast"]),
+    .with_acl(&["@write", "@sortedset", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
     C::new(
         "zrem",
         -3,
@@ -64,7 +65,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<ZRem>,
     )
-    .with_acl(&["@write", "@sortedset", "@fast"]),
+    .with_acl(&["@write", "@sortedset", "@fast"])
+    .with_key_flags(&["RW", "delete"]),
     C::new(
         "zcard",
         2,
@@ -72,7 +74,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<ZCard>,
     )
-    .with_acl(&["@read", "@sortedset", "@fast"]),
+    .with_acl(&["@read", "@sortedset", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new(
         "zcount",
         4,
@@ -168,7 +171,11 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 2, 1),
         run::<ZRangeStore>,
     )
-    .with_acl(&["@write", "@sortedset", "@slow"]),
+    .with_acl(&["@write", "@sortedset", "@slow"])
+    .with_key_specs(&[
+        KeySpecDoc::range(&["OW", "update"], 1, 0),
+        KeySpecDoc::range(&["RO", "access"], 2, 0),
+    ]),
     C::new(
         "zremrangebyscore",
         4,
@@ -176,7 +183,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<ZRemRange>(c, a, Kind::Score),
     )
-    .with_acl(&["@write", "@sortedset", "@slow"]),
+    .with_acl(&["@write", "@sortedset", "@slow"])
+    .with_key_flags(&["RW", "delete"]),
     C::new(
         "zremrangebyrank",
         4,
@@ -184,11 +192,13 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<ZRemRange>(c, a, Kind::Rank),
     )
-    .with_acl(&["@write", "@sortedset", "@slow"]),
+    .with_acl(&["@write", "@sortedset", "@slow"])
+    .with_key_flags(&["RW", "delete"]),
     C::new("zremrangebylex", 4, &["write"], C::keys(1, 1, 1), |c, a| {
         run_as::<ZRemRange>(c, a, Kind::Lex)
     })
-    .with_acl(&["@write", "@sortedset", "@slow"]),
+    .with_acl(&["@write", "@sortedset", "@slow"])
+    .with_key_flags(&["RW", "delete"]),
     C::new(
         "zpopmin",
         -2,
@@ -196,7 +206,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<ZPop>(c, a, Order::Ascending),
     )
-    .with_acl(&["@write", "@sortedset", "@fast"]),
+    .with_acl(&["@write", "@sortedset", "@fast"])
+    .with_key_flags(&["RW", "access", "delete"]),
     C::new(
         "zpopmax",
         -2,
@@ -204,7 +215,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<ZPop>(c, a, Order::Descending),
     )
-    .with_acl(&["@write", "@sortedset", "@fast"]),
+    .with_acl(&["@write", "@sortedset", "@fast"])
+    .with_key_flags(&["RW", "access", "delete"]),
     C::new(
         "zrandmember",
         -2,
@@ -212,12 +224,11 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<ZRandMember>,
     )
-    .with_acl(&["@read", "@sortedset", "@slow"]),
-    C::new("zscan", -3, &["readonly"], C::keys(1, 1, 1), run::<ZScan>).with_acl(&[
-        "@read",
-        "@sortedset",
-        "@slow",
-    ]),
+    .with_acl(&["@read", "@sortedset", "@slow"])
+    .with_tips(&["nondeterministic_output"]),
+    C::new("zscan", -3, &["readonly"], C::keys(1, 1, 1), run::<ZScan>)
+        .with_acl(&["@read", "@sortedset", "@slow"])
+        .with_tips(&["nondeterministic_output"]),
 ];
 
 /// The encoding thresholds in force (`zset-max-listpack-entries`/`-value`, which CONFIG SET

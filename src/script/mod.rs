@@ -791,10 +791,11 @@ struct HostSlot {
     host: Cell<Option<NonNull<dyn Host + 'static>>>,
 }
 
-/// Empties the [`HostSlot`] when the run it was filled for ends.
-struct Entered<'s>(&'s HostSlot);
+/// Empties the [`HostSlot`] when the run it was filled for ends. It holds the borrow of the
+/// host (`'h`), so the caller cannot touch the host while the slot may hand it out.
+struct Entered<'s, 'h>(&'s HostSlot, std::marker::PhantomData<&'h mut ()>);
 
-impl Drop for Entered<'_> {
+impl Drop for Entered<'_, '_> {
     fn drop(&mut self) {
         self.0.host.set(None);
     }
@@ -802,14 +803,15 @@ impl Drop for Entered<'_> {
 
 impl HostSlot {
     /// Makes `host` the one `redis.call` uses until the guard is dropped.
-    fn enter<'s>(&'s self, host: &mut dyn Host) -> Entered<'s> {
+    fn enter<'s, 'h>(&'s self, host: &'h mut dyn Host) -> Entered<'s, 'h> {
         let ptr: NonNull<dyn Host + '_> = NonNull::from(host);
         // SAFETY: only the lifetime bound of the trait object changes. The pointer is used
-        // only while the guard lives, and the guard borrows `host` for no longer than the
-        // caller's borrow of it (it is dropped before `Vm::call` returns).
+        // only while the guard lives, and the guard keeps `host` mutably borrowed (`'h`) for
+        // that whole time, so no other reference to it is used meanwhile; the guard is never
+        // leaked (it is a local of `Vm::call`, dropped before it returns or on unwind).
         let ptr: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(ptr) };
         self.host.set(Some(ptr));
-        Entered(self)
+        Entered(self, std::marker::PhantomData)
     }
 
     /// Runs `f` with the running script's host, or returns `None` outside a run. The slot

@@ -5,6 +5,7 @@ mod alloc;
 mod blocking;
 mod clientcmds;
 mod cluster;
+mod cmdinfo;
 mod core;
 mod diff;
 mod dockerfile;

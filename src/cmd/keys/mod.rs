@@ -29,11 +29,10 @@ use crate::protocol::Reply;
 
 /// The key commands.
 pub static COMMANDS: &[C] = &[
-    C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>).with_acl(&[
-        "@keyspace",
-        "@write",
-        "@slow",
-    ]),
+    C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>)
+        .with_acl(&["@keyspace", "@write", "@slow"])
+        .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+        .with_key_flags(&["RM", "delete"]),
     C::new(
         "unlink",
         -2,
@@ -41,7 +40,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<Del>,
     )
-    .with_acl(&["@keyspace", "@write", "@fast"]),
+    .with_acl(&["@keyspace", "@write", "@fast"])
+    .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    .with_key_flags(&["RM", "delete"]),
     C::new(
         "exists",
         -2,
@@ -49,7 +50,9 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<Exists>,
     )
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    .with_key_flags(&["RO"]),
     C::new(
         "expire",
         -3,
@@ -85,7 +88,8 @@ pub static COMMANDS: &[C] = &[
     C::new("ttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
         run_as::<Ttl>(c, a, (Precision::Seconds, Time::Relative))
     })
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "pttl",
         2,
@@ -93,7 +97,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Ttl>(c, a, (Precision::Millis, Time::Relative)),
     )
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "expiretime",
         2,
@@ -125,17 +130,24 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Type>,
     )
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_key_flags(&["RO"]),
     C::new("keys", 2, &["readonly"], C::keys(0, 0, 0), run::<Keys>)
         .whole_keyspace()
-        .with_acl(&["@keyspace", "@read", "@slow", "@dangerous"]),
+        .with_acl(&["@keyspace", "@read", "@slow", "@dangerous"])
+        .with_tips(&["request_policy:all_shards", "nondeterministic_output_order"]),
     C::new("scan", -2, &["readonly"], C::keys(0, 0, 0), run::<Scan>)
         .stepwise()
-        .with_acl(&["@keyspace", "@read", "@slow"]),
+        .with_acl(&["@keyspace", "@read", "@slow"])
+        .with_tips(&["nondeterministic_output", "request_policy:special"]),
     C::new("rename", 3, &["write"], C::keys(1, 2, 1), |c, a| {
         run_as::<Rename>(c, a, RenameMode::Overwrite)
     })
-    .with_acl(&["@keyspace", "@write", "@slow"]),
+    .with_acl(&["@keyspace", "@write", "@slow"])
+    .with_key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0),
+        KeySpecDoc::range(&["OW", "update"], 2, 0),
+    ]),
     C::new(
         "renamenx",
         3,
@@ -143,7 +155,11 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, 2, 1),
         |c, a| run_as::<Rename>(c, a, RenameMode::IfTargetMissing),
     )
-    .with_acl(&["@keyspace", "@write", "@fast"]),
+    .with_acl(&["@keyspace", "@write", "@fast"])
+    .with_key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0),
+        KeySpecDoc::range(&["OW", "insert"], 2, 0),
+    ]),
     C::new(
         "randomkey",
         1,
@@ -152,7 +168,8 @@ pub static COMMANDS: &[C] = &[
         run::<RandomKey>,
     )
     .whole_keyspace()
-    .with_acl(&["@keyspace", "@read", "@slow"]),
+    .with_acl(&["@keyspace", "@read", "@slow"])
+    .with_tips(&["request_policy:all_shards", "nondeterministic_output"]),
     C::new(
         "dbsize",
         1,
@@ -161,17 +178,20 @@ pub static COMMANDS: &[C] = &[
         run::<DbSize>,
     )
     .whole_keyspace()
-    .with_acl(&["@keyspace", "@read", "@fast"]),
+    .with_acl(&["@keyspace", "@read", "@fast"])
+    .with_tips(&["request_policy:all_shards", "response_policy:agg_sum"]),
     C::new("flushdb", -1, &["write"], C::keys(0, 0, 0), |c, a| {
         run_as::<Flush>(c, a, FlushScope::Db)
     })
     .whole_keyspace()
-    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new("flushall", -1, &["write"], C::keys(0, 0, 0), |c, a| {
         run_as::<Flush>(c, a, FlushScope::All)
     })
     .whole_keyspace()
-    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"]),
+    .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "select",
         2,
@@ -179,7 +199,7 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Select>,
     )
-    .with_acl(&["@keyspace", "@fast"]),
+    .with_acl(&["@fast", "@connection"]),
     C::new(
         "swapdb",
         3,
@@ -265,7 +285,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<super::server::Help>,
     )
-    .with_subcommands(MEMORY),
+    .with_subcommands(MEMORY)
+    .with_acl(&["@slow"]),
 ];
 
 /// DEL / UNLINK key [key …]

@@ -72,14 +72,17 @@ pub(super) static MEMORY: &[C] = &[
         &["readonly"],
         C::keys(2, 2, 1),
         run_sub::<MemoryUsage>,
-    ),
+    )
+    .with_acl(&["@read", "@slow"])
+    .with_key_flags(&["RO"]),
     C::new(
         "memory|help",
         2,
         &["loading", "stale"],
         C::keys(0, 0, 0),
         run_sub::<crate::cmd::server::Help>,
-    ),
+    )
+    .with_acl(&["@slow"]),
 ];
 
 /// OBJECT ENCODING key

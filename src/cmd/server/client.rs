@@ -21,42 +21,50 @@ pub(super) static CLIENT: &[C] = &[
         &["noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientSetName>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|getname",
         2,
         &["noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientGetName>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|id",
         2,
         &["noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientId>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|info",
         2,
         &["noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientInfoCmd>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "client|list",
         -2,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientList>,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "client|kill",
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientKill>,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
     C::new(
         "client|setinfo",
         4,
@@ -70,7 +78,8 @@ pub(super) static CLIENT: &[C] = &[
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
     C::new(
         "client|no-touch",
         3,
@@ -116,7 +125,8 @@ pub(super) static CLIENT: &[C] = &[
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<Help>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
 ];
 
 /// CLIENT SETNAME name

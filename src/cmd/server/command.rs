@@ -18,55 +18,76 @@ pub(super) static COMMAND: &[C] = &[
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandCount>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "command|info",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandInfo>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|docs",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<CommandDocs>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|list",
         -2,
         &["loading", "stale"],
         KeySpec::None,
         |c, a| run_sub_as::<CommandList>(c, a, CommandListing::Names),
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "command|help",
         2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<Help>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "command|getkeys",
         -4,
         &["loading", "stale"],
         KeySpec::None,
-        run_sub::<CommandGetKeys>,
+        |c, a| run_sub_as::<CommandGetKeys>(c, a, false),
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "command|getkeysandflags",
+        -4,
+        &["loading", "stale"],
+        KeySpec::None,
+        |c, a| run_sub_as::<CommandGetKeys>(c, a, true),
     )
     .with_acl(&["@slow", "@connection"]),
 ];
 
-/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request.
+/// COMMAND GETKEYS command [arg …]: the keys the table finds in a request;
+/// COMMAND GETKEYSANDFLAGS: each with its key spec's flags.
 #[derive(Debug)]
 pub struct CommandGetKeys {
     args: Vec<Bytes>,
+    with_flags: bool,
 }
 
-impl Command for CommandGetKeys {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl VariantCommand for CommandGetKeys {
+    type Variant = bool;
+
+    fn parse(a: &mut ArgCursor<'_>, with_flags: bool) -> CmdResult<Self> {
         Ok(CommandGetKeys {
             args: a.rest().to_vec(),
+            with_flags,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -81,41 +102,148 @@ impl Command for CommandGetKeys {
                 return Err(CmdError::msg("ERR Invalid command specified"));
             }
         };
-        if let KeySpec::Keynum {
-            begin,
-            keynumidx,
-            firstkey,
-            step,
-            ..
-        } = spec.keys
-        {
-            // A key count the arguments cannot hold is an error, as Redis's getkeys says.
-            let count = self
-                .args
-                .get((begin + keynumidx).max(0) as usize)
-                .and_then(|b| parse_i64(b));
-            let fits = count.is_some_and(|c| {
-                c >= 0
-                    && (c == 0
-                        || i64::from(begin + firstkey) + (c - 1) * i64::from(step.max(1))
-                            < self.args.len() as i64)
-            });
-            if !fits {
-                if spec.has(crate::cmd::CmdFlags::NO_MANDATORY_KEYS) {
-                    return Ok(Reply::Array(Vec::new()));
-                }
-                return Err(CmdError::msg("ERR Invalid arguments specified for command"));
-            }
-        } else if matches!(spec.keys, KeySpec::None) {
+        if matches!(spec.keys, KeySpec::None) {
             return Err(CmdError::msg("ERR The command has no key arguments"));
+        }
+        if !keynums_fit(spec, &self.args) {
+            // Redis falls back on the command's own key finder, which finds no key when the
+            // count is not one the arguments hold.
+            if spec.has(crate::cmd::CmdFlags::NO_MANDATORY_KEYS) {
+                return Ok(Reply::Array(Vec::new()));
+            }
+            return Err(CmdError::msg("ERR Invalid arguments specified for command"));
         }
         Ok(Reply::Array(
             spec.keys
                 .positions(&self.args)
-                .map(|i| Reply::Bulk(self.args[i].clone()))
+                .map(|i| {
+                    let key = Reply::Bulk(self.args[i].clone());
+                    if self.with_flags {
+                        Reply::Array(vec![key, status_set(key_flags(spec, &self.args, i))])
+                    } else {
+                        key
+                    }
+                })
                 .collect(),
         ))
     }
+}
+
+/// The flags of the key at `pos`, as COMMAND GETKEYSANDFLAGS gives them: those of the key spec
+/// that finds it; a key only an `unknown` spec finds (SORT's STORE) takes the last of those.
+/// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
+/// do.
+fn key_flags(spec: &C, args: &[Bytes], pos: usize) -> &'static [&'static str] {
+    const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+    match spec.name {
+        // SET … GET reads the old value; without GET it only overwrites.
+        "set" => {
+            let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+            return if get {
+                RW_ACCESS_UPDATE
+            } else {
+                &["OW", "update"]
+            };
+        }
+        // BITFIELD with only GET and OVERFLOW operations reads.
+        "bitfield" => {
+            let mut i = 2;
+            while i < args.len() {
+                let left = args.len() - i - 1;
+                let a = &args[i];
+                if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+                    i += 3;
+                } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+                    i += 2;
+                } else {
+                    return RW_ACCESS_UPDATE;
+                }
+            }
+            return &["RO", "access"];
+        }
+        _ => {}
+    }
+    if !spec.key_specs.is_empty() {
+        let found = spec.key_specs.iter().find(|d| doc_finds(d, args, pos));
+        let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
+        return found.or(unknown).map_or(&[], |d| d.flags);
+    }
+    match spec.keys {
+        KeySpec::Keynum { flags, .. } => flags,
+        _ => match spec.key_flags {
+            Some(flags) => flags,
+            None if spec.has(crate::cmd::CmdFlags::WRITE) => &["RW", "update"],
+            None => &["RO", "access"],
+        },
+    }
+}
+
+/// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only: a
+/// request may name very many keys).
+fn doc_finds(d: &crate::cmd::KeySpecDoc, args: &[Bytes], pos: usize) -> bool {
+    let Some(begin) = d.begin else {
+        return false;
+    };
+    let n = args.len() as i64;
+    let (first, last, step) = match d.find {
+        crate::cmd::FindKeys::Range(lastkey, step, _) => {
+            let last = if lastkey >= 0 {
+                begin + lastkey
+            } else {
+                n + lastkey
+            };
+            (begin, last, step)
+        }
+        crate::cmd::FindKeys::Keynum(idx, firstkey, step) => {
+            let count = usize::try_from(begin + idx)
+                .ok()
+                .and_then(|i| args.get(i))
+                .and_then(|b| parse_i64(b))
+                .unwrap_or(0);
+            let first = begin + firstkey;
+            (
+                first,
+                first.saturating_add(count.saturating_sub(1).saturating_mul(step)),
+                step,
+            )
+        }
+        crate::cmd::FindKeys::Unknown => return false,
+    };
+    let pos = pos as i64;
+    pos >= first && pos <= last.min(n - 1) && (pos - first) % step.max(1) == 0
+}
+
+/// Whether every numkeys-counted key spec of `spec` finds a count the arguments hold: at
+/// least one key and none past the end (Redis's key-spec search calls anything else invalid).
+fn keynums_fit(spec: &C, args: &[Bytes]) -> bool {
+    let fits = |begin: i64, keynumidx: i64, firstkey: i64, step: i64| {
+        let count = usize::try_from(begin + keynumidx)
+            .ok()
+            .and_then(|i| args.get(i))
+            .and_then(|b| parse_i64(b));
+        count.is_some_and(|c| {
+            c >= 1
+                && (begin + firstkey).saturating_add((c - 1).saturating_mul(step.max(1)))
+                    < args.len() as i64
+        })
+    };
+    if let KeySpec::Keynum {
+        begin,
+        keynumidx,
+        firstkey,
+        step,
+        ..
+    } = spec.keys
+        && !fits(begin.into(), keynumidx.into(), firstkey.into(), step.into())
+    {
+        return false;
+    }
+    spec.key_specs.iter().all(|d| match (d.begin, d.find) {
+        (Some(begin), crate::cmd::FindKeys::Keynum(keynumidx, firstkey, step)) => {
+            fits(begin, keynumidx, firstkey, step)
+        }
+        _ => true,
+    })
 }
 
 fn status_set(items: &[&'static str]) -> Reply {
@@ -237,13 +365,17 @@ pub fn command_info(spec: &C) -> Reply {
         ));
         vec![Reply::Map(fields)]
     } else if first > 0 {
-        let flags: &[&'static str] = if spec.has(crate::cmd::table::CmdFlags::WRITE) {
-            &["RW", "update"]
-        } else {
-            &["RO", "access"]
+        let flags: &[&'static str] = match spec.key_flags {
+            Some(flags) => flags,
+            None if spec.has(crate::cmd::table::CmdFlags::WRITE) => &["RW", "update"],
+            None => &["RO", "access"],
         };
         let lastkey = if last < 0 { last } else { last - first };
-        vec![Reply::Map(key_spec_fields(
+        let mut fields = Vec::with_capacity(4);
+        if let Some(notes) = spec.key_notes {
+            fields.push((Reply::bulk(b"notes"), Reply::bulk(notes.as_bytes())));
+        }
+        fields.extend(key_spec_fields(
             flags,
             first as i64,
             "range",
@@ -252,7 +384,8 @@ pub fn command_info(spec: &C) -> Reply {
                 ("keystep", step as i64),
                 ("limit", 0),
             ],
-        ))]
+        ));
+        vec![Reply::Map(fields)]
     } else {
         vec![]
     };
@@ -270,9 +403,14 @@ pub fn command_info(spec: &C) -> Reply {
                 .map(|t| Reply::bulk(t.as_bytes()))
                 .collect(),
         ),
-        // Sets, as Redis 7.0 sends them (they differ from arrays in RESP3 only).
+        // As Redis 7.0 sends them (sets and arrays differ in RESP3 only): the key specs as a
+        // set; the subcommands as an array, or an empty set when there are none.
         Reply::Set(key_specs),
-        Reply::Set(spec.subcommands.iter().map(command_info).collect()),
+        if spec.subcommands.is_empty() {
+            Reply::Set(Vec::new())
+        } else {
+            Reply::Array(spec.subcommands.iter().map(command_info).collect())
+        },
     ])
 }
 
@@ -285,21 +423,72 @@ pub enum CommandListing {
     Names,
 }
 
-/// COMMAND (all infos) / COMMAND LIST (names)
+/// COMMAND LIST's `FILTERBY`.
 #[derive(Debug)]
-pub struct CommandList(CommandListing);
+enum ListFilter {
+    /// `MODULE name`: sluice has no modules, so nothing.
+    Module,
+    /// `ACLCAT category`: the commands and subcommands in it.
+    AclCat(Bytes),
+    /// `PATTERN glob`: the names (`client|list` for a subcommand) that match, ignoring case.
+    Pattern(Bytes),
+}
+
+impl ListFilter {
+    fn keeps(&self, spec: &C) -> bool {
+        match self {
+            ListFilter::Module => false,
+            ListFilter::AclCat(cat) => spec.acl.iter().any(|a| {
+                a.strip_prefix('@')
+                    .is_some_and(|a| a.as_bytes().eq_ignore_ascii_case(cat))
+            }),
+            ListFilter::Pattern(p) => crate::cmd::args::glob_match(p, spec.name.as_bytes(), true),
+        }
+    }
+}
+
+/// COMMAND (all infos) / COMMAND LIST [FILTERBY MODULE|ACLCAT|PATTERN value] (names)
+#[derive(Debug)]
+pub struct CommandList(CommandListing, Option<ListFilter>);
 
 impl VariantCommand for CommandList {
     type Variant = CommandListing;
 
-    fn parse(_: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
-        Ok(CommandList(listing))
+    fn parse(a: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
+        let mut filter = None;
+        if listing == CommandListing::Names && a.remaining() > 0 {
+            // Redis takes exactly FILTERBY <type> <value>, anything else is a syntax error.
+            if a.remaining() != 3 || !a.next_bytes()?.eq_ignore_ascii_case(b"filterby") {
+                return Err(CmdError::Syntax);
+            }
+            let kind = a.next_bytes()?;
+            let value = a.next()?.clone();
+            filter = Some(if kind.eq_ignore_ascii_case(b"module") {
+                ListFilter::Module
+            } else if kind.eq_ignore_ascii_case(b"aclcat") {
+                ListFilter::AclCat(value)
+            } else if kind.eq_ignore_ascii_case(b"pattern") {
+                ListFilter::Pattern(value)
+            } else {
+                return Err(CmdError::Syntax);
+            });
+        }
+        Ok(CommandList(listing, filter))
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = ctx.shared.table.commands();
-        Ok(Reply::Array(match self.0 {
-            CommandListing::Names => all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect(),
-            CommandListing::Infos => all.iter().map(|c| command_info(c)).collect(),
+        Ok(Reply::Array(match (self.0, self.1) {
+            (CommandListing::Names, None) => {
+                all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
+            }
+            // With a filter, subcommands are listed too (each after its command), as in Redis.
+            (CommandListing::Names, Some(filter)) => all
+                .iter()
+                .flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter()))
+                .filter(|c| filter.keeps(c))
+                .map(|c| Reply::bulk(c.name.as_bytes()))
+                .collect(),
+            (CommandListing::Infos, _) => all.iter().map(|c| command_info(c)).collect(),
         }))
     }
 }
@@ -345,7 +534,7 @@ impl Command for CommandInfo {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.is_empty() {
-            return VariantCommand::apply(CommandList(CommandListing::Infos), ctx);
+            return VariantCommand::apply(CommandList(CommandListing::Infos, None), ctx);
         }
         Ok(Reply::Array(
             self.names
@@ -390,5 +579,50 @@ impl Command for CommandDocs {
                 })
                 .collect(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cmd::table::CommandTable;
+
+    /// The key specs COMMAND INFO reports and the positions locking uses come from one place
+    /// in the table but are written apart where Redis gives several specs: on a request
+    /// with every count argument 2, the specs with a known start find exactly the keys the
+    /// table locks (apart from keys only an `unknown` spec finds).
+    #[test]
+    fn reported_key_specs_find_the_locked_keys() {
+        let table = CommandTable::build();
+        for entry in table.entries() {
+            let spec = entry.spec;
+            let args: Vec<Bytes> = std::iter::once(Bytes::from_static(spec.name.as_bytes()))
+                .chain(std::iter::repeat_n(Bytes::from_static(b"2"), 9))
+                .collect();
+            let locked: Vec<usize> = spec.keys.positions(&args).collect();
+            let has_unknown = spec.key_specs.iter().any(|d| d.begin.is_none());
+            for pos in 1..args.len() {
+                let reported = spec.key_specs.iter().any(|d| doc_finds(d, &args, pos));
+                if spec.key_specs.is_empty() {
+                    continue;
+                }
+                assert!(
+                    !reported || locked.contains(&pos),
+                    "{}: a key spec finds argument {pos}, locking does not ({locked:?})",
+                    spec.name
+                );
+                assert!(
+                    reported || has_unknown || !locked.contains(&pos),
+                    "{}: locking takes argument {pos}, no key spec finds it",
+                    spec.name
+                );
+            }
+            // Flags for the derived spec only make sense where there is one.
+            assert!(
+                spec.key_flags.is_none() || matches!(spec.keys, KeySpec::Range { .. }),
+                "{}: key flags without a range of keys",
+                spec.name
+            );
+        }
     }
 }

@@ -18,14 +18,17 @@ pub(super) static CONFIG: &[C] = &[
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ConfigGet>,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
         "config|set",
         -4,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ConfigSet>,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"])
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
         "config|resetstat",
         2,
@@ -33,21 +36,24 @@ pub(super) static CONFIG: &[C] = &[
         KeySpec::None,
         run_sub::<ConfigResetStat>,
     )
-    .whole_keyspace(),
+    .whole_keyspace()
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
         "config|rewrite",
         2,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ConfigRewrite>,
-    ),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
         "config|help",
         2,
         &["loading", "stale"],
         KeySpec::None,
         run_sub::<Help>,
-    ),
+    )
+    .with_acl(&["@slow"]),
 ];
 
 /// CONFIG GET pattern [pattern …]

@@ -30,7 +30,8 @@ use crate::protocol::Reply;
 /// The connection and server commands.
 pub static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
-        .with_acl(&["@fast", "@connection"]),
+        .with_acl(&["@fast", "@connection"])
+        .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
         "echo",
         2,
@@ -102,7 +103,9 @@ pub static COMMANDS: &[C] = &[
         run::<Auth>,
     )
     .with_acl(&["@fast", "@connection"]),
-    C::new("client", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CLIENT),
+    C::new("client", -2, &[], C::keys(0, 0, 0), run::<Help>)
+        .with_subcommands(CLIENT)
+        .with_acl(&["@slow"]),
     C::new(
         "command",
         -1,
@@ -111,7 +114,8 @@ pub static COMMANDS: &[C] = &[
         |c, a| run_as::<CommandList>(c, a, CommandListing::Infos),
     )
     .with_subcommands(COMMAND)
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output_order"]),
     C::new(
         "info",
         -1,
@@ -120,8 +124,15 @@ pub static COMMANDS: &[C] = &[
         run::<Info>,
     )
     .whole_keyspace()
-    .with_acl(&["@slow", "@dangerous"]),
-    C::new("config", -2, &[], C::keys(0, 0, 0), run::<Help>).with_subcommands(CONFIG),
+    .with_acl(&["@slow", "@dangerous"])
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ]),
+    C::new("config", -2, &[], C::keys(0, 0, 0), run::<Help>)
+        .with_subcommands(CONFIG)
+        .with_acl(&["@slow"]),
     C::new(
         "time",
         1,
@@ -129,7 +140,8 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Time>,
     )
-    .with_acl(&["@fast"]),
+    .with_acl(&["@fast"])
+    .with_tips(&["nondeterministic_output"]),
     C::new(
         "debug",
         -2,
@@ -139,7 +151,8 @@ pub static COMMANDS: &[C] = &[
     )
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>)
-        .with_subcommands(super::functions::FUNCTION),
+        .with_subcommands(super::functions::FUNCTION)
+        .with_acl(&["@slow"]),
     C::new(
         "monitor",
         1,
