@@ -133,6 +133,16 @@ impl ClientInfo {
         self.name.lock().map(|n| n.clone()).unwrap_or(None)
     }
 
+    /// What this client costs: its buffers, its arguments and queue, and its state
+    /// (CLIENT LIST's `tot-mem`).
+    pub fn memory(&self) -> usize {
+        self.buf_mem.load(Ordering::Relaxed)
+            + self.argv_mem.load(Ordering::Relaxed)
+            + self.multi_mem.load(Ordering::Relaxed)
+            + std::mem::size_of::<ClientInfo>()
+            + std::mem::size_of::<ClientState>()
+    }
+
     /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0.15's format (without the newline).
     /// 7.0 has no `lib-name`/`lib-ver` (7.2) nor `watch` (7.4) fields, so neither is shown.
     pub fn render(&self) -> String {
@@ -162,12 +172,7 @@ impl ClientInfo {
         let qbuf = self.qbuf.load(Ordering::Relaxed);
         let argv_mem = self.argv_mem.load(Ordering::Relaxed);
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
-        // What this client costs: its buffers, its arguments and queue, and its state.
-        let tot_mem = self.buf_mem.load(Ordering::Relaxed)
-            + argv_mem
-            + multi_mem
-            + std::mem::size_of::<ClientInfo>()
-            + std::mem::size_of::<ClientState>();
+        let tot_mem = self.memory();
         format!(
             "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
             self.id,
@@ -396,6 +401,16 @@ impl Registry {
         for c in self.clients.iter() {
             c.kill.shut_down();
         }
+    }
+
+    /// What the connected clients of one kind (`KIND_*`) cost in memory, summed: INFO
+    /// memory's `mem_clients_normal` / `mem_clients_slaves`. O(clients), as CLIENT LIST.
+    pub fn memory_of_kind(&self, kind: u8) -> usize {
+        self.clients
+            .iter()
+            .filter(|c| c.kind.load(Ordering::Relaxed) == kind)
+            .map(|c| c.memory())
+            .sum()
     }
 
     /// Removes a closed connection.

@@ -163,6 +163,8 @@ async fn run<S: Transport>(
     let mut rbuf = BytesMut::with_capacity(READ_BUF);
     // The read buffer's twin (see `make_room`).
     let mut spare_rbuf = BytesMut::new();
+    // Whether `spare_rbuf` holds an allocation (from the first `make_room` that swapped).
+    let mut spare_held = false;
     let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
@@ -320,8 +322,16 @@ async fn run<S: Transport>(
             }
         }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        // What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
+        // mem_clients_normal: a read buffer's `capacity()` counts only from its current
+        // start, so an allocation is counted at no less than the size it was made with.
+        let spare_mem = if spare_held {
+            READ_BUF.max(spare_rbuf.capacity())
+        } else {
+            0
+        };
         info.buf_mem.store(
-            rbuf.capacity() + spare_rbuf.capacity() + wbuf.capacity(),
+            READ_BUF.max(rbuf.capacity()) + spare_mem + wbuf.capacity(),
             Ordering::Relaxed,
         );
         if rbuf.len() > query_limit {
@@ -336,7 +346,7 @@ async fn run<S: Transport>(
         }
 
         if rbuf.capacity() == rbuf.len() {
-            make_room(&mut rbuf, &mut spare_rbuf);
+            spare_held |= make_room(&mut rbuf, &mut spare_rbuf);
         }
         // Read per batch, so CONFIG SET timeout reaches connected clients too, as in Redis.
         // Subscribed clients are not subject to the idle timeout (as in Redis).
@@ -390,11 +400,11 @@ async fn run<S: Transport>(
 /// growing it would allocate a new one each time. Instead the connection keeps two buffers
 /// and moves the unparsed tail of a short request to the other one, which the queue of an
 /// earlier transaction has let go of by then. A long request grows its buffer as before.
-/// Called when the buffer is full.
-fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) {
+/// Called when the buffer is full; true when it swapped (the spare then holds the old buffer).
+fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) -> bool {
     const SHORT_TAIL: usize = 4 * 1024;
     if rbuf.len() > SHORT_TAIL || rbuf.try_reclaim(READ_BUF / 2) {
-        return;
+        return false;
     }
     let mut next = std::mem::take(spare);
     next.clear();
@@ -404,6 +414,7 @@ fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) {
     next.extend_from_slice(rbuf);
     rbuf.clear();
     *spare = std::mem::replace(rbuf, next);
+    true
 }
 
 /// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the

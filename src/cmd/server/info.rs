@@ -263,8 +263,14 @@ pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("mem_not_counted_for_evict", 0)
             .field("mem_replication_backlog", 0)
             .field("mem_total_replication_buffers", 0)
-            .field("mem_clients_slaves", 0)
-            .field("mem_clients_normal", 0)
+            .field(
+                "mem_clients_slaves",
+                shared.clients.memory_of_kind(crate::client::KIND_REPLICA),
+            )
+            .field(
+                "mem_clients_normal",
+                shared.clients.memory_of_kind(crate::client::KIND_NORMAL),
+            )
             .field("mem_cluster_links", 0)
             .field("mem_aof_buffer", 0)
             .field("mem_allocator", "libc")
