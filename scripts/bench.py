@@ -656,8 +656,8 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=No
     L.append(
         "Both servers run on 127.0.0.1 with persistence off (Redis: `--save '' --appendonly no`). "
         "The load generator (`loadgen/`, one thread, closed loop, requests prebuilt) and redis-benchmark run on the "
-        "same 2 cores as the server, so every figure includes the client's cost; the other engineers' builds were "
-        "running too. Each cell was measured %d times, interleaving the two servers; the table shows the median and, "
+        "same 2 cores as the server, so every figure includes the client's cost; anything else running on the machine shows in "
+        "the load average above. Each cell was measured %d times, interleaving the two servers; the table shows the median and, "
         "as *spread*, how far the best run of each server was above its worst (max/min − 1)." % args.reps
     )
     L.append("")
