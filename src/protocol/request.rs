@@ -233,6 +233,20 @@ impl RequestParser {
         }
     }
 
+    /// Puts a parsed request's arguments into `out` (cleared first) as slices of `frame`,
+    /// the request's bytes frozen, and takes back its range vector for the next request.
+    /// `out` is the caller's vector, reused from request to request.
+    pub fn fill_args(&mut self, args: Args, frame: &Bytes, out: &mut Vec<Bytes>) {
+        out.clear();
+        match args {
+            Args::Ranges(ranges) => {
+                out.extend(ranges.iter().map(|r| frame.slice(r.clone())));
+                self.recycle(ranges);
+            }
+            Args::Owned(owned) => *out = owned,
+        }
+    }
+
     /// Replace the limits (CONFIG SET proto-max-bulk-len etc.).
     ///
     /// Like Redis, a limit applies when the part it governs is parsed, so a request already

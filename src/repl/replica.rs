@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Link, encode_command};
 use crate::client::ClientState;
 use crate::cmd::{self, Shared};
-use crate::protocol::{Args, Limits, RequestParser};
+use crate::protocol::{Limits, RequestParser};
 use crate::rdb::snapshot::{LoadOptions, load_bytes_locked};
 
 /// Makes this node a replica of `host:port` (REPLICAOF, or `replicaof` at start). The
@@ -405,14 +405,7 @@ async fn stream(
                 Err(e) => return Err(broken(format!("protocol error from master: {e}"))),
             };
             let frame = buf.split_to(req.consumed).freeze();
-            args.clear();
-            match req.args {
-                Args::Ranges(ranges) => {
-                    args.extend(ranges.iter().map(|r| frame.slice(r.clone())));
-                    parser.recycle(ranges);
-                }
-                Args::Owned(owned) => args = owned,
-            }
+            parser.fill_args(req.args, &frame, &mut args);
             let getack = args.len() >= 2
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");

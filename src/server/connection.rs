@@ -36,7 +36,7 @@ use tokio::time::Instant;
 
 use crate::client::ClientState;
 use crate::cmd::{self, Shared};
-use crate::protocol::{Args, Limits, RequestParser};
+use crate::protocol::{Limits, RequestParser};
 
 /// The read buffer's size (it grows for a longer request).
 const READ_BUF: usize = 16 * 1024;
@@ -195,14 +195,7 @@ async fn run<S: Transport>(
             info.qbuf
                 .store(req.consumed + rbuf.len(), Ordering::Relaxed);
             // The argument vectors (ours and the parser's) are reused from request to request.
-            args.clear();
-            match req.args {
-                Args::Ranges(ranges) => {
-                    args.extend(ranges.iter().map(|r| frame.slice(r.clone())));
-                    parser.recycle(ranges);
-                }
-                Args::Owned(owned) => args = owned,
-            }
+            parser.fill_args(req.args, &frame, &mut args);
             if args.is_empty() {
                 continue;
             }

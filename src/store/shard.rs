@@ -290,20 +290,25 @@ impl Shard {
         Some(d.entries.get_mut(i))
     }
 
+    /// A lookup met key `i` expired: delete it, as Redis's lookups do. A replica answers an
+    /// expired key as missing but leaves the deletion to its master's DEL (Redis's rule: its
+    /// data follows the master's, whatever its clock).
+    fn expire_found(&mut self, db: usize, hash: u64, i: u32, key: &[u8]) {
+        if !self.deletions.is_replica() {
+            self.remove_found(db, hash, i);
+            self.stats.expired_keys += 1;
+            self.deletions.deleted(db, key);
+            self.log.log(super::keylog::EXPIRED, db, key);
+        }
+    }
+
     /// Finds a live key, deleting it first if it has expired.
     pub fn find(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         self.saw(now_ms);
         // One probe: the index found is reused once the key is known live.
         let i = self.dbs[db].index_of(hash, key)?;
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
-            // A replica answers an expired key as missing but leaves the deletion to its
-            // master's DEL (Redis's rule: its data follows the master's, whatever its clock).
-            if !self.deletions.is_replica() {
-                self.remove_found(db, hash, i);
-                self.stats.expired_keys += 1;
-                self.deletions.deleted(db, key);
-                self.log.log(super::keylog::EXPIRED, db, key);
-            }
+            self.expire_found(db, hash, i, key);
             return None;
         }
         let e = self.dbs[db].entries.get_mut(i);
@@ -340,12 +345,7 @@ impl Shard {
             return None;
         };
         if self.dbs[db].entries.get(i).is_expired(now_ms) {
-            if !self.deletions.is_replica() {
-                self.remove_found(db, hash, i);
-                self.stats.expired_keys += 1;
-                self.deletions.deleted(db, key);
-                self.log.log(super::keylog::EXPIRED, db, key);
-            }
+            self.expire_found(db, hash, i, key);
             self.stats.keyspace_misses += 1;
             self.log.log(super::keylog::KEYMISS, db, key);
             return None;
