@@ -1,5 +1,5 @@
 //! Micro-benchmarks of sluice's hot paths: request parsing, reply encoding, whole commands
-//! through `cmd::execute` (table lookup, arity, shard lock, clock, handler, stats) for the
+//! through `engine::execute` (table lookup, arity, shard lock, clock, handler, stats) for the
 //! rate-limiting patterns, the GCRA arithmetic alone, TTL refresh and a reaper drain.
 //!
 //! `cargo bench --bench hot_paths` (add `-- <filter>` to run one group). The end-to-end
@@ -12,9 +12,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use sluice::client::ClientState;
-use sluice::cmd::{self, Shared};
+use sluice::engine;
 use sluice::limiter::gcra::{self, ThrottleArgs};
 use sluice::protocol::{Args, Limits, Reply, RequestParser};
+use sluice::server::Shared;
 use sluice::store::{Keyspace, Value};
 use sluice::{Clock, Config};
 
@@ -128,7 +129,7 @@ fn bench_cmd(
 ) {
     let (shared, mut client) = server();
     for args in setup {
-        cmd::execute(&shared, &mut client, args);
+        engine::execute(&shared, &mut client, args);
     }
     let reqs: Vec<Vec<Bytes>> = (0..KEYS).map(make).collect();
     let mut g = c.benchmark_group(group);
@@ -137,7 +138,7 @@ fn bench_cmd(
     g.bench_function(name, |b| {
         b.iter(|| {
             i = (i + 1) % reqs.len();
-            let reply = cmd::execute(&shared, &mut client, &reqs[i]);
+            let reply = engine::execute(&shared, &mut client, &reqs[i]);
             black_box(reply)
         })
     });
@@ -187,17 +188,17 @@ fn sliding(c: &mut Criterion) {
             let ts = now.to_string();
             let cutoff = (now - window).to_string();
             let k = b"hist:u:a".as_slice();
-            let r1 = cmd::execute(
+            let r1 = engine::execute(
                 &shared,
                 &mut client,
                 &argv(&[b"ZADD", k, ts.as_bytes(), ts.as_bytes()]),
             );
-            let r2 = cmd::execute(
+            let r2 = engine::execute(
                 &shared,
                 &mut client,
                 &argv(&[b"ZREMRANGEBYSCORE", k, b"0", cutoff.as_bytes()]),
             );
-            let r3 = cmd::execute(&shared, &mut client, &argv(&[b"ZCARD", k]));
+            let r3 = engine::execute(&shared, &mut client, &argv(&[b"ZCARD", k]));
             black_box((r1, r2, r3))
         })
     });

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the structure part of sluice's COMMAND DOCS data (src/cmd/docs/*.txt).
+"""Regenerates the structure part of sluice's COMMAND DOCS data (src/engine/docs/*.txt).
 
 Usage: scripts/gen_command_docs.py REDIS_PORT SLUICE_PORT
 

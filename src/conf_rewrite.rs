@@ -5,7 +5,7 @@
 //! new file out), which options sluice writes and how each is spelled ([`options`]), and the
 //! atomic replacement of the file ([`overwrite`]). Uses `config` (the values, the defaults
 //! of `REDIS_PARAMS`) and `conffile` (which directive names exist, and their aliases);
-//! `cmd::server::config` runs it.
+//! `commands::server::config` runs it.
 //!
 //! Redis's rules, kept here so that a file moves between sluice and redis-server unchanged
 //! in meaning:

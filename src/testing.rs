@@ -39,7 +39,7 @@ pub struct TestServer {
     io_backend: Running,
     clock: Clock,
     stop: tokio_util::sync::CancellationToken,
-    shared: std::sync::Arc<crate::cmd::Shared>,
+    shared: std::sync::Arc<crate::server::Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -137,7 +137,7 @@ impl TestServer {
 
     /// The server's shared state, for tests that check what connections leave behind
     /// (registry entries, WATCHes, MONITOR slots).
-    pub fn shared(&self) -> std::sync::Arc<crate::cmd::Shared> {
+    pub fn shared(&self) -> std::sync::Arc<crate::server::Shared> {
         self.shared.clone()
     }
 

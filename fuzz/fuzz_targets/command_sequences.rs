@@ -1,4 +1,4 @@
-//! Whole command sequences through `cmd::execute` on an in-process server state: arbitrary
+//! Whole command sequences through `engine::execute` on an in-process server state: arbitrary
 //! argument vectors (command names drawn from the real command table, arguments from a small
 //! dictionary of interesting values or raw bytes) must never panic, and every reply must
 //! encode to well-formed RESP2 and RESP3 (a command that answers several times, such as
@@ -15,7 +15,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::{Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
 use sluice::client::ClientState;
-use sluice::cmd::{Shared, execute};
+use sluice::server::Shared;
+use sluice::engine::execute;
 use sluice::{Clock, Config};
 
 /// Argument values that reach the interesting paths: keys of a few names, numbers at the
@@ -111,7 +112,7 @@ fn state() -> &'static State {
             ..Config::default()
         };
         let mut shared = Shared::new(base.clone(), Clock::frozen());
-        for spec in sluice::cmd::testmode::COMMANDS {
+        for spec in sluice::commands::testmode::COMMANDS {
             shared.table.remove(spec.name);
         }
         let names = shared
@@ -268,6 +269,6 @@ fuzz_target!(|data: &[u8]| {
             break;
         }
     }
-    sluice::cmd::txn::unwatch_client(shared, &mut client);
+    sluice::engine::txn::unwatch_client(shared, &mut client);
     shared.clients.unregister(info.id);
 });

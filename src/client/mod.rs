@@ -446,7 +446,7 @@ impl Registry {
 /// (its index) and its arguments (name first).
 #[derive(Debug, Clone)]
 pub struct Queued {
-    /// The command table entry's index (`cmd::CmdId`).
+    /// The command table entry's index (`engine::CmdId`).
     pub cmd: u32,
     /// The arguments, name first (slices of the connection's read buffer: a command of up
     /// to four arguments is queued without an allocation).
@@ -478,7 +478,7 @@ pub struct ClientState {
     /// Close the connection once the current replies are written (QUIT, protocol errors).
     pub close_after_reply: bool,
     /// The request did not run: a script took a shard it needs after it passed the busy
-    /// gate. The connection sends it through the gate again (see `cmd::call`).
+    /// gate. The connection sends it through the gate again (see `engine::call`).
     pub regate: bool,
     /// Delay the next write (DEBUG SLEEP).
     pub sleep: Option<Duration>,

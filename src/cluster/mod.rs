@@ -6,7 +6,7 @@
 //! Nodes never talk to each other except a replica to its master, over Redis's replication
 //! protocol: there is no cluster bus, no gossip, no automatic failover and no slot
 //! migration. A replica holds its master's keys (the `mirrored` slots) and serves reads of
-//! them to connections that sent READONLY; `cmd::cluster` starts, re-points and stops its
+//! them to connections that sent READONLY; `commands::cluster` starts, re-points and stops its
 //! replication when a map (or CLUSTER FAILOVER / REPLICATE) changes its role. A client that is cluster
 //! aware (redis-py `RedisCluster`, ioredis `Cluster`, the `redis` crate's cluster client, …)
 //! reads the map with `CLUSTER SLOTS` or `CLUSTER SHARDS`, computes each key's [slot] and
@@ -17,8 +17,8 @@
 //!
 //! This module holds the pure parts: the slot function, the map and its validation, and
 //! [`Cluster`], the installed map with the lock-free ownership test the dispatcher uses.
-//! The command side (the routing hook `cmd::execute` calls, CLUSTER's subcommands, the key
-//! sweep after a map change) lives in `cmd::cluster`.
+//! The command side (the routing hook `engine::execute` calls, CLUSTER's subcommands, the key
+//! sweep after a map change) lives in `commands::cluster`.
 //!
 //! # Changing the map while running
 //!

@@ -10,13 +10,13 @@
 //! random numbers. Where Redis propagates a cheaper equivalent that is exact on any copy of
 //! the data, so does sluice: SPOP as SREM of the members popped, INCRBYFLOAT as `SET …
 //! KEEPTTL`, HINCRBYFLOAT as HSET, a blocking pop as its non-blocking form. Scripts and EXEC
-//! are not propagated themselves: each write they run is noted here, and `cmd::call` wraps
+//! are not propagated themselves: each write they run is noted here, and `engine::call` wraps
 //! them in MULTI/EXEC. Each table entry carries its rule ([`Effect`], given once when the
 //! table is built).
 
 use bytes::Bytes;
 
-use crate::cmd::{CmdFlags, CommandSpec, Ctx};
+use crate::engine::{CmdFlags, CommandSpec, Ctx};
 use crate::protocol::Reply;
 
 /// How a write command propagates, decided once per table entry ([`effect_of`]) so that
@@ -96,7 +96,7 @@ pub fn effect_of(name: &str) -> Effect {
 }
 
 /// Notes in `ctx.propagate` what `spec` (run with `args`, answering `reply`) must
-/// propagate, by its entry's `effect`. Called by `cmd::call` for every path that runs a
+/// propagate, by its entry's `effect`. Called by `engine::call` for every path that runs a
 /// command (plain, EXEC, scripts), right after the handler, with its locks held.
 pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes], reply: &Reply) {
     if !ctx.shared.repl.active() || ctx.client.master_link || reply.is_error() {
@@ -190,7 +190,7 @@ pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes
     ctx.propagate.push((db, argv));
 }
 
-/// Notes the effect of a blocked client served later (see `cmd::blocking`): the
+/// Notes the effect of a blocked client served later (see `services::blocking`): the
 /// non-blocking form of its pop, `argv`.
 pub fn note_served(ctx: &mut Ctx<'_>, db: usize, argv: Vec<Bytes>) {
     if ctx.shared.repl.active() {

@@ -1,8 +1,8 @@
 //! FAILOVER: a master hands its role to one of its replicas without losing a write, as
 //! Redis 6.2+ does.
 //!
-//! `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` (checked by `cmd::replication`) holds the
-//! clients' writes (a pause of its own in `cmd::pause`), and waits until a replica — the
+//! `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` (checked by `commands::replication`) holds the
+//! clients' writes (a pause of its own in `services::pause`), and waits until a replica — the
 //! named one, or any — has acknowledged the whole stream. Then this node makes itself a
 //! replica of it, and its link's PSYNC carries `FAILOVER`: the target, if its replication id
 //! is this node's (it followed this node), promotes itself and answers `+CONTINUE`, so the
@@ -18,7 +18,7 @@
 use std::sync::atomic::Ordering;
 
 pub use super::{Failover, FailoverState as State};
-use crate::cmd::Shared;
+use crate::server::Shared;
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Failover> {
     shared

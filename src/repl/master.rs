@@ -20,9 +20,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::Attached;
 use crate::client::ClientState;
-use crate::cmd::Shared;
 use crate::protocol::{Args, Limits, Reply, RequestParser};
 use crate::rdb::snapshot::{self, SaveOptions};
+use crate::server::Shared;
 
 /// The payload of a full resynchronization and the offset it stands for.
 pub fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {

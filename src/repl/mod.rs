@@ -4,7 +4,7 @@
 //! master).
 //!
 //! Two halves on two floors. The state here and `effects` (what a command propagates) sit
-//! below `cmd`: `cmd::execute`, EXEC and the script host note each write's effects in
+//! below `cmd`: `engine::execute`, EXEC and the script host note each write's effects in
 //! `Ctx::propagate`, and `execute` feeds them to [`Repl::feed`] *while it still holds the
 //! command's shard locks*, so two writes to one key reach the stream in the order they
 //! were applied. The feed's mutex is a leaf (taken briefly, never while locking a shard).

@@ -27,9 +27,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Link, encode_command};
 use crate::client::ClientState;
-use crate::cmd::{self, Shared};
 use crate::protocol::{Limits, RequestParser};
 use crate::rdb::snapshot::{LoadOptions, load_bytes_locked};
+use crate::server::Shared;
+use crate::{commands, engine};
 
 /// Makes this node a replica of `host:port` (REPLICAOF, or `replicaof` at start). The
 /// supervisor starts the link.
@@ -84,7 +85,7 @@ pub async fn supervise(shared: Arc<Shared>) {
         follow(&shared, host, port);
     }
     // Cluster mode: the map says whether this node replicates another.
-    cmd::cluster::sync_role(&shared);
+    commands::cluster::sync_role(&shared);
     let mut changed = shared.repl.link_changed.subscribe();
     changed.mark_changed();
     let mut ping = tokio::time::interval(Duration::from_secs(config.repl.ping_period.max(1)));
@@ -343,7 +344,7 @@ fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
     let opts = LoadOptions {
         // A replica keeps keys whose time has passed: the master's DEL removes them.
         now_ms: 0,
-        limits: crate::cmd::zset::limits(shared),
+        limits: crate::commands::zset::limits(shared),
     };
     let databases = shared.keyspace.databases();
     let mut store = shared.keyspace.lock_all();
@@ -413,7 +414,7 @@ async fn stream(
                 // The acknowledged offset excludes the GETACK itself, as Redis's does.
                 send_ack(shared, &mut wr).await?;
             } else if !args.is_empty() && !args[0].eq_ignore_ascii_case(b"ping") {
-                let reply = cmd::execute(shared, &mut client, &args);
+                let reply = engine::execute(shared, &mut client, &args);
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
                 }

@@ -336,7 +336,7 @@ impl Busy {
     }
 
     /// Stops the script running on this thread at its next hook check (it is re-run holding
-    /// every shard; see `cmd::scripting`).
+    /// every shard; see `commands::scripting`).
     pub fn stop_here(&self) {
         self.with_here(|s| s.kill.store(true, Ordering::Release));
     }

@@ -14,7 +14,7 @@
 //!   SCRIPT FLUSH bumps a generation number and every VM rebuilds itself on its next use.
 //! - **The host runs the commands.** This module knows Lua and the reply conversions, not the
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
-//!   `cmd::scripting` over the script's locked keyspace and frozen `now`), and converts the
+//!   `commands::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
 //! - **Per VM, not per run.** `redis.call`/`pcall` are plain functions made once per VM;
 //!   they reach the running script's host through a slot (`HostSlot`) filled only for the
@@ -122,7 +122,7 @@ pub struct Scripts {
     /// Bumped when a library goes away or is replaced (VMs drop their loaded ones).
     fn_generation: AtomicU64,
     /// Scripts (by SHA1) and functions (`f:` and the name) that touched a key they did not
-    /// declare: they take every shard from the start (see `cmd::scripting`).
+    /// declare: they take every shard from the start (see `commands::scripting`).
     needs_all: std::sync::Mutex<std::collections::HashSet<String>>,
     /// `needs_all`'s size, read without its lock on every script's start.
     needs_all_len: AtomicU64,

@@ -35,8 +35,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
-use crate::cmd::{self, Shared};
 use crate::protocol::{Limits, RequestParser};
+use crate::server::Shared;
+use crate::{commands, engine, services};
 
 /// The read buffer's size (it grows for a longer request).
 const READ_BUF: usize = 16 * 1024;
@@ -107,7 +108,7 @@ pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, l
         tracing::debug!("connection ended: {e}");
     }
     if !conn.client.watched.is_empty() {
-        cmd::scripting::wait_idle(&shared, &conn.client.watched).await;
+        commands::scripting::wait_idle(&shared, &conn.client.watched).await;
     }
     drop(conn);
     tracing::debug!("disconnected");
@@ -127,18 +128,18 @@ impl Drop for Registered {
         let id = self.client.id();
         let watched = std::mem::take(&mut self.client.watched);
         if !watched.is_empty() {
-            let script_holds_shards = cmd::scripting::script_running(&self.shared);
+            let script_holds_shards = commands::scripting::script_running(&self.shared);
             match tokio::runtime::Handle::try_current() {
                 // A script may hold the watched keys' shards: unwatch once it no longer
                 // does, without blocking here.
                 Ok(rt) if script_holds_shards => {
                     let shared = self.shared.clone();
                     rt.spawn(async move {
-                        cmd::scripting::wait_idle(&shared, &watched).await;
-                        cmd::txn::unwatch_keys(&shared, id, watched);
+                        commands::scripting::wait_idle(&shared, &watched).await;
+                        engine::txn::unwatch_keys(&shared, id, watched);
                     });
                 }
-                _ => cmd::txn::unwatch_keys(&self.shared, id, watched),
+                _ => engine::txn::unwatch_keys(&self.shared, id, watched),
             }
         }
         self.shared.pubsub.drop_client(&mut self.client);
@@ -184,7 +185,7 @@ async fn run<S: Transport>(
                 Err(e) => {
                     let line = format!("ERR {e}");
                     // Counted as Redis counts every error reply (INFO errorstats).
-                    cmd::call::count_error(shared, &line);
+                    engine::call::count_error(shared, &line);
                     wbuf.extend_from_slice(format!("-{line}\r\n").as_bytes());
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
@@ -199,15 +200,15 @@ async fn run<S: Transport>(
             if args.is_empty() {
                 continue;
             }
-            // CLIENT PAUSE: the one place a paused command waits (see cmd::pause).
-            if shared.pause.is_set() && !cmd::pause::gate(shared, client, &args).await {
+            // CLIENT PAUSE: the one place a paused command waits (see services::pause).
+            if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await {
                 return Ok(());
             }
             let was_authenticated = client.authenticated;
             // While a script runs it holds shards: wait without blocking this thread, or
-            // answer -BUSY past the threshold, if the command needs one (see cmd::scripting).
-            let mut gated = if cmd::scripting::script_running(shared) {
-                cmd::scripting::busy_gate(shared, client, &args).await
+            // answer -BUSY past the threshold, if the command needs one (see commands::scripting).
+            let mut gated = if commands::scripting::script_running(shared) {
+                commands::scripting::busy_gate(shared, client, &args).await
             } else {
                 None
             };
@@ -215,17 +216,17 @@ async fn run<S: Transport>(
                 if let Some(reply) = gated.take() {
                     break reply;
                 }
-                break match cmd::execute_blocking(shared, client, &args) {
+                break match engine::execute_blocking(shared, client, &args) {
                     // A script took a shard this command needs after it passed the gate:
-                    // through the gate again (see `cmd::call`).
+                    // through the gate again (see `engine::call`).
                     _ if std::mem::take(&mut client.regate) => {
-                        gated = cmd::scripting::busy_gate(shared, client, &args).await;
+                        gated = commands::scripting::busy_gate(shared, client, &args).await;
                         continue;
                     }
                     (reply, None) => reply,
                     (_, Some(waiter)) => {
                         // Blocked: flush what earlier requests answered, then wait for the
-                        // waiter's reply without holding any lock (see cmd::blocking). The
+                        // waiter's reply without holding any lock (see services::blocking). The
                         // guard forgets the waiter however this ends, a failed flush too.
                         let guard = BlockGuard { shared, waiter };
                         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -414,12 +415,12 @@ fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) -> bool {
 /// task being dropped), so that a gone client is never served.
 struct BlockGuard<'s> {
     shared: &'s Shared,
-    waiter: Arc<cmd::blocking::Waiter>,
+    waiter: Arc<services::blocking::Waiter>,
 }
 
 impl Drop for BlockGuard<'_> {
     fn drop(&mut self) {
-        cmd::blocking::release(self.shared, &self.waiter);
+        services::blocking::release(self.shared, &self.waiter);
     }
 }
 
@@ -473,12 +474,12 @@ async fn wait_blocked<S: Transport>(
 }
 
 /// Streams the MONITOR feed to this connection until it closes, is killed, or falls behind
-/// past its output-buffer limits (see `cmd::monitor`).
+/// past its output-buffer limits (see `services::monitor`).
 async fn monitor<S: Transport>(
     shared: &Shared,
     mut stream: S,
     client: &ClientState,
-    slot: cmd::monitor::MonitorSlot<'_>,
+    slot: services::monitor::MonitorSlot<'_>,
 ) -> std::io::Result<()> {
     let queue = &slot.queue;
     let mut scratch = [0u8; 512];

@@ -10,8 +10,11 @@
 
 pub mod connection;
 pub mod loops;
+pub mod state;
 #[cfg(target_os = "linux")]
 pub mod uring;
+
+pub use state::{ServerStats, Shared};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,7 +28,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::clock::Clock;
-use crate::cmd::Shared;
 use crate::config::{Config, ConfigError};
 
 #[cfg(test)]
@@ -225,7 +227,7 @@ impl Server {
         };
         let mut shared = Shared::new(config, clock);
         if !shared.config().test_mode {
-            for spec in crate::cmd::testmode::COMMANDS {
+            for spec in crate::commands::testmode::COMMANDS {
                 shared.table.remove(spec.name);
             }
         }
@@ -239,7 +241,7 @@ impl Server {
                 }
             })?;
         // Before any client is served: Redis loads the file before it accepts either.
-        crate::cmd::persist::load_at_start(&shared).map_err(ServerError::Load)?;
+        crate::services::persist::load_at_start(&shared).map_err(ServerError::Load)?;
         let loops = loops::Loops::start(
             shared.config().effective_threads(),
             shared.config().io_backend,
@@ -313,13 +315,13 @@ impl Server {
                     let shared = Arc::downgrade(&shared);
                     Arc::new(move |events| {
                         if let Some(shared) = shared.upgrade() {
-                            crate::cmd::notify::publish_key_events(&shared, events);
+                            crate::services::notify::publish_key_events(&shared, events);
                         }
                     })
                 },
             );
         }
-        let saver = crate::cmd::persist::spawn_timer(shared.clone());
+        let saver = crate::services::persist::spawn_timer(shared.clone());
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         // On the reapers' thread, with the link it starts: its ping timer would otherwise
@@ -389,7 +391,7 @@ impl Server {
         }
         // A signal (or the embedding program) stopped the server: save as Redis does on
         // SIGTERM when save points are configured. SHUTDOWN decided this already.
-        crate::cmd::persist::save_on_exit(&shared);
+        crate::services::persist::save_on_exit(&shared);
         if let Some(path) = unix_path {
             // As redis-server does: the socket file goes with the server.
             let _ = std::fs::remove_file(path);

@@ -219,7 +219,7 @@ pub struct Shard {
     evict_pool: Vec<PoolEntry>,
     /// Bumped whenever entries may have moved between buckets (a table grew, shrank or
     /// rehashed in place, a database was flushed or swapped). A SCAN cursor carries a bucket
-    /// position and this number (see `cmd::keys::scan::Scan`); when they differ the position means
+    /// position and this number (see `commands::keys::scan::Scan`); when they differ the position means
     /// nothing any more and the scan of this shard starts over.
     layout: u32,
     /// Keys created, expired and evicted, for keyspace notifications (see `keylog`).

@@ -1,6 +1,6 @@
 //! Heap allocations per request on the hot paths, counted: each workload runs through the
 //! real connection code (`server::connection::serve`: bytes in the read buffer → parse →
-//! `cmd::call` → encode into the output buffer → write) over an in-memory transport, on one
+//! `engine::call` → encode into the output buffer → write) over an in-memory transport, on one
 //! current-thread runtime, so `alloc_stats::thread_allocations` sees every allocation the
 //! request makes and nothing else's. After a warm-up (buffers grown, keys present), each
 //! request must allocate nothing, in RESP2 and in RESP3; where a request must store
@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use sluice::alloc_stats::{set_thread_hook, thread_allocations};
-use sluice::cmd::Shared;
+use sluice::server::Shared;
 use sluice::server::connection::{Transport, serve};
 use sluice::{Clock, Config};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};

@@ -385,7 +385,7 @@ fn time_at_the_edges_of_i64_and_u64() {
 
 /// Counts what connections hold in shared state: registry entries, WATCH entries, MONITOR
 /// slots.
-fn held(shared: &Arc<sluice::cmd::Shared>) -> (usize, usize, usize) {
+fn held(shared: &Arc<sluice::server::Shared>) -> (usize, usize, usize) {
     let watches = shared
         .keyspace
         .lock_all()

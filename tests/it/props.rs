@@ -1,5 +1,5 @@
 //! Property tests over the whole command path (the parser's own are in
-//! `src/protocol/request.rs`): random argument vectors through `cmd::execute` never panic and
+//! `src/protocol/request.rs`): random argument vectors through `engine::execute` never panic and
 //! always produce well-formed RESP, and a pipeline sent in arbitrary pieces over a real
 //! connection gets exactly the replies it gets when sent whole. The cargo-fuzz targets in
 //! `fuzz/` explore the same properties for longer.
@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use sluice::client::ClientState;
-use sluice::cmd::{Shared, execute};
+use sluice::engine::execute;
+use sluice::server::Shared;
 use sluice::{Clock, Config};
 
 use crate::support::{encode_command, frame_len};
@@ -78,7 +79,7 @@ fn shared() -> &'static (Arc<Shared>, Vec<&'static str>) {
             },
             Clock::frozen(),
         );
-        for spec in sluice::cmd::testmode::COMMANDS {
+        for spec in sluice::commands::testmode::COMMANDS {
             shared.table.remove(spec.name);
         }
         let names = shared
@@ -155,7 +156,7 @@ proptest! {
         shared.pubsub.drop_client(&mut client);
         client.subs = None;
         execute(shared, &mut client, &[Bytes::from_static(b"FLUSHDB")]);
-        sluice::cmd::txn::unwatch_client(shared, &mut client);
+        sluice::engine::txn::unwatch_client(shared, &mut client);
         shared.clients.unregister(info.id);
     }
 }

@@ -1,0 +1,169 @@
+//! The server as a process: TIME, DEBUG, SHUTDOWN.
+
+use std::time::Duration;
+
+use crate::commands::server::Help;
+use crate::engine::{ArgCursor, Command, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::num::parse_f64;
+use crate::protocol::Reply;
+
+/// TIME
+#[derive(Debug)]
+pub struct Time;
+
+impl Command for Time {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Time)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let us = ctx.now_ns / 1000;
+        Ok(Reply::Array(vec![
+            Reply::bulk_int((us / 1_000_000) as i64),
+            Reply::bulk_int((us % 1_000_000) as i64),
+        ]))
+    }
+}
+
+/// DEBUG HELP | DEBUG SLEEP seconds (fractions allowed; delays this client only) | DEBUG
+/// RELOAD [NOSAVE].
+///
+/// As in Redis, DEBUG is one command that reads its own subcommand (it has no subcommand
+/// table), so anything else gets Redis's "unknown subcommand or wrong number of arguments".
+#[derive(Debug)]
+pub enum DebugCmd {
+    /// DEBUG HELP
+    Help,
+    /// DEBUG SLEEP seconds
+    Sleep(f64),
+    /// DEBUG RELOAD [NOSAVE]: save, empty, load the RDB file back.
+    Reload {
+        /// Save first (no NOSAVE).
+        save: bool,
+    },
+}
+
+impl Command for DebugCmd {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let sub = a.next()?;
+        match (sub.to_ascii_lowercase().as_slice(), a.remaining()) {
+            (b"help", 0) => Ok(DebugCmd::Help),
+            (b"sleep", 1) => Ok(DebugCmd::Sleep(parse_f64(a.next()?).unwrap_or(0.0))),
+            (b"reload", _) => {
+                let mut save = true;
+                for opt in a.rest() {
+                    if opt.eq_ignore_ascii_case(b"nosave") {
+                        save = false;
+                    } else if opt.eq_ignore_ascii_case(b"merge")
+                        || opt.eq_ignore_ascii_case(b"noflush")
+                    {
+                        return Err(CmdError::msg(
+                            "ERR sluice's DEBUG RELOAD supports only the NOSAVE option",
+                        ));
+                    } else {
+                        return Err(CmdError::msg(
+                            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+                        ));
+                    }
+                }
+                Ok(DebugCmd::Reload { save })
+            }
+            _ => Err(CmdError::owned(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+                crate::engine::printable(sub, 128)
+            ))),
+        }
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        match self {
+            DebugCmd::Help => Help.apply(ctx),
+            DebugCmd::Sleep(secs) => {
+                if secs > 0.0 {
+                    ctx.client.sleep = Some(Duration::from_secs_f64(secs.min(3600.0)));
+                }
+                Ok(Reply::ok())
+            }
+            DebugCmd::Reload { save } => {
+                // EXEC may hold shards; reloading needs all of them.
+                if ctx.in_exec {
+                    return Err(CmdError::msg(
+                        "ERR sluice does not run DEBUG RELOAD inside a transaction",
+                    ));
+                }
+                crate::services::persist::debug_reload(ctx.shared, save)?;
+                Ok(Reply::ok())
+            }
+        }
+    }
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
+#[derive(Debug)]
+pub struct Shutdown {
+    save: bool,
+    nosave: bool,
+    force: bool,
+    abort: bool,
+}
+
+impl Command for Shutdown {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut s = Shutdown {
+            save: false,
+            nosave: false,
+            force: false,
+            abort: false,
+        };
+        let mut other = false;
+        for opt in a.rest() {
+            if opt.eq_ignore_ascii_case(b"nosave") {
+                s.nosave = true;
+            } else if opt.eq_ignore_ascii_case(b"save") {
+                s.save = true;
+            } else if opt.eq_ignore_ascii_case(b"now") {
+                other = true;
+            } else if opt.eq_ignore_ascii_case(b"force") {
+                s.force = true;
+            } else if opt.eq_ignore_ascii_case(b"abort") {
+                s.abort = true;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+        // Redis's illegal combinations.
+        if (s.abort && (s.save || s.nosave || s.force || other)) || (s.save && s.nosave) {
+            return Err(CmdError::Syntax);
+        }
+        Ok(s)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if self.abort {
+            // sluice never waits for replicas, so no shutdown is ever in progress.
+            return Err(CmdError::msg("ERR No shutdown in progress."));
+        }
+        // A script past its threshold holds every shard: only NOSAVE may stop the server.
+        if !self.nosave && ctx.shared.scripts.busy.is_running() {
+            let busy = &ctx.shared.scripts.busy;
+            if busy.running_for().is_some_and(|d| {
+                d.as_millis() >= u128::from(ctx.shared.config().busy_reply_threshold)
+            }) {
+                return Err(CmdError::msg(if busy.running_function().is_some() {
+                    crate::commands::scripting::BUSY_FUNCTION
+                } else {
+                    crate::commands::scripting::BUSY
+                }));
+            }
+        }
+        if crate::services::persist::shutdown_save(ctx.shared, self.save, self.nosave, self.force)
+            .is_err()
+        {
+            return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
+        tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
+        ctx.shared.shutdown.cancel();
+        // Redis closes the connection without replying when it shuts down.
+        ctx.client.close_after_reply = true;
+        ctx.client.no_reply = true;
+        Ok(Reply::ok())
+    }
+}

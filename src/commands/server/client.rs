@@ -1,0 +1,467 @@
+//! CLIENT: the connection's own settings (name, reply mode, flags, SETINFO) and the
+//! registry of every connection (LIST, INFO, KILL).
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use crate::commands::server::Help;
+use crate::commands::server::connection::{set_name, validate_client_name};
+use crate::engine::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
+};
+use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
+use crate::protocol::Reply;
+
+pub(super) static CLIENT: &[C] = &[
+    C::new(
+        "client|setname",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientSetName>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "client|getname",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientGetName>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "client|id",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientId>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "client|info",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientInfoCmd>,
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["nondeterministic_output"]),
+    C::new(
+        "client|list",
+        -2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientList>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_tips(&["nondeterministic_output"]),
+    C::new(
+        "client|kill",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientKill>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|setinfo",
+        4,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientSetInfo>,
+    ),
+    C::new(
+        "client|no-evict",
+        3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|no-touch",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
+    ),
+    C::new(
+        "client|unblock",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        crate::services::blocking::client_unblock,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|pause",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        crate::services::pause::client_pause,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|unpause",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<crate::services::pause::ClientUnpause>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    C::new(
+        "client|reply",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientReply>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+    C::new(
+        "client|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    )
+    .with_acl(&["@slow", "@connection"]),
+];
+
+/// CLIENT SETNAME name
+#[derive(Debug)]
+pub struct ClientSetName {
+    name: Bytes,
+}
+
+impl Command for ClientSetName {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientSetName {
+            name: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        validate_client_name(&self.name)?;
+        set_name(ctx, &self.name);
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT GETNAME
+#[derive(Debug)]
+pub struct ClientGetName;
+
+impl Command for ClientGetName {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientGetName)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(ctx.client.info.name().into())
+    }
+}
+
+/// CLIENT ID
+#[derive(Debug)]
+pub struct ClientId;
+
+impl Command for ClientId {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientId)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(ctx.client.id() as i64))
+    }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: the connection loop drops the replies (see
+/// `ClientState::reply_suppressed`).
+#[derive(Debug)]
+pub struct ClientReply(u8);
+
+impl Command for ClientReply {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mode = a.next()?;
+        for (i, m) in ["on", "off", "skip"].iter().enumerate() {
+            if mode.eq_ignore_ascii_case(m.as_bytes()) {
+                return Ok(ClientReply(i as u8));
+            }
+        }
+        Err(CmdError::Syntax)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let c = &mut *ctx.client;
+        match self.0 {
+            0 => {
+                c.reply_off = false;
+                c.reply_skip = false;
+            }
+            1 => c.reply_off = true,
+            _ => {
+                if !c.reply_off {
+                    c.reply_skip_next = true;
+                }
+            }
+        }
+        // OFF and SKIP have no reply of their own: the loop drops this one.
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT INFO
+#[derive(Debug)]
+pub struct ClientInfoCmd;
+
+impl Command for ClientInfoCmd {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientInfoCmd)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let mut line = ctx.client.info.render();
+        line.push('\n');
+        Ok(Reply::Verbatim(Bytes::from(line)))
+    }
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|pubsub | ID id …] (one filter, as in Redis 7.0)
+#[derive(Debug)]
+pub struct ClientList {
+    /// Listed in this order, repeats included, unknown ids skipped (as Redis does).
+    ids: Option<Vec<i64>>,
+    normal_only: Option<bool>,
+}
+
+impl Command for ClientList {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut l = ClientList {
+            ids: None,
+            normal_only: None,
+        };
+        if a.remaining() == 2 && a.eat("TYPE") {
+            let t = a.next()?;
+            l.normal_only = Some(match &t.to_ascii_lowercase()[..] {
+                b"normal" => true,
+                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+                _ => {
+                    return Err(CmdError::owned(format!(
+                        "ERR Unknown client type '{}'",
+                        crate::engine::printable(t, usize::MAX)
+                    )));
+                }
+            });
+        } else if a.remaining() >= 2 && a.eat("ID") {
+            let ids = a
+                .rest()
+                .iter()
+                .map(|id| parse_i64(id).ok_or(CmdError::msg("ERR Invalid client ID")));
+            l.ids = Some(ids.collect::<CmdResult<_>>()?);
+        } else if a.remaining() > 0 {
+            return Err(CmdError::Syntax);
+        }
+        Ok(l)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let mut out = String::new();
+        let clients = ctx.shared.clients.snapshot();
+        let listed: Vec<_> = match &self.ids {
+            Some(ids) => ids
+                .iter()
+                .filter_map(|&id| clients.iter().find(|c| c.id as i64 == id))
+                .collect(),
+            None if self.normal_only == Some(false) => Vec::new(),
+            None => clients.iter().collect(),
+        };
+        for c in listed {
+            out.push_str(&c.render());
+            out.push('\n');
+        }
+        Ok(Reply::Verbatim(Bytes::from(out)))
+    }
+}
+
+/// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR a] [LADDR a] [SKIPME yes|no] [TYPE t] [USER u]
+#[derive(Debug)]
+pub struct ClientKill {
+    legacy: Option<Bytes>,
+    id: Option<u64>,
+    addr: Option<Bytes>,
+    laddr: Option<Bytes>,
+    skipme: bool,
+    /// TYPE filter: Redis's type name (`normal`, `slave`, `master`, `pubsub`).
+    kind: Option<&'static str>,
+}
+
+impl Command for ClientKill {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut k = ClientKill {
+            legacy: None,
+            id: None,
+            addr: None,
+            laddr: None,
+            skipme: true,
+            kind: None,
+        };
+        if a.remaining() == 1 {
+            k.legacy = Some(a.next()?.clone());
+            return Ok(k);
+        }
+        while a.remaining() > 0 {
+            let opt = a.next()?.to_ascii_lowercase();
+            let val = a.next()?;
+            match &opt[..] {
+                b"id" => match parse_i64(val) {
+                    Some(n) if n > 0 => k.id = Some(n as u64),
+                    _ => return Err(CmdError::msg("ERR client-id should be greater than 0")),
+                },
+                b"addr" => k.addr = Some(val.clone()),
+                b"laddr" => k.laddr = Some(val.clone()),
+                b"skipme" => {
+                    k.skipme = match &val.to_ascii_lowercase()[..] {
+                        b"yes" => true,
+                        b"no" => false,
+                        _ => return Err(CmdError::Syntax),
+                    }
+                }
+                b"type" => {
+                    k.kind = Some(match &val.to_ascii_lowercase()[..] {
+                        b"normal" => "normal",
+                        b"master" => "master",
+                        b"replica" | b"slave" => "slave",
+                        b"pubsub" => "pubsub",
+                        _ => {
+                            return Err(CmdError::owned(format!(
+                                "ERR Unknown client type '{}'",
+                                crate::engine::printable(val, usize::MAX)
+                            )));
+                        }
+                    })
+                }
+                // Only the default user exists, and every client is logged in as it.
+                b"user" if &val[..] == b"default" => {}
+                b"user" => {
+                    return Err(CmdError::owned(format!(
+                        "ERR No such user '{}'",
+                        crate::engine::printable(val, usize::MAX)
+                    )));
+                }
+                _ => return Err(CmdError::Syntax),
+            }
+        }
+        Ok(k)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let me = ctx.client.id();
+        let mut killed = 0;
+        for c in ctx.shared.clients.snapshot() {
+            let matches = if let Some(addr) = &self.legacy {
+                c.addr.as_bytes() == &addr[..]
+            } else {
+                self.id.is_none_or(|id| id == c.id)
+                    && self
+                        .addr
+                        .as_ref()
+                        .is_none_or(|a| c.addr.as_bytes() == &a[..])
+                    && self
+                        .laddr
+                        .as_ref()
+                        .is_none_or(|a| c.laddr.as_bytes() == &a[..])
+                    && self.kind.is_none_or(|k| k == c.type_name())
+                    && !(self.skipme && c.id == me)
+            };
+            if matches {
+                killed += 1;
+                if c.id == me {
+                    ctx.client.close_after_reply = true;
+                } else {
+                    c.kill.cancel();
+                }
+            }
+        }
+        if self.legacy.is_some() {
+            return if killed == 0 {
+                Err(CmdError::msg("ERR No such client"))
+            } else {
+                Ok(Reply::ok())
+            };
+        }
+        Ok(Reply::Int(killed))
+    }
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value
+#[derive(Debug)]
+pub struct ClientSetInfo {
+    attr: Bytes,
+    value: Bytes,
+}
+
+impl Command for ClientSetInfo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientSetInfo {
+            attr: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let attr = self.attr.to_ascii_lowercase();
+        let which = match &attr[..] {
+            b"lib-name" => 0,
+            b"lib-ver" => 1,
+            _ => {
+                return Err(CmdError::owned(format!(
+                    "ERR Unrecognized option '{}'",
+                    crate::engine::printable(&self.attr, 128)
+                )));
+            }
+        };
+        if self.value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+            return Err(CmdError::owned(format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                String::from_utf8_lossy(&attr)
+            )));
+        }
+        if let Ok(mut lib) = ctx.client.info.lib.lock() {
+            let v = (!self.value.is_empty()).then(|| self.value.clone());
+            if which == 0 { lib.0 = v } else { lib.1 = v }
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// A client's on/off option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientOption {
+    /// CLIENT NO-EVICT.
+    NoEvict,
+    /// CLIENT NO-TOUCH.
+    NoTouch,
+}
+
+/// CLIENT NO-EVICT / NO-TOUCH on|off
+#[derive(Debug)]
+pub struct ClientFlag {
+    option: ClientOption,
+    on: bool,
+}
+
+impl VariantCommand for ClientFlag {
+    type Variant = ClientOption;
+
+    fn parse(a: &mut ArgCursor<'_>, option: ClientOption) -> CmdResult<Self> {
+        let v = a.next()?.to_ascii_lowercase();
+        let on = match &v[..] {
+            b"on" => true,
+            b"off" => false,
+            _ => return Err(CmdError::Syntax),
+        };
+        Ok(ClientFlag { option, on })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let flag = match self.option {
+            ClientOption::NoEvict => &ctx.client.info.no_evict,
+            ClientOption::NoTouch => &ctx.client.info.no_touch,
+        };
+        flag.store(self.on, Ordering::Relaxed);
+        Ok(Reply::ok())
+    }
+}

@@ -1,0 +1,265 @@
+//! CONFIG GET/SET/RESETSTAT/REWRITE: the runtime parameters of `crate::config` as Redis
+//! names and formats them.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use crate::commands::server::Help;
+use crate::engine::args::glob_match;
+use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run_sub};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+
+pub(super) static CONFIG: &[C] = &[
+    C::new(
+        "config|get",
+        -3,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigGet>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "config|set",
+        -4,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigSet>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"])
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    C::new(
+        "config|resetstat",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigResetStat>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "config|rewrite",
+        2,
+        &["admin", "noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ConfigRewrite>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"]),
+    C::new(
+        "config|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<Help>,
+    )
+    .with_acl(&["@slow"]),
+];
+
+/// CONFIG GET pattern [pattern …]
+#[derive(Debug)]
+pub struct ConfigGet {
+    patterns: Vec<Bytes>,
+}
+
+impl Command for ConfigGet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigGet {
+            patterns: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let cfg = ctx.shared.config();
+        let overrides = ctx
+            .shared
+            .params
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        // As Redis 7.0: a name without glob characters is answered under the spelling the
+        // client used; a pattern under the parameters' own names; each parameter once.
+        let mut found: Vec<(Bytes, &'static str, &'static str)> = Vec::new();
+        for p in &self.patterns {
+            let literal = !p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+            for (name, default) in crate::config::REDIS_PARAMS {
+                let hit = if literal {
+                    p.eq_ignore_ascii_case(name.as_bytes())
+                } else {
+                    glob_match(&p.to_ascii_lowercase(), name.as_bytes(), true)
+                };
+                if hit && !found.iter().any(|(_, n, _)| n == name) {
+                    let shown = if literal {
+                        p.clone()
+                    } else {
+                        Bytes::from_static(name.as_bytes())
+                    };
+                    found.push((shown, name, default));
+                }
+            }
+        }
+        let out = found
+            .into_iter()
+            .map(|(shown, name, default)| {
+                let value = cfg
+                    .param(name)
+                    .or_else(|| overrides.get(name).cloned())
+                    .unwrap_or_else(|| default.to_string());
+                (Reply::Bulk(shown), Reply::Bulk(Bytes::from(value)))
+            })
+            .collect();
+        Ok(Reply::Map(out))
+    }
+}
+
+/// CONFIG SET name value [name value …]
+///
+/// As Redis 7.0: every name is looked up first (the first unknown, immutable or repeated
+/// name fails the whole call), then every value is checked and applied to a copy, which
+/// replaces the configuration only if all of them pass.
+#[derive(Debug)]
+pub struct ConfigSet {
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+impl Command for ConfigSet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let rest = a.rest();
+        if !rest.len().is_multiple_of(2) {
+            return Err(CmdError::Syntax);
+        }
+        Ok(ConfigSet {
+            pairs: rest
+                .chunks_exact(2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let failed = |name: &[u8], why: &str| {
+            CmdError::owned(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                crate::engine::printable(name, 128)
+            ))
+        };
+        let mut names: Vec<String> = Vec::with_capacity(self.pairs.len());
+        for (typed, _) in &self.pairs {
+            let name = String::from_utf8_lossy(typed).to_ascii_lowercase();
+            if !crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name) {
+                return Err(CmdError::owned(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                    crate::engine::printable(typed, 128)
+                )));
+            }
+            if crate::config::is_immutable(&name) {
+                return Err(failed(typed, "can't set immutable config"));
+            }
+            if names.contains(&name) {
+                return Err(failed(typed, "duplicate parameter"));
+            }
+            names.push(name);
+        }
+        let Ok(mut cfg) = ctx.shared.config.write() else {
+            return Err(CmdError::msg("ERR configuration is unavailable"));
+        };
+        let mut next = cfg.clone();
+        let mut recorded = Vec::new();
+        for (name, (_, value)) in names.iter().zip(&self.pairs) {
+            let value = String::from_utf8_lossy(value);
+            let checked = crate::config::check_set_value(name, &value)
+                .and_then(|v| next.set_param(name, &v).map(|acted| (v, acted)));
+            match checked {
+                Ok((_, true)) => {}
+                Ok((v, false)) => recorded.push((name.clone(), v)),
+                Err(why) => return Err(failed(name.as_bytes(), &why)),
+            }
+        }
+        ctx.shared.live.store(&next);
+        let backlog = next.repl.backlog_size;
+        *cfg = next;
+        drop(cfg);
+        ctx.shared.configure_notifications();
+        ctx.shared.repl.feed().resize(backlog);
+        if let Ok(mut params) = ctx.shared.params.lock() {
+            params.extend(recorded);
+        }
+        Ok(Reply::ok())
+    }
+}
+
+/// CONFIG RESETSTAT
+#[derive(Debug)]
+pub struct ConfigResetStat;
+
+impl Command for ConfigResetStat {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigResetStat)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.shared.table.reset_stats();
+        ctx.shared.errors.reset();
+        let s = &ctx.shared.stats;
+        for c in [
+            &s.total_commands,
+            &s.total_connections,
+            &s.rejected_connections,
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.total_error_replies,
+            &s.evicted_keys,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        ctx.store.reset_stats();
+        Ok(Reply::ok())
+    }
+}
+
+/// CONFIG REWRITE: the config file the server started from gets the configuration it
+/// runs with now (`crate::conf_rewrite` has Redis's rules), replaced atomically.
+#[derive(Debug)]
+pub struct ConfigRewrite;
+
+/// One rewrite at a time: each reads the file the previous one wrote.
+static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Command for ConfigRewrite {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ConfigRewrite)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let shared = ctx.shared;
+        let config = shared.config().clone();
+        let Some(path) = config.config_file.clone() else {
+            return Err(CmdError::msg(
+                "ERR The server is running without a config file",
+            ));
+        };
+        let overrides = shared.params.lock().map(|p| p.clone()).unwrap_or_default();
+        let dir = std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|_| config.rdb_dir().display().to_string());
+        let rt = crate::conf_rewrite::Runtime {
+            overrides: &overrides,
+            replicaof: shared.repl.link().map(|l| (l.host, l.port)),
+            dir,
+        };
+        let options = crate::conf_rewrite::options(&config, &rt);
+        let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
+        let path = std::path::Path::new(&path);
+        let old = match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(rewrite_failed(&e)),
+        };
+        let content = crate::conf_rewrite::rewrite(&old, &options);
+        crate::conf_rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
+        tracing::info!("CONFIG REWRITE executed with success.");
+        Ok(Reply::ok())
+    }
+}
+
+fn rewrite_failed(e: &std::io::Error) -> CmdError {
+    let why = crate::conf_rewrite::strerror(e);
+    tracing::warn!("CONFIG REWRITE failed: {why}");
+    CmdError::owned(format!("ERR Rewriting config file: {why}"))
+}

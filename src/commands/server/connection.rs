@@ -1,0 +1,256 @@
+//! A connection's handshake and liveness: PING, ECHO, QUIT, RESET, AUTH, HELLO.
+//!
+//! These are what clients send when they connect (redis-py 8 opens with `HELLO 3`).
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use crate::engine::{ArgCursor, Command, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::num::parse_i64;
+use crate::protocol::Reply;
+
+/// `PING [message]`
+#[derive(Debug)]
+pub struct Ping {
+    message: Option<Bytes>,
+}
+
+impl Command for Ping {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        if a.remaining() > 1 {
+            return Err(CmdError::WrongArity("ping".into()));
+        }
+        Ok(Ping {
+            message: a.rest().first().cloned(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.client.resp == 2 && ctx.client.subscribed() {
+            // Redis answers a subscribed RESP2 client in the shape of a message.
+            return Ok(Reply::Array(vec![
+                Reply::Bulk(Bytes::from_static(b"pong")),
+                Reply::Bulk(self.message.unwrap_or_default()),
+            ]));
+        }
+        Ok(self.message.map_or(Reply::status("PONG"), Reply::Bulk))
+    }
+}
+
+/// ECHO message
+#[derive(Debug)]
+pub struct Echo {
+    message: Bytes,
+}
+
+impl Command for Echo {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Echo {
+            message: a.next()?.clone(),
+        })
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Bulk(self.message))
+    }
+}
+
+/// QUIT
+#[derive(Debug)]
+pub struct Quit;
+
+impl Command for Quit {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        // Redis ignores QUIT's arguments.
+        a.rest();
+        Ok(Quit)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.client.close_after_reply = true;
+        Ok(Reply::ok())
+    }
+}
+
+/// RESET: back to a fresh connection's state.
+#[derive(Debug)]
+pub struct Reset;
+
+impl Command for Reset {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Reset)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.client.end_multi();
+        crate::engine::txn::unwatch_all(ctx);
+        ctx.shared.pubsub.drop_client(ctx.client);
+        ctx.client.set_db(0);
+        ctx.client.set_resp(2);
+        ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
+        if let Ok(mut name) = ctx.client.info.name.lock() {
+            *name = None;
+        }
+        ctx.client.info.no_evict.store(false, Ordering::Relaxed);
+        ctx.client.info.no_touch.store(false, Ordering::Relaxed);
+        ctx.client.info.readonly.store(false, Ordering::Relaxed);
+        Ok(Reply::status("RESET"))
+    }
+}
+
+/// Checks AUTH / HELLO AUTH credentials against the default user, as Redis 7 does: with no
+/// password configured the default user takes any password (but `AUTH <password>` alone is an
+/// error), otherwise the password must match; other users do not exist. As Redis's ACL does,
+/// the SHA-256 digests of both passwords are compared, in constant time: the time taken
+/// depends neither on where they differ nor on either password's length.
+fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
+    use subtle::ConstantTimeEq;
+    let wrongpass = CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
+    if user.is_some_and(|u| u != b"default") {
+        return Err(wrongpass);
+    }
+    match ctx.shared.config().requirepass {
+        None if user.is_none() => Err(CmdError::msg(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        )),
+        None => Ok(()),
+        Some(expected) => {
+            let digest = |b: &[u8]| ring::digest::digest(&ring::digest::SHA256, b);
+            let (want, got) = (digest(expected.as_bytes()), digest(pass));
+            let same: bool = want.as_ref().ct_eq(got.as_ref()).into();
+            if same { Ok(()) } else { Err(wrongpass) }
+        }
+    }
+}
+
+/// `AUTH [username] password`
+#[derive(Debug)]
+pub struct Auth {
+    user: Option<Bytes>,
+    pass: Bytes,
+}
+
+impl Command for Auth {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        match a.remaining() {
+            1 => Ok(Auth {
+                user: None,
+                pass: a.next()?.clone(),
+            }),
+            2 => Ok(Auth {
+                user: Some(a.next()?.clone()),
+                pass: a.next()?.clone(),
+            }),
+            _ => Err(CmdError::Syntax),
+        }
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        check_password(ctx, self.user.as_deref(), &self.pass)?;
+        ctx.client.authenticated = true;
+        Ok(Reply::ok())
+    }
+}
+
+/// HELLO [protover [AUTH user pass] [SETNAME name]]
+#[derive(Debug)]
+pub struct Hello {
+    proto: Option<i64>,
+    auth: Option<(Bytes, Bytes)>,
+    name: Option<Bytes>,
+}
+
+impl Command for Hello {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut h = Hello {
+            proto: None,
+            auth: None,
+            name: None,
+        };
+        if a.remaining() == 0 {
+            return Ok(h);
+        }
+        let v = parse_i64(a.next()?).ok_or(CmdError::msg(
+            "ERR Protocol version is not an integer or out of range",
+        ))?;
+        if !(2..=3).contains(&v) {
+            // Redis checks the version before looking at the options.
+            return Err(CmdError::msg("NOPROTO unsupported protocol version"));
+        }
+        h.proto = Some(v);
+        while let Some(opt) = a.peek() {
+            let left = a.remaining() - 1;
+            if opt.eq_ignore_ascii_case(b"AUTH") && left >= 2 {
+                a.next()?;
+                h.auth = Some((a.next()?.clone(), a.next()?.clone()));
+            } else if opt.eq_ignore_ascii_case(b"SETNAME") && left >= 1 {
+                a.next()?;
+                h.name = Some(a.next()?.clone());
+            } else {
+                return Err(CmdError::owned(format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    crate::engine::printable(opt, 128)
+                )));
+            }
+        }
+        Ok(h)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(v) = self.proto
+            && (!(2..=3).contains(&v) || (v == 3 && !ctx.shared.config().resp3))
+        {
+            return Err(CmdError::msg("NOPROTO unsupported protocol version"));
+        }
+        if let Some((user, pass)) = &self.auth {
+            check_password(ctx, Some(user), pass)?;
+            ctx.client.authenticated = true;
+        } else if !ctx.client.authenticated {
+            return Err(CmdError::msg(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+            ));
+        }
+        if let Some(name) = &self.name {
+            validate_client_name(name)?;
+            set_name(ctx, name);
+        }
+        if let Some(v) = self.proto {
+            ctx.client.set_resp(v as u8);
+        }
+        let version = ctx.shared.config().redis_version;
+        Ok(Reply::Map(vec![
+            (Reply::bulk(b"server"), Reply::bulk(b"redis")),
+            (Reply::bulk(b"version"), Reply::Bulk(Bytes::from(version))),
+            (Reply::bulk(b"proto"), Reply::Int(ctx.client.resp as i64)),
+            (Reply::bulk(b"id"), Reply::Int(ctx.client.id() as i64)),
+            (Reply::bulk(b"mode"), Reply::bulk(mode(ctx))),
+            (Reply::bulk(b"role"), Reply::bulk(b"master")),
+            (Reply::bulk(b"modules"), Reply::Array(vec![])),
+        ]))
+    }
+}
+
+/// Redis's server mode name, as HELLO and INFO report it.
+pub(super) fn mode(ctx: &Ctx<'_>) -> &'static [u8] {
+    if ctx.shared.cluster.is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
+    }
+}
+
+pub(super) fn validate_client_name(name: &[u8]) -> CmdResult<()> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::msg(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) {
+    if let Ok(mut n) = ctx.client.info.name.lock() {
+        *n = if name.is_empty() {
+            None
+        } else {
+            Some(Bytes::copy_from_slice(name))
+        };
+    }
+}

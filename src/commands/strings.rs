@@ -1,0 +1,845 @@
+//! String commands: GET, SET and its variants, counters (INCR…), APPEND, STRLEN.
+//!
+//! The fixed-window limiter lives here (`SET k 1 EX p NX`, `INCR k`), so counters are stored
+//! as `Value::Int` and INCR does no parsing or allocation when the value is already one.
+
+use crate::services::notify::class;
+use bytes::Bytes;
+
+use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
+use crate::error::{CmdError, CmdResult};
+use crate::num::long_double::{self, LongDouble};
+use crate::num::parse_i64;
+use crate::protocol::Reply;
+use crate::protocol::reply::Short;
+use crate::store::Value;
+use crate::store::access::{StringMut, StringValue};
+
+/// The string commands.
+pub static COMMANDS: &[C] = &[
+    C::new(
+        "get",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<Get>,
+    )
+    .with_acl(&["@read", "@string", "@fast"]),
+    C::new(
+        "set",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        run::<Set>,
+    )
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["RW", "access", "update", "variable_flags"])
+    .with_key_notes("RW and ACCESS due to the optional `GET` argument"),
+    C::new(
+        "setnx",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<SetNx>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["OW", "insert"]),
+    C::new(
+        "setex",
+        4,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<SetEx>(c, a, Precision::Seconds),
+    )
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
+    C::new(
+        "psetex",
+        4,
+        &["write", "denyoom"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<SetEx>(c, a, Precision::Millis),
+    )
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_key_flags(&["OW", "update"]),
+    C::new(
+        "getset",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetSet>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "getdel",
+        2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetDel>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "delete"]),
+    C::new(
+        "getex",
+        -2,
+        &["write", "fast"],
+        C::keys(1, 1, 1),
+        run::<GetEx>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"])
+    .with_key_notes("RW and UPDATE because it changes the TTL"),
+    C::new(
+        "mget",
+        -2,
+        &["readonly", "fast"],
+        C::keys(1, -1, 1),
+        run::<MGet>,
+    )
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_tips(&["request_policy:multi_shard"]),
+    C::new(
+        "mset",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, -1, 2),
+        |c, a| run_as::<MSet>(c, a, MSetMode::Always),
+    )
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&[
+        "request_policy:multi_shard",
+        "response_policy:all_succeeded",
+    ])
+    .with_key_flags(&["OW", "update"]),
+    C::new(
+        "msetnx",
+        -3,
+        &["write", "denyoom"],
+        C::keys(1, -1, 2),
+        |c, a| run_as::<MSet>(c, a, MSetMode::IfNoneExists),
+    )
+    .with_acl(&["@write", "@string", "@slow"])
+    .with_tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+    .with_key_flags(&["OW", "insert"]),
+    C::new(
+        "incr",
+        2,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Incr>(c, a, Step::Up),
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "decr",
+        2,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<Incr>(c, a, Step::Down),
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "incrby",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<IncrBy>(c, a, Step::Up),
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "decrby",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        |c, a| run_as::<IncrBy>(c, a, Step::Down),
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "incrbyfloat",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<IncrByFloat>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "access", "update"]),
+    C::new(
+        "append",
+        3,
+        &["write", "denyoom", "fast"],
+        C::keys(1, 1, 1),
+        run::<Append>,
+    )
+    .with_acl(&["@write", "@string", "@fast"])
+    .with_key_flags(&["RW", "insert"]),
+    C::new(
+        "strlen",
+        2,
+        &["readonly", "fast"],
+        C::keys(1, 1, 1),
+        run::<StrLen>,
+    )
+    .with_acl(&["@read", "@string", "@fast"])
+    .with_key_flags(&["RO"]),
+];
+
+/// Reads a string value: None if missing, WRONGTYPE for other types.
+fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<Bytes>> {
+    let db = ctx.db();
+    match ctx.store.read_value(db, key, ctx.now_ms) {
+        None => Ok(None),
+        Some(v) => v.as_bytes().map(Some),
+    }
+}
+
+/// How a command's TTL argument is expressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TtlUnit {
+    /// EX: relative seconds.
+    Seconds,
+    /// PX: relative ms.
+    Millis,
+    /// EXAT: absolute Unix seconds.
+    UnixSeconds,
+    /// PXAT: absolute Unix ms.
+    UnixMillis,
+}
+
+impl TtlUnit {
+    /// The unit an (uppercased) EX / PX / EXAT / PXAT option names.
+    fn from_option(opt: &[u8]) -> Option<TtlUnit> {
+        match opt {
+            b"EX" => Some(TtlUnit::Seconds),
+            b"PX" => Some(TtlUnit::Millis),
+            b"EXAT" => Some(TtlUnit::UnixSeconds),
+            b"PXAT" => Some(TtlUnit::UnixMillis),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a TTL option's value into `ttl` (SET, GETEX). Redis lets the same unit repeat (the
+/// last value wins) but refuses another unit, a conflicting option (`conflict`: KEEPTTL,
+/// PERSIST) or a missing value, all as a syntax error.
+fn read_ttl_option(
+    a: &mut ArgCursor<'_>,
+    unit: TtlUnit,
+    ttl: &mut Option<(TtlUnit, Bytes)>,
+    conflict: bool,
+) -> CmdResult<()> {
+    if ttl.as_ref().is_some_and(|(u, _)| *u != unit) || conflict || a.remaining() == 0 {
+        return Err(CmdError::Syntax);
+    }
+    *ttl = Some((unit, a.next()?.clone()));
+    Ok(())
+}
+
+/// Turns a SET/GETEX/SETEX TTL argument into an absolute Unix ms deadline, with Redis's
+/// checks: not an integer → "not an integer"; ≤ 0 or overflowing → "invalid expire time".
+pub fn expire_deadline(
+    arg: &[u8],
+    unit: TtlUnit,
+    now_ms: u64,
+    cmd: &'static str,
+) -> CmdResult<u64> {
+    let n = parse_i64(arg).ok_or(CmdError::NotInteger)?;
+    let invalid = CmdError::InvalidExpire(cmd);
+    if n <= 0 {
+        return Err(invalid);
+    }
+    let ms = match unit {
+        TtlUnit::Seconds | TtlUnit::UnixSeconds => n.checked_mul(1000).ok_or(invalid.clone())?,
+        _ => n,
+    };
+    let at = match unit {
+        TtlUnit::Seconds | TtlUnit::Millis => {
+            ms.checked_add(now_ms as i64).ok_or(invalid.clone())?
+        }
+        _ => ms,
+    };
+    if at <= 0 {
+        return Err(invalid);
+    }
+    Ok(at as u64)
+}
+
+/// GET key
+#[derive(Debug)]
+pub struct Get {
+    key: Bytes,
+}
+
+impl Command for Get {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Get {
+            key: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        // A value stored inside its entry (an integer, a short string) is replied from
+        // inside the reply, a longer one shares the stored bytes: GET allocates nothing.
+        Ok(match ctx.store.read_value(db, &self.key, ctx.now_ms) {
+            None => Reply::Null,
+            Some(Value::Int(n)) => Reply::Short(Short::int(*n)),
+            Some(Value::Str(s) | Value::Raw(s)) if s.is_inline() => Reply::short_or_bulk(s),
+            Some(v) => Reply::Bulk(v.as_bytes()?),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cond {
+    Always,
+    Nx,
+    Xx,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ttl {
+    /// Drop any TTL.
+    Clear,
+    /// KEEPTTL.
+    Keep,
+    /// An absolute deadline (ms).
+    At(u64),
+}
+
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
+#[derive(Debug)]
+pub struct Set {
+    key: Bytes,
+    value: Bytes,
+    cond: Cond,
+    get: bool,
+    ttl: Option<(TtlUnit, Bytes)>,
+    keep_ttl: bool,
+}
+
+impl Command for Set {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut s = Set {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+            cond: Cond::Always,
+            get: false,
+            ttl: None,
+            keep_ttl: false,
+        };
+        while let Some(opt) = a.peek() {
+            let opt = crate::engine::args::upper(opt);
+            a.next()?;
+            let unit = match &opt[..] {
+                b"NX" if s.cond != Cond::Xx => {
+                    s.cond = Cond::Nx;
+                    continue;
+                }
+                b"XX" if s.cond != Cond::Nx => {
+                    s.cond = Cond::Xx;
+                    continue;
+                }
+                b"GET" => {
+                    s.get = true;
+                    continue;
+                }
+                b"KEEPTTL" if s.ttl.is_none() => {
+                    s.keep_ttl = true;
+                    continue;
+                }
+                other => TtlUnit::from_option(other).ok_or(CmdError::Syntax)?,
+            };
+            read_ttl_option(a, unit, &mut s.ttl, s.keep_ttl)?;
+        }
+        Ok(s)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let ttl = match &self.ttl {
+            Some((unit, arg)) => Ttl::At(expire_deadline(arg, *unit, ctx.now_ms, "set")?),
+            None if self.keep_ttl => Ttl::Keep,
+            None => Ttl::Clear,
+        };
+        let db = ctx.db();
+        let old = if self.get {
+            Some(read_string(ctx, &self.key)?)
+        } else {
+            None
+        };
+        let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
+        if (self.cond == Cond::Nx && exists) || (self.cond == Cond::Xx && !exists) {
+            return Ok(match old {
+                Some(v) => v.into(),
+                None => Reply::Null,
+            });
+        }
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), ttl);
+        ctx.notify(class::STRING, "set", &self.key);
+        if let Ttl::At(_) = ttl {
+            ctx.notify(class::GENERIC, "expire", &self.key);
+        }
+        Ok(match old {
+            Some(v) => v.into(),
+            None => Reply::ok(),
+        })
+    }
+}
+
+fn store_string(ctx: &mut Ctx<'_>, key: &[u8], value: Value, ttl: Ttl) {
+    let db = ctx.db();
+    match ttl {
+        Ttl::Clear => ctx.store.set(db, key, value, None),
+        Ttl::At(at) => ctx.store.set(db, key, value, Some(at)),
+        Ttl::Keep => ctx.store.set_keep_ttl(db, key, value, ctx.now_ms),
+    }
+}
+
+/// SETNX key value
+#[derive(Debug)]
+pub struct SetNx {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for SetNx {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(SetNx {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        if ctx.store.exists(db, &self.key, ctx.now_ms) {
+            return Ok(Reply::Int(0));
+        }
+        ctx.store
+            .set(db, &self.key, Value::from_bytes(&self.value), None);
+        ctx.notify(class::STRING, "set", &self.key);
+        Ok(Reply::Int(1))
+    }
+}
+
+/// The unit of a relative time argument: SETEX/PSETEX, EXPIRE/PEXPIRE, TTL/PTTL…
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// Seconds (SETEX, EXPIRE, TTL…).
+    Seconds,
+    /// Milliseconds (PSETEX, PEXPIRE, PTTL…).
+    Millis,
+}
+
+/// SETEX key seconds value / PSETEX key ms value
+#[derive(Debug)]
+pub struct SetEx {
+    precision: Precision,
+    key: Bytes,
+    ttl: Bytes,
+    value: Bytes,
+}
+
+impl VariantCommand for SetEx {
+    type Variant = Precision;
+
+    fn parse(a: &mut ArgCursor<'_>, precision: Precision) -> CmdResult<Self> {
+        Ok(SetEx {
+            precision,
+            key: a.next()?.clone(),
+            ttl: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let (unit, name) = match self.precision {
+            Precision::Millis => (TtlUnit::Millis, "psetex"),
+            Precision::Seconds => (TtlUnit::Seconds, "setex"),
+        };
+        let at = expire_deadline(&self.ttl, unit, ctx.now_ms, name)?;
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::At(at));
+        ctx.notify(class::STRING, "set", &self.key);
+        ctx.notify(class::GENERIC, "expire", &self.key);
+        Ok(Reply::ok())
+    }
+}
+
+/// GETSET key value
+#[derive(Debug)]
+pub struct GetSet {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for GetSet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(GetSet {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let old = read_string(ctx, &self.key)?;
+        store_string(ctx, &self.key, Value::from_bytes(&self.value), Ttl::Clear);
+        ctx.notify(class::STRING, "set", &self.key);
+        Ok(old.into())
+    }
+}
+
+/// GETDEL key
+#[derive(Debug)]
+pub struct GetDel {
+    key: Bytes,
+}
+
+impl Command for GetDel {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(GetDel {
+            key: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let old = read_string(ctx, &self.key)?;
+        if old.is_some() {
+            let db = ctx.db();
+            ctx.store.remove(db, &self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", &self.key);
+        }
+        Ok(old.into())
+    }
+}
+
+/// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
+#[derive(Debug)]
+pub struct GetEx {
+    key: Bytes,
+    ttl: Option<(TtlUnit, Bytes)>,
+    persist: bool,
+}
+
+impl Command for GetEx {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let mut g = GetEx {
+            key: a.next()?.clone(),
+            ttl: None,
+            persist: false,
+        };
+        while let Some(opt) = a.peek() {
+            let opt = crate::engine::args::upper(opt);
+            a.next()?;
+            let unit = match &opt[..] {
+                b"PERSIST" if g.ttl.is_none() => {
+                    g.persist = true;
+                    continue;
+                }
+                other => TtlUnit::from_option(other).ok_or(CmdError::Syntax)?,
+            };
+            read_ttl_option(a, unit, &mut g.ttl, g.persist)?;
+        }
+        Ok(g)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        // As in Redis: a missing key or WRONGTYPE is reported before a bad TTL.
+        let Some(value) = read_string(ctx, &self.key)? else {
+            return Ok(Reply::Null);
+        };
+        let at = match &self.ttl {
+            Some((unit, arg)) => Some(expire_deadline(arg, *unit, ctx.now_ms, "getex")?),
+            None => None,
+        };
+        let db = ctx.db();
+        if let Some(at) = at {
+            if at <= ctx.now_ms {
+                ctx.store.remove(db, &self.key, ctx.now_ms);
+                ctx.notify(class::GENERIC, "del", &self.key);
+            } else {
+                ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
+                ctx.notify(class::GENERIC, "expire", &self.key);
+            }
+        } else if self.persist {
+            crate::commands::keys::expire::persist(ctx, &self.key);
+        }
+        Ok(Reply::Bulk(value))
+    }
+}
+
+/// MGET key [key …]
+#[derive(Debug)]
+pub struct MGet {
+    keys: Vec<Bytes>,
+}
+
+impl Command for MGet {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(MGet {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let out = self
+            .keys
+            .iter()
+            .map(|k| {
+                match ctx
+                    .store
+                    .read_value(db, k, ctx.now_ms)
+                    .map(|v| v.as_bytes())
+                {
+                    Some(Ok(b)) => Reply::Bulk(b),
+                    _ => Reply::Null,
+                }
+            })
+            .collect();
+        Ok(Reply::Array(out))
+    }
+}
+
+/// Whether MSET writes unconditionally or, as MSETNX, only when no key exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MSetMode {
+    /// MSET.
+    Always,
+    /// MSETNX: all or nothing, nothing if any key exists.
+    IfNoneExists,
+}
+
+/// MSET / MSETNX key value [key value …]
+#[derive(Debug)]
+pub struct MSet {
+    mode: MSetMode,
+    pairs: Vec<(Bytes, Bytes)>,
+}
+
+impl VariantCommand for MSet {
+    type Variant = MSetMode;
+
+    fn parse(a: &mut ArgCursor<'_>, mode: MSetMode) -> CmdResult<Self> {
+        let rest = a.rest();
+        if !rest.len().is_multiple_of(2) {
+            return Err(CmdError::WrongArity(
+                match mode {
+                    MSetMode::Always => "mset",
+                    MSetMode::IfNoneExists => "msetnx",
+                }
+                .into(),
+            ));
+        }
+        Ok(MSet {
+            mode,
+            pairs: rest
+                .chunks(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let nx = self.mode == MSetMode::IfNoneExists;
+        if nx
+            && self
+                .pairs
+                .iter()
+                .any(|(k, _)| ctx.store.exists(db, k, ctx.now_ms))
+        {
+            return Ok(Reply::Int(0));
+        }
+        for (k, v) in &self.pairs {
+            ctx.store.set(db, k, Value::from_bytes(v), None);
+            ctx.notify(class::STRING, "set", k);
+        }
+        Ok(if nx { Reply::Int(1) } else { Reply::ok() })
+    }
+}
+
+/// Adds `by` to the integer at `key` (created as 0), keeping its TTL.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
+    let db = ctx.db();
+    let next = {
+        // A missing key is created as `by` itself: 0 + by cannot overflow.
+        let mut s: StringMut = ctx
+            .store
+            .modify_or_create(db, key, ctx.now_ms, || StringValue::int(0))?;
+        let current = match s.value() {
+            Value::Int(n) => *n,
+            Value::Str(b) | Value::Raw(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
+            _ => return Err(CmdError::WrongType),
+        };
+        let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
+        s.set_int(next);
+        next
+    };
+    ctx.notify(class::STRING, "incrby", key);
+    Ok(Reply::Int(next))
+}
+
+/// Which way INCR/INCRBY (up) or DECR/DECRBY (down) moves the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// INCR, INCRBY.
+    Up,
+    /// DECR, DECRBY.
+    Down,
+}
+
+/// INCR key / DECR key
+#[derive(Debug)]
+pub struct Incr {
+    key: Bytes,
+    by: i64,
+}
+
+impl VariantCommand for Incr {
+    type Variant = Step;
+
+    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
+        Ok(Incr {
+            key: a.next()?.clone(),
+            by: match step {
+                Step::Up => 1,
+                Step::Down => -1,
+            },
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        incr_by(ctx, &self.key, self.by)
+    }
+}
+
+/// INCRBY key n / DECRBY key n
+#[derive(Debug)]
+pub struct IncrBy {
+    key: Bytes,
+    by: i64,
+}
+
+impl VariantCommand for IncrBy {
+    type Variant = Step;
+
+    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
+        let key = a.next()?.clone();
+        let by = a.next_i64()?;
+        let by = match step {
+            Step::Up => by,
+            Step::Down => by
+                .checked_neg()
+                .ok_or(CmdError::msg("ERR decrement would overflow"))?,
+        };
+        Ok(IncrBy { key, by })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        incr_by(ctx, &self.key, self.by)
+    }
+}
+
+/// INCRBYFLOAT key increment
+///
+/// Computed in emulated x87 `long double`, as Redis does on x86-64, so the stored text is
+/// Redis's to the last digit (`0.1 + 0.2` is `0.3`).
+#[derive(Debug)]
+pub struct IncrByFloat {
+    key: Bytes,
+    /// Parsed in `apply`, after the type check: Redis answers WRONGTYPE before it looks at
+    /// the increment (unlike INCRBY, which checks its increment first).
+    by: Bytes,
+}
+
+impl Command for IncrByFloat {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(IncrByFloat {
+            key: a.next()?.clone(),
+            by: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let current = match ctx
+            .store
+            .lookup(db, &self.key, ctx.now_ms)
+            .map(|e| &e.value)
+        {
+            None => LongDouble::ZERO,
+            Some(Value::Int(n)) => long_double::parse(itoa::Buffer::new().format(*n).as_bytes())
+                .ok_or(CmdError::NotFloat)?,
+            Some(Value::Str(b) | Value::Raw(b)) => {
+                long_double::parse(b).ok_or(CmdError::NotFloat)?
+            }
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        let by = long_double::parse(&self.by).ok_or(CmdError::NotFloat)?;
+        let next = long_double::add(current, by);
+        if !next.is_finite() {
+            return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
+        }
+        let text = Bytes::from(long_double::format_human(next));
+        ctx.store
+            .set_keep_ttl(db, &self.key, Value::Str(text.clone().into()), ctx.now_ms);
+        ctx.notify(class::STRING, "incrbyfloat", &self.key);
+        Ok(Reply::Bulk(text))
+    }
+}
+
+/// APPEND key value
+#[derive(Debug)]
+pub struct Append {
+    key: Bytes,
+    value: Bytes,
+}
+
+impl Command for Append {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Append {
+            key: a.next()?.clone(),
+            value: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let max = ctx
+            .shared
+            .config
+            .read()
+            .map(|c| c.proto_max_bulk_len)
+            .unwrap_or(usize::MAX);
+        let total = {
+            // A new key is stored as SET stores it (Redis: "42" gets the int encoding).
+            let mut s: StringMut = ctx.store.modify_or_create(db, &self.key, ctx.now_ms, || {
+                StringValue::from_bytes(&self.value)
+            })?;
+            if s.is_created() {
+                self.value.len()
+            } else {
+                let total = s.str_len().saturating_add(self.value.len());
+                if total > max {
+                    return Err(CmdError::msg(
+                        "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+                    ));
+                }
+                s.append(&self.value);
+                total
+            }
+        };
+        ctx.notify(class::STRING, "append", &self.key);
+        Ok(Reply::Int(total as i64))
+    }
+}
+
+/// STRLEN key
+#[derive(Debug)]
+pub struct StrLen {
+    key: Bytes,
+}
+
+impl Command for StrLen {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(StrLen {
+            key: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(
+            read_string(ctx, &self.key)?.map_or(0, |b| b.len() as i64),
+        ))
+    }
+}

@@ -1,0 +1,673 @@
+//! The one path every command runs through: [`call`], for a client's request, a command
+//! EXEC runs from its queue, and a script's `redis.call` / `redis.pcall` alike.
+//!
+//! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a
+//! command for its caller (authentication, `no-multi` inside MULTI, cluster routing, OOM,
+//! the RESP2 subscribed context, `noscript` and writes from read-only scripts or on a
+//! read-only replica), running the handler, noting what it propagates to replicas, and the
+//! accounting after it (INFO commandstats / errorstats / latencystats,
+//! SLOWLOG, LATENCY, MONITOR). The callers only do what is theirs: `execute` resolves the
+//! request and keeps CLIENT LIST's view; EXEC checks WATCH and takes every lock; a script
+//! host keeps its held shards and turns errors into Lua values.
+//!
+//! A command is resolved once (`CommandTable` entry): MULTI queues the entry's id, EXEC runs
+//! that entry, and statistics are counted into it. What Redis decides by comparing handler
+//! pointers (EXEC, the commands a subscribed RESP2 client may send…) is the entry's
+//! [`Roles`], given once when the table is built, not a comparison of names per command.
+//!
+//! Accounting follows Redis 7.0.15: a refused command counts `rejected_calls`, one that ran
+//! and replied an error `failed_calls`; every error reply counts once in
+//! `total_error_replies` and under its prefix in errorstats. A script's error that came from
+//! a failed `redis.call` was counted by that call, so the script command counts only as
+//! failed, as Redis's `ignore_error_stats_update` does.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::client::ClientState;
+use crate::commands::cluster;
+use crate::engine::table::Entry;
+use crate::engine::{CmdFlags, Ctx, lock_for, try_lock_for};
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::services::{blocking, maxmemory, monitor, notify};
+
+bitflags::bitflags! {
+    /// What sluice must know about a few commands beyond their Redis flags (Redis compares
+    /// their handlers). Given when the table is built ([`roles_of`]).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Roles: u8 {
+        /// EXEC: checks the whole queue (OOM, cluster slot, pause).
+        const EXEC = 1 << 0;
+        /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
+        const ENDS_MULTI = 1 << 1;
+        /// Allowed to a subscribed RESP2 client ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
+        const WHILE_SUBSCRIBED = 1 << 2;
+        /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
+        const LOCKS_ITSELF = 1 << 3;
+        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
+        const NEEDS_SHARDS = 1 << 4;
+        /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
+        /// holds it).
+        const MAY_REPLICATE = 1 << 5;
+        /// EVAL / EVAL_RO: the script's text is the first argument.
+        const EVAL = 1 << 6;
+        /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
+        const EVALSHA = 1 << 7;
+    }
+}
+
+/// The roles of the command (or subcommand) with table name `name`.
+pub fn roles_of(name: &str) -> Roles {
+    match name {
+        "exec" => Roles::EXEC | Roles::ENDS_MULTI | Roles::NEEDS_SHARDS,
+        "discard" => Roles::ENDS_MULTI,
+        "quit" | "reset" => Roles::ENDS_MULTI | Roles::WHILE_SUBSCRIBED,
+        "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
+        | "punsubscribe" => Roles::WHILE_SUBSCRIBED,
+        "watch" => Roles::NEEDS_SHARDS,
+        "info" | "config|resetstat" | "clock|advance" | "clock|set" => Roles::LOCKS_ITSELF,
+        "pfcount" | "publish" | "spublish" | "fcall" => Roles::MAY_REPLICATE,
+        "eval" | "eval_ro" => Roles::EVAL,
+        "evalsha" | "evalsha_ro" => Roles::EVALSHA,
+        _ => Roles::empty(),
+    }
+}
+
+/// Who runs the command.
+#[derive(Debug)]
+pub enum Caller<'r, 'a> {
+    /// A client's request: `call` checks it, queues it inside MULTI, or locks its shards
+    /// and runs it. The `Ctx` comes with no shard held; the arguments are given again with
+    /// the lifetime of the locks, which keep the key arguments' hashes.
+    Client(&'a [Bytes]),
+    /// EXEC running a queued command with the transaction's locks and `now`.
+    Exec,
+    /// A script's `redis.call` / `redis.pcall`, with the script's locks and `now`.
+    Script(&'r mut ScriptRules),
+}
+
+/// What a script's calls are held to, and what `call` tells the script host back.
+#[derive(Debug, Default)]
+pub struct ScriptRules {
+    /// Writes are refused (`*_RO`, `no-writes`).
+    pub read_only: bool,
+    /// `allow-oom`: commands that may grow memory run past maxmemory.
+    pub allow_oom: bool,
+    /// Cluster mode: the one slot the script's calls may touch, once known.
+    pub slot: Option<u16>,
+    /// Cluster mode: the calls may touch several slots.
+    pub cross_slot_ok: bool,
+    /// The protocol the script speaks (`redis.setresp`).
+    pub resp: u8,
+    /// A call wrote: the script can no longer be killed.
+    pub wrote: bool,
+    /// The last error a call replied (already counted in the error statistics).
+    pub last_error: Option<String>,
+}
+
+const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
+
+/// Runs `entry` with `args` (name first) for `caller` and returns its reply.
+pub fn call<'a>(
+    ctx: &mut Ctx<'a>,
+    entry: &Entry,
+    args: &[Bytes],
+    mut caller: Caller<'_, 'a>,
+) -> Reply {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    // Time a command asked to be held (DEBUG SLEEP, FAULT LATENCY) counts as its own, as
+    // a real sleep in Redis would: SLOWLOG and LATENCY see it. What earlier commands of the
+    // batch asked for is set aside once the command is past its checks, then added back.
+    let held_before;
+    // Kept to the end of the reply: cluster routing's guard, the busy announcement.
+    let mut _routed = None;
+    let mut _announced = None;
+    let started = match &mut caller {
+        Caller::Client(keys) => {
+            let keys: &'a [Bytes] = keys;
+            match client_policy(ctx, entry, args) {
+                Ok(guard) => _routed = Some(guard),
+                Err(reply) => return reply,
+            }
+            if ctx.client.multi.is_some() && !spec.immediate {
+                queue(ctx.client, entry, args);
+                return Reply::status("QUEUED");
+            }
+            held_before = ctx.client.sleep.take();
+            if let Some(hooks) = &shared.test
+                && let Some(reply) =
+                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx.client)
+            {
+                account(ctx, entry, args, &reply, Duration::ZERO, &caller);
+                ctx.client.sleep = held_before;
+                return reply;
+            }
+            // A script is marked busy, with the shards it will hold, before it takes them,
+            // so commands arriving meanwhile for those shards wait at the busy gate instead
+            // of blocking their thread on a shard a long script keeps.
+            _announced = runs_script(entry).then(|| {
+                let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
+                shared.scripts.busy.announce_holding(held)
+            });
+            // Passing the busy gate was no promise: a script may have taken a shard this
+            // command needs since. Waiting on its lock would hold this thread (and every
+            // connection of its loop) for the whole script, where Redis waits for a short
+            // script and answers -BUSY past busy-reply-threshold; so a connection that can
+            // wait goes back to the gate, which does that. Another command holding the
+            // shard lets go within microseconds: that wait blocks, as it always did.
+            ctx.store = match try_lock_for(shared, spec, keys) {
+                Ok(locked) => locked,
+                Err(wanted) => {
+                    // This command's own announcement is not what it waits for.
+                    drop(_announced.take());
+                    if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
+                        ctx.client.sleep = held_before;
+                        ctx.client.regate = true;
+                        return Reply::Null;
+                    }
+                    _announced = runs_script(entry).then(|| {
+                        let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
+                        shared.scripts.busy.announce_holding(held)
+                    });
+                    lock_for(shared, spec, keys)
+                }
+            };
+            // One clock read gives the command's `now` and the start of its timing.
+            let (now_ns, started) = shared.clock.now_ns_and_instant();
+            // For a replica's master link no key has expired: the master's DELs expire them.
+            let now_ns = if ctx.client.master_link { 0 } else { now_ns };
+            ctx.now_ns = now_ns;
+            ctx.now_ms = now_ns / 1_000_000;
+            started
+        }
+        Caller::Exec => {
+            if spec.has(CmdFlags::NO_MULTI) {
+                return reject(
+                    shared,
+                    ctx.client,
+                    Some(entry),
+                    Reply::Error(NOT_IN_MULTI.into()),
+                );
+            }
+            held_before = ctx.client.sleep.take();
+            Instant::now()
+        }
+        Caller::Script(rules) => {
+            if let Some(refused) = script_policy(shared, ctx.client, entry, args, rules) {
+                // Counted here, as Redis's scriptCall does (the script's own error reply,
+                // which starts with this one, is then not counted again).
+                entry.stats.rejected();
+                if let Reply::Error(text) = &refused {
+                    count_error(shared, text);
+                    rules.last_error = Some(text.to_string());
+                }
+                return refused;
+            }
+            held_before = ctx.client.sleep.take();
+            Instant::now()
+        }
+    };
+    if runs_script(entry) && !matches!(caller, Caller::Script(_)) {
+        // Scripts are `skip_monitor`, but Redis shows the script command itself before the
+        // commands it calls.
+        feed_monitors(ctx, entry, args, false);
+    }
+    let reply = run(ctx, entry, args, &mut caller);
+    let took = started.elapsed() + ctx.client.sleep.unwrap_or_default();
+    ctx.client.sleep = match (held_before, ctx.client.sleep) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    account(ctx, entry, args, &reply, took, &caller);
+    if let Caller::Script(rules) = &mut caller
+        && let Reply::Error(text) = &reply
+    {
+        rules.last_error = Some(text.to_string());
+    }
+    reply
+}
+
+/// The handler, with what the caller changes around it.
+fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_, '_>) -> Reply {
+    let spec = entry.spec;
+    let reply = match caller {
+        Caller::Script(rules) => {
+            let client_resp = std::mem::replace(&mut ctx.client.resp, rules.resp);
+            // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
+            let may_block = std::mem::replace(&mut ctx.may_block, false);
+            let reply = (spec.handler)(ctx, args);
+            ctx.may_block = may_block;
+            ctx.client.resp = client_resp;
+            reply
+        }
+        Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
+    };
+    blocking::note_write(ctx, spec, args);
+    crate::repl::effects::note(ctx, spec, entry.effect, args, &reply);
+    if matches!(caller, Caller::Client(_)) {
+        // Fed while the locks are held, so writes to one key reach the replication stream
+        // in the order they were applied (EXEC feeds its own within its lock hold).
+        let effects = std::mem::take(&mut ctx.propagate);
+        if !effects.is_empty() {
+            ctx.shared.repl.propagate(&effects);
+        }
+        // The key events are taken while the shards (and their logs) are still held, then
+        // the locks are dropped before anything else. Notifications go out with no lock
+        // held; then clients blocked on keys the command wrote are served (their pops emit
+        // their own), before its reply goes out and before the next command runs (Redis's
+        // handleClientsBlockedOnKeys).
+        let events = ctx.take_events();
+        ctx.store.release();
+        notify::publish(ctx.shared, events);
+        let ready = std::mem::take(&mut ctx.ready);
+        if !ready.is_empty() {
+            blocking::serve(ctx.shared, ready);
+        }
+    }
+    reply
+}
+
+/// True for the script commands (EVAL…, FCALL…).
+fn runs_script(entry: &Entry) -> bool {
+    entry.roles.intersects(Roles::EVAL | Roles::EVALSHA)
+        || matches!(entry.spec.name, "fcall" | "fcall_ro")
+}
+
+/// A client's request before it runs or is queued: Redis's `processCommand` checks, in its
+/// order. `Ok` carries cluster routing's guard, held until the reply.
+fn client_policy<'s>(
+    ctx: &mut Ctx<'s>,
+    entry: &Entry,
+    args: &[Bytes],
+) -> Result<cluster::Routed<'s>, Reply> {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    let client = &mut *ctx.client;
+    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error("NOAUTH Authentication required.".into()),
+        ));
+    }
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept), and secrets are logged as `(redacted)`, as MONITOR shows them.
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            client,
+            &monitor::redact(spec.name, args),
+        );
+    }
+    if client.multi.is_some() && spec.has(CmdFlags::NO_MULTI) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(NOT_IN_MULTI.into()),
+        ));
+    }
+    // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
+    let routed = match cluster::route(shared, client, entry, args) {
+        Ok(guard) => guard,
+        Err(reply) => return Err(reject(shared, client, Some(entry), reply)),
+    };
+    if let Some(reply) = maxmemory::check(shared, client, entry) {
+        return Err(reject(shared, client, Some(entry), reply));
+    }
+    // MISCONF: writes refused after a failed background save (see persist.rs).
+    if let Some(reply) = crate::services::persist::misconf(shared, spec) {
+        return Err(reject(shared, client, Some(entry), reply));
+    }
+    if spec.has(CmdFlags::WRITE) && crate::engine::read_only_replica(shared, client) {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(crate::engine::READONLY.into()),
+        ));
+    }
+    // A RESP2 connection that is subscribed only takes what Redis takes in that context.
+    if client.resp == 2 && client.subscribed() && !entry.roles.contains(Roles::WHILE_SUBSCRIBED) {
+        let text = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.full_name()
+        );
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(text.into()),
+        ));
+    }
+    Ok(routed)
+}
+
+/// A script's call: refused as Redis refuses it from scripts (the reply text), or allowed.
+fn script_policy(
+    shared: &Shared,
+    client: &ClientState,
+    entry: &Entry,
+    args: &[Bytes],
+    rules: &mut ScriptRules,
+) -> Option<Reply> {
+    let spec = entry.spec;
+    // Commands that lock shards themselves would wait forever on the locks the script holds.
+    if spec.has(CmdFlags::NOSCRIPT) || entry.roles.contains(Roles::LOCKS_ITSELF) {
+        return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
+    }
+    let writes = spec.has(CmdFlags::WRITE);
+    if writes && rules.read_only {
+        return Some(Reply::Error(RO_SCRIPT.into()));
+    }
+    if writes && crate::engine::read_only_replica(shared, client) {
+        return Some(Reply::Error(crate::engine::READONLY.into()));
+    }
+    let maxmemory = shared.live.maxmemory();
+    if maxmemory > 0
+        && !rules.allow_oom
+        && spec.has(CmdFlags::DENYOOM)
+        && crate::alloc_stats::allocated() > maxmemory
+    {
+        return Some(Reply::Error(crate::store::evict::OOM_ERROR.into()));
+    }
+    if writes {
+        rules.wrote = true;
+    }
+    cluster::script_check(
+        shared,
+        client,
+        spec,
+        args,
+        &mut rules.slot,
+        rules.cross_slot_ok,
+    )
+}
+
+/// Queues a command inside MULTI: its resolved entry and its arguments.
+fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    if let Some(queue) = client.multi.as_mut() {
+        queue.push(crate::client::Queued {
+            cmd: entry.id.0,
+            args: args.iter().cloned().collect(),
+        });
+        client
+            .info
+            .multi
+            .store(queue.len() as i64, Ordering::Relaxed);
+        client.info.multi_mem.fetch_add(
+            argv_mem + args.len() * std::mem::size_of::<usize>(),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Refuses a command before it runs (Redis's rejectCommand): counts the error and the
+/// command's `rejected_calls`, and inside MULTI dooms the transaction so EXEC answers
+/// EXECABORT. `entry` is None for an unknown command.
+pub fn reject(
+    shared: &Shared,
+    client: &mut ClientState,
+    entry: Option<&Entry>,
+    reply: Reply,
+) -> Reply {
+    if client.multi.is_some() {
+        client.multi_failed = true;
+    }
+    if let Some(entry) = entry {
+        entry.stats.rejected();
+    }
+    if let Reply::Error(text) = &reply {
+        count_error(shared, text);
+    }
+    reply
+}
+
+/// Counts one error reply: `total_error_replies` and its prefix's errorstat.
+pub fn count_error(shared: &Shared, text: &str) {
+    shared
+        .stats
+        .total_error_replies
+        .fetch_add(1, Ordering::Relaxed);
+    shared.errors.count(text);
+}
+
+/// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
+fn account(
+    ctx: &mut Ctx<'_>,
+    entry: &Entry,
+    args: &[Bytes],
+    reply: &Reply,
+    took: Duration,
+    caller: &Caller<'_, '_>,
+) {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    // Whole microseconds without u128 arithmetic (this runs for every command).
+    let usec = took
+        .as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(took.subsec_micros()));
+    // A script whose error came from a failed call: that call counted it already.
+    let counted = std::mem::take(&mut ctx.error_counted);
+    let failed = match reply {
+        Reply::Error(text) => {
+            if !counted {
+                count_error(shared, text);
+            }
+            true
+        }
+        _ => counted,
+    };
+    entry
+        .stats
+        .ran(usec, failed, shared.live.latency_tracking());
+    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    let from_script = matches!(caller, Caller::Script(_));
+    let threshold_ms = shared.live.latency_threshold_ms();
+    if threshold_ms > 0 && usec / 1000 >= threshold_ms {
+        let event = if spec.has(CmdFlags::FAST) {
+            "fast-command"
+        } else {
+            "command"
+        };
+        shared
+            .latency
+            .add(event, shared.clock.now_ms() / 1000, usec / 1000);
+    }
+    if !spec.has(CmdFlags::SKIP_SLOWLOG)
+        && ctx.blocked.is_none()
+        && shared.slowlog.is_slow(&shared.live, usec)
+    {
+        shared.slowlog.push(
+            &shared.live,
+            shared.clock.now_ms() / 1000,
+            usec,
+            &monitor::redact(spec.name, args),
+            ctx.client,
+            from_script,
+        );
+    }
+    if !spec.has(CmdFlags::ADMIN) && !spec.has(CmdFlags::SKIP_MONITOR) {
+        feed_monitors(ctx, entry, args, from_script);
+    }
+}
+
+/// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
+fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool) {
+    let shared = ctx.shared;
+    if !shared.monitors.active() {
+        return;
+    }
+    let hard = shared.live.output_buffer_limit().hard;
+    let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
+    let addr = if from_script {
+        "lua"
+    } else {
+        &ctx.client.info.addr
+    };
+    shared.monitors.publish(
+        shared.clock.now_ns() / 1000,
+        ctx.client.db,
+        addr,
+        &monitor::redact(entry.spec.name, args),
+        cap,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use crate::client::ClientState;
+    use crate::engine::{execute, execute_blocking};
+    use crate::protocol::Reply;
+    use crate::script::Held;
+    use crate::server::Shared;
+
+    /// The busy-script window: a command that passed the busy gate before a script took its
+    /// shard must not wait on the shard's lock for the whole script (its thread would stall,
+    /// where Redis answers -BUSY past the threshold). The connection's request comes back
+    /// unrun, to go through the gate again; a command on another shard runs.
+    #[test]
+    fn a_script_holding_the_shard_sends_the_request_back_to_the_gate() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let key = Bytes::from_static(b"k");
+        let shard = shared.keyspace.shard_of(&key);
+        let other = (0u32..)
+            .map(|i| Bytes::from(format!("other{i}")))
+            .find(|k| shared.keyspace.shard_of(k) != shard)
+            .unwrap();
+        // This thread plays the script: running, holding the key's shard (and its lock).
+        let _running = shared
+            .scripts
+            .busy
+            .begin_as(None, Held::Some([shard].into_iter().collect()));
+        let held_key = key.clone();
+        let _lock = shared.keyspace.lock_args([&held_key[..]]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut client = ClientState::new(info);
+                let get = [Bytes::from_static(b"GET"), key];
+                let (_, waiter) = execute_blocking(&shared, &mut client, &get);
+                let sent_back = std::mem::take(&mut client.regate);
+                let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
+                let (reply, _) = execute_blocking(&shared, &mut client, &set);
+                tx.send((sent_back, waiter.is_none(), reply, client.regate))
+                    .unwrap();
+            })
+        };
+        let (sent_back, not_blocked, other_reply, other_sent_back) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the command waited on the script's shard lock");
+        assert!(sent_back, "GET on the script's shard goes back to the gate");
+        assert!(not_blocked);
+        assert!(matches!(other_reply, Reply::Status(_)), "{other_reply:?}");
+        assert!(!other_sent_back, "SET on another shard runs");
+        connection.join().unwrap();
+        let stats = shared.table.entries().iter().find(|e| e.spec.name == "get");
+        assert_eq!(
+            stats.map(|e| e.stats.calls.load(std::sync::atomic::Ordering::Relaxed)),
+            Some(0),
+            "a request sent back is not counted"
+        );
+    }
+
+    /// Without a running script, contention on a shard is another command's short hold:
+    /// the request waits for the lock and runs. A caller that cannot wait (no connection to
+    /// gate it again) always waits.
+    #[test]
+    fn contention_without_a_script_waits_for_the_lock() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let key = Bytes::from_static(b"k");
+        let held_key = key.clone();
+        let lock = shared.keyspace.lock_args([&held_key[..]]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut client = ClientState::new(info);
+                let get = [Bytes::from_static(b"GET"), key];
+                let reply = execute(&shared, &mut client, &get);
+                tx.send((reply, client.regate)).unwrap();
+            })
+        };
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
+        drop(lock);
+        let (reply, sent_back) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(matches!(reply, Reply::Null), "{reply:?}");
+        assert!(!sent_back);
+        connection.join().unwrap();
+    }
+    /// Every command `roles_of` names exists, so a renamed command cannot silently lose
+    /// its role.
+    #[test]
+    fn every_role_names_a_command_of_the_table() {
+        let table = crate::engine::CommandTable::build();
+        let named = [
+            "exec",
+            "discard",
+            "quit",
+            "reset",
+            "ping",
+            "subscribe",
+            "ssubscribe",
+            "unsubscribe",
+            "sunsubscribe",
+            "psubscribe",
+            "punsubscribe",
+            "watch",
+            "info",
+            "config|resetstat",
+            "clock|advance",
+            "clock|set",
+            "pfcount",
+            "publish",
+            "spublish",
+            "fcall",
+            "eval",
+            "eval_ro",
+            "evalsha",
+            "evalsha_ro",
+        ];
+        for name in named {
+            let entry = table
+                .entries()
+                .iter()
+                .find(|e| e.spec.name == name)
+                .unwrap_or_else(|| panic!("{name} is not in the table"));
+            assert!(!entry.roles.is_empty(), "{name}");
+        }
+        let with_roles = table
+            .entries()
+            .iter()
+            .filter(|e| !e.roles.is_empty())
+            .count();
+        assert_eq!(with_roles, named.len());
+    }
+}

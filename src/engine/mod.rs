@@ -1,0 +1,349 @@
+//! The engine: the command table (name, arity, flags, key positions, handler), dispatch
+//! (`execute`, `lookup`), [`call()`](call::call), MULTI/EXEC, the handler's [`Ctx`] and the
+//! argument cursor. The command families (`crate::commands`) plug their handlers into it;
+//! the services (`crate::services`) are what it and the handlers talk to.
+//!
+//! A request goes through `execute`: the name is looked up (case-insensitively) and arity
+//! is checked against the table, which resolves it once into its table entry; then
+//! [`call()`](call::call) (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
+//! script calls. `call` applies the caller's policy (auth, cluster routing, OOM, flags),
+//! queues it inside MULTI, or locks the shards of the command's keys (from the table's key
+//! positions) in ascending order, reads the clock once, and runs the handler, which parses
+//! its arguments into a typed struct and applies it; then it counts the call (INFO
+//! commandstats, errorstats, latencystats, SLOWLOG, LATENCY, MONITOR). Every family module
+//! follows that `parse → apply` split through the `Command` trait, so argument errors are
+//! produced in one place per command.
+//!
+//! In cluster mode, `commands::cluster::route` runs between the NOAUTH and OOM checks: a
+//! command whose keys this node does not own gets `-MOVED`, keys in several slots
+//! `-CROSSSLOT` (Redis's order and texts). With cluster mode off it is one test of a `None`.
+
+pub mod args;
+pub mod call;
+pub mod docs;
+pub mod table;
+pub mod txn;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+pub use call::{Caller, call};
+
+use bytes::Bytes;
+
+use crate::client::ClientState;
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::services::{blocking, notify};
+use crate::store::Locked;
+use table::Entry;
+
+pub use args::ArgCursor;
+pub use table::{
+    CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+};
+
+/// What a handler works with: the server, the calling client, the locked shards and `now`.
+pub struct Ctx<'a> {
+    /// Server-wide state.
+    pub shared: &'a Shared,
+    /// The calling client.
+    pub client: &'a mut ClientState,
+    /// The shards this command holds.
+    pub store: Locked<'a>,
+    /// The command's time, read once (Unix ms).
+    pub now_ms: u64,
+    /// The same instant in ns (CL.THROTTLE).
+    pub now_ns: u64,
+    /// True while running the commands of an EXEC.
+    pub in_exec: bool,
+    /// A blocking command may block (a client outside MULTI, EXEC and scripts).
+    pub may_block: bool,
+    /// Set by a blocking command that blocked: the connection waits on it.
+    pub blocked: Option<Arc<blocking::Waiter>>,
+    /// Keys written that blocked clients wait on, served once the locks are released.
+    pub ready: Vec<(usize, Bytes)>,
+    /// Set by a script command whose error reply came from a failed `redis.call`: that
+    /// call counted the error already (see `call`).
+    pub error_counted: bool,
+    /// What this call propagates to replicas, (database, command) in order; fed to the
+    /// stream before the locks are released (see `repl`).
+    pub propagate: Vec<(usize, Vec<Bytes>)>,
+    /// Keyspace notifications emitted, published once the locks are released.
+    pub events: notify::Events,
+}
+
+impl Ctx<'_> {
+    /// The client's selected database.
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+}
+
+/// A command parsed into a typed struct, then applied.
+pub trait Command: Sized {
+    /// Parses the arguments after the command name. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// A table handler: gets the full argument list (name first).
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+
+/// The handler for any `Command`: parse the arguments after the name (and, for
+/// subcommands, after the subcommand name), check that the parse consumed them all, then
+/// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
+/// reads what it accepts and leaves the rest, and never checks for leftovers itself.
+pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    parse_and_apply(ctx, args, 1, C::parse, C::apply)
+}
+
+/// `run` for subcommands: arguments start after the subcommand name.
+pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    parse_and_apply(ctx, args, 2, C::parse, C::apply)
+}
+
+/// A command whose variants share one struct (EXPIRE/PEXPIRE/EXPIREAT…, LPUSH/RPUSH…): the
+/// table entry names the variant with an enum value, and `parse` receives it. The entry is
+/// a closure, `|ctx, args| run_as::<Expire>(ctx, args, ExpireKind::Pexpire)`, so the
+/// variant's name is what the table shows.
+pub trait VariantCommand: Sized {
+    /// The enum naming the variants.
+    type Variant: Copy;
+    /// Parses the arguments after the command name, for `variant`. Arity is already checked.
+    fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
+    /// Runs the command.
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
+}
+
+/// Whether a command's variant may write: the `_RO` twins (EVAL_RO, EVALSHA_RO, SORT_RO…)
+/// are the same command refusing writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The plain command.
+    ReadWrite,
+    /// The `_RO` variant.
+    ReadOnly,
+}
+
+/// Where a command's result goes: replied (SINTER, ZUNION…) or stored at a destination key,
+/// its size replied (the `STORE` forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Replied.
+    Reply,
+    /// Stored at the destination key (the first argument).
+    Store,
+}
+
+/// `run` for a [`VariantCommand`].
+pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
+    parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)
+}
+
+/// `run_sub` for a [`VariantCommand`].
+pub fn run_sub_as<C: VariantCommand>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    variant: C::Variant,
+) -> Reply {
+    parse_and_apply(ctx, args, 2, |a| C::parse(a, variant), C::apply)
+}
+
+/// The one path from arguments to reply: parse what follows the first `skip` arguments,
+/// refuse leftovers (`ERR syntax error`), apply.
+fn parse_and_apply<C>(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    skip: usize,
+    parse: impl FnOnce(&mut ArgCursor<'_>) -> CmdResult<C>,
+    apply: impl FnOnce(C, &mut Ctx<'_>) -> CmdResult<Reply>,
+) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(skip..).unwrap_or(&[]));
+    let parsed = parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    match parsed.and_then(|c| apply(c, ctx)) {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
+
+/// Redis's reply to an unknown command, byte for byte (trailing space included).
+pub fn unknown_command(args: &[Bytes]) -> CmdError {
+    let name = args.first().map(|n| printable(n, 128)).unwrap_or_default();
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push('\'');
+        rest.push_str(&printable(a, room));
+        rest.push_str("' ");
+    }
+    CmdError::UnknownCommand(format!(
+        "ERR unknown command '{name}', with args beginning with: {rest}"
+    ))
+}
+
+/// Text of a client argument inside an error line: C-string semantics (stops at NUL),
+/// truncated, with CR/LF turned into spaces so the reply stays one line.
+pub fn printable(b: &[u8], max: usize) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    String::from_utf8_lossy(&b[..end]).replace(['\r', '\n'], " ")
+}
+
+/// A resolved request: the table entry to run.
+pub enum Lookup<'t> {
+    /// Found; arity checked.
+    Found(&'t Entry),
+    /// An error to reply (unknown command or subcommand, wrong arity), with the entry when
+    /// the command is known (its `rejected_calls` count the error).
+    Error(CmdError, Option<&'t Entry>),
+}
+
+/// Looks up and arity-checks a request.
+pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
+    let Some(entry) = args.first().and_then(|name| table.get_entry(name)) else {
+        return Lookup::Error(unknown_command(args), None);
+    };
+    let entry = if entry.spec.subcommands.is_empty() || args.len() < 2 {
+        entry
+    } else {
+        match table.sub_entry(entry, &args[1]) {
+            Some(sub) => sub,
+            None => {
+                return Lookup::Error(
+                    CmdError::owned(format!(
+                        "ERR unknown subcommand '{}'. Try {} HELP.",
+                        printable(&args[1], 128),
+                        entry.spec.name.to_ascii_uppercase()
+                    )),
+                    None,
+                );
+            }
+        }
+    };
+    let spec = entry.spec;
+    let n = args.len() as i32;
+    if (spec.arity > 0 && n != spec.arity) || (spec.arity < 0 && n < -spec.arity) {
+        return Lookup::Error(CmdError::WrongArity(spec.full_name()), Some(entry));
+    }
+    Lookup::Found(entry)
+}
+
+/// Locks what `spec` needs for `args`. The key arguments' hashes are kept with the locks,
+/// so the handler's lookups and writes do not hash them again.
+pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -> Locked<'a> {
+    match spec.lock {
+        LockMode::None | LockMode::Stepwise => shared.keyspace.lock_none(),
+        LockMode::All => shared.keyspace.lock_all(),
+        LockMode::Keys => match spec.keys {
+            // Most commands have exactly one key, at index 1: skip the position iterator.
+            KeySpec::Range {
+                first: 1, last: 1, ..
+            } if args.len() > 1 => shared.keyspace.lock_args([&args[1][..]]),
+            _ => shared
+                .keyspace
+                .lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+        },
+    }
+}
+
+/// [`lock_for`] without waiting: `Err` carries the shard indexes wanted when another thread
+/// holds one of them (`engine::call` then sees whether a script does).
+pub fn try_lock_for<'a>(
+    shared: &'a Shared,
+    spec: &CommandSpec,
+    args: &'a [Bytes],
+) -> Result<Locked<'a>, smallvec::SmallVec<[usize; 8]>> {
+    match spec.lock {
+        LockMode::None | LockMode::Stepwise => Ok(shared.keyspace.lock_none()),
+        LockMode::All => shared.keyspace.try_lock_all(),
+        LockMode::Keys => match spec.keys {
+            KeySpec::Range {
+                first: 1, last: 1, ..
+            } if args.len() > 1 => shared.keyspace.try_lock_args([&args[1][..]]),
+            _ => shared
+                .keyspace
+                .try_lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+        },
+    }
+}
+
+/// Redis's reply to a write on a read-only replica.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// Whether a write from `client` must be refused: this node is a read-only replica and
+/// the client is not its master link.
+pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
+    !client.master_link
+        && shared.keyspace.deletions().is_replica()
+        && shared
+            .config
+            .read()
+            .map(|c| c.repl.read_only)
+            .unwrap_or(true)
+}
+
+/// Runs one request for a client and returns the reply (queueing it inside MULTI). A
+/// blocking command does not block here: it answers as inside MULTI (see
+/// [`execute_blocking`]).
+pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
+    execute_request(shared, client, args, false).0
+}
+
+/// `execute` for a connection that can wait: a blocking command that finds nothing returns
+/// its registered waiter with a placeholder reply, and the connection waits for the
+/// waiter's reply (see `blocking`).
+pub fn execute_blocking(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    execute_request(shared, client, args, true)
+}
+
+/// The client's part of a request: resolve it, keep CLIENT LIST's view, then [`call`].
+fn execute_request(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+    may_block: bool,
+) -> (Reply, Option<Arc<blocking::Waiter>>) {
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(e, entry) => {
+            client.info.clear_last_cmd();
+            // Requests refused before authentication are not logged (nothing an
+            // unauthenticated client sends is kept).
+            if let Some(hooks) = &shared.test
+                && client.authenticated
+            {
+                hooks.record(shared.clock.now_ms(), client, args);
+            }
+            return (call::reject(shared, client, entry, e.into()), None);
+        }
+    };
+    // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
+    let argv_mem: usize = args.iter().map(|a| a.len()).sum();
+    client.info.set_last_cmd(&entry.spec.name);
+    client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
+    let mut ctx = Ctx {
+        shared,
+        client,
+        store: shared.keyspace.lock_none(),
+        now_ms: 0,
+        now_ns: 0,
+        in_exec: false,
+        may_block,
+        blocked: None,
+        ready: Vec::new(),
+        error_counted: false,
+        propagate: Vec::new(),
+        events: notify::Events::new(shared),
+    };
+    let reply = call(&mut ctx, entry, args, Caller::Client(args));
+    (reply, ctx.blocked.take())
+}

@@ -1,0 +1,610 @@
+//! The command table: every command's name, arity, flags, key positions and handler.
+//!
+//! Redis clients read this table through COMMAND (cluster clients route by the key
+//! positions), and sluice uses the same data to check arity at queue time and to know which
+//! shards to lock. Each family module exports its own `COMMANDS` slice; this module joins them
+//! into entries (a command resolved once: its spec, its statistics, its roles), which
+//! lookups return and MULTI queues by id.
+
+// hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
+// looked up on every command.
+use bytes::Bytes;
+use hashbrown::HashMap;
+
+use crate::engine::Handler;
+use crate::services::stats::CmdStat;
+
+/// Where a command's keys are.
+#[derive(Debug, Clone, Copy)]
+pub enum KeySpec {
+    /// No keys.
+    None,
+    /// Redis's (first, last, step); a negative `last` counts from the end (-1 = last arg).
+    Range {
+        /// Index of the first key.
+        first: i32,
+        /// Index of the last key (negative: from the end).
+        last: i32,
+        /// Distance between keys.
+        step: i32,
+    },
+    /// Keys found by a function of the arguments (numkeys-style commands); the triple is what
+    /// COMMAND reports.
+    Custom {
+        /// COMMAND's first key.
+        first: i32,
+        /// COMMAND's last key.
+        last: i32,
+        /// COMMAND's step.
+        step: i32,
+        /// The real positions.
+        find: fn(&[Bytes]) -> Vec<usize>,
+    },
+    /// Keys counted by a numkeys argument, as Redis's `keynum` key spec describes them
+    /// (EVAL: `begin` 2, `keynumidx` 0, `firstkey` 1, `step` 1). COMMAND reports (0, 0, 0)
+    /// and the `movablekeys` flag for these.
+    Keynum {
+        /// Index where the search begins (Redis's begin_search index).
+        begin: i32,
+        /// Position of numkeys, relative to `begin`.
+        keynumidx: i32,
+        /// Position of the first key, relative to `begin`.
+        firstkey: i32,
+        /// Distance between keys.
+        step: i32,
+        /// The key spec's flags, as COMMAND INFO reports them.
+        flags: &'static [&'static str],
+        /// The key spec's notes, if Redis gives one.
+        notes: Option<&'static str>,
+    },
+}
+
+impl KeySpec {
+    /// The (first, last, step) triple COMMAND reports.
+    pub fn triple(&self) -> (i32, i32, i32) {
+        match *self {
+            KeySpec::None | KeySpec::Keynum { .. } => (0, 0, 0),
+            KeySpec::Range { first, last, step }
+            | KeySpec::Custom {
+                first, last, step, ..
+            } => (first, last, step),
+        }
+    }
+
+    /// Indexes of the keys in `args` (name at index 0).
+    pub fn positions(&self, args: &[Bytes]) -> Positions {
+        match *self {
+            KeySpec::None => Positions::none(),
+            KeySpec::Range { first, last, step } => {
+                let n = args.len() as i32;
+                let last = if last < 0 { n + last } else { last.min(n - 1) };
+                let step = step.max(1) as usize;
+                if first <= 0 || last < first {
+                    return Positions::none();
+                }
+                Positions::Range((first as usize..last as usize + 1).step_by(step))
+            }
+            KeySpec::Custom { find, .. } => Positions::Found(find(args).into_iter(), args.len()),
+            KeySpec::Keynum {
+                begin,
+                keynumidx,
+                firstkey,
+                step,
+                ..
+            } => {
+                let count = args
+                    .get((begin + keynumidx).max(0) as usize)
+                    .and_then(|b| crate::num::parse_i64(b))
+                    .filter(|&c| c > 0)
+                    .unwrap_or(0) as usize;
+                let first = (begin + firstkey).max(1) as usize;
+                let step = step.max(1) as usize;
+                let end = first
+                    .saturating_add(count.saturating_mul(step))
+                    .min(args.len());
+                Positions::Range((first..end).step_by(step))
+            }
+        }
+    }
+}
+
+/// The key positions of one request ([`KeySpec::positions`]): an iterator that allocates
+/// nothing unless a command's own finder (`KeySpec::Custom`) returns a vector.
+#[derive(Debug, Clone)]
+pub enum Positions {
+    /// Evenly spaced positions.
+    Range(std::iter::StepBy<std::ops::Range<usize>>),
+    /// What a custom finder returned, kept below the argument count.
+    Found(std::vec::IntoIter<usize>, usize),
+}
+
+impl Positions {
+    fn none() -> Positions {
+        Positions::Range((0..0).step_by(1))
+    }
+}
+
+impl Iterator for Positions {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Positions::Range(r) => r.next(),
+            Positions::Found(found, n) => found.find(|&i| i < *n),
+        }
+    }
+}
+
+impl KeySpecDoc {
+    /// A range spec starting at `begin` with `lastkey` (step 1, no limit).
+    pub const fn range(flags: &'static [&'static str], begin: i64, lastkey: i64) -> Self {
+        KeySpecDoc {
+            notes: None,
+            flags,
+            begin: Some(begin),
+            find: FindKeys::Range(lastkey, 1, 0),
+        }
+    }
+
+    /// The same spec with notes.
+    pub const fn with_notes(mut self, notes: &'static str) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+}
+
+bitflags::bitflags! {
+    /// Redis's command flags, declared in the order COMMAND reports them (Redis 7.0's
+    /// `addReplyCommandFlags`), so iterating the set gives Redis's reply.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CmdFlags: u32 {
+        /// May modify the keyspace.
+        const WRITE = 1 << 0;
+        /// Only reads.
+        const READONLY = 1 << 1;
+        /// Refused over maxmemory (may grow memory).
+        const DENYOOM = 1 << 2;
+        /// Administrative: not fed to MONITOR.
+        const ADMIN = 1 << 3;
+        /// Pub/sub.
+        const PUBSUB = 1 << 4;
+        /// Refused from scripts (`redis.call`).
+        const NOSCRIPT = 1 << 5;
+        /// May block the client.
+        const BLOCKING = 1 << 6;
+        /// Allowed while loading.
+        const LOADING = 1 << 7;
+        /// Allowed on a stale replica.
+        const STALE = 1 << 8;
+        /// Not fed to MONITOR.
+        const SKIP_MONITOR = 1 << 9;
+        /// Not logged by SLOWLOG.
+        const SKIP_SLOWLOG = 1 << 10;
+        /// Cluster ASKING.
+        const ASKING = 1 << 11;
+        /// O(1) or O(log N).
+        const FAST = 1 << 12;
+        /// Allowed before AUTH.
+        const NO_AUTH = 1 << 13;
+        /// May run without any key.
+        const NO_MANDATORY_KEYS = 1 << 14;
+        /// Refused during async loading.
+        const NO_ASYNC_LOADING = 1 << 15;
+        /// Refused inside MULTI.
+        const NO_MULTI = 1 << 16;
+        /// Keys found by parsing the arguments.
+        const MOVABLEKEYS = 1 << 17;
+        /// Allowed while a script is busy.
+        const ALLOW_BUSY = 1 << 18;
+    }
+}
+
+/// Each flag with the name COMMAND gives it, in Redis's order.
+const FLAG_NAMES: [(CmdFlags, &str); 19] = [
+    (CmdFlags::WRITE, "write"),
+    (CmdFlags::READONLY, "readonly"),
+    (CmdFlags::DENYOOM, "denyoom"),
+    (CmdFlags::ADMIN, "admin"),
+    (CmdFlags::PUBSUB, "pubsub"),
+    (CmdFlags::NOSCRIPT, "noscript"),
+    (CmdFlags::BLOCKING, "blocking"),
+    (CmdFlags::LOADING, "loading"),
+    (CmdFlags::STALE, "stale"),
+    (CmdFlags::SKIP_MONITOR, "skip_monitor"),
+    (CmdFlags::SKIP_SLOWLOG, "skip_slowlog"),
+    (CmdFlags::ASKING, "asking"),
+    (CmdFlags::FAST, "fast"),
+    (CmdFlags::NO_AUTH, "no_auth"),
+    (CmdFlags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (CmdFlags::NO_ASYNC_LOADING, "no_async_loading"),
+    (CmdFlags::NO_MULTI, "no_multi"),
+    (CmdFlags::MOVABLEKEYS, "movablekeys"),
+    (CmdFlags::ALLOW_BUSY, "allow_busy"),
+];
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+impl CmdFlags {
+    /// The flags named by Redis's names. The family tables are statics, so an unknown name
+    /// stops the build.
+    pub const fn from_names(names: &[&str]) -> CmdFlags {
+        let mut flags = CmdFlags::empty();
+        let mut i = 0;
+        while i < names.len() {
+            let mut j = 0;
+            loop {
+                if j == FLAG_NAMES.len() {
+                    panic!("unknown command flag");
+                }
+                if same(names[i], FLAG_NAMES[j].1) {
+                    flags = flags.union(FLAG_NAMES[j].0);
+                    break;
+                }
+                j += 1;
+            }
+            i += 1;
+        }
+        flags
+    }
+
+    /// The names COMMAND reports, in Redis's order.
+    pub fn names(self) -> Vec<&'static str> {
+        FLAG_NAMES
+            .iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
+/// What a command locks before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Nothing (no keys, or the handler locks by itself, like EXEC).
+    None,
+    /// The shards of its keys.
+    Keys,
+    /// Every shard (whole-keyspace commands).
+    All,
+    /// Called by a client: nothing, the handler locks one shard at a time (SCAN walks the
+    /// shards so). Inside EXEC or a script, which must not take locks of their own: every
+    /// shard, as `All`.
+    Stepwise,
+}
+
+/// One command (or subcommand) of the table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name; subcommands use Redis's full name (`client|setname`).
+    pub name: &'static str,
+    /// Redis arity: positive = exact argument count (name included), negative = minimum.
+    pub arity: i32,
+    /// Redis command flags.
+    pub flags: CmdFlags,
+    /// ACL categories, as COMMAND reports them.
+    pub acl: &'static [&'static str],
+    /// Key positions.
+    pub keys: KeySpec,
+    /// What to lock.
+    pub lock: LockMode,
+    /// The handler.
+    pub handler: Handler,
+    /// Subcommands (CLIENT, CONFIG, …).
+    pub subcommands: &'static [CommandSpec],
+    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub immediate: bool,
+    /// The arity COMMAND reports, where it differs from the one dispatch checks.
+    pub reported_arity: Option<i32>,
+    /// Command tips COMMAND INFO reports (`nondeterministic_output_order`…).
+    pub tips: &'static [&'static str],
+    /// Key specs COMMAND INFO reports instead of the one derived from `keys`.
+    pub key_specs: &'static [KeySpecDoc],
+    /// The flags of the key spec derived from a `Range` `keys` (Redis's `RW`/`RO`/`OW`/`RM`
+    /// and the operation: `access`, `update`, `insert`, `delete`), when not the default
+    /// (`RW update` for a write command, `RO access` otherwise).
+    pub key_flags: Option<&'static [&'static str]>,
+    /// The notes of that derived key spec, if Redis gives one.
+    pub key_notes: Option<&'static str>,
+}
+
+/// What COMMAND INFO reports beyond the table's own fields.
+#[derive(Debug)]
+pub struct InfoDoc {
+    /// Command tips (`request_policy:…`), in Redis's order.
+    pub tips: &'static [&'static str],
+    /// The key specs, in Redis's order.
+    pub key_specs: &'static [KeySpecDoc],
+}
+
+/// One key spec as COMMAND INFO reports it, for commands Redis describes with several specs
+/// (a destination and its sources) or with flags the single derived spec does not give.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpecDoc {
+    /// Its notes, if Redis gives any.
+    pub notes: Option<&'static str>,
+    /// Its flags (`RO`, `access`, …).
+    pub flags: &'static [&'static str],
+    /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
+    pub begin: Option<i64>,
+    /// How keys are found from there.
+    pub find: FindKeys,
+}
+
+/// The `find_keys` part of a key spec.
+#[derive(Debug, Clone, Copy)]
+pub enum FindKeys {
+    /// `range`: last key (relative), step and limit.
+    Range(i64, i64, i64),
+    /// `keynum`: numkeys index, first key and step.
+    Keynum(i64, i64, i64),
+    /// `unknown`.
+    Unknown,
+}
+
+impl CommandSpec {
+    /// A command with the given keys; it locks their shards (or nothing if it has none).
+    /// `flags` are Redis's flag names (checked when the table is compiled).
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: &'static [&'static str],
+        keys: KeySpec,
+        handler: Handler,
+    ) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags: CmdFlags::from_names(flags),
+            acl: &[],
+            lock: match keys {
+                KeySpec::None => LockMode::None,
+                _ => LockMode::Keys,
+            },
+            keys,
+            handler,
+            subcommands: &[],
+            immediate: false,
+            reported_arity: None,
+            tips: &[],
+            key_specs: &[],
+            key_flags: None,
+            key_notes: None,
+        }
+    }
+
+    /// Sets the flags of the key spec COMMAND INFO derives from `keys` (the positions stay
+    /// the ones locking uses).
+    pub const fn with_key_flags(mut self, flags: &'static [&'static str]) -> Self {
+        self.key_flags = Some(flags);
+        self
+    }
+
+    /// Sets the notes of the key spec COMMAND INFO derives from `keys`.
+    pub const fn with_key_notes(mut self, notes: &'static str) -> Self {
+        self.key_notes = Some(notes);
+        self
+    }
+
+    /// Sets the tips COMMAND INFO reports.
+    pub const fn with_tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Sets the key specs COMMAND INFO reports.
+    pub const fn with_key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
+        self
+    }
+
+    /// Keys at positions first..=last by step.
+    pub const fn keys(first: i32, last: i32, step: i32) -> KeySpec {
+        if first == 0 {
+            KeySpec::None
+        } else {
+            KeySpec::Range { first, last, step }
+        }
+    }
+
+    /// Locks every shard instead.
+    pub const fn whole_keyspace(mut self) -> Self {
+        self.lock = LockMode::All;
+        self
+    }
+
+    /// Locks one shard at a time by itself (see `LockMode::Stepwise`).
+    pub const fn stepwise(mut self) -> Self {
+        self.lock = LockMode::Stepwise;
+        self
+    }
+
+    /// Locks nothing; the handler locks what it needs itself.
+    pub const fn self_locking(mut self) -> Self {
+        self.lock = LockMode::None;
+        self
+    }
+
+    /// Sets the subcommands.
+    pub const fn with_subcommands(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
+    }
+
+    /// Sets the ACL categories.
+    pub const fn with_acl(mut self, acl: &'static [&'static str]) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// Reports another arity in COMMAND than the one dispatch enforces.
+    pub const fn with_reported_arity(mut self, arity: i32) -> Self {
+        self.reported_arity = Some(arity);
+        self
+    }
+
+    /// Sets what COMMAND INFO reports for key specs and tips.
+    pub const fn with_info(mut self, info: &'static InfoDoc) -> Self {
+        self.tips = info.tips;
+        self.key_specs = info.key_specs;
+        self
+    }
+
+    /// Runs even inside MULTI.
+    pub const fn immediate(mut self) -> Self {
+        self.immediate = true;
+        self
+    }
+
+    /// The name Redis uses in errors and stats (`get`, `client|setname`).
+    pub fn full_name(&self) -> String {
+        self.name.to_string()
+    }
+
+    /// The name a client types for this (sub)command.
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// True if the command has every flag of `f`.
+    pub fn has(&self, f: CmdFlags) -> bool {
+        self.flags.contains(f)
+    }
+}
+
+/// A resolved command: its table entry and the statistics kept with it. Lookups return it,
+/// MULTI queues its [`CmdId`], and `engine::call` counts into it: no second lookup by name.
+#[derive(Debug)]
+pub struct Entry {
+    /// The command's spec.
+    pub spec: &'static CommandSpec,
+    /// Its index in the table (what a MULTI queue keeps).
+    pub id: CmdId,
+    /// INFO commandstats / latencystats counters.
+    pub stats: CmdStat,
+    /// What sluice knows of it beyond its flags (see `call::Roles`).
+    pub roles: crate::engine::call::Roles,
+    /// How it propagates to replicas (see `repl::effects`).
+    pub effect: crate::repl::effects::Effect,
+    /// Its subcommands' entries (indexes into the table).
+    subs: std::ops::Range<u32>,
+}
+
+/// The index of an [`Entry`] in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdId(pub u32);
+
+/// The joined table.
+#[derive(Debug)]
+pub struct CommandTable {
+    by_name: HashMap<Vec<u8>, u32>,
+    entries: Vec<Entry>,
+}
+
+impl CommandTable {
+    /// Joins every family's commands.
+    pub fn build() -> Self {
+        let mut table = CommandTable {
+            by_name: HashMap::new(),
+            entries: Vec::new(),
+        };
+        for family in crate::commands::all_families() {
+            for spec in family {
+                let id = table.push(spec);
+                let first = table.entries.len() as u32;
+                for sub in spec.subcommands {
+                    table.push(sub);
+                }
+                let last = table.entries.len() as u32;
+                table.entries[id as usize].subs = first..last;
+                table.by_name.insert(spec.name.as_bytes().to_vec(), id);
+            }
+        }
+        table
+    }
+
+    fn push(&mut self, spec: &'static CommandSpec) -> u32 {
+        let id = self.entries.len() as u32;
+        self.entries.push(Entry {
+            spec,
+            id: CmdId(id),
+            stats: CmdStat::default(),
+            roles: crate::engine::call::roles_of(spec.name),
+            effect: crate::repl::effects::effect_of(spec.name),
+            subs: 0..0,
+        });
+        id
+    }
+
+    /// Removes a command (test-only commands outside test mode).
+    pub fn remove(&mut self, name: &str) {
+        self.by_name.remove(name.as_bytes());
+    }
+
+    /// Looks a command up by name, case-insensitively.
+    pub fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.get_entry(name).map(|e| e.spec)
+    }
+
+    /// Looks a command's entry up by name, case-insensitively.
+    pub fn get_entry(&self, name: &[u8]) -> Option<&Entry> {
+        if name.len() > 64 {
+            return None;
+        }
+        let mut buf = [0u8; 64];
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        let id = *self.by_name.get(&lower[..])?;
+        self.entries.get(id as usize)
+    }
+
+    /// The subcommand of `entry` a client typed as `name`, case-insensitively.
+    pub fn sub_entry(&self, entry: &Entry, name: &[u8]) -> Option<&Entry> {
+        self.entries
+            .get(entry.subs.start as usize..entry.subs.end as usize)?
+            .iter()
+            .find(|s| name.eq_ignore_ascii_case(s.spec.short_name().as_bytes()))
+    }
+
+    /// The entry a [`CmdId`] names.
+    pub fn entry(&self, id: CmdId) -> Option<&Entry> {
+        self.entries.get(id.0 as usize)
+    }
+
+    /// All top-level commands, sorted by name.
+    pub fn commands(&self) -> Vec<&'static CommandSpec> {
+        let mut v: Vec<_> = self
+            .by_name
+            .values()
+            .filter_map(|&id| self.entries.get(id as usize))
+            .map(|e| e.spec)
+            .collect();
+        v.sort_by_key(|s| s.name);
+        v
+    }
+
+    /// Every entry, commands and subcommands, in table order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// CONFIG RESETSTAT.
+    pub fn reset_stats(&self) {
+        for e in &self.entries {
+            e.stats.reset();
+        }
+    }
+}

@@ -1,0 +1,746 @@
+//! Blocking pops: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, the
+//! registry of blocked clients, and the serving of clients blocked on keys that became
+//! ready (Redis's `blocked.c`).
+//!
+//! A blocking command first runs as its non-blocking form under its keys' locks. If that
+//! finds nothing and the caller may block (a client outside MULTI; never EXEC, a script or
+//! `engine::execute` itself), it registers a [`Waiter`] in [`Registry`] while it still holds
+//! those locks, so that a push can never slip between "empty" and "registered", and leaves
+//! it in `Ctx::blocked` for the connection, which waits without holding any lock.
+//!
+//! Serving is done by whoever made a key ready, as Redis's `handleClientsBlockedOnKeys`
+//! does: every write command (from a client, EXEC or a script) notes its keys that have
+//! waiters in `Ctx::ready`, and once the outermost command has released its locks,
+//! [`serve`] walks each ready key's waiters in the order they blocked, runs their pop with
+//! the waiter's database under the key's lock, and hands the reply over. So a pusher's next
+//! command already sees the list emptied, and a MULTI/EXEC or a script is served after it
+//! finishes. Lock order: shard locks, then a waiter's state, then the registry (a leaf).
+//!
+//! Timeouts are deadlines on the server's clock (Unix ms; 0 = forever), so CLOCK ADVANCE in
+//! test mode ends them; CLIENT UNBLOCK ends one early. A waiter whose connection goes away
+//! is marked gone (by a drop guard in the connection) before it can be served.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::client::{ClientInfo, ClientState};
+use crate::commands::list::{End, LMPop, LMove};
+use crate::commands::zsetops::ZMPop;
+use crate::engine::{
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, VariantCommand, run_as,
+};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::server::Shared;
+use crate::store::Value;
+
+const LIST_ACL: &[&str] = &["@write", "@list", "@slow", "@blocking"];
+const ZSET_ACL: &[&str] = &["@write", "@sortedset", "@fast", "@blocking"];
+const MOVE_SPECS: &[KeySpecDoc] = &[
+    KeySpecDoc::range(&["RW", "access", "delete"], 1, 0),
+    KeySpecDoc::range(&["RW", "insert"], 2, 0),
+];
+
+/// The blocking commands.
+#[rustfmt::skip]
+pub static COMMANDS: &[C] = &[
+    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_acl(LIST_ACL),
+    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
+];
+
+/// Which blocking command a [`Block`] is (the table names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// BLPOP key [key …] timeout
+    Blpop,
+    /// BRPOP key [key …] timeout
+    Brpop,
+    /// BRPOPLPUSH source destination timeout
+    Brpoplpush,
+    /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+    Blmove,
+    /// BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count]
+    Blmpop,
+    /// BZPOPMIN key [key …] timeout
+    Bzpopmin,
+    /// BZPOPMAX key [key …] timeout
+    Bzpopmax,
+    /// BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count]
+    Bzmpop,
+}
+
+/// What a blocked client waits to do.
+#[derive(Debug)]
+enum Op {
+    /// BLPOP / BRPOP: one element, replied `[key, element]`.
+    Pop(LMPop),
+    /// BLMPOP: `[key, [elements]]`.
+    MPop(LMPop),
+    /// BLMOVE / BRPOPLPUSH.
+    Move(LMove),
+    /// BZPOPMIN / BZPOPMAX: `[key, member, score]`.
+    ZPop(ZMPop),
+    /// BZMPOP: `[key, [[member, score], …]]`.
+    ZMPop(ZMPop),
+}
+
+impl Op {
+    /// The keys the client waits on.
+    fn keys(&self) -> &[Bytes] {
+        match self {
+            Op::Pop(p) | Op::MPop(p) => &p.keys,
+            Op::Move(m) => std::slice::from_ref(&m.source),
+            Op::ZPop(z) | Op::ZMPop(z) => &z.keys,
+        }
+    }
+
+    /// What serving it propagates to replicas: its non-blocking form on the key it popped
+    /// from (Redis rewrites a served blocking pop the same way); None if nothing was popped.
+    fn effect(&self, key: &Bytes, reply: &Reply) -> Option<Vec<Bytes>> {
+        use crate::repl::effects::{Side, list_pop, mpop_result, zset_pop};
+        let side = |end: End| match end {
+            End::Left => Side::First,
+            End::Right => Side::Last,
+        };
+        let zside = |max: bool| if max { Side::Last } else { Side::First };
+        if matches!(reply, Reply::Null | Reply::NullArray) {
+            return None;
+        }
+        Some(match self {
+            Op::Pop(p) => vec![Bytes::from_static(list_pop(side(p.end))), key.clone()],
+            Op::ZPop(z) => vec![Bytes::from_static(zset_pop(zside(z.max))), key.clone()],
+            Op::MPop(p) => {
+                let (_, n) = mpop_result(reply)?;
+                vec![
+                    Bytes::from_static(list_pop(side(p.end))),
+                    key.clone(),
+                    n.to_string().into(),
+                ]
+            }
+            Op::ZMPop(z) => {
+                let (_, n) = mpop_result(reply)?;
+                vec![
+                    Bytes::from_static(zset_pop(zside(z.max))),
+                    key.clone(),
+                    n.to_string().into(),
+                ]
+            }
+            Op::Move(m) => vec![
+                Bytes::from_static(b"LMOVE"),
+                m.source.clone(),
+                m.destination.clone(),
+                Bytes::from_static(end_word(m.from)),
+                Bytes::from_static(end_word(m.to)),
+            ],
+        })
+    }
+
+    fn is_list(&self) -> bool {
+        matches!(self, Op::Pop(_) | Op::MPop(_) | Op::Move(_))
+    }
+
+    /// Runs the non-blocking form on `keys` (all the client's keys, or the one ready key);
+    /// `None` when there was nothing to pop.
+    fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
+        let keys = match only {
+            Some(k) => vec![k.clone()],
+            None => self.keys().to_vec(),
+        };
+        let reply = match self {
+            Op::Pop(p) => {
+                let r = LMPop {
+                    keys,
+                    end: p.end,
+                    count: 1,
+                }
+                .apply(ctx)?;
+                // [key, [element]] → [key, element]
+                match r {
+                    Reply::Array(mut kv) if kv.len() == 2 => match kv.pop() {
+                        Some(Reply::Array(mut els)) if !els.is_empty() => {
+                            kv.push(els.swap_remove(0));
+                            Reply::Array(kv)
+                        }
+                        _ => return Ok(None),
+                    },
+                    _ => return Ok(None),
+                }
+            }
+            Op::MPop(p) => LMPop {
+                keys,
+                end: p.end,
+                count: p.count,
+            }
+            .apply(ctx)?,
+            Op::Move(m) => LMove {
+                source: m.source.clone(),
+                destination: m.destination.clone(),
+                from: m.from,
+                to: m.to,
+            }
+            .apply(ctx)?,
+            Op::ZPop(z) => {
+                let r = ZMPop {
+                    keys,
+                    max: z.max,
+                    count: 1,
+                }
+                .apply(ctx)?;
+                // [key, [[member, score]]] → [key, member, score]
+                match r {
+                    Reply::Array(mut kv) if kv.len() == 2 => match kv.pop() {
+                        Some(Reply::Array(mut pairs)) if !pairs.is_empty() => {
+                            if let Reply::Array(pair) = pairs.swap_remove(0) {
+                                kv.extend(pair);
+                            }
+                            Reply::Array(kv)
+                        }
+                        _ => return Ok(None),
+                    },
+                    _ => return Ok(None),
+                }
+            }
+            Op::ZMPop(z) => ZMPop {
+                keys,
+                max: z.max,
+                count: z.count,
+            }
+            .apply(ctx)?,
+        };
+        Ok(match reply {
+            Reply::Null | Reply::NullArray => None,
+            r => Some(r),
+        })
+    }
+
+    /// The reply when the client may not block (MULTI, scripts): Redis treats it as an
+    /// immediate timeout, except that BLMOVE/BRPOPLPUSH answer a null bulk there.
+    fn denied_reply(&self) -> Reply {
+        match self {
+            Op::Move(_) => Reply::Null,
+            _ => Reply::NullArray,
+        }
+    }
+}
+
+/// Parses a blocking timeout in seconds (Redis's `getTimeoutFromObjectOrReply`): a long
+/// double, times 1000, rounded up to whole milliseconds. 0 means forever.
+fn parse_timeout(arg: &[u8]) -> CmdResult<u64> {
+    let not_float = || CmdError::msg("ERR timeout is not a float or out of range");
+    let ld = crate::num::long_double::parse(arg).ok_or_else(not_float)?;
+    let ms = if ld.is_finite() {
+        let v = crate::num::parse_f64(arg).ok_or_else(not_float)?;
+        (v * 1000.0).ceil()
+    } else {
+        // Redis converts ±inf to a long long, which gives LLONG_MIN on x86-64.
+        f64::NEG_INFINITY
+    };
+    // Past i64's range the conversion gives LLONG_MIN too (x86-64's cvt), hence "negative".
+    if !(0.0..9_223_372_036_854_775_808.0).contains(&ms) {
+        return Err(CmdError::msg("ERR timeout is negative"));
+    }
+    Ok(ms as u64)
+}
+
+/// One blocking command, parsed: what to pop and the timeout (ms, 0 = forever).
+#[derive(Debug)]
+pub struct Block {
+    op: Op,
+    timeout_ms: u64,
+}
+
+impl VariantCommand for Block {
+    type Variant = Blocking;
+    fn parse(a: &mut ArgCursor<'_>, kind: Blocking) -> CmdResult<Self> {
+        use Blocking::*;
+        let (op, timeout_ms) = match kind {
+            Blpop | Brpop | Bzpopmin | Bzpopmax => {
+                let all = a.rest();
+                let (timeout, keys) = all.split_last().ok_or(CmdError::Syntax)?;
+                let timeout_ms = parse_timeout(timeout)?;
+                let keys = keys.to_vec();
+                let op = match kind {
+                    Blpop | Brpop => Op::Pop(LMPop {
+                        keys,
+                        end: if kind == Blpop { End::Left } else { End::Right },
+                        count: 1,
+                    }),
+                    _ => Op::ZPop(ZMPop {
+                        keys,
+                        max: kind == Bzpopmax,
+                        count: 1,
+                    }),
+                };
+                (op, timeout_ms)
+            }
+            Brpoplpush => {
+                let source = a.next()?.clone();
+                let destination = a.next()?.clone();
+                let timeout_ms = parse_timeout(a.next()?)?;
+                let op = Op::Move(LMove {
+                    source,
+                    destination,
+                    from: End::Right,
+                    to: End::Left,
+                });
+                (op, timeout_ms)
+            }
+            Blmove => {
+                let source = a.next()?.clone();
+                let destination = a.next()?.clone();
+                let from = End::parse(a.next()?)?;
+                let to = End::parse(a.next()?)?;
+                let timeout_ms = parse_timeout(a.next()?)?;
+                let op = Op::Move(LMove {
+                    source,
+                    destination,
+                    from,
+                    to,
+                });
+                (op, timeout_ms)
+            }
+            Blmpop => {
+                // numkeys, direction and COUNT are checked before the timeout, as Redis does.
+                let timeout = a.next()?;
+                let op = Op::MPop(LMPop::parse(a)?);
+                (op, parse_timeout(timeout)?)
+            }
+            Bzmpop => {
+                let timeout = a.next()?;
+                let op = Op::ZMPop(ZMPop::parse(a)?);
+                (op, parse_timeout(timeout)?)
+            }
+        };
+        Ok(Block { op, timeout_ms })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(reply) = self.op.attempt(ctx, None)? {
+            return Ok(reply);
+        }
+        if !ctx.may_block {
+            return Ok(self.op.denied_reply());
+        }
+        let deadline_ms = match self.timeout_ms {
+            0 => 0,
+            t => ctx.now_ms.saturating_add(t).max(1),
+        };
+        let waiter = Arc::new(Waiter {
+            info: ctx.client.info.clone(),
+            db: ctx.db(),
+            resp: ctx.client.resp,
+            op: self.op,
+            deadline_ms,
+            state: Mutex::new(State::Waiting),
+            notify: tokio::sync::Notify::new(),
+        });
+        ctx.shared.blocked.add(&waiter);
+        ctx.blocked = Some(waiter);
+        // Never sent: the connection waits for the waiter's reply instead.
+        Ok(Reply::NullArray)
+    }
+}
+
+/// Where a waiter stands.
+#[derive(Debug)]
+enum State {
+    /// Blocked.
+    Waiting,
+    /// Served, timed out or unblocked: the reply to send.
+    Done(Reply),
+    /// Its connection went away.
+    Gone,
+}
+
+/// A client blocked on keys.
+#[derive(Debug)]
+pub struct Waiter {
+    info: Arc<ClientInfo>,
+    db: usize,
+    resp: u8,
+    op: Op,
+    /// Unix ms on the server's clock; 0 = forever.
+    deadline_ms: u64,
+    state: Mutex<State>,
+    /// Signalled once the state leaves `Waiting` (a stored permit, so never missed).
+    notify: tokio::sync::Notify,
+}
+
+impl Waiter {
+    /// The deadline (Unix ms on the server's clock), or None to wait forever.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        (self.deadline_ms > 0).then_some(self.deadline_ms)
+    }
+
+    /// Waits until the state may have changed.
+    pub async fn changed(&self) {
+        self.notify.notified().await;
+    }
+
+    /// The reply, once the client is no longer blocked.
+    pub fn take_reply(&self) -> Option<Reply> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *st, State::Gone) {
+            State::Done(r) => Some(r),
+            other => {
+                *st = other;
+                None
+            }
+        }
+    }
+
+    /// Ends the wait with `reply` unless it already ended; true if this call ended it.
+    fn finish(&self, reply: Reply) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*st, State::Waiting) {
+            *st = State::Done(reply);
+            drop(st);
+            self.notify.notify_one();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Ends the wait as a timeout (Redis replies a null array for every blocking pop).
+    pub fn time_out(&self) -> bool {
+        self.finish(Reply::NullArray)
+    }
+}
+
+/// Every blocked client, by key and by client id.
+#[derive(Debug, Default)]
+pub struct Registry {
+    /// How many clients are blocked: the write path's only cost while none is.
+    count: AtomicUsize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+    by_client: HashMap<u64, Arc<Waiter>>,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many clients are blocked (INFO blocked_clients).
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// True when no client is blocked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn add(&self, w: &Arc<Waiter>) {
+        let mut inner = self.lock();
+        for key in w.op.keys() {
+            let q = inner.by_key.entry((w.db, key.clone())).or_default();
+            // BLPOP k k: one entry per key.
+            if !q.iter().any(|x| Arc::ptr_eq(x, w)) {
+                q.push_back(w.clone());
+            }
+        }
+        inner.by_client.insert(w.info.id, w.clone());
+        w.info.blocked.store(true, Ordering::Relaxed);
+        self.count.store(inner.by_client.len(), Ordering::Relaxed);
+    }
+
+    /// Forgets a waiter (served, timed out, unblocked or disconnected).
+    pub fn remove(&self, w: &Arc<Waiter>) {
+        let mut inner = self.lock();
+        for key in w.op.keys() {
+            let k = (w.db, key.clone());
+            if let Some(q) = inner.by_key.get_mut(&k) {
+                q.retain(|x| !Arc::ptr_eq(x, w));
+                if q.is_empty() {
+                    inner.by_key.remove(&k);
+                }
+            }
+        }
+        if inner
+            .by_client
+            .get(&w.info.id)
+            .is_some_and(|x| Arc::ptr_eq(x, w))
+        {
+            inner.by_client.remove(&w.info.id);
+            w.info.blocked.store(false, Ordering::Relaxed);
+        }
+        self.count.store(inner.by_client.len(), Ordering::Relaxed);
+    }
+
+    fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
+        // Avoids a key copy on the common path: look up by a borrowed tuple is not possible
+        // with a tuple key, so copy only while someone is blocked.
+        self.lock().by_key.contains_key(&(db, key.clone()))
+    }
+
+    fn waiters(&self, db: usize, key: &Bytes) -> Vec<Arc<Waiter>> {
+        self.lock()
+            .by_key
+            .get(&(db, key.clone()))
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The keys of database `db` clients are blocked on.
+    pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        self.lock()
+            .by_key
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
+    /// The waiter of client `id`, if it is blocked.
+    pub fn of_client(&self, id: u64) -> Option<Arc<Waiter>> {
+        self.lock().by_client.get(&id).cloned()
+    }
+}
+
+/// Notes the keys of a write command that clients wait on, for [`serve`] once the
+/// outermost command has released its locks. Called after every write handler (client,
+/// EXEC, script); costs one atomic load while no client is blocked.
+pub fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[Bytes]) {
+    if ctx.shared.blocked.is_empty() || !spec.has(crate::engine::CmdFlags::WRITE) {
+        return;
+    }
+    let db = ctx.db();
+    for i in spec.keys.positions(args) {
+        let key = &args[i];
+        if ctx.shared.blocked.has_waiters(db, key)
+            && !ctx.ready.iter().any(|(d, k)| *d == db && k == key)
+        {
+            ctx.ready.push((db, key.clone()));
+        }
+    }
+}
+
+/// Notes that `key` of database `db` may now serve blocked clients (a key that arrived by
+/// MOVE, COPY … DB or SWAPDB, which `note_write` does not see: it looks at the client's
+/// database). Costs one atomic load while no client is blocked.
+pub fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
+    if ctx.shared.blocked.is_empty() {
+        return;
+    }
+    if ctx.shared.blocked.has_waiters(db, &key)
+        && !ctx.ready.iter().any(|(d, k)| *d == db && *k == key)
+    {
+        ctx.ready.push((db, key));
+    }
+}
+
+/// Serves the clients blocked on `ready` keys, first blocked first served, including keys
+/// that serving makes ready in turn (BLMOVE's destination). Called with no lock held.
+pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
+    let mut queue: VecDeque<(usize, Bytes)> = ready.into();
+    while let Some((db, key)) = queue.pop_front() {
+        for w in shared.blocked.waiters(db, &key) {
+            let dst = match &w.op {
+                Op::Move(m) => Some(m.destination.clone()),
+                _ => None,
+            };
+            let mut client = ClientState::new(w.info.clone());
+            client.db = w.db;
+            client.resp = w.resp;
+            let mut lock_keys: Vec<&[u8]> = vec![&key[..]];
+            if let Some(d) = &dst {
+                lock_keys.push(&d[..]);
+            }
+            let store = shared.keyspace.lock_args(lock_keys);
+            let mut st = w.state.lock().unwrap_or_else(|e| e.into_inner());
+            if !matches!(*st, State::Waiting) {
+                continue;
+            }
+            let now_ns = shared.clock.now_ns();
+            let mut ctx = Ctx {
+                shared,
+                client: &mut client,
+                store,
+                now_ms: now_ns / 1_000_000,
+                now_ns,
+                in_exec: false,
+                may_block: false,
+                blocked: None,
+                ready: Vec::new(),
+                error_counted: false,
+                propagate: Vec::new(),
+                events: crate::services::notify::Events::new(shared),
+            };
+            // Only a key of the type the client waits for serves it (Redis's check); a
+            // missing key serves nobody.
+            let right_type = match ctx.store.lookup(db, &key, ctx.now_ms).map(|e| &e.value) {
+                Some(Value::List(_)) => w.op.is_list(),
+                Some(Value::ZSet(_)) => !w.op.is_list(),
+                _ => false,
+            };
+            match ctx.store.lookup(db, &key, ctx.now_ms) {
+                None => break,
+                Some(_) if !right_type => continue,
+                Some(_) => {}
+            }
+            let reply = match w.op.attempt(&mut ctx, Some(&key)) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => e.into(),
+            };
+            // The pop's effect: the state of the keys it changed, under their locks.
+            if let Some(argv) = w.op.effect(&key, &reply) {
+                crate::repl::effects::note_served(&mut ctx, db, argv);
+            }
+            shared.repl.propagate(&ctx.propagate);
+            let events = ctx.take_events();
+            drop(ctx);
+            *st = State::Done(reply);
+            drop(st);
+            crate::services::notify::publish(shared, events);
+            w.notify.notify_one();
+            shared.blocked.remove(&w);
+            if let Some(d) = &dst
+                && shared.blocked.has_waiters(w.db, d)
+            {
+                queue.push_back((w.db, d.clone()));
+            }
+        }
+    }
+}
+
+/// CLIENT UNBLOCK's work: ends client `id`'s wait as a timeout or with an error; false if
+/// it was not blocked.
+pub fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
+    let Some(w) = shared.blocked.of_client(id) else {
+        return false;
+    };
+    let reply = if error {
+        Reply::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into())
+    } else {
+        Reply::NullArray
+    };
+    let done = w.finish(reply);
+    shared.blocked.remove(&w);
+    done
+}
+
+/// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`
+#[derive(Debug)]
+pub struct ClientUnblock {
+    id: i64,
+    error: bool,
+}
+
+impl Command for ClientUnblock {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let id = a.next()?;
+        let error = match a.remaining() {
+            0 => false,
+            1 => {
+                let reason = a.next_bytes()?;
+                if reason.eq_ignore_ascii_case(b"timeout") {
+                    false
+                } else if reason.eq_ignore_ascii_case(b"error") {
+                    true
+                } else {
+                    return Err(CmdError::msg(
+                        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                    ));
+                }
+            }
+            // Checked by `client_unblock`, which knows the subcommand as typed.
+            _ => return Err(CmdError::Syntax),
+        };
+        let id = crate::num::parse_i64(id).ok_or(CmdError::NotInteger)?;
+        Ok(ClientUnblock { id, error })
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let done = u64::try_from(self.id).is_ok_and(|id| unblock(ctx.shared, id, self.error));
+        Ok(Reply::Int(i64::from(done)))
+    }
+}
+
+/// CLIENT UNBLOCK's handler: too many arguments get Redis's subcommand error, which quotes
+/// the subcommand as the client typed it.
+pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        let typed = args
+            .get(1)
+            .map(|a| crate::engine::printable(a, 128))
+            .unwrap_or_default();
+        return Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{typed}'. Try CLIENT HELP."
+            )
+            .into(),
+        );
+    }
+    crate::engine::run_sub::<ClientUnblock>(ctx, args)
+}
+
+/// Marks a waiter gone and forgets it; the connection's guard calls this when it stops
+/// waiting for any reason, so a closed client is never served.
+pub fn release(shared: &Shared, w: &Arc<Waiter>) {
+    {
+        let mut st = w.state.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(*st, State::Waiting) {
+            *st = State::Gone;
+        }
+    }
+    shared.blocked.remove(w);
+}
+
+/// LEFT or RIGHT, as LMOVE takes it.
+fn end_word(end: End) -> &'static [u8] {
+    match end {
+        End::Left => b"LEFT",
+        End::Right => b"RIGHT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_as_redis_parses_them() {
+        assert_eq!(parse_timeout(b"0").ok(), Some(0));
+        assert_eq!(parse_timeout(b"1").ok(), Some(1000));
+        assert_eq!(parse_timeout(b"0.0001").ok(), Some(1));
+        assert_eq!(parse_timeout(b"1.5").ok(), Some(1500));
+        assert_eq!(parse_timeout(b"-0.0001").ok(), Some(0));
+        let neg = "ERR timeout is negative";
+        let bad = "ERR timeout is not a float or out of range";
+        for (arg, err) in [
+            (&b"-1"[..], neg),
+            (b"inf", neg),
+            (b"1e300", neg),
+            (b"abc", bad),
+            (b"", bad),
+            (b" 1", bad),
+            (b"nan", bad),
+        ] {
+            assert_eq!(
+                parse_timeout(arg).err().map(|e| e.to_string()),
+                Some(err.to_string()),
+                "{arg:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! CLIENT PAUSE / CLIENT UNPAUSE: the server-wide pause, and the one gate a connection passes
+//! before running a command while a pause is in force.
+//!
+//! As Redis 7.0 does, a pause is a mode (ALL, or WRITE) and an end time on the server clock
+//! (so CLOCK ADVANCE in test mode ends it too). A second PAUSE keeps the stricter mode and the
+//! later end; UNPAUSE ends it. While paused, a command that the mode covers waits before it
+//! runs, without holding a worker thread: ALL covers every command that gets past lookup and
+//! arity (errors are answered at once), WRITE covers commands flagged `write` plus the ones
+//! Redis flags `may-replicate` (EVAL, EVALSHA, FCALL, PFCOUNT, PUBLISH, SPUBLISH; a script's
+//! `#!lua flags=` line decides for EVAL and EVALSHA), and EXEC of a transaction holding any
+//! of those. The check happens before MULTI queueing, as in Redis, so inside a MULTI a covered
+//! command waits too. Waiting clients count in INFO's `blocked_clients`.
+//!
+//! The gate is one call from the connection loop (`gate`), taken only when a pause is set
+//! (one relaxed load otherwise). It may use `client`, `script` (for a script's flags) and
+//! the table; nothing here locks the keyspace.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::client::ClientState;
+use crate::engine::call::Roles;
+use crate::engine::table::Entry;
+use crate::engine::{ArgCursor, CmdId, Command, Ctx, Lookup, lookup};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::server::Shared;
+
+/// No pause.
+const OFF: u8 = 0;
+/// Write commands wait.
+const WRITE: u8 = 1;
+/// Every command waits.
+const ALL: u8 = 2;
+
+/// How often a waiting client looks at the clock again (Redis checks the end of a pause from
+/// its 10 Hz cron and before each event loop sleep). UNPAUSE wakes waiters at once.
+const RECHECK: Duration = Duration::from_millis(20);
+
+/// The server-wide pause.
+#[derive(Debug, Default)]
+pub struct Pause {
+    /// OFF, WRITE or ALL; read without the lock on every command.
+    mode: AtomicU8,
+    /// (mode, end in Unix ms): changed under the lock.
+    state: Mutex<(u8, u64)>,
+    changed: tokio::sync::Notify,
+    /// Clients waiting at the gate (INFO blocked_clients).
+    waiting: AtomicUsize,
+    /// FAILOVER holds writes until it ends (Redis's `PAUSE_DURING_FAILOVER`, a pause of its
+    /// own beside CLIENT PAUSE's: CLIENT UNPAUSE does not end it).
+    failover: AtomicBool,
+}
+
+impl Pause {
+    /// True when a pause may be in force (cheap; the gate decides).
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.mode.load(Ordering::Relaxed) != OFF || self.failover.load(Ordering::Relaxed)
+    }
+
+    /// Holds (or releases) write commands for a FAILOVER, whatever CLIENT PAUSE does.
+    pub fn set_failover(&self, on: bool) {
+        self.failover.store(on, Ordering::Relaxed);
+        self.changed.notify_waiters();
+    }
+
+    /// Clients waiting for the pause to end.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
+
+    /// The mode in force at `now_ms`, ending an expired pause (Redis: the end has passed when
+    /// it is strictly before now).
+    fn current(&self, now_ms: u64) -> u8 {
+        let failover = if self.failover.load(Ordering::Relaxed) {
+            WRITE
+        } else {
+            OFF
+        };
+        let Ok(mut s) = self.state.lock() else {
+            return failover;
+        };
+        if s.0 != OFF && s.1 < now_ms {
+            *s = (OFF, 0);
+            self.mode.store(OFF, Ordering::Relaxed);
+            self.changed.notify_waiters();
+        }
+        s.0.max(failover)
+    }
+
+    /// CLIENT PAUSE: the stricter mode and the later end win.
+    fn pause(&self, mode: u8, end_ms: u64, now_ms: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            if s.0 == OFF || s.1 < now_ms {
+                *s = (mode, end_ms);
+            } else {
+                *s = (s.0.max(mode), s.1.max(end_ms));
+            }
+            if s.1 < now_ms {
+                *s = (OFF, 0);
+            }
+            self.mode.store(s.0, Ordering::Relaxed);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// CLIENT UNPAUSE.
+    fn unpause(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = (OFF, 0);
+            self.mode.store(OFF, Ordering::Relaxed);
+        }
+        self.changed.notify_waiters();
+    }
+}
+
+/// Counts a client as waiting while it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Waits while a pause covers this command. Returns false if the connection should close
+/// instead (CLIENT KILL or shutdown while waiting).
+pub async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+    let pause = &shared.pause;
+    let mut counted: Option<Waiting<'_>> = None;
+    loop {
+        let changed = pause.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let mode = pause.current(shared.clock.now_ms());
+        if mode == OFF || !covers(shared, client, args, mode) {
+            return true;
+        }
+        if counted.is_none() {
+            pause.waiting.fetch_add(1, Ordering::Relaxed);
+            counted = Some(Waiting(&pause.waiting));
+        }
+        tokio::select! {
+            _ = changed => {}
+            _ = tokio::time::sleep(RECHECK) => {}
+            _ = client.info.kill.cancelled() => return false,
+            _ = shared.shutdown.cancelled() => return false,
+        }
+    }
+}
+
+/// Does a pause in `mode` hold this command back?
+fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bool {
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(..) => return false, // rejected before the pause check, as in Redis
+    };
+    if mode == ALL {
+        return true;
+    }
+    if entry.roles.contains(Roles::EXEC) {
+        return client.multi.iter().flatten().any(|queued| {
+            shared
+                .table
+                .entry(CmdId(queued.cmd))
+                .is_some_and(|e| may_replicate(shared, e, &queued.args))
+        });
+    }
+    may_replicate(shared, entry, args)
+}
+
+/// Redis's `CMD_WRITE | CMD_MAY_REPLICATE` for one request, scripts' flags included.
+fn may_replicate(shared: &Shared, entry: &Entry, args: &[Bytes]) -> bool {
+    let spec = entry.spec;
+    let by_sha = entry.roles.contains(Roles::EVALSHA);
+    if entry.roles.contains(Roles::MAY_REPLICATE) {
+        true
+    } else if by_sha || entry.roles.contains(Roles::EVAL) {
+        // EVAL writes unless its script says otherwise; EVAL_RO does not.
+        script_writes(shared, by_sha, args).unwrap_or(!spec.has(crate::engine::CmdFlags::READONLY))
+    } else {
+        spec.has(crate::engine::CmdFlags::WRITE)
+    }
+}
+
+/// Whether a script's declared flags make it a write (Redis's `evalGetCommandFlags`); None
+/// when the script declares none (or is unknown), so the command's own flags decide.
+fn script_writes(shared: &Shared, by_sha: bool, args: &[Bytes]) -> Option<bool> {
+    let body = args.get(1)?;
+    let flags = if by_sha {
+        if body.len() != 40 {
+            return None;
+        }
+        shared.scripts.get(body)?.flags
+    } else {
+        // EVAL finds a cached body by its SHA first, as Redis does.
+        match shared.scripts.get(crate::script::sha1_hex(body).as_bytes()) {
+            Some(s) => s.flags,
+            None => crate::script::parse_shebang(body).ok()?.0,
+        }
+    };
+    declared(flags)
+}
+
+fn declared(flags: crate::script::ScriptFlags) -> Option<bool> {
+    flags.shebang.then_some(!flags.no_writes)
+}
+
+/// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
+/// error, which names the subcommand as the client typed it.
+pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        return Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                crate::engine::printable(&args[1], 128)
+            )
+            .into(),
+        );
+    }
+    crate::engine::run_sub::<ClientPause>(ctx, args)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL]
+#[derive(Debug)]
+pub struct ClientPause {
+    mode: u8,
+    timeout_ms: u64,
+}
+
+impl Command for ClientPause {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let timeout = a.next()?;
+        // Redis reads the mode before the timeout.
+        let mode = if a.remaining() == 0 {
+            ALL
+        } else if a.eat("write") {
+            WRITE
+        } else if a.eat("all") {
+            ALL
+        } else {
+            return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
+        };
+        let t = crate::num::parse_i64(timeout).ok_or(CmdError::msg(
+            "ERR timeout is not an integer or out of range",
+        ))?;
+        if t < 0 {
+            return Err(CmdError::msg("ERR timeout is negative"));
+        }
+        Ok(ClientPause {
+            mode,
+            timeout_ms: t as u64,
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        // A timeout of 0 is an end of 0: already over (Redis does the same).
+        let end = if self.timeout_ms == 0 {
+            0
+        } else {
+            ctx.now_ms.saturating_add(self.timeout_ms)
+        };
+        ctx.shared.pause.pause(self.mode, end, ctx.now_ms);
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT UNPAUSE
+#[derive(Debug)]
+pub struct ClientUnpause;
+
+impl Command for ClientUnpause {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(ClientUnpause)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        ctx.shared.pause.unpause();
+        Ok(Reply::ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stricter_mode_and_later_end_win() {
+        let p = Pause::default();
+        p.pause(WRITE, 1000, 10);
+        assert_eq!(p.current(10), WRITE);
+        p.pause(ALL, 500, 10);
+        assert_eq!(p.current(10), ALL);
+        assert_eq!(p.current(1000), ALL, "the later end is kept");
+        assert_eq!(p.current(1001), OFF);
+        assert!(!p.is_set());
+    }
+
+    #[test]
+    fn zero_timeout_and_unpause_end_it() {
+        let p = Pause::default();
+        p.pause(ALL, 0, 10);
+        assert!(!p.is_set());
+        p.pause(WRITE, 100, 10);
+        assert!(p.is_set());
+        p.unpause();
+        assert_eq!(p.current(10), OFF);
+    }
+
+    #[test]
+    fn an_expired_pause_is_replaced_not_merged() {
+        let p = Pause::default();
+        p.pause(ALL, 100, 10);
+        p.pause(WRITE, 500, 200);
+        assert_eq!(p.current(200), WRITE);
+    }
+}

@@ -1,0 +1,637 @@
+//! RDB persistence as the server runs it: SAVE, BGSAVE \[SCHEDULE\], LASTSAVE, the `save`
+//! points' timer, loading `dir/dbfilename` at start, the save at shutdown, DEBUG RELOAD's
+//! save-and-load, INFO's persistence section and the MISCONF refusal of writes after a
+//! failed background save.
+//!
+//! The file format is `rdb::snapshot`'s; this module decides when to write and where, and
+//! keeps the counters. A save writes `temp-<pid>-<n>.rdb` in `dir`, syncs it and renames
+//! it over `dbfilename`, so a crash mid-save leaves the previous file whole. One save runs
+//! at a time (SAVE answers "Background save already in progress" meanwhile, as Redis).
+//! A background save runs on its own thread and takes the keyspace shard by shard (see
+//! `rdb::snapshot` for what that means for consistency); clients are served throughout.
+//!
+//! Times (LASTSAVE, the save points' seconds) come from the server's clock, so in test
+//! mode CLOCK ADVANCE moves them; the durations INFO reports are wall-clock.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::engine::{ArgCursor, CmdFlags, Command, CommandSpec, Ctx};
+use crate::error::{CmdError, CmdResult};
+use crate::protocol::Reply;
+use crate::rdb::snapshot::{self, LoadOptions, SaveOptions, SaveStats};
+use crate::server::Shared;
+use crate::store::Keyspace;
+
+type C = CommandSpec;
+
+/// SAVE, BGSAVE, LASTSAVE.
+pub static COMMANDS: &[C] = &[
+    C::new(
+        "save",
+        1,
+        &["admin", "noscript", "no_async_loading", "no_multi"],
+        C::keys(0, 0, 0),
+        crate::engine::run::<Save>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"])
+    .self_locking(),
+    C::new(
+        "bgsave",
+        -1,
+        &["admin", "noscript", "no_async_loading"],
+        C::keys(0, 0, 0),
+        crate::engine::run::<Bgsave>,
+    )
+    .with_acl(&["@admin", "@slow", "@dangerous"])
+    .self_locking(),
+    C::new(
+        "lastsave",
+        1,
+        &["loading", "stale", "fast"],
+        C::keys(0, 0, 0),
+        crate::engine::run::<Lastsave>,
+    )
+    .with_acl(&["@admin", "@fast", "@dangerous"])
+    .with_tips(&["nondeterministic_output"]),
+];
+
+/// Redis's retry delay after a failed background save before the save points try again.
+const BGSAVE_RETRY_DELAY_S: u64 = 5;
+
+/// Redis's reply to writes while the last background save failed (`shared.bgsaveerr`).
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// The persistence counters and flags, shared with the background save threads.
+#[derive(Debug)]
+pub struct Persistence {
+    state: Arc<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// A save (foreground or background) is writing.
+    saving: AtomicBool,
+    /// The running save is a BGSAVE (INFO rdb_bgsave_in_progress).
+    background: AtomicBool,
+    /// When the running background save started (wall clock), for INFO.
+    bg_started: std::sync::Mutex<Option<Instant>>,
+    /// Unix seconds of the last successful save (or of the start).
+    lastsave_s: AtomicU64,
+    /// `Keyspace::changes` when the last successful save began.
+    baseline: AtomicU64,
+    last_bgsave_ok: AtomicBool,
+    last_bgsave_time_s: AtomicI64,
+    /// Unix seconds of the last background save attempt.
+    last_try_s: AtomicU64,
+    saves: AtomicU64,
+    /// BGSAVE inside MULTI: run once the current save (if any) ends.
+    scheduled: AtomicBool,
+    keys_loaded: AtomicU64,
+    keys_expired: AtomicU64,
+    /// SHUTDOWN dealt with saving already; the server's exit path must not save again.
+    shutdown_handled: AtomicBool,
+    /// Distinguishes temporary files.
+    temp_seq: AtomicU64,
+}
+
+impl Persistence {
+    /// Fresh counters; LASTSAVE starts at `now_s`, as Redis's does.
+    pub fn new(now_s: u64) -> Self {
+        Persistence {
+            state: Arc::new(State {
+                saving: AtomicBool::new(false),
+                background: AtomicBool::new(false),
+                bg_started: std::sync::Mutex::new(None),
+                lastsave_s: AtomicU64::new(now_s),
+                baseline: AtomicU64::new(0),
+                last_bgsave_ok: AtomicBool::new(true),
+                last_bgsave_time_s: AtomicI64::new(-1),
+                last_try_s: AtomicU64::new(0),
+                saves: AtomicU64::new(0),
+                scheduled: AtomicBool::new(false),
+                keys_loaded: AtomicU64::new(0),
+                keys_expired: AtomicU64::new(0),
+                shutdown_handled: AtomicBool::new(false),
+                temp_seq: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// True while a save runs.
+    pub fn saving(&self) -> bool {
+        self.state.saving.load(Ordering::Acquire)
+    }
+}
+
+/// Why a save failed (logged; clients get Redis's short errors).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SaveError(String);
+
+/// What a save needs, detached from `Shared` so that a thread can own it.
+struct Job {
+    keyspace: Arc<Keyspace>,
+    functions: Vec<Bytes>,
+    opts: SaveOptions,
+    dir: PathBuf,
+    file: PathBuf,
+    state: Arc<State>,
+    clock: Clock,
+}
+
+impl Job {
+    fn new(shared: &Shared) -> Job {
+        let config = shared.config();
+        let now_ms = shared.clock.now_ms();
+        Job {
+            keyspace: shared.keyspace.clone(),
+            functions: shared
+                .scripts
+                .function_libraries()
+                .iter()
+                .map(|l| l.code.clone())
+                .collect(),
+            opts: SaveOptions {
+                redis_version: config.redis_version.clone(),
+                ctime_s: now_ms / 1000,
+                used_mem: crate::alloc_stats::allocated() as u64,
+                checksum: config.rdbchecksum,
+                now_ms,
+            },
+            dir: config.rdb_dir(),
+            file: config.rdb_path(),
+            state: shared.persist.state.clone(),
+            clock: shared.clock.clone(),
+        }
+    }
+
+    /// Writes the file; on success records it as the last save.
+    fn run(self) -> Result<SaveStats, SaveError> {
+        let start_changes = self.keyspace.changes();
+        let seq = self.state.temp_seq.fetch_add(1, Ordering::Relaxed);
+        let temp = self
+            .dir
+            .join(format!("temp-{}-{seq}.rdb", std::process::id()));
+        let result = write_file(&self, &temp);
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        if result.is_ok() {
+            self.state.baseline.store(start_changes, Ordering::Release);
+            self.state
+                .lastsave_s
+                .store(self.clock.now_ms() / 1000, Ordering::Release);
+            self.state.saves.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+fn write_file(job: &Job, temp: &Path) -> Result<SaveStats, SaveError> {
+    let fail =
+        |what: &str, e: std::io::Error| SaveError(format!("{what} '{}': {e}", temp.display()));
+    let file =
+        std::fs::File::create(temp).map_err(|e| fail("Failed opening the temp RDB file", e))?;
+    let stats = snapshot::write_to(
+        &job.keyspace,
+        job.functions.iter().map(|c| &c[..]),
+        &job.opts,
+        &file,
+    )
+    .map_err(|e| fail("Write error saving DB on disk to", e))?;
+    file.sync_all()
+        .map_err(|e| fail("Failed syncing the temp RDB file", e))?;
+    std::fs::rename(temp, &job.file).map_err(|e| {
+        SaveError(format!(
+            "Error moving temp DB file '{}' on the final destination '{}': {e}",
+            temp.display(),
+            job.file.display()
+        ))
+    })?;
+    Ok(stats)
+}
+
+/// Claims the single save slot; false if a save already runs.
+fn claim(state: &State) -> bool {
+    state
+        .saving
+        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+/// A foreground save (SAVE, SHUTDOWN, DEBUG RELOAD): waits for nothing, fails if a save
+/// already runs.
+pub fn save_now(shared: &Shared) -> Result<SaveStats, SaveError> {
+    let state = &shared.persist.state;
+    if !claim(state) {
+        return Err(SaveError("Background save already in progress".into()));
+    }
+    let result = Job::new(shared).run();
+    state.saving.store(false, Ordering::Release);
+    match &result {
+        Ok(s) => {
+            // A successful save also clears a failed background save's MISCONF, as Redis's
+            // rdbSave does.
+            state.last_bgsave_ok.store(true, Ordering::Release);
+            tracing::info!("DB saved on disk ({} keys)", s.keys);
+        }
+        Err(e) => tracing::warn!("Failed saving the DB: {e}"),
+    }
+    result
+}
+
+/// Waits (bounded) for a running background save to end.
+fn wait_idle(state: &State, limit: Duration) {
+    let start = Instant::now();
+    while state.saving.load(Ordering::Acquire) && start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Starts a background save; false if a save already runs.
+pub fn start_bgsave(shared: &Shared) -> bool {
+    let state = shared.persist.state.clone();
+    if !claim(&state) {
+        return false;
+    }
+    state.background.store(true, Ordering::Release);
+    if let Ok(mut t) = state.bg_started.lock() {
+        *t = Some(Instant::now());
+    }
+    let now_s = shared.clock.now_ms() / 1000;
+    state.last_try_s.store(now_s, Ordering::Release);
+    let job = Job::new(shared);
+    let spawned = std::thread::Builder::new()
+        .name("sluice-bgsave".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let state = job.state.clone();
+            let result = job.run();
+            match &result {
+                Ok(s) => tracing::info!(
+                    "Background saving terminated with success ({} keys)",
+                    s.keys
+                ),
+                Err(e) => tracing::warn!("Background saving error: {e}"),
+            }
+            state
+                .last_bgsave_ok
+                .store(result.is_ok(), Ordering::Release);
+            state
+                .last_bgsave_time_s
+                .store(started.elapsed().as_secs() as i64, Ordering::Release);
+            if let Ok(mut t) = state.bg_started.lock() {
+                *t = None;
+            }
+            state.background.store(false, Ordering::Release);
+            state.saving.store(false, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("Can't save in background: {e}");
+        let state = &shared.persist.state;
+        state.last_bgsave_ok.store(false, Ordering::Release);
+        state.background.store(false, Ordering::Release);
+        state.saving.store(false, Ordering::Release);
+        return false;
+    }
+    tracing::info!("Background saving started");
+    true
+}
+
+/// Keys changed since the last successful save.
+fn changes_since_save(shared: &Shared) -> u64 {
+    shared
+        .keyspace
+        .changes()
+        .wrapping_sub(shared.persist.state.baseline.load(Ordering::Acquire))
+}
+
+/// One tick of the save points' timer (Redis's serverCron part): a scheduled BGSAVE, or a
+/// save point reached.
+pub fn tick(shared: &Shared) {
+    let state = &shared.persist.state;
+    if state.saving.load(Ordering::Acquire) {
+        return;
+    }
+    if state.scheduled.swap(false, Ordering::AcqRel) {
+        start_bgsave(shared);
+        return;
+    }
+    let points = match shared.config.read() {
+        Ok(c) if !c.save.is_empty() => c.save.clone(),
+        _ => return,
+    };
+    let now_s = shared.clock.now_ms() / 1000;
+    let since = changes_since_save(shared);
+    let elapsed = now_s.saturating_sub(state.lastsave_s.load(Ordering::Acquire));
+    let may_retry = state.last_bgsave_ok.load(Ordering::Acquire)
+        || now_s.saturating_sub(state.last_try_s.load(Ordering::Acquire)) > BGSAVE_RETRY_DELAY_S;
+    if let Some((secs, _)) = points
+        .iter()
+        .find(|&&(secs, changes)| since >= changes && elapsed > secs)
+        && may_retry
+    {
+        tracing::info!("{since} changes in {secs} seconds. Saving...");
+        start_bgsave(shared);
+    }
+}
+
+/// Runs `tick` every 100 ms on its own thread until the server stops.
+pub fn spawn_timer(shared: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("sluice-saver".into())
+        .spawn(move || {
+            while !shared.shutdown.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(100));
+                tick(&shared);
+            }
+        })
+        .map_err(|e| tracing::warn!("cannot start the save timer: {e}"))
+        .ok()
+}
+
+/// Loads `dir/dbfilename` if it exists (at start, before clients are served). A file that
+/// exists but cannot be read or does not load is an error: the server must not start with
+/// part of its data, as Redis refuses to.
+pub fn load_at_start(shared: &Shared) -> Result<(), String> {
+    let path = shared.config().rdb_path();
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "Fatal error loading the DB ({}): {e}. Exiting.",
+                path.display()
+            ));
+        }
+    };
+    let started = Instant::now();
+    load_into(shared, std::io::BufReader::new(file)).map_err(|e| {
+        format!(
+            "Fatal error loading the DB ({}): {e}. Exiting.",
+            path.display()
+        )
+    })?;
+    tracing::info!(
+        "DB loaded from disk: {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Loads an RDB stream into the (empty) keyspace and the function libraries, then resets
+/// the change counter as Redis does after a load.
+pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), String> {
+    let opts = LoadOptions {
+        now_ms: shared.clock.now_ms(),
+        limits: crate::commands::zset::limits(shared),
+    };
+    let loaded = snapshot::load_from(input, &shared.keyspace, &opts).map_err(|e| e.to_string())?;
+    install_functions(shared, &loaded.functions)?;
+    record_load(shared, &loaded, shared.keyspace.changes());
+    Ok(())
+}
+
+/// DEBUG RELOAD \[NOSAVE\]: saves (unless NOSAVE), then empties every database and loads the
+/// file back while holding every shard, so no client sees the keyspace empty or half loaded.
+/// The caller must hold no shard (not inside EXEC).
+pub fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
+    if save && save_now(shared).is_err() {
+        return Err(CmdError::msg("ERR"));
+    }
+    let load_failed = "ERR Error trying to load the RDB dump, check server logs.";
+    let path = shared.config().rdb_path();
+    let data = std::fs::read(&path).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: cannot read {}: {e}", path.display());
+        CmdError::msg(load_failed)
+    })?;
+    let opts = LoadOptions {
+        now_ms: shared.clock.now_ms(),
+        limits: crate::commands::zset::limits(shared),
+    };
+    let mut locked = shared.keyspace.lock_all();
+    for shard in locked.shards_mut() {
+        for db in 0..shard.databases() {
+            shard.flush_db(db);
+        }
+    }
+    let loaded = snapshot::load_bytes_locked(&data, &mut locked, &opts).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        CmdError::msg(load_failed)
+    })?;
+    let changes = locked.stats().changes;
+    drop(locked);
+    install_functions(shared, &loaded.functions).map_err(|e| {
+        tracing::warn!("DEBUG RELOAD: {e}");
+        CmdError::msg(load_failed)
+    })?;
+    record_load(shared, &loaded, changes);
+    tracing::warn!("DB reloaded by DEBUG RELOAD");
+    Ok(())
+}
+
+fn install_functions(shared: &Shared, codes: &[Bytes]) -> Result<(), String> {
+    if codes.is_empty() {
+        return Ok(());
+    }
+    let payload = crate::rdb::dump_functions(codes.iter().map(|c| &c[..]));
+    shared
+        .scripts
+        .function_restore(&payload, crate::script::functions::RestorePolicy::Flush)
+        .map_err(|e| format!("cannot load the file's functions: {e}"))
+}
+
+fn record_load(shared: &Shared, loaded: &snapshot::Loaded, changes: u64) {
+    let state = &shared.persist.state;
+    state
+        .keys_loaded
+        .store(loaded.keys_loaded, Ordering::Relaxed);
+    state
+        .keys_expired
+        .store(loaded.keys_expired, Ordering::Relaxed);
+    // As after Redis's load: nothing to save yet.
+    state.baseline.store(changes, Ordering::Release);
+}
+
+/// The save at exit when no SHUTDOWN decided it (a signal, or the embedding program
+/// stopping the server): as Redis on SIGTERM, only when save points are configured.
+pub fn save_on_exit(shared: &Shared) {
+    let state = &shared.persist.state;
+    if state.shutdown_handled.load(Ordering::Acquire) || shared.config().save.is_empty() {
+        return;
+    }
+    wait_idle(state, Duration::from_secs(600));
+    tracing::info!("Saving the final RDB snapshot before exiting.");
+    let _ = save_now(shared);
+}
+
+/// SHUTDOWN's save decision, made before the server stops: `save` (SAVE given) or save
+/// points configured, unless `nosave`. Err: the save failed, and SHUTDOWN must not stop the
+/// server (unless FORCE).
+pub fn shutdown_save(
+    shared: &Shared,
+    save: bool,
+    nosave: bool,
+    force: bool,
+) -> Result<(), SaveError> {
+    let state = &shared.persist.state;
+    let wanted = save || (!nosave && !shared.config().save.is_empty());
+    if wanted {
+        // A background save still writing would rename its older file over ours.
+        wait_idle(state, Duration::from_secs(600));
+        tracing::info!("Saving the final RDB snapshot before exiting.");
+        if let Err(e) = save_now(shared)
+            && !force
+        {
+            tracing::warn!("Error trying to save the DB, can't exit.");
+            return Err(e);
+        }
+    }
+    state.shutdown_handled.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,
+/// save points are configured and `stop-writes-on-bgsave-error` is on.
+pub fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
+    if shared.persist.state.last_bgsave_ok.load(Ordering::Acquire) {
+        return None;
+    }
+    if !(spec.has(CmdFlags::WRITE) || spec.name == "ping") {
+        return None;
+    }
+    let refuse = shared
+        .config
+        .read()
+        .is_ok_and(|c: std::sync::RwLockReadGuard<'_, Config>| {
+            c.stop_writes_on_bgsave_error && !c.save.is_empty()
+        });
+    refuse.then(|| Reply::Error(MISCONF.into()))
+}
+
+/// INFO's persistence fields, in Redis's order. `changes` is `Keyspace::changes` read
+/// through the shards INFO holds.
+pub fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, String)> {
+    let s = &shared.persist.state;
+    let bg = s.background.load(Ordering::Acquire);
+    let current = s
+        .bg_started
+        .lock()
+        .ok()
+        .and_then(|t| *t)
+        .map_or(-1, |t| t.elapsed().as_secs() as i64);
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    vec![
+        ("loading", "0".into()),
+        ("async_loading", "0".into()),
+        ("current_cow_peak", "0".into()),
+        ("current_cow_size", "0".into()),
+        ("current_cow_size_age", "0".into()),
+        ("current_fork_perc", "0.00".into()),
+        ("current_save_keys_processed", "0".into()),
+        ("current_save_keys_total", "0".into()),
+        (
+            "rdb_changes_since_last_save",
+            changes
+                .wrapping_sub(s.baseline.load(Ordering::Acquire))
+                .to_string(),
+        ),
+        ("rdb_bgsave_in_progress", u8::from(bg).to_string()),
+        (
+            "rdb_last_save_time",
+            s.lastsave_s.load(Ordering::Acquire).to_string(),
+        ),
+        (
+            "rdb_last_bgsave_status",
+            ok(s.last_bgsave_ok.load(Ordering::Acquire)).into(),
+        ),
+        (
+            "rdb_last_bgsave_time_sec",
+            s.last_bgsave_time_s.load(Ordering::Acquire).to_string(),
+        ),
+        ("rdb_current_bgsave_time_sec", current.to_string()),
+        ("rdb_saves", s.saves.load(Ordering::Relaxed).to_string()),
+        ("rdb_last_cow_size", "0".into()),
+        (
+            "rdb_last_load_keys_expired",
+            s.keys_expired.load(Ordering::Relaxed).to_string(),
+        ),
+        (
+            "rdb_last_load_keys_loaded",
+            s.keys_loaded.load(Ordering::Relaxed).to_string(),
+        ),
+    ]
+}
+
+/// SAVE
+#[derive(Debug)]
+pub struct Save;
+
+impl Command for Save {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Save)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.shared.persist.saving() {
+            return Err(CmdError::msg("ERR Background save already in progress"));
+        }
+        match save_now(ctx.shared) {
+            Ok(_) => Ok(Reply::ok()),
+            // Redis answers a failed SAVE with a bare "-ERR".
+            Err(_) => Err(CmdError::msg("ERR")),
+        }
+    }
+}
+
+/// BGSAVE \[SCHEDULE\]
+#[derive(Debug)]
+pub struct Bgsave;
+
+impl Command for Bgsave {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        match a.rest() {
+            [] => Ok(Bgsave),
+            [s] if s.eq_ignore_ascii_case(b"schedule") => Ok(Bgsave),
+            _ => Err(CmdError::Syntax),
+        }
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let state = &ctx.shared.persist.state;
+        if state.saving.load(Ordering::Acquire) {
+            return Err(CmdError::msg("ERR Background save already in progress"));
+        }
+        // Inside EXEC Redis defers the fork to after the transaction; so do we.
+        if ctx.in_exec {
+            state.scheduled.store(true, Ordering::Release);
+            return Ok(Reply::status("Background saving scheduled"));
+        }
+        if start_bgsave(ctx.shared) {
+            Ok(Reply::status("Background saving started"))
+        } else if state.saving.load(Ordering::Acquire) {
+            Err(CmdError::msg("ERR Background save already in progress"))
+        } else {
+            Err(CmdError::msg("ERR"))
+        }
+    }
+}
+
+/// LASTSAVE
+#[derive(Debug)]
+pub struct Lastsave;
+
+impl Command for Lastsave {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Lastsave)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let s = ctx.shared.persist.state.lastsave_s.load(Ordering::Acquire);
+        Ok(Reply::Int(i64::try_from(s).unwrap_or(i64::MAX)))
+    }
+}
