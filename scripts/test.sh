@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: the Rust unit and integration tests (among them the differential test
+# Runs every check and test. First the gates CONTRIBUTING asks of every change, which fail
+# fast: formatting (rustfmt), lints (clippy, every warning an error, `[lints]` in Cargo.toml)
+# and the documentation build (rustdoc, every warning an error). Then the Rust unit and
+# integration tests (among them the differential test
 # against a real redis-server), then the client tests: redis-py and redis-cli (tests/py) and
 # ioredis (tests/node). Before the long build it checks every tool and package the tests use
 # and says exactly what is missing and how to install it; nothing is skipped. `.ci/run`
@@ -17,6 +20,10 @@ need() { # need <command> <how to install>
     command -v "$1" >/dev/null 2>&1 || missing+=("$1: $2")
 }
 need cargo "install Rust: curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh (then open a new shell)"
+if command -v cargo >/dev/null 2>&1; then
+    cargo fmt --version >/dev/null 2>&1 || missing+=("rustfmt: rustup component add rustfmt")
+    cargo clippy --version >/dev/null 2>&1 || missing+=("clippy: rustup component add clippy")
+fi
 need cc "apt-get install build-essential (the Lua interpreter is compiled from C)"
 need redis-server "apt-get install redis-server (Debian then starts a service on port 6379: 'service redis-server stop'; the tests use their own ports)"
 need redis-cli "apt-get install redis-tools"
@@ -56,6 +63,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     for m in "${missing[@]}"; do echo "  - $m" >&2; done
     exit 2
 fi
+
+# The gates, before the long build: fail fast on a formatting, lint or doc problem.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
 # The client tests start target/debug/sluice, so build it first.
 cargo build

@@ -111,10 +111,7 @@ fn state() -> &'static State {
             shards: 4,
             ..Config::default()
         };
-        let mut shared = Shared::new(base.clone(), Clock::frozen());
-        for spec in sluice::commands::testmode::COMMANDS {
-            shared.table.remove(spec.name);
-        }
+        let shared = Shared::new(base.clone(), Clock::frozen());
         let names = shared
             .table
             .commands()

@@ -22,7 +22,7 @@ use crate::store::access::{StringMut, StringValue};
 
 /// The bitmap commands.
 #[rustfmt::skip]
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("setbit", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetBit>).with_acl(&["@write", "@bitmap", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0)]),
     C::new("getbit", 3, &["readonly", "fast"], C::keys(1, 1, 1), run::<GetBit>).with_acl(&["@read", "@bitmap", "@fast"]),
@@ -66,7 +66,7 @@ fn get_bit(s: &[u8], offset: u64) -> bool {
 
 /// SETBIT key offset value
 #[derive(Debug)]
-pub struct SetBit {
+pub(crate) struct SetBit {
     key: Bytes,
     offset: Bytes,
     value: Bytes,
@@ -122,7 +122,7 @@ impl Command for SetBit {
 
 /// GETBIT key offset
 #[derive(Debug)]
-pub struct GetBit {
+pub(crate) struct GetBit {
     key: Bytes,
     offset: Bytes,
 }
@@ -213,7 +213,7 @@ fn unit_is_bit(arg: &[u8]) -> CmdResult<bool> {
 
 /// BITCOUNT key [start end [BYTE|BIT]]
 #[derive(Debug)]
-pub struct BitCount {
+pub(crate) struct BitCount {
     key: Bytes,
     rest: Vec<Bytes>,
 }
@@ -268,7 +268,7 @@ impl Command for BitCount {
 
 /// BITPOS key bit [start [end [BYTE|BIT]]]
 #[derive(Debug)]
-pub struct BitPos {
+pub(crate) struct BitPos {
     key: Bytes,
     bit: Bytes,
     rest: Vec<Bytes>,
@@ -374,7 +374,7 @@ fn bitpos_in(s: &[u8], bit: bool, start: i64, end: i64, fm: u8, lm: u8, end_give
 
 /// BITOP AND|OR|XOR|NOT destkey key [key …]
 #[derive(Debug)]
-pub struct BitOp {
+pub(crate) struct BitOp {
     op: Op,
     dest: Bytes,
     keys: Vec<Bytes>,
@@ -566,7 +566,7 @@ fn mask_of(bits: u32) -> u64 {
 /// BITFIELD key [GET type offset] [SET type offset value] [INCRBY type offset increment]
 /// [OVERFLOW WRAP|SAT|FAIL] …, and BITFIELD_RO key [GET type offset …]
 #[derive(Debug)]
-pub struct BitField {
+pub(crate) struct BitField {
     access: Access,
     key: Bytes,
     args: Vec<Bytes>,

@@ -60,7 +60,7 @@ const fn unsupported_flagged(name: &'static str, arity: i32, flags: &'static [&'
 }
 
 /// CLUSTER and the cluster connection commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "cluster",
         -2,
@@ -196,7 +196,7 @@ static CLUSTER: &[C] = &[
 const DISABLED: &str = "ERR This instance has cluster support disabled";
 
 /// Redis's error for a script call whose key lives on another node.
-pub const SCRIPT_NON_LOCAL: &str =
+pub(crate) const SCRIPT_NON_LOCAL: &str =
     "ERR Script attempted to access a non local key in a cluster node";
 
 fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
@@ -207,13 +207,13 @@ fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
 // Routing
 
 /// The guard a routed command holds while it runs (see [`Cluster::route`]).
-pub type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
+pub(crate) type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 
 /// The routing check `engine::call` makes before a command runs or is queued: `Ok` with the guard
 /// to hold until the reply (None when there is nothing to hold: cluster mode off, or no
 /// keys), or `Err` with the redirect to reply instead. MULTI state is updated as Redis does.
 #[inline]
-pub fn route<'s>(
+pub(crate) fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
     entry: &Entry,
@@ -319,7 +319,7 @@ fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect>
 /// The slot of a command's keys (None without keys), or CROSSSLOT. Keys are found from the
 /// table's key positions the way Redis's key specs find them; in particular a `numkeys`
 /// that does not fit the arguments means "no keys", so the command itself reports the error.
-pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
+pub(crate) fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
     let mut add = |i: usize| match args.get(i) {
         Some(k) => merge_slot(&mut slot, Some(key_slot(k))),
@@ -374,12 +374,12 @@ pub fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect
 
 /// Redis's error for a `#!lua` script (without `allow-cross-slot-keys`) whose calls touch
 /// keys of two slots.
-pub const SCRIPT_CROSS_SLOT: &str =
+pub(crate) const SCRIPT_CROSS_SLOT: &str =
     "ERR Script attempted to access keys that do not hash to the same slot";
 
 /// The slot a script starts bound to: that of the keys EVAL declared (routing already made
 /// sure they share one), or none.
-pub fn script_slot(keys: &[Bytes]) -> Option<u16> {
+pub(crate) fn script_slot(keys: &[Bytes]) -> Option<u16> {
     keys.first().map(|k| key_slot(k))
 }
 
@@ -389,7 +389,7 @@ pub fn script_slot(keys: &[Bytes]) -> Option<u16> {
 /// `cross_slot_ok` (scripts without a shebang, or with `allow-cross-slot-keys`), every call
 /// must stay in the script's slot, `slot`, which the first call with keys sets if EVAL
 /// declared none (Redis 7.0's scriptVerifyClusterState).
-pub fn script_check(
+pub(crate) fn script_check(
     shared: &Shared,
     client: &ClientState,
     spec: &C,
@@ -423,7 +423,7 @@ pub fn script_check(
 /// (re-pointed when the map names another one; a full or partial resynchronization follows),
 /// and a master that was a replica stops following, keeps its data and starts a new history
 /// (REPLICAOF NO ONE). Called at start and after every map change.
-pub fn sync_role(shared: &Shared) {
+pub(crate) fn sync_role(shared: &Shared) {
     let Some(cluster) = &shared.cluster else {
         return;
     };
@@ -461,7 +461,7 @@ fn after_install(shared: &Shared, cluster: &Cluster, epoch: u64) {
 /// Drops every key (all databases) in a slot this node does not hold: it neither owns it
 /// nor, as a replica, replicates its owner. Locks one shard at a time, so other shards keep
 /// serving meanwhile. Returns how many keys were dropped.
-pub fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
+pub(crate) fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
     let keyspace = &shared.keyspace;
     let mut dropped = 0;
     for i in 0..keyspace.shard_count() {
@@ -498,7 +498,7 @@ fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
 
 /// ASKING: accepted (sluice has no slot migrations, so no slot is ever importing).
 #[derive(Debug)]
-pub struct Accept;
+pub(crate) struct Accept;
 
 impl Command for Accept {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -525,7 +525,7 @@ fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// CLUSTER HELP
 #[derive(Debug)]
-pub struct Help;
+pub(crate) struct Help;
 
 impl Command for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -580,7 +580,7 @@ impl Command for Help {
 
 /// CLUSTER INFO
 #[derive(Debug)]
-pub struct Info;
+pub(crate) struct Info;
 
 impl Command for Info {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -605,7 +605,7 @@ impl Command for Info {
 
 /// CLUSTER MYID
 #[derive(Debug)]
-pub struct MyId;
+pub(crate) struct MyId;
 
 impl Command for MyId {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -619,7 +619,7 @@ impl Command for MyId {
 /// CLUSTER NODES: Redis's line format; every node connected, no cluster bus (the bus port
 /// shown is the client port).
 #[derive(Debug)]
-pub struct Nodes;
+pub(crate) struct Nodes;
 
 impl Command for Nodes {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -632,7 +632,7 @@ impl Command for Nodes {
 }
 
 /// The CLUSTER NODES text of `state`.
-pub fn nodes_text(state: &Installed, now_ms: u64) -> String {
+pub(crate) fn nodes_text(state: &Installed, now_ms: u64) -> String {
     let mut out = String::new();
     for i in 0..state.map.nodes.len() {
         out.push_str(&node_line(state, i, now_ms));
@@ -697,7 +697,7 @@ fn known_offset(shared: &Shared, state: &Installed, i: usize) -> Option<u64> {
 /// its replicas (all of them: no bus tells this node which replicas are in sync, where
 /// Redis leaves out those it knows at offset 0).
 #[derive(Debug)]
-pub struct Slots;
+pub(crate) struct Slots;
 
 impl Command for Slots {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -734,7 +734,7 @@ impl Command for Slots {
 /// its replicas (`role replica`). Offsets are what this node knows (see `known_offset`);
 /// health is `online`, or `loading` for a replica known to be at offset 0.
 #[derive(Debug)]
-pub struct Shards;
+pub(crate) struct Shards;
 
 impl Command for Shards {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -802,7 +802,7 @@ impl Command for Shards {
 
 /// CLUSTER KEYSLOT key
 #[derive(Debug)]
-pub struct KeySlot {
+pub(crate) struct KeySlot {
     key: Bytes,
 }
 
@@ -822,7 +822,7 @@ impl Command for KeySlot {
 /// per-slot index (a keyspace shard is not a slot), so both scan the keyspace; they are
 /// for operators and tests, not hot paths.
 #[derive(Debug)]
-pub struct KeysInSlot {
+pub(crate) struct KeysInSlot {
     query: SlotQuery,
     slot: Bytes,
     count: Option<Bytes>,
@@ -830,7 +830,7 @@ pub struct KeysInSlot {
 
 /// What a slot query answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlotQuery {
+pub(crate) enum SlotQuery {
     /// CLUSTER COUNTKEYSINSLOT: how many keys.
     Count,
     /// CLUSTER GETKEYSINSLOT: the keys, at most `count`.
@@ -893,7 +893,7 @@ impl VariantCommand for KeysInSlot {
 
 /// CLUSTER LINKS: sluice nodes have none.
 #[derive(Debug)]
-pub struct Links;
+pub(crate) struct Links;
 
 impl Command for Links {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -907,7 +907,7 @@ impl Command for Links {
 
 /// CLUSTER REPLICAS / SLAVES node-id: the CLUSTER NODES lines of the node's replicas.
 #[derive(Debug)]
-pub struct Replicas {
+pub(crate) struct Replicas {
     id: Bytes,
 }
 
@@ -951,7 +951,7 @@ fn unknown_node(id: &[u8]) -> CmdError {
 /// CLUSTER GETMAP: the map in force, with its epoch, in the map file's format (what to give
 /// the other nodes after CLUSTER FAILOVER or REPLICATE changed this node's map).
 #[derive(Debug)]
-pub struct GetMap;
+pub(crate) struct GetMap;
 
 impl Command for GetMap {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -1087,14 +1087,14 @@ fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// CLUSTER SETMAP map / CLUSTER LOADMAP: validates the map, installs it, and drops the keys
 /// of slots this node no longer owns.
 #[derive(Debug)]
-pub struct SetMap {
+pub(crate) struct SetMap {
     /// The map's text (SETMAP), or `None` to read the map file again (LOADMAP).
     text: Option<Bytes>,
 }
 
 /// Where a new slot map comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MapSource {
+pub(crate) enum MapSource {
     /// CLUSTER SETMAP: the argument.
     Inline,
     /// CLUSTER LOADMAP: the cluster-config-file, read again.

@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 use crate::rdb::{self, RdbError};
 
 /// The commands of this module.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("dump", 2, &["readonly"], C::keys(1, 1, 1), run::<Dump>)
         .with_acl(&["@keyspace", "@read", "@slow"])
         .with_info(&InfoDoc {
@@ -46,7 +46,7 @@ pub static COMMANDS: &[C] = &[
 
 /// `DUMP key`
 #[derive(Debug)]
-pub struct Dump {
+pub(crate) struct Dump {
     key: Bytes,
 }
 
@@ -67,7 +67,7 @@ impl Command for Dump {
 
 /// `RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]`
 #[derive(Debug)]
-pub struct Restore {
+pub(crate) struct Restore {
     key: Bytes,
     ttl: Bytes,
     payload: Bytes,

@@ -47,7 +47,7 @@ const fn keynum(flags: &'static [&'static str], notes: Option<&'static str>) -> 
 }
 
 /// FCALL and FCALL_RO.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "fcall",
         -3,
@@ -70,7 +70,7 @@ pub static COMMANDS: &[C] = &[
 ];
 
 /// FUNCTION's subcommands.
-pub static FUNCTION: &[C] = &[
+pub(crate) static FUNCTION: &[C] = &[
     C::new(
         "function|load",
         -3,
@@ -158,7 +158,7 @@ pub static FUNCTION: &[C] = &[
 
 /// FCALL / FCALL_RO function numkeys [key …] [arg …]
 #[derive(Debug)]
-pub struct Fcall {
+pub(crate) struct Fcall {
     access: Access,
     name: Bytes,
     numkeys: Bytes,
@@ -243,7 +243,7 @@ impl VariantCommand for Fcall {
 
 /// `FUNCTION LOAD [REPLACE] code`
 #[derive(Debug)]
-pub struct FunctionLoad {
+pub(crate) struct FunctionLoad {
     replace: bool,
     code: Bytes,
 }
@@ -279,7 +279,7 @@ impl crate::engine::Command for FunctionLoad {
 
 /// FUNCTION DELETE library
 #[derive(Debug)]
-pub struct FunctionDelete {
+pub(crate) struct FunctionDelete {
     name: Bytes,
 }
 
@@ -300,7 +300,7 @@ impl crate::engine::Command for FunctionDelete {
 
 /// `FUNCTION FLUSH [ASYNC|SYNC]`
 #[derive(Debug)]
-pub struct FunctionFlush;
+pub(crate) struct FunctionFlush;
 
 impl crate::engine::Command for FunctionFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -325,7 +325,7 @@ impl crate::engine::Command for FunctionFlush {
 
 /// `FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]`
 #[derive(Debug)]
-pub struct FunctionList {
+pub(crate) struct FunctionList {
     pattern: Option<Bytes>,
     with_code: bool,
 }
@@ -396,7 +396,7 @@ impl crate::engine::Command for FunctionList {
 
 /// FUNCTION DUMP
 #[derive(Debug)]
-pub struct FunctionDump;
+pub(crate) struct FunctionDump;
 
 impl crate::engine::Command for FunctionDump {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -409,7 +409,7 @@ impl crate::engine::Command for FunctionDump {
 
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]
 #[derive(Debug)]
-pub struct FunctionRestore {
+pub(crate) struct FunctionRestore {
     payload: Bytes,
     policy: RestorePolicy,
 }
@@ -446,7 +446,7 @@ impl crate::engine::Command for FunctionRestore {
 
 /// FUNCTION STATS
 #[derive(Debug)]
-pub struct FunctionStats;
+pub(crate) struct FunctionStats;
 
 impl crate::engine::Command for FunctionStats {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -493,7 +493,7 @@ impl crate::engine::Command for FunctionStats {
 
 /// FUNCTION KILL
 #[derive(Debug)]
-pub struct FunctionKill;
+pub(crate) struct FunctionKill;
 
 impl crate::engine::Command for FunctionKill {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -514,7 +514,7 @@ impl crate::engine::Command for FunctionKill {
 
 /// FUNCTION HELP
 #[derive(Debug)]
-pub struct FunctionHelp;
+pub(crate) struct FunctionHelp;
 
 impl crate::engine::Command for FunctionHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -23,7 +23,7 @@ use crate::store::access::HashMut;
 use crate::store::value::{HashLimits, HashValue, scan_hash, scan_step};
 
 /// The hash commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "hset",
         -4,
@@ -153,7 +153,7 @@ pub static COMMANDS: &[C] = &[
 /// Redis builds whatever reply is asked for (`SRANDMEMBER s -9223372036854775807` runs the
 /// server out of memory); sluice builds a reply in memory before sending it, so it refuses
 /// past this bound with Redis's plain range error instead.
-pub const MAX_RANDOM_REPEAT: u64 = 1 << 20;
+pub(crate) const MAX_RANDOM_REPEAT: u64 = 1 << 20;
 
 /// The encoding thresholds in force (`hash-max-listpack-entries`/`-value`, which CONFIG SET
 /// changes at run time).
@@ -198,7 +198,7 @@ fn hash_or_create<'l, 'a, 'k>(
 
 /// The options of HSCAN/SSCAN, parsed when the key has been found and type-checked (Redis
 /// reports a bad option only then: `HSCAN missing 0 COUNT 0` is an empty scan).
-pub fn scan_options(opts: &[Bytes]) -> CmdResult<(Option<Bytes>, usize)> {
+pub(crate) fn scan_options(opts: &[Bytes]) -> CmdResult<(Option<Bytes>, usize)> {
     let mut a = ArgCursor::new(opts);
     let (pattern, count, _) = parse_scan_options(&mut a, false)?;
     // MATCH * filters nothing; Redis skips matching for it too.
@@ -206,12 +206,12 @@ pub fn scan_options(opts: &[Bytes]) -> CmdResult<(Option<Bytes>, usize)> {
 }
 
 /// True if `item` passes an optional MATCH pattern.
-pub fn scan_matches(pattern: Option<&Bytes>, item: &[u8]) -> bool {
+pub(crate) fn scan_matches(pattern: Option<&Bytes>, item: &[u8]) -> bool {
     pattern.is_none_or(|p| glob_match(p, item, false))
 }
 
 /// The reply of a scan step: the next cursor and the items.
-pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
+pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
     let cursor = Reply::Bulk(Bytes::copy_from_slice(
         itoa::Buffer::new().format(cursor).as_bytes(),
     ));
@@ -219,7 +219,7 @@ pub fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
 }
 
 /// Parses the count of HRANDFIELD / SRANDMEMBER: an integer in -LONG_MAX..=LONG_MAX.
-pub fn parse_random_count(arg: &[u8]) -> CmdResult<i64> {
+pub(crate) fn parse_random_count(arg: &[u8]) -> CmdResult<i64> {
     match parse_i64(arg) {
         None => Err(CmdError::NotInteger),
         Some(i64::MIN) => Err(CmdError::msg(
@@ -231,7 +231,7 @@ pub fn parse_random_count(arg: &[u8]) -> CmdResult<i64> {
 
 /// What HSET (the number of new fields) and HMSET (`OK`) reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HSetReply {
+pub(crate) enum HSetReply {
     /// HSET: how many fields were created.
     Created,
     /// HMSET: `+OK`.
@@ -240,7 +240,7 @@ pub enum HSetReply {
 
 /// HSET / HMSET key field value [field value …]
 #[derive(Debug)]
-pub struct HSet {
+pub(crate) struct HSet {
     reply: HSetReply,
     key: Bytes,
     pairs: Vec<Bytes>,
@@ -287,7 +287,7 @@ impl VariantCommand for HSet {
 
 /// HSETNX key field value
 #[derive(Debug)]
-pub struct HSetNx {
+pub(crate) struct HSetNx {
     key: Bytes,
     field: Bytes,
     value: Bytes,
@@ -316,7 +316,7 @@ impl Command for HSetNx {
 
 /// HGET key field
 #[derive(Debug)]
-pub struct HGet {
+pub(crate) struct HGet {
     key: Bytes,
     field: Bytes,
 }
@@ -337,7 +337,7 @@ impl Command for HGet {
 
 /// HMGET key field [field …]
 #[derive(Debug)]
-pub struct HMGet {
+pub(crate) struct HMGet {
     key: Bytes,
     fields: Vec<Bytes>,
 }
@@ -363,7 +363,7 @@ impl Command for HMGet {
 
 /// What a whole-hash read returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HashPart {
+pub(crate) enum HashPart {
     /// HGETALL: fields and values.
     Both,
     /// HKEYS: fields.
@@ -374,7 +374,7 @@ pub enum HashPart {
 
 /// HGETALL / HKEYS / HVALS key
 #[derive(Debug)]
-pub struct HGetAll {
+pub(crate) struct HGetAll {
     part: HashPart,
     key: Bytes,
 }
@@ -418,7 +418,7 @@ impl VariantCommand for HGetAll {
 
 /// HDEL key field [field …]
 #[derive(Debug)]
-pub struct HDel {
+pub(crate) struct HDel {
     key: Bytes,
     fields: Vec<Bytes>,
 }
@@ -448,7 +448,7 @@ impl Command for HDel {
 
 /// HEXISTS key field
 #[derive(Debug)]
-pub struct HExists {
+pub(crate) struct HExists {
     key: Bytes,
     field: Bytes,
 }
@@ -468,7 +468,7 @@ impl Command for HExists {
 
 /// HLEN key
 #[derive(Debug)]
-pub struct HLen {
+pub(crate) struct HLen {
     key: Bytes,
 }
 
@@ -486,7 +486,7 @@ impl Command for HLen {
 
 /// HSTRLEN key field
 #[derive(Debug)]
-pub struct HStrLen {
+pub(crate) struct HStrLen {
     key: Bytes,
     field: Bytes,
 }
@@ -508,7 +508,7 @@ impl Command for HStrLen {
 
 /// HINCRBY key field increment
 #[derive(Debug)]
-pub struct HIncrBy {
+pub(crate) struct HIncrBy {
     key: Bytes,
     field: Bytes,
     incr: i64,
@@ -542,7 +542,7 @@ impl Command for HIncrBy {
 
 /// HINCRBYFLOAT key field increment
 #[derive(Debug)]
-pub struct HIncrByFloat {
+pub(crate) struct HIncrByFloat {
     key: Bytes,
     field: Bytes,
     incr: crate::num::long_double::LongDouble,
@@ -580,7 +580,7 @@ impl Command for HIncrByFloat {
 
 /// `HRANDFIELD key [count [WITHVALUES]]`
 #[derive(Debug)]
-pub struct HRandField {
+pub(crate) struct HRandField {
     key: Bytes,
     count: Option<i64>,
     with_values: bool,
@@ -645,7 +645,7 @@ impl Command for HRandField {
 /// The positions HRANDFIELD / SRANDMEMBER with a count return from an aggregate of `len`
 /// elements, as Redis picks them: a negative count repeats independent picks; a count at
 /// least the size returns every element in order; a smaller one distinct random elements.
-pub fn random_picks(len: usize, count: i64) -> CmdResult<Vec<usize>> {
+pub(crate) fn random_picks(len: usize, count: i64) -> CmdResult<Vec<usize>> {
     if count == 0 || len == 0 {
         return Ok(Vec::new());
     }
@@ -669,7 +669,7 @@ pub fn random_picks(len: usize, count: i64) -> CmdResult<Vec<usize>> {
 /// A listpack hash is returned whole with cursor 0, whatever the cursor, as Redis does; a
 /// hash table is walked with `scan_step`'s cursors (each field once, whatever is deleted).
 #[derive(Debug)]
-pub struct HScan {
+pub(crate) struct HScan {
     key: Bytes,
     cursor: u64,
     options: Vec<Bytes>,

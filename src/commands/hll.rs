@@ -17,7 +17,7 @@ use crate::store::hll::{self, Corrupt};
 
 /// The HyperLogLog commands.
 #[rustfmt::skip]
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("pfadd", -2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<PfAdd>).with_acl(&["@write", "@hyperloglog", "@fast"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0)]),
     C::new("pfcount", -2, &["readonly"], C::keys(1, -1, 1), run::<PfCount>).with_acl(&["@read", "@hyperloglog", "@slow"])
@@ -58,7 +58,7 @@ fn sparse_max(ctx: &Ctx<'_>) -> usize {
 
 /// PFADD key [element …]
 #[derive(Debug)]
-pub struct PfAdd {
+pub(crate) struct PfAdd {
     key: Bytes,
     elements: Vec<Bytes>,
 }
@@ -114,7 +114,7 @@ impl Command for PfAdd {
 
 /// PFCOUNT key [key …]
 #[derive(Debug)]
-pub struct PfCount {
+pub(crate) struct PfCount {
     keys: Vec<Bytes>,
 }
 
@@ -170,7 +170,7 @@ impl Command for PfCount {
 
 /// PFMERGE destkey [sourcekey …]
 #[derive(Debug)]
-pub struct PfMerge {
+pub(crate) struct PfMerge {
     dest: Bytes,
     sources: Vec<Bytes>,
 }

@@ -35,7 +35,7 @@ use crate::store::{Locked, Value};
 // One line per command, like the other families' tables: arity, flags, keys and ACL
 // categories as `COMMAND INFO` reports them on Redis 7.0.
 #[rustfmt::skip]
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("lpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
     C::new("rpush", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Right, PushMode::Always))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
     C::new("lpushx", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), |c, a| run_as::<Push>(c, a, (End::Left, PushMode::IfExists))).with_acl(&["@write", "@list", "@fast"]).with_key_flags(&["RW", "insert"]),
@@ -132,7 +132,7 @@ pub(crate) fn resolve_range(start: i64, end: i64, len: usize) -> Option<(usize, 
 
 /// Which end of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// The head (LPUSH, LPOP, LEFT).
     Left,
     /// The tail (RPUSH, RPOP, RIGHT).
@@ -195,7 +195,7 @@ impl End {
 ///
 /// At [`End::Left`] each element is pushed at the head in turn, so they end up reversed.
 #[derive(Debug)]
-pub struct Push {
+pub(crate) struct Push {
     end: End,
     mode: PushMode,
     key: Bytes,
@@ -204,7 +204,7 @@ pub struct Push {
 
 /// Whether a push creates the list (LPUSH, RPUSH) or needs it to exist (LPUSHX, RPUSHX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PushMode {
+pub(crate) enum PushMode {
     /// LPUSH, RPUSH.
     Always,
     /// LPUSHX, RPUSHX.
@@ -245,7 +245,7 @@ impl VariantCommand for Push {
 
 /// `LPOP / RPOP key [count]`
 #[derive(Debug)]
-pub struct Pop {
+pub(crate) struct Pop {
     end: End,
     key: Bytes,
     count: Option<usize>,
@@ -302,7 +302,7 @@ impl VariantCommand for Pop {
 
 /// LLEN key
 #[derive(Debug)]
-pub struct LLen {
+pub(crate) struct LLen {
     key: Bytes,
 }
 
@@ -322,7 +322,7 @@ impl Command for LLen {
 
 /// LINDEX key index (the key is looked up before the index is parsed, as in Redis).
 #[derive(Debug)]
-pub struct LIndex {
+pub(crate) struct LIndex {
     key: Bytes,
     index: Bytes,
 }
@@ -350,7 +350,7 @@ impl Command for LIndex {
 
 /// LRANGE key start stop
 #[derive(Debug)]
-pub struct LRange {
+pub(crate) struct LRange {
     key: Bytes,
     start: i64,
     end: i64,
@@ -381,7 +381,7 @@ impl Command for LRange {
 
 /// LTRIM key start stop
 #[derive(Debug)]
-pub struct LTrim {
+pub(crate) struct LTrim {
     key: Bytes,
     start: i64,
     end: i64,
@@ -419,7 +419,7 @@ impl Command for LTrim {
 
 /// LSET key index element (the key is looked up before the index is parsed, as in Redis).
 #[derive(Debug)]
-pub struct LSet {
+pub(crate) struct LSet {
     key: Bytes,
     index: Bytes,
     element: Bytes,
@@ -452,7 +452,7 @@ impl Command for LSet {
 /// LREM key count element: count > 0 removes the first `count` matches from the head,
 /// count < 0 the first `-count` from the tail, 0 every match.
 #[derive(Debug)]
-pub struct LRem {
+pub(crate) struct LRem {
     key: Bytes,
     count: i64,
     element: Bytes,
@@ -514,7 +514,7 @@ pub(crate) fn remove_matches(l: &mut VecDeque<Bytes>, element: &[u8], count: i64
 
 /// LINSERT key BEFORE|AFTER pivot element
 #[derive(Debug)]
-pub struct LInsert {
+pub(crate) struct LInsert {
     key: Bytes,
     after: bool,
     pivot: Bytes,
@@ -558,7 +558,7 @@ impl Command for LInsert {
 
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
 #[derive(Debug)]
-pub struct LPos {
+pub(crate) struct LPos {
     key: Bytes,
     element: Bytes,
     rank: i64,
@@ -669,7 +669,7 @@ pub(crate) fn lpos(
 /// destination leaves the source untouched; a missing source replies nil without looking at
 /// the destination. Source and destination may be the same list (a rotation).
 #[derive(Debug)]
-pub struct LMove {
+pub(crate) struct LMove {
     pub(crate) source: Bytes,
     pub(crate) destination: Bytes,
     pub(crate) from: End,
@@ -729,7 +729,7 @@ impl Command for LMove {
 
 /// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
 #[derive(Debug)]
-pub struct RPopLPush(LMove);
+pub(crate) struct RPopLPush(LMove);
 
 impl Command for RPopLPush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -752,7 +752,7 @@ impl Command for RPopLPush {
 /// before it is WRONGTYPE. Replies `[key, [elements]]`, or a null array if every list is
 /// missing.
 #[derive(Debug)]
-pub struct LMPop {
+pub(crate) struct LMPop {
     pub(crate) keys: Vec<Bytes>,
     pub(crate) end: End,
     pub(crate) count: usize,

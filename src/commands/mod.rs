@@ -4,31 +4,31 @@
 //! table ([`all_families`]); the handlers reach the long-lived subsystems through
 //! `crate::services`.
 
-pub mod bitmap;
-pub mod cluster;
-pub mod dump;
-pub mod functions;
-pub mod hash;
-pub mod hll;
-pub mod keys;
-pub mod list;
-pub mod replication;
-pub mod scripting;
-pub mod server;
-pub mod set;
-pub mod sort;
-pub mod strings;
-pub mod strrange;
-pub mod testmode;
-pub mod throttle;
-pub mod zset;
-pub mod zsetops;
+pub(crate) mod bitmap;
+pub(crate) mod cluster;
+pub(crate) mod dump;
+pub(crate) mod functions;
+pub(crate) mod hash;
+pub(crate) mod hll;
+pub(crate) mod keys;
+pub(crate) mod list;
+pub(crate) mod replication;
+pub(crate) mod scripting;
+pub(crate) mod server;
+pub(crate) mod set;
+pub(crate) mod sort;
+pub(crate) mod strings;
+pub(crate) mod strrange;
+pub(crate) mod testmode;
+pub(crate) mod throttle;
+pub(crate) mod zset;
+pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, latency, persist, pubsub, slowlog};
 
 /// Every family's commands, in the order the table joins them.
-pub fn all_families() -> [&'static [CommandSpec]; 26] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 26] {
     [
         strings::COMMANDS,
         keys::COMMANDS,

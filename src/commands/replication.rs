@@ -11,7 +11,7 @@ use crate::protocol::Reply;
 use crate::server::Shared;
 
 /// The replication commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "replicaof",
         3,
@@ -308,7 +308,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// INFO's replication section, Redis 7.0.15's fields in its order.
-pub fn info_fields(shared: &Shared) -> Vec<(String, String)> {
+pub(crate) fn info_fields(shared: &Shared) -> Vec<(String, String)> {
     let repl = &shared.repl;
     let config = shared.config();
     let mut out: Vec<(String, String)> = Vec::new();

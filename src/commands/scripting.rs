@@ -48,15 +48,15 @@ use crate::script::{self, Host, KillOutcome};
 use crate::server::Shared;
 
 /// Redis's reply to other clients while a script runs past the threshold.
-pub const BUSY: &str =
+pub(crate) const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 
 /// Redis's reply to other clients while a function (FCALL) runs past the threshold.
-pub const BUSY_FUNCTION: &str =
+pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 /// SCRIPT KILL / FUNCTION KILL when the running script wrote.
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+pub(crate) const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 
 const EVAL_FLAGS: &[&str] = &[
     "noscript",
@@ -90,7 +90,7 @@ const fn keynum(flags: &'static [&'static str], notes: Option<&'static str>) -> 
 }
 
 /// The scripting commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "eval",
         -3,
@@ -194,7 +194,7 @@ static SCRIPT: &[C] = &[
 
 /// Where an EVAL-family command finds its script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// EVAL, EVAL_RO: the argument is the script's text.
     Body,
     /// EVALSHA, EVALSHA_RO: the argument is the SHA1 of a cached script.
@@ -203,7 +203,7 @@ pub enum Source {
 
 /// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
 #[derive(Debug)]
-pub struct Eval {
+pub(crate) struct Eval {
     source: Source,
     access: Access,
     script: Bytes,
@@ -262,7 +262,7 @@ impl VariantCommand for Eval {
 
 /// How a script or function runs.
 #[derive(Debug)]
-pub struct RunAs {
+pub(crate) struct RunAs {
     /// Writes are refused (`*_RO`, `no-writes`).
     pub read_only: bool,
     /// `allow-oom`: commands that may grow memory run past maxmemory.
@@ -277,7 +277,7 @@ pub struct RunAs {
 
 /// True for the commands that run a script or function (EXEC locks every shard for them
 /// under `lua-script-locking global`).
-pub fn is_script(spec: &C) -> bool {
+pub(crate) fn is_script(spec: &C) -> bool {
     matches!(
         spec.name,
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
@@ -291,7 +291,7 @@ pub fn is_script(spec: &C) -> bool {
 /// Outside EXEC, a script that touches a key of a shard it does not hold before any
 /// effect (see `ScriptHost::take_shards`) is stopped, and run again from the start
 /// holding every shard; its `memo` is remembered so later runs start that way.
-pub fn run_locked(
+pub(crate) fn run_locked(
     ctx: &mut Ctx<'_>,
     how: RunAs,
     memo: &str,
@@ -491,7 +491,7 @@ impl Host for ScriptHost<'_, '_> {
 
 /// SCRIPT LOAD script
 #[derive(Debug)]
-pub struct ScriptLoad {
+pub(crate) struct ScriptLoad {
     body: Bytes,
 }
 
@@ -513,7 +513,7 @@ impl Command for ScriptLoad {
 
 /// SCRIPT EXISTS sha [sha …]
 #[derive(Debug)]
-pub struct ScriptExists {
+pub(crate) struct ScriptExists {
     shas: Vec<Bytes>,
 }
 
@@ -536,7 +536,7 @@ impl Command for ScriptExists {
 
 /// SCRIPT FLUSH [ASYNC|SYNC]
 #[derive(Debug)]
-pub struct ScriptFlush;
+pub(crate) struct ScriptFlush;
 
 impl Command for ScriptFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -560,7 +560,7 @@ impl Command for ScriptFlush {
 
 /// SCRIPT KILL
 #[derive(Debug)]
-pub struct ScriptKill;
+pub(crate) struct ScriptKill;
 
 impl Command for ScriptKill {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -585,7 +585,7 @@ impl Command for ScriptKill {
 
 /// SCRIPT DEBUG YES|SYNC|NO: sluice has no Lua debugger.
 #[derive(Debug)]
-pub struct ScriptDebug {
+pub(crate) struct ScriptDebug {
     mode: Bytes,
 }
 
@@ -610,7 +610,7 @@ impl Command for ScriptDebug {
 
 /// SCRIPT HELP
 #[derive(Debug)]
-pub struct ScriptHelp;
+pub(crate) struct ScriptHelp;
 
 impl Command for ScriptHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -650,13 +650,13 @@ const GRACE: Duration = Duration::from_millis(1);
 
 /// True while a script runs (checked by connections before every command: one atomic load).
 #[inline]
-pub fn script_running(shared: &Shared) -> bool {
+pub(crate) fn script_running(shared: &Shared) -> bool {
     shared.scripts.busy.is_running()
 }
 
 /// `busy-reply-threshold`: how long a script runs before other clients needing its shards
 /// get `-BUSY` and SCRIPT KILL may stop it.
-pub fn busy_threshold(shared: &Shared) -> Duration {
+pub(crate) fn busy_threshold(shared: &Shared) -> Duration {
     Duration::from_millis(
         shared
             .config
@@ -700,7 +700,7 @@ fn gate_needs(
 }
 
 /// The shards a script command will hold when it starts (see [`run_locked`]).
-pub fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held {
+pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held {
     if takes_every_shard(shared, spec, args) {
         return script::Held::All;
     }
@@ -743,7 +743,11 @@ fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
 /// script holds a shard the command needs, waits (asynchronously) while the script is
 /// young, then answers `-BUSY` past the threshold. Commands on other shards go on.
 /// `None` means: run the command now.
-pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Option<Reply> {
+pub(crate) async fn busy_gate(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[Bytes],
+) -> Option<Reply> {
     let busy = shared.scripts.busy.clone();
     let entry = match lookup(&shared.table, args) {
         Lookup::Found(entry) => entry,
@@ -811,7 +815,7 @@ pub async fn busy_gate(shared: &Shared, client: &mut ClientState, args: &[Bytes]
 /// Waits until no long script holds a shard of the `watched` keys (before a closing
 /// connection drops its WATCHes, which locks those shards). Young scripts are about to
 /// finish: the unwatch just waits on their locks. Scripts on other shards never delay it.
-pub async fn wait_idle(shared: &Shared, watched: &[(usize, Bytes)]) {
+pub(crate) async fn wait_idle(shared: &Shared, watched: &[(usize, Bytes)]) {
     let busy: Arc<script::Busy> = shared.scripts.busy.clone();
     let shards: smallvec::SmallVec<[usize; 8]> = watched
         .iter()

@@ -29,7 +29,7 @@ use crate::store::access::SetMut;
 use crate::store::value::{SetValue, scan_hash, scan_step};
 
 /// The set commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "sadd",
         -3,
@@ -142,7 +142,7 @@ fn set_or_create<'l, 'a, 'k>(
 
 /// SADD key member [member …]
 #[derive(Debug)]
-pub struct SAdd {
+pub(crate) struct SAdd {
     key: Bytes,
     members: Vec<Bytes>,
 }
@@ -171,7 +171,7 @@ impl Command for SAdd {
 
 /// SREM key member [member …]
 #[derive(Debug)]
-pub struct SRem {
+pub(crate) struct SRem {
     key: Bytes,
     members: Vec<Bytes>,
 }
@@ -201,7 +201,7 @@ impl Command for SRem {
 
 /// SMEMBERS key
 #[derive(Debug)]
-pub struct SMembers {
+pub(crate) struct SMembers {
     key: Bytes,
 }
 
@@ -221,7 +221,7 @@ impl Command for SMembers {
 
 /// SISMEMBER key member
 #[derive(Debug)]
-pub struct SIsMember {
+pub(crate) struct SIsMember {
     key: Bytes,
     member: Bytes,
 }
@@ -241,7 +241,7 @@ impl Command for SIsMember {
 
 /// SMISMEMBER key member [member …]
 #[derive(Debug)]
-pub struct SMIsMember {
+pub(crate) struct SMIsMember {
     key: Bytes,
     members: Vec<Bytes>,
 }
@@ -267,7 +267,7 @@ impl Command for SMIsMember {
 
 /// SCARD key
 #[derive(Debug)]
-pub struct SCard {
+pub(crate) struct SCard {
     key: Bytes,
 }
 
@@ -285,7 +285,7 @@ impl Command for SCard {
 
 /// `SPOP key [count]`
 #[derive(Debug)]
-pub struct SPop {
+pub(crate) struct SPop {
     key: Bytes,
     count: Option<usize>,
 }
@@ -349,7 +349,7 @@ impl Command for SPop {
 
 /// `SRANDMEMBER key [count]`
 #[derive(Debug)]
-pub struct SRandMember {
+pub(crate) struct SRandMember {
     key: Bytes,
     count: Option<i64>,
 }
@@ -391,7 +391,7 @@ impl Command for SRandMember {
 /// An intset is returned whole, in order, with cursor 0, whatever the cursor, as Redis does;
 /// a hash table is walked with `scan_step`'s cursors (each member once, whatever is deleted).
 #[derive(Debug)]
-pub struct SScan {
+pub(crate) struct SScan {
     key: Bytes,
     cursor: u64,
     options: Vec<Bytes>,
@@ -431,7 +431,7 @@ impl Command for SScan {
 
 /// The set-algebra commands (SINTER, SUNION, SDIFF, their STORE forms, SINTERCARD) and SMOVE.
 #[rustfmt::skip]
-pub static ALGEBRA_COMMANDS: &[C] = &[
+pub(crate) static ALGEBRA_COMMANDS: &[C] = &[
     C::new("sinter", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Inter, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
     C::new("sunion", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Union, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
     C::new("sdiff", -2, &["readonly"], C::keys(1, -1, 1), |c, a| run_as::<SetOp>(c, a, (SetAlgebra::Diff, Output::Reply))).with_acl(&["@read", "@set", "@slow"]).with_tips(&["nondeterministic_output_order"]),
@@ -449,7 +449,7 @@ pub static ALGEBRA_COMMANDS: &[C] = &[
 
 /// The operation of a [`SetOp`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetAlgebra {
+pub(crate) enum SetAlgebra {
     /// SINTER, SINTERSTORE.
     Inter,
     /// SUNION, SUNIONSTORE.
@@ -569,7 +569,7 @@ fn difference(sets: &[Option<SetValue>], keys: &[Bytes]) -> SetValue {
 /// SINTER / SUNION / SDIFF key [key …] and SINTERSTORE / SUNIONSTORE / SDIFFSTORE
 /// destination key [key …]
 #[derive(Debug)]
-pub struct SetOp {
+pub(crate) struct SetOp {
     op: SetAlgebra,
     dest: Option<Bytes>,
     keys: Vec<Bytes>,
@@ -623,7 +623,7 @@ impl VariantCommand for SetOp {
 
 /// SINTERCARD numkeys key [key …] [LIMIT limit]
 #[derive(Debug)]
-pub struct SInterCard {
+pub(crate) struct SInterCard {
     keys: Vec<Bytes>,
     limit: usize,
 }
@@ -676,7 +676,7 @@ impl Command for SInterCard {
 
 /// SMOVE source destination member
 #[derive(Debug)]
-pub struct SMove {
+pub(crate) struct SMove {
     source: Bytes,
     destination: Bytes,
     member: Bytes,

@@ -92,7 +92,7 @@ static SORT_RO_INFO: InfoDoc = InfoDoc {
 };
 
 /// The commands of this module.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "sort",
         -2,
@@ -132,7 +132,7 @@ pub static COMMANDS: &[C] = &[
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern …] [ASC|DESC] [ALPHA]
 /// [STORE destination]`; `SORT_RO` ([`Access::ReadOnly`]) without `STORE`.
 #[derive(Debug)]
-pub struct Sort {
+pub(crate) struct Sort {
     key: Bytes,
     desc: bool,
     alpha: bool,

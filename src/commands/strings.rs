@@ -16,7 +16,7 @@ use crate::store::Value;
 use crate::store::access::{StringMut, StringValue};
 
 /// The string commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "get",
         2,
@@ -198,7 +198,7 @@ fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<Bytes>> {
 
 /// How a command's TTL argument is expressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TtlUnit {
+pub(crate) enum TtlUnit {
     /// EX: relative seconds.
     Seconds,
     /// PX: relative ms.
@@ -240,7 +240,7 @@ fn read_ttl_option(
 
 /// Turns a SET/GETEX/SETEX TTL argument into an absolute Unix ms deadline, with Redis's
 /// checks: not an integer → "not an integer"; ≤ 0 or overflowing → "invalid expire time".
-pub fn expire_deadline(
+pub(crate) fn expire_deadline(
     arg: &[u8],
     unit: TtlUnit,
     now_ms: u64,
@@ -269,7 +269,7 @@ pub fn expire_deadline(
 
 /// GET key
 #[derive(Debug)]
-pub struct Get {
+pub(crate) struct Get {
     key: Bytes,
 }
 
@@ -311,7 +311,7 @@ enum Ttl {
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
 #[derive(Debug)]
-pub struct Set {
+pub(crate) struct Set {
     key: Bytes,
     value: Bytes,
     cond: Cond,
@@ -399,7 +399,7 @@ fn store_string(ctx: &mut Ctx<'_>, key: &[u8], value: Value, ttl: Ttl) {
 
 /// SETNX key value
 #[derive(Debug)]
-pub struct SetNx {
+pub(crate) struct SetNx {
     key: Bytes,
     value: Bytes,
 }
@@ -425,7 +425,7 @@ impl Command for SetNx {
 
 /// The unit of a relative time argument: SETEX/PSETEX, EXPIRE/PEXPIRE, TTL/PTTL…
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
+pub(crate) enum Precision {
     /// Seconds (SETEX, EXPIRE, TTL…).
     Seconds,
     /// Milliseconds (PSETEX, PEXPIRE, PTTL…).
@@ -434,7 +434,7 @@ pub enum Precision {
 
 /// SETEX key seconds value / PSETEX key ms value
 #[derive(Debug)]
-pub struct SetEx {
+pub(crate) struct SetEx {
     precision: Precision,
     key: Bytes,
     ttl: Bytes,
@@ -467,7 +467,7 @@ impl VariantCommand for SetEx {
 
 /// GETSET key value
 #[derive(Debug)]
-pub struct GetSet {
+pub(crate) struct GetSet {
     key: Bytes,
     value: Bytes,
 }
@@ -489,7 +489,7 @@ impl Command for GetSet {
 
 /// GETDEL key
 #[derive(Debug)]
-pub struct GetDel {
+pub(crate) struct GetDel {
     key: Bytes,
 }
 
@@ -512,7 +512,7 @@ impl Command for GetDel {
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 #[derive(Debug)]
-pub struct GetEx {
+pub(crate) struct GetEx {
     key: Bytes,
     ttl: Option<(TtlUnit, Bytes)>,
     persist: bool,
@@ -566,7 +566,7 @@ impl Command for GetEx {
 
 /// MGET key [key …]
 #[derive(Debug)]
-pub struct MGet {
+pub(crate) struct MGet {
     keys: Vec<Bytes>,
 }
 
@@ -598,7 +598,7 @@ impl Command for MGet {
 
 /// Whether MSET writes unconditionally or, as MSETNX, only when no key exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MSetMode {
+pub(crate) enum MSetMode {
     /// MSET.
     Always,
     /// MSETNX: all or nothing, nothing if any key exists.
@@ -607,7 +607,7 @@ pub enum MSetMode {
 
 /// MSET / MSETNX key value [key value …]
 #[derive(Debug)]
-pub struct MSet {
+pub(crate) struct MSet {
     mode: MSetMode,
     pairs: Vec<(Bytes, Bytes)>,
 }
@@ -676,7 +676,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
 
 /// Which way INCR/INCRBY (up) or DECR/DECRBY (down) moves the counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// INCR, INCRBY.
     Up,
     /// DECR, DECRBY.
@@ -685,7 +685,7 @@ pub enum Step {
 
 /// INCR key / DECR key
 #[derive(Debug)]
-pub struct Incr {
+pub(crate) struct Incr {
     key: Bytes,
     by: i64,
 }
@@ -709,7 +709,7 @@ impl VariantCommand for Incr {
 
 /// INCRBY key n / DECRBY key n
 #[derive(Debug)]
-pub struct IncrBy {
+pub(crate) struct IncrBy {
     key: Bytes,
     by: i64,
 }
@@ -738,7 +738,7 @@ impl VariantCommand for IncrBy {
 /// Computed in emulated x87 `long double`, as Redis does on x86-64, so the stored text is
 /// Redis's to the last digit (`0.1 + 0.2` is `0.3`).
 #[derive(Debug)]
-pub struct IncrByFloat {
+pub(crate) struct IncrByFloat {
     key: Bytes,
     /// Parsed in `apply`, after the type check: Redis answers WRONGTYPE before it looks at
     /// the increment (unlike INCRBY, which checks its increment first).
@@ -782,7 +782,7 @@ impl Command for IncrByFloat {
 
 /// APPEND key value
 #[derive(Debug)]
-pub struct Append {
+pub(crate) struct Append {
     key: Bytes,
     value: Bytes,
 }
@@ -827,7 +827,7 @@ impl Command for Append {
 
 /// STRLEN key
 #[derive(Debug)]
-pub struct StrLen {
+pub(crate) struct StrLen {
     key: Bytes,
 }
 

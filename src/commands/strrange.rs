@@ -21,7 +21,7 @@ use crate::store::access::{StringMut, StringValue};
 
 /// The string range commands.
 #[rustfmt::skip]
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("setrange", 4, &["write", "denyoom"], C::keys(1, 1, 1), run::<SetRange>).with_acl(&["@write", "@string", "@slow"]),
     C::new("getrange", 4, &["readonly"], C::keys(1, 1, 1), run::<GetRange>).with_acl(&["@read", "@string", "@slow"]),
     C::new("substr", 4, &["readonly"], C::keys(1, 1, 1), run::<GetRange>).with_acl(&["@read", "@string", "@slow"]),
@@ -61,7 +61,7 @@ pub(crate) fn grow_zero(v: &mut Vec<u8>, len: usize) {
 
 /// SETRANGE key offset value
 #[derive(Debug)]
-pub struct SetRange {
+pub(crate) struct SetRange {
     key: Bytes,
     offset: Bytes,
     value: Bytes,
@@ -132,7 +132,7 @@ fn getrange_bounds(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
 
 /// GETRANGE key start end (and its old name SUBSTR)
 #[derive(Debug)]
-pub struct GetRange {
+pub(crate) struct GetRange {
     key: Bytes,
     start: i64,
     end: i64,
@@ -164,7 +164,7 @@ impl Command for GetRange {
 
 /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`
 #[derive(Debug)]
-pub struct Lcs {
+pub(crate) struct Lcs {
     a: Bytes,
     b: Bytes,
     options: Vec<Bytes>,

@@ -24,7 +24,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
 /// The test-mode commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "clock",
         -2,
@@ -121,11 +121,11 @@ static CMDLOG: &[C] = &[
 ];
 
 /// How many commands the log keeps (oldest dropped first).
-pub const CMDLOG_CAPACITY: usize = 100_000;
+pub(crate) const CMDLOG_CAPACITY: usize = 100_000;
 
 /// What a fault does to a matching command.
 #[derive(Debug, Clone, PartialEq)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// Reply this error line instead of running the command.
     Error(String),
     /// Run the command, but hold its reply this long.
@@ -139,7 +139,7 @@ pub enum FaultKind {
 
 /// One injected fault.
 #[derive(Debug, Clone)]
-pub struct Fault {
+pub(crate) struct Fault {
     /// What it does.
     pub kind: FaultKind,
     /// Only commands with this (lowercase) name, or all.
@@ -152,7 +152,7 @@ pub struct Fault {
 
 /// One logged command.
 #[derive(Debug, Clone)]
-pub struct LogEntry {
+pub(crate) struct LogEntry {
     /// Sequence number.
     pub id: u64,
     /// Server time, Unix ms.
@@ -249,13 +249,13 @@ impl TestHooks {
 /// COUNT defaults to 1 (0 = until FAULT CLEAR). The error line is sent as given, so it
 /// carries its own prefix: `FAULT ERROR "BUSY Redis is busy running a script."`.
 #[derive(Debug)]
-pub struct AddFault {
+pub(crate) struct AddFault {
     fault: Fault,
 }
 
 /// Which FAULT subcommand: the kind of fault to inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultType {
+pub(crate) enum FaultType {
     /// FAULT ERROR text: reply this error line instead of running the command.
     Error,
     /// FAULT LATENCY ms: sleep before running the command.
@@ -333,7 +333,7 @@ fn hooks<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a TestHooks> {
 
 /// FAULT CLEAR
 #[derive(Debug)]
-pub struct FaultClear;
+pub(crate) struct FaultClear;
 
 impl Command for FaultClear {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -351,7 +351,7 @@ impl Command for FaultClear {
 
 /// FAULT LIST: one line per active fault.
 #[derive(Debug)]
-pub struct FaultList;
+pub(crate) struct FaultList;
 
 impl Command for FaultList {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -390,7 +390,7 @@ impl Command for FaultList {
 /// `CMDLOG GET [count] [CLIENT name]`: the most recent commands, oldest first, each as
 /// [id, time-ms, client-id, client-name, lib-name, db, [args…]].
 #[derive(Debug)]
-pub struct CmdLogGet {
+pub(crate) struct CmdLogGet {
     count: Option<usize>,
     client: Option<Bytes>,
 }
@@ -451,7 +451,7 @@ impl Command for CmdLogGet {
 
 /// CMDLOG LEN
 #[derive(Debug)]
-pub struct CmdLogLen;
+pub(crate) struct CmdLogLen;
 
 impl Command for CmdLogLen {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -466,7 +466,7 @@ impl Command for CmdLogLen {
 
 /// CMDLOG RESET
 #[derive(Debug)]
-pub struct CmdLogReset;
+pub(crate) struct CmdLogReset;
 
 impl Command for CmdLogReset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -526,14 +526,14 @@ static CLOCK: &[C] = &[
 /// a running clock first. RESUME lets real time run on from the frozen value. NOW replies the
 /// current time in Unix ms.
 #[derive(Debug)]
-pub struct ClockCmd {
+pub(crate) struct ClockCmd {
     verb: ClockVerb,
     ms: i64,
 }
 
 /// Which CLOCK subcommand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClockVerb {
+pub(crate) enum ClockVerb {
     /// CLOCK FREEZE.
     Freeze,
     /// CLOCK ADVANCE ms.
@@ -589,7 +589,7 @@ impl VariantCommand for ClockCmd {
 
 /// CLOCK HELP
 #[derive(Debug)]
-pub struct ClockHelp;
+pub(crate) struct ClockHelp;
 
 impl Command for ClockHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -20,7 +20,7 @@ use crate::store::Value;
 ///
 /// Flagged `denyoom` (redis-cell registers only `write`): a call on a new key creates one, so
 /// under `maxmemory` with `noeviction` a flood of new keys must be refused, not stored.
-pub static COMMANDS: &[C] = &[C::new(
+pub(crate) static COMMANDS: &[C] = &[C::new(
     "cl.throttle",
     -1,
     &["write", "denyoom"],
@@ -36,7 +36,7 @@ fn cell_error(e: ThrottleError) -> CmdError {
 
 /// `CL.THROTTLE key max_burst count period [quantity]`
 #[derive(Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     key: Bytes,
     args: ThrottleArgs,
 }

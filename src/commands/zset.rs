@@ -42,7 +42,7 @@ use crate::store::zset::{
 };
 
 /// The sorted-set commands, with Redis 7.0's arity, flags, key positions and ACL categories.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "zadd",
         -4,
@@ -451,7 +451,7 @@ struct AddTally {
 
 /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`
 #[derive(Debug)]
-pub struct ZAdd(AddArgs);
+pub(crate) struct ZAdd(AddArgs);
 
 impl Command for ZAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -464,7 +464,7 @@ impl Command for ZAdd {
 
 /// `ZINCRBY key increment member`: `ZADD key INCR increment member`.
 #[derive(Debug)]
-pub struct ZIncrBy(AddArgs);
+pub(crate) struct ZIncrBy(AddArgs);
 
 impl Command for ZIncrBy {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -477,7 +477,7 @@ impl Command for ZIncrBy {
 
 /// `ZREM key member [member …]`
 #[derive(Debug)]
-pub struct ZRem {
+pub(crate) struct ZRem {
     key: Bytes,
     members: Vec<Bytes>,
 }
@@ -515,7 +515,7 @@ impl Command for ZRem {
 
 /// `ZCARD key`
 #[derive(Debug)]
-pub struct ZCard {
+pub(crate) struct ZCard {
     key: Bytes,
 }
 
@@ -533,7 +533,7 @@ impl Command for ZCard {
 
 /// `ZCOUNT key min max`
 #[derive(Debug)]
-pub struct ZCount {
+pub(crate) struct ZCount {
     key: Bytes,
     range: ScoreRange,
 }
@@ -552,7 +552,7 @@ impl Command for ZCount {
 
 /// `ZLEXCOUNT key min max`
 #[derive(Debug)]
-pub struct ZLexCount {
+pub(crate) struct ZLexCount {
     key: Bytes,
     range: LexRange,
 }
@@ -571,7 +571,7 @@ impl Command for ZLexCount {
 
 /// `ZSCORE key member`
 #[derive(Debug)]
-pub struct ZScore {
+pub(crate) struct ZScore {
     key: Bytes,
     member: Bytes,
 }
@@ -591,7 +591,7 @@ impl Command for ZScore {
 
 /// `ZMSCORE key member [member …]`
 #[derive(Debug)]
-pub struct ZMScore {
+pub(crate) struct ZMScore {
     key: Bytes,
     members: Vec<Bytes>,
 }
@@ -620,7 +620,7 @@ impl Command for ZMScore {
 
 /// Which end of a sorted set a command counts or pops from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     /// Lowest score first: ZRANK, ZPOPMIN.
     Ascending,
     /// Highest score first: ZREVRANK, ZPOPMAX.
@@ -629,7 +629,7 @@ pub enum Order {
 
 /// `ZRANK key member` / `ZREVRANK key member`
 #[derive(Debug)]
-pub struct ZRank {
+pub(crate) struct ZRank {
     order: Order,
     key: Bytes,
     member: Bytes,
@@ -668,7 +668,7 @@ enum RangeBy {
 /// The kind of range a command fixes before its options are read (and which ZREMRANGEBY*
 /// runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// By 0-based rank, negative from the end.
     Rank,
     /// By score interval.
@@ -771,9 +771,10 @@ impl RangeQuery {
 }
 
 /// The commands of the reading `ZRANGE` family: all but ZRANGE fix the kind of range and
-/// its direction by their name.
+/// its direction by their name. The variants are the commands' names, prefix and all.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RangeCommand {
+pub(crate) enum RangeCommand {
     /// `ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
     ZRange,
     /// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
@@ -790,7 +791,7 @@ pub enum RangeCommand {
 
 /// The reading `ZRANGE` family (see [`RangeCommand`]).
 #[derive(Debug)]
-pub struct ZRange(RangeQuery);
+pub(crate) struct ZRange(RangeQuery);
 
 impl VariantCommand for ZRange {
     type Variant = RangeCommand;
@@ -822,7 +823,7 @@ impl VariantCommand for ZRange {
 /// Stores the selection as a new sorted set at `dst` (replacing any value of any type and
 /// its TTL), or deletes `dst` when the selection is empty; replies its size.
 #[derive(Debug)]
-pub struct ZRangeStore {
+pub(crate) struct ZRangeStore {
     dst: Bytes,
     query: RangeQuery,
 }
@@ -864,7 +865,7 @@ impl Command for ZRangeStore {
 /// `ZREMRANGEBYSCORE key min max`, `ZREMRANGEBYRANK key start stop`,
 /// `ZREMRANGEBYLEX key min max`.
 #[derive(Debug)]
-pub struct ZRemRange {
+pub(crate) struct ZRemRange {
     key: Bytes,
     by: RangeBy,
 }
@@ -914,7 +915,7 @@ impl VariantCommand for ZRemRange {
 
 /// `ZPOPMIN key [count]` / `ZPOPMAX key [count]`
 #[derive(Debug)]
-pub struct ZPop {
+pub(crate) struct ZPop {
     order: Order,
     key: Bytes,
     count: Option<u64>,
@@ -961,7 +962,7 @@ impl VariantCommand for ZPop {
 
 /// `ZRANDMEMBER key [count [WITHSCORES]]`
 #[derive(Debug)]
-pub struct ZRandMember {
+pub(crate) struct ZRandMember {
     key: Bytes,
     count: Option<i64>,
     withscores: bool,
@@ -1051,7 +1052,7 @@ fn owned(entries: Vec<(Member<'_>, f64)>) -> Vec<(Bytes, f64)> {
 /// order (see [`SortedSet::scan`]), so its cursors are not Redis's: they are only meaningful
 /// to sluice, but give the same guarantee (every member present throughout is returned).
 #[derive(Debug)]
-pub struct ZScan {
+pub(crate) struct ZScan {
     key: Bytes,
     cursor: u64,
     /// The options, parsed only once the key is known to be a sorted set (Redis's order: a

@@ -81,7 +81,7 @@ const READ_ACL: &[&str] = &["@read", "@sortedset", "@slow"];
 const WRITE_ACL: &[&str] = &["@write", "@sortedset", "@slow"];
 
 /// The commands of this module.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("zunion", -3, READ_FLAGS, numkeys_at_1(RO), |c, a| {
         run_as::<ZOp>(c, a, (SetAlgebra::Union, Output::Reply))
     })
@@ -125,7 +125,7 @@ pub static COMMANDS: &[C] = &[
 
 /// The operation of a [`ZOp`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SetAlgebra {
+pub(crate) enum SetAlgebra {
     /// ZUNION, ZUNIONSTORE.
     Union,
     /// ZINTER, ZINTERSTORE.
@@ -169,7 +169,7 @@ fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
 /// the `STORE` forms (`destination numkeys key …`, no `WITHSCORES`) and
 /// `ZINTERCARD numkeys key … [LIMIT n]`.
 #[derive(Debug)]
-pub struct ZOp {
+pub(crate) struct ZOp {
     op: SetAlgebra,
     dst: Option<Bytes>,
     keys: Vec<Bytes>,
@@ -400,7 +400,7 @@ fn diff(srcs: &[Source]) -> Vec<(Bytes, f64)> {
 
 /// `ZMPOP numkeys key [key …] MIN|MAX [COUNT count]`
 #[derive(Debug)]
-pub struct ZMPop {
+pub(crate) struct ZMPop {
     pub(crate) keys: Vec<Bytes>,
     pub(crate) max: bool,
     pub(crate) count: u64,

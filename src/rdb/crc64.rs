@@ -25,7 +25,7 @@ const TABLE: [u64; 256] = {
 };
 
 /// Continues the CRC `crc` over `data` (start with 0).
-pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
+pub(crate) fn crc64(mut crc: u64, data: &[u8]) -> u64 {
     for &b in data {
         crc = TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8);
     }

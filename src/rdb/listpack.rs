@@ -7,14 +7,14 @@ use super::{R, RdbError};
 use crate::num::parse_i64;
 
 /// Builds a listpack, encoding each canonical integer string as an integer as Redis does.
-pub struct Builder {
+pub(super) struct Builder {
     buf: Vec<u8>,
     count: usize,
 }
 
 impl Builder {
     /// An empty listpack.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Builder {
             buf: vec![0; 6],
             count: 0,
@@ -22,17 +22,17 @@ impl Builder {
     }
 
     /// Entries so far.
-    pub fn count(&self) -> usize {
+    pub(super) fn count(&self) -> usize {
         self.count
     }
 
     /// Bytes so far.
-    pub fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.buf.len()
     }
 
     /// Appends one element.
-    pub fn push(&mut self, item: &[u8]) {
+    pub(super) fn push(&mut self, item: &[u8]) {
         let start = self.buf.len();
         match parse_i64(item) {
             Some(n) => encode_int(&mut self.buf, n),
@@ -44,7 +44,7 @@ impl Builder {
     }
 
     /// The finished listpack.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub(super) fn finish(mut self) -> Vec<u8> {
         self.buf.push(0xFF);
         let total = self.buf.len() as u32;
         self.buf[..4].copy_from_slice(&total.to_le_bytes());
@@ -117,7 +117,7 @@ fn backlen_size(l: usize) -> usize {
 
 /// The elements of a listpack, integers as their decimal text. Checks the header, every
 /// entry's bounds and back-length, and the terminator.
-pub fn entries(lp: &[u8]) -> R<Vec<Bytes>> {
+pub(super) fn entries(lp: &[u8]) -> R<Vec<Bytes>> {
     let bad = RdbError::BadFormat;
     if lp.len() < 7 || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len() {
         return Err(bad);

@@ -19,10 +19,10 @@
 
 mod crc64;
 mod listpack;
-pub mod snapshot;
+pub(crate) mod snapshot;
 mod ziplist;
 
-pub use crc64::crc64;
+pub(crate) use crc64::crc64;
 
 use bytes::Bytes;
 
@@ -34,7 +34,7 @@ use crate::store::value::{
 use crate::store::zset::{SortedSet, ZsetLimits};
 
 /// The RDB format version written in the footer (Redis 7.0's).
-pub const RDB_VERSION: u16 = 10;
+pub(crate) const RDB_VERSION: u16 = 10;
 
 const TYPE_STRING: u8 = 0;
 const TYPE_LIST: u8 = 1;
@@ -66,7 +66,7 @@ const LIST_NODE_BYTES: usize = 8 * 1024;
 
 /// Why a payload was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RdbError {
+pub(crate) enum RdbError {
     /// The footer's version is newer than ours, or the checksum does not match (RESTORE's
     /// "DUMP payload version or checksum are wrong").
     VersionOrChecksum,
@@ -77,7 +77,7 @@ pub enum RdbError {
 type R<T> = Result<T, RdbError>;
 
 /// DUMP: the serialized value with its version and checksum footer.
-pub fn dump(value: &Value) -> Vec<u8> {
+pub(crate) fn dump(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     write_value(&mut out, value);
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
@@ -87,7 +87,7 @@ pub fn dump(value: &Value) -> Vec<u8> {
 }
 
 /// Checks a DUMP payload's footer (RDB version, CRC64), as Redis's `verifyDumpPayload`.
-pub fn verify(payload: &[u8]) -> R<()> {
+pub(crate) fn verify(payload: &[u8]) -> R<()> {
     if payload.len() < 10 {
         return Err(RdbError::VersionOrChecksum);
     }
@@ -106,7 +106,7 @@ pub fn verify(payload: &[u8]) -> R<()> {
 
 /// RESTORE: verifies the footer, then decodes the value (type byte and payload). `limits`
 /// are the sorted-set encoding thresholds in force.
-pub fn restore(payload: &[u8], limits: &ZsetLimits) -> R<Value> {
+pub(crate) fn restore(payload: &[u8], limits: &ZsetLimits) -> R<Value> {
     verify(payload)?;
     let mut r = Reader {
         buf: &payload[..payload.len() - 10],
@@ -119,7 +119,7 @@ pub fn restore(payload: &[u8], limits: &ZsetLimits) -> R<Value> {
 const OPCODE_FUNCTION2: u8 = 245;
 
 /// FUNCTION DUMP: each library's code after the function opcode, then the footer.
-pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+pub(crate) fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
     for code in codes {
         out.push(OPCODE_FUNCTION2);
@@ -133,7 +133,7 @@ pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> 
 
 /// Why a FUNCTION RESTORE payload was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FunctionsError {
+pub(crate) enum FunctionsError {
     /// Bad footer (version or checksum).
     VersionOrChecksum,
     /// An opcode other than a function library.
@@ -143,7 +143,7 @@ pub enum FunctionsError {
 }
 
 /// FUNCTION RESTORE: verifies the footer and returns each library's code, in order.
-pub fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>, FunctionsError> {
+pub(crate) fn restore_functions(payload: &[u8]) -> Result<Vec<Bytes>, FunctionsError> {
     verify(payload).map_err(|_| FunctionsError::VersionOrChecksum)?;
     let mut r = Reader {
         buf: &payload[..payload.len() - 10],

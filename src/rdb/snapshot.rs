@@ -36,7 +36,7 @@ use crate::store::zset::ZsetLimits;
 use crate::store::{Keyspace, Locked};
 
 /// The RDB format version this writer produces (Redis 7.0's).
-pub const FILE_VERSION: u32 = 10;
+pub(crate) const FILE_VERSION: u32 = 10;
 
 const OPCODE_FUNCTION_PRE_GA: u8 = 246;
 const OPCODE_FUNCTION2: u8 = 245;
@@ -55,7 +55,7 @@ type CopiedEntry = (Bytes, Value, Option<u64>);
 
 /// What the writer puts in the file besides the data.
 #[derive(Debug, Clone)]
-pub struct SaveOptions {
+pub(crate) struct SaveOptions {
     /// The `redis-ver` AUX field.
     pub redis_version: String,
     /// `ctime`: the save time, Unix seconds.
@@ -71,7 +71,7 @@ pub struct SaveOptions {
 
 /// What a save wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SaveStats {
+pub(crate) struct SaveStats {
     /// Keys written.
     pub keys: u64,
     /// Bytes written.
@@ -94,7 +94,7 @@ impl<W: Write> CrcWriter<W> {
 }
 
 /// The live keys of one shard, copied out of it: per database, (key, value, expiry).
-pub type ShardCopy = Vec<(usize, Vec<CopiedEntry>)>;
+pub(crate) type ShardCopy = Vec<(usize, Vec<CopiedEntry>)>;
 
 /// Copies the live keys (expiry not before `now_ms`) of every database of `shard`.
 fn copy_shard(shard: &crate::store::Shard, now_ms: u64) -> ShardCopy {
@@ -127,7 +127,7 @@ fn copy_shard(shard: &crate::store::Shard, now_ms: u64) -> ShardCopy {
 /// its replication offset before releasing), then serializes with [`write_copies`] with no
 /// lock held. `now_ms` 0 copies keys whose expiry has passed too (a master's full sync: the
 /// replica gets them and the master's DEL later).
-pub fn copy_locked(locked: &mut Locked<'_>, now_ms: u64) -> Vec<ShardCopy> {
+pub(crate) fn copy_locked(locked: &mut Locked<'_>, now_ms: u64) -> Vec<ShardCopy> {
     locked.fold(Vec::new(), |mut copies, shard| {
         copies.push(copy_shard(shard, now_ms));
         copies
@@ -137,7 +137,7 @@ pub fn copy_locked(locked: &mut Locked<'_>, now_ms: u64) -> Vec<ShardCopy> {
 /// Writes a whole RDB file of `ks` (every database) and the function libraries `functions`
 /// (their code, as FUNCTION LOAD took it) to `out`. Takes one shard at a time (see the
 /// module's notes on consistency); `out` is not flushed to disk here.
-pub fn write_to<'a>(
+pub(crate) fn write_to<'a>(
     ks: &Keyspace,
     functions: impl IntoIterator<Item = &'a [u8]>,
     opts: &SaveOptions,
@@ -156,7 +156,7 @@ pub fn write_to<'a>(
 
 /// Writes a whole RDB file from shard copies ([`copy_locked`], or taken one by one as
 /// [`write_to`] does) and the function libraries `functions`.
-pub fn write_copies<'a>(
+pub(crate) fn write_copies<'a>(
     functions: impl IntoIterator<Item = &'a [u8]>,
     opts: &SaveOptions,
     out: impl Write,
@@ -233,7 +233,7 @@ pub fn write_copies<'a>(
 
 /// How to load.
 #[derive(Debug, Clone)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     /// Keys whose expiry is before this Unix ms are skipped.
     pub now_ms: u64,
     /// Sorted-set encoding thresholds in force.
@@ -242,20 +242,18 @@ pub struct LoadOptions {
 
 /// What a load found.
 #[derive(Debug, Clone, Default)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Keys stored.
     pub keys_loaded: u64,
     /// Keys skipped because their expiry had passed.
     pub keys_expired: u64,
     /// The function libraries' code, in file order (the caller loads them).
     pub functions: Vec<Bytes>,
-    /// The file's RDB version.
-    pub version: u32,
 }
 
 /// Why a file was refused.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     /// Reading failed.
     #[error("error reading the RDB file: {0}")]
     Io(#[from] io::Error),
@@ -304,7 +302,7 @@ pub enum LoadError {
 
 /// Loads an RDB file from `input` into `ks` (which the caller has emptied), and returns the
 /// function libraries for the caller to install. On error `ks` may hold part of the file.
-pub fn load_from(
+pub(crate) fn load_from(
     mut input: impl Read,
     ks: &Keyspace,
     opts: &LoadOptions,
@@ -315,7 +313,11 @@ pub fn load_from(
 }
 
 /// [`load_from`] over bytes already in memory.
-pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Loaded, LoadError> {
+pub(crate) fn load_bytes(
+    data: &[u8],
+    ks: &Keyspace,
+    opts: &LoadOptions,
+) -> Result<Loaded, LoadError> {
     load_records(
         data,
         ks.databases(),
@@ -329,7 +331,7 @@ pub fn load_bytes(data: &[u8], ks: &Keyspace, opts: &LoadOptions) -> Result<Load
 
 /// [`load_bytes`] through shards the caller holds (all of them: DEBUG RELOAD empties and
 /// reloads the keyspace in one hold, so no client sees it half loaded).
-pub fn load_bytes_locked(
+pub(crate) fn load_bytes_locked(
     data: &[u8],
     locked: &mut Locked<'_>,
     opts: &LoadOptions,
@@ -368,10 +370,7 @@ fn load_records(
     }
     let total = data.len() as u64;
     let mut r = Reader { buf: &data[9..] };
-    let mut loaded = Loaded {
-        version,
-        ..Loaded::default()
-    };
+    let mut loaded = Loaded::default();
     let mut db = 0usize;
     let mut expire: Option<i64> = None;
     let mut idle_s: Option<u64> = None;

@@ -17,7 +17,7 @@ fn int_text(n: i64) -> Bytes {
 
 /// The elements of a ziplist, integers as their decimal text. Checks the header's total
 /// length, each entry's bounds and the terminator.
-pub fn entries(zl: &[u8]) -> R<Vec<Bytes>> {
+pub(super) fn entries(zl: &[u8]) -> R<Vec<Bytes>> {
     let bad = RdbError::BadFormat;
     if zl.len() < 11 || u32::from_le_bytes([zl[0], zl[1], zl[2], zl[3]]) as usize != zl.len() {
         return Err(bad);
@@ -102,7 +102,7 @@ pub fn entries(zl: &[u8]) -> R<Vec<Bytes>> {
 }
 
 /// The field/value pairs of a zipmap, flattened (field, value, field, value…).
-pub fn zipmap_entries(zm: &[u8]) -> R<Vec<Bytes>> {
+pub(super) fn zipmap_entries(zm: &[u8]) -> R<Vec<Bytes>> {
     let bad = RdbError::BadFormat;
     let mut p = 1; // the first byte is a count, unreliable past 253
     let mut out = Vec::new();

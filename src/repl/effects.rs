@@ -70,7 +70,7 @@ pub enum Side {
 }
 
 /// The propagation rule of the command (or subcommand) with table name `name`.
-pub fn effect_of(name: &str) -> Effect {
+pub(crate) fn effect_of(name: &str) -> Effect {
     match name {
         "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
             Effect::Inner
@@ -98,7 +98,13 @@ pub fn effect_of(name: &str) -> Effect {
 /// Notes in `ctx.propagate` what `spec` (run with `args`, answering `reply`) must
 /// propagate, by its entry's `effect`. Called by `engine::call` for every path that runs a
 /// command (plain, EXEC, scripts), right after the handler, with its locks held.
-pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes], reply: &Reply) {
+pub(crate) fn note(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    effect: Effect,
+    args: &[Bytes],
+    reply: &Reply,
+) {
     if !ctx.shared.repl.active() || ctx.client.master_link || reply.is_error() {
         return;
     }
@@ -192,14 +198,14 @@ pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes
 
 /// Notes the effect of a blocked client served later (see `services::blocking`): the
 /// non-blocking form of its pop, `argv`.
-pub fn note_served(ctx: &mut Ctx<'_>, db: usize, argv: Vec<Bytes>) {
+pub(crate) fn note_served(ctx: &mut Ctx<'_>, db: usize, argv: Vec<Bytes>) {
     if ctx.shared.repl.active() {
         ctx.propagate.push((db, argv));
     }
 }
 
 /// LPOP or RPOP.
-pub fn list_pop(side: Side) -> &'static [u8] {
+pub(crate) fn list_pop(side: Side) -> &'static [u8] {
     match side {
         Side::First => b"LPOP",
         Side::Last => b"RPOP",
@@ -207,7 +213,7 @@ pub fn list_pop(side: Side) -> &'static [u8] {
 }
 
 /// ZPOPMIN or ZPOPMAX.
-pub fn zset_pop(side: Side) -> &'static [u8] {
+pub(crate) fn zset_pop(side: Side) -> &'static [u8] {
     match side {
         Side::First => b"ZPOPMIN",
         Side::Last => b"ZPOPMAX",
@@ -230,7 +236,7 @@ fn popped_key(reply: &Reply) -> Option<Bytes> {
 }
 
 /// An MPOP reply `[key, [elements]]`: the key and how many elements it popped.
-pub fn mpop_result(reply: &Reply) -> Option<(Bytes, usize)> {
+pub(crate) fn mpop_result(reply: &Reply) -> Option<(Bytes, usize)> {
     let Reply::Array(items) = reply else {
         return None;
     };

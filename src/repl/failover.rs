@@ -17,7 +17,7 @@
 
 use std::sync::atomic::Ordering;
 
-pub use super::{Failover, FailoverState as State};
+pub(crate) use super::{Failover, FailoverState as State};
 use crate::server::Shared;
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Failover> {
@@ -29,12 +29,17 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Failover> {
 }
 
 /// The current state.
-pub fn state(shared: &Shared) -> State {
+pub(crate) fn state(shared: &Shared) -> State {
     lock(shared).state
 }
 
 /// Starts waiting for a replica (the command has checked everything).
-pub fn start(shared: &Shared, target: Option<(String, u16)>, end_ms: Option<u64>, force: bool) {
+pub(crate) fn start(
+    shared: &Shared,
+    target: Option<(String, u16)>,
+    end_ms: Option<u64>,
+    force: bool,
+) {
     match &target {
         Some((host, port)) => tracing::info!("FAILOVER requested to {host}:{port}."),
         None => tracing::info!("FAILOVER requested to any replica."),
@@ -50,7 +55,7 @@ pub fn start(shared: &Shared, target: Option<(String, u16)>, end_ms: Option<u64>
 
 /// Moves a waiting failover on: to the target once it has the whole stream, or to its end
 /// when the time is up.
-pub fn tick(shared: &Shared) {
+pub(crate) fn tick(shared: &Shared) {
     let mut f = lock(shared);
     if f.state != State::WaitForSync {
         return;
@@ -92,13 +97,13 @@ pub fn tick(shared: &Shared) {
 }
 
 /// The target took over (it answered the PSYNC): writes go on, here as a replica's.
-pub fn done(shared: &Shared) {
+pub(crate) fn done(shared: &Shared) {
     *lock(shared) = Failover::default();
     shared.pause.set_failover(false);
 }
 
 /// Abandons a failover: a node that already follows its target becomes a master again.
-pub fn abort(shared: &Shared, why: &str) {
+pub(crate) fn abort(shared: &Shared, why: &str) {
     let mut f = lock(shared);
     if f.state == State::None {
         return;

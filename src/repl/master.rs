@@ -25,7 +25,7 @@ use crate::rdb::snapshot::{self, SaveOptions};
 use crate::server::Shared;
 
 /// The payload of a full resynchronization and the offset it stands for.
-pub fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
+pub(crate) fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
     let config = shared.config();
     let opts = SaveOptions {
         redis_version: config.redis_version.clone(),
@@ -67,7 +67,7 @@ pub fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
 
 /// Serves a replica on this connection after its PSYNC (`replid` empty: SYNC) until it
 /// closes, is killed, falls out of the backlog, or the server stops.
-pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
     mut stream: S,
     client: &mut ClientState,
@@ -224,7 +224,7 @@ impl Drop for Detach<'_> {
 
 /// WAIT's wait: until `want` replicas acknowledged `offset`, or `timeout_ms` (0: no
 /// limit) passed; answers how many did.
-pub async fn wait(
+pub(crate) async fn wait(
     shared: &Shared,
     client: &ClientState,
     (want, timeout_ms, offset): (u64, u64, u64),

@@ -20,10 +20,10 @@
 //! offset is its master's, a promoted replica keeps the old id as `master_replid2`, and a
 //! replica of it can continue (`+CONTINUE`) instead of loading everything again.
 
-pub mod effects;
-pub mod failover;
-pub mod master;
-pub mod replica;
+pub(crate) mod effects;
+pub(crate) mod failover;
+pub(crate) mod master;
+pub(crate) mod replica;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,14 +34,14 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 /// A 40-hex-digit replication id.
-pub fn new_replid() -> String {
+pub(crate) fn new_replid() -> String {
     (0..40)
         .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
         .collect()
 }
 
 /// The RESP encoding of a command, as the stream carries it.
-pub fn encode_command(out: &mut Vec<u8>, argv: &[Bytes]) {
+pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[Bytes]) {
     out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
     for a in argv {
         out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
@@ -393,7 +393,7 @@ impl Repl {
 
 /// Installs the keyspace's deletion hook: keys the store expires or evicts on its own
 /// reach the stream as DEL.
-pub fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace) {
+pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace) {
     let r = Arc::downgrade(repl);
     keyspace.deletions().set_hook(Box::new(move |db, key| {
         if let Some(r) = r.upgrade()

@@ -34,7 +34,7 @@ use crate::{commands, engine};
 
 /// Makes this node a replica of `host:port` (REPLICAOF, or `replicaof` at start). The
 /// supervisor starts the link.
-pub fn follow(shared: &Shared, host: String, port: u16) {
+pub(crate) fn follow(shared: &Shared, host: String, port: u16) {
     let stop = CancellationToken::new();
     {
         let mut link = shared.repl.link.lock().unwrap_or_else(|e| e.into_inner());
@@ -62,7 +62,7 @@ pub fn follow(shared: &Shared, host: String, port: u16) {
 
 /// REPLICAOF NO ONE: stops the link and starts a new history, the old id kept as
 /// `master_replid2` so replicas that followed the same master can continue.
-pub fn promote(shared: &Shared) {
+pub(crate) fn promote(shared: &Shared) {
     if let Some(old) = shared
         .repl
         .link
@@ -79,7 +79,7 @@ pub fn promote(shared: &Shared) {
 
 /// The supervisor: starts a link task whenever REPLICAOF names a master (and for
 /// `replicaof` in the configuration), and pings replicas. Ends at shutdown.
-pub async fn supervise(shared: Arc<Shared>) {
+pub(crate) async fn supervise(shared: Arc<Shared>) {
     let config = shared.config();
     if let Some((host, port)) = config.repl.replicaof.clone() {
         follow(&shared, host, port);

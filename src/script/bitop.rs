@@ -77,7 +77,7 @@ fn compute(name: &str, args: &MultiValue) -> Result<Value, String> {
 }
 
 /// One `bit.<name>` call.
-pub fn call(lua: &Lua, name: &str, args: MultiValue) -> mlua::Result<MultiValue> {
+pub(super) fn call(lua: &Lua, name: &str, args: MultiValue) -> mlua::Result<MultiValue> {
     if name == "tohex" {
         return match tohex(&args) {
             Ok(s) => Ok(MultiValue::from_vec(vec![
@@ -124,7 +124,7 @@ fn tohex(args: &MultiValue) -> Result<String, String> {
 }
 
 /// The names of the module's functions.
-pub const FUNCTIONS: &[&str] = &[
+pub(super) const FUNCTIONS: &[&str] = &[
     "tobit", "tohex", "bnot", "band", "bor", "bxor", "lshift", "rshift", "arshift", "rol", "ror",
     "bswap",
 ];

@@ -18,10 +18,10 @@ use crate::num::fmt_g;
 /// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
 /// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and
 /// decodes recursively, sized to fit a 2 MiB stack in a debug build (1000 levels do not).
-pub const MAX_DEPTH: usize = 256;
+pub(super) const MAX_DEPTH: usize = 256;
 
 /// `cjson.null`.
-pub fn null() -> Value {
+pub(super) fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
 }
 
@@ -37,7 +37,7 @@ fn ok(v: Value) -> mlua::Result<MultiValue> {
 }
 
 /// `cjson.encode(value)`.
-pub fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+pub(super) fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
         return fail(
             lua,
@@ -189,7 +189,7 @@ fn encode_table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String
 }
 
 /// `cjson.decode(text)`.
-pub fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+pub(super) fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() != 1 {
         return fail(
             lua,

@@ -32,7 +32,7 @@ const CHECK_EVERY: u32 = 1 << 12;
 
 /// What the string functions need from the engine.
 #[derive(Clone)]
-pub struct Env {
+pub(super) struct Env {
     /// True once the running script must stop (SCRIPT KILL, shutdown).
     pub stop: Rc<dyn Fn() -> bool>,
     /// The error a stopped script raises.
@@ -561,7 +561,7 @@ fn posrelat(pos: i64, len: usize) -> i64 {
 }
 
 /// `string.find` (`find`) and `string.match`.
-pub fn find(env: &Env, lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<MultiValue> {
+pub(super) fn find(env: &Env, lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<MultiValue> {
     stop_check(env)?;
     let fname = if find { "find" } else { "match" };
     let s = check_string(env, lua, &args, 1, fname)?;
@@ -624,7 +624,7 @@ pub fn find(env: &Env, lua: &Lua, args: MultiValue, find: bool) -> mlua::Result<
 }
 
 /// `string.gmatch(s, p)`: the iterator (Lua 5.1 treats a leading `^` as a plain character).
-pub fn gmatch(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<mlua::Function> {
+pub(super) fn gmatch(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<mlua::Function> {
     let s = check_string(env, lua, &args, 1, "gmatch")?;
     let p = check_string(env, lua, &args, 2, "gmatch")?;
     let pos = Cell::new(0usize);
@@ -666,7 +666,7 @@ fn push_limited(env: &Env, lua: &Lua, out: &mut Vec<u8>, bytes: &[u8]) -> mlua::
 }
 
 /// `string.gsub(s, p, repl [, n])`.
-pub fn gsub(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+pub(super) fn gsub(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     stop_check(env)?;
     let s = check_string(env, lua, &args, 1, "gsub")?;
     let p = check_string(env, lua, &args, 2, "gsub")?;
@@ -805,7 +805,7 @@ fn add_value(
 }
 
 /// `string.rep(s, n)`.
-pub fn rep(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
+pub(super) fn rep(env: &Env, lua: &Lua, args: MultiValue) -> mlua::Result<LuaString> {
     stop_check(env)?;
     let s = check_string(env, lua, &args, 1, "rep")?;
     let n = match args.get(1) {

@@ -17,14 +17,14 @@ const MAX_NESTING: usize = 16;
 /// Deepest nesting decoded. Redis's lua-cmsgpack runs out of Lua stack at 4000 nested arrays;
 /// sluice decodes recursively (sized to fit a 2 MiB stack in a debug build) and stops at 256,
 /// with the same error.
-pub const MAX_DECODE_DEPTH: usize = 256;
+pub(super) const MAX_DECODE_DEPTH: usize = 256;
 
 /// Most values one `unpack` returns. Redis's limit is what fits on its Lua stack (7999 values);
 /// mlua keeps a few of those slots for itself, so sluice stops at 7900, with Redis's error.
 const MAX_RESULTS: usize = 7900;
 
 /// `cmsgpack.pack(…)`.
-pub fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+pub(super) fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     if args.is_empty() {
         return Err("bad argument #0 to 'pack' (MessagePack pack needs input.)".into());
     }
@@ -297,7 +297,7 @@ fn integer_arg(
 }
 
 /// `unpack` (limit None), `unpack_one` (Some(1)) and `unpack_limit`.
-pub fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, String> {
+pub(super) fn unpack(lua: &Lua, args: MultiValue, which: u8) -> Result<MultiValue, String> {
     let func = ["unpack", "unpack_one", "unpack_limit"][which as usize];
     let data = match args.front() {
         Some(Value::String(s)) => s.as_bytes().to_vec(),

@@ -165,7 +165,7 @@ fn put_int(out: &mut Vec<u8>, n: f64, little: bool, size: usize) {
 }
 
 /// `struct.pack(fmt, …)`.
-pub fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+pub(super) fn pack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     let fmt = fmt_arg(&args, "pack")?;
     let mut h = Header {
         little: true,
@@ -244,7 +244,7 @@ fn get_int(b: &[u8], little: bool, signed: bool) -> f64 {
 }
 
 /// `struct.unpack(fmt, s [, i])`: the values, then the position after them.
-pub fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+pub(super) fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     let fmt = fmt_arg(&args, "unpack")?;
     let data = match args.get(1) {
         Some(Value::String(s)) => s.as_bytes().to_vec(),
@@ -347,7 +347,7 @@ pub fn unpack(lua: &Lua, args: MultiValue) -> Result<MultiValue, String> {
 }
 
 /// `struct.size(fmt)`.
-pub fn size(_: &Lua, args: MultiValue) -> Result<MultiValue, String> {
+pub(super) fn size(_: &Lua, args: MultiValue) -> Result<MultiValue, String> {
     let fmt = fmt_arg(&args, "size")?;
     let mut h = Header {
         little: true,

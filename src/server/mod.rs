@@ -226,11 +226,6 @@ impl Server {
             None => None,
         };
         let mut shared = Shared::new(config, clock);
-        if !shared.config().test_mode {
-            for spec in crate::commands::testmode::COMMANDS {
-                shared.table.remove(spec.name);
-            }
-        }
         shared.port.store(port, Ordering::Relaxed);
         // Cluster mode needs the real port to find itself in the slot map.
         shared.cluster =

@@ -107,12 +107,19 @@ impl Shared {
         let run_id: String = (0..40)
             .map(|_| format!("{:x}", rand::random::<u8>() & 0xf))
             .collect();
+        // The test-double commands (CLOCK, FAULT, CMDLOG) exist only in test mode.
+        let mut table = CommandTable::build();
+        if !test_mode {
+            for spec in testmode::COMMANDS {
+                table.remove(spec.name);
+            }
+        }
         let shared = Shared {
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),
             clients: Registry::default(),
-            table: CommandTable::build(),
+            table,
             stats: ServerStats::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
             port: std::sync::atomic::AtomicU16::new(0),

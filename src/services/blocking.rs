@@ -46,7 +46,7 @@ const MOVE_SPECS: &[KeySpecDoc] = &[
 
 /// The blocking commands.
 #[rustfmt::skip]
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
     C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
     C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
@@ -59,7 +59,7 @@ pub static COMMANDS: &[C] = &[
 
 /// Which blocking command a [`Block`] is (the table names it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Blocking {
+pub(crate) enum Blocking {
     /// BLPOP key [key …] timeout
     Blpop,
     /// BRPOP key [key …] timeout
@@ -253,7 +253,7 @@ fn parse_timeout(arg: &[u8]) -> CmdResult<u64> {
 
 /// One blocking command, parsed: what to pop and the timeout (ms, 0 = forever).
 #[derive(Debug)]
-pub struct Block {
+pub(crate) struct Block {
     op: Op,
     timeout_ms: u64,
 }
@@ -519,7 +519,7 @@ impl Registry {
 /// Notes the keys of a write command that clients wait on, for [`serve`] once the
 /// outermost command has released its locks. Called after every write handler (client,
 /// EXEC, script); costs one atomic load while no client is blocked.
-pub fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[Bytes]) {
+pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[Bytes]) {
     if ctx.shared.blocked.is_empty() || !spec.has(crate::engine::CmdFlags::WRITE) {
         return;
     }
@@ -537,7 +537,7 @@ pub fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[
 /// Notes that `key` of database `db` may now serve blocked clients (a key that arrived by
 /// MOVE, COPY … DB or SWAPDB, which `note_write` does not see: it looks at the client's
 /// database). Costs one atomic load while no client is blocked.
-pub fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
+pub(crate) fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
     if ctx.shared.blocked.is_empty() {
         return;
     }
@@ -550,7 +550,7 @@ pub fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
 
 /// Serves the clients blocked on `ready` keys, first blocked first served, including keys
 /// that serving makes ready in turn (BLMOVE's destination). Called with no lock held.
-pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
+pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
     let mut queue: VecDeque<(usize, Bytes)> = ready.into();
     while let Some((db, key)) = queue.pop_front() {
         for w in shared.blocked.waiters(db, &key) {
@@ -625,7 +625,7 @@ pub fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
 
 /// CLIENT UNBLOCK's work: ends client `id`'s wait as a timeout or with an error; false if
 /// it was not blocked.
-pub fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
+pub(crate) fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
     let Some(w) = shared.blocked.of_client(id) else {
         return false;
     };
@@ -641,7 +641,7 @@ pub fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
 
 /// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`
 #[derive(Debug)]
-pub struct ClientUnblock {
+pub(crate) struct ClientUnblock {
     id: i64,
     error: bool,
 }
@@ -678,7 +678,7 @@ impl Command for ClientUnblock {
 
 /// CLIENT UNBLOCK's handler: too many arguments get Redis's subcommand error, which quotes
 /// the subcommand as the client typed it.
-pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() > 4 {
         let typed = args
             .get(1)
@@ -696,7 +696,7 @@ pub fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// Marks a waiter gone and forgets it; the connection's guard calls this when it stops
 /// waiting for any reason, so a closed client is never served.
-pub fn release(shared: &Shared, w: &Arc<Waiter>) {
+pub(crate) fn release(shared: &Shared, w: &Arc<Waiter>) {
     {
         let mut st = w.state.lock().unwrap_or_else(|e| e.into_inner());
         if matches!(*st, State::Waiting) {

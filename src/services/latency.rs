@@ -23,7 +23,7 @@ use crate::protocol::Reply;
 const SAMPLES: usize = 160;
 
 /// LATENCY and its subcommands.
-pub static COMMANDS: &[C] = &[C::new(
+pub(crate) static COMMANDS: &[C] = &[C::new(
     "latency",
     -2,
     &[],
@@ -118,7 +118,7 @@ impl LatencyMonitor {
 
 /// LATENCY LATEST
 #[derive(Debug)]
-pub struct LatencyLatest;
+pub(crate) struct LatencyLatest;
 
 impl Command for LatencyLatest {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -147,7 +147,7 @@ impl Command for LatencyLatest {
 
 /// LATENCY HISTORY event
 #[derive(Debug)]
-pub struct LatencyHistory {
+pub(crate) struct LatencyHistory {
     event: Bytes,
 }
 
@@ -177,7 +177,7 @@ impl Command for LatencyHistory {
 
 /// LATENCY RESET [event …]
 #[derive(Debug)]
-pub struct LatencyReset {
+pub(crate) struct LatencyReset {
     events: Vec<Bytes>,
 }
 
@@ -210,7 +210,7 @@ impl Command for LatencyReset {
 
 /// LATENCY HELP
 #[derive(Debug)]
-pub struct LatencyHelp;
+pub(crate) struct LatencyHelp;
 
 impl Command for LatencyHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

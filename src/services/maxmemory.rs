@@ -16,7 +16,7 @@ use crate::server::Shared;
 use crate::store::evict::{OOM_ERROR, Outcome, perform_evictions};
 
 /// Evicts as the policy allows; returns the error reply if `entry` must be refused.
-pub fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) -> Option<Reply> {
+pub(crate) fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) -> Option<Reply> {
     if shared.live.maxmemory() == 0 {
         return None;
     }

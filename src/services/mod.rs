@@ -5,13 +5,13 @@
 //! the MONITOR feed (`monitor`), RDB persistence's scheduling (`persist`) and the memory cap
 //! at dispatch (`maxmemory`).
 
-pub mod blocking;
-pub mod latency;
-pub mod maxmemory;
-pub mod monitor;
-pub mod notify;
-pub mod pause;
-pub mod persist;
-pub mod pubsub;
-pub mod slowlog;
-pub mod stats;
+pub(crate) mod blocking;
+pub(crate) mod latency;
+pub(crate) mod maxmemory;
+pub(crate) mod monitor;
+pub(crate) mod notify;
+pub(crate) mod pause;
+pub(crate) mod persist;
+pub(crate) mod pubsub;
+pub(crate) mod slowlog;
+pub(crate) mod stats;

@@ -24,7 +24,7 @@ use crate::protocol::Reply;
 
 /// The most a monitor may have queued when `client-output-buffer-limit normal` sets no hard
 /// limit (Redis's default `0 0 0` sets none).
-pub const MONITOR_CAP: usize = 64 * 1024 * 1024;
+pub(crate) const MONITOR_CAP: usize = 64 * 1024 * 1024;
 
 /// One monitoring connection's queue of lines not yet written.
 #[derive(Debug, Default)]
@@ -163,7 +163,7 @@ static REDACTED: Bytes = Bytes::from_static(b"(redacted)");
 /// arguments, HELLO's `AUTH <user> <pass>` and the value of a password in CONFIG SET
 /// (`requirepass`, `masterauth`) with `(redacted)`. `name` is the table name
 /// (`config|set` for subcommands).
-pub fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
+pub(crate) fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
     let mut hide: Vec<usize> = Vec::new();
     match name {
         "auth" => hide.extend(1..args.len()),
@@ -204,7 +204,7 @@ pub fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
 }
 
 /// Quotes bytes as Redis's `sdscatrepr` does.
-pub fn repr(b: &[u8], out: &mut String) {
+pub(crate) fn repr(b: &[u8], out: &mut String) {
     out.push('"');
     for &c in b {
         match c {
@@ -224,7 +224,7 @@ pub fn repr(b: &[u8], out: &mut String) {
 
 /// MONITOR: the connection switches to streaming mode after `+OK`.
 #[derive(Debug)]
-pub struct Monitor;
+pub(crate) struct Monitor;
 
 impl Command for Monitor {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

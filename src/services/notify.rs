@@ -19,7 +19,7 @@
 
 use bytes::Bytes;
 
-pub use crate::config::keyspace_events as class;
+pub(crate) use crate::config::keyspace_events as class;
 use crate::engine::Ctx;
 use crate::server::Shared;
 use crate::store::keylog::{self, KeyEvent};
@@ -72,7 +72,7 @@ fn effective(flags: u32) -> u32 {
 }
 
 /// The store's key events to log for `flags` (see `store::keylog`).
-pub fn log_mask(flags: u32) -> u8 {
+pub(crate) fn log_mask(flags: u32) -> u8 {
     let flags = effective(flags);
     let mut mask = 0;
     for (c, kind) in [
@@ -89,7 +89,7 @@ pub fn log_mask(flags: u32) -> u8 {
 }
 
 /// Makes the store log what `flags` select; called at start and by CONFIG SET.
-pub fn configure(shared: &Shared, flags: u32) {
+pub(crate) fn configure(shared: &Shared, flags: u32) {
     shared.keyspace.set_log_mask(log_mask(flags));
 }
 
@@ -106,7 +106,7 @@ impl Ctx<'_> {
     /// Emits event `name` of class `class` for `key` in the client's database (Redis's
     /// `notifyKeyspaceEvent`), after the key events the store logged so far.
     #[inline]
-    pub fn notify(&mut self, class: u32, name: &'static str, key: &[u8]) {
+    pub(crate) fn notify(&mut self, class: u32, name: &'static str, key: &[u8]) {
         if self.events.wants(class) {
             let db = self.db();
             self.notify_in(db, name, key);
@@ -115,7 +115,7 @@ impl Ctx<'_> {
 
     /// `notify` for a key of database `db` (MOVE, COPY … DB); the class is checked by the
     /// caller with [`Events::wants`] or is the one `notify` checked.
-    pub fn notify_db(&mut self, class: u32, db: usize, name: &'static str, key: &[u8]) {
+    pub(crate) fn notify_db(&mut self, class: u32, db: usize, name: &'static str, key: &[u8]) {
         if self.events.wants(class) {
             self.notify_in(db, name, key);
         }
@@ -131,7 +131,7 @@ impl Ctx<'_> {
     }
 
     /// Emits `del` for `key` if it no longer exists (an aggregate the command emptied).
-    pub fn notify_if_deleted(&mut self, key: &[u8]) {
+    pub(crate) fn notify_if_deleted(&mut self, key: &[u8]) {
         if self.events.wants(class::GENERIC) {
             let db = self.db();
             if self.store.lookup_untouched(db, key, self.now_ms).is_none() {
@@ -141,7 +141,7 @@ impl Ctx<'_> {
     }
 
     /// Moves the key events the held shards logged into the command's events.
-    pub fn take_store_events(&mut self) {
+    pub(crate) fn take_store_events(&mut self) {
         if self.events.flags == 0 {
             return;
         }
@@ -152,7 +152,7 @@ impl Ctx<'_> {
 
     /// The command's events, the store's last ones included, to publish once the locks are
     /// dropped.
-    pub fn take_events(&mut self) -> Events {
+    pub(crate) fn take_events(&mut self) -> Events {
         self.take_store_events();
         std::mem::take(&mut self.events)
     }
@@ -167,7 +167,7 @@ fn store_event((kind, db, key): KeyEvent) -> Event {
 }
 
 /// Publishes a command's events, in order. Call with no shard lock held.
-pub fn publish(shared: &Shared, events: Events) {
+pub(crate) fn publish(shared: &Shared, events: Events) {
     if events.list.is_empty() {
         return;
     }
@@ -179,7 +179,7 @@ pub fn publish(shared: &Shared, events: Events) {
 }
 
 /// Publishes the key events a reaper or an eviction took from a shard it released.
-pub fn publish_key_events(shared: &Shared, events: Vec<KeyEvent>) {
+pub(crate) fn publish_key_events(shared: &Shared, events: Vec<KeyEvent>) {
     let flags = effective(shared.live.notify_keyspace_events());
     for e in events {
         publish_one(shared, flags, &store_event(e));

@@ -129,7 +129,7 @@ impl Drop for Waiting<'_> {
 
 /// Waits while a pause covers this command. Returns false if the connection should close
 /// instead (CLIENT KILL or shutdown while waiting).
-pub async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+pub(crate) async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
     let pause = &shared.pause;
     let mut counted: Option<Waiting<'_>> = None;
     loop {
@@ -212,7 +212,7 @@ fn declared(flags: crate::script::ScriptFlags) -> Option<bool> {
 
 /// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
 /// error, which names the subcommand as the client typed it.
-pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() > 4 {
         return Reply::Error(
             format!(
@@ -227,7 +227,7 @@ pub fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// CLIENT PAUSE timeout [WRITE|ALL]
 #[derive(Debug)]
-pub struct ClientPause {
+pub(crate) struct ClientPause {
     mode: u8,
     timeout_ms: u64,
 }
@@ -270,7 +270,7 @@ impl Command for ClientPause {
 
 /// CLIENT UNPAUSE
 #[derive(Debug)]
-pub struct ClientUnpause;
+pub(crate) struct ClientUnpause;
 
 impl Command for ClientUnpause {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -32,7 +32,7 @@ use crate::store::Keyspace;
 type C = CommandSpec;
 
 /// SAVE, BGSAVE, LASTSAVE.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "save",
         1,
@@ -66,7 +66,7 @@ pub static COMMANDS: &[C] = &[
 const BGSAVE_RETRY_DELAY_S: u64 = 5;
 
 /// Redis's reply to writes while the last background save failed (`shared.bgsaveerr`).
-pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+pub(crate) const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 /// The persistence counters and flags, shared with the background save threads.
 #[derive(Debug)]
@@ -133,7 +133,7 @@ impl Persistence {
 /// Why a save failed (logged; clients get Redis's short errors).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct SaveError(String);
+pub(crate) struct SaveError(String);
 
 /// What a save needs, detached from `Shared` so that a thread can own it.
 struct Job {
@@ -228,7 +228,7 @@ fn claim(state: &State) -> bool {
 
 /// A foreground save (SAVE, SHUTDOWN, DEBUG RELOAD): waits for nothing, fails if a save
 /// already runs.
-pub fn save_now(shared: &Shared) -> Result<SaveStats, SaveError> {
+pub(crate) fn save_now(shared: &Shared) -> Result<SaveStats, SaveError> {
     let state = &shared.persist.state;
     if !claim(state) {
         return Err(SaveError("Background save already in progress".into()));
@@ -256,7 +256,7 @@ fn wait_idle(state: &State, limit: Duration) {
 }
 
 /// Starts a background save; false if a save already runs.
-pub fn start_bgsave(shared: &Shared) -> bool {
+pub(crate) fn start_bgsave(shared: &Shared) -> bool {
     let state = shared.persist.state.clone();
     if !claim(&state) {
         return false;
@@ -315,7 +315,7 @@ fn changes_since_save(shared: &Shared) -> u64 {
 
 /// One tick of the save points' timer (Redis's serverCron part): a scheduled BGSAVE, or a
 /// save point reached.
-pub fn tick(shared: &Shared) {
+pub(crate) fn tick(shared: &Shared) {
     let state = &shared.persist.state;
     if state.saving.load(Ordering::Acquire) {
         return;
@@ -344,7 +344,7 @@ pub fn tick(shared: &Shared) {
 }
 
 /// Runs `tick` every 100 ms on its own thread until the server stops.
-pub fn spawn_timer(shared: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+pub(crate) fn spawn_timer(shared: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("sluice-saver".into())
         .spawn(move || {
@@ -360,7 +360,7 @@ pub fn spawn_timer(shared: Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
 /// Loads `dir/dbfilename` if it exists (at start, before clients are served). A file that
 /// exists but cannot be read or does not load is an error: the server must not start with
 /// part of its data, as Redis refuses to.
-pub fn load_at_start(shared: &Shared) -> Result<(), String> {
+pub(crate) fn load_at_start(shared: &Shared) -> Result<(), String> {
     let path = shared.config().rdb_path();
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -388,7 +388,7 @@ pub fn load_at_start(shared: &Shared) -> Result<(), String> {
 
 /// Loads an RDB stream into the (empty) keyspace and the function libraries, then resets
 /// the change counter as Redis does after a load.
-pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), String> {
+pub(crate) fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), String> {
     let opts = LoadOptions {
         now_ms: shared.clock.now_ms(),
         limits: crate::commands::zset::limits(shared),
@@ -402,7 +402,7 @@ pub fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), Strin
 /// DEBUG RELOAD \[NOSAVE\]: saves (unless NOSAVE), then empties every database and loads the
 /// file back while holding every shard, so no client sees the keyspace empty or half loaded.
 /// The caller must hold no shard (not inside EXEC).
-pub fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
+pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
     if save && save_now(shared).is_err() {
         return Err(CmdError::msg("ERR"));
     }
@@ -462,7 +462,7 @@ fn record_load(shared: &Shared, loaded: &snapshot::Loaded, changes: u64) {
 
 /// The save at exit when no SHUTDOWN decided it (a signal, or the embedding program
 /// stopping the server): as Redis on SIGTERM, only when save points are configured.
-pub fn save_on_exit(shared: &Shared) {
+pub(crate) fn save_on_exit(shared: &Shared) {
     let state = &shared.persist.state;
     if state.shutdown_handled.load(Ordering::Acquire) || shared.config().save.is_empty() {
         return;
@@ -475,7 +475,7 @@ pub fn save_on_exit(shared: &Shared) {
 /// SHUTDOWN's save decision, made before the server stops: `save` (SAVE given) or save
 /// points configured, unless `nosave`. Err: the save failed, and SHUTDOWN must not stop the
 /// server (unless FORCE).
-pub fn shutdown_save(
+pub(crate) fn shutdown_save(
     shared: &Shared,
     save: bool,
     nosave: bool,
@@ -500,7 +500,7 @@ pub fn shutdown_save(
 
 /// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,
 /// save points are configured and `stop-writes-on-bgsave-error` is on.
-pub fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
+pub(crate) fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
     if shared.persist.state.last_bgsave_ok.load(Ordering::Acquire) {
         return None;
     }
@@ -518,7 +518,7 @@ pub fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
 
 /// INFO's persistence fields, in Redis's order. `changes` is `Keyspace::changes` read
 /// through the shards INFO holds.
-pub fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, String)> {
+pub(crate) fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, String)> {
     let s = &shared.persist.state;
     let bg = s.background.load(Ordering::Acquire);
     let current = s
@@ -572,7 +572,7 @@ pub fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, String)>
 
 /// SAVE
 #[derive(Debug)]
-pub struct Save;
+pub(crate) struct Save;
 
 impl Command for Save {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -592,7 +592,7 @@ impl Command for Save {
 
 /// BGSAVE \[SCHEDULE\]
 #[derive(Debug)]
-pub struct Bgsave;
+pub(crate) struct Bgsave;
 
 impl Command for Bgsave {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -624,7 +624,7 @@ impl Command for Bgsave {
 
 /// LASTSAVE
 #[derive(Debug)]
-pub struct Lastsave;
+pub(crate) struct Lastsave;
 
 impl Command for Lastsave {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -48,7 +48,7 @@ pub struct PubSub {
 
 /// The three kinds of subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// SUBSCRIBE.
     Channel,
     /// PSUBSCRIBE.
@@ -216,7 +216,7 @@ fn remove_sub(map: &mut HashMap<Bytes, Vec<Sub>>, name: &Bytes, id: u64) {
 }
 
 /// The pubsub class of client-output-buffer-limit.
-pub fn push_limit(ctx_shared: &crate::server::Shared) -> PushLimit {
+pub(crate) fn push_limit(ctx_shared: &crate::server::Shared) -> PushLimit {
     let l = ctx_shared.live.pubsub_buffer_limit();
     PushLimit {
         hard: l.hard,
@@ -489,7 +489,7 @@ static PUBSUB_SUBCOMMANDS: &[C] = &[
 ];
 
 /// The pub/sub commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd).with_acl(SUB_ACL),
     C::new(
         "unsubscribe",

@@ -27,7 +27,7 @@ const MAX_ARGC: usize = 32;
 const MAX_STRING: usize = 128;
 
 /// SLOWLOG and its subcommands.
-pub static COMMANDS: &[C] = &[C::new(
+pub(crate) static COMMANDS: &[C] = &[C::new(
     "slowlog",
     -2,
     &[],
@@ -213,7 +213,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// SLOWLOG GET \[count\]
 #[derive(Debug)]
-pub struct SlowlogGet {
+pub(crate) struct SlowlogGet {
     count: usize,
 }
 
@@ -252,7 +252,7 @@ impl Command for SlowlogGet {
 
 /// SLOWLOG LEN
 #[derive(Debug)]
-pub struct SlowlogLen;
+pub(crate) struct SlowlogLen;
 
 impl Command for SlowlogLen {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -265,7 +265,7 @@ impl Command for SlowlogLen {
 
 /// SLOWLOG RESET
 #[derive(Debug)]
-pub struct SlowlogReset;
+pub(crate) struct SlowlogReset;
 
 impl Command for SlowlogReset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -279,7 +279,7 @@ impl Command for SlowlogReset {
 
 /// SLOWLOG HELP
 #[derive(Debug)]
-pub struct SlowlogHelp;
+pub(crate) struct SlowlogHelp;
 
 impl Command for SlowlogHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -304,7 +304,7 @@ impl Command for SlowlogHelp {
 }
 
 /// A HELP reply: one status line each.
-pub fn help(lines: &[&'static str]) -> Reply {
+pub(crate) fn help(lines: &[&'static str]) -> Reply {
     Reply::Array(lines.iter().map(|l| Reply::status(l)).collect())
 }
 

@@ -18,7 +18,7 @@ use crate::engine::table::CommandTable;
 
 /// The most distinct error prefixes INFO errorstats keeps; further new prefixes are counted
 /// in `total_error_replies` only (a script can invent any prefix, and each would stay).
-pub const ERRORSTATS_LIMIT: usize = 128;
+pub(crate) const ERRORSTATS_LIMIT: usize = 128;
 
 /// Calls, time and failures of one command, and its latency histogram.
 #[derive(Debug, Default)]
@@ -87,7 +87,7 @@ const MAX_NS: u64 = 1_000_000_000;
 
 /// A latency histogram with HDR's buckets and atomic counts.
 #[derive(Debug)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     counts: Box<[AtomicU64]>,
 }
 
@@ -128,7 +128,7 @@ impl Histogram {
     }
 
     /// Records one value in ns (clamped to 1 ns ..= 1 s, as Redis does).
-    pub fn record(&self, ns: u64) {
+    pub(crate) fn record(&self, ns: u64) {
         let v = ns.clamp(MIN_NS, MAX_NS);
         if let Some(c) = self.counts.get(Self::index(v)) {
             c.fetch_add(1, Ordering::Relaxed);
@@ -142,7 +142,7 @@ impl Histogram {
     }
 
     /// The value (ns) at `percentile` (0–100), as `hdr_value_at_percentile`; None when empty.
-    pub fn percentile(&self, percentile: f64) -> Option<u64> {
+    pub(crate) fn percentile(&self, percentile: f64) -> Option<u64> {
         let counts: Vec<u64> = self
             .counts
             .iter()
@@ -208,7 +208,7 @@ impl ErrorStats {
 
 /// One line of INFO commandstats.
 #[derive(Debug, Clone, Copy)]
-pub struct CommandLine {
+pub(crate) struct CommandLine {
     /// The command's table name (`get`, `config|set`).
     pub name: &'static str,
     /// Calls that ran.
@@ -223,7 +223,7 @@ pub struct CommandLine {
 
 impl CommandLine {
     /// `usec_per_call`.
-    pub fn usec_per_call(&self) -> f64 {
+    pub(crate) fn usec_per_call(&self) -> f64 {
         if self.calls > 0 {
             self.usec as f64 / self.calls as f64
         } else {
@@ -233,7 +233,7 @@ impl CommandLine {
 }
 
 /// INFO commandstats: every command called or refused since the last reset.
-pub fn commandstats(table: &CommandTable) -> Vec<CommandLine> {
+pub(crate) fn commandstats(table: &CommandTable) -> Vec<CommandLine> {
     table
         .entries()
         .iter()
@@ -250,7 +250,7 @@ pub fn commandstats(table: &CommandTable) -> Vec<CommandLine> {
 
 /// INFO latencystats: for every command with samples, its name and each percentile as
 /// Redis names it (`p50`, `p99.9`) with its value in µs.
-pub fn latencystats(
+pub(crate) fn latencystats(
     table: &CommandTable,
     percentiles: &[f64],
 ) -> Vec<(&'static str, Vec<(String, f64)>)> {

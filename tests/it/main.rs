@@ -1,6 +1,9 @@
 //! The integration-test binary: one binary for every integration test, so the crate is
 //! linked once. Shared helpers live in `support`; each area of the server gets a module.
 
+// Test helpers are `pub` for their sibling modules; the crate is a test binary.
+#![allow(unreachable_pub)]
+
 mod alloc;
 mod blocking;
 mod clientcmds;
@@ -16,6 +19,7 @@ mod hll;
 mod hostile;
 mod hostile_lua;
 mod iobackend;
+mod layers;
 mod limits;
 mod memory;
 mod notifications;

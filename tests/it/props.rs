@@ -72,16 +72,13 @@ const SKIP: &[&str] = &[
 fn shared() -> &'static (Arc<Shared>, Vec<&'static str>) {
     static SHARED: OnceLock<(Arc<Shared>, Vec<&'static str>)> = OnceLock::new();
     SHARED.get_or_init(|| {
-        let mut shared = Shared::new(
+        let shared = Shared::new(
             Config {
                 shards: 4,
                 ..Config::default()
             },
             Clock::frozen(),
         );
-        for spec in sluice::commands::testmode::COMMANDS {
-            shared.table.remove(spec.name);
-        }
         let names = shared
             .table
             .commands()

@@ -7,7 +7,7 @@ use crate::protocol::Reply;
 
 /// DBSIZE
 #[derive(Debug)]
-pub struct DbSize;
+pub(super) struct DbSize;
 
 impl Command for DbSize {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -23,13 +23,13 @@ impl Command for DbSize {
 
 /// FLUSHDB / FLUSHALL [ASYNC|SYNC]
 #[derive(Debug)]
-pub struct Flush {
+pub(super) struct Flush {
     scope: FlushScope,
 }
 
 /// What a flush empties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlushScope {
+pub(super) enum FlushScope {
     /// FLUSHDB: the client's database.
     Db,
     /// FLUSHALL: every database.
@@ -86,7 +86,7 @@ pub(super) fn db_index(ctx: &Ctx<'_>, n: i64) -> CmdResult<usize> {
 
 /// SELECT index
 #[derive(Debug)]
-pub struct Select {
+pub(super) struct Select {
     index: i64,
 }
 
@@ -108,7 +108,7 @@ impl Command for Select {
 
 /// SWAPDB index index
 #[derive(Debug)]
-pub struct SwapDb {
+pub(super) struct SwapDb {
     a: i64,
     b: i64,
 }

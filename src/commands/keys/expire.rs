@@ -12,7 +12,7 @@ use crate::protocol::Reply;
 /// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX|XX|GT|LT] (the table names the unit
 /// and whether the time is relative or absolute)
 #[derive(Debug)]
-pub struct Expire {
+pub(crate) struct Expire {
     unit: (Precision, Time),
     key: Bytes,
     when: i64,
@@ -25,7 +25,7 @@ pub struct Expire {
 /// Whether a time argument or reply is relative to now (EXPIRE, TTL) or a Unix time
 /// (EXPIREAT, EXPIRETIME).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Time {
+pub(crate) enum Time {
     /// A duration from now.
     Relative,
     /// A Unix timestamp.
@@ -121,7 +121,7 @@ impl VariantCommand for Expire {
 
 /// TTL, PTTL, EXPIRETIME, PEXPIRETIME key
 #[derive(Debug)]
-pub struct Ttl {
+pub(crate) struct Ttl {
     unit: (Precision, Time),
     key: Bytes,
 }
@@ -162,7 +162,7 @@ impl VariantCommand for Ttl {
 
 /// PERSIST key
 #[derive(Debug)]
-pub struct Persist {
+pub(crate) struct Persist {
     key: Bytes,
 }
 

@@ -14,7 +14,7 @@ use db::{DbSize, Flush, FlushScope, Select, SwapDb};
 use expire::{Expire, Persist, Time, Ttl};
 use object::{MEMORY, OBJECT};
 use rename::{Copy, Move, Rename, RenameMode};
-pub use scan::parse_scan_options;
+pub(crate) use scan::parse_scan_options;
 use scan::{Keys, RandomKey, Scan};
 
 use bytes::Bytes;
@@ -28,7 +28,7 @@ use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// The key commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("del", -2, &["write"], C::keys(1, -1, 1), run::<Del>)
         .with_acl(&["@keyspace", "@write", "@slow"])
         .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
@@ -291,7 +291,7 @@ pub static COMMANDS: &[C] = &[
 
 /// DEL / UNLINK key [key …]
 #[derive(Debug)]
-pub struct Del {
+pub(crate) struct Del {
     keys: Vec<Bytes>,
 }
 
@@ -317,7 +317,7 @@ impl Command for Del {
 /// `EXISTS key [key …]` (duplicates count each time); TOUCH too, whose reads mark the keys
 /// accessed.
 #[derive(Debug)]
-pub struct Exists {
+pub(crate) struct Exists {
     keys: Vec<Bytes>,
 }
 
@@ -340,7 +340,7 @@ impl Command for Exists {
 
 /// TYPE key
 #[derive(Debug)]
-pub struct Type {
+pub(crate) struct Type {
     key: Bytes,
 }
 
@@ -369,7 +369,7 @@ impl Command for Type {
 /// enough do or the timeout (ms, 0 = none) passes; inside MULTI or a script it answers at
 /// once. Replicas are asked to acknowledge at once (REPLCONF GETACK in the stream).
 #[derive(Debug)]
-pub struct Wait {
+pub(crate) struct Wait {
     replicas: i64,
     timeout: i64,
 }

@@ -87,7 +87,7 @@ pub(super) static MEMORY: &[C] = &[
 
 /// OBJECT ENCODING key
 #[derive(Debug)]
-pub struct ObjectEncoding {
+pub(super) struct ObjectEncoding {
     key: Bytes,
 }
 
@@ -108,14 +108,14 @@ impl Command for ObjectEncoding {
 
 /// OBJECT IDLETIME / REFCOUNT / FREQ key
 #[derive(Debug)]
-pub struct ObjectNumber {
+pub(super) struct ObjectNumber {
     field: ObjectField,
     key: Bytes,
 }
 
 /// Which number OBJECT reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectField {
+pub(super) enum ObjectField {
     /// OBJECT IDLETIME: seconds since the last access.
     IdleTime,
     /// OBJECT REFCOUNT: Redis's shared-integer answer, else 1.
@@ -155,7 +155,7 @@ impl VariantCommand for ObjectNumber {
 
 /// MEMORY USAGE key [SAMPLES n]
 #[derive(Debug)]
-pub struct MemoryUsage {
+pub(super) struct MemoryUsage {
     key: Bytes,
 }
 
@@ -185,7 +185,7 @@ impl Command for MemoryUsage {
 
 /// OBJECT HELP: Redis 7.0's text.
 #[derive(Debug)]
-pub struct ObjectHelp;
+pub(super) struct ObjectHelp;
 
 impl Command for ObjectHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -10,7 +10,7 @@ use crate::protocol::Reply;
 
 /// Whether RENAME replaces an existing target (RENAME) or gives up (RENAMENX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RenameMode {
+pub(super) enum RenameMode {
     /// RENAME.
     Overwrite,
     /// RENAMENX.
@@ -19,7 +19,7 @@ pub enum RenameMode {
 
 /// RENAME / RENAMENX key newkey
 #[derive(Debug)]
-pub struct Rename {
+pub(super) struct Rename {
     mode: RenameMode,
     from: Bytes,
     to: Bytes,
@@ -66,7 +66,7 @@ impl VariantCommand for Rename {
 /// The destination is the same key bytes' shard whatever its database, so the table's two
 /// key positions cover it.
 #[derive(Debug)]
-pub struct Copy {
+pub(super) struct Copy {
     src: Bytes,
     dst: Bytes,
     options: Vec<Bytes>,
@@ -129,7 +129,7 @@ fn same_object() -> CmdError {
 
 /// `MOVE key db`
 #[derive(Debug)]
-pub struct Move {
+pub(super) struct Move {
     key: Bytes,
     db: Bytes,
 }

@@ -29,7 +29,7 @@ fn for_each_live(ctx: &mut Ctx<'_>, mut f: impl FnMut(u64, &[u8], &'static str))
 
 /// KEYS pattern
 #[derive(Debug)]
-pub struct Keys {
+pub(super) struct Keys {
     pattern: Bytes,
 }
 
@@ -62,7 +62,7 @@ impl Command for Keys {
 /// rehashes, which changes the shard's generation, and a cursor of an older generation
 /// restarts that shard from its first bucket (so a key may be returned twice, never missed).
 #[derive(Debug)]
-pub struct Scan {
+pub(super) struct Scan {
     cursor: u64,
     pattern: Option<Bytes>,
     count: usize,
@@ -74,7 +74,7 @@ pub struct Scan {
 /// and, returned, the end; a cursor handed out never is 0 otherwise, since every call moves
 /// at least one bucket on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScanCursor {
+pub(super) struct ScanCursor {
     /// The shard.
     pub shard: usize,
     /// The next bucket to visit in it.
@@ -89,7 +89,7 @@ const CURSOR_GEN_BITS: u32 = 9;
 
 impl ScanCursor {
     /// Encodes the cursor (below 2^53).
-    pub fn encode(self) -> u64 {
+    pub(super) fn encode(self) -> u64 {
         let gen_mask = (1u64 << CURSOR_GEN_BITS) - 1;
         let shard_mask = (1u64 << CURSOR_SHARD_BITS) - 1;
         let bucket_mask = (1u64 << CURSOR_BUCKET_BITS) - 1;
@@ -99,7 +99,7 @@ impl ScanCursor {
     }
 
     /// Decodes any number a client sends (unknown ones land somewhere harmless).
-    pub fn decode(c: u64) -> ScanCursor {
+    pub(super) fn decode(c: u64) -> ScanCursor {
         ScanCursor {
             shard: ((c >> CURSOR_BUCKET_BITS) & ((1 << CURSOR_SHARD_BITS) - 1)) as usize,
             bucket: (c & ((1 << CURSOR_BUCKET_BITS) - 1)) as usize,
@@ -167,7 +167,7 @@ impl Scan {
 }
 
 /// Parses the options shared by SCAN and the per-type scans (HSCAN, SSCAN, ZSCAN).
-pub fn parse_scan_options(
+pub(crate) fn parse_scan_options(
     a: &mut ArgCursor<'_>,
     allow_type: bool,
 ) -> CmdResult<(Option<Bytes>, usize, Option<String>)> {
@@ -274,7 +274,7 @@ impl Command for Scan {
 
 /// RANDOMKEY
 #[derive(Debug)]
-pub struct RandomKey;
+pub(super) struct RandomKey;
 
 impl Command for RandomKey {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {

@@ -10,7 +10,7 @@ use crate::protocol::Reply;
 
 /// TIME
 #[derive(Debug)]
-pub struct Time;
+pub(super) struct Time;
 
 impl Command for Time {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -31,7 +31,7 @@ impl Command for Time {
 /// As in Redis, DEBUG is one command that reads its own subcommand (it has no subcommand
 /// table), so anything else gets Redis's "unknown subcommand or wrong number of arguments".
 #[derive(Debug)]
-pub enum DebugCmd {
+pub(super) enum DebugCmd {
     /// DEBUG HELP
     Help,
     /// DEBUG SLEEP seconds
@@ -99,7 +99,7 @@ impl Command for DebugCmd {
 
 /// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`
 #[derive(Debug)]
-pub struct Shutdown {
+pub(super) struct Shutdown {
     save: bool,
     nosave: bool,
     force: bool,

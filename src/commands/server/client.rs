@@ -131,7 +131,7 @@ pub(super) static CLIENT: &[C] = &[
 
 /// CLIENT SETNAME name
 #[derive(Debug)]
-pub struct ClientSetName {
+pub(super) struct ClientSetName {
     name: Bytes,
 }
 
@@ -150,7 +150,7 @@ impl Command for ClientSetName {
 
 /// CLIENT GETNAME
 #[derive(Debug)]
-pub struct ClientGetName;
+pub(super) struct ClientGetName;
 
 impl Command for ClientGetName {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -163,7 +163,7 @@ impl Command for ClientGetName {
 
 /// CLIENT ID
 #[derive(Debug)]
-pub struct ClientId;
+pub(super) struct ClientId;
 
 impl Command for ClientId {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -177,7 +177,7 @@ impl Command for ClientId {
 /// CLIENT REPLY ON|OFF|SKIP: the connection loop drops the replies (see
 /// `ClientState::reply_suppressed`).
 #[derive(Debug)]
-pub struct ClientReply(u8);
+pub(super) struct ClientReply(u8);
 
 impl Command for ClientReply {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -210,7 +210,7 @@ impl Command for ClientReply {
 
 /// CLIENT INFO
 #[derive(Debug)]
-pub struct ClientInfoCmd;
+pub(super) struct ClientInfoCmd;
 
 impl Command for ClientInfoCmd {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -225,7 +225,7 @@ impl Command for ClientInfoCmd {
 
 /// CLIENT LIST [TYPE normal|master|replica|pubsub | ID id …] (one filter, as in Redis 7.0)
 #[derive(Debug)]
-pub struct ClientList {
+pub(super) struct ClientList {
     /// Listed in this order, repeats included, unknown ids skipped (as Redis does).
     ids: Option<Vec<i64>>,
     normal_only: Option<bool>,
@@ -281,7 +281,7 @@ impl Command for ClientList {
 
 /// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR a] [LADDR a] [SKIPME yes|no] [TYPE t] [USER u]
 #[derive(Debug)]
-pub struct ClientKill {
+pub(super) struct ClientKill {
     legacy: Option<Bytes>,
     id: Option<u64>,
     addr: Option<Bytes>,
@@ -390,7 +390,7 @@ impl Command for ClientKill {
 
 /// CLIENT SETINFO LIB-NAME|LIB-VER value
 #[derive(Debug)]
-pub struct ClientSetInfo {
+pub(super) struct ClientSetInfo {
     attr: Bytes,
     value: Bytes,
 }
@@ -430,7 +430,7 @@ impl Command for ClientSetInfo {
 
 /// A client's on/off option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientOption {
+pub(super) enum ClientOption {
     /// CLIENT NO-EVICT.
     NoEvict,
     /// CLIENT NO-TOUCH.
@@ -439,7 +439,7 @@ pub enum ClientOption {
 
 /// CLIENT NO-EVICT / NO-TOUCH on|off
 #[derive(Debug)]
-pub struct ClientFlag {
+pub(super) struct ClientFlag {
     option: ClientOption,
     on: bool,
 }

@@ -76,7 +76,7 @@ pub(super) static COMMAND: &[C] = &[
 /// COMMAND GETKEYS command [arg …]: the keys the table finds in a request;
 /// COMMAND GETKEYSANDFLAGS: each with its key spec's flags.
 #[derive(Debug)]
-pub struct CommandGetKeys {
+pub(super) struct CommandGetKeys {
     args: Vec<Bytes>,
     with_flags: bool,
 }
@@ -336,7 +336,7 @@ fn key_spec_doc(d: &crate::engine::KeySpecDoc) -> Reply {
 }
 
 /// The COMMAND INFO entry of one command, as Redis 7 shapes it.
-pub fn command_info(spec: &C) -> Reply {
+pub(super) fn command_info(spec: &C) -> Reply {
     let (first, last, step) = spec.keys.triple();
     let key_specs = if !spec.key_specs.is_empty() {
         spec.key_specs.iter().map(key_spec_doc).collect()
@@ -416,7 +416,7 @@ pub fn command_info(spec: &C) -> Reply {
 
 /// What a whole-table COMMAND listing gives per command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandListing {
+pub(super) enum CommandListing {
     /// COMMAND: every command's full info.
     Infos,
     /// COMMAND LIST: the names.
@@ -451,7 +451,7 @@ impl ListFilter {
 
 /// COMMAND (all infos) / COMMAND LIST [FILTERBY MODULE|ACLCAT|PATTERN value] (names)
 #[derive(Debug)]
-pub struct CommandList(CommandListing, Option<ListFilter>);
+pub(super) struct CommandList(CommandListing, Option<ListFilter>);
 
 impl VariantCommand for CommandList {
     type Variant = CommandListing;
@@ -497,7 +497,7 @@ impl VariantCommand for CommandList {
 
 /// COMMAND COUNT
 #[derive(Debug)]
-pub struct CommandCount;
+pub(super) struct CommandCount;
 
 impl Command for CommandCount {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -524,7 +524,7 @@ fn find_spec(ctx: &Ctx<'_>, name: &[u8]) -> Option<&'static C> {
 
 /// COMMAND INFO [name …]
 #[derive(Debug)]
-pub struct CommandInfo {
+pub(super) struct CommandInfo {
     names: Vec<Bytes>,
 }
 
@@ -550,7 +550,7 @@ impl Command for CommandInfo {
 /// COMMAND DOCS [name …]: each command's documentation (`engine::docs`); a name sluice does not
 /// know is left out of the map, as in Redis.
 #[derive(Debug)]
-pub struct CommandDocs {
+pub(super) struct CommandDocs {
     names: Vec<Bytes>,
 }
 

@@ -58,7 +58,7 @@ pub(super) static CONFIG: &[C] = &[
 
 /// CONFIG GET pattern [pattern …]
 #[derive(Debug)]
-pub struct ConfigGet {
+pub(super) struct ConfigGet {
     patterns: Vec<Bytes>,
 }
 
@@ -117,7 +117,7 @@ impl Command for ConfigGet {
 /// name fails the whole call), then every value is checked and applied to a copy, which
 /// replaces the configuration only if all of them pass.
 #[derive(Debug)]
-pub struct ConfigSet {
+pub(super) struct ConfigSet {
     pairs: Vec<(Bytes, Bytes)>,
 }
 
@@ -188,7 +188,7 @@ impl Command for ConfigSet {
 
 /// CONFIG RESETSTAT
 #[derive(Debug)]
-pub struct ConfigResetStat;
+pub(super) struct ConfigResetStat;
 
 impl Command for ConfigResetStat {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -217,7 +217,7 @@ impl Command for ConfigResetStat {
 /// CONFIG REWRITE: the config file the server started from gets the configuration it
 /// runs with now (`crate::conf_rewrite` has Redis's rules), replaced atomically.
 #[derive(Debug)]
-pub struct ConfigRewrite;
+pub(super) struct ConfigRewrite;
 
 /// One rewrite at a time: each reads the file the previous one wrote.
 static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 
 /// `PING [message]`
 #[derive(Debug)]
-pub struct Ping {
+pub(super) struct Ping {
     message: Option<Bytes>,
 }
 
@@ -40,7 +40,7 @@ impl Command for Ping {
 
 /// ECHO message
 #[derive(Debug)]
-pub struct Echo {
+pub(super) struct Echo {
     message: Bytes,
 }
 
@@ -57,7 +57,7 @@ impl Command for Echo {
 
 /// QUIT
 #[derive(Debug)]
-pub struct Quit;
+pub(super) struct Quit;
 
 impl Command for Quit {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -73,7 +73,7 @@ impl Command for Quit {
 
 /// RESET: back to a fresh connection's state.
 #[derive(Debug)]
-pub struct Reset;
+pub(super) struct Reset;
 
 impl Command for Reset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -123,7 +123,7 @@ fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<
 
 /// `AUTH [username] password`
 #[derive(Debug)]
-pub struct Auth {
+pub(super) struct Auth {
     user: Option<Bytes>,
     pass: Bytes,
 }
@@ -151,7 +151,7 @@ impl Command for Auth {
 
 /// HELLO [protover [AUTH user pass] [SETNAME name]]
 #[derive(Debug)]
-pub struct Hello {
+pub(super) struct Hello {
     proto: Option<i64>,
     auth: Option<(Bytes, Bytes)>,
     name: Option<Bytes>,

@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 
 /// INFO [section …]
 #[derive(Debug)]
-pub struct Info {
+pub(super) struct Info {
     sections: Vec<String>,
 }
 
@@ -123,7 +123,7 @@ const PERSISTENCE: &[(&str, &str)] = &[
 ///
 /// INFO holds every shard (it is a whole-keyspace command) and reads the keyspace counters
 /// through those locks, so it also works inside EXEC, which already holds them.
-pub fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
+pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
     let structure_memory = ctx.store.fold(0usize, |acc, s| acc + s.structure_memory());
     let keyspace_stats = ctx.store.stats();
     let db_summary = ctx.store.db_summary(ctx.now_ms);

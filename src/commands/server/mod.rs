@@ -28,7 +28,7 @@ use crate::error::CmdResult;
 use crate::protocol::Reply;
 
 /// The connection and server commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_acl(&["@fast", "@connection"])
         .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
@@ -180,7 +180,7 @@ pub static COMMANDS: &[C] = &[
 
 /// `<CMD> HELP` and bare containers: a short help text.
 #[derive(Debug)]
-pub struct Help;
+pub(crate) struct Help;
 
 impl Command for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
