@@ -215,7 +215,7 @@ impl Command for ConfigResetStat {
 }
 
 /// CONFIG REWRITE: the config file the server started from gets the configuration it
-/// runs with now (`crate::conf_rewrite` has Redis's rules), replaced atomically.
+/// runs with now (`crate::config::rewrite` has Redis's rules), replaced atomically.
 #[derive(Debug)]
 pub struct ConfigRewrite;
 
@@ -238,12 +238,12 @@ impl Command for ConfigRewrite {
         let dir = std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_else(|_| config.rdb_dir().display().to_string());
-        let rt = crate::conf_rewrite::Runtime {
+        let rt = crate::config::rewrite::Runtime {
             overrides: &overrides,
             replicaof: shared.repl.link().map(|l| (l.host, l.port)),
             dir,
         };
-        let options = crate::conf_rewrite::options(&config, &rt);
+        let options = crate::config::rewrite::options(&config, &rt);
         let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
         let path = std::path::Path::new(&path);
         let old = match std::fs::read(path) {
@@ -251,15 +251,15 @@ impl Command for ConfigRewrite {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(rewrite_failed(&e)),
         };
-        let content = crate::conf_rewrite::rewrite(&old, &options);
-        crate::conf_rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
+        let content = crate::config::rewrite::rewrite(&old, &options);
+        crate::config::rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
         tracing::info!("CONFIG REWRITE executed with success.");
         Ok(Reply::ok())
     }
 }
 
 fn rewrite_failed(e: &std::io::Error) -> CmdError {
-    let why = crate::conf_rewrite::strerror(e);
+    let why = crate::config::rewrite::strerror(e);
     tracing::warn!("CONFIG REWRITE failed: {why}");
     CmdError::owned(format!("ERR Rewriting config file: {why}"))
 }

@@ -7,6 +7,9 @@
 //! acts on; `conffile` reads files and the command line, and decides what happens to the rest
 //! of Redis's directives (accepted with a warning, or refused).
 
+pub mod file;
+pub mod rewrite;
+
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 

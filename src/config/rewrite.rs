@@ -61,10 +61,10 @@ pub fn rewrite(old: &str, options: &[OptionLines]) -> String {
             let name = split_conf_line(line)
                 .and_then(|words| words.into_iter().next())
                 .map(|n| n.to_ascii_lowercase())
-                .filter(|n| crate::conffile::is_directive(n));
+                .filter(|n| crate::config::file::is_directive(n));
             match name {
                 Some(n) => {
-                    let n = crate::conffile::canonical(&n)
+                    let n = crate::config::file::canonical(&n)
                         .map(str::to_string)
                         .unwrap_or(n);
                     at.entry(n).or_default().push_back(lines.len());
@@ -167,7 +167,7 @@ pub fn options(config: &Config, rt: &Runtime<'_>) -> Vec<OptionLines> {
     let mut out = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     for &(name, default) in REDIS_PARAMS.iter().chain(MORE) {
-        if crate::conffile::canonical(name).is_some() || !seen.insert(name) {
+        if crate::config::file::canonical(name).is_some() || !seen.insert(name) {
             continue;
         }
         let lines = match name {
