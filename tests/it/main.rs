@@ -14,6 +14,7 @@ mod dump;
 mod functions;
 mod hll;
 mod hostile;
+mod hostile_config;
 mod hostile_lua;
 mod iobackend;
 mod limits;
