@@ -58,7 +58,7 @@ SLUICE_PID=""
 PORT=""
 start_sluice() {
     local portfile="$OUT/sluice.stdout"
-    "$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning >"$portfile" 2>"$OUT/sluice.stderr" &
+    "$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning --enable-debug-command local >"$portfile" 2>"$OUT/sluice.stderr" &
     SLUICE_PID=$!
     PORT=""
     for _ in $(seq 1 100); do

@@ -24,8 +24,6 @@ pub mod client;
 pub mod clock;
 pub mod cluster;
 pub(crate) mod commands;
-pub mod conf_rewrite;
-pub mod conffile;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use sluice::conffile::{self, Invocation};
+use sluice::config::file::{self as conffile, Invocation};
 use sluice::logging::LogSink;
 use sluice::supervisor::{Notifier, PidFile};
 use sluice::{Config, Server};

@@ -78,6 +78,19 @@ pub const KIND_REPLICA: u8 = 1;
 pub const KIND_MASTER: u8 = 2;
 
 impl ClientInfo {
+    /// A local client, as Redis's `islocalClient` decides for `enable-debug-command local`
+    /// and `enable-protected-configs local`: on the Unix socket (whose address is its path,
+    /// not an IP address), or from 127.0.0.1 or ::1.
+    pub fn is_local(&self) -> bool {
+        match self.addr.parse::<std::net::SocketAddr>() {
+            Ok(peer) => match peer.ip() {
+                std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+                std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+            },
+            Err(_) => true,
+        }
+    }
+
     /// Redis's client type: `normal`, `slave`, `master` or `pubsub`.
     pub fn type_name(&self) -> &'static str {
         match self.kind.load(Ordering::Relaxed) {

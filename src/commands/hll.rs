@@ -45,15 +45,9 @@ fn check_hll(v: &Value) -> CmdResult<()> {
     }
 }
 
-/// `hll-sparse-max-bytes`: Redis's default unless CONFIG SET gave another value.
+/// `hll-sparse-max-bytes`: when a sparse HyperLogLog turns dense.
 fn sparse_max(ctx: &Ctx<'_>) -> usize {
-    ctx.shared
-        .params
-        .lock()
-        .ok()
-        .and_then(|p| p.get("hll-sparse-max-bytes").cloned())
-        .and_then(|v| crate::config::parse_memory(&v))
-        .unwrap_or(hll::SPARSE_MAX_BYTES)
+    ctx.shared.live.hll_sparse_max_bytes()
 }
 
 /// PFADD key [element …]

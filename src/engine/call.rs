@@ -38,7 +38,7 @@ bitflags::bitflags! {
     /// What sluice must know about a few commands beyond their Redis flags (Redis compares
     /// their handlers). Given when the table is built ([`roles_of`]).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct Roles: u8 {
+    pub struct Roles: u16 {
         /// EXEC: checks the whole queue (OOM, cluster slot, pause).
         const EXEC = 1 << 0;
         /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
@@ -56,6 +56,9 @@ bitflags::bitflags! {
         const EVAL = 1 << 6;
         /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
         const EVALSHA = 1 << 7;
+        /// DEBUG: refused unless `enable-debug-command` admits the client (Redis's
+        /// `CMD_PROTECTED`).
+        const PROTECTED = 1 << 8;
     }
 }
 
@@ -72,6 +75,7 @@ pub fn roles_of(name: &str) -> Roles {
         "pfcount" | "publish" | "spublish" | "fcall" => Roles::MAY_REPLICATE,
         "eval" | "eval_ro" => Roles::EVAL,
         "evalsha" | "evalsha_ro" => Roles::EVALSHA,
+        "debug" => Roles::PROTECTED,
         _ => Roles::empty(),
     }
 }
@@ -108,6 +112,7 @@ pub struct ScriptRules {
     pub last_error: Option<String>,
 }
 
+const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
@@ -289,6 +294,20 @@ fn client_policy<'s>(
     let shared = ctx.shared;
     let spec = entry.spec;
     let client = &mut *ctx.client;
+    // Before authentication, as in Redis's processCommand.
+    if entry.roles.contains(Roles::PROTECTED)
+        && !shared
+            .config()
+            .debug_command()
+            .admits(client.info.is_local())
+    {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(DEBUG_NOT_ALLOWED.into()),
+        ));
+    }
     if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
         return Err(reject(
             shared,
@@ -653,6 +672,7 @@ mod tests {
             "eval",
             "eval_ro",
             "evalsha",
+            "debug",
             "evalsha_ro",
         ];
         for name in named {

@@ -399,15 +399,28 @@ pub(crate) fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<()
     Ok(())
 }
 
+/// The largest RDB file DEBUG RELOAD loads. The load holds every shard, so every client
+/// waits for it; past this size (a few tens of thousands of keys) it is refused rather
+/// than stop the server for seconds. A restart loads any size.
+pub(crate) const DEBUG_RELOAD_MAX_BYTES: usize = 4 << 20;
+
 /// DEBUG RELOAD \[NOSAVE\]: saves (unless NOSAVE), then empties every database and loads the
 /// file back while holding every shard, so no client sees the keyspace empty or half loaded.
-/// The caller must hold no shard (not inside EXEC).
+/// Refused for a file over [`DEBUG_RELOAD_MAX_BYTES`]. The caller must hold no shard (not
+/// inside EXEC).
 pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
     if save && save_now(shared).is_err() {
         return Err(CmdError::msg("ERR"));
     }
     let load_failed = "ERR Error trying to load the RDB dump, check server logs.";
     let path = shared.config().rdb_path();
+    // Judged before reading, so a huge file is not even read into memory.
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    if size > DEBUG_RELOAD_MAX_BYTES as u64 {
+        return Err(CmdError::owned(format!(
+            "ERR DEBUG RELOAD refused: the RDB file is {size} bytes, more than the {DEBUG_RELOAD_MAX_BYTES} sluice reloads while holding every shard (restart the server to load it)"
+        )));
+    }
     let data = std::fs::read(&path).map_err(|e| {
         tracing::warn!("DEBUG RELOAD: cannot read {}: {e}", path.display());
         CmdError::msg(load_failed)

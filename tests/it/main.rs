@@ -17,6 +17,7 @@ mod dump;
 mod functions;
 mod hll;
 mod hostile;
+mod hostile_config;
 mod hostile_lua;
 mod iobackend;
 mod layers;

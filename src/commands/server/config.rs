@@ -8,6 +8,7 @@ use bytes::Bytes;
 use crate::commands::server::Help;
 use crate::engine::args::glob_match;
 use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run_sub};
+use crate::config::params::{self, Effect, Param};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 
@@ -77,33 +78,37 @@ impl Command for ConfigGet {
             .map(|p| p.clone())
             .unwrap_or_default();
         // As Redis 7.0: a name without glob characters is answered under the spelling the
-        // client used; a pattern under the parameters' own names; each parameter once.
-        let mut found: Vec<(Bytes, &'static str, &'static str)> = Vec::new();
+        // client used; a pattern under the names (and aliases) it matches; each name once.
+        let mut found: Vec<(Bytes, &'static Param)> = Vec::new();
+        let mut add = |shown: Bytes, param: &'static Param| {
+            if !found.iter().any(|(s, _)| s.eq_ignore_ascii_case(&shown)) {
+                found.push((shown, param));
+            }
+        };
         for p in &self.patterns {
             let literal = !p.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
-            for (name, default) in crate::config::REDIS_PARAMS {
-                let hit = if literal {
-                    p.eq_ignore_ascii_case(name.as_bytes())
-                } else {
-                    glob_match(&p.to_ascii_lowercase(), name.as_bytes(), true)
-                };
-                if hit && !found.iter().any(|(_, n, _)| n == name) {
-                    let shown = if literal {
-                        p.clone()
-                    } else {
-                        Bytes::from_static(name.as_bytes())
-                    };
-                    found.push((shown, name, default));
+            if literal {
+                if let Some(param) = params::find_listed(&String::from_utf8_lossy(p)) {
+                    add(p.clone(), param);
+                }
+                continue;
+            }
+            let pattern = p.to_ascii_lowercase();
+            for param in params::PARAMS.iter().filter(|p| p.is_listed()) {
+                for name in std::iter::once(param.name).chain(param.alias) {
+                    if glob_match(&pattern, name.as_bytes(), true) {
+                        add(Bytes::from_static(name.as_bytes()), param);
+                    }
                 }
             }
         }
         let out = found
             .into_iter()
-            .map(|(shown, name, default)| {
+            .map(|(shown, param)| {
                 let value = cfg
-                    .param(name)
-                    .or_else(|| overrides.get(name).cloned())
-                    .unwrap_or_else(|| default.to_string());
+                    .param(param.name)
+                    .or_else(|| overrides.get(param.name).cloned())
+                    .unwrap_or_else(|| param.default.to_string());
                 (Reply::Bulk(shown), Reply::Bulk(Bytes::from(value)))
             })
             .collect();
@@ -141,36 +146,43 @@ impl Command for ConfigSet {
                 crate::engine::printable(name, 128)
             ))
         };
-        let mut names: Vec<String> = Vec::with_capacity(self.pairs.len());
+        let local = ctx.client.info.is_local();
+        let protected_ok = ctx.shared.config().enable_protected_configs.admits(local);
+        let mut found: Vec<&'static Param> = Vec::with_capacity(self.pairs.len());
         for (typed, _) in &self.pairs {
-            let name = String::from_utf8_lossy(typed).to_ascii_lowercase();
-            if !crate::config::REDIS_PARAMS.iter().any(|(n, _)| *n == name) {
+            let Some(param) = params::find_listed(&String::from_utf8_lossy(typed)) else {
                 return Err(CmdError::owned(format!(
                     "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
                     crate::engine::printable(typed, 128)
                 )));
-            }
-            if crate::config::is_immutable(&name) {
+            };
+            if param.is_immutable() {
                 return Err(failed(typed, "can't set immutable config"));
             }
-            if names.contains(&name) {
+            if param.is_protected() && !protected_ok {
+                return Err(failed(typed, "can't set protected config"));
+            }
+            if found.iter().any(|p| p.name == param.name) {
                 return Err(failed(typed, "duplicate parameter"));
             }
-            names.push(name);
+            found.push(param);
         }
         let Ok(mut cfg) = ctx.shared.config.write() else {
             return Err(CmdError::msg("ERR configuration is unavailable"));
         };
         let mut next = cfg.clone();
         let mut recorded = Vec::new();
-        for (name, (_, value)) in names.iter().zip(&self.pairs) {
+        for (param, (typed, value)) in found.iter().zip(&self.pairs) {
             let value = String::from_utf8_lossy(value);
-            let checked = crate::config::check_set_value(name, &value)
-                .and_then(|v| next.set_param(name, &v).map(|acted| (v, acted)));
+            let checked = param
+                .check(&value)
+                .and_then(|v| effect_allows(param, &v).map(|()| v))
+                .and_then(|v| next.set_param(param.name, &v).map(|acted| (v, acted)));
             match checked {
                 Ok((_, true)) => {}
-                Ok((v, false)) => recorded.push((name.clone(), v)),
-                Err(why) => return Err(failed(name.as_bytes(), &why)),
+                Ok((v, false)) => recorded.push((param.name.to_string(), v)),
+                // Redis names the parameter as matched here, lowercase.
+                Err(why) => return Err(failed(&typed.to_ascii_lowercase(), &why)),
             }
         }
         ctx.shared.live.store(&next);
@@ -183,6 +195,18 @@ impl Command for ConfigSet {
             params.extend(recorded);
         }
         Ok(Reply::ok())
+    }
+}
+
+/// A value sluice cannot honour is refused, not recorded: the start-up reader would refuse
+/// it in the file CONFIG REWRITE writes (`appendonly yes`), so the server could not restart.
+fn effect_allows(param: &Param, value: &str) -> Result<(), String> {
+    match param.effect {
+        Effect::Only(ok, why) if !ok.contains(&value.to_ascii_lowercase().as_str()) => {
+            Err(why.to_string())
+        }
+        Effect::Refused(why) => Err(why.to_string()),
+        _ => Ok(()),
     }
 }
 
@@ -215,7 +239,7 @@ impl Command for ConfigResetStat {
 }
 
 /// CONFIG REWRITE: the config file the server started from gets the configuration it
-/// runs with now (`crate::conf_rewrite` has Redis's rules), replaced atomically.
+/// runs with now (`crate::config::rewrite` has Redis's rules), replaced atomically.
 #[derive(Debug)]
 pub(super) struct ConfigRewrite;
 
@@ -235,15 +259,13 @@ impl Command for ConfigRewrite {
             ));
         };
         let overrides = shared.params.lock().map(|p| p.clone()).unwrap_or_default();
-        let dir = std::env::current_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_else(|_| config.rdb_dir().display().to_string());
-        let rt = crate::conf_rewrite::Runtime {
+        let dir = config.rdb_dir().display().to_string();
+        let rt = crate::config::rewrite::Runtime {
             overrides: &overrides,
             replicaof: shared.repl.link().map(|l| (l.host, l.port)),
             dir,
         };
-        let options = crate::conf_rewrite::options(&config, &rt);
+        let options = crate::config::rewrite::options(&config, &rt);
         let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());
         let path = std::path::Path::new(&path);
         let old = match std::fs::read(path) {
@@ -251,15 +273,15 @@ impl Command for ConfigRewrite {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(rewrite_failed(&e)),
         };
-        let content = crate::conf_rewrite::rewrite(&old, &options);
-        crate::conf_rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
+        let content = crate::config::rewrite::rewrite(&old, &options);
+        crate::config::rewrite::overwrite(path, &content).map_err(|e| rewrite_failed(&e))?;
         tracing::info!("CONFIG REWRITE executed with success.");
         Ok(Reply::ok())
     }
 }
 
 fn rewrite_failed(e: &std::io::Error) -> CmdError {
-    let why = crate::conf_rewrite::strerror(e);
+    let why = crate::config::rewrite::strerror(e);
     tracing::warn!("CONFIG REWRITE failed: {why}");
     CmdError::owned(format!("ERR Rewriting config file: {why}"))
 }

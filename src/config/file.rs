@@ -4,7 +4,8 @@
 //! value …]`, as redis-server's), conf files (with `include`), and what sluice does with every
 //! directive of Redis 7.0's redis.conf. Uses `config` only; the binary acts on the result.
 //!
-//! Each directive is one of:
+//! Each directive is first checked against its row of [`params`] (its type, with Redis's
+//! error texts), then, by the row's effect, one of:
 //! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
@@ -18,380 +19,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use super::params::{self, Effect};
 use crate::config::{Config, split_conf_line};
-
-/// What sluice does with a directive it does not act on through `Config::apply`.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    /// `Config::apply` implements it.
-    Acts,
-    /// Accepted with a warning; the text says why it has no effect.
-    Inert(&'static str),
-    /// These values (lowercase, arguments joined by a space) are what sluice does anyway and
-    /// are accepted silently; any other value is refused for the reason given.
-    Only(&'static [&'static str], &'static str),
-    /// These values are accepted silently; any other is accepted with the warning given.
-    Quiet(&'static [&'static str], &'static str),
-    /// Refused whatever its value.
-    Refused(&'static str),
-}
-
-const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
-const REPL: &str = "sluice's replication does not have this knob";
-const ENCODING: &str = "sluice chooses its own in-memory encodings";
-const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
-const TUNING: &str = "sluice has no such internal tuning knob";
-const TLS_OPT: &str = "sluice's TLS (rustls) uses its own safe defaults";
-const NO_EFFECT: &str = "not implemented by sluice; accepted for compatibility";
-
-/// Every directive of Redis 7.0.15 (its CONFIG GET * names plus the file-only ones), and
-/// sluice's own options. Names are lowercase.
-static DIRECTIVES: &[(&str, Kind)] = &[
-    // Acted on.
-    ("port", Kind::Acts),
-    ("bind", Kind::Acts),
-    ("databases", Kind::Acts),
-    ("loglevel", Kind::Acts),
-    ("maxclients", Kind::Acts),
-    ("timeout", Kind::Acts),
-    ("busy-reply-threshold", Kind::Acts),
-    ("lua-time-limit", Kind::Acts),
-    ("lua-script-locking", Kind::Acts),
-    ("proto-max-bulk-len", Kind::Acts),
-    ("client-query-buffer-limit", Kind::Acts),
-    ("requirepass", Kind::Acts),
-    ("protected-mode", Kind::Acts),
-    ("maxmemory", Kind::Acts),
-    ("maxmemory-policy", Kind::Acts),
-    ("maxmemory-samples", Kind::Acts),
-    ("client-output-buffer-limit", Kind::Acts),
-    ("tls-port", Kind::Acts),
-    ("tls-cert-file", Kind::Acts),
-    ("tls-key-file", Kind::Acts),
-    ("tls-auth-clients", Kind::Acts),
-    ("cluster-enabled", Kind::Acts),
-    ("cluster-config-file", Kind::Acts),
-    ("pidfile", Kind::Acts),
-    ("logfile", Kind::Acts),
-    ("dir", Kind::Acts),
-    ("unixsocket", Kind::Acts),
-    ("unixsocketperm", Kind::Acts),
-    ("supervised", Kind::Acts),
-    ("daemonize", Kind::Acts),
-    ("slowlog-log-slower-than", Kind::Acts),
-    ("slowlog-max-len", Kind::Acts),
-    ("latency-monitor-threshold", Kind::Acts),
-    ("latency-tracking", Kind::Acts),
-    // sluice's own.
-    ("shards", Kind::Acts),
-    ("threads", Kind::Acts),
-    ("io-backend", Kind::Acts),
-    ("test-mode", Kind::Acts),
-    ("redis-version", Kind::Acts),
-    ("resp3", Kind::Acts),
-    ("cluster-node-id", Kind::Acts),
-    // Persistence: RDB snapshots are acted on; the AOF is refused, its tuning harmless.
-    ("save", Kind::Acts),
-    ("dbfilename", Kind::Acts),
-    ("rdbchecksum", Kind::Acts),
-    ("stop-writes-on-bgsave-error", Kind::Acts),
-    (
-        "appendonly",
-        Kind::Only(
-            &["no"],
-            "sluice has no append-only file: state is lost at restart",
-        ),
-    ),
-    ("appendfilename", Kind::Inert(PERSIST)),
-    ("appenddirname", Kind::Inert(PERSIST)),
-    ("appendfsync", Kind::Inert(PERSIST)),
-    ("aof-disable-auto-gc", Kind::Inert(PERSIST)),
-    ("aof-load-truncated", Kind::Inert(PERSIST)),
-    ("aof-rewrite-incremental-fsync", Kind::Inert(PERSIST)),
-    ("aof-timestamp-enabled", Kind::Inert(PERSIST)),
-    ("aof-use-rdb-preamble", Kind::Inert(PERSIST)),
-    ("auto-aof-rewrite-min-size", Kind::Inert(PERSIST)),
-    ("auto-aof-rewrite-percentage", Kind::Inert(PERSIST)),
-    ("no-appendfsync-on-rewrite", Kind::Inert(PERSIST)),
-    (
-        "rdbcompression",
-        Kind::Inert("sluice writes RDB strings uncompressed (Redis loads them either way)"),
-    ),
-    ("rdb-del-sync-files", Kind::Inert(REPL)),
-    (
-        "rdb-save-incremental-fsync",
-        Kind::Inert("sluice syncs an RDB file once, when it is complete"),
-    ),
-    (
-        "sanitize-dump-payload",
-        Kind::Inert("sluice has no DUMP/RESTORE"),
-    ),
-    // Replication: a replica or a write quorum would change what clients see.
-    ("replicaof", Kind::Acts),
-    ("slaveof", Kind::Acts),
-    (
-        "min-replicas-to-write",
-        Kind::Only(
-            &["0"],
-            "sluice has no replicas to count, so it would refuse every write",
-        ),
-    ),
-    (
-        "min-slaves-to-write",
-        Kind::Only(
-            &["0"],
-            "sluice has no replicas to count, so it would refuse every write",
-        ),
-    ),
-    ("min-replicas-max-lag", Kind::Inert(REPL)),
-    ("min-slaves-max-lag", Kind::Inert(REPL)),
-    ("masterauth", Kind::Acts),
-    ("masteruser", Kind::Acts),
-    ("repl-backlog-size", Kind::Acts),
-    ("repl-backlog-ttl", Kind::Inert(REPL)),
-    ("repl-disable-tcp-nodelay", Kind::Inert(REPL)),
-    ("repl-diskless-load", Kind::Inert(REPL)),
-    ("repl-diskless-sync", Kind::Inert(REPL)),
-    ("repl-diskless-sync-delay", Kind::Inert(REPL)),
-    ("repl-diskless-sync-max-replicas", Kind::Inert(REPL)),
-    ("repl-ping-replica-period", Kind::Acts),
-    ("repl-ping-slave-period", Kind::Acts),
-    ("repl-timeout", Kind::Acts),
-    ("replica-announce-ip", Kind::Acts),
-    ("replica-announce-port", Kind::Acts),
-    ("replica-announced", Kind::Acts),
-    ("replica-ignore-disk-write-errors", Kind::Inert(REPL)),
-    ("replica-ignore-maxmemory", Kind::Inert(REPL)),
-    ("replica-lazy-flush", Kind::Inert(REPL)),
-    ("replica-priority", Kind::Acts),
-    ("replica-read-only", Kind::Acts),
-    ("replica-serve-stale-data", Kind::Inert(REPL)),
-    ("slave-announce-ip", Kind::Acts),
-    ("slave-announce-port", Kind::Acts),
-    ("slave-ignore-maxmemory", Kind::Inert(REPL)),
-    ("slave-lazy-flush", Kind::Inert(REPL)),
-    ("slave-priority", Kind::Acts),
-    ("slave-read-only", Kind::Acts),
-    ("slave-serve-stale-data", Kind::Inert(REPL)),
-    ("tls-replication", Kind::Quiet(&["no"], REPL)),
-    // Cluster bus and failover: sluice's cluster is a static map.
-    ("cluster-port", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-announce-bus-port", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-announce-hostname", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-announce-ip", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-announce-port", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-announce-tls-port", Kind::Inert(CLUSTER_BUS)),
-    (
-        "cluster-allow-pubsubshard-when-down",
-        Kind::Inert(CLUSTER_BUS),
-    ),
-    ("cluster-allow-reads-when-down", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-allow-replica-migration", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-link-sendbuf-limit", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-migration-barrier", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-node-timeout", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-preferred-endpoint-type", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-replica-no-failover", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-replica-validity-factor", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-require-full-coverage", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-slave-no-failover", Kind::Inert(CLUSTER_BUS)),
-    ("cluster-slave-validity-factor", Kind::Inert(CLUSTER_BUS)),
-    ("tls-cluster", Kind::Quiet(&["no"], CLUSTER_BUS)),
-    // Security and extensions that would change what commands do.
-    (
-        "rename-command",
-        Kind::Refused("sluice cannot rename or disable commands"),
-    ),
-    (
-        "user",
-        Kind::Refused("sluice has only the default user (use requirepass), no ACL users"),
-    ),
-    (
-        "aclfile",
-        Kind::Only(
-            &[""],
-            "sluice has only the default user (use requirepass), no ACL file",
-        ),
-    ),
-    ("acllog-max-len", Kind::Inert("sluice has no ACL log")),
-    ("acl-pubsub-default", Kind::Inert("sluice has no pub/sub")),
-    (
-        "loadmodule",
-        Kind::Refused("sluice cannot load Redis modules (CL.THROTTLE is built in)"),
-    ),
-    ("notify-keyspace-events", Kind::Acts),
-    (
-        "maxmemory-clients",
-        Kind::Only(&["0"], "sluice does not evict clients by their memory"),
-    ),
-    (
-        "tls-key-file-pass",
-        Kind::Only(&[""], "sluice cannot read an encrypted private key"),
-    ),
-    (
-        "syslog-enabled",
-        Kind::Only(
-            &["no"],
-            "sluice logs to standard error or logfile, not syslog",
-        ),
-    ),
-    ("syslog-ident", Kind::Inert("sluice does not log to syslog")),
-    (
-        "syslog-facility",
-        Kind::Inert("sluice does not log to syslog"),
-    ),
-    ("enable-protected-configs", Kind::Inert(NO_EFFECT)),
-    (
-        "enable-debug-command",
-        Kind::Inert("sluice's DEBUG has only SLEEP, always enabled"),
-    ),
-    (
-        "enable-module-command",
-        Kind::Inert("sluice has no MODULE command"),
-    ),
-    // TLS knobs sluice leaves to rustls.
-    (
-        "tls-ca-cert-file",
-        Kind::Inert("sluice does not ask clients for certificates"),
-    ),
-    (
-        "tls-ca-cert-dir",
-        Kind::Inert("sluice does not ask clients for certificates"),
-    ),
-    ("tls-client-cert-file", Kind::Inert(REPL)),
-    ("tls-client-key-file", Kind::Inert(REPL)),
-    ("tls-client-key-file-pass", Kind::Inert(REPL)),
-    ("tls-dh-params-file", Kind::Inert(TLS_OPT)),
-    ("tls-ciphers", Kind::Inert(TLS_OPT)),
-    ("tls-ciphersuites", Kind::Inert(TLS_OPT)),
-    ("tls-protocols", Kind::Inert(TLS_OPT)),
-    ("tls-prefer-server-ciphers", Kind::Inert(TLS_OPT)),
-    ("tls-session-caching", Kind::Inert(TLS_OPT)),
-    ("tls-session-cache-size", Kind::Inert(TLS_OPT)),
-    ("tls-session-cache-timeout", Kind::Inert(TLS_OPT)),
-    // Process and server tuning.
-    (
-        "io-threads",
-        Kind::Inert("sluice sizes its own worker threads"),
-    ),
-    (
-        "io-threads-do-reads",
-        Kind::Inert("sluice sizes its own worker threads"),
-    ),
-    (
-        "hz",
-        Kind::Inert("sluice's expiry reaper has its own schedule"),
-    ),
-    (
-        "dynamic-hz",
-        Kind::Inert("sluice's expiry reaper has its own schedule"),
-    ),
-    (
-        "active-expire-effort",
-        Kind::Inert("sluice's expiry reaper has its own schedule"),
-    ),
-    ("activerehashing", Kind::Inert(TUNING)),
-    ("activedefrag", Kind::Inert(TUNING)),
-    ("active-defrag-cycle-max", Kind::Inert(TUNING)),
-    ("active-defrag-cycle-min", Kind::Inert(TUNING)),
-    ("active-defrag-ignore-bytes", Kind::Inert(TUNING)),
-    ("active-defrag-max-scan-fields", Kind::Inert(TUNING)),
-    ("active-defrag-threshold-lower", Kind::Inert(TUNING)),
-    ("active-defrag-threshold-upper", Kind::Inert(TUNING)),
-    ("jemalloc-bg-thread", Kind::Inert(TUNING)),
-    ("disable-thp", Kind::Inert(TUNING)),
-    ("lazyfree-lazy-eviction", Kind::Inert(TUNING)),
-    ("lazyfree-lazy-expire", Kind::Inert(TUNING)),
-    ("lazyfree-lazy-server-del", Kind::Inert(TUNING)),
-    ("lazyfree-lazy-user-del", Kind::Inert(TUNING)),
-    ("lazyfree-lazy-user-flush", Kind::Inert(TUNING)),
-    ("maxmemory-eviction-tenacity", Kind::Inert(TUNING)),
-    ("lfu-decay-time", Kind::Inert("sluice has no LFU policies")),
-    ("lfu-log-factor", Kind::Inert("sluice has no LFU policies")),
-    (
-        "oom-score-adj",
-        Kind::Quiet(&["no"], "sluice does not adjust its OOM score"),
-    ),
-    (
-        "oom-score-adj-values",
-        Kind::Inert("sluice does not adjust its OOM score"),
-    ),
-    ("server_cpulist", Kind::Inert(TUNING)),
-    ("bio_cpulist", Kind::Inert(TUNING)),
-    ("aof_rewrite_cpulist", Kind::Inert(TUNING)),
-    ("bgsave_cpulist", Kind::Inert(TUNING)),
-    (
-        "tcp-backlog",
-        Kind::Inert("sluice uses the runtime's listen backlog"),
-    ),
-    (
-        "tcp-keepalive",
-        Kind::Inert("sluice does not set TCP keepalive"),
-    ),
-    (
-        "socket-mark-id",
-        Kind::Quiet(&["0"], "sluice does not mark its sockets"),
-    ),
-    ("bind-source-addr", Kind::Inert(REPL)),
-    ("always-show-logo", Kind::Inert("sluice prints no logo")),
-    (
-        "set-proc-title",
-        Kind::Inert("sluice does not change its process title"),
-    ),
-    (
-        "proc-title-template",
-        Kind::Inert("sluice does not change its process title"),
-    ),
-    ("crash-log-enabled", Kind::Inert(NO_EFFECT)),
-    ("crash-memcheck-enabled", Kind::Inert(NO_EFFECT)),
-    ("ignore-warnings", Kind::Inert(NO_EFFECT)),
-    ("propagation-error-behavior", Kind::Inert(REPL)),
-    (
-        "shutdown-on-sigint",
-        Kind::Inert("sluice always shuts down cleanly on SIGINT"),
-    ),
-    (
-        "shutdown-on-sigterm",
-        Kind::Inert("sluice always shuts down cleanly on SIGTERM"),
-    ),
-    (
-        "shutdown-timeout",
-        Kind::Inert("sluice waits at most 5 s for clients at shutdown"),
-    ),
-    (
-        "latency-tracking-info-percentiles",
-        Kind::Inert("sluice reports the 50th, 99th and 99.9th percentiles"),
-    ),
-    (
-        "tracking-table-max-keys",
-        Kind::Inert("sluice has no client-side caching"),
-    ),
-    // Encodings of data types.
-    ("hash-max-listpack-entries", Kind::Inert(ENCODING)),
-    ("hash-max-listpack-value", Kind::Inert(ENCODING)),
-    ("hash-max-ziplist-entries", Kind::Inert(ENCODING)),
-    ("hash-max-ziplist-value", Kind::Inert(ENCODING)),
-    ("list-max-listpack-size", Kind::Inert(ENCODING)),
-    ("list-max-ziplist-size", Kind::Inert(ENCODING)),
-    ("list-compress-depth", Kind::Inert(ENCODING)),
-    ("set-max-intset-entries", Kind::Inert(ENCODING)),
-    ("zset-max-listpack-entries", Kind::Inert(ENCODING)),
-    ("zset-max-listpack-value", Kind::Inert(ENCODING)),
-    ("zset-max-ziplist-entries", Kind::Inert(ENCODING)),
-    ("zset-max-ziplist-value", Kind::Inert(ENCODING)),
-    (
-        "hll-sparse-max-bytes",
-        Kind::Inert("sluice has no HyperLogLog"),
-    ),
-    (
-        "stream-node-max-bytes",
-        Kind::Inert("sluice has no streams"),
-    ),
-    (
-        "stream-node-max-entries",
-        Kind::Inert("sluice has no streams"),
-    ),
-];
 
 /// How deep `include` may nest (a file including itself stops here).
 const MAX_INCLUDE_DEPTH: usize = 16;
@@ -516,37 +145,15 @@ pub fn parse_args(args: &[String]) -> Result<Result<CommandLine, Invocation>, Pr
 /// or sluice, or one of Redis's file-only ones (`include`, `sentinel`…). CONFIG REWRITE keeps
 /// other lines only as comments, as Redis does.
 pub fn is_directive(name: &str) -> bool {
-    matches!(
-        name,
-        "include" | "rename-command" | "user" | "loadmodule" | "sentinel"
-    ) || DIRECTIVES.iter().any(|(n, _)| *n == name)
+    matches!(name, "include" | "sentinel") || params::find(name).is_some()
 }
 
 /// The real name of one of Redis 7.0's alias directives (`slaveof` → `replicaof`), None for
 /// any other name.
 pub fn canonical(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "slaveof" => "replicaof",
-        "slave-priority" => "replica-priority",
-        "slave-read-only" => "replica-read-only",
-        "slave-announce-ip" => "replica-announce-ip",
-        "slave-announce-port" => "replica-announce-port",
-        "slave-serve-stale-data" => "replica-serve-stale-data",
-        "slave-lazy-flush" => "replica-lazy-flush",
-        "slave-ignore-maxmemory" => "replica-ignore-maxmemory",
-        "repl-ping-slave-period" => "repl-ping-replica-period",
-        "min-slaves-to-write" => "min-replicas-to-write",
-        "min-slaves-max-lag" => "min-replicas-max-lag",
-        "cluster-slave-no-failover" => "cluster-replica-no-failover",
-        "cluster-slave-validity-factor" => "cluster-replica-validity-factor",
-        "list-max-ziplist-size" => "list-max-listpack-size",
-        "lua-time-limit" => "busy-reply-threshold",
-        "hash-max-ziplist-entries" => "hash-max-listpack-entries",
-        "hash-max-ziplist-value" => "hash-max-listpack-value",
-        "zset-max-ziplist-entries" => "zset-max-listpack-entries",
-        "zset-max-ziplist-value" => "zset-max-listpack-value",
-        _ => return None,
-    })
+    params::find(name)
+        .filter(|p| p.alias == Some(name))
+        .map(|p| p.name)
 }
 
 /// Reads the command line (and the files it names) into a configuration, or every problem.
@@ -649,15 +256,26 @@ impl Loader {
             self.depth = depth;
             return;
         }
-        let Some(kind) = DIRECTIVES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k) else {
+        let Some(param) = params::find(name) else {
             self.problems.push(format!(
                 "{origin}: '{shown}': unknown directive (not one of Redis 7.0's or sluice's)"
             ));
             return;
         };
+        if args.len() != 1 && !param.takes_several_words() {
+            self.problems
+                .push(format!("{origin}: '{shown}': wrong number of arguments"));
+            return;
+        }
+        // The value is checked as CONFIG SET checks it, whatever is done with it next.
+        if let Err(e) = param.check(&args.join(" ")) {
+            self.problems
+                .push(format!("{origin}: '{shown}': bad value for '{name}': {e}"));
+            return;
+        }
         let value = args.join(" ").to_ascii_lowercase();
-        match kind {
-            Kind::Acts => {
+        match param.effect {
+            Effect::Acts => {
                 if let Err(e) = self.config.apply(name, args) {
                     self.problems.push(format!("{origin}: '{shown}': {e}"));
                     return;
@@ -674,13 +292,13 @@ impl Loader {
                     self.pending.remove(name);
                 }
             }
-            Kind::Inert(why) => self.warn(&origin, &shown, why),
-            Kind::Quiet(ok, why) => {
+            Effect::Inert(why) => self.warn(&origin, &shown, why),
+            Effect::Quiet(ok, why) => {
                 if !ok.contains(&value.as_str()) {
                     self.warn(&origin, &shown, why);
                 }
             }
-            Kind::Only(ok, why) => {
+            Effect::Only(ok, why) => {
                 if ok.contains(&value.as_str()) {
                     self.pending.remove(name);
                 } else {
@@ -688,7 +306,7 @@ impl Loader {
                         .insert(name.into(), format!("{origin}: '{shown}': {why}"));
                 }
             }
-            Kind::Refused(why) => self.problems.push(format!("{origin}: '{shown}': {why}")),
+            Effect::Refused(why) => self.problems.push(format!("{origin}: '{shown}': {why}")),
         }
     }
 
@@ -718,10 +336,7 @@ impl Loader {
 
 /// A directive as the operator wrote it (passwords hidden), for messages.
 fn show(name: &str, args: &[String]) -> String {
-    if matches!(
-        name,
-        "requirepass" | "masterauth" | "tls-key-file-pass" | "tls-client-key-file-pass"
-    ) {
+    if params::find(name).is_some_and(|p| p.is_secret()) || name.ends_with("-pass") {
         return format!("{name} (value hidden)");
     }
     let mut s = name.to_string();
@@ -813,7 +428,7 @@ mod tests {
             loaded.warnings,
             vec![
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
-                format!("r.conf:6: 'appendfsync always' accepted without effect: {PERSIST}"),
+                "r.conf:6: 'appendfsync always' accepted without effect: sluice writes RDB snapshots only, no AOF".to_string(),
             ]
         );
         assert_eq!(loaded.config.save, vec![(900, 1), (60, 100)]);
@@ -875,34 +490,37 @@ mod tests {
     }
 
     #[test]
-    fn the_table_has_each_name_once() {
-        let mut names: Vec<&str> = DIRECTIVES.iter().map(|(n, _)| *n).collect();
-        names.sort_unstable();
-        let before = names.len();
-        names.dedup();
-        assert_eq!(before, names.len());
-    }
-
-    #[test]
     fn every_acted_on_directive_is_handled_by_config_apply() {
-        for (name, kind) in DIRECTIVES {
-            if matches!(kind, Kind::Acts) {
-                let r = Config::default().apply(name, &[]);
+        for p in params::PARAMS {
+            if p.effect == Effect::Acts {
+                let r = Config::default().apply(p.name, &[]);
                 assert!(
                     !matches!(r, Err(crate::config::ConfigError::Unsupported(_))),
-                    "{name} is marked Acts but Config::apply does not know it"
+                    "{} acts but Config::apply does not know it",
+                    p.name
                 );
             }
         }
     }
 
     #[test]
-    fn every_redis_param_is_classified() {
-        for (name, _) in crate::config::REDIS_PARAMS {
-            assert!(
-                DIRECTIVES.iter().any(|(n, _)| n == name),
-                "{name} is not in conffile::DIRECTIVES"
-            );
-        }
+    fn values_are_typed_in_files_as_in_config_set() {
+        let Err(Problems(p)) = from_text(
+            "r.conf",
+            "maxmemory-clients \"0\\ndir /tmp\"\nhll-sparse-max-bytes x\nport 70000\nhz\n",
+        ) else {
+            panic!("should fail");
+        };
+        assert_eq!(p.len(), 4, "{p:?}");
+        assert!(
+            p[0].ends_with("argument must be a memory or percent value"),
+            "{p:?}"
+        );
+        assert!(p[1].ends_with("argument must be a memory value"), "{p:?}");
+        assert!(
+            p[2].ends_with("argument must be between 0 and 65535 inclusive"),
+            "{p:?}"
+        );
+        assert!(p[3].ends_with("wrong number of arguments"), "{p:?}");
     }
 }

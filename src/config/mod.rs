@@ -3,9 +3,14 @@
 //!
 //! sluice takes redis-server's names and forms so it drops into scripts written for Redis:
 //! the same directive works in a conf file, as `--name value` on the command line, and (where
-//! Redis allows it at run time) in CONFIG SET. `Config::apply` handles the directives sluice
-//! acts on; `conffile` reads files and the command line, and decides what happens to the rest
-//! of Redis's directives (accepted with a warning, or refused).
+//! Redis allows it at run time) in CONFIG SET. [`params`] is the table of every parameter
+//! (type, bounds, flags, what sluice does with it), which checks every value before it is
+//! stored; `Config::apply` stores the ones sluice acts on; [`file`] reads files and the
+//! command line; [`rewrite`] is CONFIG REWRITE.
+
+pub mod file;
+pub mod params;
+pub mod rewrite;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -133,6 +138,52 @@ pub struct Config {
     /// The config file the server was started from, absolute (CONFIG REWRITE rewrites it;
     /// INFO's `config_file`); None when there was none or it came from standard input.
     pub config_file: Option<String>,
+    /// `hll-sparse-max-bytes`: the largest sparse HyperLogLog before it turns dense.
+    pub hll_sparse_max_bytes: usize,
+    /// `enable-protected-configs`: who may CONFIG SET `dir` and `dbfilename`.
+    pub enable_protected_configs: Allowed,
+    /// `enable-debug-command` as given; None: `local` in test mode, else `no` (see
+    /// [`Config::debug_command`]).
+    pub enable_debug_command: Option<Allowed>,
+}
+
+/// Who may use what `enable-protected-configs` / `enable-debug-command` guard (Redis's
+/// `no`, `yes`, `local`: clients on a loopback address or the Unix socket).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Allowed {
+    /// Nobody (Redis's default).
+    #[default]
+    No,
+    /// Every client.
+    Yes,
+    /// Local clients only.
+    Local,
+}
+
+impl Allowed {
+    /// Parses Redis's names (any case).
+    pub fn parse(v: &str) -> Result<Allowed, String> {
+        match v.to_ascii_lowercase().as_str() {
+            "no" => Ok(Allowed::No),
+            "yes" => Ok(Allowed::Yes),
+            "local" => Ok(Allowed::Local),
+            _ => Err("argument(s) must be one of the following: no, yes, local".into()),
+        }
+    }
+
+    /// Redis's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Allowed::No => "no",
+            Allowed::Yes => "yes",
+            Allowed::Local => "local",
+        }
+    }
+
+    /// Whether a client (local or not) is allowed.
+    pub fn admits(self, local: bool) -> bool {
+        self == Allowed::Yes || (self == Allowed::Local && local)
+    }
 }
 
 /// Replication's settings, Redis 7.0's names and defaults.
@@ -371,6 +422,9 @@ impl Default for Config {
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
             config_file: None,
+            enable_protected_configs: Allowed::No,
+            enable_debug_command: None,
+            hll_sparse_max_bytes: crate::store::hll::SPARSE_MAX_BYTES,
         }
     }
 }
@@ -442,140 +496,6 @@ pub fn memtoull(v: &str) -> Option<u64> {
             .unwrap_or(u64::MAX)
     });
     Some(n.wrapping_mul(mul))
-}
-
-/// How CONFIG SET checks a value (Redis 7.0's config.c types, with its ranges).
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Bool,
-    /// An integer (Redis's strict `string2ll`) in `min..=max`.
-    Int(i128, i128),
-    /// A memory size (`memtoull`) in `min..=max`.
-    Mem(i128, i128),
-    Enum(&'static [&'static str]),
-    /// Checked by its own parser (client-output-buffer-limit, maxmemory-policy) or free text.
-    Other,
-}
-
-const I32: (i128, i128) = (i32::MIN as i128, i32::MAX as i128);
-const INT_MAX: i128 = i32::MAX as i128;
-const LONG_MAX: i128 = i64::MAX as i128;
-
-fn kind(name: &str) -> Kind {
-    match name {
-        "activedefrag"
-        | "activerehashing"
-        | "appendonly"
-        | "latency-tracking"
-        | "lazyfree-lazy-eviction"
-        | "lazyfree-lazy-expire"
-        | "lazyfree-lazy-server-del"
-        | "lazyfree-lazy-user-del"
-        | "lazyfree-lazy-user-flush"
-        | "protected-mode"
-        | "rdbchecksum"
-        | "rdbcompression"
-        | "stop-writes-on-bgsave-error" => Kind::Bool,
-        "active-expire-effort" => Kind::Int(1, 10),
-        "busy-reply-threshold" | "lua-time-limit" => Kind::Int(0, LONG_MAX),
-        "hash-max-listpack-entries"
-        | "hash-max-ziplist-entries"
-        | "set-max-intset-entries"
-        | "zset-max-listpack-entries"
-        | "zset-max-ziplist-entries"
-        | "slowlog-max-len" => Kind::Int(0, LONG_MAX),
-        "slowlog-log-slower-than" => Kind::Int(-1, LONG_MAX),
-        "hz" | "list-compress-depth" | "tcp-keepalive" | "timeout" => Kind::Int(0, INT_MAX),
-        "list-max-listpack-size" | "list-max-ziplist-size" => Kind::Int(I32.0, I32.1),
-        "maxclients" => Kind::Int(1, u32::MAX as i128),
-        "maxmemory-samples" => Kind::Int(1, INT_MAX),
-        "client-query-buffer-limit" | "proto-max-bulk-len" => Kind::Mem(1024 * 1024, LONG_MAX),
-        "hash-max-listpack-value"
-        | "hash-max-ziplist-value"
-        | "zset-max-listpack-value"
-        | "zset-max-ziplist-value" => Kind::Mem(0, LONG_MAX),
-        "maxmemory" => Kind::Mem(0, u64::MAX as i128),
-        "appendfsync" => Kind::Enum(&["everysec", "always", "no"]),
-        // sluice also takes `nothing` (Redis 7.2's), but answers with Redis 7.0's list.
-        "loglevel" => Kind::Enum(&["debug", "verbose", "notice", "warning"]),
-        "lua-script-locking" => Kind::Enum(&["declared", "global"]),
-        _ => Kind::Other,
-    }
-}
-
-/// True for the parameters CONFIG SET refuses with `can't set immutable config`: Redis
-/// 7.0's immutable ones, and those sluice only reads at start (port, bind, TLS).
-pub fn is_immutable(name: &str) -> bool {
-    matches!(
-        name,
-        "always-show-logo"
-            | "replicaof"
-            | "slaveof"
-            | "appenddirname"
-            | "appendfilename"
-            | "bind"
-            | "cluster-config-file"
-            | "cluster-enabled"
-            | "daemonize"
-            | "databases"
-            | "enable-debug-command"
-            | "rdbchecksum"
-            | "io-threads"
-            | "logfile"
-            | "pidfile"
-            | "port"
-            | "tcp-backlog"
-            | "tls-auth-clients"
-            | "tls-cert-file"
-            | "tls-key-file"
-            | "tls-port"
-    )
-}
-
-/// Checks a CONFIG SET value against the parameter's type and range, with Redis 7.0's
-/// texts, and returns it as CONFIG GET will show it (numbers normalized; `hz` clamped to
-/// 1..=500 as Redis does).
-pub fn check_set_value(name: &str, value: &str) -> Result<String, String> {
-    let range = |n: i128, min: i128, max: i128| {
-        if (min..=max).contains(&n) {
-            Ok(n.to_string())
-        } else {
-            Err(format!(
-                "argument must be between {min} and {max} inclusive"
-            ))
-        }
-    };
-    match kind(name) {
-        Kind::Bool => match value.to_ascii_lowercase().as_str() {
-            v @ ("yes" | "no") => Ok(v.to_string()),
-            _ => Err("argument must be 'yes' or 'no'".into()),
-        },
-        Kind::Int(min, max) => {
-            let n = crate::num::parse_i64(value.as_bytes())
-                .ok_or("argument couldn't be parsed into an integer")?;
-            let shown = range(i128::from(n), min, max)?;
-            if name == "hz" {
-                return Ok(n.clamp(1, 500).to_string());
-            }
-            Ok(shown)
-        }
-        Kind::Mem(min, max) => {
-            let n = memtoull(value).ok_or("argument must be a memory value")?;
-            range(i128::from(n), min, max)
-        }
-        Kind::Enum(names) => {
-            let v = value.to_ascii_lowercase();
-            if names.contains(&v.as_str()) || (name == "loglevel" && v == "nothing") {
-                Ok(v)
-            } else {
-                Err(format!(
-                    "argument(s) must be one of the following: {}",
-                    names.join(", ")
-                ))
-            }
-        }
-        Kind::Other => Ok(value.to_string()),
-    }
 }
 
 fn yes_no(name: &str, v: &str) -> Result<bool, ConfigError> {
@@ -737,6 +657,16 @@ impl Config {
             "cluster-node-id" => {
                 self.cluster_node_id = Some(one()?.to_string()).filter(|p| !p.is_empty())
             }
+            "enable-protected-configs" => {
+                self.enable_protected_configs = Allowed::parse(one()?).map_err(|e| bad(&name, e))?
+            }
+            "hll-sparse-max-bytes" => {
+                self.hll_sparse_max_bytes =
+                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
+            }
+            "enable-debug-command" => {
+                self.enable_debug_command = Some(Allowed::parse(one()?).map_err(|e| bad(&name, e))?)
+            }
             _ => return Err(ConfigError::Unsupported(name)),
         }
         Ok(())
@@ -830,6 +760,17 @@ impl Config {
         Ok(())
     }
 
+    /// Who may run DEBUG: `enable-debug-command`, or by default `local` in test mode (test
+    /// suites use DEBUG SLEEP / RELOAD against a server they started) and `no` otherwise,
+    /// as Redis.
+    pub fn debug_command(&self) -> Allowed {
+        self.enable_debug_command.unwrap_or(if self.test_mode {
+            Allowed::Local
+        } else {
+            Allowed::No
+        })
+    }
+
     /// The number of event-loop threads to run: `threads`, or one per CPU.
     pub fn effective_threads(&self) -> usize {
         if self.threads != 0 {
@@ -861,136 +802,86 @@ impl Config {
     }
 }
 
-/// Splits a conf line into words with Redis's quoting rules (simplified: double quotes with
-/// backslash escapes, single quotes verbatim). None on unbalanced quotes.
+/// Splits a conf line into words as Redis's `sdssplitargs` does: words separated by white
+/// space; in double quotes, `\\xhh` and the escapes `\\n \\r \\t \\b \\a` (any other
+/// escaped character stands for itself); in single quotes only `\\'`; a closing quote must
+/// end the word. None on unbalanced quotes or a quote followed by more of the word. Bytes
+/// that are not UTF-8 are replaced.
 pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
+    let b = line.as_bytes();
     let mut words = Vec::new();
-    let mut chars = line.chars().peekable();
+    let mut i = 0;
+    let space = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
     loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
+        while i < b.len() && space(b[i]) {
+            i += 1;
         }
-        let Some(&first) = chars.peek() else {
+        if i >= b.len() {
             return Some(words);
-        };
-        let mut word = String::new();
-        if first == '"' || first == '\'' {
-            chars.next();
-            loop {
-                match chars.next()? {
-                    c if c == first => break,
-                    '\\' if first == '"' => match chars.next()? {
-                        'n' => word.push('\n'),
-                        't' => word.push('\t'),
-                        'r' => word.push('\r'),
-                        c => word.push(c),
-                    },
-                    c => word.push(c),
+        }
+        let mut word: Vec<u8> = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            if dq {
+                let c = *b.get(i)?;
+                let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
+                if c == b'\\'
+                    && b.get(i + 1) == Some(&b'x')
+                    && let (Some(h), Some(l)) = (hex(i + 2), hex(i + 3))
+                {
+                    word.push((h * 16 + l) as u8);
+                    i += 4;
+                    continue;
                 }
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c.is_whitespace() {
+                if c == b'\\' && i + 1 < b.len() {
+                    word.push(match b[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                    i += 2;
+                } else if c == b'"' {
+                    if i + 1 < b.len() && !space(b[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
                     break;
+                } else {
+                    word.push(c);
+                    i += 1;
                 }
-                word.push(c);
-                chars.next();
+            } else if sq {
+                let c = *b.get(i)?;
+                if c == b'\\' && b.get(i + 1) == Some(&b'\'') {
+                    word.push(b'\'');
+                    i += 2;
+                } else if c == b'\'' {
+                    if i + 1 < b.len() && !space(b[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    word.push(c);
+                    i += 1;
+                }
+            } else {
+                match b.get(i) {
+                    None => break,
+                    Some(&c) if space(c) => break,
+                    Some(b'"') => dq = true,
+                    Some(b'\'') => sq = true,
+                    Some(&c) => word.push(c),
+                }
+                i += 1;
             }
         }
-        words.push(word);
+        words.push(String::from_utf8_lossy(&word).into_owned());
     }
 }
-
-/// Redis 7.0's configuration parameters with their default values, as CONFIG GET shows them.
-/// Parameters sluice acts on are overridden by `Config::param`; the rest are reported (and
-/// may be set) so tools that read or write them keep working.
-pub static REDIS_PARAMS: &[(&str, &str)] = &[
-    ("activedefrag", "no"),
-    ("active-expire-effort", "1"),
-    ("activerehashing", "yes"),
-    ("always-show-logo", "no"),
-    ("appendfilename", "appendonly.aof"),
-    ("appenddirname", "appendonlydir"),
-    ("appendfsync", "everysec"),
-    ("appendonly", "no"),
-    ("bind", "127.0.0.1"),
-    ("busy-reply-threshold", "5000"),
-    (
-        "client-output-buffer-limit",
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-    ),
-    ("client-query-buffer-limit", "1073741824"),
-    ("cluster-config-file", ""),
-    ("cluster-enabled", "no"),
-    ("daemonize", "no"),
-    ("databases", "16"),
-    ("dbfilename", "dump.rdb"),
-    ("dir", "/"),
-    ("enable-debug-command", "no"),
-    ("hash-max-listpack-entries", "512"),
-    ("hash-max-listpack-value", "64"),
-    ("hash-max-ziplist-entries", "512"),
-    ("hash-max-ziplist-value", "64"),
-    ("hll-sparse-max-bytes", "3000"),
-    ("hz", "10"),
-    ("io-threads", "1"),
-    ("latency-monitor-threshold", "0"),
-    ("latency-tracking", "yes"),
-    ("lazyfree-lazy-eviction", "no"),
-    ("lazyfree-lazy-expire", "no"),
-    ("lazyfree-lazy-server-del", "no"),
-    ("lazyfree-lazy-user-del", "no"),
-    ("lazyfree-lazy-user-flush", "no"),
-    ("list-max-listpack-size", "-2"),
-    ("list-max-ziplist-size", "-2"),
-    ("list-compress-depth", "0"),
-    ("logfile", ""),
-    ("loglevel", "notice"),
-    ("lua-time-limit", "5000"),
-    // sluice's own: how scripts lock (see `Config::lua_script_global`).
-    ("lua-script-locking", "declared"),
-    ("masterauth", ""),
-    ("masteruser", ""),
-    ("maxclients", "10000"),
-    ("maxmemory", "0"),
-    ("maxmemory-policy", "noeviction"),
-    ("maxmemory-samples", "5"),
-    ("maxmemory-clients", "0"),
-    ("notify-keyspace-events", ""),
-    ("pidfile", ""),
-    ("port", "6379"),
-    ("proto-max-bulk-len", "536870912"),
-    ("protected-mode", "yes"),
-    ("rdbchecksum", "yes"),
-    ("rdbcompression", "yes"),
-    ("requirepass", ""),
-    ("masteruser", ""),
-    ("repl-backlog-size", "1048576"),
-    ("repl-ping-replica-period", "10"),
-    ("repl-timeout", "60"),
-    ("replica-announce-ip", ""),
-    ("replica-announce-port", "0"),
-    ("replica-announced", "yes"),
-    ("replica-priority", "100"),
-    ("replica-read-only", "yes"),
-    ("replicaof", ""),
-    ("save", "3600 1 300 100 60 10000"),
-    ("set-max-intset-entries", "512"),
-    ("slowlog-log-slower-than", "10000"),
-    ("slowlog-max-len", "128"),
-    ("stop-writes-on-bgsave-error", "yes"),
-    ("tcp-backlog", "511"),
-    ("tcp-keepalive", "300"),
-    ("timeout", "0"),
-    ("tls-auth-clients", "yes"),
-    ("tls-cert-file", ""),
-    ("tls-key-file", ""),
-    ("tls-port", "0"),
-    ("zset-max-listpack-entries", "128"),
-    ("zset-max-listpack-value", "64"),
-    ("zset-max-ziplist-entries", "128"),
-    ("zset-max-ziplist-value", "64"),
-];
 
 impl Config {
     /// The value CONFIG GET reports for a parameter sluice acts on.
@@ -1045,6 +936,9 @@ impl Config {
             "save" => format_save(&self.save),
             "dbfilename" => self.dbfilename.clone(),
             "dir" => self.rdb_dir().display().to_string(),
+            "enable-protected-configs" => self.enable_protected_configs.name().to_string(),
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
+            "enable-debug-command" => self.debug_command().name().to_string(),
             "rdbchecksum" => if self.rdbchecksum { "yes" } else { "no" }.to_string(),
             "stop-writes-on-bgsave-error" => if self.stop_writes_on_bgsave_error {
                 "yes"
@@ -1124,6 +1018,7 @@ impl Config {
                 }
             }
             "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = mem(value)?,
             "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
             "loglevel" => {
                 let v = value.to_ascii_lowercase();
@@ -1161,7 +1056,23 @@ impl Config {
                     _ => return Err("argument must be 'yes' or 'no'".into()),
                 }
             }
-            "dir" | "dbfilename" => return Err("can't set protected config".into()),
+            // Protected: the caller checked `enable-protected-configs`.
+            "dbfilename" => {
+                if value.is_empty() || value.contains('/') {
+                    return Err("dbfilename can't be a path, just a filename".into());
+                }
+                self.dbfilename = value.to_string();
+            }
+            "dir" => {
+                // Redis changes its working directory; sluice keeps the absolute path (the
+                // RDB file and CONFIG REWRITE's `dir` use it) and leaves the process's alone.
+                let path = std::fs::canonicalize(value)
+                    .map_err(|e| crate::config::rewrite::strerror(&e))?;
+                if !path.is_dir() {
+                    return Err("Not a directory".into());
+                }
+                self.dir = Some(path.display().to_string());
+            }
             "notify-keyspace-events" => {
                 self.notify_keyspace_events =
                     keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?
@@ -1273,6 +1184,15 @@ impl IoBackend {
             "uring" | "io_uring" | "io-uring" => Ok(IoBackend::Uring),
             "auto" => Ok(IoBackend::Auto),
             _ => Err(format!("'{name}' is not one of epoll, uring, auto")),
+        }
+    }
+
+    /// The name CONFIG GET and `--help` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "uring",
+            IoBackend::Auto => "auto",
         }
     }
 }
@@ -1461,6 +1381,7 @@ pub struct LiveSettings {
     latency_tracking: std::sync::atomic::AtomicBool,
     notify: std::sync::atomic::AtomicU32,
     script_global: std::sync::atomic::AtomicBool,
+    hll_sparse_max_bytes: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -1509,6 +1430,13 @@ impl LiveSettings {
             .store(config.notify_keyspace_events, Ordering::Relaxed);
         self.script_global
             .store(config.lua_script_global, Ordering::Relaxed);
+        self.hll_sparse_max_bytes
+            .store(config.hll_sparse_max_bytes, Ordering::Relaxed);
+    }
+
+    /// `hll-sparse-max-bytes`.
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.hll_sparse_max_bytes.load(Ordering::Relaxed)
     }
 
     /// `lua-script-locking global`: scripts lock the whole keyspace.
