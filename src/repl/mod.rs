@@ -22,6 +22,7 @@
 
 pub mod effects;
 pub mod failover;
+pub mod fullsync;
 pub mod master;
 pub mod replica;
 
@@ -114,11 +115,17 @@ impl Feed {
     /// The stream after `from` (an offset already sent), or None if the backlog no longer
     /// holds it.
     pub fn since(&self, from: u64) -> Option<Vec<u8>> {
+        self.since_at_most(from, usize::MAX)
+    }
+
+    /// `since`, at most `max` bytes of it (a caller sending it a piece at a time copies
+    /// no more than a piece under the feed's lock).
+    pub fn since_at_most(&self, from: u64, max: usize) -> Option<Vec<u8>> {
         if from > self.offset || from + 1 < self.backlog_first() {
             return None;
         }
         let skip = (from + 1 - self.backlog_first()) as usize;
-        Some(self.backlog.range(skip..).copied().collect())
+        Some(self.backlog.range(skip..).take(max).copied().collect())
     }
 
     /// Forgets the stream's current database (after a full resync: the next command
@@ -250,6 +257,8 @@ pub struct Repl {
     pub master_db: std::sync::atomic::AtomicUsize,
     /// A FAILOVER in progress (see `failover`).
     pub failover: Mutex<Failover>,
+    /// The snapshot full resynchronizations share (see `fullsync`).
+    pub fullsync: fullsync::Broker,
 }
 
 impl Repl {
@@ -267,6 +276,7 @@ impl Repl {
             had_master: AtomicBool::new(false),
             master_db: std::sync::atomic::AtomicUsize::new(0),
             failover: Mutex::new(Failover::default()),
+            fullsync: fullsync::Broker::default(),
         }
     }
 

@@ -17,6 +17,7 @@ mod hostile;
 mod hostile_blocking;
 mod hostile_lua;
 mod hostile_probe;
+mod hostile_repl;
 mod iobackend;
 mod limits;
 mod memory;
