@@ -77,21 +77,42 @@ async fn obtain_snapshot(
 /// time.
 const CHUNK: usize = 256 * 1024;
 
-/// Writes `bytes` a chunk at a time, each within `timeout`; Ok(false) when the peer has not
-/// read for that long (it is dropped, as Redis drops a replica that stops reading its full
-/// sync), was killed, or the server stops.
+/// Writes `bytes` as the peer takes them. Every second without all of it written, drops
+/// the peer (Ok(false)) if it has taken nothing for `timeout` (as Redis drops a replica that
+/// stops reading), or if `still_ok(written so far)` says so (the output limits); also when
+/// it is killed or the server stops.
 async fn write_bounded<S: AsyncWrite + Unpin>(
     shared: &Shared,
     stream: &mut S,
     client: &ClientState,
     bytes: &[u8],
     timeout: Duration,
+    mut still_ok: impl FnMut(usize) -> bool,
 ) -> std::io::Result<bool> {
-    for chunk in bytes.chunks(CHUNK) {
+    let mut pos = 0;
+    let mut progress = Instant::now();
+    let mut check = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    while pos < bytes.len() {
+        let end = (pos + CHUNK).min(bytes.len());
         tokio::select! {
-            r = tokio::time::timeout(timeout, stream.write_all(chunk)) => match r {
-                Ok(r) => r?,
-                Err(_) => {
+            // `write` is cancel safe: when another branch wins, nothing was written.
+            r = stream.write(&bytes[pos..end]) => {
+                let n = r?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                pos += n;
+                progress = Instant::now();
+                shared
+                    .stats
+                    .net_output_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            _ = check.tick() => {
+                if progress.elapsed() > timeout {
                     tracing::warn!(
                         "Disconnecting timedout replica {}: it read nothing for {} s",
                         client.info.addr,
@@ -99,30 +120,60 @@ async fn write_bounded<S: AsyncWrite + Unpin>(
                     );
                     return Ok(false);
                 }
-            },
+                if !still_ok(pos) {
+                    return Ok(false);
+                }
+            }
             _ = client.info.kill.cancelled() => return Ok(false),
             _ = shared.shutdown.cancelled() => return Ok(false),
         }
-        shared
-            .stats
-            .net_output_bytes
-            .fetch_add(chunk.len() as u64, Ordering::Relaxed);
     }
     Ok(true)
 }
 
-/// The replica class of `client-output-buffer-limit`: (hard, soft, soft seconds) in bytes
-/// of stream not yet sent to it; Redis's default `256mb 64mb 60`.
-fn replica_limit(config: &crate::config::Config) -> (u64, u64, u64) {
-    let words: Vec<&str> = config
-        .output_buffer_limit_other
-        .split_whitespace()
-        .collect();
-    words
-        .chunks(4)
-        .find(|c| c.len() == 4 && c[0] == "slave")
-        .and_then(|c| Some((c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?)))
-        .unwrap_or((256 << 20, 64 << 20, 60))
+/// The replica class of `client-output-buffer-limit`, applied to the stream a replica has
+/// not taken yet (its output buffer), as Redis 7.0 applies it: a hard limit below
+/// `repl-backlog-size` counts as the backlog's size (a replica shares the backlog's
+/// memory), the soft one as set.
+struct OutputLimit {
+    hard: u64,
+    soft: u64,
+    soft_seconds: u64,
+    over_soft_since: Option<Instant>,
+}
+
+impl OutputLimit {
+    /// Read from the configuration; Redis's default is `256mb 64mb 60`.
+    fn new(config: &crate::config::Config) -> Self {
+        let words: Vec<&str> = config
+            .output_buffer_limit_other
+            .split_whitespace()
+            .collect();
+        let (hard, soft, soft_seconds) = words
+            .chunks(4)
+            .find(|c| c.len() == 4 && c[0] == "slave")
+            .and_then(|c| Some((c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?)))
+            .unwrap_or((256 << 20, 64 << 20, 60));
+        OutputLimit {
+            hard,
+            soft,
+            soft_seconds,
+            over_soft_since: None,
+        }
+    }
+
+    /// True if a replica `lag` bytes behind must be dropped (`backlog`: the backlog's size).
+    fn exceeded(&mut self, lag: u64, backlog: u64) -> bool {
+        if self.hard > 0 && lag > self.hard.max(backlog) {
+            return true;
+        }
+        if self.soft > 0 && lag > self.soft {
+            let since = *self.over_soft_since.get_or_insert_with(Instant::now);
+            return since.elapsed() > Duration::from_secs(self.soft_seconds);
+        }
+        self.over_soft_since = None;
+        false
+    }
 }
 
 /// Serves a replica on this connection after its PSYNC (`replid` empty: SYNC) until it
@@ -161,8 +212,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             head.push_str(&format!("+FULLRESYNC {} {}\r\n", made.replid, made.offset));
         }
         head.push_str(&format!("${}\r\n", made.payload.len()));
-        if !write_bounded(shared, &mut stream, client, head.as_bytes(), timeout).await?
-            || !write_bounded(shared, &mut stream, client, &made.payload, timeout).await?
+        let whole = |_| true;
+        if !write_bounded(shared, &mut stream, client, head.as_bytes(), timeout, whole).await?
+            || !write_bounded(shared, &mut stream, client, &made.payload, timeout, whole).await?
         {
             return Ok(());
         }
@@ -175,7 +227,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     }
     stream.flush().await?;
     let config = shared.config();
-    let (hard, soft, soft_seconds) = replica_limit(&config);
+    let mut limit = OutputLimit::new(&config);
     let ip = match &client.repl_ip {
         Some(ip) => ip.clone(),
         None => client
@@ -204,14 +256,14 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut rbuf = BytesMut::with_capacity(1024);
     let timeout = Duration::from_secs(config.repl.timeout.max(1));
     drop(config);
-    let mut over_soft_since: Option<Instant> = None;
     // Redis drops a replica whose acknowledgements stop for repl-timeout (SYNC's replicas
     // never send any).
     let mut ack_check = tokio::time::interval(Duration::from_secs(1));
     loop {
-        let (pending, lag) = {
+        let (pending, lag, backlog) = {
             let f = shared.repl.feed();
-            (f.since_at_most(sent, CHUNK), f.offset.saturating_sub(sent))
+            let lag = f.offset.saturating_sub(sent);
+            (f.since_at_most(sent, CHUNK), lag, f.capacity() as u64)
         };
         let Some(bytes) = pending else {
             tracing::warn!(
@@ -220,29 +272,25 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             );
             return Ok(());
         };
-        // The stream it has not taken yet is its output buffer: Redis's replica class of
-        // client-output-buffer-limit applies to it.
-        if soft > 0 && lag > soft {
-            let since = *over_soft_since.get_or_insert_with(Instant::now);
-            if since.elapsed() > Duration::from_secs(soft_seconds) {
-                tracing::warn!(
-                    "closing replica {}: scheduled to be closed ASAP for overcoming of output buffer limits",
-                    client.info.addr
-                );
-                return Ok(());
-            }
-        } else {
-            over_soft_since = None;
-        }
-        if hard > 0 && lag > hard {
-            tracing::warn!(
-                "closing replica {}: scheduled to be closed ASAP for overcoming of output buffer limits",
-                client.info.addr
-            );
+        if limit.exceeded(lag, backlog) {
+            over_limit(client);
             return Ok(());
         }
         if !bytes.is_empty() {
-            if !write_bounded(shared, &mut stream, client, &bytes, timeout).await? {
+            let mut dropped = false;
+            let still_ok = |written: usize| {
+                let lag = shared
+                    .repl
+                    .feed()
+                    .offset
+                    .saturating_sub(sent + written as u64);
+                dropped = limit.exceeded(lag, backlog);
+                !dropped
+            };
+            if !write_bounded(shared, &mut stream, client, &bytes, timeout, still_ok).await? {
+                if dropped {
+                    over_limit(client);
+                }
                 return Ok(());
             }
             stream.flush().await?;
@@ -307,6 +355,14 @@ fn read_acks(
         return Err(std::io::Error::other("replica sent too much"));
     }
     Ok(())
+}
+
+/// Logs a replica dropped for its output limit (Redis's words).
+fn over_limit(client: &ClientState) {
+    tracing::warn!(
+        "Client {} closed for overcoming of output buffer limits.",
+        client.info.addr
+    );
 }
 
 struct Detach<'a>(&'a Shared, u64);

@@ -86,6 +86,11 @@ impl Feed {
         self.offset - self.backlog.len() as u64 + 1
     }
 
+    /// The backlog's size (`repl-backlog-size`).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Bytes in the backlog.
     pub fn backlog_len(&self) -> usize {
         self.backlog.len()

@@ -222,3 +222,69 @@ fn replication_commands_need_authentication() {
         assert_eq!(probe.cmd(&[b"PING"]), b"+PONG\r\n");
     }
 }
+
+/// A replica that takes its snapshot and then stops reading is dropped once the stream it
+/// has not taken stays past the soft limit of the replica class of
+/// client-output-buffer-limit for its time, even when the backlog could still hold it (on
+/// d5611ca only falling out of the backlog dropped it). Redis 7.0 raises a hard limit below
+/// repl-backlog-size to the backlog's size, so the soft limit is the one that acts here.
+#[test]
+fn a_replica_that_stops_reading_is_dropped_at_its_output_limit() {
+    let sluice = SluiceProcess::start(&["--threads", "2"]);
+    stops_reading(sluice.addr(), false);
+    let redis = RedisServer::start();
+    stops_reading(redis.addr(), true);
+}
+
+fn stops_reading(addr: SocketAddr, redis: bool) {
+    let mut admin = Conn::connect(addr);
+    let mut settings = vec![
+        (&b"repl-backlog-size"[..], &b"64mb"[..]),
+        (b"client-output-buffer-limit", b"replica 1mb 1mb 1"),
+    ];
+    if redis {
+        settings.push((b"repl-diskless-sync-delay", b"0"));
+    }
+    for (name, value) in settings {
+        assert_eq!(
+            admin.cmd(&[b"CONFIG", b"SET", name, value]),
+            b"+OK\r\n",
+            "{addr}"
+        );
+    }
+    let before = used_memory(addr);
+    let mut peer = Peer::psync(addr);
+    peer.read_full_sync();
+    // 24 MB of writes: past the limit once the sockets' own buffers are full, well inside
+    // the backlog.
+    let value = vec![b'w'; 512 * 1024];
+    for i in 0..48 {
+        let key = format!("w:{i}");
+        assert_eq!(admin.cmd(&[b"SET", key.as_bytes(), &value]), b"+OK\r\n");
+    }
+    assert_served_promptly(addr, "a replica that stopped reading");
+    // Redis looks at the soft limit's time (in whole seconds) when it adds to the
+    // replica's output: keep writing a little until the replica is gone (the peer itself
+    // reads nothing meanwhile).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut dropped = false;
+    while !dropped && Instant::now() < deadline {
+        assert_eq!(admin.cmd(&[b"SET", b"last", b"1"]), b"+OK\r\n");
+        std::thread::sleep(Duration::from_millis(250));
+        dropped = info(addr, "replication", "connected_slaves") == 0;
+    }
+    assert!(dropped, "{addr}: the replica dropped at its output limit");
+    assert!(
+        peer.closed_within(Duration::from_secs(10)),
+        "{addr}: its connection closed"
+    );
+    assert_served_promptly(addr, "after the replica");
+    // What stays is the dataset and the backlog that holds its stream (24 MB each; the
+    // backlog's buffer grows by doubling, to 32 MB).
+    assert_memory_within(
+        addr,
+        before,
+        72 * 1024 * 1024,
+        "a replica that stopped reading",
+    );
+}
