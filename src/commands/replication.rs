@@ -167,8 +167,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             }
             b"capa" | b"rdb-only" | b"rdb-filter-only" => {}
             // Acknowledgements come on a replica's feed connection (repl::master); from
-            // anyone else they mean nothing. GETACK is for replicas (repl::replica).
-            b"ack" | b"getack" => return Reply::ok(),
+            // anyone else they mean nothing. GETACK is for replicas (repl::replica). Redis
+            // answers neither (a reply would land in a master's stream).
+            b"ack" | b"getack" => return Reply::Multi(Vec::new()),
             _ => {
                 return Reply::Error(
                     format!(

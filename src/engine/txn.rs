@@ -156,18 +156,14 @@ impl Command for Watch {
         }
         let db = ctx.db();
         let id = ctx.client.id();
+        // The shard's registry says whether the key is watched already (O(1)); a clean
+        // client's registrations are all there (only a dirty one loses any, see
+        // `Shard::touch`), so its list never holds a key twice.
+        let dirty = ctx.client.dirty.clone();
         for key in self.keys {
-            if ctx
-                .client
-                .watched
-                .iter()
-                .any(|(d, k)| *d == db && *k == key)
-            {
-                continue;
+            if ctx.store.watch(db, &key, id, &dirty, ctx.now_ms) {
+                ctx.client.watched.push((db, key));
             }
-            let dirty = ctx.client.dirty.clone();
-            ctx.store.watch(db, &key, id, &dirty, ctx.now_ms);
-            ctx.client.watched.push((db, key));
         }
         Ok(Reply::ok())
     }

@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::Attached;
+use super::{Attached, fullsync};
 use crate::client::ClientState;
 use crate::protocol::{Args, Limits, Reply, RequestParser};
-use crate::rdb::snapshot::{self, SaveOptions};
+use crate::rdb::snapshot::SaveOptions;
 use crate::server::Shared;
 
-/// The payload of a full resynchronization and the offset it stands for.
-pub(crate) fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
+/// What a full resynchronization's snapshot needs from the server besides the data.
+fn snapshot_inputs(shared: &Shared) -> fullsync::Inputs {
     let config = shared.config();
     let opts = SaveOptions {
         redis_version: config.redis_version.clone(),
@@ -36,33 +36,144 @@ pub(crate) fn snapshot(shared: &Shared) -> (Vec<u8>, u64) {
         now_ms: 0,
     };
     drop(config);
-    let functions: Vec<Bytes> = shared
-        .scripts
-        .function_libraries()
-        .into_iter()
-        .map(|lib| lib.code.clone())
-        .collect();
-    // Every shard is copied in one hold and the offset read in it: no write falls between
-    // the payload and the offset. The copy is serialized after the locks are released.
-    let mut store = shared.keyspace.lock_all();
-    let copies = snapshot::copy_locked(&mut store, 0);
-    let offset = {
-        let mut f = shared.repl.feed();
-        f.reset_db();
-        f.offset
-    };
-    drop(store);
-    let mut payload = Vec::new();
-    if let Err(e) = snapshot::write_copies(
-        functions.iter().map(|c| &c[..]),
-        &opts,
-        &mut payload,
-        copies,
-    ) {
-        // Writing into memory does not fail; keep the replica's load refusing a cut file.
-        tracing::warn!("full resynchronization payload: {e}");
+    fullsync::Inputs {
+        keyspace: shared.keyspace.clone(),
+        functions: shared
+            .scripts
+            .function_libraries()
+            .into_iter()
+            .map(|lib| lib.code.clone())
+            .collect(),
+        opts,
     }
-    (payload, offset)
+}
+
+/// The snapshot to send (shared with every replica syncing now; made off the loops), or
+/// None if the client was killed or the server stops while it is made.
+async fn obtain_snapshot(
+    shared: &Shared,
+    client: &ClientState,
+) -> std::io::Result<Option<Arc<fullsync::Made>>> {
+    let ticket = shared
+        .repl
+        .fullsync
+        .ticket(&shared.repl, || snapshot_inputs(shared))?;
+    let mut rx = match ticket {
+        fullsync::Ticket::Ready(made) => return Ok(Some(made)),
+        fullsync::Ticket::Wait(rx) => rx,
+    };
+    tokio::select! {
+        r = rx.wait_for(Option::is_some) => match r {
+            Ok(made) => Ok(made.clone()),
+            Err(_) => Err(std::io::Error::other("the snapshot for replicas failed")),
+        },
+        _ = client.info.kill.cancelled() => Ok(None),
+        _ = shared.shutdown.cancelled() => Ok(None),
+    }
+}
+
+/// How much is written to a replica in one go: its progress is checked against
+/// `repl-timeout` per chunk, and the backlog is read (under the feed's lock) a chunk at a
+/// time.
+const CHUNK: usize = 256 * 1024;
+
+/// Writes `bytes` as the peer takes them. Every second without all of it written, drops
+/// the peer (Ok(false)) if it has taken nothing for `timeout` (as Redis drops a replica that
+/// stops reading), or if `still_ok(written so far)` says so (the output limits); also when
+/// it is killed or the server stops.
+async fn write_bounded<S: AsyncWrite + Unpin>(
+    shared: &Shared,
+    stream: &mut S,
+    client: &ClientState,
+    bytes: &[u8],
+    timeout: Duration,
+    mut still_ok: impl FnMut(usize) -> bool,
+) -> std::io::Result<bool> {
+    let mut pos = 0;
+    let mut progress = Instant::now();
+    let mut check = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    while pos < bytes.len() {
+        let end = (pos + CHUNK).min(bytes.len());
+        tokio::select! {
+            // `write` is cancel safe: when another branch wins, nothing was written.
+            r = stream.write(&bytes[pos..end]) => {
+                let n = r?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                pos += n;
+                progress = Instant::now();
+                shared
+                    .stats
+                    .net_output_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            _ = check.tick() => {
+                if progress.elapsed() > timeout {
+                    tracing::warn!(
+                        "Disconnecting timedout replica {}: it read nothing for {} s",
+                        client.info.addr,
+                        timeout.as_secs()
+                    );
+                    return Ok(false);
+                }
+                if !still_ok(pos) {
+                    return Ok(false);
+                }
+            }
+            _ = client.info.kill.cancelled() => return Ok(false),
+            _ = shared.shutdown.cancelled() => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// The replica class of `client-output-buffer-limit`, applied to the stream a replica has
+/// not taken yet (its output buffer), as Redis 7.0 applies it: a hard limit below
+/// `repl-backlog-size` counts as the backlog's size (a replica shares the backlog's
+/// memory), the soft one as set.
+struct OutputLimit {
+    hard: u64,
+    soft: u64,
+    soft_seconds: u64,
+    over_soft_since: Option<Instant>,
+}
+
+impl OutputLimit {
+    /// Read from the configuration; Redis's default is `256mb 64mb 60`.
+    fn new(config: &crate::config::Config) -> Self {
+        let words: Vec<&str> = config
+            .output_buffer_limit_other
+            .split_whitespace()
+            .collect();
+        let (hard, soft, soft_seconds) = words
+            .chunks(4)
+            .find(|c| c.len() == 4 && c[0] == "slave")
+            .and_then(|c| Some((c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?)))
+            .unwrap_or((256 << 20, 64 << 20, 60));
+        OutputLimit {
+            hard,
+            soft,
+            soft_seconds,
+            over_soft_since: None,
+        }
+    }
+
+    /// True if a replica `lag` bytes behind must be dropped (`backlog`: the backlog's size).
+    fn exceeded(&mut self, lag: u64, backlog: u64) -> bool {
+        if self.hard > 0 && lag > self.hard.max(backlog) {
+            return true;
+        }
+        if self.soft > 0 && lag > self.soft {
+            let since = *self.over_soft_since.get_or_insert_with(Instant::now);
+            return since.elapsed() > Duration::from_secs(self.soft_seconds);
+        }
+        self.over_soft_since = None;
+        false
+    }
 }
 
 /// Serves a replica on this connection after its PSYNC (`replid` empty: SYNC) until it
@@ -92,24 +203,31 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             client.info.addr
         );
     } else {
-        let (payload, at) = snapshot(shared);
-        let id = shared.repl.feed().replid.clone();
+        let Some(made) = obtain_snapshot(shared, client).await? else {
+            return Ok(());
+        };
+        let timeout = Duration::from_secs(shared.config().repl.timeout.max(1));
         let mut head = String::new();
         if !legacy {
-            head.push_str(&format!("+FULLRESYNC {id} {at}\r\n"));
+            head.push_str(&format!("+FULLRESYNC {} {}\r\n", made.replid, made.offset));
         }
-        head.push_str(&format!("${}\r\n", payload.len()));
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(&payload).await?;
-        sent = at;
+        head.push_str(&format!("${}\r\n", made.payload.len()));
+        let whole = |_| true;
+        if !write_bounded(shared, &mut stream, client, head.as_bytes(), timeout, whole).await?
+            || !write_bounded(shared, &mut stream, client, &made.payload, timeout, whole).await?
+        {
+            return Ok(());
+        }
+        sent = made.offset;
         tracing::info!(
             "Synchronization with replica {} succeeded ({} bytes)",
             client.info.addr,
-            payload.len()
+            made.payload.len()
         );
     }
     stream.flush().await?;
     let config = shared.config();
+    let mut limit = OutputLimit::new(&config);
     let ip = match &client.repl_ip {
         Some(ip) => ip.clone(),
         None => client
@@ -137,8 +255,16 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     let mut parser = RequestParser::new(Limits::default());
     let mut rbuf = BytesMut::with_capacity(1024);
     let timeout = Duration::from_secs(config.repl.timeout.max(1));
+    drop(config);
+    // Redis drops a replica whose acknowledgements stop for repl-timeout (SYNC's replicas
+    // never send any).
+    let mut ack_check = tokio::time::interval(Duration::from_secs(1));
     loop {
-        let pending = shared.repl.feed().since(sent);
+        let (pending, lag, backlog) = {
+            let f = shared.repl.feed();
+            let lag = f.offset.saturating_sub(sent);
+            (f.since_at_most(sent, CHUNK), lag, f.capacity() as u64)
+        };
         let Some(bytes) = pending else {
             tracing::warn!(
                 "closing replica {}: it fell behind the replication backlog",
@@ -146,25 +272,42 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             );
             return Ok(());
         };
+        if limit.exceeded(lag, backlog) {
+            over_limit(client);
+            return Ok(());
+        }
         if !bytes.is_empty() {
-            let write = stream.write_all(&bytes);
-            tokio::select! {
-                r = tokio::time::timeout(timeout, write) => match r {
-                    Ok(r) => r?,
-                    Err(_) => return Ok(()),
-                },
-                _ = client.info.kill.cancelled() => return Ok(()),
-                _ = shared.shutdown.cancelled() => return Ok(()),
+            let mut dropped = false;
+            let still_ok = |written: usize| {
+                let lag = shared
+                    .repl
+                    .feed()
+                    .offset
+                    .saturating_sub(sent + written as u64);
+                dropped = limit.exceeded(lag, backlog);
+                !dropped
+            };
+            if !write_bounded(shared, &mut stream, client, &bytes, timeout, still_ok).await? {
+                if dropped {
+                    over_limit(client);
+                }
+                return Ok(());
             }
             stream.flush().await?;
             sent += bytes.len() as u64;
-            shared
-                .stats
-                .net_output_bytes
-                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
             continue;
         }
         tokio::select! {
+            _ = ack_check.tick() => {
+                let silent = me.ack_at.lock().map(|t| t.elapsed()).unwrap_or_default();
+                if !legacy && silent > timeout {
+                    tracing::warn!(
+                        "Disconnecting timedout replica (streaming sync) {}",
+                        client.info.addr
+                    );
+                    return Ok(());
+                }
+            }
             r = grown.changed() => if r.is_err() { return Ok(()) },
             r = stream.read_buf(&mut rbuf) => {
                 if r? == 0 {
@@ -212,6 +355,14 @@ fn read_acks(
         return Err(std::io::Error::other("replica sent too much"));
     }
     Ok(())
+}
+
+/// Logs a replica dropped for its output limit (Redis's words).
+fn over_limit(client: &ClientState) {
+    tracing::warn!(
+        "Client {} closed for overcoming of output buffer limits.",
+        client.info.addr
+    );
 }
 
 struct Detach<'a>(&'a Shared, u64);

@@ -22,6 +22,7 @@
 
 pub(crate) mod effects;
 pub(crate) mod failover;
+pub(crate) mod fullsync;
 pub(crate) mod master;
 pub(crate) mod replica;
 
@@ -85,6 +86,11 @@ impl Feed {
         self.offset - self.backlog.len() as u64 + 1
     }
 
+    /// The backlog's size (`repl-backlog-size`).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Bytes in the backlog.
     pub fn backlog_len(&self) -> usize {
         self.backlog.len()
@@ -114,11 +120,17 @@ impl Feed {
     /// The stream after `from` (an offset already sent), or None if the backlog no longer
     /// holds it.
     pub fn since(&self, from: u64) -> Option<Vec<u8>> {
+        self.since_at_most(from, usize::MAX)
+    }
+
+    /// `since`, at most `max` bytes of it (a caller sending it a piece at a time copies
+    /// no more than a piece under the feed's lock).
+    pub fn since_at_most(&self, from: u64, max: usize) -> Option<Vec<u8>> {
         if from > self.offset || from + 1 < self.backlog_first() {
             return None;
         }
         let skip = (from + 1 - self.backlog_first()) as usize;
-        Some(self.backlog.range(skip..).copied().collect())
+        Some(self.backlog.range(skip..).take(max).copied().collect())
     }
 
     /// Forgets the stream's current database (after a full resync: the next command
@@ -250,6 +262,8 @@ pub struct Repl {
     pub master_db: std::sync::atomic::AtomicUsize,
     /// A FAILOVER in progress (see `failover`).
     pub failover: Mutex<Failover>,
+    /// The snapshot full resynchronizations share (see `fullsync`).
+    pub(crate) fullsync: fullsync::Broker,
 }
 
 impl Repl {
@@ -267,6 +281,7 @@ impl Repl {
             had_master: AtomicBool::new(false),
             master_db: std::sync::atomic::AtomicUsize::new(0),
             failover: Mutex::new(Failover::default()),
+            fullsync: fullsync::Broker::default(),
         }
     }
 

@@ -19,9 +19,19 @@
 //! Timeouts are deadlines on the server's clock (Unix ms; 0 = forever), so CLOCK ADVANCE in
 //! test mode ends them; CLIENT UNBLOCK ends one early. A waiter whose connection goes away
 //! is marked gone (by a drop guard in the connection) before it can be served.
+//!
+//! A client may block on a hundred thousand keys, and many clients on one key, so every
+//! operation on the registry costs O(1) per key it touches (amortized), never a scan of a
+//! key's other waiters: a waiter's keys are deduplicated once when it blocks; each key keeps
+//! its waiters in blocking order with a count of the live ones, and a waiter that leaves
+//! only lowers the counts of its keys (its entries are dropped from the front as serving
+//! meets them, or all at once when a key's queue holds more dead entries than live ones);
+//! serving asks for the next waiter after the last one it looked at, by sequence number;
+//! and a write notes a key ready only if it now holds a list or a sorted set (Redis's
+//! `signalKeyAsReady`), so a blocking command that blocks makes nothing ready.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -334,11 +344,24 @@ impl VariantCommand for Block {
             0 => 0,
             t => ctx.now_ms.saturating_add(t).max(1),
         };
+        // Each key once (BLPOP k k …), so the registry's work is per distinct key.
+        let keys: Box<[Bytes]> = {
+            let mut seen = HashSet::with_capacity(self.op.keys().len());
+            self.op
+                .keys()
+                .iter()
+                .filter(|k| seen.insert(&k[..]))
+                .cloned()
+                .collect()
+        };
         let waiter = Arc::new(Waiter {
             info: ctx.client.info.clone(),
             db: ctx.db(),
             resp: ctx.client.resp,
             op: self.op,
+            keys,
+            seq: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
             deadline_ms,
             state: Mutex::new(State::Waiting),
             notify: tokio::sync::Notify::new(),
@@ -368,6 +391,12 @@ pub struct Waiter {
     db: usize,
     resp: u8,
     op: Op,
+    /// The distinct keys it waits on, in the order given.
+    keys: Box<[Bytes]>,
+    /// Its place in the blocking order, given by the registry when it is added.
+    seq: AtomicU64,
+    /// True while the registry holds it (changed only under the registry's lock).
+    registered: AtomicBool,
     /// Unix ms on the server's clock; 0 = forever.
     deadline_ms: u64,
     state: Mutex<State>,
@@ -427,8 +456,43 @@ pub struct Registry {
 
 #[derive(Debug, Default)]
 struct Inner {
-    by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+    by_key: HashMap<(usize, Bytes), KeyQueue>,
     by_client: HashMap<u64, Arc<Waiter>>,
+    /// The next waiter's sequence number (the blocking order).
+    next_seq: u64,
+}
+
+/// The waiters of one key, in blocking order (ascending sequence numbers). Entries of
+/// waiters that left stay until serving meets them at the front or a compaction drops them;
+/// `live` counts the others, and the queue goes when it reaches 0.
+#[derive(Debug, Default)]
+struct KeyQueue {
+    waiters: VecDeque<Arc<Waiter>>,
+    live: usize,
+}
+
+impl KeyQueue {
+    /// Drops the entries of waiters that left from the front.
+    fn trim_front(&mut self) {
+        while self
+            .waiters
+            .front()
+            .is_some_and(|w| !w.registered.load(Ordering::Relaxed))
+        {
+            self.waiters.pop_front();
+        }
+    }
+
+    /// After a waiter left: trims, and compacts once dead entries outnumber live ones (so
+    /// each compaction's cost is paid by as many removals before it).
+    fn forget_one(&mut self) {
+        self.live -= 1;
+        self.trim_front();
+        if self.waiters.len() > 2 * self.live + 8 {
+            self.waiters
+                .retain(|w| w.registered.load(Ordering::Relaxed));
+        }
+    }
 }
 
 impl Registry {
@@ -448,30 +512,50 @@ impl Registry {
 
     fn add(&self, w: &Arc<Waiter>) {
         let mut inner = self.lock();
-        for key in w.op.keys() {
+        inner.next_seq += 1;
+        w.seq.store(inner.next_seq, Ordering::Relaxed);
+        w.registered.store(true, Ordering::Relaxed);
+        for key in w.keys.iter() {
             let q = inner.by_key.entry((w.db, key.clone())).or_default();
-            // BLPOP k k: one entry per key.
-            if !q.iter().any(|x| Arc::ptr_eq(x, w)) {
-                q.push_back(w.clone());
+            q.waiters.push_back(w.clone());
+            q.live += 1;
+        }
+        if let Some(old) = inner.by_client.insert(w.info.id, w.clone()) {
+            // A client blocks once at a time; should an old waiter linger, forget it.
+            if !Arc::ptr_eq(&old, w) {
+                Self::unregister(&mut inner, &old);
             }
         }
-        inner.by_client.insert(w.info.id, w.clone());
         w.info.blocked.store(true, Ordering::Relaxed);
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }
 
-    /// Forgets a waiter (served, timed out, unblocked or disconnected).
-    pub fn remove(&self, w: &Arc<Waiter>) {
-        let mut inner = self.lock();
-        for key in w.op.keys() {
+    /// Takes `w` out of its keys' queues (O(1) amortized per key); false if it was not in.
+    fn unregister(inner: &mut Inner, w: &Arc<Waiter>) -> bool {
+        if !w.registered.swap(false, Ordering::Relaxed) {
+            return false;
+        }
+        for key in w.keys.iter() {
             let k = (w.db, key.clone());
             if let Some(q) = inner.by_key.get_mut(&k) {
-                q.retain(|x| !Arc::ptr_eq(x, w));
-                if q.is_empty() {
+                q.forget_one();
+                if q.live == 0 {
                     inner.by_key.remove(&k);
                 }
             }
         }
+        // Mostly empty: give the table back (amortized O(1), as Redis resizes dicts).
+        let map = &mut inner.by_key;
+        if map.capacity() > 64 && map.len() * 4 < map.capacity() {
+            map.shrink_to(map.len() * 2);
+        }
+        true
+    }
+
+    /// Forgets a waiter (served, timed out, unblocked or disconnected). Idempotent.
+    pub fn remove(&self, w: &Arc<Waiter>) {
+        let mut inner = self.lock();
+        Self::unregister(&mut inner, w);
         if inner
             .by_client
             .get(&w.info.id)
@@ -484,20 +568,28 @@ impl Registry {
     }
 
     fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
-        // Avoids a key copy on the common path: look up by a borrowed tuple is not possible
-        // with a tuple key, so copy only while someone is blocked.
+        // A tuple key cannot be looked up borrowed, so the key is copied (a refcount for a
+        // shared `Bytes`), only while someone is blocked.
         self.lock().by_key.contains_key(&(db, key.clone()))
     }
 
-    fn waiters(&self, db: usize, key: &Bytes) -> Vec<Arc<Waiter>> {
-        self.lock()
-            .by_key
-            .get(&(db, key.clone()))
-            .map(|q| q.iter().cloned().collect())
-            .unwrap_or_default()
+    /// The first live waiter on `key` that blocked after sequence number `after` (0: the
+    /// first of all), in blocking order.
+    fn next_waiter(&self, db: usize, key: &Bytes, after: u64) -> Option<Arc<Waiter>> {
+        let mut inner = self.lock();
+        let q = inner.by_key.get_mut(&(db, key.clone()))?;
+        q.trim_front();
+        let from = q
+            .waiters
+            .partition_point(|w| w.seq.load(Ordering::Relaxed) <= after);
+        q.waiters
+            .range(from..)
+            .find(|w| w.registered.load(Ordering::Relaxed))
+            .cloned()
     }
 
-    /// The keys of database `db` clients are blocked on.
+    /// The keys of database `db` clients are blocked on (SWAPDB: Redis's
+    /// `scanDatabaseForReadyKeys` walks them too).
     pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
         if self.is_empty() {
             return Vec::new();
@@ -516,9 +608,11 @@ impl Registry {
     }
 }
 
-/// Notes the keys of a write command that clients wait on, for [`serve`] once the
-/// outermost command has released its locks. Called after every write handler (client,
-/// EXEC, script); costs one atomic load while no client is blocked.
+/// Notes the keys of a write command that clients wait on and that now hold a list or a
+/// sorted set (Redis's `signalKeyAsReady`), for [`serve`] once the outermost command has
+/// released its locks. Called after every write handler (client, EXEC, script), with its
+/// shards still held; costs one atomic load while no client is blocked, then O(1) per key
+/// (a key named twice is noted twice, and served once: the second finds nothing to do).
 pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[Bytes]) {
     if ctx.shared.blocked.is_empty() || !spec.has(crate::engine::CmdFlags::WRITE) {
         return;
@@ -526,12 +620,21 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
     let db = ctx.db();
     for i in spec.keys.positions(args) {
         let key = &args[i];
-        if ctx.shared.blocked.has_waiters(db, key)
-            && !ctx.ready.iter().any(|(d, k)| *d == db && k == key)
-        {
+        if ctx.shared.blocked.has_waiters(db, key) && poppable(ctx, db, key) {
             ctx.ready.push((db, key.clone()));
         }
     }
+}
+
+/// True if `key` holds a value a blocked client could pop from (the store lookup serving
+/// would make anyway; the key's shard is held).
+fn poppable(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
+    matches!(
+        ctx.store
+            .lookup_untouched(db, key, ctx.now_ms)
+            .map(|e| &e.value),
+        Some(Value::List(_) | Value::ZSet(_))
+    )
 }
 
 /// Notes that `key` of database `db` may now serve blocked clients (a key that arrived by
@@ -541,9 +644,7 @@ pub(crate) fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
     if ctx.shared.blocked.is_empty() {
         return;
     }
-    if ctx.shared.blocked.has_waiters(db, &key)
-        && !ctx.ready.iter().any(|(d, k)| *d == db && *k == key)
-    {
+    if ctx.shared.blocked.has_waiters(db, &key) {
         ctx.ready.push((db, key));
     }
 }
@@ -553,7 +654,9 @@ pub(crate) fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
 pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
     let mut queue: VecDeque<(usize, Bytes)> = ready.into();
     while let Some((db, key)) = queue.pop_front() {
-        for w in shared.blocked.waiters(db, &key) {
+        let mut after = 0;
+        while let Some(w) = shared.blocked.next_waiter(db, &key, after) {
+            after = w.seq.load(Ordering::Relaxed);
             let dst = match &w.op {
                 Op::Move(m) => Some(m.destination.clone()),
                 _ => None,

@@ -35,15 +35,16 @@ use crate::engine::{CommandSpec as C, Ctx, KeySpecDoc};
 use crate::error::CmdError;
 use crate::protocol::Reply;
 
-/// One subscriber of a channel or pattern: the client id and its queue.
-type Sub = (u64, Arc<PushQueue>);
+/// The subscribers of one channel or pattern: client id → its queue. Keyed, so that a
+/// client leaves a channel in O(1) however many others listen to it.
+type Subs = indexmap::IndexMap<u64, Arc<PushQueue>>;
 
 /// Who listens to what.
 #[derive(Debug, Default)]
 pub struct PubSub {
-    channels: RwLock<HashMap<Bytes, Vec<Sub>>>,
-    shard_channels: RwLock<HashMap<Bytes, Vec<Sub>>>,
-    patterns: RwLock<HashMap<Bytes, Vec<Sub>>>,
+    channels: RwLock<HashMap<Bytes, Subs>>,
+    shard_channels: RwLock<HashMap<Bytes, Subs>>,
+    patterns: RwLock<HashMap<Bytes, Subs>>,
 }
 
 /// The three kinds of subscription.
@@ -58,7 +59,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn map(self, ps: &PubSub) -> &RwLock<HashMap<Bytes, Vec<Sub>>> {
+    fn map(self, ps: &PubSub) -> &RwLock<HashMap<Bytes, Subs>> {
         match self {
             Kind::Channel => &ps.channels,
             Kind::Pattern => &ps.patterns,
@@ -206,11 +207,15 @@ impl PubSub {
     }
 }
 
-fn remove_sub(map: &mut HashMap<Bytes, Vec<Sub>>, name: &Bytes, id: u64) {
+fn remove_sub(map: &mut HashMap<Bytes, Subs>, name: &Bytes, id: u64) {
     if let Some(list) = map.get_mut(name) {
-        list.retain(|(cid, _)| *cid != id);
+        list.swap_remove(&id);
         if list.is_empty() {
             map.remove(name);
+            // Mostly empty: give the table back (amortized O(1), as Redis resizes dicts).
+            if map.capacity() > 64 && map.len() * 4 < map.capacity() {
+                map.shrink_to(map.len() * 2);
+            }
         }
     }
 }
@@ -281,7 +286,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
         if kind.set(subs).insert(name.clone()) {
             map.entry(name.clone())
                 .or_default()
-                .push((id, queue.clone()));
+                .insert(id, queue.clone());
         }
         confirm.send(&queue, kind.words().0, Some(name), kind.count(subs));
     }
@@ -314,7 +319,9 @@ fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
         names
     };
     for name in names {
-        if kind.set(subs).shift_remove(name) {
+        // swap_remove: O(1); the order left only decides an unnamed UNSUBSCRIBE's order of
+        // confirmations, which in Redis is its dict's (no order).
+        if kind.set(subs).swap_remove(name) {
             remove_sub(&mut map, name, id);
         }
         confirm.send(&queue, word, Some(name), kind.count(subs));
@@ -361,7 +368,7 @@ fn syntax_error(sub: &Bytes) -> Reply {
     .into()
 }
 
-fn channels(map: &RwLock<HashMap<Bytes, Vec<Sub>>>, args: &[Bytes]) -> Reply {
+fn channels(map: &RwLock<HashMap<Bytes, Subs>>, args: &[Bytes]) -> Reply {
     if args.len() > 3 {
         return syntax_error(&args[1]);
     }
@@ -377,14 +384,14 @@ fn channels(map: &RwLock<HashMap<Bytes, Vec<Sub>>>, args: &[Bytes]) -> Reply {
     )
 }
 
-fn numsub(map: &RwLock<HashMap<Bytes, Vec<Sub>>>, args: &[Bytes]) -> Reply {
+fn numsub(map: &RwLock<HashMap<Bytes, Subs>>, args: &[Bytes]) -> Reply {
     let Ok(map) = map.read() else {
         return Reply::Array(Vec::new());
     };
     let mut out = Vec::with_capacity(2 * (args.len() - 2));
     for ch in &args[2..] {
         out.push(Reply::Bulk(ch.clone()));
-        out.push(Reply::Int(map.get(ch).map_or(0, Vec::len) as i64));
+        out.push(Reply::Int(map.get(ch).map_or(0, Subs::len) as i64));
     }
     Reply::Array(out)
 }
@@ -585,11 +592,11 @@ mod tests {
         ps.channels
             .write()
             .unwrap()
-            .insert(Bytes::from_static(b"news"), vec![(1, q.clone())]);
+            .insert(Bytes::from_static(b"news"), Subs::from([(1, q.clone())]));
         ps.patterns
             .write()
             .unwrap()
-            .insert(Bytes::from_static(b"n*"), vec![(1, q.clone())]);
+            .insert(Bytes::from_static(b"n*"), Subs::from([(1, q.clone())]));
         let limit = PushLimit::default();
         assert_eq!(ps.publish(b"news", b"x", limit), 2);
         assert_eq!(ps.publish(b"other", b"x", limit), 0);

@@ -335,6 +335,14 @@ mod tests {
         dirty
     }
 
+    /// True if `dirty` was signalled; clears it and watches `key` again, as a client would
+    /// (a signalled registration is dropped: see `Shard::touch`).
+    fn signalled(locked: &mut Locked<'_>, key: &[u8], dirty: &Arc<AtomicBool>) -> bool {
+        let was = dirty.swap(false, Ordering::AcqRel);
+        locked.watch(0, key, 1, dirty, 0);
+        was
+    }
+
     #[test]
     fn a_change_signals_watchers_and_a_read_does_not() {
         let ks = Keyspace::new(4, 1, 0);
@@ -344,7 +352,7 @@ mod tests {
             let mut h: HashMut = locked.modify_or_create(0, b"h", 0, Box::default).unwrap();
             h.set(b"f", b"v", &crate::store::value::HashLimits::DEFAULT);
         }
-        assert!(dirty.swap(false, Ordering::AcqRel), "creation signals");
+        assert!(signalled(&mut locked, b"h", &dirty), "creation signals");
         {
             let h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
             assert_eq!(h.get(b"f").map(|v| v.to_vec()), Some(b"v".to_vec()));
@@ -357,7 +365,7 @@ mod tests {
             let mut h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
             h.set(b"f", b"w", &crate::store::value::HashLimits::DEFAULT);
         }
-        assert!(dirty.swap(false, Ordering::AcqRel), "a change does");
+        assert!(signalled(&mut locked, b"h", &dirty), "a change does");
         {
             let mut h: HashMut = locked.modify(0, b"h", 0).unwrap().unwrap();
             h.remove(b"nope");
@@ -421,7 +429,7 @@ mod tests {
             assert!(matches!(s.value(), Value::Int(41)));
             s.set_int(42);
         }
-        assert!(dirty.swap(false, Ordering::AcqRel), "a change signals");
+        assert!(signalled(&mut locked, b"n", &dirty), "a change signals");
         assert!(matches!(
             locked.read_value(0, b"n", 0),
             Some(Value::Int(42))
@@ -449,7 +457,7 @@ mod tests {
             s.append(b"!");
             assert_eq!(s.str_len(), 3);
         }
-        assert!(dirty.swap(false, Ordering::AcqRel));
+        assert!(signalled(&mut locked, b"n", &dirty));
         assert!(matches!(locked.read_value(0, b"n", 0), Some(Value::Raw(b)) if &b[..] == b"42!"));
     }
 
@@ -465,7 +473,7 @@ mod tests {
                 .unwrap();
             assert!(s.is_created());
         }
-        assert!(dirty.swap(false, Ordering::AcqRel), "creation signals");
+        assert!(signalled(&mut locked, b"a", &dirty), "creation signals");
         assert!(matches!(locked.read_value(0, b"a", 0), Some(Value::Str(b)) if b.is_empty()));
         let dirty = watched(&mut locked, b"b");
         {

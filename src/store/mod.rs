@@ -608,7 +608,7 @@ impl<'a> Locked<'a> {
         true
     }
 
-    /// Registers a WATCH.
+    /// Registers a WATCH; false if `client` watched `key` already.
     pub fn watch(
         &mut self,
         db: usize,
@@ -616,9 +616,9 @@ impl<'a> Locked<'a> {
         client: u64,
         dirty: &std::sync::Arc<std::sync::atomic::AtomicBool>,
         now_ms: u64,
-    ) {
+    ) -> bool {
         let (shard, hash) = self.shard(key);
-        shard.watch(db, hash, key, client, dirty, now_ms);
+        shard.watch(db, hash, key, client, dirty, now_ms)
     }
 
     /// Removes a WATCH.

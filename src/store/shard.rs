@@ -178,18 +178,18 @@ impl Db {
 /// A client's registration on a watched key.
 #[derive(Debug)]
 struct Watcher {
-    client: u64,
     dirty: Arc<AtomicBool>,
     /// The key was already logically expired when watched: its later deletion by expiry is
     /// not a modification (Redis 7).
     expired_at_watch: bool,
 }
 
-/// The clients watching one key, and the key's hash so it can be looked up.
+/// The clients watching one key (by client id: registering, finding and removing one is
+/// O(1) however many watch the key), and the key's hash so it can be looked up.
 #[derive(Debug)]
 struct WatchSlot {
     hash: u64,
-    watchers: Vec<Watcher>,
+    watchers: HashMap<u64, Watcher>,
 }
 
 /// Counters INFO reads.
@@ -452,17 +452,34 @@ impl Shard {
             return;
         };
         let exists = self.dbs[db].index_of(slot.hash, key).is_some();
-        for w in &mut slot.watchers {
+        // A client made dirty has nothing more to learn from this key, so its registration
+        // goes (as Redis 7's touchWatchedKey unwatches a dirty client): each registration is
+        // signalled at most once, and touching a key costs O(1) per registration amortized.
+        slot.watchers.retain(|_, w| {
             if w.expired_at_watch && !exists {
                 // Already expired when watched, and now deleted: logically unchanged.
                 w.expired_at_watch = false;
-                continue;
+                return true;
             }
             w.dirty.store(true, Ordering::Release);
+            false
+        });
+        if slot.watchers.is_empty() {
+            self.watches.remove(&lookup);
+            self.shrink_watches();
         }
     }
 
-    /// Registers a WATCH of `key` by `client`.
+    /// Gives back the watch registry's memory once it is mostly empty (a client that
+    /// watched a million keys and left must not keep their table), as Redis resizes its
+    /// dicts; halving the count before each shrink keeps the cost amortized O(1).
+    fn shrink_watches(&mut self) {
+        if self.watches.capacity() > 64 && self.watches.len() * 4 < self.watches.capacity() {
+            self.watches.shrink_to(self.watches.len() * 2);
+        }
+    }
+
+    /// Registers a WATCH of `key` by `client`; false if it was registered already.
     pub fn watch(
         &mut self,
         db: usize,
@@ -471,7 +488,7 @@ impl Shard {
         client: u64,
         dirty: &Arc<AtomicBool>,
         now_ms: u64,
-    ) {
+    ) -> bool {
         let expired_at_watch = self
             .peek(db, hash, key)
             .is_some_and(|e| e.is_expired(now_ms));
@@ -480,14 +497,17 @@ impl Shard {
             .entry((db as u16, Bytes::copy_from_slice(key)))
             .or_insert_with(|| WatchSlot {
                 hash,
-                watchers: Vec::new(),
+                watchers: HashMap::new(),
             });
-        if !slot.watchers.iter().any(|w| w.client == client) {
-            slot.watchers.push(Watcher {
-                client,
-                dirty: dirty.clone(),
-                expired_at_watch,
-            });
+        match slot.watchers.entry(client) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Watcher {
+                    dirty: dirty.clone(),
+                    expired_at_watch,
+                });
+                true
+            }
         }
     }
 
@@ -495,9 +515,10 @@ impl Shard {
     pub fn unwatch(&mut self, db: usize, key: &[u8], client: u64) {
         let lookup = (db as u16, Bytes::copy_from_slice(key));
         if let Some(slot) = self.watches.get_mut(&lookup) {
-            slot.watchers.retain(|w| w.client != client);
+            slot.watchers.remove(&client);
             if slot.watchers.is_empty() {
                 self.watches.remove(&lookup);
+                self.shrink_watches();
             }
         }
     }
@@ -516,7 +537,7 @@ impl Shard {
         let live_at_watch = self
             .watches
             .get(&lookup)
-            .and_then(|s| s.watchers.iter().find(|w| w.client == client))
+            .and_then(|s| s.watchers.get(&client))
             .is_some_and(|w| !w.expired_at_watch);
         live_at_watch
             && self
