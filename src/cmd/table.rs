@@ -514,7 +514,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 26] {
+pub fn all_families() -> [&'static [CommandSpec]; 27] {
     use super::*;
     [
         strings::COMMANDS,
@@ -523,6 +523,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 26] {
         txn::COMMANDS,
         zset::COMMANDS,
         hash::COMMANDS,
+        hashttl::COMMANDS,
         list::COMMANDS,
         set::COMMANDS,
         throttle::COMMANDS,

@@ -58,6 +58,9 @@ pub enum Effect {
     BLMove,
     /// BRPOPLPUSH: `RPOPLPUSH source destination`.
     BRPopLPush,
+    /// The handler notes its own effects in `Ctx::propagate` (HEXPIRE and its forms:
+    /// `HPEXPIREAT` of the fields it set, HDEL of those it deleted).
+    Handled,
 }
 
 /// Which end a pop takes from (LEFT / MIN, RIGHT / MAX).
@@ -91,6 +94,7 @@ pub fn effect_of(name: &str) -> Effect {
         "bzmpop" => Effect::BMPop { zset: true },
         "blmove" => Effect::BLMove,
         "brpoplpush" => Effect::BRPopLPush,
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" => Effect::Handled,
         _ => Effect::Verbatim,
     }
 }
@@ -109,7 +113,7 @@ pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let key = arg(1);
     let argv: Vec<Bytes> = match effect {
-        Effect::Inner => return,
+        Effect::Inner | Effect::Handled => return,
         Effect::Verbatim => args.to_vec(),
         Effect::KeyState => return state(ctx, db, &key),
         Effect::ExpireIfSet => {
