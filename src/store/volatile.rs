@@ -303,6 +303,16 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_without_field_ttls_costs_what_it_did() {
+        use crate::store::value::HashValue;
+        // The TTL-capable forms are boxed variants: the compact form's size is the enum's.
+        assert_eq!(size_of::<HashValue>(), size_of::<Pairs>());
+        let mut h = HashValue::default();
+        h.set(b"tokens", b"10", &crate::store::value::HashLimits::DEFAULT);
+        assert!(!h.is_volatile());
+    }
+
+    #[test]
     fn tableex_index_follows_changes() {
         let mut m = IndexMap::with_hasher(FastHasher::default());
         for f in ["a", "b", "c"] {

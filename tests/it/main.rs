@@ -12,6 +12,7 @@ mod dockerfile;
 mod docs;
 mod dump;
 mod functions;
+mod hashttl;
 mod hll;
 mod hostile;
 mod hostile_lua;
