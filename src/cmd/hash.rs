@@ -167,7 +167,7 @@ pub const MAX_RANDOM_REPEAT: u64 = 1 << 20;
 
 /// The encoding thresholds in force (`hash-max-listpack-entries`/`-value`, which CONFIG SET
 /// changes at run time).
-fn hash_limits(shared: &super::Shared) -> HashLimits {
+pub(super) fn hash_limits(shared: &super::Shared) -> HashLimits {
     let (max_listpack_entries, max_listpack_value) = shared.live.hash_listpack_limits();
     HashLimits {
         max_listpack_entries,

@@ -149,13 +149,13 @@ impl Cond {
 }
 
 /// Whether this command's effects go to replicas (the rule of `repl::effects::note`).
-fn propagating(ctx: &Ctx<'_>) -> bool {
+pub(super) fn propagating(ctx: &Ctx<'_>) -> bool {
     ctx.shared.repl.active() && !ctx.client.master_link
 }
 
 /// Notes `HDEL key field` for replicas (a field deleted by expiry, Redis's
 /// `propagateHashFieldDeletion`).
-fn propagate_hdel(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8]) {
+pub(super) fn propagate_hdel(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8]) {
     if propagating(ctx) {
         let db = ctx.db();
         ctx.propagate.push((
@@ -171,7 +171,7 @@ fn propagate_hdel(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8]) {
 
 /// Whether the store deletes expired data itself (not on a replica, whose master's HDELs
 /// do it; Redis's `server.masterhost` rule).
-fn deletes_expired(ctx: &Ctx<'_>) -> bool {
+pub(super) fn deletes_expired(ctx: &Ctx<'_>) -> bool {
     !ctx.shared.keyspace.deletions().is_replica() && !ctx.client.master_link
 }
 
@@ -251,7 +251,10 @@ pub fn notify_expired(ctx: &mut Ctx<'_>, key: &[u8], e: Expired) {
 
 /// The `FIELDS numfields field…` block at `a`, checked as Redis does (after the other
 /// arguments). `count_error` is the command's text for a bad count.
-fn parse_fields<'a>(a: &mut ArgCursor<'a>, count_error: &'static str) -> CmdResult<&'a [Bytes]> {
+pub(super) fn parse_fields<'a>(
+    a: &mut ArgCursor<'a>,
+    count_error: &'static str,
+) -> CmdResult<&'a [Bytes]> {
     if !a.next()?.eq_ignore_ascii_case(b"FIELDS") {
         return Err(CmdError::msg(
             "ERR Mandatory argument FIELDS is missing or not at the right position",

@@ -25,6 +25,7 @@ pub mod docs;
 pub mod dump;
 pub mod functions;
 pub mod hash;
+pub mod hashex;
 pub mod hashttl;
 pub mod hll;
 pub mod keys;

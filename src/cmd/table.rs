@@ -514,7 +514,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 27] {
+pub fn all_families() -> [&'static [CommandSpec]; 28] {
     use super::*;
     [
         strings::COMMANDS,
@@ -524,6 +524,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 27] {
         zset::COMMANDS,
         hash::COMMANDS,
         hashttl::COMMANDS,
+        hashex::COMMANDS,
         list::COMMANDS,
         set::COMMANDS,
         throttle::COMMANDS,

@@ -94,7 +94,9 @@ pub fn effect_of(name: &str) -> Effect {
         "bzmpop" => Effect::BMPop { zset: true },
         "blmove" => Effect::BLMove,
         "brpoplpush" => Effect::BRPopLPush,
-        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" => Effect::Handled,
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel" => {
+            Effect::Handled
+        }
         _ => Effect::Verbatim,
     }
 }
@@ -134,6 +136,20 @@ pub fn note(ctx: &mut Ctx<'_>, spec: &CommandSpec, effect: Effect, args: &[Bytes
                 key,
                 v.clone(),
                 Bytes::from_static(b"KEEPTTL"),
+            ],
+            _ => return state(ctx, db, &key),
+        },
+        // A field with a TTL keeps it on the replica too: Redis 8 propagates
+        // `HSETEX key KEEPTTL FIELDS 1 field value` for that reason.
+        Effect::HIncrByFloat if field_has_ttl(ctx, db, &key, &arg(2)) => match reply {
+            Reply::Bulk(v) => vec![
+                Bytes::from_static(b"HSETEX"),
+                key,
+                Bytes::from_static(b"KEEPTTL"),
+                Bytes::from_static(b"FIELDS"),
+                Bytes::from_static(b"1"),
+                arg(2),
+                v.clone(),
             ],
             _ => return state(ctx, db, &key),
         },
@@ -260,6 +276,14 @@ fn has_expiry_option(args: &[Bytes]) -> bool {
             || a.eq_ignore_ascii_case(b"exat")
             || a.eq_ignore_ascii_case(b"pxat")
     })
+}
+
+/// Whether `field` of the hash at `key` has a TTL.
+fn field_has_ttl(ctx: &mut Ctx<'_>, db: usize, key: &[u8], field: &[u8]) -> bool {
+    let now = ctx.now_ms;
+    ctx.store.lookup_untouched(db, key, now).is_some_and(
+        |e| matches!(&e.value, crate::store::Value::Hash(h) if h.field_ttl(field).is_some()),
+    )
 }
 
 /// Notes the key's state: SET with PXAT, DEL, or RESTORE … ABSTTL.

@@ -231,6 +231,45 @@ fn replicas_get_absolute_times_and_hdel_for_expired_fields() {
         b"*3\r\n$4\r\nHDEL\r\n$1\r\nh\r\n$1\r\nb\r\n",
     );
     assert_eq!(c.cmd(&[b"EXISTS", b"h"]), b":0\r\n");
+    // Redis 8.0's commands: relative times become PXAT / HPEXPIREAT, HGETDEL an HDEL, and
+    // HINCRBYFLOAT on a field with a TTL an HSETEX … KEEPTTL (so the replica keeps it).
+    assert_eq!(
+        c.cmd(&[b"HSETEX", b"k", b"EX", b"10", b"FIELDS", b"1", b"f", b"v"]),
+        b":1\r\n"
+    );
+    stream_until(
+        &mut s,
+        &mut got,
+        b"*8\r\n$6\r\nHSETEX\r\n$1\r\nk\r\n$4\r\nPXAT\r\n$13\r\n1900000020001\r\n$6\r\nFIELDS\r\n$1\r\n1\r\n$1\r\nf\r\n$1\r\nv\r\n",
+    );
+    assert_eq!(c.cmd(&[b"HSET", b"k", b"a", b"1"]), b":1\r\n");
+    assert_eq!(
+        c.cmd(&[b"HGETEX", b"k", b"PX", b"5000", b"FIELDS", b"1", b"a"]),
+        b"*1\r\n$1\r\n1\r\n"
+    );
+    stream_until(
+        &mut s,
+        &mut got,
+        b"*6\r\n$10\r\nHPEXPIREAT\r\n$1\r\nk\r\n$13\r\n1900000015001\r\n$6\r\nFIELDS\r\n$1\r\n1\r\n$1\r\na\r\n",
+    );
+    assert_eq!(
+        c.cmd(&[b"HINCRBYFLOAT", b"k", b"a", b"1.5"]),
+        b"$3\r\n2.5\r\n"
+    );
+    stream_until(
+        &mut s,
+        &mut got,
+        b"*7\r\n$6\r\nHSETEX\r\n$1\r\nk\r\n$7\r\nKEEPTTL\r\n$6\r\nFIELDS\r\n$1\r\n1\r\n$1\r\na\r\n$3\r\n2.5\r\n",
+    );
+    assert_eq!(
+        c.cmd(&[b"HGETDEL", b"k", b"FIELDS", b"1", b"f"]),
+        b"*1\r\n$1\r\nv\r\n"
+    );
+    stream_until(
+        &mut s,
+        &mut got,
+        b"*3\r\n$4\r\nHDEL\r\n$1\r\nk\r\n$1\r\nf\r\n",
+    );
     let text = String::from_utf8_lossy(&got);
     assert!(!text.contains("HEXPIRE\r\n"), "relative form sent: {text}");
 }

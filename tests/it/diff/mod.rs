@@ -65,10 +65,11 @@
 //!
 //! CI has Debian's redis-server 7.0.15, which lacks the commands Redis added later (hash-field
 //! expiry in 7.4…). A transcript whose first lines include `# requires redis N` (N like `7.4`)
-//! was recorded from a build of that Redis: it runs against the recorded replies only, unless
-//! `SLUICE_DIFF_NEWER_REDIS` names such a redis-server binary, which then plays the live side
-//! (and `SLUICE_DIFF_REGENERATE=1` rewrites the file from it). The header says which build
-//! recorded it.
+//! runs against its recorded replies only, unless `SLUICE_DIFF_NEWER_REDIS` names a
+//! redis-server binary of version N or later, which then plays the live side (and
+//! `SLUICE_DIFF_REGENERATE=1` rewrites the file from it). The header says where the replies
+//! come from: a build of that Redis, or (for versions no server could be built of here) the
+//! Redis source and command pages it cites.
 //!
 //! Each file named in `transcripts!` below is its own `#[test]`; `unlisted_transcripts` runs
 //! every other file in the directory, so a new transcript is never silently skipped.
@@ -126,6 +127,7 @@ transcripts!(
     notifications_blocking,
     replication,
     hash_field_expiry,
+    hash_field_expiry_8,
 );
 
 /// Runs every transcript not listed above.
@@ -191,6 +193,22 @@ fn requires_newer(text: &str) -> Option<&str> {
         .map(str::trim)
 }
 
+/// Whether the redis-server at `bin` is at least version `need` (`7.4`, `8.0`…), from its
+/// `--version` line (`Redis server v=7.4.1 …`).
+fn version_at_least(bin: &Path, need: &str) -> bool {
+    let parse = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
+    let Ok(out) = std::process::Command::new(bin).arg("--version").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let have = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .map(parse)
+        .unwrap_or_default();
+    have >= parse(need)
+}
+
 /// The newer redis-server named by `SLUICE_DIFF_NEWER_REDIS`, if any.
 fn newer_redis() -> Option<PathBuf> {
     std::env::var_os("SLUICE_DIFF_NEWER_REDIS")
@@ -218,7 +236,7 @@ fn run_files(files: &[PathBuf]) {
         };
         let (mode, binary) = match requires_newer(&text) {
             None => (mode, None),
-            Some(_) => match newer_redis() {
+            Some(need) => match newer_redis().filter(|bin| version_at_least(bin, need)) {
                 Some(bin) => (mode, Some(bin)),
                 None => (Mode::Offline, None),
             },
