@@ -44,6 +44,7 @@ pub mod set;
 pub mod slowlog;
 pub mod sort;
 pub mod stats;
+pub mod strex;
 pub mod strings;
 pub mod strrange;
 pub mod table;

@@ -514,7 +514,7 @@ pub struct CommandTable {
 }
 
 /// Every family's commands.
-pub fn all_families() -> [&'static [CommandSpec]; 28] {
+pub fn all_families() -> [&'static [CommandSpec]; 29] {
     use super::*;
     [
         strings::COMMANDS,
@@ -525,6 +525,7 @@ pub fn all_families() -> [&'static [CommandSpec]; 28] {
         hash::COMMANDS,
         hashttl::COMMANDS,
         hashex::COMMANDS,
+        strex::COMMANDS,
         list::COMMANDS,
         set::COMMANDS,
         throttle::COMMANDS,

@@ -94,9 +94,9 @@ pub fn effect_of(name: &str) -> Effect {
         "bzmpop" => Effect::BMPop { zset: true },
         "blmove" => Effect::BLMove,
         "brpoplpush" => Effect::BRPopLPush,
-        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel" => {
-            Effect::Handled
-        }
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel"
+        | "delex" | "msetex" => Effect::Handled,
+        "increx" => Effect::KeyState,
         _ => Effect::Verbatim,
     }
 }

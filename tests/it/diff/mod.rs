@@ -128,6 +128,7 @@ transcripts!(
     replication,
     hash_field_expiry,
     hash_field_expiry_8,
+    strings_8,
 );
 
 /// Runs every transcript not listed above.
