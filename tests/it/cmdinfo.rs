@@ -51,6 +51,9 @@ const EXTRA_SUBCOMMANDS: &[&str] = &[
     // Redis 7.2's; redis-py and other clients send CLIENT SETINFO on connect.
     "client|setinfo",
     "client|no-touch",
+    // What RESP3 clients send at connect (redis-py 7, go-redis, node-redis, Jedis): accepted
+    // with +OK, nothing announced (see README).
+    "client|maint_notifications",
     // sluice's static slot map (see README, cluster mode).
     "cluster|setmap",
     "cluster|loadmap",
