@@ -22,6 +22,16 @@ use crate::store::Value;
 use crate::store::access::HashMut;
 use crate::store::value::{HashLimits, HashValue, scan_hash, scan_step};
 
+use super::hashttl::{Which, lazy_expire, notify_expired};
+
+/// Redis 7.4's lazy expiry of the fields a command names (`HFE_LAZY_EXPIRE`), with its
+/// notifications: `hexpired`, then `del` if the hash went with them.
+fn expire_named(ctx: &mut Ctx<'_>, key: &[u8], fields: &[Bytes]) -> CmdResult<()> {
+    let e = lazy_expire(ctx, key, Which::Named(fields))?;
+    notify_expired(ctx, key, e);
+    Ok(())
+}
+
 /// The hash commands.
 pub(crate) static COMMANDS: &[C] = &[
     C::new(
@@ -157,7 +167,7 @@ pub(crate) const MAX_RANDOM_REPEAT: u64 = 1 << 20;
 
 /// The encoding thresholds in force (`hash-max-listpack-entries`/`-value`, which CONFIG SET
 /// changes at run time).
-fn hash_limits(shared: &crate::server::Shared) -> HashLimits {
+pub(super) fn hash_limits(shared: &crate::server::Shared) -> HashLimits {
     let (max_listpack_entries, max_listpack_value) = shared.live.hash_listpack_limits();
     HashLimits {
         max_listpack_entries,
@@ -303,6 +313,7 @@ impl Command for HSetNx {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
         let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
@@ -329,8 +340,10 @@ impl Command for HGet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let value =
-            read_hash(ctx, &self.key)?.and_then(|h| h.get(&self.field).map(Bytes::copy_from_slice));
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        let now = ctx.now_ms;
+        let value = read_hash(ctx, &self.key)?
+            .and_then(|h| h.get_live(&self.field, now).map(Bytes::copy_from_slice));
         Ok(value.into())
     }
 }
@@ -350,12 +363,17 @@ impl Command for HMGet {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        expire_named(ctx, &self.key, &self.fields)?;
+        let now = ctx.now_ms;
         let h = read_hash(ctx, &self.key)?;
         let h = h.as_deref();
         Ok(Reply::Array(
             self.fields
                 .iter()
-                .map(|f| h.and_then(|h| h.get(f).map(Bytes::copy_from_slice)).into())
+                .map(|f| {
+                    h.and_then(|h| h.get_live(f, now).map(Bytes::copy_from_slice))
+                        .into()
+                })
                 .collect(),
         ))
     }
@@ -389,8 +407,10 @@ impl VariantCommand for HGetAll {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let now = ctx.now_ms;
         let h = read_hash(ctx, &self.key)?;
-        let pairs = h.iter().flat_map(|h| h.iter());
+        // Expired fields are skipped, not deleted (Redis 7.4's `hashTypeNext`).
+        let pairs = h.iter().flat_map(|h| h.iter_live(now));
         Ok(match self.part {
             HashPart::Both => Reply::Map(
                 pairs
@@ -461,7 +481,10 @@ impl Command for HExists {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let found = read_hash(ctx, &self.key)?.is_some_and(|h| h.contains(&self.field));
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        let now = ctx.now_ms;
+        let found =
+            read_hash(ctx, &self.key)?.is_some_and(|h| h.get_live(&self.field, now).is_some());
         Ok(Reply::Int(found as i64))
     }
 }
@@ -499,8 +522,10 @@ impl Command for HStrLen {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        let now = ctx.now_ms;
         let n = read_hash(ctx, &self.key)?
-            .and_then(|h| h.get(&self.field).map(|v| v.len()))
+            .and_then(|h| h.get_live(&self.field, now).map(|v| v.len()))
             .unwrap_or(0);
         Ok(Reply::Int(n as i64))
     }
@@ -523,16 +548,19 @@ impl Command for HIncrBy {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
             None => 0,
         };
         let new = old.checked_add(self.incr).ok_or(CmdError::Overflow)?;
-        h.set(
+        // The field keeps its TTL (Redis's HASH_SET_KEEP_TTL).
+        h.set_with(
             &self.field,
             itoa::Buffer::new().format(new).as_bytes(),
             &limits,
+            true,
         );
         drop(h);
         ctx.notify(class::HASH, "hincrby", &self.key);
@@ -560,6 +588,7 @@ impl Command for HIncrByFloat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
+        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => crate::num::long_double::parse(v)
@@ -571,7 +600,7 @@ impl Command for HIncrByFloat {
             return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
         }
         let text = crate::num::long_double::format_human(new);
-        h.set(&self.field, text.as_bytes(), &limits);
+        h.set_with(&self.field, text.as_bytes(), &limits, true);
         drop(h);
         ctx.notify(class::HASH, "hincrbyfloat", &self.key);
         Ok(Reply::Bulk(Bytes::from(text)))
@@ -611,6 +640,9 @@ impl Command for HRandField {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let resp3 = ctx.client.resp >= 3;
+        // Every expired field goes first (Redis 7.4's `hashTypeExpireIfNeeded`).
+        let e = lazy_expire(ctx, &self.key, Which::All)?;
+        notify_expired(ctx, &self.key, e);
         let h = read_hash(ctx, &self.key)?;
         let Some(count) = self.count else {
             let field = h.and_then(|h| {
@@ -686,6 +718,7 @@ impl Command for HScan {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let now = ctx.now_ms;
         let Some(h) = read_hash(ctx, &self.key)? else {
             return Ok(scan_reply(0, vec![]));
         };
@@ -699,7 +732,7 @@ impl Command for HScan {
         };
         let mut items = Vec::new();
         for (f, v) in positions.into_iter().filter_map(|i| h.get_index(i)) {
-            if scan_matches(pattern.as_ref(), f) {
+            if scan_matches(pattern.as_ref(), f) && !h.is_field_expired(f, now) {
                 items.push(Reply::Bulk(Bytes::copy_from_slice(f)));
                 items.push(Reply::Bulk(Bytes::copy_from_slice(v)));
             }

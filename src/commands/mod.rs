@@ -9,6 +9,8 @@ pub(crate) mod cluster;
 pub(crate) mod dump;
 pub(crate) mod functions;
 pub(crate) mod hash;
+pub(crate) mod hashex;
+pub(crate) mod hashttl;
 pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod list;
@@ -17,6 +19,7 @@ pub(crate) mod scripting;
 pub(crate) mod server;
 pub(crate) mod set;
 pub(crate) mod sort;
+pub(crate) mod strex;
 pub(crate) mod strings;
 pub(crate) mod strrange;
 pub(crate) mod testmode;
@@ -28,7 +31,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, latency, persist, pubsub, slowlog};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 26] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 29] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -36,6 +39,9 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 26] {
         txn::COMMANDS,
         zset::COMMANDS,
         hash::COMMANDS,
+        hashttl::COMMANDS,
+        hashex::COMMANDS,
+        strex::COMMANDS,
         list::COMMANDS,
         set::COMMANDS,
         throttle::COMMANDS,

@@ -211,7 +211,7 @@ pub(crate) enum TtlUnit {
 
 impl TtlUnit {
     /// The unit an (uppercased) EX / PX / EXAT / PXAT option names.
-    fn from_option(opt: &[u8]) -> Option<TtlUnit> {
+    pub(crate) fn from_option(opt: &[u8]) -> Option<TtlUnit> {
         match opt {
             b"EX" => Some(TtlUnit::Seconds),
             b"PX" => Some(TtlUnit::Millis),
@@ -292,11 +292,13 @@ impl Command for Get {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Cond {
     Always,
     Nx,
     Xx,
+    /// Redis 8.4's IFEQ / IFNE / IFDEQ / IFDNE (compare-and-set, `cmd::strex`).
+    If(super::strex::Compare),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,12 +336,22 @@ impl Command for Set {
             let opt = crate::engine::args::upper(opt);
             a.next()?;
             let unit = match &opt[..] {
-                b"NX" if s.cond != Cond::Xx => {
+                b"NX" if matches!(s.cond, Cond::Always | Cond::Nx) => {
                     s.cond = Cond::Nx;
                     continue;
                 }
-                b"XX" if s.cond != Cond::Nx => {
+                b"XX" if matches!(s.cond, Cond::Always | Cond::Xx) => {
                     s.cond = Cond::Xx;
+                    continue;
+                }
+                // One condition of NX, XX, IFEQ, IFNE, IFDEQ, IFDNE (redis.io/commands/set).
+                b"IFEQ" | b"IFNE" | b"IFDEQ" | b"IFDNE"
+                    if s.cond == Cond::Always && a.remaining() > 0 =>
+                {
+                    let arg = a.next()?.clone();
+                    s.cond = Cond::If(
+                        super::strex::Compare::from_option(&opt, arg).ok_or(CmdError::Syntax)?,
+                    );
                     continue;
                 }
                 b"GET" => {
@@ -370,7 +382,14 @@ impl Command for Set {
             None
         };
         let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
-        if (self.cond == Cond::Nx && exists) || (self.cond == Cond::Xx && !exists) {
+        let met = match &self.cond {
+            Cond::Always => true,
+            Cond::Nx => !exists,
+            Cond::Xx => exists,
+            // A key of another type is WRONGTYPE (Redis 8.4 compares strings only).
+            Cond::If(c) => c.holds(read_string(ctx, &self.key)?.as_deref()),
+        };
+        if !met {
             return Ok(match old {
                 Some(v) => v.into(),
                 None => Reply::Null,

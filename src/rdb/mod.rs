@@ -14,6 +14,13 @@
 //! types and the ziplist-based types of RDB 9 and older (zipmap, ziplist, quicklist 1;
 //! `ziplist.rs`), converted to today's encodings as Redis converts them.
 //!
+//! A hash with field TTLs (Redis 7.4's hash-field expiry) is written and read as Redis 7.4
+//! does: RDB type 25 (`listpackex`: the minimum expiry, then a listpack of field, value, TTL
+//! triples, 0 for none) or 24 (a table: the minimum expiry, then per field its TTL relative to
+//! it plus one, or 0), with version 12 in the DUMP footer (other values keep 10, so Redis 7.0
+//! still restores them); RESTORE accepts versions up to 12. Snapshot files keep version 10
+//! in their header and may hold types 24/25, which only sluice and Redis ≥ 7.4 read.
+//!
 //! Every length in a payload is checked against the bytes that remain before anything is
 //! allocated, so a hostile payload costs at most a pass over its own bytes.
 
@@ -36,6 +43,10 @@ use crate::store::zset::{SortedSet, ZsetLimits};
 /// The RDB format version written in the footer (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
 
+/// The version of a payload holding a hash with field TTLs (Redis 7.4's), and the newest
+/// RESTORE accepts.
+pub(crate) const RDB_VERSION_FIELD_TTLS: u16 = 12;
+
 const TYPE_STRING: u8 = 0;
 const TYPE_LIST: u8 = 1;
 const TYPE_SET: u8 = 2;
@@ -51,6 +62,10 @@ const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+/// Redis 7.4: a hash with field TTLs, [min expiry][count]([ttl][field][value])…
+const TYPE_HASH_METADATA: u8 = 24;
+/// Redis 7.4: a `listpackex`, [min expiry] then a listpack of field, value, ttl triples.
+const TYPE_HASH_LISTPACK_EX: u8 = 25;
 
 const ENC_INT8: u8 = 0;
 const ENC_INT16: u8 = 1;
@@ -80,7 +95,12 @@ type R<T> = Result<T, RdbError>;
 pub(crate) fn dump(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     write_value(&mut out, value);
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    // Values Redis 7.0 can read keep its version; a hash with field TTLs is written as 7.4.
+    let version = match value {
+        Value::Hash(h) if h.is_volatile() => RDB_VERSION_FIELD_TTLS,
+        _ => RDB_VERSION,
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -93,7 +113,7 @@ pub(crate) fn verify(payload: &[u8]) -> R<()> {
     }
     let footer = payload.len() - 10;
     let version = u16::from_le_bytes([payload[footer], payload[footer + 1]]);
-    if version > RDB_VERSION {
+    if version > RDB_VERSION_FIELD_TTLS {
         return Err(RdbError::VersionOrChecksum);
     }
     let mut crc = [0u8; 8];
@@ -251,6 +271,32 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
                 }
             }
         },
+        Value::Hash(h) if matches!(**h, HashValue::ListpackEx(_)) => {
+            out.push(TYPE_HASH_LISTPACK_EX);
+            out.extend_from_slice(&h.min_field_ttl().unwrap_or(0).to_le_bytes());
+            let mut lp = listpack::Builder::new();
+            let mut ttl = itoa::Buffer::new();
+            for (f, v) in h.iter() {
+                lp.push(f);
+                lp.push(v);
+                lp.push(ttl.format(h.field_ttl(f).unwrap_or(0)).as_bytes());
+            }
+            let blob = lp.finish();
+            write_len(out, blob.len() as u64);
+            out.extend_from_slice(&blob);
+        }
+        Value::Hash(h) if h.min_field_ttl().is_some() => {
+            let min = h.min_field_ttl().unwrap_or(0);
+            out.push(TYPE_HASH_METADATA);
+            out.extend_from_slice(&min.to_le_bytes());
+            write_len(out, h.len() as u64);
+            for (f, v) in h.iter() {
+                // 0: no TTL; else the time relative to the minimum, plus one.
+                write_len(out, h.field_ttl(f).map_or(0, |at| at - min + 1));
+                write_string(out, f);
+                write_string(out, v);
+            }
+        }
         Value::Hash(h) => {
             if h.is_listpack() {
                 out.push(TYPE_HASH_LISTPACK);
@@ -530,6 +576,51 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             let items = listpack::entries(&blob)?;
             hash_from_pairs(&items)?
         }
+        TYPE_HASH_LISTPACK_EX => {
+            r.take(8)?;
+            let blob = r.string()?;
+            let items = listpack::entries(&blob)?;
+            if items.is_empty() || !items.len().is_multiple_of(3) {
+                return Err(RdbError::BadFormat);
+            }
+            let triples: Vec<(&[u8], &[u8], u64)> = items
+                .chunks(3)
+                .map(|t| {
+                    let at = std::str::from_utf8(&t[2])
+                        .ok()
+                        .and_then(|x| x.parse::<u64>().ok())
+                        .ok_or(RdbError::BadFormat)?;
+                    Ok((&t[0][..], &t[1][..], at))
+                })
+                .collect::<R<_>>()?;
+            hash_with_ttls(&triples)?
+        }
+        TYPE_HASH_METADATA => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(r.take(8)?);
+            let min = u64::from_le_bytes(b);
+            let n = r.count(3)?;
+            let mut fields = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                let ttl = r.len()?;
+                let at = if ttl == 0 {
+                    0
+                } else {
+                    (ttl + min)
+                        .checked_sub(1)
+                        .filter(|&at| at <= crate::store::volatile::MAX_FIELD_EXPIRE_MS << 2)
+                        .ok_or(RdbError::BadFormat)?
+                };
+                let f = r.string()?;
+                let v = r.string()?;
+                fields.push((f, v, at));
+            }
+            let triples: Vec<(&[u8], &[u8], u64)> = fields
+                .iter()
+                .map(|(f, v, at)| (&f[..], &v[..], *at))
+                .collect();
+            hash_with_ttls(&triples)?
+        }
         TYPE_ZSET | TYPE_ZSET_2 => {
             let n = r.count(2)?;
             let mut z = SortedSet::with_expected_len(n, limits);
@@ -566,6 +657,26 @@ fn hash_from_pairs<B: AsRef<[u8]>>(items: &[B]) -> R<Value> {
     for pair in items.chunks(2) {
         if !h.set(pair[0].as_ref(), pair[1].as_ref(), &HashLimits::DEFAULT) {
             return Err(RdbError::BadFormat);
+        }
+    }
+    Ok(Value::Hash(Box::new(h)))
+}
+
+/// A hash with field TTLs from (field, value, expiry or 0) triples in the order Redis wrote
+/// them: volatile fields are placed by expiry from the last one back, so fields expiring at
+/// the same time keep their order (a new TTL goes before equal ones).
+fn hash_with_ttls(triples: &[(&[u8], &[u8], u64)]) -> R<Value> {
+    let mut h = HashValue::default();
+    let limits = HashLimits::DEFAULT;
+    for (f, v, _) in triples {
+        if !h.set(f, v, &limits) {
+            return Err(RdbError::BadFormat);
+        }
+    }
+    h.make_volatile();
+    for (f, _, at) in triples.iter().rev() {
+        if *at != 0 {
+            h.set_field_ttl(f, *at);
         }
     }
     Ok(Value::Hash(Box::new(h)))

@@ -58,6 +58,9 @@ pub enum Effect {
     BLMove,
     /// BRPOPLPUSH: `RPOPLPUSH source destination`.
     BRPopLPush,
+    /// The handler notes its own effects in `Ctx::propagate` (HEXPIRE and its forms:
+    /// `HPEXPIREAT` of the fields it set, HDEL of those it deleted).
+    Handled,
 }
 
 /// Which end a pop takes from (LEFT / MIN, RIGHT / MAX).
@@ -91,6 +94,9 @@ pub(crate) fn effect_of(name: &str) -> Effect {
         "bzmpop" => Effect::BMPop { zset: true },
         "blmove" => Effect::BLMove,
         "brpoplpush" => Effect::BRPopLPush,
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel"
+        | "delex" | "msetex" => Effect::Handled,
+        "increx" => Effect::KeyState,
         _ => Effect::Verbatim,
     }
 }
@@ -115,7 +121,7 @@ pub(crate) fn note(
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let key = arg(1);
     let argv: Vec<Bytes> = match effect {
-        Effect::Inner => return,
+        Effect::Inner | Effect::Handled => return,
         Effect::Verbatim => args.to_vec(),
         Effect::KeyState => return state(ctx, db, &key),
         Effect::ExpireIfSet => {
@@ -136,6 +142,20 @@ pub(crate) fn note(
                 key,
                 v.clone(),
                 Bytes::from_static(b"KEEPTTL"),
+            ],
+            _ => return state(ctx, db, &key),
+        },
+        // A field with a TTL keeps it on the replica too: Redis 8 propagates
+        // `HSETEX key KEEPTTL FIELDS 1 field value` for that reason.
+        Effect::HIncrByFloat if field_has_ttl(ctx, db, &key, &arg(2)) => match reply {
+            Reply::Bulk(v) => vec![
+                Bytes::from_static(b"HSETEX"),
+                key,
+                Bytes::from_static(b"KEEPTTL"),
+                Bytes::from_static(b"FIELDS"),
+                Bytes::from_static(b"1"),
+                arg(2),
+                v.clone(),
             ],
             _ => return state(ctx, db, &key),
         },
@@ -262,6 +282,14 @@ fn has_expiry_option(args: &[Bytes]) -> bool {
             || a.eq_ignore_ascii_case(b"exat")
             || a.eq_ignore_ascii_case(b"pxat")
     })
+}
+
+/// Whether `field` of the hash at `key` has a TTL.
+fn field_has_ttl(ctx: &mut Ctx<'_>, db: usize, key: &[u8], field: &[u8]) -> bool {
+    let now = ctx.now_ms;
+    ctx.store.lookup_untouched(db, key, now).is_some_and(
+        |e| matches!(&e.value, crate::store::Value::Hash(h) if h.field_ttl(field).is_some()),
+    )
 }
 
 /// Notes the key's state: SET with PXAT, DEL, or RESTORE … ABSTTL.

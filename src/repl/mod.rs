@@ -410,6 +410,23 @@ impl Repl {
 /// reach the stream as DEL.
 pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace) {
     let r = Arc::downgrade(repl);
+    keyspace
+        .deletions()
+        .set_field_hook(Box::new(move |db, key, field| {
+            if let Some(r) = r.upgrade()
+                && r.active()
+            {
+                r.propagate(&[(
+                    db,
+                    vec![
+                        Bytes::from_static(b"HDEL"),
+                        Bytes::copy_from_slice(key),
+                        Bytes::copy_from_slice(field),
+                    ],
+                )]);
+            }
+        }));
+    let r = Arc::downgrade(repl);
     keyspace.deletions().set_hook(Box::new(move |db, key| {
         if let Some(r) = r.upgrade()
             && r.active()

@@ -80,6 +80,8 @@ pub(crate) fn log_mask(flags: u32) -> u8 {
         (class::EXPIRED, keylog::EXPIRED),
         (class::EVICTED, keylog::EVICTED),
         (class::KEY_MISS, keylog::KEYMISS),
+        (class::HASH, keylog::HEXPIRED),
+        (class::GENERIC, keylog::DEL),
     ] {
         if flags & c != 0 {
             mask |= kind;
@@ -98,6 +100,8 @@ fn kind_name(kind: u8) -> &'static str {
         keylog::NEW => "new",
         keylog::EXPIRED => "expired",
         keylog::EVICTED => "evicted",
+        keylog::HEXPIRED => "hexpired",
+        keylog::DEL => "del",
         _ => "keymiss",
     }
 }
@@ -210,7 +214,7 @@ mod tests {
         assert_eq!(log_mask(class::ALL | class::NEW), 0);
         assert_eq!(
             log_mask(class::ALL | class::KEYSPACE),
-            keylog::EXPIRED | keylog::EVICTED
+            keylog::EXPIRED | keylog::EVICTED | keylog::HEXPIRED | keylog::DEL
         );
         assert_eq!(
             log_mask(class::NEW | class::KEY_MISS | class::KEYEVENT),

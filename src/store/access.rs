@@ -37,7 +37,25 @@ pub trait Aggregate: Sized {
     fn into_value(self) -> Value;
     /// Whether it holds nothing (the key must then be deleted).
     fn is_empty(&self) -> bool;
+    /// The earliest hash-field expiry it holds (only hashes have one).
+    fn field_deadline(&self) -> Option<u64> {
+        None
+    }
 }
+
+/// The earliest field expiry of an aggregate (see `store::volatile`).
+trait FieldDeadline {
+    fn deadline(&self) -> Option<u64> {
+        None
+    }
+}
+impl FieldDeadline for HashValue {
+    fn deadline(&self) -> Option<u64> {
+        self.min_field_ttl()
+    }
+}
+impl FieldDeadline for SetValue {}
+impl FieldDeadline for SortedSet {}
 
 /// What stands in an entry while its value is lent out: a small string, never observed.
 fn placeholder() -> Value {
@@ -61,6 +79,9 @@ macro_rules! boxed_aggregate {
             }
             fn is_empty(&self) -> bool {
                 (**self).is_empty()
+            }
+            fn field_deadline(&self) -> Option<u64> {
+                FieldDeadline::deadline(&**self)
             }
         }
     };
@@ -193,6 +214,9 @@ pub struct ValueMut<'l, 'a, 'k, T: Aggregate> {
     value: Option<T>,
     /// Created by this guard: not in the keyspace yet.
     created: bool,
+    /// The value's earliest field expiry when lent (a hash's entry in the field-expiry
+    /// index, moved when dropped if it changed).
+    deadline: Option<u64>,
     changed: bool,
 }
 
@@ -257,12 +281,18 @@ impl<T: Aggregate> Drop for ValueMut<'_, '_, '_, T> {
             return;
         }
         if value.is_empty() {
+            // The entry holds a placeholder: its index entry goes by the deadline lent.
+            shard.fields_rescheduled(db, key, self.deadline, None);
             // `remove` signals the watchers.
             shard.remove(db, hash, key);
             return;
         }
+        let deadline = value.field_deadline();
         if let Some(e) = shard.peek_mut(db, hash, key) {
             e.value = value.into_value();
+        }
+        if deadline != self.deadline {
+            shard.fields_rescheduled(db, key, self.deadline, deadline);
         }
         if self.changed {
             shard.touch(db, key);
@@ -288,6 +318,7 @@ impl<'a> Locked<'a> {
             store: self,
             db,
             key,
+            deadline: value.field_deadline(),
             value: Some(value),
             created: false,
             changed: false,
@@ -312,6 +343,7 @@ impl<'a> Locked<'a> {
             store: self,
             db,
             key,
+            deadline: value.field_deadline(),
             value: Some(value),
             created,
             // Creating the key is a change (a value made by `make` may be stored as it is:

@@ -20,6 +20,12 @@ pub const EVICTED: u8 = 4;
 /// A read found no key (Redis's `keymiss`, class `m`).
 pub const KEYMISS: u8 = 8;
 
+/// Hash fields expired (Redis's `hexpired`, class `h`): the reaper's field expiry.
+pub const HEXPIRED: u8 = 16;
+/// A key deleted by the store without expiring itself (Redis's `del`, class `g`): a hash
+/// whose last field expired.
+pub const DEL: u8 = 32;
+
 /// One logged key event: its kind (one of the constants), database and key.
 pub type KeyEvent = (u8, usize, Box<[u8]>);
 

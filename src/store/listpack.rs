@@ -157,6 +157,33 @@ impl Pairs {
         }
     }
 
+    /// The position of `field`.
+    pub fn position(&self, field: &[u8]) -> Option<usize> {
+        self.iter().position(|(f, _)| f == field)
+    }
+
+    /// Inserts a pair at position `i` (at the end if `i` is past it); the field must be
+    /// absent. Used by the hash-field-TTL form, whose order is by expiry time.
+    pub fn insert_at(&mut self, i: usize, field: &[u8], value: &[u8]) {
+        let mut it = self.iter();
+        let mut at = self.buf.len();
+        for _ in 0..i {
+            if it.next_slot().is_none() {
+                break;
+            }
+        }
+        if let Some(s) = it.clone().next_slot() {
+            at = s.start;
+        }
+        let mut enc = Vec::with_capacity(field.len() + value.len() + 10);
+        put_varint(&mut enc, field.len());
+        enc.extend_from_slice(field);
+        put_varint(&mut enc, value.len());
+        enc.extend_from_slice(value);
+        self.replace(at, at, &enc);
+        self.len = self.len.saturating_add(1);
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.buf.capacity()

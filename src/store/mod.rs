@@ -20,6 +20,7 @@ pub mod reaper;
 pub mod shard;
 pub mod value;
 mod varint;
+pub mod volatile;
 pub mod wheel;
 pub mod zset;
 
@@ -41,11 +42,16 @@ pub use value::Value;
 #[derive(Default)]
 pub struct Deletions {
     hook: OnceLock<DeletionHook>,
+    field_hook: OnceLock<FieldDeletionHook>,
     replica: AtomicBool,
 }
 
 /// Called with (database, key) for each key the store deleted on its own.
 pub type DeletionHook = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+/// Called with (database, key, field) for each hash field the store expired on its own
+/// (replication sends HDEL, as Redis 7.4 does).
+pub type FieldDeletionHook = Box<dyn Fn(usize, &[u8], &[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for Deletions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,6 +76,17 @@ impl Deletions {
     /// Makes this keyspace a replica's, or a master's again.
     pub fn set_replica(&self, on: bool) {
         self.replica.store(on, Ordering::Relaxed);
+    }
+
+    /// Sets the hook for expired hash fields (once).
+    pub fn set_field_hook(&self, hook: FieldDeletionHook) {
+        let _ = self.field_hook.set(hook);
+    }
+
+    pub(crate) fn field_deleted(&self, db: usize, key: &[u8], field: &[u8]) {
+        if let Some(h) = self.field_hook.get() {
+            h(db, key, field);
+        }
     }
 
     pub(crate) fn deleted(&self, db: usize, key: &[u8]) {

@@ -41,6 +41,18 @@ pub struct Db {
     expires: usize,
     /// Sum of the expiry times of the keys with a TTL, so INFO's avg_ttl is O(1).
     expire_sum: u128,
+    /// The hashes with field TTLs, by their earliest field expiry (Redis's `hexpires`):
+    /// (time, key). Kept exact by every path that stores, changes or deletes such a hash
+    /// (`insert`, the `ValueMut` guard, `remove_index`), so an entry here is always live.
+    hexpires: std::collections::BTreeSet<(u64, Box<[u8]>)>,
+}
+
+/// The earliest field expiry of a value, if it is a hash with field TTLs.
+fn field_deadline(v: &Value) -> Option<u64> {
+    match v {
+        Value::Hash(h) => h.min_field_ttl(),
+        _ => None,
+    }
 }
 
 impl Db {
@@ -161,7 +173,23 @@ impl Db {
         if entry.expire_at != NO_EXPIRY {
             self.remove_expiry(entry.expire_at);
         }
+        if let Some(at) = field_deadline(&entry.value) {
+            self.hexpires.remove(&(at, Box::from(&entry.key[..])));
+        }
         Some(entry)
+    }
+
+    /// Moves a hash's entry in the field-expiry index from `old` to `new`.
+    fn reschedule_fields(&mut self, key: &[u8], old: Option<u64>, new: Option<u64>) {
+        if old == new {
+            return;
+        }
+        if let Some(at) = old {
+            self.hexpires.remove(&(at, Box::from(key)));
+        }
+        if let Some(at) = new {
+            self.hexpires.insert((at, Box::from(key)));
+        }
     }
 
     /// Bytes of this database's bookkeeping: the table, the wheel, the entries' fields other
@@ -387,11 +415,16 @@ impl Shard {
         let index = match d.index_of(hash, key) {
             Some(i) => {
                 let e = d.entries.get_mut(i);
+                let (old_at, new_at) = (field_deadline(&e.value), field_deadline(&value));
                 e.value = value;
                 e.lru = lru;
+                let had_expiry = e.expire_at != NO_EXPIRY;
+                if old_at != new_at {
+                    d.reschedule_fields(key, old_at, new_at);
+                }
                 // The expiry index is only touched when there is a TTL to set or to clear:
                 // a plain SET of a key without one costs a single probe.
-                (e.expire_at != NO_EXPIRY || expire_at.is_some()).then_some(i)
+                (had_expiry || expire_at.is_some()).then_some(i)
             }
             None => {
                 // hashbrown rehashes (moving entries) only on an insert with no room left.
@@ -403,12 +436,28 @@ impl Shard {
                     return;
                 };
                 self.log.log(super::keylog::NEW, db, key);
+                let new_at = field_deadline(&d.entries.get(i).value);
+                if new_at.is_some() {
+                    d.reschedule_fields(key, None, new_at);
+                }
                 expire_at.is_some().then_some(i)
             }
         };
         if let Some(i) = index {
             d.set_expire_at(i, expire_at, now_ms);
         }
+    }
+
+    /// A hash's earliest field expiry changed from `old` to `new` (the `ValueMut` guard,
+    /// after a change in place).
+    pub fn fields_rescheduled(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        old: Option<u64>,
+        new: Option<u64>,
+    ) {
+        self.dbs[db].reschedule_fields(key, old, new);
     }
 
     /// Sets or clears a key's expiry (the key must exist). Does not signal watchers.
@@ -616,10 +665,76 @@ impl Shard {
                 }
             }
         }
+        for db in 0..self.dbs.len() {
+            if removed >= max {
+                more |= self.dbs[db]
+                    .hexpires
+                    .first()
+                    .is_some_and(|(at, _)| *at < now_ms);
+                continue;
+            }
+            let (n, left) = self.reap_fields(db, now_ms, max - removed);
+            removed += n;
+            more |= left;
+        }
         if removed > 0 && !more {
             // Once the burst is over: one rehash of what is left, not one per batch.
             self.shrink_after_reap();
         }
+        (removed, more)
+    }
+
+    /// Deletes up to `max` expired hash fields of database `db` (Redis's active expiry of
+    /// fields): each is propagated as HDEL, logged `hexpired` per hash, and a hash left
+    /// empty is deleted (logged `del`). Returns how many fields went and whether more are due.
+    fn reap_fields(&mut self, db: usize, now_ms: u64, max: usize) -> (usize, bool) {
+        let mut removed = 0;
+        while removed < max {
+            let d = &mut self.dbs[db];
+            let Some((at, _)) = d.hexpires.first() else {
+                return (removed, false);
+            };
+            if *at >= now_ms {
+                return (removed, false);
+            }
+            let Some((at, key)) = d.hexpires.pop_first() else {
+                return (removed, false);
+            };
+            let hash = key_hash(&key);
+            let Some(i) = d.index_of(hash, &key) else {
+                continue;
+            };
+            let Value::Hash(h) = &mut d.entries.get_mut(i).value else {
+                continue;
+            };
+            let fields = h.expired_fields(now_ms, max - removed);
+            for f in &fields {
+                h.remove(f);
+            }
+            let next = h.min_field_ttl();
+            let emptied = h.is_empty();
+            removed += fields.len();
+            for f in &fields {
+                self.deletions.field_deleted(db, &key, f);
+            }
+            if !fields.is_empty() {
+                self.log.log(super::keylog::HEXPIRED, db, &key);
+            }
+            if emptied {
+                self.remove_found(db, hash, i);
+                self.log.log(super::keylog::DEL, db, &key);
+            } else {
+                if let Some(n) = next {
+                    self.dbs[db].hexpires.insert((n, key.clone()));
+                }
+                let _ = at;
+                self.touch(db, &key);
+            }
+        }
+        let more = self.dbs[db]
+            .hexpires
+            .first()
+            .is_some_and(|(at, _)| *at < now_ms);
         (removed, more)
     }
 
@@ -725,6 +840,11 @@ impl Shard {
         self.dbs
             .iter()
             .filter_map(|d| d.wheel.as_ref()?.next_deadline())
+            .chain(
+                self.dbs
+                    .iter()
+                    .filter_map(|d| d.hexpires.first().map(|(at, _)| at + 1)),
+            )
             .min()
     }
 

@@ -15,6 +15,7 @@ use indexmap::{IndexMap, IndexSet};
 use crate::error::CmdError;
 use crate::num::parse_i64;
 use crate::store::listpack::Pairs;
+use crate::store::volatile::{ListpackEx, TableEx};
 use crate::store::zset::SortedSet;
 
 /// The value of a key.
@@ -197,6 +198,11 @@ pub enum HashValue {
     /// `hashtable` (boxed: the compact case, the common one, stays two words small). Entries
     /// move only by swap-removal, which is what makes [`scan_step`]'s cursors safe.
     Table(Box<IndexMap<Bytes, Bytes, FastHasher>>),
+    /// `listpackex`: a small hash once a field TTL command touched it (Redis 7.4), see
+    /// `store::volatile`.
+    ListpackEx(Box<ListpackEx>),
+    /// `hashtable` with field TTLs.
+    TableEx(Box<TableEx>),
 }
 
 impl Default for HashValue {
@@ -237,6 +243,8 @@ impl HashValue {
         match self {
             HashValue::Listpack(v) => v.len(),
             HashValue::Table(m) => m.len(),
+            HashValue::ListpackEx(l) => l.pairs.len(),
+            HashValue::TableEx(t) => t.map.len(),
         }
     }
 
@@ -247,7 +255,7 @@ impl HashValue {
 
     /// True while the hash is in its compact encoding.
     pub fn is_listpack(&self) -> bool {
-        matches!(self, HashValue::Listpack(_))
+        matches!(self, HashValue::Listpack(_) | HashValue::ListpackEx(_))
     }
 
     /// The value of `field`.
@@ -255,6 +263,8 @@ impl HashValue {
         match self {
             HashValue::Listpack(p) => p.get(field),
             HashValue::Table(m) => m.get(field).map(|v| &v[..]),
+            HashValue::ListpackEx(l) => l.pairs.get(field),
+            HashValue::TableEx(t) => t.map.get(field).map(|v| &v[..]),
         }
     }
 
@@ -266,10 +276,24 @@ impl HashValue {
     /// Sets `field` to `value` (both copied), converting to a hash table first if either is
     /// too long for a listpack, and after if the hash outgrew one. True if the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        self.set_with(field, value, limits, false)
+    }
+
+    /// `set`, where an existing field keeps its TTL with `keep_ttl` (HINCRBY, HSETEX
+    /// KEEPTTL) and otherwise loses it, as Redis 7.4's `hashTypeSet` does.
+    pub fn set_with(
+        &mut self,
+        field: &[u8],
+        value: &[u8],
+        limits: &HashLimits,
+        keep_ttl: bool,
+    ) -> bool {
         if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
             self.convert();
         }
         let new = match self {
+            HashValue::ListpackEx(l) => l.set(field, value, keep_ttl),
+            HashValue::TableEx(t) => t.set(field, value, keep_ttl),
             HashValue::Listpack(p) => p.set(field, value),
             HashValue::Table(m) => match m.get_mut(field) {
                 Some(old) => {
@@ -293,6 +317,8 @@ impl HashValue {
         match self {
             HashValue::Listpack(p) => p.remove(field),
             HashValue::Table(m) => m.swap_remove(field).is_some(),
+            HashValue::ListpackEx(l) => l.remove(field),
+            HashValue::TableEx(t) => t.remove(field),
         }
     }
 
@@ -302,6 +328,8 @@ impl HashValue {
         match self {
             HashValue::Listpack(p) => p.get_index(i),
             HashValue::Table(m) => m.get_index(i).map(|(f, v)| (&f[..], &v[..])),
+            HashValue::ListpackEx(l) => l.pairs.get_index(i),
+            HashValue::TableEx(t) => t.map.get_index(i).map(|(f, v)| (&f[..], &v[..])),
         }
     }
 
@@ -310,6 +338,8 @@ impl HashValue {
         match self {
             HashValue::Listpack(p) => HashIter::Listpack(p.iter()),
             HashValue::Table(m) => HashIter::Table(m.iter()),
+            HashValue::ListpackEx(l) => HashIter::Listpack(l.pairs.iter()),
+            HashValue::TableEx(t) => HashIter::Table(t.map.iter()),
         }
     }
 
@@ -321,21 +351,146 @@ impl HashValue {
         )))
     }
 
-    /// Converts to the hash-table encoding (no-op if already one).
+    /// Converts to the hash-table encoding (no-op if already one); field TTLs go along.
     fn convert(&mut self) {
-        if let HashValue::Listpack(p) = self {
+        let table = |p: &Pairs| {
             let mut m = IndexMap::with_capacity_and_hasher(p.len() + 1, FastHasher::default());
             m.extend(
                 p.iter()
                     .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
             );
-            *self = HashValue::Table(Box::new(m));
+            m
+        };
+        match self {
+            HashValue::Listpack(p) => *self = HashValue::Table(Box::new(table(p))),
+            HashValue::ListpackEx(l) => {
+                let mut t = TableEx::from_map(table(&l.pairs));
+                for (f, _, at) in l.iter_ttl() {
+                    if let Some(at) = at {
+                        t.set_ttl(f, at);
+                    }
+                }
+                *self = HashValue::TableEx(Box::new(t));
+            }
+            _ => {}
+        }
+    }
+
+    /// Makes the hash able to hold field TTLs (Redis converts a listpack to `listpackex`
+    /// as soon as HEXPIRE and its family touch it, whatever the fields named).
+    pub fn make_volatile(&mut self) {
+        match std::mem::take(self) {
+            HashValue::Listpack(p) => {
+                *self = HashValue::ListpackEx(Box::new(ListpackEx::from_pairs(p)))
+            }
+            HashValue::Table(m) => *self = HashValue::TableEx(Box::new(TableEx::from_map(*m))),
+            other => *self = other,
+        }
+    }
+
+    /// The TTL of `field` (None: no such field, or no TTL), expired or not.
+    pub fn field_ttl(&self, field: &[u8]) -> Option<u64> {
+        match self {
+            HashValue::ListpackEx(l) => l.ttl(field),
+            HashValue::TableEx(t) => t.ttl(field),
+            _ => None,
+        }
+    }
+
+    /// Whether the hash may hold field TTLs (its form after a field TTL command).
+    pub fn is_volatile(&self) -> bool {
+        matches!(self, HashValue::ListpackEx(_) | HashValue::TableEx(_))
+    }
+
+    /// Sets the TTL of an existing field (call `make_volatile` first); false if no such
+    /// field.
+    pub fn set_field_ttl(&mut self, field: &[u8], at: u64) -> bool {
+        match self {
+            HashValue::ListpackEx(l) => l.set_ttl(field, at),
+            HashValue::TableEx(t) => t.set_ttl(field, at),
+            _ => false,
+        }
+    }
+
+    /// Clears the TTL of `field`; false if it had none.
+    pub fn persist_field(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::ListpackEx(l) => l.persist(field),
+            HashValue::TableEx(t) => t.persist(field),
+            _ => false,
+        }
+    }
+
+    /// The earliest field expiry, if any field has a TTL.
+    pub fn min_field_ttl(&self) -> Option<u64> {
+        match self {
+            HashValue::ListpackEx(l) => l.min_ttl(),
+            HashValue::TableEx(t) => t.min_ttl(),
+            _ => None,
+        }
+    }
+
+    /// Whether `field` is stored but expired at `now` (it then reads as missing).
+    pub fn is_field_expired(&self, field: &[u8], now: u64) -> bool {
+        self.field_ttl(field).is_some_and(|at| at < now)
+    }
+
+    /// The value of `field` if it is present and not expired at `now`.
+    pub fn get_live(&self, field: &[u8], now: u64) -> Option<&[u8]> {
+        if self.is_field_expired(field, now) {
+            return None;
+        }
+        self.get(field)
+    }
+
+    /// Up to `max` fields expired at `now`, earliest first.
+    pub fn expired_fields(&self, now: u64, max: usize) -> Vec<Bytes> {
+        match self {
+            HashValue::ListpackEx(l) => l
+                .pairs
+                .iter()
+                .take(l.expired_count(now).min(max))
+                .map(|(f, _)| Bytes::copy_from_slice(f))
+                .collect(),
+            HashValue::TableEx(t) => t.expired(now, max),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether any field is expired at `now`.
+    pub fn has_expired_fields(&self, now: u64) -> bool {
+        self.min_field_ttl().is_some_and(|at| at < now)
+    }
+
+    /// The pairs not expired at `now`, in order.
+    pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let check = self.has_expired_fields(now);
+        self.iter()
+            .filter(move |(f, _)| !check || !self.is_field_expired(f, now))
+    }
+
+    /// Fields not expired at `now` (HGETALL's count; O(1) when none is).
+    pub fn live_len(&self, now: u64) -> usize {
+        match self {
+            HashValue::ListpackEx(l) => l.pairs.len() - l.expired_count(now),
+            HashValue::TableEx(t) if t.min_ttl().is_some_and(|at| at < now) => {
+                self.iter_live(now).count()
+            }
+            _ => self.len(),
         }
     }
 
     fn approx_memory(&self) -> usize {
         match self {
             HashValue::Listpack(p) => std::mem::size_of::<Self>() + p.heap_bytes(),
+            HashValue::ListpackEx(l) => std::mem::size_of::<Self>() + 64 + l.heap_bytes(),
+            HashValue::TableEx(t) => {
+                self.iter()
+                    .map(|(k, v)| k.len() + v.len() + 72)
+                    .sum::<usize>()
+                    + 48
+                    + t.index_bytes()
+            }
             HashValue::Table(_) => {
                 self.iter()
                     .map(|(k, v)| k.len() + v.len() + 72)
@@ -540,6 +695,7 @@ impl Value {
             Value::Str(b) if b.len() <= 44 => "embstr",
             Value::Str(_) | Value::Raw(_) => "raw",
             Value::List(_) => "quicklist",
+            Value::Hash(h) if matches!(**h, HashValue::ListpackEx(_)) => "listpackex",
             Value::Hash(h) if h.is_listpack() => "listpack",
             Value::Hash(_) => "hashtable",
             Value::Set(s) if s.is_intset() => "intset",

@@ -62,12 +62,26 @@ impl RedisServer {
         Self::start_with(dir, false)
     }
 
+    /// `start` with another build of redis-server (`bin`: a path), for the transcripts that
+    /// need a newer Redis than the one on PATH (see `diff`'s module doc).
+    pub fn start_binary(bin: &std::path::Path) -> RedisServer {
+        Self::start_from(bin.as_os_str(), None, false)
+    }
+
     fn start_with(dir: Option<&std::path::Path>, cluster: bool) -> RedisServer {
+        Self::start_from(std::ffi::OsStr::new("redis-server"), dir, cluster)
+    }
+
+    fn start_from(
+        bin: &std::ffi::OsStr,
+        dir: Option<&std::path::Path>,
+        cluster: bool,
+    ) -> RedisServer {
         let mut last_error = String::new();
         // The port is free when we pick it, but another test may take it before redis-server
         // binds; then redis-server exits and we try another.
         for _ in 0..5 {
-            match Self::try_start(dir, cluster) {
+            match Self::try_start(bin, dir, cluster) {
                 Ok(server) => return server,
                 Err(e) => last_error = e,
             }
@@ -75,7 +89,11 @@ impl RedisServer {
         panic!("redis-server did not start: {last_error}");
     }
 
-    fn try_start(given: Option<&std::path::Path>, cluster: bool) -> Result<RedisServer, String> {
+    fn try_start(
+        bin: &std::ffi::OsStr,
+        given: Option<&std::path::Path>,
+        cluster: bool,
+    ) -> Result<RedisServer, String> {
         let port = free_port();
         let bus_port = if cluster { free_port() } else { 0 };
         let dir = match given {
@@ -86,7 +104,7 @@ impl RedisServer {
         };
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let spawned = Command::new("redis-server")
+        let spawned = Command::new(bin)
             .args([
                 "--save",
                 "",

@@ -71,7 +71,9 @@ pub(super) static CLIENT: &[C] = &[
         &["noscript", "loading", "stale"],
         KeySpec::None,
         run_sub::<ClientSetInfo>,
-    ),
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
         "client|no-evict",
         3,
@@ -80,13 +82,25 @@ pub(super) static CLIENT: &[C] = &[
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    // What RESP3 "auto" clients (redis-py 7, go-redis, node-redis, Jedis, Lettuce) send at
+    // connect. sluice has no maintenance events to announce: it accepts the opt-in (so those
+    // clients log no warning) and never sends a MOVING/MIGRATING push.
+    C::new(
+        "client|maint_notifications",
+        -3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<ClientMaintNotifications>,
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|no-touch",
         3,
         &["noscript", "loading", "stale"],
         KeySpec::None,
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
-    ),
+    )
+    .with_acl(&["@slow", "@connection"]),
     C::new(
         "client|unblock",
         -3,
@@ -424,6 +438,37 @@ impl Command for ClientSetInfo {
             let v = (!self.value.is_empty()).then(|| self.value.clone());
             if which == 0 { lib.0 = v } else { lib.1 = v }
         }
+        Ok(Reply::ok())
+    }
+}
+
+/// CLIENT MAINT_NOTIFICATIONS ON|OFF [moving-endpoint-type internal-ip|internal-fqdn|
+/// external-ip|external-fqdn|none]: `+OK`; nothing is ever announced.
+#[derive(Debug)]
+pub(super) struct ClientMaintNotifications;
+
+impl Command for ClientMaintNotifications {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let on = a.next()?;
+        if !on.eq_ignore_ascii_case(b"ON") && !on.eq_ignore_ascii_case(b"OFF") {
+            return Err(CmdError::Syntax);
+        }
+        while a.remaining() > 0 {
+            let opt = a.next()?;
+            if !opt.eq_ignore_ascii_case(b"moving-endpoint-type") || a.remaining() == 0 {
+                return Err(CmdError::Syntax);
+            }
+            let t = a.next()?.to_ascii_lowercase();
+            if !matches!(
+                &t[..],
+                b"internal-ip" | b"internal-fqdn" | b"external-ip" | b"external-fqdn" | b"none"
+            ) {
+                return Err(CmdError::Syntax);
+            }
+        }
+        Ok(ClientMaintNotifications)
+    }
+    fn apply(self, _ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         Ok(Reply::ok())
     }
 }

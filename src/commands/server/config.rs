@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 
 use crate::commands::server::Help;
+use crate::config::params::{self, Effect, Param};
 use crate::engine::args::glob_match;
 use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run_sub};
-use crate::config::params::{self, Effect, Param};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 

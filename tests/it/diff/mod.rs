@@ -61,6 +61,16 @@
 //! - `SLUICE_DIFF_VERBOSE=1 cargo test --test it diff::<file> -- --nocapture` prints every line
 //!   with both replies, which helps when writing a transcript.
 //!
+//! # Transcripts of newer commands
+//!
+//! CI has Debian's redis-server 7.0.15, which lacks the commands Redis added later (hash-field
+//! expiry in 7.4…). A transcript whose first lines include `# requires redis N` (N like `7.4`)
+//! runs against its recorded replies only, unless `SLUICE_DIFF_NEWER_REDIS` names a
+//! redis-server binary of version N or later, which then plays the live side (and
+//! `SLUICE_DIFF_REGENERATE=1` rewrites the file from it). The header says where the replies
+//! come from: a build of that Redis, or (for versions no server could be built of here) the
+//! Redis source and command pages it cites.
+//!
 //! Each file named in `transcripts!` below is its own `#[test]`; `unlisted_transcripts` runs
 //! every other file in the directory, so a new transcript is never silently skipped.
 
@@ -70,7 +80,7 @@ mod transcript;
 
 use std::path::{Path, PathBuf};
 
-use run::{Outcome, run_steps};
+use run::{Outcome, run_steps, run_steps_with};
 use transcript::{Recorded, Step, parse_transcript};
 
 macro_rules! transcripts {
@@ -116,6 +126,9 @@ transcripts!(
     notifications_agg,
     notifications_blocking,
     replication,
+    hash_field_expiry,
+    hash_field_expiry_8,
+    strings_8,
 );
 
 /// Runs every transcript not listed above.
@@ -173,6 +186,37 @@ fn mode() -> Mode {
     }
 }
 
+/// The Redis version a transcript requires (`# requires redis 7.4` among its first lines).
+fn requires_newer(text: &str) -> Option<&str> {
+    text.lines()
+        .take(10)
+        .find_map(|l| l.strip_prefix("# requires redis "))
+        .map(str::trim)
+}
+
+/// Whether the redis-server at `bin` is at least version `need` (`7.4`, `8.0`…), from its
+/// `--version` line (`Redis server v=7.4.1 …`).
+fn version_at_least(bin: &Path, need: &str) -> bool {
+    let parse = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
+    let Ok(out) = std::process::Command::new(bin).arg("--version").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let have = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .map(parse)
+        .unwrap_or_default();
+    have >= parse(need)
+}
+
+/// The newer redis-server named by `SLUICE_DIFF_NEWER_REDIS`, if any.
+fn newer_redis() -> Option<PathBuf> {
+    std::env::var_os("SLUICE_DIFF_NEWER_REDIS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
 /// Runs each file in RESP2 and RESP3; panics listing every mismatch of every file.
 fn run_files(files: &[PathBuf]) {
     let mode = mode();
@@ -191,8 +235,15 @@ fn run_files(files: &[PathBuf]) {
                 continue;
             }
         };
-        let two = run_steps(&name, &steps, 2, mode);
-        let three = run_steps(&name, &steps, 3, mode);
+        let (mode, binary) = match requires_newer(&text) {
+            None => (mode, None),
+            Some(need) => match newer_redis().filter(|bin| version_at_least(bin, need)) {
+                Some(bin) => (mode, Some(bin)),
+                None => (Mode::Offline, None),
+            },
+        };
+        let two = run_steps_with(&name, &steps, 2, mode, binary.as_deref());
+        let three = run_steps_with(&name, &steps, 3, mode, binary.as_deref());
         for run in [&two, &three] {
             if run.unchecked > 0 {
                 eprintln!(

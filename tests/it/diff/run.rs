@@ -309,7 +309,22 @@ pub struct Run {
 
 /// Sends a transcript's steps to both servers (offline: to sluice) in RESP `proto`.
 pub fn run_steps(name: &str, steps: &[Step], proto: u8, mode: Mode) -> Run {
-    let redis_server = (mode != Mode::Offline).then(RedisServer::start);
+    run_steps_with(name, steps, proto, mode, None)
+}
+
+/// `run_steps`, against the redis-server at `binary` when given (a newer build than the
+/// one on PATH, for a transcript that requires it).
+pub fn run_steps_with(
+    name: &str,
+    steps: &[Step],
+    proto: u8,
+    mode: Mode,
+    binary: Option<&std::path::Path>,
+) -> Run {
+    let redis_server = (mode != Mode::Offline).then(|| match binary {
+        Some(b) => RedisServer::start_binary(b),
+        None => RedisServer::start(),
+    });
     let sluice_server = sluice();
     let mut pair = Pair::open(
         redis_server.as_ref().map(|r| r.addr()),
