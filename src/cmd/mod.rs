@@ -153,7 +153,7 @@ impl Shared {
             config.databases,
             clock.now_ms(),
         ));
-        let test_mode = config.test_mode;
+        let test = config.test_mode.then(|| testmode::TestHooks::new(&config));
         let now_s = clock.now_ms() / 1000;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
@@ -176,7 +176,7 @@ impl Shared {
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             monitors: monitor::Monitors::default(),
             pubsub: pubsub::PubSub::default(),
-            test: test_mode.then(testmode::TestHooks::default),
+            test,
             live,
             scripts,
             cluster: None,
