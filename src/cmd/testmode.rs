@@ -261,7 +261,9 @@ impl TestHooks {
     /// Applies the first fault matching this command, if any: an error reply to send instead
     /// of running it, or a delay / disconnect recorded on the client.
     pub fn check(&self, command: &str, client: &mut ClientState) -> Option<Reply> {
-        if !self.any_faults.load(Ordering::Relaxed) {
+        // FAULT and TESTMODE themselves are never faulted: a fault on every command must not
+        // lock the test out of removing it.
+        if !self.any_faults.load(Ordering::Relaxed) || matches!(command, "fault" | "testmode") {
             return None;
         }
         let name = client.info.name();
@@ -704,10 +706,7 @@ impl Command for TestModeReset {
         // of the registries now, so the reply's successor already sees them gone.
         let mut closed = shared.pubsub.drop_all_but(me);
         for info in shared.clients.snapshot() {
-            if info.id != me
-                && info.blocked.load(Ordering::Relaxed)
-                && !closed.contains(&info.id)
-            {
+            if info.id != me && info.blocked.load(Ordering::Relaxed) && !closed.contains(&info.id) {
                 closed.push(info.id);
             }
         }
@@ -717,6 +716,7 @@ impl Command for TestModeReset {
             }
             super::blocking::unblock(shared, *id, false);
         }
+        let monitoring = shared.monitors.count();
         shared.monitors.close_all();
         shared.pause.unpause();
 
@@ -760,7 +760,10 @@ impl Command for TestModeReset {
         ] {
             c.store(0, Ordering::Relaxed);
         }
-        let open = shared.clients.len().saturating_sub(closed.len());
+        let open = shared
+            .clients
+            .len()
+            .saturating_sub(closed.len() + monitoring);
         s.total_connections.store(open as u64, Ordering::Relaxed);
         shared.slowlog.clear();
         shared.latency.clear();
