@@ -1,20 +1,23 @@
 """sluice from Python: the binary shipped in this wheel, and a server handle for tests.
 
 `binary_path()` finds the `sluice` executable the wheel installed (in the environment's
-scripts directory). `SluiceServer` starts it on a free loopback port in test mode and offers
+scripts directory). `SluiceServer` starts it on a free loopback port in test mode, in a
+private temporary directory with persistence off, and offers `reset()` (TESTMODE RESET) and
 the clock helpers (CLOCK FREEZE / ADVANCE / SET / RESUME / NOW) so tests move time instead of
-sleeping. The pytest fixture is in `sluice_server.pytest_plugin`.
+sleeping. The pytest fixtures are in `sluice_server.pytest_plugin`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import sysconfig
-import threading
+import tempfile
+import time
 
 __all__ = ["SluiceServer", "binary_path"]
 
@@ -42,29 +45,55 @@ def binary_path() -> str:
 
 
 class SluiceServer:
-    """A sluice process on 127.0.0.1 and a free port, in test mode, until `stop()`."""
+    """A sluice process on 127.0.0.1 and a free port, in test mode, until `stop()`.
+
+    It runs in a private temporary directory (its working directory and `dir`, removed by
+    `stop()`) with persistence off, so a `dump.rdb` wherever the caller runs is never
+    loaded and nothing is written there. `reset()` returns it to the state it started in
+    (`TESTMODE RESET`), which is how the `sluice` pytest fixture shares one server between
+    the tests of a session.
+    """
 
     def __init__(self, *args: str, start_timeout: float = 10.0):
         self.binary = binary_path()
-        self._proc = subprocess.Popen(
-            [self.binary, "--port", "0", "--test-mode", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(start_timeout)
-        match = _READY.search(line[0]) if line else None
+        self.dir = tempfile.mkdtemp(prefix="sluice-")
+        # Extra arguments may turn persistence back on; then stop() lets it save (SIGTERM).
+        self._disposable = not args
+        try:
+            self._proc = subprocess.Popen(
+                [self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir, *args],
+                cwd=self.dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        self._client = None
+        line = self._first_line(start_timeout)
+        match = _READY.search(line)
         if match is None:
             self.stop()
             raise RuntimeError(f"sluice did not start within {start_timeout}s (printed {line!r})")
         self.host = match.group(1)
         self.port = int(match.group(2))
         self.url = f"redis://{self.host}:{self.port}"
-        self._client = None
+
+    def _first_line(self, timeout: float) -> str:
+        """The line the server prints once it listens, read as it arrives (no fixed sleep)."""
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        out = b""
+        while b"\n" not in out:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            out += chunk
+        return out.decode(errors="replace")
 
     @property
     def client(self):
@@ -74,6 +103,16 @@ class SluiceServer:
 
             self._client = redis.Redis(host=self.host, port=self.port, decode_responses=True)
         return self._client
+
+    @property
+    def alive(self) -> bool:
+        """True while the server process runs."""
+        return self._proc.poll() is None
+
+    def reset(self) -> None:
+        """Returns the server to the state it started in: every database empty, the clock on
+        real time, no fault, scripts, functions or CONFIG SET changes (`TESTMODE RESET`)."""
+        self.client.execute_command("TESTMODE", "RESET")
 
     def _clock(self, *args) -> int:
         return int(self.client.execute_command("CLOCK", *args))
@@ -99,12 +138,19 @@ class SluiceServer:
         return self._clock("NOW")
 
     def stop(self) -> None:
-        """Closes the client and stops the server (SIGTERM, then SIGKILL after 5 s)."""
+        """Closes the client, stops the server and removes its directory.
+
+        A server started without extra arguments has nothing to save (persistence off, its
+        directory about to go), so it is killed outright; one started with arguments gets
+        SIGTERM, and its own exit (a few milliseconds; SIGKILL after 5 s)."""
         if self._client is not None:
             self._client.close()
             self._client = None
         if self._proc.poll() is None:
-            self._proc.terminate()
+            if self._disposable:
+                self._proc.kill()
+            else:
+                self._proc.terminate()
             try:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -112,6 +158,7 @@ class SluiceServer:
                 self._proc.wait()
         if self._proc.stdout:
             self._proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "SluiceServer":
         return self
