@@ -18,7 +18,7 @@ need() { # need <command> <how to install>
 }
 need cargo "install Rust: curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh (then open a new shell)"
 need cc "apt-get install build-essential (the Lua interpreter is compiled from C)"
-need redis-server "apt-get install redis-server (Debian then starts a service on port 6379: 'service redis-server stop'; the tests use their own ports)"
+need redis-server "apt-get install redis-server (the tests start their own on free ports)"
 need redis-cli "apt-get install redis-tools"
 need redis-check-rdb "apt-get install redis-tools"
 need node "apt-get install nodejs (Node 18 or newer)"
