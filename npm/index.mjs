@@ -9,7 +9,7 @@
 import { spawn } from "node:child_process";
 import { createConnection } from "node:net";
 import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import realProcess from "node:process";
@@ -69,6 +69,8 @@ function parse(buf, i = 0) {
 export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 10_000 } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "sluice-"));
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  // Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to ours.
+  if (bin.includes("/")) bin = resolve(bin);
   const child = spawn(bin, ["--port", "0", "--test-mode", "--save", "", "--dir", dir, ...args], {
     cwd: dir,
     stdio: ["ignore", "pipe", "ignore"],

@@ -55,7 +55,9 @@ class SluiceServer:
     """
 
     def __init__(self, *args: str, start_timeout: float = 10.0):
-        self.binary = binary_path()
+        # Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to
+        # the caller's.
+        self.binary = os.path.abspath(binary_path())
         self.dir = tempfile.mkdtemp(prefix="sluice-")
         # Extra arguments may turn persistence back on; then stop() lets it save (SIGTERM).
         self._disposable = not args
