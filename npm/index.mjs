@@ -71,7 +71,9 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
   // Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to ours.
   if (bin.includes("/")) bin = resolve(bin);
-  const child = spawn(bin, ["--port", "0", "--test-mode", "--save", "", "--dir", dir, ...args], {
+  // One event loop, as redis-server has: a test's few connections need no more.
+  const base = ["--port", "0", "--test-mode", "--save", "", "--dir", dir, "--threads", "1"];
+  const child = spawn(bin, [...base, ...args], {
     cwd: dir,
     stdio: ["ignore", "pipe", "ignore"],
   });

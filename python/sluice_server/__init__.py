@@ -54,7 +54,7 @@ class SluiceServer:
     the tests of a session.
     """
 
-    def __init__(self, *args: str, start_timeout: float = 10.0):
+    def __init__(self, *args: str, start_timeout: float = 10.0, _wait: bool = True):
         # Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to
         # the caller's.
         self.binary = os.path.abspath(binary_path())
@@ -63,7 +63,9 @@ class SluiceServer:
         self._disposable = not args
         try:
             self._proc = subprocess.Popen(
-                [self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir, *args],
+                # One event loop, as redis-server has: a test's few connections need no more,
+                # and it starts and stops a thread fewer.
+                [self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir, "--threads", "1", *args],
                 cwd=self.dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -73,14 +75,25 @@ class SluiceServer:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
         self._client = None
-        line = self._first_line(start_timeout)
+        self._start_timeout = start_timeout
+        self.host = self.port = self.url = None
+        if _wait:
+            self._wait_ready()
+
+    def _wait_ready(self) -> "SluiceServer":
+        """Reads the address the server prints once it listens (a spare started earlier by
+        the plugin is waited for only when a test takes it)."""
+        if self.port is not None:
+            return self
+        line = self._first_line(self._start_timeout)
         match = _READY.search(line)
         if match is None:
             self.stop()
-            raise RuntimeError(f"sluice did not start within {start_timeout}s (printed {line!r})")
+            raise RuntimeError(f"sluice did not start within {self._start_timeout}s (printed {line!r})")
         self.host = match.group(1)
         self.port = int(match.group(2))
         self.url = f"redis://{self.host}:{self.port}"
+        return self
 
     def _first_line(self, timeout: float) -> str:
         """The line the server prints once it listens, read as it arrives (no fixed sleep)."""
@@ -139,18 +152,23 @@ class SluiceServer:
         """The server's time in Unix milliseconds."""
         return self._clock("NOW")
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = True) -> None:
         """Closes the client, stops the server and removes its directory.
 
         A server started without extra arguments has nothing to save (persistence off, its
         directory about to go), so it is killed outright; one started with arguments gets
-        SIGTERM, and its own exit (a few milliseconds; SIGKILL after 5 s)."""
+        SIGTERM, and its own exit (a few milliseconds; SIGKILL after 5 s). With
+        `wait=False` a killed server is not waited for: `finish_stop()` reaps it and removes
+        its directory later (the plugin does, so that a test does not wait for the kernel
+        to tear a process down)."""
         if self._client is not None:
             self._client.close()
             self._client = None
         if self._proc.poll() is None:
             if self._disposable:
                 self._proc.kill()
+                if not wait:
+                    return
             else:
                 self._proc.terminate()
             try:
@@ -158,6 +176,11 @@ class SluiceServer:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+        self.finish_stop()
+
+    def finish_stop(self) -> None:
+        """Waits for a killed server and removes its directory."""
+        self._proc.wait()
         if self._proc.stdout:
             self._proc.stdout.close()
         shutil.rmtree(self.dir, ignore_errors=True)
