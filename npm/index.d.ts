@@ -2,13 +2,29 @@ export interface Sluice {
   host: string;
   port: number;
   url: string;
+  /** The server's private temporary directory (its `dir`), removed by stop(). */
+  dir: string;
+  process: import("node:child_process").ChildProcess;
+  readonly alive: boolean;
   command(...args: (string | number)[]): Promise<unknown>;
+  /** TESTMODE RESET: the server as it started (empty, clock on real time, no faults...). */
+  reset(): Promise<string>;
   freeze(): Promise<number>;
   advance(ms: number): Promise<number>;
   set(unixMs: number): Promise<number>;
   resume(): Promise<number>;
   now(): Promise<number>;
   stop(): Promise<void>;
+  unref(): void;
+  killNow(): void;
 }
 export function binaryPath(): string;
-export function startSluice(options?: { args?: string[]; bin?: string; timeoutMs?: number }): Promise<Sluice>;
+export interface StartOptions {
+  args?: string[];
+  bin?: string;
+  timeoutMs?: number;
+}
+/** A server of the caller's own, in a private temporary directory. */
+export function startSluice(options?: StartOptions): Promise<Sluice>;
+/** The server this process (worker thread) shares between its tests; reset it before each. */
+export function sharedSluice(options?: StartOptions): Promise<Sluice>;

@@ -1,9 +1,19 @@
-// Start sluice (the binary in this package) for a test, move its clock, stop it.
-// No dependencies: the clock helpers speak RESP over one socket of their own.
+// Start sluice (the binary in this package) for a test, reset it, move its clock, stop it.
+// No dependencies: the helpers speak RESP over one socket of their own.
+//
+// `sharedSluice()` gives the tests of one process (a node:test file; a Jest or Vitest
+// worker) one server, to be reset before each test (`await sluice.reset()`: TESTMODE RESET,
+// one round trip); `startSluice()` starts a server of a test's own, a few milliseconds to
+// start and to stop. Either runs in a private temporary directory with persistence off, so
+// a dump.rdb in the working directory is never loaded and nothing is written there.
 import { spawn } from "node:child_process";
 import { createConnection } from "node:net";
 import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import realProcess from "node:process";
+import { threadId } from "node:worker_threads";
 
 /** The path of the sluice binary: $SLUICE_BIN, else bin/sluice in this package. */
 export function binaryPath() {
@@ -52,36 +62,58 @@ function parse(buf, i = 0) {
   }
 }
 
-/** Starts sluice on 127.0.0.1 and a free port, in test mode. */
+/**
+ * Starts sluice on 127.0.0.1 and a free port, in test mode, in a private temporary directory
+ * with persistence off.
+ */
 export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 10_000 } = {}) {
-  const child = spawn(bin, ["--port", "0", "--test-mode", ...args], {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-"));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  // Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to ours.
+  if (bin.includes("/")) bin = resolve(bin);
+  // One event loop, as redis-server has: a test's few connections need no more.
+  const base = ["--port", "0", "--test-mode", "--save", "", "--dir", dir, "--threads", "1"];
+  const child = spawn(bin, [...base, ...args], {
+    cwd: dir,
     stdio: ["ignore", "pipe", "ignore"],
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  const { host, port } = await new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`sluice did not start within ${timeoutMs} ms`));
-    }, timeoutMs);
-    child.once("error", (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`sluice exited (${code}) before listening`));
-    });
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      const m = out.match(/sluice listening on ([\d.]+):(\d+)/);
-      if (m) {
+  // With arguments of the caller's, the server may have something to save: stop() then lets
+  // it exit by itself (SIGTERM). Otherwise there is nothing to keep, and SIGKILL is instant.
+  const disposable = args.length === 0;
+  let host, port;
+  try {
+    ({ host, port } = await new Promise((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error(`sluice did not start within ${timeoutMs} ms`));
+      }, timeoutMs);
+      child.once("error", (e) => {
         clearTimeout(timer);
-        child.stdout.resume(); // keep draining, never block the server
-        resolve({ host: m[1], port: Number(m[2]) });
-      }
-    });
-  });
+        if (e.code === "ENOENT") {
+          e.message = `${e.message}: no sluice binary at ${bin}; set SLUICE_BIN to the path of one`;
+        }
+        reject(e);
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`sluice exited (${code}) before listening`));
+      });
+      child.stdout.on("data", (chunk) => {
+        out += chunk;
+        const m = out.match(/sluice listening on ([\d.]+):(\d+)/);
+        if (m) {
+          clearTimeout(timer);
+          child.stdout.resume(); // keep draining, never block the server
+          resolve({ host: m[1], port: Number(m[2]) });
+        }
+      });
+    }));
+  } catch (e) {
+    removeDir();
+    throw e;
+  }
 
   // One connection for the helpers' commands, replies matched in order.
   const socket = createConnection({ host, port });
@@ -93,7 +125,7 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
   let pending = Buffer.alloc(0);
   const waiting = [];
   socket.on("data", (chunk) => {
-    pending = Buffer.concat([pending, chunk]);
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
     for (;;) {
       const r = parse(pending);
       if (!r) break;
@@ -101,22 +133,36 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
       const w = waiting.shift();
       if (w) (r[0] instanceof Error ? w.reject(r[0]) : w.resolve(r[0]));
     }
+    // An unref'd helper holds the event loop only while it waits for a reply.
+    if (weak && waiting.length === 0) socket.unref();
   });
   socket.on("error", (e) => {
     while (waiting.length) waiting.shift().reject(e);
   });
+  let weak = false;
   const command = (...a) =>
     new Promise((resolve, reject) => {
       waiting.push({ resolve, reject });
+      if (weak) socket.ref();
       socket.write(encode(a));
     });
 
+  let stopped = false;
   return {
     host,
     port,
     url: `redis://${host}:${port}`,
+    /** The server's private directory (its `dir`), removed by stop(). */
+    dir,
+    /** The server process (a ChildProcess). */
+    process: child,
     /** Sends one command on the helper's connection; resolves to the reply. */
     command,
+    /**
+     * Returns the server to the state it started in (TESTMODE RESET): every database empty,
+     * the clock on real time, no faults, scripts, functions or CONFIG SET changes.
+     */
+    reset: () => command("TESTMODE", "RESET"),
     /** Stops the clock; resolves to its time in Unix ms. */
     freeze: () => command("CLOCK", "FREEZE"),
     /** Moves the frozen clock forward by ms (expired keys are reaped first). */
@@ -127,15 +173,78 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
     resume: () => command("CLOCK", "RESUME"),
     /** The server's time in Unix ms. */
     now: () => command("CLOCK", "NOW"),
-    /** Stops the server (SIGTERM, SIGKILL after 5 s) and resolves when it has exited. */
+    /** True while the server process runs. */
+    get alive() {
+      return child.exitCode === null && child.signalCode === null;
+    },
+    /**
+     * Stops the server and resolves when it has exited (SIGKILL without extra arguments;
+     * else SIGTERM, then SIGKILL after 5 s), then removes its directory.
+     */
     async stop() {
+      if (stopped) return;
+      stopped = true;
       socket.destroy();
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
+        child.kill(disposable ? "SIGKILL" : "SIGTERM");
         const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
         await exited;
         clearTimeout(timer);
       }
+      removeDir();
+    },
+    /** Lets the process exit while the server runs (sharedSluice does; it stops it at exit). */
+    unref() {
+      weak = true;
+      child.unref();
+      child.stdout.unref?.();
+      if (waiting.length === 0) socket.unref();
+    },
+    /** Kills the server at once, synchronously (for an "exit" handler). */
+    killNow() {
+      if (!stopped) {
+        stopped = true;
+        child.kill("SIGKILL");
+        try {
+          removeDir();
+        } catch {
+          // The process is exiting: a leftover empty directory is all that can remain.
+        }
+      }
     },
   };
+}
+
+// The shared servers, one per thread of this process, kept on the real `process` (not a
+// module variable): Jest evaluates this module again for every test file, and its workers
+// would otherwise start a server per file.
+const SHARED = Symbol.for("sluice-server.shared");
+
+/**
+ * The server the tests of this process (this worker thread) share, started on first use and
+ * killed when the process exits; reset it before each test:
+ *
+ *   const sluice = await sharedSluice();
+ *   beforeEach(() => sluice.reset());
+ *
+ * If a test stopped it, the next call starts another.
+ */
+export function sharedSluice(options = {}) {
+  const all = (realProcess[SHARED] ??= new Map());
+  const known = all.get(threadId);
+  if (known) {
+    return known.then((s) => {
+      if (s.alive) return s;
+      all.delete(threadId);
+      return sharedSluice(options);
+    });
+  }
+  const starting = startSluice(options).then((s) => {
+    s.unref();
+    realProcess.once("exit", () => s.killNow());
+    return s;
+  });
+  starting.catch(() => all.delete(threadId));
+  all.set(threadId, starting);
+  return starting;
 }

@@ -20,6 +20,16 @@ Steps, all in one run:
      once with a BGSAVE started in the middle of the measured window: the other clients'
      p50/p99/p99.9 and decisions/s, and how long the BGSAVE took (fresh servers writing
      their RDB file under a temporary directory).
+  6. testdouble: the 300-test limiter suite of benchmarks/testdouble/ (a sliding window in
+     MULTI/EXEC and a fixed-window counter, about 30 commands per test), run by pytest with
+     fakeredis, with the sluice plugin's default fixture (one server, TESTMODE RESET per test)
+     and with its fresh-server fixture, and by node:test with ioredis-mock, the npm helper's
+     shared server and a server per test; wall time of the whole run and the time per test
+     spent in fixtures / hooks. fakeredis and ioredis-mock are installed into
+     target/bench-testdouble only (a venv and an npm directory of the step's own).
+
+`--only STEP[,STEP]` runs only those steps and keeps the other steps' figures from the last
+saved run (benchmarks/last-run.json), e.g. `scripts/bench.sh --only testdouble`.
 """
 
 import argparse
@@ -218,6 +228,19 @@ def median(xs):
 
 
 # ---------------------------------------------------------------- the steps
+
+# Each step and the key of last-run.json its figures are saved under.
+STEPS = {
+    "throughput": "throughput",
+    "threads": "throughput",
+    "rb": "redis_benchmark",
+    "unix": "unix_socket",
+    "memory": "memory",
+    "expiry": "expiry",
+    "reaper": "reaper",
+    "bgsave": "bgsave",
+    "testdouble": "testdouble",
+}
 
 WORKLOADS = ["sliding", "fixed", "throttle", "getset", "script"]
 SETTINGS = [(1, 1), (50, 1), (50, 16)]
@@ -645,7 +668,114 @@ def svg_chart(rows, path):
         f.write("\n".join(parts) + "\n")
 
 
-def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=None):
+TD_DIR = os.path.join(ROOT, "benchmarks", "testdouble")
+TD_TESTS = 300
+# (suite, backend, what the row says), in the order each repetition runs them.
+TD_CASES = [
+    ("python", "fakeredis", "fakeredis: `FakeRedis()` with a server of its own per test (in-process)"),
+    ("python", "sluice", "sluice plugin, `sluice` fixture (default): one server, `TESTMODE RESET` per test"),
+    ("python", "sluice_fresh", "sluice plugin, `sluice_fresh`: a server per test, killed after it"),
+    ("node", "ioredis-mock", "ioredis-mock: a `new RedisMock()` per test, flushed (in-process)"),
+    ("node", "sluice", "npm helper, `sharedSluice()`: one server, `reset()` per test"),
+    ("node", "sluice-fresh", "npm helper, `startSluice()` / `stop()` per test"),
+]
+
+
+def step_testdouble(args, log):
+    """The 300-test limiter suite with each test double (see the module doc, step 6)."""
+    work = os.path.join(ROOT, "target", "bench-testdouble")
+    venv = os.path.join(work, "venv")
+    py = os.path.join(venv, "bin", "python")
+    node_dir = os.path.join(work, "node")
+    os.makedirs(node_dir, exist_ok=True)
+    if not os.path.exists(py):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                    os.path.join(TD_DIR, "requirements.txt")], check=True)
+    have_node = shutil.which("node") and shutil.which("npm")
+    if have_node:
+        shutil.copy(os.path.join(TD_DIR, "package.json"), node_dir)
+        shutil.copy(os.path.join(TD_DIR, "limiter.test.mjs"), node_dir)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=node_dir, check=True)
+    out = {}
+    stats_file = os.path.join(work, "stats.json")
+    for rep in range(args.td_reps):
+        for suite, backend, _ in TD_CASES:
+            if suite == "node" and not have_node:
+                out.setdefault("%s|%s" % (suite, backend), {})["unavailable"] = "node/npm not installed"
+                continue
+            env = dict(os.environ, TD_BACKEND=backend, TD_STATS=stats_file, SLUICE_BIN=os.path.abspath(args.sluice))
+            if suite == "python":
+                env["PYTHONPATH"] = os.path.join(ROOT, "python")
+                cmd = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "sluice_server.pytest_plugin",
+                       "--rootdir", TD_DIR, os.path.join(TD_DIR, "test_limiter.py")]
+                cwd = work
+            else:
+                env["SLUICE_HELPER"] = os.path.join(ROOT, "npm", "index.mjs")
+                cmd = ["node", "--test", "limiter.test.mjs"]
+                cwd = node_dir
+            if os.path.exists(stats_file):
+                os.remove(stats_file)
+            load = load_avg()
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+            wall = time.perf_counter() - t0
+            if p.returncode != 0 or not os.path.exists(stats_file):
+                raise RuntimeError("the %s suite with %s failed:\n%s\n%s" % (suite, backend, p.stdout[-3000:], p.stderr[-3000:]))
+            with open(stats_file) as f:
+                st = json.load(f)
+            if suite == "python":
+                fixture_s, tests_s, n = st["setup"] + st["teardown"], st["call"], st["tests"]
+            else:
+                fixture_s, tests_s, n = st["hooks"] / 1000, st["tests"] / 1000, st["count"]
+            if n != TD_TESTS:
+                raise RuntimeError("the %s suite with %s ran %d tests, not %d" % (suite, backend, n, TD_TESTS))
+            cell = out.setdefault("%s|%s" % (suite, backend), {"wall": [], "fixture_s": [], "tests_s": [], "load": []})
+            cell["wall"].append(wall)
+            cell["fixture_s"].append(fixture_s)
+            cell["tests_s"].append(tests_s)
+            cell["load"].append(load)
+            log("testdouble %s %s: %.2f s wall, %.2f ms per test in fixtures (load %.2f)" % (suite, backend, wall, 1000 * fixture_s / n, load))
+    return out
+
+
+def testdouble_section(args, td, targets):
+    """The report's section for step 6 (and its targets)."""
+    L = ["## Test doubles: a 300-test limiter suite\n"]
+    L.append(
+        "`benchmarks/testdouble/`: 150 sliding windows in MULTI/EXEC and 150 fixed-window counters, about 30 commands "
+        "per test, each test on keys of its own; the same file under pytest with each fixture, and its Node twin under "
+        "`node --test`. *Wall* is the whole run (interpreter start, collection, every test), the median of %d runs "
+        "interleaving the rows; *per test* is wall / 300; *fixtures per test* is the time pytest spent in the fixtures' "
+        "setup and teardown (node: in the beforeEach/afterEach hooks) over 300, the part each way of getting a server "
+        "adds. The release build of sluice. The load average is the one when each run started (median).\n" % args.td_reps)
+    L.append("| suite | how each test gets its server | wall | per test | fixtures per test | wall vs the in-process double | load |")
+    L.append("|---|---|---|---|---|---|---|")
+    walls = {}
+    for suite, backend, what in TD_CASES:
+        c = td.get("%s|%s" % (suite, backend), {})
+        if not c.get("wall"):
+            L.append("| %s | %s | not measured%s | | | | |" % (suite, what, ": " + c["unavailable"] if "unavailable" in c else ""))
+            continue
+        wall = median(c["wall"])
+        walls[(suite, backend)] = wall
+        base = walls.get((suite, "fakeredis" if suite == "python" else "ioredis-mock"))
+        L.append("| %s | %s | %.2f s | %.2f ms | %.2f ms | %s | %.1f |" % (
+            "pytest" if suite == "python" else "node:test", what, wall, 1000 * wall / TD_TESTS,
+            1000 * median(c["fixture_s"]) / TD_TESTS, fmt_ratio(ratio(wall, base)), median(c["load"])))
+    L.append("")
+    fr, sl, fresh = walls.get(("python", "fakeredis")), walls.get(("python", "sluice")), walls.get(("python", "sluice_fresh"))
+    im, ns = walls.get(("node", "ioredis-mock")), walls.get(("node", "sluice"))
+    def tgt(name, a, b, limit):
+        q = ratio(a, b)
+        targets.append((name, "%s (%s s vs %s s)" % (fmt_ratio(q), "%.2f" % a if a else "—", "%.2f" % b if b else "—"), None if q is None else q <= limit))
+    tgt("test doubles: the default pytest fixture's suite wall time ≤ fakeredis's", sl, fr, 1.0)
+    tgt("test doubles: the fresh-server pytest fixture's ≤ 2× fakeredis's", fresh, fr, 2.0)
+    tgt("test doubles: the npm helper's default ≤ ioredis-mock's", ns, im, 1.0)
+    return L
+
+
+def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=None, testdouble=None):
     L = []
     L.append("# sluice vs Redis: benchmarks\n")
     L.append("Generated by `%s` on %s. Do not edit by hand: rerun the command (the analysis below comes from `benchmarks/notes.md`).\n" % (meta["command"], meta["date"]))
@@ -653,6 +783,10 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=No
     for k in ("machine", "cpus", "kernel", "redis", "sluice", "load"):
         L.append("| %s | %s |" % (k, meta[k]))
     L.append("")
+    if meta.get("earlier"):
+        e = meta["earlier"]
+        L.append("This run measured only: %s. The other figures are from the run of %s (`%s`, sluice %s, load: %s).\n" % (
+            ", ".join(meta.get("steps", [])), e.get("date"), e.get("command"), e.get("sluice"), e.get("load")))
     L.append(
         "Both servers run on 127.0.0.1 with persistence off (Redis: `--save '' --appendonly no`). "
         "The load generator (`loadgen/`, one thread, closed loop, requests prebuilt) and redis-benchmark run on the "
@@ -856,6 +990,9 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=No
                         lat, "—" if q is None else fmt_ratio(q), took))
         L.append("")
 
+    if testdouble:
+        L.extend(testdouble_section(args, testdouble, targets))
+
     L.append("## Targets\n")
     L.append("| target | measured | |")
     L.append("|---|---|---|")
@@ -881,6 +1018,11 @@ def rewrite_report(args):
     saved = d["meta"].get("args", {})
     for k, v in saved.items():
         setattr(args, k, v)
+    report_from_run(args, d, args.out)
+
+
+def report_from_run(args, d, path):
+    """Writes the report from a run as saved in JSON (string keys)."""
 
     def keyed(m, conv):
         return {conv(k.split("|")): v for k, v in m.items()}
@@ -890,7 +1032,7 @@ def rewrite_report(args):
     mem = keyed(d["memory"], tuple)
     unix = keyed(d.get("unix_socket", {}), lambda k: (k[0], int(k[1]), k[2], k[3]))
     bgsave = keyed(d.get("bgsave", {}), tuple)
-    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, args.out, bgsave)
+    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, path, bgsave, d.get("testdouble"))
 
 
 def machine_meta(args):
@@ -935,7 +1077,9 @@ def main():
     ap.add_argument("--static-keys", type=int, default=10_000_000)
     ap.add_argument("--bgsave-keys", type=int, default=1_000_000, help="keys loaded before the bgsave step's runs")
     ap.add_argument("--bgsave-duration", type=float, default=8.0, help="measured seconds per run of the bgsave step")
-    ap.add_argument("--skip", default="", help="comma-separated steps to skip: throughput,threads,rb,unix,memory,expiry,reaper,bgsave")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: %s" % ",".join(STEPS))
+    ap.add_argument("--only", default="", help="comma-separated steps to run, keeping the others' figures from the saved run")
+    ap.add_argument("--td-reps", type=int, default=3, help="runs of each test-double suite")
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
     ap.add_argument("--json-out", default=os.path.join(ROOT, "benchmarks", "last-run.json"))
     ap.add_argument("--command", default="scripts/bench.sh")
@@ -944,6 +1088,12 @@ def main():
     if args.from_json:
         return rewrite_report(args)
     skip = set(filter(None, args.skip.split(",")))
+    only = set(filter(None, args.only.split(",")))
+    for name in skip | only:
+        if name not in STEPS:
+            ap.error("no step %r (steps: %s)" % (name, ", ".join(STEPS)))
+    if only:
+        skip = set(STEPS) - only
     os.makedirs(os.path.join(ROOT, "benchmarks"), exist_ok=True)
 
     def log(msg):
@@ -961,7 +1111,7 @@ def main():
     meta = machine_meta(args)
     load_before = load_avg()
     log("machine: %s, %s; load %.2f" % (meta["machine"], meta["cpus"], load_before))
-    thr, rb, unix, mem, expiry, reaper, bgsave = {}, {}, {}, {}, {}, {}, {}
+    thr, rb, unix, mem, expiry, reaper, bgsave, testdouble = {}, {}, {}, {}, {}, {}, {}, {}
     servers = [mk("sluice"), mk("redis")]
     try:
         if not {"throughput", "rb"} <= skip:
@@ -986,27 +1136,48 @@ def main():
         reaper = step_reaper_cpu(args, mk, log)
     if "bgsave" not in skip:
         bgsave = step_bgsave(args, mk, log)
+    if "testdouble" not in skip:
+        testdouble = step_testdouble(args, log)
     meta["load"] = "1-minute load average %.2f before, %.2f after" % (load_before, load_avg())
     meta["args"] = {
         k: getattr(args, k)
-        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "unix_requests", "mem_keys", "zset_keys", "zset1000_keys", "hash_keys", "expiry_keys", "static_keys", "bgsave_keys", "bgsave_duration", "command")
+        for k in ("duration", "warmup", "reps", "keys", "rb_requests", "unix_requests", "mem_keys", "zset_keys", "zset1000_keys", "hash_keys", "expiry_keys", "static_keys", "bgsave_keys", "bgsave_duration", "td_reps", "command")
     }
+    run = {
+        "meta": meta,
+        "throughput": {"|".join(map(str, k)): v for k, v in thr.items()},
+        "redis_benchmark": {"|".join(k): v for k, v in rb.items()},
+        "unix_socket": {"|".join(map(str, k)): v for k, v in unix.items()},
+        "memory": {"|".join(k): v for k, v in mem.items()},
+        "expiry": expiry,
+        "reaper": reaper,
+        "bgsave": {"|".join(k): v for k, v in bgsave.items()},
+        "testdouble": testdouble,
+    }
+    if only and os.path.exists(args.json_out):
+        # The steps not run keep their saved figures; the report says which run each is from.
+        with open(args.json_out) as f:
+            saved = json.load(f)
+        for name, key in STEPS.items():
+            if name not in only and key in saved:
+                if isinstance(run[key], dict) and isinstance(saved[key], dict):
+                    merged = dict(saved[key])
+                    merged.update(run[key])
+                    run[key] = merged
+                else:
+                    run[key] = saved[key]
+        earlier = saved["meta"].get("earlier") or {k: saved["meta"].get(k) for k in ("date", "sluice", "load", "command")}
+        meta["earlier"] = earlier
+        meta["steps"] = sorted(only)
+        saved_args = saved["meta"].get("args", {})
+        saved_args.update({k: v for k, v in meta["args"].items() if k in ("td_reps",)})
+        meta["args"] = saved_args
+        for k, v in saved_args.items():
+            if k != "command":
+                setattr(args, k, v)
     with open(args.json_out, "w") as f:
-        json.dump(
-            {
-                "meta": meta,
-                "throughput": {"|".join(map(str, k)): v for k, v in thr.items()},
-                "redis_benchmark": {"|".join(k): v for k, v in rb.items()},
-                "unix_socket": {"|".join(map(str, k)): v for k, v in unix.items()},
-                "memory": {"|".join(k): v for k, v in mem.items()},
-                "expiry": expiry,
-                "reaper": reaper,
-                "bgsave": {"|".join(k): v for k, v in bgsave.items()},
-            },
-            f,
-            indent=1,
-        )
-    write_report(args, meta, thr, rb, mem, expiry, reaper, unix, args.out, bgsave)
+        json.dump(run, f, indent=1)
+    report_from_run(args, run, args.out)
     log("wrote %s" % args.out)
 
 

@@ -25,7 +25,7 @@ if command -v cargo >/dev/null 2>&1; then
     cargo clippy --version >/dev/null 2>&1 || missing+=("clippy: rustup component add clippy")
 fi
 need cc "apt-get install build-essential (the Lua interpreter is compiled from C)"
-need redis-server "apt-get install redis-server (Debian then starts a service on port 6379: 'service redis-server stop'; the tests use their own ports)"
+need redis-server "apt-get install redis-server (the tests start their own on free ports)"
 need redis-cli "apt-get install redis-tools"
 need redis-check-rdb "apt-get install redis-tools"
 need node "apt-get install nodejs (Node 18 or newer)"
@@ -69,13 +69,47 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
+# Every suite runs even when an earlier one failed; each one's output is kept to count its
+# tests, and the last line says `N passed, M failed` for the whole run (a suite that fails
+# without reporting a failed test, e.g. a build error, counts as one failure). The exit
+# status is non-zero if anything failed.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+passed=0
+failed=0
+count() { # count <log> <exit status> <perl program printing "passed failed">
+    local p f
+    read -r p f < <(perl -ne "$3" "$1")
+    if [ "$2" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+}
+status=0
+
 # The client tests start target/debug/sluice, so build it first.
-cargo build
-cargo test
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/py
+rc=0
+{ cargo build && cargo test; } 2>&1 | tee "$logs/cargo" || rc=$?
+count "$logs/cargo" "$rc" \
+    '$p += $1, $f += $2 if /^test result: \w+\. (\d+) passed; (\d+) failed/; END { print $p+0, " ", $f+0, "\n" }'
+[ "$rc" -eq 0 ] || status=1
+
+rc=0
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/py 2>&1 | tee "$logs/pytest" || rc=$?
+# The summary line: "3 failed, 97 passed, 1 error in 12.3s" (any order).
+count "$logs/pytest" "$rc" \
+    'if (/^=*\s*(\d+ (passed|failed|errors?)\b.*) in [\d.]+s/) { $s = $1 } END { $p = $s =~ /(\d+) passed/ ? $1 : 0; $f += $1 while $s =~ /(\d+) (?:failed|errors?)\b/g; print $p+0, " ", $f+0, "\n" }'
+[ "$rc" -eq 0 ] || status=1
+
+rc=0
 (
     cd tests/node
     # install, not `ci`: a node_modules left from an older package.json gets what is new.
     npm install --no-audit --no-fund
     node --test
-)
+) 2>&1 | tee "$logs/node" || rc=$?
+count "$logs/node" "$rc" \
+    '$p = $1 if /^# pass (\d+)/; $f += $1 if /^# (?:fail|cancelled) (\d+)/; END { print $p+0, " ", $f+0, "\n" }'
+[ "$rc" -eq 0 ] || status=1
+
+echo "$passed passed, $failed failed"
+exit "$status"

@@ -149,6 +149,17 @@ impl Clock {
         }
     }
 
+    /// Back to real time, as a new clock would read it (`TESTMODE RESET`): unfrozen, with
+    /// no offset. The one way time may go backwards, from a frozen or advanced value to the
+    /// real one; the reset empties the keyspace in the same step, so no key's deadline
+    /// depends on the time it leaves behind.
+    pub fn reset(&self) {
+        self.inner.offset_ns.store(0, Ordering::Release);
+        self.inner.frozen.store(false, Ordering::Release);
+        self.inner.frozen_ns.store(0, Ordering::Release);
+        self.inner.changed.notify_waiters();
+    }
+
     /// Moves frozen time forward by `by`.
     pub fn advance(&self, by: Duration) -> Result<u64, ClockError> {
         if !self.is_frozen() {
@@ -195,6 +206,27 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_returns_to_real_time() {
+        let c = Clock::system();
+        c.freeze();
+        c.advance(Duration::from_secs(3600)).unwrap();
+        c.resume();
+        assert!(c.now_ms() > real_ms() + 3_599_000);
+        c.freeze();
+        c.reset();
+        assert!(!c.is_frozen());
+        let (now, real) = (c.now_ms(), real_ms());
+        assert!(now.abs_diff(real) < 1000, "{now} vs {real}");
+    }
+
+    fn real_ms() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    }
 
     #[test]
     fn frozen_time_moves_only_by_hand() {

@@ -43,7 +43,7 @@ pub mod testing;
 pub use clock::Clock;
 pub use config::Config;
 pub use server::{Server, ServerError};
-pub use testing::TestServer;
+pub use testing::{Pooled, TestServer};
 
 #[global_allocator]
 static GLOBAL: alloc_stats::CountingAlloc = alloc_stats::CountingAlloc;

@@ -49,7 +49,7 @@ Directives sluice acts on:
   --shards N                  keyspace shards, a power of two (default 4 x CPUs)
   --threads N                 event loops serving connections (default: one per CPU)
   --io-backend B              epoll (default), uring, auto: what the loops serve TCP with
-  --test-mode                 enable CLOCK, FAULT and CMDLOG
+  --test-mode                 enable CLOCK, FAULT, CMDLOG and TESTMODE RESET
   --redis-version V           the version INFO and HELLO report (7.0.15)
   --resp3 no                  refuse HELLO 3 (test a client's RESP2 fallback)
 

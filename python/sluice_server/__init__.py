@@ -1,20 +1,23 @@
 """sluice from Python: the binary shipped in this wheel, and a server handle for tests.
 
 `binary_path()` finds the `sluice` executable the wheel installed (in the environment's
-scripts directory). `SluiceServer` starts it on a free loopback port in test mode and offers
+scripts directory). `SluiceServer` starts it on a free loopback port in test mode, in a
+private temporary directory with persistence off, and offers `reset()` (TESTMODE RESET) and
 the clock helpers (CLOCK FREEZE / ADVANCE / SET / RESUME / NOW) so tests move time instead of
-sleeping. The pytest fixture is in `sluice_server.pytest_plugin`.
+sleeping. The pytest fixtures are in `sluice_server.pytest_plugin`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
 import sysconfig
-import threading
+import tempfile
+import time
 
 __all__ = ["SluiceServer", "binary_path"]
 
@@ -42,29 +45,70 @@ def binary_path() -> str:
 
 
 class SluiceServer:
-    """A sluice process on 127.0.0.1 and a free port, in test mode, until `stop()`."""
+    """A sluice process on 127.0.0.1 and a free port, in test mode, until `stop()`.
 
-    def __init__(self, *args: str, start_timeout: float = 10.0):
-        self.binary = binary_path()
-        self._proc = subprocess.Popen(
-            [self.binary, "--port", "0", "--test-mode", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(start_timeout)
-        match = _READY.search(line[0]) if line else None
+    It runs in a private temporary directory (its working directory and `dir`, removed by
+    `stop()`) with persistence off, so a `dump.rdb` wherever the caller runs is never
+    loaded and nothing is written there. `reset()` returns it to the state it started in
+    (`TESTMODE RESET`), which is how the `sluice` pytest fixture shares one server between
+    the tests of a session.
+    """
+
+    def __init__(self, *args: str, start_timeout: float = 10.0, _wait: bool = True):
+        # Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to
+        # the caller's.
+        self.binary = os.path.abspath(binary_path())
+        self.dir = tempfile.mkdtemp(prefix="sluice-")
+        # Extra arguments may turn persistence back on; then stop() lets it save (SIGTERM).
+        self._disposable = not args
+        try:
+            self._proc = subprocess.Popen(
+                # One event loop, as redis-server has: a test's few connections need no more,
+                # and it starts and stops a thread fewer.
+                [self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir, "--threads", "1", *args],
+                cwd=self.dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+        self._client = None
+        self._start_timeout = start_timeout
+        self.host = self.port = self.url = None
+        if _wait:
+            self._wait_ready()
+
+    def _wait_ready(self) -> "SluiceServer":
+        """Reads the address the server prints once it listens (a spare started earlier by
+        the plugin is waited for only when a test takes it)."""
+        if self.port is not None:
+            return self
+        line = self._first_line(self._start_timeout)
+        match = _READY.search(line)
         if match is None:
             self.stop()
-            raise RuntimeError(f"sluice did not start within {start_timeout}s (printed {line!r})")
+            raise RuntimeError(f"sluice did not start within {self._start_timeout}s (printed {line!r})")
         self.host = match.group(1)
         self.port = int(match.group(2))
         self.url = f"redis://{self.host}:{self.port}"
-        self._client = None
+        return self
+
+    def _first_line(self, timeout: float) -> str:
+        """The line the server prints once it listens, read as it arrives (no fixed sleep)."""
+        fd = self._proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        out = b""
+        while b"\n" not in out:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break
+            out += chunk
+        return out.decode(errors="replace")
 
     @property
     def client(self):
@@ -74,6 +118,16 @@ class SluiceServer:
 
             self._client = redis.Redis(host=self.host, port=self.port, decode_responses=True)
         return self._client
+
+    @property
+    def alive(self) -> bool:
+        """True while the server process runs."""
+        return self._proc.poll() is None
+
+    def reset(self) -> None:
+        """Returns the server to the state it started in: every database empty, the clock on
+        real time, no fault, scripts, functions or CONFIG SET changes (`TESTMODE RESET`)."""
+        self.client.execute_command("TESTMODE", "RESET")
 
     def _clock(self, *args) -> int:
         return int(self.client.execute_command("CLOCK", *args))
@@ -98,20 +152,38 @@ class SluiceServer:
         """The server's time in Unix milliseconds."""
         return self._clock("NOW")
 
-    def stop(self) -> None:
-        """Closes the client and stops the server (SIGTERM, then SIGKILL after 5 s)."""
+    def stop(self, wait: bool = True) -> None:
+        """Closes the client, stops the server and removes its directory.
+
+        A server started without extra arguments has nothing to save (persistence off, its
+        directory about to go), so it is killed outright; one started with arguments gets
+        SIGTERM, and its own exit (a few milliseconds; SIGKILL after 5 s). With
+        `wait=False` a killed server is not waited for: `finish_stop()` reaps it and removes
+        its directory later (the plugin does, so that a test does not wait for the kernel
+        to tear a process down)."""
         if self._client is not None:
             self._client.close()
             self._client = None
         if self._proc.poll() is None:
-            self._proc.terminate()
+            if self._disposable:
+                self._proc.kill()
+                if not wait:
+                    return
+            else:
+                self._proc.terminate()
             try:
                 self._proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+        self.finish_stop()
+
+    def finish_stop(self) -> None:
+        """Waits for a killed server and removes its directory."""
+        self._proc.wait()
         if self._proc.stdout:
             self._proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "SluiceServer":
         return self

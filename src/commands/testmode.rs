@@ -8,6 +8,11 @@
 //!
 //! Faults and the log are checked in `engine::call` only when the server runs in test mode,
 //! so production servers pay nothing for them.
+//!
+//! TESTMODE RESET returns the whole server to the state it started in, in one command, so
+//! that a test suite can share one server between its tests instead of starting one per
+//! test: [`RESET_HELP`] lists what it resets, and `tests/it/testmode_reset.rs` compares a
+//! reset server with a new one.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -17,6 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::client::ClientState;
+use crate::config::Config;
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run, run_sub, run_sub_as,
 };
@@ -49,6 +55,32 @@ pub(crate) static COMMANDS: &[C] = &[
         run::<crate::commands::server::Help>,
     )
     .with_subcommands(CMDLOG),
+    C::new(
+        "testmode",
+        -2,
+        &["admin"],
+        C::keys(0, 0, 0),
+        run::<crate::commands::server::Help>,
+    )
+    .with_subcommands(TESTMODE),
+];
+
+static TESTMODE: &[C] = &[
+    C::new(
+        "testmode|reset",
+        2,
+        &["admin", "noscript"],
+        KeySpec::None,
+        run_sub::<TestModeReset>,
+    )
+    .whole_keyspace(),
+    C::new(
+        "testmode|help",
+        2,
+        &["admin", "fast"],
+        KeySpec::None,
+        run_sub::<TestModeHelp>,
+    ),
 ];
 
 static FAULT: &[C] = &[
@@ -169,16 +201,38 @@ pub(crate) struct LogEntry {
     pub args: Vec<Bytes>,
 }
 
-/// Faults and the command log of a test-mode server.
+/// Faults and the command log of a test-mode server, and the configuration it started
+/// with (for TESTMODE RESET).
 #[derive(Debug, Default)]
 pub struct TestHooks {
     any_faults: AtomicBool,
     faults: Mutex<Vec<Fault>>,
     log: Mutex<VecDeque<LogEntry>>,
     next_id: AtomicU64,
+    started_with: Config,
 }
 
 impl TestHooks {
+    /// The hooks of a server that starts with `config`.
+    pub fn new(config: &Config) -> TestHooks {
+        TestHooks {
+            started_with: config.clone(),
+            ..TestHooks::default()
+        }
+    }
+
+    /// No fault, an empty log numbered from 0.
+    fn clear(&self) {
+        if let Ok(mut f) = self.faults.lock() {
+            f.clear();
+        }
+        self.any_faults.store(false, Ordering::Relaxed);
+        if let Ok(mut l) = self.log.lock() {
+            *l = VecDeque::new();
+        }
+        self.next_id.store(0, Ordering::Relaxed);
+    }
+
     /// Records a command in the log.
     pub fn record(&self, now_ms: u64, client: &ClientState, args: &[Bytes]) {
         let (lib_name, _) = client
@@ -207,7 +261,9 @@ impl TestHooks {
     /// Applies the first fault matching this command, if any: an error reply to send instead
     /// of running it, or a delay / disconnect recorded on the client.
     pub fn check(&self, command: &str, client: &mut ClientState) -> Option<Reply> {
-        if !self.any_faults.load(Ordering::Relaxed) {
+        // FAULT and TESTMODE themselves are never faulted: a fault on every command must not
+        // lock the test out of removing it.
+        if !self.any_faults.load(Ordering::Relaxed) || matches!(command, "fault" | "testmode") {
             return None;
         }
         let name = client.info.name();
@@ -607,6 +663,129 @@ impl Command for ClockHelp {
             .into_iter()
             .map(|s| Reply::Status(s.into()))
             .collect(),
+        ))
+    }
+}
+
+/// What TESTMODE RESET resets, as TESTMODE HELP shows it (README's test-double section says
+/// the same).
+pub(crate) const RESET_HELP: &[&str] = &[
+    "TESTMODE RESET -- return the server to the state it started in, in one step:",
+    "  * every database emptied (watchers of its keys see the change, as after FLUSHALL);",
+    "  * the clock running on real time again (after CLOCK FREEZE/ADVANCE/SET);",
+    "  * no fault (FAULT), an empty command log (CMDLOG) numbered from 0;",
+    "  * no cached script (SCRIPT EXISTS answers 0), no function library;",
+    "  * the configuration it started with (every CONFIG SET undone);",
+    "  * no other connection subscribed (SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE), in MONITOR or",
+    "    blocked (BLPOP...): those connections are closed, as a new server has none;",
+    "  * no CLIENT PAUSE; statistics as CONFIG RESETSTAT leaves them, with",
+    "    total_connections_received counting the connections still open; keyspace hits,",
+    "    misses and expiries, persistence counters (rdb_changes_since_last_save 0, LASTSAVE",
+    "    now), SLOWLOG (numbered from 0 again) and LATENCY emptied.",
+    "Left as they are: the process (run_id, uptime, port), the open connections of clients",
+    "not named above with their own state (database, name, protocol, MULTI), the client id",
+    "counter, replication and cluster roles (nothing is sent to replicas), and a file loaded",
+    "at start, which is not loaded again.",
+    "TESTMODE HELP -- this text.",
+];
+
+/// TESTMODE RESET: see [`RESET_HELP`].
+#[derive(Debug)]
+pub(crate) struct TestModeReset;
+
+impl Command for TestModeReset {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(TestModeReset)
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let hooks = hooks(ctx)?;
+        let shared = ctx.shared;
+        let me = ctx.client.id();
+        // Other connections holding what a new server would not have: closed, and taken out
+        // of the registries now, so the reply's successor already sees them gone.
+        // Counted before any is closed: a closed connection leaves the registry on its own
+        // loop, possibly before this command reads it again.
+        let registered = shared.clients.len();
+        let mut closed = shared.pubsub.drop_all_but(me);
+        for info in shared.clients.snapshot() {
+            if info.id != me && info.blocked.load(Ordering::Relaxed) && !closed.contains(&info.id) {
+                closed.push(info.id);
+            }
+        }
+        for id in &closed {
+            if let Some(info) = shared.clients.get(*id) {
+                info.kill.cancel();
+            }
+            super::blocking::unblock(shared, *id, false);
+        }
+        let monitoring = shared.monitors.count();
+        shared.monitors.close_all();
+        shared.pause.unpause();
+
+        // The clock first: the keyspace and the counters below start from real time.
+        shared.clock.reset();
+        let now_ms = shared.clock.now_ms();
+        ctx.now_ms = now_ms;
+        ctx.now_ns = now_ms.saturating_mul(1_000_000);
+        for shard in ctx.store.shards_mut() {
+            shard.reset(now_ms);
+        }
+        hooks.clear();
+        if !shared.scripts.is_empty() {
+            shared.scripts.flush();
+        }
+        if shared.scripts.function_counts().0 > 0 {
+            shared.scripts.function_flush();
+        }
+
+        let started = &hooks.started_with;
+        if let Ok(mut cfg) = shared.config.write() {
+            shared.live.store(started);
+            *cfg = started.clone();
+        }
+        shared.configure_notifications();
+        shared.repl.feed().resize(started.repl.backlog_size);
+        if let Ok(mut params) = shared.params.lock() {
+            params.clear();
+        }
+
+        shared.table.reset_stats();
+        shared.errors.reset();
+        let s = &shared.stats;
+        for c in [
+            &s.total_commands,
+            &s.rejected_connections,
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.total_error_replies,
+            &s.evicted_keys,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        let open = registered.saturating_sub(closed.len() + monitoring);
+        s.total_connections.store(open as u64, Ordering::Relaxed);
+        shared.slowlog.clear();
+        shared.latency.clear();
+        shared.persist.reset(now_ms / 1000);
+        Ok(Reply::ok())
+    }
+}
+
+/// TESTMODE HELP
+#[derive(Debug)]
+pub(crate) struct TestModeHelp;
+
+impl Command for TestModeHelp {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(TestModeHelp)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Array(
+            RESET_HELP
+                .iter()
+                .map(|s| Reply::Status((*s).into()))
+                .collect(),
         ))
     }
 }

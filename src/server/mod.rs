@@ -382,6 +382,7 @@ impl Server {
             tracing::warn!("some connections did not close within 5 s; exiting anyway");
         }
         if let Some(saver) = saver {
+            saver.thread().unpark();
             let _ = saver.join();
         }
         // A signal (or the embedding program) stopped the server: save as Redis does on

@@ -99,6 +99,7 @@ impl Shared {
             clock.now_ms(),
         ));
         let test_mode = config.test_mode;
+        let test = test_mode.then(|| testmode::TestHooks::new(&config));
         let now_s = clock.now_ms() / 1000;
         let live = crate::config::LiveSettings::new(&config);
         let scripts = crate::script::Scripts::new(&config.redis_version);
@@ -128,7 +129,7 @@ impl Shared {
             params: std::sync::Mutex::new(std::collections::BTreeMap::new()),
             monitors: monitor::Monitors::default(),
             pubsub: pubsub::PubSub::default(),
-            test: test_mode.then(testmode::TestHooks::default),
+            test,
             live,
             scripts,
             cluster: None,

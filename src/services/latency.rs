@@ -95,6 +95,13 @@ pub struct LatencyMonitor {
 }
 
 impl LatencyMonitor {
+    /// Forgets every event (`TESTMODE RESET`).
+    pub fn clear(&self) {
+        if let Ok(mut events) = self.events.lock() {
+            events.clear();
+        }
+    }
+
     /// Adds a sample of `ms` milliseconds at Unix second `time` to `event` (the caller
     /// checked the threshold).
     pub fn add(&self, event: &'static str, time: u64, ms: u64) {

@@ -119,6 +119,17 @@ impl Monitors {
         self.active.load(Ordering::Relaxed)
     }
 
+    /// Closes every monitoring connection (`TESTMODE RESET`): each queue is marked as over
+    /// its limit, which its connection treats as the end.
+    pub fn close_all(&self) {
+        if let Ok(queues) = self.queues.lock() {
+            for q in queues.iter() {
+                q.overflowed.store(true, Ordering::Release);
+                q.ready.notify_one();
+            }
+        }
+    }
+
     /// Subscribes a monitoring connection until the slot is dropped.
     pub fn join(&self) -> MonitorSlot<'_> {
         let queue = Arc::new(MonitorQueue::default());

@@ -109,7 +109,7 @@ impl Pause {
     }
 
     /// CLIENT UNPAUSE.
-    fn unpause(&self) {
+    pub fn unpause(&self) {
         if let Ok(mut s) = self.state.lock() {
             *s = (OFF, 0);
             self.mode.store(OFF, Ordering::Relaxed);

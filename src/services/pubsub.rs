@@ -186,6 +186,30 @@ impl PubSub {
             .map(|k| k.map(self).read().map_or(0, |m| m.len()))
     }
 
+    /// Removes every subscription of every client but `keep` (`TESTMODE RESET`) and returns
+    /// the clients that had one, for the caller to close: their connections still hold the
+    /// names, which `drop_client` then finds gone.
+    pub fn drop_all_but(&self, keep: u64) -> Vec<u64> {
+        let mut dropped = Vec::new();
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            if let Ok(mut map) = kind.map(self).write() {
+                map.retain(|_, subs| {
+                    subs.retain(|id, _| {
+                        if *id == keep {
+                            return true;
+                        }
+                        if !dropped.contains(id) {
+                            dropped.push(*id);
+                        }
+                        false
+                    });
+                    !subs.is_empty()
+                });
+            }
+        }
+        dropped
+    }
+
     /// Removes every subscription of a client (disconnect, RESET), without confirmations.
     pub fn drop_client(&self, client: &mut ClientState) {
         let Some(subs) = client.subs.as_mut() else {

@@ -147,6 +147,14 @@ impl SlowLog {
         log.entries.truncate(max_len);
     }
 
+    /// Empties the log and numbers the next entry 0, as in a new server (`TESTMODE RESET`;
+    /// SLOWLOG RESET keeps the numbering, as Redis's does).
+    pub fn clear(&self) {
+        if let Ok(mut log) = self.log.lock() {
+            *log = Log::default();
+        }
+    }
+
     fn len(&self) -> usize {
         self.log.lock().map(|l| l.entries.len()).unwrap_or(0)
     }

@@ -603,6 +603,17 @@ impl Shard {
         self.dbs[db] = Db::default();
     }
 
+    /// `TESTMODE RESET`: every database emptied (watchers signalled, as FLUSHALL does), the
+    /// counters zeroed (the `changes` too: a new server has made none) and the time seen set
+    /// to `now_ms`, since the clock may have gone back from a moved time to real time.
+    pub fn reset(&mut self, now_ms: u64) {
+        for db in 0..self.dbs.len() {
+            self.flush_db(db);
+        }
+        self.stats = ShardStats::default();
+        self.now_ms = now_ms;
+    }
+
     fn signal_existing_watched(&mut self, db: usize) {
         if self.watches.is_empty() {
             return;

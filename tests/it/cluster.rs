@@ -38,6 +38,8 @@ struct NodeProc {
     child: Option<Child>,
     args: Vec<String>,
     port: u16,
+    /// Its working directory, kept across restarts.
+    cwd: tempfile::TempDir,
 }
 
 impl NodeProc {
@@ -46,6 +48,7 @@ impl NodeProc {
             child: None,
             args,
             port,
+            cwd: tempfile::tempdir().unwrap(),
         };
         node.restart();
         node
@@ -58,6 +61,7 @@ impl NodeProc {
         loop {
             let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
                 .args(&self.args)
+                .current_dir(self.cwd.path())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())

@@ -17,8 +17,8 @@ const ABSENT_FROM_REDIS: &[&str] = &[
     // The rate limiter itself (redis-cell's command, built in). Its entry is sluice's own:
     // arity -5, `write denyoom`, key 1 with an `RW update` key spec.
     "cl.throttle",
-    // Test mode only (the in-process server runs in test mode): the clock, fault injection
-    // and the command log.
+    // Test mode only (the in-process server runs in test mode): the clock, fault injection,
+    // the command log and the reset.
     "clock",
     "cmdlog",
     "fault",
@@ -44,6 +44,7 @@ const ABSENT_FROM_REDIS: &[&str] = &[
     "delex",
     "msetex",
     "increx",
+    "testmode",
 ];
 
 /// Subcommands sluice has and Redis 7.0.15 does not.

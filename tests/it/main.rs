@@ -41,6 +41,7 @@ mod shutdown;
 mod soak;
 mod support;
 mod testmode;
+mod testmode_reset;
 mod throttle;
 mod tls;
 mod workloads;

@@ -43,8 +43,10 @@ impl Drop for Scratch {
 
 /// Runs sluice to completion (it must exit within `limit`): (status code, stdout, stderr).
 fn run_to_exit(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
+    let cwd = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
+        .current_dir(cwd.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -384,8 +386,10 @@ fn supervised_auto_without_notify_socket_just_serves() {
 /// ends (as when the process that started it has gone) and checks SIGTERM/SIGINT still stop
 /// it with status 0, promptly.
 fn stops_with_closed_pipes(sig: i32) {
+    let cwd = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["--port", "0", "--loglevel", "debug"])
+        .current_dir(cwd.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -16,6 +16,8 @@ pub struct SluiceProcess {
     addr: SocketAddr,
     tls_addr: Option<SocketAddr>,
     stderr: Arc<Mutex<String>>,
+    /// Its working directory, of its own: a `dump.rdb` in the suite's does not reach it.
+    _cwd: tempfile::TempDir,
 }
 
 impl SluiceProcess {
@@ -29,8 +31,10 @@ impl SluiceProcess {
     /// Starts `target/debug/sluice <args>` (nothing added) with extra environment variables,
     /// and waits for its "listening" line.
     pub fn start_exactly(args: &[&str], env: &[(&str, &str)]) -> SluiceProcess {
+        let cwd = tempfile::tempdir().expect("a temporary working directory");
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
+            .current_dir(cwd.path())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -80,6 +84,7 @@ impl SluiceProcess {
             addr,
             tls_addr,
             stderr,
+            _cwd: cwd,
         }
     }
 

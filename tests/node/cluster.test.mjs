@@ -10,7 +10,7 @@ import { once } from "node:events";
 import { createServer } from "node:net";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import Redis from "ioredis";
 
 // The hash slot of a key (CRC16-XMODEM of the key or its {tag}, mod 16384), computed here so
@@ -65,6 +65,7 @@ async function startNode(i) {
     const proc = spawn(BIN, [
       "--port", String(ports[i]), "--test-mode", "--loglevel", "warning",
       "--cluster-enabled", "yes", "--cluster-config-file", mapFile, "--cluster-node-id", IDS[i],
+      "--dir", dirname(mapFile), // not the working directory: a dump.rdb there changes nothing
     ]);
     let out = "";
     const ready = await new Promise((resolve) => {

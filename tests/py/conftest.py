@@ -1,13 +1,18 @@
-"""Fixtures for the client tests: a fresh sluice binary per test.
+"""Fixtures for the client tests: a fresh sluice binary per test (`sluice_port`), and the
+sluice-server package's pytest plugin (`sluice`, `sluice_fresh`) from python/, as a user
+gets it from the wheel.
 
 The binary is `target/debug/sluice` (override with SLUICE_BIN); `scripts/test.sh` builds it
-first. A missing binary or tool fails the test: nothing is skipped.
+first. A missing binary or tool fails the test: nothing is skipped. Every server runs in a
+private temporary directory with persistence off, so a `dump.rdb` in the working directory
+changes nothing.
 """
 
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -16,6 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", ROOT / "target" / "debug" / "sluice"))
+# The plugin's server reads SLUICE_BIN too.
+os.environ["SLUICE_BIN"] = str(SLUICE_BIN)
+sys.path.insert(0, str(ROOT / "python"))
+pytest_plugins = ["sluice_server.pytest_plugin"]
 READY = re.compile(r"sluice listening on 127\.0\.0\.1:(\d+)")
 START_TIMEOUT = 10.0
 
@@ -34,8 +43,10 @@ def sluice_port():
     if not SLUICE_BIN.is_file():
         pytest.fail(f"{SLUICE_BIN} does not exist: run `cargo build` first (scripts/test.sh does)")
     log = tempfile.TemporaryFile()
+    workdir = tempfile.TemporaryDirectory(prefix="sluice-")
     proc = subprocess.Popen(
-        [str(SLUICE_BIN), "--port", "0", "--test-mode"],
+        [str(SLUICE_BIN), "--port", "0", "--test-mode", "--save", "", "--dir", workdir.name],
+        cwd=workdir.name,
         stdout=subprocess.PIPE,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -66,6 +77,7 @@ def sluice_port():
                 proc.wait()
         proc.stdout.close()
         log.close()
+        workdir.cleanup()
 
 
 @pytest.fixture

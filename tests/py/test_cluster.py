@@ -63,7 +63,7 @@ class Trio:
             proc = subprocess.Popen(
                 [str(SLUICE_BIN), "--port", str(self.ports[i]), "--test-mode", "--loglevel", "warning",
                  "--cluster-enabled", "yes", "--cluster-config-file", str(self.map_file),
-                 "--cluster-node-id", IDS[i]],
+                 "--cluster-node-id", IDS[i], "--dir", str(self.map_file.parent)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
             )
             line = []

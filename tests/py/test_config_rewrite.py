@@ -195,6 +195,7 @@ def test_config_rewrite_without_a_file_answers_redis_error(tmp_path):
     port = free_port()
     proc = subprocess.Popen(
         [str(SLUICE_BIN), "--port", str(port)],
+        cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,

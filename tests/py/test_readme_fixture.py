@@ -1,39 +1,29 @@
-# The pytest fixture from README.md ("Using sluice from pytest"), exercised as written.
-import os
-import re
-import subprocess
-
+# README.md's pytest example ("From pytest"), run by the test suite as written. With the
+# sluice-server wheel installed, the `sluice` fixture needs no conftest.py.
 import pytest
-import redis
-
-SLUICE = os.environ.get("SLUICE_BIN", "target/debug/sluice")
-
-
-@pytest.fixture
-def sluice():
-    """A fresh sluice on a free port, in test mode; yields a redis-py client."""
-    proc = subprocess.Popen([SLUICE, "--port", "0", "--test-mode"], stdout=subprocess.PIPE, text=True)
-    port = int(re.search(r"listening on [\d.]+:(\d+)", proc.stdout.readline()).group(1))
-    client = redis.Redis(port=port, decode_responses=True)
-    yield client
-    client.close()
-    proc.terminate()
-    proc.wait(timeout=5)
 
 
 def test_window_resets_without_sleeping(sluice):
-    sluice.execute_command("CLOCK", "FREEZE")
+    r = sluice.client  # a redis-py client
+    sluice.freeze()
     for _ in range(5):
-        assert sluice.incr("rate:u1") <= 5
-        sluice.expire("rate:u1", 60, nx=True)
-    assert sluice.incr("rate:u1") == 6  # over the limit
-    sluice.execute_command("CLOCK", "ADVANCE", 60_001)  # instead of time.sleep(60)
-    assert sluice.get("rate:u1") is None  # a new window
+        assert r.incr("rate:u1") <= 5
+        r.expire("rate:u1", 60, nx=True)
+    assert r.incr("rate:u1") == 6  # over the limit
+    sluice.advance(60_001)  # instead of time.sleep(60)
+    assert r.get("rate:u1") is None  # a new window
 
 
+def test_every_test_starts_from_an_empty_server(sluice):
+    # One server for the whole session, reset before each test: nothing is left behind.
+    assert sluice.client.dbsize() == 0
+
+
+@pytest.mark.sluice_fresh  # a server of this test's own (a few ms), e.g. for one that stops it
 def test_throttle_refills_after_advance(sluice):
-    sluice.execute_command("CLOCK", "FREEZE")
-    replies = [sluice.execute_command("CL.THROTTLE", "laoqian:reply", 15, 30, 60, 1) for _ in range(20)]
-    assert sum(1 for r in replies if r[0] == 0) == 16
-    sluice.execute_command("CLOCK", "ADVANCE", 2000)
-    assert sluice.execute_command("CL.THROTTLE", "laoqian:reply", 15, 30, 60, 1)[0] == 0
+    r = sluice.client
+    sluice.freeze()
+    replies = [r.execute_command("CL.THROTTLE", "laoqian:reply", 15, 30, 60, 1) for _ in range(20)]
+    assert sum(1 for x in replies if x[0] == 0) == 16
+    sluice.advance(2000)
+    assert r.execute_command("CL.THROTTLE", "laoqian:reply", 15, 30, 60, 1)[0] == 0
