@@ -1,14 +1,11 @@
-// Start sluice (the binary in this package) for a test, move its clock, stop it.
+// Start sluice (the binary for this platform, see binary.mjs) for a test, move its clock, stop it.
 // No dependencies: the clock helpers speak RESP over one socket of their own.
 import { spawn } from "node:child_process";
 import { createConnection } from "node:net";
-import { fileURLToPath } from "node:url";
-import { dirname, join } from "node:path";
+import { binaryPath } from "./binary.mjs";
 
-/** The path of the sluice binary: $SLUICE_BIN, else bin/sluice in this package. */
-export function binaryPath() {
-  return process.env.SLUICE_BIN || join(dirname(fileURLToPath(import.meta.url)), "bin", "sluice");
-}
+// The path of the sluice binary: $SLUICE_BIN, else the platform package's (binary.mjs).
+export { binaryPath };
 
 function encode(args) {
   let out = `*${args.length}\r\n`;
