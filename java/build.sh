@@ -4,6 +4,7 @@
 #   java/build.sh           target/java/sluice-junit5-VERSION.jar (Java 11 bytecode)
 #   java/build.sh --test    the jar, then its tests (java/src/test) with JUnit's console
 #                           launcher, against $SLUICE_BIN (default: target/debug/sluice)
+#   java/build.sh --check   only lists what is missing for --test (exit 2 if anything is)
 #
 # Needs a JDK 11+ and Debian's junit5 (apt-get install default-jdk-headless junit5); the tests
 # also need Jedis's dependencies as Debian packages them (libcommons-pool2-java,
@@ -18,8 +19,13 @@ JARS=${JAVA_JARS:-/usr/share/java}
 out=$ROOT/target/java
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
 
-test=no
-[ "${1:-}" = --test ] && test=yes
+test=no check=no
+case "${1:-}" in
+    --test) test=yes ;;
+    --check) test=yes check=yes ;;
+    "") ;;
+    *) echo "usage: $0 [--test | --check]" >&2; exit 2 ;;
+esac
 
 missing=()
 for jar in junit-jupiter-api junit-platform-commons opentest4j apiguardian-api; do
@@ -34,10 +40,11 @@ if [ "$test" = yes ]; then
 fi
 command -v javac >/dev/null || missing+=("javac (apt-get install default-jdk-headless)")
 if [ "${#missing[@]}" -gt 0 ]; then
-    echo "java/build.sh: missing:" >&2
-    printf '  - %s\n' "${missing[@]}" >&2
+    [ "$check" = yes ] || echo "java/build.sh: missing:" >&2
+    printf '%s\n' "${missing[@]}" >&2
     exit 2
 fi
+[ "$check" = no ] || exit 0
 
 api=$JARS/junit-jupiter-api.jar:$JARS/junit-platform-commons.jar:$JARS/opentest4j.jar:$JARS/apiguardian-api.jar
 jar=$out/sluice-junit5-$version.jar
@@ -73,6 +80,13 @@ javac --release 11 -Xlint:all,-processing -Werror -encoding UTF-8 -d "$out/test-
 export SLUICE_BIN=${SLUICE_BIN:-$ROOT/target/debug/sluice}
 rm -rf "$out/run" && mkdir -p "$out/run"
 cd "$out/run"
-exec java -jar "$JARS/junit-platform-console-standalone.jar" --disable-banner --disable-ansi-colors --details=tree \
+set +e
+java -jar "$JARS/junit-platform-console-standalone.jar" --disable-banner --disable-ansi-colors --details=tree \
     --fail-if-no-tests --class-path "$out/test-classes:$jar:$jedis:$deps:$JARS/slf4j-nop.jar" \
-    --scan-class-path "$out/test-classes"
+    --scan-class-path "$out/test-classes" | tee "$out/run/console.txt"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line in the form the other suites end with.
+count() { sed -n "s/^\[ *\([0-9]*\) tests $1 *\]$/\1/p" "$out/run/console.txt"; }
+echo "java: $(count successful) passed, $(count failed) failed"
+exit "$status"

@@ -8,7 +8,8 @@
 #     platform-neutral) and `@sluice-server/<os>-<cpu>` for this platform (only the binary,
 #     with `os`/`cpu` set), packed with `npm pack`;
 #   - the Debian package (`dpkg-deb --build` from a staged tree): /usr/bin/sluice, the systemd
-#     unit, /etc/sluice/sluice.conf, /var/lib/sluice and a `sluice` system user made by postinst.
+#     unit, /etc/sluice/sluice.conf, /var/lib/sluice and a `sluice` system user made by postinst;
+#   - the JUnit 5 extension's jar (java/build.sh; its tests run with Jedis against the binary).
 #
 # The container image is built from the Dockerfile (`docker build .`); tests/it/dockerfile.rs
 # checks its build context.
@@ -19,8 +20,9 @@
 #   scripts/package.sh --no-test       build only
 #   scripts/package.sh --out DIR       artifacts in DIR
 #
-# Needs maturin (requirements.txt; $PYTHON or .venv's Python), node and npm, dpkg-deb, and for
-# the tests systemd-analyze (Debian: apt-get install systemd). The wheel's binary is the one
+# Needs maturin (requirements.txt; $PYTHON or .venv's Python), node and npm, dpkg-deb, a JDK
+# with Debian's junit5 (java/build.sh --check lists what is missing), and for the tests
+# systemd-analyze and readelf (Debian: apt-get install systemd binutils). The wheel's binary is the one
 # build: npm and Debian packages take it out of the wheel, so all three carry the same bytes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +55,7 @@ done
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out"/*.whl "$out"/*.tgz "$out"/*.deb "$out/stage"
+rm -rf "$out"/*.whl "$out"/*.tgz "$out"/*.deb "$out"/*.jar "$out/stage"
 mkdir -p "$out/stage"
 
 # 1. The wheel: the one build (cargo's `profile`), stripped.
@@ -62,7 +64,11 @@ echo "package.sh: wheel ($profile profile, $MANYLINUX)"
     --compatibility "$MANYLINUX" --auditwheel check --out "$out")
 wheel=$(ls "$out"/sluice_server-"$version"-*.whl)
 binary=$out/stage/sluice
-unzip -p "$wheel" "sluice_server-$version.data/scripts/sluice" >"$binary"
+"$PYTHON" - "$wheel" "sluice_server-$version.data/scripts/sluice" "$binary" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel, open(sys.argv[3], "wb") as out:
+    out.write(wheel.read(sys.argv[2]))
+PY
 chmod 755 "$binary"
 
 # 2. npm: the platform package for this machine (node's names for it), and the main one.
@@ -121,10 +127,17 @@ sed -e "s/@VERSION@/$deb_version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
     packaging/debian/control >"$tree/DEBIAN/control"
 dpkg-deb --root-owner-group -Zxz --build "$tree" "$out/sluice_${deb_version}_$arch.deb" >/dev/null
 
-rm -rf "$out/stage"
+# 4. The JUnit 5 extension's jar (javac against Debian's junit5; java/README.md).
+echo "package.sh: JUnit 5 extension (sluice-junit5-$version.jar)"
+java/build.sh >/dev/null
+cp "target/java/sluice-junit5-$version.jar" "$out/"
+
 echo "package.sh: built in $out:"
-(cd "$out" && ls -l ./*.whl ./*.tgz ./*.deb | awk '{print "  " $5 "\t" $9}')
+(cd "$out" && ls -l ./*.whl ./*.tgz ./*.deb ./*.jar | awk '{print "  " $5 "\t" $9}')
 
 if [ "$test" = yes ]; then
-    SLUICE_PACKAGES=$out exec "$PYTHON" -m pytest -q -p no:cacheprovider tests/py/test_packages.py
+    SLUICE_PACKAGES=$out "$PYTHON" -m pytest -q -p no:cacheprovider tests/py/test_packages.py
+    # The extension's tests, against the packaged binary.
+    SLUICE_BIN=$out/stage/sluice java/build.sh --test
 fi
+rm -rf "$out/stage"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust unit and integration tests (among them the differential test
-# against a real redis-server), then the client tests: redis-py and redis-cli (tests/py) and
-# ioredis (tests/node). Before the long build it checks every tool and package the tests use
-# and says exactly what is missing and how to install it; nothing is skipped. `.ci/run`
-# installs all of it on a fresh Debian machine.
+# against a real redis-server), then the client tests: redis-py and redis-cli (tests/py, with
+# the release artifacts built by scripts/package.sh --dev and installed in fresh environments),
+# ioredis (tests/node) and the JUnit 5 extension with Jedis (java/build.sh --test). Before the
+# long build it checks every tool and package the tests use and says exactly what is missing
+# and how to install it; nothing is skipped. `.ci/run` installs all of it on a fresh Debian
+# machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +25,14 @@ need redis-cli "apt-get install redis-tools"
 need redis-check-rdb "apt-get install redis-tools"
 need node "apt-get install nodejs (Node 18 or newer)"
 need npm "apt-get install npm"
+# The release artifacts' tests (tests/py/test_packages.py runs scripts/package.sh --dev).
+need dpkg-deb "apt-get install dpkg"
+need readelf "apt-get install binutils"
+need systemd-analyze "apt-get install systemd"
+# The JUnit 5 extension's tests (java/build.sh --test): it lists what it needs.
+if ! out=$(java/build.sh --check 2>&1); then
+    while IFS= read -r line; do missing+=("$line"); done <<<"$out"
+fi
 if command -v redis-server >/dev/null 2>&1; then
     v=$(redis-server --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 7 ] || missing+=("redis-server 7.x (found: $(redis-server --version)): the differential tests compare with Redis 7.0")
@@ -67,3 +77,5 @@ cargo test
     npm install --no-audit --no-fund
     node --test
 )
+# The JUnit 5 extension, with Jedis.
+java/build.sh --test
