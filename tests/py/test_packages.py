@@ -259,9 +259,44 @@ def test_deb_holds_the_binary_the_unit_the_config_and_the_state_directory(extrac
     postinst = (root / "DEBIAN/postinst").read_text()
     assert re.search(r"adduser .*--system --group --home /var/lib/sluice", postinst), postinst
     assert "chown sluice:sluice /var/lib/sluice" in postinst
+    assert "chown root:sluice /etc/sluice/sluice.conf" in postinst and "chmod 640 /etc/sluice/sluice.conf" in postinst
     for script in ("postinst", "prerm", "postrm"):
         assert os.access(root / "DEBIAN" / script, os.X_OK)
         run(["sh", "-n", root / "DEBIAN" / script], cwd=root)
+
+
+def test_deb_maintainer_scripts_make_the_user_and_enable_the_service(extracted_deb, tmp_path):
+    # Run with every command they call replaced by a stub that records its arguments, so
+    # nothing on this machine changes; `getent` finds no user yet.
+    _, root = extracted_deb
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    calls = tmp_path / "calls"
+    for name in ("adduser", "chown", "chmod", "deb-systemd-helper", "systemctl", "rm", "getent"):
+        status = 2 if name == "getent" else 0
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*" >>"{calls}"\nexit {status}\n')
+        (stubs / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
+
+    def script(name, *args):
+        calls.write_text("")
+        run(["sh", root / "DEBIAN" / name, *args], cwd=tmp_path, env=env)
+        return calls.read_text().splitlines()
+
+    made = script("postinst", "configure")
+    assert made[:6] == [
+        "getent passwd sluice",
+        "adduser --quiet --system --group --home /var/lib/sluice --no-create-home --shell /usr/sbin/nologin "
+        "--gecos sluice rate limiter sluice",
+        "chown sluice:sluice /var/lib/sluice",
+        "chmod 750 /var/lib/sluice",
+        "chown root:sluice /etc/sluice/sluice.conf",
+        "chmod 640 /etc/sluice/sluice.conf",
+    ], made
+    assert "deb-systemd-helper enable sluice.service" in made
+    assert not [c for c in script("postrm", "remove") if c.startswith("rm ")]
+    assert "rm -rf /var/lib/sluice" in script("postrm", "purge")
+    assert not [c for c in script("postinst", "abort-upgrade") if c.startswith("adduser")]
 
 
 def test_deb_unit_passes_systemd_analyze_verify(extracted_deb, tmp_path):
