@@ -22,8 +22,12 @@
 #
 # Needs maturin (requirements.txt; $PYTHON or .venv's Python), node and npm, dpkg-deb, a JDK
 # with Debian's junit5 (java/build.sh --check lists what is missing), and for the tests
-# systemd-analyze and readelf (Debian: apt-get install systemd binutils). The wheel's binary is the one
-# build: npm and Debian packages take it out of the wheel, so all three carry the same bytes.
+# systemd-analyze and readelf (Debian: apt-get install systemd binutils).
+#
+# The wheel's binary is the one build: the npm and Debian packages take it out of the wheel, so
+# they all carry the same bytes. (cargo also leaves that stripped binary in
+# target/<profile>/sluice, until the next `cargo build` links the unstripped one back without
+# recompiling.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
