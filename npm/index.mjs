@@ -14,11 +14,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import realProcess from "node:process";
 import { threadId } from "node:worker_threads";
+import { binaryPath } from "./binary.mjs";
 
-/** The path of the sluice binary: $SLUICE_BIN, else bin/sluice in this package. */
-export function binaryPath() {
-  return process.env.SLUICE_BIN || join(dirname(fileURLToPath(import.meta.url)), "bin", "sluice");
-}
+// The path of the sluice binary: $SLUICE_BIN, else the platform package's (binary.mjs).
+export { binaryPath };
 
 function encode(args) {
   let out = `*${args.length}\r\n`;

@@ -3,8 +3,10 @@
 # fast: formatting (rustfmt), lints (clippy, every warning an error, `[lints]` in Cargo.toml)
 # and the documentation build (rustdoc, every warning an error). Then the Rust unit and
 # integration tests (among them the differential test
-# against a real redis-server), then the client tests: redis-py and redis-cli (tests/py) and
-# ioredis (tests/node). Before the long build it checks every tool and package the tests use
+# against a real redis-server), then the client tests: redis-py and redis-cli (tests/py),
+# ioredis (tests/node), with the release artifacts built by scripts/package.sh --dev and
+# installed in fresh environments (tests/py), and the JUnit 5 extension with Jedis
+# (java/build.sh --test). Before the long build it checks every tool and package the tests use
 # and says exactly what is missing and how to install it; nothing is skipped. `.ci/run`
 # installs all of it on a fresh Debian machine.
 set -euo pipefail
@@ -30,6 +32,14 @@ need redis-cli "apt-get install redis-tools"
 need redis-check-rdb "apt-get install redis-tools"
 need node "apt-get install nodejs (Node 18 or newer)"
 need npm "apt-get install npm"
+# The release artifacts' tests (tests/py/test_packages.py runs scripts/package.sh --dev).
+need dpkg-deb "apt-get install dpkg"
+need readelf "apt-get install binutils"
+need systemd-analyze "apt-get install systemd"
+# The JUnit 5 extension's tests (java/build.sh --test): it lists what it needs.
+if ! out=$(java/build.sh --check 2>&1); then
+    while IFS= read -r line; do missing+=("$line"); done <<<"$out"
+fi
 if command -v redis-server >/dev/null 2>&1; then
     v=$(redis-server --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 7 ] || missing+=("redis-server 7.x (found: $(redis-server --version)): the differential tests compare with Redis 7.0")
@@ -109,6 +119,13 @@ rc=0
 ) 2>&1 | tee "$logs/node" || rc=$?
 count "$logs/node" "$rc" \
     '$p = $1 if /^# pass (\d+)/; $f += $1 if /^# (?:fail|cancelled) (\d+)/; END { print $p+0, " ", $f+0, "\n" }'
+[ "$rc" -eq 0 ] || status=1
+
+# The JUnit 5 extension, with Jedis; its last line is "java: N passed, M failed".
+rc=0
+java/build.sh --test 2>&1 | tee "$logs/java" || rc=$?
+count "$logs/java" "$rc" \
+    '($p, $f) = ($1, $2) if /^java: (\d+) passed, (\d+) failed/; END { print $p+0, " ", $f+0, "\n" }'
 [ "$rc" -eq 0 ] || status=1
 
 echo "$passed passed, $failed failed"

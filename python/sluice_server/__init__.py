@@ -41,7 +41,11 @@ def binary_path() -> str:
     found = shutil.which("sluice")
     if found:
         return found
-    raise FileNotFoundError("the sluice binary is not installed with this package (looked in " + ", ".join(candidates) + ")")
+    raise FileNotFoundError(
+        "the sluice binary is not installed with this package (looked in "
+        + ", ".join(candidates)
+        + "): set SLUICE_BIN to the path of a sluice binary"
+    )
 
 
 class SluiceServer:

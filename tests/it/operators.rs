@@ -473,12 +473,13 @@ fn systemd_unit_command_line_starts_and_notifies() {
     let argv: Vec<&str> = exec.split_whitespace().collect();
     assert_eq!(argv[0], "/usr/local/bin/sluice");
     assert_eq!(argv[1], "/etc/sluice/sluice.conf");
-    // deploy/sluice.conf, with its /run/sluice paths (systemd's RuntimeDirectory) moved into
-    // a scratch directory and a free port.
+    // deploy/sluice.conf, with its /run/sluice paths (systemd's RuntimeDirectory) and its dir
+    // (StateDirectory) moved into a scratch directory, and a free port.
     let scratch = Scratch::new("unit");
     let conf = std::fs::read_to_string(root.join("deploy/sluice.conf"))
         .unwrap()
         .replace("/run/sluice", s(scratch.dir()))
+        .replace("/var/lib/sluice", s(scratch.dir()))
         .replace("port 6379", "port 0");
     let conf_path = scratch.path("sluice.conf");
     std::fs::write(&conf_path, conf).unwrap();
