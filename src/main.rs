@@ -115,7 +115,17 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// Says why the server cannot start, once: on standard error, and in the log too when the
+/// log is a file (when it is standard error, one line there is enough).
+fn fatal(why: &str, log_to_file: bool) {
+    if log_to_file {
+        tracing::error!("{why}");
+    }
+    let _ = writeln!(std::io::stderr(), "sluice: {why}");
+}
+
 fn serve(config: Config, signals: SignalThread) -> ExitCode {
+    let log_to_file = config.logfile.is_some();
     // This thread only waits for the server to stop: the connections are served on the
     // server's own event-loop threads (`--threads`).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -124,8 +134,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            let _ = writeln!(std::io::stderr(), "sluice: cannot start the runtime: {e}");
+            fatal(&format!("cannot start the runtime: {e}"), log_to_file);
             return ExitCode::FAILURE;
         }
     };
@@ -142,8 +151,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
         let server = match Server::bind(config).await {
             Ok(s) => s,
             Err(e) => {
-                tracing::error!("{e}");
-                let _ = writeln!(std::io::stderr(), "sluice: {e}");
+                fatal(&format!("{e}"), log_to_file);
                 return ExitCode::FAILURE;
             }
         };
