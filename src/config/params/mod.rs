@@ -686,6 +686,8 @@ pub static PARAMS: &[Param] = &[
         })
         .help("N", "SELECT 0..N-1 (default 16)"),
     p("port", Int(0, 65535), "6379").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .get(|c| c.port.to_string())
         .set(|c, v, _| {
             c.port = int(v)?;
@@ -931,6 +933,8 @@ pub static PARAMS: &[Param] = &[
     p("repl-backlog-ttl", Int(0, LONG_MAX), "3600").inert(REPL),
     p("auto-aof-rewrite-min-size", Mem(0, LONG_MAX), "67108864").inert(PERSIST),
     p("tls-port", Int(0, 65535), "0").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .get(|c| c.tls_port.to_string())
         .set(|c, v, _| {
             c.tls_port = int(v)?;
@@ -942,6 +946,8 @@ pub static PARAMS: &[Param] = &[
     p("tls-cluster", Bool, "no").quiet(&["no"], CLUSTER_BUS),
     p("tls-replication", Bool, "no").quiet(&["no"], REPL),
     p("tls-auth-clients", Enum(&["no", "yes", "optional"]), "yes").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .set(|_, v, _| {
             // sluice does not verify client certificates; say so rather than pretend.
             if v != "no" {
@@ -954,12 +960,16 @@ pub static PARAMS: &[Param] = &[
     p("tls-prefer-server-ciphers", Bool, "no").inert(TLS_OPT),
     p("tls-session-caching", Bool, "yes").inert(TLS_OPT),
     p("tls-cert-file", Str, "").nullable().listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .get(|c| shown(&c.tls_cert_file))
         .set(|c, v, _| {
             c.tls_cert_file = unset_if_empty(v);
             Ok(())
         }),
     p("tls-key-file", Str, "").nullable().listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .get(|c| shown(&c.tls_key_file))
         .set(|c, v, _| {
             c.tls_key_file = unset_if_empty(v);
@@ -1031,6 +1041,8 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("bind", Special(check::words), "127.0.0.1")
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .multi_arg()
         .listed()
         .get(|c| c.bind.join(" "))

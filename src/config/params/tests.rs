@@ -103,3 +103,29 @@ fn types_refuse_with_redis_texts() {
         Ok("save now".into())
     );
 }
+
+#[test]
+fn what_sluice_reads_only_at_start_is_immutable() {
+    for name in [
+        "port",
+        "bind",
+        "tls-port",
+        "tls-cert-file",
+        "tls-key-file",
+        "tls-auth-clients",
+        "databases",
+        "unixsocket",
+        "supervised",
+        "daemonize",
+        "logfile",
+        "pidfile",
+        "cluster-enabled",
+        "replicaof",
+        "enable-debug-command",
+        "enable-protected-configs",
+    ] {
+        assert!(find(name).unwrap().is_immutable(), "{name}");
+    }
+    assert!(find("dir").unwrap().is_protected());
+    assert!(find("dbfilename").unwrap().is_protected());
+}
