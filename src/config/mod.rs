@@ -18,6 +18,10 @@ pub use live::LiveSettings;
 
 use std::fmt;
 
+use bytes::Bytes;
+
+use crate::num::{hex_digit, is_c_space};
+
 /// Most event-loop threads `threads` accepts.
 pub const MAX_THREADS: usize = 1024;
 
@@ -578,39 +582,44 @@ impl Config {
     }
 }
 
-/// Splits a conf line into words as Redis's `sdssplitargs` does: words separated by white
-/// space; in double quotes, `\\xhh` and the escapes `\\n \\r \\t \\b \\a` (any other
-/// escaped character stands for itself); in single quotes only `\\'`; a closing quote must
-/// end the word. None on unbalanced quotes or a quote followed by more of the word. Bytes
-/// that are not UTF-8 are replaced.
-pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
-    let b = line.as_bytes();
-    let mut words = Vec::new();
-    let mut i = 0;
-    let space = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
+/// Redis's `sdssplitargs`, which splits an inline line into arguments; `None` means unbalanced
+/// quotes. It is followed quirk for quirk, since telnet users and scripts rely on its exact
+/// behaviour: a quote may open mid-argument (`a"b c"` is `ab c`), an argument that is not quoted
+/// ends only at space, tab, CR or LF (not `\v`/`\f`, though those are skipped between arguments),
+/// and a closing quote must be followed by whitespace or the end of the line.
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    // The C code walks a NUL-terminated string; reading past the end as NUL keeps the port
+    // faithful without index arithmetic that could go out of bounds.
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut args = Vec::new();
+    let mut p = 0;
     loop {
-        while i < b.len() && space(b[i]) {
-            i += 1;
+        while at(p) != 0 && is_c_space(at(p)) {
+            p += 1;
         }
-        if i >= b.len() {
-            return Some(words);
+        if at(p) == 0 {
+            return Some(args);
         }
-        let mut word: Vec<u8> = Vec::new();
-        let (mut dq, mut sq) = (false, false);
-        loop {
-            if dq {
-                let c = *b.get(i)?;
-                let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
-                if c == b'\\'
-                    && b.get(i + 1) == Some(&b'x')
-                    && let (Some(h), Some(l)) = (hex(i + 2), hex(i + 3))
-                {
-                    word.push((h * 16 + l) as u8);
-                    i += 4;
-                    continue;
-                }
-                if c == b'\\' && i + 1 < b.len() {
-                    word.push(match b[i + 1] {
+        let mut current = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        let mut done = false;
+        while !done {
+            let c = at(p);
+            if in_double {
+                let hex = if c == b'\\' && at(p + 1) == b'x' {
+                    hex_digit(at(p + 2))
+                        .zip(hex_digit(at(p + 3)))
+                        .map(|(high, low)| high * 16 + low)
+                } else {
+                    None
+                };
+                if let Some(byte) = hex {
+                    current.push(byte);
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
                         b'n' => b'\n',
                         b'r' => b'\r',
                         b't' => b'\t',
@@ -618,45 +627,55 @@ pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
                         b'a' => 0x07,
                         other => other,
                     });
-                    i += 2;
                 } else if c == b'"' {
-                    if i + 1 < b.len() && !space(b[i + 1]) {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
                         return None;
                     }
-                    i += 1;
-                    break;
+                    done = true;
+                } else if c == 0 {
+                    return None;
                 } else {
-                    word.push(c);
-                    i += 1;
+                    current.push(c);
                 }
-            } else if sq {
-                let c = *b.get(i)?;
-                if c == b'\\' && b.get(i + 1) == Some(&b'\'') {
-                    word.push(b'\'');
-                    i += 2;
+            } else if in_single {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < b.len() && !space(b[i + 1]) {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
                         return None;
                     }
-                    i += 1;
-                    break;
+                    done = true;
+                } else if c == 0 {
+                    return None;
                 } else {
-                    word.push(c);
-                    i += 1;
+                    current.push(c);
                 }
             } else {
-                match b.get(i) {
-                    None => break,
-                    Some(&c) if space(c) => break,
-                    Some(b'"') => dq = true,
-                    Some(b'\'') => sq = true,
-                    Some(&c) => word.push(c),
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
+                    b'"' => in_double = true,
+                    b'\'' => in_single = true,
+                    other => current.push(other),
                 }
-                i += 1;
+            }
+            if at(p) != 0 {
+                p += 1;
             }
         }
-        words.push(String::from_utf8_lossy(&word).into_owned());
+        args.push(Bytes::from(current));
     }
+}
+
+/// Splits a conf line into words with Redis's quoting rules ([`split_args`]); bytes that
+/// are not UTF-8 are replaced. None on unbalanced quotes.
+pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
+    split_args(line.as_bytes()).map(|words| {
+        words
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect()
+    })
 }
 
 impl Config {
