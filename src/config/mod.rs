@@ -5,7 +5,7 @@
 //! the same directive works in a conf file, as `--name value` on the command line, and (where
 //! Redis allows it at run time) in CONFIG SET. [`params`] is the table of every parameter
 //! (type, bounds, flags, what sluice does with it), which checks every value before it is
-//! stored; `Config::apply` stores the ones sluice acts on; [`file`] reads files and the
+//! stored; `Config::apply` stores the ones sluice acts on; [`mod@file`] reads files and the
 //! command line; [`rewrite`] is CONFIG REWRITE.
 
 pub mod file;
