@@ -10,53 +10,6 @@ use sluice::logging::LogSink;
 use sluice::supervisor::{Notifier, PidFile};
 use sluice::{Config, Server};
 
-const HELP: &str = "\
-sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
-
-Usage: sluice [/path/to/redis.conf] [--directive value ...]
-       sluice -v | --version
-       sluice -h | --help
-
-As with redis-server, every redis.conf directive can be given on the command line as
---name value (options override the file), and '-' reads the file from standard input.
-Directives sluice acts on:
-
-  --port N                    TCP port (default 6379; 0 picks a free one and prints it)
-  --bind ADDR ...             addresses to listen on (default 127.0.0.1)
-  --unixsocket PATH           also listen on a Unix socket; --unixsocketperm 700 sets its mode
-  --databases N               SELECT 0..N-1 (default 16)
-  --loglevel L                debug, verbose, notice (default), warning, nothing
-  --logfile PATH              log there instead of standard error
-  --pidfile PATH              write the process id there (removed at exit)
-  --dir PATH                  change to this directory first
-  --supervised MODE           no (default), systemd (sd_notify READY=1/STOPPING=1), auto
-  --daemonize no              sluice always runs in the foreground
-  --maxclients N              most simultaneous clients (default 10000)
-  --timeout S                 close clients idle this many seconds (default 0: never)
-  --requirepass P             clients must AUTH
-  --protected-mode yes|no     refuse non-loopback clients while no password is set (yes)
-  --maxmemory BYTES           memory cap (e.g. 100mb; default 0: none)
-  --maxmemory-policy P        noeviction, allkeys-lru, volatile-lru, allkeys-random,
-                              volatile-random, volatile-ttl
-  --maxmemory-samples N       keys sampled per eviction (5)
-  --proto-max-bulk-len BYTES  largest bulk argument (512mb)
-  --client-query-buffer-limit BYTES
-  --client-output-buffer-limit normal HARD SOFT SECONDS
-  --busy-reply-threshold MS   when long scripts start getting -BUSY (5000)
-  --lua-script-locking M      declared (default: a script locks its KEYS' shards) or global
-  --tls-port N --tls-cert-file F --tls-key-file F
-  --cluster-enabled yes --cluster-config-file MAP [--cluster-node-id ID]
-  --shards N                  keyspace shards, a power of two (default 4 x CPUs)
-  --threads N                 event loops serving connections (default: one per CPU)
-  --io-backend B              epoll (default), uring, auto: what the loops serve TCP with
-  --test-mode                 enable CLOCK, FAULT, CMDLOG and TESTMODE RESET
-  --redis-version V           the version INFO and HELLO report (7.0.15)
-  --resp3 no                  refuse HELLO 3 (test a client's RESP2 fallback)
-
-Redis's other directives are accepted with a warning naming them, or refused when they
-ask for something sluice cannot do (daemonize yes, replicaof, rename-command, ...).
-";
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args_os()
         .skip(1)
@@ -74,7 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Invocation::Help) => {
-            let _ = std::io::stdout().write_all(HELP.as_bytes());
+            let _ = std::io::stdout().write_all(sluice::config::params::help_text().as_bytes());
             return ExitCode::SUCCESS;
         }
         Err(problems) => {
@@ -162,7 +115,17 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// Says why the server cannot start, once: on standard error, and in the log too when the
+/// log is a file (when it is standard error, one line there is enough).
+fn fatal(why: &str, log_to_file: bool) {
+    if log_to_file {
+        tracing::error!("{why}");
+    }
+    let _ = writeln!(std::io::stderr(), "sluice: {why}");
+}
+
 fn serve(config: Config, signals: SignalThread) -> ExitCode {
+    let log_to_file = config.logfile.is_some();
     // This thread only waits for the server to stop: the connections are served on the
     // server's own event-loop threads (`--threads`).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -171,8 +134,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            tracing::error!("cannot start the runtime: {e}");
-            let _ = writeln!(std::io::stderr(), "sluice: cannot start the runtime: {e}");
+            fatal(&format!("cannot start the runtime: {e}"), log_to_file);
             return ExitCode::FAILURE;
         }
     };
@@ -189,8 +151,7 @@ fn serve(config: Config, signals: SignalThread) -> ExitCode {
         let server = match Server::bind(config).await {
             Ok(s) => s,
             Err(e) => {
-                tracing::error!("{e}");
-                let _ = writeln!(std::io::stderr(), "sluice: {e}");
+                fatal(&format!("{e}"), log_to_file);
                 return ExitCode::FAILURE;
             }
         };

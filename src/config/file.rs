@@ -96,18 +96,30 @@ pub struct CommandLine {
 pub fn parse_args(args: &[String]) -> Result<Result<CommandLine, Invocation>, Problems> {
     let mut cl = CommandLine::default();
     let mut rest = args;
+    let mut problems = Vec::new();
     if let Some(first) = rest.first() {
         match first.as_str() {
             "-v" | "--version" => return Ok(Err(Invocation::Version)),
             "-h" | "--help" => return Ok(Err(Invocation::Help)),
-            f if f == "-" || !f.starts_with("--") => {
+            f if f == "-" || !f.starts_with('-') => {
                 cl.file = Some(f.to_string());
                 rest = &rest[1..];
+            }
+            // `-p 7385`: blame the option, not its value (which would otherwise be taken
+            // for a word without an option), and skip its values.
+            f if !f.starts_with("--") => {
+                problems.push(format!(
+                    "command line: '{f}' is not an option: options are redis.conf directives after two dashes (--port 6380), and only -v and -h have one"
+                ));
+                let values = rest[1..]
+                    .iter()
+                    .take_while(|w| !w.starts_with("--"))
+                    .count();
+                rest = &rest[1 + values..];
             }
             _ => {}
         }
     }
-    let mut problems = Vec::new();
     for word in rest {
         if let Some(name) = word.strip_prefix("--") {
             match name {
@@ -395,6 +407,16 @@ mod tests {
         ));
         assert!(parse_args(&args(&["--port", "1", "stray", "file"])).is_ok());
         assert!(parse_args(&args(&["a.conf", "b.conf"])).is_err());
+        // A one-dash option is blamed itself, once, not its value.
+        let Err(Problems(p)) = parse_args(&args(&["-p", "7385", "--port", "1"])) else {
+            panic!("-p must be refused");
+        };
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("command line: '-p' is not an option"),
+            "{p:?}"
+        );
+        assert!(!p[0].contains("7385"), "{p:?}");
     }
 
     #[test]

@@ -5,15 +5,22 @@
 //! the same directive works in a conf file, as `--name value` on the command line, and (where
 //! Redis allows it at run time) in CONFIG SET. [`params`] is the table of every parameter
 //! (type, bounds, flags, what sluice does with it), which checks every value before it is
-//! stored; `Config::apply` stores the ones sluice acts on; [`file`] reads files and the
+//! stored; `Config::apply` stores the ones sluice acts on; [`mod@file`] reads files and the
 //! command line; [`rewrite`] is CONFIG REWRITE.
 
 pub mod file;
+pub mod keyspace_events;
+mod live;
 pub mod params;
 pub mod rewrite;
 
+pub use live::LiveSettings;
+
 use std::fmt;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+use bytes::Bytes;
+
+use crate::num::{hex_digit, is_c_space};
 
 /// Most event-loop threads `threads` accepts.
 pub const MAX_THREADS: usize = 1024;
@@ -231,83 +238,6 @@ impl Default for ReplSettings {
     }
 }
 
-impl ReplSettings {
-    /// Applies one replication directive or CONFIG SET; Ok(false) if `name` is not one.
-    pub fn set(&mut self, name: &str, args: &[&str]) -> Result<bool, String> {
-        let one = || match args {
-            [v] => Ok(*v),
-            _ => Err("wrong number of arguments".to_string()),
-        };
-        let yes = |v: &str| match v.to_ascii_lowercase().as_str() {
-            "yes" => Ok(true),
-            "no" => Ok(false),
-            _ => Err("argument must be 'yes' or 'no'".to_string()),
-        };
-        let int = |v: &str, max: u64| {
-            v.parse::<u64>()
-                .ok()
-                .filter(|n| *n <= max)
-                .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())
-        };
-        match name {
-            "replicaof" | "slaveof" => {
-                self.replicaof = match args {
-                    [h, p] if h.eq_ignore_ascii_case("no") && p.eq_ignore_ascii_case("one") => None,
-                    [h, p] => Some((h.to_string(), int(p, 65535)? as u16)),
-                    _ => return Err("wrong number of arguments".into()),
-                }
-            }
-            "masterauth" => self.masterauth = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "masteruser" => self.masteruser = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "replica-read-only" | "slave-read-only" => self.read_only = yes(one()?)?,
-            "replica-priority" | "slave-priority" => self.priority = int(one()?, i32::MAX as u64)?,
-            "replica-announce-ip" | "slave-announce-ip" => {
-                self.announce_ip = Some(one()?.to_string()).filter(|p| !p.is_empty())
-            }
-            "replica-announce-port" | "slave-announce-port" => {
-                self.announce_port = int(one()?, 65535)? as u16
-            }
-            "replica-announced" => self.announced = yes(one()?)?,
-            "repl-backlog-size" => {
-                self.backlog_size = parse_memory(one()?)
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| "argument must be a memory value".to_string())?
-            }
-            "repl-ping-replica-period" | "repl-ping-slave-period" => {
-                self.ping_period = int(one()?, i32::MAX as u64)?.max(1)
-            }
-            "repl-timeout" => self.timeout = int(one()?, i32::MAX as u64)?.max(1),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// CONFIG GET's value of a replication parameter, None if `name` is not one.
-    pub fn get(&self, name: &str) -> Option<String> {
-        let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
-        Some(match name {
-            "replicaof" | "slaveof" => self
-                .replicaof
-                .as_ref()
-                .map(|(h, p)| format!("{h} {p}"))
-                .unwrap_or_default(),
-            "masterauth" => self.masterauth.clone().unwrap_or_default(),
-            "masteruser" => self.masteruser.clone().unwrap_or_default(),
-            "replica-read-only" | "slave-read-only" => yn(self.read_only),
-            "replica-priority" | "slave-priority" => self.priority.to_string(),
-            "replica-announce-ip" | "slave-announce-ip" => {
-                self.announce_ip.clone().unwrap_or_default()
-            }
-            "replica-announce-port" | "slave-announce-port" => self.announce_port.to_string(),
-            "replica-announced" => yn(self.announced),
-            "repl-backlog-size" => self.backlog_size.to_string(),
-            "repl-ping-replica-period" | "repl-ping-slave-period" => self.ping_period.to_string(),
-            "repl-timeout" => self.timeout.to_string(),
-            _ => return None,
-        })
-    }
-}
-
 /// Parses `save`'s value (`"3600 1 300 100"`, or `""` for none): pairs of seconds and
 /// changes, Redis's "Invalid save parameters" otherwise.
 pub fn parse_save(value: &str) -> Result<Vec<(u64, u64)>, String> {
@@ -352,6 +282,17 @@ pub enum Supervised {
 }
 
 impl Supervised {
+    /// Parses a mode; `upstart` is refused by name (sluice does not speak its protocol).
+    pub fn parse(v: &str) -> Result<Supervised, String> {
+        match v.to_ascii_lowercase().as_str() {
+            "no" => Ok(Supervised::No),
+            "systemd" => Ok(Supervised::Systemd),
+            "auto" => Ok(Supervised::Auto),
+            "upstart" => Err("sluice does not speak upstart's protocol; use systemd or no".into()),
+            _ => Err("must be one of no, systemd, auto".into()),
+        }
+    }
+
     /// Redis's name for the mode.
     pub fn name(self) -> &'static str {
         match self {
@@ -458,11 +399,6 @@ fn bad(name: &str, reason: impl fmt::Display) -> ConfigError {
     }
 }
 
-fn parse_num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, ConfigError> {
-    v.parse()
-        .map_err(|_| bad(name, format!("'{v}' is not a valid number")))
-}
-
 /// Parses a memory size the way redis.conf does (`1gb`, `512mb`, `64k`, plain bytes).
 pub fn parse_memory(v: &str) -> Option<usize> {
     memtoull(v).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
@@ -498,178 +434,22 @@ pub fn memtoull(v: &str) -> Option<u64> {
     Some(n.wrapping_mul(mul))
 }
 
-fn yes_no(name: &str, v: &str) -> Result<bool, ConfigError> {
-    match v.to_ascii_lowercase().as_str() {
-        "yes" => Ok(true),
-        "no" => Ok(false),
-        _ => Err(bad(name, "argument must be 'yes' or 'no'")),
-    }
-}
-
 impl Config {
-    /// Applies one directive (`name` lowercase, without `--`).
+    /// Applies one directive of a conf file or the command line (`name` without `--`,
+    /// any case): checked and stored by its row of [`params`].
     pub fn apply(&mut self, name: &str, args: &[String]) -> Result<(), ConfigError> {
         let name = name.to_ascii_lowercase();
-        let one = || -> Result<&str, ConfigError> {
-            match args {
-                [v] => Ok(v.as_str()),
-                _ => Err(bad(&name, "wrong number of arguments")),
-            }
+        let Some(param) = params::find(&name) else {
+            return Err(ConfigError::Unsupported(name));
         };
-        {
-            let strs: Vec<&str> = args.iter().map(String::as_str).collect();
-            if self.repl.set(&name, &strs).map_err(|e| bad(&name, &e))? {
-                return Ok(());
-            }
+        if args.len() != 1 && !param.takes_several_words() {
+            return Err(bad(&name, "wrong number of arguments"));
         }
-        match name.as_str() {
-            "port" => self.port = parse_num(&name, one()?)?,
-            "bind" => {
-                if args.is_empty() {
-                    return Err(bad(&name, "wrong number of arguments"));
-                }
-                self.bind = args
-                    .iter()
-                    .flat_map(|a| a.split_whitespace())
-                    .map(String::from)
-                    .collect();
-            }
-            "databases" => self.databases = parse_num(&name, one()?)?,
-            "loglevel" => self.loglevel = one()?.to_ascii_lowercase(),
-            "shards" => self.shards = parse_num(&name, one()?)?,
-            "threads" => self.threads = parse_num(&name, one()?)?,
-            "io-backend" => {
-                self.io_backend = IoBackend::parse(one()?).map_err(|e| bad(&name, e))?
-            }
-            "maxclients" => self.maxclients = parse_num(&name, one()?)?,
-            "timeout" => self.timeout = parse_num(&name, one()?)?,
-            "busy-reply-threshold" | "lua-time-limit" => {
-                self.busy_reply_threshold = parse_num(&name, one()?)?
-            }
-            "lua-script-locking" => {
-                self.lua_script_global = match one()?.to_ascii_lowercase().as_str() {
-                    "declared" => false,
-                    "global" => true,
-                    _ => return Err(bad(&name, "argument must be 'declared' or 'global'")),
-                }
-            }
-            "slowlog-log-slower-than" => self.slowlog_log_slower_than = parse_num(&name, one()?)?,
-            "slowlog-max-len" => self.slowlog_max_len = parse_num(&name, one()?)?,
-            "latency-monitor-threshold" => {
-                self.latency_monitor_threshold = parse_num(&name, one()?)?
-            }
-            "latency-tracking" => self.latency_tracking = yes_no(&name, one()?)?,
-            "proto-max-bulk-len" => {
-                self.proto_max_bulk_len =
-                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
-            }
-            "client-query-buffer-limit" => {
-                self.client_query_buffer_limit =
-                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
-            }
-            "test-mode" => self.test_mode = yes_no(&name, one()?)?,
-            "redis-version" => self.redis_version = one()?.to_string(),
-            "resp3" => self.resp3 = yes_no(&name, one()?)?,
-            "requirepass" => self.requirepass = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "protected-mode" => self.protected_mode = yes_no(&name, one()?)?,
-            "maxmemory" => {
-                self.maxmemory =
-                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
-            }
-            "maxmemory-policy" => {
-                self.maxmemory_policy = EvictionPolicy::parse(one()?).map_err(|e| bad(&name, e))?
-            }
-            "maxmemory-samples" => self.maxmemory_samples = parse_num(&name, one()?)?,
-            "notify-keyspace-events" => {
-                self.notify_keyspace_events = keyspace_events::parse(one()?)
-                    .ok_or_else(|| bad(&name, keyspace_events::INVALID))?
-            }
-            "client-output-buffer-limit" => {
-                let joined = args.join(" ");
-                self.set_output_buffer_limit(&joined)
-                    .map_err(|e| bad(&name, e))?;
-            }
-            "tls-port" => self.tls_port = parse_num(&name, one()?)?,
-            "tls-cert-file" => {
-                self.tls_cert_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
-            }
-            "tls-key-file" => {
-                self.tls_key_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
-            }
-            "tls-auth-clients" => {
-                // sluice does not verify client certificates; say so rather than pretend.
-                if !one()?.eq_ignore_ascii_case("no") {
-                    return Err(bad(
-                        &name,
-                        "sluice does not verify client certificates; only 'no' is supported",
-                    ));
-                }
-            }
-            "pidfile" => self.pidfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "logfile" => self.logfile = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "dir" => self.dir = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "save" => {
-                // One line may hold several pairs; `save ""` clears; later lines add.
-                let points = parse_save(&args.join(" ")).map_err(|e| bad(&name, e))?;
-                if points.is_empty() {
-                    self.save.clear();
-                } else {
-                    self.save.extend(points);
-                }
-            }
-            "dbfilename" => {
-                let v = one()?;
-                if v.is_empty() || v.contains('/') {
-                    return Err(bad(&name, "dbfilename can't be a path, just a filename"));
-                }
-                self.dbfilename = v.to_string();
-            }
-            "rdbchecksum" => self.rdbchecksum = yes_no(&name, one()?)?,
-            "stop-writes-on-bgsave-error" => {
-                self.stop_writes_on_bgsave_error = yes_no(&name, one()?)?
-            }
-            "unixsocket" => self.unixsocket = Some(one()?.to_string()).filter(|p| !p.is_empty()),
-            "unixsocketperm" => {
-                self.unixsocketperm = u32::from_str_radix(one()?, 8)
-                    .ok()
-                    .filter(|p| *p <= 0o777)
-                    .ok_or_else(|| bad(&name, "must be octal permission bits such as 700"))?
-            }
-            "supervised" => {
-                self.supervised = match one()?.to_ascii_lowercase().as_str() {
-                    "no" => Supervised::No,
-                    "systemd" => Supervised::Systemd,
-                    "auto" => Supervised::Auto,
-                    "upstart" => {
-                        return Err(bad(
-                            &name,
-                            "sluice does not speak upstart's protocol; use systemd or no",
-                        ));
-                    }
-                    _ => return Err(bad(&name, "must be one of no, systemd, auto")),
-                }
-            }
-            "daemonize" => self.daemonize = yes_no(&name, one()?)?,
-            "cluster-enabled" => self.cluster_enabled = yes_no(&name, one()?)?,
-            "cluster-config-file" => {
-                self.cluster_config_file = Some(one()?.to_string()).filter(|p| !p.is_empty())
-            }
-            "cluster-node-id" => {
-                self.cluster_node_id = Some(one()?.to_string()).filter(|p| !p.is_empty())
-            }
-            "enable-protected-configs" => {
-                self.enable_protected_configs = Allowed::parse(one()?).map_err(|e| bad(&name, e))?
-            }
-            "hll-sparse-max-bytes" => {
-                self.hll_sparse_max_bytes =
-                    parse_memory(one()?).ok_or_else(|| bad(&name, "invalid memory size"))?
-            }
-            "enable-debug-command" => {
-                self.enable_debug_command = Some(Allowed::parse(one()?).map_err(|e| bad(&name, e))?)
-            }
-            _ => return Err(ConfigError::Unsupported(name)),
+        match param.store(self, &args.join(" "), params::Source::File) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(ConfigError::Unsupported(name)),
+            Err(e) => Err(bad(&name, e)),
         }
-        Ok(())
     }
 
     /// Checks the values together.
@@ -802,39 +582,44 @@ impl Config {
     }
 }
 
-/// Splits a conf line into words as Redis's `sdssplitargs` does: words separated by white
-/// space; in double quotes, `\\xhh` and the escapes `\\n \\r \\t \\b \\a` (any other
-/// escaped character stands for itself); in single quotes only `\\'`; a closing quote must
-/// end the word. None on unbalanced quotes or a quote followed by more of the word. Bytes
-/// that are not UTF-8 are replaced.
-pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
-    let b = line.as_bytes();
-    let mut words = Vec::new();
-    let mut i = 0;
-    let space = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c);
+/// Redis's `sdssplitargs`, which splits an inline line into arguments; `None` means unbalanced
+/// quotes. It is followed quirk for quirk, since telnet users and scripts rely on its exact
+/// behaviour: a quote may open mid-argument (`a"b c"` is `ab c`), an argument that is not quoted
+/// ends only at space, tab, CR or LF (not `\v`/`\f`, though those are skipped between arguments),
+/// and a closing quote must be followed by whitespace or the end of the line.
+pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
+    // The C code walks a NUL-terminated string; reading past the end as NUL keeps the port
+    // faithful without index arithmetic that could go out of bounds.
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut args = Vec::new();
+    let mut p = 0;
     loop {
-        while i < b.len() && space(b[i]) {
-            i += 1;
+        while at(p) != 0 && is_c_space(at(p)) {
+            p += 1;
         }
-        if i >= b.len() {
-            return Some(words);
+        if at(p) == 0 {
+            return Some(args);
         }
-        let mut word: Vec<u8> = Vec::new();
-        let (mut dq, mut sq) = (false, false);
-        loop {
-            if dq {
-                let c = *b.get(i)?;
-                let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
-                if c == b'\\'
-                    && b.get(i + 1) == Some(&b'x')
-                    && let (Some(h), Some(l)) = (hex(i + 2), hex(i + 3))
-                {
-                    word.push((h * 16 + l) as u8);
-                    i += 4;
-                    continue;
-                }
-                if c == b'\\' && i + 1 < b.len() {
-                    word.push(match b[i + 1] {
+        let mut current = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        let mut done = false;
+        while !done {
+            let c = at(p);
+            if in_double {
+                let hex = if c == b'\\' && at(p + 1) == b'x' {
+                    hex_digit(at(p + 2))
+                        .zip(hex_digit(at(p + 3)))
+                        .map(|(high, low)| high * 16 + low)
+                } else {
+                    None
+                };
+                if let Some(byte) = hex {
+                    current.push(byte);
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
                         b'n' => b'\n',
                         b'r' => b'\r',
                         b't' => b'\t',
@@ -842,260 +627,80 @@ pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
                         b'a' => 0x07,
                         other => other,
                     });
-                    i += 2;
                 } else if c == b'"' {
-                    if i + 1 < b.len() && !space(b[i + 1]) {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
                         return None;
                     }
-                    i += 1;
-                    break;
+                    done = true;
+                } else if c == 0 {
+                    return None;
                 } else {
-                    word.push(c);
-                    i += 1;
+                    current.push(c);
                 }
-            } else if sq {
-                let c = *b.get(i)?;
-                if c == b'\\' && b.get(i + 1) == Some(&b'\'') {
-                    word.push(b'\'');
-                    i += 2;
+            } else if in_single {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < b.len() && !space(b[i + 1]) {
+                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
                         return None;
                     }
-                    i += 1;
-                    break;
+                    done = true;
+                } else if c == 0 {
+                    return None;
                 } else {
-                    word.push(c);
-                    i += 1;
+                    current.push(c);
                 }
             } else {
-                match b.get(i) {
-                    None => break,
-                    Some(&c) if space(c) => break,
-                    Some(b'"') => dq = true,
-                    Some(b'\'') => sq = true,
-                    Some(&c) => word.push(c),
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
+                    b'"' => in_double = true,
+                    b'\'' => in_single = true,
+                    other => current.push(other),
                 }
-                i += 1;
+            }
+            if at(p) != 0 {
+                p += 1;
             }
         }
-        words.push(String::from_utf8_lossy(&word).into_owned());
+        args.push(Bytes::from(current));
     }
 }
 
+/// Splits a conf line into words with Redis's quoting rules ([`split_args`]); bytes that
+/// are not UTF-8 are replaced. None on unbalanced quotes.
+pub fn split_conf_line(line: &str) -> Option<Vec<String>> {
+    split_args(line.as_bytes()).map(|words| {
+        words
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect()
+    })
+}
+
 impl Config {
-    /// The value CONFIG GET reports for a parameter sluice acts on.
+    /// The value CONFIG GET reports for a parameter sluice acts on (by name or alias).
     pub fn param(&self, name: &str) -> Option<String> {
-        if let Some(v) = self.repl.get(name) {
-            return Some(v);
-        }
-        Some(match name {
-            "bind" => self.bind.join(" "),
-            "port" => self.port.to_string(),
-            "databases" => self.databases.to_string(),
-            "loglevel" => self.loglevel.clone(),
-            "maxclients" => self.maxclients.to_string(),
-            "timeout" => self.timeout.to_string(),
-            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold.to_string(),
-            "lua-script-locking" => if self.lua_script_global {
-                "global"
-            } else {
-                "declared"
-            }
-            .to_string(),
-            "slowlog-log-slower-than" => self.slowlog_log_slower_than.to_string(),
-            "slowlog-max-len" => self.slowlog_max_len.to_string(),
-            "latency-monitor-threshold" => self.latency_monitor_threshold.to_string(),
-            "latency-tracking" => if self.latency_tracking { "yes" } else { "no" }.to_string(),
-            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
-            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
-            "requirepass" => self.requirepass.clone().unwrap_or_default(),
-            "protected-mode" => if self.protected_mode { "yes" } else { "no" }.to_string(),
-            "maxmemory" => self.maxmemory.to_string(),
-            "maxmemory-policy" => self.maxmemory_policy.name().to_string(),
-            "maxmemory-samples" => self.maxmemory_samples.to_string(),
-            "notify-keyspace-events" => keyspace_events::format(self.notify_keyspace_events),
-            "client-output-buffer-limit" => {
-                let l = self.output_buffer_limit;
-                format!(
-                    "normal {} {} {} {}",
-                    l.hard, l.soft, l.soft_seconds, self.output_buffer_limit_other
-                )
-            }
-            "cluster-enabled" => if self.cluster_enabled { "yes" } else { "no" }.to_string(),
-            "cluster-config-file" => self.cluster_config_file.clone().unwrap_or_default(),
-            "tls-port" => self.tls_port.to_string(),
-            "tls-cert-file" => self.tls_cert_file.clone().unwrap_or_default(),
-            "tls-key-file" => self.tls_key_file.clone().unwrap_or_default(),
-            "pidfile" => self.pidfile.clone().unwrap_or_default(),
-            "logfile" => self.logfile.clone().unwrap_or_default(),
-            "unixsocket" => self.unixsocket.clone().unwrap_or_default(),
-            "unixsocketperm" => self.unixsocketperm.to_string(),
-            "supervised" => self.supervised.name().to_string(),
-            "daemonize" => if self.daemonize { "yes" } else { "no" }.to_string(),
-            "save" => format_save(&self.save),
-            "dbfilename" => self.dbfilename.clone(),
-            "dir" => self.rdb_dir().display().to_string(),
-            "enable-protected-configs" => self.enable_protected_configs.name().to_string(),
-            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes.to_string(),
-            "enable-debug-command" => self.debug_command().name().to_string(),
-            "rdbchecksum" => if self.rdbchecksum { "yes" } else { "no" }.to_string(),
-            "stop-writes-on-bgsave-error" => if self.stop_writes_on_bgsave_error {
-                "yes"
-            } else {
-                "no"
-            }
-            .to_string(),
-            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
-                self.zset_max_listpack_entries.to_string()
-            }
-            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
-                self.zset_max_listpack_value.to_string()
-            }
-            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
-                self.hash_max_listpack_entries.to_string()
-            }
-            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
-                self.hash_max_listpack_value.to_string()
-            }
-            _ => return None,
-        })
+        params::find(name)?.value(self)
     }
 
-    /// Applies CONFIG SET for a parameter sluice acts on; Ok(false) if it is not one of
-    /// those (the caller then just records the value).
+    /// Applies CONFIG SET for a parameter sluice acts on (checked by its row, which may
+    /// refuse the value); Ok(false) if sluice does not keep it (the caller then records
+    /// the value).
     pub fn set_param(&mut self, name: &str, value: &str) -> Result<bool, String> {
-        let int = |v: &str| {
-            v.parse::<u64>()
-                .map_err(|_| "argument couldn't be parsed into an integer".to_string())
-        };
-        let mem =
-            |v: &str| parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string());
-        if name != "replicaof" && name != "slaveof" && self.repl.set(name, &[value])? {
-            return Ok(true);
+        match params::find(name) {
+            Some(p) => p.store(self, value, params::Source::ConfigSet),
+            None => Ok(false),
         }
-        match name {
-            "maxclients" => self.maxclients = int(value)?.max(1) as usize,
-            "zset-max-listpack-entries" | "zset-max-ziplist-entries" => {
-                self.zset_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
-            }
-            "zset-max-listpack-value" | "zset-max-ziplist-value" => {
-                self.zset_max_listpack_value = mem(value)?
-            }
-            "hash-max-listpack-entries" | "hash-max-ziplist-entries" => {
-                self.hash_max_listpack_entries = usize::try_from(int(value)?).unwrap_or(usize::MAX)
-            }
-            "hash-max-listpack-value" | "hash-max-ziplist-value" => {
-                self.hash_max_listpack_value = mem(value)?
-            }
-            "timeout" => self.timeout = int(value)?,
-            "busy-reply-threshold" | "lua-time-limit" => self.busy_reply_threshold = int(value)?,
-            "lua-script-locking" => {
-                self.lua_script_global = match value.to_ascii_lowercase().as_str() {
-                    "declared" => false,
-                    "global" => true,
-                    _ => {
-                        return Err(
-                            "argument(s) must be one of the following: declared, global".into()
-                        );
-                    }
-                }
-            }
-            "slowlog-log-slower-than" => {
-                self.slowlog_log_slower_than = value
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|v| *v >= -1)
-                    .ok_or("argument must be between -1 and 9223372036854775807 inclusive")?
-            }
-            "slowlog-max-len" => self.slowlog_max_len = int(value)?,
-            "latency-monitor-threshold" => self.latency_monitor_threshold = int(value)?,
-            "latency-tracking" => {
-                self.latency_tracking = match value.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err("argument must be 'yes' or 'no'".into()),
-                }
-            }
-            "proto-max-bulk-len" => self.proto_max_bulk_len = mem(value)?,
-            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = mem(value)?,
-            "client-query-buffer-limit" => self.client_query_buffer_limit = mem(value)?,
-            "loglevel" => {
-                let v = value.to_ascii_lowercase();
-                if !matches!(
-                    v.as_str(),
-                    "debug" | "verbose" | "notice" | "warning" | "nothing"
-                ) {
-                    return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
-                }
-                self.loglevel = v;
-            }
-            "requirepass" => self.requirepass = Some(value.to_string()).filter(|p| !p.is_empty()),
-            "protected-mode" => {
-                self.protected_mode = match value.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err("argument must be 'yes' or 'no'".into()),
-                }
-            }
-            "maxmemory" => self.maxmemory = mem(value)?,
-            "maxmemory-policy" => self.maxmemory_policy = EvictionPolicy::parse(value)?,
-            "maxmemory-samples" => {
-                let n = int(value)?;
-                if !(1..=i32::MAX as u64).contains(&n) {
-                    return Err("argument must be between 1 and 2147483647 inclusive".into());
-                }
-                self.maxmemory_samples = n as usize;
-            }
-            "client-output-buffer-limit" => self.set_output_buffer_limit(value)?,
-            "save" => self.save = parse_save(value)?,
-            "stop-writes-on-bgsave-error" => {
-                self.stop_writes_on_bgsave_error = match value.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err("argument must be 'yes' or 'no'".into()),
-                }
-            }
-            // Protected: the caller checked `enable-protected-configs`.
-            "dbfilename" => {
-                if value.is_empty() || value.contains('/') {
-                    return Err("dbfilename can't be a path, just a filename".into());
-                }
-                self.dbfilename = value.to_string();
-            }
-            "dir" => {
-                // Redis changes its working directory; sluice keeps the absolute path (the
-                // RDB file and CONFIG REWRITE's `dir` use it) and leaves the process's alone.
-                let path = std::fs::canonicalize(value)
-                    .map_err(|e| crate::config::rewrite::strerror(&e))?;
-                if !path.is_dir() {
-                    return Err("Not a directory".into());
-                }
-                self.dir = Some(path.display().to_string());
-            }
-            "notify-keyspace-events" => {
-                self.notify_keyspace_events =
-                    keyspace_events::parse(value).ok_or(keyspace_events::INVALID)?
-            }
-            "port"
-            | "bind"
-            | "databases"
-            | "tls-port"
-            | "tls-cert-file"
-            | "tls-key-file"
-            | "cluster-enabled"
-            | "cluster-config-file"
-            | "pidfile"
-            | "logfile"
-            | "unixsocket"
-            | "unixsocketperm"
-            | "supervised"
-            | "daemonize" => {
-                return Err("can't set immutable config".into());
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
+    }
+
+    /// `client-output-buffer-limit` as CONFIG GET shows it (all three classes).
+    pub fn output_buffer_limits(&self) -> String {
+        let l = self.output_buffer_limit;
+        format!(
+            "normal {} {} {} {}",
+            l.hard, l.soft, l.soft_seconds, self.output_buffer_limit_other
+        )
     }
 }
 
@@ -1132,7 +737,8 @@ mod tests {
         c.apply("threads", &["1".into()]).unwrap();
         assert_eq!(c.effective_threads(), 1);
         c.validate().unwrap();
-        c.apply("threads", &["1025".into()]).unwrap();
+        assert!(c.apply("threads", &["1025".into()]).is_err());
+        c.threads = 1025;
         assert!(c.validate().is_err());
         assert!(c.apply("threads", &["-1".into()]).is_err());
     }
@@ -1159,6 +765,19 @@ mod tests {
             Some(vec!["bind".into(), "127.0.0.1".into(), "::1".into()])
         );
         assert_eq!(split_conf_line(r#"x "a"#), None);
+        // As sdssplitargs: hex and letter escapes in double quotes, `\'` in single ones, a
+        // closing quote must end the word, quotes may start inside a word.
+        assert_eq!(
+            split_conf_line(r#"k "a\x41\n\"\\" 'b\'c' d"e f""#),
+            Some(vec![
+                "k".into(),
+                "aA\n\"\\".into(),
+                "b'c".into(),
+                "de f".into()
+            ])
+        );
+        assert_eq!(split_conf_line(r#"k "a"b"#), None);
+        assert_eq!(split_conf_line("k 'a'b"), None);
     }
 }
 
@@ -1354,294 +973,5 @@ impl Config {
             .collect::<Vec<_>>()
             .join(" ");
         Ok(())
-    }
-}
-
-/// The settings read on every command or write, in atomics, so the hot path neither clones
-/// the `Config` nor takes its lock. Whoever changes the `Config` calls `store`.
-#[derive(Debug, Default)]
-pub struct LiveSettings {
-    maxmemory: AtomicUsize,
-    policy: AtomicU8,
-    samples: AtomicUsize,
-    obuf_hard: AtomicUsize,
-    obuf_soft: AtomicUsize,
-    obuf_soft_seconds: AtomicU64,
-    pubsub_hard: AtomicUsize,
-    pubsub_soft: AtomicUsize,
-    pubsub_soft_seconds: AtomicU64,
-    timeout: AtomicU64,
-    zset_entries: AtomicUsize,
-    zset_value: AtomicUsize,
-    hash_entries: AtomicUsize,
-    hash_value: AtomicUsize,
-    slowlog_slower_than: std::sync::atomic::AtomicI64,
-    slowlog_max_len: AtomicU64,
-    latency_threshold_ms: AtomicU64,
-    latency_tracking: std::sync::atomic::AtomicBool,
-    notify: std::sync::atomic::AtomicU32,
-    script_global: std::sync::atomic::AtomicBool,
-    hll_sparse_max_bytes: AtomicUsize,
-}
-
-impl LiveSettings {
-    /// Settings taken from `config`.
-    pub fn new(config: &Config) -> Self {
-        let live = LiveSettings::default();
-        live.store(config);
-        live
-    }
-
-    /// Publishes `config`'s values.
-    pub fn store(&self, config: &Config) {
-        self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
-        self.policy
-            .store(config.maxmemory_policy as u8, Ordering::Relaxed);
-        self.samples
-            .store(config.maxmemory_samples, Ordering::Relaxed);
-        let l = config.output_buffer_limit;
-        self.obuf_hard.store(l.hard, Ordering::Relaxed);
-        self.obuf_soft.store(l.soft, Ordering::Relaxed);
-        self.obuf_soft_seconds
-            .store(l.soft_seconds, Ordering::Relaxed);
-        let p = config.pubsub_buffer_limit;
-        self.pubsub_hard.store(p.hard, Ordering::Relaxed);
-        self.pubsub_soft.store(p.soft, Ordering::Relaxed);
-        self.pubsub_soft_seconds
-            .store(p.soft_seconds, Ordering::Relaxed);
-        self.timeout.store(config.timeout, Ordering::Relaxed);
-        self.zset_entries
-            .store(config.zset_max_listpack_entries, Ordering::Relaxed);
-        self.zset_value
-            .store(config.zset_max_listpack_value, Ordering::Relaxed);
-        self.hash_entries
-            .store(config.hash_max_listpack_entries, Ordering::Relaxed);
-        self.hash_value
-            .store(config.hash_max_listpack_value, Ordering::Relaxed);
-        self.slowlog_slower_than
-            .store(config.slowlog_log_slower_than, Ordering::Relaxed);
-        self.slowlog_max_len
-            .store(config.slowlog_max_len, Ordering::Relaxed);
-        self.latency_threshold_ms
-            .store(config.latency_monitor_threshold, Ordering::Relaxed);
-        self.latency_tracking
-            .store(config.latency_tracking, Ordering::Relaxed);
-        self.notify
-            .store(config.notify_keyspace_events, Ordering::Relaxed);
-        self.script_global
-            .store(config.lua_script_global, Ordering::Relaxed);
-        self.hll_sparse_max_bytes
-            .store(config.hll_sparse_max_bytes, Ordering::Relaxed);
-    }
-
-    /// `hll-sparse-max-bytes`.
-    pub fn hll_sparse_max_bytes(&self) -> usize {
-        self.hll_sparse_max_bytes.load(Ordering::Relaxed)
-    }
-
-    /// `lua-script-locking global`: scripts lock the whole keyspace.
-    pub fn scripts_lock_all(&self) -> bool {
-        self.script_global.load(Ordering::Relaxed)
-    }
-
-    /// `hash-max-listpack-entries` and `hash-max-listpack-value`.
-    pub fn hash_listpack_limits(&self) -> (usize, usize) {
-        (
-            self.hash_entries.load(Ordering::Relaxed),
-            self.hash_value.load(Ordering::Relaxed),
-        )
-    }
-
-    /// `slowlog-log-slower-than` (µs; negative: SLOWLOG off) and `slowlog-max-len`.
-    pub fn slowlog(&self) -> (i64, u64) {
-        (
-            self.slowlog_slower_than.load(Ordering::Relaxed),
-            self.slowlog_max_len.load(Ordering::Relaxed),
-        )
-    }
-
-    /// `latency-monitor-threshold` in ms (0: LATENCY records nothing).
-    pub fn latency_threshold_ms(&self) -> u64 {
-        self.latency_threshold_ms.load(Ordering::Relaxed)
-    }
-
-    /// `latency-tracking`: INFO latencystats' histograms are kept.
-    pub fn latency_tracking(&self) -> bool {
-        self.latency_tracking.load(Ordering::Relaxed)
-    }
-
-    /// The `notify-keyspace-events` classes ([`keyspace_events`] bits; 0: off). Read once per
-    /// command, so a command with notifications off pays one relaxed load.
-    pub fn notify_keyspace_events(&self) -> u32 {
-        self.notify.load(Ordering::Relaxed)
-    }
-
-    /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
-    pub fn zset_listpack_limits(&self) -> (usize, usize) {
-        (
-            self.zset_entries.load(Ordering::Relaxed),
-            self.zset_value.load(Ordering::Relaxed),
-        )
-    }
-
-    /// The pubsub class of client-output-buffer-limit.
-    pub fn pubsub_buffer_limit(&self) -> OutputBufferLimit {
-        OutputBufferLimit {
-            hard: self.pubsub_hard.load(Ordering::Relaxed),
-            soft: self.pubsub_soft.load(Ordering::Relaxed),
-            soft_seconds: self.pubsub_soft_seconds.load(Ordering::Relaxed),
-        }
-    }
-
-    /// maxmemory in bytes (0: no cap).
-    pub fn maxmemory(&self) -> usize {
-        self.maxmemory.load(Ordering::Relaxed)
-    }
-
-    /// The eviction policy.
-    pub fn policy(&self) -> EvictionPolicy {
-        EvictionPolicy::from_u8(self.policy.load(Ordering::Relaxed))
-    }
-
-    /// Keys sampled per eviction (Redis allows up to 2^31 - 1; more than 64 buys nothing
-    /// but lock time, so sluice samples at most 64).
-    pub fn samples(&self) -> usize {
-        self.samples.load(Ordering::Relaxed).clamp(1, 64)
-    }
-
-    /// The normal class of client-output-buffer-limit.
-    pub fn output_buffer_limit(&self) -> OutputBufferLimit {
-        OutputBufferLimit {
-            hard: self.obuf_hard.load(Ordering::Relaxed),
-            soft: self.obuf_soft.load(Ordering::Relaxed),
-            soft_seconds: self.obuf_soft_seconds.load(Ordering::Relaxed),
-        }
-    }
-
-    /// The idle timeout in seconds (0: none).
-    pub fn timeout(&self) -> u64 {
-        self.timeout.load(Ordering::Relaxed)
-    }
-}
-
-/// `notify-keyspace-events`: the class bits and Redis 7.0's letters for them.
-pub mod keyspace_events {
-    /// `g`: generic commands (DEL, EXPIRE, RENAME…).
-    pub const GENERIC: u32 = 1 << 2;
-    /// `$`: string commands.
-    pub const STRING: u32 = 1 << 3;
-    /// `l`: list commands.
-    pub const LIST: u32 = 1 << 4;
-    /// `s`: set commands.
-    pub const SET: u32 = 1 << 5;
-    /// `h`: hash commands.
-    pub const HASH: u32 = 1 << 6;
-    /// `z`: sorted set commands.
-    pub const ZSET: u32 = 1 << 7;
-    /// `x`: a key expired (lazily or by the reaper).
-    pub const EXPIRED: u32 = 1 << 8;
-    /// `e`: a key was evicted by maxmemory.
-    pub const EVICTED: u32 = 1 << 9;
-    /// `t`: stream commands (sluice has none; accepted for compatibility).
-    pub const STREAM: u32 = 1 << 10;
-    /// `m`: a read found no key.
-    pub const KEY_MISS: u32 = 1 << 11;
-    /// `d`: module events (sluice has none; accepted for compatibility).
-    pub const MODULE: u32 = 1 << 12;
-    /// `n`: a key was created.
-    pub const NEW: u32 = 1 << 13;
-    /// `K`: publish on `__keyspace@<db>__:<key>`.
-    pub const KEYSPACE: u32 = 1 << 0;
-    /// `E`: publish on `__keyevent@<db>__:<event>`.
-    pub const KEYEVENT: u32 = 1 << 1;
-    /// `A`: every class but `m` and `n`, as in Redis.
-    pub const ALL: u32 =
-        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
-
-    /// Redis's reason for a value with a letter that names no class.
-    pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
-
-    /// The class bits of a `notify-keyspace-events` value; None if a character names no
-    /// class (Redis's `keyspaceEventsStringToFlags`: repeats are fine, order is free).
-    pub fn parse(classes: &str) -> Option<u32> {
-        classes.bytes().try_fold(0, |flags, c| {
-            Some(
-                flags
-                    | match c {
-                        b'A' => ALL,
-                        b'g' => GENERIC,
-                        b'$' => STRING,
-                        b'l' => LIST,
-                        b's' => SET,
-                        b'h' => HASH,
-                        b'z' => ZSET,
-                        b'x' => EXPIRED,
-                        b'e' => EVICTED,
-                        b'K' => KEYSPACE,
-                        b'E' => KEYEVENT,
-                        b't' => STREAM,
-                        b'm' => KEY_MISS,
-                        b'd' => MODULE,
-                        b'n' => NEW,
-                        _ => return None,
-                    },
-            )
-        })
-    }
-
-    /// The normalised letters CONFIG GET shows (Redis's `keyspaceEventsFlagsToString`: `A`
-    /// stands for all its classes, and then `n` is not shown even when set).
-    pub fn format(flags: u32) -> String {
-        let mut out = String::new();
-        if flags & ALL == ALL {
-            out.push('A');
-        } else {
-            for (bit, c) in [
-                (GENERIC, 'g'),
-                (STRING, '$'),
-                (LIST, 'l'),
-                (SET, 's'),
-                (HASH, 'h'),
-                (ZSET, 'z'),
-                (EXPIRED, 'x'),
-                (EVICTED, 'e'),
-                (STREAM, 't'),
-                (MODULE, 'd'),
-                (NEW, 'n'),
-            ] {
-                if flags & bit != 0 {
-                    out.push(c);
-                }
-            }
-        }
-        for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
-            if flags & bit != 0 {
-                out.push(c);
-            }
-        }
-        out
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn letters_round_trip_as_redis_normalises_them() {
-            for (given, shown) in [
-                ("", ""),
-                ("KEA", "AKE"),
-                ("EKnmg$lshzxetd", "AKEm"),
-                ("ggK", "gK"),
-                ("K", "K"),
-                ("Exn", "xnE"),
-                ("mzhsl$gK", "g$lshzKm"),
-            ] {
-                assert_eq!(parse(given).map(format).as_deref(), Some(shown), "{given}");
-            }
-            assert_eq!(parse("KEA "), None);
-            assert_eq!(parse("xyz"), None);
-            assert_eq!(parse("a"), None);
-        }
     }
 }

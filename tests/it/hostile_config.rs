@@ -1,7 +1,8 @@
 //! Hostile clients against the configuration: CONFIG SET values that would add lines to
 //! the config file CONFIG REWRITE writes (and so change `dir`, `dbfilename` or clear
 //! `requirepass` at the next start), protected configs, and DEBUG behind
-//! `enable-debug-command`.
+//! `enable-debug-command`; and the start-up messages for a bad command line, which must
+//! name the real problem once.
 //!
 //! Where Redis 7.0.15 is the reference (error texts, the rewritten file's quoting) each case
 //! runs against a real `redis-server` started from a config file of its own, side by side.
@@ -419,4 +420,85 @@ fn debug_reload_is_bounded() {
     assert_eq!(c.cmd(&[b"DEBUG", b"RELOAD"]), b"+OK\r\n");
     assert_eq!(c.cmd(&[b"GET", b"a"]), b"$1\r\n1\r\n");
     served_promptly(server.addr(), None);
+}
+
+/// Runs the sluice binary with `args` to its end (it must not start serving) and returns
+/// its exit code and standard error.
+fn refused_start(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run the sluice binary");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Start-up messages say what is wrong, once: a port out of range with redis-server's
+/// words, a one-dash option blamed itself, a port in use reported once.
+#[test]
+fn start_up_messages_name_the_real_problem() {
+    // redis-server's words for a port out of range are the last line of its complaint.
+    let redis = Command::new("redis-server")
+        .args(["--port", "70000"])
+        .output()
+        .expect("redis-server must be on PATH");
+    let redis_says = String::from_utf8_lossy(&redis.stdout).into_owned()
+        + &String::from_utf8_lossy(&redis.stderr);
+    let redis_reason = redis_says
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string();
+    assert!(redis_reason.contains("between 0 and 65535"), "{redis_says}");
+    let (code, err) = refused_start(&["--port", "70000"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "'port 70000': bad value for 'port': {redis_reason}"
+        )),
+        "{err}"
+    );
+
+    let (code, err) = refused_start(&["-p", "7385"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("'-p' is not an option"), "{err}");
+    assert!(!err.contains("'7385'"), "{err}");
+    assert_eq!(err.matches("command line:").count(), 1, "{err}");
+
+    let running = SluiceProcess::start(&[]);
+    let port = running.addr().port().to_string();
+    let (code, err) = refused_start(&["--port", &port]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.matches("Address already in use").count(), 1, "{err}");
+    served_promptly(running.addr(), None);
+}
+
+/// `hll-sparse-max-bytes` is a setting sluice acts on (PFADD has HyperLogLogs), from the
+/// command line as from CONFIG SET; `--help` lists as refused only what is refused.
+#[test]
+fn hll_sparse_max_bytes_and_help_tell_the_truth() {
+    let s = SluiceProcess::start(&["--hll-sparse-max-bytes", "4kb"]);
+    let mut c = Conn::connect(s.addr());
+    assert_eq!(
+        text(&c.cmd(&[b"CONFIG", b"GET", b"hll-sparse-max-bytes"])),
+        text(b"*2\r\n$20\r\nhll-sparse-max-bytes\r\n$4\r\n4096\r\n")
+    );
+    assert_eq!(c.cmd(&[b"PFADD", b"h", b"a", b"b"]), b":1\r\n");
+    assert_eq!(c.cmd(&[b"PFCOUNT", b"h"]), b":2\r\n");
+    assert!(!s.log().contains("HyperLogLog"), "{}", s.log());
+    served_promptly(s.addr(), None);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("--help")
+        .output()
+        .expect("cannot run the sluice binary");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--replicaof HOST PORT"), "{help}");
+    let refused = help.split("refused when they").nth(1).unwrap_or_default();
+    assert!(refused.contains("rename-command"), "{help}");
+    assert!(!refused.contains("replicaof"), "{help}");
 }

@@ -8,8 +8,16 @@
 //! rewritten config file. Strings are the one type that may hold anything; they are kept
 //! free of control characters (passwords excepted, as Redis keeps them) and CONFIG REWRITE
 //! always writes them quoted.
+//!
+//! A row of a parameter sluice acts on also says where its value lives: `get` reads it from
+//! the `Config` (CONFIG GET, CONFIG REWRITE), `set` stores a checked value (the conf file,
+//! the command line, CONFIG SET), and `help` is its line in `--help`. Adding a parameter is
+//! its row here and, if sluice acts on it, its field in `Config`.
 
-use super::{EvictionPolicy, IoBackend, keyspace_events, memtoull, parse_save};
+use super::{
+    Allowed, Config, EvictionPolicy, IoBackend, Supervised, format_save, keyspace_events, memtoull,
+    parse_memory, parse_save,
+};
 
 /// How a value is checked (Redis 7.0's config types).
 #[derive(Debug, Clone, Copy)]
@@ -50,8 +58,23 @@ pub enum Effect {
     Refused(&'static str),
 }
 
+/// Where a value being stored comes from (a few parameters differ: `save` lines in a file
+/// add to each other, a CONFIG SET replaces them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A conf file or the command line, at start.
+    File,
+    /// CONFIG SET, at run time.
+    ConfigSet,
+}
+
+/// Reads a parameter's value from the configuration, as CONFIG GET shows it.
+pub type Getter = fn(&Config) -> String;
+/// Stores a value (already checked by [`Param::check`]) into the configuration.
+pub type Setter = fn(&mut Config, &str, Source) -> Result<(), String>;
+
 /// One parameter.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Param {
     /// Redis's name (lowercase).
     pub name: &'static str,
@@ -65,6 +88,19 @@ pub struct Param {
     flags: u8,
     /// What sluice does with it.
     pub effect: Effect,
+    get: Option<Getter>,
+    set: Option<Setter>,
+    help: Option<(&'static str, &'static str)>,
+}
+
+impl std::fmt::Debug for Param {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Param")
+            .field("name", &self.name)
+            .field("ty", &self.ty)
+            .field("effect", &self.effect)
+            .finish_non_exhaustive()
+    }
 }
 
 const IMMUTABLE: u8 = 1;
@@ -73,6 +109,7 @@ const SECRET: u8 = 1 << 2;
 const LISTED: u8 = 1 << 3;
 const MULTI_ARG: u8 = 1 << 4;
 const NULLABLE: u8 = 1 << 5;
+const OWN: u8 = 1 << 6;
 
 const fn p(name: &'static str, ty: Type, default: &'static str) -> Param {
     Param {
@@ -82,6 +119,9 @@ const fn p(name: &'static str, ty: Type, default: &'static str) -> Param {
         default,
         flags: 0,
         effect: Effect::Acts,
+        get: None,
+        set: None,
+        help: None,
     }
 }
 
@@ -112,6 +152,10 @@ impl Param {
     const fn nullable(self) -> Self {
         self.flag(NULLABLE)
     }
+    /// sluice's own, not Redis's.
+    const fn own(self) -> Self {
+        self.flag(OWN)
+    }
     const fn inert(mut self, why: &'static str) -> Self {
         self.effect = Effect::Inert(why);
         self
@@ -127,6 +171,34 @@ impl Param {
     const fn refused(mut self, why: &'static str) -> Self {
         self.effect = Effect::Refused(why);
         self
+    }
+    const fn get(mut self, get: Getter) -> Self {
+        self.get = Some(get);
+        self
+    }
+    const fn set(mut self, set: Setter) -> Self {
+        self.set = Some(set);
+        self
+    }
+    const fn help(mut self, args: &'static str, text: &'static str) -> Self {
+        self.help = Some((args, text));
+        self
+    }
+
+    /// The value sluice runs with, as CONFIG GET shows it; None for a parameter sluice
+    /// does not keep (CONFIG GET then shows what CONFIG SET recorded, or the default).
+    pub fn value(&self, config: &Config) -> Option<String> {
+        self.get.map(|get| get(config))
+    }
+
+    /// Stores a value (checked first); Ok(false) for a parameter sluice does not keep.
+    pub fn store(&self, config: &mut Config, value: &str, from: Source) -> Result<bool, String> {
+        let Some(set) = self.set else {
+            return Ok(false);
+        };
+        let checked = self.check(value)?;
+        set(config, &checked, from)?;
+        Ok(true)
     }
 
     /// CONFIG SET refuses it with `can't set immutable config`.
@@ -254,8 +326,19 @@ use Type::*;
 /// Every parameter of Redis 7.0.15 (in its `config.c` order), then sluice's own and the
 /// file-only directives sluice refuses.
 pub static PARAMS: &[Param] = &[
-    p("rdbchecksum", Bool, "yes").immutable().listed(),
-    p("daemonize", Bool, "no").immutable().listed(),
+    p("rdbchecksum", Bool, "yes").immutable().listed()
+        .get(|c| yn(c.rdbchecksum))
+        .set(|c, v, _| {
+            c.rdbchecksum = yes(v);
+            Ok(())
+        }),
+    p("daemonize", Bool, "no").immutable().listed()
+        .get(|c| yn(c.daemonize))
+        .set(|c, v, _| {
+            c.daemonize = yes(v);
+            Ok(())
+        })
+        .help("no", "sluice always runs in the foreground"),
     p("io-threads-do-reads", Bool, "no")
         .immutable()
         .inert("sluice sizes its own worker threads"),
@@ -263,13 +346,24 @@ pub static PARAMS: &[Param] = &[
         .immutable()
         .listed()
         .inert("sluice prints no logo"),
-    p("protected-mode", Bool, "yes").listed(),
+    p("protected-mode", Bool, "yes").listed()
+        .get(|c| yn(c.protected_mode))
+        .set(|c, v, _| {
+            c.protected_mode = yes(v);
+            Ok(())
+        })
+        .help("yes|no", "refuse non-loopback clients while no password is set (yes)"),
     p("rdbcompression", Bool, "yes")
         .listed()
         .inert("sluice writes RDB strings uncompressed (Redis loads them either way)"),
     p("rdb-del-sync-files", Bool, "no").inert(REPL),
     p("activerehashing", Bool, "yes").listed().inert(TUNING),
-    p("stop-writes-on-bgsave-error", Bool, "yes").listed(),
+    p("stop-writes-on-bgsave-error", Bool, "yes").listed()
+        .get(|c| yn(c.stop_writes_on_bgsave_error))
+        .set(|c, v, _| {
+            c.stop_writes_on_bgsave_error = yes(v);
+            Ok(())
+        }),
     p("set-proc-title", Bool, "yes")
         .immutable()
         .inert("sluice does not change its process title"),
@@ -308,7 +402,12 @@ pub static PARAMS: &[Param] = &[
         .inert(REPL),
     p("replica-read-only", Bool, "yes")
         .alias("slave-read-only")
-        .listed(),
+        .listed()
+        .get(|c| yn(c.repl.read_only))
+        .set(|c, v, _| {
+            c.repl.read_only = yes(v);
+            Ok(())
+        }),
     p("replica-ignore-maxmemory", Bool, "yes")
         .alias("slave-ignore-maxmemory")
         .inert(REPL),
@@ -318,7 +417,13 @@ pub static PARAMS: &[Param] = &[
         &["no"],
         "sluice logs to standard error or logfile, not syslog",
     ),
-    p("cluster-enabled", Bool, "no").immutable().listed(),
+    p("cluster-enabled", Bool, "no").immutable().listed()
+        .get(|c| yn(c.cluster_enabled))
+        .set(|c, v, _| {
+            c.cluster_enabled = yes(v);
+            Ok(())
+        })
+        .help("yes", "cluster mode; needs --cluster-config-file MAP [--cluster-node-id ID]"),
     p("appendonly", Bool, "no").listed().only(
         &["no"],
         "sluice has no append-only file: state is lost at restart",
@@ -329,32 +434,78 @@ pub static PARAMS: &[Param] = &[
     p("crash-memcheck-enabled", Bool, "yes").inert(NO_EFFECT),
     p("disable-thp", Bool, "yes").immutable().inert(TUNING),
     p("cluster-allow-replica-migration", Bool, "yes").inert(CLUSTER_BUS),
-    p("replica-announced", Bool, "yes").listed(),
-    p("latency-tracking", Bool, "yes").listed(),
+    p("replica-announced", Bool, "yes").listed()
+        .get(|c| yn(c.repl.announced))
+        .set(|c, v, _| {
+            c.repl.announced = yes(v);
+            Ok(())
+        }),
+    p("latency-tracking", Bool, "yes").listed()
+        .get(|c| yn(c.latency_tracking))
+        .set(|c, v, _| {
+            c.latency_tracking = yes(v);
+            Ok(())
+        }),
     p("aof-disable-auto-gc", Bool, "no").inert(PERSIST),
     p("replica-ignore-disk-write-errors", Bool, "no").inert(REPL),
     p("aclfile", Str, "").immutable().only(
         &[""],
         "sluice has only the default user (use requirepass), no ACL file",
     ),
-    p("unixsocket", Str, "").immutable().nullable().listed(),
-    p("pidfile", Str, "").immutable().nullable().listed(),
+    p("unixsocket", Str, "").immutable().nullable().listed()
+        .get(|c| shown(&c.unixsocket))
+        .set(|c, v, _| {
+            c.unixsocket = unset_if_empty(v);
+            Ok(())
+        })
+        .help("PATH", "also listen on a Unix socket; --unixsocketperm 700 sets its mode"),
+    p("pidfile", Str, "").immutable().nullable().listed()
+        .get(|c| shown(&c.pidfile))
+        .set(|c, v, _| {
+            c.pidfile = unset_if_empty(v);
+            Ok(())
+        })
+        .help("PATH", "write the process id there (removed at exit)"),
     p("replica-announce-ip", Str, "")
         .alias("slave-announce-ip")
         .nullable()
-        .listed(),
-    p("masteruser", Secret, "").secret().nullable().listed(),
+        .listed()
+        .get(|c| shown(&c.repl.announce_ip))
+        .set(|c, v, _| {
+            c.repl.announce_ip = unset_if_empty(v);
+            Ok(())
+        }),
+    p("masteruser", Secret, "").secret().nullable().listed()
+        .get(|c| shown(&c.repl.masteruser))
+        .set(|c, v, _| {
+            c.repl.masteruser = unset_if_empty(v);
+            Ok(())
+        }),
     p("cluster-announce-ip", Str, "")
         .nullable()
         .inert(CLUSTER_BUS),
-    p("cluster-config-file", Str, "").immutable().listed(),
+    p("cluster-config-file", Str, "").immutable().listed()
+        .get(|c| shown(&c.cluster_config_file))
+        .set(|c, v, _| {
+            c.cluster_config_file = unset_if_empty(v);
+            Ok(())
+        }),
     p("cluster-announce-hostname", Str, "")
         .nullable()
         .inert(CLUSTER_BUS),
     p("syslog-ident", Str, "redis")
         .immutable()
         .inert("sluice does not log to syslog"),
-    p("dbfilename", Str, "dump.rdb").protected().listed(),
+    p("dbfilename", Str, "dump.rdb").protected().listed()
+        .get(|c| c.dbfilename.clone())
+        .set(|c, v, _| {
+            if v.is_empty() || v.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = v.to_string();
+            Ok(())
+        })
+        .help("NAME", "the RDB file's name in dir (default dump.rdb)"),
     p("appendfilename", Str, "appendonly.aof")
         .immutable()
         .listed()
@@ -387,16 +538,39 @@ pub static PARAMS: &[Param] = &[
     )
     .inert("sluice does not change its process title"),
     p("bind-source-addr", Str, "").nullable().inert(REPL),
-    p("logfile", Str, "").immutable().listed(),
-    p("masterauth", Secret, "").secret().nullable().listed(),
-    p("requirepass", Secret, "").secret().nullable().listed(),
+    p("logfile", Str, "").immutable().listed()
+        .get(|c| shown(&c.logfile))
+        .set(|c, v, _| {
+            c.logfile = unset_if_empty(v);
+            Ok(())
+        })
+        .help("PATH", "log there instead of standard error"),
+    p("masterauth", Secret, "").secret().nullable().listed()
+        .get(|c| shown(&c.repl.masterauth))
+        .set(|c, v, _| {
+            c.repl.masterauth = unset_if_empty(v);
+            Ok(())
+        }),
+    p("requirepass", Secret, "").secret().nullable().listed()
+        .get(|c| shown(&c.requirepass))
+        .set(|c, v, _| {
+            c.requirepass = unset_if_empty(v);
+            Ok(())
+        })
+        .help("P", "clients must AUTH"),
     p(
         "supervised",
         Enum(&["upstart", "systemd", "auto", "no"]),
         "no",
     )
     .immutable()
-    .listed(),
+    .listed()
+        .get(|c| c.supervised.name().to_string())
+        .set(|c, v, _| {
+            c.supervised = Supervised::parse(v)?;
+            Ok(())
+        })
+        .help("MODE", "no (default), systemd (sd_notify READY=1/STOPPING=1), auto"),
     p(
         "syslog-facility",
         Enum(&[
@@ -412,13 +586,25 @@ pub static PARAMS: &[Param] = &[
         "disabled",
     )
     .inert(REPL),
-    p("loglevel", Special(check::loglevel), "notice").listed(),
+    p("loglevel", Special(check::loglevel), "notice").listed()
+        .get(|c| c.loglevel.clone())
+        .set(|c, v, _| {
+            c.loglevel = v.to_string();
+            Ok(())
+        })
+        .help("L", "debug, verbose, notice (default), warning, nothing"),
     p(
         "maxmemory-policy",
         Special(check::maxmemory_policy),
         "noeviction",
     )
-    .listed(),
+    .listed()
+        .get(|c| c.maxmemory_policy.name().to_string())
+        .set(|c, v, _| {
+            c.maxmemory_policy = EvictionPolicy::parse(v)?;
+            Ok(())
+        })
+        .help("P", "noeviction, allkeys-lru, volatile-lru, allkeys-random,\n                              volatile-random, volatile-ttl"),
     p(
         "appendfsync",
         Enum(&["everysec", "always", "no"]),
@@ -446,10 +632,22 @@ pub static PARAMS: &[Param] = &[
     .inert("sluice has no DUMP/RESTORE"),
     p("enable-protected-configs", Enum(PROTECTED_ACTION), "no")
         .immutable()
-        .listed(),
+        .listed()
+        .get(|c| c.enable_protected_configs.name().to_string())
+        .set(|c, v, _| {
+            c.enable_protected_configs = Allowed::parse(v)?;
+            Ok(())
+        })
+        .help("M", "no (default), yes, local: who may CONFIG SET dir, dbfilename"),
     p("enable-debug-command", Enum(PROTECTED_ACTION), "no")
         .immutable()
-        .listed(),
+        .listed()
+        .get(|c| c.debug_command().name().to_string())
+        .set(|c, v, _| {
+            c.enable_debug_command = Some(Allowed::parse(v)?);
+            Ok(())
+        })
+        .help("M", "no (default; local with --test-mode), yes, local: who may run DEBUG"),
     p("enable-module-command", Enum(PROTECTED_ACTION), "no")
         .immutable()
         .listed()
@@ -480,8 +678,22 @@ pub static PARAMS: &[Param] = &[
     )
     .multi_arg()
     .inert("sluice always shuts down cleanly on SIGTERM"),
-    p("databases", Int(1, INT_MAX), "16").immutable().listed(),
-    p("port", Int(0, 65535), "6379").listed(),
+    p("databases", Int(1, INT_MAX), "16").immutable().listed()
+        .get(|c| c.databases.to_string())
+        .set(|c, v, _| {
+            c.databases = int(v)?;
+            Ok(())
+        })
+        .help("N", "SELECT 0..N-1 (default 16)"),
+    p("port", Int(0, 65535), "6379").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
+        .get(|c| c.port.to_string())
+        .set(|c, v, _| {
+            c.port = int(v)?;
+            Ok(())
+        })
+        .help("N", "TCP port (default 6379; 0 picks a free one and prints it)"),
     p("io-threads", Int(1, 128), "1")
         .immutable()
         .listed()
@@ -506,14 +718,36 @@ pub static PARAMS: &[Param] = &[
     p("lfu-decay-time", Int(0, INT_MAX), "1").inert("sluice has no LFU policies"),
     p("replica-priority", Int(0, INT_MAX), "100")
         .alias("slave-priority")
-        .listed(),
+        .listed()
+        .get(|c| c.repl.priority.to_string())
+        .set(|c, v, _| {
+            c.repl.priority = int(v)?;
+            Ok(())
+        }),
     p("repl-diskless-sync-delay", Int(0, INT_MAX), "5").inert(REPL),
-    p("maxmemory-samples", Int(1, INT_MAX), "5").listed(),
+    p("maxmemory-samples", Int(1, INT_MAX), "5").listed()
+        .get(|c| c.maxmemory_samples.to_string())
+        .set(|c, v, _| {
+            c.maxmemory_samples = int(v)?;
+            Ok(())
+        })
+        .help("N", "keys sampled per eviction (5)"),
     p("maxmemory-eviction-tenacity", Int(0, 100), "10").inert(TUNING),
-    p("timeout", Int(0, INT_MAX), "0").listed(),
+    p("timeout", Int(0, INT_MAX), "0").listed()
+        .get(|c| c.timeout.to_string())
+        .set(|c, v, _| {
+            c.timeout = int(v)?;
+            Ok(())
+        })
+        .help("S", "close clients idle this many seconds (default 0: never)"),
     p("replica-announce-port", Int(0, 65535), "0")
         .alias("slave-announce-port")
-        .listed(),
+        .listed()
+        .get(|c| c.repl.announce_port.to_string())
+        .set(|c, v, _| {
+            c.repl.announce_port = int(v)?;
+            Ok(())
+        }),
     p("tcp-backlog", Int(0, INT_MAX), "511")
         .immutable()
         .listed()
@@ -524,10 +758,20 @@ pub static PARAMS: &[Param] = &[
     p("cluster-announce-bus-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-tls-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
-    p("repl-timeout", Int(1, INT_MAX), "60").listed(),
+    p("repl-timeout", Int(1, INT_MAX), "60").listed()
+        .get(|c| c.repl.timeout.to_string())
+        .set(|c, v, _| {
+            c.repl.timeout = int::<u64>(v)?.max(1);
+            Ok(())
+        }),
     p("repl-ping-replica-period", Int(1, INT_MAX), "10")
         .alias("repl-ping-slave-period")
-        .listed(),
+        .listed()
+        .get(|c| c.repl.ping_period.to_string())
+        .set(|c, v, _| {
+            c.repl.ping_period = int::<u64>(v)?.max(1);
+            Ok(())
+        }),
     p("list-compress-depth", Int(0, INT_MAX), "0")
         .listed()
         .inert(ENCODING),
@@ -549,52 +793,126 @@ pub static PARAMS: &[Param] = &[
     p("shutdown-timeout", Int(0, INT_MAX), "10")
         .inert("sluice waits at most 5 s for clients at shutdown"),
     p("repl-diskless-sync-max-replicas", Int(0, INT_MAX), "0").inert(REPL),
-    p("maxclients", Int(1, UINT_MAX), "10000").listed(),
-    p("unixsocketperm", Octal(0o777), "0").immutable().listed(),
+    p("maxclients", Int(1, UINT_MAX), "10000").listed()
+        .get(|c| c.maxclients.to_string())
+        .set(|c, v, _| {
+            c.maxclients = int(v)?;
+            Ok(())
+        })
+        .help("N", "most simultaneous clients (default 10000)"),
+    p("unixsocketperm", Octal(0o777), "0").immutable().listed()
+        .get(|c| c.unixsocketperm.to_string())
+        .set(|c, v, _| {
+            c.unixsocketperm = int(v)?;
+            Ok(())
+        }),
     p("socket-mark-id", Int(0, UINT_MAX), "0")
         .immutable()
         .quiet(&["0"], "sluice does not mark its sockets"),
     p("active-defrag-max-scan-fields", Int(1, LONG_MAX), "1000").inert(TUNING),
-    p("slowlog-max-len", Int(0, LONG_MAX), "128").listed(),
+    p("slowlog-max-len", Int(0, LONG_MAX), "128").listed()
+        .get(|c| c.slowlog_max_len.to_string())
+        .set(|c, v, _| {
+            c.slowlog_max_len = int(v)?;
+            Ok(())
+        }),
     p("acllog-max-len", Int(0, LONG_MAX), "128").inert("sluice has no ACL log"),
     p("busy-reply-threshold", Int(0, LONG_MAX), "5000")
         .alias("lua-time-limit")
-        .listed(),
+        .listed()
+        .get(|c| c.busy_reply_threshold.to_string())
+        .set(|c, v, _| {
+            c.busy_reply_threshold = int(v)?;
+            Ok(())
+        })
+        .help("MS", "when long scripts start getting -BUSY (5000)"),
     p("cluster-node-timeout", Int(0, LONG_MAX), "15000").inert(CLUSTER_BUS),
-    p("slowlog-log-slower-than", Int(-1, LONG_MAX), "10000").listed(),
-    p("latency-monitor-threshold", Int(0, LONG_MAX), "0").listed(),
+    p("slowlog-log-slower-than", Int(-1, LONG_MAX), "10000").listed()
+        .get(|c| c.slowlog_log_slower_than.to_string())
+        .set(|c, v, _| {
+            c.slowlog_log_slower_than = int(v)?;
+            Ok(())
+        }),
+    p("latency-monitor-threshold", Int(0, LONG_MAX), "0").listed()
+        .get(|c| c.latency_monitor_threshold.to_string())
+        .set(|c, v, _| {
+            c.latency_monitor_threshold = int(v)?;
+            Ok(())
+        }),
     p(
         "proto-max-bulk-len",
         Mem(1024 * 1024, LONG_MAX),
         "536870912",
     )
-    .listed(),
+    .listed()
+        .get(|c| c.proto_max_bulk_len.to_string())
+        .set(|c, v, _| {
+            c.proto_max_bulk_len = mem(v)?;
+            Ok(())
+        })
+        .help("BYTES", "largest bulk argument (512mb)"),
     p("stream-node-max-entries", Int(0, LONG_MAX), "100").inert("sluice has no streams"),
-    p("repl-backlog-size", Mem(1, LONG_MAX), "1048576").listed(),
-    p("maxmemory", Mem(0, ULLONG_MAX), "0").listed(),
+    p("repl-backlog-size", Mem(1, LONG_MAX), "1048576").listed()
+        .get(|c| c.repl.backlog_size.to_string())
+        .set(|c, v, _| {
+            c.repl.backlog_size = mem(v)?;
+            Ok(())
+        }),
+    p("maxmemory", Mem(0, ULLONG_MAX), "0").listed()
+        .get(|c| c.maxmemory.to_string())
+        .set(|c, v, _| {
+            c.maxmemory = mem(v)?;
+            Ok(())
+        })
+        .help("BYTES", "memory cap (e.g. 100mb; default 0: none)"),
     p("cluster-link-sendbuf-limit", Mem(0, ULLONG_MAX), "0").inert(CLUSTER_BUS),
     p("hash-max-listpack-entries", Int(0, LONG_MAX), "512")
         .alias("hash-max-ziplist-entries")
         .listed()
-        .inert(ENCODING),
+        .inert(ENCODING)
+        .get(|c| c.hash_max_listpack_entries.to_string())
+        .set(|c, v, _| {
+            c.hash_max_listpack_entries = int(v)?;
+            Ok(())
+        }),
     p("set-max-intset-entries", Int(0, LONG_MAX), "512")
         .listed()
         .inert(ENCODING),
     p("zset-max-listpack-entries", Int(0, LONG_MAX), "128")
         .alias("zset-max-ziplist-entries")
         .listed()
-        .inert(ENCODING),
+        .inert(ENCODING)
+        .get(|c| c.zset_max_listpack_entries.to_string())
+        .set(|c, v, _| {
+            c.zset_max_listpack_entries = int(v)?;
+            Ok(())
+        }),
     p("active-defrag-ignore-bytes", Mem(1, LONG_MAX), "104857600").inert(TUNING),
     p("hash-max-listpack-value", Mem(0, LONG_MAX), "64")
         .alias("hash-max-ziplist-value")
         .listed()
-        .inert(ENCODING),
+        .inert(ENCODING)
+        .get(|c| c.hash_max_listpack_value.to_string())
+        .set(|c, v, _| {
+            c.hash_max_listpack_value = mem(v)?;
+            Ok(())
+        }),
     p("stream-node-max-bytes", Mem(0, LONG_MAX), "4096").inert("sluice has no streams"),
     p("zset-max-listpack-value", Mem(0, LONG_MAX), "64")
         .alias("zset-max-ziplist-value")
         .listed()
-        .inert(ENCODING),
-    p("hll-sparse-max-bytes", Mem(0, LONG_MAX), "3000").listed(),
+        .inert(ENCODING)
+        .get(|c| c.zset_max_listpack_value.to_string())
+        .set(|c, v, _| {
+            c.zset_max_listpack_value = mem(v)?;
+            Ok(())
+        }),
+    p("hll-sparse-max-bytes", Mem(0, LONG_MAX), "3000").listed()
+        .get(|c| c.hll_sparse_max_bytes.to_string())
+        .set(|c, v, _| {
+            c.hll_sparse_max_bytes = mem(v)?;
+            Ok(())
+        }),
     p("tracking-table-max-keys", Int(0, LONG_MAX), "1000000")
         .inert("sluice has no client-side caching"),
     p(
@@ -602,22 +920,61 @@ pub static PARAMS: &[Param] = &[
         Mem(1024 * 1024, LONG_MAX),
         "1073741824",
     )
-    .listed(),
+    .listed()
+        .get(|c| c.client_query_buffer_limit.to_string())
+        .set(|c, v, _| {
+            c.client_query_buffer_limit = mem(v)?;
+            Ok(())
+        })
+        .help("BYTES", "largest unprocessed input of a client (1gb)"),
     p("maxmemory-clients", MemOrPercent, "0")
         .listed()
         .only(&["0"], "sluice does not evict clients by their memory"),
     p("repl-backlog-ttl", Int(0, LONG_MAX), "3600").inert(REPL),
     p("auto-aof-rewrite-min-size", Mem(0, LONG_MAX), "67108864").inert(PERSIST),
-    p("tls-port", Int(0, 65535), "0").listed(),
+    p("tls-port", Int(0, 65535), "0").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
+        .get(|c| c.tls_port.to_string())
+        .set(|c, v, _| {
+            c.tls_port = int(v)?;
+            Ok(())
+        })
+        .help("N", "a TLS listener; needs --tls-cert-file F --tls-key-file F"),
     p("tls-session-cache-size", Int(0, INT_MAX), "20480").inert(TLS_OPT),
     p("tls-session-cache-timeout", Int(0, INT_MAX), "300").inert(TLS_OPT),
     p("tls-cluster", Bool, "no").quiet(&["no"], CLUSTER_BUS),
     p("tls-replication", Bool, "no").quiet(&["no"], REPL),
-    p("tls-auth-clients", Enum(&["no", "yes", "optional"]), "yes").listed(),
+    p("tls-auth-clients", Enum(&["no", "yes", "optional"]), "yes").listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
+        .set(|_, v, _| {
+            // sluice does not verify client certificates; say so rather than pretend.
+            if v != "no" {
+                return Err(
+                    "sluice does not verify client certificates; only 'no' is supported".into(),
+                );
+            }
+            Ok(())
+        }),
     p("tls-prefer-server-ciphers", Bool, "no").inert(TLS_OPT),
     p("tls-session-caching", Bool, "yes").inert(TLS_OPT),
-    p("tls-cert-file", Str, "").nullable().listed(),
-    p("tls-key-file", Str, "").nullable().listed(),
+    p("tls-cert-file", Str, "").nullable().listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
+        .get(|c| shown(&c.tls_cert_file))
+        .set(|c, v, _| {
+            c.tls_cert_file = unset_if_empty(v);
+            Ok(())
+        }),
+    p("tls-key-file", Str, "").nullable().listed()
+        // Read at start only (Redis changes it at run time).
+        .immutable()
+        .get(|c| shown(&c.tls_key_file))
+        .set(|c, v, _| {
+            c.tls_key_file = unset_if_empty(v);
+            Ok(())
+        }),
     p("tls-key-file-pass", Str, "")
         .nullable()
         .only(&[""], "sluice cannot read an encrypted private key"),
@@ -636,17 +993,35 @@ pub static PARAMS: &[Param] = &[
     p("tls-protocols", Str, "").nullable().inert(TLS_OPT),
     p("tls-ciphers", Str, "").nullable().inert(TLS_OPT),
     p("tls-ciphersuites", Str, "").nullable().inert(TLS_OPT),
-    p("dir", Str, "/").protected().listed(),
+    p("dir", Str, "/").protected().listed()
+        .get(|c| c.rdb_dir().display().to_string())
+        .set(|c, v, from| {
+            c.dir = dir(v, from)?;
+            Ok(())
+        })
+        .help("PATH", "change to this directory first (the RDB file lives there)"),
     p("save", Special(check::save), "3600 1 300 100 60 10000")
         .multi_arg()
-        .listed(),
+        .listed()
+        .get(|c| format_save(&c.save))
+        .set(|c, v, from| {
+            save(c, v, from)?;
+            Ok(())
+        })
+        .help("\"S C ...\"", "snapshot when C keys changed within S seconds (default \"\": never)"),
     p(
         "client-output-buffer-limit",
         Special(check::output_buffer_limit),
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
     )
     .multi_arg()
-    .listed(),
+    .listed()
+        .get(|c| c.output_buffer_limits())
+        .set(|c, v, _| {
+            c.set_output_buffer_limit(v)?;
+            Ok(())
+        })
+        .help("normal HARD SOFT SECONDS", "close clients that do not read"),
     p(
         "oom-score-adj-values",
         Special(check::oom_score_adj_values),
@@ -659,15 +1034,34 @@ pub static PARAMS: &[Param] = &[
         Special(check::keyspace_events),
         "",
     )
-    .listed(),
+    .listed()
+        .get(|c| keyspace_events::format(c.notify_keyspace_events))
+        .set(|c, v, _| {
+            c.notify_keyspace_events = keyspace_events::parse(v).ok_or(keyspace_events::INVALID)?;
+            Ok(())
+        }),
     p("bind", Special(check::words), "127.0.0.1")
+        // Read at start only (Redis changes it at run time).
+        .immutable()
         .multi_arg()
-        .listed(),
+        .listed()
+        .get(|c| c.bind.join(" "))
+        .set(|c, v, _| {
+            c.bind = v.split_whitespace().map(String::from).collect();
+            Ok(())
+        })
+        .help("ADDR ...", "addresses to listen on (default 127.0.0.1)"),
     p("replicaof", Special(check::replicaof), "")
         .alias("slaveof")
         .immutable()
         .multi_arg()
-        .listed(),
+        .listed()
+        .get(|c| c.repl.replicaof.as_ref().map(|(h, p)| format!("{h} {p}")).unwrap_or_default())
+        .set(|c, v, _| {
+            c.repl.replicaof = replicaof(v)?;
+            Ok(())
+        })
+        .help("HOST PORT", "start as a replica of that master"),
     p(
         "latency-tracking-info-percentiles",
         Special(check::percentiles),
@@ -681,14 +1075,62 @@ pub static PARAMS: &[Param] = &[
         Enum(&["declared", "global"]),
         "declared",
     )
-    .listed(),
-    p("shards", Int(0, 4096), "0"),
-    p("threads", Int(0, super::MAX_THREADS as i128), "0"),
-    p("io-backend", Special(check::io_backend), "epoll"),
-    p("test-mode", Bool, "no"),
-    p("redis-version", Str, "7.0.15"),
-    p("resp3", Bool, "yes"),
-    p("cluster-node-id", Str, ""),
+        .own()
+    .listed()
+        .get(|c| if c.lua_script_global { "global" } else { "declared" }.to_string())
+        .set(|c, v, _| {
+            c.lua_script_global = v == "global";
+            Ok(())
+        })
+        .help("M", "declared (default: a script locks its KEYS' shards) or global"),
+    p("shards", Int(0, 4096), "0")
+        .own()
+        .set(|c, v, _| {
+            c.shards = int(v)?;
+            Ok(())
+        })
+        .help("N", "keyspace shards, a power of two (default 4 x CPUs)"),
+    p("threads", Int(0, super::MAX_THREADS as i128), "0")
+        .own()
+        .set(|c, v, _| {
+            c.threads = int(v)?;
+            Ok(())
+        })
+        .help("N", "event loops serving connections (default: one per CPU)"),
+    p("io-backend", Special(check::io_backend), "epoll")
+        .own()
+        .set(|c, v, _| {
+            c.io_backend = IoBackend::parse(v)?;
+            Ok(())
+        })
+        .help("B", "epoll (default), uring, auto: what the loops serve TCP with"),
+    p("test-mode", Bool, "no")
+        .own()
+        .set(|c, v, _| {
+            c.test_mode = yes(v);
+            Ok(())
+        })
+        .help("", "enable CLOCK, FAULT, CMDLOG and TESTMODE (and DEBUG for local clients)"),
+    p("redis-version", Str, "7.0.15")
+        .own()
+        .set(|c, v, _| {
+            c.redis_version = v.to_string();
+            Ok(())
+        })
+        .help("V", "the version INFO and HELLO report (7.0.15)"),
+    p("resp3", Bool, "yes")
+        .own()
+        .set(|c, v, _| {
+            c.resp3 = yes(v);
+            Ok(())
+        })
+        .help("no", "refuse HELLO 3 (test a client's RESP2 fallback)"),
+    p("cluster-node-id", Str, "")
+        .own()
+        .set(|c, v, _| {
+            c.cluster_node_id = unset_if_empty(v);
+            Ok(())
+        }),
     // File-only directives that would change what commands do.
     p("rename-command", Special(check::anything), "")
         .multi_arg()
@@ -717,173 +1159,126 @@ pub fn find_listed(name: &str) -> Option<&'static Param> {
     })
 }
 
-/// The checks of the `Special` types.
-pub mod check {
-    use super::*;
+/// `--help`: the usage, then one line per parameter that has one, in the table's order.
+pub fn help_text() -> String {
+    let mut out = String::from(
+        "sluice: a Redis-protocol-compatible, in-memory rate-limiter server.
 
-    /// Text: no control characters (they would end a config file's line or a reply's).
-    pub fn text(value: &str) -> Result<(), String> {
-        if value.bytes().any(|b| b < 0x20 || b == 0x7f) {
-            return Err("argument must not contain control characters".into());
+Usage: sluice [/path/to/redis.conf] [--directive value ...]
+       sluice -v | --version
+       sluice -h | --help
+
+As with redis-server, every redis.conf directive can be given on the command line as
+--name value (options override the file), and '-' reads the file from standard input.
+Directives sluice acts on:
+
+",
+    );
+    // Redis's directives by name, then sluice's own in the table's order.
+    let mut shown: Vec<&Param> = PARAMS
+        .iter()
+        .filter(|p| p.help.is_some() && p.flags & OWN == 0)
+        .collect();
+    shown.sort_by_key(|p| p.name);
+    let own = PARAMS
+        .iter()
+        .filter(|p| p.help.is_some() && p.flags & OWN != 0);
+    for (n, p) in shown.into_iter().chain(own).enumerate() {
+        if n > 0 && p.flags & OWN != 0 && out.ends_with('\n') && !out.contains("sluice's own:") {
+            out.push_str("\nsluice's own:\n\n");
         }
-        Ok(())
-    }
-
-    /// File-only directives: checked by whoever reads them.
-    pub fn anything(value: &str) -> Result<String, String> {
-        Ok(value.to_string())
-    }
-
-    /// Words of text (`bind`).
-    pub fn words(value: &str) -> Result<String, String> {
-        text(value)?;
-        Ok(value.to_string())
-    }
-
-    /// `save`: pairs of seconds and changes, or `""`.
-    pub fn save(value: &str) -> Result<String, String> {
-        parse_save(value).map(|points| super::super::format_save(&points))
-    }
-
-    /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>` repeated.
-    pub fn output_buffer_limit(value: &str) -> Result<String, String> {
-        let mut c = super::super::Config::default();
-        c.set_output_buffer_limit(value)?;
-        Ok(value.to_string())
-    }
-
-    /// `notify-keyspace-events`: Redis's class letters (kept as given: the normalised
-    /// form CONFIG GET shows loses `n` beside `A`).
-    pub fn keyspace_events(value: &str) -> Result<String, String> {
-        keyspace_events::parse(value)
-            .map(|_| value.to_string())
-            .ok_or_else(|| keyspace_events::INVALID.to_string())
-    }
-
-    /// `replicaof`: `host port` or `no one`.
-    pub fn replicaof(value: &str) -> Result<String, String> {
-        text(value)?;
-        let words: Vec<&str> = value.split(' ').collect();
-        match words.as_slice() {
-            [h, p] if h.eq_ignore_ascii_case("no") && p.eq_ignore_ascii_case("one") => {
-                Ok(String::new())
-            }
-            [h, p] if !h.is_empty() => {
-                let port = crate::num::parse_i64(p.as_bytes())
-                    .filter(|n| (0..=65535).contains(n))
-                    .ok_or("Invalid master port")?;
-                Ok(format!("{h} {port}"))
-            }
-            _ => Err("wrong number of arguments".into()),
-        }
-    }
-
-    /// `oom-score-adj-values`: three integers from -2000 to 2000.
-    pub fn oom_score_adj_values(value: &str) -> Result<String, String> {
-        let words: Vec<&str> = value.split(' ').collect();
-        let ok = words.len() == 3
-            && words.iter().all(|w| {
-                crate::num::parse_i64(w.as_bytes()).is_some_and(|n| (-2000..=2000).contains(&n))
-            });
-        if !ok {
-            return Err("Invalid oom-score-adj-values".into());
-        }
-        Ok(value.to_string())
-    }
-
-    /// `latency-tracking-info-percentiles`: numbers from 0 to 100, or `""`.
-    pub fn percentiles(value: &str) -> Result<String, String> {
-        if value.is_empty() {
-            return Ok(String::new());
-        }
-        for w in value.split(' ') {
-            let ok =
-                crate::num::parse_f64(w.as_bytes()).is_some_and(|n| (0.0..=100.0).contains(&n));
-            if !ok {
-                return Err(
-                    "latency-tracking-info-percentiles: percentile must be between 0.0 and 100.0"
-                        .into(),
-                );
+        if let Some((args, text)) = p.help {
+            let left = if args.is_empty() {
+                format!("  --{}", p.name)
+            } else {
+                format!("  --{} {args}", p.name)
+            };
+            if left.len() < 30 {
+                out.push_str(&format!("{left:<30}{text}\n"));
+            } else {
+                out.push_str(&format!("{left}\n{:<30}{text}\n", ""));
             }
         }
-        Ok(value.to_string())
     }
+    let refused: Vec<&str> = PARAMS
+        .iter()
+        .filter(|p| matches!(p.effect, Effect::Refused(_)))
+        .map(|p| p.name)
+        .collect();
+    out.push_str(&format!(
+        "
+Redis's other directives are accepted with a warning naming them, or refused when they
+ask for something sluice cannot do (daemonize yes, appendonly yes,
+{}, ...).
+",
+        refused.join(", ")
+    ));
+    out
+}
 
-    /// `loglevel`: Redis 7.0's levels, and `nothing` (Redis 7.2's); the error lists 7.0's.
-    pub fn loglevel(value: &str) -> Result<String, String> {
-        let v = value.to_ascii_lowercase();
-        if matches!(
-            v.as_str(),
-            "debug" | "verbose" | "notice" | "warning" | "nothing"
-        ) {
-            Ok(v)
-        } else {
-            Err("argument(s) must be one of the following: debug, verbose, notice, warning".into())
-        }
+// What the rows' setters share. Values reach them checked, so these only convert.
+
+fn int<T: TryFrom<i64>>(v: &str) -> Result<T, String> {
+    crate::num::parse_i64(v.as_bytes())
+        .and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())
+}
+
+fn mem(v: &str) -> Result<usize, String> {
+    parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())
+}
+
+fn yes(v: &str) -> bool {
+    v.eq_ignore_ascii_case("yes")
+}
+
+fn yn(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+fn shown(v: &Option<String>) -> String {
+    v.clone().unwrap_or_default()
+}
+
+fn unset_if_empty(v: &str) -> Option<String> {
+    Some(v.to_string()).filter(|v| !v.is_empty())
+}
+
+/// `save`: in a file each line adds its points (`save ""` clears); CONFIG SET replaces.
+fn save(c: &mut Config, v: &str, from: Source) -> Result<(), String> {
+    let points = parse_save(v)?;
+    if from == Source::File && !points.is_empty() {
+        c.save.extend(points);
+    } else {
+        c.save = points;
     }
+    Ok(())
+}
 
-    /// `maxmemory-policy`: the policies sluice has (the LFU ones are refused by name).
-    pub fn maxmemory_policy(value: &str) -> Result<String, String> {
-        EvictionPolicy::parse(value).map(|p| p.name().to_string())
+/// `dir`: at start, as given (the binary changes to it); by CONFIG SET, an existing
+/// directory, kept absolute. Redis changes its working directory there; sluice leaves the
+/// process's alone (the RDB file and CONFIG REWRITE use the absolute path).
+fn dir(v: &str, from: Source) -> Result<Option<String>, String> {
+    if from == Source::File {
+        return Ok(unset_if_empty(v));
     }
+    let path = std::fs::canonicalize(v).map_err(|e| super::rewrite::strerror(&e))?;
+    if !path.is_dir() {
+        return Err("Not a directory".into());
+    }
+    Ok(Some(path.display().to_string()))
+}
 
-    /// `io-backend`: epoll, uring or auto.
-    pub fn io_backend(value: &str) -> Result<String, String> {
-        IoBackend::parse(value).map(|b| b.name().to_string())
+/// `replicaof`: `host port`, or `""` (what `no one` checks to).
+fn replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
+    match v.rsplit_once(' ') {
+        None if v.is_empty() => Ok(None),
+        Some((host, port)) => Ok(Some((host.to_string(), int(port)?))),
+        None => Err("wrong number of arguments".into()),
     }
 }
+
+pub mod check;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_name_and_alias_once() {
-        let mut names: Vec<&str> = PARAMS
-            .iter()
-            .flat_map(|p| std::iter::once(p.name).chain(p.alias))
-            .collect();
-        names.sort_unstable();
-        let before = names.len();
-        names.dedup();
-        assert_eq!(before, names.len());
-    }
-
-    #[test]
-    fn types_refuse_with_redis_texts() {
-        let get = |n: &str| find(n).unwrap();
-        assert_eq!(
-            get("maxmemory-clients").check("0\ndir /tmp"),
-            Err("argument must be a memory or percent value".into())
-        );
-        assert_eq!(
-            get("hll-sparse-max-bytes").check("abc"),
-            Err("argument must be a memory value".into())
-        );
-        assert_eq!(get("maxmemory-clients").check("50%"), Ok("50%".into()));
-        assert_eq!(
-            get("maxmemory-clients").check("101%"),
-            Err("percentage argument must be less or equal to 100".into())
-        );
-        assert_eq!(
-            get("port").check("70000"),
-            Err("argument must be between 0 and 65535 inclusive".into())
-        );
-        assert_eq!(get("hz").check("1000"), Ok("500".into()));
-        assert_eq!(get("appendonly").check("YES"), Ok("yes".into()));
-        assert_eq!(
-            get("appendfsync").check("sometimes"),
-            Err("argument(s) must be one of the following: everysec, always, no".into())
-        );
-        assert!(get("replica-announce-ip").check("a\nb").is_err());
-        assert_eq!(get("requirepass").check("a\nb"), Ok("a\nb".into()));
-        assert_eq!(get("unixsocketperm").check("770"), Ok("504".into()));
-        assert_eq!(get("slaveof").name, "replicaof");
-        assert_eq!(get("replicaof").check("NO ONE"), Ok("".into()));
-        assert!(get("replicaof").check("h\nx 1").is_err());
-        assert_eq!(
-            get("shutdown-on-sigint").check("save now"),
-            Ok("save now".into())
-        );
-    }
-}
+mod tests;
