@@ -18,9 +18,8 @@ pub use live::LiveSettings;
 
 use std::fmt;
 
-use bytes::Bytes;
 
-use crate::num::{hex_digit, is_c_space};
+pub use crate::protocol::request::split_args;
 
 /// Most event-loop threads `threads` accepts.
 pub const MAX_THREADS: usize = 1024;
@@ -582,90 +581,6 @@ impl Config {
     }
 }
 
-/// Redis's `sdssplitargs`, which splits an inline line into arguments; `None` means unbalanced
-/// quotes. It is followed quirk for quirk, since telnet users and scripts rely on its exact
-/// behaviour: a quote may open mid-argument (`a"b c"` is `ab c`), an argument that is not quoted
-/// ends only at space, tab, CR or LF (not `\v`/`\f`, though those are skipped between arguments),
-/// and a closing quote must be followed by whitespace or the end of the line.
-pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
-    // The C code walks a NUL-terminated string; reading past the end as NUL keeps the port
-    // faithful without index arithmetic that could go out of bounds.
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
-    let mut args = Vec::new();
-    let mut p = 0;
-    loop {
-        while at(p) != 0 && is_c_space(at(p)) {
-            p += 1;
-        }
-        if at(p) == 0 {
-            return Some(args);
-        }
-        let mut current = Vec::new();
-        let mut in_double = false;
-        let mut in_single = false;
-        let mut done = false;
-        while !done {
-            let c = at(p);
-            if in_double {
-                let hex = if c == b'\\' && at(p + 1) == b'x' {
-                    hex_digit(at(p + 2))
-                        .zip(hex_digit(at(p + 3)))
-                        .map(|(high, low)| high * 16 + low)
-                } else {
-                    None
-                };
-                if let Some(byte) = hex {
-                    current.push(byte);
-                    p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
-                    p += 1;
-                    current.push(match at(p) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else if in_single {
-                if c == b'\\' && at(p + 1) == b'\'' {
-                    p += 1;
-                    current.push(b'\'');
-                } else if c == b'\'' {
-                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                }
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
-                    other => current.push(other),
-                }
-            }
-            if at(p) != 0 {
-                p += 1;
-            }
-        }
-        args.push(Bytes::from(current));
-    }
-}
 
 /// Splits a conf line into words with Redis's quoting rules ([`split_args`]); bytes that
 /// are not UTF-8 are replaced. None on unbalanced quotes.
