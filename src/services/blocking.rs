@@ -344,16 +344,7 @@ impl VariantCommand for Block {
             0 => 0,
             t => ctx.now_ms.saturating_add(t).max(1),
         };
-        // Each key once (BLPOP k k …), so the registry's work is per distinct key.
-        let keys: Box<[Bytes]> = {
-            let mut seen = HashSet::with_capacity(self.op.keys().len());
-            self.op
-                .keys()
-                .iter()
-                .filter(|k| seen.insert(&k[..]))
-                .cloned()
-                .collect()
-        };
+        let keys = distinct(self.op.keys());
         let waiter = Arc::new(Waiter {
             info: ctx.client.info.clone(),
             db: ctx.db(),
@@ -371,6 +362,15 @@ impl VariantCommand for Block {
         // Never sent: the connection waits for the waiter's reply instead.
         Ok(Reply::NullArray)
     }
+}
+
+/// Each key once, in the order given (BLPOP k k …): the registry's work is per distinct key.
+fn distinct(keys: &[Bytes]) -> Box<[Bytes]> {
+    let mut seen = HashSet::with_capacity(keys.len());
+    keys.iter()
+        .filter(|k| seen.insert(&k[..]))
+        .cloned()
+        .collect()
 }
 
 /// Where a waiter stands.
@@ -820,6 +820,79 @@ fn end_word(end: End) -> &'static [u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn waiter(clients: &crate::client::Registry, keys: &[&[u8]]) -> Arc<Waiter> {
+        let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+        Arc::new(Waiter {
+            info: clients.register("t".into(), "t".into()),
+            db: 0,
+            resp: 2,
+            op: Op::Pop(LMPop {
+                keys: keys.clone(),
+                end: End::Left,
+                count: 1,
+            }),
+            keys: keys.into(),
+            seq: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+            deadline_ms: 0,
+            state: Mutex::new(State::Waiting),
+            notify: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn order(reg: &Registry, key: &Bytes) -> Vec<u64> {
+        let mut ids = Vec::new();
+        let mut after = 0;
+        while let Some(w) = reg.next_waiter(0, key, after) {
+            after = w.seq.load(Ordering::Relaxed);
+            ids.push(w.info.id);
+        }
+        ids
+    }
+
+    #[test]
+    fn waiters_are_served_in_blocking_order_and_the_queue_stays_compact() {
+        let clients = crate::client::Registry::default();
+        let reg = Registry::default();
+        let key = Bytes::from_static(b"k");
+        let ws: Vec<_> = (0..1000)
+            .map(|_| waiter(&clients, &[b"k", b"other"]))
+            .collect();
+        for w in &ws {
+            reg.add(w);
+        }
+        let ids: Vec<u64> = ws.iter().map(|w| w.info.id).collect();
+        assert_eq!(order(&reg, &key), ids);
+        assert_eq!(reg.len(), 1000);
+        // Leaving from anywhere costs no scan, and the dead entries never outnumber the
+        // live ones by more than a few.
+        for w in ws.iter().rev().step_by(2) {
+            reg.remove(w);
+            let inner = reg.lock();
+            let q = &inner.by_key[&(0, key.clone())];
+            assert!(
+                q.waiters.len() <= 2 * q.live + 8,
+                "{} {}",
+                q.waiters.len(),
+                q.live
+            );
+        }
+        let left: Vec<u64> = ids.iter().copied().step_by(2).collect();
+        assert_eq!(order(&reg, &key), left);
+        for w in &ws {
+            reg.remove(w); // again for half of them: idempotent
+        }
+        assert_eq!(reg.len(), 0);
+        assert!(reg.lock().by_key.is_empty());
+    }
+
+    #[test]
+    fn a_key_named_twice_is_registered_once() {
+        let k = |s: &'static [u8]| Bytes::from_static(s);
+        let keys = [k(b"a"), k(b"b"), k(b"a"), k(b"c"), k(b"b")];
+        assert_eq!(&distinct(&keys)[..], &[k(b"a"), k(b"b"), k(b"c")][..]);
+    }
 
     #[test]
     fn timeouts_as_redis_parses_them() {

@@ -232,3 +232,53 @@ fn subscribed_to_many(addr: SocketAddr, n: usize) -> Vec<Vec<u8>> {
     assert_memory_within(addr, before, SLACK, "subscriptions");
     out
 }
+
+/// Keyspace notifications of one write that names 100,000 keys: published after the
+/// command's locks are released, every one reaches a pattern subscriber, a subscriber that
+/// does not read holds them within the pubsub output limit until it goes, and other clients
+/// are served meanwhile.
+#[test]
+fn keyspace_notifications_of_a_write_to_many_keys() {
+    against_both(notifications_of_many);
+}
+
+fn notifications_of_many(addr: SocketAddr, n: usize) -> Vec<Vec<u8>> {
+    let before = used_memory(addr);
+    let mut admin = Conn::connect(addr);
+    let mut out = Vec::new();
+    let config = [&b"CONFIG"[..], b"SET", b"notify-keyspace-events", b"KEA"];
+    out.push(reply_within(&mut admin, &config, PROMPT, "config"));
+    let keys = many_keys("nk:", n);
+    let pairs: Vec<Vec<u8>> = keys
+        .iter()
+        .flat_map(|k| [k.clone(), b"1".to_vec()])
+        .collect();
+    out.push(reply_within(
+        &mut admin,
+        &command(&[b"MSET"], &pairs, &[]),
+        PROMPT,
+        "mset",
+    ));
+    let mut reader = Conn::connect(addr);
+    let psubscribe = [&b"PSUBSCRIBE"[..], b"__keyevent@0__:d*"];
+    out.push(reply_within(&mut reader, &psubscribe, PROMPT, "psubscribe"));
+    let mut silent = Conn::connect(addr);
+    let subscribe = [&b"SUBSCRIBE"[..], b"__keyevent@0__:del"];
+    out.push(reply_within(&mut silent, &subscribe, PROMPT, "subscribe"));
+    // About 4 MB of events for each subscriber: under the default pubsub limits.
+    admin.send(&command(&[b"DEL"], &keys, &[]));
+    assert_served_promptly(addr, "the notifications of a DEL of 100,000 keys");
+    out.push(next_reply(&mut admin, "del"));
+    out.push(next_reply(&mut reader, "first event"));
+    out.push(drain_replies(&mut reader, n - 1, "events"));
+    let mut probe = Conn::connect(addr);
+    out.push(probe.cmd(&[b"PUBSUB", b"NUMSUB", b"__keyevent@0__:del"]));
+    drop((reader, silent));
+    eventually("the subscribers gone", || {
+        probe.cmd(&[b"PUBSUB", b"NUMPAT"]) == b":0\r\n"
+    });
+    assert_served_promptly(addr, "after the notifications");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_memory_within(addr, before, SLACK, "keyspace notifications");
+    out
+}
