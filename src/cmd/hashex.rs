@@ -267,7 +267,7 @@ fn parse_setex(args: &[Bytes], now: u64) -> CmdResult<SetExArgs> {
                 _ => return Err(CmdError::msg("ERR invalid number of fields")),
             };
             let remaining = args.len() - i - 2;
-            if remaining % 2 != 0 || n != remaining / 2 {
+            if !remaining.is_multiple_of(2) || n != remaining / 2 {
                 return Err(arity());
             }
             o.first = i + 2;

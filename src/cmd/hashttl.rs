@@ -383,10 +383,11 @@ impl VariantCommand for HExpire {
             replies.push(Reply::Int(code));
         }
         let emptied = hash.is_empty();
-        if set.is_empty() && deleted.is_empty() {
-            if let Some(h) = h.as_mut() {
-                h.mark_unchanged();
-            }
+        if set.is_empty()
+            && deleted.is_empty()
+            && let Some(h) = h.as_mut()
+        {
+            h.mark_unchanged();
         }
         drop(h);
         for f in &deleted {
@@ -470,7 +471,7 @@ impl VariantCommand for HTtl {
             }
             let left = at.saturating_sub(base);
             match self.unit {
-                Unit::Seconds => ((left + 999) / 1000) as i64,
+                Unit::Seconds => left.div_ceil(1000) as i64,
                 Unit::Millis => left as i64,
             }
         };
