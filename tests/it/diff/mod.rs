@@ -128,6 +128,7 @@ transcripts!(
     replication,
     hash_field_expiry,
     hash_field_expiry_8,
+    hash_field_expiry_events,
     strings_8,
 );
 
