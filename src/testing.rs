@@ -160,6 +160,7 @@ impl TestServer {
     /// `cmd::testmode` docs for what that covers). Needs test mode.
     pub fn reset(&self) -> std::io::Result<()> {
         use std::io::{Read, Write};
+        let before = self.shared.clients.len();
         let mut con = std::net::TcpStream::connect(self.addr)?;
         con.set_nodelay(true)?;
         con.write_all(b"*2\r\n$8\r\nTESTMODE\r\n$5\r\nRESET\r\n")?;
@@ -175,6 +176,17 @@ impl TestServer {
                 text.trim_end()
             )));
         }
+        // The reset's own connection leaves no trace: gone from the registry (bounded wait:
+        // its loop sees the close within microseconds) and not counted as received.
+        drop(con);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while self.shared.clients.len() > before && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        self.shared.stats.total_connections.store(
+            self.shared.clients.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(())
     }
 
