@@ -175,6 +175,19 @@ impl TestServer {
                 text.trim_end()
             )));
         }
+        // The reset's own connection leaves no trace: gone from the registry, and not
+        // counted as received. The wait is for it and for the connections of the test that
+        // used the server, closing as it ended; it is bounded (a test may keep a client
+        // open), and each loop sees a close within microseconds.
+        drop(con);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while !self.shared.clients.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        self.shared.stats.total_connections.store(
+            self.shared.clients.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(())
     }
 

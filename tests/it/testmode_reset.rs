@@ -480,6 +480,12 @@ fn a_pooled_server_comes_back_reset() {
                 .unwrap();
             assert_eq!(maxmemory, ["maxmemory", "0"]);
             assert!(!server.clock().is_frozen());
+            // The reset's own connection left no trace: this is the one connection seen.
+            let stats: String = redis::cmd("INFO").arg("stats").query(&mut con).unwrap();
+            assert!(
+                stats.contains("total_connections_received:1\r\n"),
+                "{stats}"
+            );
             break;
         }
         // A new server means the first one is still in another test's hands, or was
