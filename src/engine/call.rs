@@ -29,52 +29,10 @@ use bytes::Bytes;
 use crate::client::ClientState;
 use crate::commands::cluster;
 use crate::engine::table::Entry;
-use crate::engine::{CmdFlags, Ctx, lock_for, try_lock_for};
+use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::services::{blocking, maxmemory, monitor, notify};
-
-bitflags::bitflags! {
-    /// What sluice must know about a few commands beyond their Redis flags (Redis compares
-    /// their handlers). Given when the table is built ([`roles_of`]).
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct Roles: u8 {
-        /// EXEC: checks the whole queue (OOM, cluster slot, pause).
-        const EXEC = 1 << 0;
-        /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
-        const ENDS_MULTI = 1 << 1;
-        /// Allowed to a subscribed RESP2 client ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
-        const WHILE_SUBSCRIBED = 1 << 2;
-        /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
-        const LOCKS_ITSELF = 1 << 3;
-        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
-        const NEEDS_SHARDS = 1 << 4;
-        /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
-        /// holds it).
-        const MAY_REPLICATE = 1 << 5;
-        /// EVAL / EVAL_RO: the script's text is the first argument.
-        const EVAL = 1 << 6;
-        /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
-        const EVALSHA = 1 << 7;
-    }
-}
-
-/// The roles of the command (or subcommand) with table name `name`.
-pub fn roles_of(name: &str) -> Roles {
-    match name {
-        "exec" => Roles::EXEC | Roles::ENDS_MULTI | Roles::NEEDS_SHARDS,
-        "discard" => Roles::ENDS_MULTI,
-        "quit" | "reset" => Roles::ENDS_MULTI | Roles::WHILE_SUBSCRIBED,
-        "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
-        | "punsubscribe" => Roles::WHILE_SUBSCRIBED,
-        "watch" => Roles::NEEDS_SHARDS,
-        "info" | "config|resetstat" | "clock|advance" | "clock|set" => Roles::LOCKS_ITSELF,
-        "pfcount" | "publish" | "spublish" | "fcall" => Roles::MAY_REPLICATE,
-        "eval" | "eval_ro" => Roles::EVAL,
-        "evalsha" | "evalsha_ro" => Roles::EVALSHA,
-        _ => Roles::empty(),
-    }
-}
 
 /// Who runs the command.
 #[derive(Debug)]
@@ -151,7 +109,7 @@ pub fn call<'a>(
             // A script is marked busy, with the shards it will hold, before it takes them,
             // so commands arriving meanwhile for those shards wait at the busy gate instead
             // of blocking their thread on a shard a long script keeps.
-            _announced = runs_script(entry).then(|| {
+            _announced = entry.spec.runs_script().then(|| {
                 let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                 shared.scripts.busy.announce_holding(held)
             });
@@ -171,7 +129,7 @@ pub fn call<'a>(
                         ctx.client.regate = true;
                         return Reply::Null;
                     }
-                    _announced = runs_script(entry).then(|| {
+                    _announced = entry.spec.runs_script().then(|| {
                         let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                         shared.scripts.busy.announce_holding(held)
                     });
@@ -213,7 +171,7 @@ pub fn call<'a>(
             Instant::now()
         }
     };
-    if runs_script(entry) && !matches!(caller, Caller::Script(_)) {
+    if entry.spec.runs_script() && !matches!(caller, Caller::Script(_)) {
         // Scripts are `skip_monitor`, but Redis shows the script command itself before the
         // commands it calls.
         feed_monitors(ctx, entry, args, false);
@@ -249,7 +207,7 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
         Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
     };
     blocking::note_write(ctx, spec, args);
-    crate::repl::effects::note(ctx, spec, entry.effect, args, &reply);
+    crate::repl::effects::note(ctx, spec, entry.spec.effect, args, &reply);
     if matches!(caller, Caller::Client(_)) {
         // Fed while the locks are held, so writes to one key reach the replication stream
         // in the order they were applied (EXEC feeds its own within its lock hold).
@@ -271,12 +229,6 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
         }
     }
     reply
-}
-
-/// True for the script commands (EVAL…, FCALL…).
-fn runs_script(entry: &Entry) -> bool {
-    entry.roles.intersects(Roles::EVAL | Roles::EVALSHA)
-        || matches!(entry.spec.name, "fcall" | "fcall_ro")
 }
 
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its
@@ -303,7 +255,7 @@ fn client_policy<'s>(
         hooks.record(
             shared.clock.now_ms(),
             client,
-            &monitor::redact(spec.name, args),
+            &monitor::redact(spec.redaction, args),
         );
     }
     if client.multi.is_some() && spec.has(CmdFlags::NO_MULTI) {
@@ -335,7 +287,10 @@ fn client_policy<'s>(
         ));
     }
     // A RESP2 connection that is subscribed only takes what Redis takes in that context.
-    if client.resp == 2 && client.subscribed() && !entry.roles.contains(Roles::WHILE_SUBSCRIBED) {
+    if client.resp == 2
+        && client.subscribed()
+        && !entry.spec.roles.contains(Roles::WHILE_SUBSCRIBED)
+    {
         let text = format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             spec.full_name()
@@ -360,7 +315,7 @@ fn script_policy(
 ) -> Option<Reply> {
     let spec = entry.spec;
     // Commands that lock shards themselves would wait forever on the locks the script holds.
-    if spec.has(CmdFlags::NOSCRIPT) || entry.roles.contains(Roles::LOCKS_ITSELF) {
+    if spec.has(CmdFlags::NOSCRIPT) || entry.spec.roles.contains(Roles::LOCKS_ITSELF) {
         return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
     }
     let writes = spec.has(CmdFlags::WRITE);
@@ -491,7 +446,7 @@ fn account(
             &shared.live,
             shared.clock.now_ms() / 1000,
             usec,
-            &monitor::redact(spec.name, args),
+            &monitor::redact(spec.redaction, args),
             ctx.client,
             from_script,
         );
@@ -518,7 +473,7 @@ fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool
         shared.clock.now_ns() / 1000,
         ctx.client.db,
         addr,
-        &monitor::redact(entry.spec.name, args),
+        &monitor::redact(entry.spec.redaction, args),
         cap,
     );
 }
@@ -623,51 +578,5 @@ mod tests {
         assert!(matches!(reply, Reply::Null), "{reply:?}");
         assert!(!sent_back);
         connection.join().unwrap();
-    }
-    /// Every command `roles_of` names exists, so a renamed command cannot silently lose
-    /// its role.
-    #[test]
-    fn every_role_names_a_command_of_the_table() {
-        let table = crate::engine::CommandTable::build();
-        let named = [
-            "exec",
-            "discard",
-            "quit",
-            "reset",
-            "ping",
-            "subscribe",
-            "ssubscribe",
-            "unsubscribe",
-            "sunsubscribe",
-            "psubscribe",
-            "punsubscribe",
-            "watch",
-            "info",
-            "config|resetstat",
-            "clock|advance",
-            "clock|set",
-            "pfcount",
-            "publish",
-            "spublish",
-            "fcall",
-            "eval",
-            "eval_ro",
-            "evalsha",
-            "evalsha_ro",
-        ];
-        for name in named {
-            let entry = table
-                .entries()
-                .iter()
-                .find(|e| e.spec.name == name)
-                .unwrap_or_else(|| panic!("{name} is not in the table"));
-            assert!(!entry.roles.is_empty(), "{name}");
-        }
-        let with_roles = table
-            .entries()
-            .iter()
-            .filter(|e| !e.roles.is_empty())
-            .count();
-        assert_eq!(with_roles, named.len());
     }
 }

@@ -42,6 +42,7 @@ use table::Entry;
 pub use args::ArgCursor;
 pub use table::{
     CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+    Roles,
 };
 
 /// What a handler works with: the server, the calling client, the locked shards and `now`.

@@ -47,14 +47,14 @@ const MOVE_SPECS: &[KeySpecDoc] = &[
 /// The blocking commands.
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[C] = &[
-    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_acl(LIST_ACL),
-    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
+    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::First)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::Last)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_effect(crate::repl::effects::Effect::BRPopLPush).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_effect(crate::repl::effects::Effect::BLMove).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: false }).with_acl(LIST_ACL),
+    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::First)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::Last)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: true }).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
 ];
 
 /// Which blocking command a [`Block`] is (the table names it).

@@ -9,7 +9,7 @@
 //! `-EXECABORT Transaction discarded because of: OOM ...` and the transaction is discarded.
 
 use crate::client::ClientState;
-use crate::engine::call::Roles;
+use crate::engine::Roles;
 use crate::engine::table::{CmdFlags, CmdId, Entry};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -35,9 +35,9 @@ pub(crate) fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) ->
         return None;
     }
     let in_multi = client.multi.is_some();
-    let is_exec = entry.roles.contains(Roles::EXEC);
+    let is_exec = entry.spec.roles.contains(Roles::EXEC);
     let refuse = entry.spec.has(CmdFlags::DENYOOM)
-        || (in_multi && !entry.roles.contains(Roles::ENDS_MULTI))
+        || (in_multi && !entry.spec.roles.contains(Roles::ENDS_MULTI))
         || (is_exec && queue_grows_memory(shared, client));
     if !refuse {
         return None;

@@ -164,11 +164,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "commands::cluster",
         "call runs cluster routing, which lives with the CLUSTER commands",
     ),
-    (
-        "src/engine/txn.rs",
-        "commands::scripting",
-        "EXEC refuses scripts by name while a script is busy",
-    ),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
