@@ -34,7 +34,7 @@ use bytes::Bytes;
 
 use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
-use crate::engine::table::{CmdFlags, Entry};
+use crate::engine::table::{CmdFlags, CommandEntry};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
@@ -216,7 +216,7 @@ pub(crate) type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 pub(crate) fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     match &shared.cluster {
@@ -230,7 +230,7 @@ fn route_in_cluster<'s>(
     shared: &'s Shared,
     cluster: &'s Cluster,
     client: &mut ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     if client.master_link {

@@ -672,7 +672,7 @@ pub(crate) fn busy_threshold(shared: &Shared) -> Duration {
 fn gate_needs(
     shared: &Shared,
     client: &ClientState,
-    entry: &crate::engine::table::Entry,
+    entry: &crate::engine::table::CommandEntry,
     args: &[Bytes],
 ) -> Option<smallvec::SmallVec<[usize; 8]>> {
     let spec = entry.spec;

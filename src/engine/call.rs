@@ -28,7 +28,7 @@ use bytes::Bytes;
 
 use crate::client::ClientState;
 use crate::commands::cluster;
-use crate::engine::table::Entry;
+use crate::engine::table::CommandEntry;
 use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -73,7 +73,7 @@ const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scrip
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
 pub fn call<'a>(
     ctx: &mut Ctx<'a>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     mut caller: Caller<'_, 'a>,
 ) -> Reply {
@@ -192,7 +192,12 @@ pub fn call<'a>(
 }
 
 /// The handler, with what the caller changes around it.
-fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_, '_>) -> Reply {
+fn run(
+    ctx: &mut Ctx<'_>,
+    entry: &CommandEntry,
+    args: &[Bytes],
+    caller: &mut Caller<'_, '_>,
+) -> Reply {
     let spec = entry.spec;
     let reply = match caller {
         Caller::Script(rules) => {
@@ -235,7 +240,7 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
 /// order. `Ok` carries cluster routing's guard, held until the reply.
 fn client_policy<'s>(
     ctx: &mut Ctx<'s>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<cluster::Routed<'s>, Reply> {
     let shared = ctx.shared;
@@ -309,7 +314,7 @@ fn client_policy<'s>(
 fn script_policy(
     shared: &Shared,
     client: &ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     rules: &mut ScriptRules,
 ) -> Option<Reply> {
@@ -347,7 +352,7 @@ fn script_policy(
 }
 
 /// Queues a command inside MULTI: its resolved entry and its arguments.
-fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
+fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[Bytes]) {
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     if let Some(queue) = client.multi.as_mut() {
         queue.push(crate::client::Queued {
@@ -371,7 +376,7 @@ fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
 pub fn reject(
     shared: &Shared,
     client: &mut ClientState,
-    entry: Option<&Entry>,
+    entry: Option<&CommandEntry>,
     reply: Reply,
 ) -> Reply {
     if client.multi.is_some() {
@@ -398,7 +403,7 @@ pub fn count_error(shared: &Shared, text: &str) {
 /// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
 fn account(
     ctx: &mut Ctx<'_>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     reply: &Reply,
     took: Duration,
@@ -457,7 +462,7 @@ fn account(
 }
 
 /// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
-fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool) {
+fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[Bytes], from_script: bool) {
     let shared = ctx.shared;
     if !shared.monitors.active() {
         return;
@@ -486,7 +491,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
-    use crate::engine::{execute, execute_blocking};
+    use crate::engine::{execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
     use crate::server::Shared;
@@ -523,10 +528,10 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let (_, waiter) = execute_blocking(&shared, &mut client, &get);
+                let (_, waiter) = execute_may_block(&shared, &mut client, &get);
                 let sent_back = std::mem::take(&mut client.regate);
                 let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let (reply, _) = execute_blocking(&shared, &mut client, &set);
+                let (reply, _) = execute_may_block(&shared, &mut client, &set);
                 tx.send((sent_back, waiter.is_none(), reply, client.regate))
                     .unwrap();
             })

@@ -568,7 +568,7 @@ impl CommandSpec {
 /// A resolved command: its table entry and the statistics kept with it. Lookups return it,
 /// MULTI queues its [`CmdId`], and `engine::call` counts into it: no second lookup by name.
 #[derive(Debug)]
-pub struct Entry {
+pub struct CommandEntry {
     /// The command's spec.
     pub spec: &'static CommandSpec,
     /// Its index in the table (what a MULTI queue keeps).
@@ -579,7 +579,7 @@ pub struct Entry {
     subs: std::ops::Range<u32>,
 }
 
-/// The index of an [`Entry`] in the table.
+/// The index of a [`CommandEntry`] in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmdId(pub u32);
 
@@ -587,7 +587,7 @@ pub struct CmdId(pub u32);
 #[derive(Debug)]
 pub struct CommandTable {
     by_name: HashMap<Vec<u8>, u32>,
-    entries: Vec<Entry>,
+    entries: Vec<CommandEntry>,
 }
 
 impl CommandTable {
@@ -614,7 +614,7 @@ impl CommandTable {
 
     fn push(&mut self, spec: &'static CommandSpec) -> u32 {
         let id = self.entries.len() as u32;
-        self.entries.push(Entry {
+        self.entries.push(CommandEntry {
             spec,
             id: CmdId(id),
             stats: CmdStat::default(),
@@ -634,7 +634,7 @@ impl CommandTable {
     }
 
     /// Looks a command's entry up by name, case-insensitively.
-    pub fn get_entry(&self, name: &[u8]) -> Option<&Entry> {
+    pub fn get_entry(&self, name: &[u8]) -> Option<&CommandEntry> {
         if name.len() > 64 {
             return None;
         }
@@ -647,7 +647,7 @@ impl CommandTable {
     }
 
     /// The subcommand of `entry` a client typed as `name`, case-insensitively.
-    pub fn sub_entry(&self, entry: &Entry, name: &[u8]) -> Option<&Entry> {
+    pub fn sub_entry(&self, entry: &CommandEntry, name: &[u8]) -> Option<&CommandEntry> {
         self.entries
             .get(entry.subs.start as usize..entry.subs.end as usize)?
             .iter()
@@ -655,7 +655,7 @@ impl CommandTable {
     }
 
     /// The entry a [`CmdId`] names.
-    pub fn entry(&self, id: CmdId) -> Option<&Entry> {
+    pub fn entry(&self, id: CmdId) -> Option<&CommandEntry> {
         self.entries.get(id.0 as usize)
     }
 
@@ -672,7 +672,7 @@ impl CommandTable {
     }
 
     /// Every entry, commands and subcommands, in table order.
-    pub fn entries(&self) -> &[Entry] {
+    pub fn entries(&self) -> &[CommandEntry] {
         &self.entries
     }
 

@@ -119,7 +119,7 @@ pub struct Scripts {
     pub busy: Arc<Busy>,
     version: String,
     /// Redis 7 function libraries.
-    functions: std::sync::Mutex<functions::Registry>,
+    functions: std::sync::Mutex<functions::Libraries>,
     /// Bumped when a library goes away or is replaced (VMs drop their loaded ones).
     fn_generation: AtomicU64,
     /// Scripts (by SHA1) and functions (`f:` and the name) that touched a key they did not
@@ -194,7 +194,7 @@ impl Scripts {
             generation: AtomicU64::new(0),
             busy: Arc::new(Busy::default()),
             version: version.to_string(),
-            functions: std::sync::Mutex::new(functions::Registry::default()),
+            functions: std::sync::Mutex::new(functions::Libraries::default()),
             fn_generation: AtomicU64::new(0),
             needs_all: std::sync::Mutex::new(std::collections::HashSet::new()),
             needs_all_len: AtomicU64::new(0),
@@ -425,7 +425,11 @@ impl Vm {
 
         // One function each for the VM's lifetime; the running script's host is found
         // through `slot`, filled only while a script runs.
-        for (name, mode) in [("call", 0), ("pcall", 1), ("acl_check_cmd", 2)] {
+        for (name, mode) in [
+            ("call", CallMode::Call),
+            ("pcall", CallMode::PCall),
+            ("acl_check_cmd", CallMode::AclCheck),
+        ] {
             let (slot, resp) = (slot.clone(), resp.clone());
             private.raw_set(
                 name,
@@ -827,17 +831,28 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
     }
 }
 
-/// `redis.call` (mode 0), `redis.pcall` (1), `redis.acl_check_cmd` (2): runs the command
-/// through the running script's host; `call` raises what `pcall` returns as an error table.
+/// Which of the `redis` library's calling functions a script called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallMode {
+    /// `redis.call`: a failed command raises its error.
+    Call,
+    /// `redis.pcall`: a failed command returns its error table.
+    PCall,
+    /// `redis.acl_check_cmd`: only checks that the command exists.
+    AclCheck,
+}
+
+/// `redis.call`, `redis.pcall`, `redis.acl_check_cmd`: runs the command through the
+/// running script's host; `call` raises what `pcall` returns as an error table.
 fn redis_call(
     lua: &Lua,
     slot: &HostSlot,
     resp: u8,
-    mode: i64,
+    mode: CallMode,
     args: MultiValue,
 ) -> mlua::Result<Value> {
     let (v, failed) = dispatch(lua, slot, resp, mode, args)?;
-    if failed && mode != 1 {
+    if failed && mode != CallMode::PCall {
         let msg = match &v {
             Value::Table(t) => match t.raw_get::<Value>("err")? {
                 Value::String(s) => s.to_string_lossy(),
@@ -948,13 +963,13 @@ fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
 /// Redis's error for `redis.call` outside a script's run (raised by `pcall` too).
 const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
 
-/// `redis.call` (mode 0), `redis.pcall` (1) and `redis.acl_check_cmd` (2): returns the
+/// `redis.call`, `redis.pcall` and `redis.acl_check_cmd`: returns the
 /// converted reply and whether it is an error (which `call` raises).
 fn dispatch(
     lua: &Lua,
     slot: &HostSlot,
     resp: u8,
-    mode: i64,
+    mode: CallMode,
     args: MultiValue,
 ) -> mlua::Result<(Value, bool)> {
     if !slot.is_filled() {
@@ -979,7 +994,7 @@ fn dispatch(
         }
     }
     drop(args);
-    if mode == 2 {
+    if mode == CallMode::AclCheck {
         return match slot.with(|host| host.command_exists(&argv)) {
             Some(true) => Ok((Value::Boolean(true), false)),
             Some(false) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),

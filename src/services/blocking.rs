@@ -4,7 +4,7 @@
 //!
 //! A blocking command first runs as its non-blocking form under its keys' locks. If that
 //! finds nothing and the caller may block (a client outside MULTI; never EXEC, a script or
-//! `engine::execute` itself), it registers a [`Waiter`] in [`Registry`] while it still holds
+//! `engine::execute` itself), it registers a [`Waiter`] in [`BlockedClients`] while it still holds
 //! those locks, so that a push can never slip between "empty" and "registered", and leaves
 //! it in `Ctx::blocked` for the connection, which waits without holding any lock.
 //!
@@ -419,7 +419,7 @@ impl Waiter {
 
 /// Every blocked client, by key and by client id.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub struct BlockedClients {
     /// How many clients are blocked: the write path's only cost while none is.
     count: AtomicUsize,
     inner: Mutex<Inner>,
@@ -431,7 +431,7 @@ struct Inner {
     by_client: HashMap<u64, Arc<Waiter>>,
 }
 
-impl Registry {
+impl BlockedClients {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }

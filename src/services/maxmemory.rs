@@ -10,13 +10,17 @@
 
 use crate::client::ClientState;
 use crate::engine::Roles;
-use crate::engine::table::{CmdFlags, CmdId, Entry};
+use crate::engine::table::{CmdFlags, CmdId, CommandEntry};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::store::evict::{OOM_ERROR, Outcome, perform_evictions};
 
 /// Evicts as the policy allows; returns the error reply if `entry` must be refused.
-pub(crate) fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) -> Option<Reply> {
+pub(crate) fn check(
+    shared: &Shared,
+    client: &mut ClientState,
+    entry: &CommandEntry,
+) -> Option<Reply> {
     if shared.live.maxmemory() == 0 {
         return None;
     }

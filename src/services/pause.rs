@@ -23,7 +23,7 @@ use bytes::Bytes;
 
 use crate::client::ClientState;
 use crate::engine::Roles;
-use crate::engine::table::Entry;
+use crate::engine::table::CommandEntry;
 use crate::engine::{ArgCursor, CmdId, Command, Ctx, Lookup, lookup};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -174,7 +174,7 @@ fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bo
 }
 
 /// Redis's `CMD_WRITE | CMD_MAY_REPLICATE` for one request, scripts' flags included.
-fn may_replicate(shared: &Shared, entry: &Entry, args: &[Bytes]) -> bool {
+fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[Bytes]) -> bool {
     let spec = entry.spec;
     let by_sha = entry.spec.roles.contains(Roles::EVALSHA);
     if entry.spec.roles.contains(Roles::MAY_REPLICATE) {
