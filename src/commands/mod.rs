@@ -11,6 +11,7 @@ pub(crate) mod functions;
 pub(crate) mod hash;
 pub(crate) mod hll;
 pub(crate) mod keys;
+pub(crate) mod latency;
 pub(crate) mod list;
 pub(crate) mod replication;
 pub(crate) mod scripting;
@@ -25,7 +26,7 @@ pub(crate) mod zset;
 pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
-use crate::services::{blocking, latency, persist, pubsub, slowlog};
+use crate::services::{blocking, persist, pubsub, slowlog};
 
 /// Every family's commands, in the order the table joins them.
 pub(crate) fn all_families() -> [&'static [CommandSpec]; 26] {

@@ -140,11 +140,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "SLOWLOG's row (still beside the log) names the HELP handler of commands::server",
     ),
     (
-        "src/services/latency.rs",
-        "commands",
-        "LATENCY's row (still beside the monitor) names the HELP handler of commands::server",
-    ),
-    (
         "src/services/persist.rs",
         "commands",
         "loading an RDB file applies the sorted sets' encoding limits, kept with ZADD",
