@@ -147,7 +147,7 @@ impl Command for LatencyHelp {
         Ok(LatencyHelp)
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(crate::services::slowlog::help(&[
+        Ok(crate::commands::slowlog::help(&[
             "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DOCTOR",
             "    Return a human readable latency analysis report.",

@@ -17,6 +17,7 @@ pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
 pub(crate) mod set;
+pub(crate) mod slowlog;
 pub(crate) mod sort;
 pub(crate) mod strings;
 pub(crate) mod strrange;
@@ -26,7 +27,7 @@ pub(crate) mod zset;
 pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
-use crate::services::{blocking, persist, pubsub, slowlog};
+use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
 pub(crate) fn all_families() -> [&'static [CommandSpec]; 26] {

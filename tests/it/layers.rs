@@ -135,11 +135,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "a waiter keeps the parsed pop (LMPop, LMove, ZMPop) it reruns when served",
     ),
     (
-        "src/services/slowlog.rs",
-        "commands",
-        "SLOWLOG's row (still beside the log) names the HELP handler of commands::server",
-    ),
-    (
         "src/services/persist.rs",
         "commands",
         "loading an RDB file applies the sorted sets' encoding limits, kept with ZADD",
