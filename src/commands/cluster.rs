@@ -34,7 +34,7 @@ use bytes::Bytes;
 
 use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
-use crate::engine::table::{CmdFlags, Entry};
+use crate::engine::table::{CmdFlags, CommandEntry};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
@@ -216,7 +216,7 @@ pub(crate) type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
 pub(crate) fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     match &shared.cluster {
@@ -230,7 +230,7 @@ fn route_in_cluster<'s>(
     shared: &'s Shared,
     cluster: &'s Cluster,
     client: &mut ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<Routed<'s>, Reply> {
     if client.master_link {
@@ -239,7 +239,7 @@ fn route_in_cluster<'s>(
         return Ok(Some(cluster.hold()));
     }
     let spec = entry.spec;
-    let exec = entry.roles.contains(crate::engine::call::Roles::EXEC);
+    let exec = entry.spec.roles.contains(crate::engine::Roles::EXEC);
     let slot = if exec {
         // EXEC without MULTI (or with extra arguments) only gets its own error.
         let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
@@ -262,7 +262,7 @@ fn route_in_cluster<'s>(
         };
         !writes
             && (client.info.readonly.load(Ordering::Relaxed)
-                || matches!(spec.name, "ssubscribe" | "sunsubscribe" | "spublish"))
+                || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB))
     };
     let redirect = match slot {
         Ok(None) => return Ok(None),
@@ -316,58 +316,13 @@ fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect>
     }
 }
 
-/// The slot of a command's keys (None without keys), or CROSSSLOT. Keys are found from the
-/// table's key positions the way Redis's key specs find them; in particular a `numkeys`
-/// that does not fit the arguments means "no keys", so the command itself reports the error.
+/// The slot of a command's keys (None without keys), or CROSSSLOT. The keys are the ones
+/// locking takes ([`KeySpec::positions`]): in particular a `numkeys` that does not fit the
+/// arguments means "no keys", so the command itself reports the error.
 pub(crate) fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
-    let mut add = |i: usize| match args.get(i) {
-        Some(k) => merge_slot(&mut slot, Some(key_slot(k))),
-        None => Ok(()),
-    };
-    let n = args.len() as i64;
-    match *keys {
-        KeySpec::None => {}
-        KeySpec::Range { first, last, step } => {
-            let (first, step) = (i64::from(first), i64::from(step).max(1));
-            let last = if last < 0 {
-                n + i64::from(last)
-            } else {
-                i64::from(last).min(n - 1)
-            };
-            let mut i = first;
-            while first > 0 && i <= last {
-                add(i as usize)?;
-                i += step;
-            }
-        }
-        KeySpec::Custom { find, .. } => {
-            for i in find(args) {
-                add(i)?;
-            }
-        }
-        KeySpec::Keynum {
-            begin,
-            keynumidx,
-            firstkey,
-            step,
-            ..
-        } => {
-            let count = args
-                .get((begin + keynumidx).max(0) as usize)
-                .and_then(|b| crate::num::parse_i64(b))
-                .unwrap_or(0);
-            let first = i64::from(begin + firstkey);
-            let step = i64::from(step).max(1);
-            let last = first.saturating_add(count.saturating_sub(1).saturating_mul(step));
-            if count > 0 && first > 0 && last < n {
-                let mut i = first;
-                while i <= last {
-                    add(i as usize)?;
-                    i += step;
-                }
-            }
-        }
+    for i in keys.positions(args) {
+        merge_slot(&mut slot, Some(key_slot(&args[i])))?;
     }
     Ok(slot)
 }

@@ -32,6 +32,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Restore>,
     )
+    .with_effect(crate::repl::effects::Effect::KeyState)
     .with_acl(&["@keyspace", "@write", "@slow", "@dangerous"])
     .with_info(&InfoDoc {
         tips: &[],

@@ -58,6 +58,8 @@ pub(crate) static COMMANDS: &[C] = &[
         ),
         |c, a| run_as::<Fcall>(c, a, Access::ReadWrite),
     )
+    .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::FCALL))
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "fcall_ro",
@@ -66,6 +68,8 @@ pub(crate) static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], crate::commands::scripting::RO_NOTES),
         |c, a| run_as::<Fcall>(c, a, Access::ReadOnly),
     )
+    .with_roles(crate::engine::Roles::FCALL)
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
 ];
 

@@ -142,6 +142,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<HIncrByFloat>,
     )
+    .with_effect(crate::repl::effects::Effect::HIncrByFloat)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "access", "update"]),
     C::new(

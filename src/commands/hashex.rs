@@ -27,6 +27,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HGetEx>(c, a, ()),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "access", "update"])
     .with_key_notes("RW and UPDATE because it changes the TTL"),
@@ -37,6 +38,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HSetEx>(c, a, ()),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "update"]),
     C::new(
@@ -46,6 +48,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HGetDel>(c, a, ()),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "access", "delete"]),
 ];

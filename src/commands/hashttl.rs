@@ -32,6 +32,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HExpire>(c, a, (Unit::Seconds, Base::Now)),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "update"]),
     C::new(
@@ -41,6 +42,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HExpire>(c, a, (Unit::Millis, Base::Now)),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "update"]),
     C::new(
@@ -50,6 +52,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HExpire>(c, a, (Unit::Seconds, Base::Epoch)),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "update"]),
     C::new(
@@ -59,6 +62,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<HExpire>(c, a, (Unit::Millis, Base::Epoch)),
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@hash", "@fast"])
     .with_key_flags(&["RW", "update"]),
     C::new(

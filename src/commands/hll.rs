@@ -20,7 +20,7 @@ use crate::store::hll::{self, Corrupt};
 pub(crate) static COMMANDS: &[C] = &[
     C::new("pfadd", -2, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<PfAdd>).with_acl(&["@write", "@hyperloglog", "@fast"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0)]),
-    C::new("pfcount", -2, &["readonly"], C::keys(1, -1, 1), run::<PfCount>).with_acl(&["@read", "@hyperloglog", "@slow"])
+    C::new("pfcount", -2, &["readonly"], C::keys(1, -1, 1), run::<PfCount>).with_roles(crate::engine::Roles::MAY_REPLICATE).with_acl(&["@read", "@hyperloglog", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access"], 1, -1)
             .with_notes("RW because it may change the internal representation of the key, and propagate to replicas")]),
     C::new("pfmerge", -2, &["write", "denyoom"], C::keys(1, -1, 1), run::<PfMerge>).with_acl(&["@write", "@hyperloglog", "@slow"])

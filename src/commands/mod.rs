@@ -13,11 +13,13 @@ pub(crate) mod hashex;
 pub(crate) mod hashttl;
 pub(crate) mod hll;
 pub(crate) mod keys;
+pub(crate) mod latency;
 pub(crate) mod list;
 pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
 pub(crate) mod set;
+pub(crate) mod slowlog;
 pub(crate) mod sort;
 pub(crate) mod strex;
 pub(crate) mod strings;
@@ -28,7 +30,7 @@ pub(crate) mod zset;
 pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
-use crate::services::{blocking, latency, persist, pubsub, slowlog};
+use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
 pub(crate) fn all_families() -> [&'static [CommandSpec]; 29] {

@@ -37,7 +37,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::client::ClientState;
-use crate::engine::call::{Roles, ScriptRules};
+use crate::engine::Roles;
+use crate::engine::call::ScriptRules;
 use crate::engine::{
     Access, ArgCursor, Caller, CmdFlags, Command, CommandSpec as C, Ctx, KeySpec, LockMode, Lookup,
     VariantCommand, call, lookup, run, run_as, run_sub,
@@ -98,6 +99,8 @@ pub(crate) static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], RW_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadWrite)),
     )
+    .with_roles(crate::engine::Roles::EVAL)
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha",
@@ -106,6 +109,8 @@ pub(crate) static COMMANDS: &[C] = &[
         keynum(&["RW", "access", "update"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadWrite)),
     )
+    .with_roles(crate::engine::Roles::EVALSHA)
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "eval_ro",
@@ -114,6 +119,8 @@ pub(crate) static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], RO_NOTES),
         |c, a| run_as::<Eval>(c, a, (Source::Body, Access::ReadOnly)),
     )
+    .with_roles(crate::engine::Roles::EVAL)
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "evalsha_ro",
@@ -122,6 +129,8 @@ pub(crate) static COMMANDS: &[C] = &[
         keynum(&["RO", "access"], None),
         |c, a| run_as::<Eval>(c, a, (Source::Sha, Access::ReadOnly)),
     )
+    .with_roles(crate::engine::Roles::EVALSHA)
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_acl(&["@slow", "@scripting"]),
     C::new(
         "script",
@@ -273,15 +282,6 @@ pub(crate) struct RunAs {
     pub slot: Option<u16>,
     /// Cluster mode: calls may touch several slots (no shebang, `allow-cross-slot-keys`).
     pub cross_slot_ok: bool,
-}
-
-/// True for the commands that run a script or function (EXEC locks every shard for them
-/// under `lua-script-locking global`).
-pub(crate) fn is_script(spec: &C) -> bool {
-    matches!(
-        spec.name,
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-    )
 }
 
 /// Runs a script or function in `ctx` and returns its reply. `ctx` holds the shards of
@@ -672,18 +672,18 @@ pub(crate) fn busy_threshold(shared: &Shared) -> Duration {
 fn gate_needs(
     shared: &Shared,
     client: &ClientState,
-    entry: &crate::engine::table::Entry,
+    entry: &crate::engine::table::CommandEntry,
     args: &[Bytes],
 ) -> Option<smallvec::SmallVec<[usize; 8]>> {
     let spec = entry.spec;
     if spec.has(CmdFlags::ALLOW_BUSY)
         || client.multi.is_some()
         || !client.watched.is_empty()
-        || entry.roles.contains(Roles::NEEDS_SHARDS)
+        || entry.spec.roles.contains(Roles::NEEDS_SHARDS)
     {
         return None;
     }
-    if is_script(spec) && takes_every_shard(shared, spec, args) {
+    if spec.runs_script() && takes_every_shard(shared, spec, args) {
         return None;
     }
     let ks = &shared.keyspace;
@@ -731,10 +731,12 @@ fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
     let Some(name) = args.get(1) else {
         return false;
     };
-    let memo = match spec.name {
-        "eval" | "eval_ro" => script::sha1_hex(name),
-        "evalsha" | "evalsha_ro" => String::from_utf8_lossy(name).to_ascii_lowercase(),
-        _ => format!("f:{}", String::from_utf8_lossy(name)),
+    let memo = if spec.roles.contains(Roles::EVAL) {
+        script::sha1_hex(name)
+    } else if spec.roles.contains(Roles::EVALSHA) {
+        String::from_utf8_lossy(name).to_ascii_lowercase()
+    } else {
+        format!("f:{}", String::from_utf8_lossy(name))
     };
     shared.scripts.needs_all(&memo)
 }
@@ -772,7 +774,7 @@ pub(crate) async fn busy_gate(
         }
         let lock_free = spec.lock == LockMode::None
             && client.watched.is_empty()
-            && !entry.roles.contains(Roles::NEEDS_SHARDS);
+            && !entry.spec.roles.contains(Roles::NEEDS_SHARDS);
         if spec.has(CmdFlags::ALLOW_BUSY) {
             if lock_free {
                 return None;
@@ -785,7 +787,7 @@ pub(crate) async fn busy_gate(
         } else {
             BUSY
         };
-        if client.multi.is_some() && entry.roles.contains(Roles::EXEC) {
+        if client.multi.is_some() && entry.spec.roles.contains(Roles::EXEC) {
             if !client.watched.is_empty() {
                 // Discarding unwatches, which needs the shards: wait for them.
                 busy.wait_end(Duration::from_millis(100)).await;

@@ -90,6 +90,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<SPop>,
     )
+    .with_effect(crate::repl::effects::Effect::SPop)
     .with_acl(&["@write", "@set", "@fast"])
     .with_tips(&["nondeterministic_output"])
     .with_key_flags(&["RW", "access", "delete"]),

@@ -40,6 +40,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<DelEx>,
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "delete"]),
     C::new(
@@ -56,6 +57,7 @@ pub(crate) static COMMANDS: &[C] = &[
         },
         run::<MSetEx>,
     )
+    .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@string", "@slow"]),
     C::new(
         "increx",
@@ -64,6 +66,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<IncrEx>,
     )
+    .with_effect(crate::repl::effects::Effect::KeyState)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "update"]),
 ];

@@ -32,6 +32,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<Set>,
     )
+    .with_effect(crate::repl::effects::Effect::Set)
     .with_acl(&["@write", "@string", "@slow"])
     .with_key_flags(&["RW", "access", "update", "variable_flags"])
     .with_key_notes("RW and ACCESS due to the optional `GET` argument"),
@@ -51,6 +52,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Seconds),
     )
+    .with_effect(crate::repl::effects::Effect::KeyState)
     .with_acl(&["@write", "@string", "@slow"])
     .with_key_flags(&["OW", "update"]),
     C::new(
@@ -60,6 +62,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<SetEx>(c, a, Precision::Millis),
     )
+    .with_effect(crate::repl::effects::Effect::KeyState)
     .with_acl(&["@write", "@string", "@slow"])
     .with_key_flags(&["OW", "update"]),
     C::new(
@@ -78,6 +81,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetDel>,
     )
+    .with_effect(crate::repl::effects::Effect::GetDel)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "delete"]),
     C::new(
@@ -87,6 +91,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<GetEx>,
     )
+    .with_effect(crate::repl::effects::Effect::GetEx)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "update"])
     .with_key_notes("RW and UPDATE because it changes the TTL"),
@@ -165,6 +170,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         run::<IncrByFloat>,
     )
+    .with_effect(crate::repl::effects::Effect::IncrByFloat)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "update"]),
     C::new(

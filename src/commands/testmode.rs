@@ -553,10 +553,12 @@ static CLOCK: &[C] = &[
         KeySpec::None,
         |c, a| run_sub_as::<ClockCmd>(c, a, ClockVerb::Advance),
     )
+    .with_roles(crate::engine::Roles::LOCKS_ITSELF)
     .whole_keyspace(),
     C::new("clock|set", 3, &["admin", "fast"], KeySpec::None, |c, a| {
         run_sub_as::<ClockCmd>(c, a, ClockVerb::Set)
     })
+    .with_roles(crate::engine::Roles::LOCKS_ITSELF)
     .whole_keyspace(),
     C::new(
         "clock|resume",

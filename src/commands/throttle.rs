@@ -27,6 +27,7 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
     C::keys(1, 1, 1),
     run::<Throttle>,
 )
+.with_effect(crate::repl::effects::Effect::KeyState)
 .with_reported_arity(-5)
 .with_acl(&["@write"])];
 

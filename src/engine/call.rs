@@ -28,57 +28,11 @@ use bytes::Bytes;
 
 use crate::client::ClientState;
 use crate::commands::cluster;
-use crate::engine::table::Entry;
-use crate::engine::{CmdFlags, Ctx, lock_for, try_lock_for};
+use crate::engine::table::CommandEntry;
+use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::services::{blocking, maxmemory, monitor, notify};
-
-bitflags::bitflags! {
-    /// What sluice must know about a few commands beyond their Redis flags (Redis compares
-    /// their handlers). Given when the table is built ([`roles_of`]).
-    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct Roles: u16 {
-        /// EXEC: checks the whole queue (OOM, cluster slot, pause).
-        const EXEC = 1 << 0;
-        /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
-        const ENDS_MULTI = 1 << 1;
-        /// Allowed to a subscribed RESP2 client ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
-        const WHILE_SUBSCRIBED = 1 << 2;
-        /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
-        const LOCKS_ITSELF = 1 << 3;
-        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
-        const NEEDS_SHARDS = 1 << 4;
-        /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
-        /// holds it).
-        const MAY_REPLICATE = 1 << 5;
-        /// EVAL / EVAL_RO: the script's text is the first argument.
-        const EVAL = 1 << 6;
-        /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
-        const EVALSHA = 1 << 7;
-        /// DEBUG: refused unless `enable-debug-command` admits the client (Redis's
-        /// `CMD_PROTECTED`).
-        const PROTECTED = 1 << 8;
-    }
-}
-
-/// The roles of the command (or subcommand) with table name `name`.
-pub fn roles_of(name: &str) -> Roles {
-    match name {
-        "exec" => Roles::EXEC | Roles::ENDS_MULTI | Roles::NEEDS_SHARDS,
-        "discard" => Roles::ENDS_MULTI,
-        "quit" | "reset" => Roles::ENDS_MULTI | Roles::WHILE_SUBSCRIBED,
-        "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
-        | "punsubscribe" => Roles::WHILE_SUBSCRIBED,
-        "watch" => Roles::NEEDS_SHARDS,
-        "info" | "config|resetstat" | "clock|advance" | "clock|set" => Roles::LOCKS_ITSELF,
-        "pfcount" | "publish" | "spublish" | "fcall" => Roles::MAY_REPLICATE,
-        "eval" | "eval_ro" => Roles::EVAL,
-        "evalsha" | "evalsha_ro" => Roles::EVALSHA,
-        "debug" => Roles::PROTECTED,
-        _ => Roles::empty(),
-    }
-}
 
 /// Who runs the command.
 #[derive(Debug)]
@@ -120,7 +74,7 @@ const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scrip
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
 pub fn call<'a>(
     ctx: &mut Ctx<'a>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     mut caller: Caller<'_, 'a>,
 ) -> Reply {
@@ -156,7 +110,7 @@ pub fn call<'a>(
             // A script is marked busy, with the shards it will hold, before it takes them,
             // so commands arriving meanwhile for those shards wait at the busy gate instead
             // of blocking their thread on a shard a long script keeps.
-            _announced = runs_script(entry).then(|| {
+            _announced = entry.spec.runs_script().then(|| {
                 let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                 shared.scripts.busy.announce_holding(held)
             });
@@ -176,7 +130,7 @@ pub fn call<'a>(
                         ctx.client.regate = true;
                         return Reply::Null;
                     }
-                    _announced = runs_script(entry).then(|| {
+                    _announced = entry.spec.runs_script().then(|| {
                         let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                         shared.scripts.busy.announce_holding(held)
                     });
@@ -218,7 +172,7 @@ pub fn call<'a>(
             Instant::now()
         }
     };
-    if runs_script(entry) && !matches!(caller, Caller::Script(_)) {
+    if entry.spec.runs_script() && !matches!(caller, Caller::Script(_)) {
         // Scripts are `skip_monitor`, but Redis shows the script command itself before the
         // commands it calls.
         feed_monitors(ctx, entry, args, false);
@@ -239,7 +193,12 @@ pub fn call<'a>(
 }
 
 /// The handler, with what the caller changes around it.
-fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_, '_>) -> Reply {
+fn run(
+    ctx: &mut Ctx<'_>,
+    entry: &CommandEntry,
+    args: &[Bytes],
+    caller: &mut Caller<'_, '_>,
+) -> Reply {
     let spec = entry.spec;
     let reply = match caller {
         Caller::Script(rules) => {
@@ -254,7 +213,7 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
         Caller::Client(_) | Caller::Exec => (spec.handler)(ctx, args),
     };
     blocking::note_write(ctx, spec, args);
-    crate::repl::effects::note(ctx, spec, entry.effect, args, &reply);
+    crate::repl::effects::note(ctx, spec, entry.spec.effect, args, &reply);
     if matches!(caller, Caller::Client(_)) {
         // Fed while the locks are held, so writes to one key reach the replication stream
         // in the order they were applied (EXEC feeds its own within its lock hold).
@@ -278,24 +237,18 @@ fn run(ctx: &mut Ctx<'_>, entry: &Entry, args: &[Bytes], caller: &mut Caller<'_,
     reply
 }
 
-/// True for the script commands (EVAL…, FCALL…).
-fn runs_script(entry: &Entry) -> bool {
-    entry.roles.intersects(Roles::EVAL | Roles::EVALSHA)
-        || matches!(entry.spec.name, "fcall" | "fcall_ro")
-}
-
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its
 /// order. `Ok` carries cluster routing's guard, held until the reply.
 fn client_policy<'s>(
     ctx: &mut Ctx<'s>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
 ) -> Result<cluster::Routed<'s>, Reply> {
     let shared = ctx.shared;
     let spec = entry.spec;
     let client = &mut *ctx.client;
     // Before authentication, as in Redis's processCommand.
-    if entry.roles.contains(Roles::PROTECTED)
+    if entry.spec.roles.contains(Roles::PROTECTED)
         && !shared
             .config()
             .debug_command()
@@ -322,7 +275,7 @@ fn client_policy<'s>(
         hooks.record(
             shared.clock.now_ms(),
             client,
-            &monitor::redact(spec.name, args),
+            &monitor::redact(spec.redaction, args),
         );
     }
     if client.multi.is_some() && spec.has(CmdFlags::NO_MULTI) {
@@ -354,7 +307,10 @@ fn client_policy<'s>(
         ));
     }
     // A RESP2 connection that is subscribed only takes what Redis takes in that context.
-    if client.resp == 2 && client.subscribed() && !entry.roles.contains(Roles::WHILE_SUBSCRIBED) {
+    if client.resp == 2
+        && client.subscribed()
+        && !entry.spec.roles.contains(Roles::WHILE_SUBSCRIBED)
+    {
         let text = format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             spec.full_name()
@@ -373,13 +329,13 @@ fn client_policy<'s>(
 fn script_policy(
     shared: &Shared,
     client: &ClientState,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     rules: &mut ScriptRules,
 ) -> Option<Reply> {
     let spec = entry.spec;
     // Commands that lock shards themselves would wait forever on the locks the script holds.
-    if spec.has(CmdFlags::NOSCRIPT) || entry.roles.contains(Roles::LOCKS_ITSELF) {
+    if spec.has(CmdFlags::NOSCRIPT) || entry.spec.roles.contains(Roles::LOCKS_ITSELF) {
         return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
     }
     let writes = spec.has(CmdFlags::WRITE);
@@ -411,7 +367,7 @@ fn script_policy(
 }
 
 /// Queues a command inside MULTI: its resolved entry and its arguments.
-fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
+fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[Bytes]) {
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     if let Some(queue) = client.multi.as_mut() {
         queue.push(crate::client::Queued {
@@ -435,7 +391,7 @@ fn queue(client: &mut ClientState, entry: &Entry, args: &[Bytes]) {
 pub fn reject(
     shared: &Shared,
     client: &mut ClientState,
-    entry: Option<&Entry>,
+    entry: Option<&CommandEntry>,
     reply: Reply,
 ) -> Reply {
     if client.multi.is_some() {
@@ -462,7 +418,7 @@ pub fn count_error(shared: &Shared, text: &str) {
 /// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
 fn account(
     ctx: &mut Ctx<'_>,
-    entry: &Entry,
+    entry: &CommandEntry,
     args: &[Bytes],
     reply: &Reply,
     took: Duration,
@@ -510,7 +466,7 @@ fn account(
             &shared.live,
             shared.clock.now_ms() / 1000,
             usec,
-            &monitor::redact(spec.name, args),
+            &monitor::redact(spec.redaction, args),
             ctx.client,
             from_script,
         );
@@ -521,7 +477,7 @@ fn account(
 }
 
 /// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
-fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool) {
+fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[Bytes], from_script: bool) {
     let shared = ctx.shared;
     if !shared.monitors.active() {
         return;
@@ -537,7 +493,7 @@ fn feed_monitors(ctx: &Ctx<'_>, entry: &Entry, args: &[Bytes], from_script: bool
         shared.clock.now_ns() / 1000,
         ctx.client.db,
         addr,
-        &monitor::redact(entry.spec.name, args),
+        &monitor::redact(entry.spec.redaction, args),
         cap,
     );
 }
@@ -550,7 +506,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
-    use crate::engine::{execute, execute_blocking};
+    use crate::engine::{execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
     use crate::server::Shared;
@@ -587,10 +543,10 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let (_, waiter) = execute_blocking(&shared, &mut client, &get);
+                let (_, waiter) = execute_may_block(&shared, &mut client, &get);
                 let sent_back = std::mem::take(&mut client.regate);
                 let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let (reply, _) = execute_blocking(&shared, &mut client, &set);
+                let (reply, _) = execute_may_block(&shared, &mut client, &set);
                 tx.send((sent_back, waiter.is_none(), reply, client.regate))
                     .unwrap();
             })
@@ -642,52 +598,5 @@ mod tests {
         assert!(matches!(reply, Reply::Null), "{reply:?}");
         assert!(!sent_back);
         connection.join().unwrap();
-    }
-    /// Every command `roles_of` names exists, so a renamed command cannot silently lose
-    /// its role.
-    #[test]
-    fn every_role_names_a_command_of_the_table() {
-        let table = crate::engine::CommandTable::build();
-        let named = [
-            "exec",
-            "discard",
-            "quit",
-            "reset",
-            "ping",
-            "subscribe",
-            "ssubscribe",
-            "unsubscribe",
-            "sunsubscribe",
-            "psubscribe",
-            "punsubscribe",
-            "watch",
-            "info",
-            "config|resetstat",
-            "clock|advance",
-            "clock|set",
-            "pfcount",
-            "publish",
-            "spublish",
-            "fcall",
-            "eval",
-            "eval_ro",
-            "evalsha",
-            "debug",
-            "evalsha_ro",
-        ];
-        for name in named {
-            let entry = table
-                .entries()
-                .iter()
-                .find(|e| e.spec.name == name)
-                .unwrap_or_else(|| panic!("{name} is not in the table"));
-            assert!(!entry.roles.is_empty(), "{name}");
-        }
-        let with_roles = table
-            .entries()
-            .iter()
-            .filter(|e| !e.roles.is_empty())
-            .count();
-        assert_eq!(with_roles, named.len());
     }
 }

@@ -37,11 +37,12 @@ use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::services::{blocking, notify};
 use crate::store::Locked;
-use table::Entry;
+use table::CommandEntry;
 
 pub use args::ArgCursor;
 pub use table::{
     CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
+    Roles,
 };
 
 /// What a handler works with: the server, the calling client, the locked shards and `now`.
@@ -197,10 +198,10 @@ pub fn printable(b: &[u8], max: usize) -> String {
 /// A resolved request: the table entry to run.
 pub enum Lookup<'t> {
     /// Found; arity checked.
-    Found(&'t Entry),
+    Found(&'t CommandEntry),
     /// An error to reply (unknown command or subcommand, wrong arity), with the entry when
     /// the command is known (its `rejected_calls` count the error).
-    Error(CmdError, Option<&'t Entry>),
+    Error(CmdError, Option<&'t CommandEntry>),
 }
 
 /// Looks up and arity-checks a request.
@@ -289,7 +290,7 @@ pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
-/// [`execute_blocking`]).
+/// [`execute_may_block`]).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
     execute_request(shared, client, args, false).0
 }
@@ -297,7 +298,7 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
 /// `execute` for a connection that can wait: a blocking command that finds nothing returns
 /// its registered waiter with a placeholder reply, and the connection waits for the
 /// waiter's reply (see `blocking`).
-pub fn execute_blocking(
+pub fn execute_may_block(
     shared: &Shared,
     client: &mut ClientState,
     args: &[Bytes],

@@ -14,6 +14,41 @@ use hashbrown::HashMap;
 use crate::engine::Handler;
 use crate::services::stats::CmdStat;
 
+bitflags::bitflags! {
+    /// What sluice must know about a few commands beyond their Redis flags (Redis compares
+    /// their handlers), declared with the command's row ([`CommandSpec::with_roles`]).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Roles: u16 {
+        /// EXEC: checks the whole queue (OOM, cluster slot, pause).
+        const EXEC = 1 << 0;
+        /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
+        const ENDS_MULTI = 1 << 1;
+        /// Allowed to a subscribed RESP2 client ((P|S)(UN)SUBSCRIBE, PING, QUIT, RESET).
+        const WHILE_SUBSCRIBED = 1 << 2;
+        /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
+        const LOCKS_ITSELF = 1 << 3;
+        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
+        const NEEDS_SHARDS = 1 << 4;
+        /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
+        /// holds it).
+        const MAY_REPLICATE = 1 << 5;
+        /// EVAL / EVAL_RO: the script's text is the first argument.
+        const EVAL = 1 << 6;
+        /// EVALSHA / EVALSHA_RO: the script's SHA1 is the first argument.
+        const EVALSHA = 1 << 7;
+        /// FCALL / FCALL_RO: runs a function.
+        const FCALL = 1 << 8;
+        /// Refused like a write after a failed background save (PING, as Redis does).
+        const REFUSED_BY_MISCONF = 1 << 9;
+        /// Sharded pub/sub (SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH): a cluster replica serves it
+        /// for its master's slots to any client.
+        const SHARDED_PUBSUB = 1 << 10;
+        /// DEBUG: refused unless `enable-debug-command` admits the client (Redis's
+        /// `CMD_PROTECTED`).
+        const PROTECTED = 1 << 11;
+    }
+}
+
 /// Where a command's keys are.
 #[derive(Debug, Clone, Copy)]
 pub enum KeySpec {
@@ -71,7 +106,9 @@ impl KeySpec {
         }
     }
 
-    /// Indexes of the keys in `args` (name at index 0).
+    /// Indexes of the keys in `args` (name at index 0), found as Redis's key specs find
+    /// them. The one key-position function: locking (`lock_for`), cluster routing
+    /// (`commands::cluster::keys_slot`) and COMMAND GETKEYS all use it.
     pub fn positions(&self, args: &[Bytes]) -> Positions {
         match *self {
             KeySpec::None => Positions::none(),
@@ -92,17 +129,28 @@ impl KeySpec {
                 step,
                 ..
             } => {
+                // Redis's keynum spec: a count that is not positive, or names keys past
+                // the arguments, finds no key (the command's parse then reports it).
                 let count = args
                     .get((begin + keynumidx).max(0) as usize)
                     .and_then(|b| crate::num::parse_i64(b))
                     .filter(|&c| c > 0)
                     .unwrap_or(0) as usize;
-                let first = (begin + firstkey).max(1) as usize;
+                let first = begin + firstkey;
                 let step = step.max(1) as usize;
-                let end = first
-                    .saturating_add(count.saturating_mul(step))
-                    .min(args.len());
-                Positions::Range((first..end).step_by(step))
+                if count == 0 || first < 1 {
+                    return Positions::none();
+                }
+                let first = first as usize;
+                let last = (count - 1)
+                    .checked_mul(step)
+                    .and_then(|d| d.checked_add(first));
+                match last {
+                    Some(last) if last < args.len() => {
+                        Positions::Range((first..last + 1).step_by(step))
+                    }
+                    _ => Positions::none(),
+                }
             }
         }
     }
@@ -318,6 +366,12 @@ pub struct CommandSpec {
     pub key_flags: Option<&'static [&'static str]>,
     /// The notes of that derived key spec, if Redis gives one.
     pub key_notes: Option<&'static str>,
+    /// What sluice must know of it beyond its flags.
+    pub roles: Roles,
+    /// How it propagates to replicas (see `repl::effects`).
+    pub effect: crate::repl::effects::Effect,
+    /// Which of its arguments MONITOR, SLOWLOG and the command log hide.
+    pub redaction: crate::services::monitor::Redaction,
 }
 
 /// What COMMAND INFO reports beyond the table's own fields.
@@ -382,7 +436,37 @@ impl CommandSpec {
             key_specs: &[],
             key_flags: None,
             key_notes: None,
+            roles: Roles::empty(),
+            effect: crate::repl::effects::Effect::Verbatim,
+            redaction: crate::services::monitor::Redaction::None,
         }
+    }
+
+    /// Declares the command's roles (see [`Roles`]).
+    pub const fn with_roles(mut self, roles: Roles) -> Self {
+        self.roles = roles;
+        self
+    }
+
+    /// Declares how the command propagates to replicas, when not verbatim.
+    pub(crate) const fn with_effect(mut self, effect: crate::repl::effects::Effect) -> Self {
+        self.effect = effect;
+        self
+    }
+
+    /// Declares which arguments MONITOR, SLOWLOG and the command log hide.
+    pub(crate) const fn with_redaction(
+        mut self,
+        redaction: crate::services::monitor::Redaction,
+    ) -> Self {
+        self.redaction = redaction;
+        self
+    }
+
+    /// True for the commands that run a script or a function (EVAL…, FCALL…).
+    pub fn runs_script(&self) -> bool {
+        self.roles
+            .intersects(Roles::EVAL.union(Roles::EVALSHA).union(Roles::FCALL))
     }
 
     /// Sets the flags of the key spec COMMAND INFO derives from `keys` (the positions stay
@@ -487,22 +571,18 @@ impl CommandSpec {
 /// A resolved command: its table entry and the statistics kept with it. Lookups return it,
 /// MULTI queues its [`CmdId`], and `engine::call` counts into it: no second lookup by name.
 #[derive(Debug)]
-pub struct Entry {
+pub struct CommandEntry {
     /// The command's spec.
     pub spec: &'static CommandSpec,
     /// Its index in the table (what a MULTI queue keeps).
     pub id: CmdId,
     /// INFO commandstats / latencystats counters.
     pub stats: CmdStat,
-    /// What sluice knows of it beyond its flags (see `call::Roles`).
-    pub roles: crate::engine::call::Roles,
-    /// How it propagates to replicas (see `repl::effects`).
-    pub effect: crate::repl::effects::Effect,
     /// Its subcommands' entries (indexes into the table).
     subs: std::ops::Range<u32>,
 }
 
-/// The index of an [`Entry`] in the table.
+/// The index of a [`CommandEntry`] in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmdId(pub u32);
 
@@ -510,7 +590,7 @@ pub struct CmdId(pub u32);
 #[derive(Debug)]
 pub struct CommandTable {
     by_name: HashMap<Vec<u8>, u32>,
-    entries: Vec<Entry>,
+    entries: Vec<CommandEntry>,
 }
 
 impl CommandTable {
@@ -537,12 +617,10 @@ impl CommandTable {
 
     fn push(&mut self, spec: &'static CommandSpec) -> u32 {
         let id = self.entries.len() as u32;
-        self.entries.push(Entry {
+        self.entries.push(CommandEntry {
             spec,
             id: CmdId(id),
             stats: CmdStat::default(),
-            roles: crate::engine::call::roles_of(spec.name),
-            effect: crate::repl::effects::effect_of(spec.name),
             subs: 0..0,
         });
         id
@@ -559,7 +637,7 @@ impl CommandTable {
     }
 
     /// Looks a command's entry up by name, case-insensitively.
-    pub fn get_entry(&self, name: &[u8]) -> Option<&Entry> {
+    pub fn get_entry(&self, name: &[u8]) -> Option<&CommandEntry> {
         if name.len() > 64 {
             return None;
         }
@@ -572,7 +650,7 @@ impl CommandTable {
     }
 
     /// The subcommand of `entry` a client typed as `name`, case-insensitively.
-    pub fn sub_entry(&self, entry: &Entry, name: &[u8]) -> Option<&Entry> {
+    pub fn sub_entry(&self, entry: &CommandEntry, name: &[u8]) -> Option<&CommandEntry> {
         self.entries
             .get(entry.subs.start as usize..entry.subs.end as usize)?
             .iter()
@@ -580,7 +658,7 @@ impl CommandTable {
     }
 
     /// The entry a [`CmdId`] names.
-    pub fn entry(&self, id: CmdId) -> Option<&Entry> {
+    pub fn entry(&self, id: CmdId) -> Option<&CommandEntry> {
         self.entries.get(id.0 as usize)
     }
 
@@ -597,7 +675,7 @@ impl CommandTable {
     }
 
     /// Every entry, commands and subcommands, in table order.
-    pub fn entries(&self) -> &[Entry] {
+    pub fn entries(&self) -> &[CommandEntry] {
         &self.entries
     }
 
@@ -606,5 +684,191 @@ impl CommandTable {
         for e in &self.entries {
             e.stats.reset();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    /// A numkeys that names keys past the arguments finds no key, for locking as for
+    /// routing and COMMAND GETKEYS (it once clipped for locking only).
+    #[test]
+    fn keynum_positions_follow_redis_key_specs() {
+        let eval = KeySpec::Keynum {
+            begin: 2,
+            keynumidx: 0,
+            firstkey: 1,
+            step: 1,
+            flags: &[],
+            notes: None,
+        };
+        let at = |w: &[&str]| eval.positions(&argv(w)).collect::<Vec<_>>();
+        assert_eq!(at(&["eval", "s", "2", "a", "b", "x"]), [3, 4]);
+        assert_eq!(at(&["eval", "s", "2", "a", "b"]), [3, 4]);
+        assert!(at(&["eval", "s", "3", "a", "b"]).is_empty());
+        assert!(at(&["eval", "s", "0", "a"]).is_empty());
+        assert!(at(&["eval", "s", "-1", "a"]).is_empty());
+        assert!(at(&["eval", "s", "x", "a"]).is_empty());
+        assert!(at(&["eval", "s", "9223372036854775807", "a"]).is_empty());
+        assert!(at(&["eval", "s"]).is_empty());
+        let zmpop = KeySpec::Keynum {
+            begin: 1,
+            keynumidx: 0,
+            firstkey: 1,
+            step: 1,
+            flags: &[],
+            notes: None,
+        };
+        assert_eq!(
+            zmpop
+                .positions(&argv(&["zmpop", "2", "a", "b", "min"]))
+                .collect::<Vec<_>>(),
+            [2, 3]
+        );
+    }
+
+    /// The attributes sluice once looked up by command name (roles, replication effect,
+    /// redaction) are declared on exactly these rows, with the values those name tables
+    /// gave (FCALL_RO gains the `FCALL` role, which marks the script commands).
+    #[test]
+    fn rows_declare_what_was_keyed_by_name() {
+        use crate::repl::effects::{Effect, Side};
+        use crate::services::monitor::Redaction;
+        let table = CommandTable::build();
+        let spec = |name: &str| {
+            table
+                .entries()
+                .iter()
+                .map(|e| e.spec)
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{name} is not in the table"))
+        };
+        let r = |names: &[&'static str], roles: Roles| -> Vec<(&'static str, Roles)> {
+            names.iter().map(|n| (*n, roles)).collect()
+        };
+        let mut roles = vec![
+            (
+                "exec",
+                Roles::EXEC | Roles::ENDS_MULTI | Roles::NEEDS_SHARDS,
+            ),
+            ("discard", Roles::ENDS_MULTI),
+            ("watch", Roles::NEEDS_SHARDS),
+            ("fcall", Roles::MAY_REPLICATE | Roles::FCALL),
+            ("fcall_ro", Roles::FCALL),
+            ("ping", Roles::WHILE_SUBSCRIBED | Roles::REFUSED_BY_MISCONF),
+            (
+                "ssubscribe",
+                Roles::WHILE_SUBSCRIBED | Roles::SHARDED_PUBSUB,
+            ),
+            (
+                "sunsubscribe",
+                Roles::WHILE_SUBSCRIBED | Roles::SHARDED_PUBSUB,
+            ),
+            ("spublish", Roles::MAY_REPLICATE | Roles::SHARDED_PUBSUB),
+        ];
+        roles.extend(r(
+            &["quit", "reset"],
+            Roles::ENDS_MULTI | Roles::WHILE_SUBSCRIBED,
+        ));
+        roles.extend(r(
+            &["subscribe", "unsubscribe", "psubscribe", "punsubscribe"],
+            Roles::WHILE_SUBSCRIBED,
+        ));
+        roles.extend(r(
+            &["info", "config|resetstat", "clock|advance", "clock|set"],
+            Roles::LOCKS_ITSELF,
+        ));
+        roles.extend(r(&["pfcount", "publish"], Roles::MAY_REPLICATE));
+        roles.extend(r(&["eval", "eval_ro"], Roles::EVAL));
+        roles.extend(r(&["evalsha", "evalsha_ro"], Roles::EVALSHA));
+        roles.push(("debug", Roles::PROTECTED));
+        for (name, want) in &roles {
+            assert_eq!(spec(name).roles, *want, "{name}");
+        }
+        let mut effects: Vec<(&str, Effect)> = [
+            "exec",
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ]
+        .iter()
+        .map(|n| (*n, Effect::Inner))
+        .collect();
+        for n in ["expire", "pexpire", "expireat", "pexpireat"] {
+            effects.push((n, Effect::ExpireIfSet));
+        }
+        for n in ["setex", "psetex", "restore", "cl.throttle", "increx"] {
+            effects.push((n, Effect::KeyState));
+        }
+        effects.extend([
+            ("set", Effect::Set),
+            ("getex", Effect::GetEx),
+            ("getdel", Effect::GetDel),
+            ("incrbyfloat", Effect::IncrByFloat),
+            ("hincrbyfloat", Effect::HIncrByFloat),
+            ("spop", Effect::SPop),
+            ("blpop", Effect::BPop(Side::First)),
+            ("brpop", Effect::BPop(Side::Last)),
+            ("bzpopmin", Effect::BZPop(Side::First)),
+            ("bzpopmax", Effect::BZPop(Side::Last)),
+            ("blmpop", Effect::BMPop { zset: false }),
+            ("bzmpop", Effect::BMPop { zset: true }),
+            ("blmove", Effect::BLMove),
+            ("brpoplpush", Effect::BRPopLPush),
+        ]);
+        for n in [
+            "hexpire",
+            "hpexpire",
+            "hexpireat",
+            "hpexpireat",
+            "hgetex",
+            "hsetex",
+            "hgetdel",
+            "delex",
+            "msetex",
+        ] {
+            effects.push((n, Effect::Handled));
+        }
+        for (name, want) in &effects {
+            assert_eq!(spec(name).effect, *want, "{name}");
+        }
+        let redactions = [
+            ("auth", Redaction::AllArguments),
+            ("hello", Redaction::HelloAuth),
+            ("config|set", Redaction::ConfigSecrets),
+        ];
+        for (name, want) in &redactions {
+            assert_eq!(spec(name).redaction, *want, "{name}");
+        }
+        // Nothing else declares any of them.
+        let specs: Vec<&CommandSpec> = table.entries().iter().map(|e| e.spec).collect();
+        let count = |f: &dyn Fn(&CommandSpec) -> bool| specs.iter().filter(|s| f(s)).count();
+        assert_eq!(count(&|s| !s.roles.is_empty()), roles.len());
+        assert_eq!(count(&|s| s.effect != Effect::Verbatim), effects.len());
+        assert_eq!(count(&|s| s.redaction != Redaction::None), redactions.len());
+        let scripts: Vec<&str> = specs
+            .iter()
+            .filter(|s| s.runs_script())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            scripts,
+            [
+                "eval",
+                "evalsha",
+                "eval_ro",
+                "evalsha_ro",
+                "fcall",
+                "fcall_ro"
+            ]
+        );
     }
 }

@@ -40,6 +40,12 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Exec>,
     )
+    .with_roles(
+        crate::engine::Roles::EXEC
+            .union(crate::engine::Roles::ENDS_MULTI)
+            .union(crate::engine::Roles::NEEDS_SHARDS),
+    )
+    .with_effect(crate::repl::effects::Effect::Inner)
     .with_reported_arity(1)
     .immediate()
     .with_acl(&["@slow", "@transaction"]),
@@ -50,6 +56,7 @@ pub static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Discard>,
     )
+    .with_roles(crate::engine::Roles::ENDS_MULTI)
     .immediate()
     .with_acl(&["@fast", "@transaction"]),
     C::new(
@@ -59,6 +66,7 @@ pub static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         run::<Watch>,
     )
+    .with_roles(crate::engine::Roles::NEEDS_SHARDS)
     .immediate()
     .with_acl(&["@fast", "@transaction"])
     .with_key_flags(&["RO"]),
@@ -248,7 +256,7 @@ impl Command for Exec {
         let needs_all = queue.iter().zip(&entries).any(|(q, e)| {
             e.is_some_and(|e| {
                 matches!(e.spec.lock, LockMode::All | LockMode::Stepwise)
-                    || (crate::commands::scripting::is_script(e.spec)
+                    || (e.spec.runs_script()
                         && (shared.live.scripts_lock_all()
                             || e.spec.keys.positions(&q.args).next().is_none()))
             })

@@ -19,8 +19,9 @@ use bytes::Bytes;
 use crate::engine::{CmdFlags, CommandSpec, Ctx};
 use crate::protocol::Reply;
 
-/// How a write command propagates, decided once per table entry ([`effect_of`]) so that
-/// nothing compares command names per call.
+/// How a write command propagates, declared with its table row
+/// ([`CommandSpec::with_effect`](crate::engine::CommandSpec::with_effect)), so that nothing
+/// compares command names per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Effect {
     /// Propagated as it was sent (deterministic given the data).
@@ -70,35 +71,6 @@ pub enum Side {
     First,
     /// The tail of a list, the highest score of a sorted set.
     Last,
-}
-
-/// The propagation rule of the command (or subcommand) with table name `name`.
-pub(crate) fn effect_of(name: &str) -> Effect {
-    match name {
-        "exec" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-            Effect::Inner
-        }
-        "expire" | "pexpire" | "expireat" | "pexpireat" => Effect::ExpireIfSet,
-        "set" => Effect::Set,
-        "setex" | "psetex" | "restore" | "cl.throttle" => Effect::KeyState,
-        "getex" => Effect::GetEx,
-        "getdel" => Effect::GetDel,
-        "incrbyfloat" => Effect::IncrByFloat,
-        "hincrbyfloat" => Effect::HIncrByFloat,
-        "spop" => Effect::SPop,
-        "blpop" => Effect::BPop(Side::First),
-        "brpop" => Effect::BPop(Side::Last),
-        "bzpopmin" => Effect::BZPop(Side::First),
-        "bzpopmax" => Effect::BZPop(Side::Last),
-        "blmpop" => Effect::BMPop { zset: false },
-        "bzmpop" => Effect::BMPop { zset: true },
-        "blmove" => Effect::BLMove,
-        "brpoplpush" => Effect::BRPopLPush,
-        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel"
-        | "delex" | "msetex" => Effect::Handled,
-        "increx" => Effect::KeyState,
-        _ => Effect::Verbatim,
-    }
 }
 
 /// Notes in `ctx.propagate` what `spec` (run with `args`, answering `reply`) must

@@ -92,12 +92,12 @@ pub struct Library {
 
 /// The libraries and the function name index.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub struct Libraries {
     libraries: BTreeMap<String, Arc<Library>>,
     functions: HashMap<String, (Arc<Library>, usize)>,
 }
 
-impl Registry {
+impl Libraries {
     fn add(&mut self, lib: Arc<Library>) {
         for (i, f) in lib.functions.iter().enumerate() {
             self.functions.insert(f.name.clone(), (lib.clone(), i));
@@ -563,7 +563,7 @@ impl Scripts {
         self.fn_generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
+    fn registry(&self) -> std::sync::MutexGuard<'_, Libraries> {
         self.functions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -611,7 +611,7 @@ impl Scripts {
 
     /// FUNCTION FLUSH.
     pub fn function_flush(&self) {
-        *self.registry() = Registry::default();
+        *self.registry() = Libraries::default();
         self.bump();
     }
 
@@ -642,7 +642,7 @@ impl Scripts {
             FunctionsError::NotAFunction => "ERR given type is not a function".to_string(),
             FunctionsError::BadFormat => "ERR Bad data format".to_string(),
         })?;
-        let mut fresh = Registry::default();
+        let mut fresh = Libraries::default();
         for code in &codes {
             let (name, body, functions) = self.check_library(code)?;
             if fresh.libraries.contains_key(&name) {
@@ -656,8 +656,8 @@ impl Scripts {
         }
         let mut reg = self.registry();
         let mut next = match policy {
-            RestorePolicy::Flush => Registry::default(),
-            _ => Registry {
+            RestorePolicy::Flush => Libraries::default(),
+            _ => Libraries {
                 libraries: reg.libraries.clone(),
                 functions: reg.functions.clone(),
             },

@@ -216,7 +216,7 @@ async fn run<S: Transport>(
                 if let Some(reply) = gated.take() {
                     break reply;
                 }
-                break match engine::execute_blocking(shared, client, &args) {
+                break match engine::execute_may_block(shared, client, &args) {
                     // A script took a shard this command needs after it passed the gate:
                     // through the gate again (see `engine::call`).
                     _ if std::mem::take(&mut client.regate) => {

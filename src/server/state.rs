@@ -56,7 +56,7 @@ pub struct Shared {
     /// Cluster mode's slot map; None when cluster mode is off (`Server::bind` sets it).
     pub cluster: Option<crate::cluster::Cluster>,
     /// Clients blocked on keys (BLPOP…).
-    pub blocked: blocking::Registry,
+    pub blocked: blocking::BlockedClients,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
     /// RDB persistence: save state and counters.
@@ -133,7 +133,7 @@ impl Shared {
             live,
             scripts,
             cluster: None,
-            blocked: blocking::Registry::default(),
+            blocked: blocking::BlockedClients::default(),
             pause: pause::Pause::default(),
             persist: persist::Persistence::new(now_s),
             errors: stats::ErrorStats::default(),

@@ -4,7 +4,7 @@
 //!
 //! A blocking command first runs as its non-blocking form under its keys' locks. If that
 //! finds nothing and the caller may block (a client outside MULTI; never EXEC, a script or
-//! `engine::execute` itself), it registers a [`Waiter`] in [`Registry`] while it still holds
+//! `engine::execute` itself), it registers a [`Waiter`] in [`BlockedClients`] while it still holds
 //! those locks, so that a push can never slip between "empty" and "registered", and leaves
 //! it in `Ctx::blocked` for the connection, which waits without holding any lock.
 //!
@@ -57,14 +57,14 @@ const MOVE_SPECS: &[KeySpecDoc] = &[
 /// The blocking commands.
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[C] = &[
-    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_acl(LIST_ACL),
-    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
+    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::First)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::Last)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_effect(crate::repl::effects::Effect::BRPopLPush).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_effect(crate::repl::effects::Effect::BLMove).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
+    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: false }).with_acl(LIST_ACL),
+    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::First)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::Last)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
+    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: true }).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
 ];
 
 /// Which blocking command a [`Block`] is (the table names it).
@@ -448,7 +448,7 @@ impl Waiter {
 
 /// Every blocked client, by key and by client id.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub struct BlockedClients {
     /// How many clients are blocked: the write path's only cost while none is.
     count: AtomicUsize,
     inner: Mutex<Inner>,
@@ -495,7 +495,7 @@ impl KeyQueue {
     }
 }
 
-impl Registry {
+impl BlockedClients {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -841,7 +841,7 @@ mod tests {
         })
     }
 
-    fn order(reg: &Registry, key: &Bytes) -> Vec<u64> {
+    fn order(reg: &BlockedClients, key: &Bytes) -> Vec<u64> {
         let mut ids = Vec::new();
         let mut after = 0;
         while let Some(w) = reg.next_waiter(0, key, after) {
@@ -854,7 +854,7 @@ mod tests {
     #[test]
     fn waiters_are_served_in_blocking_order_and_the_queue_stays_compact() {
         let clients = crate::client::Registry::default();
-        let reg = Registry::default();
+        let reg = BlockedClients::default();
         let key = Bytes::from_static(b"k");
         let ws: Vec<_> = (0..1000)
             .map(|_| waiter(&clients, &[b"k", b"other"]))

@@ -1,86 +1,17 @@
-//! LATENCY LATEST | HISTORY event | RESET [event …] | HELP, and the monitor `engine::call`
-//! feeds.
+//! The latency monitor `engine::call` feeds (LATENCY's commands are in
+//! `commands::latency`).
 //!
 //! With `latency-monitor-threshold` above 0, every command that ran at least that many
 //! milliseconds adds a sample to the `command` event (`fast-command` for commands flagged
 //! `fast`), as Redis 7.0 records them: per event, the last 160 samples (Unix second,
 //! latency in ms; samples in the same second keep the highest) and the highest ever seen.
 //! Time is sluice's clock, so a test-mode server moved by CLOCK records what it shows.
-//!
-//! LATENCY DOCTOR, GRAPH and HISTOGRAM are not implemented (they answer Redis's
-//! unknown-subcommand error), and no event other than these two is recorded.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use bytes::Bytes;
-
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run_sub};
-use crate::error::CmdResult;
-use crate::protocol::Reply;
-
 /// Samples kept per event (Redis's LATENCY_TS_LEN).
 const SAMPLES: usize = 160;
-
-/// LATENCY and its subcommands.
-pub(crate) static COMMANDS: &[C] = &[C::new(
-    "latency",
-    -2,
-    &[],
-    KeySpec::None,
-    crate::engine::run::<crate::commands::server::Help>,
-)
-.with_subcommands(LATENCY)
-.with_acl(&["@slow"])];
-
-const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
-const ADMIN_ACL: &[&str] = &["@admin", "@slow", "@dangerous"];
-
-static LATENCY: &[C] = &[
-    C::new(
-        "latency|history",
-        3,
-        ADMIN,
-        KeySpec::None,
-        run_sub::<LatencyHistory>,
-    )
-    .with_acl(ADMIN_ACL)
-    .with_tips(&[
-        "nondeterministic_output",
-        "request_policy:all_nodes",
-        "response_policy:special",
-    ]),
-    C::new(
-        "latency|help",
-        2,
-        &["loading", "stale"],
-        KeySpec::None,
-        run_sub::<LatencyHelp>,
-    )
-    .with_acl(&["@slow"]),
-    C::new(
-        "latency|reset",
-        -2,
-        ADMIN,
-        KeySpec::None,
-        run_sub::<LatencyReset>,
-    )
-    .with_acl(ADMIN_ACL)
-    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
-    C::new(
-        "latency|latest",
-        2,
-        ADMIN,
-        KeySpec::None,
-        run_sub::<LatencyLatest>,
-    )
-    .with_acl(ADMIN_ACL)
-    .with_tips(&[
-        "nondeterministic_output",
-        "request_policy:all_nodes",
-        "response_policy:special",
-    ]),
-];
 
 #[derive(Debug, Default)]
 struct Series {
@@ -121,128 +52,53 @@ impl LatencyMonitor {
         }
         series.samples.push_back((time, ms));
     }
-}
 
-/// LATENCY LATEST
-#[derive(Debug)]
-pub(crate) struct LatencyLatest;
-
-impl Command for LatencyLatest {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(LatencyLatest)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Ok(events) = ctx.shared.latency.events.lock() else {
-            return Ok(Reply::Array(Vec::new()));
+    /// Every event with its latest sample (Unix second, ms) and its highest ever (ms).
+    pub(crate) fn latest(&self) -> Vec<(&'static str, u64, u64, u64)> {
+        let Ok(events) = self.events.lock() else {
+            return Vec::new();
         };
-        Ok(Reply::Array(
-            events
-                .iter()
-                .map(|(name, s)| {
-                    let (time, ms) = s.samples.back().copied().unwrap_or_default();
-                    Reply::Array(vec![
-                        Reply::Bulk(Bytes::from_static(name.as_bytes())),
-                        Reply::Int(time as i64),
-                        Reply::Int(ms as i64),
-                        Reply::Int(s.max as i64),
-                    ])
-                })
-                .collect(),
-        ))
-    }
-}
-
-/// LATENCY HISTORY event
-#[derive(Debug)]
-pub(crate) struct LatencyHistory {
-    event: Bytes,
-}
-
-impl Command for LatencyHistory {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(LatencyHistory {
-            event: a.next()?.clone(),
-        })
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Ok(events) = ctx.shared.latency.events.lock() else {
-            return Ok(Reply::Array(Vec::new()));
-        };
-        let samples = events
+        events
             .iter()
-            .find(|(name, _)| name.as_bytes() == &self.event[..])
-            .map(|(_, s)| {
-                s.samples
-                    .iter()
-                    .map(|&(t, ms)| Reply::Array(vec![Reply::Int(t as i64), Reply::Int(ms as i64)]))
-                    .collect()
+            .map(|(name, s)| {
+                let (time, ms) = s.samples.back().copied().unwrap_or_default();
+                (*name, time, ms, s.max)
             })
-            .unwrap_or_default();
-        Ok(Reply::Array(samples))
+            .collect()
     }
-}
 
-/// LATENCY RESET [event …]
-#[derive(Debug)]
-pub(crate) struct LatencyReset {
-    events: Vec<Bytes>,
-}
-
-impl Command for LatencyReset {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(LatencyReset {
-            events: a.rest().to_vec(),
-        })
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Ok(mut events) = ctx.shared.latency.events.lock() else {
-            return Ok(Reply::Int(0));
+    /// The samples (Unix second, ms) of the event named `event`, oldest first.
+    pub(crate) fn history(&self, event: &[u8]) -> Vec<(u64, u64)> {
+        let Ok(events) = self.events.lock() else {
+            return Vec::new();
         };
-        if self.events.is_empty() {
+        events
+            .iter()
+            .find(|(name, _)| name.as_bytes() == event)
+            .map(|(_, s)| s.samples.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets the named events (every event when `names` is empty); returns how many
+    /// were forgotten.
+    pub(crate) fn reset(&self, names: &[impl AsRef<[u8]>]) -> usize {
+        let Ok(mut events) = self.events.lock() else {
+            return 0;
+        };
+        if names.is_empty() {
             let n = events.len();
             events.clear();
-            return Ok(Reply::Int(n as i64));
+            return n;
         }
         let mut n = 0;
-        for e in &self.events {
-            let name = events.keys().find(|k| k.as_bytes() == &e[..]).copied();
+        for e in names {
+            let name = events.keys().find(|k| k.as_bytes() == e.as_ref()).copied();
             if let Some(name) = name {
                 events.remove(name);
                 n += 1;
             }
         }
-        Ok(Reply::Int(n))
-    }
-}
-
-/// LATENCY HELP
-#[derive(Debug)]
-pub(crate) struct LatencyHelp;
-
-impl Command for LatencyHelp {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(LatencyHelp)
-    }
-    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
-        Ok(crate::services::slowlog::help(&[
-            "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "DOCTOR",
-            "    Return a human readable latency analysis report.",
-            "GRAPH <event>",
-            "    Return an ASCII latency graph for the <event> class.",
-            "HISTORY <event>",
-            "    Return time-latency samples for the <event> class.",
-            "LATEST",
-            "    Return the latest latency samples for all events.",
-            "RESET [<event> ...]",
-            "    Reset latency data of one or more <event> classes.",
-            "    (default: reset all data for all event classes)",
-            "HISTOGRAM [COMMAND ...]",
-            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-            "    If no commands are specified then all histograms are replied.",
-            "HELP",
-            "    Prints this help.",
-        ]))
+        n
     }
 }
 

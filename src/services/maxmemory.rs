@@ -9,14 +9,18 @@
 //! `-EXECABORT Transaction discarded because of: OOM ...` and the transaction is discarded.
 
 use crate::client::ClientState;
-use crate::engine::call::Roles;
-use crate::engine::table::{CmdFlags, CmdId, Entry};
+use crate::engine::Roles;
+use crate::engine::table::{CmdFlags, CmdId, CommandEntry};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::store::evict::{OOM_ERROR, Outcome, perform_evictions};
 
 /// Evicts as the policy allows; returns the error reply if `entry` must be refused.
-pub(crate) fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) -> Option<Reply> {
+pub(crate) fn check(
+    shared: &Shared,
+    client: &mut ClientState,
+    entry: &CommandEntry,
+) -> Option<Reply> {
     if shared.live.maxmemory() == 0 {
         return None;
     }
@@ -35,9 +39,9 @@ pub(crate) fn check(shared: &Shared, client: &mut ClientState, entry: &Entry) ->
         return None;
     }
     let in_multi = client.multi.is_some();
-    let is_exec = entry.roles.contains(Roles::EXEC);
+    let is_exec = entry.spec.roles.contains(Roles::EXEC);
     let refuse = entry.spec.has(CmdFlags::DENYOOM)
-        || (in_multi && !entry.roles.contains(Roles::ENDS_MULTI))
+        || (in_multi && !entry.spec.roles.contains(Roles::ENDS_MULTI))
         || (is_exec && queue_grows_memory(shared, client));
     if !refuse {
         return None;

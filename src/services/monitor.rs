@@ -170,15 +170,30 @@ impl Monitors {
 
 static REDACTED: Bytes = Bytes::from_static(b"(redacted)");
 
+/// Which arguments of a command MONITOR, SLOWLOG and the command log hide, declared with
+/// its table row (Redis 7.0's redactions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Redaction {
+    /// Shown as sent.
+    #[default]
+    None,
+    /// Every argument (AUTH).
+    AllArguments,
+    /// HELLO's `AUTH <user> <pass>`.
+    HelloAuth,
+    /// The value of a password parameter (`requirepass`, `masterauth`) in CONFIG SET.
+    ConfigSecrets,
+}
+
 /// The arguments as MONITOR and the command log may show them: Redis 7.0 replaces AUTH's
 /// arguments, HELLO's `AUTH <user> <pass>` and the value of a password in CONFIG SET
-/// (`requirepass`, `masterauth`) with `(redacted)`. `name` is the table name
-/// (`config|set` for subcommands).
-pub(crate) fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
+/// (`requirepass`, `masterauth`) with `(redacted)`, as the command's row declares.
+pub(crate) fn redact(redaction: Redaction, args: &[Bytes]) -> Cow<'_, [Bytes]> {
     let mut hide: Vec<usize> = Vec::new();
-    match name {
-        "auth" => hide.extend(1..args.len()),
-        "hello" => {
+    match redaction {
+        Redaction::None => {}
+        Redaction::AllArguments => hide.extend(1..args.len()),
+        Redaction::HelloAuth => {
             // Redis's option loop: AUTH takes two arguments, SETNAME one; anything else ends it.
             let mut j = 2;
             while j < args.len() {
@@ -193,7 +208,7 @@ pub(crate) fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
                 }
             }
         }
-        "config|set" => {
+        Redaction::ConfigSecrets => {
             for (i, pair) in args.get(2..).unwrap_or(&[]).chunks(2).enumerate() {
                 let secret = pair[0].eq_ignore_ascii_case(b"requirepass")
                     || pair[0].eq_ignore_ascii_case(b"masterauth");
@@ -202,7 +217,6 @@ pub(crate) fn redact<'a>(name: &str, args: &'a [Bytes]) -> Cow<'a, [Bytes]> {
                 }
             }
         }
-        _ => {}
     }
     if hide.is_empty() {
         return Cow::Borrowed(args);
@@ -255,6 +269,8 @@ impl Command for Monitor {
 
 #[cfg(test)]
 mod tests {
+    use super::Redaction;
+
     #[test]
     fn secrets_are_redacted_as_redis_does() {
         let v = |xs: &[&str]| -> Vec<bytes::Bytes> {
@@ -263,12 +279,15 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            &*crate::services::monitor::redact("auth", &v(&["AUTH", "user", "pw"])),
+            &*crate::services::monitor::redact(
+                Redaction::AllArguments,
+                &v(&["AUTH", "user", "pw"])
+            ),
             &v(&["AUTH", "(redacted)", "(redacted)"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
-                "hello",
+                Redaction::HelloAuth,
                 &v(&["hello", "3", "setname", "x", "AUTH", "u", "p"])
             ),
             &v(&[
@@ -282,18 +301,21 @@ mod tests {
             ])[..]
         );
         assert_eq!(
-            &*crate::services::monitor::redact("hello", &v(&["hello", "3", "auth", "u"])),
+            &*crate::services::monitor::redact(
+                Redaction::HelloAuth,
+                &v(&["hello", "3", "auth", "u"])
+            ),
             &v(&["hello", "3", "auth", "u"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
-                "config|set",
+                Redaction::ConfigSecrets,
                 &v(&["config", "set", "timeout", "1", "REQUIREPASS", "s"])
             ),
             &v(&["config", "set", "timeout", "1", "REQUIREPASS", "(redacted)"])[..]
         );
         assert_eq!(
-            &*crate::services::monitor::redact("set", &v(&["set", "a", "b"])),
+            &*crate::services::monitor::redact(Redaction::None, &v(&["set", "a", "b"])),
             &v(&["set", "a", "b"])[..]
         );
     }

@@ -22,8 +22,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::client::ClientState;
-use crate::engine::call::Roles;
-use crate::engine::table::Entry;
+use crate::engine::Roles;
+use crate::engine::table::CommandEntry;
 use crate::engine::{ArgCursor, CmdId, Command, Ctx, Lookup, lookup};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -162,7 +162,7 @@ fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bo
     if mode == ALL {
         return true;
     }
-    if entry.roles.contains(Roles::EXEC) {
+    if entry.spec.roles.contains(Roles::EXEC) {
         return client.multi.iter().flatten().any(|queued| {
             shared
                 .table
@@ -174,12 +174,12 @@ fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bo
 }
 
 /// Redis's `CMD_WRITE | CMD_MAY_REPLICATE` for one request, scripts' flags included.
-fn may_replicate(shared: &Shared, entry: &Entry, args: &[Bytes]) -> bool {
+fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[Bytes]) -> bool {
     let spec = entry.spec;
-    let by_sha = entry.roles.contains(Roles::EVALSHA);
-    if entry.roles.contains(Roles::MAY_REPLICATE) {
+    let by_sha = entry.spec.roles.contains(Roles::EVALSHA);
+    if entry.spec.roles.contains(Roles::MAY_REPLICATE) {
         true
-    } else if by_sha || entry.roles.contains(Roles::EVAL) {
+    } else if by_sha || entry.spec.roles.contains(Roles::EVAL) {
         // EVAL writes unless its script says otherwise; EVAL_RO does not.
         script_writes(shared, by_sha, args).unwrap_or(!spec.has(crate::engine::CmdFlags::READONLY))
     } else {

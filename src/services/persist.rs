@@ -544,7 +544,11 @@ pub(crate) fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
     if shared.persist.state.last_bgsave_ok.load(Ordering::Acquire) {
         return None;
     }
-    if !(spec.has(CmdFlags::WRITE) || spec.name == "ping") {
+    if !(spec.has(CmdFlags::WRITE)
+        || spec
+            .roles
+            .contains(crate::engine::Roles::REFUSED_BY_MISCONF))
+    {
         return None;
     }
     let refuse = shared

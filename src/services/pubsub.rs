@@ -521,7 +521,9 @@ static PUBSUB_SUBCOMMANDS: &[C] = &[
 
 /// The pub/sub commands.
 pub(crate) static COMMANDS: &[C] = &[
-    C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd).with_acl(SUB_ACL),
+    C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd)
+        .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
+        .with_acl(SUB_ACL),
     C::new(
         "unsubscribe",
         -1,
@@ -529,6 +531,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         unsubscribe_cmd,
     )
+    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
     .with_acl(SUB_ACL),
     C::new(
         "psubscribe",
@@ -537,6 +540,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         psubscribe_cmd,
     )
+    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
     .with_acl(SUB_ACL),
     C::new(
         "punsubscribe",
@@ -545,6 +549,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         punsubscribe_cmd,
     )
+    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
     .with_acl(SUB_ACL),
     // The shard channels are declared as keys so cluster mode routes them by slot; they
     // name no key of the keyspace, so nothing is locked.
@@ -555,6 +560,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         ssubscribe_cmd,
     )
+    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
     .self_locking()
     .with_key_specs(NOT_KEY_ALL)
     .with_acl(SUB_ACL),
@@ -565,6 +571,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, -1, 1),
         sunsubscribe_cmd,
     )
+    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
     .self_locking()
     .with_key_specs(NOT_KEY_ALL)
     .with_acl(SUB_ACL),
@@ -575,6 +582,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         publish_cmd,
     )
+    .with_roles(crate::engine::Roles::MAY_REPLICATE)
     .with_acl(&["@pubsub", "@fast"]),
     C::new(
         "spublish",
@@ -583,6 +591,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         spublish_cmd,
     )
+    .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::SHARDED_PUBSUB))
     .self_locking()
     .with_key_specs(NOT_KEY_ONE)
     .with_acl(&["@pubsub", "@fast"]),

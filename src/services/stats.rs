@@ -67,7 +67,7 @@ impl CmdStat {
     }
 }
 
-impl crate::engine::table::Entry {
+impl crate::engine::table::CommandEntry {
     /// True once the command was called or refused (what INFO commandstats lists).
     fn seen(&self) -> bool {
         self.stats.calls.load(Ordering::Relaxed) > 0

@@ -135,16 +135,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "a waiter keeps the parsed pop (LMPop, LMove, ZMPop) it reruns when served",
     ),
     (
-        "src/services/slowlog.rs",
-        "commands",
-        "SLOWLOG's row (still beside the log) names the HELP handler of commands::server",
-    ),
-    (
-        "src/services/latency.rs",
-        "commands",
-        "LATENCY's row (still beside the monitor) names the HELP handler of commands::server",
-    ),
-    (
         "src/services/persist.rs",
         "commands",
         "loading an RDB file applies the sorted sets' encoding limits, kept with ZADD",
@@ -163,11 +153,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "src/engine/call.rs",
         "commands::cluster",
         "call runs cluster routing, which lives with the CLUSTER commands",
-    ),
-    (
-        "src/engine/txn.rs",
-        "commands::scripting",
-        "EXEC refuses scripts by name while a script is busy",
     ),
 ];
 

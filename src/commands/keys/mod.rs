@@ -60,6 +60,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Relative)),
     )
+    .with_effect(crate::repl::effects::Effect::ExpireIfSet)
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
         "pexpire",
@@ -68,6 +69,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Relative)),
     )
+    .with_effect(crate::repl::effects::Effect::ExpireIfSet)
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
         "expireat",
@@ -76,6 +78,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Expire>(c, a, (Precision::Seconds, Time::Absolute)),
     )
+    .with_effect(crate::repl::effects::Effect::ExpireIfSet)
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new(
         "pexpireat",
@@ -84,6 +87,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(1, 1, 1),
         |c, a| run_as::<Expire>(c, a, (Precision::Millis, Time::Absolute)),
     )
+    .with_effect(crate::repl::effects::Effect::ExpireIfSet)
     .with_acl(&["@keyspace", "@write", "@fast"]),
     C::new("ttl", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
         run_as::<Ttl>(c, a, (Precision::Seconds, Time::Relative))

@@ -28,6 +28,7 @@ pub(super) static CONFIG: &[C] = &[
         KeySpec::None,
         run_sub::<ConfigSet>,
     )
+    .with_redaction(crate::services::monitor::Redaction::ConfigSecrets)
     .with_acl(&["@admin", "@slow", "@dangerous"])
     .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
@@ -37,6 +38,7 @@ pub(super) static CONFIG: &[C] = &[
         KeySpec::None,
         run_sub::<ConfigResetStat>,
     )
+    .with_roles(crate::engine::Roles::LOCKS_ITSELF)
     .whole_keyspace()
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(

@@ -30,6 +30,9 @@ use crate::protocol::Reply;
 /// The connection and server commands.
 pub(crate) static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
+        .with_roles(
+            crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::REFUSED_BY_MISCONF),
+        )
         .with_acl(&["@fast", "@connection"])
         .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
     C::new(
@@ -54,6 +57,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Quit>,
     )
+    .with_roles(crate::engine::Roles::ENDS_MULTI.union(crate::engine::Roles::WHILE_SUBSCRIBED))
     .immediate()
     .with_acl(&["@fast", "@connection"]),
     C::new(
@@ -70,6 +74,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Reset>,
     )
+    .with_roles(crate::engine::Roles::ENDS_MULTI.union(crate::engine::Roles::WHILE_SUBSCRIBED))
     .immediate()
     .self_locking()
     .with_acl(&["@fast", "@connection"]),
@@ -87,6 +92,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Hello>,
     )
+    .with_redaction(crate::services::monitor::Redaction::HelloAuth)
     .with_acl(&["@fast", "@connection"]),
     C::new(
         "auth",
@@ -102,6 +108,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Auth>,
     )
+    .with_redaction(crate::services::monitor::Redaction::AllArguments)
     .with_acl(&["@fast", "@connection"]),
     C::new("client", -2, &[], C::keys(0, 0, 0), run::<Help>)
         .with_subcommands(CLIENT)
@@ -123,6 +130,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Info>,
     )
+    .with_roles(crate::engine::Roles::LOCKS_ITSELF)
     .whole_keyspace()
     .with_acl(&["@slow", "@dangerous"])
     .with_tips(&[
@@ -149,6 +157,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<DebugCmd>,
     )
+    .with_roles(crate::engine::Roles::PROTECTED)
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>)
         .with_subcommands(crate::commands::functions::FUNCTION)

@@ -1,0 +1,170 @@
+//! LATENCY LATEST | HISTORY event | RESET [event …] | HELP, over the latency monitor
+//! (`services::latency`).
+//!
+//! LATENCY DOCTOR, GRAPH and HISTOGRAM are not implemented (they answer Redis's
+//! unknown-subcommand error), and no event other than `command` and `fast-command` is
+//! recorded.
+
+use bytes::Bytes;
+
+use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, run_sub};
+use crate::error::CmdResult;
+use crate::protocol::Reply;
+
+/// LATENCY and its subcommands.
+pub(crate) static COMMANDS: &[C] = &[C::new(
+    "latency",
+    -2,
+    &[],
+    KeySpec::None,
+    crate::engine::run::<crate::commands::server::Help>,
+)
+.with_subcommands(LATENCY)
+.with_acl(&["@slow"])];
+
+const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
+const ADMIN_ACL: &[&str] = &["@admin", "@slow", "@dangerous"];
+
+static LATENCY: &[C] = &[
+    C::new(
+        "latency|history",
+        3,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyHistory>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
+    C::new(
+        "latency|help",
+        2,
+        &["loading", "stale"],
+        KeySpec::None,
+        run_sub::<LatencyHelp>,
+    )
+    .with_acl(&["@slow"]),
+    C::new(
+        "latency|reset",
+        -2,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyReset>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    C::new(
+        "latency|latest",
+        2,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyLatest>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
+];
+
+/// LATENCY LATEST
+#[derive(Debug)]
+pub(crate) struct LatencyLatest;
+
+impl Command for LatencyLatest {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyLatest)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Array(
+            ctx.shared
+                .latency
+                .latest()
+                .into_iter()
+                .map(|(name, time, ms, max)| {
+                    Reply::Array(vec![
+                        Reply::Bulk(Bytes::from_static(name.as_bytes())),
+                        Reply::Int(time as i64),
+                        Reply::Int(ms as i64),
+                        Reply::Int(max as i64),
+                    ])
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// LATENCY HISTORY event
+#[derive(Debug)]
+pub(crate) struct LatencyHistory {
+    event: Bytes,
+}
+
+impl Command for LatencyHistory {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyHistory {
+            event: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let samples = ctx.shared.latency.history(&self.event);
+        Ok(Reply::Array(
+            samples
+                .into_iter()
+                .map(|(t, ms)| Reply::Array(vec![Reply::Int(t as i64), Reply::Int(ms as i64)]))
+                .collect(),
+        ))
+    }
+}
+
+/// LATENCY RESET [event …]
+#[derive(Debug)]
+pub(crate) struct LatencyReset {
+    events: Vec<Bytes>,
+}
+
+impl Command for LatencyReset {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyReset {
+            events: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(Reply::Int(ctx.shared.latency.reset(&self.events) as i64))
+    }
+}
+
+/// LATENCY HELP
+#[derive(Debug)]
+pub(crate) struct LatencyHelp;
+
+impl Command for LatencyHelp {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyHelp)
+    }
+    fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
+        Ok(crate::commands::slowlog::help(&[
+            "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+            "HISTOGRAM [COMMAND ...]",
+            "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+            "    If no commands are specified then all histograms are replied.",
+            "HELP",
+            "    Prints this help.",
+        ]))
+    }
+}
