@@ -11,6 +11,7 @@ mod diff;
 mod dockerfile;
 mod docs;
 mod dump;
+mod eventloop;
 mod functions;
 mod hll;
 mod hostile;
