@@ -47,8 +47,9 @@ Directives sluice acts on:
   --tls-port N --tls-cert-file F --tls-key-file F
   --cluster-enabled yes --cluster-config-file MAP [--cluster-node-id ID]
   --shards N                  keyspace shards, a power of two (default 4 x CPUs)
-  --threads N                 event loops serving connections (default: one per CPU)
-  --io-backend B              epoll (default), uring, auto: what the loops serve TCP with
+  --threads N                 event loops serving connections (default: one per CPU,
+                              brought in by load)
+  --io-backend B              loop (default), epoll, uring, auto: what serves plain TCP
   --test-mode                 enable CLOCK, FAULT and CMDLOG
   --redis-version V           the version INFO and HELLO report (7.0.15)
   --resp3 no                  refuse HELLO 3 (test a client's RESP2 fallback)

@@ -267,6 +267,9 @@ struct Conn {
     queued: bool,
     /// Close once the output is written (kill, shutdown, query buffer over its limit).
     close_after_write: bool,
+    /// `client-query-buffer-limit`, read once per connection as the tokio path does (the
+    /// configuration is cloned to be read: not something to do per batch).
+    query_limit: usize,
 }
 
 /// A loop's state. Behind `RefCell`s borrowed only briefly, never across a command: a
@@ -429,6 +432,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
     let mut writes: Vec<usize> = Vec::new();
     let mut load = Load::new();
     let mut next_cron = Instant::now() + CRON;
+    let mut turn: u32 = 0;
     loop {
         let shutting_down = shared.shutdown.is_cancelled();
         if shutting_down && state.count() == 0 {
@@ -442,9 +446,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
         } else {
             None
         };
-        load.before_wait();
         let polled = state.poll.borrow_mut().poll(&mut events, timeout);
-        load.after_wait();
         if let Err(e) = polled
             && e.kind() != std::io::ErrorKind::Interrupted
         {
@@ -538,6 +540,11 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 Flushed::Failed => state.close(token, conn),
             }
         }
+        // The clock is read for the cron only every 32 turns, or when a wait timed out.
+        turn = turn.wrapping_add(1);
+        if !events.is_empty() && turn % 32 != 0 {
+            continue;
+        }
         let now = Instant::now();
         if now >= next_cron {
             next_cron = now + CRON;
@@ -574,6 +581,7 @@ fn arrive(state: &State, arrival: Arrival) -> Option<usize> {
             }
             let reg = Registered::new(&common.shared, peer, laddr);
             let buf = Buffers::new(&common.shared, &reg.client);
+            let query_limit = common.shared.config().client_query_buffer_limit;
             let conn = Box::new(Conn {
                 stream: MioStream::from_std(stream),
                 reg,
@@ -583,6 +591,7 @@ fn arrive(state: &State, arrival: Arrival) -> Option<usize> {
                 more: false,
                 queued: false,
                 close_after_write: false,
+                query_limit,
             });
             // Edge-triggered registration reports data already there.
             state.add(conn);
@@ -608,7 +617,19 @@ fn serve(shared: &Shared, conn: &mut Conn) -> Served {
     let room = spare.len();
     // SAFETY: recv writes at most `room` bytes into the buffer's spare capacity, which we
     // own; `set_len` below covers only what it wrote.
-    let n = unsafe { libc::recv(conn.stream.as_raw_fd(), spare.as_mut_ptr().cast(), room, 0) };
+    // The system call itself, not libc's `recv`: that wrapper is a thread-cancellation
+    // point and pays to enable and disable cancellation around every call.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            conn.stream.as_raw_fd(),
+            spare.as_mut_ptr(),
+            room,
+            0,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
     conn.more = false;
     if n == 0 {
         return Served::Close;
@@ -641,7 +662,7 @@ fn serve(shared: &Shared, conn: &mut Conn) -> Served {
     }
     let served = run_requests(shared, conn);
     if matches!(served, Served::Keep) {
-        after_batch(shared, conn);
+        after_batch(conn);
     }
     served
 }
@@ -732,11 +753,11 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
 
 /// The end of a batch: CLIENT LIST's view of the buffers, and the checks the tokio path
 /// makes between batches.
-fn after_batch(shared: &Shared, conn: &mut Conn) {
+fn after_batch(conn: &mut Conn) {
     let info = &conn.reg.client.info;
     info.qbuf.store(conn.buf.rbuf.len(), Ordering::Relaxed);
     info.buf_mem.store(conn.buf.memory(), Ordering::Relaxed);
-    if conn.buf.rbuf.len() > shared.config().client_query_buffer_limit {
+    if conn.buf.rbuf.len() > conn.query_limit {
         tracing::warn!(
             "closing client {}: query buffer over client-query-buffer-limit",
             info.id
@@ -773,12 +794,16 @@ fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushe
     }
     while !wbuf.is_empty() {
         // SAFETY: send reads `wbuf.len()` initialized bytes of a buffer we own.
+        // The system call itself (see `serve`'s receive).
         let n = unsafe {
-            libc::send(
+            libc::syscall(
+                libc::SYS_sendto,
                 stream.as_raw_fd(),
-                wbuf.as_ptr().cast(),
+                wbuf.as_ptr(),
                 wbuf.len(),
                 libc::MSG_NOSIGNAL,
+                std::ptr::null::<libc::sockaddr>(),
+                0 as libc::socklen_t,
             )
         };
         if n < 0 {
@@ -833,35 +858,42 @@ fn cron(state: &State) {
     }
 }
 
-/// A loop's share of time spent working, per second, and the machine's idle time.
+/// A loop's share of a second spent working (its thread's CPU time, so a wait costs
+/// nothing to measure), and the machine's idle CPUs over the same second.
 struct Load {
     window_start: Instant,
-    waiting: Duration,
-    wait_began: Instant,
+    cpu_at_start: Duration,
     busy: f64,
     idle_cpus: Option<f64>,
-    last_stat: Option<(u64, u64)>,
+    last_idle_ticks: Option<u64>,
+}
+
+/// The calling thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
 }
 
 impl Load {
     fn new() -> Load {
-        let now = Instant::now();
         Load {
-            window_start: now,
-            waiting: Duration::ZERO,
-            wait_began: now,
+            window_start: Instant::now(),
+            cpu_at_start: thread_cpu(),
             busy: 0.0,
             idle_cpus: None,
-            last_stat: None,
+            last_idle_ticks: None,
         }
-    }
-
-    fn before_wait(&mut self) {
-        self.wait_began = Instant::now();
-    }
-
-    fn after_wait(&mut self) {
-        self.waiting += self.wait_began.elapsed();
     }
 
     /// True once a second has passed since the window began (then the window restarts).
@@ -870,10 +902,10 @@ impl Load {
         if span < Duration::from_secs(1) {
             return false;
         }
-        let busy = span.saturating_sub(self.waiting);
-        self.busy = busy.as_secs_f64() / span.as_secs_f64();
+        let cpu = thread_cpu();
+        self.busy = cpu.saturating_sub(self.cpu_at_start).as_secs_f64() / span.as_secs_f64();
         self.window_start = now;
-        self.waiting = Duration::ZERO;
+        self.cpu_at_start = cpu;
         self.idle_cpus = self.read_idle(span);
         true
     }
@@ -882,7 +914,8 @@ impl Load {
         (self.busy, self.idle_cpus)
     }
 
-    /// Idle CPUs over the last window, from /proc/stat's idle ticks (Linux).
+    /// Idle CPUs over the last window, from /proc/stat's idle and iowait ticks (Linux;
+    /// USER_HZ is 100 there).
     fn read_idle(&mut self, span: Duration) -> Option<f64> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let line = stat.lines().next()?;
@@ -892,10 +925,8 @@ impl Load {
             .filter_map(|f| f.parse().ok())
             .collect();
         let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
-        let ticks = 100u64; // USER_HZ
-        let prev = self.last_stat.replace((idle, ticks));
-        let (prev_idle, _) = prev?;
-        Some((idle.saturating_sub(prev_idle)) as f64 / ticks as f64 / span.as_secs_f64())
+        let prev = self.last_idle_ticks.replace(idle)?;
+        Some(idle.saturating_sub(prev) as f64 / 100.0 / span.as_secs_f64())
     }
 }
 
