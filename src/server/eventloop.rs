@@ -542,7 +542,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
         }
         // The clock is read for the cron only every 32 turns, or when a wait timed out.
         turn = turn.wrapping_add(1);
-        if !events.is_empty() && turn % 32 != 0 {
+        if !events.is_empty() && !turn.is_multiple_of(32) {
             continue;
         }
         let now = Instant::now();
@@ -1015,6 +1015,99 @@ fn while_busy() {
         match state.take(token) {
             Some(conn) => state.hand_over(token, conn, Resume::Read),
             None => state.deferred.borrow_mut().push(token),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+    use crate::clock::Clock;
+    use crate::config::Config;
+
+    /// A connection on this thread, served by the loop's own functions (no thread, no
+    /// poll): what one turn does for it.
+    fn conn(shared: &Arc<Shared>) -> (Box<Conn>, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, peer) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let reg = Registered::new(shared, peer.to_string(), "127.0.0.1:6379".into());
+        let buf = Buffers::new(shared, &reg.client);
+        let conn = Box::new(Conn {
+            stream: MioStream::from_std(server),
+            reg,
+            buf,
+            _slot: Admitted(Arc::new(AtomicUsize::new(1))),
+            _track: TaskTracker::new().token(),
+            more: false,
+            queued: false,
+            close_after_write: false,
+            query_limit: 1 << 30,
+        });
+        (conn, client)
+    }
+
+    /// Sends `request`, serves it as a turn would, and returns the reply's bytes.
+    fn turn(
+        shared: &Shared,
+        conn: &mut Conn,
+        client: &mut std::net::TcpStream,
+        request: &[u8],
+        reply: &mut [u8],
+    ) -> usize {
+        client.write_all(request).unwrap();
+        loop {
+            assert!(matches!(serve(shared, conn), Served::Keep));
+            if !conn.buf.wbuf.is_empty() {
+                break;
+            }
+        }
+        assert!(matches!(flush(shared, conn), Flushed::Done));
+        client.read(reply).unwrap()
+    }
+
+    fn command(args: &[&[u8]]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    #[test]
+    fn a_request_on_the_loop_allocates_nothing() {
+        let config = Config {
+            slowlog_log_slower_than: -1,
+            ..Config::default()
+        };
+        let shared = Arc::new(Shared::new(config, Clock::frozen()));
+        let (mut conn, mut client) = conn(&shared);
+        let mut reply = [0u8; 4096];
+        let requests = [
+            command(&[b"SET", b"k", b"12345"]),
+            command(&[b"GET", b"k"]),
+            command(&[b"INCR", b"n"]),
+            command(&[b"EXPIRE", b"n", b"100"]),
+            command(&[b"CL.THROTTLE", b"t", b"15", b"30", b"60", b"1"]),
+        ];
+        for r in &requests {
+            for _ in 0..200 {
+                turn(&shared, &mut conn, &mut client, r, &mut reply);
+            }
+        }
+        for r in &requests {
+            let before = crate::alloc_stats::thread_allocations();
+            for _ in 0..500 {
+                let n = turn(&shared, &mut conn, &mut client, r, &mut reply);
+                assert!(n > 0 && reply[0] != b'-', "{:?}", &reply[..n]);
+            }
+            let made = crate::alloc_stats::thread_allocations() - before;
+            assert_eq!(made, 0, "{}", String::from_utf8_lossy(r));
         }
     }
 }
