@@ -34,9 +34,11 @@
 //! **Loops that scale themselves.** With `threads` unset (0, the default), the loops for
 //! every CPU are started but connections are dealt only to the active ones, starting with
 //! one. Once a second, an active loop that spent more than `SATURATED` of the second
-//! working, on a machine with at least half a core idle, activates the next loop and moves
-//! every other connection of its own there. `--threads N` fixes the count: N loops, all
-//! active from the start.
+//! working (its thread's CPU time), on a machine with at least a quarter of a core idle,
+//! activates the next loop and moves every other connection of its own there; the last
+//! active loop lets go (its connections back to the others) when all of them together
+//! worked less than half of what one loop fewer could. `--threads N` fixes the count: N
+//! loops, all active from the start.
 //!
 //! Why `mio` and not raw `epoll`: it is already in the dependency tree (under tokio), its
 //! `Poll`/`Registry`/`Waker` are the thin safe layer over `epoll_ctl`/`epoll_wait`/`eventfd`
@@ -92,6 +94,8 @@ struct Mailbox {
     /// Tokens whose client was killed (CLIENT KILL, shutdown).
     kills: Mutex<Vec<usize>>,
     waker: mio::Waker,
+    /// The loop's share of the last second spent working, in thousandths (for scaling).
+    busy_permille: std::sync::atomic::AtomicU32,
 }
 
 impl Mailbox {
@@ -168,6 +172,7 @@ impl Group {
                 arrivals: Mutex::new(Vec::new()),
                 kills: Mutex::new(Vec::new()),
                 waker,
+                busy_permille: std::sync::atomic::AtomicU32::new(0),
             }));
             polls.push(poll);
         }
@@ -931,14 +936,42 @@ impl Load {
 }
 
 /// Brings in the next loop when this one is saturated and the machine has room for it,
-/// moving every other connection of this loop there.
+/// moving every other connection of this loop there; lets the last loop go (its
+/// connections back to the others) when the load falls well within one loop fewer.
 fn scale(state: &State, (busy, idle_cpus): (f64, Option<f64>)) {
     let group = &state.common.group;
+    state
+        .mailbox()
+        .busy_permille
+        .store((busy * 1000.0) as u32, Ordering::Relaxed);
     let active = group.active.load(Ordering::Relaxed);
-    if state.index >= active || active >= group.mailboxes.len() {
+    if state.index >= active {
         return;
     }
-    if busy < SATURATED || idle_cpus.is_none_or(|idle| idle < 0.5) {
+    if state.index > 0 && state.index == active - 1 {
+        let total: f64 = group.mailboxes[..active]
+            .iter()
+            .map(|m| m.busy_permille.load(Ordering::Relaxed) as f64 / 1000.0)
+            .sum();
+        if total < SATURATED * 0.5 * (active - 1) as f64
+            && group
+                .active
+                .compare_exchange(active, active - 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::info!(
+                "event loops {active} → {}: load {:.0}% of a loop",
+                active - 1,
+                total * 100.0
+            );
+            move_connections(state, false, |n| n % (active - 1));
+        }
+        return;
+    }
+    if active >= group.mailboxes.len()
+        || busy < SATURATED
+        || idle_cpus.is_none_or(|idle| idle < 0.25)
+    {
         return;
     }
     if group
@@ -954,19 +987,25 @@ fn scale(state: &State, (busy, idle_cpus): (f64, Option<f64>)) {
         busy * 100.0,
         active
     );
+    move_connections(state, true, |_| active);
+}
+
+/// Moves this loop's connections (every other one, or all) elsewhere: the n-th moved to the
+/// loop `to(n)`.
+fn move_connections(state: &State, every_other: bool, to: impl Fn(usize) -> usize) {
     let tokens: Vec<usize> = state
         .conns
         .borrow()
         .iter()
         .enumerate()
         .filter_map(|(t, c)| c.as_ref().map(|_| t))
-        .skip(1)
-        .step_by(2)
+        .enumerate()
+        .filter_map(|(i, t)| (!every_other || i % 2 == 1).then_some(t))
         .collect();
-    for token in tokens {
+    for (n, token) in tokens.into_iter().enumerate() {
         if let Some(mut conn) = state.take(token) {
             state.forget(token, &mut conn);
-            group.send(active, Arrival::Moved(conn));
+            state.common.group.send(to(n), Arrival::Moved(conn));
         }
     }
 }
@@ -1109,5 +1148,105 @@ mod tests {
             let made = crate::alloc_stats::thread_allocations() - before;
             assert_eq!(made, 0, "{}", String::from_utf8_lossy(r));
         }
+    }
+
+    /// A loop's state on this thread, for driving its functions by hand.
+    fn state(index: usize, common: &Arc<Common>, poll: Poll) -> State {
+        State {
+            index,
+            common: common.clone(),
+            poll: RefCell::new(poll),
+            conns: RefCell::new(Vec::new()),
+            free: RefCell::new(Vec::new()),
+            ready: RefCell::new(std::collections::VecDeque::new()),
+            deferred: RefCell::new(Vec::new()),
+            deferred_kills: RefCell::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_saturated_loop_brings_in_the_next_and_an_idle_one_gives_its_connections_back() {
+        let shared = Arc::new(Shared::new(Config::default(), Clock::frozen()));
+        let loops = super::super::loops::Loops::start(1, crate::config::IoBackend::Epoll).unwrap();
+        let polls = [Poll::new().unwrap(), Poll::new().unwrap()];
+        let mailboxes = polls
+            .iter()
+            .map(|p| {
+                Arc::new(Mailbox {
+                    arrivals: Mutex::new(Vec::new()),
+                    kills: Mutex::new(Vec::new()),
+                    waker: mio::Waker::new(p.registry(), WAKE).unwrap(),
+                    busy_permille: std::sync::atomic::AtomicU32::new(0),
+                })
+            })
+            .collect();
+        let group = Arc::new(Group {
+            mailboxes,
+            active: AtomicUsize::new(1),
+            next: AtomicUsize::new(0),
+            threads: Mutex::new(Vec::new()),
+        });
+        let common = Arc::new(Common {
+            shared: shared.clone(),
+            group: group.clone(),
+            dealer: loops.dealer().clone(),
+            tracker: TaskTracker::new(),
+            scaling: true,
+        });
+        let [p0, p1] = polls;
+        let (first, second) = (state(0, &common, p0), state(1, &common, p1));
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            let (conn, client) = conn(&shared);
+            first.add(conn).unwrap();
+            clients.push(client);
+        }
+        // Busy, but no idle CPU on the machine: one loop it stays.
+        scale(&first, (0.95, Some(0.1)));
+        assert_eq!(group.active(), 1);
+        // Busy with room: the second loop takes every other connection.
+        scale(&first, (0.95, Some(1.0)));
+        assert_eq!(group.active(), 2);
+        assert_eq!(first.count(), 1);
+        let moved: Vec<Arrival> = std::mem::take(&mut *lock(&group.mailboxes[1].arrivals));
+        assert_eq!(moved.len(), 1);
+        let token = moved
+            .into_iter()
+            .filter_map(|a| arrive(&second, a))
+            .next()
+            .unwrap();
+        // The moved connection is served there.
+        let mut conn = second.take(token).unwrap();
+        let mut reply = [0u8; 64];
+        let n = turn(
+            &shared,
+            &mut conn,
+            &mut clients[1],
+            &command(&[b"PING"]),
+            &mut reply,
+        );
+        assert_eq!(&reply[..n], b"+PONG\r\n");
+        second.put(token, conn);
+        // Both idle: the last loop gives its connection back to the first.
+        scale(&first, (0.05, Some(1.0)));
+        scale(&second, (0.05, Some(1.0)));
+        assert_eq!(group.active(), 1);
+        assert_eq!(second.count(), 0);
+        let back: Vec<Arrival> = std::mem::take(&mut *lock(&group.mailboxes[0].arrivals));
+        assert_eq!(back.len(), 1);
+        let token = back
+            .into_iter()
+            .filter_map(|a| arrive(&first, a))
+            .next()
+            .unwrap();
+        let mut conn = first.take(token).unwrap();
+        let n = turn(
+            &shared,
+            &mut conn,
+            &mut clients[1],
+            &command(&[b"PING"]),
+            &mut reply,
+        );
+        assert_eq!(&reply[..n], b"+PONG\r\n");
     }
 }
