@@ -287,6 +287,8 @@ struct State {
     free: RefCell<Vec<usize>>,
     /// This turn's ready connections not served yet (a long script's hook hands them over).
     ready: RefCell<std::collections::VecDeque<usize>>,
+    /// Connections with replies to write in this turn's write pass.
+    writes: RefCell<Vec<usize>>,
     /// Tokens to look at again next turn: found ready while their connection was out of its
     /// slot (running a script), or whose last read filled the buffer.
     deferred: RefCell<Vec<usize>>,
@@ -378,6 +380,24 @@ impl State {
         }
     }
 
+    /// Writes the replies of every connection that has some (one `send` each); a write that
+    /// cannot complete hands its connection over to tokio.
+    fn write_pass(&self) {
+        let shared = &self.common.shared;
+        let writes = std::mem::take(&mut *self.writes.borrow_mut());
+        for token in writes {
+            let Some(mut conn) = self.take(token) else {
+                continue;
+            };
+            match flush(shared, &mut conn) {
+                Flushed::Done if conn.close_after_write => self.close(token, conn),
+                Flushed::Done => self.put(token, conn),
+                Flushed::Stalled => self.hand_over(token, conn, Resume::Read),
+                Flushed::Failed => self.close(token, conn),
+            }
+        }
+    }
+
     /// Hands a connection (out of its slot) over to the tokio connection code.
     fn hand_over(&self, token: usize, conn: Box<Conn>, resume: Resume) {
         let mut conn = conn;
@@ -426,6 +446,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
         conns: RefCell::new(Vec::new()),
         free: RefCell::new(Vec::new()),
         ready: RefCell::new(std::collections::VecDeque::new()),
+        writes: RefCell::new(Vec::new()),
         deferred: RefCell::new(Vec::new()),
         deferred_kills: RefCell::new(Vec::new()),
     });
@@ -434,7 +455,6 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
     let shared = common.shared.clone();
     let mut events = Events::with_capacity(1024);
     let mut ready: Vec<usize> = Vec::new();
-    let mut writes: Vec<usize> = Vec::new();
     let mut load = Load::new();
     let mut next_cron = Instant::now() + CRON;
     let mut turn: u32 = 0;
@@ -515,7 +535,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                         state.deferred.borrow_mut().push(token);
                     }
                     if !conn.buf.wbuf.is_empty() || conn.close_after_write {
-                        writes.push(token);
+                        state.writes.borrow_mut().push(token);
                     }
                     state.put(token, conn);
                 }
@@ -534,17 +554,7 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
             }
         }
         // Write every pending reply, one send per connection.
-        for token in writes.drain(..) {
-            let Some(mut conn) = state.take(token) else {
-                continue;
-            };
-            match flush(&shared, &mut conn) {
-                Flushed::Done if conn.close_after_write => state.close(token, conn),
-                Flushed::Done => state.put(token, conn),
-                Flushed::Stalled => state.hand_over(token, conn, Resume::Read),
-                Flushed::Failed => state.close(token, conn),
-            }
-        }
+        state.write_pass();
         // The clock is read for the cron only every 32 turns, or when a wait timed out.
         turn = turn.wrapping_add(1);
         if !events.is_empty() && !turn.is_multiple_of(32) {
@@ -1027,6 +1037,10 @@ fn while_busy() {
             return;
         }
     }
+    // Replies this turn's connections served before the script's have not been written
+    // yet: their clients wait for them, so they go out now (as Redis's
+    // `processEventsWhileBlocked` writes pending replies).
+    state.write_pass();
     // Connections this turn found ready and has not served yet: their readiness was
     // consumed, so they are handed over now, not when next reported.
     let waiting: Vec<usize> = state.ready.borrow_mut().drain(..).collect();
@@ -1159,6 +1173,7 @@ mod tests {
             conns: RefCell::new(Vec::new()),
             free: RefCell::new(Vec::new()),
             ready: RefCell::new(std::collections::VecDeque::new()),
+            writes: RefCell::new(Vec::new()),
             deferred: RefCell::new(Vec::new()),
             deferred_kills: RefCell::new(Vec::new()),
         }
