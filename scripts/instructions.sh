@@ -28,7 +28,8 @@ run() {
     # (the default, one loop per CPU; also for builds older than the option).
     local threads=()
     [ "${SLUICE_THREADS:-1}" != 0 ] && threads=(--threads "${SLUICE_THREADS:-1}")
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port "${threads[@]}" --save '' >/dev/null 2>&1 &
+    # SLUICE_ARGS adds server options, e.g. SLUICE_ARGS="--io-backend epoll".
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port $port "${threads[@]}" --save '' ${SLUICE_ARGS:-} >/dev/null 2>&1 &
   fi
   local pid=$!
   for _ in $(seq 1 200); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.2; done

@@ -15,7 +15,7 @@
 //! [`TestServer::pooled`], which resets a server when a test gives it back.
 //!
 //! Every `TestServer` serves with the configured I/O backend (`Config::io_backend`), unless
-//! the environment variable `SLUICE_IO_BACKEND` (epoll, uring or auto) says otherwise: that
+//! the environment variable `SLUICE_IO_BACKEND` (loop, epoll, uring or auto) says otherwise: that
 //! is how a whole test suite runs on io_uring (`SLUICE_IO_BACKEND=uring cargo test --test it`).
 //!
 //! ```
@@ -38,7 +38,7 @@ use crate::config::{Config, IoBackend};
 use crate::server::Server;
 use crate::server::loops::Running;
 
-/// Overrides the I/O backend of every `TestServer` when set (epoll, uring or auto).
+/// Overrides the I/O backend of every `TestServer` when set (loop, epoll, uring or auto).
 pub const IO_BACKEND_ENV: &str = "SLUICE_IO_BACKEND";
 
 /// A running in-process server.

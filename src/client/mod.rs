@@ -279,6 +279,14 @@ impl Kill {
         }
     }
 
+    /// Registers `waker` to be woken by CLIENT KILL or shutdown, for a connection served
+    /// outside a task (`server::eventloop`); a task's `watch` replaces it later.
+    pub fn set_waker(&self, waker: Waker) {
+        if let Ok(mut slot) = self.waker.lock() {
+            *slot = Some(waker);
+        }
+    }
+
     /// True once killed by CLIENT KILL.
     #[inline]
     pub fn is_cancelled(&self) -> bool {

@@ -814,6 +814,19 @@ pub(crate) async fn busy_gate(
     }
 }
 
+/// While scripts run: whether this command may run at once, without the busy gate (no
+/// running script holds a shard it needs). A script taking one after this check is caught
+/// by `call` (`ClientState::regate`). For connections that cannot wait here
+/// (`server::eventloop`): false sends them to the gate on the tokio path.
+pub(crate) fn gate_clear(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(..) => return true, // the error reply needs no lock
+    };
+    let needs = gate_needs(shared, client, entry, args);
+    shared.scripts.busy.blocking(needs.as_deref()).is_none()
+}
+
 /// Waits until no long script holds a shard of the `watched` keys (before a closing
 /// connection drops its WATCHes, which locks those shards). Young scripts are about to
 /// finish: the unwatch just waits on their locks. Scripts on other shards never delay it.

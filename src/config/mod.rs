@@ -661,7 +661,13 @@ mod tests {
     #[test]
     fn io_backend_directive() {
         let mut c = Config::default();
+        assert_eq!(c.io_backend, IoBackend::Loop);
+        c.apply("io-backend", &["epoll".into()]).unwrap();
         assert_eq!(c.io_backend, IoBackend::Epoll);
+        c.apply("io-backend", &["tokio".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Epoll);
+        c.apply("io-backend", &["loop".into()]).unwrap();
+        assert_eq!(c.io_backend, IoBackend::Loop);
         c.apply("io-backend", &["uring".into()]).unwrap();
         assert_eq!(c.io_backend, IoBackend::Uring);
         c.apply("io-backend", &["AUTO".into()]).unwrap();
@@ -700,8 +706,11 @@ mod tests {
 /// connections always use epoll. See `server::loops`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoBackend {
-    /// Readiness (epoll) and a read or write call per operation: tokio's sockets.
+    /// sluice's own event loops (`server::eventloop`): epoll, requests run inline, replies
+    /// written in one pass per turn; connections that need waiting go to tokio's.
     #[default]
+    Loop,
+    /// Readiness (epoll) and a read or write call per operation: tokio's sockets.
     Epoll,
     /// io_uring, falling back to epoll (with a warning) where the kernel or a seccomp
     /// profile does not allow it.
@@ -711,19 +720,21 @@ pub enum IoBackend {
 }
 
 impl IoBackend {
-    /// The backend named `name` (epoll, uring or auto; any case).
+    /// The backend named `name` (loop, epoll, uring or auto; any case).
     pub fn parse(name: &str) -> Result<IoBackend, String> {
         match name.to_ascii_lowercase().as_str() {
-            "epoll" => Ok(IoBackend::Epoll),
+            "loop" => Ok(IoBackend::Loop),
+            "epoll" | "tokio" => Ok(IoBackend::Epoll),
             "uring" | "io_uring" | "io-uring" => Ok(IoBackend::Uring),
             "auto" => Ok(IoBackend::Auto),
-            _ => Err(format!("'{name}' is not one of epoll, uring, auto")),
+            _ => Err(format!("'{name}' is not one of loop, epoll, uring, auto")),
         }
     }
 
     /// The name CONFIG GET and `--help` use.
     pub fn name(self) -> &'static str {
         match self {
+            IoBackend::Loop => "loop",
             IoBackend::Epoll => "epoll",
             IoBackend::Uring => "uring",
             IoBackend::Auto => "auto",

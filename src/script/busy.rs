@@ -36,7 +36,21 @@ fn hand_off_worker() {
     use tokio::runtime::{Handle, RuntimeFlavor};
     if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
         tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+    } else if let Some(hook) = WHILE_BUSY.get() {
+        hook();
     }
+}
+
+thread_local! {
+    /// What a long script on this thread calls instead of `block_in_place` when the thread
+    /// is not a tokio worker: an event loop's own way of serving its other connections
+    /// meanwhile (`server::eventloop`, as Redis processes events from inside a script).
+    static WHILE_BUSY: std::cell::Cell<Option<fn()>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets (or clears) this thread's hook for long scripts (see `WHILE_BUSY`).
+pub fn set_while_busy(hook: Option<fn()>) {
+    WHILE_BUSY.set(hook);
 }
 
 fn anchor() -> Instant {

@@ -57,7 +57,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 use crate::protocol::Reply;
 use run::{HostOps, HostSlot, Lists};
 
-pub use busy::{Announced, Blocker, Busy, BusyGuard, Held, KillOutcome};
+pub use busy::{Announced, Blocker, Busy, BusyGuard, Held, KillOutcome, set_while_busy};
 
 /// Redis's reply when EVALSHA names a script that is not cached. Clients key their fallback
 /// to EVAL or SCRIPT LOAD on this exact text.

@@ -35,9 +35,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
-use crate::protocol::{Limits, RequestParser};
 use crate::server::Shared;
 use crate::{commands, engine, services};
+use crate::protocol::{Limits, RequestParser};
 
 /// The read buffer's size (it grows for a longer request).
 const READ_BUF: usize = 16 * 1024;
@@ -95,15 +95,26 @@ pub(super) fn kernel_unsent<S>(_: &S) -> usize {
 
 /// Serves one connection until it closes, is killed, or the server shuts down.
 pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, laddr: String) {
-    let info = shared.clients.register(addr.clone(), laddr);
-    let span = tracing::debug_span!("conn", id = info.id, peer = %addr);
+    let conn = Registered::new(&shared, addr, laddr);
+    let buffers = Buffers::new(&shared, &conn.client);
+    resume(conn, stream, buffers, Resume::Read).await;
+}
+
+/// Serves a connection that was registered (and maybe served for a while) elsewhere: the
+/// event loop of `server::eventloop` hands a connection over here, with everything it had
+/// read and not answered yet, when it needs something only this code does (a wait, a
+/// stalled write, a push feed). `resume` says where in the request cycle it stopped.
+pub(super) async fn resume<S: Transport>(
+    mut conn: Registered,
+    stream: S,
+    buffers: Buffers,
+    resume: Resume,
+) {
+    let shared = conn.shared.clone();
+    let span = tracing::debug_span!("conn", id = conn.client.id(), peer = %conn.client.info.addr);
     let _enter = span.enter();
-    tracing::debug!("connected");
-    let mut conn = Registered {
-        shared: shared.clone(),
-        client: ClientState::new(info.clone()),
-    };
-    let outcome = run(&shared, stream, &mut conn.client).await;
+    tracing::debug!("serving");
+    let outcome = run(&shared, stream, &mut conn.client, buffers, resume).await;
     if let Err(e) = outcome {
         tracing::debug!("connection ended: {e}");
     }
@@ -118,9 +129,23 @@ pub async fn serve<S: Transport>(shared: Arc<Shared>, stream: S, addr: String, l
 /// this is dropped: at the end of `serve`, and equally when the task panics or is dropped
 /// mid-await (tokio drops a task's future in both cases). The MONITOR slot is a guard of its
 /// own; the maxclients slot is `server::Admitted`.
-struct Registered {
+pub(super) struct Registered {
     shared: Arc<Shared>,
-    client: ClientState,
+    pub(super) client: ClientState,
+}
+
+impl Registered {
+    /// Registers a new connection (CLIENT LIST, CLIENT KILL, INFO clients see it from now on).
+    pub(super) fn new(shared: &Arc<Shared>, addr: String, laddr: String) -> Registered {
+        let info = shared.clients.register(addr, laddr);
+        tracing::debug!(id = info.id, "connected");
+        let mut client = ClientState::new(info);
+        client.authenticated = shared.config().requirepass.is_none();
+        Registered {
+            shared: shared.clone(),
+            client,
+        }
+    }
 }
 
 impl Drop for Registered {
@@ -147,30 +172,96 @@ impl Drop for Registered {
     }
 }
 
+/// The parser's limits for a client authenticated or not.
+pub(super) fn limits(config: &crate::config::Config, authenticated: bool) -> Limits {
+    Limits {
+        max_bulk_len: config.proto_max_bulk_len,
+        unauthenticated: !authenticated,
+        ..Limits::default()
+    }
+}
+
+/// A connection's parser and buffers, which move with it from one serving loop to another.
+pub(super) struct Buffers {
+    pub(super) parser: RequestParser,
+    pub(super) rbuf: BytesMut,
+    /// The read buffer's twin (see `make_room`).
+    pub(super) spare_rbuf: BytesMut,
+    /// Whether `spare_rbuf` holds an allocation (from the first `make_room` that swapped).
+    pub(super) spare_held: bool,
+    pub(super) wbuf: BytesMut,
+    /// The current request's arguments (slices of the read buffer); the vector is reused.
+    pub(super) args: Vec<Bytes>,
+}
+
+impl Buffers {
+    pub(super) fn new(shared: &Shared, client: &ClientState) -> Buffers {
+        Buffers {
+            parser: RequestParser::new(limits(&shared.config(), client.authenticated)),
+            rbuf: BytesMut::with_capacity(READ_BUF),
+            spare_rbuf: BytesMut::new(),
+            spare_held: false,
+            wbuf: BytesMut::with_capacity(16 * 1024),
+            args: Vec::new(),
+        }
+    }
+
+    /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
+    /// mem_clients_normal: a read buffer's `capacity()` counts only from its current
+    /// start, so an allocation is counted at no less than the size it was made with.
+    pub(super) fn memory(&self) -> usize {
+        let spare_mem = if self.spare_held {
+            READ_BUF.max(self.spare_rbuf.capacity())
+        } else {
+            0
+        };
+        READ_BUF.max(self.rbuf.capacity()) + spare_mem + self.wbuf.capacity()
+    }
+
+    /// Makes room in a full read buffer (see `make_room`).
+    pub(super) fn make_room(&mut self) {
+        if self.rbuf.capacity() == self.rbuf.len() {
+            self.spare_held |= make_room(&mut self.rbuf, &mut self.spare_rbuf);
+        }
+    }
+}
+
+/// Where a connection handed over to `run` stopped in its request cycle.
+pub(super) enum Resume {
+    /// Between requests: run what is buffered, then read.
+    Read,
+    /// `Buffers::args` holds a parsed request not run yet: through the pause and busy
+    /// gates, then run it.
+    Gate,
+    /// The request ran and blocked (a blocking pop with nothing to pop): wait for the
+    /// waiter's reply. The flag: whether the client was authenticated before it ran.
+    Blocked(Arc<services::blocking::Waiter>, bool),
+    /// The request ran and this is its reply, not yet written; it left the client in a
+    /// state this code handles (PSYNC, WAIT, a pause, MONITOR, a subscription).
+    After(crate::protocol::Reply, bool),
+}
+
 async fn run<S: Transport>(
     shared: &Shared,
     mut stream: S,
     client: &mut ClientState,
+    buffers: Buffers,
+    resume: Resume,
 ) -> std::io::Result<()> {
     let config = shared.config();
-    client.authenticated = config.requirepass.is_none();
-    let limits = |authenticated: bool| Limits {
-        max_bulk_len: config.proto_max_bulk_len,
-        unauthenticated: !authenticated,
-        ..Limits::default()
-    };
-    let mut parser = RequestParser::new(limits(client.authenticated));
+    let Buffers {
+        mut parser,
+        mut rbuf,
+        mut spare_rbuf,
+        mut spare_held,
+        mut wbuf,
+        mut args,
+    } = buffers;
     let query_limit = config.client_query_buffer_limit;
-    let mut rbuf = BytesMut::with_capacity(READ_BUF);
-    // The read buffer's twin (see `make_room`).
-    let mut spare_rbuf = BytesMut::new();
-    // Whether `spare_rbuf` holds an allocation (from the first `make_room` that swapped).
-    let mut spare_held = false;
-    let mut wbuf = BytesMut::with_capacity(16 * 1024);
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
     let mut soft = None;
-    let mut args: Vec<Bytes> = Vec::new();
+    let mut resume = Some(resume);
     // CLIENT KILL and shutdown (which kills every client) end a read that waits. Kept for
     // the whole connection, so that it registers this task's waker once, not per request.
     let killed = info.kill.watch();
@@ -179,75 +270,97 @@ async fn run<S: Transport>(
     loop {
         // Run every complete request already buffered.
         loop {
-            let req = match parser.parse(&rbuf) {
-                Ok(Some(req)) => req,
-                Ok(None) => break,
-                Err(e) => {
-                    let line = format!("ERR {e}");
-                    // Counted as Redis counts every error reply (INFO errorstats).
-                    engine::call::count_error(shared, &line);
-                    wbuf.extend_from_slice(format!("-{line}\r\n").as_bytes());
-                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                    return Ok(());
-                }
-            };
-            let frame = rbuf.split_to(req.consumed).freeze();
-            // Redis's qbuf: the unprocessed input, this command included.
-            info.qbuf
-                .store(req.consumed + rbuf.len(), Ordering::Relaxed);
-            // The argument vectors (ours and the parser's) are reused from request to request.
-            parser.fill_args(req.args, &frame, &mut args);
-            if args.is_empty() {
-                continue;
-            }
-            // CLIENT PAUSE: the one place a paused command waits (see services::pause).
-            if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await {
-                return Ok(());
-            }
-            let was_authenticated = client.authenticated;
-            // While a script runs it holds shards: wait without blocking this thread, or
-            // answer -BUSY past the threshold, if the command needs one (see commands::scripting).
-            let mut gated = if commands::scripting::script_running(shared) {
-                commands::scripting::busy_gate(shared, client, &args).await
-            } else {
-                None
-            };
-            let reply = loop {
-                if let Some(reply) = gated.take() {
-                    break reply;
-                }
-                break match engine::execute_may_block(shared, client, &args) {
-                    // A script took a shard this command needs after it passed the gate:
-                    // through the gate again (see `engine::call`).
-                    _ if std::mem::take(&mut client.regate) => {
-                        gated = commands::scripting::busy_gate(shared, client, &args).await;
-                        continue;
+            let (reply, was_authenticated) = match resume.take() {
+                Some(Resume::After(reply, was)) => (reply, was),
+                Some(Resume::Blocked(waiter, was)) => {
+                    let waited = wait_for(
+                        shared,
+                        &mut stream,
+                        &mut rbuf,
+                        &mut wbuf,
+                        client,
+                        &mut soft,
+                        waiter,
+                        query_limit,
+                    )
+                    .await?;
+                    match waited {
+                        Some(reply) => (reply, was),
+                        None => return Ok(()),
                     }
-                    (reply, None) => reply,
-                    (_, Some(waiter)) => {
-                        // Blocked: flush what earlier requests answered, then wait for the
-                        // waiter's reply without holding any lock (see services::blocking). The
-                        // guard forgets the waiter however this ends, a failed flush too.
-                        let guard = BlockGuard { shared, waiter };
-                        write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                        let waited = wait_blocked(
-                            shared,
-                            &mut stream,
-                            &mut rbuf,
-                            client,
-                            &guard,
-                            query_limit,
-                        )
-                        .await?;
-                        match waited {
-                            Some(reply) => reply,
-                            None => return Ok(()),
+                }
+                resumed => {
+                    if !matches!(resumed, Some(Resume::Gate)) {
+                        let req = match parser.parse(&rbuf) {
+                            Ok(Some(req)) => req,
+                            Ok(None) => break,
+                            Err(e) => {
+                                protocol_error(shared, &mut wbuf, &e);
+                                write_out(shared, &mut stream, &mut wbuf, client, &mut soft)
+                                    .await?;
+                                return Ok(());
+                            }
+                        };
+                        let frame = rbuf.split_to(req.consumed).freeze();
+                        // Redis's qbuf: the unprocessed input, this command included.
+                        info.qbuf
+                            .store(req.consumed + rbuf.len(), Ordering::Relaxed);
+                        // The argument vectors (ours and the parser's) are reused from
+                        // request to request.
+                        parser.fill_args(req.args, &frame, &mut args);
+                        if args.is_empty() {
+                            continue;
                         }
                     }
-                };
+                    // CLIENT PAUSE: the one place a paused command waits (see services::pause).
+                    if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await {
+                        return Ok(());
+                    }
+                    let was_authenticated = client.authenticated;
+                    // While a script runs it holds shards: wait without blocking this thread,
+                    // or answer -BUSY past the threshold, if the command needs one (see
+                    // commands::scripting).
+                    let mut gated = if commands::scripting::script_running(shared) {
+                        commands::scripting::busy_gate(shared, client, &args).await
+                    } else {
+                        None
+                    };
+                    let reply = loop {
+                        if let Some(reply) = gated.take() {
+                            break reply;
+                        }
+                        break match engine::execute_may_block(shared, client, &args) {
+                            // A script took a shard this command needs after it passed the
+                            // gate: through the gate again (see `engine::call`).
+                            _ if std::mem::take(&mut client.regate) => {
+                                gated = commands::scripting::busy_gate(shared, client, &args).await;
+                                continue;
+                            }
+                            (reply, None) => reply,
+                            (_, Some(waiter)) => {
+                                let waited = wait_for(
+                                    shared,
+                                    &mut stream,
+                                    &mut rbuf,
+                                    &mut wbuf,
+                                    client,
+                                    &mut soft,
+                                    waiter,
+                                    query_limit,
+                                )
+                                .await?;
+                                match waited {
+                                    Some(reply) => reply,
+                                    None => return Ok(()),
+                                }
+                            }
+                        };
+                    };
+                    (reply, was_authenticated)
+                }
             };
             if client.authenticated != was_authenticated {
-                parser.set_limits(limits(client.authenticated));
+                parser.set_limits(limits(&config, client.authenticated));
             }
             // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
             if let Some(request) = client.psync.take() {
@@ -409,6 +522,37 @@ fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) -> bool {
     rbuf.clear();
     *spare = std::mem::replace(rbuf, next);
     true
+}
+
+/// A protocol error: Redis's reply, counted as Redis counts every error reply (INFO
+/// errorstats). The connection closes after writing it.
+pub(super) fn protocol_error(
+    shared: &Shared,
+    wbuf: &mut BytesMut,
+    e: &crate::protocol::ProtocolError,
+) {
+    let line = format!("ERR {e}");
+    engine::call::count_error(shared, &line);
+    wbuf.extend_from_slice(format!("-{line}\r\n").as_bytes());
+}
+
+/// A request blocked: flush what earlier requests answered, then wait for the waiter's
+/// reply without holding any lock (see services::blocking). The guard forgets the waiter however
+/// this ends, a failed flush too. None: close the connection.
+#[allow(clippy::too_many_arguments)]
+async fn wait_for<S: Transport>(
+    shared: &Shared,
+    stream: &mut S,
+    rbuf: &mut BytesMut,
+    wbuf: &mut BytesMut,
+    client: &ClientState,
+    soft: &mut Option<Instant>,
+    waiter: Arc<services::blocking::Waiter>,
+    query_limit: usize,
+) -> std::io::Result<Option<crate::protocol::Reply>> {
+    let guard = BlockGuard { shared, waiter };
+    write_out(shared, stream, wbuf, client, soft).await?;
+    wait_blocked(shared, stream, rbuf, client, &guard, query_limit).await
 }
 
 /// Forgets a blocked client's waiter however its wait ends (reply, close, kill, or the

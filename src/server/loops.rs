@@ -46,6 +46,8 @@ pub enum Ring {}
 /// The backend the loops actually run (what `IoBackend` resolved to at start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Running {
+    /// sluice's own event loops for plain TCP (`eventloop`), tokio's for the rest.
+    Loop,
     /// tokio's sockets on the runtime's epoll.
     Epoll,
     /// A ring per loop for plain TCP connections.
@@ -56,6 +58,7 @@ impl Running {
     /// Its name in the log: `epoll` or `io_uring`.
     pub fn name(self) -> &'static str {
         match self {
+            Running::Loop => "loop",
             Running::Epoll => "epoll",
             Running::Uring => "io_uring",
         }
@@ -65,6 +68,8 @@ impl Running {
 /// The running event loops (and the thread the key reapers and replication's supervisor
 /// run on).
 pub struct Loops {
+    /// `io-backend loop`: plain TCP connections go to `eventloop`'s loops.
+    own_loops: bool,
     runtimes: Vec<Runtime>,
     dealer: Dealer,
     reaper: Option<Runtime>,
@@ -176,7 +181,7 @@ impl Loops {
         }
         let handles: Arc<[Handle]> = runtimes.iter().map(|rt| rt.handle().clone()).collect();
         let rings = match backend {
-            IoBackend::Epoll => None,
+            IoBackend::Epoll | IoBackend::Loop => None,
             IoBackend::Uring | IoBackend::Auto => match start_rings(&runtimes, probe) {
                 Ok(rings) => Some(rings),
                 Err(e) if backend == IoBackend::Uring => {
@@ -193,6 +198,7 @@ impl Loops {
         // thread of their own they never sit between a loop's read and its write.
         let reaper = Some(one_worker("sluice-reaper".into())?);
         Ok(Loops {
+            own_loops: backend == IoBackend::Loop,
             runtimes,
             dealer: Dealer {
                 handles,
@@ -207,6 +213,7 @@ impl Loops {
     pub fn running(&self) -> Running {
         match self.dealer.rings {
             Some(_) => Running::Uring,
+            None if self.own_loops => Running::Loop,
             None => Running::Epoll,
         }
     }

@@ -9,6 +9,7 @@
 //! runtime: it only waits there; the serving happens on the loops' own threads.
 
 pub mod connection;
+pub mod eventloop;
 pub mod loops;
 pub mod state;
 #[cfg(target_os = "linux")]
@@ -333,7 +334,28 @@ impl Server {
             .into_iter()
             .flat_map(|(ls, acceptor)| ls.into_iter().map(move |l| (l, Some(acceptor.clone()))));
         let dealer = loops.dealer().clone();
+        // `io-backend loop`: plain TCP connections are served on sluice's own loops.
+        let own_loops = match loops.running() {
+            loops::Running::Loop => {
+                let config = shared.config();
+                match eventloop::Group::start(
+                    shared.clone(),
+                    dealer.clone(),
+                    tracker.clone(),
+                    config.effective_threads(),
+                    config.threads == 0,
+                ) {
+                    Ok(group) => Some(group),
+                    Err(e) => {
+                        tracing::warn!("cannot start the event loops ({e}): serving with tokio's");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         for (i, (listener, acceptor)) in plain.chain(tls).enumerate() {
+            let acceptor_is_none = acceptor.is_none();
             // The listener moves to a loop's runtime: it was registered with the caller's.
             let listener = match listener.into_std() {
                 Ok(l) => l,
@@ -349,6 +371,7 @@ impl Server {
                 tracker.clone(),
                 admitted.clone(),
                 dealer.clone(),
+                own_loops.clone().filter(|_| acceptor_is_none),
             );
             dealer.handle(i).spawn(tracker.track_future(accept));
         }
@@ -372,6 +395,10 @@ impl Server {
         shared.shutdown.cancelled().await;
         // Connections wait on their own kill switch only (see `client::Kill`).
         shared.clients.shut_down_all();
+        if let Some(group) = &own_loops {
+            // Loops with no connection left sleep without a timeout: they end now.
+            group.wake_all();
+        }
         // A script still running (even one that wrote) would keep its thread forever.
         shared.scripts.busy.abort();
         tracker.close();
@@ -434,6 +461,7 @@ async fn accept_loop(
     tracker: TaskTracker,
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
+    own_loops: Option<Arc<eventloop::Group>>,
 ) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
@@ -470,6 +498,12 @@ async fn accept_loop(
                 continue;
             }
         };
+        if let Some(group) = &own_loops
+            && refusal.is_none()
+        {
+            group.deal(stream, peer.to_string(), laddr.clone(), slot);
+            continue;
+        }
         let shared = shared.clone();
         let laddr = laddr.clone();
         let tls = tls.clone();

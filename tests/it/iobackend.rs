@@ -1,5 +1,5 @@
-//! The I/O backends (`--io-backend`): io_uring serves what epoll serves, and falls back to
-//! epoll where it is unavailable. (The whole suite runs on io_uring with
+//! The I/O backends (`--io-backend`): sluice's own loops and io_uring serve what epoll
+//! serves, and io_uring falls back to epoll where it is unavailable. (The whole suite runs on io_uring with
 //! `SLUICE_IO_BACKEND=uring cargo test --test it`.)
 
 use std::time::{Duration, Instant};
@@ -28,9 +28,10 @@ fn start(backend: IoBackend) -> sluice::TestServer {
 #[test]
 fn uring_serves_pipelines_and_large_values_as_epoll_does() {
     let mut replies = Vec::new();
-    for backend in [IoBackend::Epoll, IoBackend::Uring] {
+    for backend in [IoBackend::Loop, IoBackend::Epoll, IoBackend::Uring] {
         let server = start(backend);
         let expected = match backend {
+            IoBackend::Loop => Running::Loop,
             IoBackend::Uring if uring_available() => Running::Uring,
             _ => Running::Epoll,
         };
@@ -82,8 +83,8 @@ fn uring_serves_pipelines_and_large_values_as_epoll_does() {
         }
     }
     assert!(
-        replies[0] == replies[1],
-        "epoll and uring replied differently"
+        replies[0] == replies[1] && replies[1] == replies[2],
+        "loop, epoll and uring replied differently"
     );
 }
 

@@ -14,6 +14,7 @@ mod diff;
 mod dockerfile;
 mod docs;
 mod dump;
+mod eventloop;
 mod functions;
 mod hashttl;
 mod hll;

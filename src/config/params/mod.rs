@@ -1096,14 +1096,17 @@ pub static PARAMS: &[Param] = &[
             c.threads = int(v)?;
             Ok(())
         })
-        .help("N", "event loops serving connections (default: one per CPU)"),
-    p("io-backend", Special(check::io_backend), "epoll")
+        .help(
+            "N",
+            "event loops serving connections (default: one per CPU, brought in by load)",
+        ),
+    p("io-backend", Special(check::io_backend), "loop")
         .own()
         .set(|c, v, _| {
             c.io_backend = IoBackend::parse(v)?;
             Ok(())
         })
-        .help("B", "epoll (default), uring, auto: what the loops serve TCP with"),
+        .help("B", "loop (default), epoll, uring, auto: what serves plain TCP"),
     p("test-mode", Bool, "no")
         .own()
         .set(|c, v, _| {
