@@ -18,7 +18,6 @@ pub use live::LiveSettings;
 
 use std::fmt;
 
-
 pub use crate::protocol::request::split_args;
 
 /// Most event-loop threads `threads` accepts.
@@ -580,7 +579,6 @@ impl Config {
         (cpus * 4).next_power_of_two().clamp(4, 256)
     }
 }
-
 
 /// Splits a conf line into words with Redis's quoting rules ([`split_args`]); bytes that
 /// are not UTF-8 are replaced. None on unbalanced quotes.

@@ -35,9 +35,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
+use crate::protocol::{Limits, RequestParser};
 use crate::server::Shared;
 use crate::{commands, engine, services};
-use crate::protocol::{Limits, RequestParser};
 
 /// The read buffer's size (it grows for a longer request).
 const READ_BUF: usize = 16 * 1024;
@@ -313,7 +313,8 @@ async fn run<S: Transport>(
                         }
                     }
                     // CLIENT PAUSE: the one place a paused command waits (see services::pause).
-                    if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await {
+                    if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await
+                    {
                         return Ok(());
                     }
                     let was_authenticated = client.authenticated;
