@@ -323,13 +323,13 @@ pub(crate) fn scored_reply<M: Into<Bytes>>(
 /// `ZADD` (and `ZINCRBY`) parsed: the options, then score-member pairs, all validated before
 /// the key is looked up, as Redis does.
 #[derive(Debug)]
-struct AddArgs {
-    key: Bytes,
-    flags: AddFlags,
-    ch: bool,
+pub(crate) struct AddArgs {
+    pub(crate) key: Bytes,
+    pub(crate) flags: AddFlags,
+    pub(crate) ch: bool,
     /// Shares the request's bytes; one or two pairs (the rate limiters' ZADD) need no
     /// allocation.
-    pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
+    pub(crate) pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
 }
 
 impl AddArgs {
@@ -378,7 +378,8 @@ impl AddArgs {
         })
     }
 
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+    /// Adds the pairs (GEOADD comes here too, as Redis's calls `zaddCommand`).
+    pub(crate) fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let limits = limits(ctx.shared);
         // With XX a missing key stays missing; otherwise a new set is stored if filled.

@@ -142,6 +142,7 @@ impl KeySpecDoc {
             notes: None,
             flags,
             begin: Some(begin),
+            keyword: None,
             find: FindKeys::Range(lastkey, 1, 0),
         }
     }
@@ -339,6 +340,9 @@ pub struct KeySpecDoc {
     pub flags: &'static [&'static str],
     /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
     pub begin: Option<i64>,
+    /// Redis's `keyword` begin_search: the key follows this keyword, searched for from the
+    /// index `begin` (its `startfrom`) on. `None` for an `index` begin_search.
+    pub keyword: Option<&'static str>,
     /// How keys are found from there.
     pub find: FindKeys,
 }

@@ -129,6 +129,7 @@ transcripts!(
     hash_field_expiry,
     hash_field_expiry_8,
     strings_8,
+    geo,
 );
 
 /// Runs every transcript not listed above.
