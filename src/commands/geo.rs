@@ -32,29 +32,62 @@ const READ_ACL: &[&str] = &["@read", "@geo", "@slow"];
 const WRITE_ACL: &[&str] = &["@write", "@geo", "@slow"];
 const SEARCH_WRITE_FLAGS: &[&str] = &["write", "denyoom", "movablekeys"];
 
-/// GEORADIUS's keys as Redis's `georadiusGetKeys` finds them: the source, and the argument
-/// after the last `STORE`/`STOREDIST` from index 5 on.
-fn georadius_keys(args: &[Bytes]) -> Vec<usize> {
-    let mut stored = None;
-    let mut i = 5;
+/// The keys of GEORADIUS (options from `start` = 6) and GEORADIUSBYMEMBER (5): the source,
+/// then what Redis 7.0's key specs find (the argument after the first `STORE`, after the
+/// first `STOREDIST`), then the key the command really stores into if those miss it (a
+/// repeated keyword: the last one wins), so that it is locked too.
+fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
+    let after = |keyword: &[u8]| {
+        (start..args.len().saturating_sub(1))
+            .find(|&i| args[i].eq_ignore_ascii_case(keyword))
+            .map(|i| i + 1)
+    };
+    let mut keys = vec![1];
+    keys.extend(after(b"store"));
+    keys.extend(after(b"storedist"));
+    if let Some(k) = stored_key(args, start)
+        && !keys.contains(&k)
+    {
+        keys.push(k);
+    }
+    keys
+}
+
+/// The destination [`run_search`] takes for a GEORADIUS form: the option parse without
+/// its checks (an option it refuses ends the parse with an error, storing nothing).
+fn stored_key(args: &[Bytes], start: usize) -> Option<usize> {
+    let mut key = None;
+    let mut i = start;
     while i < args.len() {
         let a = &args[i];
-        if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
-            && i + 1 < args.len()
+        let has_value = i + 1 < args.len();
+        if has_value
+            && (a.eq_ignore_ascii_case(b"store")
+                || a.eq_ignore_ascii_case(b"storedist")
+                || a.eq_ignore_ascii_case(b"count"))
         {
-            stored = Some(i + 1);
+            if !a.eq_ignore_ascii_case(b"count") {
+                key = Some(i + 1);
+            }
             i += 1;
         }
         i += 1;
     }
-    std::iter::once(1).chain(stored).collect()
+    key
 }
 
 const GEORADIUS_KEYS: KeySpec = KeySpec::Custom {
     first: 1,
     last: 1,
     step: 1,
-    find: georadius_keys,
+    find: |args| radius_keys(args, 6),
+};
+
+const GEORADIUSBYMEMBER_KEYS: KeySpec = KeySpec::Custom {
+    first: 1,
+    last: 1,
+    step: 1,
+    find: |args| radius_keys(args, 5),
 };
 
 const SOURCE: KeySpecDoc = KeySpecDoc::range(&["RO", "access"], 1, 0);
@@ -133,7 +166,7 @@ pub(crate) static COMMANDS: &[C] = &[
         "georadiusbymember",
         -5,
         SEARCH_WRITE_FLAGS,
-        GEORADIUS_KEYS,
+        GEORADIUSBYMEMBER_KEYS,
         |c, a| search(c, a, Flavor::ByMember),
     )
     .with_acl(WRITE_ACL)
@@ -514,6 +547,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
             }
             i += 1;
         } else if (is("store") || is("storedist")) && i + 1 < remaining && flavor.may_store() {
+            // `radius_keys` locked this key (it follows this parse).
             storekey = Some(args[base + i + 1].clone());
             storedist = is("storedist");
             i += 1;
