@@ -32,19 +32,30 @@ const READ_ACL: &[&str] = &["@read", "@geo", "@slow"];
 const WRITE_ACL: &[&str] = &["@write", "@geo", "@slow"];
 const SEARCH_WRITE_FLAGS: &[&str] = &["write", "denyoom", "movablekeys"];
 
+/// Redis compares keywords and units with `strcasecmp`, which stops at a NUL byte: only the
+/// bytes before the first one count (`"km\0x"` is `km`).
+fn c_str(a: &[u8]) -> &[u8] {
+    a.iter().position(|&b| b == 0).map_or(a, |n| &a[..n])
+}
+
+/// Whether `a` is `keyword` as Redis's `strcasecmp` sees it.
+fn keyword_is(a: &[u8], keyword: &str) -> bool {
+    c_str(a).eq_ignore_ascii_case(keyword.as_bytes())
+}
+
 /// The keys of GEORADIUS (options from `start` = 6) and GEORADIUSBYMEMBER (5): the source,
 /// then what Redis 7.0's key specs find (the argument after the first `STORE`, after the
 /// first `STOREDIST`), then the key the command really stores into if those miss it (a
 /// repeated keyword: the last one wins), so that it is locked too.
 fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
-    let after = |keyword: &[u8]| {
+    let after = |keyword: &str| {
         (start..args.len().saturating_sub(1))
-            .find(|&i| args[i].eq_ignore_ascii_case(keyword))
+            .find(|&i| keyword_is(&args[i], keyword))
             .map(|i| i + 1)
     };
     let mut keys = vec![1];
-    keys.extend(after(b"store"));
-    keys.extend(after(b"storedist"));
+    keys.extend(after("store"));
+    keys.extend(after("storedist"));
     if let Some(k) = stored_key(args, start)
         && !keys.contains(&k)
     {
@@ -62,11 +73,9 @@ fn stored_key(args: &[Bytes], start: usize) -> Option<usize> {
         let a = &args[i];
         let has_value = i + 1 < args.len();
         if has_value
-            && (a.eq_ignore_ascii_case(b"store")
-                || a.eq_ignore_ascii_case(b"storedist")
-                || a.eq_ignore_ascii_case(b"count"))
+            && (keyword_is(a, "store") || keyword_is(a, "storedist") || keyword_is(a, "count"))
         {
-            if !a.eq_ignore_ascii_case(b"count") {
+            if !keyword_is(a, "count") {
                 key = Some(i + 1);
             }
             i += 1;
@@ -218,7 +227,7 @@ fn unit(u: &[u8]) -> CmdResult<f64> {
     ];
     UNITS
         .iter()
-        .find(|(name, _)| u.eq_ignore_ascii_case(name))
+        .find(|(name, _)| c_str(u).eq_ignore_ascii_case(name))
         .map(|&(_, m)| m)
         .ok_or(CmdError::msg(
             "ERR unsupported unit provided. please use M, KM, FT, MI",
@@ -268,30 +277,36 @@ fn read_geo<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c Sorted
 
 /// `GEOADD key [NX|XX] [CH] longitude latitude member [...]`: ZADD with geohash scores.
 #[derive(Debug)]
-pub(crate) struct GeoAdd(AddArgs);
+pub(crate) struct GeoAdd {
+    add: AddArgs,
+    /// What replicas get when a member was added or moved: `ZADD key [options] score
+    /// member …`, as Redis rewrites GEOADD.
+    zadd: Vec<Bytes>,
+}
 
 impl Command for GeoAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let key = a.next()?.clone();
         let (mut nx, mut xx, mut ch) = (false, false, false);
+        let mut options = Vec::new();
         while let Some(opt) = a.peek() {
-            if opt.eq_ignore_ascii_case(b"nx") {
+            if keyword_is(opt, "nx") {
                 nx = true;
-            } else if opt.eq_ignore_ascii_case(b"xx") {
+            } else if keyword_is(opt, "xx") {
                 xx = true;
-            } else if opt.eq_ignore_ascii_case(b"ch") {
+            } else if keyword_is(opt, "ch") {
                 ch = true;
             } else {
                 break;
             }
-            a.next()?;
+            options.push(a.next()?.clone());
         }
         let rest = a.rest();
         // No triple at all reaches ZADD in Redis, which answers the same syntax error.
         if !rest.len().is_multiple_of(3) || (xx && nx) || rest.is_empty() {
             return Err(CmdError::Syntax);
         }
-        let pairs = rest
+        let pairs: smallvec::SmallVec<[(f64, Bytes); 2]> = rest
             .chunks_exact(3)
             .map(|t| {
                 let (lon, lat) = lon_lat(&t[0], &t[1])?;
@@ -304,16 +319,32 @@ impl Command for GeoAdd {
             xx,
             ..AddFlags::default()
         };
-        Ok(GeoAdd(AddArgs {
-            key,
-            flags,
-            ch,
-            pairs,
-        }))
+        let mut zadd = Vec::with_capacity(2 + options.len() + pairs.len() * 2);
+        zadd.push(Bytes::from_static(b"zadd"));
+        zadd.push(key.clone());
+        zadd.extend(options.iter().cloned());
+        for (score, member) in &pairs {
+            zadd.push(Bytes::from((*score as u64).to_string()));
+            zadd.push(member.clone());
+        }
+        Ok(GeoAdd {
+            add: AddArgs {
+                key,
+                flags,
+                ch,
+                pairs,
+            },
+            zadd,
+        })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        self.0.apply(ctx)
+        let (reply, changed) = self.add.apply_counting(ctx);
+        if changed > 0 && crate::commands::hashttl::propagating(ctx) {
+            let db = ctx.db();
+            ctx.propagate.push((db, self.zadd));
+        }
+        reply
     }
 }
 
@@ -527,7 +558,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
     let mut i = 0;
     while i < remaining {
         let a = arg(base + i);
-        let is = |k: &str| a.eq_ignore_ascii_case(k.as_bytes());
+        let is = |k: &str| keyword_is(a, k);
         if is("withdist") {
             withdist = true;
         } else if is("withhash") {
@@ -614,6 +645,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
                 let (db, now) = (ctx.db(), ctx.now_ms);
                 if ctx.store.remove(db, &dst, now).is_some() {
                     ctx.notify(class::GENERIC, "del", &dst);
+                    propagate_store(ctx, args, flavor);
                 }
                 Reply::Int(0)
             }
@@ -688,6 +720,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
     if n == 0 {
         if ctx.store.remove(db, &dst, now).is_some() {
             ctx.notify(class::GENERIC, "del", &dst);
+            propagate_store(ctx, args, flavor);
         }
         return Ok(Reply::Int(0));
     }
@@ -711,7 +744,18 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
         "georadiusstore"
     };
     ctx.notify(class::ZSET, event, &dst);
+    propagate_store(ctx, args, flavor);
     Ok(Reply::Int(n as i64))
+}
+
+/// GEORADIUS and GEORADIUSBYMEMBER reach replicas as sent, and only when their STORE
+/// changed the destination (Redis propagates a command that made the data dirty);
+/// GEOSEARCHSTORE propagates as sent through its table entry.
+fn propagate_store(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) {
+    if flavor.may_store() && crate::commands::hashttl::propagating(ctx) {
+        let db = ctx.db();
+        ctx.propagate.push((db, args.to_vec()));
+    }
 }
 
 /// Redis's comparator: greater, equal or less by distance (a NaN compares equal).

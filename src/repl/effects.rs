@@ -96,6 +96,8 @@ pub(crate) fn effect_of(name: &str) -> Effect {
         "brpoplpush" => Effect::BRPopLPush,
         "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel"
         | "delex" | "msetex" => Effect::Handled,
+        // GEOADD as the ZADD Redis rewrites it to; GEORADIUS[BYMEMBER] only with STORE.
+        "geoadd" | "georadius" | "georadiusbymember" => Effect::Handled,
         "increx" => Effect::KeyState,
         _ => Effect::Verbatim,
     }

@@ -15,6 +15,7 @@ mod dockerfile;
 mod docs;
 mod dump;
 mod functions;
+mod geo;
 mod hashttl;
 mod hll;
 mod hostile;

@@ -1309,8 +1309,8 @@ const GEO_CENTRES: &[(f64, f64)] = &[
     (-0.0001, 66.5),
 ];
 const GEO_MEMBERS: &[&str] = &[
-    "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "q0", "q1", "q2", "q3", "q4",
-    "q5", "", "x y",
+    "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "q0", "q1", "q2", "q3", "q4", "q5",
+    "", "x y",
 ];
 const GEO_UNITS: &[&str] = &["m", "km", "ft", "mi", "KM", "Mi", "parsec"];
 
@@ -1436,7 +1436,15 @@ impl GeoGen {
                 "ZADD".into(),
                 g,
                 self.rng
-                    .pick(&["-1", "0", "1.5", "4503599627370496", "1e300", "-inf", "3471579339700058"])
+                    .pick(&[
+                        "-1",
+                        "0",
+                        "1.5",
+                        "4503599627370496",
+                        "1e300",
+                        "-inf",
+                        "3471579339700058",
+                    ])
                     .into(),
                 self.member(),
             ],
@@ -1500,7 +1508,13 @@ impl GeoGen {
             }
             97 => vec!["SET".into(), "s".into(), "x".into()],
             98 => vec!["DEL".into(), g],
-            _ => vec!["ZRANGE".into(), dst, "0".into(), "-1".into(), "WITHSCORES".into()],
+            _ => vec![
+                "ZRANGE".into(),
+                dst,
+                "0".into(),
+                "-1".into(),
+                "WITHSCORES".into(),
+            ],
         };
         if self.rng.chance(3) && c.len() > 2 {
             c.pop();
