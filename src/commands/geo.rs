@@ -511,14 +511,11 @@ fn member_position(z: &SortedSet, member: &[u8]) -> CmdResult<(f64, f64)> {
 }
 
 fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Reply> {
-    let resp = ctx.client.resp;
     let zlimits = limits(ctx.shared);
-    let src = if flavor == Flavor::SearchStore {
-        &args[2]
-    } else {
-        &args[1]
-    };
+    // The table's arity guarantees the fixed arguments; a missing one reads as empty.
     let arg = |i: usize| args.get(i).map_or(&[][..], |b| &b[..]);
+    let owned = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let src = arg(if flavor == Flavor::SearchStore { 2 } else { 1 });
     let z = read_geo(ctx, src)?;
 
     let mut center = (0.0, 0.0);
@@ -543,7 +540,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
         }
         Flavor::Search => 2,
         Flavor::SearchStore => {
-            storekey = Some(args[1].clone());
+            storekey = Some(owned(1));
             3
         }
     };
@@ -579,7 +576,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
             i += 1;
         } else if (is("store") || is("storedist")) && i + 1 < remaining && flavor.may_store() {
             // `radius_keys` locked this key (it follows this parse).
-            storekey = Some(args[base + i + 1].clone());
+            storekey = Some(owned(base + i + 1));
             storedist = is("storedist");
             i += 1;
         } else if is("storedist") && flavor == Flavor::SearchStore {
@@ -622,7 +619,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
             }
         )));
     }
-    let name = String::from_utf8_lossy(&args[0]);
+    let name = String::from_utf8_lossy(arg(0));
     if flavor.is_search() && !(frommember || fromloc) {
         return Err(CmdError::owned(format!(
             "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
@@ -711,7 +708,6 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
                 Reply::Array(item)
             })
             .collect();
-        let _ = resp;
         return Ok(Reply::Array(items));
     };
 
