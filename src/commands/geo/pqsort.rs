@@ -4,17 +4,26 @@
 //! stable, so members at equal distances come back in the order only this same algorithm
 //! gives; it is rewritten here step for step (insertion sort below 7 elements, median of
 //! three or ninther pivot, three-way partition with the equal keys swapped to the ends).
+//! Like Redis's, it is quadratic on inputs built against its pivot choice.
 
 use std::cmp::Ordering;
 
 /// Sorts `v` with `cmp` enough that ranks `lrange..=rrange` hold what a full sort gives.
+///
+/// Redis recurses into the lower part of each partition and loops on the upper one; the
+/// parts are disjoint and each is sorted on its own, so the order they are taken in does not
+/// change the result. They are kept in a list here instead, so that a partition sequence a
+/// client arranged (median-of-three killers) cannot exhaust the thread's stack.
 pub(crate) fn pqsort<T>(
     v: &mut [T],
     cmp: &impl Fn(&T, &T) -> Ordering,
     lrange: usize,
     rrange: usize,
 ) {
-    sort_part(v, 0, v.len(), cmp, lrange, rrange);
+    let mut parts = vec![(0, v.len())];
+    while let Some((lo, n)) = parts.pop() {
+        sort_part(v, lo, n, cmp, lrange, rrange, &mut parts);
+    }
 }
 
 /// Whether the part `lo..lo + n` lies wholly before or wholly after the wanted ranks.
@@ -47,6 +56,8 @@ fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
     }
 }
 
+/// Partitions `lo..lo + n` as Redis's `_pqsort` does, leaving its lower part (Redis's
+/// recursive call) in `parts` and going on with the upper one.
 fn sort_part<T>(
     v: &mut [T],
     mut lo: usize,
@@ -54,6 +65,7 @@ fn sort_part<T>(
     cmp: &impl Fn(&T, &T) -> Ordering,
     lrange: usize,
     rrange: usize,
+    parts: &mut Vec<(usize, usize)>,
 ) {
     loop {
         if n < 7 {
@@ -118,7 +130,7 @@ fn sort_part<T>(
         vecswap(v, pb, pn - r, r);
         let r = pb - pa;
         if r > 1 && !outside(lo, r, lrange, rrange) {
-            sort_part(v, lo, r, cmp, lrange, rrange);
+            parts.push((lo, r));
         }
         let r = pd - pc;
         if r <= 1 {
@@ -157,6 +169,23 @@ mod tests {
                 pqsort(&mut v, &|a: &u32, b: &u32| a.cmp(b), 0, k - 1);
                 assert_eq!(&v[..k], &sorted[..k], "len {len} k {k}");
             }
+        }
+    }
+
+    #[test]
+    fn many_equal_and_sorted_inputs_do_not_recurse() {
+        // Sorted, reversed and all-equal inputs of a size that would be deep as recursion.
+        for v in [
+            (0..200_000u32).collect::<Vec<_>>(),
+            (0..200_000u32).rev().collect(),
+            vec![7u32; 200_000],
+        ] {
+            let mut v = v;
+            pqsort(&mut v, &|a: &u32, b: &u32| a.cmp(b), 0, 9);
+            let mut head = v[..10].to_vec();
+            head.sort();
+            assert_eq!(v[..10], head[..]);
+            assert!(v[..10].iter().all(|x| v[10..].iter().all(|y| x <= y)));
         }
     }
 
