@@ -744,11 +744,11 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
     Ok(Reply::Int(n as i64))
 }
 
-/// GEORADIUS and GEORADIUSBYMEMBER reach replicas as sent, and only when their STORE
-/// changed the destination (Redis propagates a command that made the data dirty);
-/// GEOSEARCHSTORE propagates as sent through its table entry.
+/// GEORADIUS, GEORADIUSBYMEMBER and GEOSEARCHSTORE reach replicas as sent, and only when
+/// they changed the destination (Redis propagates a command that made the data dirty).
 fn propagate_store(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) {
-    if flavor.may_store() && crate::commands::hashttl::propagating(ctx) {
+    let writes = flavor.may_store() || flavor == Flavor::SearchStore;
+    if writes && crate::commands::hashttl::propagating(ctx) {
         let db = ctx.db();
         ctx.propagate.push((db, args.to_vec()));
     }

@@ -96,8 +96,9 @@ pub(crate) fn effect_of(name: &str) -> Effect {
         "brpoplpush" => Effect::BRPopLPush,
         "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hgetex" | "hsetex" | "hgetdel"
         | "delex" | "msetex" => Effect::Handled,
-        // GEOADD as the ZADD Redis rewrites it to; GEORADIUS[BYMEMBER] only with STORE.
-        "geoadd" | "georadius" | "georadiusbymember" => Effect::Handled,
+        // GEOADD as the ZADD Redis rewrites it to; the geo STORE forms only when they
+        // changed their destination.
+        "geoadd" | "georadius" | "georadiusbymember" | "geosearchstore" => Effect::Handled,
         "increx" => Effect::KeyState,
         _ => Effect::Verbatim,
     }

@@ -2,8 +2,8 @@
 //! notifications are compared with redis-server in `tests/diff/geo.txt`, and randomly in
 //! `random_diff::random_geo_sequences_match_redis`): what reaches a replica, compared with
 //! a redis-server 7.0.15's own replication stream (GEOADD as the ZADD Redis rewrites it to,
-//! only when it changed something; GEORADIUS … STORE as sent, only when it changed the
-//! destination; GEOSEARCHSTORE as sent), and a geo search through a real client library.
+//! only when it changed something; GEORADIUS … STORE and GEOSEARCHSTORE as sent, only when
+//! they changed the destination), and a geo search through a real client library.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::support::{Conn, RedisServer, escape, sluice};
 
-/// A raw replica of the server at `addr`: REPLCONF, then PSYNC, skip the full resync's payload (and the
-/// newlines Redis sends while it prepares it), return the socket at the write stream.
+/// A raw replica of the server at `addr`: REPLCONF, then PSYNC, skip the full resync's
+/// payload (and the newlines Redis sends while it prepares it), return the socket at the
+/// write stream.
 fn raw_replica(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -79,114 +80,47 @@ fn replicas_get_what_redis_propagates() {
             }
         }
         let mut replica = raw_replica(addr);
-        let commands: &[&[&[u8]]] = &[
-            &[
-                b"GEOADD",
-                b"g",
-                b"13.361389",
-                b"38.115556",
-                b"Palermo",
-                b"15.087269",
-                b"37.502669",
-                b"Catania",
-            ],
+        // One command a line, arguments split at spaces.
+        let lines = [
+            "GEOADD g 13.361389 38.115556 Palermo 15.087269 37.502669 Catania",
             // Nothing changes: not propagated.
-            &[b"GEOADD", b"g", b"13.361389", b"38.115556", b"Palermo"],
-            &[b"GEOADD", b"g", b"XX", b"1", b"2", b"absent"],
+            "GEOADD g 13.361389 38.115556 Palermo",
+            "GEOADD g XX 1 2 absent",
             // Options as given, before the ZADD scores.
-            &[
-                b"GEOADD",
-                b"g",
-                b"ch",
-                b"NX",
-                b"13.361389",
-                b"38.115556",
-                b"Palermo",
-                b"1",
-                b"2",
-                b"new",
-            ],
-            &[b"GEOADD", b"g", b"XX", b"CH", b"1.5", b"2", b"new"],
+            "GEOADD g ch NX 13.361389 38.115556 Palermo 1 2 new",
+            "GEOADD g XX CH 1.5 2 new",
             // Errors: nothing.
-            &[b"GEOADD", b"g", b"200", b"2", b"bad"],
+            "GEOADD g 200 2 bad",
             // A search without STORE writes nothing.
-            &[b"GEORADIUS", b"g", b"15", b"37", b"200", b"km", b"WITHDIST"],
-            &[
-                b"GEORADIUS",
-                b"g",
-                b"15",
-                b"37",
-                b"200",
-                b"km",
-                b"STORE",
-                b"d1",
-            ],
-            &[
-                b"GEORADIUSBYMEMBER",
-                b"g",
-                b"Palermo",
-                b"200",
-                b"km",
-                b"STOREDIST",
-                b"d2",
-            ],
+            "GEORADIUS g 15 37 200 km WITHDIST",
+            "GEORADIUS g 15 37 200 km STORE d1",
+            "GEORADIUSBYMEMBER g Palermo 200 km STOREDIST d2",
             // An empty result deletes the destination (propagated), or finds none (not).
-            &[
-                b"GEORADIUS",
-                b"g",
-                b"-50",
-                b"-50",
-                b"1",
-                b"km",
-                b"STORE",
-                b"d1",
-            ],
-            &[
-                b"GEORADIUS",
-                b"g",
-                b"-50",
-                b"-50",
-                b"1",
-                b"km",
-                b"STORE",
-                b"d1",
-            ],
-            &[
-                b"GEORADIUS",
-                b"nokey",
-                b"0",
-                b"0",
-                b"1",
-                b"km",
-                b"STORE",
-                b"d2",
-            ],
-            &[
-                b"GEOSEARCHSTORE",
-                b"d3",
-                b"g",
-                b"FROMLONLAT",
-                b"15",
-                b"37",
-                b"BYBOX",
-                b"400",
-                b"400",
-                b"km",
-                b"STOREDIST",
-            ],
-            &[b"MULTI"],
-            &[b"GEOADD", b"g", b"3", b"4", b"inmulti"],
-            &[b"GEORADIUS", b"g", b"3", b"4", b"1", b"km", b"STORE", b"d4"],
-            &[b"EXEC"],
-            &[
-                b"EVAL",
-                b"return redis.call('geoadd', KEYS[1], 5, 6, 'lua')",
-                b"1",
-                b"g",
-            ],
-            &[b"SET", b"marker", b"done"],
+            "GEORADIUS g -50 -50 1 km STORE d1",
+            "GEORADIUS g -50 -50 1 km STORE d1",
+            "GEORADIUS nokey 0 0 1 km STORE d2",
+            "GEOSEARCHSTORE d3 g FROMLONLAT 15 37 BYBOX 400 400 km STOREDIST",
+            "GEOSEARCHSTORE d9 g FROMLONLAT -50 -50 BYRADIUS 1 km",
+            "GEOSEARCHSTORE d9 nokey FROMLONLAT -50 -50 BYRADIUS 1 km",
+            "GEOSEARCHSTORE d9 g FROMLONLAT -50 -50 BYRADIUS 1 parsec",
+            "GEOSEARCHSTORE d3 nokey FROMLONLAT -50 -50 BYRADIUS 1 km",
+            "MULTI",
+            "GEOADD g 3 4 inmulti",
+            "GEORADIUS g 3 4 1 km STORE d4",
+            "EXEC",
         ];
-        for cmd in commands {
+        let mut commands: Vec<Vec<&[u8]>> = lines
+            .iter()
+            .map(|l| l.split(' ').map(str::as_bytes).collect())
+            .collect();
+        commands.push(vec![
+            b"EVAL",
+            b"return redis.call('geoadd', KEYS[1], 5, 6, 'lua')",
+            b"1",
+            b"g",
+        ]);
+        commands.push(vec![b"SET", b"marker", b"done"]);
+        for cmd in &commands {
             let _ = c.cmd(cmd);
         }
         streams.push(String::from_utf8_lossy(&stream_until(&mut replica, b"marker")).into_owned());
