@@ -17,7 +17,7 @@ import socket
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DOCS_DIR = os.path.join(HERE, "..", "src", "cmd", "docs")
+DOCS_DIR = os.path.join(HERE, "..", "src", "engine", "docs")
 WORD = re.compile(r"^[A-Za-z0-9_\-./|]+$")
 
 

@@ -8,6 +8,7 @@ pub(crate) mod bitmap;
 pub(crate) mod cluster;
 pub(crate) mod dump;
 pub(crate) mod functions;
+pub(crate) mod geo;
 pub(crate) mod hash;
 pub(crate) mod hashex;
 pub(crate) mod hashttl;
@@ -33,7 +34,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 29] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -64,5 +65,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 29] {
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,
+        geo::COMMANDS,
     ]
 }

@@ -61,6 +61,7 @@ const SORTED_KEY: KeySpecDoc = KeySpecDoc {
     notes: None,
     flags: &["RO", "access"],
     begin: Some(1),
+    keyword: None,
     find: FindKeys::Range(0, 1, 0),
 };
 const PATTERN_KEYS: KeySpecDoc = KeySpecDoc {
@@ -69,6 +70,7 @@ const PATTERN_KEYS: KeySpecDoc = KeySpecDoc {
     ),
     flags: &["RO", "access"],
     begin: None,
+    keyword: None,
     find: FindKeys::Unknown,
 };
 static SORT_INFO: InfoDoc = InfoDoc {
@@ -82,6 +84,7 @@ static SORT_INFO: InfoDoc = InfoDoc {
             ),
             flags: &["OW", "update"],
             begin: None,
+            keyword: None,
             find: FindKeys::Unknown,
         },
     ],

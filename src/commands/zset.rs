@@ -323,13 +323,13 @@ pub(crate) fn scored_reply<M: Into<Bytes>>(
 /// `ZADD` (and `ZINCRBY`) parsed: the options, then score-member pairs, all validated before
 /// the key is looked up, as Redis does.
 #[derive(Debug)]
-struct AddArgs {
-    key: Bytes,
-    flags: AddFlags,
-    ch: bool,
+pub(crate) struct AddArgs {
+    pub(crate) key: Bytes,
+    pub(crate) flags: AddFlags,
+    pub(crate) ch: bool,
     /// Shares the request's bytes; one or two pairs (the rate limiters' ZADD) need no
     /// allocation.
-    pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
+    pub(crate) pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
 }
 
 impl AddArgs {
@@ -379,6 +379,31 @@ impl AddArgs {
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        self.apply_counting(ctx).0
+    }
+
+    /// Adds the pairs; returns the reply and how many members were added or changed (what
+    /// Redis counts as dirty). GEOADD comes here too, as Redis's calls `zaddCommand`.
+    pub(crate) fn apply_counting(self, ctx: &mut Ctx<'_>) -> (CmdResult<Reply>, i64) {
+        let tally = match self.tally(ctx) {
+            Ok(t) => t,
+            Err(e) => return (Err(e), 0),
+        };
+        let changed = tally.added + tally.updated;
+        let reply = match tally.error {
+            Some(e) => Err(zset_error(e)),
+            None => Ok(if self.flags.incr {
+                tally.score.map_or(Reply::Null, Reply::Double)
+            } else if self.ch {
+                Reply::Int(changed)
+            } else {
+                Reply::Int(tally.added)
+            }),
+        };
+        (reply, changed)
+    }
+
+    fn tally(&self, ctx: &mut Ctx<'_>) -> CmdResult<AddTally> {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let limits = limits(ctx.shared);
         // With XX a missing key stays missing; otherwise a new set is stored if filled.
@@ -403,16 +428,7 @@ impl AddArgs {
             let event = if self.flags.incr { "zincr" } else { "zadd" };
             ctx.notify(class::ZSET, event, &self.key);
         }
-        if let Some(e) = tally.error {
-            return Err(zset_error(e));
-        }
-        Ok(if self.flags.incr {
-            tally.score.map_or(Reply::Null, Reply::Double)
-        } else if self.ch {
-            Reply::Int(tally.added + tally.updated)
-        } else {
-            Reply::Int(tally.added)
-        })
+        Ok(tally)
     }
 
     /// Adds the pairs in order, stopping at the first error (entries added before it stay,

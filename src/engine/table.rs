@@ -190,6 +190,7 @@ impl KeySpecDoc {
             notes: None,
             flags,
             begin: Some(begin),
+            keyword: None,
             find: FindKeys::Range(lastkey, 1, 0),
         }
     }
@@ -393,6 +394,9 @@ pub struct KeySpecDoc {
     pub flags: &'static [&'static str],
     /// Where the search begins: `Some(index)`, or None for Redis's `unknown`.
     pub begin: Option<i64>,
+    /// Redis's `keyword` begin_search: the key follows this keyword, searched for from the
+    /// index `begin` (its `startfrom`) on. `None` for an `index` begin_search.
+    pub keyword: Option<&'static str>,
     /// How keys are found from there.
     pub find: FindKeys,
 }
@@ -834,6 +838,10 @@ mod tests {
             "hgetdel",
             "delex",
             "msetex",
+            "geoadd",
+            "georadius",
+            "georadiusbymember",
+            "geosearchstore",
         ] {
             effects.push((n, Effect::Handled));
         }

@@ -511,6 +511,38 @@ pub fn add(a: LongDouble, b: LongDouble) -> LongDouble {
     }
 }
 
+/// The exact value of a double (a long double holds every double).
+pub fn from_f64(d: f64) -> LongDouble {
+    if d.is_nan() {
+        return LongDouble::Nan;
+    }
+    let neg = d.is_sign_negative();
+    if d.is_infinite() {
+        return LongDouble::Inf { neg };
+    }
+    let bits = d.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i64;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (mant, exp) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
+    if mant == 0 {
+        return LongDouble::Finite {
+            neg,
+            mant: 0,
+            exp: 0,
+        };
+    }
+    let shift = mant.leading_zeros();
+    LongDouble::Finite {
+        neg,
+        mant: mant << shift,
+        exp: exp - i64::from(shift),
+    }
+}
+
 /// Formats as Redis's `ld2string(…, LD_STR_HUMAN)`: `%.17Lf`, trailing zeros (and a
 /// trailing point) removed, `-0` written `0`; infinities as `inf` / `-inf`.
 pub fn format_human(v: LongDouble) -> String {
@@ -550,6 +582,18 @@ pub fn format_human(v: LongDouble) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doubles_print_as_redis_prints_coordinates() {
+        assert_eq!(
+            format_human(from_f64(13.361389338970184)),
+            "13.36138933897018433"
+        );
+        assert_eq!(format_human(from_f64(-0.0)), "0");
+        assert_eq!(format_human(from_f64(0.5)), "0.5");
+        assert_eq!(format_human(from_f64(-180.0)), "-180");
+        assert_eq!(format_human(from_f64(1e-20)), "0");
+    }
 
     fn sum(texts: &[&str]) -> String {
         let mut acc = LongDouble::ZERO;

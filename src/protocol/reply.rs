@@ -42,6 +42,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// RESP3 `,` double; RESP2 sends Redis's text form as a bulk string.
     Double(f64),
+    /// A double already written out in another of Redis's forms (GEOPOS's coordinates,
+    /// `addReplyHumanLongDouble`'s trimmed `%.17Lf`): RESP3 `,text`, RESP2 a bulk string.
+    DoubleText(Bytes),
     /// RESP3 `=` verbatim text (`txt:` prefix); RESP2 sends a bulk string.
     Verbatim(Bytes),
     /// RESP3 `#t` / `#f`; RESP2 sends `:1` / `:0` (Lua scripts under `redis.setresp(3)`).
@@ -270,6 +273,8 @@ impl Reply {
                     bulk(out, &text);
                 }
             }
+            Reply::DoubleText(text) if resp >= 3 => line(out, b',', text),
+            Reply::DoubleText(text) => bulk(out, text),
             Reply::Bool(b) if resp >= 3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
             Reply::Bool(b) => int_line(out, b':', *b as i64),
             Reply::BigNumber(n) if resp >= 3 => line(out, b'(', n),
@@ -416,6 +421,9 @@ mod tests {
         );
         assert_eq!(enc(&Reply::Double(1.5), 2), b"$3\r\n1.5\r\n");
         assert_eq!(enc(&Reply::Double(1.5), 3), b",1.5\r\n");
+        let text = Reply::DoubleText(Bytes::from_static(b"13.36138933897018433"));
+        assert_eq!(enc(&text, 2), b"$20\r\n13.36138933897018433\r\n");
+        assert_eq!(enc(&text, 3), b",13.36138933897018433\r\n");
         assert_eq!(enc(&Reply::Bool(true), 3), b"#t\r\n");
         assert_eq!(enc(&Reply::Bool(false), 2), b":0\r\n");
         assert_eq!(

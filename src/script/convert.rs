@@ -106,6 +106,13 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
             crate::num::format_double(*d, &mut text);
             Value::String(lua.create_string(&text)?)
         }
+        // Lua reads a RESP3 double's text with strtod, as Redis's script bridge does.
+        Reply::DoubleText(t) if resp >= 3 => {
+            let t2 = lua.create_table_with_capacity(0, 1)?;
+            t2.raw_set("double", crate::num::parse_f64(t).unwrap_or(0.0))?;
+            Value::Table(t2)
+        }
+        Reply::DoubleText(t) => Value::String(lua.create_string(t)?),
         Reply::Bool(b) if resp >= 3 => Value::Boolean(*b),
         Reply::Bool(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
         Reply::BigNumber(b) if resp >= 3 => Value::Table(single(lua, "big_number", b)?),

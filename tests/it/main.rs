@@ -16,6 +16,7 @@ mod docs;
 mod dump;
 mod eventloop;
 mod functions;
+mod geo;
 mod hashttl;
 mod hll;
 mod hostile;

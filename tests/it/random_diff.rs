@@ -1286,3 +1286,276 @@ fn random_command_sequences_match_redis() {
             .join("\n\n")
     );
 }
+
+// ---- geo -----------------------------------------------------------------------------------
+
+/// Random geo sets and searches: points in clusters (equal positions, so ties), near the
+/// poles' Mercator limits and the antimeridian, searches of every shape, unit, order, COUNT
+/// and ANY, the STORE forms, odd scores written with ZADD, and broken arguments.
+struct GeoGen {
+    rng: Rng,
+}
+
+/// Cluster centres (longitude, latitude): Sicily, the equator's origin, the antimeridian, the
+/// Mercator limits, and a point on a high geohash cell boundary.
+const GEO_CENTRES: &[(f64, f64)] = &[
+    (15.0, 37.5),
+    (0.0, 0.0),
+    (179.99, 10.0),
+    (-179.99, -10.0),
+    (30.0, 85.0),
+    (-30.0, -85.0),
+    (90.0, 45.0),
+    (-0.0001, 66.5),
+];
+const GEO_MEMBERS: &[&str] = &[
+    "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "q0", "q1", "q2", "q3", "q4", "q5",
+    "", "x y",
+];
+const GEO_UNITS: &[&str] = &["m", "km", "ft", "mi", "KM", "Mi", "parsec"];
+
+impl GeoGen {
+    fn coord(&mut self) -> (String, String) {
+        if self.rng.chance(4) {
+            let odd = ["181", "-180.5", "86", "abc", "inf", "", "1e400"];
+            return (
+                self.rng.pick(&odd).to_string(),
+                self.rng.pick(&["0", "85.06", "-90", "x"]).to_string(),
+            );
+        }
+        let (lon, lat) = GEO_CENTRES[self.rng.below(GEO_CENTRES.len())];
+        // A third of the points sit exactly on the centre; the others within about 5 degrees.
+        let spread = if self.rng.chance(33) {
+            0.0
+        } else {
+            [0.001, 0.05, 1.0, 5.0][self.rng.below(4)]
+        };
+        let off = |g: &mut GeoGen| (g.rng.below(2001) as f64 - 1000.0) / 1000.0 * spread;
+        let lon = (lon + off(self)).clamp(-180.0, 180.0);
+        let lat = (lat + off(self)).clamp(-85.05112878, 85.05112878);
+        (format!("{lon:.6}"), format!("{lat:.6}"))
+    }
+
+    fn member(&mut self) -> String {
+        self.rng.pick(GEO_MEMBERS).to_string()
+    }
+
+    fn distance(&mut self) -> String {
+        self.rng
+            .pick(&[
+                "0", "1", "10", "100", "500", "1000", "5000", "20000", "200000", "1.5", "-1",
+                "abc", "inf", "1e9",
+            ])
+            .to_string()
+    }
+
+    fn unit(&mut self) -> String {
+        if self.rng.chance(90) {
+            self.rng.pick(&GEO_UNITS[..4]).to_string()
+        } else {
+            self.rng.pick(GEO_UNITS).to_string()
+        }
+    }
+
+    /// The shared options of the searches, in random order.
+    fn options(&mut self, with: bool) -> Vec<String> {
+        let mut opts: Vec<Vec<String>> = Vec::new();
+        if self.rng.chance(50) {
+            opts.push(vec![self.rng.pick(&["ASC", "DESC", "asc"]).into()]);
+        }
+        if self.rng.chance(50) {
+            let mut c = vec![
+                "COUNT".to_string(),
+                self.rng
+                    .pick(&["1", "2", "3", "5", "8", "20", "0", "-1", "x"])
+                    .into(),
+            ];
+            if self.rng.chance(30) {
+                c.push("ANY".into());
+            }
+            opts.push(c);
+        }
+        if with {
+            for w in ["WITHDIST", "WITHCOORD", "WITHHASH"] {
+                if self.rng.chance(35) {
+                    opts.push(vec![w.into()]);
+                }
+            }
+        }
+        // Shuffle the option groups.
+        for i in (1..opts.len()).rev() {
+            let j = self.rng.below(i + 1);
+            opts.swap(i, j);
+        }
+        opts.concat()
+    }
+
+    fn shape(&mut self) -> Vec<String> {
+        let mut c = Vec::new();
+        if self.rng.chance(40) {
+            c.push("FROMMEMBER".into());
+            c.push(self.member());
+        } else {
+            let (lon, lat) = self.coord();
+            c.extend(["FROMLONLAT".to_string(), lon, lat]);
+        }
+        if self.rng.chance(50) {
+            c.extend(["BYRADIUS".to_string(), self.distance(), self.unit()]);
+        } else {
+            c.extend([
+                "BYBOX".to_string(),
+                self.distance(),
+                self.distance(),
+                self.unit(),
+            ]);
+        }
+        if self.rng.chance(3) {
+            c.reverse();
+        }
+        c
+    }
+
+    fn command(&mut self) -> Vec<String> {
+        let g = self.rng.pick(&["g0", "g0", "g0", "g1", "s"]).to_string();
+        let dst = self.rng.pick(&["d0", "d1", "g1", "s"]).to_string();
+        let mut c: Vec<String> = match self.rng.below(100) {
+            0..30 => {
+                let mut c = vec!["GEOADD".to_string(), g];
+                for opt in ["NX", "XX", "CH"] {
+                    if self.rng.chance(8) {
+                        c.push(opt.into());
+                    }
+                }
+                for _ in 0..1 + self.rng.below(6) {
+                    let (lon, lat) = self.coord();
+                    c.extend([lon, lat, self.member()]);
+                }
+                c
+            }
+            30..35 => vec![
+                "ZADD".into(),
+                g,
+                self.rng
+                    .pick(&[
+                        "-1",
+                        "0",
+                        "1.5",
+                        "4503599627370496",
+                        "1e300",
+                        "-inf",
+                        "3471579339700058",
+                    ])
+                    .into(),
+                self.member(),
+            ],
+            35..40 => {
+                let mut c = vec![self.rng.pick(&["GEOPOS", "GEOHASH"]).to_string(), g];
+                for _ in 0..self.rng.below(4) {
+                    c.push(self.member());
+                }
+                c
+            }
+            40..47 => {
+                let mut c = vec!["GEODIST".to_string(), g, self.member(), self.member()];
+                if self.rng.chance(60) {
+                    c.push(self.unit());
+                }
+                c
+            }
+            47..65 => {
+                let mut c = vec!["GEOSEARCH".to_string(), g];
+                c.extend(self.shape());
+                c.extend(self.options(true));
+                c
+            }
+            65..73 => {
+                let mut c = vec!["GEOSEARCHSTORE".to_string(), dst, g];
+                c.extend(self.shape());
+                let with = self.rng.chance(5);
+                c.extend(self.options(with));
+                if self.rng.chance(40) {
+                    c.push("STOREDIST".into());
+                }
+                c
+            }
+            73..87 => {
+                let ro = self.rng.chance(30);
+                let mut c = vec![if ro { "GEORADIUS_RO" } else { "GEORADIUS" }.to_string(), g];
+                let (lon, lat) = self.coord();
+                c.extend([lon, lat, self.distance(), self.unit()]);
+                c.extend(self.options(true));
+                if self.rng.chance(25) {
+                    c.push(self.rng.pick(&["STORE", "STOREDIST"]).into());
+                    c.push(dst);
+                }
+                c
+            }
+            87..97 => {
+                let ro = self.rng.chance(30);
+                let name = if ro {
+                    "GEORADIUSBYMEMBER_RO"
+                } else {
+                    "GEORADIUSBYMEMBER"
+                };
+                let mut c = vec![name.to_string(), g, self.member()];
+                c.extend([self.distance(), self.unit()]);
+                c.extend(self.options(true));
+                if self.rng.chance(25) {
+                    c.push(self.rng.pick(&["STORE", "STOREDIST"]).into());
+                    c.push(dst);
+                }
+                c
+            }
+            97 => vec!["SET".into(), "s".into(), "x".into()],
+            98 => vec!["DEL".into(), g],
+            _ => vec![
+                "ZRANGE".into(),
+                dst,
+                "0".into(),
+                "-1".into(),
+                "WITHSCORES".into(),
+            ],
+        };
+        if self.rng.chance(3) && c.len() > 2 {
+            c.pop();
+        }
+        c
+    }
+}
+
+#[test]
+fn random_geo_sequences_match_redis() {
+    let seed = env_u64("SLUICE_RDIFF_SEED", 1);
+    let episodes = env_u64("SLUICE_RDIFF_GEO_EPISODES", 120);
+    let mut pair = Pair::start();
+    let mut generator = GeoGen {
+        rng: Rng::new(seed),
+    };
+    let mut commands = 0usize;
+    for episode in 0..episodes {
+        let cmds: Vec<Vec<Vec<u8>>> = (0..EPISODE_LEN)
+            .map(|_| {
+                generator
+                    .command()
+                    .into_iter()
+                    .map(String::into_bytes)
+                    .collect()
+            })
+            .collect();
+        commands += cmds.len();
+        pair.resp3 = episode % 3 == 2;
+        if first_divergence(&mut pair, &cmds).is_none() {
+            continue;
+        }
+        let minimal = shrink(&mut pair, cmds);
+        let (_, r, s) = first_divergence(&mut pair, &minimal).unwrap_or_default();
+        panic!(
+            "geo: seed {seed} episode {episode} diverged{}:\n{}\n  redis:  {}\n  sluice: {}",
+            if pair.resp3 { " (HELLO 3)" } else { "" },
+            transcript(&minimal),
+            escape(&r),
+            escape(&s)
+        );
+    }
+    eprintln!("random_geo: seed {seed}, {episodes} episodes, {commands} commands");
+}

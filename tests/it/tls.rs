@@ -48,14 +48,23 @@ impl Drop for TestCert {
 }
 
 fn tls_server(cert: &TestCert) -> TestServer {
-    TestServer::start_with(Config {
-        test_mode: true,
-        tls_port: free_port(),
-        tls_cert_file: Some(cert.path("cert.pem")),
-        tls_key_file: Some(cert.path("key.pem")),
-        ..Config::default()
-    })
-    .unwrap()
+    // `free_port` only finds a port free at that moment: another test's server may take it
+    // before this one binds, so a port in use is tried again with another.
+    let mut last = None;
+    for _ in 0..5 {
+        match TestServer::start_with(Config {
+            test_mode: true,
+            tls_port: free_port(),
+            tls_cert_file: Some(cert.path("cert.pem")),
+            tls_key_file: Some(cert.path("key.pem")),
+            ..Config::default()
+        }) {
+            Ok(server) => return server,
+            Err(e) if e.to_string().contains("Address already in use") => last = Some(e),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("no free TLS port: {last:?}")
 }
 
 /// Sends `request` over TLS, trusting only `trusted_pem`, and reads until `want` bytes came.

@@ -18,6 +18,7 @@ static OBJECT_KEY_INFO: InfoDoc = InfoDoc {
         notes: None,
         flags: &["RO"],
         begin: Some(2),
+        keyword: None,
         find: FindKeys::Range(0, 1, 0),
     }],
 };

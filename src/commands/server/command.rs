@@ -178,12 +178,27 @@ fn key_flags(spec: &C, args: &[Bytes], pos: usize) -> &'static [&'static str] {
     }
 }
 
-/// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only: a
-/// request may name very many keys).
+/// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only, but
+/// for a keyword spec's one scan: a request may name very many keys).
 fn doc_finds(d: &crate::engine::KeySpecDoc, args: &[Bytes], pos: usize) -> bool {
-    let Some(begin) = d.begin else {
+    let Some(mut begin) = d.begin else {
         return false;
     };
+    if let Some(keyword) = d.keyword {
+        // Redis's keyword search: the first occurrence at or after `startfrom`, the key
+        // range starting right after it.
+        let from = usize::try_from(begin).unwrap_or(usize::MAX);
+        let Some(at) = args
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(_, a)| a.eq_ignore_ascii_case(keyword.as_bytes()))
+            .map(|(i, _)| i)
+        else {
+            return false;
+        };
+        begin = at as i64 + 1;
+    }
     let n = args.len() as i64;
     let (first, last, step) = match d.find {
         crate::engine::FindKeys::Range(lastkey, step, _) => {
@@ -303,12 +318,22 @@ fn key_spec_doc(d: &crate::engine::KeySpecDoc) -> Reply {
         fields.push(field("notes", Reply::bulk(notes.as_bytes())));
     }
     fields.push(field("flags", status_set(d.flags)));
-    let begin = match d.begin {
-        Some(i) => Reply::Map(vec![
+    let begin = match (d.begin, d.keyword) {
+        (Some(i), Some(keyword)) => Reply::Map(vec![
+            field("type", Reply::bulk(b"keyword")),
+            field(
+                "spec",
+                Reply::Map(vec![
+                    field("keyword", Reply::bulk(keyword.as_bytes())),
+                    field("startfrom", Reply::Int(i)),
+                ]),
+            ),
+        ]),
+        (Some(i), None) => Reply::Map(vec![
             field("type", Reply::bulk(b"index")),
             field("spec", ints(&[("index", i)])),
         ]),
-        None => Reply::Map(vec![
+        (None, _) => Reply::Map(vec![
             field("type", Reply::bulk(b"unknown")),
             field("spec", Reply::Map(vec![])),
         ]),

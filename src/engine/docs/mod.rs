@@ -37,6 +37,7 @@ const FILES: &[(&str, &str)] = &[
     ("cluster", include_str!("cluster.txt")),
     ("connection", include_str!("connection.txt")),
     ("generic", include_str!("generic.txt")),
+    ("geo", include_str!("geo.txt")),
     ("hash", include_str!("hash.txt")),
     ("hyperloglog", include_str!("hyperloglog.txt")),
     ("list", include_str!("list.txt")),
