@@ -758,18 +758,11 @@ impl Command for TestModeReset {
 
         shared.table.reset_stats();
         shared.errors.reset();
-        let s = &shared.stats;
-        for c in [
-            &s.total_commands,
-            &s.rejected_connections,
-            &s.net_input_bytes,
-            &s.net_output_bytes,
-            &s.total_error_replies,
-            &s.evicted_keys,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
-        s.total_connections.store(open as u64, Ordering::Relaxed);
+        shared.stats.reset();
+        shared
+            .stats
+            .total_connections
+            .store(open as u64, Ordering::Relaxed);
         shared.slowlog.clear();
         shared.latency.clear();
         shared.persist.reset(now_ms / 1000);

@@ -90,6 +90,23 @@ pub struct ServerStats {
     pub evicted_keys: AtomicU64,
 }
 
+impl ServerStats {
+    /// Zeroes every counter (CONFIG RESETSTAT, TESTMODE RESET).
+    pub(crate) fn reset(&self) {
+        for c in [
+            &self.total_commands,
+            &self.total_connections,
+            &self.rejected_connections,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.total_error_replies,
+            &self.evicted_keys,
+        ] {
+            c.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 impl Shared {
     /// Builds the shared state for `config`.
     pub fn new(config: Config, clock: Clock) -> Self {

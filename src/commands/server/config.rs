@@ -1,8 +1,6 @@
 //! CONFIG GET/SET/RESETSTAT/REWRITE: the runtime parameters of `crate::config` as Redis
 //! names and formats them.
 
-use std::sync::atomic::Ordering;
-
 use bytes::Bytes;
 
 use crate::commands::server::Help;
@@ -223,18 +221,7 @@ impl Command for ConfigResetStat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.table.reset_stats();
         ctx.shared.errors.reset();
-        let s = &ctx.shared.stats;
-        for c in [
-            &s.total_commands,
-            &s.total_connections,
-            &s.rejected_connections,
-            &s.net_input_bytes,
-            &s.net_output_bytes,
-            &s.total_error_replies,
-            &s.evicted_keys,
-        ] {
-            c.store(0, Ordering::Relaxed);
-        }
+        ctx.shared.stats.reset();
         ctx.store.reset_stats();
         Ok(Reply::ok())
     }
