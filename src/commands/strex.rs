@@ -1,5 +1,5 @@
 //! The string commands Redis added for lock-free and rate-limiting writes: DIGEST, DELEX and
-//! MSETEX (Redis 8.4), and INCREX (Redis 8.8); SET's IFEQ/IFNE/IFDEQ/IFDNE conditions live in
+//! MSETEX (Redis 8.4), INCREX (Redis 8.8, with Valkey 9.2's NX | XX) and DELIFEQ (Valkey 9.0); SET's IFEQ/IFNE/IFDEQ/IFDNE conditions live in
 //! `cmd::strings` and use [`digest`] from here.
 //!
 //! No Redis 8 server could be built on this machine, so each behaviour is taken from the
@@ -22,7 +22,7 @@ use crate::protocol::Reply;
 use crate::services::notify::class;
 use crate::store::Value;
 
-/// DIGEST, DELEX, MSETEX, INCREX as Redis declares them.
+/// DIGEST, DELEX, MSETEX, INCREX as Redis declares them, and Valkey 9.0's DELIFEQ.
 pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "digest",
@@ -43,6 +43,10 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "delete"]),
+    C::new("delifeq", 3, &["write"], C::keys(1, 1, 1), run::<DelIfEq>)
+        .with_effect(crate::repl::effects::Effect::Handled)
+        .with_acl(&["@write", "@string", "@slow"])
+        .with_key_flags(&["RM", "access", "delete"]),
     C::new(
         "msetex",
         -4,
@@ -151,6 +155,26 @@ impl Command for Digest {
             None => Reply::Null,
             Some(v) => Reply::Bulk(Bytes::from(digest(&v.as_bytes()?))),
         })
+    }
+}
+
+/// DELIFEQ key value (Valkey 9.0): DELEX key IFEQ value, the lock release without a script.
+/// 1 if deleted, else 0; WRONGTYPE for a key that is not a string (valkey.io/commands/delifeq).
+#[derive(Debug)]
+pub(crate) struct DelIfEq(DelEx);
+
+impl Command for DelIfEq {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        let key = a.next()?.clone();
+        let value = a.next()?.clone();
+        Ok(DelIfEq(DelEx {
+            key,
+            cond: Some(Compare::Eq(value)),
+        }))
+    }
+
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        self.0.apply(ctx)
     }
 }
 
@@ -316,10 +340,15 @@ enum IncrTtl {
 /// `[new value, increment applied]`. A result outside the bounds (the type's limits when
 /// none is given) leaves the key and its TTL alone and replies `[current, 0]`, or with
 /// SATURATE is capped at the bound. The expiry option applies when the key is written; ENX
-/// sets it only if the key has no TTL. Propagated as the key's state (SET … PXAT / KEEPTTL).
+/// sets it only if the key has no TTL. Valkey 9.2's NX | XX run it only when the key is
+/// missing | present; otherwise nothing changes and the reply is `[current, 0]`, the shape of
+/// every skipped increment (inferred: Valkey's page does not show that reply). Propagated as
+/// the key's state (SET … PXAT / KEEPTTL).
 #[derive(Debug)]
 pub(crate) struct IncrEx {
     key: Bytes,
+    /// NX (`Some(false)`: only a missing key) or XX (`Some(true)`: only an existing one).
+    exists: Option<bool>,
     by: Option<(bool, Bytes)>,
     lower: Option<Bytes>,
     upper: Option<Bytes>,
@@ -351,6 +380,7 @@ impl Command for IncrEx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut x = IncrEx {
             key: a.next()?.clone(),
+            exists: None,
             by: None,
             lower: None,
             upper: None,
@@ -374,6 +404,8 @@ impl Command for IncrEx {
                     x.upper = Some(a.next()?.clone());
                 }
                 b"SATURATE" if !x.saturate => x.saturate = true,
+                b"NX" if x.exists.is_none() => x.exists = Some(false),
+                b"XX" if x.exists.is_none() => x.exists = Some(true),
                 b"PERSIST" if x.ttl == IncrTtl::Keep => x.ttl = IncrTtl::Persist,
                 b"ENX" if !x.enx => x.enx = true,
                 other => match TtlUnit::from_option(other) {
@@ -460,6 +492,13 @@ impl Command for IncrEx {
             };
             Reply::Array(vec![one(v), one(d)])
         };
+        if self.exists.is_some_and(|want| want != current.is_some()) {
+            let zero = match cur {
+                Num::Int(_) => Num::Int(0),
+                Num::Float(_) => Num::Float(LongDouble::ZERO),
+            };
+            return Ok(reply(cur, zero));
+        }
         // The new value, or None when out of bounds without SATURATE.
         let (new, applied) = match (cur, by) {
             (Num::Int(c), Num::Int(b)) => {

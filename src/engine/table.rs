@@ -837,6 +837,7 @@ mod tests {
             "hsetex",
             "hgetdel",
             "delex",
+            "delifeq",
             "msetex",
             "geoadd",
             "georadius",

@@ -18,8 +18,8 @@
 //! does: RDB type 25 (`listpackex`: the minimum expiry, then a listpack of field, value, TTL
 //! triples, 0 for none) or 24 (a table: the minimum expiry, then per field its TTL relative to
 //! it plus one, or 0), with version 12 in the DUMP footer (other values keep 10, so Redis 7.0
-//! still restores them); RESTORE accepts versions up to 12. Snapshot files keep version 10
-//! in their header and may hold types 24/25, which only sluice and Redis ≥ 7.4 read.
+//! still restores them); RESTORE accepts versions up to 12. A snapshot file holding such a
+//! hash says version 12 in its header as Redis 7.4's do; other files keep 10.
 //!
 //! Every length in a payload is checked against the bytes that remain before anything is
 //! allocated, so a hostile payload costs at most a pass over its own bytes.
@@ -62,6 +62,8 @@ const TYPE_LIST_QUICKLIST: u8 = 14;
 const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
+/// A small set as a listpack of its members (Redis 7.2, RDB 11).
+const TYPE_SET_LISTPACK: u8 = 20;
 /// Redis 7.4: a hash with field TTLs, [min expiry][count]([ttl][field][value])…
 const TYPE_HASH_METADATA: u8 = 24;
 /// Redis 7.4: a `listpackex`, [min expiry] then a listpack of field, value, ttl triples.
@@ -552,6 +554,24 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             let mut s = SetValue::Ints(Vec::with_capacity(ints.len().min(SET_MAX_INTSET_ENTRIES)));
             for n in ints {
                 s.insert(itoa::Buffer::new().format(n).as_bytes());
+            }
+            Value::Set(Box::new(s))
+        }
+        TYPE_SET_LISTPACK => {
+            let blob = r.string()?;
+            let members = listpack::entries(&blob)?;
+            if members.is_empty() {
+                return Err(RdbError::BadFormat);
+            }
+            let mut s = if members.len() > SET_MAX_INTSET_ENTRIES {
+                SetValue::Hashed(Default::default())
+            } else {
+                SetValue::Ints(Vec::new())
+            };
+            for m in &members {
+                if !s.insert(m) {
+                    return Err(RdbError::BadFormat); // a duplicate member
+                }
             }
             Value::Set(Box::new(s))
         }

@@ -1,4 +1,5 @@
-//! Whole RDB files (format version 10, as Redis 7.0 writes them): the writer behind SAVE,
+//! Whole RDB files (format version 10, as Redis 7.0 writes them, or 12 when they hold hashes
+//! with field TTLs, as Redis 7.4 does; versions up to 12 load): the writer behind SAVE,
 //! BGSAVE and SHUTDOWN SAVE, and the loader used at start and by DEBUG RELOAD. Replication's
 //! full sync can reuse both ([`write_to`], [`load_from`]).
 //!
@@ -38,6 +39,13 @@ use crate::store::{Keyspace, Locked};
 /// The RDB format version this writer produces (Redis 7.0's).
 pub(crate) const FILE_VERSION: u32 = 10;
 
+/// The newest file version the loader reads: Redis 7.4's. Versions 11 (7.2: set listpacks,
+/// stream listpacks 3) and 12 (7.4: hashes with field TTLs, cluster slot info) add types and
+/// an opcode, not changes to the ones before.
+pub(crate) const NEWEST_LOADABLE_VERSION: u32 = 12;
+
+/// Redis 7.4's per-slot sizes (cluster mode only): a hint, skipped.
+const OPCODE_SLOT_INFO: u8 = 244;
 const OPCODE_FUNCTION_PRE_GA: u8 = 246;
 const OPCODE_FUNCTION2: u8 = 245;
 const OPCODE_MODULE_AUX: u8 = 247;
@@ -143,6 +151,13 @@ pub(crate) fn write_to<'a>(
     opts: &SaveOptions,
     out: impl Write,
 ) -> io::Result<SaveStats> {
+    // The header comes first, so a pass of type checks decides it before anything is copied.
+    let field_ttls = (0..ks.shard_count()).any(|shard| {
+        let locked = ks.lock_indexes(&[shard]);
+        locked.held_shard(shard).is_some_and(|s| {
+            (0..s.databases()).any(|db| s.db(db).iter().any(|e| holds_field_ttls(&e.value)))
+        })
+    });
     // Copy under the shard's lock, serialize after releasing it.
     let copies = (0..ks.shard_count()).map(|shard| {
         let locked = ks.lock_indexes(&[shard]);
@@ -151,15 +166,44 @@ pub(crate) fn write_to<'a>(
             .map(|s| copy_shard(s, opts.now_ms))
             .unwrap_or_default()
     });
-    write_copies(functions, opts, out, copies)
+    write_file(functions, opts, out, file_version(field_ttls), copies)
 }
 
-/// Writes a whole RDB file from shard copies ([`copy_locked`], or taken one by one as
-/// [`write_to`] does) and the function libraries `functions`.
+/// Writes a whole RDB file from shard copies ([`copy_locked`]) and the function libraries
+/// `functions`.
 pub(crate) fn write_copies<'a>(
     functions: impl IntoIterator<Item = &'a [u8]>,
     opts: &SaveOptions,
     out: impl Write,
+    copies: Vec<ShardCopy>,
+) -> io::Result<SaveStats> {
+    let field_ttls = copies
+        .iter()
+        .flatten()
+        .any(|(_, entries)| entries.iter().any(|(_, v, _)| holds_field_ttls(v)));
+    write_file(functions, opts, out, file_version(field_ttls), copies)
+}
+
+/// A hash in a form with field TTLs, written as RDB type 24 or 25 (Redis 7.4's).
+fn holds_field_ttls(v: &Value) -> bool {
+    matches!(v, Value::Hash(h) if h.is_volatile())
+}
+
+/// The header's version: Redis 7.0's, so Redis 7.0 loads the file, unless it holds hashes
+/// with field TTLs, which only Redis 7.4 and later read: then 7.4's, as Redis 7.4 writes it.
+fn file_version(field_ttls: bool) -> u32 {
+    if field_ttls {
+        NEWEST_LOADABLE_VERSION
+    } else {
+        FILE_VERSION
+    }
+}
+
+fn write_file<'a>(
+    functions: impl IntoIterator<Item = &'a [u8]>,
+    opts: &SaveOptions,
+    out: impl Write,
+    version: u32,
     copies: impl IntoIterator<Item = ShardCopy>,
 ) -> io::Result<SaveStats> {
     let mut w = CrcWriter {
@@ -167,7 +211,7 @@ pub(crate) fn write_copies<'a>(
         crc: 0,
         bytes: 0,
     };
-    w.put(format!("REDIS{FILE_VERSION:04}").as_bytes())?;
+    w.put(format!("REDIS{version:04}").as_bytes())?;
     let mut buf = Vec::with_capacity(256);
     let ctime = opts.ctime_s.to_string();
     let used = opts.used_mem.to_string();
@@ -365,7 +409,7 @@ fn load_records(
         .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
         .and_then(|s| s.parse::<u32>().ok())
         .ok_or(LoadError::Signature)?;
-    if !(1..=FILE_VERSION).contains(&version) {
+    if !(1..=NEWEST_LOADABLE_VERSION).contains(&version) {
         return Err(LoadError::Version(version));
     }
     let total = data.len() as u64;
@@ -392,6 +436,15 @@ fn load_records(
             OPCODE_RESIZEDB => {
                 r.len().map_err(corrupt(&r, "RESIZEDB's key count"))?;
                 r.len().map_err(corrupt(&r, "RESIZEDB's expires count"))?;
+            }
+            OPCODE_SLOT_INFO => {
+                for what in [
+                    "SLOT_INFO's slot",
+                    "SLOT_INFO's size",
+                    "SLOT_INFO's expires size",
+                ] {
+                    r.len().map_err(corrupt(&r, what))?;
+                }
             }
             OPCODE_AUX => {
                 r.string().map_err(corrupt(&r, "an AUX field name"))?;
@@ -503,7 +556,7 @@ fn store(
 fn unsupported_type(t: u8) -> Option<&'static str> {
     Some(match t {
         6 | 7 => "a module value type; sluice loads no modules",
-        15 | 19 | 20 | 21 => "a stream; sluice has no stream type",
+        15 | 19 | 21 => "a stream; sluice has no stream type",
         _ => return None,
     })
 }

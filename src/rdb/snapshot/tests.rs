@@ -135,8 +135,8 @@ fn refusals_are_clear() {
         Err(LoadError::Signature)
     ));
     assert!(matches!(
-        load_bytes(b"REDIS0011\xff", &ks, &lopts()),
-        Err(LoadError::Version(11))
+        load_bytes(b"REDIS0013\xff", &ks, &lopts()),
+        Err(LoadError::Version(13))
     ));
     // SELECTDB 3 with one database.
     assert!(matches!(

@@ -130,6 +130,7 @@ transcripts!(
     hash_field_expiry_8,
     hash_field_expiry_events,
     strings_8,
+    valkey_9,
     geo,
 );
 
