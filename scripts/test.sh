@@ -74,6 +74,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 2
 fi
 
+# A full run writes about 4 GB (the debug build, the Dockerfile check's own build, the release
+# packages, temporary data directories); a disk that fills up mid-run fails tests in ways that
+# look like bugs, so say how much room there is first.
+free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+echo "scripts/test.sh: $((free_kb / 1024 / 1024)) GiB free on the disk holding $(pwd)"
+if [ "${free_kb:-0}" -lt $((5 * 1024 * 1024)) ]; then
+    echo "scripts/test.sh: warning: under 5 GiB free; the run may fail with 'No space left on device'" >&2
+fi
+
 # The gates, before the long build: fail fast on a formatting, lint or doc problem.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -411,7 +411,7 @@ fn lookup_pattern(ctx: &mut Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Option<Byte
     key.extend_from_slice(postfix);
     let (db, now) = (ctx.db(), ctx.now_ms);
     match (ctx.store.read_value(db, &key, now)?, field) {
-        (Value::Hash(h), Some(f)) => h.get(f).map(Bytes::copy_from_slice),
+        (Value::Hash(h), Some(f)) => h.get_live(f, now).map(Bytes::copy_from_slice),
         (v @ (Value::Int(_) | Value::Str(_) | Value::Raw(_)), None) => v.as_bytes().ok(),
         _ => None,
     }

@@ -273,3 +273,30 @@ fn replicas_get_absolute_times_and_hdel_for_expired_fields() {
     let text = String::from_utf8_lossy(&got);
     assert!(!text.contains("HEXPIRE\r\n"), "relative form sent: {text}");
 }
+
+/// SORT … BY / GET `hash->field` reads an expired field as missing, as every other read does,
+/// whether or not the reaper has deleted it yet.
+#[test]
+fn sort_reads_an_expired_field_as_missing() {
+    let server = sluice();
+    let mut c = Conn::connect(server.addr());
+    let _ = c.cmd(&[b"CLOCK", b"FREEZE"]);
+    assert_eq!(c.cmd(&[b"RPUSH", b"ids", b"1", b"2"]), b":2\r\n");
+    assert_eq!(c.cmd(&[b"HSET", b"w:1", b"n", b"10"]), b":1\r\n");
+    assert_eq!(
+        c.cmd(&[b"HSET", b"w:2", b"n", b"20", b"m", b"x"]),
+        b":2\r\n"
+    );
+    assert_eq!(
+        c.cmd(&[b"HPEXPIRE", b"w:2", b"100", b"FIELDS", b"1", b"n"]),
+        b"*1\r\n:1\r\n"
+    );
+    let sort = [&b"SORT"[..], b"ids", b"BY", b"nosort", b"GET", b"w:*->n"];
+    assert_eq!(c.cmd(&sort), b"*2\r\n$2\r\n10\r\n$2\r\n20\r\n");
+    let _ = c.cmd(&[b"CLOCK", b"ADVANCE", b"101"]);
+    assert_eq!(c.cmd(&sort), b"*2\r\n$2\r\n10\r\n$-1\r\n");
+    assert_eq!(
+        c.cmd(&[b"SORT", b"ids", b"BY", b"w:*->n", b"GET", b"#"]),
+        b"*2\r\n$1\r\n2\r\n$1\r\n1\r\n"
+    );
+}
