@@ -14,6 +14,7 @@ pub(crate) mod hashex;
 pub(crate) mod hashttl;
 pub(crate) mod hll;
 pub(crate) mod keys;
+pub(crate) mod acl;
 pub(crate) mod latency;
 pub(crate) mod list;
 pub(crate) mod replication;
@@ -34,7 +35,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -66,5 +67,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
         latency::COMMANDS,
         replication::COMMANDS,
         geo::COMMANDS,
+        acl::COMMANDS,
     ]
 }

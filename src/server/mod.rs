@@ -228,6 +228,7 @@ impl Server {
         };
         let mut shared = Shared::new(config, clock);
         shared.port.store(port, Ordering::Relaxed);
+        load_users(&shared)?;
         // Cluster mode needs the real port to find itself in the slot map.
         shared.cluster =
             crate::cluster::Cluster::from_config(&shared.config(), port).map_err(|e| {
@@ -670,4 +671,37 @@ async fn admit<S>(
         }
         None => connection::serve(shared, stream, peer, laddr).await,
     }
+}
+
+/// The users of the `user` directives or of `aclfile` (Redis's `ACLLoadUsersAtStartup`),
+/// before any client is served: a problem stops the start, as in Redis.
+fn load_users(shared: &Shared) -> Result<(), ConfigError> {
+    let config = shared.config();
+    let bad = |name: &str, reason: String| ConfigError::BadValue {
+        name: name.into(),
+        reason,
+    };
+    if config.aclfile.is_some() && !config.users.is_empty() {
+        return Err(bad(
+            "aclfile",
+            "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into(),
+        ));
+    }
+    shared
+        .acl
+        .load_configured(&shared.table, &config.users)
+        .map_err(|e| bad("user", e))?;
+    if let Some(path) = &config.aclfile {
+        let text = std::fs::read(path).map_err(|e| {
+            bad(
+                "aclfile",
+                format!("Error loading ACLs, opening file '{path}': {e}"),
+            )
+        })?;
+        shared
+            .acl
+            .load_text(&shared.table, path, &text)
+            .map_err(|e| bad("aclfile", format!("Aborting Redis startup because of ACL errors: {e}")))?;
+    }
+    Ok(())
 }

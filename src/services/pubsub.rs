@@ -523,6 +523,7 @@ static PUBSUB_SUBCOMMANDS: &[C] = &[
 pub(crate) static COMMANDS: &[C] = &[
     C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd)
         .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
+        .with_channels(crate::engine::Channels::Subscribe)
         .with_acl(SUB_ACL),
     C::new(
         "unsubscribe",
@@ -541,6 +542,7 @@ pub(crate) static COMMANDS: &[C] = &[
         psubscribe_cmd,
     )
     .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
+    .with_channels(crate::engine::Channels::SubscribePattern)
     .with_acl(SUB_ACL),
     C::new(
         "punsubscribe",
@@ -561,6 +563,7 @@ pub(crate) static COMMANDS: &[C] = &[
         ssubscribe_cmd,
     )
     .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
+    .with_channels(crate::engine::Channels::Subscribe)
     .self_locking()
     .with_key_specs(NOT_KEY_ALL)
     .with_acl(SUB_ACL),
@@ -583,6 +586,7 @@ pub(crate) static COMMANDS: &[C] = &[
         publish_cmd,
     )
     .with_roles(crate::engine::Roles::MAY_REPLICATE)
+    .with_channels(crate::engine::Channels::Publish)
     .with_acl(&["@pubsub", "@fast"]),
     C::new(
         "spublish",
@@ -594,6 +598,7 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::SHARDED_PUBSUB))
     .self_locking()
     .with_key_specs(NOT_KEY_ONE)
+    .with_channels(crate::engine::Channels::Publish)
     .with_acl(&["@pubsub", "@fast"]),
     C::new("pubsub", -2, &[], C::keys(0, 0, 0), pubsub_container)
         .with_subcommands(PUBSUB_SUBCOMMANDS)

@@ -186,6 +186,15 @@ impl Command for ConfigSet {
             }
         }
         ctx.shared.live.store(&next);
+        // `requirepass` is the default user's password (Redis's ACLUpdateDefaultUserPassword).
+        if found.iter().any(|p| p.name == "requirepass") {
+            ctx.shared
+                .acl
+                .set_default_password(&ctx.shared.table, next.requirepass.as_deref());
+        }
+        ctx.shared
+            .acl
+            .configure(next.acllog_max_len, next.acl_pubsub_allchannels);
         let backlog = next.repl.backlog_size;
         *cfg = next;
         drop(cfg);
