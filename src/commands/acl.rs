@@ -29,10 +29,10 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
 .with_acl(&["@slow"])];
 
 static ACL: &[C] = &[
-    C::new("acl|cat", -2, PLAIN, KeySpec::None, run_sub::<Cat>).with_acl(&["@slow"]),
+    C::new("acl|cat", -2, PLAIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<Cat>)).with_acl(&["@slow"]),
     C::new("acl|deluser", -3, ADMIN, KeySpec::None, run_sub::<DelUser>).with_acl(ADMIN_ACL),
     C::new("acl|dryrun", -4, ADMIN, KeySpec::None, run_sub::<DryRun>).with_acl(ADMIN_ACL),
-    C::new("acl|genpass", -2, PLAIN, KeySpec::None, run_sub::<GenPass>).with_acl(&["@slow"]),
+    C::new("acl|genpass", -2, PLAIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<GenPass>)).with_acl(&["@slow"]),
     C::new("acl|getuser", 3, ADMIN, KeySpec::None, run_sub::<GetUser>).with_acl(ADMIN_ACL),
     C::new(
         "acl|help",
@@ -44,7 +44,7 @@ static ACL: &[C] = &[
     .with_acl(&["@slow"]),
     C::new("acl|list", 2, ADMIN, KeySpec::None, run_sub::<List>).with_acl(ADMIN_ACL),
     C::new("acl|load", 2, ADMIN, KeySpec::None, run_sub::<Load>).with_acl(ADMIN_ACL),
-    C::new("acl|log", -2, ADMIN, KeySpec::None, run_sub::<Log>).with_acl(ADMIN_ACL),
+    C::new("acl|log", -2, ADMIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<Log>)).with_acl(ADMIN_ACL),
     C::new("acl|save", 2, ADMIN, KeySpec::None, run_sub::<Save>).with_acl(ADMIN_ACL),
     C::new("acl|setuser", -3, ADMIN, KeySpec::None, run_sub::<SetUser>)
         .with_acl(ADMIN_ACL)
@@ -52,6 +52,25 @@ static ACL: &[C] = &[
     C::new("acl|users", 2, ADMIN, KeySpec::None, run_sub::<Users>).with_acl(ADMIN_ACL),
     C::new("acl|whoami", 2, PLAIN, KeySpec::None, run_sub::<WhoAmI>).with_acl(&["@slow"]),
 ];
+
+/// Redis's reply to a subcommand given more arguments than it takes, naming it as typed.
+fn at_most(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    max: usize,
+    run: fn(&mut Ctx<'_>, &[Bytes]) -> Reply,
+) -> Reply {
+    if args.len() > max {
+        return Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+                crate::engine::printable(&args[1], 128)
+            )
+            .into(),
+        );
+    }
+    run(ctx, args)
+}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -327,11 +346,6 @@ struct Log {
 impl Command for Log {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let arg = a.rest();
-        if arg.len() > 1 {
-            return Err(CmdError::msg(
-                "ERR unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.",
-            ));
-        }
         Ok(Log {
             arg: arg.first().cloned(),
         })
@@ -531,7 +545,7 @@ impl Command for Help {
             "WHOAMI",
             "    Return the current connection username.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ]))
     }
 }

@@ -337,6 +337,9 @@ impl Selector {
                     }
                     offset += 1;
                 }
+                if flags == 0 {
+                    return Err(RuleError::Syntax);
+                }
             } else {
                 flags = READ | WRITE;
             }
