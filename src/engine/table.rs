@@ -1019,6 +1019,7 @@ mod tests {
             ("auth", Redaction::AllArguments),
             ("hello", Redaction::HelloAuth),
             ("config|set", Redaction::ConfigSecrets),
+            ("acl|setuser", Redaction::AfterSubcommand),
         ];
         for (name, want) in &redactions {
             assert_eq!(spec(name).redaction, *want, "{name}");
