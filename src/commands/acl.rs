@@ -29,10 +29,16 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
 .with_acl(&["@slow"])];
 
 static ACL: &[C] = &[
-    C::new("acl|cat", -2, PLAIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<Cat>)).with_acl(&["@slow"]),
+    C::new("acl|cat", -2, PLAIN, KeySpec::None, |c, a| {
+        at_most(c, a, 3, run_sub::<Cat>)
+    })
+    .with_acl(&["@slow"]),
     C::new("acl|deluser", -3, ADMIN, KeySpec::None, run_sub::<DelUser>).with_acl(ADMIN_ACL),
     C::new("acl|dryrun", -4, ADMIN, KeySpec::None, run_sub::<DryRun>).with_acl(ADMIN_ACL),
-    C::new("acl|genpass", -2, PLAIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<GenPass>)).with_acl(&["@slow"]),
+    C::new("acl|genpass", -2, PLAIN, KeySpec::None, |c, a| {
+        at_most(c, a, 3, run_sub::<GenPass>)
+    })
+    .with_acl(&["@slow"]),
     C::new("acl|getuser", 3, ADMIN, KeySpec::None, run_sub::<GetUser>).with_acl(ADMIN_ACL),
     C::new(
         "acl|help",
@@ -44,7 +50,10 @@ static ACL: &[C] = &[
     .with_acl(&["@slow"]),
     C::new("acl|list", 2, ADMIN, KeySpec::None, run_sub::<List>).with_acl(ADMIN_ACL),
     C::new("acl|load", 2, ADMIN, KeySpec::None, run_sub::<Load>).with_acl(ADMIN_ACL),
-    C::new("acl|log", -2, ADMIN, KeySpec::None, |c, a| at_most(c, a, 3, run_sub::<Log>)).with_acl(ADMIN_ACL),
+    C::new("acl|log", -2, ADMIN, KeySpec::None, |c, a| {
+        at_most(c, a, 3, run_sub::<Log>)
+    })
+    .with_acl(ADMIN_ACL),
     C::new("acl|save", 2, ADMIN, KeySpec::None, run_sub::<Save>).with_acl(ADMIN_ACL),
     C::new("acl|setuser", -3, ADMIN, KeySpec::None, run_sub::<SetUser>)
         .with_acl(ADMIN_ACL)
@@ -98,6 +107,35 @@ fn kill_clients_of(ctx: &mut Ctx<'_>, users: Option<&[Bytes]>) {
     }
 }
 
+/// Closes the subscribed connections of `user` holding a channel or pattern `allowed` no
+/// longer permits (Redis's `ACLKillPubsubClientsIfNeeded`).
+fn kill_revoked_subscribers(ctx: &mut Ctx<'_>, user: &[u8], allowed: &[Bytes]) {
+    let clients: Vec<_> = ctx
+        .shared
+        .clients
+        .snapshot()
+        .into_iter()
+        .filter(|c| &c.user()[..] == user && c.type_name() == "pubsub")
+        .collect();
+    let ids: Vec<u64> = clients.iter().map(|c| c.id).collect();
+    let mut doomed: Vec<u64> = ctx
+        .shared
+        .pubsub
+        .subscribed_by(&ids)
+        .into_iter()
+        .filter(|(_, name, pattern)| !acl::channel_allowed_by(allowed, name, *pattern))
+        .map(|(id, _, _)| id)
+        .collect();
+    doomed.dedup();
+    for c in clients.iter().filter(|c| doomed.contains(&c.id)) {
+        if c.id == ctx.client.id() {
+            ctx.client.close_after_reply = true;
+        } else {
+            c.kill.cancel();
+        }
+    }
+}
+
 /// ACL SETUSER username [rule ...]
 #[derive(Debug)]
 struct SetUser {
@@ -118,10 +156,14 @@ impl Command for SetUser {
                 "ERR Usernames can't contain spaces or null characters",
             ));
         }
-        ctx.shared
+        let revoked = ctx
+            .shared
             .acl
             .set_user(&ctx.shared.table, &self.name, &self.rules)
             .map_err(CmdError::owned)?;
+        if let Some(allowed) = revoked {
+            kill_revoked_subscribers(ctx, &self.name, &allowed);
+        }
         Ok(Reply::ok())
     }
 }
@@ -156,7 +198,10 @@ fn selector_fields(ctx: &Ctx<'_>, s: &Selector) -> Vec<(Reply, Reply)> {
             Reply::bulk(b"commands"),
             Reply::Bulk(Bytes::from(s.describe_commands(catalog))),
         ),
-        (Reply::bulk(b"keys"), Reply::Bulk(Bytes::from(s.describe_keys()))),
+        (
+            Reply::bulk(b"keys"),
+            Reply::Bulk(Bytes::from(s.describe_keys())),
+        ),
         (
             Reply::bulk(b"channels"),
             Reply::Bulk(Bytes::from(s.describe_channels())),
@@ -282,7 +327,10 @@ impl Command for Cat {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let Some(category) = self.category else {
             return Ok(Reply::Array(
-                CATEGORIES.iter().map(|c| Reply::bulk(c.as_bytes())).collect(),
+                CATEGORIES
+                    .iter()
+                    .map(|c| Reply::bulk(c.as_bytes()))
+                    .collect(),
             ));
         };
         let bit = category_bit(&category);
@@ -368,8 +416,14 @@ impl Command for Log {
                     let age = now.saturating_sub(e.ctime_ms) as f64 / 1000.0;
                     Reply::Map(vec![
                         (Reply::bulk(b"count"), Reply::Int(e.count as i64)),
-                        (Reply::bulk(b"reason"), Reply::bulk(e.reason.name().as_bytes())),
-                        (Reply::bulk(b"context"), Reply::bulk(e.context.name().as_bytes())),
+                        (
+                            Reply::bulk(b"reason"),
+                            Reply::bulk(e.reason.name().as_bytes()),
+                        ),
+                        (
+                            Reply::bulk(b"context"),
+                            Reply::bulk(e.context.name().as_bytes()),
+                        ),
                         (Reply::bulk(b"object"), Reply::Bulk(e.object)),
                         (Reply::bulk(b"username"), Reply::Bulk(e.username)),
                         (Reply::bulk(b"age-seconds"), Reply::Double(age)),
@@ -406,12 +460,8 @@ impl Command for DryRun {
             )));
         };
         let table = &ctx.shared.table;
-        let not_found = || {
-            CmdError::owned(format!(
-                "ERR Command '{}' not found",
-                text(&self.args[0])
-            ))
-        };
+        let not_found =
+            || CmdError::owned(format!("ERR Command '{}' not found", text(&self.args[0])));
         let entry = table.get_entry(&self.args[0]).ok_or_else(not_found)?;
         let entry = if entry.spec.subcommands.is_empty() || self.args.len() < 2 {
             entry

@@ -4,6 +4,7 @@
 //! table ([`all_families`]); the handlers reach the long-lived subsystems through
 //! `crate::services`.
 
+pub(crate) mod acl;
 pub(crate) mod bitmap;
 pub(crate) mod cluster;
 pub(crate) mod dump;
@@ -14,7 +15,6 @@ pub(crate) mod hashex;
 pub(crate) mod hashttl;
 pub(crate) mod hll;
 pub(crate) mod keys;
-pub(crate) mod acl;
 pub(crate) mod latency;
 pub(crate) mod list;
 pub(crate) mod replication;

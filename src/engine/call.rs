@@ -315,7 +315,12 @@ fn client_policy<'s>(
             .acl
             .log_denied(client, entry, args, denied, context, shared.clock.now_ms());
         let text = denied.client_error(spec.name);
-        return Err(reject(shared, client, Some(entry), Reply::Error(text.into())));
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(text.into()),
+        ));
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
     let routed = match cluster::route(shared, client, entry, args) {

@@ -187,7 +187,7 @@ impl KeySpecDoc {
     /// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only, but
     /// for a keyword spec's one scan: a request may name very many keys).
     pub fn finds(&self, args: &[Bytes], pos: usize) -> bool {
-            let d = self;
+        let d = self;
         let Some(mut begin) = d.begin else {
             return false;
         };
@@ -658,7 +658,7 @@ impl CommandSpec {
     /// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
     /// do.
     pub fn key_flags_at(&self, args: &[Bytes], pos: usize) -> &'static [&'static str] {
-            let spec = self;
+        let spec = self;
         const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
         match spec.name {
             // SET … GET reads the old value; without GET it only overwrites.

@@ -210,6 +210,9 @@ impl Server {
     /// Like `bind`, with a given clock (tests pass a frozen one).
     pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<Server, ServerError> {
         config.validate()?;
+        // The `user` lines are checked before anything listens, as Redis checks them while
+        // reading its configuration.
+        check_users(&config)?;
         let listeners = bind_all(&config.bind, config.port).await?;
         let port = listeners
             .first()
@@ -673,6 +676,20 @@ async fn admit<S>(
     }
 }
 
+/// Whether the `user` directives load (on a scratch copy of the users).
+fn check_users(config: &Config) -> Result<(), ConfigError> {
+    if config.users.is_empty() {
+        return Ok(());
+    }
+    let table = crate::engine::CommandTable::build();
+    let acl = crate::services::acl::Acl::new(&table, None, config.acl_pubsub_allchannels);
+    acl.load_configured(&table, &config.users)
+        .map_err(|reason| ConfigError::BadValue {
+            name: "user".into(),
+            reason,
+        })
+}
+
 /// The users of the `user` directives or of `aclfile` (Redis's `ACLLoadUsersAtStartup`),
 /// before any client is served: a problem stops the start, as in Redis.
 fn load_users(shared: &Shared) -> Result<(), ConfigError> {
@@ -701,7 +718,12 @@ fn load_users(shared: &Shared) -> Result<(), ConfigError> {
         shared
             .acl
             .load_text(&shared.table, path, &text)
-            .map_err(|e| bad("aclfile", format!("Aborting Redis startup because of ACL errors: {e}")))?;
+            .map_err(|e| {
+                bad(
+                    "aclfile",
+                    format!("Aborting Redis startup because of ACL errors: {e}"),
+                )
+            })?;
     }
     Ok(())
 }

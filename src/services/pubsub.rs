@@ -180,6 +180,28 @@ impl PubSub {
         subs.len()
     }
 
+    /// What the clients `ids` are subscribed to: (client, channel or pattern, is a
+    /// pattern), channels and shard channels first. O(subscriptions): for ACL SETUSER, which
+    /// closes the subscribers whose permissions it revokes (Redis's
+    /// `ACLKillPubsubClientsIfNeeded`).
+    pub fn subscribed_by(&self, ids: &[u64]) -> Vec<(u64, Bytes, bool)> {
+        let mut out = Vec::new();
+        for (kind, is_pattern) in [
+            (Kind::Channel, false),
+            (Kind::Shard, false),
+            (Kind::Pattern, true),
+        ] {
+            if let Ok(map) = kind.map(self).read() {
+                for (name, subs) in map.iter() {
+                    for id in ids.iter().filter(|id| subs.contains_key(*id)) {
+                        out.push((*id, name.clone(), is_pattern));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Channels, patterns and shard channels with at least one subscriber (INFO stats).
     pub fn counts(&self) -> [usize; 3] {
         [Kind::Channel, Kind::Pattern, Kind::Shard]

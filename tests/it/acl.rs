@@ -56,7 +56,16 @@ fn acl_log_entries_match_redis() {
     for port in [redis_server.port(), server.addr().port()] {
         let mut admin = connect(port);
         let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "u", "on", ">pw", "~k*", "&ch", "+@all", "-flushall"])
+            .arg(&[
+                "SETUSER",
+                "u",
+                "on",
+                ">pw",
+                "~k*",
+                "&ch",
+                "+@all",
+                "-flushall",
+            ])
             .query(&mut admin)
             .unwrap();
         let mut u = connect(port);
@@ -75,14 +84,18 @@ fn acl_log_entries_match_redis() {
             &["PUBLISH", "nope", "m"],
             &["SET", "k1", "v"],
         ] {
-            let _ = redis::cmd(args[0]).arg(&args[1..]).query::<redis::Value>(&mut u);
+            let _ = redis::cmd(args[0])
+                .arg(&args[1..])
+                .query::<redis::Value>(&mut u);
         }
         let _ = redis::cmd("EVAL")
             .arg("return redis.call('get', 'zzz')")
             .arg(0)
             .query::<redis::Value>(&mut u);
         let _: () = redis::cmd("MULTI").query(&mut u).unwrap();
-        let _ = redis::cmd("GET").arg("inmulti").query::<redis::Value>(&mut u);
+        let _ = redis::cmd("GET")
+            .arg("inmulti")
+            .query::<redis::Value>(&mut u);
         let _ = redis::cmd("DISCARD").query::<redis::Value>(&mut u);
         logs.push(log_fields(&mut admin));
         // Bounded by acllog-max-len.
@@ -118,8 +131,18 @@ fn an_acl_file_written_by_acl_save_reloads_after_restart() {
         let server = sluice::TestServer::start_with(config(&path)).unwrap();
         let mut c = Conn::connect(server.addr());
         for rules in [
-            &["ACL", "SETUSER", "alice", "on", ">a1", ">a2", "~a:*", "+@read", "-keys"][..],
-            &["ACL", "SETUSER", "bob", "on", "nopass", "(~b:* +set)", "&news"],
+            &[
+                "ACL", "SETUSER", "alice", "on", ">a1", ">a2", "~a:*", "+@read", "-keys",
+            ][..],
+            &[
+                "ACL",
+                "SETUSER",
+                "bob",
+                "on",
+                "nopass",
+                "(~b:* +set)",
+                "&news",
+            ],
             &["ACL", "SETUSER", "default", "on", ">adminpw"],
         ] {
             let words: Vec<&[u8]> = rules.iter().map(|w| w.as_bytes()).collect();
@@ -167,7 +190,8 @@ fn an_acl_file_written_by_acl_save_reloads_after_restart() {
         .err()
         .expect("a bad ACL file stops the start");
     assert!(
-        err.to_string().contains("Error in applying operation '+nosuch'"),
+        err.to_string()
+            .contains("Error in applying operation '+nosuch'"),
         "{err}"
     );
 }
@@ -238,7 +262,10 @@ fn deleting_a_user_closes_its_connections() {
 fn secrets_stay_out_of_slowlog_and_monitor() {
     let server = sluice();
     let mut c = Conn::connect(server.addr());
-    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"slowlog-log-slower-than", b"0"]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"slowlog-log-slower-than", b"0"]),
+        b"+OK\r\n"
+    );
     let mut mon = Conn::connect(server.addr());
     assert_eq!(mon.cmd(&[b"MONITOR"]), b"+OK\r\n");
     assert_eq!(
@@ -246,7 +273,10 @@ fn secrets_stay_out_of_slowlog_and_monitor() {
         b"+OK\r\n"
     );
     assert_eq!(c.cmd(&[b"AUTH", b"s", b"hunter2"]), b"+OK\r\n");
-    assert_eq!(c.cmd(&[b"HELLO", b"2", b"AUTH", b"s", b"hunter2"]).first(), Some(&b'*'));
+    assert_eq!(
+        c.cmd(&[b"HELLO", b"2", b"AUTH", b"s", b"hunter2"]).first(),
+        Some(&b'*')
+    );
     assert_eq!(c.cmd(&[b"PING"]), b"+PONG\r\n");
     let slowlog = c.cmd(&[b"SLOWLOG", b"GET", b"100"]);
     let monitored = {
@@ -260,7 +290,11 @@ fn secrets_stay_out_of_slowlog_and_monitor() {
         seen
     };
     let list = c.cmd(&[b"CLIENT", b"LIST"]);
-    for (what, bytes) in [("SLOWLOG", &slowlog), ("MONITOR", &monitored), ("CLIENT LIST", &list)] {
+    for (what, bytes) in [
+        ("SLOWLOG", &slowlog),
+        ("MONITOR", &monitored),
+        ("CLIENT LIST", &list),
+    ] {
         assert!(
             !bytes.windows(7).any(|w| w == b"hunter2"),
             "{what} shows the password: {}",

@@ -262,6 +262,14 @@ impl Command for ConfigRewrite {
             overrides: &overrides,
             replicaof: shared.repl.link().map(|l| (l.host, l.port)),
             dir,
+            users: config.aclfile.is_none().then(|| {
+                shared
+                    .acl
+                    .list()
+                    .into_iter()
+                    .map(|l| String::from_utf8_lossy(&l).into_owned())
+                    .collect()
+            }),
         };
         let options = crate::config::rewrite::options(&config, &rt);
         let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());

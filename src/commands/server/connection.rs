@@ -85,7 +85,8 @@ impl Command for Reset {
         ctx.shared.pubsub.drop_client(ctx.client);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
-        ctx.client.set_user(Bytes::from_static(crate::services::acl::DEFAULT_USER));
+        ctx.client
+            .set_user(Bytes::from_static(crate::services::acl::DEFAULT_USER));
         ctx.client.authenticated = ctx.shared.acl.default_nopass();
         if let Ok(mut name) = ctx.client.info.name.lock() {
             *name = None;

@@ -17,9 +17,9 @@ use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 
-use crate::engine::table::CommandEntry;
 use crate::engine::CommandTable;
 use crate::engine::args::glob_match;
+use crate::engine::table::CommandEntry;
 use rules::{Catalog, READ, RuleError, User, WRITE};
 
 /// The default user's name.
@@ -148,6 +148,31 @@ fn channel_allowed(list: &[Bytes], channel: &[u8], is_pattern: bool) -> bool {
     })
 }
 
+/// Whether the changed user `new` may have lost channels `old` had (Redis's
+/// `ACLKillPubsubClientsIfNeeded`): None if any selector allows every channel, or every
+/// pattern `old` had is still among `new`'s; otherwise `new`'s patterns.
+fn revoked_channels(old: &User, new: &User) -> Option<Vec<Bytes>> {
+    if new.selectors.iter().any(|s| s.allchannels) {
+        return None;
+    }
+    let upcoming: Vec<Bytes> = new
+        .selectors
+        .iter()
+        .flat_map(|s| s.channels.iter().cloned())
+        .collect();
+    let kept = old
+        .selectors
+        .iter()
+        .all(|s| !s.allchannels && s.channels.iter().all(|c| upcoming.contains(c)));
+    (!kept).then_some(upcoming)
+}
+
+/// Whether a subscription (a channel, or a pattern taken literally) is still allowed by the
+/// patterns `revoked_channels` returned.
+pub(crate) fn channel_allowed_by(patterns: &[Bytes], name: &[u8], is_pattern: bool) -> bool {
+    channel_allowed(patterns, name, is_pattern)
+}
+
 /// Whether `user` may run `entry` with `args` (Redis's `ACLCheckAllUserCommandPerm`): some
 /// selector allows it, or the most relevant refusal.
 pub(crate) fn check_user(user: &User, entry: &CommandEntry, args: &[Bytes]) -> Result<(), Denied> {
@@ -215,14 +240,12 @@ impl Acl {
     }
 
     fn refresh(&self, map: &BTreeMap<Bytes, Arc<User>>) {
-        let (open, nopass) = map
-            .get(DEFAULT_USER)
-            .map_or((false, false), |u| {
-                (
-                    u.selectors.iter().any(|s| s.unrestricted()),
-                    u.nopass && u.enabled,
-                )
-            });
+        let (open, nopass) = map.get(DEFAULT_USER).map_or((false, false), |u| {
+            (
+                u.selectors.iter().any(|s| s.unrestricted()),
+                u.nopass && u.enabled,
+            )
+        });
         self.default_open.store(open, Ordering::Release);
         self.default_nopass.store(nopass, Ordering::Release);
     }
@@ -268,7 +291,8 @@ impl Acl {
     /// Takes `acllog-max-len` and `acl-pubsub-default` from the configuration.
     pub fn configure(&self, max_len: usize, allchannels: bool) {
         self.log.set_max_len(max_len);
-        self.allchannels_default.store(allchannels, Ordering::Relaxed);
+        self.allchannels_default
+            .store(allchannels, Ordering::Relaxed);
     }
 
     /// Whether a new connection (or RESET) starts authenticated: the default user is on
@@ -306,9 +330,15 @@ impl Acl {
         now_ms: u64,
     ) {
         let (reason, object) = match denied {
-            Denied::Command => (log::Reason::Command, Bytes::from_static(entry.spec.name.as_bytes())),
+            Denied::Command => (
+                log::Reason::Command,
+                Bytes::from_static(entry.spec.name.as_bytes()),
+            ),
             Denied::Key(i) => (log::Reason::Key, args.get(i).cloned().unwrap_or_default()),
-            Denied::Channel(i) => (log::Reason::Channel, args.get(i).cloned().unwrap_or_default()),
+            Denied::Channel(i) => (
+                log::Reason::Channel,
+                args.get(i).cloned().unwrap_or_default(),
+            ),
         };
         self.log.add(log::Entry {
             count: 1,
@@ -344,6 +374,23 @@ impl Acl {
         });
     }
 
+    /// Whether a selector of `user` that allows `entry` may also read every key (Redis's
+    /// `ACLUserCheckCmdWithUnrestrictedKeyAccess` for SORT's BY and GET).
+    pub fn reads_every_key(&self, user: &[u8], entry: &CommandEntry) -> bool {
+        if user == DEFAULT_USER && self.default_open.load(Ordering::Acquire) {
+            return true;
+        }
+        self.user(user).is_some_and(|u| {
+            u.selectors.iter().any(|s| {
+                s.allows_command(entry.id.0, entry.spec.flags, None)
+                    && (s.allkeys
+                        || s.keys
+                            .iter()
+                            .any(|k| k.flags & READ != 0 && &k.pattern[..] == b"*"))
+            })
+        })
+    }
+
     /// Checks credentials (Redis's `ACLCheckUserCredentials`): the user exists, is on, and
     /// the password is one of its own (or it takes any).
     pub fn authenticate(&self, name: &[u8], password: &[u8]) -> bool {
@@ -352,8 +399,15 @@ impl Acl {
     }
 
     /// ACL SETUSER: every rule is applied to a copy first, so a bad one changes nothing
-    /// (Redis's `ACLStringSetUser`). `Err` is the reply's text.
-    pub fn set_user(&self, table: &CommandTable, name: &[u8], ops: &[Bytes]) -> Result<(), String> {
+    /// (Redis's `ACLStringSetUser`). `Err` is the reply's text; `Ok(Some(channels))` says
+    /// the user lost channel permissions and lists the patterns it keeps, against which its
+    /// subscribers are to be checked ([`channel_allowed_by`]).
+    pub fn set_user(
+        &self,
+        table: &CommandTable,
+        name: &[u8],
+        ops: &[Bytes],
+    ) -> Result<Option<Vec<Bytes>>, String> {
         let merged = rules::merge_selectors(ops).map_err(|i| {
             format!(
                 "ERR Unmatched parenthesis in acl selector starting at '{}'.",
@@ -377,9 +431,10 @@ impl Acl {
                 )
             })?;
         }
+        let revoked = map.get(name).and_then(|old| revoked_channels(old, &user));
         map.insert(Bytes::copy_from_slice(name), Arc::new(user));
         self.refresh(&map);
-        Ok(())
+        Ok(revoked)
     }
 
     /// ACL DELUSER: removes the users named (never `default`); the number removed.
@@ -422,7 +477,12 @@ impl Acl {
 
     /// Users from ACL file text (Redis's `ACLLoadFromFile`): every line checked, and nothing
     /// changed unless all are good. `Err` lists every problem, as Redis's reply does.
-    pub fn load_text(&self, table: &CommandTable, filename: &str, text: &[u8]) -> Result<(), String> {
+    pub fn load_text(
+        &self,
+        table: &CommandTable,
+        filename: &str,
+        text: &[u8],
+    ) -> Result<(), String> {
         let all = self.allchannels_default.load(Ordering::Relaxed);
         let mut errors = String::new();
         let mut users: BTreeMap<Bytes, Arc<User>> = BTreeMap::new();
@@ -520,9 +580,9 @@ impl Acl {
             if rules::has_spaces(&name) || name.is_empty() {
                 return Err("Spaces not allowed in ACL usernames".into());
             }
-            if users.contains_key(&name) && &name[..] != DEFAULT_USER {
+            if users.contains_key(&name) {
                 return Err(format!(
-                    "Duplicate user '{}' found. A user can only be defined once in config files",
+                    "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
                     String::from_utf8_lossy(&name)
                 ));
             }
@@ -555,7 +615,9 @@ impl Acl {
         if !users.is_empty() {
             // The default user keeps `requirepass` unless a line redefines it.
             if let Some(default) = self.user(DEFAULT_USER) {
-                users.entry(Bytes::from_static(DEFAULT_USER)).or_insert(default);
+                users
+                    .entry(Bytes::from_static(DEFAULT_USER))
+                    .or_insert(default);
             }
             self.install(users, table);
         }
@@ -565,7 +627,10 @@ impl Acl {
 
 fn trim<'a>(s: &'a [u8], set: &[u8]) -> &'a [u8] {
     let start = s.iter().position(|b| !set.contains(b)).unwrap_or(s.len());
-    let end = s.iter().rposition(|b| !set.contains(b)).map_or(start, |e| e + 1);
+    let end = s
+        .iter()
+        .rposition(|b| !set.contains(b))
+        .map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -612,7 +677,10 @@ mod tests {
             check(&acl, &table, "t1", &["publish", "other", "m"]),
             Err(Denied::Channel(1))
         );
-        assert_eq!(check(&acl, &table, "t1", &["publish", "news.x", "m"]), Ok(()));
+        assert_eq!(
+            check(&acl, &table, "t1", &["publish", "news.x", "m"]),
+            Ok(())
+        );
         assert_eq!(
             check(&acl, &table, "t1", &["eval", "return 1", "1", "k"]),
             Err(Denied::Key(3))
@@ -626,11 +694,20 @@ mod tests {
         acl.set_user(&table, b"u", &args(&["on", "+@all", "%R~r*", "%W~w*"]))
             .unwrap();
         assert_eq!(check(&acl, &table, "u", &["get", "r1"]), Ok(()));
-        assert_eq!(check(&acl, &table, "u", &["get", "w1"]), Err(Denied::Key(1)));
+        assert_eq!(
+            check(&acl, &table, "u", &["get", "w1"]),
+            Err(Denied::Key(1))
+        );
         assert_eq!(check(&acl, &table, "u", &["set", "w1", "v"]), Ok(()));
-        assert_eq!(check(&acl, &table, "u", &["set", "r1", "v"]), Err(Denied::Key(1)));
+        assert_eq!(
+            check(&acl, &table, "u", &["set", "r1", "v"]),
+            Err(Denied::Key(1))
+        );
         // INCR reads and writes.
-        assert_eq!(check(&acl, &table, "u", &["incr", "w1"]), Err(Denied::Key(1)));
+        assert_eq!(
+            check(&acl, &table, "u", &["incr", "w1"]),
+            Err(Denied::Key(1))
+        );
     }
 
     #[test]
@@ -647,8 +724,12 @@ mod tests {
     fn an_acl_file_round_trips_and_a_bad_one_changes_nothing() {
         let table = CommandTable::build();
         let acl = Acl::new(&table, None, false);
-        acl.set_user(&table, b"a", &args(&["on", ">x", "~k*", "+get", "(+set ~s*)"]))
-            .unwrap();
+        acl.set_user(
+            &table,
+            b"a",
+            &args(&["on", ">x", "~k*", "+get", "(+set ~s*)"]),
+        )
+        .unwrap();
         let text = acl.save_text();
         let other = Acl::new(&table, None, false);
         other.load_text(&table, "f.acl", &text).unwrap();
@@ -656,8 +737,14 @@ mod tests {
         let err = other
             .load_text(&table, "f.acl", b"user b on +nosuch\nfoo\n")
             .unwrap_err();
-        assert!(err.contains("f.acl:1: Error in applying operation '+nosuch'"), "{err}");
-        assert!(err.contains("f.acl:2 should start with user keyword"), "{err}");
+        assert!(
+            err.contains("f.acl:1: Error in applying operation '+nosuch'"),
+            "{err}"
+        );
+        assert!(
+            err.contains("f.acl:2 should start with user keyword"),
+            "{err}"
+        );
         assert_eq!(other.save_text(), text);
     }
 }

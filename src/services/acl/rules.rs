@@ -279,7 +279,9 @@ impl Selector {
     }
 
     fn all(&mut self, allow: bool) {
-        self.bits.iter_mut().for_each(|w| *w = if allow { !0 } else { 0 });
+        self.bits
+            .iter_mut()
+            .for_each(|w| *w = if allow { !0 } else { 0 });
         self.allcommands = allow;
         self.future = allow;
         self.firstargs.clear();
@@ -373,9 +375,7 @@ impl Selector {
             let entry = table
                 .lookup_full_name(&op[1..])
                 .ok_or(RuleError::UnknownCommand)?;
-            let cmd = catalog
-                .find(entry.id.0)
-                .ok_or(RuleError::UnknownCommand)?;
+            let cmd = catalog.find(entry.id.0).ok_or(RuleError::UnknownCommand)?;
             self.change(cmd, false);
         } else if (op[0] == b'+' || op[0] == b'-') && op.get(1) == Some(&b'@') {
             let cat = category_bit(&op[2..]);
@@ -400,9 +400,7 @@ impl Selector {
             let entry = table
                 .lookup_full_name(name)
                 .ok_or(RuleError::UnknownCommand)?;
-            let cmd = catalog
-                .find(entry.id.0)
-                .ok_or(RuleError::UnknownCommand)?;
+            let cmd = catalog.find(entry.id.0).ok_or(RuleError::UnknownCommand)?;
             self.change(cmd, true);
             return Ok(());
         };
@@ -410,9 +408,7 @@ impl Selector {
         let entry = table
             .lookup_full_name(base)
             .ok_or(RuleError::UnknownCommand)?;
-        let cmd = catalog
-            .find(entry.id.0)
-            .ok_or(RuleError::UnknownCommand)?;
+        let cmd = catalog.find(entry.id.0).ok_or(RuleError::UnknownCommand)?;
         if cmd.is_sub {
             return Err(RuleError::FirstArgOfSub);
         }
@@ -423,9 +419,7 @@ impl Selector {
             let entry = table
                 .lookup_full_name(name)
                 .ok_or(RuleError::UnknownCommand)?;
-            let sub = catalog
-                .find(entry.id.0)
-                .ok_or(RuleError::UnknownCommand)?;
+            let sub = catalog.find(entry.id.0).ok_or(RuleError::UnknownCommand)?;
             self.change(sub, true);
         } else {
             let lower = Bytes::from(sub.to_ascii_lowercase());
@@ -614,11 +608,7 @@ pub struct User {
 /// Redis's `ACLHashPassword`: SHA-256, lowercase hex.
 pub(crate) fn hash_password(password: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, password);
-    digest
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn valid_hash(h: &[u8]) -> bool {
@@ -857,7 +847,10 @@ mod tests {
         let (u, catalog, _) = user(&["+@all", "-@dangerous"]);
         assert_eq!(u.root().describe_commands(&catalog), "+@all -@dangerous");
         let (u, catalog, _) = user(&["+get", "+config|get"]);
-        assert_eq!(u.root().describe_commands(&catalog), "-@all +config|get +get");
+        assert_eq!(
+            u.root().describe_commands(&catalog),
+            "-@all +config|get +get"
+        );
         let (u, catalog, table) = user(&["+@all", "-config|set"]);
         let set = table.lookup_full_name(b"config|set").unwrap().id.0;
         let get = table.lookup_full_name(b"config|get").unwrap().id.0;
