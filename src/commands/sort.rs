@@ -145,6 +145,8 @@ pub(crate) struct Sort {
     gets: Vec<Bytes>,
     /// SORT or SORT_RO (the ACL check of BY and GET names the command).
     access: Access,
+    /// Which of a pattern BY (true) and a GET came first: Redis refuses the first one.
+    by_first: Option<bool>,
 }
 
 impl VariantCommand for Sort {
@@ -162,6 +164,7 @@ impl VariantCommand for Sort {
             by: None,
             gets: Vec::new(),
             access,
+            by_first: None,
         };
         while a.remaining() > 0 {
             let left = a.remaining() - 1;
@@ -178,9 +181,14 @@ impl VariantCommand for Sort {
             } else if !ro && left >= 1 && a.eat("STORE") {
                 s.store = Some(a.next()?.clone());
             } else if left >= 1 && a.eat("BY") {
-                s.by = Some(a.next()?.clone());
+                let by = a.next()?.clone();
+                if by.contains(&b'*') {
+                    s.by_first.get_or_insert(true);
+                }
+                s.by = Some(by);
             } else if left >= 1 && a.eat("GET") {
                 s.gets.push(a.next()?.clone());
+                s.by_first.get_or_insert(false);
             } else {
                 return Err(CmdError::Syntax);
             }
@@ -343,10 +351,9 @@ impl VariantCommand for Sort {
 /// BY with a pattern and GET read keys the arguments do not name: Redis allows them only to
 /// a user who may read every key with this command.
 fn acl_check(ctx: &Ctx<'_>, s: &Sort) -> CmdResult<()> {
-    let by = s.by.as_ref().is_some_and(|p| p.contains(&b'*'));
-    if !by && s.gets.is_empty() {
+    let Some(by) = s.by_first else {
         return Ok(());
-    }
+    };
     let name: &[u8] = match s.access {
         Access::ReadOnly => b"sort_ro",
         Access::ReadWrite => b"sort",
