@@ -186,9 +186,8 @@ fn an_acl_file_written_by_acl_save_reloads_after_restart() {
     assert_eq!(fresh.cmd(&[b"PING"]), b"+PONG\r\n");
     drop(server);
     std::fs::write(&path, b"user eve on +nosuch\n").unwrap();
-    let err = sluice::TestServer::start_with(config(&path))
-        .err()
-        .expect("a bad ACL file stops the start");
+    let err =
+        sluice::TestServer::start_with(config(&path)).expect_err("a bad ACL file stops the start");
     assert!(
         err.to_string()
             .contains("Error in applying operation '+nosuch'"),
@@ -218,7 +217,7 @@ fn user_directives_define_users() {
     let bad = sluice::config::file::from_text("t.conf", "user app on +nosuch\n")
         .map(|l| l.config)
         .unwrap();
-    let err = sluice::TestServer::start_with(bad).err().expect("refused");
+    let err = sluice::TestServer::start_with(bad).expect_err("refused");
     assert!(
         err.to_string()
             .contains("Error loading ACL rule '+nosuch' for the user named 'app'"),

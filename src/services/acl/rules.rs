@@ -585,7 +585,7 @@ pub enum Sanitize {
     /// `skip-sanitize-payload`.
     Skip,
     /// `sanitize-payload`.
-    Sanitize,
+    On,
 }
 
 /// One ACL user.
@@ -653,7 +653,7 @@ impl User {
         } else if is("skip-sanitize-payload") {
             self.sanitize = Sanitize::Skip;
         } else if is("sanitize-payload") {
-            self.sanitize = Sanitize::Sanitize;
+            self.sanitize = Sanitize::On;
         } else if is("nopass") {
             self.nopass = true;
             self.passwords.clear();
@@ -702,7 +702,7 @@ impl User {
             let words = self.root().bits.len();
             self.selectors = vec![Selector::new(words, true, allchannels_default)];
             self.enabled = false;
-            self.sanitize = Sanitize::Sanitize;
+            self.sanitize = Sanitize::On;
         } else {
             self.selectors[0].apply(catalog, table, op)?;
         }
@@ -743,7 +743,7 @@ impl User {
         }
         match self.sanitize {
             Sanitize::Skip => v.push("skip-sanitize-payload"),
-            Sanitize::Sanitize => v.push("sanitize-payload"),
+            Sanitize::On => v.push("sanitize-payload"),
             Sanitize::Unset => {}
         }
         v
