@@ -68,6 +68,8 @@ pub struct ClientInfo {
     /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
     /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
     pub kind: AtomicU8,
+    /// The ACL user it is logged in as (CLIENT LIST `user`, CLIENT KILL USER).
+    pub user: Mutex<Bytes>,
 }
 
 /// `ClientInfo::kind` of an ordinary client.
@@ -141,6 +143,11 @@ impl ClientInfo {
         self.last_active_ms.store(coarse_ms(), Ordering::Relaxed);
     }
 
+    /// The ACL user it is logged in as.
+    pub fn user(&self) -> Bytes {
+        self.user.lock().map(|u| u.clone()).unwrap_or_default()
+    }
+
     /// The client's name, or empty.
     pub fn name(&self) -> Option<Bytes> {
         self.name.lock().map(|n| n.clone()).unwrap_or(None)
@@ -187,7 +194,7 @@ impl ClientInfo {
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
         let tot_mem = self.memory();
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -205,6 +212,7 @@ impl ClientInfo {
             multi_mem,
             tot_mem,
             if cmd.is_empty() { "NULL" } else { cmd },
+            String::from_utf8_lossy(&self.user()),
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -405,6 +413,7 @@ impl Registry {
             blocked: AtomicBool::new(false),
             readonly: AtomicBool::new(false),
             kind: AtomicU8::new(KIND_NORMAL),
+            user: Mutex::new(Bytes::from_static(b"default")),
         });
         self.clients.insert(id, info.clone());
         // A connection registered while `kill_all` ran is killed too (it checks `closing`
@@ -511,6 +520,8 @@ pub struct ClientState {
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until AUTH names another).
+    pub user: Bytes,
     /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE on.
     pub subs: Option<Box<push::Subscriptions>>,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
@@ -552,6 +563,7 @@ impl ClientState {
             monitor: false,
             disconnect_after: None,
             authenticated: true,
+            user: Bytes::from_static(b"default"),
             subs: None,
             reply_off: false,
             reply_skip: false,
@@ -581,6 +593,15 @@ impl ClientState {
         let drop = self.reply_off || self.reply_skip || self.reply_skip_next;
         self.reply_skip = std::mem::take(&mut self.reply_skip_next);
         drop
+    }
+
+    /// Logs the connection in as `user` (AUTH, HELLO AUTH, RESET).
+    pub fn set_user(&mut self, user: Bytes) {
+        if let Ok(mut u) = self.info.user.lock() {
+            *u = user.clone();
+        }
+        self.user = user;
+        self.authenticated = true;
     }
 
     /// The client id.

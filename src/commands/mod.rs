@@ -4,6 +4,7 @@
 //! table ([`all_families`]); the handlers reach the long-lived subsystems through
 //! `crate::services`.
 
+pub(crate) mod acl;
 pub(crate) mod bitmap;
 pub(crate) mod cluster;
 pub(crate) mod dump;
@@ -34,7 +35,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -66,5 +67,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
         latency::COMMANDS,
         replication::COMMANDS,
         geo::COMMANDS,
+        acl::COMMANDS,
     ]
 }

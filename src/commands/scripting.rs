@@ -481,10 +481,17 @@ impl Host for ScriptHost<'_, '_> {
         reply
     }
 
-    fn command_exists(&mut self, args: &[Bytes]) -> bool {
-        matches!(
-            lookup(&self.ctx.shared.table, args),
-            Lookup::Found(_) | Lookup::Error(CmdError::WrongArity(_), _)
+    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool> {
+        let entry = match lookup(&self.ctx.shared.table, args) {
+            Lookup::Found(entry) | Lookup::Error(CmdError::WrongArity(_), Some(entry)) => entry,
+            _ => return None,
+        };
+        Some(
+            self.ctx
+                .shared
+                .acl
+                .check(&self.ctx.client.user, entry, args)
+                .is_ok(),
         )
     }
 }

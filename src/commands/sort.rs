@@ -143,6 +143,10 @@ pub(crate) struct Sort {
     store: Option<Bytes>,
     by: Option<Bytes>,
     gets: Vec<Bytes>,
+    /// SORT or SORT_RO (the ACL check of BY and GET names the command).
+    access: Access,
+    /// Which of a pattern BY (true) and a GET came first: Redis refuses the first one.
+    by_first: Option<bool>,
 }
 
 impl VariantCommand for Sort {
@@ -159,6 +163,8 @@ impl VariantCommand for Sort {
             store: None,
             by: None,
             gets: Vec::new(),
+            access,
+            by_first: None,
         };
         while a.remaining() > 0 {
             let left = a.remaining() - 1;
@@ -175,9 +181,14 @@ impl VariantCommand for Sort {
             } else if !ro && left >= 1 && a.eat("STORE") {
                 s.store = Some(a.next()?.clone());
             } else if left >= 1 && a.eat("BY") {
-                s.by = Some(a.next()?.clone());
+                let by = a.next()?.clone();
+                if by.contains(&b'*') {
+                    s.by_first.get_or_insert(true);
+                }
+                s.by = Some(by);
             } else if left >= 1 && a.eat("GET") {
                 s.gets.push(a.next()?.clone());
+                s.by_first.get_or_insert(false);
             } else {
                 return Err(CmdError::Syntax);
             }
@@ -191,6 +202,7 @@ impl VariantCommand for Sort {
         if cluster {
             for_cluster_check(&self)?;
         }
+        acl_check(ctx, &self)?;
         let mut dontsort = self.by.as_ref().is_some_and(|p| !p.contains(&b'*'));
         let mut alpha = self.alpha;
         let mut by = self.by.clone().filter(|_| !dontsort);
@@ -333,6 +345,34 @@ impl VariantCommand for Sort {
             }
         }
         Ok(Reply::Array(out))
+    }
+}
+
+/// BY with a pattern and GET read keys the arguments do not name: Redis allows them only to
+/// a user who may read every key with this command.
+fn acl_check(ctx: &Ctx<'_>, s: &Sort) -> CmdResult<()> {
+    let Some(by) = s.by_first else {
+        return Ok(());
+    };
+    let name: &[u8] = match s.access {
+        Access::ReadOnly => b"sort_ro",
+        Access::ReadWrite => b"sort",
+    };
+    let full = ctx
+        .shared
+        .table
+        .get_entry(name)
+        .is_some_and(|e| ctx.shared.acl.reads_every_key(&ctx.client.user, e));
+    if full {
+        Ok(())
+    } else if by {
+        Err(CmdError::msg(
+            "ERR BY option of SORT denied due to insufficient ACL permissions.",
+        ))
+    } else {
+        Err(CmdError::msg(
+            "ERR GET option of SORT denied due to insufficient ACL permissions.",
+        ))
     }
 }
 

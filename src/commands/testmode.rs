@@ -751,6 +751,7 @@ impl Command for TestModeReset {
             *cfg = started.clone();
         }
         shared.configure_notifications();
+        shared.acl.reset(&shared.table, started);
         shared.repl.feed().resize(started.repl.backlog_size);
         if let Ok(mut params) = shared.params.lock() {
             params.clear();

@@ -68,6 +68,14 @@ pub struct Config {
     pub resp3: bool,
     /// The default user's password (AUTH); None: no password, every client is authenticated.
     pub requirepass: Option<String>,
+    /// `aclfile`: where ACL LOAD / SAVE read and write the users.
+    pub aclfile: Option<String>,
+    /// `user` directives, each the words after `user` joined by a space.
+    pub users: Vec<String>,
+    /// `acllog-max-len`.
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default allchannels` (else `resetchannels`, 7.0's default).
+    pub acl_pubsub_allchannels: bool,
     /// Refuse non-loopback clients while no password is set (Redis's protected mode).
     pub protected_mode: bool,
     /// Memory cap in bytes (live heap, as INFO's used_memory); 0 means no cap.
@@ -323,6 +331,10 @@ impl Default for Config {
             redis_version: "7.0.15".into(),
             resp3: true,
             requirepass: None,
+            aclfile: None,
+            users: Vec::new(),
+            acllog_max_len: 128,
+            acl_pubsub_allchannels: false,
             protected_mode: true,
             maxmemory: 0,
             maxmemory_policy: EvictionPolicy::NoEviction,

@@ -124,6 +124,9 @@ pub struct Runtime<'a> {
     pub replicaof: Option<(String, u16)>,
     /// The working directory (`dir` is written absolute, as Redis does).
     pub dir: String,
+    /// The ACL users as `user` lines (`user <name> <rules>`), or None with an `aclfile`
+    /// (then the file keeps the users and the config file's `user` lines go, as in Redis).
+    pub users: Option<Vec<String>>,
 }
 
 /// Every option sluice writes, with its lines, in the order new lines are appended.
@@ -164,6 +167,15 @@ pub fn options(config: &Config, rt: &Runtime<'_>) -> Vec<OptionLines> {
         };
         out.push(OptionLines { name, lines });
     }
+    out.push(OptionLines {
+        name: "user",
+        lines: rt
+            .users
+            .iter()
+            .flatten()
+            .map(|l| (l.clone(), true))
+            .collect(),
+    });
     out
 }
 
@@ -425,8 +437,15 @@ mod tests {
             overrides: &overrides,
             replicaof: Some(("10.0.0.1".into(), 6380)),
             dir: "/data".into(),
+            users: Some(vec!["user default on nopass ~* &* +@all".into()]),
         };
         let opts = options(&config, &rt);
+        assert_eq!(
+            opts.iter()
+                .find(|o| o.name == "user")
+                .map(|o| o.lines.clone()),
+            Some(vec![("user default on nopass ~* &* +@all".into(), true)])
+        );
         let find = |n: &str| opts.iter().find(|o| o.name == n).map(|o| o.lines.clone());
         assert_eq!(find("port"), Some(vec![("port 7000".into(), true)]));
         assert_eq!(

@@ -2,7 +2,8 @@
 //! EXEC runs from its queue, and a script's `redis.call` / `redis.pcall` alike.
 //!
 //! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a
-//! command for its caller (authentication, `no-multi` inside MULTI, cluster routing, OOM,
+//! command for its caller (authentication, `no-multi` inside MULTI, the ACL check of the
+//! command, its keys and its channels, cluster routing, OOM,
 //! the RESP2 subscribed context, `noscript` and writes from read-only scripts or on a
 //! read-only replica), running the handler, noting what it propagates to replicas, and the
 //! accounting after it (INFO commandstats / errorstats / latencystats,
@@ -32,7 +33,7 @@ use crate::engine::table::CommandEntry;
 use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use crate::services::{blocking, maxmemory, monitor, notify};
+use crate::services::{acl, blocking, maxmemory, monitor, notify};
 
 /// Who runs the command.
 #[derive(Debug)]
@@ -154,6 +155,20 @@ pub fn call<'a>(
                     Reply::Error(NOT_IN_MULTI.into()),
                 );
             }
+            // The rules may have changed since the command was queued (Redis's execCommand).
+            if let Err(denied) = shared.acl.check(&ctx.client.user, entry, args) {
+                shared.acl.log_denied(
+                    ctx.client,
+                    entry,
+                    args,
+                    denied,
+                    acl::log::Context::Multi,
+                    shared.clock.now_ms(),
+                );
+                let text = denied.exec_error();
+                count_error(shared, &text);
+                return Reply::Error(text.into());
+            }
             held_before = ctx.client.sleep.take();
             Instant::now()
         }
@@ -261,7 +276,7 @@ fn client_policy<'s>(
             Reply::Error(DEBUG_NOT_ALLOWED.into()),
         ));
     }
-    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) {
+    if !client.authenticated && !spec.has(CmdFlags::NO_AUTH) && !shared.acl.default_nopass() {
         return Err(reject(
             shared,
             client,
@@ -284,6 +299,27 @@ fn client_policy<'s>(
             client,
             Some(entry),
             Reply::Error(NOT_IN_MULTI.into()),
+        ));
+    }
+    // ACL: the user may run this command on these keys and channels (Redis checks it here,
+    // after authentication and MULTI's refusals, before cluster routing).
+    if !client.master_link
+        && let Err(denied) = shared.acl.check(&client.user, entry, args)
+    {
+        let context = if client.multi.is_some() {
+            acl::log::Context::Multi
+        } else {
+            acl::log::Context::Toplevel
+        };
+        shared
+            .acl
+            .log_denied(client, entry, args, denied, context, shared.clock.now_ms());
+        let text = denied.client_error(spec.name);
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(text.into()),
         ));
     }
     // Cluster mode: MOVED / CROSSSLOT, or the guard to hold until the reply (see cluster.rs).
@@ -337,6 +373,19 @@ fn script_policy(
     // Commands that lock shards themselves would wait forever on the locks the script holds.
     if spec.has(CmdFlags::NOSCRIPT) || entry.spec.roles.contains(Roles::LOCKS_ITSELF) {
         return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
+    }
+    if let Err(denied) = shared.acl.check(&client.user, entry, args) {
+        shared.acl.log_denied(
+            client,
+            entry,
+            args,
+            denied,
+            acl::log::Context::Lua,
+            shared.clock.now_ms(),
+        );
+        return Some(Reply::Error(
+            format!("ERR The user executing the script {}", denied.message()).into(),
+        ));
     }
     let writes = spec.has(CmdFlags::WRITE);
     if writes && rules.read_only {

@@ -41,8 +41,8 @@ use table::CommandEntry;
 
 pub use args::ArgCursor;
 pub use table::{
-    CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc, LockMode,
-    Roles,
+    Channels, CmdFlags, CmdId, CommandSpec, CommandTable, FindKeys, InfoDoc, KeySpec, KeySpecDoc,
+    LockMode, Roles,
 };
 
 /// What a handler works with: the server, the calling client, the locked shards and `now`.

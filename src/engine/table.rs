@@ -184,6 +184,57 @@ impl Iterator for Positions {
 }
 
 impl KeySpecDoc {
+    /// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only, but
+    /// for a keyword spec's one scan: a request may name very many keys).
+    pub fn finds(&self, args: &[Bytes], pos: usize) -> bool {
+        let d = self;
+        let Some(mut begin) = d.begin else {
+            return false;
+        };
+        if let Some(keyword) = d.keyword {
+            // Redis's keyword search: the first occurrence at or after `startfrom`, the key
+            // range starting right after it.
+            let from = usize::try_from(begin).unwrap_or(usize::MAX);
+            let Some(at) = args
+                .iter()
+                .enumerate()
+                .skip(from)
+                .find(|(_, a)| a.eq_ignore_ascii_case(keyword.as_bytes()))
+                .map(|(i, _)| i)
+            else {
+                return false;
+            };
+            begin = at as i64 + 1;
+        }
+        let n = args.len() as i64;
+        let (first, last, step) = match d.find {
+            FindKeys::Range(lastkey, step, _) => {
+                let last = if lastkey >= 0 {
+                    begin + lastkey
+                } else {
+                    n + lastkey
+                };
+                (begin, last, step)
+            }
+            FindKeys::Keynum(idx, firstkey, step) => {
+                let count = usize::try_from(begin + idx)
+                    .ok()
+                    .and_then(|i| args.get(i))
+                    .and_then(|b| crate::num::parse_i64(b))
+                    .unwrap_or(0);
+                let first = begin + firstkey;
+                (
+                    first,
+                    first.saturating_add(count.saturating_sub(1).saturating_mul(step)),
+                    step,
+                )
+            }
+            FindKeys::Unknown => return false,
+        };
+        let pos = pos as i64;
+        pos >= first && pos <= last.min(n - 1) && (pos - first) % step.max(1) == 0
+    }
+
     /// A range spec starting at `begin` with `lastkey` (step 1, no limit).
     pub const fn range(flags: &'static [&'static str], begin: i64, lastkey: i64) -> Self {
         KeySpecDoc {
@@ -373,6 +424,35 @@ pub struct CommandSpec {
     pub effect: crate::repl::effects::Effect,
     /// Which of its arguments MONITOR, SLOWLOG and the command log hide.
     pub redaction: crate::services::monitor::Redaction,
+    /// Which of its arguments are pub/sub channels ACL rules (`&pattern`) check.
+    pub channels: Channels,
+}
+
+/// The pub/sub channels among a command's arguments, as Redis's `getChannelsFromCommand`
+/// finds those ACL rules check (publishing and subscribing; unsubscribing is never refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channels {
+    /// No channel.
+    None,
+    /// The first argument is a channel one publishes to (PUBLISH, SPUBLISH).
+    Publish,
+    /// Every argument is a channel (SUBSCRIBE, SSUBSCRIBE).
+    Subscribe,
+    /// Every argument is a pattern, matched literally against the rules (PSUBSCRIBE).
+    SubscribePattern,
+}
+
+impl Channels {
+    /// The (position, is a pattern) of each channel in `args` (name at index 0).
+    pub fn positions(self, args: &[Bytes]) -> impl Iterator<Item = (usize, bool)> {
+        let (range, pattern) = match self {
+            Channels::None => (0..0, false),
+            Channels::Publish => (1..args.len().min(2), false),
+            Channels::Subscribe => (1..args.len(), false),
+            Channels::SubscribePattern => (1..args.len(), true),
+        };
+        range.map(move |i| (i, pattern))
+    }
 }
 
 /// What COMMAND INFO reports beyond the table's own fields.
@@ -443,7 +523,14 @@ impl CommandSpec {
             roles: Roles::empty(),
             effect: crate::repl::effects::Effect::Verbatim,
             redaction: crate::services::monitor::Redaction::None,
+            channels: Channels::None,
         }
+    }
+
+    /// Declares which arguments are pub/sub channels (see [`Channels`]).
+    pub const fn with_channels(mut self, channels: Channels) -> Self {
+        self.channels = channels;
+        self
     }
 
     /// Declares the command's roles (see [`Roles`]).
@@ -566,6 +653,56 @@ impl CommandSpec {
         self.name.rsplit('|').next().unwrap_or(self.name)
     }
 
+    /// The flags of the key at `pos`, as COMMAND GETKEYSANDFLAGS gives them: those of the key spec
+    /// that finds it; a key only an `unknown` spec finds (SORT's STORE) takes the last of those.
+    /// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
+    /// do.
+    pub fn key_flags_at(&self, args: &[Bytes], pos: usize) -> &'static [&'static str] {
+        let spec = self;
+        const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
+        match spec.name {
+            // SET … GET reads the old value; without GET it only overwrites.
+            "set" => {
+                let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+                return if get {
+                    RW_ACCESS_UPDATE
+                } else {
+                    &["OW", "update"]
+                };
+            }
+            // BITFIELD with only GET and OVERFLOW operations reads.
+            "bitfield" => {
+                let mut i = 2;
+                while i < args.len() {
+                    let left = args.len() - i - 1;
+                    let a = &args[i];
+                    if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+                        i += 3;
+                    } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+                        i += 2;
+                    } else {
+                        return RW_ACCESS_UPDATE;
+                    }
+                }
+                return &["RO", "access"];
+            }
+            _ => {}
+        }
+        if !spec.key_specs.is_empty() {
+            let found = spec.key_specs.iter().find(|d| d.finds(args, pos));
+            let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
+            return found.or(unknown).map_or(&[], |d| d.flags);
+        }
+        match spec.keys {
+            KeySpec::Keynum { flags, .. } => flags,
+            _ => match spec.key_flags {
+                Some(flags) => flags,
+                None if spec.has(CmdFlags::WRITE) => &["RW", "update"],
+                None => &["RO", "access"],
+            },
+        }
+    }
+
     /// True if the command has every flag of `f`.
     pub fn has(&self, f: CmdFlags) -> bool {
         self.flags.contains(f)
@@ -659,6 +796,36 @@ impl CommandTable {
             .get(entry.subs.start as usize..entry.subs.end as usize)?
             .iter()
             .find(|s| name.eq_ignore_ascii_case(s.spec.short_name().as_bytes()))
+    }
+
+    /// The ids of `entry`'s subcommands.
+    pub fn sub_ids(&self, entry: &CommandEntry) -> std::ops::Range<u32> {
+        entry.subs.clone()
+    }
+
+    /// The commands clients can call (not their subcommands), sorted by name: what ACL
+    /// rules and ACL CAT walk (Redis's `orig_commands`).
+    pub fn top_entries(&self) -> Vec<&CommandEntry> {
+        let mut v: Vec<&CommandEntry> = self
+            .by_name
+            .values()
+            .filter_map(|&id| self.entries.get(id as usize))
+            .collect();
+        v.sort_by_key(|e| e.spec.name);
+        v
+    }
+
+    /// A command or `command|subcommand` by name, as ACL rules name them (Redis's
+    /// `lookupCommandBySds`): more than one `|` names nothing, and a subcommand of a command
+    /// without subcommands neither.
+    pub fn lookup_full_name(&self, name: &[u8]) -> Option<&CommandEntry> {
+        let mut parts = name.split(|&b| b == b'|');
+        let base = self.get_entry(parts.next()?)?;
+        match (parts.next(), parts.next()) {
+            (None, _) => Some(base),
+            (Some(sub), None) => self.sub_entry(base, sub),
+            _ => None,
+        }
     }
 
     /// The entry a [`CmdId`] names.
@@ -853,6 +1020,7 @@ mod tests {
             ("auth", Redaction::AllArguments),
             ("hello", Redaction::HelloAuth),
             ("config|set", Redaction::ConfigSecrets),
+            ("acl|setuser", Redaction::AfterSubcommand),
         ];
         for (name, want) in &redactions {
             assert_eq!(spec(name).redaction, *want, "{name}");

@@ -244,9 +244,10 @@ impl Host for EchoHost {
             )),
         }
     }
-    fn command_exists(&mut self, args: &[Bytes]) -> bool {
+    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool> {
         args.first()
             .is_some_and(|a| a.eq_ignore_ascii_case(b"echo"))
+            .then_some(true)
     }
 }
 

@@ -138,8 +138,9 @@ pub trait Host {
     /// Runs one command (name first) for `redis.call` / `redis.pcall` and returns its reply;
     /// refusals are error replies. `resp` is the script's protocol.
     fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply;
-    /// True if `args` names a command that exists (`redis.acl_check_cmd`).
-    fn command_exists(&mut self, args: &[Bytes]) -> bool;
+    /// `redis.acl_check_cmd`: None if `args` names no command, else whether the script's
+    /// user may run it with these arguments.
+    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool>;
 }
 
 /// The lowercase hex SHA1 of `bytes`.
@@ -995,9 +996,9 @@ fn dispatch(
     }
     drop(args);
     if mode == CallMode::AclCheck {
-        return match slot.with(|host| host.command_exists(&argv)) {
-            Some(true) => Ok((Value::Boolean(true), false)),
-            Some(false) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
+        return match slot.with(|host| host.command_allowed(&argv)) {
+            Some(Some(allowed)) => Ok((Value::Boolean(allowed), false)),
+            Some(None) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
             None => Err(err_reply(OUTSIDE_RUN)),
         };
     }

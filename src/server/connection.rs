@@ -140,7 +140,7 @@ impl Registered {
         let info = shared.clients.register(addr, laddr);
         tracing::debug!(id = info.id, "connected");
         let mut client = ClientState::new(info);
-        client.authenticated = shared.config().requirepass.is_none();
+        client.authenticated = shared.acl.default_nopass();
         Registered {
             shared: shared.clone(),
             client,

@@ -210,6 +210,9 @@ impl Server {
     /// Like `bind`, with a given clock (tests pass a frozen one).
     pub async fn bind_with_clock(config: Config, clock: Clock) -> Result<Server, ServerError> {
         config.validate()?;
+        // The `user` lines are checked before anything listens, as Redis checks them while
+        // reading its configuration.
+        check_users(&config)?;
         let listeners = bind_all(&config.bind, config.port).await?;
         let port = listeners
             .first()
@@ -228,6 +231,7 @@ impl Server {
         };
         let mut shared = Shared::new(config, clock);
         shared.port.store(port, Ordering::Relaxed);
+        load_users(&shared)?;
         // Cluster mode needs the real port to find itself in the slot map.
         shared.cluster =
             crate::cluster::Cluster::from_config(&shared.config(), port).map_err(|e| {
@@ -670,4 +674,56 @@ async fn admit<S>(
         }
         None => connection::serve(shared, stream, peer, laddr).await,
     }
+}
+
+/// Whether the `user` directives load (on a scratch copy of the users).
+fn check_users(config: &Config) -> Result<(), ConfigError> {
+    if config.users.is_empty() {
+        return Ok(());
+    }
+    let table = crate::engine::CommandTable::build();
+    let acl = crate::services::acl::Acl::new(&table, None, config.acl_pubsub_allchannels);
+    acl.load_configured(&table, &config.users)
+        .map_err(|reason| ConfigError::BadValue {
+            name: "user".into(),
+            reason,
+        })
+}
+
+/// The users of the `user` directives or of `aclfile` (Redis's `ACLLoadUsersAtStartup`),
+/// before any client is served: a problem stops the start, as in Redis.
+fn load_users(shared: &Shared) -> Result<(), ConfigError> {
+    let config = shared.config();
+    let bad = |name: &str, reason: String| ConfigError::BadValue {
+        name: name.into(),
+        reason,
+    };
+    if config.aclfile.is_some() && !config.users.is_empty() {
+        return Err(bad(
+            "aclfile",
+            "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.".into(),
+        ));
+    }
+    shared
+        .acl
+        .load_configured(&shared.table, &config.users)
+        .map_err(|e| bad("user", e))?;
+    if let Some(path) = &config.aclfile {
+        let text = std::fs::read(path).map_err(|e| {
+            bad(
+                "aclfile",
+                format!("Error loading ACLs, opening file '{path}': {e}"),
+            )
+        })?;
+        shared
+            .acl
+            .load_text(&shared.table, path, &text)
+            .map_err(|e| {
+                bad(
+                    "aclfile",
+                    format!("Aborting Redis startup because of ACL errors: {e}"),
+                )
+            })?;
+    }
+    Ok(())
 }

@@ -69,6 +69,8 @@ pub struct Shared {
     pub latency: latency::LatencyMonitor,
     /// Replication: role, write stream, attached replicas.
     pub repl: Arc<crate::repl::Repl>,
+    /// ACL users, the permission check and the ACL log.
+    pub acl: crate::services::acl::Acl,
 }
 
 /// Counters INFO reports.
@@ -132,7 +134,14 @@ impl Shared {
                 table.remove(spec.name);
             }
         }
+        let acl = crate::services::acl::Acl::new(
+            &table,
+            config.requirepass.as_deref(),
+            config.acl_pubsub_allchannels,
+        );
+        acl.configure(config.acllog_max_len, config.acl_pubsub_allchannels);
         let shared = Shared {
+            acl,
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),

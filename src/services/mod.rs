@@ -3,8 +3,9 @@
 //! clients (`blocking`), keyspace notifications (`notify`), the operators' statistics
 //! (`stats`), SLOWLOG (`slowlog`), the latency monitor (`latency`), client pause (`pause`),
 //! the MONITOR feed (`monitor`), RDB persistence's scheduling (`persist`) and the memory cap
-//! at dispatch (`maxmemory`).
+//! at dispatch (`maxmemory`), and ACL users with the permission check (`acl`).
 
+pub(crate) mod acl;
 pub(crate) mod blocking;
 pub(crate) mod latency;
 pub(crate) mod maxmemory;

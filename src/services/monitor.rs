@@ -183,6 +183,8 @@ pub enum Redaction {
     HelloAuth,
     /// The value of a password parameter (`requirepass`, `masterauth`) in CONFIG SET.
     ConfigSecrets,
+    /// Every argument after the subcommand (ACL SETUSER: the user and its rules).
+    AfterSubcommand,
 }
 
 /// The arguments as MONITOR and the command log may show them: Redis 7.0 replaces AUTH's
@@ -193,6 +195,7 @@ pub(crate) fn redact(redaction: Redaction, args: &[Bytes]) -> Cow<'_, [Bytes]> {
     match redaction {
         Redaction::None => {}
         Redaction::AllArguments => hide.extend(1..args.len()),
+        Redaction::AfterSubcommand => hide.extend(2..args.len()),
         Redaction::HelloAuth => {
             // Redis's option loop: AUTH takes two arguments, SETNAME one; anything else ends it.
             let mut j = 2;

@@ -180,6 +180,28 @@ impl PubSub {
         subs.len()
     }
 
+    /// What the clients `ids` are subscribed to: (client, channel or pattern, is a
+    /// pattern), channels and shard channels first. O(subscriptions): for ACL SETUSER, which
+    /// closes the subscribers whose permissions it revokes (Redis's
+    /// `ACLKillPubsubClientsIfNeeded`).
+    pub fn subscribed_by(&self, ids: &[u64]) -> Vec<(u64, Bytes, bool)> {
+        let mut out = Vec::new();
+        for (kind, is_pattern) in [
+            (Kind::Channel, false),
+            (Kind::Shard, false),
+            (Kind::Pattern, true),
+        ] {
+            if let Ok(map) = kind.map(self).read() {
+                for (name, subs) in map.iter() {
+                    for id in ids.iter().filter(|id| subs.contains_key(*id)) {
+                        out.push((*id, name.clone(), is_pattern));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Channels, patterns and shard channels with at least one subscriber (INFO stats).
     pub fn counts(&self) -> [usize; 3] {
         [Kind::Channel, Kind::Pattern, Kind::Shard]
@@ -523,6 +545,7 @@ static PUBSUB_SUBCOMMANDS: &[C] = &[
 pub(crate) static COMMANDS: &[C] = &[
     C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd)
         .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
+        .with_channels(crate::engine::Channels::Subscribe)
         .with_acl(SUB_ACL),
     C::new(
         "unsubscribe",
@@ -541,6 +564,7 @@ pub(crate) static COMMANDS: &[C] = &[
         psubscribe_cmd,
     )
     .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
+    .with_channels(crate::engine::Channels::SubscribePattern)
     .with_acl(SUB_ACL),
     C::new(
         "punsubscribe",
@@ -561,6 +585,7 @@ pub(crate) static COMMANDS: &[C] = &[
         ssubscribe_cmd,
     )
     .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
+    .with_channels(crate::engine::Channels::Subscribe)
     .self_locking()
     .with_key_specs(NOT_KEY_ALL)
     .with_acl(SUB_ACL),
@@ -583,6 +608,7 @@ pub(crate) static COMMANDS: &[C] = &[
         publish_cmd,
     )
     .with_roles(crate::engine::Roles::MAY_REPLICATE)
+    .with_channels(crate::engine::Channels::Publish)
     .with_acl(&["@pubsub", "@fast"]),
     C::new(
         "spublish",
@@ -594,6 +620,7 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::SHARDED_PUBSUB))
     .self_locking()
     .with_key_specs(NOT_KEY_ONE)
+    .with_channels(crate::engine::Channels::Publish)
     .with_acl(&["@pubsub", "@fast"]),
     C::new("pubsub", -2, &[], C::keys(0, 0, 0), pubsub_container)
         .with_subcommands(PUBSUB_SUBCOMMANDS)

@@ -4,6 +4,7 @@
 // Test helpers are `pub` for their sibling modules; the crate is a test binary.
 #![allow(unreachable_pub)]
 
+mod acl;
 mod alloc;
 mod blocking;
 mod clientcmds;

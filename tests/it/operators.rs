@@ -157,7 +157,7 @@ fn debian_stock_conf_serves_with_command_line_overrides() {
         "hz",
         "appendfsync",
         "lazyfree-lazy-eviction",
-        "acllog-max-len",
+        "rdbcompression",
     ] {
         let want = format!("{conf_name}:{}: '{name} ", line_of(&text, name));
         assert_eq!(

@@ -303,6 +303,8 @@ pub(super) struct ClientKill {
     skipme: bool,
     /// TYPE filter: Redis's type name (`normal`, `slave`, `master`, `pubsub`).
     kind: Option<&'static str>,
+    /// USER filter: an ACL user's name.
+    user: Option<Bytes>,
 }
 
 impl Command for ClientKill {
@@ -314,6 +316,7 @@ impl Command for ClientKill {
             laddr: None,
             skipme: true,
             kind: None,
+            user: None,
         };
         if a.remaining() == 1 {
             k.legacy = Some(a.next()?.clone());
@@ -350,20 +353,22 @@ impl Command for ClientKill {
                         }
                     })
                 }
-                // Only the default user exists, and every client is logged in as it.
-                b"user" if &val[..] == b"default" => {}
-                b"user" => {
-                    return Err(CmdError::owned(format!(
-                        "ERR No such user '{}'",
-                        crate::engine::printable(val, usize::MAX)
-                    )));
-                }
+                // Checked against the users in `apply`.
+                b"user" => k.user = Some(val.clone()),
                 _ => return Err(CmdError::Syntax),
             }
         }
         Ok(k)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(user) = &self.user
+            && ctx.shared.acl.user(user).is_none()
+        {
+            return Err(CmdError::owned(format!(
+                "ERR No such user '{}'",
+                crate::engine::printable(user, usize::MAX)
+            )));
+        }
         let me = ctx.client.id();
         let mut killed = 0;
         for c in ctx.shared.clients.snapshot() {
@@ -380,6 +385,7 @@ impl Command for ClientKill {
                         .as_ref()
                         .is_none_or(|a| c.laddr.as_bytes() == &a[..])
                     && self.kind.is_none_or(|k| k == c.type_name())
+                    && self.user.as_ref().is_none_or(|u| *u == c.user())
                     && !(self.skipme && c.id == me)
             };
             if matches {

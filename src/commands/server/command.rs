@@ -119,7 +119,7 @@ impl VariantCommand for CommandGetKeys {
                 .map(|i| {
                     let key = Reply::Bulk(self.args[i].clone());
                     if self.with_flags {
-                        Reply::Array(vec![key, status_set(key_flags(spec, &self.args, i))])
+                        Reply::Array(vec![key, status_set(spec.key_flags_at(&self.args, i))])
                     } else {
                         key
                     }
@@ -127,105 +127,6 @@ impl VariantCommand for CommandGetKeys {
                 .collect(),
         ))
     }
-}
-
-/// The flags of the key at `pos`, as COMMAND GETKEYSANDFLAGS gives them: those of the key spec
-/// that finds it; a key only an `unknown` spec finds (SORT's STORE) takes the last of those.
-/// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
-/// do.
-fn key_flags(spec: &C, args: &[Bytes], pos: usize) -> &'static [&'static str] {
-    const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
-    match spec.name {
-        // SET … GET reads the old value; without GET it only overwrites.
-        "set" => {
-            let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-            return if get {
-                RW_ACCESS_UPDATE
-            } else {
-                &["OW", "update"]
-            };
-        }
-        // BITFIELD with only GET and OVERFLOW operations reads.
-        "bitfield" => {
-            let mut i = 2;
-            while i < args.len() {
-                let left = args.len() - i - 1;
-                let a = &args[i];
-                if a.eq_ignore_ascii_case(b"get") && left >= 2 {
-                    i += 3;
-                } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
-                    i += 2;
-                } else {
-                    return RW_ACCESS_UPDATE;
-                }
-            }
-            return &["RO", "access"];
-        }
-        _ => {}
-    }
-    if !spec.key_specs.is_empty() {
-        let found = spec.key_specs.iter().find(|d| doc_finds(d, args, pos));
-        let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
-        return found.or(unknown).map_or(&[], |d| d.flags);
-    }
-    match spec.keys {
-        KeySpec::Keynum { flags, .. } => flags,
-        _ => match spec.key_flags {
-            Some(flags) => flags,
-            None if spec.has(crate::engine::CmdFlags::WRITE) => &["RW", "update"],
-            None => &["RO", "access"],
-        },
-    }
-}
-
-/// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only, but
-/// for a keyword spec's one scan: a request may name very many keys).
-fn doc_finds(d: &crate::engine::KeySpecDoc, args: &[Bytes], pos: usize) -> bool {
-    let Some(mut begin) = d.begin else {
-        return false;
-    };
-    if let Some(keyword) = d.keyword {
-        // Redis's keyword search: the first occurrence at or after `startfrom`, the key
-        // range starting right after it.
-        let from = usize::try_from(begin).unwrap_or(usize::MAX);
-        let Some(at) = args
-            .iter()
-            .enumerate()
-            .skip(from)
-            .find(|(_, a)| a.eq_ignore_ascii_case(keyword.as_bytes()))
-            .map(|(i, _)| i)
-        else {
-            return false;
-        };
-        begin = at as i64 + 1;
-    }
-    let n = args.len() as i64;
-    let (first, last, step) = match d.find {
-        crate::engine::FindKeys::Range(lastkey, step, _) => {
-            let last = if lastkey >= 0 {
-                begin + lastkey
-            } else {
-                n + lastkey
-            };
-            (begin, last, step)
-        }
-        crate::engine::FindKeys::Keynum(idx, firstkey, step) => {
-            let count = usize::try_from(begin + idx)
-                .ok()
-                .and_then(|i| args.get(i))
-                .and_then(|b| parse_i64(b))
-                .unwrap_or(0);
-            let first = begin + firstkey;
-            (
-                first,
-                first.saturating_add(count.saturating_sub(1).saturating_mul(step)),
-                step,
-            )
-        }
-        crate::engine::FindKeys::Unknown => return false,
-    };
-    let pos = pos as i64;
-    pos >= first && pos <= last.min(n - 1) && (pos - first) % step.max(1) == 0
 }
 
 /// Whether every numkeys-counted key spec of `spec` finds a count the arguments hold: at
@@ -629,7 +530,7 @@ mod tests {
             let locked: Vec<usize> = spec.keys.positions(&args).collect();
             let has_unknown = spec.key_specs.iter().any(|d| d.begin.is_none());
             for pos in 1..args.len() {
-                let reported = spec.key_specs.iter().any(|d| doc_finds(d, &args, pos));
+                let reported = spec.key_specs.iter().any(|d| d.finds(&args, pos));
                 if spec.key_specs.is_empty() {
                     continue;
                 }

@@ -186,6 +186,15 @@ impl Command for ConfigSet {
             }
         }
         ctx.shared.live.store(&next);
+        // `requirepass` is the default user's password (Redis's ACLUpdateDefaultUserPassword).
+        if found.iter().any(|p| p.name == "requirepass") {
+            ctx.shared
+                .acl
+                .set_default_password(&ctx.shared.table, next.requirepass.as_deref());
+        }
+        ctx.shared
+            .acl
+            .configure(next.acllog_max_len, next.acl_pubsub_allchannels);
         let backlog = next.repl.backlog_size;
         *cfg = next;
         drop(cfg);
@@ -253,6 +262,14 @@ impl Command for ConfigRewrite {
             overrides: &overrides,
             replicaof: shared.repl.link().map(|l| (l.host, l.port)),
             dir,
+            users: config.aclfile.is_none().then(|| {
+                shared
+                    .acl
+                    .list()
+                    .into_iter()
+                    .map(|l| String::from_utf8_lossy(&l).into_owned())
+                    .collect()
+            }),
         };
         let options = crate::config::rewrite::options(&config, &rt);
         let _one = REWRITING.lock().unwrap_or_else(|e| e.into_inner());

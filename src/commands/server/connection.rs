@@ -85,7 +85,9 @@ impl Command for Reset {
         ctx.shared.pubsub.drop_client(ctx.client);
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
-        ctx.client.authenticated = ctx.shared.config().requirepass.is_none();
+        ctx.client
+            .set_user(Bytes::from_static(crate::services::acl::DEFAULT_USER));
+        ctx.client.authenticated = ctx.shared.acl.default_nopass();
         if let Ok(mut name) = ctx.client.info.name.lock() {
             *name = None;
         }
@@ -96,34 +98,26 @@ impl Command for Reset {
     }
 }
 
-/// Checks AUTH / HELLO AUTH credentials against the default user, as Redis 7 does: with no
-/// password configured the default user takes any password (but `AUTH <password>` alone is an
-/// error), otherwise the password must match; other users do not exist. As Redis's ACL does,
-/// the SHA-256 digests of both passwords are compared, in constant time: the time taken
-/// depends neither on where they differ nor on either password's length.
-fn check_password(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> CmdResult<()> {
-    use subtle::ConstantTimeEq;
-    let wrongpass = CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
-    if user.is_some_and(|u| u != b"default") {
-        return Err(wrongpass);
+/// Logs the client in as `user` if `pass` is one of its passwords and it is on (Redis's
+/// `ACLAuthenticateUser`); a failure is logged in ACL LOG under the command's name as sent.
+fn authenticate(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]) -> CmdResult<()> {
+    if ctx.shared.acl.authenticate(user, pass) {
+        ctx.client.set_user(Bytes::copy_from_slice(user));
+        return Ok(());
     }
-    match ctx.shared.config().requirepass {
-        None if user.is_none() => Err(CmdError::msg(
-            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-        )),
-        None => Ok(()),
-        Some(expected) => {
-            let digest = |b: &[u8]| ring::digest::digest(&ring::digest::SHA256, b);
-            let (want, got) = (digest(expected.as_bytes()), digest(pass));
-            let same: bool = want.as_ref().ct_eq(got.as_ref()).into();
-            if same { Ok(()) } else { Err(wrongpass) }
-        }
-    }
+    ctx.shared
+        .acl
+        .log_auth_failure(ctx.client, command, user, ctx.now_ms);
+    Err(CmdError::msg(
+        "WRONGPASS invalid username-password pair or user is disabled.",
+    ))
 }
 
 /// `AUTH [username] password`
 #[derive(Debug)]
 pub(super) struct Auth {
+    /// The command's name as sent (ACL LOG's object for a failure).
+    command: Bytes,
     user: Option<Bytes>,
     pass: Bytes,
 }
@@ -132,10 +126,12 @@ impl Command for Auth {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         match a.remaining() {
             1 => Ok(Auth {
+                command: Bytes::new(),
                 user: None,
                 pass: a.next()?.clone(),
             }),
             2 => Ok(Auth {
+                command: Bytes::new(),
                 user: Some(a.next()?.clone()),
                 pass: a.next()?.clone(),
             }),
@@ -143,8 +139,24 @@ impl Command for Auth {
         }
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        check_password(ctx, self.user.as_deref(), &self.pass)?;
-        ctx.client.authenticated = true;
+        let user = match &self.user {
+            Some(user) => &user[..],
+            None => {
+                // Redis's old behaviour for the one-argument form with no password set.
+                if ctx
+                    .shared
+                    .acl
+                    .user(crate::services::acl::DEFAULT_USER)
+                    .is_some_and(|u| u.nopass)
+                {
+                    return Err(CmdError::msg(
+                        "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                    ));
+                }
+                crate::services::acl::DEFAULT_USER
+            }
+        };
+        authenticate(ctx, &self.command, user, &self.pass)?;
         Ok(Reply::ok())
     }
 }
@@ -152,6 +164,8 @@ impl Command for Auth {
 /// HELLO [protover [AUTH user pass] [SETNAME name]]
 #[derive(Debug)]
 pub(super) struct Hello {
+    /// The command's name as sent (ACL LOG's object for a failed AUTH).
+    command: Bytes,
     proto: Option<i64>,
     auth: Option<(Bytes, Bytes)>,
     name: Option<Bytes>,
@@ -160,6 +174,7 @@ pub(super) struct Hello {
 impl Command for Hello {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut h = Hello {
+            command: Bytes::new(),
             proto: None,
             auth: None,
             name: None,
@@ -200,9 +215,8 @@ impl Command for Hello {
             return Err(CmdError::msg("NOPROTO unsupported protocol version"));
         }
         if let Some((user, pass)) = &self.auth {
-            check_password(ctx, Some(user), pass)?;
-            ctx.client.authenticated = true;
-        } else if !ctx.client.authenticated {
+            authenticate(ctx, &self.command, user, pass)?;
+        } else if !ctx.client.authenticated && !ctx.shared.acl.default_nopass() {
             return Err(CmdError::msg(
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
             ));
@@ -252,5 +266,36 @@ pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) {
         } else {
             Some(Bytes::copy_from_slice(name))
         };
+    }
+}
+
+/// The handler of AUTH and HELLO: `run`, keeping the command's name as sent for ACL LOG.
+pub(super) fn run_auth<C: Command + Named>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut cursor = ArgCursor::new(args.get(1..).unwrap_or(&[]));
+    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    let name = args.first().cloned().unwrap_or_default();
+    match parsed.and_then(|c| c.named(name).apply(ctx)) {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
+
+/// A command that keeps the name it was sent under.
+pub(super) trait Named {
+    /// Itself with `name`.
+    fn named(self, name: Bytes) -> Self;
+}
+
+impl Named for Auth {
+    fn named(mut self, name: Bytes) -> Self {
+        self.command = name;
+        self
+    }
+}
+
+impl Named for Hello {
+    fn named(mut self, name: Bytes) -> Self {
+        self.command = name;
+        self
     }
 }

@@ -90,7 +90,7 @@ pub(crate) static COMMANDS: &[C] = &[
             "allow_busy",
         ],
         C::keys(0, 0, 0),
-        run::<Hello>,
+        connection::run_auth::<Hello>,
     )
     .with_redaction(crate::services::monitor::Redaction::HelloAuth)
     .with_acl(&["@fast", "@connection"]),
@@ -106,7 +106,7 @@ pub(crate) static COMMANDS: &[C] = &[
             "allow_busy",
         ],
         C::keys(0, 0, 0),
-        run::<Auth>,
+        connection::run_auth::<Auth>,
     )
     .with_redaction(crate::services::monitor::Redaction::AllArguments)
     .with_acl(&["@fast", "@connection"]),

@@ -448,10 +448,12 @@ pub static PARAMS: &[Param] = &[
         }),
     p("aof-disable-auto-gc", Bool, "no").inert(PERSIST),
     p("replica-ignore-disk-write-errors", Bool, "no").inert(REPL),
-    p("aclfile", Str, "").immutable().only(
-        &[""],
-        "sluice has only the default user (use requirepass), no ACL file",
-    ),
+    p("aclfile", Str, "").immutable().listed()
+        .get(|c| shown(&c.aclfile))
+        .set(|c, v, _| {
+            c.aclfile = unset_if_empty(v);
+            Ok(())
+        }),
     p("unixsocket", Str, "").immutable().nullable().listed()
         .get(|c| shown(&c.unixsocket))
         .set(|c, v, _| {
@@ -623,7 +625,14 @@ pub static PARAMS: &[Param] = &[
         Enum(&["allchannels", "resetchannels"]),
         "resetchannels",
     )
-    .inert("sluice has no pub/sub"),
+    .listed()
+        .get(|c| {
+            if c.acl_pubsub_allchannels { "allchannels" } else { "resetchannels" }.to_string()
+        })
+        .set(|c, v, _| {
+            c.acl_pubsub_allchannels = v.eq_ignore_ascii_case("allchannels");
+            Ok(())
+        }),
     p(
         "sanitize-dump-payload",
         Enum(&["no", "yes", "clients"]),
@@ -816,7 +825,12 @@ pub static PARAMS: &[Param] = &[
             c.slowlog_max_len = int(v)?;
             Ok(())
         }),
-    p("acllog-max-len", Int(0, LONG_MAX), "128").inert("sluice has no ACL log"),
+    p("acllog-max-len", Int(0, LONG_MAX), "128").listed()
+        .get(|c| c.acllog_max_len.to_string())
+        .set(|c, v, _| {
+            c.acllog_max_len = int(v)?;
+            Ok(())
+        }),
     p("busy-reply-threshold", Int(0, LONG_MAX), "5000")
         .alias("lua-time-limit")
         .listed()
@@ -1140,7 +1154,13 @@ pub static PARAMS: &[Param] = &[
         .refused("sluice cannot rename or disable commands"),
     p("user", Special(check::anything), "")
         .multi_arg()
-        .refused("sluice has only the default user (use requirepass), no ACL users"),
+        .set(|c, v, from| {
+            if from == Source::ConfigSet {
+                return Err("'user' is a configuration file directive".into());
+            }
+            c.users.push(v.to_string());
+            Ok(())
+        }),
     p("loadmodule", Special(check::anything), "")
         .multi_arg()
         .refused("sluice cannot load Redis modules (CL.THROTTLE is built in)"),

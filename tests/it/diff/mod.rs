@@ -132,6 +132,7 @@ transcripts!(
     strings_8,
     valkey_9,
     geo,
+    acl,
 );
 
 /// Runs every transcript not listed above.
