@@ -37,6 +37,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shlex
 import socket
 import statistics
@@ -717,9 +718,14 @@ def step_testdouble(args, log):
             if os.path.exists(stats_file):
                 os.remove(stats_file)
             load = load_avg()
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
             wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # CPU time of the runner and of every server it waited for; the Node suite adds
+            # its shared server's (killed at exit, never waited for) from its own stats.
+            cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
             if p.returncode != 0 or not os.path.exists(stats_file):
                 raise RuntimeError("the %s suite with %s failed:\n%s\n%s" % (suite, backend, p.stdout[-3000:], p.stderr[-3000:]))
             with open(stats_file) as f:
@@ -728,14 +734,16 @@ def step_testdouble(args, log):
                 fixture_s, tests_s, n = st["setup"] + st["teardown"], st["call"], st["tests"]
             else:
                 fixture_s, tests_s, n = st["hooks"] / 1000, st["tests"] / 1000, st["count"]
+                cpu += st.get("serverCpuMs", 0) / 1000
             if n != TD_TESTS:
                 raise RuntimeError("the %s suite with %s ran %d tests, not %d" % (suite, backend, n, TD_TESTS))
             cell = out.setdefault("%s|%s" % (suite, backend), {"wall": [], "fixture_s": [], "tests_s": [], "load": []})
             cell["wall"].append(wall)
+            cell.setdefault("cpu", []).append(cpu)
             cell["fixture_s"].append(fixture_s)
             cell["tests_s"].append(tests_s)
             cell["load"].append(load)
-            log("testdouble %s %s: %.2f s wall, %.2f ms per test in fixtures (load %.2f)" % (suite, backend, wall, 1000 * fixture_s / n, load))
+            log("testdouble %s %s: %.2f s wall, %.2f s CPU, %.2f ms per test in fixtures (load %.2f)" % (suite, backend, wall, cpu, 1000 * fixture_s / n, load))
     return out
 
 
@@ -748,21 +756,32 @@ def testdouble_section(args, td, targets):
         "`node --test`. *Wall* is the whole run (interpreter start, collection, every test), the median of %d runs "
         "interleaving the rows; *per test* is wall / 300; *fixtures per test* is the time pytest spent in the fixtures' "
         "setup and teardown (node: in the beforeEach/afterEach hooks) over 300, the part each way of getting a server "
-        "adds. The release build of sluice. The load average is the one when each run started (median).\n" % args.td_reps)
-    L.append("| suite | how each test gets its server | wall | per test | fixtures per test | wall vs the in-process double | load |")
-    L.append("|---|---|---|---|---|---|---|")
-    walls = {}
+        "adds. *CPU* is the user + system time of every process the run used (the test runner and the servers "
+        "it started), which depends far less on the machine's load than wall time does: an in-process double "
+        "spends it all on the runner's one thread, a server splits it between two processes that take turns; "
+        "at a high load average the wall times mostly measure the share of the CPU each run got, and the targets "
+        "below, which compare wall times, hold for that load only. "
+        "The release build of sluice. The load average is the one when each run started (median).\n" % args.td_reps)
+    L.append("| suite | how each test gets its server | wall | per test | fixtures per test | wall vs the in-process double | CPU | CPU vs the in-process double | load |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    walls, cpus = {}, {}
     for suite, backend, what in TD_CASES:
         c = td.get("%s|%s" % (suite, backend), {})
         if not c.get("wall"):
-            L.append("| %s | %s | not measured%s | | | | |" % (suite, what, ": " + c["unavailable"] if "unavailable" in c else ""))
+            L.append("| %s | %s | not measured%s | | | | | | |" % (suite, what, ": " + c["unavailable"] if "unavailable" in c else ""))
             continue
         wall = median(c["wall"])
         walls[(suite, backend)] = wall
-        base = walls.get((suite, "fakeredis" if suite == "python" else "ioredis-mock"))
-        L.append("| %s | %s | %.2f s | %.2f ms | %.2f ms | %s | %.1f |" % (
+        base_name = "fakeredis" if suite == "python" else "ioredis-mock"
+        base = walls.get((suite, base_name))
+        cpu = median(c["cpu"]) if c.get("cpu") else None
+        if cpu is not None:
+            cpus[(suite, backend)] = cpu
+        L.append("| %s | %s | %.2f s | %.2f ms | %.2f ms | %s | %s | %s | %.1f |" % (
             "pytest" if suite == "python" else "node:test", what, wall, 1000 * wall / TD_TESTS,
-            1000 * median(c["fixture_s"]) / TD_TESTS, fmt_ratio(ratio(wall, base)), median(c["load"])))
+            1000 * median(c["fixture_s"]) / TD_TESTS, fmt_ratio(ratio(wall, base)),
+            "%.2f s" % cpu if cpu is not None else "—", fmt_ratio(ratio(cpu, cpus.get((suite, base_name)))),
+            median(c["load"])))
     L.append("")
     fr, sl, fresh = walls.get(("python", "fakeredis")), walls.get(("python", "sluice")), walls.get(("python", "sluice_fresh"))
     im, ns = walls.get(("node", "ioredis-mock")), walls.get(("node", "sluice"))

@@ -153,11 +153,18 @@ impl Clock {
     /// no offset. The one way time may go backwards, from a frozen or advanced value to the
     /// real one; the reset empties the keyspace in the same step, so no key's deadline
     /// depends on the time it leaves behind.
+    ///
+    /// Waiters are woken only when time did move (it was frozen or offset): a test suite
+    /// resets before every test, and waking the reaper's thread for a clock that never left
+    /// real time cost each reset a thread wake-up and a reaper pass (more CPU than the
+    /// reset itself, and on a busy machine the loop's thread was preempted by the woken one).
     pub fn reset(&self) {
-        self.inner.offset_ns.store(0, Ordering::Release);
-        self.inner.frozen.store(false, Ordering::Release);
+        let offset = self.inner.offset_ns.swap(0, Ordering::AcqRel);
+        let frozen = self.inner.frozen.swap(false, Ordering::AcqRel);
         self.inner.frozen_ns.store(0, Ordering::Release);
-        self.inner.changed.notify_waiters();
+        if frozen || offset != 0 {
+            self.inner.changed.notify_waiters();
+        }
     }
 
     /// Moves frozen time forward by `by`.
@@ -219,6 +226,30 @@ mod tests {
         assert!(!c.is_frozen());
         let (now, real) = (c.now_ms(), real_ms());
         assert!(now.abs_diff(real) < 1000, "{now} vs {real}");
+    }
+
+    #[test]
+    fn reset_wakes_waiters_only_when_time_moved() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let c = Clock::system();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut waiter = std::pin::pin!(c.changed());
+        waiter.as_mut().enable();
+        // Already on real time: nothing moved, the reaper sleeps on.
+        c.reset();
+        assert!(waiter.as_mut().poll(&mut cx).is_pending());
+        c.freeze();
+        c.reset();
+        assert!(waiter.as_mut().poll(&mut cx).is_ready());
+        // Resumed after an advance: real time plus an offset, which the reset takes away.
+        c.freeze();
+        c.advance(Duration::from_secs(60)).unwrap();
+        c.resume();
+        let mut waiter = std::pin::pin!(c.changed());
+        waiter.as_mut().enable();
+        c.reset();
+        assert!(waiter.as_mut().poll(&mut cx).is_ready());
     }
 
     fn real_ms() -> u64 {

@@ -3,7 +3,7 @@
 - `sluice`: one server per test session (per pytest-xdist worker, since each worker is a
   session of its own), returned to the state it started in before each test with
   `TESTMODE RESET`, so every test sees an empty server with the clock on real time, at the
-  cost of one round trip.
+  cost of one round trip (over the server's Unix socket, which `.client` uses too).
 - `sluice_fresh`, or `sluice` in a test marked `@pytest.mark.sluice_fresh`: a server of the
   test's own, killed after it, for tests that stop the server, restart it or otherwise need
   its process. The plugin keeps one such server started ahead, so a test takes one that is
@@ -111,9 +111,10 @@ def sluice_fresh(sluice_spares):
 @pytest.fixture
 def sluice(request, sluice_session):
     """The session's server, reset before this test (a fresh one under `sluice_fresh`)."""
+    # A plain function, not a generator: there is nothing to undo after the test (the next
+    # one resets), so pytest registers no teardown for it.
     if request.node.get_closest_marker("sluice_fresh") is not None:
-        yield request.getfixturevalue("sluice_fresh")
-        return
+        return request.getfixturevalue("sluice_fresh")
     server = sluice_session.get()
     server.reset()
-    yield server
+    return server

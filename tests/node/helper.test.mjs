@@ -30,6 +30,29 @@ test("the shared server after a reset: empty, real time, config as started", asy
 
 test("and again: CONFIG SET undone", async () => {
   assert.deepEqual(await sluice.command("CONFIG", "GET", "maxmemory"), ["maxmemory", "0"]);
+  await sluice.command("FAULT", "ERROR", "LOADING left behind", "COUNT", "0", "COMMAND", "get");
+  await sluice.command("SCRIPT", "LOAD", "return 1");
+});
+
+test("and again: no fault, no cached script", async () => {
+  assert.deepEqual(await sluice.command("FAULT", "LIST"), []);
+  assert.equal(await sluice.command("GET", "left"), null);
+  assert.deepEqual(await sluice.command("SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"), [0]);
+});
+
+test("ioredis over the Unix socket and over TCP reaches the same reset server", async () => {
+  const { default: Redis } = await import("ioredis");
+  assert.ok(sluice.socketPath?.startsWith(sluice.dir), `socketPath ${sluice.socketPath}`);
+  const unix = new Redis({ path: sluice.socketPath });
+  const tcp = new Redis({ host: sluice.host, port: sluice.port });
+  try {
+    assert.equal(await unix.dbsize(), 0);
+    await unix.set("seen", "1");
+    assert.equal(await tcp.get("seen"), "1");
+  } finally {
+    unix.disconnect();
+    tcp.disconnect();
+  }
 });
 
 test("a server of the test's own, in its own directory, gone after stop()", async () => {

@@ -24,6 +24,8 @@ def test_first_leaves_everything_behind(sluice):
     sluice.freeze()
     sluice.advance(3_600_000)
     sluice.client.config_set("maxmemory", "1mb")
+    sluice.client.execute_command("FAULT", "ERROR", "LOADING left behind", "COUNT", "0", "COMMAND", "get")
+    sluice.client.execute_command("SCRIPT", "LOAD", "return 1")
 
 
 def test_second_sees_a_server_as_started(sluice):
@@ -33,6 +35,18 @@ def test_second_sees_a_server_as_started(sluice):
     assert sluice.client.config_get("maxmemory") == {"maxmemory": "0"}
     import time
     assert abs(sluice.now() - time.time() * 1000) < 5000
+    assert not sluice.client.execute_command("FAULT", "LIST")
+    assert sluice.client.get("left") is None  # no fault answers it
+    assert sluice.client.execute_command("SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db") == [0]
+
+
+def test_the_client_is_on_the_unix_socket_and_the_url_reaches_the_same_server(sluice):
+    import redis
+    assert sluice.unix_socket and sluice.unix_socket.startswith(sluice.dir)
+    assert sluice.client.connection_pool.connection_kwargs["path"] == sluice.unix_socket
+    sluice.client.set("seen", "1")
+    with redis.Redis.from_url(sluice.url, decode_responses=True) as tcp:
+        assert tcp.get("seen") == "1"
 
 
 def test_fresh_is_a_server_of_its_own(sluice_fresh):
@@ -67,7 +81,7 @@ def run_inner(tmp_path, cwd):
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "6 passed" in proc.stdout, proc.stdout
+    assert "7 passed" in proc.stdout, proc.stdout
 
 
 def test_shared_reset_and_fresh_servers(tmp_path):
