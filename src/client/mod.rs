@@ -6,6 +6,7 @@
 //! short inserts, removals and snapshots.
 
 pub mod push;
+pub mod tracking;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -68,6 +69,11 @@ pub struct ClientInfo {
     /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
     /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
     pub kind: AtomicU8,
+    /// The connection's push queue, once it has one (a subscription or tracking): where
+    /// invalidation messages for it go.
+    pub push: Mutex<Option<Arc<push::PushQueue>>>,
+    /// CLIENT TRACKING's mode (`client::tracking`).
+    pub tracking: Mutex<tracking::Mode>,
 }
 
 /// `ClientInfo::kind` of an ordinary client.
@@ -179,6 +185,19 @@ impl ClientInfo {
         if self.readonly.load(Ordering::Relaxed) {
             flags.push('r');
         }
+        let redir = match self.tracking.lock() {
+            Ok(m) if m.on => {
+                flags.push('t');
+                if m.broken_redirect {
+                    flags.push('R');
+                }
+                if m.bcast {
+                    flags.push('B');
+                }
+                m.redirect as i64
+            }
+            _ => -1,
+        };
         if flags.is_empty() {
             flags.push('N');
         }
@@ -187,7 +206,7 @@ impl ClientInfo {
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
         let tot_mem = self.memory();
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user=default redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -205,6 +224,7 @@ impl ClientInfo {
             multi_mem,
             tot_mem,
             if cmd.is_empty() { "NULL" } else { cmd },
+            redir,
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -405,6 +425,8 @@ impl Registry {
             blocked: AtomicBool::new(false),
             readonly: AtomicBool::new(false),
             kind: AtomicU8::new(KIND_NORMAL),
+            push: Mutex::new(None),
+            tracking: Mutex::new(tracking::Mode::default()),
         });
         self.clients.insert(id, info.clone());
         // A connection registered while `kill_all` ran is killed too (it checks `closing`
@@ -511,8 +533,16 @@ pub struct ClientState {
     pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
-    /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE on.
+    /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE (or CLIENT
+    /// TRACKING ON) on.
     pub subs: Option<Box<push::Subscriptions>>,
+    /// CLIENT TRACKING is on (its mode is in `info.tracking`).
+    pub tracking: bool,
+    /// CLIENT CACHING YES|NO, for the next command (or transaction).
+    pub caching: bool,
+    /// A script running for this client called a read-only command (tracking remembers
+    /// the script's keys when it ends).
+    pub script_read: bool,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP was the previous command: no reply to this one.
@@ -553,6 +583,9 @@ impl ClientState {
             disconnect_after: None,
             authenticated: true,
             subs: None,
+            tracking: false,
+            caching: false,
+            script_read: false,
             reply_off: false,
             reply_skip: false,
             reply_skip_next: false,
@@ -567,6 +600,20 @@ impl ClientState {
     /// True while subscribed to anything (Redis's `CLIENT_PUBSUB`).
     pub fn subscribed(&self) -> bool {
         self.subs.as_ref().is_some_and(|s| s.active())
+    }
+
+    /// The client's subscriptions, made (with the push queue other clients reach through
+    /// `info.push`) on first use.
+    pub fn subscriptions(&mut self) -> &mut push::Subscriptions {
+        let resp = self.resp;
+        let info = &self.info;
+        self.subs.get_or_insert_with(|| {
+            let s = Box::new(push::Subscriptions::new(resp));
+            if let Ok(mut p) = info.push.lock() {
+                *p = Some(s.queue.clone());
+            }
+            s
+        })
     }
 
     /// The push queue, once the client has subscribed.

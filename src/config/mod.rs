@@ -106,6 +106,8 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// INFO latencystats keeps per-command latency histograms.
     pub latency_tracking: bool,
+    /// CLIENT TRACKING's table keeps at most this many keys (0: no bound).
+    pub tracking_table_max_keys: u64,
     /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
     pub cluster_enabled: bool,
     /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
@@ -345,6 +347,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_monitor_threshold: 0,
             latency_tracking: true,
+            tracking_table_max_keys: 1_000_000,
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,

@@ -184,12 +184,47 @@ pub fn call<'a>(
         (a, b) => a.or(b),
     };
     account(ctx, entry, args, &reply, took, &caller);
+    if ctx.client.tracking {
+        remember_read(ctx, entry, args, &caller);
+    }
     if let Caller::Script(rules) = &mut caller
         && let Reply::Error(text) = &reply
     {
         rules.last_error = Some(text.to_string());
     }
     reply
+}
+
+/// Client-side caching: a read by a tracking client (default mode) remembers its keys for
+/// invalidation, as Redis's `call` does. A script's reads remember the keys the script
+/// declared, once it ends; the script commands themselves remember nothing else.
+fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller: &Caller<'_, '_>) {
+    let spec = entry.spec;
+    let read = spec.has(CmdFlags::READONLY) && !spec.has(CmdFlags::PUBSUB);
+    if matches!(caller, Caller::Script(_)) {
+        ctx.client.script_read |= read;
+        return;
+    }
+    let remember = if spec.runs_script() {
+        std::mem::take(&mut ctx.client.script_read)
+    } else {
+        read
+    };
+    if !remember {
+        return;
+    }
+    let Ok(mode) = ctx.client.info.tracking.lock() else {
+        return;
+    };
+    let caching = ctx.client.caching;
+    if mode.bcast || (mode.optin && !caching) || (mode.optout && caching) {
+        return;
+    }
+    drop(mode);
+    ctx.shared.keyspace.tracking().remember(
+        ctx.client.id(),
+        spec.keys.positions(args).filter_map(|i| args.get(i)).map(|k| &k[..]),
+    );
 }
 
 /// The handler, with what the caller changes around it.
@@ -291,7 +326,14 @@ fn client_policy<'s>(
         Ok(guard) => guard,
         Err(reply) => return Err(reject(shared, client, Some(entry), reply)),
     };
-    if let Some(reply) = maxmemory::check(shared, client, entry) {
+    let over = maxmemory::check(shared, client, entry);
+    // Invalidations of keys evicted just now go before the reply, as in Redis.
+    if client.tracking
+        && let Some(q) = client.push_queue()
+    {
+        q.release_held();
+    }
+    if let Some(reply) = over {
         return Err(reject(shared, client, Some(entry), reply));
     }
     // MISCONF: writes refused after a failed background save (see persist.rs).

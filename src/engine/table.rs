@@ -46,6 +46,9 @@ bitflags::bitflags! {
         /// DEBUG: refused unless `enable-debug-command` admits the client (Redis's
         /// `CMD_PROTECTED`).
         const PROTECTED = 1 << 11;
+        /// CLIENT's subcommands: CLIENT CACHING's flag holds across them to the next
+        /// command (Redis compares `clientCommand`).
+        const KEEPS_CACHING = 1 << 12;
     }
 }
 

@@ -27,7 +27,7 @@ pub struct Shared {
     /// The configuration in force (CONFIG SET changes it).
     pub config: std::sync::RwLock<Config>,
     /// Connected clients.
-    pub clients: Registry,
+    pub clients: Arc<Registry>,
     /// The command table.
     pub table: CommandTable,
     /// Server counters for INFO.
@@ -132,11 +132,13 @@ impl Shared {
                 table.remove(spec.name);
             }
         }
+        let clients = Arc::new(Registry::default());
+        keyspace.tracking().set_registry(clients.clone());
         let shared = Shared {
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),
-            clients: Registry::default(),
+            clients,
             table,
             stats: ServerStats::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),

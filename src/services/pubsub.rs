@@ -298,6 +298,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
+    ctx.client.subscriptions();
     let subs = ctx
         .client
         .subs
@@ -323,6 +324,7 @@ fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
+    ctx.client.subscriptions();
     let subs = ctx
         .client
         .subs

@@ -44,6 +44,9 @@ pub struct Deletions {
     hook: OnceLock<DeletionHook>,
     field_hook: OnceLock<FieldDeletionHook>,
     replica: AtomicBool,
+    /// Client-side caching: every key change is one (Redis's `signalModifiedKey`), told
+    /// under the key's shard lock like WATCH.
+    pub(crate) tracking: Arc<crate::client::tracking::Tracking>,
 }
 
 /// Called with (database, key) for each key the store deleted on its own.
@@ -149,6 +152,11 @@ impl Keyspace {
     /// Who hears of the keys the store deletes on its own (see [`Deletions`]).
     pub fn deletions(&self) -> &Deletions {
         &self.deletions
+    }
+
+    /// CLIENT TRACKING's tables, told of every key change.
+    pub fn tracking(&self) -> &Arc<crate::client::tracking::Tracking> {
+        &self.deletions.tracking
     }
 
     /// Number of shards.

@@ -489,9 +489,19 @@ impl Shard {
         self.watches.values().map(|s| s.watchers.len()).sum()
     }
 
-    /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
+    /// Tells the clients watching `key`, and those caching it, that it was modified
+    /// (Redis's signalModifiedKey).
     #[inline]
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.touch_watchers(db, key);
+        let tracking = &self.deletions.tracking;
+        if tracking.is_active() {
+            tracking.invalidate(key);
+        }
+    }
+
+    /// `touch` for WATCH alone (a flush tells the tracking clients in one message).
+    fn touch_watchers(&mut self, db: usize, key: &[u8]) {
         self.stats.changes = self.stats.changes.wrapping_add(1);
         if self.watches.is_empty() {
             return;
@@ -627,7 +637,7 @@ impl Shard {
             .map(|((_, k), _)| k.clone())
             .collect();
         for k in keys {
-            self.touch(db, &k);
+            self.touch_watchers(db, &k);
         }
     }
 

@@ -914,7 +914,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("tracking-table-max-keys", Int(0, LONG_MAX), "1000000")
-        .inert("sluice has no client-side caching"),
+        .listed()
+        .get(|c| c.tracking_table_max_keys.to_string())
+        .set(|c, v, _| {
+            c.tracking_table_max_keys = int(v)?;
+            Ok(())
+        }),
     p(
         "client-query-buffer-limit",
         Mem(1024 * 1024, LONG_MAX),
