@@ -74,6 +74,9 @@ pub struct ClientInfo {
     pub push: Mutex<Option<Arc<push::PushQueue>>>,
     /// CLIENT TRACKING's mode (`client::tracking`).
     pub tracking: Mutex<tracking::Mode>,
+    /// Another client made `push` for this one (it redirects its invalidations here): the
+    /// connection takes it up after its next command (`ClientState::adopt_push_queue`).
+    pub push_offered: AtomicBool,
 }
 
 /// `ClientInfo::kind` of an ordinary client.
@@ -427,6 +430,7 @@ impl Registry {
             kind: AtomicU8::new(KIND_NORMAL),
             push: Mutex::new(None),
             tracking: Mutex::new(tracking::Mode::default()),
+            push_offered: AtomicBool::new(false),
         });
         self.clients.insert(id, info.clone());
         // A connection registered while `kill_all` ran is killed too (it checks `closing`
@@ -614,6 +618,23 @@ impl ClientState {
             }
             s
         })
+    }
+
+    /// Takes up the push queue another client made for this connection (CLIENT TRACKING
+    /// REDIRECT to it), so that it waits for its messages from now on.
+    #[inline]
+    pub fn adopt_push_queue(&mut self) {
+        if !self.info.push_offered.load(Ordering::Relaxed) {
+            return;
+        }
+        self.info.push_offered.store(false, Ordering::Relaxed);
+        if self.subs.is_none() {
+            let queue = self.info.push.lock().ok().and_then(|q| q.clone());
+            if let Some(q) = queue {
+                q.set_resp(self.resp);
+                self.subs = Some(Box::new(push::Subscriptions::with_queue(q)));
+            }
+        }
     }
 
     /// The push queue, once the client has subscribed.

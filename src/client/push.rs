@@ -184,8 +184,13 @@ pub struct Subscriptions {
 impl Subscriptions {
     /// No subscriptions yet, with a fresh queue.
     pub fn new(resp: u8) -> Self {
+        Self::with_queue(std::sync::Arc::new(PushQueue::new(resp)))
+    }
+
+    /// No subscriptions yet, around `queue` (one made for the connection by another).
+    pub fn with_queue(queue: std::sync::Arc<PushQueue>) -> Self {
         Subscriptions {
-            queue: std::sync::Arc::new(PushQueue::new(resp)),
+            queue,
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),

@@ -92,6 +92,8 @@ struct Tables {
     seed: u64,
     /// The output limit messages are queued under (pub/sub's: `after_command` keeps it).
     push_limit: PushLimit,
+    /// `tracking-table-max-keys`, as `after_command` last saw it, for `tick`.
+    max_keys: u64,
 }
 
 /// The server's tracking state (one per keyspace).
@@ -226,6 +228,21 @@ impl Tracking {
             for p in opts.prefixes {
                 add(p, &mut mode);
             }
+        }
+    }
+
+    /// Gives `target` (a REDIRECT's) a push queue if it has none, for its connection to take
+    /// up after its next command: a RESP3 client that neither subscribes nor tracks can then
+    /// still receive the messages redirected to it.
+    pub fn offer_queue(target: &ClientInfo) {
+        let Ok(mut push) = target.push.lock() else {
+            return;
+        };
+        if push.is_none() {
+            *push = Some(Arc::new(super::push::PushQueue::new(
+                target.resp.load(Ordering::Relaxed),
+            )));
+            target.push_offered.store(true, Ordering::Relaxed);
         }
     }
 
@@ -364,8 +381,23 @@ impl Tracking {
             return;
         };
         t.push_limit = push_limit;
+        t.max_keys = max_keys;
         self.broadcast(&mut t);
         self.limit(&mut t, max_keys, current);
+    }
+
+    /// `after_command` for the store's own changes (a reaper's pass; Redis's `serverCron` and
+    /// `beforeSleep`): with the bound and limit the last command saw.
+    pub fn tick(&self) {
+        if !self.is_active() {
+            return;
+        }
+        let Ok(mut t) = self.tables.lock() else {
+            return;
+        };
+        self.broadcast(&mut t);
+        let max_keys = t.max_keys;
+        self.limit(&mut t, max_keys, 0);
     }
 
     fn broadcast(&self, t: &mut Tables) {

@@ -362,6 +362,7 @@ fn execute_request(
 /// one transaction), and BCAST's changed keys go out, with the tracking table trimmed to
 /// `tracking-table-max-keys` (Redis does both once per event-loop turn).
 fn after_tracking(shared: &Shared, client: &mut ClientState, entry: &CommandEntry) {
+    client.adopt_push_queue();
     if client.caching
         && client.multi.is_none()
         && !entry.spec.roles.contains(Roles::KEEPS_CACHING)

@@ -54,12 +54,14 @@ impl Command for ClientTracking {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let tracking = ctx.shared.keyspace.tracking().clone();
         let opts = self.opts;
-        if opts.redirect != 0 && ctx.shared.clients.get(opts.redirect).is_none() {
-            return Err(no_such_client());
-        }
+        let target = match opts.redirect {
+            0 => None,
+            id => Some(ctx.shared.clients.get(id).ok_or_else(no_such_client)?),
+        };
         if self.on.eq_ignore_ascii_case(b"off") {
             tracking.disable(&ctx.client.info);
             ctx.client.tracking = false;
+            ctx.client.caching = false;
             return Ok(Reply::ok());
         }
         if !self.on.eq_ignore_ascii_case(b"on") {
@@ -102,6 +104,11 @@ impl Command for ClientTracking {
         }
         // Invalidations reach the connection through its push queue, also while it idles.
         ctx.client.subscriptions();
+        if let Some(target) = &target
+            && target.id != ctx.client.id()
+        {
+            Tracking::offer_queue(target);
+        }
         tracking.enable(&ctx.client.info, opts);
         ctx.client.tracking = true;
         Ok(Reply::ok())
