@@ -332,7 +332,14 @@ impl Tracking {
                 continue;
             }
             let held = id == current;
-            send(registry, &target, &mut mode, &one_key(key), held, t.push_limit);
+            send(
+                registry,
+                &target,
+                &mut mode,
+                &one_key(key),
+                held,
+                t.push_limit,
+            );
         }
     }
 
@@ -363,7 +370,14 @@ impl Tracking {
                 } else {
                     b"$-1\r\n"
                 };
-                send(registry, &target, &mut mode, null, id == current, t.push_limit);
+                send(
+                    registry,
+                    &target,
+                    &mut mode,
+                    null,
+                    id == current,
+                    t.push_limit,
+                );
             }
         }
         t.keys = IndexMap::new();
@@ -470,7 +484,7 @@ fn send(
     held: bool,
     limit: PushLimit,
 ) {
-        let own_resp = client.resp.load(Ordering::Relaxed);
+    let own_resp = client.resp.load(Ordering::Relaxed);
     let mut redirected = None;
     if mode.redirect != 0 {
         match registry.get(mode.redirect) {
@@ -492,8 +506,7 @@ fn send(
     let mut msg = BytesMut::with_capacity(value.len() + 48);
     if target.resp.load(Ordering::Relaxed) > 2 {
         msg.put_slice(b">2\r\n$10\r\ninvalidate\r\n");
-    } else if redirected.is_some() && target.subs.iter().any(|s| s.load(Ordering::Relaxed) > 0)
-    {
+    } else if redirected.is_some() && target.subs.iter().any(|s| s.load(Ordering::Relaxed) > 0) {
         msg.put_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
     } else {
         // RESP2 without a subscribed redirection: nothing can carry it.
@@ -581,7 +594,10 @@ mod tests {
             &encode_keys(&keys, None).unwrap()[..],
             b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
         );
-        assert_eq!(&encode_keys(&keys, Some(2)).unwrap()[..], b"*1\r\n$1\r\nb\r\n");
+        assert_eq!(
+            &encode_keys(&keys, Some(2)).unwrap()[..],
+            b"*1\r\n$1\r\nb\r\n"
+        );
         keys.remove(&b("b"));
         assert!(encode_keys(&keys, Some(2)).is_none());
     }

@@ -223,7 +223,10 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller
     drop(mode);
     ctx.shared.keyspace.tracking().remember(
         ctx.client.id(),
-        spec.keys.positions(args).filter_map(|i| args.get(i)).map(|k| &k[..]),
+        spec.keys
+            .positions(args)
+            .filter_map(|i| args.get(i))
+            .map(|k| &k[..]),
     );
 }
 

@@ -363,9 +363,7 @@ fn execute_request(
 /// `tracking-table-max-keys` (Redis does both once per event-loop turn).
 fn after_tracking(shared: &Shared, client: &mut ClientState, entry: &CommandEntry) {
     client.adopt_push_queue();
-    if client.caching
-        && client.multi.is_none()
-        && !entry.spec.roles.contains(Roles::KEEPS_CACHING)
+    if client.caching && client.multi.is_none() && !entry.spec.roles.contains(Roles::KEEPS_CACHING)
     {
         client.caching = false;
     }

@@ -8,8 +8,7 @@ use bytes::Bytes;
 use crate::commands::server::Help;
 use crate::commands::server::connection::{set_name, validate_client_name};
 use crate::engine::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Roles, VariantCommand, run_sub,
-    run_sub_as,
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Roles, VariantCommand, run_sub, run_sub_as,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
