@@ -69,6 +69,7 @@ pub struct ScriptRules {
 const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
@@ -343,6 +344,20 @@ fn client_policy<'s>(
     if let Some(reply) = crate::services::persist::misconf(shared, spec) {
         return Err(reject(shared, client, Some(entry), reply));
     }
+    // min-replicas-to-write: writes need enough replicas that acknowledged lately.
+    let (to_write, max_lag) = shared.live.min_replicas();
+    if to_write > 0
+        && spec.has(CmdFlags::WRITE)
+        && !client.master_link
+        && !shared.repl.enough_good_replicas(to_write, max_lag)
+    {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(NOREPLICAS.into()),
+        ));
+    }
     if spec.has(CmdFlags::WRITE) && crate::engine::read_only_replica(shared, client) {
         return Err(reject(
             shared,
@@ -389,6 +404,14 @@ fn script_policy(
     }
     if writes && crate::engine::read_only_replica(shared, client) {
         return Some(Reply::Error(crate::engine::READONLY.into()));
+    }
+    let (to_write, max_lag) = shared.live.min_replicas();
+    if writes
+        && to_write > 0
+        && !client.master_link
+        && !shared.repl.enough_good_replicas(to_write, max_lag)
+    {
+        return Some(Reply::Error(NOREPLICAS.into()));
     }
     let maxmemory = shared.live.maxmemory();
     if maxmemory > 0

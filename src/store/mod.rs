@@ -569,6 +569,13 @@ impl<'a> Locked<'a> {
         shard.find_read(db, hash, key, now_ms)
     }
 
+    /// `read` that does not count as an access (Redis's LOOKUP_NOTOUCH: TTL, TYPE, EXISTS
+    /// leave OBJECT IDLETIME alone).
+    pub fn read_untouched(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find_read_untouched(db, hash, key, now_ms)
+    }
+
     /// A write lookup: lazy expiry, no stats. To change a value in place, use `modify` /
     /// `modify_or_create` (the `access` guard signals WATCH); this one is for reads before a
     /// write and for replacing a value whole.

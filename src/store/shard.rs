@@ -358,6 +358,23 @@ impl Shard {
         Some(e)
     }
 
+    /// `find_read` that leaves the key's access time alone (Redis's read lookup with
+    /// LOOKUP_NOTOUCH: TTL, TYPE, EXISTS).
+    pub fn find_read_untouched(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<&mut Entry> {
+        let lru = self.peek(db, hash, key).map(|e| e.lru);
+        let e = self.find_read(db, hash, key, now_ms)?;
+        if let Some(lru) = lru {
+            e.lru = lru;
+        }
+        Some(e)
+    }
+
     /// `find` for a read: also counts a keyspace hit or miss, as Redis's read lookups do.
     pub fn find_read(
         &mut self,
