@@ -102,8 +102,10 @@ pub struct Libraries {
 impl Libraries {
     fn add(&mut self, lib: Arc<Library>) {
         for (i, f) in lib.functions.iter().enumerate() {
+            // The first of two names equal but for case keeps the slot, as Redis's dictAdd.
             self.functions
-                .insert(f.name.to_ascii_lowercase(), (lib.clone(), i));
+                .entry(f.name.to_ascii_lowercase())
+                .or_insert_with(|| (lib.clone(), i));
         }
         self.libraries.insert(lib.name.clone(), lib);
     }
@@ -333,7 +335,8 @@ fn register_function(pending: &Pending, args: MultiValue) -> mlua::Result<()> {
             "ERR redis.register_function can only be called on FUNCTION LOAD command",
         ));
     };
-    if list.iter().any(|r| r.info.name.eq_ignore_ascii_case(&name)) {
+    // Case-sensitive within a library (Redis's library dictionary), unlike FCALL's lookup.
+    if list.iter().any(|r| r.info.name == name) {
         return Err(err_reply("ERR Function already exists in the library"));
     }
     list.push(Registered {
