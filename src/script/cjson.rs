@@ -16,9 +16,10 @@ use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 use crate::num::fmt_g;
 
 /// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
-/// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and
-/// decodes recursively, sized to fit a 2 MiB stack in a debug build (1000 levels do not).
-pub(super) const MAX_DEPTH: usize = 256;
+/// `cjson.decode_max_depth()` report: lua-cjson's default, Redis's. sluice encodes and decodes
+/// recursively; 1000 levels fit the scripts' worker stack (`script::WORKER_STACK`) in a
+/// debug build, as `script::tests` checks on a stack of that size.
+pub(super) const MAX_DEPTH: usize = 1000;
 
 /// `cjson.null`.
 pub(super) fn null() -> Value {

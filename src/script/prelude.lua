@@ -102,8 +102,8 @@ cjson.decode = D.cjson_decode
 -- The settings keep their defaults in sluice; the getters report them. The nesting limits
 -- are sluice's (256; lua-cjson's default is 1000), see cjson.rs.
 function cjson.encode_sparse_array() return false, 2, 10 end
-function cjson.encode_max_depth() return 256 end
-function cjson.decode_max_depth() return 256 end
+function cjson.encode_max_depth() return 1000 end
+function cjson.decode_max_depth() return 1000 end
 function cjson.encode_number_precision() return 14 end
 function cjson.encode_keep_buffer() return true end
 function cjson.encode_invalid_numbers() return false end
