@@ -664,6 +664,13 @@ impl CommandTable {
             .find(|s| name.eq_ignore_ascii_case(s.spec.short_name().as_bytes()))
     }
 
+    /// The subcommands' entries of `entry` (none for a command without subcommands).
+    pub fn sub_entries(&self, entry: &CommandEntry) -> &[CommandEntry] {
+        self.entries
+            .get(entry.subs.start as usize..entry.subs.end as usize)
+            .unwrap_or(&[])
+    }
+
     /// The entry a [`CmdId`] names.
     pub fn entry(&self, id: CmdId) -> Option<&CommandEntry> {
         self.entries.get(id.0 as usize)
