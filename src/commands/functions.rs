@@ -96,7 +96,7 @@ pub(crate) static FUNCTION: &[C] = &[
         -2,
         &["write", "noscript"],
         KeySpec::None,
-        run_sub::<FunctionFlush>,
+        function_flush,
     )
     .with_acl(&["@write", "@slow", "@scripting"])
     .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
@@ -230,12 +230,7 @@ impl VariantCommand for Fcall {
                 "ERR Can not run script on cluster, 'no-cluster' flag is set.",
             ));
         }
-        if !flags.allow_oom && !flags.no_writes {
-            let maxmemory = ctx.shared.live.maxmemory();
-            if maxmemory > 0 && crate::alloc_stats::allocated() > maxmemory {
-                return Err(CmdError::msg(crate::store::evict::OOM_ERROR));
-            }
-        }
+        crate::commands::scripting::refuse_declared_writer(ctx, !flags.no_writes, flags.allow_oom)?;
         let (keys, argv) = self.rest.split_at(numkeys as usize);
         let mut command = Vec::with_capacity(self.rest.len() + 3);
         command.push(self.sent.clone());
@@ -327,9 +322,8 @@ impl crate::engine::Command for FunctionFlush {
             [_] => Err(CmdError::msg(
                 "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
             )),
-            _ => Err(CmdError::msg(
-                "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.",
-            )),
+            // Too many arguments: `function_flush` answered before parsing.
+            _ => Err(CmdError::Syntax),
         }
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -422,19 +416,28 @@ impl crate::engine::Command for FunctionDump {
     }
 }
 
-/// FUNCTION RESTORE's row: too many arguments get Redis's subcommand error, which names the
-/// subcommand as the client sent it.
-fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if args.len() > 4 {
-        return Reply::Error(
+/// Redis's error for a FUNCTION subcommand given more than `max` arguments (name
+/// included): it names the subcommand as the client sent it.
+fn too_many_arguments(args: &[Bytes], max: usize) -> Option<Reply> {
+    (args.len() > max).then(|| {
+        Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
                 crate::engine::printable(&args[1], 128)
             )
             .into(),
-        );
-    }
-    run_sub::<FunctionRestore>(ctx, args)
+        )
+    })
+}
+
+/// FUNCTION RESTORE's row (at most a payload and a policy).
+fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    too_many_arguments(args, 4).unwrap_or_else(|| run_sub::<FunctionRestore>(ctx, args))
+}
+
+/// FUNCTION FLUSH's row (at most a mode).
+fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    too_many_arguments(args, 3).unwrap_or_else(|| run_sub::<FunctionFlush>(ctx, args))
 }
 
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]

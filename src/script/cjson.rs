@@ -21,6 +21,74 @@ use crate::num::fmt_g;
 /// debug build, as `script::tests` checks on a stack of that size.
 pub(super) const MAX_DEPTH: usize = 1000;
 
+thread_local! {
+    /// The nesting limits of the encode or decode running on this thread: the VM's
+    /// `cjson.encode_max_depth` / `decode_max_depth` settings, at most `MAX_DEPTH` (deeper
+    /// would not fit the stack; a setting above it is reported as set).
+    static ENCODE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
+    static DECODE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
+}
+
+const ENCODE_DEPTH_KEY: &str = "sluice.cjson.encode_max_depth";
+const DECODE_DEPTH_KEY: &str = "sluice.cjson.decode_max_depth";
+
+fn depth_setting(lua: &Lua, key: &str) -> usize {
+    lua.named_registry_value::<Option<usize>>(key)
+        .ok()
+        .flatten()
+        .unwrap_or(MAX_DEPTH)
+}
+
+/// `cjson.encode_max_depth([depth])` / `cjson.decode_max_depth([depth])`: sets the VM's
+/// limit when given one (1 to 2^31-1, as lua-cjson checks), and returns it.
+pub(super) fn max_depth(lua: &Lua, args: MultiValue, decode: bool) -> mlua::Result<MultiValue> {
+    let key = if decode {
+        DECODE_DEPTH_KEY
+    } else {
+        ENCODE_DEPTH_KEY
+    };
+    if let Some(v) = args.iter().next().filter(|v| !v.is_nil()) {
+        let n = match v {
+            Value::Integer(i) => Some(*i as f64),
+            Value::Number(n) => Some(*n),
+            Value::String(s) => std::str::from_utf8(&s.as_bytes())
+                .ok()
+                .and_then(|t| t.trim().parse::<f64>().ok()),
+            _ => None,
+        };
+        let name = if decode {
+            "decode_max_depth"
+        } else {
+            "encode_max_depth"
+        };
+        match n {
+            Some(n) if (1.0..=2_147_483_647.0).contains(&n) => {
+                lua.set_named_registry_value(key, n as usize)?;
+            }
+            None => {
+                let got = if matches!(v, Value::String(_)) {
+                    "string"
+                } else {
+                    lua_type_name(v)
+                };
+                return fail(
+                    lua,
+                    format!("bad argument #1 to '{name}' (number expected, got {got})"),
+                );
+            }
+            Some(_) => {
+                return fail(
+                    lua,
+                    format!(
+                        "bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"
+                    ),
+                );
+            }
+        }
+    }
+    ok(Value::Integer(depth_setting(lua, key) as i64))
+}
+
 /// `cjson.null`.
 pub(super) fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
@@ -45,6 +113,7 @@ pub(super) fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             "bad argument #1 to 'encode' (expected 1 argument)".into(),
         );
     }
+    ENCODE_LIMIT.set(depth_setting(lua, ENCODE_DEPTH_KEY).min(MAX_DEPTH));
     let mut out = Vec::new();
     match encode_value(&args[0], 0, &mut out) {
         Ok(()) => ok(Value::String(lua.create_string(&out)?)),
@@ -137,7 +206,7 @@ fn array_length(t: &Table) -> Result<Option<usize>, String> {
 }
 
 fn encode_table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+    if depth > ENCODE_LIMIT.get() {
         return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
     match array_length(t)? {
@@ -197,6 +266,7 @@ pub(super) fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             "bad argument #1 to 'decode' (expected 1 argument)".into(),
         );
     }
+    DECODE_LIMIT.set(depth_setting(lua, DECODE_DEPTH_KEY).min(MAX_DEPTH));
     let text = match &args[0] {
         Value::String(s) => s.as_bytes().to_vec(),
         Value::Integer(i) => i.to_string().into_bytes(),
@@ -464,7 +534,7 @@ impl Parser<'_> {
     }
 
     fn nesting(&self, depth: usize, at: usize) -> Result<(), Fail> {
-        if depth > MAX_DEPTH {
+        if depth > DECODE_LIMIT.get() {
             return Err(Fail::Msg(format!(
                 "Found too many nested data structures ({depth}) at character {at}"
             )));
