@@ -29,6 +29,50 @@ thread_local! {
     static DECODE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
 }
 
+thread_local! {
+    /// `cjson.encode_invalid_numbers` for the encode running on this thread: 0 refuse NaN
+    /// and Inf (the default), 1 write `nan` / `inf` / `-inf` (as Redis's cjson), 2 `null`.
+    static INVALID_NUMBERS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+const INVALID_NUMBERS_KEY: &str = "sluice.cjson.encode_invalid_numbers";
+
+/// `cjson.encode_invalid_numbers([setting])`: `true`/`"on"`, `false`/`"off"` or `"null"`
+/// sets it; returns it (a boolean, or `"null"`), as lua-cjson.
+pub(super) fn encode_invalid_numbers(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if let Some(v) = args.iter().next().filter(|v| !v.is_nil()) {
+        let mode = match v {
+            Value::Boolean(b) => Some(u8::from(*b)),
+            Value::String(s) => match &s.as_bytes()[..] {
+                b"off" => Some(0),
+                b"on" => Some(1),
+                b"null" => Some(2),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(mode) = mode else {
+            let shown = match v {
+                Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                other => lua_type_name(other).to_string(),
+            };
+            return fail(
+                lua,
+                format!("bad argument #1 to '?' (invalid option '{shown}')"),
+            );
+        };
+        lua.set_named_registry_value(INVALID_NUMBERS_KEY, mode)?;
+    }
+    let mode: u8 = lua
+        .named_registry_value::<Option<u8>>(INVALID_NUMBERS_KEY)?
+        .unwrap_or(0);
+    ok(match mode {
+        0 => Value::Boolean(false),
+        1 => Value::Boolean(true),
+        _ => Value::String(lua.create_string("null")?),
+    })
+}
+
 const ENCODE_DEPTH_KEY: &str = "sluice.cjson.encode_max_depth";
 const DECODE_DEPTH_KEY: &str = "sluice.cjson.decode_max_depth";
 
@@ -114,6 +158,12 @@ pub(super) fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
         );
     }
     ENCODE_LIMIT.set(depth_setting(lua, ENCODE_DEPTH_KEY).min(MAX_DEPTH));
+    INVALID_NUMBERS.set(
+        lua.named_registry_value::<Option<u8>>(INVALID_NUMBERS_KEY)
+            .ok()
+            .flatten()
+            .unwrap_or(0),
+    );
     let mut out = Vec::new();
     match encode_value(&args[0], 0, &mut out) {
         Ok(()) => ok(Value::String(lua.create_string(&out)?)),
@@ -138,7 +188,15 @@ pub(super) fn lua_type_name(v: &Value) -> &'static str {
 
 fn encode_number(n: f64, out: &mut Vec<u8>) -> Result<(), String> {
     if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+        match INVALID_NUMBERS.get() {
+            0 => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+            // Redis's cjson prints them as C does.
+            1 if n.is_nan() => out.extend_from_slice(b"nan"),
+            1 if n < 0.0 => out.extend_from_slice(b"-inf"),
+            1 => out.extend_from_slice(b"inf"),
+            _ => out.extend_from_slice(b"null"),
+        }
+        return Ok(());
     }
     out.extend_from_slice(fmt_g(n, 14).as_bytes());
     Ok(())

@@ -525,6 +525,12 @@ impl Vm {
             "cjson_decode_max_depth",
             lua.create_function(|lua, args| raising(lua, cjson::max_depth(lua, args, true)?))?,
         )?;
+        private.raw_set(
+            "cjson_encode_invalid_numbers",
+            lua.create_function(|lua, args| {
+                raising(lua, cjson::encode_invalid_numbers(lua, args)?)
+            })?,
+        )?;
         private.raw_set("null", cjson::null())?;
         let bit = lua.create_table()?;
         for &name in bitop::FUNCTIONS {

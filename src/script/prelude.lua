@@ -103,10 +103,10 @@ cjson.decode = D.cjson_decode
 -- enforces, see cjson.rs); the other settings keep their defaults and the getters report them.
 cjson.encode_max_depth = D.cjson_encode_max_depth
 cjson.decode_max_depth = D.cjson_decode_max_depth
+cjson.encode_invalid_numbers = D.cjson_encode_invalid_numbers
 function cjson.encode_sparse_array() return false, 2, 10 end
 function cjson.encode_number_precision() return 14 end
 function cjson.encode_keep_buffer() return true end
-function cjson.encode_invalid_numbers() return false end
 function cjson.decode_invalid_numbers() return true end
 function cjson.new() return G.cjson end
 
