@@ -399,7 +399,8 @@ fn script_policy(
         return Some(Reply::Error(NOT_FROM_SCRIPT.into()));
     }
     let writes = spec.has(CmdFlags::WRITE);
-    if writes && rules.read_only {
+    // A read-only script may not call what may replicate either (PUBLISH…), as in Redis.
+    if (writes || spec.roles.contains(Roles::MAY_REPLICATE)) && rules.read_only {
         return Some(Reply::Error(RO_SCRIPT.into()));
     }
     if writes && crate::engine::read_only_replica(shared, client) {
