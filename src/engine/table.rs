@@ -801,6 +801,30 @@ mod tests {
         roles.extend(r(&["eval", "eval_ro"], Roles::EVAL));
         roles.extend(r(&["evalsha", "evalsha_ro"], Roles::EVALSHA));
         roles.push(("debug", Roles::PROTECTED));
+        roles.extend(r(
+            &[
+                "client|setname",
+                "client|getname",
+                "client|id",
+                "client|info",
+                "client|list",
+                "client|kill",
+                "client|setinfo",
+                "client|no-evict",
+                "client|maint_notifications",
+                "client|no-touch",
+                "client|unblock",
+                "client|pause",
+                "client|unpause",
+                "client|reply",
+                "client|help",
+                "client|tracking",
+                "client|caching",
+                "client|getredir",
+                "client|trackinginfo",
+            ],
+            Roles::KEEPS_CACHING,
+        ));
         for (name, want) in &roles {
             assert_eq!(spec(name).roles, *want, "{name}");
         }
