@@ -6,6 +6,7 @@
 //! short inserts, removals and snapshots.
 
 pub mod push;
+pub mod tracking;
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -70,6 +71,14 @@ pub struct ClientInfo {
     pub kind: AtomicU8,
     /// The ACL user it is logged in as (CLIENT LIST `user`, CLIENT KILL USER).
     pub user: Mutex<Bytes>,
+    /// The connection's push queue, once it has one (a subscription or tracking): where
+    /// invalidation messages for it go.
+    pub push: Mutex<Option<Arc<push::PushQueue>>>,
+    /// CLIENT TRACKING's mode (`client::tracking`).
+    pub tracking: Mutex<tracking::Mode>,
+    /// Another client made `push` for this one (it redirects its invalidations here): the
+    /// connection takes it up after its next command (`ClientState::adopt_push_queue`).
+    pub push_offered: AtomicBool,
 }
 
 /// `ClientInfo::kind` of an ordinary client.
@@ -186,6 +195,19 @@ impl ClientInfo {
         if self.readonly.load(Ordering::Relaxed) {
             flags.push('r');
         }
+        let redir = match self.tracking.lock() {
+            Ok(m) if m.on => {
+                flags.push('t');
+                if m.broken_redirect {
+                    flags.push('R');
+                }
+                if m.bcast {
+                    flags.push('B');
+                }
+                m.redirect as i64
+            }
+            _ => -1,
+        };
         if flags.is_empty() {
             flags.push('N');
         }
@@ -194,7 +216,7 @@ impl ClientInfo {
         let multi_mem = self.multi_mem.load(Ordering::Relaxed);
         let tot_mem = self.memory();
         format!(
-            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={}",
+            "id={} addr={} laddr={} fd=8 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free=0 argv-mem={} multi-mem={} rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir={} resp={}",
             self.id,
             self.addr,
             self.laddr,
@@ -213,6 +235,7 @@ impl ClientInfo {
             tot_mem,
             if cmd.is_empty() { "NULL" } else { cmd },
             String::from_utf8_lossy(&self.user()),
+            redir,
             self.resp.load(Ordering::Relaxed),
         )
     }
@@ -414,6 +437,9 @@ impl Registry {
             readonly: AtomicBool::new(false),
             kind: AtomicU8::new(KIND_NORMAL),
             user: Mutex::new(Bytes::from_static(b"default")),
+            push: Mutex::new(None),
+            tracking: Mutex::new(tracking::Mode::default()),
+            push_offered: AtomicBool::new(false),
         });
         self.clients.insert(id, info.clone());
         // A connection registered while `kill_all` ran is killed too (it checks `closing`
@@ -522,8 +548,16 @@ pub struct ClientState {
     pub authenticated: bool,
     /// The ACL user the connection runs as (`default` until AUTH names another).
     pub user: Bytes,
-    /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE on.
+    /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE (or CLIENT
+    /// TRACKING ON) on.
     pub subs: Option<Box<push::Subscriptions>>,
+    /// CLIENT TRACKING is on (its mode is in `info.tracking`).
+    pub tracking: bool,
+    /// CLIENT CACHING YES|NO, for the next command (or transaction).
+    pub caching: bool,
+    /// A script running for this client called a read-only command (tracking remembers
+    /// the script's keys when it ends).
+    pub script_read: bool,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP was the previous command: no reply to this one.
@@ -565,6 +599,9 @@ impl ClientState {
             authenticated: true,
             user: Bytes::from_static(b"default"),
             subs: None,
+            tracking: false,
+            caching: false,
+            script_read: false,
             reply_off: false,
             reply_skip: false,
             reply_skip_next: false,
@@ -579,6 +616,37 @@ impl ClientState {
     /// True while subscribed to anything (Redis's `CLIENT_PUBSUB`).
     pub fn subscribed(&self) -> bool {
         self.subs.as_ref().is_some_and(|s| s.active())
+    }
+
+    /// The client's subscriptions, made (with the push queue other clients reach through
+    /// `info.push`) on first use.
+    pub fn subscriptions(&mut self) -> &mut push::Subscriptions {
+        let resp = self.resp;
+        let info = &self.info;
+        self.subs.get_or_insert_with(|| {
+            let s = Box::new(push::Subscriptions::new(resp));
+            if let Ok(mut p) = info.push.lock() {
+                *p = Some(s.queue.clone());
+            }
+            s
+        })
+    }
+
+    /// Takes up the push queue another client made for this connection (CLIENT TRACKING
+    /// REDIRECT to it), so that it waits for its messages from now on.
+    #[inline]
+    pub fn adopt_push_queue(&mut self) {
+        if !self.info.push_offered.load(Ordering::Relaxed) {
+            return;
+        }
+        self.info.push_offered.store(false, Ordering::Relaxed);
+        if self.subs.is_none() {
+            let queue = self.info.push.lock().ok().and_then(|q| q.clone());
+            if let Some(q) = queue {
+                q.set_resp(self.resp);
+                self.subs = Some(Box::new(push::Subscriptions::with_queue(q)));
+            }
+        }
     }
 
     /// The push queue, once the client has subscribed.

@@ -35,6 +35,9 @@ pub struct PushLimit {
 #[derive(Debug, Default)]
 struct Inner {
     items: VecDeque<Bytes>,
+    /// Messages for after the reply being made (a tracking client's own invalidations,
+    /// see `client::tracking`): moved to `items` by `release_held`.
+    held: Vec<Bytes>,
     /// When the queue went over the soft limit, while it stays over.
     over_soft_since: Option<Instant>,
 }
@@ -111,6 +114,30 @@ impl PushQueue {
         self.ready.notify_one();
     }
 
+    /// Keeps `msg` until the reply of the command running now is out (`release_held`).
+    pub fn push_held(&self, msg: Bytes) {
+        if let Ok(mut inner) = self.inner.lock() {
+            // Bounded by what one command changes; its size is counted once released.
+            inner.held.push(msg);
+        }
+    }
+
+    /// The reply is out: what was held is queued, after it.
+    pub fn release_held(&self) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if inner.held.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut inner.held);
+        let n: usize = held.iter().map(|m| m.len()).sum();
+        self.bytes.fetch_add(n, Ordering::AcqRel);
+        inner.items.extend(held);
+        drop(inner);
+        self.ready.notify_one();
+    }
+
     /// Moves every queued message into the connection's output buffer (whose own limit
     /// check counts them from then on); returns their size.
     pub fn take_into(&self, out: &mut bytes::BytesMut) -> usize {
@@ -157,8 +184,13 @@ pub struct Subscriptions {
 impl Subscriptions {
     /// No subscriptions yet, with a fresh queue.
     pub fn new(resp: u8) -> Self {
+        Self::with_queue(std::sync::Arc::new(PushQueue::new(resp)))
+    }
+
+    /// No subscriptions yet, around `queue` (one made for the connection by another).
+    pub fn with_queue(queue: std::sync::Arc<PushQueue>) -> Self {
         Subscriptions {
-            queue: std::sync::Arc::new(PushQueue::new(resp)),
+            queue,
             channels: IndexSet::new(),
             patterns: IndexSet::new(),
             shard_channels: IndexSet::new(),

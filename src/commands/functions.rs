@@ -10,9 +10,7 @@
 use bytes::Bytes;
 
 use crate::commands::scripting::{RunAs, run_locked};
-use crate::engine::{
-    Access, ArgCursor, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_as, run_sub,
-};
+use crate::engine::{Access, ArgCursor, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::script::KillOutcome;
@@ -56,7 +54,7 @@ pub(crate) static COMMANDS: &[C] = &[
             &["RW", "access", "update"],
             crate::commands::scripting::RW_NOTES,
         ),
-        |c, a| run_as::<Fcall>(c, a, Access::ReadWrite),
+        |c, a| fcall(c, a, Access::ReadWrite),
     )
     .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::FCALL))
     .with_effect(crate::repl::effects::Effect::Inner)
@@ -66,7 +64,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -3,
         FCALL_RO_FLAGS,
         keynum(&["RO", "access"], crate::commands::scripting::RO_NOTES),
-        |c, a| run_as::<Fcall>(c, a, Access::ReadOnly),
+        |c, a| fcall(c, a, Access::ReadOnly),
     )
     .with_roles(crate::engine::Roles::FCALL)
     .with_effect(crate::repl::effects::Effect::Inner)
@@ -98,7 +96,7 @@ pub(crate) static FUNCTION: &[C] = &[
         -2,
         &["write", "noscript"],
         KeySpec::None,
-        run_sub::<FunctionFlush>,
+        function_flush,
     )
     .with_acl(&["@write", "@slow", "@scripting"])
     .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
@@ -124,7 +122,7 @@ pub(crate) static FUNCTION: &[C] = &[
         -3,
         &["write", "denyoom", "noscript"],
         KeySpec::None,
-        run_sub::<FunctionRestore>,
+        function_restore,
     )
     .with_acl(&["@write", "@slow", "@scripting"])
     .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
@@ -160,9 +158,25 @@ pub(crate) static FUNCTION: &[C] = &[
     .with_acl(&["@slow", "@scripting"]),
 ];
 
+/// FCALL / FCALL_RO's rows: `run_as`, keeping the command's name as the client sent it for
+/// FUNCTION STATS (a test matches it to decide when to send FUNCTION KILL).
+fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes], access: Access) -> Reply {
+    let mut a = ArgCursor::new(args.get(1..).unwrap_or(&[]));
+    let parsed = Fcall::parse(&mut a, access).and_then(|f| a.finish().map(|()| f));
+    match parsed.and_then(|mut f| {
+        f.sent = args[0].clone();
+        f.apply(ctx)
+    }) {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
+
 /// FCALL / FCALL_RO function numkeys [key …] [arg …]
 #[derive(Debug)]
 pub(crate) struct Fcall {
+    /// The command's name as sent.
+    sent: Bytes,
     access: Access,
     name: Bytes,
     numkeys: Bytes,
@@ -175,6 +189,7 @@ impl VariantCommand for Fcall {
         let name = a.next()?.clone();
         let numkeys = a.next()?.clone();
         Ok(Fcall {
+            sent: Bytes::from_static(b"FCALL"),
             access,
             name,
             numkeys,
@@ -215,19 +230,10 @@ impl VariantCommand for Fcall {
                 "ERR Can not run script on cluster, 'no-cluster' flag is set.",
             ));
         }
-        if !flags.allow_oom && !flags.no_writes {
-            let maxmemory = ctx.shared.live.maxmemory();
-            if maxmemory > 0 && crate::alloc_stats::allocated() > maxmemory {
-                return Err(CmdError::msg(crate::store::evict::OOM_ERROR));
-            }
-        }
+        crate::commands::scripting::refuse_declared_writer(ctx, !flags.no_writes, flags.allow_oom)?;
         let (keys, argv) = self.rest.split_at(numkeys as usize);
         let mut command = Vec::with_capacity(self.rest.len() + 3);
-        command.push(Bytes::from_static(if read_only {
-            b"FCALL_RO"
-        } else {
-            b"FCALL"
-        }));
+        command.push(self.sent.clone());
         command.push(self.name.clone());
         command.push(self.numkeys.clone());
         command.extend(self.rest.iter().cloned());
@@ -316,9 +322,8 @@ impl crate::engine::Command for FunctionFlush {
             [_] => Err(CmdError::msg(
                 "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
             )),
-            _ => Err(CmdError::msg(
-                "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.",
-            )),
+            // Too many arguments: `function_flush` answered before parsing.
+            _ => Err(CmdError::Syntax),
         }
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -411,6 +416,30 @@ impl crate::engine::Command for FunctionDump {
     }
 }
 
+/// Redis's error for a FUNCTION subcommand given more than `max` arguments (name
+/// included): it names the subcommand as the client sent it.
+fn too_many_arguments(args: &[Bytes], max: usize) -> Option<Reply> {
+    (args.len() > max).then(|| {
+        Reply::Error(
+            format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                crate::engine::printable(&args[1], 128)
+            )
+            .into(),
+        )
+    })
+}
+
+/// FUNCTION RESTORE's row (at most a payload and a policy).
+fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    too_many_arguments(args, 4).unwrap_or_else(|| run_sub::<FunctionRestore>(ctx, args))
+}
+
+/// FUNCTION FLUSH's row (at most a mode).
+fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    too_many_arguments(args, 3).unwrap_or_else(|| run_sub::<FunctionFlush>(ctx, args))
+}
+
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]
 #[derive(Debug)]
 pub(crate) struct FunctionRestore {
@@ -431,11 +460,8 @@ impl crate::engine::Command for FunctionRestore {
                     "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
                 ));
             }
-            _ => {
-                return Err(CmdError::msg(
-                    "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.",
-                ));
-            }
+            // Too many arguments: `function_restore` answered before parsing.
+            _ => return Err(CmdError::Syntax),
         };
         Ok(FunctionRestore { payload, policy })
     }

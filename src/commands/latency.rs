@@ -1,7 +1,8 @@
 //! LATENCY LATEST | HISTORY event | RESET [event …] | HELP, over the latency monitor
 //! (`services::latency`).
 //!
-//! LATENCY DOCTOR, GRAPH and HISTOGRAM are not implemented (they answer Redis's
+//! LATENCY HISTOGRAM reports the per-command histograms of INFO latencystats
+//! (`services::stats`). LATENCY DOCTOR and GRAPH are not implemented (they answer Redis's
 //! unknown-subcommand error), and no event other than `command` and `fast-command` is
 //! recorded.
 
@@ -57,6 +58,19 @@ static LATENCY: &[C] = &[
     .with_acl(ADMIN_ACL)
     .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
+        "latency|histogram",
+        -2,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyHistogram>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
+    C::new(
         "latency|latest",
         2,
         ADMIN,
@@ -95,6 +109,64 @@ impl Command for LatencyLatest {
                 })
                 .collect(),
         ))
+    }
+}
+
+/// LATENCY HISTOGRAM [command …]: each command's calls and cumulative latency
+/// distribution; every command with samples when none is named. A name may be a
+/// subcommand (`config|get`); a command named stands for its subcommands too, and unknown
+/// names are skipped, as in Redis.
+#[derive(Debug)]
+pub(crate) struct LatencyHistogram {
+    names: Vec<Bytes>,
+}
+
+impl Command for LatencyHistogram {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyHistogram {
+            names: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let table = &ctx.shared.table;
+        let mut entries = Vec::new();
+        if self.names.is_empty() {
+            entries.extend(table.entries().iter());
+        }
+        for name in &self.names {
+            let found = match name.iter().position(|&c| c == b'|') {
+                None => table.get_entry(name),
+                Some(bar) => table
+                    .get_entry(&name[..bar])
+                    .and_then(|e| table.sub_entry(e, &name[bar + 1..])),
+            };
+            let Some(entry) = found else {
+                continue;
+            };
+            entries.push(entry);
+            if !name.contains(&b'|') {
+                entries.extend(table.sub_entries(entry));
+            }
+        }
+        let bulk = |s: &str| Reply::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+        let mut out = Vec::new();
+        for e in entries {
+            let Some((calls, cdf)) = e.stats.latency_cdf() else {
+                continue;
+            };
+            let histogram = cdf
+                .into_iter()
+                .map(|(us, n)| (Reply::Int(us as i64), Reply::Int(n as i64)))
+                .collect();
+            out.push((
+                bulk(e.spec.name),
+                Reply::Map(vec![
+                    (bulk("calls"), Reply::Int(calls as i64)),
+                    (bulk("histogram_usec"), Reply::Map(histogram)),
+                ]),
+            ));
+        }
+        Ok(Reply::Map(out))
     }
 }
 

@@ -255,9 +255,16 @@ impl VariantCommand for Eval {
         } else {
             scripts.load(&self.script).map_err(CmdError::owned)?
         };
+        let flags = script.flags;
+        if flags.shebang {
+            // Declared flags replace the command's (Redis's `evalGetCommandFlags`): a script
+            // that may write is refused up front past maxmemory (unless `allow-oom`) or
+            // without enough good replicas, whatever it would run.
+            refuse_declared_writer(ctx, !flags.no_writes, flags.allow_oom)?;
+        }
         let how = RunAs {
             read_only: self.access == Access::ReadOnly || script.flags.no_writes,
-            allow_oom: false,
+            allow_oom: flags.shebang && flags.allow_oom,
             function: None,
             slot: crate::commands::cluster::script_slot(&self.keys),
             cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
@@ -267,6 +274,33 @@ impl VariantCommand for Eval {
             scripts.run(&script, keys, argv, host)
         }))
     }
+}
+
+/// What `processCommand` refuses of a script or function whose declared flags say it may
+/// write (`writes`): OOM past maxmemory unless it allows it, NOREPLICAS without enough good
+/// replicas (`min-replicas-to-write`).
+pub(crate) fn refuse_declared_writer(
+    ctx: &Ctx<'_>,
+    writes: bool,
+    allow_oom: bool,
+) -> CmdResult<()> {
+    if !writes {
+        return Ok(());
+    }
+    let maxmemory = ctx.shared.live.maxmemory();
+    if !allow_oom && maxmemory > 0 && crate::alloc_stats::allocated() > maxmemory {
+        return Err(CmdError::msg(crate::store::evict::OOM_ERROR));
+    }
+    let (to_write, max_lag) = ctx.shared.live.min_replicas();
+    if to_write > 0
+        && !ctx.client.master_link
+        && !ctx.shared.repl.enough_good_replicas(to_write, max_lag)
+    {
+        return Err(CmdError::msg(
+            "NOREPLICAS Not enough good replicas to write.",
+        ));
+    }
+    Ok(())
 }
 
 /// How a script or function runs.

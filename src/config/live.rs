@@ -31,6 +31,8 @@ pub struct LiveSettings {
     notify: std::sync::atomic::AtomicU32,
     script_global: std::sync::atomic::AtomicBool,
     hll_sparse_max_bytes: AtomicUsize,
+    min_replicas_to_write: AtomicU64,
+    min_replicas_max_lag: AtomicU64,
 }
 
 impl LiveSettings {
@@ -81,6 +83,18 @@ impl LiveSettings {
             .store(config.lua_script_global, Ordering::Relaxed);
         self.hll_sparse_max_bytes
             .store(config.hll_sparse_max_bytes, Ordering::Relaxed);
+        self.min_replicas_to_write
+            .store(config.min_replicas_to_write, Ordering::Relaxed);
+        self.min_replicas_max_lag
+            .store(config.min_replicas_max_lag, Ordering::Relaxed);
+    }
+
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds).
+    pub fn min_replicas(&self) -> (u64, u64) {
+        (
+            self.min_replicas_to_write.load(Ordering::Relaxed),
+            self.min_replicas_max_lag.load(Ordering::Relaxed),
+        )
     }
 
     /// `hll-sparse-max-bytes`.

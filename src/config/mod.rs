@@ -114,6 +114,15 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// INFO latencystats keeps per-command latency histograms.
     pub latency_tracking: bool,
+    /// CLIENT TRACKING's table keeps at most this many keys (0: no bound).
+    pub tracking_table_max_keys: u64,
+    /// Writes are refused with fewer good replicas than this (0: never).
+    pub min_replicas_to_write: u64,
+    /// A replica is good while its last acknowledgement is at most this many seconds old.
+    pub min_replicas_max_lag: u64,
+    /// `maxmemory-clients`, as set (a size, or a percentage of maxmemory): kept for CONFIG
+    /// GET; sluice does not evict clients by their memory.
+    pub maxmemory_clients: String,
     /// Cluster mode: serve a share of the hash slots by the map in `cluster_config_file`.
     pub cluster_enabled: bool,
     /// The cluster slot map file (sluice's format, see `cluster::map`; not Redis's nodes.conf).
@@ -357,6 +366,10 @@ impl Default for Config {
             slowlog_max_len: 128,
             latency_monitor_threshold: 0,
             latency_tracking: true,
+            tracking_table_max_keys: 1_000_000,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
+            maxmemory_clients: "0".into(),
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,

@@ -70,6 +70,7 @@ pub struct ScriptRules {
 const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
+const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
@@ -199,12 +200,50 @@ pub fn call<'a>(
         (a, b) => a.or(b),
     };
     account(ctx, entry, args, &reply, took, &caller);
+    if ctx.client.tracking {
+        remember_read(ctx, entry, args, &caller);
+    }
     if let Caller::Script(rules) = &mut caller
         && let Reply::Error(text) = &reply
     {
         rules.last_error = Some(text.to_string());
     }
     reply
+}
+
+/// Client-side caching: a read by a tracking client (default mode) remembers its keys for
+/// invalidation, as Redis's `call` does. A script's reads remember the keys the script
+/// declared, once it ends; the script commands themselves remember nothing else.
+fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller: &Caller<'_, '_>) {
+    let spec = entry.spec;
+    let read = spec.has(CmdFlags::READONLY) && !spec.has(CmdFlags::PUBSUB);
+    if matches!(caller, Caller::Script(_)) {
+        ctx.client.script_read |= read;
+        return;
+    }
+    let remember = if spec.runs_script() {
+        std::mem::take(&mut ctx.client.script_read)
+    } else {
+        read
+    };
+    if !remember {
+        return;
+    }
+    let Ok(mode) = ctx.client.info.tracking.lock() else {
+        return;
+    };
+    let caching = ctx.client.caching;
+    if mode.bcast || (mode.optin && !caching) || (mode.optout && caching) {
+        return;
+    }
+    drop(mode);
+    ctx.shared.keyspace.tracking().remember(
+        ctx.client.id(),
+        spec.keys
+            .positions(args)
+            .filter_map(|i| args.get(i))
+            .map(|k| &k[..]),
+    );
 }
 
 /// The handler, with what the caller changes around it.
@@ -327,12 +366,33 @@ fn client_policy<'s>(
         Ok(guard) => guard,
         Err(reply) => return Err(reject(shared, client, Some(entry), reply)),
     };
-    if let Some(reply) = maxmemory::check(shared, client, entry) {
+    let over = maxmemory::check(shared, client, entry);
+    // Invalidations of keys evicted just now go before the reply, as in Redis.
+    if client.tracking
+        && let Some(q) = client.push_queue()
+    {
+        q.release_held();
+    }
+    if let Some(reply) = over {
         return Err(reject(shared, client, Some(entry), reply));
     }
     // MISCONF: writes refused after a failed background save (see persist.rs).
     if let Some(reply) = crate::services::persist::misconf(shared, spec) {
         return Err(reject(shared, client, Some(entry), reply));
+    }
+    // min-replicas-to-write: writes need enough replicas that acknowledged lately.
+    let (to_write, max_lag) = shared.live.min_replicas();
+    if to_write > 0
+        && spec.has(CmdFlags::WRITE)
+        && !client.master_link
+        && !shared.repl.enough_good_replicas(to_write, max_lag)
+    {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(NOREPLICAS.into()),
+        ));
     }
     if spec.has(CmdFlags::WRITE) && crate::engine::read_only_replica(shared, client) {
         return Err(reject(
@@ -388,11 +448,20 @@ fn script_policy(
         ));
     }
     let writes = spec.has(CmdFlags::WRITE);
-    if writes && rules.read_only {
+    // A read-only script may not call what may replicate either (PUBLISH…), as in Redis.
+    if (writes || spec.roles.contains(Roles::MAY_REPLICATE)) && rules.read_only {
         return Some(Reply::Error(RO_SCRIPT.into()));
     }
     if writes && crate::engine::read_only_replica(shared, client) {
         return Some(Reply::Error(crate::engine::READONLY.into()));
+    }
+    let (to_write, max_lag) = shared.live.min_replicas();
+    if writes
+        && to_write > 0
+        && !client.master_link
+        && !shared.repl.enough_good_replicas(to_write, max_lag)
+    {
+        return Some(Reply::Error(NOREPLICAS.into()));
     }
     let maxmemory = shared.live.maxmemory();
     if maxmemory > 0

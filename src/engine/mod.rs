@@ -345,6 +345,35 @@ fn execute_request(
         propagate: Vec::new(),
         events: notify::Events::new(shared),
     };
+    // A tracking client's own invalidations wait for this reply (`client::tracking`).
+    let current = ctx
+        .client
+        .tracking
+        .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
     let reply = call(&mut ctx, entry, args, Caller::Client(args));
-    (reply, ctx.blocked.take())
+    drop(current);
+    let blocked = ctx.blocked.take();
+    drop(ctx);
+    after_tracking(shared, client, entry);
+    (reply, blocked)
+}
+
+/// Client-side caching after a client's command: CLIENT CACHING lasts for one command (or
+/// one transaction), and BCAST's changed keys go out, with the tracking table trimmed to
+/// `tracking-table-max-keys` (Redis does both once per event-loop turn).
+fn after_tracking(shared: &Shared, client: &mut ClientState, entry: &CommandEntry) {
+    client.adopt_push_queue();
+    if client.caching && client.multi.is_none() && !entry.spec.roles.contains(Roles::KEEPS_CACHING)
+    {
+        client.caching = false;
+    }
+    let tracking = shared.keyspace.tracking();
+    if tracking.is_active() {
+        let max_keys = shared
+            .config
+            .read()
+            .map(|c| c.tracking_table_max_keys)
+            .unwrap_or(0);
+        tracking.after_command(max_keys, crate::services::pubsub::push_limit(shared));
+    }
 }

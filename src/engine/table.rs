@@ -46,6 +46,9 @@ bitflags::bitflags! {
         /// DEBUG: refused unless `enable-debug-command` admits the client (Redis's
         /// `CMD_PROTECTED`).
         const PROTECTED = 1 << 11;
+        /// CLIENT's subcommands: CLIENT CACHING's flag holds across them to the next
+        /// command (Redis compares `clientCommand`).
+        const KEEPS_CACHING = 1 << 12;
     }
 }
 
@@ -828,6 +831,13 @@ impl CommandTable {
         }
     }
 
+    /// The subcommands' entries of `entry` (none for a command without subcommands).
+    pub fn sub_entries(&self, entry: &CommandEntry) -> &[CommandEntry] {
+        self.entries
+            .get(entry.subs.start as usize..entry.subs.end as usize)
+            .unwrap_or(&[])
+    }
+
     /// The entry a [`CmdId`] names.
     pub fn entry(&self, id: CmdId) -> Option<&CommandEntry> {
         self.entries.get(id.0 as usize)
@@ -958,6 +968,30 @@ mod tests {
         roles.extend(r(&["eval", "eval_ro"], Roles::EVAL));
         roles.extend(r(&["evalsha", "evalsha_ro"], Roles::EVALSHA));
         roles.push(("debug", Roles::PROTECTED));
+        roles.extend(r(
+            &[
+                "client|setname",
+                "client|getname",
+                "client|id",
+                "client|info",
+                "client|list",
+                "client|kill",
+                "client|setinfo",
+                "client|no-evict",
+                "client|maint_notifications",
+                "client|no-touch",
+                "client|unblock",
+                "client|pause",
+                "client|unpause",
+                "client|reply",
+                "client|help",
+                "client|tracking",
+                "client|caching",
+                "client|getredir",
+                "client|trackinginfo",
+            ],
+            Roles::KEEPS_CACHING,
+        ));
         for (name, want) in &roles {
             assert_eq!(spec(name).roles, *want, "{name}");
         }

@@ -373,6 +373,28 @@ impl Repl {
         self.feed().offset
     }
 
+    /// Redis's `checkGoodReplicasStatus`: whether a write may go ahead under
+    /// `min-replicas-to-write` (`to_write`) and `min-replicas-max-lag` (`max_lag`, seconds):
+    /// a replica itself, or either setting 0, never refuses; otherwise at least `to_write`
+    /// online replicas must have acknowledged within `max_lag` seconds.
+    pub fn enough_good_replicas(&self, to_write: u64, max_lag: u64) -> bool {
+        if to_write == 0 || max_lag == 0 || self.is_replica() {
+            return true;
+        }
+        let good = self
+            .replicas()
+            .iter()
+            .filter(|r| {
+                r.state == "online"
+                    && r.ack_at
+                        .lock()
+                        .map(|at| at.elapsed().as_secs() <= max_lag)
+                        .unwrap_or(false)
+            })
+            .count();
+        good as u64 >= to_write
+    }
+
     /// Replicas whose acknowledged offset is at least `offset`.
     pub fn acked_at_least(&self, offset: u64) -> usize {
         self.replicas()

@@ -16,9 +16,122 @@ use mlua::{LightUserData, Lua, MultiValue, Table, Value};
 use crate::num::fmt_g;
 
 /// Deepest nesting encoded or decoded, as `cjson.encode_max_depth()` and
-/// `cjson.decode_max_depth()` report. lua-cjson's default (Redis's) is 1000; sluice encodes and
-/// decodes recursively, sized to fit a 2 MiB stack in a debug build (1000 levels do not).
-pub(super) const MAX_DEPTH: usize = 256;
+/// `cjson.decode_max_depth()` report: lua-cjson's default, Redis's. sluice encodes and decodes
+/// recursively; 1000 levels fit the scripts' worker stack (`script::WORKER_STACK`) in a
+/// debug build, as `script::tests` checks on a stack of that size.
+pub(super) const MAX_DEPTH: usize = 1000;
+
+thread_local! {
+    /// The nesting limits of the encode or decode running on this thread: the VM's
+    /// `cjson.encode_max_depth` / `decode_max_depth` settings, at most `MAX_DEPTH` (deeper
+    /// would not fit the stack; a setting above it is reported as set).
+    static ENCODE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
+    static DECODE_LIMIT: std::cell::Cell<usize> = const { std::cell::Cell::new(MAX_DEPTH) };
+}
+
+thread_local! {
+    /// `cjson.encode_invalid_numbers` for the encode running on this thread: 0 refuse NaN
+    /// and Inf (the default), 1 write `nan` / `inf` / `-inf` (as Redis's cjson), 2 `null`.
+    static INVALID_NUMBERS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+const INVALID_NUMBERS_KEY: &str = "sluice.cjson.encode_invalid_numbers";
+
+/// `cjson.encode_invalid_numbers([setting])`: `true`/`"on"`, `false`/`"off"` or `"null"`
+/// sets it; returns it (a boolean, or `"null"`), as lua-cjson.
+pub(super) fn encode_invalid_numbers(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if let Some(v) = args.iter().next().filter(|v| !v.is_nil()) {
+        let mode = match v {
+            Value::Boolean(b) => Some(u8::from(*b)),
+            Value::String(s) => match &s.as_bytes()[..] {
+                b"off" => Some(0),
+                b"on" => Some(1),
+                b"null" => Some(2),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(mode) = mode else {
+            let shown = match v {
+                Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+                other => lua_type_name(other).to_string(),
+            };
+            return fail(
+                lua,
+                format!("bad argument #1 to '?' (invalid option '{shown}')"),
+            );
+        };
+        lua.set_named_registry_value(INVALID_NUMBERS_KEY, mode)?;
+    }
+    let mode: u8 = lua
+        .named_registry_value::<Option<u8>>(INVALID_NUMBERS_KEY)?
+        .unwrap_or(0);
+    ok(match mode {
+        0 => Value::Boolean(false),
+        1 => Value::Boolean(true),
+        _ => Value::String(lua.create_string("null")?),
+    })
+}
+
+const ENCODE_DEPTH_KEY: &str = "sluice.cjson.encode_max_depth";
+const DECODE_DEPTH_KEY: &str = "sluice.cjson.decode_max_depth";
+
+fn depth_setting(lua: &Lua, key: &str) -> usize {
+    lua.named_registry_value::<Option<usize>>(key)
+        .ok()
+        .flatten()
+        .unwrap_or(MAX_DEPTH)
+}
+
+/// `cjson.encode_max_depth([depth])` / `cjson.decode_max_depth([depth])`: sets the VM's
+/// limit when given one (1 to 2^31-1, as lua-cjson checks), and returns it.
+pub(super) fn max_depth(lua: &Lua, args: MultiValue, decode: bool) -> mlua::Result<MultiValue> {
+    let key = if decode {
+        DECODE_DEPTH_KEY
+    } else {
+        ENCODE_DEPTH_KEY
+    };
+    if let Some(v) = args.iter().next().filter(|v| !v.is_nil()) {
+        let n = match v {
+            Value::Integer(i) => Some(*i as f64),
+            Value::Number(n) => Some(*n),
+            Value::String(s) => std::str::from_utf8(&s.as_bytes())
+                .ok()
+                .and_then(|t| t.trim().parse::<f64>().ok()),
+            _ => None,
+        };
+        let name = if decode {
+            "decode_max_depth"
+        } else {
+            "encode_max_depth"
+        };
+        match n {
+            Some(n) if (1.0..=2_147_483_647.0).contains(&n) => {
+                lua.set_named_registry_value(key, n as usize)?;
+            }
+            None => {
+                let got = if matches!(v, Value::String(_)) {
+                    "string"
+                } else {
+                    lua_type_name(v)
+                };
+                return fail(
+                    lua,
+                    format!("bad argument #1 to '{name}' (number expected, got {got})"),
+                );
+            }
+            Some(_) => {
+                return fail(
+                    lua,
+                    format!(
+                        "bad argument #1 to '{name}' (expected integer between 1 and 2147483647)"
+                    ),
+                );
+            }
+        }
+    }
+    ok(Value::Integer(depth_setting(lua, key) as i64))
+}
 
 /// `cjson.null`.
 pub(super) fn null() -> Value {
@@ -44,6 +157,13 @@ pub(super) fn encode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             "bad argument #1 to 'encode' (expected 1 argument)".into(),
         );
     }
+    ENCODE_LIMIT.set(depth_setting(lua, ENCODE_DEPTH_KEY).min(MAX_DEPTH));
+    INVALID_NUMBERS.set(
+        lua.named_registry_value::<Option<u8>>(INVALID_NUMBERS_KEY)
+            .ok()
+            .flatten()
+            .unwrap_or(0),
+    );
     let mut out = Vec::new();
     match encode_value(&args[0], 0, &mut out) {
         Ok(()) => ok(Value::String(lua.create_string(&out)?)),
@@ -68,7 +188,15 @@ pub(super) fn lua_type_name(v: &Value) -> &'static str {
 
 fn encode_number(n: f64, out: &mut Vec<u8>) -> Result<(), String> {
     if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".into());
+        match INVALID_NUMBERS.get() {
+            0 => return Err("Cannot serialise number: must not be NaN or Inf".into()),
+            // Redis's cjson prints them as C does.
+            1 if n.is_nan() => out.extend_from_slice(b"nan"),
+            1 if n < 0.0 => out.extend_from_slice(b"-inf"),
+            1 => out.extend_from_slice(b"inf"),
+            _ => out.extend_from_slice(b"null"),
+        }
+        return Ok(());
     }
     out.extend_from_slice(fmt_g(n, 14).as_bytes());
     Ok(())
@@ -136,7 +264,7 @@ fn array_length(t: &Table) -> Result<Option<usize>, String> {
 }
 
 fn encode_table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+    if depth > ENCODE_LIMIT.get() {
         return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
     match array_length(t)? {
@@ -196,6 +324,7 @@ pub(super) fn decode(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
             "bad argument #1 to 'decode' (expected 1 argument)".into(),
         );
     }
+    DECODE_LIMIT.set(depth_setting(lua, DECODE_DEPTH_KEY).min(MAX_DEPTH));
     let text = match &args[0] {
         Value::String(s) => s.as_bytes().to_vec(),
         Value::Integer(i) => i.to_string().into_bytes(),
@@ -463,7 +592,7 @@ impl Parser<'_> {
     }
 
     fn nesting(&self, depth: usize, at: usize) -> Result<(), Fail> {
-        if depth > MAX_DEPTH {
+        if depth > DECODE_LIMIT.get() {
             return Err(Fail::Msg(format!(
                 "Found too many nested data structures ({depth}) at character {at}"
             )));

@@ -94,13 +94,18 @@ pub struct Library {
 #[derive(Debug, Default)]
 pub struct Libraries {
     libraries: BTreeMap<String, Arc<Library>>,
+    /// By name in lower case: function names are case-insensitive, as in Redis (its
+    /// functions' dictionary hashes and compares them ignoring case).
     functions: HashMap<String, (Arc<Library>, usize)>,
 }
 
 impl Libraries {
     fn add(&mut self, lib: Arc<Library>) {
         for (i, f) in lib.functions.iter().enumerate() {
-            self.functions.insert(f.name.clone(), (lib.clone(), i));
+            // The first of two names equal but for case keeps the slot, as Redis's dictAdd.
+            self.functions
+                .entry(f.name.to_ascii_lowercase())
+                .or_insert_with(|| (lib.clone(), i));
         }
         self.libraries.insert(lib.name.clone(), lib);
     }
@@ -108,7 +113,7 @@ impl Libraries {
     fn remove(&mut self, name: &str) -> Option<Arc<Library>> {
         let lib = self.libraries.remove(name)?;
         for f in &lib.functions {
-            self.functions.remove(&f.name);
+            self.functions.remove(&f.name.to_ascii_lowercase());
         }
         Some(lib)
     }
@@ -119,7 +124,7 @@ impl Libraries {
             .iter()
             .find(|f| {
                 self.functions
-                    .get(&f.name)
+                    .get(&f.name.to_ascii_lowercase())
                     .is_some_and(|(other, _)| other.name != lib.name)
             })
             .map(|f| format!("ERR Function {} already exists", f.name))
@@ -330,6 +335,7 @@ fn register_function(pending: &Pending, args: MultiValue) -> mlua::Result<()> {
             "ERR redis.register_function can only be called on FUNCTION LOAD command",
         ));
     };
+    // Case-sensitive within a library (Redis's library dictionary), unlike FCALL's lookup.
     if list.iter().any(|r| r.info.name == name) {
         return Err(err_reply("ERR Function already exists in the library"));
     }
@@ -593,8 +599,8 @@ impl Scripts {
 
     /// The library and index of the function called `name`.
     pub fn function_get(&self, name: &[u8]) -> Option<(Arc<Library>, usize)> {
-        let name = std::str::from_utf8(name).ok()?;
-        self.registry().functions.get(name).cloned()
+        let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+        self.registry().functions.get(&name).cloned()
     }
 
     /// FUNCTION DELETE: false if there is no such library.

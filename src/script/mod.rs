@@ -95,6 +95,8 @@ pub struct ScriptFlags {
     pub no_writes: bool,
     /// `allow-cross-slot-keys`: in cluster mode, its calls may touch keys of several slots.
     pub allow_cross_slot: bool,
+    /// `allow-oom`: it runs, and its calls write, past maxmemory.
+    pub allow_oom: bool,
 }
 
 /// A cached script.
@@ -172,7 +174,8 @@ pub fn parse_shebang(body: &[u8]) -> Result<(ScriptFlags, Bytes), String> {
             match flag {
                 "no-writes" => flags.no_writes = true,
                 "allow-cross-slot-keys" => flags.allow_cross_slot = true,
-                "allow-oom" | "allow-stale" | "no-cluster" => {}
+                "allow-oom" => flags.allow_oom = true,
+                "allow-stale" | "no-cluster" => {}
                 other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
             }
         }
@@ -514,6 +517,20 @@ impl Vm {
         private.raw_set(
             "cjson_decode",
             lua.create_function(|lua, args| raising(lua, cjson::decode(lua, args)?))?,
+        )?;
+        private.raw_set(
+            "cjson_encode_max_depth",
+            lua.create_function(|lua, args| raising(lua, cjson::max_depth(lua, args, false)?))?,
+        )?;
+        private.raw_set(
+            "cjson_decode_max_depth",
+            lua.create_function(|lua, args| raising(lua, cjson::max_depth(lua, args, true)?))?,
+        )?;
+        private.raw_set(
+            "cjson_encode_invalid_numbers",
+            lua.create_function(|lua, args| {
+                raising(lua, cjson::encode_invalid_numbers(lua, args)?)
+            })?,
         )?;
         private.raw_set("null", cjson::null())?;
         let bit = lua.create_table()?;

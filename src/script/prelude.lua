@@ -99,14 +99,14 @@ local cjson = { _NAME = 'cjson', _VERSION = '2.1.0', null = D.null }
 cjson.encode = D.cjson_encode
 cjson.decode = D.cjson_decode
 
--- The settings keep their defaults in sluice; the getters report them. The nesting limits
--- are sluice's (256; lua-cjson's default is 1000), see cjson.rs.
+-- The nesting limits can be set (lua-cjson's default, 1000, is also the most sluice
+-- enforces, see cjson.rs); the other settings keep their defaults and the getters report them.
+cjson.encode_max_depth = D.cjson_encode_max_depth
+cjson.decode_max_depth = D.cjson_decode_max_depth
+cjson.encode_invalid_numbers = D.cjson_encode_invalid_numbers
 function cjson.encode_sparse_array() return false, 2, 10 end
-function cjson.encode_max_depth() return 256 end
-function cjson.decode_max_depth() return 256 end
 function cjson.encode_number_precision() return 14 end
 function cjson.encode_keep_buffer() return true end
-function cjson.encode_invalid_numbers() return false end
 function cjson.decode_invalid_numbers() return true end
 function cjson.new() return G.cjson end
 

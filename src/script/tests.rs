@@ -444,15 +444,21 @@ fn kill_stops_a_loop() {
 
 #[test]
 fn deep_nesting_does_not_overflow_a_worker_stack() {
-    // Tokio's worker threads have 2 MiB stacks; run there-sized.
+    // Scripts run on threads of `WORKER_STACK`; run there-sized, at cjson's depth limit.
     let t = std::thread::Builder::new()
-        .stack_size(2 << 20)
+        .stack_size(crate::script::WORKER_STACK)
         .spawn(|| {
-            let deep_json = format!("{}{}", "[".repeat(256), "]".repeat(256));
+            let deep_json = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
             let r = eval(&format!(
                 "local t = cjson.decode('{deep_json}') return #cjson.encode(t)"
             ));
-            assert_eq!(r, Reply::Int(512));
+            assert_eq!(r, Reply::Int(2000));
+            let over = format!("{}{}", "[".repeat(1001), "]".repeat(1001));
+            let r = eval(&format!("return cjson.decode('{over}')"));
+            assert!(
+                matches!(&r, Reply::Error(e) if e.contains("Found too many nested data structures (1001) at character 1001")),
+                "{r:?}"
+            );
             let too_deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
             let r = eval(&format!("return cjson.decode('{too_deep}')"));
             assert!(r.is_error(), "{r:?}");

@@ -168,6 +168,9 @@ impl Drop for Registered {
             }
         }
         self.shared.pubsub.drop_client(&mut self.client);
+        if self.client.tracking {
+            self.shared.keyspace.tracking().disable(&self.client.info);
+        }
         self.shared.clients.unregister(id);
     }
 }
@@ -390,6 +393,12 @@ async fn run<S: Transport>(
             }
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
+            }
+            // A tracking client's own invalidations come after the reply (client::tracking).
+            if client.tracking
+                && let Some(q) = client.push_queue()
+            {
+                q.release_held();
             }
             // Its vectors go back to this thread's pool for the next reply (protocol::reply).
             reply.recycle();

@@ -27,7 +27,7 @@ pub struct Shared {
     /// The configuration in force (CONFIG SET changes it).
     pub config: std::sync::RwLock<Config>,
     /// Connected clients.
-    pub clients: Registry,
+    pub clients: Arc<Registry>,
     /// The command table.
     pub table: CommandTable,
     /// Server counters for INFO.
@@ -140,12 +140,14 @@ impl Shared {
             config.acl_pubsub_allchannels,
         );
         acl.configure(config.acllog_max_len, config.acl_pubsub_allchannels);
+        let clients = Arc::new(Registry::default());
+        keyspace.tracking().set_registry(clients.clone());
         let shared = Shared {
             acl,
             keyspace,
             clock,
             config: std::sync::RwLock::new(config),
-            clients: Registry::default(),
+            clients,
             table,
             stats: ServerStats::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),

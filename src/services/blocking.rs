@@ -662,6 +662,8 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 _ => None,
             };
             let mut client = ClientState::new(w.info.clone());
+            // Served as that client's command: its own invalidations follow its reply.
+            let _current = crate::client::tracking::Current::enter(w.info.id);
             client.db = w.db;
             client.resp = w.resp;
             let mut lock_keys: Vec<&[u8]> = vec![&key[..]];

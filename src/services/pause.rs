@@ -177,7 +177,20 @@ fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bo
 fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[Bytes]) -> bool {
     let spec = entry.spec;
     let by_sha = entry.spec.roles.contains(Roles::EVALSHA);
-    if entry.spec.roles.contains(Roles::MAY_REPLICATE) {
+    let function = entry
+        .spec
+        .roles
+        .contains(Roles::FCALL)
+        .then(|| {
+            args.get(1)
+                .and_then(|name| shared.scripts.function_get(name))
+        })
+        .flatten();
+    if let Some((lib, index)) = function {
+        // A function's flags replace the command's (Redis's `fcallGetCommandFlags`): one
+        // declared `no-writes` neither writes nor replicates, FCALL or FCALL_RO alike.
+        lib.functions.get(index).is_none_or(|f| !f.flags.no_writes)
+    } else if entry.spec.roles.contains(Roles::MAY_REPLICATE) {
         true
     } else if by_sha || entry.spec.roles.contains(Roles::EVAL) {
         // EVAL writes unless its script says otherwise; EVAL_RO does not.

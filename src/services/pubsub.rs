@@ -320,6 +320,7 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
+    ctx.client.subscriptions();
     let subs = ctx
         .client
         .subs
@@ -345,6 +346,7 @@ fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     let mut confirm = Confirm::new(ctx);
     let resp = ctx.client.resp;
     let id = ctx.client.info.id;
+    ctx.client.subscriptions();
     let subs = ctx
         .client
         .subs

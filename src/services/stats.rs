@@ -56,6 +56,14 @@ impl CmdStat {
         self.rejected.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// LATENCY HISTOGRAM's view of the histogram (see [`Histogram::cdf`]); None before
+    /// the command's first tracked call.
+    pub(crate) fn latency_cdf(&self) -> Option<(u64, Vec<(u64, u64)>)> {
+        // Emptied by CONFIG RESETSTAT: Redis frees the histogram, so it is not listed.
+        let (total, cdf) = self.histogram.get()?.cdf();
+        (total > 0).then_some((total, cdf))
+    }
+
     pub(crate) fn reset(&self) {
         self.calls.store(0, Ordering::Relaxed);
         self.usec.store(0, Ordering::Relaxed);
@@ -139,6 +147,34 @@ impl Histogram {
         for c in self.counts.iter() {
             c.store(0, Ordering::Relaxed);
         }
+    }
+
+    /// The total count and the cumulative distribution LATENCY HISTOGRAM reports: as HDR's
+    /// logarithmic iterator from 1024 ns doubling, each reporting level's highest equivalent
+    /// value in µs with the count of values up to it, a level listed only when it adds to
+    /// the count.
+    pub(crate) fn cdf(&self) -> (u64, Vec<(u64, u64)>) {
+        let counts: Vec<u64> = self
+            .counts
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        let total: u64 = counts.iter().sum();
+        let mut out = Vec::new();
+        let (mut level, mut i, mut cumulative, mut previous) = (1024u64, 0usize, 0u64, 0u64);
+        while cumulative < total && level <= MAX_NS.saturating_mul(4) {
+            let top = Self::highest_equivalent(level);
+            while i < counts.len() && Self::value_at(i) <= top {
+                cumulative += counts[i];
+                i += 1;
+            }
+            if cumulative > previous {
+                out.push((top / 1000, cumulative));
+            }
+            previous = cumulative;
+            level *= 2;
+        }
+        (total, out)
     }
 
     /// The value (ns) at `percentile` (0–100), as `hdr_value_at_percentile`; None when empty.

@@ -44,6 +44,9 @@ pub struct Deletions {
     hook: OnceLock<DeletionHook>,
     field_hook: OnceLock<FieldDeletionHook>,
     replica: AtomicBool,
+    /// Client-side caching: every key change is one (Redis's `signalModifiedKey`), told
+    /// under the key's shard lock like WATCH.
+    pub(crate) tracking: Arc<crate::client::tracking::Tracking>,
 }
 
 /// Called with (database, key) for each key the store deleted on its own.
@@ -149,6 +152,11 @@ impl Keyspace {
     /// Who hears of the keys the store deletes on its own (see [`Deletions`]).
     pub fn deletions(&self) -> &Deletions {
         &self.deletions
+    }
+
+    /// CLIENT TRACKING's tables, told of every key change.
+    pub fn tracking(&self) -> &Arc<crate::client::tracking::Tracking> {
+        &self.deletions.tracking
     }
 
     /// Number of shards.
@@ -559,6 +567,13 @@ impl<'a> Locked<'a> {
     pub fn read(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let (shard, hash) = self.shard(key);
         shard.find_read(db, hash, key, now_ms)
+    }
+
+    /// `read` that does not count as an access (Redis's LOOKUP_NOTOUCH: TTL, TYPE, EXISTS
+    /// leave OBJECT IDLETIME alone).
+    pub fn read_untouched(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        let (shard, hash) = self.shard(key);
+        shard.find_read_untouched(db, hash, key, now_ms)
     }
 
     /// A write lookup: lazy expiry, no stats. To change a value in place, use `modify` /

@@ -50,6 +50,9 @@ pub fn spawn(
                 if !events.is_empty() {
                     on_events(std::mem::take(&mut events));
                 }
+                // Client-side caching hears of the keys expired here (and its table is
+                // trimmed) without waiting for a command.
+                ks.tracking().tick();
                 let Some(((_, more), next)) = reaped else {
                     // Held (by a script, maybe for long): try again shortly, without blocking.
                     tokio::select! {

@@ -358,6 +358,23 @@ impl Shard {
         Some(e)
     }
 
+    /// `find_read` that leaves the key's access time alone (Redis's read lookup with
+    /// LOOKUP_NOTOUCH: TTL, TYPE, EXISTS).
+    pub fn find_read_untouched(
+        &mut self,
+        db: usize,
+        hash: u64,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<&mut Entry> {
+        let lru = self.peek(db, hash, key).map(|e| e.lru);
+        let e = self.find_read(db, hash, key, now_ms)?;
+        if let Some(lru) = lru {
+            e.lru = lru;
+        }
+        Some(e)
+    }
+
     /// `find` for a read: also counts a keyspace hit or miss, as Redis's read lookups do.
     pub fn find_read(
         &mut self,
@@ -489,9 +506,19 @@ impl Shard {
         self.watches.values().map(|s| s.watchers.len()).sum()
     }
 
-    /// Tells the clients watching `key` that it was modified (Redis's signalModifiedKey).
+    /// Tells the clients watching `key`, and those caching it, that it was modified
+    /// (Redis's signalModifiedKey).
     #[inline]
     pub fn touch(&mut self, db: usize, key: &[u8]) {
+        self.touch_watchers(db, key);
+        let tracking = &self.deletions.tracking;
+        if tracking.is_active() {
+            tracking.invalidate(key);
+        }
+    }
+
+    /// `touch` for WATCH alone (a flush tells the tracking clients in one message).
+    fn touch_watchers(&mut self, db: usize, key: &[u8]) {
         self.stats.changes = self.stats.changes.wrapping_add(1);
         if self.watches.is_empty() {
             return;
@@ -627,7 +654,7 @@ impl Shard {
             .map(|((_, k), _)| k.clone())
             .collect();
         for k in keys {
-            self.touch(db, &k);
+            self.touch_watchers(db, &k);
         }
     }
 

@@ -95,6 +95,14 @@ fn pause_write_holds_exec_of_writes_and_scripts_that_may_write() {
     let mut tx = Conn::connect(server.addr());
     let mut ro = Conn::connect(server.addr());
     let mut script = Conn::connect(server.addr());
+    assert_eq!(
+        admin.cmd(&[
+            b"FUNCTION",
+            b"LOAD",
+            b"#!lua name=ro\nredis.register_function{function_name='reader', callback=function() return 9 end, flags={'no-writes'}}\nredis.register_function('writer', function() return 10 end)",
+        ]),
+        b"$2\r\nro\r\n"
+    );
 
     assert_eq!(tx.cmd(&[b"MULTI"]), b"+OK\r\n");
     assert_eq!(tx.cmd(&[b"SET", b"a", b"1"]), b"+QUEUED\r\n");
@@ -114,6 +122,12 @@ fn pause_write_holds_exec_of_writes_and_scripts_that_may_write() {
         b":7\r\n"
     );
     assert_eq!(ro.cmd(&[b"EVAL_RO", b"return 8", b"0"]), b":8\r\n");
+    // A function declared no-writes, by FCALL or FCALL_RO (its flags replace the command's).
+    assert_eq!(ro.cmd(&[b"FCALL", b"reader", b"0"]), b":9\r\n");
+    assert_eq!(ro.cmd(&[b"FCALL_RO", b"READER", b"0"]), b":9\r\n");
+    let mut fwriter = Conn::connect(server.addr());
+    fwriter.send(&[b"FCALL", b"writer", b"0"]);
+    assert_held(&mut fwriter);
     // EVAL without flags, or with a shebang lacking no-writes, may write.
     script.send(&[b"EVAL", b"return 1", b"0"]);
     assert_held(&mut script);
@@ -121,6 +135,55 @@ fn pause_write_holds_exec_of_writes_and_scripts_that_may_write() {
     assert_eq!(admin.cmd(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
     assert_eq!(tx.read_reply(), b"*1\r\n+OK\r\n");
     assert_eq!(script.read_reply(), b":1\r\n");
+    assert_eq!(fwriter.read_reply(), b":10\r\n");
+}
+
+/// TTL, PTTL, TYPE and EXISTS do not use the key (Redis's LOOKUP_NOTOUCH): OBJECT IDLETIME
+/// keeps counting; GET and TOUCH reset it. Time moves with the test clock.
+#[test]
+fn ttl_type_and_exists_leave_the_idle_time() {
+    let server = sluice();
+    let mut c = Conn::connect(server.addr());
+    assert!(c.cmd(&[b"CLOCK", b"FREEZE"]).starts_with(b":"));
+    assert_eq!(c.cmd(&[b"SET", b"k", b"v"]), b"+OK\r\n");
+    let _ = c.cmd(&[b"CLOCK", b"ADVANCE", b"5000"]);
+    for read in [
+        &[&b"TTL"[..], b"k"][..],
+        &[b"PTTL", b"k"],
+        &[b"TYPE", b"k"],
+        &[b"EXISTS", b"k"],
+    ] {
+        let _ = c.cmd(read);
+    }
+    assert_eq!(c.cmd(&[b"OBJECT", b"IDLETIME", b"k"]), b":5\r\n");
+    let _ = c.cmd(&[b"TOUCH", b"k"]);
+    assert_eq!(c.cmd(&[b"OBJECT", b"IDLETIME", b"k"]), b":0\r\n");
+    let _ = c.cmd(&[b"CLOCK", b"ADVANCE", b"3000"]);
+    let _ = c.cmd(&[b"GET", b"k"]);
+    assert_eq!(c.cmd(&[b"OBJECT", b"IDLETIME", b"k"]), b":0\r\n");
+    // TYPE still counts a keyspace hit and a miss, as Redis's read lookups do.
+    let _ = c.cmd(&[b"CONFIG", b"RESETSTAT"]);
+    let _ = c.cmd(&[b"TYPE", b"k"]);
+    let _ = c.cmd(&[b"TYPE", b"missing"]);
+    assert_eq!(info_field(&mut c, "stats", "keyspace_hits"), "1");
+    assert_eq!(info_field(&mut c, "stats", "keyspace_misses"), "1");
+}
+
+/// COMMAND LIST names the subcommands too, each after its command, as Redis 7.0 does.
+#[test]
+fn command_list_includes_subcommands() {
+    let server = sluice();
+    let mut c = Conn::connect(server.addr());
+    let list = String::from_utf8_lossy(&c.cmd(&[b"COMMAND", b"LIST"])).to_string();
+    let names: Vec<&str> = list
+        .lines()
+        .filter(|l| !l.starts_with(['*', '$']))
+        .collect();
+    for name in ["config|get", "client|tracking", "object|idletime", "get"] {
+        assert!(names.contains(&name), "{name} missing");
+    }
+    let config = names.iter().position(|n| *n == "config").unwrap();
+    assert!(names[config + 1].starts_with("config|"));
 }
 
 #[test]

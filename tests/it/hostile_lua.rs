@@ -179,30 +179,30 @@ fn deep_and_huge_input_gets_an_error() {
     let server = TestServer::start().unwrap();
     let mut c = Conn::connect(server.addr());
     let checks: Vec<(&str, String)> = vec![
-        // cjson: sluice's limits (256; Redis's 1000), reported by the getters.
+        // cjson: Redis's limits (1000), reported by the getters.
         (
             "return {cjson.encode_max_depth(), cjson.decode_max_depth()}",
-            "*2\r\n:256\r\n:256\r\n".to_string(),
+            "*2\r\n:1000\r\n:1000\r\n".to_string(),
         ),
         (
-            "return #cjson.encode(cjson.decode(string.rep('[', 256) .. string.rep(']', 256)))",
-            ":512\r\n".to_string(),
+            "return #cjson.encode(cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000)))",
+            ":2000\r\n".to_string(),
         ),
         (
-            "return select(2, pcall(cjson.decode, string.rep('[', 257) .. string.rep(']', 257)))",
-            bulk("Found too many nested data structures (257) at character 257"),
+            "return select(2, pcall(cjson.decode, string.rep('[', 1001) .. string.rep(']', 1001)))",
+            bulk("Found too many nested data structures (1001) at character 1001"),
         ),
         (
             "return select(2, pcall(cjson.decode, string.rep('[', 200000)))",
-            bulk("Found too many nested data structures (257) at character 257"),
+            bulk("Found too many nested data structures (1001) at character 1001"),
         ),
         (
-            "local t = 1 for i = 1, 256 do t = {t} end return #cjson.encode(t)",
-            ":513\r\n".to_string(),
+            "local t = 1 for i = 1, 1000 do t = {t} end return #cjson.encode(t)",
+            ":2001\r\n".to_string(),
         ),
         (
             "local t = 1 for i = 1, 100000 do t = {t} end return select(2, pcall(cjson.encode, t))",
-            bulk("Cannot serialise, excessive nesting (257)"),
+            bulk("Cannot serialise, excessive nesting (1001)"),
         ),
         // cmsgpack: deep input stops with Redis's error (sluice at 256 levels, Redis 3999).
         (

@@ -47,5 +47,6 @@ mod testmode;
 mod testmode_reset;
 mod throttle;
 mod tls;
+mod tracking;
 mod workloads;
 mod zset_store;

@@ -352,3 +352,64 @@ fn monitor_shows_exec_and_script_calls_as_redis_does() {
     assert_eq!(sluice_lines, redis_lines);
     assert!(sluice_lines.iter().any(|l| l.starts_with("[0 lua]")));
 }
+
+/// LATENCY HISTOGRAM's shape, as Redis's: per command its calls and a map of µs levels (HDR's
+/// logarithmic steps) to cumulative counts that ends at the number of calls; a command named
+/// stands for its subcommands; the same shape from redis-server.
+#[test]
+fn latency_histogram_reports_cumulative_counts_per_command() {
+    fn shape(port: u16) -> Vec<(String, i64, bool)> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+        for _ in 0..3 {
+            let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+        }
+        let _: Value = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("port")
+            .query(&mut c)
+            .unwrap();
+        let v: Value = redis::cmd("LATENCY")
+            .arg("HISTOGRAM")
+            .arg("set")
+            .arg("config")
+            .query(&mut c)
+            .unwrap();
+        let Value::Array(items) = v else {
+            panic!("{v:?}")
+        };
+        let mut out = Vec::new();
+        for pair in items.chunks(2) {
+            let (Value::BulkString(name), Value::Array(fields)) = (&pair[0], &pair[1]) else {
+                panic!("{pair:?}")
+            };
+            let Value::Int(calls) = fields[1] else {
+                panic!("{fields:?}")
+            };
+            let Value::Array(hist) = &fields[3] else {
+                panic!("{fields:?}")
+            };
+            let counts: Vec<i64> = hist
+                .chunks(2)
+                .map(|p| match p[1] {
+                    Value::Int(n) => n,
+                    _ => panic!("{p:?}"),
+                })
+                .collect();
+            let rising = counts.windows(2).all(|w| w[0] < w[1]);
+            out.push((
+                String::from_utf8_lossy(name).to_string(),
+                calls,
+                rising && counts.last() == Some(&calls),
+            ));
+        }
+        out.sort();
+        out
+    }
+    let redis = RedisServer::start();
+    let server = sluice();
+    let want = shape(redis.port());
+    assert_eq!(shape(server.addr().port()), want);
+    assert!(want.contains(&("set".to_string(), 3, true)), "{want:?}");
+}

@@ -56,6 +56,9 @@ impl VariantCommand for Flush {
                 shard.flush_db(db);
             }
         }
+        // Tracking clients hear of a flush as one null (Redis's
+        // trackingInvalidateKeysOnFlush), not key by key.
+        ctx.shared.keyspace.tracking().flush();
         Ok(Reply::ok())
     }
 }

@@ -137,7 +137,8 @@ impl VariantCommand for Ttl {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let Some(entry) = ctx.store.read(db, &self.key, ctx.now_ms) else {
+        // LOOKUP_NOTOUCH, as Redis: asking for a TTL is not a use of the key.
+        let Some(entry) = ctx.store.read_untouched(db, &self.key, ctx.now_ms) else {
             return Ok(Reply::Int(-2));
         };
         let Some(at) = entry.expire_at() else {

@@ -218,8 +218,8 @@ pub(crate) static COMMANDS: &[C] = &[
         -2,
         &["readonly", "fast"],
         C::keys(1, -1, 1),
-        // TOUCH counts the keys that exist, each read marking its key accessed: EXISTS.
-        run::<Exists>,
+        // TOUCH counts the keys that exist, each read marking its key accessed.
+        run::<Touch>,
     )
     .with_acl(&["@keyspace", "@read", "@fast"])
     .with_info(&InfoDoc {
@@ -322,8 +322,8 @@ impl Command for Del {
     }
 }
 
-/// `EXISTS key [key …]` (duplicates count each time); TOUCH too, whose reads mark the keys
-/// accessed.
+/// `EXISTS key [key …]` (duplicates count each time): the keys' access times are left
+/// alone, as Redis's LOOKUP_NOTOUCH does.
 #[derive(Debug)]
 pub(crate) struct Exists {
     keys: Vec<Bytes>,
@@ -332,6 +332,29 @@ pub(crate) struct Exists {
 impl Command for Exists {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Exists {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let n = self
+            .keys
+            .iter()
+            .filter(|k| ctx.store.read_untouched(db, k, ctx.now_ms).is_some())
+            .count();
+        Ok(Reply::Int(n as i64))
+    }
+}
+
+/// `TOUCH key [key …]`: EXISTS whose reads mark the keys accessed.
+#[derive(Debug)]
+pub(crate) struct Touch {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Touch {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Touch {
             keys: a.rest().to_vec(),
         })
     }
@@ -360,14 +383,12 @@ impl Command for Type {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
+        // A read lookup that leaves the access time alone, as Redis's (LOOKUP_NOTOUCH): it
+        // counts a keyspace hit or miss, and a missing key is a `keymiss`.
         let name = ctx
             .store
-            .lookup(db, &self.key, ctx.now_ms)
+            .read_untouched(db, &self.key, ctx.now_ms)
             .map_or("none", |e| e.value.type_name());
-        if name == "none" {
-            // Redis's TYPE is a read lookup: a missing key is a `keymiss`.
-            ctx.notify(class::KEY_MISS, "keymiss", &self.key);
-        }
         Ok(Reply::status(name))
     }
 }

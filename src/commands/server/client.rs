@@ -8,7 +8,7 @@ use bytes::Bytes;
 use crate::commands::server::Help;
 use crate::commands::server::connection::{set_name, validate_client_name};
 use crate::engine::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
+    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, Roles, VariantCommand, run_sub, run_sub_as,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::parse_i64;
@@ -22,7 +22,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientSetName>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|getname",
         2,
@@ -30,7 +31,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientGetName>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|id",
         2,
@@ -38,7 +40,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientId>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|info",
         2,
@@ -47,6 +50,7 @@ pub(super) static CLIENT: &[C] = &[
         run_sub::<ClientInfoCmd>,
     )
     .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING)
     .with_tips(&["nondeterministic_output"]),
     C::new(
         "client|list",
@@ -56,6 +60,7 @@ pub(super) static CLIENT: &[C] = &[
         run_sub::<ClientList>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING)
     .with_tips(&["nondeterministic_output"]),
     C::new(
         "client|kill",
@@ -64,7 +69,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientKill>,
     )
-    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|setinfo",
         4,
@@ -73,6 +79,7 @@ pub(super) static CLIENT: &[C] = &[
         run_sub::<ClientSetInfo>,
     )
     .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING)
     .with_tips(&["request_policy:all_nodes", "response_policy:all_succeeded"]),
     C::new(
         "client|no-evict",
@@ -81,7 +88,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoEvict),
     )
-    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     // What RESP3 "auto" clients (redis-py 7, go-redis, node-redis, Jedis, Lettuce) send at
     // connect. sluice has no maintenance events to announce: it accepts the opt-in (so those
     // clients log no warning) and never sends a MOVING/MIGRATING push.
@@ -92,7 +100,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientMaintNotifications>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|no-touch",
         3,
@@ -100,7 +109,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         |c, a| run_sub_as::<ClientFlag>(c, a, ClientOption::NoTouch),
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|unblock",
         -3,
@@ -108,7 +118,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         crate::services::blocking::client_unblock,
     )
-    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|pause",
         -3,
@@ -116,7 +127,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         crate::services::pause::client_pause,
     )
-    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|unpause",
         2,
@@ -124,7 +136,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<crate::services::pause::ClientUnpause>,
     )
-    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"]),
+    .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|reply",
         3,
@@ -132,7 +145,8 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<ClientReply>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
     C::new(
         "client|help",
         2,
@@ -140,7 +154,44 @@ pub(super) static CLIENT: &[C] = &[
         KeySpec::None,
         run_sub::<Help>,
     )
-    .with_acl(&["@slow", "@connection"]),
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
+    C::new(
+        "client|tracking",
+        -3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::tracking::ClientTracking>,
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
+    C::new(
+        "client|caching",
+        3,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::tracking::ClientCaching>,
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
+    C::new(
+        "client|getredir",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::tracking::ClientGetRedir>,
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
+    C::new(
+        "client|trackinginfo",
+        2,
+        &["noscript", "loading", "stale"],
+        KeySpec::None,
+        run_sub::<super::tracking::ClientTrackingInfo>,
+    )
+    .with_acl(&["@slow", "@connection"])
+    .with_roles(Roles::KEEPS_CACHING),
 ];
 
 /// CLIENT SETNAME name

@@ -406,14 +406,11 @@ impl VariantCommand for CommandList {
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let all = ctx.shared.table.commands();
         Ok(Reply::Array(match (self.0, self.1) {
-            (CommandListing::Names, None) => {
-                all.iter().map(|c| Reply::bulk(c.name.as_bytes())).collect()
-            }
-            // With a filter, subcommands are listed too (each after its command), as in Redis.
-            (CommandListing::Names, Some(filter)) => all
+            // Subcommands are listed too, each after its command, as in Redis.
+            (CommandListing::Names, filter) => all
                 .iter()
                 .flat_map(|c| std::iter::once(*c).chain(c.subcommands.iter()))
-                .filter(|c| filter.keeps(c))
+                .filter(|c| filter.as_ref().is_none_or(|f| f.keeps(c)))
                 .map(|c| Reply::bulk(c.name.as_bytes()))
                 .collect(),
             (CommandListing::Infos, _) => all.iter().map(|c| command_info(c)).collect(),

@@ -83,6 +83,11 @@ impl Command for Reset {
         ctx.client.end_multi();
         crate::engine::txn::unwatch_all(ctx);
         ctx.shared.pubsub.drop_client(ctx.client);
+        if ctx.client.tracking {
+            ctx.shared.keyspace.tracking().disable(&ctx.client.info);
+            ctx.client.tracking = false;
+        }
+        ctx.client.caching = false;
         ctx.client.set_db(0);
         ctx.client.set_resp(2);
         ctx.client

@@ -191,7 +191,7 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
                 "blocked_clients",
                 shared.pause.waiting() + shared.blocked.len(),
             )
-            .field("tracking_clients", 0)
+            .field("tracking_clients", shared.keyspace.tracking().stats().0)
             .field("clients_in_timeout_table", 0);
     }
     if wanted("memory") {
@@ -287,6 +287,7 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         out.constants(PERSISTENCE);
     }
     if wanted("stats") {
+        let tracking = shared.keyspace.tracking().stats();
         let s = &shared.stats;
         let ks = keyspace_stats;
         let pubsub_counts = shared.pubsub.counts();
@@ -330,9 +331,9 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("active_defrag_key_misses", 0)
             .field("total_active_defrag_time", 0)
             .field("current_active_defrag_time", 0)
-            .field("tracking_total_keys", 0)
-            .field("tracking_total_items", 0)
-            .field("tracking_total_prefixes", 0)
+            .field("tracking_total_keys", tracking.1)
+            .field("tracking_total_items", tracking.2)
+            .field("tracking_total_prefixes", tracking.3)
             .field("unexpected_error_replies", 0)
             .field("total_error_replies", n(&s.total_error_replies))
             .field("dump_payload_sanitizations", 0)

@@ -15,6 +15,7 @@ mod command;
 mod config;
 mod connection;
 mod info;
+mod tracking;
 
 use admin::{DebugCmd, Shutdown, Time};
 use client::CLIENT;

@@ -792,13 +792,20 @@ pub static PARAMS: &[Param] = &[
         .inert("sluice's expiry reaper has its own schedule"),
     p("min-replicas-to-write", Int(0, INT_MAX), "0")
         .alias("min-slaves-to-write")
-        .only(
-            &["0"],
-            "sluice has no replicas to count, so it would refuse every write",
-        ),
+        .listed()
+        .get(|c| c.min_replicas_to_write.to_string())
+        .set(|c, v, _| {
+            c.min_replicas_to_write = int(v)?;
+            Ok(())
+        }),
     p("min-replicas-max-lag", Int(0, INT_MAX), "10")
         .alias("min-slaves-max-lag")
-        .inert(REPL),
+        .listed()
+        .get(|c| c.min_replicas_max_lag.to_string())
+        .set(|c, v, _| {
+            c.min_replicas_max_lag = int(v)?;
+            Ok(())
+        }),
     p("shutdown-timeout", Int(0, INT_MAX), "10")
         .inert("sluice waits at most 5 s for clients at shutdown"),
     p("repl-diskless-sync-max-replicas", Int(0, INT_MAX), "0").inert(REPL),
@@ -928,7 +935,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("tracking-table-max-keys", Int(0, LONG_MAX), "1000000")
-        .inert("sluice has no client-side caching"),
+        .listed()
+        .get(|c| c.tracking_table_max_keys.to_string())
+        .set(|c, v, _| {
+            c.tracking_table_max_keys = int(v)?;
+            Ok(())
+        }),
     p(
         "client-query-buffer-limit",
         Mem(1024 * 1024, LONG_MAX),
@@ -943,7 +955,14 @@ pub static PARAMS: &[Param] = &[
         .help("BYTES", "largest unprocessed input of a client (1gb)"),
     p("maxmemory-clients", MemOrPercent, "0")
         .listed()
-        .only(&["0"], "sluice does not evict clients by their memory"),
+        .get(|c| c.maxmemory_clients.clone())
+        .set(|c, v, _| {
+            c.maxmemory_clients = match v.strip_suffix('%') {
+                Some(_) => v.to_string(),
+                None => mem(v)?.to_string(),
+            };
+            Ok(())
+        }),
     p("repl-backlog-ttl", Int(0, LONG_MAX), "3600").inert(REPL),
     p("auto-aof-rewrite-min-size", Mem(0, LONG_MAX), "67108864").inert(PERSIST),
     p("tls-port", Int(0, 65535), "0").listed()
