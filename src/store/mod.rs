@@ -18,6 +18,7 @@ pub mod keylog;
 pub mod listpack;
 pub mod reaper;
 pub mod shard;
+pub mod stream;
 pub mod value;
 mod varint;
 pub mod volatile;
