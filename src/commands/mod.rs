@@ -9,6 +9,7 @@ pub(crate) mod cluster;
 pub(crate) mod dump;
 pub(crate) mod functions;
 pub(crate) mod geo;
+pub(crate) mod stream;
 pub(crate) mod hash;
 pub(crate) mod hashex;
 pub(crate) mod hashttl;
@@ -34,7 +35,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -66,5 +67,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
         latency::COMMANDS,
         replication::COMMANDS,
         geo::COMMANDS,
+        stream::COMMANDS,
     ]
 }

@@ -31,6 +31,8 @@ pub struct LiveSettings {
     notify: std::sync::atomic::AtomicU32,
     script_global: std::sync::atomic::AtomicBool,
     hll_sparse_max_bytes: AtomicUsize,
+    stream_node_bytes: AtomicUsize,
+    stream_node_entries: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -81,6 +83,18 @@ impl LiveSettings {
             .store(config.lua_script_global, Ordering::Relaxed);
         self.hll_sparse_max_bytes
             .store(config.hll_sparse_max_bytes, Ordering::Relaxed);
+        self.stream_node_bytes
+            .store(config.stream_node_max_bytes, Ordering::Relaxed);
+        self.stream_node_entries
+            .store(config.stream_node_max_entries, Ordering::Relaxed);
+    }
+
+    /// `stream-node-max-bytes` and `stream-node-max-entries`.
+    pub fn stream_node_limits(&self) -> (usize, u64) {
+        (
+            self.stream_node_bytes.load(Ordering::Relaxed),
+            self.stream_node_entries.load(Ordering::Relaxed) as u64,
+        )
     }
 
     /// `hll-sparse-max-bytes`.

@@ -101,6 +101,8 @@ enum Op {
     ZPop(ZMPop),
     /// BZMPOP: `[key, [[member, score], …]]`.
     ZMPop(ZMPop),
+    /// XREAD / XREADGROUP with BLOCK: `[[key, entries]]` (a map in RESP3).
+    Stream(crate::commands::stream::read::Wait),
 }
 
 impl Op {
@@ -110,6 +112,7 @@ impl Op {
             Op::Pop(p) | Op::MPop(p) => &p.keys,
             Op::Move(m) => std::slice::from_ref(&m.source),
             Op::ZPop(z) | Op::ZMPop(z) => &z.keys,
+            Op::Stream(w) => &w.keys,
         }
     }
 
@@ -126,6 +129,8 @@ impl Op {
             return None;
         }
         Some(match self {
+            // A stream read notes its own effects (XCLAIM, XGROUP SETID) as it serves.
+            Op::Stream(_) => return None,
             Op::Pop(p) => vec![Bytes::from_static(list_pop(side(p.end))), key.clone()],
             Op::ZPop(z) => vec![Bytes::from_static(zset_pop(zside(z.max))), key.clone()],
             Op::MPop(p) => {
@@ -158,6 +163,10 @@ impl Op {
         matches!(self, Op::Pop(_) | Op::MPop(_) | Op::Move(_))
     }
 
+    fn is_stream(&self) -> bool {
+        matches!(self, Op::Stream(_))
+    }
+
     /// Runs the non-blocking form on `keys` (all the client's keys, or the one ready key);
     /// `None` when there was nothing to pop.
     fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
@@ -166,6 +175,10 @@ impl Op {
             None => self.keys().to_vec(),
         };
         let reply = match self {
+            Op::Stream(w) => match only {
+                Some(k) => return w.attempt(ctx, k),
+                None => return Ok(None),
+            },
             Op::Pop(p) => {
                 let r = LMPop {
                     keys,
@@ -340,16 +353,34 @@ impl VariantCommand for Block {
         if !ctx.may_block {
             return Ok(self.op.denied_reply());
         }
-        let deadline_ms = match self.timeout_ms {
+        Ok(register(ctx, self.op, self.timeout_ms))
+    }
+}
+
+/// XREAD / XREADGROUP's BLOCK, when nothing could be served at once (the caller checked
+/// `may_block`): registers the reader; `timeout_ms` 0 waits forever.
+pub(crate) fn block_on_streams(
+    ctx: &mut Ctx<'_>,
+    wait: crate::commands::stream::read::Wait,
+    timeout_ms: u64,
+) -> Reply {
+    register(ctx, Op::Stream(wait), timeout_ms)
+}
+
+/// Registers the caller as a waiter for `op` (its keys' locks are held) and leaves it in
+/// `ctx.blocked` for the connection.
+fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
+    {
+        let deadline_ms = match timeout_ms {
             0 => 0,
             t => ctx.now_ms.saturating_add(t).max(1),
         };
-        let keys = distinct(self.op.keys());
+        let keys = distinct(op.keys());
         let waiter = Arc::new(Waiter {
             info: ctx.client.info.clone(),
             db: ctx.db(),
             resp: ctx.client.resp,
-            op: self.op,
+            op,
             keys,
             seq: AtomicU64::new(0),
             registered: AtomicBool::new(false),
@@ -360,7 +391,7 @@ impl VariantCommand for Block {
         ctx.shared.blocked.add(&waiter);
         ctx.blocked = Some(waiter);
         // Never sent: the connection waits for the waiter's reply instead.
-        Ok(Reply::NullArray)
+        Reply::NullArray
     }
 }
 
@@ -633,7 +664,7 @@ fn poppable(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
         ctx.store
             .lookup_untouched(db, key, ctx.now_ms)
             .map(|e| &e.value),
-        Some(Value::List(_) | Value::ZSet(_))
+        Some(Value::List(_) | Value::ZSet(_) | Value::Stream(_))
     )
 }
 
@@ -685,6 +716,7 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 blocked: None,
                 ready: Vec::new(),
                 error_counted: false,
+                in_script: false,
                 propagate: Vec::new(),
                 events: crate::services::notify::Events::new(shared),
             };
@@ -692,7 +724,8 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             // missing key serves nobody.
             let right_type = match ctx.store.lookup(db, &key, ctx.now_ms).map(|e| &e.value) {
                 Some(Value::List(_)) => w.op.is_list(),
-                Some(Value::ZSet(_)) => !w.op.is_list(),
+                Some(Value::ZSet(_)) => !w.op.is_list() && !w.op.is_stream(),
+                Some(Value::Stream(_)) => w.op.is_stream(),
                 _ => false,
             };
             match ctx.store.lookup(db, &key, ctx.now_ms) {
@@ -702,6 +735,8 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             }
             let reply = match w.op.attempt(&mut ctx, Some(&key)) {
                 Ok(Some(r)) => r,
+                // A stream reader waits for IDs of its own: the next one may be served.
+                Ok(None) if w.op.is_stream() => continue,
                 Ok(None) => break,
                 Err(e) => e.into(),
             };

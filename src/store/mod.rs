@@ -582,6 +582,13 @@ impl<'a> Locked<'a> {
         self.read(db, key, now_ms).map(|e| &mut e.value)
     }
 
+    /// Tells the clients watching `key` it changed (Redis's `signalModifiedKey`), for a
+    /// value changed through a plain lookup.
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
+        let (shard, _) = self.shard(key);
+        shard.touch(db, key);
+    }
+
     /// True if the key exists and is live (no stats).
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
         self.lookup(db, key, now_ms).is_some()
