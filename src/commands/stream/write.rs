@@ -208,9 +208,12 @@ impl Command for XAdd {
         };
         let id = match t.id {
             Some((id, true)) => id,
-            Some((id, false)) if id.ms == s.last_id.ms => {
-                s.last_id.incr().filter(|n| n.ms == id.ms).ok_or_else(too_small)?
-            }
+            // Redis fails this one without setting errno, so it answers with its other text.
+            Some((id, false)) if id.ms == s.last_id.ms => s
+                .last_id
+                .incr()
+                .filter(|n| n.ms == id.ms)
+                .ok_or_else(|| CmdError::msg("ERR Elements are too large to be stored"))?,
             Some((id, false)) => id,
             None => s.next_id(now).ok_or_else(too_small)?,
         };

@@ -131,6 +131,7 @@ transcripts!(
     hash_field_expiry_events,
     strings_8,
     geo,
+    stream,
 );
 
 /// Runs every transcript not listed above.
