@@ -644,7 +644,9 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             let items = listpack::entries(&blob)?;
             zset_from_pairs(&items, limits)?
         }
-        stream::TYPE_STREAM_LISTPACKS | stream::TYPE_STREAM_LISTPACKS_2 => stream::read(r, t)?,
+        stream::TYPE_STREAM_LISTPACKS
+        | stream::TYPE_STREAM_LISTPACKS_2
+        | stream::TYPE_STREAM_LISTPACKS_3 => stream::read(r, t)?,
         _ => return Err(RdbError::BadFormat),
     };
     Ok(v)

@@ -503,7 +503,7 @@ fn store(
 fn unsupported_type(t: u8) -> Option<&'static str> {
     Some(match t {
         6 | 7 => "a module value type; sluice loads no modules",
-        15 | 19 | 20 | 21 => "a stream; sluice has no stream type",
+        20 => "a listpack-encoded set (Redis 7.2's RDB 11)",
         _ => return None,
     })
 }

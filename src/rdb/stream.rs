@@ -1,6 +1,7 @@
 //! Streams in RDB files and DUMP payloads: Redis 7.0's `RDB_TYPE_STREAM_LISTPACKS_2` (19),
 //! written as Redis writes it, and read along with the older `RDB_TYPE_STREAM_LISTPACKS`
-//! (15, without the first ID, tombstone and counters Redis 7.0 added).
+//! (15, without the first ID, tombstone and counters Redis 7.0 added) and Redis 7.2's
+//! `RDB_TYPE_STREAM_LISTPACKS_3` (21, with a consumer's active time, which 7.0 lacks).
 //!
 //! Layout: the node count; per node its 16-byte master ID and its listpack (as strings);
 //! the length; the last ID, the first ID and the largest deleted ID (two lengths each,
@@ -18,6 +19,8 @@ use crate::store::stream::{Consumer, Group, Node, Pending, Stream, StreamId};
 pub(super) const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 /// Redis 5/6's stream type.
 pub(super) const TYPE_STREAM_LISTPACKS: u8 = 15;
+/// Redis 7.2's stream type (consumers also keep an active time, dropped here: 7.0 has none).
+pub(super) const TYPE_STREAM_LISTPACKS_3: u8 = 21;
 
 fn write_id(out: &mut Vec<u8>, id: StreamId) {
     write_len(out, id.ms);
@@ -112,7 +115,8 @@ pub(super) fn read(r: &mut Reader<'_>, t: u8) -> R<Value> {
     }
     let mut s = Stream::from_parts(nodes, length);
     s.last_id = read_id(r)?;
-    if t == TYPE_STREAM_LISTPACKS_2 {
+    let v7 = t != TYPE_STREAM_LISTPACKS;
+    if v7 {
         let _first = read_id(r)?;
         s.max_deleted_id = read_id(r)?;
         s.entries_added = r.len()?;
@@ -127,7 +131,7 @@ pub(super) fn read(r: &mut Reader<'_>, t: u8) -> R<Value> {
     for _ in 0..n_groups {
         let name = r.string()?;
         let last_id = read_id(r)?;
-        let entries_read = if t == TYPE_STREAM_LISTPACKS_2 {
+        let entries_read = if v7 {
             r.len()? as i64
         } else {
             s.estimate_entries_read(last_id)
@@ -151,6 +155,9 @@ pub(super) fn read(r: &mut Reader<'_>, t: u8) -> R<Value> {
         for _ in 0..n_consumers {
             let cname = r.string()?;
             let seen_time = read_u64_le(r)?;
+            if t == TYPE_STREAM_LISTPACKS_3 {
+                read_u64_le(r)?;
+            }
             let n = small_count(r, 16)?;
             let mut c = Consumer {
                 seen_time,
