@@ -142,12 +142,31 @@ pub(crate) fn fill(c: &mut Conn) -> Vec<String> {
     // Streams: one node, several nodes with a deleted entry and long values, a group.
     run(c, vec![s("XADD"), s("x:small"), s("1-1"), s("f"), s("v")]);
     for i in 1..=130u32 {
-        let v = if i % 40 == 0 { vec![b'z'; 300] } else { i.to_string().into_bytes() };
-        run(c, vec![s("XADD"), s("x:big"), format!("{i}-0").into_bytes(), s("f"), v]);
+        let v = if i % 40 == 0 {
+            vec![b'z'; 300]
+        } else {
+            i.to_string().into_bytes()
+        };
+        run(
+            c,
+            vec![
+                s("XADD"),
+                s("x:big"),
+                format!("{i}-0").into_bytes(),
+                s("f"),
+                v,
+            ],
+        );
     }
     run(c, vec![s("XDEL"), s("x:big"), s("7-0")]);
-    run(c, vec![s("XGROUP"), s("CREATE"), s("x:big"), s("g"), s("5")]);
-    run(c, vec![s("XGROUP"), s("CREATECONSUMER"), s("x:big"), s("g"), s("c")]);
+    run(
+        c,
+        vec![s("XGROUP"), s("CREATE"), s("x:big"), s("g"), s("5")],
+    );
+    run(
+        c,
+        vec![s("XGROUP"), s("CREATECONSUMER"), s("x:big"), s("g"), s("c")],
+    );
     keys.extend(
         [
             "x:small",

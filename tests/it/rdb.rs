@@ -107,19 +107,85 @@ fn stream_fixture(c: &mut Conn) {
         let id = format!("{i}-{}", i % 3);
         let v = i.to_string();
         if i % 7 == 0 {
-            ok(c, &[b"XADD", b"strm", id.as_bytes(), b"other", v.as_bytes(), b"n", b"-5"]);
+            ok(
+                c,
+                &[
+                    b"XADD",
+                    b"strm",
+                    id.as_bytes(),
+                    b"other",
+                    v.as_bytes(),
+                    b"n",
+                    b"-5",
+                ],
+            );
         } else {
-            ok(c, &[b"XADD", b"strm", id.as_bytes(), b"f", v.as_bytes(), b"g", b"x y"]);
+            ok(
+                c,
+                &[
+                    b"XADD",
+                    b"strm",
+                    id.as_bytes(),
+                    b"f",
+                    v.as_bytes(),
+                    b"g",
+                    b"x y",
+                ],
+            );
         }
     }
     ok(c, &[b"XDEL", b"strm", b"5-2", b"150-0", b"151-1"]);
     ok(c, &[b"XGROUP", b"CREATE", b"strm", b"g1", b"0"]);
-    ok(c, &[b"XGROUP", b"CREATE", b"strm", b"g2", b"100", b"ENTRIESREAD", b"-1"]);
+    ok(
+        c,
+        &[
+            b"XGROUP",
+            b"CREATE",
+            b"strm",
+            b"g2",
+            b"100",
+            b"ENTRIESREAD",
+            b"-1",
+        ],
+    );
     ok(c, &[b"XGROUP", b"CREATECONSUMER", b"strm", b"g1", b"idle"]);
-    for (consumer, id) in [(&b"alice"[..], &b"1-1"[..]), (b"bob", b"2-2"), (b"alice", b"3-0")] {
-        ok(c, &[b"XCLAIM", b"strm", b"g1", consumer, b"0", id, b"FORCE", b"TIME", b"1700000000000", b"RETRYCOUNT", b"3", b"JUSTID", b"LASTID", b"3-0"]);
+    for (consumer, id) in [
+        (&b"alice"[..], &b"1-1"[..]),
+        (b"bob", b"2-2"),
+        (b"alice", b"3-0"),
+    ] {
+        ok(
+            c,
+            &[
+                b"XCLAIM",
+                b"strm",
+                b"g1",
+                consumer,
+                b"0",
+                id,
+                b"FORCE",
+                b"TIME",
+                b"1700000000000",
+                b"RETRYCOUNT",
+                b"3",
+                b"JUSTID",
+                b"LASTID",
+                b"3-0",
+            ],
+        );
     }
-    ok(c, &[b"XSETID", b"strm", b"999-9", b"ENTRIESADDED", b"300", b"MAXDELETEDID", b"151-1"]);
+    ok(
+        c,
+        &[
+            b"XSETID",
+            b"strm",
+            b"999-9",
+            b"ENTRIESADDED",
+            b"300",
+            b"MAXDELETEDID",
+            b"151-1",
+        ],
+    );
     ok(c, &[b"XADD", b"strm:empty", b"1-1", b"f", b"v"]);
     ok(c, &[b"XDEL", b"strm:empty", b"1-1"]);
 }

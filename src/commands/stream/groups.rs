@@ -6,8 +6,8 @@ use bytes::Bytes;
 use super::read::{setid_effect, xclaim_effect};
 use super::write::propagate;
 use super::{
-    entry_reply, id_reply, long_long, lookup_stream, parse_loose_id, parse_strict_id,
-    read_stream, subcommand_error,
+    entry_reply, id_reply, long_long, lookup_stream, parse_loose_id, parse_strict_id, read_stream,
+    subcommand_error,
 };
 use crate::engine::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
@@ -122,7 +122,9 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
                 "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.",
             ));
         };
-        if !s.groups.contains_key(&name) && (is("setid") || is("createconsumer") || is("delconsumer")) {
+        if !s.groups.contains_key(&name)
+            && (is("setid") || is("createconsumer") || is("delconsumer"))
+        {
             return Err(CmdError::Other(
                 format!(
                     "NOGROUP No such consumer group '{}' for key name '{}'",
@@ -148,14 +150,15 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             parse_strict_id(&args[4], 0)?
         };
         if !exists {
-            ctx.store
-                .set(db, &key, Value::Stream(Box::default()), None);
+            ctx.store.set(db, &key, Value::Stream(Box::default()), None);
         }
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Ok(Reply::Null);
         };
         if s.groups.contains_key(&name) {
-            return Err(CmdError::msg("BUSYGROUP Consumer Group name already exists"));
+            return Err(CmdError::msg(
+                "BUSYGROUP Consumer Group name already exists",
+            ));
         }
         s.groups.insert(name, Group::new(id, entries_read));
         ctx.notify(class::STREAM, "xgroup-create", &key);
@@ -217,6 +220,12 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
 #[derive(Debug)]
 pub(crate) struct XAck {
     args: Vec<Bytes>,
+}
+
+impl super::Named for XAck {
+    fn name_slot(&mut self) -> &mut Bytes {
+        &mut self.args[0]
+    }
 }
 
 impl Command for XAck {
@@ -405,11 +414,13 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             justid = true;
         } else if o.eq_ignore_ascii_case(b"idle") && more > 0 {
             j += 1;
-            let idle = long_long(&args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
+            let idle =
+                long_long(&args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
             delivery = now.wrapping_sub(idle);
         } else if o.eq_ignore_ascii_case(b"time") && more > 0 {
             j += 1;
-            delivery = long_long(&args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
+            delivery =
+                long_long(&args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
         } else if o.eq_ignore_ascii_case(b"retrycount") && more > 0 {
             j += 1;
             retry = long_long(&args[j])
@@ -477,7 +488,11 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             before
         };
         g.assign(id, name, delivery as u64, count);
-        out.push(if justid { id_reply(id) } else { entry_reply(entry) });
+        out.push(if justid {
+            id_reply(id)
+        } else {
+            entry_reply(entry)
+        });
         effects.push(with_id_arg(xclaim_effect(key, group, &g, id), arg));
         propagate_last = false;
     }
@@ -569,7 +584,11 @@ fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         let (c, _) = g.consumer_or_create(name, now);
         c.seen_time = now;
         g.assign(id, name, now, deliveries);
-        out.push(if justid { id_reply(id) } else { entry_reply(entry) });
+        out.push(if justid {
+            id_reply(id)
+        } else {
+            entry_reply(entry)
+        });
         count -= 1;
         effects.push(xclaim_effect(key, group, &g, id));
     }

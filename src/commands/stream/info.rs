@@ -108,7 +108,10 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
     let mut m = vec![
         (field("length"), Reply::Int(s.len() as i64)),
         (field("radix-tree-keys"), Reply::Int(keys.len() as i64)),
-        (field("radix-tree-nodes"), Reply::Int(rax_nodes(&keys) as i64)),
+        (
+            field("radix-tree-nodes"),
+            Reply::Int(rax_nodes(&keys) as i64),
+        ),
         (field("last-generated-id"), id_reply(s.last_id)),
         (field("max-deleted-entry-id"), id_reply(s.max_deleted_id)),
         (field("entries-added"), Reply::Int(s.entries_added as i64)),
@@ -126,7 +129,11 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         ));
         return Ok(Reply::Map(m));
     }
-    let limit = if count == 0 { usize::MAX } else { count as usize };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
     m.push((
         field("entries"),
         Reply::Array(
@@ -287,7 +294,9 @@ impl Command for XInfoHelp {
             "HELP",
             "    Prints this help.",
         ];
-        Ok(Reply::Array(LINES.iter().map(|l| Reply::status(l)).collect()))
+        Ok(Reply::Array(
+            LINES.iter().map(|l| Reply::status(l)).collect(),
+        ))
     }
 }
 

@@ -72,16 +72,16 @@ static XREADGROUP_INFO: InfoDoc = InfoDoc {
 /// The stream commands, with Redis 7.0's arity, flags, key positions and ACL categories.
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[C] = &[
-    C::new("xadd", -5, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<write::XAdd>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
+    C::new("xadd", -5, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run_named::<write::XAdd>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
     C::new("xrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| read::range(c, a, false)).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xrevrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| read::range(c, a, true)).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xlen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<read::XLen>).with_acl(R_FAST).with_key_flags(&["RO"]),
-    C::new("xdel", -3, &["write", "fast"], C::keys(1, 1, 1), run::<write::XDel>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "delete"]),
-    C::new("xtrim", -4, &["write"], C::keys(1, 1, 1), run::<write::XTrim>).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
-    C::new("xsetid", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run::<write::XSetId>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
+    C::new("xdel", -3, &["write", "fast"], C::keys(1, 1, 1), run_named::<write::XDel>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "delete"]),
+    C::new("xtrim", -4, &["write"], C::keys(1, 1, 1), run_named::<write::XTrim>).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
+    C::new("xsetid", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run_named::<write::XSetId>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
     C::new("xread", -4, &["readonly", "blocking", "movablekeys"], STREAMS_KEYS, |c, a| read::xread(c, a, false)).with_acl(&["@read", "@stream", "@slow", "@blocking"]).with_info(&XREAD_INFO),
     C::new("xreadgroup", -7, &["write", "blocking", "movablekeys"], STREAMS_KEYS, |c, a| read::xread(c, a, true)).with_effect(Effect::Handled).with_acl(&["@write", "@stream", "@slow", "@blocking"]).with_info(&XREADGROUP_INFO),
-    C::new("xack", -4, &["write", "fast"], C::keys(1, 1, 1), run::<groups::XAck>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
+    C::new("xack", -4, &["write", "fast"], C::keys(1, 1, 1), run_named::<groups::XAck>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
     C::new("xpending", -3, &["readonly"], C::keys(1, 1, 1), run::<groups::XPending>).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
     C::new("xautoclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xautoclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "delete"]),
@@ -106,6 +106,27 @@ static XINFO: &[C] = &[
     C::new("xinfo|consumers", 4, &["readonly"], C::keys(2, 2, 1), run_sub::<info::XInfoConsumers>).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xinfo|help", 2, &["loading", "stale"], C::keys(0, 0, 0), run_sub::<info::XInfoHelp>).with_acl(&["@stream", "@slow"]),
 ];
+
+/// A write whose propagated form is its own arguments, rewritten: replicas get the command
+/// name as the caller wrote it (a script's `xadd` stays lowercase, as in Redis).
+pub(crate) trait Named: crate::engine::Command {
+    /// The propagated arguments' first slot.
+    fn name_slot(&mut self) -> &mut Bytes;
+}
+
+/// `run` for a [`Named`] command: parse, refuse leftovers, keep the name, apply.
+fn run_named<C: Named>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut cursor = crate::engine::ArgCursor::new(args.get(1..).unwrap_or(&[]));
+    let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
+    let result = parsed.and_then(|mut c| {
+        *c.name_slot() = args[0].clone();
+        c.apply(ctx)
+    });
+    match result {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
 
 /// Redis's one error for an ID it cannot parse.
 pub(crate) const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
@@ -165,7 +186,14 @@ pub(crate) fn parse_id(
         if strict {
             return Err(invalid_id());
         }
-        return Ok((if s == b"-" { StreamId::MIN } else { StreamId::MAX }, true));
+        return Ok((
+            if s == b"-" {
+                StreamId::MIN
+            } else {
+                StreamId::MAX
+            },
+            true,
+        ));
     }
     let (ms, seq) = match s.iter().position(|&b| b == b'-') {
         Some(d) => (&s[..d], Some(&s[d + 1..])),
@@ -175,7 +203,10 @@ pub(crate) fn parse_id(
     match seq {
         None => Ok((StreamId::new(ms, missing_seq), true)),
         Some(b"*") if seq_star => Ok((StreamId::new(ms, 0), false)),
-        Some(seq) => Ok((StreamId::new(ms, parse_ull(seq).ok_or_else(invalid_id)?), true)),
+        Some(seq) => Ok((
+            StreamId::new(ms, parse_ull(seq).ok_or_else(invalid_id)?),
+            true,
+        )),
     }
 }
 
@@ -209,7 +240,10 @@ pub(crate) fn entry_reply(e: Entry) -> Reply {
 
 /// The stream at `key` for a read command (keyspace hit/miss counted): None if missing,
 /// WRONGTYPE for other types.
-pub(crate) fn read_stream<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c mut Stream>> {
+pub(crate) fn read_stream<'c>(
+    ctx: &'c mut Ctx<'_>,
+    key: &[u8],
+) -> CmdResult<Option<&'c mut Stream>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     match ctx.store.read_value(db, key, now) {
         None => Ok(None),
@@ -251,8 +285,10 @@ pub(crate) fn subcommand_error(args: &[Bytes]) -> CmdError {
         .map(|a| crate::engine::printable(a, 128))
         .unwrap_or_default();
     CmdError::Other(
-        format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {name} HELP.")
-            .into(),
+        format!(
+            "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {name} HELP."
+        )
+        .into(),
     )
 }
 
@@ -270,7 +306,10 @@ mod tests {
         assert_eq!(ok("+", 0), Some(StreamId::MAX));
         assert_eq!(ok("007-1", 0), Some(StreamId::new(7, 1)));
         assert_eq!(ok(" 7", 0), Some(StreamId::new(7, 0)));
-        assert_eq!(ok("18446744073709551615-0", 0), Some(StreamId::new(u64::MAX, 0)));
+        assert_eq!(
+            ok("18446744073709551615-0", 0),
+            Some(StreamId::new(u64::MAX, 0))
+        );
         assert_eq!(ok("18446744073709551616", 0), None);
         assert_eq!(ok("-1", 0), None);
         assert_eq!(ok("1-", 0), None);

@@ -63,9 +63,16 @@ fn xrange(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult<Reply> {
     if count == 0 {
         return Ok(Reply::NullArray);
     }
-    let limit = if count < 0 { usize::MAX } else { count as usize };
+    let limit = if count < 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
     Ok(Reply::Array(
-        s.range(start, end, rev).take(limit).map(entry_reply).collect(),
+        s.range(start, end, rev)
+            .take(limit)
+            .map(entry_reply)
+            .collect(),
     ))
 }
 
@@ -259,7 +266,9 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
     if wait.count == 0 {
         wait.count = BLOCKED_DEFAULT_COUNT;
     }
-    Ok(crate::services::blocking::block_on_streams(ctx, wait, timeout))
+    Ok(crate::services::blocking::block_on_streams(
+        ctx, wait, timeout,
+    ))
 }
 
 /// `[[key, entries], …]` in RESP2, `{key: entries, …}` in RESP3.

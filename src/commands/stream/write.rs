@@ -2,9 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{
-    id_reply, long_long, lookup_stream, node_limits, parse_id, parse_strict_id,
-};
+use super::{id_reply, long_long, lookup_stream, node_limits, parse_id, parse_strict_id};
 use crate::engine::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -54,8 +52,11 @@ fn parse_trim(
     let mut limit_given = false;
     let mut limit: i64 = 0;
     let mut i = 2;
-    let incompatible =
-        || CmdError::msg("ERR syntax error, MAXLEN and MINID options at the same time are not compatible");
+    let incompatible = || {
+        CmdError::msg(
+            "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+        )
+    };
     while i < args.len() {
         let more = args.len() - 1 - i;
         let opt = &args[i];
@@ -158,6 +159,12 @@ pub(crate) struct XAdd {
     args: Vec<Bytes>,
 }
 
+impl super::Named for XAdd {
+    fn name_slot(&mut self) -> &mut Bytes {
+        &mut self.args[0]
+    }
+}
+
 impl Command for XAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         // Parsed in `apply`: the defaults depend on the configuration and the caller.
@@ -245,6 +252,12 @@ pub(crate) struct XTrim {
     args: Vec<Bytes>,
 }
 
+impl super::Named for XTrim {
+    fn name_slot(&mut self) -> &mut Bytes {
+        &mut self.args[0]
+    }
+}
+
 impl Command for XTrim {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XTRIM")];
@@ -277,6 +290,12 @@ pub(crate) struct XDel {
     key: Bytes,
     ids: Vec<StreamId>,
     args: Vec<Bytes>,
+}
+
+impl super::Named for XDel {
+    fn name_slot(&mut self) -> &mut Bytes {
+        &mut self.args[0]
+    }
 }
 
 impl Command for XDel {
@@ -323,6 +342,12 @@ pub(crate) struct XSetId {
     entries_added: i64,
     max_deleted: StreamId,
     args: Vec<Bytes>,
+}
+
+impl super::Named for XSetId {
+    fn name_slot(&mut self) -> &mut Bytes {
+        &mut self.args[0]
+    }
 }
 
 impl Command for XSetId {

@@ -68,10 +68,13 @@ impl Group {
     /// The consumer `name`, made (seen now) if missing; true if it was made.
     pub fn consumer_or_create(&mut self, name: &Bytes, now_ms: u64) -> (&mut Consumer, bool) {
         let created = !self.consumers.contains_key(name);
-        let c = self.consumers.entry(name.clone()).or_insert_with(|| Consumer {
-            seen_time: now_ms,
-            pending: BTreeSet::new(),
-        });
+        let c = self
+            .consumers
+            .entry(name.clone())
+            .or_insert_with(|| Consumer {
+                seen_time: now_ms,
+                pending: BTreeSet::new(),
+            });
         (c, created)
     }
 

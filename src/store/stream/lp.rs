@@ -181,7 +181,10 @@ pub fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
     } else if b & 0xE0 == 0xC0 {
         let lo = *lp.get(p + 1)?;
         let v = (i64::from(b & 0x1F) << 8) | i64::from(lo);
-        (Elem::Int(if v >= 1 << 12 { v - (1 << 13) } else { v }), p + 2)
+        (
+            Elem::Int(if v >= 1 << 12 { v - (1 << 13) } else { v }),
+            p + 2,
+        )
     } else if b & 0xF0 == 0xE0 {
         let lo = *lp.get(p + 1)?;
         let len = (usize::from(b & 0x0F) << 8) | usize::from(lo);
@@ -195,7 +198,10 @@ pub fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
             }
             0xF1 => {
                 let d = bytes(p + 1, 2)?;
-                (Elem::Int(i64::from(i16::from_le_bytes([d[0], d[1]]))), p + 3)
+                (
+                    Elem::Int(i64::from(i16::from_le_bytes([d[0], d[1]]))),
+                    p + 3,
+                )
             }
             0xF2 => {
                 let d = bytes(p + 1, 3)?;
@@ -226,7 +232,8 @@ pub fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
 /// Checks a listpack from outside (an RDB file): header, every element's bounds and
 /// back-length, the terminator; returns its element count.
 pub fn validate(lp: &[u8]) -> Option<usize> {
-    if lp.len() < HEADER + 1 || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len()
+    if lp.len() < HEADER + 1
+        || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len()
     {
         return None;
     }

@@ -94,7 +94,10 @@ impl StreamId {
         let mut seq = [0u8; 8];
         ms.copy_from_slice(&b[..8]);
         seq.copy_from_slice(&b[8..]);
-        Some(StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq)))
+        Some(StreamId::new(
+            u64::from_be_bytes(ms),
+            u64::from_be_bytes(seq),
+        ))
     }
 }
 
@@ -382,7 +385,9 @@ impl Iterator for RangeIter<'_> {
                     .next_back()
                     .or_else(|| nodes.range(from..).next())
             } else {
-                nodes.range((Bound::Included(from), Bound::Unbounded)).next()
+                nodes
+                    .range((Bound::Included(from), Bound::Unbounded))
+                    .next()
             };
             self.first = false;
             let Some((&master, node)) = found else {
@@ -456,7 +461,10 @@ mod tests {
         );
         assert_eq!(s.len(), 35);
         assert_eq!(s.nodes.len(), 4);
-        assert_eq!(ids(s.range(StreamId::MIN, StreamId::MAX, false)), (1..=35).collect::<Vec<_>>());
+        assert_eq!(
+            ids(s.range(StreamId::MIN, StreamId::MAX, false)),
+            (1..=35).collect::<Vec<_>>()
+        );
         assert_eq!(
             ids(s.range(StreamId::new(8, 0), StreamId::new(12, 0), true)),
             vec![12, 11, 10, 9, 8]

@@ -233,8 +233,7 @@ impl Node {
             return;
         };
         let same = m.fields.len() * 2 == fields.len()
-            && m
-                .fields
+            && m.fields
                 .iter()
                 .zip(fields.iter().step_by(2))
                 .all(|(a, b)| a == b);
@@ -329,7 +328,11 @@ mod tests {
 
     #[test]
     fn a_node_is_redis_s_listpack() {
-        let f = |s: &[&str]| s.iter().map(|x| Bytes::from(x.to_string())).collect::<Vec<_>>();
+        let f = |s: &[&str]| {
+            s.iter()
+                .map(|x| Bytes::from(x.to_string()))
+                .collect::<Vec<_>>()
+        };
         let m = StreamId::new(1000, 0);
         let mut n = Node::new(m, &f(&["a", "1", "b", "2"]));
         n.append(m, StreamId::new(1000, 1), &f(&["a", "3", "b", "4"]));
