@@ -287,8 +287,6 @@ impl Command for XTrim {
 /// XDEL key id [id …]
 #[derive(Debug)]
 pub(crate) struct XDel {
-    key: Bytes,
-    ids: Vec<StreamId>,
     args: Vec<Bytes>,
 }
 
@@ -300,23 +298,26 @@ impl super::Named for XDel {
 
 impl Command for XDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let rest = a.rest();
-        let ids = rest
-            .iter()
-            .map(|x| parse_strict_id(x, 0))
-            .collect::<CmdResult<Vec<_>>>()?;
-        let mut args = vec![Bytes::from_static(b"XDEL"), key.clone()];
-        args.extend(rest.iter().cloned());
-        Ok(XDel { key, ids, args })
+        let mut args = vec![Bytes::from_static(b"XDEL")];
+        args.extend(a.rest().iter().cloned());
+        Ok(XDel { args })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(s) = lookup_stream(ctx, &self.key)? else {
+        let key = self.args[1].clone();
+        // The key is looked up (and type-checked) before any ID is parsed, as Redis does.
+        if lookup_stream(ctx, &key)?.is_none() {
+            return Ok(Reply::Int(0));
+        }
+        let ids = self.args[2..]
+            .iter()
+            .map(|x| parse_strict_id(x, 0))
+            .collect::<CmdResult<Vec<_>>>()?;
+        let Some(s) = lookup_stream(ctx, &key)? else {
             return Ok(Reply::Int(0));
         };
         let mut deleted = 0;
-        for &id in &self.ids {
+        for id in ids {
             if s.delete(id) {
                 if id > s.max_deleted_id {
                     s.max_deleted_id = id;
@@ -326,8 +327,8 @@ impl Command for XDel {
         }
         if deleted > 0 {
             let db = ctx.db();
-            ctx.store.touch(db, &self.key);
-            ctx.notify(class::STREAM, "xdel", &self.key);
+            ctx.store.touch(db, &key);
+            ctx.notify(class::STREAM, "xdel", &key);
             propagate(ctx, self.args);
         }
         Ok(Reply::Int(deleted))
