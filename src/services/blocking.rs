@@ -658,13 +658,16 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
 }
 
 /// True if `key` holds a value a blocked client could pop from (the store lookup serving
-/// would make anyway; the key's shard is held).
+/// would make anyway; the key's shard is held). A stream is made ready only by the stream
+/// commands that can feed a reader (XADD, XGROUP CREATE … MKSTREAM, XGROUP DESTROY, which
+/// call [`note_ready`], as Redis's `signalKeyAsReady`): an XREADGROUP that blocks writes
+/// its key too, and must not wake itself.
 fn poppable(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
     matches!(
         ctx.store
             .lookup_untouched(db, key, ctx.now_ms)
             .map(|e| &e.value),
-        Some(Value::List(_) | Value::ZSet(_) | Value::Stream(_))
+        Some(Value::List(_) | Value::ZSet(_))
     )
 }
 

@@ -161,6 +161,9 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             ));
         }
         s.groups.insert(name, Group::new(id, entries_read));
+        if !exists {
+            crate::services::blocking::note_ready(ctx, db, key.clone());
+        }
         ctx.notify(class::STREAM, "xgroup-create", &key);
         propagate(ctx, args.to_vec());
         return Ok(Reply::ok());
@@ -188,6 +191,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             return Ok(Reply::Int(0));
         }
         ctx.notify(class::STREAM, "xgroup-destroy", &key);
+        crate::services::blocking::note_ready(ctx, db, key.clone());
         propagate(ctx, args.to_vec());
         return Ok(Reply::Int(1));
     }
