@@ -167,6 +167,11 @@ impl Op {
         matches!(self, Op::Stream(_))
     }
 
+    /// XREADGROUP: woken with an error when its stream is deleted or replaced.
+    fn is_group_read(&self) -> bool {
+        matches!(self, Op::Stream(w) if w.is_group())
+    }
+
     /// Runs the non-blocking form on `keys` (all the client's keys, or the one ready key);
     /// `None` when there was nothing to pop.
     fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
@@ -482,6 +487,9 @@ impl Waiter {
 pub struct BlockedClients {
     /// How many clients are blocked: the write path's only cost while none is.
     count: AtomicUsize,
+    /// How many of them are XREADGROUP readers (a write that deletes or replaces their
+    /// stream must wake them with an error; only looked for while there are some).
+    group_readers: AtomicUsize,
     inner: Mutex<Inner>,
 }
 
@@ -554,17 +562,28 @@ impl BlockedClients {
         if let Some(old) = inner.by_client.insert(w.info.id, w.clone()) {
             // A client blocks once at a time; should an old waiter linger, forget it.
             if !Arc::ptr_eq(&old, w) {
-                Self::unregister(&mut inner, &old);
+                self.unregister(&mut inner, &old);
             }
         }
         w.info.blocked.store(true, Ordering::Relaxed);
+        if w.op.is_group_read() {
+            self.group_readers.fetch_add(1, Ordering::Relaxed);
+        }
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }
 
+    /// True while some client is blocked in XREADGROUP.
+    fn has_group_readers(&self) -> bool {
+        self.group_readers.load(Ordering::Relaxed) > 0
+    }
+
     /// Takes `w` out of its keys' queues (O(1) amortized per key); false if it was not in.
-    fn unregister(inner: &mut Inner, w: &Arc<Waiter>) -> bool {
+    fn unregister(&self, inner: &mut Inner, w: &Arc<Waiter>) -> bool {
         if !w.registered.swap(false, Ordering::Relaxed) {
             return false;
+        }
+        if w.op.is_group_read() {
+            self.group_readers.fetch_sub(1, Ordering::Relaxed);
         }
         for key in w.keys.iter() {
             let k = (w.db, key.clone());
@@ -586,7 +605,7 @@ impl BlockedClients {
     /// Forgets a waiter (served, timed out, unblocked or disconnected). Idempotent.
     pub fn remove(&self, w: &Arc<Waiter>) {
         let mut inner = self.lock();
-        Self::unregister(&mut inner, w);
+        self.unregister(&mut inner, w);
         if inner
             .by_client
             .get(&w.info.id)
@@ -651,7 +670,10 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
     let db = ctx.db();
     for i in spec.keys.positions(args) {
         let key = &args[i];
-        if ctx.shared.blocked.has_waiters(db, key) && poppable(ctx, db, key) {
+        if ctx.shared.blocked.has_waiters(db, key)
+            && (poppable(ctx, db, key)
+                || ctx.shared.blocked.has_group_readers() && !holds_stream(ctx, db, key))
+        {
             ctx.ready.push((db, key.clone()));
         }
     }
@@ -668,6 +690,17 @@ fn poppable(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
             .lookup_untouched(db, key, ctx.now_ms)
             .map(|e| &e.value),
         Some(Value::List(_) | Value::ZSet(_))
+    )
+}
+
+/// True if `key` holds a stream (a key without one wakes the XREADGROUP readers blocked on
+/// it with an error, as Redis 7.0.15 does when a stream is deleted or overwritten).
+fn holds_stream(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
+    matches!(
+        ctx.store
+            .lookup_untouched(db, key, ctx.now_ms)
+            .map(|e| &e.value),
+        Some(Value::Stream(_))
     )
 }
 
@@ -731,10 +764,24 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 Some(Value::Stream(_)) => w.op.is_stream(),
                 _ => false,
             };
-            match ctx.store.lookup(db, &key, ctx.now_ms) {
-                None => break,
-                Some(_) if !right_type => continue,
-                Some(_) => {}
+            let present = ctx.store.lookup(db, &key, ctx.now_ms).is_some();
+            if w.op.is_group_read() && !right_type {
+                // The stream is gone or replaced: its group went with it (Redis's
+                // `unblockDeletedStreamReadgroupClients`).
+                drop(ctx);
+                *st = State::Done(Reply::Error(
+                    "UNBLOCKED the stream key no longer exists".into(),
+                ));
+                drop(st);
+                w.notify.notify_one();
+                shared.blocked.remove(&w);
+                continue;
+            }
+            match present {
+                false if shared.blocked.has_group_readers() => continue,
+                false => break,
+                true if !right_type => continue,
+                true => {}
             }
             let reply = match w.op.attempt(&mut ctx, Some(&key)) {
                 Ok(Some(r)) => r,

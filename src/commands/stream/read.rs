@@ -505,6 +505,11 @@ pub(super) fn setid_effect(key: &Bytes, group: &Bytes, grp: &Group) -> Vec<Bytes
 }
 
 impl Wait {
+    /// True for XREADGROUP.
+    pub(crate) fn is_group(&self) -> bool {
+        self.group.is_some()
+    }
+
     /// Serves the blocked reader from `key` (it became ready): its reply, None if the key
     /// has nothing for it yet.
     pub(crate) fn attempt(&self, ctx: &mut Ctx<'_>, key: &Bytes) -> CmdResult<Option<Reply>> {
