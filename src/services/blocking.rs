@@ -716,6 +716,20 @@ pub(crate) fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
     }
 }
 
+/// After FLUSHDB / FLUSHALL of databases `dbs`: the keys XREADGROUP readers wait on are
+/// gone, so they are woken with an error (Redis's `scanDatabaseForDeletedStreams`). Costs
+/// one atomic load while no such reader is blocked.
+pub(crate) fn note_flushed(ctx: &mut Ctx<'_>, dbs: std::ops::Range<usize>) {
+    if !ctx.shared.blocked.has_group_readers() {
+        return;
+    }
+    for db in dbs {
+        for key in ctx.shared.blocked.keys_in_db(db) {
+            ctx.ready.push((db, key));
+        }
+    }
+}
+
 /// Serves the clients blocked on `ready` keys, first blocked first served, including keys
 /// that serving makes ready in turn (BLMOVE's destination). Called with no lock held.
 pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {

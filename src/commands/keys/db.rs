@@ -56,6 +56,12 @@ impl VariantCommand for Flush {
                 shard.flush_db(db);
             }
         }
+        let flushed = if self.scope == FlushScope::All {
+            0..ctx.store.keyspace().databases()
+        } else {
+            db..db + 1
+        };
+        crate::services::blocking::note_flushed(ctx, flushed);
         Ok(Reply::ok())
     }
 }

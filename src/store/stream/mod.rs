@@ -256,6 +256,10 @@ impl Stream {
                 n.get_mut().append(master, id, fields);
             }
             None => {
+                // The full tail gives back its spare capacity, as Redis shrinks a closed node.
+                if let Some(mut last) = self.nodes.last_entry() {
+                    last.get_mut().shrink();
+                }
                 self.nodes.insert(id, Node::new(id, fields));
             }
         }

@@ -124,6 +124,11 @@ impl Node {
         self.lp.len()
     }
 
+    /// Gives back spare capacity.
+    pub fn shrink(&mut self) {
+        self.lp.shrink_to_fit();
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.lp.capacity()
