@@ -668,11 +668,16 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
         return;
     }
     let db = ctx.db();
+    // A stream command makes its key ready itself where Redis does; any other write that
+    // leaves a stream at a key (RENAME, COPY, RESTORE …) made it by Redis's `dbAdd`, which
+    // signals it.
+    let stream_command = spec.acl.contains(&"@stream");
     for i in spec.keys.positions(args) {
         let key = &args[i];
         if ctx.shared.blocked.has_waiters(db, key)
             && (poppable(ctx, db, key)
-                || ctx.shared.blocked.has_group_readers() && !holds_stream(ctx, db, key))
+                || ctx.shared.blocked.has_group_readers() && !holds_stream(ctx, db, key)
+                || !stream_command && holds_stream(ctx, db, key))
         {
             ctx.ready.push((db, key.clone()));
         }
@@ -783,9 +788,9 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 // The stream is gone or replaced: its group went with it (Redis's
                 // `unblockDeletedStreamReadgroupClients`).
                 drop(ctx);
-                *st = State::Done(Reply::Error(
-                    "UNBLOCKED the stream key no longer exists".into(),
-                ));
+                let text = "UNBLOCKED the stream key no longer exists";
+                crate::engine::call::count_error(shared, text);
+                *st = State::Done(Reply::Error(text.into()));
                 drop(st);
                 w.notify.notify_one();
                 shared.blocked.remove(&w);
@@ -799,6 +804,12 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             }
             let reply = match w.op.attempt(&mut ctx, Some(&key)) {
                 Ok(Some(r)) => r,
+                Err(e) if w.op.is_stream() => {
+                    // Counted as Redis counts an error a blocked command ends with.
+                    let text = e.to_string();
+                    crate::engine::call::count_error(shared, &text);
+                    Reply::Error(text.into())
+                }
                 // A stream reader waits for IDs of its own: the next one may be served.
                 Ok(None) if w.op.is_stream() => continue,
                 Ok(None) => break,

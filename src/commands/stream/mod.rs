@@ -91,12 +91,12 @@ pub(crate) static COMMANDS: &[C] = &[
 
 #[rustfmt::skip]
 static XGROUP: &[C] = &[
-    C::new("xgroup|create", -5, &["write", "denyoom"], C::keys(2, 2, 1), |c, a| groups::xgroup(c, a)).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "insert"]),
-    C::new("xgroup|setid", -5, &["write"], C::keys(2, 2, 1), |c, a| groups::xgroup(c, a)).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "update"]),
-    C::new("xgroup|destroy", 4, &["write"], C::keys(2, 2, 1), |c, a| groups::xgroup(c, a)).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
-    C::new("xgroup|createconsumer", 5, &["write", "denyoom"], C::keys(2, 2, 1), |c, a| groups::xgroup(c, a)).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "insert"]),
-    C::new("xgroup|delconsumer", 5, &["write"], C::keys(2, 2, 1), |c, a| groups::xgroup(c, a)).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
-    C::new("xgroup|help", 2, &["loading", "stale"], C::keys(0, 0, 0), |c, a| groups::xgroup(c, a)).with_acl(&["@stream", "@slow"]),
+    C::new("xgroup|create", -5, &["write", "denyoom"], C::keys(2, 2, 1), groups::xgroup).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "insert"]),
+    C::new("xgroup|setid", -5, &["write"], C::keys(2, 2, 1), groups::xgroup).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "update"]),
+    C::new("xgroup|destroy", 4, &["write"], C::keys(2, 2, 1), groups::xgroup).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
+    C::new("xgroup|createconsumer", 5, &["write", "denyoom"], C::keys(2, 2, 1), groups::xgroup).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "insert"]),
+    C::new("xgroup|delconsumer", 5, &["write"], C::keys(2, 2, 1), groups::xgroup).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
+    C::new("xgroup|help", 2, &["loading", "stale"], C::keys(0, 0, 0), groups::xgroup).with_acl(&["@stream", "@slow"]),
 ];
 
 #[rustfmt::skip]

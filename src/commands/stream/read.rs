@@ -165,7 +165,7 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
             count = long_long(&args[i])?.max(0);
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             streams_at = i + 1;
-            if (args.len() - streams_at) % 2 != 0 {
+            if !(args.len() - streams_at).is_multiple_of(2) {
                 return Err(CmdError::msg(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
