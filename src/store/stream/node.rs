@@ -153,6 +153,11 @@ impl Node {
         if !(0..=i64::from(u32::MAX)).contains(&n) {
             return None;
         }
+        // Each field takes at least two bytes: a count the listpack cannot hold is refused
+        // before anything is allocated for it (a node may come from an RDB file).
+        if n as usize > self.lp.len() / 2 {
+            return None;
+        }
         let mut fields = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let (f, next) = lp::read(&self.lp, p)?;
@@ -355,5 +360,35 @@ mod tests {
         assert_eq!(live, 2);
         assert_eq!(again.listpack(), n.listpack());
         assert_eq!(n.last_id(m), StreamId::new(1001, 0));
+    }
+
+    #[test]
+    fn hostile_listpacks_are_refused_without_panicking() {
+        let m = StreamId::new(1, 0);
+        let f = |s: &[&str]| {
+            s.iter()
+                .map(|x| Bytes::from(x.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let good = Node::new(m, &f(&["a", "1"])).listpack().to_vec();
+        // Every truncation and every single-byte change either loads or is refused.
+        for cut in 0..good.len() {
+            assert!(Node::from_listpack(m, good[..cut].to_vec()).is_none());
+        }
+        for i in 0..good.len() {
+            for b in [0u8, 1, 0x7f, 0x80, 0xbf, 0xc0, 0xf0, 0xf4, 0xff] {
+                let mut bad = good.clone();
+                bad[i] = b;
+                let _ = Node::from_listpack(m, bad);
+            }
+        }
+        // A master entry claiming four billion fields.
+        let mut enc = Vec::new();
+        for n in [1i64, 0, u32::MAX as i64, 0] {
+            lp::encode_int_elem(&mut enc, n);
+        }
+        let mut huge = lp::new();
+        lp::append_encoded(&mut huge, &enc, 4);
+        assert!(Node::from_listpack(m, huge).is_none());
     }
 }
