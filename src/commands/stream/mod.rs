@@ -69,22 +69,49 @@ static XREADGROUP_INFO: InfoDoc = InfoDoc {
     key_specs: &[streams_spec(4)],
 };
 
+const ND: &[&str] = &["nondeterministic_output"];
+static XADD_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RW", "update"], 1, 0)
+        .with_notes("UPDATE instead of INSERT because of the optional trimming feature")],
+};
+static XTRIM_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RW", "delete"], 1, 0)],
+};
+static XCLAIM_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RW", "update"], 1, 0)],
+};
+static XAUTOCLAIM_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RW", "delete"], 1, 0)],
+};
+static XPENDING_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RO", "access"], 1, 0)],
+};
+static XINFO_CONSUMERS_INFO: InfoDoc = InfoDoc {
+    tips: ND,
+    key_specs: &[KeySpecDoc::range(&["RO", "access"], 2, 0)],
+};
+
 /// The stream commands, with Redis 7.0's arity, flags, key positions and ACL categories.
 #[rustfmt::skip]
 pub(crate) static COMMANDS: &[C] = &[
-    C::new("xadd", -5, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run_named::<write::XAdd>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
+    C::new("xadd", -5, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run_named::<write::XAdd>).with_effect(Effect::Handled).with_acl(W_FAST).with_info(&XADD_INFO),
     C::new("xrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| read::range(c, a, false)).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xrevrange", -4, &["readonly"], C::keys(1, 1, 1), |c, a| read::range(c, a, true)).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xlen", 2, &["readonly", "fast"], C::keys(1, 1, 1), run::<read::XLen>).with_acl(R_FAST).with_key_flags(&["RO"]),
     C::new("xdel", -3, &["write", "fast"], C::keys(1, 1, 1), run_named::<write::XDel>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "delete"]),
-    C::new("xtrim", -4, &["write"], C::keys(1, 1, 1), run_named::<write::XTrim>).with_effect(Effect::Handled).with_acl(W_SLOW).with_key_flags(&["RW", "delete"]),
+    C::new("xtrim", -4, &["write"], C::keys(1, 1, 1), run_named::<write::XTrim>).with_effect(Effect::Handled).with_acl(W_SLOW).with_info(&XTRIM_INFO),
     C::new("xsetid", -3, &["write", "denyoom", "fast"], C::keys(1, 1, 1), run_named::<write::XSetId>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
     C::new("xread", -4, &["readonly", "blocking", "movablekeys"], STREAMS_KEYS, |c, a| read::xread(c, a, false)).with_acl(&["@read", "@stream", "@slow", "@blocking"]).with_info(&XREAD_INFO),
     C::new("xreadgroup", -7, &["write", "blocking", "movablekeys"], STREAMS_KEYS, |c, a| read::xread(c, a, true)).with_effect(Effect::Handled).with_acl(&["@write", "@stream", "@slow", "@blocking"]).with_info(&XREADGROUP_INFO),
     C::new("xack", -4, &["write", "fast"], C::keys(1, 1, 1), run_named::<groups::XAck>).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
-    C::new("xpending", -3, &["readonly"], C::keys(1, 1, 1), run::<groups::XPending>).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
-    C::new("xclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "update"]),
-    C::new("xautoclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xautoclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_key_flags(&["RW", "delete"]),
+    C::new("xpending", -3, &["readonly"], C::keys(1, 1, 1), run::<groups::XPending>).with_acl(R_SLOW).with_info(&XPENDING_INFO),
+    C::new("xclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_info(&XCLAIM_INFO),
+    C::new("xautoclaim", -6, &["write", "fast"], C::keys(1, 1, 1), groups::xautoclaim).with_effect(Effect::Handled).with_acl(W_FAST).with_info(&XAUTOCLAIM_INFO),
     C::new("xgroup", -2, &[], C::keys(0, 0, 0), run::<crate::commands::server::Help>).with_acl(&["@slow"]).with_subcommands(XGROUP),
     C::new("xinfo", -2, &[], C::keys(0, 0, 0), run::<crate::commands::server::Help>).with_acl(&["@slow"]).with_subcommands(XINFO),
 ];
@@ -103,7 +130,7 @@ static XGROUP: &[C] = &[
 static XINFO: &[C] = &[
     C::new("xinfo|stream", -3, &["readonly"], C::keys(2, 2, 1), info::xinfo_stream).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
     C::new("xinfo|groups", 3, &["readonly"], C::keys(2, 2, 1), run_sub::<info::XInfoGroups>).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
-    C::new("xinfo|consumers", 4, &["readonly"], C::keys(2, 2, 1), run_sub::<info::XInfoConsumers>).with_acl(R_SLOW).with_key_flags(&["RO", "access"]),
+    C::new("xinfo|consumers", 4, &["readonly"], C::keys(2, 2, 1), run_sub::<info::XInfoConsumers>).with_acl(R_SLOW).with_info(&XINFO_CONSUMERS_INFO),
     C::new("xinfo|help", 2, &["loading", "stale"], C::keys(0, 0, 0), run_sub::<info::XInfoHelp>).with_acl(&["@stream", "@slow"]),
 ];
 
