@@ -37,7 +37,7 @@ command -v tclsh >/dev/null || { echo "tclsh not found (apt-get install tcl)" >&
 UNITS=("$@")
 if [ ${#UNITS[@]} -eq 0 ]; then
     UNITS=(type/string type/incr type/list type/set type/zset type/hash
-        keyspace sort dump bitops bitfield hyperloglog multi geo)
+        keyspace sort dump bitops bitfield hyperloglog multi geo type/stream type/stream-cgroups)
 fi
 BIN="${SLUICE_BIN:-$ROOT/target/debug/sluice}"
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build first" >&2; exit 2; }

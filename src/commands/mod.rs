@@ -23,6 +23,7 @@ pub(crate) mod server;
 pub(crate) mod set;
 pub(crate) mod slowlog;
 pub(crate) mod sort;
+pub(crate) mod stream;
 pub(crate) mod strex;
 pub(crate) mod strings;
 pub(crate) mod strrange;
@@ -35,7 +36,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 32] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -68,5 +69,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
         replication::COMMANDS,
         geo::COMMANDS,
         acl::COMMANDS,
+        stream::COMMANDS,
     ]
 }

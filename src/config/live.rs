@@ -33,6 +33,8 @@ pub struct LiveSettings {
     hll_sparse_max_bytes: AtomicUsize,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    stream_node_bytes: AtomicUsize,
+    stream_node_entries: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -87,6 +89,10 @@ impl LiveSettings {
             .store(config.min_replicas_to_write, Ordering::Relaxed);
         self.min_replicas_max_lag
             .store(config.min_replicas_max_lag, Ordering::Relaxed);
+        self.stream_node_bytes
+            .store(config.stream_node_max_bytes, Ordering::Relaxed);
+        self.stream_node_entries
+            .store(config.stream_node_max_entries, Ordering::Relaxed);
     }
 
     /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds).
@@ -94,6 +100,14 @@ impl LiveSettings {
         (
             self.min_replicas_to_write.load(Ordering::Relaxed),
             self.min_replicas_max_lag.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `stream-node-max-bytes` and `stream-node-max-entries`.
+    pub fn stream_node_limits(&self) -> (usize, u64) {
+        (
+            self.stream_node_bytes.load(Ordering::Relaxed),
+            self.stream_node_entries.load(Ordering::Relaxed) as u64,
         )
     }
 

@@ -162,6 +162,10 @@ pub struct Config {
     pub config_file: Option<String>,
     /// `hll-sparse-max-bytes`: the largest sparse HyperLogLog before it turns dense.
     pub hll_sparse_max_bytes: usize,
+    /// `stream-node-max-bytes`: a stream node's listpack size before a new node starts.
+    pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`: a stream node's entries before a new node starts.
+    pub stream_node_max_entries: usize,
     /// `enable-protected-configs`: who may CONFIG SET `dir` and `dbfilename`.
     pub enable_protected_configs: Allowed,
     /// `enable-debug-command` as given; None: `local` in test mode, else `no` (see
@@ -389,6 +393,8 @@ impl Default for Config {
             enable_protected_configs: Allowed::No,
             enable_debug_command: None,
             hll_sparse_max_bytes: crate::store::hll::SPARSE_MAX_BYTES,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }

@@ -259,8 +259,10 @@ fn run(
             let client_resp = std::mem::replace(&mut ctx.client.resp, rules.resp);
             // Blocking commands called from a script answer at once (Redis's DENY_BLOCKING).
             let may_block = std::mem::replace(&mut ctx.may_block, false);
+            let in_script = std::mem::replace(&mut ctx.in_script, true);
             let reply = (spec.handler)(ctx, args);
             ctx.may_block = may_block;
+            ctx.in_script = in_script;
             ctx.client.resp = client_resp;
             reply
         }

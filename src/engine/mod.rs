@@ -61,6 +61,8 @@ pub struct Ctx<'a> {
     pub in_exec: bool,
     /// A blocking command may block (a client outside MULTI, EXEC and scripts).
     pub may_block: bool,
+    /// True while a script's `redis.call` runs the command (XREAD's BLOCK is refused there).
+    pub in_script: bool,
     /// Set by a blocking command that blocked: the connection waits on it.
     pub blocked: Option<Arc<blocking::Waiter>>,
     /// Keys written that blocked clients wait on, served once the locks are released.
@@ -342,6 +344,7 @@ fn execute_request(
         blocked: None,
         ready: Vec::new(),
         error_counted: false,
+        in_script: false,
         propagate: Vec::new(),
         events: notify::Events::new(shared),
     };

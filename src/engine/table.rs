@@ -1044,6 +1044,19 @@ mod tests {
             "georadius",
             "georadiusbymember",
             "geosearchstore",
+            "xadd",
+            "xtrim",
+            "xreadgroup",
+            "xclaim",
+            "xautoclaim",
+            "xdel",
+            "xsetid",
+            "xack",
+            "xgroup|create",
+            "xgroup|setid",
+            "xgroup|destroy",
+            "xgroup|createconsumer",
+            "xgroup|delconsumer",
         ] {
             effects.push((n, Effect::Handled));
         }

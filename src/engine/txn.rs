@@ -299,6 +299,7 @@ impl Command for Exec {
             blocked: None,
             ready: Vec::new(),
             error_counted: false,
+            in_script: false,
             propagate: Vec::new(),
             events: crate::services::notify::Events::new(shared),
         };

@@ -27,6 +27,7 @@
 mod crc64;
 mod listpack;
 pub(crate) mod snapshot;
+mod stream;
 mod ziplist;
 
 pub(crate) use crc64::crc64;
@@ -319,6 +320,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
                 }
             }
         }
+        Value::Stream(s) => stream::write(out, s),
         Value::ZSet(z) => {
             if z.encoding() == "listpack" {
                 out.push(TYPE_ZSET_LISTPACK);
@@ -662,6 +664,9 @@ fn read_value(r: &mut Reader<'_>, t: u8, limits: &ZsetLimits) -> R<Value> {
             let items = listpack::entries(&blob)?;
             zset_from_pairs(&items, limits)?
         }
+        stream::TYPE_STREAM_LISTPACKS
+        | stream::TYPE_STREAM_LISTPACKS_2
+        | stream::TYPE_STREAM_LISTPACKS_3 => stream::read(r, t)?,
         _ => return Err(RdbError::BadFormat),
     };
     Ok(v)

@@ -556,7 +556,6 @@ fn store(
 fn unsupported_type(t: u8) -> Option<&'static str> {
     Some(match t {
         6 | 7 => "a module value type; sluice loads no modules",
-        15 | 19 | 21 => "a stream; sluice has no stream type",
         _ => return None,
     })
 }

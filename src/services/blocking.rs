@@ -101,6 +101,8 @@ enum Op {
     ZPop(ZMPop),
     /// BZMPOP: `[key, [[member, score], …]]`.
     ZMPop(ZMPop),
+    /// XREAD / XREADGROUP with BLOCK: `[[key, entries]]` (a map in RESP3).
+    Stream(crate::commands::stream::read::Wait),
 }
 
 impl Op {
@@ -110,6 +112,7 @@ impl Op {
             Op::Pop(p) | Op::MPop(p) => &p.keys,
             Op::Move(m) => std::slice::from_ref(&m.source),
             Op::ZPop(z) | Op::ZMPop(z) => &z.keys,
+            Op::Stream(w) => &w.keys,
         }
     }
 
@@ -126,6 +129,8 @@ impl Op {
             return None;
         }
         Some(match self {
+            // A stream read notes its own effects (XCLAIM, XGROUP SETID) as it serves.
+            Op::Stream(_) => return None,
             Op::Pop(p) => vec![Bytes::from_static(list_pop(side(p.end))), key.clone()],
             Op::ZPop(z) => vec![Bytes::from_static(zset_pop(zside(z.max))), key.clone()],
             Op::MPop(p) => {
@@ -158,6 +163,15 @@ impl Op {
         matches!(self, Op::Pop(_) | Op::MPop(_) | Op::Move(_))
     }
 
+    fn is_stream(&self) -> bool {
+        matches!(self, Op::Stream(_))
+    }
+
+    /// XREADGROUP: woken with an error when its stream is deleted or replaced.
+    fn is_group_read(&self) -> bool {
+        matches!(self, Op::Stream(w) if w.is_group())
+    }
+
     /// Runs the non-blocking form on `keys` (all the client's keys, or the one ready key);
     /// `None` when there was nothing to pop.
     fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
@@ -166,6 +180,10 @@ impl Op {
             None => self.keys().to_vec(),
         };
         let reply = match self {
+            Op::Stream(w) => match only {
+                Some(k) => return w.attempt(ctx, k),
+                None => return Ok(None),
+            },
             Op::Pop(p) => {
                 let r = LMPop {
                     keys,
@@ -340,16 +358,34 @@ impl VariantCommand for Block {
         if !ctx.may_block {
             return Ok(self.op.denied_reply());
         }
-        let deadline_ms = match self.timeout_ms {
+        Ok(register(ctx, self.op, self.timeout_ms))
+    }
+}
+
+/// XREAD / XREADGROUP's BLOCK, when nothing could be served at once (the caller checked
+/// `may_block`): registers the reader; `timeout_ms` 0 waits forever.
+pub(crate) fn block_on_streams(
+    ctx: &mut Ctx<'_>,
+    wait: crate::commands::stream::read::Wait,
+    timeout_ms: u64,
+) -> Reply {
+    register(ctx, Op::Stream(wait), timeout_ms)
+}
+
+/// Registers the caller as a waiter for `op` (its keys' locks are held) and leaves it in
+/// `ctx.blocked` for the connection.
+fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
+    {
+        let deadline_ms = match timeout_ms {
             0 => 0,
             t => ctx.now_ms.saturating_add(t).max(1),
         };
-        let keys = distinct(self.op.keys());
+        let keys = distinct(op.keys());
         let waiter = Arc::new(Waiter {
             info: ctx.client.info.clone(),
             db: ctx.db(),
             resp: ctx.client.resp,
-            op: self.op,
+            op,
             keys,
             seq: AtomicU64::new(0),
             registered: AtomicBool::new(false),
@@ -360,7 +396,7 @@ impl VariantCommand for Block {
         ctx.shared.blocked.add(&waiter);
         ctx.blocked = Some(waiter);
         // Never sent: the connection waits for the waiter's reply instead.
-        Ok(Reply::NullArray)
+        Reply::NullArray
     }
 }
 
@@ -451,6 +487,9 @@ impl Waiter {
 pub struct BlockedClients {
     /// How many clients are blocked: the write path's only cost while none is.
     count: AtomicUsize,
+    /// How many of them are XREADGROUP readers (a write that deletes or replaces their
+    /// stream must wake them with an error; only looked for while there are some).
+    group_readers: AtomicUsize,
     inner: Mutex<Inner>,
 }
 
@@ -523,17 +562,28 @@ impl BlockedClients {
         if let Some(old) = inner.by_client.insert(w.info.id, w.clone()) {
             // A client blocks once at a time; should an old waiter linger, forget it.
             if !Arc::ptr_eq(&old, w) {
-                Self::unregister(&mut inner, &old);
+                self.unregister(&mut inner, &old);
             }
         }
         w.info.blocked.store(true, Ordering::Relaxed);
+        if w.op.is_group_read() {
+            self.group_readers.fetch_add(1, Ordering::Relaxed);
+        }
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }
 
+    /// True while some client is blocked in XREADGROUP.
+    fn has_group_readers(&self) -> bool {
+        self.group_readers.load(Ordering::Relaxed) > 0
+    }
+
     /// Takes `w` out of its keys' queues (O(1) amortized per key); false if it was not in.
-    fn unregister(inner: &mut Inner, w: &Arc<Waiter>) -> bool {
+    fn unregister(&self, inner: &mut Inner, w: &Arc<Waiter>) -> bool {
         if !w.registered.swap(false, Ordering::Relaxed) {
             return false;
+        }
+        if w.op.is_group_read() {
+            self.group_readers.fetch_sub(1, Ordering::Relaxed);
         }
         for key in w.keys.iter() {
             let k = (w.db, key.clone());
@@ -555,7 +605,7 @@ impl BlockedClients {
     /// Forgets a waiter (served, timed out, unblocked or disconnected). Idempotent.
     pub fn remove(&self, w: &Arc<Waiter>) {
         let mut inner = self.lock();
-        Self::unregister(&mut inner, w);
+        self.unregister(&mut inner, w);
         if inner
             .by_client
             .get(&w.info.id)
@@ -618,22 +668,44 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
         return;
     }
     let db = ctx.db();
+    // A stream command makes its key ready itself where Redis does; any other write that
+    // leaves a stream at a key (RENAME, COPY, RESTORE …) made it by Redis's `dbAdd`, which
+    // signals it.
+    let stream_command = spec.acl.contains(&"@stream");
     for i in spec.keys.positions(args) {
         let key = &args[i];
-        if ctx.shared.blocked.has_waiters(db, key) && poppable(ctx, db, key) {
+        if ctx.shared.blocked.has_waiters(db, key)
+            && (poppable(ctx, db, key)
+                || ctx.shared.blocked.has_group_readers() && !holds_stream(ctx, db, key)
+                || !stream_command && holds_stream(ctx, db, key))
+        {
             ctx.ready.push((db, key.clone()));
         }
     }
 }
 
 /// True if `key` holds a value a blocked client could pop from (the store lookup serving
-/// would make anyway; the key's shard is held).
+/// would make anyway; the key's shard is held). A stream is made ready only by the stream
+/// commands that can feed a reader (XADD, XGROUP CREATE … MKSTREAM, XGROUP DESTROY, which
+/// call [`note_ready`], as Redis's `signalKeyAsReady`): an XREADGROUP that blocks writes
+/// its key too, and must not wake itself.
 fn poppable(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
     matches!(
         ctx.store
             .lookup_untouched(db, key, ctx.now_ms)
             .map(|e| &e.value),
         Some(Value::List(_) | Value::ZSet(_))
+    )
+}
+
+/// True if `key` holds a stream (a key without one wakes the XREADGROUP readers blocked on
+/// it with an error, as Redis 7.0.15 does when a stream is deleted or overwritten).
+fn holds_stream(ctx: &mut Ctx<'_>, db: usize, key: &[u8]) -> bool {
+    matches!(
+        ctx.store
+            .lookup_untouched(db, key, ctx.now_ms)
+            .map(|e| &e.value),
+        Some(Value::Stream(_))
     )
 }
 
@@ -646,6 +718,20 @@ pub(crate) fn note_ready(ctx: &mut Ctx<'_>, db: usize, key: Bytes) {
     }
     if ctx.shared.blocked.has_waiters(db, &key) {
         ctx.ready.push((db, key));
+    }
+}
+
+/// After FLUSHDB / FLUSHALL of databases `dbs`: the keys XREADGROUP readers wait on are
+/// gone, so they are woken with an error (Redis's `scanDatabaseForDeletedStreams`). Costs
+/// one atomic load while no such reader is blocked.
+pub(crate) fn note_flushed(ctx: &mut Ctx<'_>, dbs: std::ops::Range<usize>) {
+    if !ctx.shared.blocked.has_group_readers() {
+        return;
+    }
+    for db in dbs {
+        for key in ctx.shared.blocked.keys_in_db(db) {
+            ctx.ready.push((db, key));
+        }
     }
 }
 
@@ -687,6 +773,7 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 blocked: None,
                 ready: Vec::new(),
                 error_counted: false,
+                in_script: false,
                 propagate: Vec::new(),
                 events: crate::services::notify::Events::new(shared),
             };
@@ -694,16 +781,39 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             // missing key serves nobody.
             let right_type = match ctx.store.lookup(db, &key, ctx.now_ms).map(|e| &e.value) {
                 Some(Value::List(_)) => w.op.is_list(),
-                Some(Value::ZSet(_)) => !w.op.is_list(),
+                Some(Value::ZSet(_)) => !w.op.is_list() && !w.op.is_stream(),
+                Some(Value::Stream(_)) => w.op.is_stream(),
                 _ => false,
             };
-            match ctx.store.lookup(db, &key, ctx.now_ms) {
-                None => break,
-                Some(_) if !right_type => continue,
-                Some(_) => {}
+            let present = ctx.store.lookup(db, &key, ctx.now_ms).is_some();
+            if w.op.is_group_read() && !right_type {
+                // The stream is gone or replaced: its group went with it (Redis's
+                // `unblockDeletedStreamReadgroupClients`).
+                drop(ctx);
+                let text = "UNBLOCKED the stream key no longer exists";
+                crate::engine::call::count_error(shared, text);
+                *st = State::Done(Reply::Error(text.into()));
+                drop(st);
+                w.notify.notify_one();
+                shared.blocked.remove(&w);
+                continue;
+            }
+            match present {
+                false if shared.blocked.has_group_readers() => continue,
+                false => break,
+                true if !right_type => continue,
+                true => {}
             }
             let reply = match w.op.attempt(&mut ctx, Some(&key)) {
                 Ok(Some(r)) => r,
+                Err(e) if w.op.is_stream() => {
+                    // Counted as Redis counts an error a blocked command ends with.
+                    let text = e.to_string();
+                    crate::engine::call::count_error(shared, &text);
+                    Reply::Error(text.into())
+                }
+                // A stream reader waits for IDs of its own: the next one may be served.
+                Ok(None) if w.op.is_stream() => continue,
                 Ok(None) => break,
                 Err(e) => e.into(),
             };

@@ -91,6 +91,25 @@ boxed_aggregate!(HashValue, Hash);
 boxed_aggregate!(SetValue, Set);
 boxed_aggregate!(SortedSet, ZSet);
 
+// Not the macro: an empty stream is still a value (the key stays, as in Redis).
+impl Aggregate for Box<super::stream::Stream> {
+    fn take(v: &mut Value) -> Option<Self> {
+        if !matches!(v, Value::Stream(_)) {
+            return None;
+        }
+        match std::mem::replace(v, placeholder()) {
+            Value::Stream(x) => Some(x),
+            _ => None,
+        }
+    }
+    fn into_value(self) -> Value {
+        Value::Stream(self)
+    }
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
+
 impl Aggregate for VecDeque<Bytes> {
     fn take(v: &mut Value) -> Option<Self> {
         match v {
@@ -199,6 +218,8 @@ pub type HashMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<HashValue>>;
 pub type SetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SetValue>>;
 /// A sorted set being changed in place.
 pub type SortedSetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SortedSet>>;
+/// A stream being changed in place.
+pub type StreamMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<super::stream::Stream>>;
 /// A list being changed in place.
 pub type ListMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, VecDeque<Bytes>>;
 /// A string being changed in place.

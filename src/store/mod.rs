@@ -18,6 +18,7 @@ pub mod keylog;
 pub mod listpack;
 pub mod reaper;
 pub mod shard;
+pub mod stream;
 pub mod value;
 mod varint;
 pub mod volatile;
@@ -594,6 +595,13 @@ impl<'a> Locked<'a> {
     /// A read lookup of the value, WRONGTYPE-agnostic.
     pub fn read_value(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&mut Value> {
         self.read(db, key, now_ms).map(|e| &mut e.value)
+    }
+
+    /// Tells the clients watching `key` it changed (Redis's `signalModifiedKey`), for a
+    /// value changed through a plain lookup.
+    pub fn touch(&mut self, db: usize, key: &[u8]) {
+        let (shard, _) = self.shard(key);
+        shard.touch(db, key);
     }
 
     /// True if the key exists and is live (no stats).

@@ -35,6 +35,8 @@ pub enum Value {
     Set(Box<SetValue>),
     /// A sorted set.
     ZSet(Box<SortedSet>),
+    /// A stream.
+    Stream(Box<super::stream::Stream>),
 }
 
 /// Longest string kept inside its `Str` (no allocation).
@@ -685,6 +687,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -701,6 +704,7 @@ impl Value {
             Value::Set(s) if s.is_intset() => "intset",
             Value::Set(_) => "hashtable",
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -731,6 +735,8 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // A stream key stays when its last entry goes (Redis keeps it, groups and all).
+            Value::Stream(_) => false,
         }
     }
 
@@ -743,6 +749,7 @@ impl Value {
             Value::Hash(h) => h.approx_memory(),
             Value::Set(s) => s.approx_memory(),
             Value::ZSet(z) => z.approx_memory(),
+            Value::Stream(s) => s.approx_memory(),
         }
     }
 }

@@ -139,8 +139,38 @@ pub(crate) fn fill(c: &mut Conn) -> Vec<String> {
         c,
         vec![s("HSET"), s("h:longvalue"), s("f"), vec![b'v'; 200]],
     );
+    // Streams: one node, several nodes with a deleted entry and long values, a group.
+    run(c, vec![s("XADD"), s("x:small"), s("1-1"), s("f"), s("v")]);
+    for i in 1..=130u32 {
+        let v = if i % 40 == 0 {
+            vec![b'z'; 300]
+        } else {
+            i.to_string().into_bytes()
+        };
+        run(
+            c,
+            vec![
+                s("XADD"),
+                s("x:big"),
+                format!("{i}-0").into_bytes(),
+                s("f"),
+                v,
+            ],
+        );
+    }
+    run(c, vec![s("XDEL"), s("x:big"), s("7-0")]);
+    run(
+        c,
+        vec![s("XGROUP"), s("CREATE"), s("x:big"), s("g"), s("5")],
+    );
+    run(
+        c,
+        vec![s("XGROUP"), s("CREATECONSUMER"), s("x:big"), s("g"), s("c")],
+    );
     keys.extend(
         [
+            "x:small",
+            "x:big",
             "l:small",
             "l:big",
             "set:i16",
@@ -171,6 +201,12 @@ pub(crate) fn contents(c: &mut Conn, key: &str) -> Vec<Vec<u8>> {
         b"+list\r\n" => out.push(c.cmd(&[b"LRANGE", k, b"0", b"-1"])),
         b"+set\r\n" => out.push(c.cmd(&[b"SORT", k, b"ALPHA"])),
         b"+zset\r\n" => out.push(c.cmd(&[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"])),
+        b"+stream\r\n" => {
+            // Everything but a consumer's seen-time, which each server sets from its clock.
+            out.push(c.cmd(&[b"XINFO", b"STREAM", k]));
+            out.push(c.cmd(&[b"XINFO", b"GROUPS", k]));
+            out.push(c.cmd(&[b"XRANGE", k, b"-", b"+"]));
+        }
         b"+hash\r\n" => {
             out.push(c.cmd(&[b"HLEN", k]));
             let fields = c.cmd(&[b"SORT", k, b"ALPHA"]); // WRONGTYPE: just compared

@@ -14,7 +14,7 @@ use crate::support::{Conn, RedisServer, escape, sluice};
 /// A raw replica of the server at `addr`: REPLCONF, then PSYNC, skip the full resync's
 /// payload (and the newlines Redis sends while it prepares it), return the socket at the
 /// write stream.
-fn raw_replica(addr: SocketAddr) -> TcpStream {
+pub(crate) fn raw_replica(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     // One at a time: Redis refuses a PSYNC that arrives while a reply is still pending.
@@ -49,7 +49,7 @@ fn raw_replica(addr: SocketAddr) -> TcpStream {
 }
 
 /// The stream up to and including the command that mentions `marker`.
-fn stream_until(s: &mut TcpStream, marker: &[u8]) -> Vec<u8> {
+pub(crate) fn stream_until(s: &mut TcpStream, marker: &[u8]) -> Vec<u8> {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     while !got.windows(marker.len()).any(|w| w == marker) {

@@ -132,7 +132,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     (
         "src/services/blocking.rs",
         "commands",
-        "a waiter keeps the parsed pop (LMPop, LMove, ZMPop) it reruns when served",
+        "a waiter keeps the parsed pop (LMPop, LMove, ZMPop) or stream read (stream::read::Wait) it reruns when served",
     ),
     (
         "src/services/persist.rs",

@@ -42,6 +42,7 @@ mod repl;
 mod scripting;
 mod shutdown;
 mod soak;
+mod stream;
 mod support;
 mod testmode;
 mod testmode_reset;

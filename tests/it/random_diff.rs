@@ -1559,3 +1559,304 @@ fn random_geo_sequences_match_redis() {
     }
     eprintln!("random_geo: seed {seed}, {episodes} episodes, {commands} commands");
 }
+
+/// Random stream commands over a few keys: every ID form but `*` (its ID is the clock's),
+/// trims with `=`, `~` and LIMIT under small and odd node sizes, deletes, XSETID, groups,
+/// reads with and without a group, acknowledgements, claims (the reply forms that hold no
+/// idle time), XINFO STREAM and GROUPS, wrong types and broken arguments.
+struct StreamGen {
+    rng: Rng,
+}
+
+impl StreamGen {
+    fn key(&mut self) -> String {
+        self.rng
+            .pick(&["s1", "s1", "s2", "str", "nokey"])
+            .to_string()
+    }
+
+    fn id(&mut self) -> String {
+        let ms = self.rng.below(12);
+        match self.rng.below(10) {
+            0 => ms.to_string(),
+            1 => format!("{ms}-*"),
+            2 => self
+                .rng
+                .pick(&[
+                    "-",
+                    "+",
+                    "0-0",
+                    "x",
+                    "(3",
+                    "18446744073709551615-18446744073709551615",
+                    "1-a",
+                    "",
+                ])
+                .to_string(),
+            _ => format!("{ms}-{}", self.rng.below(4)),
+        }
+    }
+
+    fn fields(&mut self) -> Vec<String> {
+        let n = 1 + self.rng.below(3);
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(self.rng.pick(&["f", "g", "f", "123", ""]).to_string());
+            out.push(
+                self.rng
+                    .pick(&["v", "1", "-7", "a longer value here", "9223372036854775807"])
+                    .to_string(),
+            );
+        }
+        if self.rng.chance(3) {
+            out.pop();
+        }
+        out
+    }
+
+    fn trim(&mut self) -> Vec<String> {
+        let mut out = vec![self.rng.pick(&["MAXLEN", "MINID", "maxlen"]).to_string()];
+        match self.rng.below(4) {
+            0 => out.push("~".into()),
+            1 => out.push("=".into()),
+            _ => {}
+        }
+        if out[0].eq_ignore_ascii_case("minid") {
+            out.push(self.id());
+        } else {
+            out.push(
+                self.rng
+                    .pick(&["0", "1", "2", "3", "5", "-1", "x"])
+                    .to_string(),
+            );
+        }
+        if self.rng.chance(30) {
+            out.push("LIMIT".into());
+            out.push(self.rng.pick(&["0", "1", "2", "5", "-1"]).to_string());
+        }
+        out
+    }
+
+    fn group(&mut self) -> String {
+        self.rng.pick(&["g1", "g1", "g2", "nog"]).to_string()
+    }
+
+    fn consumer(&mut self) -> String {
+        self.rng.pick(&["c1", "c2", "c3"]).to_string()
+    }
+
+    fn command(&mut self) -> Vec<String> {
+        let key = self.key();
+        let s = |x: &str| x.to_string();
+        match self.rng.below(23) {
+            0..=4 => {
+                let mut c = vec![s("XADD"), key];
+                if self.rng.chance(10) {
+                    c.push(s("NOMKSTREAM"));
+                }
+                if self.rng.chance(35) {
+                    c.extend(self.trim());
+                }
+                c.push(self.id());
+                c.extend(self.fields());
+                c
+            }
+            5 => {
+                let mut c = vec![s("XDEL"), key];
+                for _ in 0..1 + self.rng.below(3) {
+                    c.push(self.id());
+                }
+                c
+            }
+            6 => {
+                let mut c = vec![s("XTRIM"), key];
+                c.extend(self.trim());
+                c
+            }
+            7 | 8 => {
+                let rev = self.rng.chance(40);
+                let mut c = vec![
+                    s(if rev { "XREVRANGE" } else { "XRANGE" }),
+                    key,
+                    self.id(),
+                    self.id(),
+                ];
+                if self.rng.chance(50) {
+                    c.push(s("COUNT"));
+                    c.push(self.rng.pick(&["0", "1", "2", "-1", "x"]).to_string());
+                }
+                c
+            }
+            9 => vec![s("XLEN"), key],
+            10 => {
+                let mut c = vec![s("XSETID"), key, self.id()];
+                if self.rng.chance(30) {
+                    c.push(s("ENTRIESADDED"));
+                    c.push(self.rng.pick(&["0", "5", "100", "-1"]).to_string());
+                }
+                if self.rng.chance(30) {
+                    c.push(s("MAXDELETEDID"));
+                    c.push(self.id());
+                }
+                c
+            }
+            11 => {
+                let g = self.group();
+                match self.rng.below(6) {
+                    0 | 1 => {
+                        let mut c = vec![
+                            s("XGROUP"),
+                            s("CREATE"),
+                            key,
+                            g,
+                            self.rng.pick(&["$", "0", "3", "5-1"]).to_string(),
+                        ];
+                        if self.rng.chance(30) {
+                            c.push(s("MKSTREAM"));
+                        }
+                        if self.rng.chance(20) {
+                            c.push(s("ENTRIESREAD"));
+                            c.push(self.rng.pick(&["0", "2", "-1", "-2"]).to_string());
+                        }
+                        c
+                    }
+                    2 => vec![
+                        s("XGROUP"),
+                        s("SETID"),
+                        key,
+                        g,
+                        self.rng.pick(&["$", "0", "4"]).to_string(),
+                    ],
+                    3 => vec![s("XGROUP"), s("DESTROY"), key, g],
+                    4 => vec![s("XGROUP"), s("CREATECONSUMER"), key, g, self.consumer()],
+                    _ => vec![s("XGROUP"), s("DELCONSUMER"), key, g, self.consumer()],
+                }
+            }
+            12..=14 => {
+                let mut c = vec![s("XREADGROUP"), s("GROUP"), self.group(), self.consumer()];
+                if self.rng.chance(40) {
+                    c.push(s("COUNT"));
+                    c.push(self.rng.pick(&["1", "2", "0"]).to_string());
+                }
+                if self.rng.chance(20) {
+                    c.push(s("NOACK"));
+                }
+                c.push(s("STREAMS"));
+                c.push(key);
+                c.push(self.rng.pick(&[">", ">", "0", "3", "$"]).to_string());
+                c
+            }
+            15 => {
+                let mut c = vec![s("XREAD")];
+                if self.rng.chance(40) {
+                    c.push(s("COUNT"));
+                    c.push(self.rng.pick(&["1", "2"]).to_string());
+                }
+                c.push(s("STREAMS"));
+                let other = self.key();
+                c.extend([
+                    key,
+                    other,
+                    self.id(),
+                    self.rng.pick(&["0", "$", "4"]).to_string(),
+                ]);
+                c
+            }
+            16 => {
+                let mut c = vec![s("XACK"), key, self.group()];
+                for _ in 0..1 + self.rng.below(3) {
+                    c.push(self.id());
+                }
+                c
+            }
+            17 => vec![s("XPENDING"), key, self.group()],
+            18 => {
+                let mut c = vec![s("XCLAIM"), key, self.group(), self.consumer(), s("0")];
+                for _ in 0..1 + self.rng.below(2) {
+                    c.push(self.id());
+                }
+                c.push(s("JUSTID"));
+                if self.rng.chance(30) {
+                    c.push(s("FORCE"));
+                }
+                if self.rng.chance(20) {
+                    c.push(s("LASTID"));
+                    c.push(self.id());
+                }
+                c
+            }
+            19 => {
+                let mut c = vec![
+                    s("XAUTOCLAIM"),
+                    key,
+                    self.group(),
+                    self.consumer(),
+                    s("0"),
+                    self.id(),
+                ];
+                if self.rng.chance(50) {
+                    c.push(s("COUNT"));
+                    c.push(self.rng.pick(&["1", "2", "0"]).to_string());
+                }
+                if self.rng.chance(50) {
+                    c.push(s("JUSTID"));
+                }
+                c
+            }
+            20 => vec![s("XINFO"), s("STREAM"), key],
+            21 => vec![s("XINFO"), s("GROUPS"), key],
+            _ => match self.rng.below(3) {
+                0 => vec![
+                    s("CONFIG"),
+                    s("SET"),
+                    s("stream-node-max-entries"),
+                    self.rng.pick(&["0", "1", "2", "3", "100"]).to_string(),
+                ],
+                1 => vec![
+                    s("CONFIG"),
+                    s("SET"),
+                    s("stream-node-max-bytes"),
+                    self.rng.pick(&["0", "40", "80", "4096"]).to_string(),
+                ],
+                _ => vec![s("SET"), s("str"), s("x")],
+            },
+        }
+    }
+}
+
+#[test]
+fn random_stream_sequences_match_redis() {
+    let seed = env_u64("SLUICE_RDIFF_SEED", 1);
+    let episodes = env_u64("SLUICE_RDIFF_STREAM_EPISODES", 150);
+    let mut pair = Pair::start();
+    let mut generator = StreamGen {
+        rng: Rng::new(seed),
+    };
+    let mut commands = 0usize;
+    for episode in 0..episodes {
+        let cmds: Vec<Vec<Vec<u8>>> = (0..EPISODE_LEN)
+            .map(|_| {
+                generator
+                    .command()
+                    .into_iter()
+                    .map(String::into_bytes)
+                    .collect()
+            })
+            .collect();
+        commands += cmds.len();
+        pair.resp3 = episode % 3 == 2;
+        if first_divergence(&mut pair, &cmds).is_none() {
+            continue;
+        }
+        let minimal = shrink(&mut pair, cmds);
+        let (_, r, s) = first_divergence(&mut pair, &minimal).unwrap_or_default();
+        panic!(
+            "stream: seed {seed} episode {episode} diverged{}:\n{}\n  redis:  {}\n  sluice: {}",
+            if pair.resp3 { " (HELLO 3)" } else { "" },
+            transcript(&minimal),
+            escape(&r),
+            escape(&s)
+        );
+    }
+    eprintln!("random_stream: seed {seed}, {episodes} episodes, {commands} commands");
+}

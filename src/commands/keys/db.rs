@@ -59,6 +59,12 @@ impl VariantCommand for Flush {
         // Tracking clients hear of a flush as one null (Redis's
         // trackingInvalidateKeysOnFlush), not key by key.
         ctx.shared.keyspace.tracking().flush();
+        let flushed = if self.scope == FlushScope::All {
+            0..ctx.store.keyspace().databases()
+        } else {
+            db..db + 1
+        };
+        crate::services::blocking::note_flushed(ctx, flushed);
         Ok(Reply::ok())
     }
 }

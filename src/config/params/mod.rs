@@ -872,7 +872,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("BYTES", "largest bulk argument (512mb)"),
-    p("stream-node-max-entries", Int(0, LONG_MAX), "100").inert("sluice has no streams"),
+    p("stream-node-max-entries", Int(0, LONG_MAX), "100").listed()
+        .get(|c| c.stream_node_max_entries.to_string())
+        .set(|c, v, _| {
+            c.stream_node_max_entries = int(v)?;
+            Ok(())
+        }),
     p("repl-backlog-size", Mem(1, LONG_MAX), "1048576").listed()
         .get(|c| c.repl.backlog_size.to_string())
         .set(|c, v, _| {
@@ -918,7 +923,12 @@ pub static PARAMS: &[Param] = &[
             c.hash_max_listpack_value = mem(v)?;
             Ok(())
         }),
-    p("stream-node-max-bytes", Mem(0, LONG_MAX), "4096").inert("sluice has no streams"),
+    p("stream-node-max-bytes", Mem(0, LONG_MAX), "4096").listed()
+        .get(|c| c.stream_node_max_bytes.to_string())
+        .set(|c, v, _| {
+            c.stream_node_max_bytes = mem(v)?;
+            Ok(())
+        }),
     p("zset-max-listpack-value", Mem(0, LONG_MAX), "64")
         .alias("zset-max-ziplist-value")
         .listed()

@@ -38,6 +38,7 @@ const FILES: &[(&str, &str)] = &[
     ("connection", include_str!("connection.txt")),
     ("generic", include_str!("generic.txt")),
     ("geo", include_str!("geo.txt")),
+    ("stream", include_str!("stream.txt")),
     ("hash", include_str!("hash.txt")),
     ("hyperloglog", include_str!("hyperloglog.txt")),
     ("list", include_str!("list.txt")),

@@ -143,9 +143,9 @@ fn refusals_are_clear() {
         load_bytes(b"REDIS0010\xfe\x03\xff", &ks, &lopts()),
         Err(LoadError::TooManyDatabases(1))
     ));
-    // A stream value.
+    // A module value.
     assert!(matches!(
-        load_bytes(b"REDIS0010\x13\x01k", &ks, &lopts()),
+        load_bytes(b"REDIS0010\x07\x01k", &ks, &lopts()),
         Err(LoadError::Unsupported { .. })
     ));
     // The same key twice.

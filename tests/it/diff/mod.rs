@@ -133,6 +133,7 @@ transcripts!(
     valkey_9,
     geo,
     acl,
+    stream,
 );
 
 /// Runs every transcript not listed above.
