@@ -6,10 +6,8 @@
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use std::ffi::c_int;
-
 use bytes::Bytes;
-use mlua::{Lua, Table, ffi};
+use mlua::{Lua, Table, Value};
 
 use super::{COLLECT_ABOVE, Host, LUA_MEMORY_LIMIT};
 
@@ -120,98 +118,29 @@ impl Lists {
     }
 
     /// Fills the tables with a run's keys and arguments and puts them in the globals.
-    ///
-    /// In one call into the VM through its C API: through mlua's `Table::raw_set`, each
-    /// entry cost a string handle made and released and a table pushed from its reference
-    /// (about 1,000 instructions apiece: a third of a short EVALSHA's own cost).
     pub(super) fn bind(&mut self, lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
         self.filled = (keys.len(), argv.len());
-        if c_int::try_from(keys.len().max(argv.len())).is_err() {
-            fill(lua, &self.keys, keys)?;
-            fill(lua, &self.argv, argv)?;
-            self.globals.raw_set(&self.keys_name, &self.keys)?;
-            return self.globals.raw_set(&self.argv_name, &self.argv);
-        }
-        let tables = (&self.globals, &self.keys, &self.argv);
-        // SAFETY: `exec_raw` runs the closure as a protected C function with the three
-        // tables on top of its stack and room for three more values; the closure pushes at
-        // most two at a time, uses only the raw (metamethod-free) setters, and holds no Rust
-        // value with a destructor, so a Lua error (out of memory) unwinding through it
-        // leaks nothing. Indexes fit a `c_int` (checked above).
-        unsafe {
-            lua.exec_raw::<()>(tables, |state| {
-                let top = ffi::lua_gettop(state);
-                let (globals, keys_t, argv_t) = (top - 2, top - 1, top);
-                for (t, items) in [(keys_t, keys), (argv_t, argv)] {
-                    for (i, b) in items.iter().enumerate() {
-                        ffi::lua_pushlstring(state, b.as_ptr().cast(), b.len());
-                        ffi::lua_rawseti_(state, t, (i + 1) as c_int);
-                    }
-                }
-                for (name, t) in [(&b"KEYS"[..], keys_t), (b"ARGV", argv_t)] {
-                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
-                    ffi::lua_pushvalue(state, t);
-                    ffi::lua_rawset(state, globals);
-                }
-                ffi::lua_settop(state, top - 3);
-            })
-        }
+        fill(lua, &self.keys, keys)?;
+        fill(lua, &self.argv, argv)?;
+        self.globals.raw_set(&self.keys_name, &self.keys)?;
+        self.globals.raw_set(&self.argv_name, &self.argv)?;
+        Ok(())
     }
 
     /// Takes the tables out of the globals and empties them, or replaces one the script
     /// changed beyond its entries (a metatable, other keys), one that held many values, or
     /// any after a run that left a large state (an emptied table keeps its capacity).
     pub(super) fn unbind(&mut self, lua: &Lua) {
+        let _ = self.globals.raw_set(&self.keys_name, Value::Nil);
+        let _ = self.globals.raw_set(&self.argv_name, Value::Nil);
         let large = lua.used_memory() > COLLECT_ABOVE;
         let (nk, na) = std::mem::take(&mut self.filled);
-        // How many entries to clear in each table, or None to replace it.
-        let clear = |n: usize| (!large && n <= Self::KEEP).then_some(n as c_int);
-        let (clear_keys, clear_argv) = (clear(nk), clear(na));
-        let tables = (&self.globals, &self.keys, &self.argv);
-        // SAFETY: as in `bind`: raw setters, at most two values pushed at a time, nothing
-        // with a destructor held. Setting nil allocates nothing; `lua_next` on an empty
-        // table and `lua_getmetatable` push nothing when they find nothing.
-        let kept: (bool, bool) = unsafe {
-            lua.exec_raw(tables, |state| {
-                let top = ffi::lua_gettop(state);
-                let (globals, keys_t, argv_t) = (top - 2, top - 1, top);
-                for name in [&b"KEYS"[..], b"ARGV"] {
-                    ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
-                    ffi::lua_pushnil(state);
-                    ffi::lua_rawset(state, globals);
-                }
-                let mut kept = [false; 2];
-                for (k, (t, n)) in [(keys_t, clear_keys), (argv_t, clear_argv)]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let Some(n) = n else { continue };
-                    for i in 1..=n {
-                        ffi::lua_pushnil(state);
-                        ffi::lua_rawseti_(state, t, i);
-                    }
-                    ffi::lua_pushnil(state);
-                    let empty = if ffi::lua_next(state, t) == 0 {
-                        true
-                    } else {
-                        ffi::lua_settop(state, -3);
-                        false
-                    };
-                    let plain = if ffi::lua_getmetatable(state, t) == 0 {
-                        true
-                    } else {
-                        ffi::lua_settop(state, -2);
-                        false
-                    };
-                    kept[k] = empty && plain;
-                }
-                ffi::lua_settop(state, top - 3);
-                ffi::lua_pushboolean(state, c_int::from(kept[0]));
-                ffi::lua_pushboolean(state, c_int::from(kept[1]));
-            })
-        }
-        .unwrap_or((false, false));
-        for (t, keep) in [(&mut self.keys, kept.0), (&mut self.argv, kept.1)] {
+        for (t, n) in [(&mut self.keys, nk), (&mut self.argv, na)] {
+            let keep = !large
+                && n <= Self::KEEP
+                && (1..=n).all(|i| t.raw_set(i, Value::Nil).is_ok())
+                && t.is_empty()
+                && t.metatable().is_none();
             if !keep {
                 match lua.create_table() {
                     Ok(fresh) => *t = fresh,
