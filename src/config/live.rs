@@ -20,6 +20,7 @@ pub struct LiveSettings {
     pubsub_soft: AtomicUsize,
     pubsub_soft_seconds: AtomicU64,
     timeout: AtomicU64,
+    tcp_keepalive: AtomicU64,
     zset_entries: AtomicUsize,
     zset_value: AtomicUsize,
     hash_entries: AtomicUsize,
@@ -63,6 +64,8 @@ impl LiveSettings {
         self.pubsub_soft_seconds
             .store(p.soft_seconds, Ordering::Relaxed);
         self.timeout.store(config.timeout, Ordering::Relaxed);
+        self.tcp_keepalive
+            .store(config.tcp_keepalive, Ordering::Relaxed);
         self.zset_entries
             .store(config.zset_max_listpack_entries, Ordering::Relaxed);
         self.zset_value
@@ -198,5 +201,10 @@ impl LiveSettings {
     /// The idle timeout in seconds (0: none).
     pub fn timeout(&self) -> u64 {
         self.timeout.load(Ordering::Relaxed)
+    }
+
+    /// `tcp-keepalive` in seconds (0: off).
+    pub fn tcp_keepalive(&self) -> u64 {
+        self.tcp_keepalive.load(Ordering::Relaxed)
     }
 }

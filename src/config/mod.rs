@@ -56,6 +56,9 @@ pub struct Config {
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
     pub timeout: u64,
+    /// `tcp-keepalive`: seconds of silence before TCP keepalive probes a client's
+    /// connection (then every third of that, three times); 0 leaves keepalive off.
+    pub tcp_keepalive: u64,
     /// Largest bulk argument.
     pub proto_max_bulk_len: usize,
     /// Largest unprocessed input a client may have buffered.
@@ -338,6 +341,7 @@ impl Default for Config {
             io_backend: IoBackend::default(),
             maxclients: 10000,
             timeout: 0,
+            tcp_keepalive: 300,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             test_mode: false,

@@ -330,6 +330,16 @@ fn line(out: &mut BytesMut, prefix: u8, text: &[u8]) {
 /// `<prefix><n>\r\n`, assembled on the stack and appended in one copy (arrays of integers,
 /// such as CL.THROTTLE's, are mostly these lines).
 fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
+    // One or two digits (array sizes, short bulk lengths, most of CL.THROTTLE's fields):
+    // a fixed-size copy, nothing formatted.
+    match n {
+        0..=9 => return out.extend_from_slice(&[prefix, b'0' + n as u8, b'\r', b'\n']),
+        10..=99 => {
+            let (tens, ones) = (b'0' + (n / 10) as u8, b'0' + (n % 10) as u8);
+            return out.extend_from_slice(&[prefix, tens, ones, b'\r', b'\n']);
+        }
+        _ => {}
+    }
     let mut buf = itoa::Buffer::new();
     let digits = buf.format(n).as_bytes();
     // A prefix, at most 20 digits, CR LF.
@@ -415,6 +425,13 @@ mod tests {
     fn scalars() {
         assert_eq!(enc(&Reply::ok(), 2), b"+OK\r\n");
         assert_eq!(enc(&Reply::Int(i64::MIN), 3), b":-9223372036854775808\r\n");
+        for n in [-10, -1, 0, 7, 9, 10, 42, 99, 100, 12345, i64::MAX] {
+            assert_eq!(enc(&Reply::Int(n), 2), format!(":{n}\r\n").as_bytes());
+        }
+        assert_eq!(
+            enc(&Reply::Bulk(Bytes::from(vec![b'x'; 10])), 2),
+            b"$10\r\nxxxxxxxxxx\r\n"
+        );
         assert_eq!(
             enc(&Reply::from(CmdError::Syntax), 2),
             b"-ERR syntax error\r\n"

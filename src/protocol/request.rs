@@ -190,6 +190,9 @@ pub struct RequestParser {
     /// Bytes inspected by line searches, so tests can prove the work is linear.
     #[cfg(test)]
     examined: usize,
+    /// Tests compare the short way for plain lines with the general path alone.
+    #[cfg(test)]
+    general_only: bool,
 }
 
 impl RequestParser {
@@ -202,6 +205,8 @@ impl RequestParser {
             spare: Vec::new(),
             #[cfg(test)]
             examined: 0,
+            #[cfg(test)]
+            general_only: false,
         }
     }
 
@@ -273,8 +278,16 @@ impl RequestParser {
                     };
                     // Redis decides the request type from the first byte alone.
                     self.state = if first == b'*' {
-                        State::Count {
-                            scan: Scan::From(0),
+                        let plain = if self.plain_enabled() {
+                            self.plain_count(buf)
+                        } else {
+                            None
+                        };
+                        match plain {
+                            Some(state) => state,
+                            None => State::Count {
+                                scan: Scan::From(0),
+                            },
                         }
                     } else {
                         State::Inline {
@@ -338,43 +351,56 @@ impl RequestParser {
                     start,
                     remaining,
                     scan,
-                } => match self.find_line(buf, scan, b'\r') {
-                    Line::End(cr) => {
-                        // Redis only checks for '$' once the whole line is there, so a bad
-                        // first byte waits for a '\r' too.
-                        match buf.get(start) {
-                            Some(b'$') => {}
-                            Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
-                            None => return Ok(None),
-                        }
-                        let len = buf
-                            .get(start + 1..cr)
-                            .and_then(parse_i64)
-                            .and_then(|len| usize::try_from(len).ok())
-                            .filter(|&len| len <= self.limits.max_bulk_len)
-                            .ok_or(ProtocolError::InvalidBulkLength)?;
-                        if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK {
-                            return Err(ProtocolError::UnauthenticatedBulkLength);
-                        }
-                        self.state = State::BulkData {
-                            start: cr + 2,
-                            len,
-                            remaining,
-                        };
-                    }
-                    Line::Pending(scan) => {
-                        self.state = State::BulkLen {
-                            start,
-                            remaining,
-                            scan,
-                        };
-                        return if buf.len().saturating_sub(start) > self.limits.max_inline_len {
-                            Err(ProtocolError::TooBigBulkCount)
+                } => {
+                    // Fresh `$<len>` lines in their common form take the short way; the
+                    // general path takes over at the first line that is not.
+                    let (start, remaining, scan) =
+                        if scan == Scan::From(start) && self.plain_enabled() {
+                            match self.plain_bulks(buf, start, remaining) {
+                                Ok(done) => return Ok(done),
+                                Err((start, remaining)) => (start, remaining, Scan::From(start)),
+                            }
                         } else {
-                            Ok(None)
+                            (start, remaining, scan)
                         };
+                    match self.find_line(buf, scan, b'\r') {
+                        Line::End(cr) => {
+                            // Redis only checks for '$' once the whole line is there, so a bad
+                            // first byte waits for a '\r' too.
+                            match buf.get(start) {
+                                Some(b'$') => {}
+                                Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+                                None => return Ok(None),
+                            }
+                            let len = buf
+                                .get(start + 1..cr)
+                                .and_then(parse_i64)
+                                .and_then(|len| usize::try_from(len).ok())
+                                .filter(|&len| len <= self.limits.max_bulk_len)
+                                .ok_or(ProtocolError::InvalidBulkLength)?;
+                            if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK {
+                                return Err(ProtocolError::UnauthenticatedBulkLength);
+                            }
+                            self.state = State::BulkData {
+                                start: cr + 2,
+                                len,
+                                remaining,
+                            };
+                        }
+                        Line::Pending(scan) => {
+                            self.state = State::BulkLen {
+                                start,
+                                remaining,
+                                scan,
+                            };
+                            return if buf.len().saturating_sub(start) > self.limits.max_inline_len {
+                                Err(ProtocolError::TooBigBulkCount)
+                            } else {
+                                Ok(None)
+                            };
+                        }
                     }
-                },
+                }
                 State::BulkData {
                     start,
                     len,
@@ -404,6 +430,94 @@ impl RequestParser {
                     };
                 }
             }
+        }
+    }
+
+    /// Whether plain lines take the short way (always, but in tests comparing the two).
+    #[inline]
+    fn plain_enabled(&self) -> bool {
+        #[cfg(test)]
+        {
+            !self.general_only
+        }
+        #[cfg(not(test))]
+        {
+            true
+        }
+    }
+
+    /// The `*<n>` line at the front of `buf` in its common form (see [`plain_line`]), with a
+    /// count the limits allow: the state after it. `None` leaves the line to `State::Count`
+    /// (zero, negative or malformed counts, an incomplete line, the limits' errors).
+    fn plain_count(&mut self, buf: &[u8]) -> Option<State> {
+        let (count, start) = plain_line(buf, 1)?;
+        if count == 0
+            || count > self.limits.max_multibulk_len
+            || (self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS)
+        {
+            return None;
+        }
+        let mut ranges = mem::take(&mut self.spare);
+        ranges.clear();
+        ranges.reserve(count.min(MAX_PREALLOC_ARGS));
+        self.ranges = ranges;
+        Some(State::BulkLen {
+            start,
+            remaining: count,
+            scan: Scan::From(start),
+        })
+    }
+
+    /// Arguments whose `$<len>` lines are in their common form, from `start` on, taken in
+    /// one pass without the resumable line search (which would find the same `\r`: the
+    /// line holds nothing but digits). `Ok` with the request once its last argument is in,
+    /// or `Ok(None)` when a payload is not complete yet (the state then waits for it);
+    /// `Err` with the line (its start, the arguments still to come) to leave to the general
+    /// path.
+    fn plain_bulks(
+        &mut self,
+        buf: &[u8],
+        mut start: usize,
+        mut remaining: usize,
+    ) -> Result<Option<Request>, (usize, usize)> {
+        let max_len = if self.limits.unauthenticated {
+            UNAUTHENTICATED_MAX_BULK.min(self.limits.max_bulk_len)
+        } else {
+            self.limits.max_bulk_len
+        };
+        loop {
+            let plain = match buf.get(start) {
+                Some(b'$') => plain_line(buf, start + 1).filter(|&(len, _)| len <= max_len),
+                _ => None,
+            };
+            let Some((len, data)) = plain else {
+                self.state = State::BulkLen {
+                    start,
+                    remaining,
+                    scan: Scan::From(start),
+                };
+                return Err((start, remaining));
+            };
+            // Payload and its two unchecked bytes, as `State::BulkData` takes them.
+            let end = data + len;
+            let next = end + 2;
+            if next > buf.len() {
+                self.state = State::BulkData {
+                    start: data,
+                    len,
+                    remaining,
+                };
+                return Ok(None);
+            }
+            self.ranges.push(data..end);
+            remaining -= 1;
+            if remaining == 0 {
+                return Ok(Some(Request {
+                    consumed: next,
+                    args: Args::Ranges(mem::take(&mut self.ranges)),
+                }));
+            }
+            start = next;
         }
     }
 
@@ -448,6 +562,31 @@ impl RequestParser {
             args: Args::Owned(args),
         })
     }
+}
+
+/// A length line's digits in their common form, from `from` to a `\r` with a byte after it
+/// (Redis skips that byte unchecked): the value and where the next line starts. `None` for
+/// anything else: no digit, a sign, a leading zero (other than `0` itself), more than 18
+/// digits, another byte before the `\r`, or a line not complete yet. Whatever this accepts,
+/// the general path (`find_line` for the `\r`, `parse_i64` for the value) reads the same.
+fn plain_line(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let digits = buf.get(from..)?;
+    let mut value = 0u64;
+    let mut n = 0;
+    loop {
+        match *digits.get(n)? {
+            c @ b'0'..=b'9' if n < 18 => value = value * 10 + u64::from(c - b'0'),
+            b'\r' if n > 0 => break,
+            _ => return None,
+        }
+        n += 1;
+    }
+    if n > 1 && digits.first() == Some(&b'0') {
+        return None;
+    }
+    let next = from + n + 2;
+    let value = usize::try_from(value).ok()?;
+    (next <= buf.len()).then_some((value, next))
 }
 
 /// Redis's `sdssplitargs`, which splits an inline line into arguments; `None` means unbalanced

@@ -35,6 +35,50 @@ use crate::config::{Config, ConfigError};
 mod tests {
     use super::*;
 
+    fn sockopt(fd: std::os::fd::RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+        let mut value: libc::c_int = -1;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `value`, which we own.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                level,
+                name,
+                (&mut value as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        value
+    }
+
+    #[test]
+    fn tcp_keepalive_is_set_as_redis_sets_it() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (on, _) = listener.accept().unwrap();
+        let _other = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (off, _) = listener.accept().unwrap();
+        keepalive(&on, 300);
+        keepalive(&off, 0);
+        let fd = on.as_raw_fd();
+        assert_eq!(sockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
+        assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 300);
+        assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL), 100);
+        assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 3);
+        assert_eq!(
+            sockopt(off.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+            0
+        );
+        // Below 3 s the interval stays at its 1 s floor.
+        keepalive(&off, 2);
+        assert_eq!(
+            sockopt(off.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+            1
+        );
+    }
+
     #[test]
     fn protected_mode_admits_loopback_and_password_holders_only() {
         let mut config = Config::default();
@@ -493,6 +537,7 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
+        keepalive(&stream, shared.live.tcp_keepalive());
         let (slot, refusal) = admission(&shared, &admitted, Some(peer));
         // The socket leaves this loop's reactor for the one of the loop that serves it.
         let stream = match stream.into_std() {
@@ -553,6 +598,39 @@ async fn accept_loop(
 /// Counts a new connection toward maxclients and decides whether it is refused: over the
 /// limit, or (for a TCP peer) by protected mode. Counted in the accept loop, so a burst of
 /// connections cannot all slip in before the first of them registers.
+/// `tcp-keepalive` on an accepted connection, as Redis's `anetKeepAlive` sets it: probes
+/// after `secs` of silence, then every third of that, and the connection is dropped after
+/// three unanswered; a peer that vanished without a FIN (a crashed host, a dropped NAT
+/// entry) is found and its client freed. 0 leaves keepalive off. Best effort, as in Redis.
+fn keepalive(stream: &impl std::os::fd::AsRawFd, secs: u64) {
+    if secs == 0 {
+        return;
+    }
+    let fd = stream.as_raw_fd();
+    let secs = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
+    let set = |level: libc::c_int, name: libc::c_int, value: libc::c_int| {
+        // SAFETY: setsockopt reads one c_int from the pointer, which outlives the call.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        }
+    };
+    if set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1) != 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, secs);
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, (secs / 3).max(1));
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    }
+}
+
 fn admission(
     shared: &Shared,
     admitted: &Arc<AtomicUsize>,

@@ -717,7 +717,12 @@ pub static PARAMS: &[Param] = &[
         .inert(ENCODING),
     p("tcp-keepalive", Int(0, INT_MAX), "300")
         .listed()
-        .inert("sluice does not set TCP keepalive"),
+        .get(|c| c.tcp_keepalive.to_string())
+        .set(|c, v, _| {
+            c.tcp_keepalive = int(v)?;
+            Ok(())
+        })
+        .help("S", "TCP keepalive on client connections after this many idle seconds (default 300; 0: off)"),
     p("cluster-migration-barrier", Int(0, INT_MAX), "1").inert(CLUSTER_BUS),
     p("active-defrag-cycle-min", Int(1, 99), "1").inert(TUNING),
     p("active-defrag-cycle-max", Int(1, 99), "25").inert(TUNING),

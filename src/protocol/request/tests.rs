@@ -819,6 +819,44 @@ fn long_inline_line_in_small_reads_is_linear() {
     assert!(p.examined <= input.len() + calls);
 }
 
+// ---- the short way for plain lines ----
+
+#[test]
+fn plain_lines_cover_the_edges_of_their_form() {
+    // Lengths of 0 and of 18 digits' worth, a count of one, and what falls back: a leading
+    // zero, a sign, 19 digits, a line not complete yet.
+    assert_eq!(complete(b"*1\r\n$0\r\n\r\n"), (10, strings(&[b""])));
+    assert_eq!(
+        error(b"*1\r\n$01\r\nx\r\n"),
+        ProtocolError::InvalidBulkLength
+    );
+    assert_eq!(
+        error(b"*1\r\n$+1\r\nx\r\n"),
+        ProtocolError::InvalidBulkLength
+    );
+    assert_eq!(
+        error(b"*1\r\n$1000000000000000000\r\n"),
+        ProtocolError::InvalidBulkLength
+    );
+    assert_eq!(error(b"*01\r\n"), ProtocolError::InvalidMultibulkLength);
+    pending(b"*1\r\n$1\r");
+    pending(b"*1\r\n$1\r\nx\r");
+    assert_eq!(complete(b"*1\r\n$1\r\nx\r\n"), (11, strings(&[b"x"])));
+    // The byte after a line's CR is skipped unchecked on the short way too.
+    assert_eq!(complete(b"*1\rX$1\rYxZZ"), (11, strings(&[b"x"])));
+}
+
+#[test]
+fn a_request_parsed_the_short_way_then_one_that_is_not() {
+    // A plain request, then one whose second length line has a sign: the general path
+    // takes over at that line, with the first argument already taken.
+    let mut input = encode(&strings(&[b"GET", b"k"]));
+    input.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$-1\r\n");
+    let session = drive(&mut parser(), [input.as_slice()]);
+    assert_eq!(session.requests, vec![(20, strings(&[b"GET", b"k"]))]);
+    assert_eq!(session.end, Err(ProtocolError::InvalidBulkLength));
+}
+
 // ---- properties ----
 
 /// Bytes biased towards the ones that matter to the protocol.
@@ -932,6 +970,87 @@ proptest! {
         let limits = Limits { max_bulk_len, max_inline_len, max_multibulk_len, unauthenticated: false };
         let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
         let _ = drive_chunks(&mut RequestParser::new(limits), &chunks_at(&input, &points));
+    }
+
+    /// The short way for plain lines reads every input as the general path alone does:
+    /// frames with a few bytes changed (digits, signs, NULs, CRs where lines are), under
+    /// any limits, authenticated or not, in any split.
+    #[test]
+    fn plain_lines_read_as_the_general_path_reads_them(
+        frames in prop::collection::vec(arg_vec(), 1..4),
+        mutations in prop::collection::vec((any::<prop::sample::Index>(), protocol_byte()), 0..3),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        max_bulk_len in prop::sample::select(vec![0usize, 1, 3, 39, 512 * 1024 * 1024]),
+        max_multibulk_len in prop::sample::select(vec![0usize, 1, 2, 11, i32::MAX as usize]),
+        unauthenticated in any::<bool>(),
+    ) {
+        let mut input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
+        for (at, byte) in mutations {
+            let i = at.index(input.len());
+            input[i] = byte;
+        }
+        let limits = Limits { max_bulk_len, max_inline_len: 64 * 1024, max_multibulk_len, unauthenticated };
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let chunks = chunks_at(&input, &points);
+        let mut general = RequestParser::new(limits);
+        general.general_only = true;
+        let expected = drive_chunks(&mut general, &chunks);
+        prop_assert_eq!(drive_chunks(&mut RequestParser::new(limits), &chunks), expected);
+    }
+
+    /// The same, with the count and length lines written in the forms the short way must
+    /// leave to the general path (leading zeros, signs, spaces, NULs, 19 digits, no LF).
+    #[test]
+    fn odd_length_lines_read_as_the_general_path_reads_them(
+        frames in prop::collection::vec((arg_vec(), prop::collection::vec(0u8..10, 13)), 1..4),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        unauthenticated in any::<bool>(),
+    ) {
+        let line = |out: &mut Vec<u8>, kind: u8, n: usize, form: u8| {
+            out.push(kind);
+            let digits = n.to_string();
+            let digits = match form {
+                1 => format!("0{digits}"),
+                2 => format!("+{digits}"),
+                3 => format!("-{digits}"),
+                4 => format!("{digits} "),
+                5 => format!("\0{digits}"),
+                6 => format!("{n:019}"),
+                7 => format!("{}", n + 1),
+                _ => digits,
+            };
+            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(if form == 8 { b"\rX" } else { b"\r\n" });
+        };
+        let mut input = Vec::new();
+        for (args, forms) in &frames {
+            line(&mut input, b'*', args.len(), forms[0]);
+            for (i, arg) in args.iter().enumerate() {
+                line(&mut input, b'$', arg.len(), forms[1 + i]);
+                input.extend_from_slice(arg);
+                input.extend_from_slice(b"\r\n");
+            }
+        }
+        let limits = Limits { unauthenticated, ..Limits::default() };
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let chunks = chunks_at(&input, &points);
+        let mut general = RequestParser::new(limits);
+        general.general_only = true;
+        let expected = drive_chunks(&mut general, &chunks);
+        prop_assert_eq!(drive_chunks(&mut RequestParser::new(limits), &chunks), expected);
+    }
+
+    #[test]
+    fn noise_reads_as_the_general_path_reads_it(
+        input in noise(),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+    ) {
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let chunks = chunks_at(&input, &points);
+        let mut general = parser();
+        general.general_only = true;
+        let expected = drive_chunks(&mut general, &chunks);
+        prop_assert_eq!(drive_chunks(&mut parser(), &chunks), expected);
     }
 
     #[test]

@@ -1,0 +1,279 @@
+//! One connection on a loop: what a turn does for it. Read what its socket has (one
+//! `recv`), run every complete request in it inline, encode the replies into its output
+//! buffer, and (in the turn's write pass) write them with one `send`; or say why the
+//! connection leaves the loop (closed, or handed over to the tokio connection code).
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+
+use bytes::{Buf, BytesMut};
+use mio::net::TcpStream as MioStream;
+use tokio_util::task::task_tracker::TaskTrackerToken;
+
+use crate::server::Admitted;
+use crate::server::Shared;
+use crate::server::connection::{self, Buffers, Registered, Resume};
+use crate::{commands, engine};
+
+/// Write the output early once it holds this much (as the tokio path does).
+const FLUSH_AT: usize = 64 * 1024;
+
+/// One connection served by a loop.
+pub(super) struct Conn {
+    pub(super) stream: MioStream,
+    pub(super) reg: Registered,
+    pub(super) buf: Buffers,
+    pub(super) _slot: Admitted,
+    pub(super) _track: TaskTrackerToken,
+    /// The last read filled the buffer: the socket may hold more (edge-triggered).
+    pub(super) more: bool,
+    /// In this turn's ready list already.
+    pub(super) queued: bool,
+    /// Close once the output is written (kill, shutdown, query buffer over its limit).
+    pub(super) close_after_write: bool,
+    /// `client-query-buffer-limit`, read once per connection as the tokio path does (the
+    /// configuration is cloned to be read: not something to do per batch).
+    pub(super) query_limit: usize,
+}
+
+/// What serving a connection's input left to do.
+pub(super) enum Served {
+    /// Keep it; its replies (if any) are written in this turn's write pass.
+    Keep,
+    /// Close it now, without writing (QUIT-like ends flush first themselves).
+    Close,
+    /// Hand it over to tokio.
+    HandOver(Resume),
+}
+
+/// Reads what the socket has and runs every complete request (see the module docs).
+pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
+    let client = &mut conn.reg.client;
+    let buf = &mut conn.buf;
+    if client.info.kill.is_ending() {
+        return Served::Close;
+    }
+    // Read once.
+    buf.make_room();
+    if buf.rbuf.capacity() == buf.rbuf.len() {
+        buf.rbuf.reserve(64);
+    }
+    let spare = buf.rbuf.spare_capacity_mut();
+    let room = spare.len();
+    // SAFETY: recv writes at most `room` bytes into the buffer's spare capacity, which we
+    // own; `set_len` below covers only what it wrote.
+    // The system call itself, not libc's `recv`: that wrapper is a thread-cancellation
+    // point and pays to enable and disable cancellation around every call.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvfrom,
+            conn.stream.as_raw_fd(),
+            spare.as_mut_ptr(),
+            room,
+            0,
+            std::ptr::null_mut::<libc::sockaddr>(),
+            std::ptr::null_mut::<libc::socklen_t>(),
+        )
+    };
+    conn.more = false;
+    if n == 0 {
+        return Served::Close;
+    }
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => {
+                conn.more = e.kind() == std::io::ErrorKind::Interrupted;
+                // Nothing new; requests left in the buffer (a connection moved here) run.
+                if buf.rbuf.is_empty() {
+                    return Served::Keep;
+                }
+                0
+            }
+            _ => return Served::Close,
+        };
+    }
+    if n > 0 {
+        let n = n as usize;
+        // SAFETY: the first `n` bytes of the spare capacity were written by recv.
+        unsafe { buf.rbuf.set_len(buf.rbuf.len() + n) };
+        conn.more = n == room;
+        // Like Redis, a client's last interaction is its last read, not each command.
+        client.info.mark_active();
+        shared
+            .stats
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+    let served = run_requests(shared, conn);
+    if matches!(served, Served::Keep) {
+        after_batch(conn);
+    }
+    served
+}
+
+/// Runs every complete request in the read buffer: the tokio path's inner loop, minus
+/// what it hands over for.
+fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
+    let client = &mut conn.reg.client;
+    let buf = &mut conn.buf;
+    let info = client.info.clone();
+    loop {
+        let req = match buf.parser.parse(&buf.rbuf) {
+            Ok(Some(req)) => req,
+            Ok(None) => break,
+            Err(e) => {
+                connection::protocol_error(shared, &mut buf.wbuf, &e);
+                let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+                return Served::Close;
+            }
+        };
+        let frame = buf.rbuf.split_to(req.consumed).freeze();
+        // Redis's qbuf: the unprocessed input, this command included.
+        info.qbuf
+            .store(req.consumed + buf.rbuf.len(), Ordering::Relaxed);
+        buf.parser.fill_args(req.args, &frame, &mut buf.args);
+        if buf.args.is_empty() {
+            continue;
+        }
+        // CLIENT PAUSE and a running script's shards are waited for on the tokio path.
+        if shared.pause.is_set()
+            || (commands::scripting::script_running(shared)
+                && !commands::scripting::gate_clear(shared, client, &buf.args))
+        {
+            return Served::HandOver(Resume::Gate);
+        }
+        let was_authenticated = client.authenticated;
+        let reply = match engine::execute_may_block(shared, client, &buf.args) {
+            // A script took a shard this command needs after the check above.
+            _ if std::mem::take(&mut client.regate) => return Served::HandOver(Resume::Gate),
+            (_, Some(waiter)) => {
+                return Served::HandOver(Resume::Blocked(waiter, was_authenticated));
+            }
+            (reply, None) => reply,
+        };
+        if client.authenticated != was_authenticated {
+            buf.parser
+                .set_limits(connection::limits(&shared.config(), client.authenticated));
+        }
+        if client.psync.is_some()
+            || client.wait_acks.is_some()
+            || client.sleep.is_some()
+            || client.monitor
+            || client.push_queue().is_some()
+        {
+            // The tokio path knows what to do next (and answers, in order).
+            return Served::HandOver(Resume::After(reply, client.authenticated));
+        }
+        if client.no_reply {
+            return Served::Close;
+        }
+        if !client.reply_suppressed() {
+            reply.encode(client.resp, &mut buf.wbuf);
+        }
+        reply.recycle();
+        if let Some(n) = client.disconnect_after {
+            if n <= 1 {
+                let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+                return Served::Close;
+            }
+            client.disconnect_after = Some(n - 1);
+        }
+        if client.close_after_reply {
+            let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+            return Served::Close;
+        }
+        if buf.wbuf.len() >= FLUSH_AT {
+            match write_now(shared, &conn.stream, &mut buf.wbuf) {
+                Flushed::Done => {}
+                Flushed::Stalled => return Served::HandOver(Resume::Read),
+                Flushed::Failed => return Served::Close,
+            }
+        }
+    }
+    // Release the last request's slices of the read buffer (see connection::run).
+    buf.args.clear();
+    Served::Keep
+}
+
+/// The end of a batch: CLIENT LIST's view of the buffers, and the checks the tokio path
+/// makes between batches.
+fn after_batch(conn: &mut Conn) {
+    let info = &conn.reg.client.info;
+    info.qbuf.store(conn.buf.rbuf.len(), Ordering::Relaxed);
+    info.buf_mem.store(conn.buf.memory(), Ordering::Relaxed);
+    if conn.buf.rbuf.len() > conn.query_limit {
+        tracing::warn!(
+            "closing client {}: query buffer over client-query-buffer-limit",
+            info.id
+        );
+        conn.close_after_write = true;
+    }
+    if info.kill.is_ending() {
+        conn.close_after_write = true;
+    }
+}
+
+pub(super) enum Flushed {
+    Done,
+    /// Not all of it: the rest is still in the buffer.
+    Stalled,
+    Failed,
+}
+
+/// Writes the output buffer with one `send` (more only if the kernel took part of it).
+fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushed {
+    if wbuf.is_empty() {
+        return Flushed::Done;
+    }
+    // `client-output-buffer-limit normal`: a client near its limits is the tokio path's
+    // to judge (it closes it, or starts the soft limit's clock), before anything is
+    // written, as Redis checks when it adds a reply. With no limit set (the default) this
+    // is two loads.
+    let limit = shared.live.output_buffer_limit();
+    if limit.hard > 0 || limit.soft > 0 {
+        let buffered = wbuf.len() + connection::kernel_unsent(stream);
+        if (limit.hard > 0 && buffered > limit.hard) || (limit.soft > 0 && buffered > limit.soft) {
+            return Flushed::Stalled;
+        }
+    }
+    while !wbuf.is_empty() {
+        // SAFETY: send reads `wbuf.len()` initialized bytes of a buffer we own.
+        // The system call itself (see `serve`'s receive).
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_sendto,
+                stream.as_raw_fd(),
+                wbuf.as_ptr(),
+                wbuf.len(),
+                libc::MSG_NOSIGNAL,
+                std::ptr::null::<libc::sockaddr>(),
+                0 as libc::socklen_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock => return Flushed::Stalled,
+                _ => return Flushed::Failed,
+            }
+        }
+        let n = n as usize;
+        shared
+            .stats
+            .net_output_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        if n == wbuf.len() {
+            wbuf.clear();
+        } else {
+            wbuf.advance(n);
+            return Flushed::Stalled;
+        }
+    }
+    Flushed::Done
+}
+
+pub(super) fn flush(shared: &Shared, conn: &mut Conn) -> Flushed {
+    write_now(shared, &conn.stream, &mut conn.buf.wbuf)
+}
