@@ -56,7 +56,10 @@ const fn unsupported(name: &'static str, arity: i32) -> C {
 /// `unsupported` with Redis's flags where they differ from `ADMIN` (they decide, e.g., that
 /// CLUSTER RESET is refused from scripts).
 const fn unsupported_flagged(name: &'static str, arity: i32, flags: &'static [&'static str]) -> C {
-    C::new(name, arity, flags, KeySpec::None, refuse_unsupported).with_acl(ADMIN_ACL)
+    C::new(name, arity, flags, KeySpec::None, |c, a| {
+        super::cluster_bus::dispatch(c, a, refuse_unsupported)
+    })
+    .with_acl(ADMIN_ACL)
 }
 
 /// CLUSTER and the cluster connection commands.
@@ -174,7 +177,7 @@ static CLUSTER: &[C] = &[
     .with_acl(ADMIN_ACL),
     // sluice's own: the map in force, in the map file's format.
     sub("cluster|getmap", 2, run_sub::<GetMap>),
-    unsupported("cluster|flushslots", 2),
+    unsupported("cluster|flushslots", 2).whole_keyspace(),
     unsupported("cluster|forget", 3),
     unsupported("cluster|meet", -4),
     C::new(
@@ -186,10 +189,10 @@ static CLUSTER: &[C] = &[
     )
     .with_acl(ADMIN_ACL)
     .whole_keyspace(),
-    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]),
+    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]).whole_keyspace(),
     unsupported("cluster|saveconfig", 2),
     unsupported("cluster|set-config-epoch", 3),
-    unsupported("cluster|setslot", -4),
+    unsupported("cluster|setslot", -4).whole_keyspace(),
 ];
 
 /// Redis's reply to cluster commands on a server without cluster mode.
@@ -402,6 +405,51 @@ pub(crate) fn sync_role(shared: &Shared) {
     }
 }
 
+/// Installs a view of the cluster bus (`wait`: wait for the keyed commands in flight; the
+/// bus thread does, a CLUSTER command does not), then follows the role it gives this node and
+/// deletes the keys of the slots it took away.
+pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, wait: bool) {
+    let Some(cluster) = &shared.cluster else {
+        return;
+    };
+    let lost = std::mem::take(&mut view.lost_slots);
+    if !cluster.install_view(&mut view, wait) {
+        return;
+    }
+    sync_role(shared);
+    if !lost.is_empty() {
+        let dropped = drop_slot_keys(shared, &lost);
+        tracing::info!("cluster: {} slots went to another node; dropped {dropped} keys", lost.len());
+    }
+}
+
+/// Deletes every key (all databases) in `slots`, one shard at a time.
+pub(crate) fn drop_slot_keys(shared: &Shared, slots: &[u16]) -> usize {
+    let mut set = vec![false; SLOTS];
+    for &s in slots {
+        set[usize::from(s)] = true;
+    }
+    let keyspace = &shared.keyspace;
+    let mut dropped = 0;
+    for i in 0..keyspace.shard_count() {
+        let mut locked = keyspace.lock_indexes(&[i]);
+        for shard in locked.shards_mut() {
+            for db in 0..shard.databases() {
+                let gone: Vec<(u64, Box<[u8]>)> = shard
+                    .db(db)
+                    .iter()
+                    .filter(|e| set[usize::from(key_slot(&e.key))])
+                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.to_boxed()))
+                    .collect();
+                for (hash, key) in gone {
+                    dropped += usize::from(shard.remove(db, hash, &key).is_some());
+                }
+            }
+        }
+    }
+    dropped
+}
+
 /// What follows an installed map: the role it gives this node, then the sweep of the keys
 /// of slots this node no longer holds.
 fn after_install(shared: &Shared, cluster: &Cluster, epoch: u64) {
@@ -542,6 +590,9 @@ impl Command for Info {
         Ok(Info)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::info(b));
+        }
         let state = cluster(ctx)?.current();
         let size = state
             .map
@@ -581,6 +632,9 @@ impl Command for Nodes {
         Ok(Nodes)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::nodes(b));
+        }
         let state = cluster(ctx)?.current();
         Ok(Reply::Verbatim(Bytes::from(nodes_text(&state, ctx.now_ms))))
     }
@@ -855,7 +909,9 @@ impl Command for Links {
         Ok(Links)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        cluster(ctx)?;
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::links(b));
+        }
         Ok(Reply::Array(vec![]))
     }
 }
@@ -999,6 +1055,13 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
 /// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
 fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.shared.cluster.as_ref().is_some_and(|c| c.bus().is_some()) {
+        return super::cluster_bus::dispatch(ctx, args, replicate_map);
+    }
+    replicate_map(ctx, args)
+}
+
+fn replicate_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),

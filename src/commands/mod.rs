@@ -6,6 +6,7 @@
 
 pub(crate) mod bitmap;
 pub(crate) mod cluster;
+pub(crate) mod cluster_bus;
 pub(crate) mod dump;
 pub(crate) mod functions;
 pub(crate) mod geo;

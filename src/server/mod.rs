@@ -318,6 +318,19 @@ impl Server {
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
+        if let Some(cluster) = &shared.cluster {
+            // The cluster bus, on a thread of its own; it reaches the server weakly.
+            let weak = Arc::downgrade(&shared);
+            let hook: crate::cluster::bus::Hook = Box::new(move |view| {
+                if let Some(shared) = weak.upgrade() {
+                    crate::commands::cluster::apply_view(&shared, view, true);
+                }
+            });
+            if let Err(e) = cluster.start_bus(hook) {
+                tracing::warn!("cannot start the cluster bus thread: {e}");
+            }
+            crate::commands::cluster::sync_role(&shared);
+        }
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         // On the reapers' thread, with the link it starts: its ping timer would otherwise
@@ -393,6 +406,9 @@ impl Server {
             }
         }
         shared.shutdown.cancelled().await;
+        if let Some(bus) = shared.cluster.as_ref().and_then(|c| c.bus()) {
+            bus.stop.store(true, Ordering::Relaxed);
+        }
         // Connections wait on their own kill switch only (see `client::Kill`).
         shared.clients.shut_down_all();
         if let Some(group) = &own_loops {

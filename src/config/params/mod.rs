@@ -483,7 +483,11 @@ pub static PARAMS: &[Param] = &[
         }),
     p("cluster-announce-ip", Str, "")
         .nullable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_announce_ip.clone())
+        .set(|c, v, _| {
+            c.cluster_announce_ip = v.to_string();
+            Ok(())
+        }),
     p("cluster-config-file", Str, "").immutable().listed()
         .get(|c| shown(&c.cluster_config_file))
         .set(|c, v, _| {
@@ -492,7 +496,11 @@ pub static PARAMS: &[Param] = &[
         }),
     p("cluster-announce-hostname", Str, "")
         .nullable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_announce_hostname.clone())
+        .set(|c, v, _| {
+            c.cluster_announce_hostname = v.to_string();
+            Ok(())
+        }),
     p("syslog-ident", Str, "redis")
         .immutable()
         .inert("sluice does not log to syslog"),
@@ -754,7 +762,11 @@ pub static PARAMS: &[Param] = &[
         .inert("sluice uses the runtime's listen backlog"),
     p("cluster-port", Int(0, 65535), "0")
         .immutable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_port.to_string())
+        .set(|c, v, _| {
+            c.cluster_port = int(v)?;
+            Ok(())
+        }),
     p("cluster-announce-bus-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-tls-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
@@ -826,7 +838,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("MS", "when long scripts start getting -BUSY (5000)"),
-    p("cluster-node-timeout", Int(0, LONG_MAX), "15000").inert(CLUSTER_BUS),
+    p("cluster-node-timeout", Int(0, LONG_MAX), "15000")
+        .get(|c| c.cluster_node_timeout.to_string())
+        .set(|c, v, _| {
+            c.cluster_node_timeout = int(v)?;
+            Ok(())
+        }),
     p("slowlog-log-slower-than", Int(-1, LONG_MAX), "10000").listed()
         .get(|c| c.slowlog_log_slower_than.to_string())
         .set(|c, v, _| {

@@ -1,0 +1,250 @@
+//! The cluster bus against real Redis Cluster tooling: sluice nodes (the binary, each in a
+//! directory of its own with its nodes.conf) and redis-server 7.0.15 nodes gossip over Redis
+//! 7.0's binary bus, agree on the slots, and are built and checked by `redis-cli --cluster`.
+//! A node restarted from its nodes.conf rejoins under the same id.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::proc::SluiceProcess;
+use crate::support::{Conn, RedisServer, free_port};
+
+/// A sluice cluster node: the binary with cluster mode on, an explicit bus port, a one-second
+/// node timeout (pings every half second), in `dir`.
+struct Node {
+    proc: SluiceProcess,
+    port: u16,
+    bus_port: u16,
+}
+
+impl Node {
+    fn start(dir: &std::path::Path) -> Node {
+        Self::start_on(dir, free_port(), free_port())
+    }
+
+    fn start_on(dir: &std::path::Path, port: u16, bus_port: u16) -> Node {
+        let (p, b) = (port.to_string(), bus_port.to_string());
+        let proc = SluiceProcess::start_in(
+            dir,
+            &[
+                "--port",
+                &p,
+                "--bind",
+                "127.0.0.1",
+                "--loglevel",
+                "warning",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                &b,
+                "--cluster-node-timeout",
+                "1000",
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+        );
+        Node {
+            proc,
+            port,
+            bus_port,
+        }
+    }
+}
+
+fn text(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
+fn cmd(port: u16, args: &[&str]) -> String {
+    let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    text(&c.cmd(&args))
+}
+
+/// CLUSTER NODES as (id, flags without myself, master, link, slots) sorted: what every node
+/// must agree on.
+fn view(port: u16) -> Vec<String> {
+    let reply = cmd(port, &["CLUSTER", "NODES"]);
+    let mut lines: Vec<String> = reply
+        .lines()
+        .filter(|l| l.len() > 40 && !l.starts_with('$') && !l.starts_with('='))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let flags = w[2].replace("myself,", "");
+            format!("{} {} {} {} {}", w[0], flags, w[3], w[7], w[8..].join(" "))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// CLUSTER MYID's id.
+fn myid(port: u16) -> String {
+    let reply = cmd(port, &["CLUSTER", "MYID"]);
+    reply.lines().nth(1).unwrap_or("").trim().to_string()
+}
+
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until every port gives the same view, with `nodes` nodes all connected and the
+/// cluster ok.
+fn wait_agreement(ports: &[u16], nodes: usize) {
+    wait_for("the nodes to agree", Duration::from_secs(20), || {
+        let first = view(ports[0]);
+        first.len() == nodes
+            && first.iter().all(|l| l.contains(" connected"))
+            && ports.iter().all(|&p| view(p) == first)
+            && ports
+                .iter()
+                .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+}
+
+fn redis_cli(args: &[String]) -> (bool, String) {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli is installed");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), all)
+}
+
+fn check_clean(port: u16) {
+    let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), format!("127.0.0.1:{port}")]);
+    assert!(ok, "{out}");
+    assert!(out.contains("[OK] All nodes agree about slots configuration."), "{out}");
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    assert!(!out.contains("[ERR]") && !out.contains("[WARNING]"), "{out}");
+}
+
+/// A sluice node gossips with two redis-server 7.0.15 nodes: MEET either way, slot
+/// ownership learned from PONG bitmaps, epoch collisions resolved, MOVED to the owner.
+#[test]
+fn sluice_and_redis_server_gossip_and_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Node::start(dir.path());
+    let r1 = RedisServer::start_cluster_node();
+    let r2 = RedisServer::start_cluster_node();
+    assert_eq!(cmd(s.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "5000"]), "+OK\r\n");
+    assert_eq!(cmd(r1.port(), &["CLUSTER", "ADDSLOTSRANGE", "5001", "10000"]), "+OK\r\n");
+    assert_eq!(cmd(r2.port(), &["CLUSTER", "ADDSLOTSRANGE", "10001", "16383"]), "+OK\r\n");
+    // redis-server meets sluice; sluice meets the other redis-server.
+    let (sp, sb) = (s.port.to_string(), s.bus_port.to_string());
+    assert_eq!(cmd(r1.port(), &["CLUSTER", "MEET", "127.0.0.1", &sp, &sb]), "+OK\r\n");
+    let (rp, rb) = (r2.port().to_string(), r2.bus_port().to_string());
+    assert_eq!(cmd(s.port, &["CLUSTER", "MEET", "127.0.0.1", &rp, &rb]), "+OK\r\n");
+    wait_agreement(&[s.port, r1.port(), r2.port()], 3);
+    // Every master has a config epoch of its own now (collisions resolved as Redis does).
+    let nodes = cmd(r1.port(), &["CLUSTER", "NODES"]);
+    let epochs: std::collections::BTreeSet<&str> = nodes
+        .lines()
+        .filter(|l| l.len() > 40)
+        .filter_map(|l| l.split_whitespace().nth(6))
+        .collect();
+    assert_eq!(epochs.len(), 3, "{nodes}");
+    let sid = myid(s.port);
+    assert!(view(r2.port()).iter().any(|l| l.starts_with(&sid)), "{sid}");
+    // sluice serves its slots and redirects the others to redis-server.
+    assert_eq!(cmd(s.port, &["SET", "b", "1"]), "+OK\r\n"); // slot 3300
+    assert_eq!(
+        cmd(s.port, &["SET", "foo", "1"]),
+        format!("-MOVED 12182 127.0.0.1:{}\r\n", r2.port())
+    );
+    assert_eq!(
+        cmd(r2.port(), &["GET", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{}\r\n", s.port)
+    );
+    // A slot moves from sluice to redis-server the way redis-cli moves one (no keys in it):
+    // IMPORTING on the target, MIGRATING on the source, NODE on both; the target's bumped
+    // epoch makes every node prefer it.
+    let r1id = myid(r1.port());
+    assert_eq!(cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "IMPORTING", &sid]), "+OK\r\n");
+    assert_eq!(cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "MIGRATING", &r1id]), "+OK\r\n");
+    assert!(cmd(s.port, &["CLUSTER", "NODES"]).contains(&format!("[4000->-{r1id}]")));
+    assert_eq!(cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]), "+OK\r\n");
+    assert_eq!(cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]), "+OK\r\n");
+    wait_for("slot 4000 to move", Duration::from_secs(10), || {
+        [s.port, r2.port()].iter().all(|&p| {
+            view(p)
+                .iter()
+                .any(|l| l.starts_with(&r1id) && l.ends_with("4000 5001-10000"))
+        })
+    });
+    wait_agreement(&[s.port, r1.port(), r2.port()], 3);
+}
+
+/// `redis-cli --cluster create` of six sluice nodes with one replica each, then `--cluster
+/// check`; a replica killed with SIGKILL restarts from its nodes.conf and rejoins.
+#[test]
+fn redis_cli_creates_and_checks_a_sluice_cluster() {
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    wait_agreement(&ports, 6);
+    check_clean(ports[3]);
+    // A key written through the cluster client reaches the master's replica.
+    let slot_of_foo_owner = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "foo", "bar"]) == "+OK\r\n")
+        .expect("one master owns foo");
+    let _ = slot_of_foo_owner;
+
+    // kill -9 one replica; it restarts from its nodes.conf with the same id and rejoins.
+    let victim = nodes
+        .iter()
+        .position(|n| cmd(n.port, &["ROLE"]).contains("slave"))
+        .expect("a replica");
+    let id = cmd(ports[victim], &["CLUSTER", "MYID"]);
+    let (port, bus) = (nodes[victim].port, nodes[victim].bus_port);
+    nodes[victim].proc.signal(libc::SIGKILL);
+    nodes[victim].proc.wait_exit(Duration::from_secs(5));
+    let conf = std::fs::read_to_string(dirs[victim].path().join("nodes.conf")).unwrap();
+    assert!(conf.contains("myself,slave"), "{conf}");
+    nodes[victim] = Node::start_on(dirs[victim].path(), port, bus);
+    assert_eq!(cmd(port, &["CLUSTER", "MYID"]), id);
+    wait_agreement(&ports, 6);
+    check_clean(ports[0]);
+}
+
+/// `redis-cli --cluster create` of a mixed cluster: three redis-server 7.0.15 nodes and three
+/// sluice nodes (masters and replicas of both kinds) gossip and agree.
+#[test]
+fn redis_cli_creates_a_mixed_cluster() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let sluices: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let redises: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
+    // redis-cli takes masters first: sluice, redis, sluice; then replicas.
+    let ports = [
+        sluices[0].port,
+        redises[0].port(),
+        sluices[1].port,
+        redises[1].port(),
+        sluices[2].port,
+        redises[2].port(),
+    ];
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    check_clean(sluices[0].port);
+    check_clean(redises[0].port());
+}
