@@ -1012,6 +1012,13 @@ fn install_own(
 /// master takes before it is given the new map are lost (Redis's FORCE, not its
 /// coordinated default).
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.shared.cluster.as_ref().is_some_and(|c| c.bus().is_some()) {
+        return super::cluster_bus::dispatch(ctx, args, failover_map);
+    }
+    failover_map(ctx, args)
+}
+
+fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),

@@ -108,6 +108,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes], fallback: crate::engin
                 Reply::ok()
             })
         }
+        "failover" => failover(ctx, &b, rest),
         "count-failure-reports" => {
             let id = rest.first().map(|a| text(a)).unwrap_or_default();
             let st = b.lock();
@@ -485,6 +486,40 @@ fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
             return err("ERR To set a master the node must be empty and without assigned slots.");
         }
         st.set_my_master(&id);
+        Reply::ok()
+    })
+}
+
+/// CLUSTER FAILOVER [FORCE|TAKEOVER]. Without an option it runs as FORCE: an election now,
+/// without Redis's pause of the master's clients while the replica catches up (see
+/// docs/cluster.md: writes acknowledged by the old master in that last moment can be lost).
+fn failover(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+    let mode = match rest {
+        [] => "",
+        [m] => match text(m).to_ascii_lowercase().as_str() {
+            "force" => "force",
+            "takeover" => "takeover",
+            _ => return err("ERR syntax error"),
+        },
+        _ => return err("ERR syntax error"),
+    };
+    let now = crate::cluster::bus::now_ms();
+    with_state(ctx, b, |st| {
+        let me = st.me();
+        if me.is_master() {
+            return err("ERR You should send CLUSTER FAILOVER to a replica");
+        }
+        let Some(master) = me.slaveof.clone().and_then(|m| st.nodes.get(&m).cloned()) else {
+            return err("ERR I'm a replica but my master is unknown to me");
+        };
+        if mode.is_empty() && master.is(flag::FAIL) {
+            return err("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE");
+        }
+        if mode == "takeover" {
+            st.takeover(now);
+        } else {
+            st.force_failover(now);
+        }
         Reply::ok()
     })
 }

@@ -247,4 +247,108 @@ fn redis_cli_creates_a_mixed_cluster() {
     wait_agreement(&ports, 6);
     check_clean(sluices[0].port);
     check_clean(redises[0].port());
+
+    // A master whose replica is of the other kind dies; the replica wins the election with
+    // the votes of masters of both kinds.
+    let is_sluice = |p: u16| sluices.iter().any(|s| s.port == p);
+    // Preferably a redis-server master replaced by a sluice replica (sluice's election won
+    // with redis-server's votes); else a sluice master by a redis-server replica (sluice
+    // voting). Which pairs exist is redis-cli's choice; the test says which ran.
+    let pairs: Vec<(u16, u16)> = ports
+        .iter()
+        .filter_map(|&r| master_of(r, &ports).map(|m| (m, r)))
+        .filter(|&(m, r)| is_sluice(m) != is_sluice(r))
+        .collect();
+    let (master, replica) = pairs
+        .iter()
+        .copied()
+        .find(|&(m, _)| !is_sluice(m))
+        .or_else(|| pairs.first().copied())
+        .expect("a master and replica of different kinds");
+    eprintln!("killing the {} master of a {} replica", if is_sluice(master) { "sluice" } else { "redis-server" }, if is_sluice(replica) { "sluice" } else { "redis-server" });
+    let mut redises = redises;
+    let mut sluices = sluices;
+    // Kill it (SIGKILL for both kinds).
+    if let Some(i) = redises.iter().position(|r| r.port() == master) {
+        drop(redises.remove(i));
+    } else if let Some(i) = sluices.iter().position(|s| s.port == master) {
+        sluices[i].proc.signal(libc::SIGKILL);
+        sluices[i].proc.wait_exit(Duration::from_secs(5));
+    }
+    let survivors: Vec<u16> = ports.iter().copied().filter(|&p| p != master).collect();
+    wait_for("the replica's promotion", Duration::from_secs(20), || {
+        cmd(replica, &["ROLE"]).contains("master")
+            && survivors
+                .iter()
+                .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    let _ = (&redises, &sluices);
+}
+
+/// The master of `replica_port`'s node, by its CLUSTER NODES line, and that master's port.
+fn master_of(port: u16, ports: &[u16]) -> Option<u16> {
+    let id = myid(port);
+    let nodes = cmd(port, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(&id))?;
+    let master = line.split_whitespace().nth(3)?.to_string();
+    ports.iter().copied().find(|&p| myid(p) == master)
+}
+
+/// kill -9 of a master: the cluster marks it FAIL by a majority, its replica wins the
+/// election and serves the slots within the node timeout plus a few seconds; the killed node
+/// restarts from its nodes.conf and rejoins as a replica of the winner.
+#[test]
+fn a_killed_master_is_replaced_by_its_replica() {
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    // The master owning "foo" (slot 12182) and its replica.
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "foo", "1"]) == "+OK\r\n")
+        .expect("an owner of foo");
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, &ports) == Some(master))
+        .expect("a replica of that master");
+    wait_for("the replica to copy foo", Duration::from_secs(10), || {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], replica)));
+        c.cmd(&[b"READONLY"]);
+        text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n1\r\n"
+    });
+    let victim = ports.iter().position(|&p| p == master).unwrap();
+    let (port, bus) = (nodes[victim].port, nodes[victim].bus_port);
+    let killed = Instant::now();
+    nodes[victim].proc.signal(libc::SIGKILL);
+    nodes[victim].proc.wait_exit(Duration::from_secs(5));
+    let survivors: Vec<u16> = ports.iter().copied().filter(|&p| p != master).collect();
+    wait_for("the replica's promotion", Duration::from_secs(15), || {
+        cmd(replica, &["SET", "foo", "2"]) == "+OK\r\n"
+    });
+    eprintln!("promoted {:?} after the kill", killed.elapsed());
+    wait_for("the survivors to agree", Duration::from_secs(10), || {
+        survivors
+            .iter()
+            .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    // The killed master comes back from its nodes.conf and follows the winner.
+    nodes[victim] = Node::start_on(dirs[victim].path(), port, bus);
+    wait_for("the old master to rejoin as a replica", Duration::from_secs(15), || {
+        master_of(port, &ports) == Some(replica)
+    });
+    wait_agreement(&ports, 6);
+    check_clean(ports[0]);
+    wait_for("the old master to copy the new value", Duration::from_secs(10), || {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        c.cmd(&[b"READONLY"]);
+        text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n2\r\n"
+    });
 }

@@ -280,6 +280,7 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
                 }
             }
         }
+        st.handle_replica_failover(now);
         bus.after(&mut st)
     };
     bus.publish(view);

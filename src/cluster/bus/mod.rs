@@ -10,6 +10,7 @@
 //! hands it to the hook the server installed, which updates routing (`Cluster::install_view`),
 //! replication (a replica follows its master) and drops the keys of slots taken away.
 
+pub mod failover;
 pub mod gossip;
 pub mod msg;
 pub mod nodes_conf;

@@ -148,6 +148,8 @@ pub struct State {
     pub view_changed: bool,
     /// Slots that were taken from this node while it had keys in them: their keys go.
     pub lost_slots: Vec<u16>,
+    /// This node's failover election, when it is a replica.
+    pub election: super::failover::Election,
     next_link: LinkId,
 }
 
@@ -178,6 +180,7 @@ impl State {
             dirty: true,
             view_changed: true,
             lost_slots: Vec::new(),
+            election: Default::default(),
             next_link: 1,
         }
     }
@@ -185,7 +188,7 @@ impl State {
     pub fn me(&self) -> &BusNode {
         &self.nodes[&self.myself]
     }
-    fn me_mut(&mut self) -> &mut BusNode {
+    pub(super) fn me_mut(&mut self) -> &mut BusNode {
         self.nodes
             .get_mut(&self.myself)
             .expect("myself is always known")
@@ -454,6 +457,16 @@ impl State {
                     n.fail_time = now;
                     self.dirty = true;
                     self.view_changed = true;
+                }
+            }
+            kind::FAILOVER_AUTH_REQUEST => {
+                if let Some(s) = &sender {
+                    self.on_auth_request(s, &m.header, now);
+                }
+            }
+            kind::FAILOVER_AUTH_ACK => {
+                if let Some(s) = &sender {
+                    self.on_auth_ack(s, &m.header);
                 }
             }
             kind::UPDATE => {
