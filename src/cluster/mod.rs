@@ -53,6 +53,25 @@ pub struct Installed {
     pub me: usize,
     /// Set while the cluster bus sees the cluster down: keyed commands get this error.
     pub down: Option<&'static str>,
+    /// Slots being migrated away, with the target's address (bus mode).
+    pub migrating: Vec<(u16, String)>,
+    /// Slots being imported (bus mode).
+    pub importing: Vec<u16>,
+}
+
+impl Installed {
+    /// The address `slot` is being migrated to, if it is.
+    pub fn migrating_to(&self, slot: u16) -> Option<&str> {
+        self.migrating
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, a)| a.as_str())
+    }
+
+    /// True if `slot` is being imported.
+    pub fn importing(&self, slot: u16) -> bool {
+        self.importing.contains(&slot)
+    }
 }
 
 impl Installed {
@@ -87,6 +106,9 @@ pub struct Cluster {
     current: RwLock<Arc<Installed>>,
     /// One bit per slot: set when this node owns the slot.
     owned: Box<[AtomicU64]>,
+    /// One bit per slot: set while the slot is migrating or importing (bus mode), so routing
+    /// takes the slow path that answers -ASK / -TRYAGAIN.
+    moving: Box<[AtomicU64]>,
     /// One bit per slot: set when this node is a replica and its master owns the slot (it
     /// holds the slot's keys, and serves reads of them to READONLY connections).
     mirrored: Box<[AtomicU64]>,
@@ -256,8 +278,11 @@ impl Cluster {
                 map: view.map,
                 me: view.me,
                 down: view.down,
+                migrating: view.migrating,
+                importing: view.importing,
             })),
             owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            moving: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             map_file: None,
             bus: Some(Arc::new(bus)),
@@ -296,6 +321,8 @@ impl Cluster {
             map: std::mem::replace(&mut view.map, SlotMap::from_view(0, Vec::new(), &[])),
             me: view.me,
             down: view.down,
+            migrating: std::mem::take(&mut view.migrating),
+            importing: std::mem::take(&mut view.importing),
         };
         let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
         self.publish_owned(&installed);
@@ -314,8 +341,11 @@ impl Cluster {
                 epoch,
                 me,
                 down: None,
+                migrating: Vec::new(),
+                importing: Vec::new(),
             })),
             owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            moving: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             map_file,
             bus: None,
@@ -356,6 +386,13 @@ impl Cluster {
     pub fn mirrors(&self, slot: u16) -> bool {
         let s = usize::from(slot);
         self.mirrored[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
+    }
+
+    /// True while `slot` is migrating or importing (lock-free).
+    #[inline]
+    pub fn moving(&self, slot: u16) -> bool {
+        let s = usize::from(slot);
+        self.moving[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
     }
 
     /// True if this node keeps the keys of `slot`: it owns it, or replicates its owner.
@@ -412,6 +449,18 @@ impl Cluster {
             .unwrap_or_else(|| bits(&[]));
         let mine: &[(u16, u16)] = if down { &[] } else { &installed.myself().ranges };
         for (word, w) in self.owned.iter().zip(bits(mine)) {
+            word.store(w, Ordering::Release);
+        }
+        let mut moving = vec![0u64; SLOTS / 64];
+        for s in installed
+            .migrating
+            .iter()
+            .map(|(s, _)| *s)
+            .chain(installed.importing.iter().copied())
+        {
+            moving[usize::from(s) / 64] |= 1 << (s % 64);
+        }
+        for (word, w) in self.moving.iter().zip(moving) {
             word.store(w, Ordering::Release);
         }
         for (word, w) in self.mirrored.iter().zip(mirrored) {
@@ -478,6 +527,8 @@ impl Cluster {
             epoch,
             me,
             down: None,
+            migrating: Vec::new(),
+            importing: Vec::new(),
         };
         self.publish_owned(&installed);
         *current = Arc::new(installed);

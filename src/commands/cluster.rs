@@ -241,6 +241,9 @@ fn route_in_cluster<'s>(
         // is never redirected); a map change still waits for the command.
         return Ok(Some(cluster.hold()));
     }
+    // ASKING lasts one command (Redis clears it after every command but ASKING itself,
+    // whose handler sets it again after this).
+    let asking = std::mem::take(&mut client.asking);
     let spec = entry.spec;
     let exec = entry.spec.roles.contains(crate::engine::Roles::EXEC);
     let slot = if exec {
@@ -269,10 +272,22 @@ fn route_in_cluster<'s>(
     };
     let redirect = match slot {
         Ok(None) => return Ok(None),
-        Ok(Some(slot)) => match cluster.route(slot, replica_read) {
-            Ok(guard) => return Ok(Some(guard)),
-            Err(redirect) => redirect,
-        },
+        Ok(Some(slot)) => {
+            if cluster.moving(slot) {
+                let in_multi = client.multi.is_some();
+                if let Some((routed, check)) = route_moving(cluster, spec, slot, asking) {
+                    // A queued command is checked when EXEC runs it (EXEC is served whole).
+                    if !in_multi && !exec {
+                        client.cluster_check = Some((slot, check));
+                    }
+                    return Ok(routed);
+                }
+            }
+            match cluster.route(slot, replica_read) {
+                Ok(guard) => return Ok(Some(guard)),
+                Err(redirect) => redirect,
+            }
+        }
         Err(redirect) => redirect,
     };
     // (The caller counts the error, as it counts every refusal.)
@@ -283,6 +298,64 @@ fn route_in_cluster<'s>(
         client.multi_failed = true;
     }
     Err(Reply::Error(Cow::Owned(redirect.error_text())))
+}
+
+/// Routing for a slot being migrated or imported (Redis's getNodeByQuery): a slot this node
+/// owns and migrates runs here, its keys checked once locked ([`check_moving_keys`]); a slot
+/// it imports runs here for a command after ASKING (or RESTORE-ASKING). None: route as usual.
+fn route_moving<'s>(
+    cluster: &'s Cluster,
+    spec: &crate::engine::CommandSpec,
+    slot: u16,
+    asking: bool,
+) -> Option<(Routed<'s>, bool)> {
+    let installed = cluster.current();
+    if installed.down.is_some() {
+        return None;
+    }
+    let owns = cluster.owns(slot);
+    let check = if owns && installed.migrating_to(slot).is_some() {
+        true
+    } else if !owns && installed.importing(slot) && (asking || spec.has(CmdFlags::ASKING)) {
+        false
+    } else {
+        return None;
+    };
+    Some((Some(cluster.hold()), check))
+}
+
+/// The key check of a command on a moving slot, made with its shards locked (so no MIGRATE
+/// can take a key between the check and the command): on a migrating slot, keys that are
+/// gone were moved, so `-ASK` the target (`-TRYAGAIN` when only some are gone); on an
+/// importing slot, several keys of which some have not arrived yet get `-TRYAGAIN`.
+pub(crate) fn check_moving_keys(
+    ctx: &mut Ctx<'_>,
+    spec: &crate::engine::CommandSpec,
+    args: &[Bytes],
+    slot: u16,
+    migrating: bool,
+) -> Option<Reply> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let positions: Vec<usize> = spec.keys.positions(args).collect();
+    let mut missing = 0;
+    for &i in &positions {
+        if !ctx.store.exists(db, &args[i], now) {
+            missing += 1;
+        }
+    }
+    const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+    if missing == 0 {
+        return None;
+    }
+    if migrating {
+        if missing < positions.len() {
+            return Some(Reply::Error(Cow::Borrowed(TRYAGAIN)));
+        }
+        let target = ctx.shared.cluster.as_ref()?.current();
+        let addr = target.migrating_to(slot)?;
+        return Some(Reply::Error(Cow::Owned(format!("ASK {slot} {addr}"))));
+    }
+    (positions.len() > 1).then_some(Reply::Error(Cow::Borrowed(TRYAGAIN)))
 }
 
 /// The one slot of the keys of every queued command, as EXEC checks them.
@@ -509,6 +582,7 @@ impl Command for Accept {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         cluster(ctx)?;
+        ctx.client.asking = true;
         Ok(Reply::ok())
     }
 }

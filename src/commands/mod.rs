@@ -17,6 +17,7 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
+pub(crate) mod migrate;
 pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
@@ -35,7 +36,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -55,6 +56,7 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
         zsetops::COMMANDS,
         sort::COMMANDS,
         dump::COMMANDS,
+        migrate::COMMANDS,
         strrange::COMMANDS,
         bitmap::COMMANDS,
         set::ALGEBRA_COMMANDS,

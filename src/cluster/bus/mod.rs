@@ -38,6 +38,10 @@ pub struct View {
     pub down: Option<&'static str>,
     /// Slots taken from this node while it held them: their keys are to be deleted.
     pub lost_slots: Vec<u16>,
+    /// Slots this node is migrating, with the target's `ip:port` (for `-ASK`).
+    pub migrating: Vec<(u16, String)>,
+    /// Slots this node is importing.
+    pub importing: Vec<u16>,
 }
 
 /// What the server does with a new view.
@@ -92,7 +96,7 @@ impl Bus {
                 me.hostname = settings.announce_hostname.clone();
             }
         }
-        nodes_conf::save(&conf_path, &state).map_err(|e| {
+        nodes_conf::save(&conf_path, &state, true).map_err(|e| {
             format!("Could not write the cluster config file {}: {e}", conf_path.display())
         })?;
         let listener = std::net::TcpListener::bind((bind, settings.cport)).map_err(|e| {
@@ -136,7 +140,12 @@ impl Bus {
         st.update_ok();
         if st.dirty {
             st.dirty = false;
-            if let Err(e) = nodes_conf::save(&self.conf_path, st) {
+            let epochs = (st.current_epoch, st.last_vote_epoch, st.me().config_epoch);
+            let fsync = epochs != st.synced_epochs;
+            if fsync {
+                st.synced_epochs = epochs;
+            }
+            if let Err(e) = nodes_conf::save(&self.conf_path, st, fsync) {
                 tracing::warn!("cannot write {}: {e}", self.conf_path.display());
             }
         }
@@ -150,7 +159,7 @@ impl Bus {
     /// Writes nodes.conf now (CLUSTER SAVECONFIG).
     pub fn save(&self, st: &mut State) -> std::io::Result<()> {
         st.dirty = false;
-        nodes_conf::save(&self.conf_path, st)
+        nodes_conf::save(&self.conf_path, st, true)
     }
 
     /// Hands a view to the server's hook.
@@ -204,6 +213,14 @@ impl Bus {
             me,
             down: (!st.ok).then_some(super::DOWN_STATE),
             lost_slots: std::mem::take(&mut st.lost_slots),
+            migrating: st
+                .migrating
+                .iter()
+                .filter_map(|(&s, to)| {
+                    st.nodes.get(to).map(|n| (s, format!("{}:{}", n.ip, n.port)))
+                })
+                .collect(),
+            importing: st.importing.keys().copied().collect(),
         }
     }
 

@@ -122,13 +122,16 @@ pub fn render(st: &State) -> String {
     out
 }
 
-/// Writes the file atomically.
-pub fn save(path: &std::path::Path, st: &State) -> std::io::Result<()> {
+/// Writes the file atomically (`fsync`: synced to disk before it replaces the old one; Redis
+/// syncs when an epoch or a vote changed, and otherwise leaves it to the OS).
+pub fn save(path: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp-sluice");
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(render(st).as_bytes())?;
-    f.sync_all()?;
+    if fsync {
+        f.sync_all()?;
+    }
     std::fs::rename(&tmp, path)
 }
 

@@ -150,6 +150,9 @@ pub struct State {
     pub lost_slots: Vec<u16>,
     /// This node's failover election, when it is a replica.
     pub election: super::failover::Election,
+    /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
+    /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
+    pub synced_epochs: (u64, u64, u64),
     next_link: LinkId,
 }
 
@@ -181,6 +184,7 @@ impl State {
             view_changed: true,
             lost_slots: Vec::new(),
             election: Default::default(),
+            synced_epochs: (u64::MAX, 0, 0),
             next_link: 1,
         }
     }
