@@ -319,11 +319,22 @@ impl Server {
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
         if let Some(cluster) = &shared.cluster {
-            // The cluster bus, on a thread of its own; it reaches the server weakly.
+            // The cluster bus, on a thread of its own; it reaches the server weakly. A view
+            // that takes slots away waits for the commands in flight before their keys go,
+            // on a thread of its own: the bus thread never waits for a client's command (a
+            // MIGRATE in flight waits for another node, which may wait for this one's pings).
             let weak = Arc::downgrade(&shared);
             let hook: crate::cluster::bus::Hook = Box::new(move |view| {
-                if let Some(shared) = weak.upgrade() {
-                    crate::commands::cluster::apply_view(&shared, view, true);
+                let Some(shared) = weak.upgrade() else { return };
+                if view.lost_slots.is_empty() {
+                    crate::commands::cluster::apply_view(&shared, view, false);
+                } else {
+                    let spawned = std::thread::Builder::new()
+                        .name("sluice-cluster-view".into())
+                        .spawn(move || crate::commands::cluster::apply_view(&shared, view, true));
+                    if let Err(e) = spawned {
+                        tracing::warn!("cannot start a thread to install a cluster view: {e}");
+                    }
                 }
             });
             if let Err(e) = cluster.start_bus(hook) {

@@ -352,3 +352,113 @@ fn a_killed_master_is_replaced_by_its_replica() {
         text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n2\r\n"
     });
 }
+
+/// `redis-cli --cluster reshard` moves 600 slots with their keys from one sluice master to
+/// another while two cluster clients (the `redis` crate's, which follows -MOVED, -ASK and
+/// -TRYAGAIN) keep incrementing counters and asking CL.THROTTLE in those slots: every counter
+/// ends equal to the increments acknowledged, and every limiter allowed exactly its burst
+/// (its state moved once, never copied or lost).
+#[test]
+fn reshard_moves_keys_while_clients_count_and_throttle() {
+    use redis::cluster::ClusterClient;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 3);
+    // The first master owns 0-5460; reshard moves its lowest 600 slots.
+    let moving = |k: &String| sluice::cluster::key_slot(k.as_bytes()) < 600;
+    let counters: Vec<String> = (0..2000).map(|i| format!("c{i}")).filter(moving).take(40).collect();
+    let limiters: Vec<String> = (0..2000).map(|i| format!("t{i}")).filter(moving).take(20).collect();
+    assert!(counters.len() == 40 && limiters.len() == 20);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(std::collections::HashMap::<String, i64>::new()));
+    let allowed = Arc::new(Mutex::new(std::collections::HashMap::<String, i64>::new()));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let (stop, acked, allowed, failures) =
+                (stop.clone(), acked.clone(), allowed.clone(), failures.clone());
+            let (counters, limiters) = (counters.clone(), limiters.clone());
+            let seed = format!("redis://127.0.0.1:{}/", ports[w + 1]);
+            std::thread::spawn(move || {
+                let client = ClusterClient::builder([seed])
+                    .retries(20)
+                    .min_retry_wait(10)
+                    .max_retry_wait(100)
+                    .build()
+                    .unwrap();
+                let mut con = client.get_connection().unwrap();
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    let c = &counters[i % counters.len()];
+                    match redis::cmd("INCR").arg(c).query::<i64>(&mut con) {
+                        Ok(_) => *acked.lock().unwrap().entry(c.clone()).or_default() += 1,
+                        Err(e) => failures.lock().unwrap().push(format!("INCR {c}: {e}")),
+                    }
+                    let t = &limiters[i % limiters.len()];
+                    match redis::cmd("CL.THROTTLE")
+                        .arg(t)
+                        .arg(9)
+                        .arg(1)
+                        .arg(3600)
+                        .query::<Vec<i64>>(&mut con)
+                    {
+                        Ok(r) if r[0] == 0 => {
+                            *allowed.lock().unwrap().entry(t.clone()).or_default() += 1
+                        }
+                        Ok(_) => {}
+                        Err(e) => failures.lock().unwrap().push(format!("CL.THROTTLE {t}: {e}")),
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let from = myid(ports[0]);
+    let to = myid(ports[1]);
+    let (ok, out) = redis_cli(&[
+        "--cluster".into(),
+        "reshard".into(),
+        format!("127.0.0.1:{}", ports[0]),
+        "--cluster-from".into(),
+        from,
+        "--cluster-to".into(),
+        to,
+        "--cluster-slots".into(),
+        "600".into(),
+        "--cluster-yes".into(),
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(ok, "{out}");
+    let failures = failures.lock().unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    // Every key is on the new owner now, with exactly what was acknowledged.
+    let mut direct = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], ports[1])));
+    for c in &counters {
+        let want = acked.lock().unwrap().get(c).copied().unwrap_or(0);
+        assert_eq!(
+            text(&direct.cmd(&[b"GET", c.as_bytes()])),
+            format!("${}\r\n{want}\r\n", want.to_string().len()),
+            "counter {c}"
+        );
+    }
+    for t in &limiters {
+        assert_eq!(allowed.lock().unwrap().get(t).copied(), Some(10), "limiter {t}");
+    }
+    assert_eq!(cmd(ports[0], &["DBSIZE"]), format!(":{}\r\n", 0));
+    check_clean(ports[2]);
+}
