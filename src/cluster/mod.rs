@@ -447,7 +447,11 @@ impl Cluster {
             .filter(|_| !down)
             .map(|m| bits(&m.ranges))
             .unwrap_or_else(|| bits(&[]));
-        let mine: &[(u16, u16)] = if down { &[] } else { &installed.myself().ranges };
+        let mine: &[(u16, u16)] = if down {
+            &[]
+        } else {
+            &installed.myself().ranges
+        };
         for (word, w) in self.owned.iter().zip(bits(mine)) {
             word.store(w, Ordering::Release);
         }

@@ -492,7 +492,10 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
     sync_role(shared);
     if !lost.is_empty() {
         let dropped = drop_slot_keys(shared, &lost);
-        tracing::info!("cluster: {} slots went to another node; dropped {dropped} keys", lost.len());
+        tracing::info!(
+            "cluster: {} slots went to another node; dropped {dropped} keys",
+            lost.len()
+        );
     }
 }
 
@@ -1086,7 +1089,12 @@ fn install_own(
 /// master takes before it is given the new map are lost (Redis's FORCE, not its
 /// coordinated default).
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if ctx.shared.cluster.as_ref().is_some_and(|c| c.bus().is_some()) {
+    if ctx
+        .shared
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.bus().is_some())
+    {
         return super::cluster_bus::dispatch(ctx, args, failover_map);
     }
     failover_map(ctx, args)
@@ -1136,7 +1144,12 @@ fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
 /// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
 fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if ctx.shared.cluster.as_ref().is_some_and(|c| c.bus().is_some()) {
+    if ctx
+        .shared
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.bus().is_some())
+    {
         return super::cluster_bus::dispatch(ctx, args, replicate_map);
     }
     replicate_map(ctx, args)

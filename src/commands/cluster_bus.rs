@@ -45,7 +45,11 @@ fn with_state<R>(ctx: &Ctx<'_>, b: &Bus, f: impl FnOnce(&mut State) -> R) -> R {
 }
 
 /// The handler for a topology subcommand: the bus's, else `fallback` (static map mode).
-pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes], fallback: crate::engine::Handler) -> Reply {
+pub(crate) fn dispatch(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    fallback: crate::engine::Handler,
+) -> Reply {
     let Some(b) = bus(ctx).cloned() else {
         return fallback(ctx, args);
     };
@@ -76,7 +80,9 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes], fallback: crate::engin
             if mine == 0 || mine != max {
                 st.current_epoch += 1;
                 let e = st.current_epoch;
-                st.nodes.get_mut(&st.myself.clone()).map(|n| n.config_epoch = e);
+                st.nodes
+                    .get_mut(&st.myself.clone())
+                    .map(|n| n.config_epoch = e);
                 st.dirty = true;
                 Reply::Status(Cow::Owned(format!("BUMPED {e}")))
             } else {
@@ -145,7 +151,10 @@ pub(crate) fn info(b: &Bus) -> Reply {
     let mut total = 0;
     for (t, &c) in st.stats_sent.iter().enumerate() {
         if c > 0 {
-            out.push_str(&format!("cluster_stats_messages_{}_sent:{c}\r\n", kind::name(t as u16)));
+            out.push_str(&format!(
+                "cluster_stats_messages_{}_sent:{c}\r\n",
+                kind::name(t as u16)
+            ));
             total += c;
         }
     }
@@ -178,7 +187,10 @@ pub(crate) fn links(b: &Bus) -> Reply {
     for l in st.links.values() {
         let Some(node) = &l.node else { continue };
         out.push(Reply::Map(vec![
-            (field("direction"), field(if l.inbound { "from" } else { "to" })),
+            (
+                field("direction"),
+                field(if l.inbound { "from" } else { "to" }),
+            ),
             (field("node"), Reply::bulk(node.as_bytes())),
             (field("create-time"), Reply::Int(l.ctime as i64)),
             (field("events"), field("r")),
@@ -198,7 +210,10 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
         return err("ERR wrong number of arguments for 'cluster|meet' command");
     }
     let Some(port) = parse_port(&rest[1]) else {
-        return err(format!("ERR Invalid TCP base port specified: {}", text(&rest[1])));
+        return err(format!(
+            "ERR Invalid TCP base port specified: {}",
+            text(&rest[1])
+        ));
     };
     let cport = match rest.get(2) {
         Some(c) => match parse_port(c) {
@@ -299,7 +314,11 @@ fn slots_cmd(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes], del: bool, ranges: bool
 fn keys_in_slot(ctx: &mut Ctx<'_>, slot: u16) -> usize {
     let mut n = 0;
     for shard in ctx.store.shards_mut() {
-        n += shard.db(0).iter().filter(|e| key_slot(&e.key) == slot).count();
+        n += shard
+            .db(0)
+            .iter()
+            .filter(|e| key_slot(&e.key) == slot)
+            .count();
     }
     n
 }

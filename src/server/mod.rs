@@ -337,6 +337,15 @@ impl Server {
                     }
                 }
             });
+            if let Some(bus) = cluster.bus() {
+                let weak = Arc::downgrade(&shared);
+                bus.set_publish_hook(Box::new(move |channel, message| {
+                    if let Some(shared) = weak.upgrade() {
+                        let limit = crate::services::pubsub::push_limit(&shared);
+                        shared.pubsub.publish(channel, message, limit);
+                    }
+                }));
+            }
             if let Err(e) = cluster.start_bus(hook) {
                 tracing::warn!("cannot start the cluster bus thread: {e}");
             }

@@ -23,7 +23,15 @@ impl Node {
     }
 
     fn start_on(dir: &std::path::Path, port: u16, bus_port: u16) -> Node {
-        let (p, b) = (port.to_string(), bus_port.to_string());
+        Self::start_with(dir, port, bus_port, 1000)
+    }
+
+    fn start_with(dir: &std::path::Path, port: u16, bus_port: u16, timeout_ms: u64) -> Node {
+        let (p, b, t) = (
+            port.to_string(),
+            bus_port.to_string(),
+            timeout_ms.to_string(),
+        );
         let proc = SluiceProcess::start_in(
             dir,
             &[
@@ -38,7 +46,7 @@ impl Node {
                 "--cluster-port",
                 &b,
                 "--cluster-node-timeout",
-                "1000",
+                &t,
                 "--repl-diskless-sync-delay",
                 "0",
             ],
@@ -120,11 +128,21 @@ fn redis_cli(args: &[String]) -> (bool, String) {
 }
 
 fn check_clean(port: u16) {
-    let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), format!("127.0.0.1:{port}")]);
+    let (ok, out) = redis_cli(&[
+        "--cluster".into(),
+        "check".into(),
+        format!("127.0.0.1:{port}"),
+    ]);
     assert!(ok, "{out}");
-    assert!(out.contains("[OK] All nodes agree about slots configuration."), "{out}");
+    assert!(
+        out.contains("[OK] All nodes agree about slots configuration."),
+        "{out}"
+    );
     assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
-    assert!(!out.contains("[ERR]") && !out.contains("[WARNING]"), "{out}");
+    assert!(
+        !out.contains("[ERR]") && !out.contains("[WARNING]"),
+        "{out}"
+    );
 }
 
 /// A sluice node gossips with two redis-server 7.0.15 nodes: MEET either way, slot
@@ -135,14 +153,29 @@ fn sluice_and_redis_server_gossip_and_agree() {
     let s = Node::start(dir.path());
     let r1 = RedisServer::start_cluster_node();
     let r2 = RedisServer::start_cluster_node();
-    assert_eq!(cmd(s.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "5000"]), "+OK\r\n");
-    assert_eq!(cmd(r1.port(), &["CLUSTER", "ADDSLOTSRANGE", "5001", "10000"]), "+OK\r\n");
-    assert_eq!(cmd(r2.port(), &["CLUSTER", "ADDSLOTSRANGE", "10001", "16383"]), "+OK\r\n");
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "5000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "ADDSLOTSRANGE", "5001", "10000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r2.port(), &["CLUSTER", "ADDSLOTSRANGE", "10001", "16383"]),
+        "+OK\r\n"
+    );
     // redis-server meets sluice; sluice meets the other redis-server.
     let (sp, sb) = (s.port.to_string(), s.bus_port.to_string());
-    assert_eq!(cmd(r1.port(), &["CLUSTER", "MEET", "127.0.0.1", &sp, &sb]), "+OK\r\n");
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "MEET", "127.0.0.1", &sp, &sb]),
+        "+OK\r\n"
+    );
     let (rp, rb) = (r2.port().to_string(), r2.bus_port().to_string());
-    assert_eq!(cmd(s.port, &["CLUSTER", "MEET", "127.0.0.1", &rp, &rb]), "+OK\r\n");
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "MEET", "127.0.0.1", &rp, &rb]),
+        "+OK\r\n"
+    );
     wait_agreement(&[s.port, r1.port(), r2.port()], 3);
     // Every master has a config epoch of its own now (collisions resolved as Redis does).
     let nodes = cmd(r1.port(), &["CLUSTER", "NODES"]);
@@ -164,15 +197,54 @@ fn sluice_and_redis_server_gossip_and_agree() {
         cmd(r2.port(), &["GET", "b"]),
         format!("-MOVED 3300 127.0.0.1:{}\r\n", s.port)
     );
+    // PUBLISH reaches the subscribers of every node, whichever kind published.
+    let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let mut on_redis = Conn::connect(addr(r2.port()));
+    let mut on_sluice = Conn::connect(addr(s.port));
+    for c in [&mut on_redis, &mut on_sluice] {
+        c.cmd(&[b"SUBSCRIBE", b"news"]);
+    }
+    assert_eq!(cmd(s.port, &["PUBLISH", "news", "from-sluice"]), ":1\r\n");
+    assert_eq!(cmd(r1.port(), &["PUBLISH", "news", "from-redis"]), ":0\r\n");
+    let message = |text: &str| {
+        format!(
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{text}\r\n",
+            text.len()
+        )
+    };
+    let next = |c: &mut Conn| match c.read_one(Duration::from_secs(5)) {
+        crate::support::Read1::Reply(r) => text(&r),
+        other => panic!("no message: {other:?}"),
+    };
+    assert_eq!(next(&mut on_redis), message("from-sluice"));
+    assert_eq!(next(&mut on_redis), message("from-redis"));
+    assert_eq!(next(&mut on_sluice), message("from-sluice"));
+    assert_eq!(next(&mut on_sluice), message("from-redis"));
+
     // A slot moves from sluice to redis-server the way redis-cli moves one (no keys in it):
     // IMPORTING on the target, MIGRATING on the source, NODE on both; the target's bumped
     // epoch makes every node prefer it.
     let r1id = myid(r1.port());
-    assert_eq!(cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "IMPORTING", &sid]), "+OK\r\n");
-    assert_eq!(cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "MIGRATING", &r1id]), "+OK\r\n");
+    assert_eq!(
+        cmd(
+            r1.port(),
+            &["CLUSTER", "SETSLOT", "4000", "IMPORTING", &sid]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "MIGRATING", &r1id]),
+        "+OK\r\n"
+    );
     assert!(cmd(s.port, &["CLUSTER", "NODES"]).contains(&format!("[4000->-{r1id}]")));
-    assert_eq!(cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]), "+OK\r\n");
-    assert_eq!(cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]), "+OK\r\n");
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]),
+        "+OK\r\n"
+    );
     wait_for("slot 4000 to move", Duration::from_secs(10), || {
         [s.port, r2.port()].iter().all(|&p| {
             view(p)
@@ -191,7 +263,11 @@ fn redis_cli_creates_and_checks_a_sluice_cluster() {
     let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
     let (ok, out) = redis_cli(&args);
     assert!(ok, "{out}");
     assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
@@ -241,7 +317,11 @@ fn redis_cli_creates_a_mixed_cluster() {
     ];
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
     let (ok, out) = redis_cli(&args);
     assert!(ok, "{out}");
     wait_agreement(&ports, 6);
@@ -265,7 +345,19 @@ fn redis_cli_creates_a_mixed_cluster() {
         .find(|&(m, _)| !is_sluice(m))
         .or_else(|| pairs.first().copied())
         .expect("a master and replica of different kinds");
-    eprintln!("killing the {} master of a {} replica", if is_sluice(master) { "sluice" } else { "redis-server" }, if is_sluice(replica) { "sluice" } else { "redis-server" });
+    eprintln!(
+        "killing the {} master of a {} replica",
+        if is_sluice(master) {
+            "sluice"
+        } else {
+            "redis-server"
+        },
+        if is_sluice(replica) {
+            "sluice"
+        } else {
+            "redis-server"
+        }
+    );
     let mut redises = redises;
     let mut sluices = sluices;
     // Kill it (SIGKILL for both kinds).
@@ -304,7 +396,11 @@ fn a_killed_master_is_replaced_by_its_replica() {
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend(["--cluster-replicas".into(), "1".into(), "--cluster-yes".into()]);
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
     let (ok, out) = redis_cli(&args);
     assert!(ok, "{out}");
     wait_agreement(&ports, 6);
@@ -341,16 +437,22 @@ fn a_killed_master_is_replaced_by_its_replica() {
     });
     // The killed master comes back from its nodes.conf and follows the winner.
     nodes[victim] = Node::start_on(dirs[victim].path(), port, bus);
-    wait_for("the old master to rejoin as a replica", Duration::from_secs(15), || {
-        master_of(port, &ports) == Some(replica)
-    });
+    wait_for(
+        "the old master to rejoin as a replica",
+        Duration::from_secs(15),
+        || master_of(port, &ports) == Some(replica),
+    );
     wait_agreement(&ports, 6);
     check_clean(ports[0]);
-    wait_for("the old master to copy the new value", Duration::from_secs(10), || {
-        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-        c.cmd(&[b"READONLY"]);
-        text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n2\r\n"
-    });
+    wait_for(
+        "the old master to copy the new value",
+        Duration::from_secs(10),
+        || {
+            let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+            c.cmd(&[b"READONLY"]);
+            text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n2\r\n"
+        },
+    );
 }
 
 /// `redis-cli --cluster reshard` moves 600 slots with their keys from one sluice master to
@@ -365,7 +467,12 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     use std::sync::{Arc, Mutex};
 
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    // No node dies here: a longer node timeout keeps a starved machine (the suite runs many
+    // clusters at once) from suspecting a slow node in the middle of the reshard.
+    let nodes: Vec<Node> = dirs
+        .iter()
+        .map(|d| Node::start_with(d.path(), free_port(), free_port(), 5000))
+        .collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
@@ -375,8 +482,16 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     wait_agreement(&ports, 3);
     // The first master owns 0-5460; reshard moves its lowest 600 slots.
     let moving = |k: &String| sluice::cluster::key_slot(k.as_bytes()) < 600;
-    let counters: Vec<String> = (0..2000).map(|i| format!("c{i}")).filter(moving).take(40).collect();
-    let limiters: Vec<String> = (0..2000).map(|i| format!("t{i}")).filter(moving).take(20).collect();
+    let counters: Vec<String> = (0..2000)
+        .map(|i| format!("c{i}"))
+        .filter(moving)
+        .take(40)
+        .collect();
+    let limiters: Vec<String> = (0..2000)
+        .map(|i| format!("t{i}"))
+        .filter(moving)
+        .take(20)
+        .collect();
     assert!(counters.len() == 40 && limiters.len() == 20);
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -385,8 +500,12 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     let failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let workers: Vec<_> = (0..2)
         .map(|w| {
-            let (stop, acked, allowed, failures) =
-                (stop.clone(), acked.clone(), allowed.clone(), failures.clone());
+            let (stop, acked, allowed, failures) = (
+                stop.clone(),
+                acked.clone(),
+                allowed.clone(),
+                failures.clone(),
+            );
             let (counters, limiters) = (counters.clone(), limiters.clone());
             let seed = format!("redis://127.0.0.1:{}/", ports[w + 1]);
             std::thread::spawn(move || {
@@ -416,7 +535,10 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
                             *allowed.lock().unwrap().entry(t.clone()).or_default() += 1
                         }
                         Ok(_) => {}
-                        Err(e) => failures.lock().unwrap().push(format!("CL.THROTTLE {t}: {e}")),
+                        Err(e) => failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("CL.THROTTLE {t}: {e}")),
                     }
                     i += 1;
                 }
@@ -457,7 +579,11 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
         );
     }
     for t in &limiters {
-        assert_eq!(allowed.lock().unwrap().get(t).copied(), Some(10), "limiter {t}");
+        assert_eq!(
+            allowed.lock().unwrap().get(t).copied(),
+            Some(10),
+            "limiter {t}"
+        );
     }
     assert_eq!(cmd(ports[0], &["DBSIZE"]), format!(":{}\r\n", 0));
     check_clean(ports[2]);

@@ -68,8 +68,12 @@ impl State {
         let auth_timeout = (timeout * 2).max(2000);
         let retry = auth_timeout * 2;
         let me = self.me();
-        let Some(master) = me.slaveof.clone() else { return };
-        let Some(m) = self.nodes.get(&master) else { return };
+        let Some(master) = me.slaveof.clone() else {
+            return;
+        };
+        let Some(m) = self.nodes.get(&master) else {
+            return;
+        };
         if me.is_master()
             || (!m.is(flag::FAIL) && !manual)
             || (me.is(flag::NOFAILOVER) && !manual)
@@ -175,12 +179,18 @@ impl State {
         if h.current_epoch < self.current_epoch || self.last_vote_epoch == self.current_epoch {
             return;
         }
-        let Some(node) = self.nodes.get(sender) else { return };
+        let Some(node) = self.nodes.get(sender) else {
+            return;
+        };
         if node.is_master() {
             return;
         }
-        let Some(master) = node.slaveof.clone() else { return };
-        let Some(m) = self.nodes.get(&master) else { return };
+        let Some(master) = node.slaveof.clone() else {
+            return;
+        };
+        let Some(m) = self.nodes.get(&master) else {
+            return;
+        };
         if !m.is(flag::FAIL) && !force {
             return;
         }

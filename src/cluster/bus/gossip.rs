@@ -47,7 +47,8 @@ async fn run(bus: Arc<Bus>, listener: Option<std::net::TcpListener>) {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
-                let (link, rx) = register(&b, stream.peer_addr().ok(), stream.local_addr().ok(), None);
+                let (link, rx) =
+                    register(&b, stream.peer_addr().ok(), stream.local_addr().ok(), None);
                 tokio::spawn(serve_link(b.clone(), stream, link, rx));
             }
         });
@@ -75,8 +76,12 @@ fn register(
         node: node.map(str::to_string),
         inbound: node.is_none(),
         ctime: now_ms(),
-        peer_ip: peer.map(|a| a.ip().to_canonical().to_string()).unwrap_or_default(),
-        local_ip: local.map(|a| a.ip().to_canonical().to_string()).unwrap_or_default(),
+        peer_ip: peer
+            .map(|a| a.ip().to_canonical().to_string())
+            .unwrap_or_default(),
+        local_ip: local
+            .map(|a| a.ip().to_canonical().to_string())
+            .unwrap_or_default(),
         tx,
     };
     st.links.insert(id, link);
@@ -84,7 +89,12 @@ fn register(
 }
 
 /// Reads a link's messages and writes its queue until either side ends it.
-async fn serve_link(bus: Arc<Bus>, mut stream: TcpStream, link: LinkId, mut rx: mpsc::Receiver<Vec<u8>>) {
+async fn serve_link(
+    bus: Arc<Bus>,
+    mut stream: TcpStream,
+    link: LinkId,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) {
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut chunk = vec![0u8; 16 * 1024];
@@ -121,6 +131,7 @@ fn drain(bus: &Bus, link: LinkId, buf: &mut Vec<u8>) -> bool {
     let mut at = 0;
     let mut view = None;
     let mut keep = true;
+    let inbox;
     {
         let mut st = bus.lock();
         loop {
@@ -151,8 +162,10 @@ fn drain(bus: &Bus, link: LinkId, buf: &mut Vec<u8>) -> bool {
         if let Some(v) = bus.after(&mut st) {
             view = Some(v);
         }
+        inbox = std::mem::take(&mut st.inbox);
     }
     bus.publish(view);
+    bus.deliver(inbox);
     buf.drain(..at);
     keep
 }
@@ -164,7 +177,11 @@ async fn connect(bus: Arc<Bus>, name: String, ip: String, cport: u16, timeout: u
     } else {
         format!("{ip}:{cport}")
     };
-    let res = tokio::time::timeout(Duration::from_millis(timeout.max(100)), TcpStream::connect(addr)).await;
+    let res = tokio::time::timeout(
+        Duration::from_millis(timeout.max(100)),
+        TcpStream::connect(addr),
+    )
+    .await;
     let stream = match res {
         Ok(Ok(s)) => s,
         _ => {
@@ -178,7 +195,12 @@ async fn connect(bus: Arc<Bus>, name: String, ip: String, cport: u16, timeout: u
             return;
         }
     };
-    let (link, rx) = register(&bus, stream.peer_addr().ok(), stream.local_addr().ok(), Some(&name));
+    let (link, rx) = register(
+        &bus,
+        stream.peer_addr().ok(),
+        stream.local_addr().ok(),
+        Some(&name),
+    );
     {
         let mut st = bus.lock();
         let now = now_ms();
@@ -221,7 +243,11 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
             st.del_node(&name);
         }
         for n in st.nodes.values_mut() {
-            if n.is(flag::MYSELF | flag::NOADDR) || n.link.is_some() || n.connecting || n.ip.is_empty() {
+            if n.is(flag::MYSELF | flag::NOADDR)
+                || n.link.is_some()
+                || n.connecting
+                || n.ip.is_empty()
+            {
                 continue;
             }
             n.connecting = true;
@@ -250,13 +276,19 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
         }
         let names: Vec<String> = st.nodes.keys().cloned().collect();
         for name in names {
-            let Some(n) = st.nodes.get(&name) else { continue };
+            let Some(n) = st.nodes.get(&name) else {
+                continue;
+            };
             if n.is(flag::MYSELF | flag::NOADDR | flag::HANDSHAKE) {
                 continue;
             }
-            let (link, ping_sent, pong, data) = (n.link, n.ping_sent, n.pong_received, n.data_received);
+            let (link, ping_sent, pong, data) =
+                (n.link, n.ping_sent, n.pong_received, n.data_received);
             if let Some(l) = link {
-                let old = st.links.get(&l).is_some_and(|l| now.saturating_sub(l.ctime) > timeout);
+                let old = st
+                    .links
+                    .get(&l)
+                    .is_some_and(|l| now.saturating_sub(l.ctime) > timeout);
                 if old
                     && ping_sent != 0
                     && now.saturating_sub(ping_sent) > timeout / 2

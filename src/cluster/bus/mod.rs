@@ -47,11 +47,15 @@ pub struct View {
 /// What the server does with a new view.
 pub type Hook = Box<dyn Fn(View) + Send + Sync>;
 
+/// What the server does with a PUBLISH from another node (channel, message).
+pub type PublishHook = Box<dyn Fn(&[u8], &[u8]) + Send + Sync>;
+
 /// The bus of one node.
 pub struct Bus {
     state: Mutex<State>,
     conf_path: PathBuf,
     hook: OnceLock<Hook>,
+    publish_hook: OnceLock<PublishHook>,
     seq: AtomicU64,
     /// Set at shutdown: the bus thread stops.
     pub stop: AtomicBool,
@@ -97,7 +101,10 @@ impl Bus {
             }
         }
         nodes_conf::save(&conf_path, &state, true).map_err(|e| {
-            format!("Could not write the cluster config file {}: {e}", conf_path.display())
+            format!(
+                "Could not write the cluster config file {}: {e}",
+                conf_path.display()
+            )
         })?;
         let listener = std::net::TcpListener::bind((bind, settings.cport)).map_err(|e| {
             format!(
@@ -112,6 +119,7 @@ impl Bus {
             state: Mutex::new(state),
             conf_path,
             hook: OnceLock::new(),
+            publish_hook: OnceLock::new(),
             seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             listener: Mutex::new(Some(listener)),
@@ -131,6 +139,35 @@ impl Bus {
     /// Installs what the server does with each view (once).
     pub fn set_hook(&self, hook: Hook) {
         let _ = self.hook.set(hook);
+    }
+
+    /// Installs what the server does with a PUBLISH from another node (once).
+    pub fn set_publish_hook(&self, hook: PublishHook) {
+        let _ = self.publish_hook.set(hook);
+    }
+
+    /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`).
+    pub fn propagate_publish(&self, channel: &[u8], message: &[u8]) {
+        let mut st = self.lock();
+        let bytes = msg::Message {
+            kind: msg::kind::PUBLISH,
+            header: st.header(st.me().repl_offset),
+            body: msg::Body::Publish {
+                channel: channel.to_vec(),
+                message: message.to_vec(),
+            },
+        }
+        .encode();
+        st.broadcast(msg::kind::PUBLISH, &bytes);
+    }
+
+    /// Delivers the PUBLISH messages peers sent (the caller holds no lock).
+    pub fn deliver(&self, inbox: Vec<(Vec<u8>, Vec<u8>)>) {
+        if let Some(hook) = self.publish_hook.get() {
+            for (channel, message) in inbox {
+                hook(&channel, &message);
+            }
+        }
     }
 
     /// Redis's `clusterBeforeSleep` for a state the caller holds: updates the health, writes
@@ -172,9 +209,8 @@ impl Bus {
     fn view(&self, st: &mut State) -> View {
         let mut nodes: Vec<Node> = Vec::new();
         let mut index: std::collections::HashMap<&str, usize> = Default::default();
-        let shown = |n: &state::BusNode| {
-            n.is(flag::MYSELF) || !n.is(flag::HANDSHAKE | flag::NOADDR)
-        };
+        let shown =
+            |n: &state::BusNode| n.is(flag::MYSELF) || !n.is(flag::HANDSHAKE | flag::NOADDR);
         for n in st.nodes.values().filter(|n| shown(n)) {
             index.insert(n.name.as_str(), nodes.len());
             nodes.push(Node {
@@ -200,11 +236,7 @@ impl Bus {
             }
         }
         let owners: Vec<Option<usize>> = (0..SLOTS)
-            .map(|s| {
-                st.owners[s]
-                    .as_deref()
-                    .and_then(|o| index.get(o).copied())
-            })
+            .map(|s| st.owners[s].as_deref().and_then(|o| index.get(o).copied()))
             .collect();
         let me = index[st.myself.as_str()];
         View {
@@ -217,7 +249,9 @@ impl Bus {
                 .migrating
                 .iter()
                 .filter_map(|(&s, to)| {
-                    st.nodes.get(to).map(|n| (s, format!("{}:{}", n.ip, n.port)))
+                    st.nodes
+                        .get(to)
+                        .map(|n| (s, format!("{}:{}", n.ip, n.port)))
                 })
                 .collect(),
             importing: st.importing.keys().copied().collect(),

@@ -204,10 +204,22 @@ pub enum Ext {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     /// PING, PONG and MEET.
-    Ping { gossip: Vec<Gossip>, exts: Vec<Ext> },
-    Fail { about: Name },
-    Publish { channel: Vec<u8>, message: Vec<u8> },
-    Update { config_epoch: u64, node: Name, slots: Bitmap },
+    Ping {
+        gossip: Vec<Gossip>,
+        exts: Vec<Ext>,
+    },
+    Fail {
+        about: Name,
+    },
+    Publish {
+        channel: Vec<u8>,
+        message: Vec<u8>,
+    },
+    Update {
+        config_epoch: u64,
+        node: Name,
+        slots: Bitmap,
+    },
     /// FAILOVER_AUTH_REQUEST/ACK, MFSTART, and MODULE (whose payload is ignored).
     Empty,
 }
@@ -630,10 +642,7 @@ mod tests {
                 body,
             };
             let bytes = m.encode();
-            assert_eq!(
-                Message::frame_len(&bytes[..8]).unwrap(),
-                Some(bytes.len())
-            );
+            assert_eq!(Message::frame_len(&bytes[..8]).unwrap(), Some(bytes.len()));
             assert_eq!(Message::decode(&bytes).unwrap().unwrap(), m, "type {k}");
         }
         // A short publish is padded to Redis's placeholder size and still decodes exactly.

@@ -71,7 +71,11 @@ pub fn node_line(st: &State, n: &BusNode) -> String {
         flags_text(n.flags),
         master,
         n.ping_sent,
-        if n.is(flag::MYSELF) { 0 } else { n.pong_received },
+        if n.is(flag::MYSELF) {
+            0
+        } else {
+            n.pong_received
+        },
         n.config_epoch,
         if connected {
             "connected"
@@ -169,7 +173,12 @@ pub fn parse(text: &str, settings: Settings, now: u64) -> Result<State, String> 
     let mut my_slots: Vec<(u16, u16)> = Vec::new();
     let mut owned: Vec<(String, u16, u16)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let bad = |what: &str| format!("Unrecoverable error: corrupted cluster config file \"{line}\" (line {}: {what})", i + 1);
+        let bad = |what: &str| {
+            format!(
+                "Unrecoverable error: corrupted cluster config file \"{line}\" (line {}: {what})",
+                i + 1
+            )
+        };
         let w: Vec<&str> = line.split_whitespace().collect();
         if w.is_empty() {
             continue;
@@ -215,9 +224,15 @@ pub fn parse(text: &str, settings: Settings, now: u64) -> Result<State, String> 
         for s in &w[8..] {
             if let Some(inner) = s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
                 if let Some((slot, to)) = inner.split_once("->-") {
-                    migrating.push((slot.parse::<u16>().map_err(|_| bad("bad slot"))?, to.to_string()));
+                    migrating.push((
+                        slot.parse::<u16>().map_err(|_| bad("bad slot"))?,
+                        to.to_string(),
+                    ));
                 } else if let Some((slot, from)) = inner.split_once("-<-") {
-                    importing.push((slot.parse::<u16>().map_err(|_| bad("bad slot"))?, from.to_string()));
+                    importing.push((
+                        slot.parse::<u16>().map_err(|_| bad("bad slot"))?,
+                        from.to_string(),
+                    ));
                 } else {
                     return Err(bad("bad slot entry"));
                 }

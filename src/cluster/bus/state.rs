@@ -153,6 +153,9 @@ pub struct State {
     /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
     /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
     pub synced_epochs: (u64, u64, u64),
+    /// PUBLISH messages received from peers, to deliver to this node's subscribers once
+    /// the state is released.
+    pub inbox: Vec<(Vec<u8>, Vec<u8>)>,
     next_link: LinkId,
 }
 
@@ -185,6 +188,7 @@ impl State {
             lost_slots: Vec::new(),
             election: Default::default(),
             synced_epochs: (u64::MAX, 0, 0),
+            inbox: Vec::new(),
             next_link: 1,
         }
     }
@@ -463,6 +467,14 @@ impl State {
                     self.view_changed = true;
                 }
             }
+            kind::PUBLISH => {
+                if sender.is_some()
+                    && let Body::Publish { channel, message } = m.body
+                    && self.inbox.len() < 100_000
+                {
+                    self.inbox.push((channel, message));
+                }
+            }
             kind::FAILOVER_AUTH_REQUEST => {
                 if let Some(s) = &sender {
                     self.on_auth_request(s, &m.header, now);
@@ -698,7 +710,15 @@ impl State {
         }
     }
 
-    fn update_address(&mut self, name: &str, link: LinkId, ip: &str, port: u16, cport: u16, pport: u16) {
+    fn update_address(
+        &mut self,
+        name: &str,
+        link: LinkId,
+        ip: &str,
+        port: u16,
+        cport: u16,
+        pport: u16,
+    ) {
         let Some(n) = self.nodes.get_mut(name) else {
             return;
         };
@@ -850,6 +870,7 @@ impl State {
         n.fail_time = now;
         self.dirty = true;
         self.view_changed = true;
+        tracing::warn!("Marking node {name} as failing (quorum reached).");
         let bytes = Message {
             kind: kind::FAIL,
             header: self.header(self.me().repl_offset),
@@ -914,7 +935,9 @@ impl State {
     /// Makes this node a replica of `master` (CLUSTER REPLICATE, or a master that lost all
     /// its slots to another).
     pub fn set_my_master(&mut self, master: &str) {
-        let owned: Vec<u16> = (0..SLOTS as u16).filter(|&s| self.me().slots.get(s)).collect();
+        let owned: Vec<u16> = (0..SLOTS as u16)
+            .filter(|&s| self.me().slots.get(s))
+            .collect();
         for s in owned {
             self.set_owner(s, None);
         }
@@ -935,6 +958,7 @@ impl State {
                 .is_some_and(|n| !n.is(flag::FAIL))
         });
         if ok != self.ok {
+            tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
             self.ok = ok;
             self.view_changed = true;
         }
@@ -978,9 +1002,11 @@ impl State {
     /// CLUSTER MEET: a node in handshake at this address (false if the address is already
     /// in handshake).
     pub fn start_handshake(&mut self, ip: &str, port: u16, cport: u16, now: u64) -> bool {
-        if self.nodes.values().any(|n| {
-            n.is(flag::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport
-        }) {
+        if self
+            .nodes
+            .values()
+            .any(|n| n.is(flag::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport)
+        {
             return false;
         }
         let mut n = BusNode::new(random_name(), flag::HANDSHAKE | flag::MEET, now);
