@@ -80,9 +80,10 @@ pub(crate) fn dispatch(
             if mine == 0 || mine != max {
                 st.current_epoch += 1;
                 let e = st.current_epoch;
-                st.nodes
-                    .get_mut(&st.myself.clone())
-                    .map(|n| n.config_epoch = e);
+                let me = st.myself.clone();
+                if let Some(n) = st.nodes.get_mut(&me) {
+                    n.config_epoch = e;
+                }
                 st.dirty = true;
                 Reply::Status(Cow::Owned(format!("BUMPED {e}")))
             } else {
@@ -248,7 +249,7 @@ fn parse_slots(rest: &[Bytes], ranges: bool, name: &str) -> Result<Vec<u16>, Rep
             _ => Err(err("ERR Invalid or out of range slot")),
         }
     };
-    if rest.is_empty() || (ranges && rest.len() % 2 != 0) {
+    if rest.is_empty() || (ranges && !rest.len().is_multiple_of(2)) {
         return Err(err(format!(
             "ERR wrong number of arguments for 'cluster|{name}' command"
         )));
@@ -326,7 +327,7 @@ fn keys_in_slot(ctx: &mut Ctx<'_>, slot: u16) -> usize {
 fn db_empty(ctx: &mut Ctx<'_>) -> bool {
     ctx.store
         .shards_mut()
-        .all(|s| (0..s.databases()).all(|db| s.db(db).len() == 0))
+        .all(|s| (0..s.databases()).all(|db| s.db(db).is_empty()))
 }
 
 fn flushslots(ctx: &mut Ctx<'_>, b: &Bus) -> Reply {

@@ -452,7 +452,7 @@ impl Message {
                     }
                     let len = u32_at(data, at) as usize;
                     let typ = u16_at(data, at + 4);
-                    if len < 8 || len % 8 != 0 || data.len() < at + len {
+                    if len < 8 || !len.is_multiple_of(8) || data.len() < at + len {
                         return Err(DecodeError("bad extension length"));
                     }
                     let payload = &data[at + 8..at + len];

@@ -324,8 +324,10 @@ impl State {
             .nodes
             .values()
             .filter(|n| {
-                !n.is(flag::MYSELF | flag::PFAIL | flag::HANDSHAKE | flag::NOADDR)
-                    && !(n.link.is_none() && n.slots.is_empty())
+                let skipped = n.is(flag::MYSELF | flag::PFAIL | flag::HANDSHAKE | flag::NOADDR);
+                // A node with neither a link nor slots says little worth gossiping.
+                let idle = n.link.is_none() && n.slots.is_empty();
+                !(skipped || idle)
             })
             .collect();
         let mut rng = rand::rng();
@@ -828,7 +830,7 @@ impl State {
                 }
             } else if sender.is_some()
                 && g.flags & flag::NOADDR == 0
-                && !self.blacklist.get(&name).is_some_and(|&t| t > now / 1000)
+                && self.blacklist.get(&name).is_none_or(|&t| t <= now / 1000)
                 && name.len() == msg::NAMELEN
                 && name.bytes().all(|b| b.is_ascii_hexdigit())
             {
