@@ -478,54 +478,6 @@ pub(crate) fn sync_role(shared: &Shared) {
     }
 }
 
-/// Installs a view of the cluster bus (`wait`: wait for the keyed commands in flight; the
-/// bus thread does, a CLUSTER command does not), then follows the role it gives this node and
-/// deletes the keys of the slots it took away.
-pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, wait: bool) {
-    let Some(cluster) = &shared.cluster else {
-        return;
-    };
-    let lost = std::mem::take(&mut view.lost_slots);
-    if !cluster.install_view(&mut view, wait) {
-        return;
-    }
-    sync_role(shared);
-    if !lost.is_empty() {
-        let dropped = drop_slot_keys(shared, &lost);
-        tracing::info!(
-            "cluster: {} slots went to another node; dropped {dropped} keys",
-            lost.len()
-        );
-    }
-}
-
-/// Deletes every key (all databases) in `slots`, one shard at a time.
-pub(crate) fn drop_slot_keys(shared: &Shared, slots: &[u16]) -> usize {
-    let mut set = vec![false; SLOTS];
-    for &s in slots {
-        set[usize::from(s)] = true;
-    }
-    let keyspace = &shared.keyspace;
-    let mut dropped = 0;
-    for i in 0..keyspace.shard_count() {
-        let mut locked = keyspace.lock_indexes(&[i]);
-        for shard in locked.shards_mut() {
-            for db in 0..shard.databases() {
-                let gone: Vec<(u64, Box<[u8]>)> = shard
-                    .db(db)
-                    .iter()
-                    .filter(|e| set[usize::from(key_slot(&e.key))])
-                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.to_boxed()))
-                    .collect();
-                for (hash, key) in gone {
-                    dropped += usize::from(shard.remove(db, hash, &key).is_some());
-                }
-            }
-        }
-    }
-    dropped
-}
-
 /// What follows an installed map: the role it gives this node, then the sweep of the keys
 /// of slots this node no longer holds.
 fn after_install(shared: &Shared, cluster: &Cluster, epoch: u64) {

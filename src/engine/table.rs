@@ -809,7 +809,14 @@ mod tests {
         for n in ["expire", "pexpire", "expireat", "pexpireat"] {
             effects.push((n, Effect::ExpireIfSet));
         }
-        for n in ["setex", "psetex", "restore", "cl.throttle", "increx"] {
+        for n in [
+            "setex",
+            "psetex",
+            "restore",
+            "restore-asking",
+            "cl.throttle",
+            "increx",
+        ] {
             effects.push((n, Effect::KeyState));
         }
         effects.extend([
@@ -842,6 +849,7 @@ mod tests {
             "georadius",
             "georadiusbymember",
             "geosearchstore",
+            "migrate",
         ] {
             effects.push((n, Effect::Handled));
         }

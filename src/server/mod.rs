@@ -327,11 +327,13 @@ impl Server {
             let hook: crate::cluster::bus::Hook = Box::new(move |view| {
                 let Some(shared) = weak.upgrade() else { return };
                 if view.lost_slots.is_empty() {
-                    crate::commands::cluster::apply_view(&shared, view, false);
+                    crate::commands::cluster_bus::apply_view(&shared, view, false);
                 } else {
                     let spawned = std::thread::Builder::new()
                         .name("sluice-cluster-view".into())
-                        .spawn(move || crate::commands::cluster::apply_view(&shared, view, true));
+                        .spawn(move || {
+                            crate::commands::cluster_bus::apply_view(&shared, view, true)
+                        });
                     if let Err(e) = spawned {
                         tracing::warn!("cannot start a thread to install a cluster view: {e}");
                     }

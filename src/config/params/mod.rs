@@ -310,7 +310,8 @@ pub const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
 const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
-const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
+const CLUSTER_BUS: &str =
+    "sluice's cluster bus does not act on this setting yet (see docs/cluster.md)";
 const TUNING: &str = "sluice has no such internal tuning knob";
 const TLS_OPT: &str = "sluice's TLS (rustls) uses its own safe defaults";
 const NO_EFFECT: &str = "not implemented by sluice; accepted for compatibility";
@@ -423,7 +424,7 @@ pub static PARAMS: &[Param] = &[
             c.cluster_enabled = yes(v);
             Ok(())
         })
-        .help("yes", "cluster mode; needs --cluster-config-file MAP [--cluster-node-id ID]"),
+        .help("yes", "cluster mode: a Redis Cluster node (nodes.conf), or a static --cluster-config-file MAP"),
     p("appendonly", Bool, "no").listed().only(
         &["no"],
         "sluice has no append-only file: state is lost at restart",
