@@ -567,6 +567,11 @@ pub struct ClientState {
     /// This is a replica's link to its master: its writes are allowed on a read-only
     /// replica, keys never expire for it, and it propagates nothing itself.
     pub master_link: bool,
+    /// ASKING was the previous command: the next one may use a slot being imported.
+    pub asking: bool,
+    /// Set by cluster routing for a command on a slot being migrated (`(slot, true)`) or
+    /// imported (`(slot, false)`): its keys are checked once their shards are locked.
+    pub cluster_check: Option<(u16, bool)>,
     /// REPLCONF listening-port / ip-address of a replica connecting to this node.
     pub repl_port: u16,
     /// REPLCONF ip-address.
@@ -606,6 +611,8 @@ impl ClientState {
             reply_skip: false,
             reply_skip_next: false,
             master_link: false,
+            asking: false,
+            cluster_check: None,
             repl_port: 0,
             repl_ip: None,
             psync: None,

@@ -398,6 +398,28 @@ impl SlotMap {
         SlotMap::parse(&text).map_err(|e| MapError(format!("cluster map '{path}': {e}")))
     }
 
+    /// A map made from the cluster bus's view: `owners[slot]` is an index into `nodes`, or
+    /// None for a slot no node serves. Not validated as a map file is: the bus's view may
+    /// leave slots unassigned while a cluster is being built.
+    pub fn from_view(epoch: u64, nodes: Vec<Node>, owners: &[Option<usize>]) -> SlotMap {
+        let owner = owners
+            .iter()
+            .map(|o| o.map_or(NONE, |i| i as u16))
+            .collect();
+        SlotMap {
+            epoch: Some(epoch),
+            nodes,
+            owner,
+        }
+    }
+
+    /// The owner of `slot`, if any (a bus view may leave slots unassigned).
+    #[inline]
+    pub fn owner_of(&self, slot: u16) -> Option<&Node> {
+        let i = self.owner.get(usize::from(slot)).copied().unwrap_or(NONE);
+        (i != NONE).then(|| &self.nodes[usize::from(i)])
+    }
+
     /// The index (in `nodes`) of the owner of `slot`.
     #[inline]
     pub fn owner_index(&self, slot: u16) -> usize {

@@ -29,6 +29,7 @@
 //! returns, no command routed with the old map is still running, and the caller can drop
 //! the keys of slots this node no longer owns without racing a late write into them.
 
+pub mod bus;
 pub mod map;
 pub mod slot;
 
@@ -50,6 +51,27 @@ pub struct Installed {
     pub epoch: u64,
     /// This node's index in `map.nodes`.
     pub me: usize,
+    /// Set while the cluster bus sees the cluster down: keyed commands get this error.
+    pub down: Option<&'static str>,
+    /// Slots being migrated away, with the target's address (bus mode).
+    pub migrating: Vec<(u16, String)>,
+    /// Slots being imported (bus mode).
+    pub importing: Vec<u16>,
+}
+
+impl Installed {
+    /// The address `slot` is being migrated to, if it is.
+    pub fn migrating_to(&self, slot: u16) -> Option<&str> {
+        self.migrating
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .map(|(_, a)| a.as_str())
+    }
+
+    /// True if `slot` is being imported.
+    pub fn importing(&self, slot: u16) -> bool {
+        self.importing.contains(&slot)
+    }
 }
 
 impl Installed {
@@ -84,6 +106,9 @@ pub struct Cluster {
     current: RwLock<Arc<Installed>>,
     /// One bit per slot: set when this node owns the slot.
     owned: Box<[AtomicU64]>,
+    /// One bit per slot: set while the slot is migrating or importing (bus mode), so routing
+    /// takes the slow path that answers -ASK / -TRYAGAIN.
+    moving: Box<[AtomicU64]>,
     /// One bit per slot: set when this node is a replica and its master owns the slot (it
     /// holds the slot's keys, and serves reads of them to READONLY connections).
     mirrored: Box<[AtomicU64]>,
@@ -91,6 +116,11 @@ pub struct Cluster {
     my_id: String,
     /// The map file given at start-up, which `CLUSTER LOADMAP` reads again.
     map_file: Option<String>,
+    /// The cluster bus, when this node is a member of a Redis cluster (the map in force is
+    /// then the bus's view, installed by `install_view`).
+    bus: Option<Arc<bus::Bus>>,
+    /// The sequence number of the last view installed.
+    view_seq: std::sync::Mutex<u64>,
 }
 
 /// Why a command cannot run on this node.
@@ -100,7 +130,14 @@ pub enum Redirect {
     Moved(u16, String),
     /// The keys are in different slots.
     CrossSlot,
+    /// The slot is not served (`-CLUSTERDOWN …`, the text without the leading `-`).
+    Down(&'static str),
 }
+
+/// Redis's error for a slot no node serves.
+pub const DOWN_UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
+/// Redis's error while the cluster is down.
+pub const DOWN_STATE: &str = "CLUSTERDOWN The cluster is down";
 
 /// Redis's error for keys in different slots.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -111,8 +148,22 @@ impl Redirect {
         match self {
             Redirect::Moved(slot, addr) => format!("MOVED {slot} {addr}"),
             Redirect::CrossSlot => CROSSSLOT.to_string(),
+            Redirect::Down(text) => text.to_string(),
         }
     }
+}
+
+/// True when the file at `path` is a static slot map (sluice's format: its first entry is
+/// `node`, `replica` or `epoch`) rather than a Redis nodes.conf (or absent).
+fn is_static_map(path: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .find(|l| !l.is_empty())
+        .and_then(|l| l.split_whitespace().next())
+        .is_some_and(|w| matches!(w, "node" | "replica" | "epoch"))
 }
 
 /// Which node of `map` this server is: the one named by `node_id`, or else the one whose
@@ -170,13 +221,113 @@ impl Cluster {
         if !config.cluster_enabled {
             return Ok(None);
         }
-        let Some(path) = &config.cluster_config_file else {
-            return Err(MapError("cluster mode needs cluster-config-file".into()));
-        };
+        let path = config
+            .cluster_config_file
+            .clone()
+            .unwrap_or_else(|| "nodes.conf".to_string());
+        if !is_static_map(&path) {
+            return Cluster::with_bus(config, port, &path).map(Some);
+        }
+        let path = &path;
         let map = SlotMap::load(path)?;
         let me = find_self(&map, config.cluster_node_id.as_deref(), &config.bind, port)
             .map_err(|e| MapError(format!("cluster map '{path}': {e}")))?;
         Ok(Some(Cluster::new(map, me, Some(path.clone()))))
+    }
+
+    /// A member of a Redis cluster: its state loaded from (or started in) the nodes.conf at
+    /// `path`, its bus port bound (`cluster-port`, or the client port plus 10000). The bus
+    /// thread starts with [`Cluster::start_bus`] once the server is built.
+    fn with_bus(config: &Config, port: u16, path: &str) -> Result<Cluster, MapError> {
+        let mut file = std::path::PathBuf::from(path);
+        if let Some(dir) = &config.dir
+            && file.is_relative()
+            && std::path::Path::new(dir).is_absolute()
+        {
+            file = std::path::Path::new(dir).join(file);
+        }
+        let cport = match config.cluster_port {
+            0 => port.checked_add(10000).ok_or_else(|| {
+                MapError(format!(
+                    "port {port} plus 10000 is not a port: set cluster-port"
+                ))
+            })?,
+            p => p,
+        };
+        let settings = bus::Settings {
+            port,
+            cport,
+            node_timeout: config.cluster_node_timeout,
+            announce_ip: config.cluster_announce_ip.clone(),
+            announce_hostname: config.cluster_announce_hostname.clone(),
+        };
+        let bind = config
+            .bind
+            .first()
+            .map(|b| b.trim_start_matches('-'))
+            .filter(|b| !matches!(*b, "*" | "::*"))
+            .unwrap_or("0.0.0.0")
+            .to_string();
+        let bus = bus::Bus::open(file, settings, &bind).map_err(MapError)?;
+        let view = bus.current_view();
+        let cluster = Cluster {
+            gate: RwLock::new(()),
+            my_id: view.map.nodes[view.me].id.clone(),
+            current: RwLock::new(Arc::new(Installed {
+                epoch: view.map.epoch.unwrap_or(0),
+                map: view.map,
+                me: view.me,
+                down: view.down,
+                migrating: view.migrating,
+                importing: view.importing,
+            })),
+            owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            moving: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            map_file: None,
+            bus: Some(Arc::new(bus)),
+            view_seq: std::sync::Mutex::new(view.seq),
+        };
+        cluster.publish_owned(&cluster.current());
+        Ok(cluster)
+    }
+
+    /// The cluster bus, in bus mode.
+    pub fn bus(&self) -> Option<&Arc<bus::Bus>> {
+        self.bus.as_ref()
+    }
+
+    /// Starts the bus thread (bus mode only; once).
+    pub fn start_bus(&self, hook: bus::Hook) -> std::io::Result<()> {
+        if let Some(b) = &self.bus {
+            b.set_hook(hook);
+            bus::gossip::start(b.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Installs a view of the bus. `wait`: wait for the keyed commands in flight first (the
+    /// bus thread does; a CLUSTER command, which may run inside EXEC holding the gate, does
+    /// not). A view older than the one in force is ignored. Returns false if ignored.
+    pub fn install_view(&self, view: &mut bus::View, wait: bool) -> bool {
+        let _gate = wait.then(|| self.gate.write().unwrap_or_else(|p| p.into_inner()));
+        let mut seq = self.view_seq.lock().unwrap_or_else(|p| p.into_inner());
+        if view.seq <= *seq {
+            return false;
+        }
+        *seq = view.seq;
+        let installed = Installed {
+            epoch: view.map.epoch.unwrap_or(0),
+            map: std::mem::replace(&mut view.map, SlotMap::from_view(0, Vec::new(), &[])),
+            me: view.me,
+            down: view.down,
+            migrating: std::mem::take(&mut view.migrating),
+            importing: std::mem::take(&mut view.importing),
+        };
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        self.publish_owned(&installed);
+        *current = Arc::new(installed);
+        true
     }
 
     /// A node serving `map` as the node at index `me`. `map_file` is where the map came from.
@@ -185,10 +336,20 @@ impl Cluster {
         let cluster = Cluster {
             gate: RwLock::new(()),
             my_id: map.nodes[me].id.clone(),
-            current: RwLock::new(Arc::new(Installed { map, epoch, me })),
+            current: RwLock::new(Arc::new(Installed {
+                map,
+                epoch,
+                me,
+                down: None,
+                migrating: Vec::new(),
+                importing: Vec::new(),
+            })),
             owned: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
+            moving: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             map_file,
+            bus: None,
+            view_seq: std::sync::Mutex::new(0),
         };
         cluster.publish_owned(&cluster.current());
         cluster
@@ -227,6 +388,13 @@ impl Cluster {
         self.mirrored[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
     }
 
+    /// True while `slot` is migrating or importing (lock-free).
+    #[inline]
+    pub fn moving(&self, slot: u16) -> bool {
+        let s = usize::from(slot);
+        self.moving[s / 64].load(Ordering::Acquire) & (1 << (s % 64)) != 0
+    }
+
     /// True if this node keeps the keys of `slot`: it owns it, or replicates its owner.
     #[inline]
     pub fn holds(&self, slot: u16) -> bool {
@@ -248,7 +416,12 @@ impl Cluster {
             return Ok(gate);
         }
         drop(gate);
-        Err(Redirect::Moved(slot, self.current().map.owner(slot).addr()))
+        let current = self.current();
+        match current.map.owner_of(slot) {
+            Some(owner) if current.down.is_none() => Err(Redirect::Moved(slot, owner.addr())),
+            Some(_) => Err(Redirect::Down(current.down.unwrap_or(DOWN_STATE))),
+            None => Err(Redirect::Down(DOWN_UNBOUND)),
+        }
     }
 
     /// The gate guard alone, for the commands a replica applies from its master's stream:
@@ -267,11 +440,31 @@ impl Cluster {
             }
             words
         };
+        // While the cluster is down nothing is served: every keyed command is refused.
+        let down = installed.down.is_some();
         let mirrored = installed
             .my_master()
+            .filter(|_| !down)
             .map(|m| bits(&m.ranges))
             .unwrap_or_else(|| bits(&[]));
-        for (word, w) in self.owned.iter().zip(bits(&installed.myself().ranges)) {
+        let mine: &[(u16, u16)] = if down {
+            &[]
+        } else {
+            &installed.myself().ranges
+        };
+        for (word, w) in self.owned.iter().zip(bits(mine)) {
+            word.store(w, Ordering::Release);
+        }
+        let mut moving = vec![0u64; SLOTS / 64];
+        for s in installed
+            .migrating
+            .iter()
+            .map(|(s, _)| *s)
+            .chain(installed.importing.iter().copied())
+        {
+            moving[usize::from(s) / 64] |= 1 << (s % 64);
+        }
+        for (word, w) in self.moving.iter().zip(moving) {
             word.store(w, Ordering::Release);
         }
         for (word, w) in self.mirrored.iter().zip(mirrored) {
@@ -333,7 +526,14 @@ impl Cluster {
                 )));
             }
         };
-        let installed = Installed { map, epoch, me };
+        let installed = Installed {
+            map,
+            epoch,
+            me,
+            down: None,
+            migrating: Vec::new(),
+            importing: Vec::new(),
+        };
         self.publish_owned(&installed);
         *current = Arc::new(installed);
         Ok(Outcome::Installed(epoch))

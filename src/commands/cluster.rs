@@ -56,7 +56,10 @@ const fn unsupported(name: &'static str, arity: i32) -> C {
 /// `unsupported` with Redis's flags where they differ from `ADMIN` (they decide, e.g., that
 /// CLUSTER RESET is refused from scripts).
 const fn unsupported_flagged(name: &'static str, arity: i32, flags: &'static [&'static str]) -> C {
-    C::new(name, arity, flags, KeySpec::None, refuse_unsupported).with_acl(ADMIN_ACL)
+    C::new(name, arity, flags, KeySpec::None, |c, a| {
+        super::cluster_bus::dispatch(c, a, refuse_unsupported)
+    })
+    .with_acl(ADMIN_ACL)
 }
 
 /// CLUSTER and the cluster connection commands.
@@ -174,7 +177,7 @@ static CLUSTER: &[C] = &[
     .with_acl(ADMIN_ACL),
     // sluice's own: the map in force, in the map file's format.
     sub("cluster|getmap", 2, run_sub::<GetMap>),
-    unsupported("cluster|flushslots", 2),
+    unsupported("cluster|flushslots", 2).whole_keyspace(),
     unsupported("cluster|forget", 3),
     unsupported("cluster|meet", -4),
     C::new(
@@ -186,10 +189,10 @@ static CLUSTER: &[C] = &[
     )
     .with_acl(ADMIN_ACL)
     .whole_keyspace(),
-    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]),
+    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]).whole_keyspace(),
     unsupported("cluster|saveconfig", 2),
     unsupported("cluster|set-config-epoch", 3),
-    unsupported("cluster|setslot", -4),
+    unsupported("cluster|setslot", -4).whole_keyspace(),
 ];
 
 /// Redis's reply to cluster commands on a server without cluster mode.
@@ -238,6 +241,9 @@ fn route_in_cluster<'s>(
         // is never redirected); a map change still waits for the command.
         return Ok(Some(cluster.hold()));
     }
+    // ASKING lasts one command (Redis clears it after every command but ASKING itself,
+    // whose handler sets it again after this).
+    let asking = std::mem::take(&mut client.asking);
     let spec = entry.spec;
     let exec = entry.spec.roles.contains(crate::engine::Roles::EXEC);
     let slot = if exec {
@@ -266,10 +272,22 @@ fn route_in_cluster<'s>(
     };
     let redirect = match slot {
         Ok(None) => return Ok(None),
-        Ok(Some(slot)) => match cluster.route(slot, replica_read) {
-            Ok(guard) => return Ok(Some(guard)),
-            Err(redirect) => redirect,
-        },
+        Ok(Some(slot)) => {
+            if cluster.moving(slot) {
+                let in_multi = client.multi.is_some();
+                if let Some((routed, check)) = route_moving(cluster, spec, slot, asking) {
+                    // A queued command is checked when EXEC runs it (EXEC is served whole).
+                    if !in_multi && !exec {
+                        client.cluster_check = Some((slot, check));
+                    }
+                    return Ok(routed);
+                }
+            }
+            match cluster.route(slot, replica_read) {
+                Ok(guard) => return Ok(Some(guard)),
+                Err(redirect) => redirect,
+            }
+        }
         Err(redirect) => redirect,
     };
     // (The caller counts the error, as it counts every refusal.)
@@ -280,6 +298,64 @@ fn route_in_cluster<'s>(
         client.multi_failed = true;
     }
     Err(Reply::Error(Cow::Owned(redirect.error_text())))
+}
+
+/// Routing for a slot being migrated or imported (Redis's getNodeByQuery): a slot this node
+/// owns and migrates runs here, its keys checked once locked ([`check_moving_keys`]); a slot
+/// it imports runs here for a command after ASKING (or RESTORE-ASKING). None: route as usual.
+fn route_moving<'s>(
+    cluster: &'s Cluster,
+    spec: &crate::engine::CommandSpec,
+    slot: u16,
+    asking: bool,
+) -> Option<(Routed<'s>, bool)> {
+    let installed = cluster.current();
+    if installed.down.is_some() {
+        return None;
+    }
+    let owns = cluster.owns(slot);
+    let check = if owns && installed.migrating_to(slot).is_some() {
+        true
+    } else if !owns && installed.importing(slot) && (asking || spec.has(CmdFlags::ASKING)) {
+        false
+    } else {
+        return None;
+    };
+    Some((Some(cluster.hold()), check))
+}
+
+/// The key check of a command on a moving slot, made with its shards locked (so no MIGRATE
+/// can take a key between the check and the command): on a migrating slot, keys that are
+/// gone were moved, so `-ASK` the target (`-TRYAGAIN` when only some are gone); on an
+/// importing slot, several keys of which some have not arrived yet get `-TRYAGAIN`.
+pub(crate) fn check_moving_keys(
+    ctx: &mut Ctx<'_>,
+    spec: &crate::engine::CommandSpec,
+    args: &[Bytes],
+    slot: u16,
+    migrating: bool,
+) -> Option<Reply> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let positions: Vec<usize> = spec.keys.positions(args).collect();
+    let mut missing = 0;
+    for &i in &positions {
+        if !ctx.store.exists(db, &args[i], now) {
+            missing += 1;
+        }
+    }
+    const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+    if missing == 0 {
+        return None;
+    }
+    if migrating {
+        if missing < positions.len() {
+            return Some(Reply::Error(Cow::Borrowed(TRYAGAIN)));
+        }
+        let target = ctx.shared.cluster.as_ref()?.current();
+        let addr = target.migrating_to(slot)?;
+        return Some(Reply::Error(Cow::Owned(format!("ASK {slot} {addr}"))));
+    }
+    (positions.len() > 1).then_some(Reply::Error(Cow::Borrowed(TRYAGAIN)))
 }
 
 /// The one slot of the keys of every queued command, as EXEC checks them.
@@ -461,6 +537,7 @@ impl Command for Accept {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         cluster(ctx)?;
+        ctx.client.asking = true;
         Ok(Reply::ok())
     }
 }
@@ -542,6 +619,9 @@ impl Command for Info {
         Ok(Info)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::info(b));
+        }
         let state = cluster(ctx)?.current();
         let size = state
             .map
@@ -581,6 +661,9 @@ impl Command for Nodes {
         Ok(Nodes)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::nodes(b));
+        }
         let state = cluster(ctx)?.current();
         Ok(Reply::Verbatim(Bytes::from(nodes_text(&state, ctx.now_ms))))
     }
@@ -855,7 +938,9 @@ impl Command for Links {
         Ok(Links)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        cluster(ctx)?;
+        if let Some(b) = cluster(ctx)?.bus() {
+            return Ok(super::cluster_bus::links(b));
+        }
         Ok(Reply::Array(vec![]))
     }
 }
@@ -956,6 +1041,18 @@ fn install_own(
 /// master takes before it is given the new map are lost (Redis's FORCE, not its
 /// coordinated default).
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx
+        .shared
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.bus().is_some())
+    {
+        return super::cluster_bus::dispatch(ctx, args, failover_map);
+    }
+    failover_map(ctx, args)
+}
+
+fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),
@@ -999,6 +1096,18 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
 /// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
 fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx
+        .shared
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.bus().is_some())
+    {
+        return super::cluster_bus::dispatch(ctx, args, replicate_map);
+    }
+    replicate_map(ctx, args)
+}
+
+fn replicate_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),

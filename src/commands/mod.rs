@@ -7,6 +7,7 @@
 pub(crate) mod acl;
 pub(crate) mod bitmap;
 pub(crate) mod cluster;
+pub(crate) mod cluster_bus;
 pub(crate) mod dump;
 pub(crate) mod functions;
 pub(crate) mod geo;
@@ -17,6 +18,7 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
+pub(crate) mod migrate;
 pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
@@ -36,7 +38,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 32] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -56,6 +58,7 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 32] {
         zsetops::COMMANDS,
         sort::COMMANDS,
         dump::COMMANDS,
+        migrate::COMMANDS,
         strrange::COMMANDS,
         bitmap::COMMANDS,
         set::ALGEBRA_COMMANDS,

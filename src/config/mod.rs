@@ -132,6 +132,14 @@ pub struct Config {
     pub cluster_config_file: Option<String>,
     /// Which node of the map this server is; None: the node whose address is this server's.
     pub cluster_node_id: Option<String>,
+    /// `cluster-port`: the cluster bus port (0: the client port plus 10000).
+    pub cluster_port: u16,
+    /// `cluster-node-timeout` in milliseconds.
+    pub cluster_node_timeout: u64,
+    /// `cluster-announce-ip` (empty: learned from the first MEET).
+    pub cluster_announce_ip: String,
+    /// `cluster-announce-hostname`.
+    pub cluster_announce_hostname: String,
     /// Where the binary writes its process id (removed at exit); None: nowhere.
     pub pidfile: Option<String>,
     /// Where the binary writes its log; None: standard error.
@@ -381,6 +389,10 @@ impl Default for Config {
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
+            cluster_port: 0,
+            cluster_node_timeout: 15000,
+            cluster_announce_ip: String::new(),
+            cluster_announce_hostname: String::new(),
             pidfile: None,
             logfile: None,
             unixsocket: None,
@@ -550,12 +562,6 @@ impl Config {
         }
         if !(1..=i32::MAX as usize).contains(&self.maxmemory_samples) {
             return Err(bad("maxmemory-samples", "must be between 1 and 2147483647"));
-        }
-        if self.cluster_enabled && self.cluster_config_file.is_none() {
-            return Err(bad(
-                "cluster-enabled",
-                "cluster mode needs cluster-config-file, the slot map every node is given",
-            ));
         }
         if self.cluster_enabled && self.repl.replicaof.is_some() {
             // Redis's text; in cluster mode the map says which nodes are replicas.

@@ -145,6 +145,14 @@ pub fn call<'a>(
             let now_ns = if ctx.client.master_link { 0 } else { now_ns };
             ctx.now_ns = now_ns;
             ctx.now_ms = now_ns / 1_000_000;
+            // A slot being migrated or imported: its keys are checked now that they are
+            // locked (see `commands::cluster::check_moving_keys`).
+            if let Some((slot, migrating)) = ctx.client.cluster_check.take()
+                && let Some(reply) =
+                    crate::commands::cluster::check_moving_keys(ctx, spec, args, slot, migrating)
+            {
+                return reject(shared, ctx.client, Some(entry), reply);
+            }
             started
         }
         Caller::Exec => {

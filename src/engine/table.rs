@@ -1010,7 +1010,14 @@ mod tests {
         for n in ["expire", "pexpire", "expireat", "pexpireat"] {
             effects.push((n, Effect::ExpireIfSet));
         }
-        for n in ["setex", "psetex", "restore", "cl.throttle", "increx"] {
+        for n in [
+            "setex",
+            "psetex",
+            "restore",
+            "restore-asking",
+            "cl.throttle",
+            "increx",
+        ] {
             effects.push((n, Effect::KeyState));
         }
         effects.extend([
@@ -1057,6 +1064,7 @@ mod tests {
             "xgroup|destroy",
             "xgroup|createconsumer",
             "xgroup|delconsumer",
+            "migrate",
         ] {
             effects.push((n, Effect::Handled));
         }

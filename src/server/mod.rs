@@ -366,6 +366,41 @@ impl Server {
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
+        if let Some(cluster) = &shared.cluster {
+            // The cluster bus, on a thread of its own; it reaches the server weakly. A view
+            // that takes slots away waits for the commands in flight before their keys go,
+            // on a thread of its own: the bus thread never waits for a client's command (a
+            // MIGRATE in flight waits for another node, which may wait for this one's pings).
+            let weak = Arc::downgrade(&shared);
+            let hook: crate::cluster::bus::Hook = Box::new(move |view| {
+                let Some(shared) = weak.upgrade() else { return };
+                if view.lost_slots.is_empty() {
+                    crate::commands::cluster_bus::apply_view(&shared, view, false);
+                } else {
+                    let spawned = std::thread::Builder::new()
+                        .name("sluice-cluster-view".into())
+                        .spawn(move || {
+                            crate::commands::cluster_bus::apply_view(&shared, view, true)
+                        });
+                    if let Err(e) = spawned {
+                        tracing::warn!("cannot start a thread to install a cluster view: {e}");
+                    }
+                }
+            });
+            if let Some(bus) = cluster.bus() {
+                let weak = Arc::downgrade(&shared);
+                bus.set_publish_hook(Box::new(move |channel, message| {
+                    if let Some(shared) = weak.upgrade() {
+                        let limit = crate::services::pubsub::push_limit(&shared);
+                        shared.pubsub.publish(channel, message, limit);
+                    }
+                }));
+            }
+            if let Err(e) = cluster.start_bus(hook) {
+                tracing::warn!("cannot start the cluster bus thread: {e}");
+            }
+            crate::commands::cluster::sync_role(&shared);
+        }
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         // On the reapers' thread, with the link it starts: its ping timer would otherwise
@@ -441,6 +476,9 @@ impl Server {
             }
         }
         shared.shutdown.cancelled().await;
+        if let Some(bus) = shared.cluster.as_ref().and_then(|c| c.bus()) {
+            bus.stop.store(true, Ordering::Relaxed);
+        }
         // Connections wait on their own kill switch only (see `client::Kill`).
         shared.clients.shut_down_all();
         if let Some(group) = &own_loops {

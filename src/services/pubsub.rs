@@ -400,6 +400,10 @@ fn sunsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn publish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = push_limit(ctx.shared);
+    // A member of a Redis cluster sends it to every other node too (the count is local).
+    if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
+        bus.propagate_publish(&args[1], &args[2]);
+    }
     Reply::Int(ctx.shared.pubsub.publish(&args[1], &args[2], limit) as i64)
 }
 

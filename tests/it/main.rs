@@ -9,6 +9,7 @@ mod alloc;
 mod blocking;
 mod clientcmds;
 mod cluster;
+mod cluster_bus;
 mod cmdinfo;
 mod core;
 mod diff;

@@ -17,7 +17,7 @@ pub struct SluiceProcess {
     tls_addr: Option<SocketAddr>,
     stderr: Arc<Mutex<String>>,
     /// Its working directory, of its own: a `dump.rdb` in the suite's does not reach it.
-    _cwd: tempfile::TempDir,
+    _cwd: Option<tempfile::TempDir>,
 }
 
 impl SluiceProcess {
@@ -32,9 +32,21 @@ impl SluiceProcess {
     /// and waits for its "listening" line.
     pub fn start_exactly(args: &[&str], env: &[(&str, &str)]) -> SluiceProcess {
         let cwd = tempfile::tempdir().expect("a temporary working directory");
+        let mut p = Self::spawn_in(cwd.path(), args, env);
+        p._cwd = Some(cwd);
+        p
+    }
+
+    /// `target/debug/sluice <args>` (nothing added) working in `dir`, which the caller keeps
+    /// (a restarted node finds its files there again).
+    pub fn start_in(dir: &std::path::Path, args: &[&str]) -> SluiceProcess {
+        Self::spawn_in(dir, args, &[])
+    }
+
+    fn spawn_in(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> SluiceProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)
-            .current_dir(cwd.path())
+            .current_dir(dir)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -84,7 +96,7 @@ impl SluiceProcess {
             addr,
             tls_addr,
             stderr,
-            _cwd: cwd,
+            _cwd: None,
         }
     }
 

@@ -310,7 +310,8 @@ pub const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
 const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
-const CLUSTER_BUS: &str = "sluice's cluster mode has no cluster bus (a static slot map)";
+const CLUSTER_BUS: &str =
+    "sluice's cluster bus does not act on this setting yet (see docs/cluster.md)";
 const TUNING: &str = "sluice has no such internal tuning knob";
 const TLS_OPT: &str = "sluice's TLS (rustls) uses its own safe defaults";
 const NO_EFFECT: &str = "not implemented by sluice; accepted for compatibility";
@@ -423,7 +424,7 @@ pub static PARAMS: &[Param] = &[
             c.cluster_enabled = yes(v);
             Ok(())
         })
-        .help("yes", "cluster mode; needs --cluster-config-file MAP [--cluster-node-id ID]"),
+        .help("yes", "cluster mode: a Redis Cluster node (nodes.conf), or a static --cluster-config-file MAP"),
     p("appendonly", Bool, "no").listed().only(
         &["no"],
         "sluice has no append-only file: state is lost at restart",
@@ -485,7 +486,11 @@ pub static PARAMS: &[Param] = &[
         }),
     p("cluster-announce-ip", Str, "")
         .nullable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_announce_ip.clone())
+        .set(|c, v, _| {
+            c.cluster_announce_ip = v.to_string();
+            Ok(())
+        }),
     p("cluster-config-file", Str, "").immutable().listed()
         .get(|c| shown(&c.cluster_config_file))
         .set(|c, v, _| {
@@ -494,7 +499,11 @@ pub static PARAMS: &[Param] = &[
         }),
     p("cluster-announce-hostname", Str, "")
         .nullable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_announce_hostname.clone())
+        .set(|c, v, _| {
+            c.cluster_announce_hostname = v.to_string();
+            Ok(())
+        }),
     p("syslog-ident", Str, "redis")
         .immutable()
         .inert("sluice does not log to syslog"),
@@ -768,7 +777,11 @@ pub static PARAMS: &[Param] = &[
         .inert("sluice uses the runtime's listen backlog"),
     p("cluster-port", Int(0, 65535), "0")
         .immutable()
-        .inert(CLUSTER_BUS),
+        .get(|c| c.cluster_port.to_string())
+        .set(|c, v, _| {
+            c.cluster_port = int(v)?;
+            Ok(())
+        }),
     p("cluster-announce-bus-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
     p("cluster-announce-tls-port", Int(0, 65535), "0").inert(CLUSTER_BUS),
@@ -852,7 +865,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("MS", "when long scripts start getting -BUSY (5000)"),
-    p("cluster-node-timeout", Int(0, LONG_MAX), "15000").inert(CLUSTER_BUS),
+    p("cluster-node-timeout", Int(0, LONG_MAX), "15000")
+        .get(|c| c.cluster_node_timeout.to_string())
+        .set(|c, v, _| {
+            c.cluster_node_timeout = int(v)?;
+            Ok(())
+        }),
     p("slowlog-log-slower-than", Int(-1, LONG_MAX), "10000").listed()
         .get(|c| c.slowlog_log_slower_than.to_string())
         .set(|c, v, _| {

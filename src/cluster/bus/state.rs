@@ -1,0 +1,1034 @@
+//! The cluster as this node sees it through the bus (Redis 7.0's `clusterState`): the known
+//! nodes with their flags, addresses, epochs and slots, the slot owners, the epochs, and what
+//! each received message does to them (`clusterProcessPacket`, `clusterProcessGossipSection`,
+//! `clusterUpdateSlotsConfigWith`, `clusterHandleConfigEpochCollision`). No I/O: messages to
+//! send go to the links' queues, which the bus thread (`gossip.rs`) drains.
+//!
+//! Times are Unix milliseconds from the wall clock, as Redis's `mstime()`: the bus keeps time
+//! with its peers, not with the test clock.
+
+#![allow(missing_docs)] // Fields and constants are Redis's (`clusterMsg`, `clusterNode`), named as there; the module doc says where.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rand::RngExt;
+use tokio::sync::mpsc;
+
+use super::super::slot::SLOTS;
+use super::msg::{
+    self, Bitmap, Body, Ext, Gossip, Header, Message, NULL_NAME, flag, kind, name_of, name_text,
+};
+
+/// A link's id.
+pub type LinkId = u64;
+
+/// Frames queued to one link; a full queue closes the link (Redis's
+/// `cluster-link-sendbuf-limit`, here counted in messages).
+pub const LINK_QUEUE: usize = 1024;
+
+/// One TCP connection of the bus.
+#[derive(Debug)]
+pub struct Link {
+    /// The node it belongs to: always set for an outbound link; for an inbound one, once the
+    /// peer has named itself.
+    pub node: Option<String>,
+    pub inbound: bool,
+    pub ctime: u64,
+    /// The peer's address and this side's, as the socket gives them.
+    pub peer_ip: String,
+    pub local_ip: String,
+    pub tx: mpsc::Sender<Vec<u8>>,
+}
+
+/// One known node.
+#[derive(Debug, Clone)]
+pub struct BusNode {
+    pub name: String,
+    pub flags: u16,
+    pub config_epoch: u64,
+    pub ip: String,
+    pub hostname: String,
+    pub port: u16,
+    pub pport: u16,
+    pub cport: u16,
+    /// A replica's master (a name, which may not be known yet).
+    pub slaveof: Option<String>,
+    pub slots: Bitmap,
+    pub ctime: u64,
+    pub ping_sent: u64,
+    pub pong_received: u64,
+    pub data_received: u64,
+    pub fail_time: u64,
+    pub voted_time: u64,
+    pub repl_offset: u64,
+    /// Outbound link (to its bus port) and the inbound one it opened to us.
+    pub link: Option<LinkId>,
+    pub inbound_link: Option<LinkId>,
+    /// An outbound connection is being made.
+    pub connecting: bool,
+    /// Masters that reported it failing, with when.
+    pub fail_reports: Vec<(String, u64)>,
+}
+
+impl BusNode {
+    pub fn new(name: String, flags: u16, now: u64) -> BusNode {
+        BusNode {
+            name,
+            flags,
+            config_epoch: 0,
+            ip: String::new(),
+            hostname: String::new(),
+            port: 0,
+            pport: 0,
+            cport: 0,
+            slaveof: None,
+            slots: Bitmap::default(),
+            ctime: now,
+            ping_sent: 0,
+            pong_received: 0,
+            data_received: 0,
+            fail_time: 0,
+            voted_time: 0,
+            repl_offset: 0,
+            link: None,
+            inbound_link: None,
+            connecting: false,
+            fail_reports: Vec::new(),
+        }
+    }
+    pub fn is(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+    pub fn is_master(&self) -> bool {
+        self.is(flag::MASTER)
+    }
+}
+
+/// A random node name: 40 lowercase hexadecimal characters (Redis's `getRandomHexChars`).
+pub fn random_name() -> String {
+    const HEX: &[u8] = b"0123456789abcdef";
+    let mut rng = rand::rng();
+    (0..msg::NAMELEN)
+        .map(|_| char::from(HEX[rng.random_range(0..16)]))
+        .collect()
+}
+
+/// This node's settings the bus needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub port: u16,
+    pub cport: u16,
+    pub node_timeout: u64,
+    /// `cluster-announce-ip` (empty: learned from the first MEET).
+    pub announce_ip: String,
+    pub announce_hostname: String,
+}
+
+/// The cluster state.
+#[derive(Debug)]
+pub struct State {
+    pub myself: String,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    pub nodes: BTreeMap<String, BusNode>,
+    /// Each slot's owner.
+    pub owners: Vec<Option<String>>,
+    pub migrating: BTreeMap<u16, String>,
+    pub importing: BTreeMap<u16, String>,
+    pub links: HashMap<LinkId, Link>,
+    /// Names CLUSTER FORGET keeps out for a minute, with until when.
+    pub blacklist: HashMap<String, u64>,
+    pub settings: Settings,
+    pub ok: bool,
+    pub stats_sent: [u64; kind::COUNT],
+    pub stats_received: [u64; kind::COUNT],
+    /// The configuration changed: nodes.conf is to be written.
+    pub dirty: bool,
+    /// The slot owners or roles changed: routing is to be refreshed.
+    pub view_changed: bool,
+    /// Slots that were taken from this node while it had keys in them: their keys go.
+    pub lost_slots: Vec<u16>,
+    /// This node's failover election, when it is a replica.
+    pub election: super::failover::Election,
+    /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
+    /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
+    pub synced_epochs: (u64, u64, u64),
+    /// PUBLISH messages received from peers, to deliver to this node's subscribers once
+    /// the state is released.
+    pub inbox: Vec<(Vec<u8>, Vec<u8>)>,
+    next_link: LinkId,
+}
+
+impl State {
+    /// A fresh node named `myself` (a master with no slots).
+    pub fn new(myself: String, settings: Settings, now: u64) -> State {
+        let mut me = BusNode::new(myself.clone(), flag::MYSELF | flag::MASTER, now);
+        me.ip = settings.announce_ip.clone();
+        me.port = settings.port;
+        me.cport = settings.cport;
+        me.hostname = settings.announce_hostname.clone();
+        let mut nodes = BTreeMap::new();
+        nodes.insert(myself.clone(), me);
+        State {
+            myself,
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            nodes,
+            owners: vec![None; SLOTS],
+            migrating: BTreeMap::new(),
+            importing: BTreeMap::new(),
+            links: HashMap::new(),
+            blacklist: HashMap::new(),
+            settings,
+            ok: false,
+            stats_sent: [0; kind::COUNT],
+            stats_received: [0; kind::COUNT],
+            dirty: true,
+            view_changed: true,
+            lost_slots: Vec::new(),
+            election: Default::default(),
+            synced_epochs: (u64::MAX, 0, 0),
+            inbox: Vec::new(),
+            next_link: 1,
+        }
+    }
+
+    pub fn me(&self) -> &BusNode {
+        &self.nodes[&self.myself]
+    }
+    pub(super) fn me_mut(&mut self) -> &mut BusNode {
+        self.nodes
+            .get_mut(&self.myself)
+            .expect("myself is always known")
+    }
+
+    /// The master whose slots this node serves or replicates.
+    pub fn my_master(&self) -> Option<&BusNode> {
+        let me = self.me();
+        if me.is_master() {
+            Some(me)
+        } else {
+            me.slaveof.as_ref().and_then(|m| self.nodes.get(m))
+        }
+    }
+
+    pub fn new_link_id(&mut self) -> LinkId {
+        self.next_link += 1;
+        self.next_link
+    }
+
+    /// Sets the owner of `slot` (keeping the nodes' bitmaps in step).
+    pub fn set_owner(&mut self, slot: u16, owner: Option<&str>) {
+        let s = usize::from(slot);
+        if let Some(old) = self.owners[s].take()
+            && let Some(n) = self.nodes.get_mut(&old)
+        {
+            n.slots.set(slot, false);
+        }
+        if let Some(o) = owner
+            && let Some(n) = self.nodes.get_mut(o)
+        {
+            n.slots.set(slot, true);
+            self.owners[s] = Some(o.to_string());
+        }
+        self.view_changed = true;
+        self.dirty = true;
+    }
+
+    /// Number of masters serving at least one slot (Redis's `size`).
+    pub fn size(&self) -> usize {
+        self.nodes
+            .values()
+            .filter(|n| n.is_master() && !n.slots.is_empty())
+            .count()
+    }
+
+    // ---- sending ----
+
+    /// Queues `bytes` on a link; a full queue closes it.
+    pub fn send(&mut self, link: LinkId, kind_sent: u16, bytes: Vec<u8>) {
+        let full = match self.links.get(&link) {
+            Some(l) => l.tx.try_send(bytes).is_err(),
+            None => return,
+        };
+        if full {
+            self.free_link(link);
+        } else if let Some(c) = self.stats_sent.get_mut(usize::from(kind_sent)) {
+            *c += 1;
+        }
+    }
+
+    /// Sends to every node with an outbound link that is not in handshake.
+    pub fn broadcast(&mut self, kind_sent: u16, bytes: &[u8]) {
+        let targets: Vec<LinkId> = self
+            .nodes
+            .values()
+            .filter(|n| !n.is(flag::MYSELF | flag::HANDSHAKE))
+            .filter_map(|n| n.link)
+            .collect();
+        for l in targets {
+            self.send(l, kind_sent, bytes.to_vec());
+        }
+    }
+
+    /// Forgets a link (the bus thread's task for it ends when its queue closes).
+    pub fn free_link(&mut self, link: LinkId) {
+        if let Some(l) = self.links.remove(&link)
+            && let Some(name) = l.node
+            && let Some(n) = self.nodes.get_mut(&name)
+        {
+            if n.link == Some(link) {
+                n.link = None;
+            }
+            if n.inbound_link == Some(link) {
+                n.inbound_link = None;
+            }
+        }
+    }
+
+    /// The header this node sends (Redis's `clusterBuildMessageHdr`).
+    pub fn header(&self, offset: u64) -> Header {
+        let me = self.me();
+        let master = if me.is_master() {
+            Some(me)
+        } else {
+            self.my_master()
+        };
+        Header {
+            port: self.settings.port,
+            current_epoch: self.current_epoch,
+            config_epoch: master.map_or(0, |m| m.config_epoch),
+            offset,
+            sender: name_of(&self.myself).unwrap_or(NULL_NAME),
+            myslots: master.map(|m| m.slots.clone()).unwrap_or_default(),
+            slaveof: me
+                .slaveof
+                .as_deref()
+                .filter(|_| !me.is_master())
+                .and_then(name_of)
+                .unwrap_or(NULL_NAME),
+            myip: self.settings.announce_ip.clone(),
+            pport: 0,
+            cport: self.settings.cport,
+            flags: me.flags,
+            state: u8::from(!self.ok),
+            mflags: [0; 3],
+        }
+    }
+
+    /// A PING, PONG or MEET with gossip (Redis's `clusterSendPing`).
+    pub fn ping_message(&mut self, k: u16, now: u64) -> Vec<u8> {
+        let fresh = self.nodes.len().saturating_sub(2);
+        let wanted = (self.nodes.len() / 10).max(3).min(fresh);
+        let mut candidates: Vec<&BusNode> = self
+            .nodes
+            .values()
+            .filter(|n| {
+                let skipped = n.is(flag::MYSELF | flag::PFAIL | flag::HANDSHAKE | flag::NOADDR);
+                // A node with neither a link nor slots says little worth gossiping.
+                let idle = n.link.is_none() && n.slots.is_empty();
+                !(skipped || idle)
+            })
+            .collect();
+        let mut rng = rand::rng();
+        let mut gossip = Vec::new();
+        while gossip.len() < wanted && !candidates.is_empty() {
+            let i = rng.random_range(0..candidates.len());
+            gossip.push(gossip_entry(candidates.swap_remove(i)));
+        }
+        gossip.extend(
+            self.nodes
+                .values()
+                .filter(|n| n.is(flag::PFAIL) && !n.is(flag::HANDSHAKE | flag::NOADDR))
+                .map(gossip_entry),
+        );
+        let _ = now;
+        let mut exts = Vec::new();
+        if !self.settings.announce_hostname.is_empty() {
+            exts.push(Ext::Hostname(self.settings.announce_hostname.clone()));
+        }
+        Message {
+            kind: k,
+            header: self.header(self.me().repl_offset),
+            body: Body::Ping { gossip, exts },
+        }
+        .encode()
+    }
+
+    /// Sends a PING (or MEET) on an outbound link, noting when.
+    pub fn send_ping(&mut self, link: LinkId, k: u16, now: u64) {
+        let bytes = self.ping_message(k, now);
+        if k == kind::PING
+            && let Some(name) = self.links.get(&link).and_then(|l| l.node.clone())
+            && let Some(n) = self.nodes.get_mut(&name)
+            && n.ping_sent == 0
+        {
+            n.ping_sent = now;
+        }
+        self.send(link, k, bytes);
+    }
+
+    // ---- receiving ----
+
+    /// What a received message does (Redis's `clusterProcessPacket`).
+    pub fn process(&mut self, link: LinkId, m: Message, now: u64) {
+        let Some(info) = self.links.get(&link) else {
+            return;
+        };
+        let (inbound, link_node, peer_ip, local_ip) = (
+            info.inbound,
+            info.node.clone(),
+            info.peer_ip.clone(),
+            info.local_ip.clone(),
+        );
+        if let Some(c) = self.stats_received.get_mut(usize::from(m.kind)) {
+            *c += 1;
+        }
+        let h = &m.header;
+        let sender_name = name_text(&h.sender);
+        let known = self
+            .nodes
+            .get(&sender_name)
+            .is_some_and(|n| !n.is(flag::HANDSHAKE));
+        let sender = known.then(|| sender_name.clone());
+        if let Some(s) = &sender {
+            let n = self.nodes.get_mut(s).expect("known");
+            n.data_received = now;
+            if inbound && n.inbound_link.is_none() {
+                n.inbound_link = Some(link);
+                if let Some(l) = self.links.get_mut(&link) {
+                    l.node = Some(s.clone());
+                }
+            }
+            if n.is_master() || h.slaveof == NULL_NAME {
+                n.repl_offset = h.offset;
+            }
+            if h.current_epoch > self.current_epoch {
+                self.current_epoch = h.current_epoch;
+                self.dirty = true;
+            }
+            let n = self.nodes.get_mut(s).expect("known");
+            if h.config_epoch > n.config_epoch && h.slaveof == NULL_NAME {
+                n.config_epoch = h.config_epoch;
+                self.dirty = true;
+            }
+        }
+
+        match m.kind {
+            kind::PING | kind::MEET => {
+                if (m.kind == kind::MEET || self.me().ip.is_empty())
+                    && self.settings.announce_ip.is_empty()
+                    && !local_ip.is_empty()
+                    && self.me().ip != local_ip
+                {
+                    self.me_mut().ip = local_ip.clone();
+                    self.dirty = true;
+                }
+                if sender.is_none() && m.kind == kind::MEET {
+                    let mut n = BusNode::new(random_name(), flag::HANDSHAKE, now);
+                    n.ip = if h.myip.is_empty() {
+                        peer_ip.clone()
+                    } else {
+                        h.myip.clone()
+                    };
+                    n.port = h.port;
+                    n.pport = h.pport;
+                    n.cport = h.cport;
+                    self.nodes.insert(n.name.clone(), n);
+                    self.dirty = true;
+                }
+                if sender.is_none()
+                    && m.kind == kind::MEET
+                    && let Body::Ping { gossip, .. } = &m.body
+                {
+                    self.process_gossip(None, gossip, now);
+                }
+                self.send_ping(link, kind::PONG, now);
+            }
+            _ => {}
+        }
+
+        match m.kind {
+            kind::PING | kind::PONG | kind::MEET => {
+                self.process_ping(link, inbound, link_node, sender, &peer_ip, &m, now)
+            }
+            kind::FAIL => {
+                if sender.is_none() {
+                    return;
+                }
+                let Body::Fail { about } = &m.body else {
+                    return;
+                };
+                let about = name_text(about);
+                if let Some(n) = self.nodes.get_mut(&about)
+                    && !n.is(flag::MYSELF | flag::FAIL)
+                {
+                    n.flags = (n.flags | flag::FAIL) & !flag::PFAIL;
+                    n.fail_time = now;
+                    self.dirty = true;
+                    self.view_changed = true;
+                }
+            }
+            kind::PUBLISH => {
+                if sender.is_some()
+                    && let Body::Publish { channel, message } = m.body
+                    && self.inbox.len() < 100_000
+                {
+                    self.inbox.push((channel, message));
+                }
+            }
+            kind::FAILOVER_AUTH_REQUEST => {
+                if let Some(s) = &sender {
+                    self.on_auth_request(s, &m.header, now);
+                }
+            }
+            kind::FAILOVER_AUTH_ACK => {
+                if let Some(s) = &sender {
+                    self.on_auth_ack(s, &m.header);
+                }
+            }
+            kind::UPDATE => {
+                if sender.is_none() {
+                    return;
+                }
+                let Body::Update {
+                    config_epoch,
+                    node,
+                    slots,
+                } = &m.body
+                else {
+                    return;
+                };
+                let name = name_text(node);
+                let Some(n) = self.nodes.get(&name) else {
+                    return;
+                };
+                if n.config_epoch >= *config_epoch {
+                    return;
+                }
+                if !n.is_master() {
+                    self.set_node_as_master(&name);
+                }
+                if let Some(n) = self.nodes.get_mut(&name) {
+                    n.config_epoch = *config_epoch;
+                }
+                self.update_slots_with(&name, *config_epoch, slots);
+                self.dirty = true;
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn process_ping(
+        &mut self,
+        link: LinkId,
+        inbound: bool,
+        mut link_node: Option<String>,
+        sender: Option<String>,
+        peer_ip: &str,
+        m: &Message,
+        now: u64,
+    ) {
+        let h = &m.header;
+        let sender_name = name_text(&h.sender);
+        if !inbound && let Some(ln) = link_node.clone() {
+            let ln = &ln;
+            let in_handshake = self.nodes.get(ln).is_some_and(|n| n.is(flag::HANDSHAKE));
+            if in_handshake {
+                if let Some(s) = &sender {
+                    // Already known under its real name: keep that entry, drop this one.
+                    if m.kind == kind::PONG {
+                        self.update_address(s, link, peer_ip, h.port, h.cport, h.pport);
+                    }
+                    self.del_node(ln);
+                    return;
+                }
+                if msg::name_of(&sender_name).is_none()
+                    || !sender_name.bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    return;
+                }
+                self.rename_node(ln, &sender_name);
+                if let Some(n) = self.nodes.get_mut(&sender_name) {
+                    n.flags &= !flag::HANDSHAKE;
+                    n.flags |= h.flags & (flag::MASTER | flag::SLAVE);
+                }
+                link_node = Some(sender_name.clone());
+                self.dirty = true;
+                self.view_changed = true;
+            } else if *ln != sender_name {
+                // The node at this address has another id now.
+                if let Some(n) = self.nodes.get_mut(ln) {
+                    n.flags |= flag::NOADDR;
+                    n.ip.clear();
+                    n.port = 0;
+                    n.cport = 0;
+                }
+                self.free_link(link);
+                self.dirty = true;
+                return;
+            }
+        }
+        let sender = sender.or_else(|| {
+            self.nodes
+                .get(&sender_name)
+                .filter(|n| !n.is(flag::HANDSHAKE))
+                .map(|_| sender_name.clone())
+        });
+        if let Some(s) = &sender {
+            let nofailover = h.flags & flag::NOFAILOVER;
+            if let Some(n) = self.nodes.get_mut(s) {
+                n.flags = (n.flags & !flag::NOFAILOVER) | nofailover;
+            }
+            if m.kind == kind::PING {
+                let ip = if h.myip.is_empty() {
+                    peer_ip.to_string()
+                } else {
+                    h.myip.clone()
+                };
+                self.update_address(s, link, &ip, h.port, h.cport, h.pport);
+            }
+        }
+        if !inbound
+            && m.kind == kind::PONG
+            && let Some(ln) = &link_node
+            && let Some(n) = self.nodes.get_mut(ln)
+        {
+            n.pong_received = now;
+            n.ping_sent = 0;
+            if n.is(flag::PFAIL) {
+                n.flags &= !flag::PFAIL;
+                self.dirty = true;
+            } else if n.is(flag::FAIL) {
+                let undo = n.is_master() && !n.slots.is_empty();
+                let timeout = self.settings.node_timeout * 2;
+                if !n.is_master()
+                    || n.slots.is_empty()
+                    || (undo && now.saturating_sub(n.fail_time) > timeout)
+                {
+                    n.flags &= !flag::FAIL;
+                    self.dirty = true;
+                    self.view_changed = true;
+                }
+            }
+        }
+        let Some(s) = sender else { return };
+        // Role.
+        if h.slaveof == NULL_NAME {
+            if !self.nodes[&s].is_master() {
+                self.set_node_as_master(&s);
+            }
+        } else {
+            let master = name_text(&h.slaveof);
+            let n = self.nodes.get_mut(&s).expect("known");
+            if n.is_master() {
+                n.flags = (n.flags & !(flag::MASTER | flag::MIGRATE_TO)) | flag::SLAVE;
+                let owned: Vec<u16> = (0..SLOTS as u16).filter(|&x| n.slots.get(x)).collect();
+                for slot in owned {
+                    self.set_owner(slot, None);
+                }
+                self.dirty = true;
+                self.view_changed = true;
+            }
+            let n = self.nodes.get_mut(&s).expect("known");
+            if n.slaveof.as_deref() != Some(master.as_str()) {
+                n.slaveof = Some(master);
+                self.dirty = true;
+                self.view_changed = true;
+            }
+        }
+        // Slots.
+        let sender_is_master = self.nodes[&s].is_master();
+        let sender_master = if sender_is_master {
+            Some(s.clone())
+        } else {
+            self.nodes[&s].slaveof.clone()
+        };
+        let dirty_slots = sender_master
+            .as_ref()
+            .and_then(|sm| self.nodes.get(sm))
+            .is_some_and(|n| n.slots != h.myslots);
+        if sender_is_master && dirty_slots {
+            self.update_slots_with(&s, h.config_epoch, &h.myslots);
+        }
+        if dirty_slots {
+            // The sender claims slots whose owner has a newer config: tell it (UPDATE).
+            let stale = (0..SLOTS as u16).find_map(|slot| {
+                if !h.myslots.get(slot) {
+                    return None;
+                }
+                let owner = self.owners[usize::from(slot)].as_ref()?;
+                if Some(owner) == sender_master.as_ref() {
+                    return None;
+                }
+                let o = &self.nodes[owner];
+                (o.config_epoch > h.config_epoch).then(|| owner.clone())
+            });
+            if let Some(owner) = stale {
+                let o = &self.nodes[&owner];
+                let bytes = Message {
+                    kind: kind::UPDATE,
+                    header: self.header(self.me().repl_offset),
+                    body: Body::Update {
+                        config_epoch: o.config_epoch,
+                        node: name_of(&owner).unwrap_or(NULL_NAME),
+                        slots: o.slots.clone(),
+                    },
+                }
+                .encode();
+                self.send(link, kind::UPDATE, bytes);
+            }
+        }
+        // Epoch collision between two masters.
+        if self.me().is_master()
+            && sender_is_master
+            && h.config_epoch == self.me().config_epoch
+            && s.as_str() > self.myself.as_str()
+        {
+            self.current_epoch += 1;
+            let e = self.current_epoch;
+            self.me_mut().config_epoch = e;
+            self.dirty = true;
+        }
+        if let Body::Ping { gossip, exts } = &m.body {
+            self.process_gossip(Some(&s), gossip, now);
+            for x in exts {
+                if let Ext::Hostname(hn) = x
+                    && let Some(n) = self.nodes.get_mut(&s)
+                    && n.hostname != *hn
+                {
+                    n.hostname = hn.clone();
+                    self.dirty = true;
+                }
+            }
+            if !exts.iter().any(|x| matches!(x, Ext::Hostname(_)))
+                && let Some(n) = self.nodes.get_mut(&s)
+                && !n.hostname.is_empty()
+            {
+                n.hostname.clear();
+                self.dirty = true;
+            }
+        }
+    }
+
+    fn update_address(
+        &mut self,
+        name: &str,
+        link: LinkId,
+        ip: &str,
+        port: u16,
+        cport: u16,
+        pport: u16,
+    ) {
+        let Some(n) = self.nodes.get_mut(name) else {
+            return;
+        };
+        if n.link == Some(link) || ip.is_empty() {
+            return;
+        }
+        if n.ip == ip && n.port == port && n.cport == cport && n.pport == pport {
+            return;
+        }
+        n.ip = ip.to_string();
+        n.port = port;
+        n.cport = cport;
+        n.pport = pport;
+        n.flags &= !flag::NOADDR;
+        if let Some(l) = n.link {
+            self.free_link(l);
+        }
+        self.dirty = true;
+        self.view_changed = true;
+    }
+
+    /// Redis's `clusterUpdateSlotsConfigWith`: the sender claims `slots` with `epoch`.
+    pub fn update_slots_with(&mut self, sender: &str, epoch: u64, slots: &Bitmap) {
+        if sender == self.myself {
+            return;
+        }
+        let my_master = self.my_master().map(|m| m.name.clone());
+        let mut moved_from_us = 0;
+        for slot in 0..SLOTS as u16 {
+            if !slots.get(slot) {
+                continue;
+            }
+            let owner = self.owners[usize::from(slot)].clone();
+            if owner.as_deref() == Some(sender) || self.importing.contains_key(&slot) {
+                continue;
+            }
+            let older = match &owner {
+                None => true,
+                Some(o) => self.nodes.get(o).is_none_or(|n| n.config_epoch < epoch),
+            };
+            if !older {
+                continue;
+            }
+            if owner.as_deref() == Some(self.myself.as_str()) {
+                self.lost_slots.push(slot);
+            }
+            if owner.is_some() && owner == my_master {
+                moved_from_us += 1;
+            }
+            self.set_owner(slot, Some(sender));
+        }
+        // All of our (or our master's) slots went to the sender: follow it as a replica.
+        if moved_from_us > 0
+            && let Some(m) = &my_master
+            && self.nodes.get(m).is_some_and(|n| n.slots.is_empty())
+        {
+            self.set_my_master(sender);
+            self.lost_slots.clear();
+        }
+    }
+
+    fn process_gossip(&mut self, sender: Option<&str>, gossip: &[Gossip], now: u64) {
+        let sender_is_master = sender
+            .and_then(|s| self.nodes.get(s))
+            .is_some_and(|n| n.is_master());
+        for g in gossip {
+            let name = name_text(&g.name);
+            if let Some(n) = self.nodes.get_mut(&name) {
+                if n.is(flag::MYSELF) {
+                    continue;
+                }
+                if sender_is_master && let Some(s) = sender {
+                    if g.flags & (flag::FAIL | flag::PFAIL) != 0 {
+                        match n.fail_reports.iter_mut().find(|(r, _)| r == s) {
+                            Some(r) => r.1 = now,
+                            None => n.fail_reports.push((s.to_string(), now)),
+                        }
+                    } else {
+                        n.fail_reports.retain(|(r, _)| r != s);
+                    }
+                }
+                if g.flags & (flag::FAIL | flag::PFAIL) == 0
+                    && n.ping_sent == 0
+                    && n.fail_reports.is_empty()
+                {
+                    let pong = u64::from(g.pong_received) * 1000;
+                    if pong <= now + 500 && pong > n.pong_received {
+                        n.pong_received = pong;
+                    }
+                }
+                if n.is(flag::FAIL | flag::PFAIL)
+                    && g.flags & flag::NOADDR == 0
+                    && g.flags & (flag::FAIL | flag::PFAIL) == 0
+                    && (n.ip != g.ip || n.port != g.port || n.cport != g.cport)
+                {
+                    n.ip = g.ip.clone();
+                    n.port = g.port;
+                    n.cport = g.cport;
+                    n.pport = g.pport;
+                    n.flags &= !flag::NOADDR;
+                    if let Some(l) = n.link {
+                        self.free_link(l);
+                    }
+                }
+                if sender_is_master {
+                    self.mark_failing_if_needed(&name, now);
+                }
+            } else if sender.is_some()
+                && g.flags & flag::NOADDR == 0
+                && self.blacklist.get(&name).is_none_or(|&t| t <= now / 1000)
+                && name.len() == msg::NAMELEN
+                && name.bytes().all(|b| b.is_ascii_hexdigit())
+            {
+                let mut n = BusNode::new(
+                    name.clone(),
+                    g.flags & !(flag::MYSELF | flag::PFAIL | flag::FAIL),
+                    now,
+                );
+                n.ip = g.ip.clone();
+                n.port = g.port;
+                n.cport = g.cport;
+                n.pport = g.pport;
+                self.nodes.insert(name, n);
+                self.dirty = true;
+                self.view_changed = true;
+            }
+        }
+    }
+
+    /// Redis's `markNodeAsFailingIfNeeded`: PFAIL becomes FAIL when a majority of masters
+    /// agree (this node counts itself if it is a master), and the FAIL is broadcast.
+    pub fn mark_failing_if_needed(&mut self, name: &str, now: u64) {
+        let validity = self.settings.node_timeout * 2;
+        let needed = self.size() / 2 + 1;
+        let me_master = self.me().is_master();
+        let Some(n) = self.nodes.get_mut(name) else {
+            return;
+        };
+        n.fail_reports
+            .retain(|(_, t)| now.saturating_sub(*t) <= validity);
+        if !n.is(flag::PFAIL) || n.is(flag::FAIL) {
+            return;
+        }
+        let reports = n.fail_reports.len() + usize::from(me_master);
+        if reports < needed {
+            return;
+        }
+        n.flags = (n.flags | flag::FAIL) & !flag::PFAIL;
+        n.fail_time = now;
+        self.dirty = true;
+        self.view_changed = true;
+        tracing::warn!("Marking node {name} as failing (quorum reached).");
+        let bytes = Message {
+            kind: kind::FAIL,
+            header: self.header(self.me().repl_offset),
+            body: Body::Fail {
+                about: name_of(name).unwrap_or(NULL_NAME),
+            },
+        }
+        .encode();
+        self.broadcast(kind::FAIL, &bytes);
+    }
+
+    fn rename_node(&mut self, old: &str, new: &str) {
+        let Some(mut n) = self.nodes.remove(old) else {
+            return;
+        };
+        n.name = new.to_string();
+        for l in [n.link, n.inbound_link].into_iter().flatten() {
+            if let Some(link) = self.links.get_mut(&l) {
+                link.node = Some(new.to_string());
+            }
+        }
+        self.nodes.insert(new.to_string(), n);
+    }
+
+    /// Removes a node with its links, its slots and the failure reports it made.
+    pub fn del_node(&mut self, name: &str) {
+        let Some(n) = self.nodes.get(name) else {
+            return;
+        };
+        let links: Vec<LinkId> = [n.link, n.inbound_link].into_iter().flatten().collect();
+        for l in links {
+            self.free_link(l);
+        }
+        // An inbound link not yet attached may still name it.
+        for slot in 0..SLOTS as u16 {
+            if self.owners[usize::from(slot)].as_deref() == Some(name) {
+                self.set_owner(slot, None);
+            }
+        }
+        self.migrating.retain(|_, v| v != name);
+        self.importing.retain(|_, v| v != name);
+        for other in self.nodes.values_mut() {
+            other.fail_reports.retain(|(r, _)| r != name);
+        }
+        self.nodes.remove(name);
+        self.dirty = true;
+        self.view_changed = true;
+    }
+
+    fn set_node_as_master(&mut self, name: &str) {
+        if let Some(n) = self.nodes.get_mut(name) {
+            if n.is(flag::SLAVE) && !n.is(flag::MYSELF) {
+                n.slaveof = None;
+            }
+            n.flags = (n.flags & !flag::SLAVE) | flag::MASTER;
+            n.slaveof = None;
+            self.dirty = true;
+            self.view_changed = true;
+        }
+    }
+
+    /// Makes this node a replica of `master` (CLUSTER REPLICATE, or a master that lost all
+    /// its slots to another).
+    pub fn set_my_master(&mut self, master: &str) {
+        let owned: Vec<u16> = (0..SLOTS as u16)
+            .filter(|&s| self.me().slots.get(s))
+            .collect();
+        for s in owned {
+            self.set_owner(s, None);
+        }
+        self.migrating.clear();
+        self.importing.clear();
+        let me = self.me_mut();
+        me.flags = (me.flags & !(flag::MASTER | flag::MIGRATE_TO)) | flag::SLAVE;
+        me.slaveof = Some(master.to_string());
+        self.dirty = true;
+        self.view_changed = true;
+    }
+
+    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing.
+    pub fn update_ok(&mut self) {
+        let ok = self.owners.iter().all(|o| {
+            o.as_ref()
+                .and_then(|o| self.nodes.get(o))
+                .is_some_and(|n| !n.is(flag::FAIL))
+        });
+        if ok != self.ok {
+            tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
+            self.ok = ok;
+            self.view_changed = true;
+        }
+    }
+
+    /// CLUSTER RESET: forget every other node and every slot; a replica becomes a master;
+    /// `hard` also takes a new name and sets the epochs to 0.
+    pub fn reset(&mut self, hard: bool) {
+        for s in 0..SLOTS as u16 {
+            if self.owners[usize::from(s)].is_some() {
+                self.set_owner(s, None);
+            }
+        }
+        self.migrating.clear();
+        self.importing.clear();
+        let others: Vec<String> = self
+            .nodes
+            .keys()
+            .filter(|n| **n != self.myself)
+            .cloned()
+            .collect();
+        for n in others {
+            self.del_node(&n);
+        }
+        let me = self.me_mut();
+        me.flags = (me.flags & !flag::SLAVE) | flag::MASTER;
+        me.slaveof = None;
+        if hard {
+            me.config_epoch = 0;
+            self.current_epoch = 0;
+            self.last_vote_epoch = 0;
+            let old = self.myself.clone();
+            let new = random_name();
+            self.rename_node(&old, &new);
+            self.myself = new;
+        }
+        self.dirty = true;
+        self.view_changed = true;
+    }
+
+    /// CLUSTER MEET: a node in handshake at this address (false if the address is already
+    /// in handshake).
+    pub fn start_handshake(&mut self, ip: &str, port: u16, cport: u16, now: u64) -> bool {
+        if self
+            .nodes
+            .values()
+            .any(|n| n.is(flag::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport)
+        {
+            return false;
+        }
+        let mut n = BusNode::new(random_name(), flag::HANDSHAKE | flag::MEET, now);
+        n.ip = ip.to_string();
+        n.port = port;
+        n.cport = cport;
+        self.nodes.insert(n.name.clone(), n);
+        true
+    }
+}
+
+fn gossip_entry(n: &BusNode) -> Gossip {
+    Gossip {
+        name: name_of(&n.name).unwrap_or(NULL_NAME),
+        ping_sent: (n.ping_sent / 1000) as u32,
+        pong_received: (n.pong_received / 1000) as u32,
+        ip: n.ip.clone(),
+        port: n.port,
+        cport: n.cport,
+        flags: n.flags,
+        pport: n.pport,
+    }
+}

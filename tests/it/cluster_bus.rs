@@ -1,0 +1,590 @@
+//! The cluster bus against real Redis Cluster tooling: sluice nodes (the binary, each in a
+//! directory of its own with its nodes.conf) and redis-server 7.0.15 nodes gossip over Redis
+//! 7.0's binary bus, agree on the slots, and are built and checked by `redis-cli --cluster`.
+//! A node restarted from its nodes.conf rejoins under the same id.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::proc::SluiceProcess;
+use crate::support::{Conn, RedisServer, free_port};
+
+/// A sluice cluster node: the binary with cluster mode on, an explicit bus port, a one-second
+/// node timeout (pings every half second), in `dir`.
+struct Node {
+    proc: SluiceProcess,
+    port: u16,
+    bus_port: u16,
+}
+
+impl Node {
+    fn start(dir: &std::path::Path) -> Node {
+        Self::start_on(dir, free_port(), free_port())
+    }
+
+    fn start_on(dir: &std::path::Path, port: u16, bus_port: u16) -> Node {
+        Self::start_with(dir, port, bus_port, 1000)
+    }
+
+    fn start_with(dir: &std::path::Path, port: u16, bus_port: u16, timeout_ms: u64) -> Node {
+        let (p, b, t) = (
+            port.to_string(),
+            bus_port.to_string(),
+            timeout_ms.to_string(),
+        );
+        let proc = SluiceProcess::start_in(
+            dir,
+            &[
+                "--port",
+                &p,
+                "--bind",
+                "127.0.0.1",
+                "--loglevel",
+                "warning",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-port",
+                &b,
+                "--cluster-node-timeout",
+                &t,
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+        );
+        Node {
+            proc,
+            port,
+            bus_port,
+        }
+    }
+}
+
+fn text(reply: &[u8]) -> String {
+    String::from_utf8_lossy(reply).into_owned()
+}
+
+fn cmd(port: u16, args: &[&str]) -> String {
+    let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    text(&c.cmd(&args))
+}
+
+/// CLUSTER NODES as (id, flags without myself, master, link, slots) sorted: what every node
+/// must agree on.
+fn view(port: u16) -> Vec<String> {
+    let reply = cmd(port, &["CLUSTER", "NODES"]);
+    let mut lines: Vec<String> = reply
+        .lines()
+        .filter(|l| l.len() > 40 && !l.starts_with('$') && !l.starts_with('='))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let flags = w[2].replace("myself,", "");
+            format!("{} {} {} {} {}", w[0], flags, w[3], w[7], w[8..].join(" "))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// CLUSTER MYID's id.
+fn myid(port: u16) -> String {
+    let reply = cmd(port, &["CLUSTER", "MYID"]);
+    reply.lines().nth(1).unwrap_or("").trim().to_string()
+}
+
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until every port gives the same view, with `nodes` nodes all connected and the
+/// cluster ok.
+fn wait_agreement(ports: &[u16], nodes: usize) {
+    wait_for("the nodes to agree", Duration::from_secs(20), || {
+        let first = view(ports[0]);
+        first.len() == nodes
+            && first.iter().all(|l| l.contains(" connected"))
+            && ports.iter().all(|&p| view(p) == first)
+            && ports
+                .iter()
+                .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+}
+
+fn redis_cli(args: &[String]) -> (bool, String) {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli is installed");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), all)
+}
+
+fn check_clean(port: u16) {
+    let (ok, out) = redis_cli(&[
+        "--cluster".into(),
+        "check".into(),
+        format!("127.0.0.1:{port}"),
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("[OK] All nodes agree about slots configuration."),
+        "{out}"
+    );
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    assert!(
+        !out.contains("[ERR]") && !out.contains("[WARNING]"),
+        "{out}"
+    );
+}
+
+/// A sluice node gossips with two redis-server 7.0.15 nodes: MEET either way, slot
+/// ownership learned from PONG bitmaps, epoch collisions resolved, MOVED to the owner.
+#[test]
+fn sluice_and_redis_server_gossip_and_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Node::start(dir.path());
+    let r1 = RedisServer::start_cluster_node();
+    let r2 = RedisServer::start_cluster_node();
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "ADDSLOTSRANGE", "0", "5000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "ADDSLOTSRANGE", "5001", "10000"]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r2.port(), &["CLUSTER", "ADDSLOTSRANGE", "10001", "16383"]),
+        "+OK\r\n"
+    );
+    // redis-server meets sluice; sluice meets the other redis-server.
+    let (sp, sb) = (s.port.to_string(), s.bus_port.to_string());
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "MEET", "127.0.0.1", &sp, &sb]),
+        "+OK\r\n"
+    );
+    let (rp, rb) = (r2.port().to_string(), r2.bus_port().to_string());
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "MEET", "127.0.0.1", &rp, &rb]),
+        "+OK\r\n"
+    );
+    wait_agreement(&[s.port, r1.port(), r2.port()], 3);
+    // Every master has a config epoch of its own now (collisions resolved as Redis does).
+    let nodes = cmd(r1.port(), &["CLUSTER", "NODES"]);
+    let epochs: std::collections::BTreeSet<&str> = nodes
+        .lines()
+        .filter(|l| l.len() > 40)
+        .filter_map(|l| l.split_whitespace().nth(6))
+        .collect();
+    assert_eq!(epochs.len(), 3, "{nodes}");
+    let sid = myid(s.port);
+    assert!(view(r2.port()).iter().any(|l| l.starts_with(&sid)), "{sid}");
+    // sluice serves its slots and redirects the others to redis-server.
+    assert_eq!(cmd(s.port, &["SET", "b", "1"]), "+OK\r\n"); // slot 3300
+    assert_eq!(
+        cmd(s.port, &["SET", "foo", "1"]),
+        format!("-MOVED 12182 127.0.0.1:{}\r\n", r2.port())
+    );
+    assert_eq!(
+        cmd(r2.port(), &["GET", "b"]),
+        format!("-MOVED 3300 127.0.0.1:{}\r\n", s.port)
+    );
+    // PUBLISH reaches the subscribers of every node, whichever kind published.
+    let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let mut on_redis = Conn::connect(addr(r2.port()));
+    let mut on_sluice = Conn::connect(addr(s.port));
+    for c in [&mut on_redis, &mut on_sluice] {
+        c.cmd(&[b"SUBSCRIBE", b"news"]);
+    }
+    assert_eq!(cmd(s.port, &["PUBLISH", "news", "from-sluice"]), ":1\r\n");
+    assert_eq!(cmd(r1.port(), &["PUBLISH", "news", "from-redis"]), ":0\r\n");
+    let message = |text: &str| {
+        format!(
+            "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{text}\r\n",
+            text.len()
+        )
+    };
+    let next = |c: &mut Conn| match c.read_one(Duration::from_secs(5)) {
+        crate::support::Read1::Reply(r) => text(&r),
+        other => panic!("no message: {other:?}"),
+    };
+    assert_eq!(next(&mut on_redis), message("from-sluice"));
+    assert_eq!(next(&mut on_redis), message("from-redis"));
+    assert_eq!(next(&mut on_sluice), message("from-sluice"));
+    assert_eq!(next(&mut on_sluice), message("from-redis"));
+
+    // A slot moves from sluice to redis-server the way redis-cli moves one (no keys in it):
+    // IMPORTING on the target, MIGRATING on the source, NODE on both; the target's bumped
+    // epoch makes every node prefer it.
+    let r1id = myid(r1.port());
+    assert_eq!(
+        cmd(
+            r1.port(),
+            &["CLUSTER", "SETSLOT", "4000", "IMPORTING", &sid]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "MIGRATING", &r1id]),
+        "+OK\r\n"
+    );
+    assert!(cmd(s.port, &["CLUSTER", "NODES"]).contains(&format!("[4000->-{r1id}]")));
+    assert_eq!(
+        cmd(s.port, &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(r1.port(), &["CLUSTER", "SETSLOT", "4000", "NODE", &r1id]),
+        "+OK\r\n"
+    );
+    wait_for("slot 4000 to move", Duration::from_secs(10), || {
+        [s.port, r2.port()].iter().all(|&p| {
+            view(p)
+                .iter()
+                .any(|l| l.starts_with(&r1id) && l.ends_with("4000 5001-10000"))
+        })
+    });
+    wait_agreement(&[s.port, r1.port(), r2.port()], 3);
+}
+
+/// `redis-cli --cluster create` of six sluice nodes with one replica each, then `--cluster
+/// check`; a replica killed with SIGKILL restarts from its nodes.conf and rejoins.
+#[test]
+fn redis_cli_creates_and_checks_a_sluice_cluster() {
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    wait_agreement(&ports, 6);
+    check_clean(ports[3]);
+    // A key written through the cluster client reaches the master's replica.
+    let slot_of_foo_owner = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "foo", "bar"]) == "+OK\r\n")
+        .expect("one master owns foo");
+    let _ = slot_of_foo_owner;
+
+    // kill -9 one replica; it restarts from its nodes.conf with the same id and rejoins.
+    let victim = nodes
+        .iter()
+        .position(|n| cmd(n.port, &["ROLE"]).contains("slave"))
+        .expect("a replica");
+    let id = cmd(ports[victim], &["CLUSTER", "MYID"]);
+    let (port, bus) = (nodes[victim].port, nodes[victim].bus_port);
+    nodes[victim].proc.signal(libc::SIGKILL);
+    nodes[victim].proc.wait_exit(Duration::from_secs(5));
+    let conf = std::fs::read_to_string(dirs[victim].path().join("nodes.conf")).unwrap();
+    assert!(conf.contains("myself,slave"), "{conf}");
+    nodes[victim] = Node::start_on(dirs[victim].path(), port, bus);
+    assert_eq!(cmd(port, &["CLUSTER", "MYID"]), id);
+    wait_agreement(&ports, 6);
+    check_clean(ports[0]);
+}
+
+/// `redis-cli --cluster create` of a mixed cluster: three redis-server 7.0.15 nodes and three
+/// sluice nodes (masters and replicas of both kinds) gossip and agree.
+#[test]
+fn redis_cli_creates_a_mixed_cluster() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let sluices: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let redises: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
+    // redis-cli takes masters first: sluice, redis, sluice; then replicas.
+    let ports = [
+        sluices[0].port,
+        redises[0].port(),
+        sluices[1].port,
+        redises[1].port(),
+        sluices[2].port,
+        redises[2].port(),
+    ];
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    check_clean(sluices[0].port);
+    check_clean(redises[0].port());
+
+    // A master whose replica is of the other kind dies; the replica wins the election with
+    // the votes of masters of both kinds.
+    let is_sluice = |p: u16| sluices.iter().any(|s| s.port == p);
+    // Preferably a redis-server master replaced by a sluice replica (sluice's election won
+    // with redis-server's votes); else a sluice master by a redis-server replica (sluice
+    // voting). Which pairs exist is redis-cli's choice; the test says which ran.
+    let pairs: Vec<(u16, u16)> = ports
+        .iter()
+        .filter_map(|&r| master_of(r, &ports).map(|m| (m, r)))
+        .filter(|&(m, r)| is_sluice(m) != is_sluice(r))
+        .collect();
+    let (master, replica) = pairs
+        .iter()
+        .copied()
+        .find(|&(m, _)| !is_sluice(m))
+        .or_else(|| pairs.first().copied())
+        .expect("a master and replica of different kinds");
+    eprintln!(
+        "killing the {} master of a {} replica",
+        if is_sluice(master) {
+            "sluice"
+        } else {
+            "redis-server"
+        },
+        if is_sluice(replica) {
+            "sluice"
+        } else {
+            "redis-server"
+        }
+    );
+    let mut redises = redises;
+    let mut sluices = sluices;
+    // Kill it (SIGKILL for both kinds).
+    if let Some(i) = redises.iter().position(|r| r.port() == master) {
+        drop(redises.remove(i));
+    } else if let Some(i) = sluices.iter().position(|s| s.port == master) {
+        sluices[i].proc.signal(libc::SIGKILL);
+        sluices[i].proc.wait_exit(Duration::from_secs(5));
+    }
+    let survivors: Vec<u16> = ports.iter().copied().filter(|&p| p != master).collect();
+    wait_for("the replica's promotion", Duration::from_secs(20), || {
+        cmd(replica, &["ROLE"]).contains("master")
+            && survivors
+                .iter()
+                .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    let _ = (&redises, &sluices);
+}
+
+/// The master of `replica_port`'s node, by its CLUSTER NODES line, and that master's port.
+fn master_of(port: u16, ports: &[u16]) -> Option<u16> {
+    let id = myid(port);
+    let nodes = cmd(port, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(&id))?;
+    let master = line.split_whitespace().nth(3)?.to_string();
+    ports.iter().copied().find(|&p| myid(p) == master)
+}
+
+/// kill -9 of a master: the cluster marks it FAIL by a majority, its replica wins the
+/// election and serves the slots within the node timeout plus a few seconds; the killed node
+/// restarts from its nodes.conf and rejoins as a replica of the winner.
+#[test]
+fn a_killed_master_is_replaced_by_its_replica() {
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    // The master owning "foo" (slot 12182) and its replica.
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "foo", "1"]) == "+OK\r\n")
+        .expect("an owner of foo");
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, &ports) == Some(master))
+        .expect("a replica of that master");
+    wait_for("the replica to copy foo", Duration::from_secs(10), || {
+        let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], replica)));
+        c.cmd(&[b"READONLY"]);
+        text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n1\r\n"
+    });
+    let victim = ports.iter().position(|&p| p == master).unwrap();
+    let (port, bus) = (nodes[victim].port, nodes[victim].bus_port);
+    let killed = Instant::now();
+    nodes[victim].proc.signal(libc::SIGKILL);
+    nodes[victim].proc.wait_exit(Duration::from_secs(5));
+    let survivors: Vec<u16> = ports.iter().copied().filter(|&p| p != master).collect();
+    wait_for("the replica's promotion", Duration::from_secs(15), || {
+        cmd(replica, &["SET", "foo", "2"]) == "+OK\r\n"
+    });
+    eprintln!("promoted {:?} after the kill", killed.elapsed());
+    wait_for("the survivors to agree", Duration::from_secs(10), || {
+        survivors
+            .iter()
+            .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    // The killed master comes back from its nodes.conf and follows the winner.
+    nodes[victim] = Node::start_on(dirs[victim].path(), port, bus);
+    wait_for(
+        "the old master to rejoin as a replica",
+        Duration::from_secs(15),
+        || master_of(port, &ports) == Some(replica),
+    );
+    wait_agreement(&ports, 6);
+    check_clean(ports[0]);
+    wait_for(
+        "the old master to copy the new value",
+        Duration::from_secs(10),
+        || {
+            let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+            c.cmd(&[b"READONLY"]);
+            text(&c.cmd(&[b"GET", b"foo"])) == "$1\r\n2\r\n"
+        },
+    );
+}
+
+/// `redis-cli --cluster reshard` moves 600 slots with their keys from one sluice master to
+/// another while two cluster clients (the `redis` crate's, which follows -MOVED, -ASK and
+/// -TRYAGAIN) keep incrementing counters and asking CL.THROTTLE in those slots: every counter
+/// ends equal to the increments acknowledged, and every limiter allowed exactly its burst
+/// (its state moved once, never copied or lost).
+#[test]
+fn reshard_moves_keys_while_clients_count_and_throttle() {
+    use redis::cluster::ClusterClient;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    // No node dies here: a longer node timeout keeps a starved machine (the suite runs many
+    // clusters at once) from suspecting a slow node in the middle of the reshard.
+    let nodes: Vec<Node> = dirs
+        .iter()
+        .map(|d| Node::start_with(d.path(), free_port(), free_port(), 5000))
+        .collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 3);
+    // The first master owns 0-5460; reshard moves its lowest 600 slots.
+    let moving = |k: &String| sluice::cluster::key_slot(k.as_bytes()) < 600;
+    let counters: Vec<String> = (0..2000)
+        .map(|i| format!("c{i}"))
+        .filter(moving)
+        .take(40)
+        .collect();
+    let limiters: Vec<String> = (0..2000)
+        .map(|i| format!("t{i}"))
+        .filter(moving)
+        .take(20)
+        .collect();
+    assert!(counters.len() == 40 && limiters.len() == 20);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(std::collections::HashMap::<String, i64>::new()));
+    let allowed = Arc::new(Mutex::new(std::collections::HashMap::<String, i64>::new()));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let workers: Vec<_> = (0..2)
+        .map(|w| {
+            let (stop, acked, allowed, failures) = (
+                stop.clone(),
+                acked.clone(),
+                allowed.clone(),
+                failures.clone(),
+            );
+            let (counters, limiters) = (counters.clone(), limiters.clone());
+            let seed = format!("redis://127.0.0.1:{}/", ports[w + 1]);
+            std::thread::spawn(move || {
+                let client = ClusterClient::builder([seed])
+                    .retries(20)
+                    .min_retry_wait(10)
+                    .max_retry_wait(100)
+                    .build()
+                    .unwrap();
+                let mut con = client.get_connection().unwrap();
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    let c = &counters[i % counters.len()];
+                    match redis::cmd("INCR").arg(c).query::<i64>(&mut con) {
+                        Ok(_) => *acked.lock().unwrap().entry(c.clone()).or_default() += 1,
+                        Err(e) => failures.lock().unwrap().push(format!("INCR {c}: {e}")),
+                    }
+                    let t = &limiters[i % limiters.len()];
+                    match redis::cmd("CL.THROTTLE")
+                        .arg(t)
+                        .arg(9)
+                        .arg(1)
+                        .arg(3600)
+                        .query::<Vec<i64>>(&mut con)
+                    {
+                        Ok(r) if r[0] == 0 => {
+                            *allowed.lock().unwrap().entry(t.clone()).or_default() += 1
+                        }
+                        Ok(_) => {}
+                        Err(e) => failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("CL.THROTTLE {t}: {e}")),
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let from = myid(ports[0]);
+    let to = myid(ports[1]);
+    let (ok, out) = redis_cli(&[
+        "--cluster".into(),
+        "reshard".into(),
+        format!("127.0.0.1:{}", ports[0]),
+        "--cluster-from".into(),
+        from,
+        "--cluster-to".into(),
+        to,
+        "--cluster-slots".into(),
+        "600".into(),
+        "--cluster-yes".into(),
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(ok, "{out}");
+    let failures = failures.lock().unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    // Every key is on the new owner now, with exactly what was acknowledged.
+    let mut direct = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], ports[1])));
+    for c in &counters {
+        let want = acked.lock().unwrap().get(c).copied().unwrap_or(0);
+        assert_eq!(
+            text(&direct.cmd(&[b"GET", c.as_bytes()])),
+            format!("${}\r\n{want}\r\n", want.to_string().len()),
+            "counter {c}"
+        );
+    }
+    for t in &limiters {
+        assert_eq!(
+            allowed.lock().unwrap().get(t).copied(),
+            Some(10),
+            "limiter {t}"
+        );
+    }
+    assert_eq!(cmd(ports[0], &["DBSIZE"]), format!(":{}\r\n", 0));
+    check_clean(ports[2]);
+}
