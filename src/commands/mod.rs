@@ -34,7 +34,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 31] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -62,6 +62,7 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 30] {
         blocking::COMMANDS,
         functions::COMMANDS,
         persist::COMMANDS,
+        crate::services::aof::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,

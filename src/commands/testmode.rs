@@ -751,6 +751,7 @@ impl Command for TestModeReset {
             *cfg = started.clone();
         }
         shared.configure_notifications();
+        crate::services::aof::configured(shared);
         shared.repl.feed().resize(started.repl.backlog_size);
         if let Ok(mut params) = shared.params.lock() {
             params.clear();

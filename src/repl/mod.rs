@@ -264,6 +264,8 @@ pub struct Repl {
     pub failover: Mutex<Failover>,
     /// The snapshot full resynchronizations share (see `fullsync`).
     pub(crate) fullsync: fullsync::Broker,
+    /// The append-only file, fed the same effects as the stream (see `crate::aof`).
+    pub(crate) aof: Arc<crate::aof::Aof>,
 }
 
 impl Repl {
@@ -282,6 +284,7 @@ impl Repl {
             master_db: std::sync::atomic::AtomicUsize::new(0),
             failover: Mutex::new(Failover::default()),
             fullsync: fullsync::Broker::default(),
+            aof: Arc::new(crate::aof::Aof::new()),
         }
     }
 
@@ -293,6 +296,11 @@ impl Repl {
     /// Whether writes are being propagated.
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Whether writes' effects are wanted: by replicas or by the append-only file.
+    pub fn propagating(&self) -> bool {
+        self.active() || self.aof.on()
     }
 
     /// Starts propagating (the first replica attached).
@@ -324,7 +332,11 @@ impl Repl {
     /// MULTI/EXEC (Redis 7's effects replication of scripts and transactions). Called with
     /// the command's shard locks held.
     pub fn propagate(&self, cmds: &[(usize, Vec<Bytes>)]) {
-        if cmds.is_empty() || !self.active() {
+        if cmds.is_empty() {
+            return;
+        }
+        self.aof.append(cmds);
+        if !self.active() {
             return;
         }
         let mut scratch = Vec::new();
@@ -414,7 +426,7 @@ pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace
         .deletions()
         .set_field_hook(Box::new(move |db, key, field| {
             if let Some(r) = r.upgrade()
-                && r.active()
+                && r.propagating()
             {
                 r.propagate(&[(
                     db,
@@ -429,7 +441,7 @@ pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace
     let r = Arc::downgrade(repl);
     keyspace.deletions().set_hook(Box::new(move |db, key| {
         if let Some(r) = r.upgrade()
-            && r.active()
+            && r.propagating()
         {
             r.propagate(&[(
                 db,

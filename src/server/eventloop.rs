@@ -560,6 +560,11 @@ fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 conn.queued = false;
             }
         }
+        // What the replies acknowledge reaches the append-only file first (and the disk,
+        // with `appendfsync always`), as Redis flushes it before writing replies.
+        if !state.writes.borrow().is_empty() {
+            shared.repl.aof.before_reply();
+        }
         // Write every pending reply, one send per connection.
         state.write_pass();
         // The clock is read for the cron only every 32 turns, or when a wait timed out.
@@ -803,6 +808,9 @@ fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushe
     if wbuf.is_empty() {
         return Flushed::Done;
     }
+    // Nothing acknowledged leaves before it is in the append-only file (a no-op after the
+    // turn's own flush, below, unless another loop appended meanwhile).
+    shared.repl.aof.before_reply();
     // `client-output-buffer-limit normal`: a client near its limits is the tokio path's
     // to judge (it closes it, or starts the soft limit's clock), before anything is
     // written, as Redis checks when it adds a reply. With no limit set (the default) this

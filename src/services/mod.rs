@@ -5,6 +5,7 @@
 //! the MONITOR feed (`monitor`), RDB persistence's scheduling (`persist`) and the memory cap
 //! at dispatch (`maxmemory`).
 
+pub(crate) mod aof;
 pub(crate) mod blocking;
 pub(crate) mod latency;
 pub(crate) mod maxmemory;

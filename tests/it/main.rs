@@ -5,6 +5,7 @@
 #![allow(unreachable_pub)]
 
 mod alloc;
+mod aof;
 mod blocking;
 mod clientcmds;
 mod cluster;
