@@ -97,7 +97,8 @@ pub(crate) struct Aof {
     files: Mutex<Files>,
     /// Wakes the fsync thread early (a stop).
     wake: Condvar,
-    wake_lock: Mutex<bool>,
+    /// Set (under its lock, so no wake-up is missed) when the fsync thread must end.
+    stop_sync: Mutex<bool>,
     /// INFO's counters.
     pub(crate) stats: Stats,
 }
@@ -184,7 +185,7 @@ impl Aof {
                 incr_size: 0,
             }),
             wake: Condvar::new(),
-            wake_lock: Mutex::new(false),
+            stop_sync: Mutex::new(false),
             stats: Stats::default(),
         }
     }
@@ -425,33 +426,38 @@ impl Aof {
     }
 
     /// Starts the `sluice-aof-fsync` thread: the everysec sync, about once a second, until
-    /// `stopping` returns true.
-    pub(crate) fn spawn_fsync_thread(
-        self: &Arc<Self>,
-        stopping: impl Fn() -> bool + Send + 'static,
-    ) -> Option<std::thread::JoinHandle<()>> {
+    /// [`Aof::stop_fsync_thread`].
+    pub(crate) fn spawn_fsync_thread(self: &Arc<Self>) -> Option<std::thread::JoinHandle<()>> {
+        *lock(&self.stop_sync) = false;
         let aof = Arc::downgrade(self);
         std::thread::Builder::new()
             .name("sluice-aof-fsync".into())
             .spawn(move || {
                 loop {
                     let Some(a) = aof.upgrade() else { return };
-                    if stopping() {
-                        return;
-                    }
                     if a.on() && a.fsync() == Fsync::EverySec {
                         a.sync_written();
                     }
-                    let guard = lock(&a.wake_lock);
-                    let _ = a.wake.wait_timeout(guard, Duration::from_secs(1));
+                    let stop = lock(&a.stop_sync);
+                    if *stop {
+                        return;
+                    }
+                    let (stop, _) = a
+                        .wake
+                        .wait_timeout(stop, Duration::from_secs(1))
+                        .unwrap_or_else(|e| e.into_inner());
+                    if *stop {
+                        return;
+                    }
                 }
             })
             .map_err(|e| tracing::warn!("cannot start the AOF sync thread: {e}"))
             .ok()
     }
 
-    /// Wakes the fsync thread (it then checks whether to stop).
-    pub(crate) fn wake_fsync_thread(&self) {
+    /// Ends the fsync thread (at once: it is waiting, or checks the flag before waiting).
+    pub(crate) fn stop_fsync_thread(&self) {
+        *lock(&self.stop_sync) = true;
         self.wake.notify_all();
     }
 }

@@ -287,6 +287,12 @@ pub struct ReplSettings {
     pub ping_period: u64,
     /// `repl-timeout` (seconds without data before a link is considered broken).
     pub timeout: u64,
+    /// `min-replicas-to-write`: refuse writes (NOREPLICAS) unless this many replicas are
+    /// good (0: never).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`: a replica is good if it acknowledged within this many
+    /// seconds (0: the check is off).
+    pub min_replicas_max_lag: u64,
 }
 
 impl Default for ReplSettings {
@@ -300,6 +306,8 @@ impl Default for ReplSettings {
             announce_ip: None,
             announce_port: 0,
             announced: true,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             backlog_size: 1024 * 1024,
             ping_period: 10,
             timeout: 60,

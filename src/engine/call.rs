@@ -298,6 +298,22 @@ fn client_policy<'s>(
     if let Some(reply) = crate::services::persist::misconf(shared, spec) {
         return Err(reject(shared, client, Some(entry), reply));
     }
+    // NOREPLICAS: writes (an EXEC that queued one too) refused on a master without enough
+    // good replicas (`min-replicas-to-write`, `min-replicas-max-lag`).
+    let (needed, max_lag) = shared.live.min_replicas();
+    if needed > 0
+        && !client.master_link
+        && (spec.has(CmdFlags::WRITE)
+            || (spec.roles.contains(Roles::EXEC) && queued_write(shared, client)))
+        && !shared.repl.enough_good_replicas(needed, max_lag)
+    {
+        return Err(reject(
+            shared,
+            client,
+            Some(entry),
+            Reply::Error(NOREPLICAS.into()),
+        ));
+    }
     if spec.has(CmdFlags::WRITE) && crate::engine::read_only_replica(shared, client) {
         return Err(reject(
             shared,
@@ -325,6 +341,21 @@ fn client_policy<'s>(
     Ok(routed)
 }
 
+/// Redis's reply to a write on a master without enough good replicas.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Whether the client's MULTI queue holds a write.
+fn queued_write(shared: &Shared, client: &ClientState) -> bool {
+    client.multi.as_ref().is_some_and(|queue| {
+        queue.iter().any(|q| {
+            shared
+                .table
+                .entry(crate::engine::table::CmdId(q.cmd))
+                .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
+        })
+    })
+}
+
 /// A script's call: refused as Redis refuses it from scripts (the reply text), or allowed.
 fn script_policy(
     shared: &Shared,
@@ -344,6 +375,12 @@ fn script_policy(
     }
     if writes && crate::engine::read_only_replica(shared, client) {
         return Some(Reply::Error(crate::engine::READONLY.into()));
+    }
+    if writes {
+        let (needed, max_lag) = shared.live.min_replicas();
+        if needed > 0 && !shared.repl.enough_good_replicas(needed, max_lag) {
+            return Some(Reply::Error(NOREPLICAS.into()));
+        }
     }
     let maxmemory = shared.live.maxmemory();
     if maxmemory > 0

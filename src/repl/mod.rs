@@ -385,6 +385,27 @@ impl Repl {
         self.feed().offset
     }
 
+    /// Replicas that are good for `min-replicas-to-write`: online, and acknowledged within
+    /// `max_lag_s` seconds (Redis's `refreshGoodSlavesCount`, whole seconds).
+    pub fn good_replicas(&self, max_lag_s: u64) -> u64 {
+        self.replicas()
+            .iter()
+            .filter(|r| {
+                r.state == "online"
+                    && r.ack_at
+                        .lock()
+                        .map(|t| t.elapsed().as_secs() <= max_lag_s)
+                        .unwrap_or(false)
+            })
+            .count() as u64
+    }
+
+    /// Redis's `checkGoodReplicasStatus`: a master with `min-replicas-to-write` set has
+    /// enough good replicas (a replica always has).
+    pub fn enough_good_replicas(&self, needed: u64, max_lag_s: u64) -> bool {
+        needed == 0 || self.is_replica() || self.good_replicas(max_lag_s) >= needed
+    }
+
     /// Replicas whose acknowledged offset is at least `offset`.
     pub fn acked_at_least(&self, offset: u64) -> usize {
         self.replicas()

@@ -358,6 +358,9 @@ fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
     shared.repl.loading.store(false, Ordering::Relaxed);
     let loaded =
         loaded.map_err(|e| broken(format!("cannot load the master's RDB payload: {e}")))?;
+    // The append-only file starts over from the new data set, as Redis's replica restarts
+    // it after a full resynchronization.
+    crate::services::aof::restart_after_full_sync(shared);
     let dump = crate::rdb::dump_functions(loaded.functions.iter().map(|c| &c[..]));
     if let Err(e) = shared
         .scripts
@@ -417,6 +420,14 @@ async fn stream(
                 let reply = engine::execute(shared, &mut client, &args);
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
+                }
+                // A replica's append-only file logs what it applies from its master (the
+                // file selects databases itself; REPLCONF is the link's, not data).
+                if shared.repl.aof.on()
+                    && !args[0].eq_ignore_ascii_case(b"select")
+                    && !args[0].eq_ignore_ascii_case(b"replconf")
+                {
+                    shared.repl.aof.append(&[(client.db, args.clone())]);
                 }
             }
             if client.multi.is_some() {

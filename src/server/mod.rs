@@ -318,13 +318,7 @@ impl Server {
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
-        let aof_fsync = {
-            let stop = shared.shutdown.clone();
-            shared
-                .repl
-                .aof
-                .spawn_fsync_thread(move || stop.is_cancelled())
-        };
+        let aof_fsync = shared.repl.aof.spawn_fsync_thread();
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         // On the reapers' thread, with the link it starts: its ping timer would otherwise

@@ -387,6 +387,19 @@ pub(crate) fn configured(shared: &Shared) {
     }
 }
 
+/// After a replica loaded its master's snapshot: the AOF (if on) starts over with a base
+/// of the new data (the old files stay the loadable ones until that base is written).
+pub(crate) fn restart_after_full_sync(shared: &Shared) {
+    let aof = &shared.repl.aof;
+    if aof.state() == State::Off {
+        return;
+    }
+    aof.stop();
+    if !start_rewrite(shared) {
+        aof.stats.scheduled.store(true, Ordering::Release);
+    }
+}
+
 /// One tick of the save timer: a scheduled rewrite, or the automatic one when the files
 /// grew by `auto-aof-rewrite-percentage` over the last base (and past `-min-size`).
 pub(crate) fn tick(shared: &Shared) {
@@ -423,7 +436,7 @@ pub(crate) fn flush_on_exit(shared: &Shared) {
     if aof.on() {
         aof.flush_all();
     }
-    aof.wake_fsync_thread();
+    aof.stop_fsync_thread();
 }
 
 /// Redis's MISCONF for a failed AOF write (None while writes succeed).

@@ -30,6 +30,7 @@ mod iobackend;
 mod layers;
 mod limits;
 mod memory;
+mod min_replicas;
 mod notifications;
 mod observe;
 mod operators;

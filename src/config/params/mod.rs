@@ -819,13 +819,20 @@ pub static PARAMS: &[Param] = &[
         .inert("sluice's expiry reaper has its own schedule"),
     p("min-replicas-to-write", Int(0, INT_MAX), "0")
         .alias("min-slaves-to-write")
-        .only(
-            &["0"],
-            "sluice has no replicas to count, so it would refuse every write",
-        ),
+        .listed()
+        .get(|c| c.repl.min_replicas_to_write.to_string())
+        .set(|c, v, _| {
+            c.repl.min_replicas_to_write = int(v)?;
+            Ok(())
+        }),
     p("min-replicas-max-lag", Int(0, INT_MAX), "10")
         .alias("min-slaves-max-lag")
-        .inert(REPL),
+        .listed()
+        .get(|c| c.repl.min_replicas_max_lag.to_string())
+        .set(|c, v, _| {
+            c.repl.min_replicas_max_lag = int(v)?;
+            Ok(())
+        }),
     p("shutdown-timeout", Int(0, INT_MAX), "10")
         .inert("sluice waits at most 5 s for clients at shutdown"),
     p("repl-diskless-sync-max-replicas", Int(0, INT_MAX), "0").inert(REPL),
