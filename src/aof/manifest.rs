@@ -350,12 +350,14 @@ mod tests {
 
     #[test]
     fn odd_names_are_quoted() {
-        let mut m = Manifest::default();
-        m.base = Some(Entry {
-            name: "a b".into(),
-            seq: 1,
-            kind: Kind::Base,
-        });
+        let m = Manifest {
+            base: Some(Entry {
+                name: "a b".into(),
+                seq: 1,
+                kind: Kind::Base,
+            }),
+            ..Manifest::default()
+        };
         assert_eq!(m.render(), "file \"a b\" seq 1 type b\n");
         assert_eq!(Manifest::parse(m.render().as_bytes()).unwrap().base, m.base);
     }

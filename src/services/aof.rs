@@ -373,11 +373,9 @@ pub(crate) fn configured(shared: &Shared) {
     let aof = &shared.repl.aof;
     aof.set_fsync(fsync);
     match (enabled, aof.state()) {
-        (true, State::Off) => {
-            if !start_rewrite(shared) {
-                // A rewrite already runs (BGREWRITEAOF with the AOF off): start after it.
-                aof.stats.scheduled.store(true, Ordering::Release);
-            }
+        // A rewrite already runs (BGREWRITEAOF with the AOF off): start after it.
+        (true, State::Off) if !start_rewrite(shared) => {
+            aof.stats.scheduled.store(true, Ordering::Release);
         }
         (false, State::On | State::WaitRewrite) => {
             aof.stop();
