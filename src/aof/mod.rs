@@ -425,7 +425,8 @@ impl Aof {
         lock(&self.pending).db = None;
     }
 
-    /// Starts the `sluice-aof-fsync` thread: the everysec sync, about once a second, until
+    /// Starts the `sluice-aof-fsync` thread: about once a second, what is still in the buffer
+    /// goes into the file, and with everysec the file is synced; until
     /// [`Aof::stop_fsync_thread`].
     pub(crate) fn spawn_fsync_thread(self: &Arc<Self>) -> Option<std::thread::JoinHandle<()>> {
         *lock(&self.stop_sync) = false;
@@ -435,8 +436,13 @@ impl Aof {
             .spawn(move || {
                 loop {
                     let Some(a) = aof.upgrade() else { return };
-                    if a.on() && a.fsync() == Fsync::EverySec {
-                        a.sync_written();
+                    if a.on() {
+                        // Writes no reply waits for (keys the reapers expire while no client
+                        // is served) reach the file within about a second too.
+                        a.before_reply();
+                        if a.fsync() == Fsync::EverySec {
+                            a.sync_written();
+                        }
                     }
                     let stop = lock(&a.stop_sync);
                     if *stop {

@@ -441,6 +441,9 @@ async fn stream(
             }
             shared.repl.master_db.store(client.db, Ordering::Relaxed);
         }
+        // What was applied reaches this replica's append-only file, as a master's writes do
+        // before their replies.
+        shared.repl.aof.before_reply();
         tokio::select! {
             r = tokio::time::timeout(timeout, rd.read_buf(&mut buf)) => match r {
                 Err(_) => return Err(broken("timeout: no data from master")),
@@ -455,6 +458,9 @@ async fn stream(
 }
 
 async fn send_ack(shared: &Shared, wr: &mut tokio::net::tcp::OwnedWriteHalf) -> Io<()> {
+    // An acknowledged offset is in this replica's append-only file first (and on disk with
+    // `appendfsync always`), as Redis's ACK leaves after its AOF flush.
+    shared.repl.aof.before_reply();
     let offset = shared.repl.offset().to_string();
     let mut out = Vec::new();
     encode_command(

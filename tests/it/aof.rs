@@ -494,3 +494,52 @@ fn config_set_appendonly_at_run_time_and_info_fields() {
         ":1\r\n"
     );
 }
+
+/// A replica with the AOF logs what it applies from its master: killed with `kill -9` and
+/// started alone on its folder, it has the master's writes.
+#[test]
+fn a_replica_logs_its_masters_writes() {
+    let master = crate::support::sluice();
+    let mut m = Conn::connect(master.addr());
+    text(&mut m, &["SET", "before", "sync"]);
+    let dir = tempfile::tempdir().unwrap();
+    let port = master.addr().port().to_string();
+    let mut r = Proc::sluice(
+        dir.path(),
+        &[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+        ],
+    );
+    let mut rc = r.conn();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while text(&mut rc, &["GET", "before"]) != "$4\r\nsync\r\n" {
+        assert!(Instant::now() < deadline, "the replica did not sync");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    text(&mut m, &["INCR", "n"]);
+    text(&mut m, &["SELECT", "2"]);
+    text(&mut m, &["RPUSH", "l", "a", "b"]);
+    assert_eq!(text(&mut m, &["WAIT", "1", "5000"]), ":1\r\n");
+    // The replica's rewrite after its full sync ran (its base holds `before`).
+    wait_rewrites(&mut rc, 1);
+    // Past the replica's flush (it writes what it applied before reading more).
+    std::thread::sleep(Duration::from_millis(100));
+    r.kill9();
+    let s = Proc::sluice(dir.path(), &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    assert_eq!(
+        text(&mut c, &["MGET", "before", "n"]),
+        "*2\r\n$4\r\nsync\r\n$1\r\n1\r\n"
+    );
+    text(&mut c, &["SELECT", "2"]);
+    assert_eq!(
+        text(&mut c, &["LRANGE", "l", "0", "-1"]),
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+    );
+}
