@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc_stats;
+pub(crate) mod aof;
 pub mod client;
 pub mod clock;
 pub mod cluster;

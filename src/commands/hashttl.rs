@@ -154,7 +154,7 @@ impl Cond {
 
 /// Whether this command's effects go to replicas (the rule of `repl::effects::note`).
 pub(super) fn propagating(ctx: &Ctx<'_>) -> bool {
-    ctx.shared.repl.active() && !ctx.client.master_link
+    ctx.shared.repl.propagating() && !ctx.client.master_link
 }
 
 /// Notes `HDEL key field` for replicas (a field deleted by expiry, Redis's

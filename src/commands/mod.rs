@@ -38,7 +38,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -67,6 +67,7 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
         blocking::COMMANDS,
         functions::COMMANDS,
         persist::COMMANDS,
+        crate::services::aof::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,

@@ -752,6 +752,7 @@ impl Command for TestModeReset {
         }
         shared.configure_notifications();
         shared.acl.reset(&shared.table, started);
+        crate::services::aof::configured(shared);
         shared.repl.feed().resize(started.repl.backlog_size);
         if let Ok(mut params) = shared.params.lock() {
             params.clear();

@@ -6,7 +6,7 @@
 //!
 //! Each directive is first checked against its row of [`params`] (its type, with Redis's
 //! error texts), then, by the row's effect, one of:
-//! - acted on (`Config::apply`), or matching what sluice always does (`appendonly no`);
+//! - acted on (`Config::apply`), or matching what sluice always does (`syslog-enabled no`);
 //! - accepted without effect, with one warning naming it and where it was (`hz 10` tunes
 //!   something sluice does not have), so an operator's existing file works;
 //! - refused, when it asks for behaviour sluice cannot provide (`daemonize yes`,
@@ -421,7 +421,7 @@ mod tests {
 
     #[test]
     fn every_problem_at_once_with_line_numbers() {
-        let text = "port 7000\nhz 10\nfrobnicate yes\ndaemonize yes\nrename-command FLUSHALL \"\"\nport notanumber\nappendonly yes\n";
+        let text = "port 7000\nhz 10\nfrobnicate yes\ndaemonize yes\nrename-command FLUSHALL \"\"\nport notanumber\nsyslog-enabled yes\n";
         let Err(Problems(p)) = from_text("r.conf", text) else {
             panic!("should fail");
         };
@@ -435,7 +435,7 @@ mod tests {
         );
         assert!(
             p.iter()
-                .any(|l| l.starts_with("r.conf:7: 'appendonly yes'"))
+                .any(|l| l.starts_with("r.conf:7: 'syslog-enabled yes'"))
         );
     }
 
@@ -443,14 +443,14 @@ mod tests {
     fn warnings_name_directive_and_line() {
         let loaded = from_text(
             "r.conf",
-            "# c\n\nhz 10\nsave \"\"\nsave 900 1\nappendfsync always\nappendonly no\nsave \"60 100\"\n",
+            "# c\n\nhz 10\nsave \"\"\nsave 900 1\naof-timestamp-enabled no\nappendonly no\nsave \"60 100\"\n",
         )
         .unwrap();
         assert_eq!(
             loaded.warnings,
             vec![
                 "r.conf:3: 'hz 10' accepted without effect: sluice's expiry reaper has its own schedule".to_string(),
-                "r.conf:6: 'appendfsync always' accepted without effect: sluice writes RDB snapshots only, no AOF".to_string(),
+                "r.conf:6: 'aof-timestamp-enabled no' accepted without effect: sluice's append-only file does not have this knob".to_string(),
             ]
         );
         assert_eq!(loaded.config.save, vec![(900, 1), (60, 100)]);
@@ -479,7 +479,7 @@ mod tests {
     fn a_later_value_overrides_a_refused_one() {
         let loaded = from_text(
             "r.conf",
-            "daemonize yes\ndaemonize no\nappendonly yes\nappendonly no\n",
+            "daemonize yes\ndaemonize no\nsyslog-enabled yes\nsyslog-enabled no\n",
         );
         assert!(loaded.is_ok(), "{loaded:?}");
     }

@@ -32,7 +32,8 @@ pub struct LiveSettings {
     notify: std::sync::atomic::AtomicU32,
     script_global: std::sync::atomic::AtomicBool,
     hll_sparse_max_bytes: AtomicUsize,
-    min_replicas_to_write: AtomicU64,
+    /// `min-replicas-to-write`, 0 when `min-replicas-max-lag` is 0 (the check is then off).
+    min_replicas: AtomicU64,
     min_replicas_max_lag: AtomicU64,
     stream_node_bytes: AtomicUsize,
     stream_node_entries: AtomicUsize,
@@ -46,8 +47,26 @@ impl LiveSettings {
         live
     }
 
+    /// `min-replicas-to-write` and `min-replicas-max-lag` as Redis applies them: (needed,
+    /// max lag in seconds), needed 0 when the check is off.
+    pub fn min_replicas(&self) -> (u64, u64) {
+        (
+            self.min_replicas.load(Ordering::Relaxed),
+            self.min_replicas_max_lag.load(Ordering::Relaxed),
+        )
+    }
+
     /// Publishes `config`'s values.
     pub fn store(&self, config: &Config) {
+        let r = &config.repl;
+        let needed = if r.min_replicas_max_lag == 0 {
+            0
+        } else {
+            r.min_replicas_to_write
+        };
+        self.min_replicas.store(needed, Ordering::Relaxed);
+        self.min_replicas_max_lag
+            .store(r.min_replicas_max_lag, Ordering::Relaxed);
         self.maxmemory.store(config.maxmemory, Ordering::Relaxed);
         self.policy
             .store(config.maxmemory_policy as u8, Ordering::Relaxed);
@@ -88,22 +107,10 @@ impl LiveSettings {
             .store(config.lua_script_global, Ordering::Relaxed);
         self.hll_sparse_max_bytes
             .store(config.hll_sparse_max_bytes, Ordering::Relaxed);
-        self.min_replicas_to_write
-            .store(config.min_replicas_to_write, Ordering::Relaxed);
-        self.min_replicas_max_lag
-            .store(config.min_replicas_max_lag, Ordering::Relaxed);
         self.stream_node_bytes
             .store(config.stream_node_max_bytes, Ordering::Relaxed);
         self.stream_node_entries
             .store(config.stream_node_max_entries, Ordering::Relaxed);
-    }
-
-    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds).
-    pub fn min_replicas(&self) -> (u64, u64) {
-        (
-            self.min_replicas_to_write.load(Ordering::Relaxed),
-            self.min_replicas_max_lag.load(Ordering::Relaxed),
-        )
     }
 
     /// `stream-node-max-bytes` and `stream-node-max-entries`.

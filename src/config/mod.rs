@@ -23,6 +23,75 @@ pub use crate::protocol::request::split_args;
 /// Most event-loop threads `threads` accepts.
 pub const MAX_THREADS: usize = 1024;
 
+/// When the append-only file is synced to disk (`appendfsync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    /// After every write, before its reply leaves.
+    Always,
+    /// About once a second, on a thread of its own.
+    #[default]
+    EverySec,
+    /// When the kernel decides.
+    No,
+}
+
+impl Fsync {
+    /// Its name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+
+    /// Parses a checked value.
+    pub fn parse(v: &str) -> Fsync {
+        match v.to_ascii_lowercase().as_str() {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// The append-only file's settings (Redis 7.0's multi-part AOF; see `crate::aof`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AofSettings {
+    /// `appendonly`: log every write.
+    pub enabled: bool,
+    /// `appendfsync`.
+    pub fsync: Fsync,
+    /// `appendfilename`: the files' common prefix.
+    pub filename: String,
+    /// `appenddirname`: the folder inside `dir` holding the files.
+    pub dirname: String,
+    /// `aof-load-truncated`: load a last file cut short (and truncate it) instead of
+    /// refusing to start.
+    pub load_truncated: bool,
+    /// `aof-use-rdb-preamble`: base files are RDB files (else commands).
+    pub use_rdb_preamble: bool,
+    /// `auto-aof-rewrite-percentage` (0: never automatically).
+    pub rewrite_percentage: u64,
+    /// `auto-aof-rewrite-min-size` in bytes.
+    pub rewrite_min_size: u64,
+}
+
+impl Default for AofSettings {
+    fn default() -> Self {
+        AofSettings {
+            enabled: false,
+            fsync: Fsync::EverySec,
+            filename: "appendonly.aof".into(),
+            dirname: "appendonlydir".into(),
+            load_truncated: true,
+            use_rdb_preamble: true,
+            rewrite_percentage: 100,
+            rewrite_min_size: 64 * 1024 * 1024,
+        }
+    }
+}
+
 /// Everything the server needs to start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -119,10 +188,6 @@ pub struct Config {
     pub latency_tracking: bool,
     /// CLIENT TRACKING's table keeps at most this many keys (0: no bound).
     pub tracking_table_max_keys: u64,
-    /// Writes are refused with fewer good replicas than this (0: never).
-    pub min_replicas_to_write: u64,
-    /// A replica is good while its last acknowledgement is at most this many seconds old.
-    pub min_replicas_max_lag: u64,
     /// `maxmemory-clients`, as set (a size, or a percentage of maxmemory): kept for CONFIG
     /// GET; sluice does not evict clients by their memory.
     pub maxmemory_clients: String,
@@ -166,6 +231,8 @@ pub struct Config {
     /// `stop-writes-on-bgsave-error`: refuse writes (MISCONF) while the last background
     /// save failed and save points are configured.
     pub stop_writes_on_bgsave_error: bool,
+    /// The append-only file's settings (`appendonly`, `appendfsync`, …).
+    pub aof: AofSettings,
     /// Replication settings (`replicaof`, `masterauth`, `replica-read-only`…).
     pub repl: ReplSettings,
     /// The config file the server was started from, absolute (CONFIG REWRITE rewrites it;
@@ -248,6 +315,12 @@ pub struct ReplSettings {
     pub ping_period: u64,
     /// `repl-timeout` (seconds without data before a link is considered broken).
     pub timeout: u64,
+    /// `min-replicas-to-write`: refuse writes (NOREPLICAS) unless this many replicas are
+    /// good (0: never).
+    pub min_replicas_to_write: u64,
+    /// `min-replicas-max-lag`: a replica is good if it acknowledged within this many
+    /// seconds (0: the check is off).
+    pub min_replicas_max_lag: u64,
 }
 
 impl Default for ReplSettings {
@@ -261,6 +334,8 @@ impl Default for ReplSettings {
             announce_ip: None,
             announce_port: 0,
             announced: true,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             backlog_size: 1024 * 1024,
             ping_period: 10,
             timeout: 60,
@@ -383,8 +458,6 @@ impl Default for Config {
             latency_monitor_threshold: 0,
             latency_tracking: true,
             tracking_table_max_keys: 1_000_000,
-            min_replicas_to_write: 0,
-            min_replicas_max_lag: 10,
             maxmemory_clients: "0".into(),
             cluster_enabled: false,
             cluster_config_file: None,
@@ -405,6 +478,7 @@ impl Default for Config {
             dbfilename: "dump.rdb".into(),
             rdbchecksum: true,
             stop_writes_on_bgsave_error: true,
+            aof: AofSettings::default(),
             config_file: None,
             enable_protected_configs: Allowed::No,
             enable_debug_command: None,
@@ -604,6 +678,11 @@ impl Config {
             Some(d) => std::path::PathBuf::from(d),
             None => std::env::current_dir().unwrap_or_else(|_| ".".into()),
         }
+    }
+
+    /// The append-only files' folder: `dir/appenddirname`.
+    pub fn aof_dir(&self) -> std::path::PathBuf {
+        self.rdb_dir().join(&self.aof.dirname)
     }
 
     /// The RDB file: `dir/dbfilename`.

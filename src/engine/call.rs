@@ -70,7 +70,6 @@ pub struct ScriptRules {
 const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script";
-const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
@@ -390,12 +389,14 @@ fn client_policy<'s>(
     if let Some(reply) = crate::services::persist::misconf(shared, spec) {
         return Err(reject(shared, client, Some(entry), reply));
     }
-    // min-replicas-to-write: writes need enough replicas that acknowledged lately.
-    let (to_write, max_lag) = shared.live.min_replicas();
-    if to_write > 0
-        && spec.has(CmdFlags::WRITE)
+    // NOREPLICAS: writes (an EXEC that queued one too) refused on a master without enough
+    // good replicas (`min-replicas-to-write`, `min-replicas-max-lag`).
+    let (needed, max_lag) = shared.live.min_replicas();
+    if needed > 0
         && !client.master_link
-        && !shared.repl.enough_good_replicas(to_write, max_lag)
+        && (spec.has(CmdFlags::WRITE)
+            || (spec.roles.contains(Roles::EXEC) && queued_write(shared, client)))
+        && !shared.repl.enough_good_replicas(needed, max_lag)
     {
         return Err(reject(
             shared,
@@ -429,6 +430,21 @@ fn client_policy<'s>(
         ));
     }
     Ok(routed)
+}
+
+/// Redis's reply to a write on a master without enough good replicas.
+pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
+/// Whether the client's MULTI queue holds a write.
+fn queued_write(shared: &Shared, client: &ClientState) -> bool {
+    client.multi.as_ref().is_some_and(|queue| {
+        queue.iter().any(|q| {
+            shared
+                .table
+                .entry(crate::engine::table::CmdId(q.cmd))
+                .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
+        })
+    })
 }
 
 /// A script's call: refused as Redis refuses it from scripts (the reply text), or allowed.
@@ -465,13 +481,11 @@ fn script_policy(
     if writes && crate::engine::read_only_replica(shared, client) {
         return Some(Reply::Error(crate::engine::READONLY.into()));
     }
-    let (to_write, max_lag) = shared.live.min_replicas();
-    if writes
-        && to_write > 0
-        && !client.master_link
-        && !shared.repl.enough_good_replicas(to_write, max_lag)
-    {
-        return Some(Reply::Error(NOREPLICAS.into()));
+    if writes {
+        let (needed, max_lag) = shared.live.min_replicas();
+        if needed > 0 && !shared.repl.enough_good_replicas(needed, max_lag) {
+            return Some(Reply::Error(NOREPLICAS.into()));
+        }
     }
     let maxmemory = shared.live.maxmemory();
     if maxmemory > 0

@@ -75,6 +75,8 @@ pub(crate) struct SaveOptions {
     pub checksum: bool,
     /// Keys whose expiry is before this Unix ms are left out (already logically gone).
     pub now_ms: u64,
+    /// The file is an append-only file's base (the `aof-base` AUX field is 1).
+    pub aof_base: bool,
 }
 
 /// What a save wrote.
@@ -220,7 +222,7 @@ fn write_file<'a>(
         ("redis-bits", "64"),
         ("ctime", ctime.as_str()),
         ("used-mem", used.as_str()),
-        ("aof-base", "0"),
+        ("aof-base", if opts.aof_base { "1" } else { "0" }),
     ] {
         buf.clear();
         buf.push(OPCODE_AUX);

@@ -83,7 +83,7 @@ pub(crate) fn note(
     args: &[Bytes],
     reply: &Reply,
 ) {
-    if !ctx.shared.repl.active() || ctx.client.master_link || reply.is_error() {
+    if !ctx.shared.repl.propagating() || ctx.client.master_link || reply.is_error() {
         return;
     }
     if !spec.has(CmdFlags::WRITE) {
@@ -191,7 +191,7 @@ pub(crate) fn note(
 /// Notes the effect of a blocked client served later (see `services::blocking`): the
 /// non-blocking form of its pop, `argv`.
 pub(crate) fn note_served(ctx: &mut Ctx<'_>, db: usize, argv: Vec<Bytes>) {
-    if ctx.shared.repl.active() {
+    if ctx.shared.repl.propagating() {
         ctx.propagate.push((db, argv));
     }
 }

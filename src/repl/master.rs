@@ -34,6 +34,7 @@ fn snapshot_inputs(shared: &Shared) -> fullsync::Inputs {
         checksum: true,
         // Keys whose time has passed go too: the replica drops them on the master's DEL.
         now_ms: 0,
+        aof_base: false,
     };
     drop(config);
     fullsync::Inputs {

@@ -264,6 +264,8 @@ pub struct Repl {
     pub failover: Mutex<Failover>,
     /// The snapshot full resynchronizations share (see `fullsync`).
     pub(crate) fullsync: fullsync::Broker,
+    /// The append-only file, fed the same effects as the stream (see `crate::aof`).
+    pub(crate) aof: Arc<crate::aof::Aof>,
 }
 
 impl Repl {
@@ -282,6 +284,7 @@ impl Repl {
             master_db: std::sync::atomic::AtomicUsize::new(0),
             failover: Mutex::new(Failover::default()),
             fullsync: fullsync::Broker::default(),
+            aof: Arc::new(crate::aof::Aof::new()),
         }
     }
 
@@ -293,6 +296,11 @@ impl Repl {
     /// Whether writes are being propagated.
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Whether writes' effects are wanted: by replicas or by the append-only file.
+    pub fn propagating(&self) -> bool {
+        self.active() || self.aof.on()
     }
 
     /// Starts propagating (the first replica attached).
@@ -324,7 +332,11 @@ impl Repl {
     /// MULTI/EXEC (Redis 7's effects replication of scripts and transactions). Called with
     /// the command's shard locks held.
     pub fn propagate(&self, cmds: &[(usize, Vec<Bytes>)]) {
-        if cmds.is_empty() || !self.active() {
+        if cmds.is_empty() {
+            return;
+        }
+        self.aof.append(cmds);
+        if !self.active() {
             return;
         }
         let mut scratch = Vec::new();
@@ -373,26 +385,25 @@ impl Repl {
         self.feed().offset
     }
 
-    /// Redis's `checkGoodReplicasStatus`: whether a write may go ahead under
-    /// `min-replicas-to-write` (`to_write`) and `min-replicas-max-lag` (`max_lag`, seconds):
-    /// a replica itself, or either setting 0, never refuses; otherwise at least `to_write`
-    /// online replicas must have acknowledged within `max_lag` seconds.
-    pub fn enough_good_replicas(&self, to_write: u64, max_lag: u64) -> bool {
-        if to_write == 0 || max_lag == 0 || self.is_replica() {
-            return true;
-        }
-        let good = self
-            .replicas()
+    /// Replicas that are good for `min-replicas-to-write`: online, and acknowledged within
+    /// `max_lag_s` seconds (Redis's `refreshGoodSlavesCount`, whole seconds).
+    pub fn good_replicas(&self, max_lag_s: u64) -> u64 {
+        self.replicas()
             .iter()
             .filter(|r| {
                 r.state == "online"
                     && r.ack_at
                         .lock()
-                        .map(|at| at.elapsed().as_secs() <= max_lag)
+                        .map(|t| t.elapsed().as_secs() <= max_lag_s)
                         .unwrap_or(false)
             })
-            .count();
-        good as u64 >= to_write
+            .count() as u64
+    }
+
+    /// Redis's `checkGoodReplicasStatus`: a master with `min-replicas-to-write` set has
+    /// enough good replicas (a replica always has).
+    pub fn enough_good_replicas(&self, needed: u64, max_lag_s: u64) -> bool {
+        needed == 0 || self.is_replica() || self.good_replicas(max_lag_s) >= needed
     }
 
     /// Replicas whose acknowledged offset is at least `offset`.
@@ -436,7 +447,7 @@ pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace
         .deletions()
         .set_field_hook(Box::new(move |db, key, field| {
             if let Some(r) = r.upgrade()
-                && r.active()
+                && r.propagating()
             {
                 r.propagate(&[(
                     db,
@@ -451,7 +462,7 @@ pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace
     let r = Arc::downgrade(repl);
     keyspace.deletions().set_hook(Box::new(move |db, key| {
         if let Some(r) = r.upgrade()
-            && r.active()
+            && r.propagating()
         {
             r.propagate(&[(
                 db,

@@ -358,6 +358,9 @@ fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
     shared.repl.loading.store(false, Ordering::Relaxed);
     let loaded =
         loaded.map_err(|e| broken(format!("cannot load the master's RDB payload: {e}")))?;
+    // The append-only file starts over from the new data set, as Redis's replica restarts
+    // it after a full resynchronization.
+    crate::services::aof::restart_after_full_sync(shared);
     let dump = crate::rdb::dump_functions(loaded.functions.iter().map(|c| &c[..]));
     if let Err(e) = shared
         .scripts
@@ -418,6 +421,14 @@ async fn stream(
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
                 }
+                // A replica's append-only file logs what it applies from its master (the
+                // file selects databases itself; REPLCONF is the link's, not data).
+                if shared.repl.aof.on()
+                    && !args[0].eq_ignore_ascii_case(b"select")
+                    && !args[0].eq_ignore_ascii_case(b"replconf")
+                {
+                    shared.repl.aof.append(&[(client.db, args.clone())]);
+                }
             }
             if client.multi.is_some() {
                 in_multi.extend_from_slice(&frame);
@@ -430,6 +441,9 @@ async fn stream(
             }
             shared.repl.master_db.store(client.db, Ordering::Relaxed);
         }
+        // What was applied reaches this replica's append-only file, as a master's writes do
+        // before their replies.
+        shared.repl.aof.before_reply();
         tokio::select! {
             r = tokio::time::timeout(timeout, rd.read_buf(&mut buf)) => match r {
                 Err(_) => return Err(broken("timeout: no data from master")),
@@ -444,6 +458,9 @@ async fn stream(
 }
 
 async fn send_ack(shared: &Shared, wr: &mut tokio::net::tcp::OwnedWriteHalf) -> Io<()> {
+    // An acknowledged offset is in this replica's append-only file first (and on disk with
+    // `appendfsync always`), as Redis's ACK leaves after its AOF flush.
+    shared.repl.aof.before_reply();
     let offset = shared.repl.offset().to_string();
     let mut out = Vec::new();
     encode_command(

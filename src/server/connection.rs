@@ -713,6 +713,9 @@ async fn write_out<S: Transport>(
     if wbuf.is_empty() {
         return Ok(());
     }
+    // What the replies acknowledge reaches the append-only file (and, with `appendfsync
+    // always`, the disk) before they leave.
+    shared.repl.aof.before_reply();
     // A subscribed client is held to the pubsub class, counting its queued messages too.
     let queue = client.subscribed().then(|| client.push_queue()).flatten();
     let limit = match queue {

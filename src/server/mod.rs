@@ -285,7 +285,7 @@ impl Server {
                 }
             })?;
         // Before any client is served: Redis loads the file before it accepts either.
-        crate::services::persist::load_at_start(&shared).map_err(ServerError::Load)?;
+        crate::services::aof::load_at_start(&shared).map_err(ServerError::Load)?;
         let loops = loops::Loops::start(
             shared.config().effective_threads(),
             shared.config().io_backend,
@@ -401,6 +401,7 @@ impl Server {
             }
             crate::commands::cluster::sync_role(&shared);
         }
+        let aof_fsync = shared.repl.aof.spawn_fsync_thread();
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
         // On the reapers' thread, with the link it starts: its ping timer would otherwise
@@ -501,6 +502,10 @@ impl Server {
         // A signal (or the embedding program) stopped the server: save as Redis does on
         // SIGTERM when save points are configured. SHUTDOWN decided this already.
         crate::services::persist::save_on_exit(&shared);
+        crate::services::aof::flush_on_exit(&shared);
+        if let Some(t) = aof_fsync {
+            let _ = t.join();
+        }
         if let Some(path) = unix_path {
             // As redis-server does: the socket file goes with the server.
             let _ = std::fs::remove_file(path);

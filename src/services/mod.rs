@@ -6,6 +6,7 @@
 //! at dispatch (`maxmemory`), and ACL users with the permission check (`acl`).
 
 pub(crate) mod acl;
+pub(crate) mod aof;
 pub(crate) mod blocking;
 pub(crate) mod latency;
 pub(crate) mod maxmemory;

@@ -180,6 +180,7 @@ impl Job {
                 used_mem: crate::alloc_stats::allocated() as u64,
                 checksum: config.rdbchecksum,
                 now_ms,
+                aof_base: false,
             },
             dir: config.rdb_dir(),
             file: config.rdb_path(),
@@ -332,6 +333,7 @@ fn changes_since_save(shared: &Shared) -> u64 {
 /// One tick of the save points' timer (Redis's serverCron part): a scheduled BGSAVE, or a
 /// save point reached.
 pub(crate) fn tick(shared: &Shared) {
+    super::aof::tick(shared);
     let state = &shared.persist.state;
     if state.saving.load(Ordering::Acquire) {
         return;
@@ -500,6 +502,24 @@ fn record_load(shared: &Shared, loaded: &snapshot::Loaded, changes: u64) {
     state.baseline.store(changes, Ordering::Release);
 }
 
+/// How RDB data is loaded: keys expired before `now_ms` skipped, the sorted sets' encoding
+/// limits applied (the append-only file's RDB base loads with these too).
+pub(crate) fn load_options(shared: &Shared, now_ms: u64) -> LoadOptions {
+    LoadOptions {
+        now_ms,
+        limits: crate::commands::zset::limits(shared),
+    }
+}
+
+/// After a load (the append-only file's): nothing to save yet, as after Redis's load.
+pub(crate) fn nothing_to_save(shared: &Shared) {
+    shared
+        .persist
+        .state
+        .baseline
+        .store(shared.keyspace.changes(), Ordering::Release);
+}
+
 /// The save at exit when no SHUTDOWN decided it (a signal, or the embedding program
 /// stopping the server): as Redis on SIGTERM, only when save points are configured.
 pub(crate) fn save_on_exit(shared: &Shared) {
@@ -539,11 +559,9 @@ pub(crate) fn shutdown_save(
 }
 
 /// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,
-/// save points are configured and `stop-writes-on-bgsave-error` is on.
+/// save points are configured and `stop-writes-on-bgsave-error` is on, or while the
+/// append-only file cannot be written.
 pub(crate) fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
-    if shared.persist.state.last_bgsave_ok.load(Ordering::Acquire) {
-        return None;
-    }
     if !(spec.has(CmdFlags::WRITE)
         || spec
             .roles
@@ -551,13 +569,18 @@ pub(crate) fn misconf(shared: &Shared, spec: &CommandSpec) -> Option<Reply> {
     {
         return None;
     }
-    let refuse = shared
-        .config
-        .read()
-        .is_ok_and(|c: std::sync::RwLockReadGuard<'_, Config>| {
-            c.stop_writes_on_bgsave_error && !c.save.is_empty()
-        });
-    refuse.then(|| Reply::Error(MISCONF.into()))
+    let refuse = !shared.persist.state.last_bgsave_ok.load(Ordering::Acquire)
+        && shared
+            .config
+            .read()
+            .is_ok_and(|c: std::sync::RwLockReadGuard<'_, Config>| {
+                c.stop_writes_on_bgsave_error && !c.save.is_empty()
+            });
+    if refuse {
+        return Some(Reply::Error(MISCONF.into()));
+    }
+    // Then the append-only file's (Redis's `writeCommandsDeniedByDiskError` order).
+    super::aof::write_error(shared).map(|e| Reply::Error(e.into()))
 }
 
 /// INFO's persistence fields, in Redis's order. `changes` is `Keyspace::changes` read

@@ -25,6 +25,7 @@ const FLOOR: &[&str] = &[
 /// Everything above the store (the store and the floor may not reach any of it).
 const ABOVE_STORE: &[&str] = &[
     "rdb",
+    "aof",
     "script",
     "cluster",
     "repl",
@@ -83,6 +84,11 @@ const RULES: &[Rule] = &[
             "repl", "services", "commands", "engine", "server", "testing",
         ],
         why: "the formats, the Lua host and the slot map sit below the engine",
+    },
+    Rule {
+        from: &["aof"],
+        to: &["services", "commands", "engine", "server", "testing"],
+        why: "the append-only file's files and writer sit beside the formats, below the engine",
     },
     Rule {
         from: &["services"],

@@ -6,6 +6,7 @@
 
 mod acl;
 mod alloc;
+mod aof;
 mod blocking;
 mod clientcmds;
 mod cluster;
@@ -31,6 +32,7 @@ mod iobackend;
 mod layers;
 mod limits;
 mod memory;
+mod min_replicas;
 mod notifications;
 mod observe;
 mod operators;

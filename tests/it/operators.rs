@@ -155,7 +155,7 @@ fn debian_stock_conf_serves_with_command_line_overrides() {
     for name in [
         "tcp-backlog",
         "hz",
-        "appendfsync",
+        "no-appendfsync-on-rewrite",
         "lazyfree-lazy-eviction",
         "rdbcompression",
     ] {
@@ -170,7 +170,8 @@ fn debian_stock_conf_serves_with_command_line_overrides() {
         .lines()
         .filter(|l| l.contains("accepted without effect"))
         .count();
-    assert!(warnings > 40, "{warnings} warnings:\n{log}");
+    // (The AOF and min-replicas directives are acted on since the AOF came.)
+    assert!(warnings > 30, "{warnings} warnings:\n{log}");
     assert!(log.contains("Ready to accept connections"), "{log}");
     assert!(!log.contains('\u{1b}'), "no colour codes in a logfile");
     // Implemented directives are not warned about.
@@ -212,7 +213,7 @@ fn every_problem_is_reported_in_one_run() {
     let conf = scratch.path("bad.conf");
     std::fs::write(
         &conf,
-        "# a comment\nport 7000\nhz 10\nreplicaof 127.0.0.1 notaport\nrename-command CONFIG \"\"\nmaxclients lots\nnot-a-directive 1\nappendonly yes\n",
+        "# a comment\nport 7000\nhz 10\nreplicaof 127.0.0.1 notaport\nrename-command CONFIG \"\"\nmaxclients lots\nnot-a-directive 1\nsyslog-enabled yes\n",
     )
     .unwrap();
     let (code, _, err) = run_to_exit(
@@ -227,7 +228,7 @@ fn every_problem_is_reported_in_one_run() {
         format!("{c}:5: 'rename-command CONFIG \"\"': sluice cannot rename"),
         format!("{c}:6: 'maxclients lots': bad value for 'maxclients'"),
         format!("{c}:7: 'not-a-directive 1': unknown directive"),
-        format!("{c}:8: 'appendonly yes': sluice has no append-only file"),
+        format!("{c}:8: 'syslog-enabled yes': sluice logs to standard error or logfile"),
         "command line: 'loadmodule /x.so': sluice cannot load Redis modules".to_string(),
     ] {
         assert!(err.contains(&want), "missing {want:?} in:\n{err}");

@@ -200,6 +200,7 @@ impl Command for ConfigSet {
         drop(cfg);
         ctx.shared.configure_notifications();
         ctx.shared.repl.feed().resize(backlog);
+        crate::services::aof::configured(ctx.shared);
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
         }

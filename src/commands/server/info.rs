@@ -92,32 +92,7 @@ impl InfoText {
         self.0.push_str("\r\n");
         self
     }
-
-    /// Lines whose values never change.
-    fn constants(&mut self, list: &[(&str, &str)]) -> &mut Self {
-        for (field, value) in list {
-            self.field(field, value);
-        }
-        self
-    }
 }
-
-/// Persistence after the RDB fields (`persist::info_fields`): sluice has no AOF or module
-/// fork, so these are Redis's idle values.
-const PERSISTENCE: &[(&str, &str)] = &[
-    ("aof_enabled", "0"),
-    ("aof_rewrite_in_progress", "0"),
-    ("aof_rewrite_scheduled", "0"),
-    ("aof_last_rewrite_time_sec", "-1"),
-    ("aof_current_rewrite_time_sec", "-1"),
-    ("aof_last_bgrewrite_status", "ok"),
-    ("aof_rewrites", "0"),
-    ("aof_rewrites_consecutive_failures", "0"),
-    ("aof_last_write_status", "ok"),
-    ("aof_last_cow_size", "0"),
-    ("module_fork_in_progress", "0"),
-    ("module_fork_last_cow_size", "0"),
-];
 
 /// Builds INFO's text for the requested sections (Redis's names and formats).
 ///
@@ -284,7 +259,9 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         {
             out.field(field, value);
         }
-        out.constants(PERSISTENCE);
+        for (field, value) in crate::services::aof::info_fields(shared) {
+            out.field(field, value);
+        }
     }
     if wanted("stats") {
         let tracking = shared.keyspace.tracking().stats();

@@ -307,7 +307,7 @@ impl Param {
 /// `enable-module-command` take.
 pub const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 
-const PERSIST: &str = "sluice writes RDB snapshots only, no AOF";
+const PERSIST: &str = "sluice's append-only file does not have this knob";
 const REPL: &str = "sluice's replication does not have this knob";
 const ENCODING: &str = "sluice chooses its own in-memory encodings";
 const CLUSTER_BUS: &str =
@@ -389,8 +389,18 @@ pub static PARAMS: &[Param] = &[
     p("cluster-require-full-coverage", Bool, "yes").inert(CLUSTER_BUS),
     p("rdb-save-incremental-fsync", Bool, "yes")
         .inert("sluice syncs an RDB file once, when it is complete"),
-    p("aof-load-truncated", Bool, "yes").inert(PERSIST),
-    p("aof-use-rdb-preamble", Bool, "yes").inert(PERSIST),
+    p("aof-load-truncated", Bool, "yes").listed()
+        .get(|c| yn(c.aof.load_truncated))
+        .set(|c, v, _| {
+            c.aof.load_truncated = yes(v);
+            Ok(())
+        }),
+    p("aof-use-rdb-preamble", Bool, "yes").listed()
+        .get(|c| yn(c.aof.use_rdb_preamble))
+        .set(|c, v, _| {
+            c.aof.use_rdb_preamble = yes(v);
+            Ok(())
+        }),
     p("aof-timestamp-enabled", Bool, "no").inert(PERSIST),
     p("cluster-replica-no-failover", Bool, "no")
         .alias("cluster-slave-no-failover")
@@ -425,10 +435,13 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("yes", "cluster mode: a Redis Cluster node (nodes.conf), or a static --cluster-config-file MAP"),
-    p("appendonly", Bool, "no").listed().only(
-        &["no"],
-        "sluice has no append-only file: state is lost at restart",
-    ),
+    p("appendonly", Bool, "no").listed()
+        .get(|c| yn(c.aof.enabled))
+        .set(|c, v, _| {
+            c.aof.enabled = yes(v);
+            Ok(())
+        })
+        .help("yes|no", "log every write to the append-only file in dir/appenddirname"),
     p("cluster-allow-reads-when-down", Bool, "no").inert(CLUSTER_BUS),
     p("cluster-allow-pubsubshard-when-down", Bool, "yes").inert(CLUSTER_BUS),
     p("crash-log-enabled", Bool, "yes").inert(NO_EFFECT),
@@ -520,11 +533,25 @@ pub static PARAMS: &[Param] = &[
     p("appendfilename", Str, "appendonly.aof")
         .immutable()
         .listed()
-        .inert(PERSIST),
+        .get(|c| c.aof.filename.clone())
+        .set(|c, v, _| {
+            if v.is_empty() || v.contains('/') || v == "." || v == ".." {
+                return Err("appendfilename can't be a path, just a filename".into());
+            }
+            c.aof.filename = v.to_string();
+            Ok(())
+        }),
     p("appenddirname", Str, "appendonlydir")
         .immutable()
         .listed()
-        .inert(PERSIST),
+        .get(|c| c.aof.dirname.clone())
+        .set(|c, v, _| {
+            if v.is_empty() || v.contains('/') || v == "." || v == ".." {
+                return Err("appenddirname can't be a path, just a dirname".into());
+            }
+            c.aof.dirname = v.to_string();
+            Ok(())
+        }),
     p("server_cpulist", Str, "")
         .immutable()
         .nullable()
@@ -622,7 +649,11 @@ pub static PARAMS: &[Param] = &[
         "everysec",
     )
     .listed()
-    .inert(PERSIST),
+        .get(|c| c.aof.fsync.name().to_string())
+        .set(|c, v, _| {
+            c.aof.fsync = crate::config::Fsync::parse(v);
+            Ok(())
+        }),
     p(
         "oom-score-adj",
         Enum(&["no", "yes", "relative", "absolute"]),
@@ -716,7 +747,12 @@ pub static PARAMS: &[Param] = &[
         .immutable()
         .listed()
         .inert("sluice sizes its own worker threads"),
-    p("auto-aof-rewrite-percentage", Int(0, INT_MAX), "100").inert(PERSIST),
+    p("auto-aof-rewrite-percentage", Int(0, INT_MAX), "100").listed()
+        .get(|c| c.aof.rewrite_percentage.to_string())
+        .set(|c, v, _| {
+            c.aof.rewrite_percentage = int(v)?;
+            Ok(())
+        }),
     p("cluster-replica-validity-factor", Int(0, INT_MAX), "10")
         .alias("cluster-slave-validity-factor")
         .inert(CLUSTER_BUS),
@@ -811,17 +847,17 @@ pub static PARAMS: &[Param] = &[
     p("min-replicas-to-write", Int(0, INT_MAX), "0")
         .alias("min-slaves-to-write")
         .listed()
-        .get(|c| c.min_replicas_to_write.to_string())
+        .get(|c| c.repl.min_replicas_to_write.to_string())
         .set(|c, v, _| {
-            c.min_replicas_to_write = int(v)?;
+            c.repl.min_replicas_to_write = int(v)?;
             Ok(())
         }),
     p("min-replicas-max-lag", Int(0, INT_MAX), "10")
         .alias("min-slaves-max-lag")
         .listed()
-        .get(|c| c.min_replicas_max_lag.to_string())
+        .get(|c| c.repl.min_replicas_max_lag.to_string())
         .set(|c, v, _| {
-            c.min_replicas_max_lag = int(v)?;
+            c.repl.min_replicas_max_lag = int(v)?;
             Ok(())
         }),
     p("shutdown-timeout", Int(0, INT_MAX), "10")
@@ -997,7 +1033,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("repl-backlog-ttl", Int(0, LONG_MAX), "3600").inert(REPL),
-    p("auto-aof-rewrite-min-size", Mem(0, LONG_MAX), "67108864").inert(PERSIST),
+    p("auto-aof-rewrite-min-size", Mem(0, LONG_MAX), "67108864").listed()
+        .get(|c| c.aof.rewrite_min_size.to_string())
+        .set(|c, v, _| {
+            c.aof.rewrite_min_size = mem(v)? as u64;
+            Ok(())
+        }),
     p("tls-port", Int(0, 65535), "0").listed()
         // Read at start only (Redis changes it at run time).
         .immutable()

@@ -9,6 +9,7 @@ fn opts() -> SaveOptions {
         used_mem: 1000,
         checksum: true,
         now_ms: 1_000,
+        aof_base: false,
     }
 }
 

@@ -226,6 +226,9 @@ fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushe
     if wbuf.is_empty() {
         return Flushed::Done;
     }
+    // Nothing acknowledged leaves before it is in the append-only file (a no-op after the
+    // turn's own flush, unless another loop appended meanwhile).
+    shared.repl.aof.before_reply();
     // `client-output-buffer-limit normal`: a client near its limits is the tokio path's
     // to judge (it closes it, or starts the soft limit's clock), before anything is
     // written, as Redis checks when it adds a reply. With no limit set (the default) this

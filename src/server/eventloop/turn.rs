@@ -291,6 +291,11 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 conn.queued = false;
             }
         }
+        // What the replies acknowledge reaches the append-only file first (and the disk,
+        // with `appendfsync always`), as Redis flushes it before writing replies.
+        if !state.writes.borrow().is_empty() {
+            shared.repl.aof.before_reply();
+        }
         // Write every pending reply, one send per connection.
         state.write_pass();
         // The clock is read for the cron only every 32 turns, or when a wait timed out.
