@@ -1,6 +1,6 @@
 //! The bus thread: a one-thread tokio runtime of its own (`sluice-cluster-bus`), so nothing
 //! here ever runs on, or waits for, a client event loop. It accepts peers on the bus port,
-//! connects to every known node's bus port, reads messages into [`State::process`], writes
+//! connects to every known node's bus port, reads messages into [`super::state::State::process`], writes
 //! each link's queue, and runs Redis's `clusterCron` ten times a second: handshake timeouts,
 //! reconnects, a PING to a random node every second and to any node not heard from for half
 //! the node timeout, and PFAIL for a node that has not answered a PING within the timeout.

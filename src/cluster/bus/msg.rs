@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Bodies: PING/PONG/MEET carry `count` gossip entries of 104 bytes (name, ping_sent and
-//! pong_received in seconds, ip[46], port, cport, flags, pport, 2 unused), then, when
+//! pong_received in seconds, ip\[46\], port, cport, flags, pport, 2 unused), then, when
 //! `extensions` is non-zero, that many extensions (u32 length including its 8-byte header,
 //! u16 type, u16 unused, data padded to 8 bytes). Redis 7.0 sends one kind, the hostname
 //! (type 0, NUL-terminated); later releases add others, which a 7.0 node skips and so do we.
