@@ -392,7 +392,9 @@ impl State {
             .is_some_and(|n| !n.is(flag::HANDSHAKE));
         let sender = known.then(|| sender_name.clone());
         if let Some(s) = &sender {
-            let n = self.nodes.get_mut(s).expect("known");
+            let Some(n) = self.nodes.get_mut(s) else {
+                return;
+            };
             n.data_received = now;
             if inbound && n.inbound_link.is_none() {
                 n.inbound_link = Some(link);
@@ -407,7 +409,9 @@ impl State {
                 self.current_epoch = h.current_epoch;
                 self.dirty = true;
             }
-            let n = self.nodes.get_mut(s).expect("known");
+            let Some(n) = self.nodes.get_mut(s) else {
+                return;
+            };
             if h.config_epoch > n.config_epoch && h.slaveof == NULL_NAME {
                 n.config_epoch = h.config_epoch;
                 self.dirty = true;
@@ -613,7 +617,10 @@ impl State {
                 }
             }
         }
-        let Some(s) = sender else { return };
+        // The sender may have been forgotten or renamed by what came before.
+        let Some(s) = sender.filter(|s| self.nodes.contains_key(s)) else {
+            return;
+        };
         // Role.
         if h.slaveof == NULL_NAME {
             if !self.nodes[&s].is_master() {
@@ -621,7 +628,9 @@ impl State {
             }
         } else {
             let master = name_text(&h.slaveof);
-            let n = self.nodes.get_mut(&s).expect("known");
+            let Some(n) = self.nodes.get_mut(&s) else {
+                return;
+            };
             if n.is_master() {
                 n.flags = (n.flags & !(flag::MASTER | flag::MIGRATE_TO)) | flag::SLAVE;
                 let owned: Vec<u16> = (0..SLOTS as u16).filter(|&x| n.slots.get(x)).collect();
@@ -631,7 +640,9 @@ impl State {
                 self.dirty = true;
                 self.view_changed = true;
             }
-            let n = self.nodes.get_mut(&s).expect("known");
+            let Some(n) = self.nodes.get_mut(&s) else {
+                return;
+            };
             if n.slaveof.as_deref() != Some(master.as_str()) {
                 n.slaveof = Some(master);
                 self.dirty = true;
