@@ -27,14 +27,11 @@
 //! When cluster mode is off the hook is one test of `Shared::cluster`, a `None`.
 
 use std::borrow::Cow;
-use std::sync::RwLockReadGuard;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::client::{ClientState, Queued};
-use crate::cluster::{Cluster, Installed, Outcome, Redirect, SLOTS, SlotMap, key_slot};
-use crate::engine::table::{CmdFlags, CommandEntry};
+use crate::cluster::{Cluster, Installed, Outcome, SLOTS, SlotMap, key_slot};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
@@ -206,249 +203,8 @@ fn cluster<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a Cluster> {
     ctx.shared.cluster.as_ref().ok_or(CmdError::msg(DISABLED))
 }
 
-// ---------------------------------------------------------------------------------------
-// Routing
-
-/// The guard a routed command holds while it runs (see [`Cluster::route`]).
-pub(crate) type Routed<'s> = Option<RwLockReadGuard<'s, ()>>;
-
-/// The routing check `engine::call` makes before a command runs or is queued: `Ok` with the guard
-/// to hold until the reply (None when there is nothing to hold: cluster mode off, or no
-/// keys), or `Err` with the redirect to reply instead. MULTI state is updated as Redis does.
-#[inline]
-pub(crate) fn route<'s>(
-    shared: &'s Shared,
-    client: &mut ClientState,
-    entry: &CommandEntry,
-    args: &[Bytes],
-) -> Result<Routed<'s>, Reply> {
-    match &shared.cluster {
-        None => Ok(None),
-        Some(cluster) => route_in_cluster(shared, cluster, client, entry, args),
-    }
-}
-
-#[inline(never)]
-fn route_in_cluster<'s>(
-    shared: &'s Shared,
-    cluster: &'s Cluster,
-    client: &mut ClientState,
-    entry: &CommandEntry,
-    args: &[Bytes],
-) -> Result<Routed<'s>, Reply> {
-    if client.master_link {
-        // A replica applies its master's stream whatever the slots (Redis's CLIENT_MASTER
-        // is never redirected); a map change still waits for the command.
-        return Ok(Some(cluster.hold()));
-    }
-    // ASKING lasts one command (Redis clears it after every command but ASKING itself,
-    // whose handler sets it again after this).
-    let asking = std::mem::take(&mut client.asking);
-    let spec = entry.spec;
-    let exec = entry.spec.roles.contains(crate::engine::Roles::EXEC);
-    let slot = if exec {
-        // EXEC without MULTI (or with extra arguments) only gets its own error.
-        let Some(queue) = client.multi.as_ref().filter(|_| args.len() == 1) else {
-            return Ok(None);
-        };
-        queue_slot(shared, queue)
-    } else if spec.immediate && client.multi.is_some() {
-        // WATCH, MULTI, DISCARD… inside MULTI answer with their own errors.
-        return Ok(None);
-    } else {
-        keys_slot(&spec.keys, args)
-    };
-    // Asked only for a slot this node does not own: a replica serves its master's slots to
-    // reads from READONLY connections, and to the sharded pub/sub commands from anyone
-    // (Redis's getNodeByQuery). EXEC writes when a queued command does.
-    let replica_read = || {
-        let writes = match client.multi.as_ref() {
-            Some(queue) if exec => queue_writes(shared, queue),
-            _ => spec.has(CmdFlags::WRITE),
-        };
-        !writes
-            && (client.info.readonly.load(Ordering::Relaxed)
-                || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB))
-    };
-    let redirect = match slot {
-        Ok(None) => return Ok(None),
-        Ok(Some(slot)) => {
-            if cluster.moving(slot) {
-                let in_multi = client.multi.is_some();
-                if let Some((routed, check)) = route_moving(cluster, spec, slot, asking) {
-                    // A queued command is checked when EXEC runs it (EXEC is served whole).
-                    if !in_multi && !exec {
-                        client.cluster_check = Some((slot, check));
-                    }
-                    return Ok(routed);
-                }
-            }
-            match cluster.route(slot, replica_read) {
-                Ok(guard) => return Ok(Some(guard)),
-                Err(redirect) => redirect,
-            }
-        }
-        Err(redirect) => redirect,
-    };
-    // (The caller counts the error, as it counts every refusal.)
-    if exec {
-        client.end_multi();
-        crate::engine::txn::unwatch_client(shared, client);
-    } else if client.multi.is_some() {
-        client.multi_failed = true;
-    }
-    Err(Reply::Error(Cow::Owned(redirect.error_text())))
-}
-
-/// Routing for a slot being migrated or imported (Redis's getNodeByQuery): a slot this node
-/// owns and migrates runs here, its keys checked once locked ([`check_moving_keys`]); a slot
-/// it imports runs here for a command after ASKING (or RESTORE-ASKING). None: route as usual.
-fn route_moving<'s>(
-    cluster: &'s Cluster,
-    spec: &crate::engine::CommandSpec,
-    slot: u16,
-    asking: bool,
-) -> Option<(Routed<'s>, bool)> {
-    let installed = cluster.current();
-    if installed.down.is_some() {
-        return None;
-    }
-    let owns = cluster.owns(slot);
-    let check = if owns && installed.migrating_to(slot).is_some() {
-        true
-    } else if !owns && installed.importing(slot) && (asking || spec.has(CmdFlags::ASKING)) {
-        false
-    } else {
-        return None;
-    };
-    Some((Some(cluster.hold()), check))
-}
-
-/// The key check of a command on a moving slot, made with its shards locked (so no MIGRATE
-/// can take a key between the check and the command): on a migrating slot, keys that are
-/// gone were moved, so `-ASK` the target (`-TRYAGAIN` when only some are gone); on an
-/// importing slot, several keys of which some have not arrived yet get `-TRYAGAIN`.
-pub(crate) fn check_moving_keys(
-    ctx: &mut Ctx<'_>,
-    spec: &crate::engine::CommandSpec,
-    args: &[Bytes],
-    slot: u16,
-    migrating: bool,
-) -> Option<Reply> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let positions: Vec<usize> = spec.keys.positions(args).collect();
-    let mut missing = 0;
-    for &i in &positions {
-        if !ctx.store.exists(db, &args[i], now) {
-            missing += 1;
-        }
-    }
-    const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
-    if missing == 0 {
-        return None;
-    }
-    if migrating {
-        if missing < positions.len() {
-            return Some(Reply::Error(Cow::Borrowed(TRYAGAIN)));
-        }
-        let target = ctx.shared.cluster.as_ref()?.current();
-        let addr = target.migrating_to(slot)?;
-        return Some(Reply::Error(Cow::Owned(format!("ASK {slot} {addr}"))));
-    }
-    (positions.len() > 1).then_some(Reply::Error(Cow::Borrowed(TRYAGAIN)))
-}
-
-/// The one slot of the keys of every queued command, as EXEC checks them.
-fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect> {
-    let mut slot = None;
-    for q in queue {
-        if let Some(entry) = shared.table.entry(crate::engine::CmdId(q.cmd)) {
-            merge_slot(&mut slot, keys_slot(&entry.spec.keys, &q.args)?)?;
-        }
-    }
-    Ok(slot)
-}
-
-/// True if a queued command writes (EXEC then counts as a write, as Redis's
-/// `mstate.cmd_flags` makes it).
-fn queue_writes(shared: &Shared, queue: &[Queued]) -> bool {
-    queue.iter().any(|q| {
-        shared
-            .table
-            .entry(crate::engine::CmdId(q.cmd))
-            .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
-    })
-}
-
-fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect> {
-    match (*slot, next) {
-        (_, None) => Ok(()),
-        (None, s) => {
-            *slot = s;
-            Ok(())
-        }
-        (Some(a), Some(b)) if a == b => Ok(()),
-        _ => Err(Redirect::CrossSlot),
-    }
-}
-
-/// The slot of a command's keys (None without keys), or CROSSSLOT. The keys are the ones
-/// locking takes ([`KeySpec::positions`]): in particular a `numkeys` that does not fit the
-/// arguments means "no keys", so the command itself reports the error.
-pub(crate) fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
-    let mut slot = None;
-    for i in keys.positions(args) {
-        merge_slot(&mut slot, Some(key_slot(&args[i])))?;
-    }
-    Ok(slot)
-}
-
-/// Redis's error for a `#!lua` script (without `allow-cross-slot-keys`) whose calls touch
-/// keys of two slots.
-pub(crate) const SCRIPT_CROSS_SLOT: &str =
-    "ERR Script attempted to access keys that do not hash to the same slot";
-
-/// The slot a script starts bound to: that of the keys EVAL declared (routing already made
-/// sure they share one), or none.
-pub(crate) fn script_slot(keys: &[Bytes]) -> Option<u16> {
-    keys.first().map(|k| key_slot(k))
-}
-
-/// The check a script makes before each `redis.call`: None to go ahead, or the error to
-/// return (the call's key lives on another node, or its keys span slots). A replica lets
-/// the reads of a READONLY client's script touch its master's slots. Unless
-/// `cross_slot_ok` (scripts without a shebang, or with `allow-cross-slot-keys`), every call
-/// must stay in the script's slot, `slot`, which the first call with keys sets if EVAL
-/// declared none (Redis 7.0's scriptVerifyClusterState).
-pub(crate) fn script_check(
-    shared: &Shared,
-    client: &ClientState,
-    spec: &C,
-    args: &[Bytes],
-    slot: &mut Option<u16>,
-    cross_slot_ok: bool,
-) -> Option<Reply> {
-    let cluster = shared.cluster.as_ref()?;
-    if client.master_link {
-        return None;
-    }
-    let local = |s: u16| {
-        cluster.owns(s)
-            || (cluster.mirrors(s)
-                && !spec.has(CmdFlags::WRITE)
-                && client.info.readonly.load(Ordering::Relaxed))
-    };
-    match keys_slot(&spec.keys, args) {
-        Ok(None) => None,
-        Ok(Some(s)) if local(s) => {
-            if !cross_slot_ok && *slot.get_or_insert(s) != s {
-                return Some(Reply::Error(Cow::Borrowed(SCRIPT_CROSS_SLOT)));
-            }
-            None
-        }
-        _ => Some(Reply::Error(Cow::Borrowed(SCRIPT_NON_LOCAL))),
-    }
-}
+mod routing;
+pub(crate) use routing::*;
 
 /// Makes this node's replication follow the map in force: a replica follows its master
 /// (re-pointed when the map names another one; a full or partial resynchronization follows),
@@ -527,7 +283,7 @@ fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
     Reply::ok()
 }
 
-/// ASKING: accepted (sluice has no slot migrations, so no slot is ever importing).
+/// ASKING: the next command may run on a slot this node is importing (Redis's ASKING flag).
 #[derive(Debug)]
 pub(crate) struct Accept;
 
