@@ -62,3 +62,13 @@ test("node-redis (RESP3): HGETEX, HGETDEL, SET IFEQ, DELEX, DIGEST", async () =>
   assert.equal(await nr.sendCommand(["DELEX", "k", "IFDEQ", digest]), 1);
   assert.equal(await nr.sendCommand(["CLIENT", "MAINT_NOTIFICATIONS", "ON"]), "OK");
 });
+
+test("ioredis and node-redis: Valkey's DELIFEQ releases only the owner's lock; INCREX NX/XX", async () => {
+  assert.equal(await io.set("lock:io", "owner-a", "NX", "PX", 5000), "OK");
+  assert.equal(await io.call("DELIFEQ", "lock:io", "owner-b"), 0);
+  assert.equal(await nr.sendCommand(["DELIFEQ", "lock:io", "owner-a"]), 1);
+  assert.equal(await io.exists("lock:io"), 0);
+  assert.deepEqual(await io.call("INCREX", "once:io", "XX"), [0, 0]);
+  assert.deepEqual(await io.call("INCREX", "once:io", "NX", "EX", 60), [1, 1]);
+  assert.deepEqual(await nr.sendCommand(["INCREX", "once:io", "NX"]), [1, 0]);
+});

@@ -143,3 +143,19 @@ def test_resp3_connect_handshake_is_accepted(sluice_port):
         "CLIENT", "MAINT_NOTIFICATIONS", "ON", "moving-endpoint-type", "none"
     ) in ("OK", True)
     assert r.ping()
+
+
+def test_valkey_delifeq_and_increx_nx_xx(sluice_port):
+    """Valkey 9.0's DELIFEQ releases a lock only for its owner; Valkey 9.2's INCREX NX/XX
+    count only a new or only an existing key (tests/diff/valkey_9.txt has the replies)."""
+    for protocol in (2, 3):
+        r = client(sluice_port, protocol)
+        r.delete("lock:py", "once:py")
+        assert r.set("lock:py", "owner-a", nx=True, px=5000)
+        assert r.execute_command("DELIFEQ", "lock:py", "owner-b") == 0
+        assert r.execute_command("DELIFEQ", "lock:py", "owner-a") == 1
+        assert r.exists("lock:py") == 0
+        assert r.execute_command("INCREX", "once:py", "XX") == [0, 0]
+        assert r.execute_command("INCREX", "once:py", "NX", "EX", 60) == [1, 1]
+        assert r.execute_command("INCREX", "once:py", "NX") == [1, 0]
+        assert r.ttl("once:py") == 60
