@@ -16,7 +16,7 @@ pub const ZSET: u32 = 1 << 7;
 pub const EXPIRED: u32 = 1 << 8;
 /// `e`: a key was evicted by maxmemory.
 pub const EVICTED: u32 = 1 << 9;
-/// `t`: stream commands (sluice has none; accepted for compatibility).
+/// `t`: stream commands.
 pub const STREAM: u32 = 1 << 10;
 /// `m`: a read found no key.
 pub const KEY_MISS: u32 = 1 << 11;
