@@ -1,4 +1,5 @@
-"""Fixtures for the client tests: a fresh sluice binary per test (`sluice_port`), and the
+"""Fixtures for the client tests: a fresh sluice binary per test (`sluice_port`), a
+redis-server 7.0.15 beside it (`redis_port`), and the
 sluice-server package's pytest plugin (`sluice`, `sluice_fresh`) from python/, as a user
 gets it from the wheel.
 
@@ -11,13 +12,16 @@ changes nothing.
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
+import redis
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUICE_BIN = Path(os.environ.get("SLUICE_BIN", ROOT / "target" / "debug" / "sluice"))
@@ -87,3 +91,39 @@ def redis_cli():
     if path is None:
         pytest.fail("redis-cli is not on PATH (Debian: apt-get install redis-tools)")
     return path
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis_port():
+    """A redis-server 7.0.15 on a free loopback port, persistence off."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not on PATH")
+    port = free_port()
+    workdir = tempfile.TemporaryDirectory(prefix="redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir.name],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                redis.Redis(port=port).ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail("redis-server did not start")
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+        workdir.cleanup()

@@ -4,51 +4,11 @@ them stalling and the other taking over its pending entries with XAUTOCLAIM, ack
 and a consumer blocked in XREADGROUP woken by the producer. Every parsed result must be equal.
 """
 
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 
 import pytest
 import redis
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def redis_port():
-    """A redis-server 7.0.15 on a free loopback port, persistence off."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not on PATH")
-    port = free_port()
-    workdir = tempfile.TemporaryDirectory(prefix="redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir.name],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(port=port).ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    pytest.fail("redis-server did not start")
-                time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
-        workdir.cleanup()
 
 
 def workflow(r):
