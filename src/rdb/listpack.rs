@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::{R, RdbError};
-use crate::num::parse_i64;
+use crate::store::stream::lp;
 
 /// Builds a listpack, encoding each canonical integer string as an integer as Redis does.
 pub(super) struct Builder {
@@ -31,15 +31,9 @@ impl Builder {
         self.buf.len()
     }
 
-    /// Appends one element.
+    /// Appends one element (an integer when it is one's canonical text, as Redis does).
     pub(super) fn push(&mut self, item: &[u8]) {
-        let start = self.buf.len();
-        match parse_i64(item) {
-            Some(n) => encode_int(&mut self.buf, n),
-            None => encode_str(&mut self.buf, item),
-        }
-        let entry_len = self.buf.len() - start;
-        encode_backlen(&mut self.buf, entry_len);
+        lp::encode(&mut self.buf, item);
         self.count += 1;
     }
 
@@ -51,67 +45,6 @@ impl Builder {
         let count = u16::try_from(self.count).unwrap_or(u16::MAX);
         self.buf[4..6].copy_from_slice(&count.to_le_bytes());
         self.buf
-    }
-}
-
-fn encode_int(out: &mut Vec<u8>, n: i64) {
-    if (0..=127).contains(&n) {
-        out.push(n as u8);
-    } else if (-4096..=4095).contains(&n) {
-        let v = if n < 0 { (1 << 13) + n } else { n } as u16;
-        out.push(0xC0 | (v >> 8) as u8);
-        out.push(v as u8);
-    } else if let Ok(v) = i16::try_from(n) {
-        out.push(0xF1);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else if (-(1 << 23)..(1 << 23)).contains(&n) {
-        out.push(0xF2);
-        out.extend_from_slice(&(n as i32).to_le_bytes()[..3]);
-    } else if let Ok(v) = i32::try_from(n) {
-        out.push(0xF3);
-        out.extend_from_slice(&v.to_le_bytes());
-    } else {
-        out.push(0xF4);
-        out.extend_from_slice(&n.to_le_bytes());
-    }
-}
-
-fn encode_str(out: &mut Vec<u8>, s: &[u8]) {
-    let len = s.len();
-    if len < 64 {
-        out.push(0x80 | len as u8);
-    } else if len < 4096 {
-        out.push(0xE0 | (len >> 8) as u8);
-        out.push(len as u8);
-    } else {
-        out.push(0xF0);
-        out.extend_from_slice(&(len as u32).to_le_bytes());
-    }
-    out.extend_from_slice(s);
-}
-
-/// The entry length written backwards, 7 bits a byte (Redis's `lpEncodeBacklen`).
-fn encode_backlen(out: &mut Vec<u8>, l: usize) {
-    let size = backlen_size(l);
-    for i in (0..size).rev() {
-        let shift = 7 * i;
-        let byte = ((l >> shift) & 127) as u8;
-        // The first byte written carries no continuation bit; the others do.
-        out.push(if i == size - 1 { byte } else { byte | 128 });
-    }
-}
-
-fn backlen_size(l: usize) -> usize {
-    if l <= 127 {
-        1
-    } else if l < 16383 {
-        2
-    } else if l < 2_097_151 {
-        3
-    } else if l < 268_435_455 {
-        4
-    } else {
-        5
     }
 }
 
@@ -178,7 +111,7 @@ pub(super) fn entries(lp: &[u8]) -> R<Vec<Bytes>> {
             }
         };
         let entry_len = data_start - p;
-        let back = backlen_size(entry_len);
+        let back = lp::backlen_size(entry_len);
         if data_start + back > lp.len() - 1 {
             return Err(bad);
         }

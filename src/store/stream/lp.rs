@@ -155,7 +155,8 @@ fn encode_backlen(out: &mut Vec<u8>, l: usize) {
     }
 }
 
-fn backlen_size(l: usize) -> usize {
+/// How many bytes an entry length takes written backwards (Redis's `lpEncodeBacklen`).
+pub fn backlen_size(l: usize) -> usize {
     match l {
         0..=127 => 1,
         128..16383 => 2,
