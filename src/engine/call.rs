@@ -201,6 +201,12 @@ pub fn call<'a>(
         feed_monitors(ctx, entry, args, false);
     }
     let reply = run(ctx, entry, args, &mut caller);
+    if matches!(caller, Caller::Client(_)) && ctx.client.regate {
+        // The handler found a script on a shard it locks by itself and ran nothing (see
+        // `back_to_gate`): not a call; the request goes through the busy gate again.
+        ctx.client.sleep = held_before;
+        return reply;
+    }
     let took = started.elapsed() + ctx.client.sleep.unwrap_or_default();
     ctx.client.sleep = match (held_before, ctx.client.sleep) {
         (Some(a), Some(b)) => Some(a + b),
@@ -216,6 +222,25 @@ pub fn call<'a>(
         rules.last_error = Some(text.to_string());
     }
     reply
+}
+
+/// For a handler that takes shard locks by itself (EXEC, SCAN, UNWATCH …) and found one of
+/// `wanted` held: true if a running script holds it and the client's connection can send
+/// the request back to the busy gate (`ClientState::regate` is then set; the handler must
+/// return at once, having changed nothing). The gate then waits for a young script or
+/// answers `-BUSY` past `busy-reply-threshold`, where waiting on the lock would hold the
+/// thread, and every connection of its loop, for the whole script. False: wait on the lock
+/// (another command's short hold, or a caller that cannot go back: EXEC's and a script's
+/// own calls, a connection that cannot wait).
+pub(crate) fn back_to_gate(ctx: &mut Ctx<'_>, wanted: &[usize]) -> bool {
+    let send_back = ctx.may_block
+        && !ctx.in_exec
+        && !ctx.in_script
+        && ctx.shared.scripts.busy.blocking(Some(wanted)).is_some();
+    if send_back {
+        ctx.client.regate = true;
+    }
+    send_back
 }
 
 /// Client-side caching: a read by a tracking client (default mode) remembers its keys for
@@ -707,6 +732,137 @@ mod tests {
             Some(0),
             "a request sent back is not counted"
         );
+    }
+
+    /// Runs `args` for `client` as its connection would (it can wait) and says whether the
+    /// request was sent back to the busy gate.
+    fn run_as_connection(
+        shared: &Shared,
+        client: &mut ClientState,
+        args: &[&str],
+    ) -> (Reply, bool) {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        let (reply, waiter) = execute_may_block(shared, client, &args);
+        assert!(waiter.is_none());
+        (reply, std::mem::take(&mut client.regate))
+    }
+
+    fn calls_of(shared: &Shared, name: &str) -> u64 {
+        shared
+            .table
+            .entries()
+            .iter()
+            .find(|e| e.spec.name == name)
+            .map_or(0, |e| {
+                e.stats.calls.load(std::sync::atomic::Ordering::Relaxed)
+            })
+    }
+
+    /// The window for handlers that lock by themselves: a script takes the shard of a
+    /// watched and queued key after the client's commands passed the gate. EXEC, DISCARD,
+    /// UNWATCH, RESET and SCAN each come back unrun (the transaction still queued, the
+    /// watch still there, nothing counted) instead of waiting on the lock; once the script
+    /// ends, each runs. The "script" is this test's main thread, holding the shard's lock
+    /// and marked busy on it, so the outcome does not depend on timing: a command that
+    /// waited on the lock would never answer, and the test would fail on its timeout.
+    #[test]
+    fn handlers_that_lock_by_themselves_go_back_to_the_gate() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        // A key in shard 0, where SCAN starts.
+        let key = (0u32..)
+            .map(|i| format!("k{i}"))
+            .find(|k| shared.keyspace.shard_of(k.as_bytes()) == 0)
+            .unwrap();
+        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
+        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut c = ClientState::new(info);
+                let ok = |(r, back): (Reply, bool)| {
+                    assert!(!back);
+                    r
+                };
+                ok(run_as_connection(&shared, &mut c, &["SET", &key, "v"]));
+                ok(run_as_connection(&shared, &mut c, &["WATCH", &key]));
+                ok(run_as_connection(&shared, &mut c, &["MULTI"]));
+                let queued = ok(run_as_connection(&shared, &mut c, &["GET", &key]));
+                assert!(matches!(queued, Reply::Status(ref s) if s == "QUEUED"));
+                to_script.send("take the shard").unwrap();
+                client_rx.recv().unwrap();
+
+                // The script holds the shard now.
+                for command in [&["EXEC"][..], &["DISCARD"][..]] {
+                    let (_, back) = run_as_connection(&shared, &mut c, command);
+                    assert!(back, "{command:?} goes back to the gate");
+                    assert_eq!(c.multi.as_ref().map(Vec::len), Some(1), "{command:?}");
+                    assert_eq!(c.info.multi.load(std::sync::atomic::Ordering::Relaxed), 1);
+                    assert_eq!(c.watched.len(), 1, "{command:?}");
+                }
+                assert_eq!(calls_of(&shared, "exec"), 0);
+                assert_eq!(calls_of(&shared, "discard"), 0);
+                to_script.send("end").unwrap();
+                client_rx.recv().unwrap();
+
+                // The script ended: the transaction runs, and the watch is dropped.
+                let exec = ok(run_as_connection(&shared, &mut c, &["EXEC"]));
+                assert!(
+                    matches!(&exec, Reply::Array(r) if format!("{r:?}") == r#"[Short(b"v")]"#),
+                    "{exec:?}"
+                );
+                assert!(c.watched.is_empty() && c.multi.is_none());
+                assert_eq!(calls_of(&shared, "exec"), 1);
+
+                ok(run_as_connection(&shared, &mut c, &["WATCH", &key]));
+                to_script.send("take the shard").unwrap();
+                client_rx.recv().unwrap();
+                for command in [&["UNWATCH"][..], &["RESET"][..], &["SCAN", "0"][..]] {
+                    let (_, back) = run_as_connection(&shared, &mut c, command);
+                    assert!(back, "{command:?} goes back to the gate");
+                    assert_eq!(c.watched.len(), 1, "{command:?}");
+                }
+                for name in ["unwatch", "reset", "scan"] {
+                    assert_eq!(calls_of(&shared, name), 0, "{name}");
+                }
+                to_script.send("end").unwrap();
+                client_rx.recv().unwrap();
+                let scan = ok(run_as_connection(&shared, &mut c, &["SCAN", "0"]));
+                assert!(matches!(scan, Reply::Array(_)), "{scan:?}");
+                let unwatch = ok(run_as_connection(&shared, &mut c, &["UNWATCH"]));
+                assert!(matches!(unwatch, Reply::Status(_)), "{unwatch:?}");
+                assert!(c.watched.is_empty());
+                to_script.send("done").unwrap();
+            })
+        };
+        let recv = || {
+            script_rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("a command waited on the script's shard lock")
+        };
+        loop {
+            match recv() {
+                "take the shard" => {}
+                "done" => break,
+                other => panic!("{other}"),
+            }
+            let running = shared
+                .scripts
+                .busy
+                .begin_as(None, Held::Some([0].into_iter().collect()));
+            let lock = shared.keyspace.lock_indexes(&[0]);
+            to_client.send(()).unwrap();
+            assert_eq!(recv(), "end");
+            drop(lock);
+            drop(running);
+            to_client.send(()).unwrap();
+        }
+        connection.join().unwrap();
     }
 
     /// Without a running script, contention on a shard is another command's short hold:

@@ -106,6 +106,59 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     unwatch_client(ctx.shared, ctx.client);
 }
 
+/// `unwatch_all` for a client's own UNWATCH, DISCARD or RESET: false, with nothing changed,
+/// when a running script holds a watched key's shard and the request goes back to the busy
+/// gate (`engine::call::back_to_gate`) instead of waiting on that shard's lock.
+pub fn unwatch_all_or_regate(ctx: &mut Ctx<'_>) -> bool {
+    ctx.store.release();
+    if ctx.client.watched.is_empty() {
+        ctx.client.dirty.store(false, Ordering::Release);
+        return true;
+    }
+    let keyspace = &ctx.shared.keyspace;
+    let mut shards: SmallVec<[usize; 8]> = ctx
+        .client
+        .watched
+        .iter()
+        .map(|(_, k)| keyspace.shard_of(k))
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    let Some(mut locked) = keyspace.try_lock_indexes(&shards) else {
+        if crate::engine::call::back_to_gate(ctx, &shards) {
+            return false;
+        }
+        unwatch_client(ctx.shared, ctx.client);
+        return true;
+    };
+    let id = ctx.client.id();
+    for (db, key) in std::mem::take(&mut ctx.client.watched) {
+        locked.unwatch(db, &key, id);
+    }
+    ctx.client.dirty.store(false, Ordering::Release);
+    true
+}
+
+/// EXEC's unwatch while it still holds the watched keys' shards (a script could take one
+/// the moment they are dropped, and the unwatch would wait on it for the whole script).
+/// Keys whose shard is not held (none, unless a queued command released some) stay in the
+/// client's list for `unwatch_all`.
+fn unwatch_held(run: &mut Ctx<'_>) {
+    if run.client.watched.is_empty() {
+        return;
+    }
+    let id = run.client.id();
+    let keyspace = &run.shared.keyspace;
+    let store = &mut run.store;
+    run.client.watched.retain(|(db, key)| {
+        if store.held_shard(keyspace.shard_of(key)).is_none() {
+            return true;
+        }
+        store.unwatch(*db, key, id);
+        false
+    });
+}
+
 /// MULTI
 #[derive(Debug)]
 pub struct Multi;
@@ -136,8 +189,10 @@ impl Command for Discard {
         if ctx.client.multi.is_none() {
             return Err(CmdError::msg("ERR DISCARD without MULTI"));
         }
+        if !unwatch_all_or_regate(ctx) {
+            return Ok(Reply::Null);
+        }
         ctx.client.end_multi();
-        unwatch_all(ctx);
         Ok(Reply::ok())
     }
 }
@@ -186,8 +241,8 @@ impl Command for Unwatch {
         Ok(Unwatch)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if !ctx.in_exec {
-            unwatch_all(ctx);
+        if !ctx.in_exec && !unwatch_all_or_regate(ctx) {
+            return Ok(Reply::Null);
         }
         Ok(Reply::ok())
     }
@@ -201,12 +256,21 @@ pub struct Exec {
 }
 
 /// Clears CLIENT LIST's view of the transaction when EXEC is done.
-struct ShownUntilExecEnds(std::sync::Arc<crate::client::ClientInfo>);
+struct ShownUntilExecEnds(Option<std::sync::Arc<crate::client::ClientInfo>>);
+
+impl ShownUntilExecEnds {
+    /// The transaction is still queued (EXEC went back to the busy gate): keep the view.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for ShownUntilExecEnds {
     fn drop(&mut self) {
-        self.0.multi.store(-1, Ordering::Relaxed);
-        self.0.multi_mem.store(0, Ordering::Relaxed);
+        if let Some(info) = &self.0 {
+            info.multi.store(-1, Ordering::Relaxed);
+            info.multi_mem.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -232,7 +296,7 @@ impl Command for Exec {
         let failed = ctx.client.multi_failed;
         // The client leaves MULTI now, but CLIENT LIST keeps showing the transaction (flags=x,
         // multi, multi-mem) until EXEC returns, as Redis does.
-        let shown = ShownUntilExecEnds(ctx.client.info.clone());
+        let shown = ShownUntilExecEnds(Some(ctx.client.info.clone()));
         ctx.client.multi_failed = false;
         if failed {
             drop(shown);
@@ -262,24 +326,53 @@ impl Command for Exec {
             })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
-        let store = if needs_all {
-            shared.keyspace.lock_all()
-        } else {
-            let watched: SmallVec<[usize; 4]> = ctx
-                .client
-                .watched
-                .iter()
-                .map(|(_, k)| shared.keyspace.shard_of(k))
-                .collect();
-            let mut keys: SmallVec<[&[u8]; 8]> = SmallVec::new();
+        let mut watched: SmallVec<[usize; 4]> = SmallVec::new();
+        let mut keys: SmallVec<[&[u8]; 8]> = SmallVec::new();
+        if !needs_all {
+            watched.extend(
+                ctx.client
+                    .watched
+                    .iter()
+                    .map(|(_, k)| shared.keyspace.shard_of(k)),
+            );
             for (q, entry) in queue.iter().zip(&entries) {
                 if let Some(entry) = entry {
                     let args = &q.args;
                     keys.extend(entry.spec.keys.positions(args).map(|i| &args[i][..]));
                 }
             }
-            shared.keyspace.lock_args_and(keys, &watched)
+        }
+        // A script may have taken one of these shards since EXEC passed the busy gate:
+        // back to the gate with the transaction still queued, rather than wait on its lock
+        // for the whole script (see `engine::call::back_to_gate`).
+        let tried = || {
+            if needs_all {
+                shared.keyspace.try_lock_all()
+            } else {
+                shared
+                    .keyspace
+                    .try_lock_args_and(keys.iter().copied(), &watched)
+            }
         };
+        let store = match tried() {
+            Ok(store) => store,
+            Err(wanted) => {
+                if crate::engine::call::back_to_gate(ctx, &wanted) {
+                    // (`keys` borrows the queue until here: it stays queued as a copy.)
+                    ctx.client.multi = Some(queue.clone());
+                    shown.keep();
+                    return Ok(Reply::Null);
+                }
+                if needs_all {
+                    shared.keyspace.lock_all()
+                } else {
+                    shared
+                        .keyspace
+                        .lock_args_and(keys.iter().copied(), &watched)
+                }
+            }
+        };
+        drop(keys);
         let now_ns = if ctx.client.master_link {
             0
         } else {
@@ -311,6 +404,7 @@ impl Command for Exec {
             .any(|(db, key)| run.store.watched_key_expired(*db, key, id, now_ms));
         run.client.watched = watched;
         if expired || run.client.dirty.load(Ordering::Acquire) {
+            unwatch_held(&mut run);
             drop(run);
             unwatch_all(ctx);
             return Ok(Reply::NullArray);
@@ -330,6 +424,7 @@ impl Command for Exec {
         // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
         shared.repl.propagate(&run.propagate);
         let events = run.take_events();
+        unwatch_held(&mut run);
         drop(run);
         ctx.ready.extend(ready);
         ctx.events.extend(events);

@@ -250,8 +250,20 @@ impl Keyspace {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
+        self.try_lock_args_and(keys, &[])
+    }
+
+    /// `lock_args_and`, without waiting (see `try_lock_args`).
+    pub fn try_lock_args_and<'a, I>(
+        &'a self,
+        keys: I,
+        also: &[usize],
+    ) -> Result<Locked<'a>, SmallVec<[usize; 8]>>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
         let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
-        let mut idx: SmallVec<[usize; 8]> = SmallVec::new();
+        let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
         for key in keys {
             let hash = self.hash(key);
             idx.push(self.shard_of_hash(hash));
