@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fault harness, Sentinel variant: what a failover loses. A master with two replicas (sluice
-or redis-server, each with the AOF on, `appendfsync always`, or --fsync everysec) under three sentinels
-(redis-server in sentinel mode); several clients INCR their own counter through redis-py's
+or redis-server, each with the AOF on, `appendfsync always` or --fsync everysec) under three
+sentinels (redis-server in sentinel mode); several clients INCR their own counter through redis-py's
 Sentinel client (which follows the master across failovers, retrying a failed request);
 the harness kills the current master with kill -9 (or pauses it with SIGSTOP until the
 sentinels fail over, then SIGCONT: --fault stop), waits for the new master, restarts (or
