@@ -115,6 +115,9 @@ class Proxy:
         except OSError:
             down.close()
             return
+        # Both ends as the nodes set theirs: small replies go out at once.
+        for sock in (down, up):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.up = up
         self.conns.append(conn)
         threading.Thread(target=self._pump, args=(conn, down, up, True), daemon=True).start()
