@@ -865,6 +865,33 @@ mod tests {
         connection.join().unwrap();
     }
 
+    /// SAVE and DEBUG declare no key but lock shards by themselves (SAVE walks every shard,
+    /// DEBUG RELOAD holds them all): the busy gate stops them while any script runs, as
+    /// Redis answers them -BUSY, instead of letting them wait on a script's shard.
+    #[test]
+    fn keyless_commands_that_lock_shards_wait_at_the_gate() {
+        let shared = Arc::new(Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        let client = ClientState::new(info);
+        let args =
+            |a: &[&str]| -> Vec<Bytes> { a.iter().map(|s| Bytes::from(s.to_string())).collect() };
+        let clear = |a: &[&str]| crate::commands::scripting::gate_clear(&shared, &client, &args(a));
+        let running = shared
+            .scripts
+            .busy
+            .begin_as(None, Held::Some([0].into_iter().collect()));
+        assert!(!clear(&["SAVE"]));
+        assert!(!clear(&["DEBUG", "RELOAD"]));
+        assert!(clear(&["PING"]), "a command that needs no shard goes on");
+        drop(running);
+        assert!(clear(&["SAVE"]));
+    }
+
     /// Without a running script, contention on a shard is another command's short hold:
     /// the request waits for the lock and runs. A caller that cannot wait (no connection to
     /// gate it again) always waits.

@@ -27,7 +27,8 @@ bitflags::bitflags! {
         const WHILE_SUBSCRIBED = 1 << 2;
         /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
         const LOCKS_ITSELF = 1 << 3;
-        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
+        /// Needs shard locks to run even with no key (EXEC, WATCH, SAVE, DEBUG: the busy gate
+        /// waits for any running script).
         const NEEDS_SHARDS = 1 << 4;
         /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
         /// holds it).
@@ -967,7 +968,8 @@ mod tests {
         roles.extend(r(&["pfcount", "publish"], Roles::MAY_REPLICATE));
         roles.extend(r(&["eval", "eval_ro"], Roles::EVAL));
         roles.extend(r(&["evalsha", "evalsha_ro"], Roles::EVALSHA));
-        roles.push(("debug", Roles::PROTECTED));
+        roles.push(("debug", Roles::PROTECTED | Roles::NEEDS_SHARDS));
+        roles.push(("save", Roles::NEEDS_SHARDS));
         roles.extend(r(
             &[
                 "client|setname",

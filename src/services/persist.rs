@@ -41,6 +41,8 @@ pub(crate) static COMMANDS: &[C] = &[
         crate::engine::run::<Save>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous"])
+    // It walks every shard on the caller's thread: the busy gate must hold it.
+    .with_roles(crate::engine::Roles::NEEDS_SHARDS)
     .self_locking(),
     C::new(
         "bgsave",

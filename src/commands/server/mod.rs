@@ -158,7 +158,8 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<DebugCmd>,
     )
-    .with_roles(crate::engine::Roles::PROTECTED)
+    // DEBUG RELOAD and the like lock shards by themselves: the busy gate must hold them.
+    .with_roles(crate::engine::Roles::PROTECTED.union(crate::engine::Roles::NEEDS_SHARDS))
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>)
         .with_subcommands(crate::commands::functions::FUNCTION)
