@@ -235,8 +235,21 @@ impl Bus {
                 nodes[i].ranges.clear();
             }
         }
-        let owners: Vec<Option<usize>> = (0..SLOTS)
-            .map(|s| st.owners[s].as_deref().and_then(|o| index.get(o).copied()))
+        // Neighbouring slots mostly share their owner: each run of them is looked up once.
+        let mut last: Option<(&str, Option<usize>)> = None;
+        let owners: Vec<Option<usize>> = st.owners[..SLOTS]
+            .iter()
+            .map(|o| {
+                let o = o.as_deref()?;
+                match last {
+                    Some((name, i)) if name == o => i,
+                    _ => {
+                        let i = index.get(o).copied();
+                        last = Some((o, i));
+                        i
+                    }
+                }
+            })
             .collect();
         let me = index[st.myself.as_str()];
         View {

@@ -965,10 +965,18 @@ impl State {
 
     /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing.
     pub fn update_ok(&mut self) {
-        let ok = self.owners.iter().all(|o| {
-            o.as_ref()
-                .and_then(|o| self.nodes.get(o))
-                .is_some_and(|n| !n.is(flag::FAIL))
+        // Neighbouring slots mostly share their owner: each run of them is looked up once.
+        let mut last_ok: Option<&str> = None;
+        let ok = self.owners.iter().all(|o| match o.as_deref() {
+            None => false,
+            Some(o) if last_ok == Some(o) => true,
+            Some(o) => {
+                let up = self.nodes.get(o).is_some_and(|n| !n.is(flag::FAIL));
+                if up {
+                    last_ok = Some(o);
+                }
+                up
+            }
         });
         if ok != self.ok {
             tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
