@@ -472,12 +472,7 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     use std::sync::{Arc, Mutex};
 
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    // No node dies here: a longer node timeout keeps a starved machine (the suite runs many
-    // clusters at once) from suspecting a slow node in the middle of the reshard.
-    let nodes: Vec<Node> = dirs
-        .iter()
-        .map(|d| Node::start_with(d.path(), free_port(), free_port(), 5000))
-        .collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
