@@ -389,10 +389,14 @@ impl Server {
             });
             if let Some(bus) = cluster.bus() {
                 let weak = Arc::downgrade(&shared);
-                bus.set_publish_hook(Box::new(move |channel, message| {
+                bus.set_publish_hook(Box::new(move |shard, channel, message| {
                     if let Some(shared) = weak.upgrade() {
                         let limit = crate::services::pubsub::push_limit(&shared);
-                        shared.pubsub.publish(channel, message, limit);
+                        if shard {
+                            shared.pubsub.spublish(channel, message, limit);
+                        } else {
+                            shared.pubsub.publish(channel, message, limit);
+                        }
                     }
                 }));
             }

@@ -344,6 +344,11 @@ fn redis_cli_creates_a_mixed_cluster() {
         .filter_map(|&r| master_of(r, &ports).map(|m| (m, r)))
         .filter(|&(m, r)| is_sluice(m) != is_sluice(r))
         .collect();
+    // SPUBLISH on a node reaches the SSUBSCRIBErs of the other nodes of its shard over the
+    // bus (PUBLISHSHARD), whichever kind sends it: from the master to its replica and back.
+    for &(m, r) in &pairs {
+        shard_messages_cross(m, r);
+    }
     let (master, replica) = pairs
         .iter()
         .copied()
@@ -380,6 +385,38 @@ fn redis_cli_creates_a_mixed_cluster() {
                 .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
     });
     let _ = (&redises, &sluices);
+}
+
+/// A shard channel `m` (a master) serves; a subscriber on its replica `r` and one on `m`
+/// each get the message SPUBLISHed on the other node, exactly once.
+fn shard_messages_cross(m: u16, r: u16) {
+    let channel = (0..1000)
+        .map(|i| format!("shard-news-{i}"))
+        .find(|c| cmd(m, &["SPUBLISH", c, "probe"]) == ":0\r\n")
+        .expect("a shard channel of the master's slots");
+    let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let (mut on_m, mut on_r) = (Conn::connect(addr(m)), Conn::connect(addr(r)));
+    for c in [&mut on_m, &mut on_r] {
+        let reply = text(&c.cmd(&[b"SSUBSCRIBE", channel.as_bytes()]));
+        assert!(reply.starts_with("*3\r\n$10\r\nssubscribe\r\n"), "{reply}");
+    }
+    let smessage = |text: &str| {
+        format!(
+            "*3\r\n$8\r\nsmessage\r\n${}\r\n{channel}\r\n${}\r\n{text}\r\n",
+            channel.len(),
+            text.len()
+        )
+    };
+    let next = |c: &mut Conn| match c.read_one(Duration::from_secs(5)) {
+        crate::support::Read1::Reply(r) => text(&r),
+        other => panic!("no shard message on {channel}: {other:?}"),
+    };
+    assert_eq!(cmd(m, &["SPUBLISH", &channel, "from-master"]), ":1\r\n");
+    assert_eq!(next(&mut on_m), smessage("from-master"));
+    assert_eq!(next(&mut on_r), smessage("from-master"));
+    assert_eq!(cmd(r, &["SPUBLISH", &channel, "from-replica"]), ":1\r\n");
+    assert_eq!(next(&mut on_r), smessage("from-replica"));
+    assert_eq!(next(&mut on_m), smessage("from-replica"));
 }
 
 /// The master of `replica_port`'s node, by its CLUSTER NODES line, and that master's port.

@@ -47,8 +47,9 @@ pub struct View {
 /// What the server does with a new view.
 pub type Hook = Box<dyn Fn(View) + Send + Sync>;
 
-/// What the server does with a PUBLISH from another node (channel, message).
-pub type PublishHook = Box<dyn Fn(&[u8], &[u8]) + Send + Sync>;
+/// What the server does with a PUBLISH (`false`) or PUBLISHSHARD (`true`) from another node
+/// (shard, channel, message).
+pub type PublishHook = Box<dyn Fn(bool, &[u8], &[u8]) + Send + Sync>;
 
 /// The bus of one node.
 pub struct Bus {
@@ -146,11 +147,18 @@ impl Bus {
         let _ = self.publish_hook.set(hook);
     }
 
-    /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`).
-    pub fn propagate_publish(&self, channel: &[u8], message: &[u8]) {
+    /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`), or with
+    /// `shard` a PUBLISHSHARD to the other nodes of this node's shard, its master and that
+    /// master's replicas (`clusterPropagatePublishShard`).
+    pub fn propagate_publish(&self, channel: &[u8], message: &[u8], shard: bool) {
         let mut st = self.lock();
+        let kind = if shard {
+            msg::kind::PUBLISHSHARD
+        } else {
+            msg::kind::PUBLISH
+        };
         let bytes = msg::Message {
-            kind: msg::kind::PUBLISH,
+            kind,
             header: st.header(st.me().repl_offset),
             body: msg::Body::Publish {
                 channel: channel.to_vec(),
@@ -158,14 +166,30 @@ impl Bus {
             },
         }
         .encode();
-        st.broadcast(msg::kind::PUBLISH, &bytes);
+        if !shard {
+            st.broadcast(kind, &bytes);
+            return;
+        }
+        let Some(master) = st.my_master().map(|m| m.name.clone()) else {
+            return;
+        };
+        let links: Vec<state::LinkId> = st
+            .nodes
+            .values()
+            .filter(|n| !n.is(flag::MYSELF | flag::HANDSHAKE))
+            .filter(|n| n.name == master || n.slaveof.as_deref() == Some(master.as_str()))
+            .filter_map(|n| n.link)
+            .collect();
+        for l in links {
+            st.send(l, kind, bytes.clone());
+        }
     }
 
-    /// Delivers the PUBLISH messages peers sent (the caller holds no lock).
-    pub fn deliver(&self, inbox: Vec<(Vec<u8>, Vec<u8>)>) {
+    /// Delivers the PUBLISH and PUBLISHSHARD messages peers sent (the caller holds no lock).
+    pub fn deliver(&self, inbox: Vec<(bool, Vec<u8>, Vec<u8>)>) {
         if let Some(hook) = self.publish_hook.get() {
-            for (channel, message) in inbox {
-                hook(&channel, &message);
+            for (shard, channel, message) in inbox {
+                hook(shard, &channel, &message);
             }
         }
     }

@@ -153,9 +153,9 @@ pub struct State {
     /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
     /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
     pub synced_epochs: (u64, u64, u64),
-    /// PUBLISH messages received from peers, to deliver to this node's subscribers once
-    /// the state is released.
-    pub inbox: Vec<(Vec<u8>, Vec<u8>)>,
+    /// PUBLISH and PUBLISHSHARD messages received from peers (shard, channel, message), to
+    /// deliver to this node's subscribers once the state is released.
+    pub inbox: Vec<(bool, Vec<u8>, Vec<u8>)>,
     next_link: LinkId,
 }
 
@@ -473,12 +473,13 @@ impl State {
                     self.view_changed = true;
                 }
             }
-            kind::PUBLISH => {
+            kind::PUBLISH | kind::PUBLISHSHARD => {
                 if sender.is_some()
                     && let Body::Publish { channel, message } = m.body
                     && self.inbox.len() < 100_000
                 {
-                    self.inbox.push((channel, message));
+                    self.inbox
+                        .push((m.kind == kind::PUBLISHSHARD, channel, message));
                 }
             }
             kind::FAILOVER_AUTH_REQUEST => {
