@@ -625,3 +625,174 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     assert_eq!(cmd(ports[0], &["DBSIZE"]), format!(":{}\r\n", 0));
     check_clean(ports[2]);
 }
+
+/// Writes `key` on whichever of `ports` owns it (the others answer -MOVED).
+fn cluster_set(ports: &[u16], key: &str, value: &str) {
+    let owner = ports
+        .iter()
+        .find(|&&p| cmd(p, &["SET", key, value]) == "+OK\r\n");
+    assert!(owner.is_some(), "no node took {key}");
+}
+
+/// Reads `key` from whichever of `ports` serves it.
+fn cluster_get(ports: &[u16], key: &str) -> String {
+    ports
+        .iter()
+        .map(|&p| cmd(p, &["GET", key]))
+        .find(|r| !r.starts_with("-MOVED") && !r.starts_with("-ASK"))
+        .unwrap_or_else(|| panic!("no node serves {key}"))
+}
+
+/// How many slots `port`'s node owns, by its own CLUSTER NODES line.
+fn slot_count(port: u16) -> usize {
+    let id = myid(port);
+    let nodes = cmd(port, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(&id)).unwrap_or("");
+    line.split_whitespace()
+        .skip(8)
+        .filter(|w| !w.starts_with('['))
+        .map(|w| match w.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// `redis-cli --cluster` grows and shrinks a cluster across kinds: `add-node` puts an empty
+/// master of the other kind in, `reshard` gives it 300 slots with their keys, `fix` closes a
+/// slot left half-migrated, `rebalance` by weight gives it more, `reshard` empties it again
+/// and `del-node` removes it. Run both ways: a redis-server node in a sluice cluster, and a sluice node
+/// in a redis-server cluster. Every key keeps its value throughout.
+#[test]
+fn redis_cli_adds_reshards_rebalances_fixes_and_removes_nodes_of_the_other_kind() {
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    // A redis-server node joins three sluice masters; then a sluice node joins three
+    // redis-server masters.
+    let sluices: Vec<Node> = dirs[..3].iter().map(|d| Node::start(d.path())).collect();
+    let newcomer = RedisServer::start_cluster_node();
+    let ports: Vec<u16> = sluices.iter().map(|n| n.port).collect();
+    grow_and_shrink(&ports, newcomer.port());
+    let redises: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
+    let newcomer = Node::start(dirs[3].path());
+    let ports: Vec<u16> = redises.iter().map(|r| r.port()).collect();
+    grow_and_shrink(&ports, newcomer.port);
+}
+
+fn grow_and_shrink(ports: &[u16], newcomer: u16) {
+    let addr = |p: u16| format!("127.0.0.1:{p}");
+    let cli = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (ok, out) = redis_cli(&args);
+        let tail = out.len().saturating_sub(3000);
+        assert!(ok, "redis-cli {args:?}: ...{}", &out[tail..]);
+        out
+    };
+    let mut args = vec!["--cluster".to_string(), "create".to_string()];
+    args.extend(ports.iter().map(|&p| addr(p)));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(ports, 3);
+    let keys: Vec<String> = (0..400).map(|i| format!("key:{i}")).collect();
+    for k in &keys {
+        cluster_set(ports, k, &format!("v-{k}"));
+    }
+    let all: Vec<u16> = ports.iter().copied().chain([newcomer]).collect();
+    let check_keys = |ports: &[u16]| {
+        for k in &keys {
+            assert_eq!(
+                cluster_get(ports, k),
+                format!("${}\r\nv-{k}\r\n", k.len() + 2),
+                "{k}"
+            );
+        }
+    };
+
+    // add-node: the newcomer meets the cluster as an empty master.
+    cli(&["--cluster", "add-node", &addr(newcomer), &addr(ports[0])]);
+    wait_agreement(&all, 4);
+    // reshard: 300 of the first master's slots, with their keys, go to the newcomer.
+    let (from, to) = (myid(ports[0]), myid(newcomer));
+    let moved_keys = keys
+        .iter()
+        .filter(|k| sluice::cluster::key_slot(k.as_bytes()) < 300)
+        .count();
+    assert!(moved_keys > 0);
+    cli(&[
+        "--cluster",
+        "reshard",
+        &addr(ports[0]),
+        "--cluster-from",
+        &from,
+        "--cluster-to",
+        &to,
+        "--cluster-slots",
+        "300",
+        "--cluster-yes",
+    ]);
+    wait_agreement(&all, 4);
+    assert_eq!(slot_count(newcomer), 300);
+    assert_eq!(cmd(newcomer, &["DBSIZE"]), format!(":{moved_keys}\r\n"));
+    check_keys(&all);
+    check_clean(newcomer);
+
+    // fix: a slot left half-moved (MIGRATING on its owner, IMPORTING on another) is closed.
+    let other = myid(ports[1]);
+    assert_eq!(
+        cmd(ports[1], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(
+            newcomer,
+            &["CLUSTER", "SETSLOT", "100", "MIGRATING", &other]
+        ),
+        "+OK\r\n"
+    );
+    let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), addr(newcomer)]);
+    assert!(
+        !ok || out.contains("[WARNING]"),
+        "check sees the open slot: {out}"
+    );
+    cli(&["--cluster", "fix", &addr(newcomer), "--cluster-yes"]);
+    wait_agreement(&all, 4);
+    check_clean(newcomer);
+    check_keys(&all);
+
+    // rebalance by weight: the newcomer, weighted 0.12 against 1 for each of the others,
+    // is brought to about 630 slots, taken with their keys from the others.
+    cli(&[
+        "--cluster",
+        "rebalance",
+        &addr(ports[0]),
+        "--cluster-weight",
+        &format!("{to}=0.12"),
+    ]);
+    wait_agreement(&all, 4);
+    let held = slot_count(newcomer);
+    assert!((600..=660).contains(&held), "{held}");
+    check_keys(&all);
+    // reshard empties it again (Redis then makes an emptied master a replica of the node that
+    // took its last slot, which copies that node's keys), del-node takes it out (and shuts it
+    // down).
+    cli(&[
+        "--cluster",
+        "reshard",
+        &addr(ports[0]),
+        "--cluster-from",
+        &to,
+        "--cluster-to",
+        &from,
+        "--cluster-slots",
+        &held.to_string(),
+        "--cluster-yes",
+    ]);
+    wait_for("the newcomer to be empty", Duration::from_secs(10), || {
+        slot_count(newcomer) == 0
+    });
+    check_keys(ports);
+    cli(&["--cluster", "del-node", &addr(ports[0]), &to]);
+    wait_agreement(ports, 3);
+    check_clean(ports[0]);
+    check_keys(ports);
+}
