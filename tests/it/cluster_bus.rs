@@ -796,3 +796,84 @@ fn grow_and_shrink(ports: &[u16], newcomer: u16) {
     check_clean(ports[0]);
     check_keys(ports);
 }
+
+/// Plain CLUSTER FAILOVER is Redis's coordinated manual failover: the master holds its
+/// writes (MFSTART), the replica catches up with the offset the master announces, wins the
+/// election and takes the slots; the old master follows it and its held writes get -MOVED.
+/// A client INCRementing through it all loses no acknowledged increment.
+#[test]
+fn a_manual_failover_hands_over_without_losing_writes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "counter", "0"]) == "+OK\r\n")
+        .expect("an owner of the counter");
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, &ports) == Some(master))
+        .expect("a replica of that master");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+            let (mut port, mut acked, mut moved) = (master, 0u64, 0u64);
+            let mut conn = Conn::connect(addr(port));
+            let mut errors = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let reply = text(&conn.cmd(&[b"INCR", b"counter"]));
+                if reply.starts_with(':') {
+                    acked += 1;
+                } else if let Some(to) = reply.strip_prefix("-MOVED ") {
+                    moved += 1;
+                    port = to.trim().rsplit(':').next().unwrap().parse().unwrap();
+                    conn = Conn::connect(addr(port));
+                } else if errors.len() < 10 {
+                    errors.push(reply);
+                }
+            }
+            (acked, moved, port, errors)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cmd(replica, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_for("the replica to take over", Duration::from_secs(10), || {
+        cmd(replica, &["ROLE"]).contains("master") && master_of(master, &ports) == Some(replica)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acked, moved, last_port, errors) = writer.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(moved > 0 && last_port == replica, "{moved} {last_port}");
+    assert_eq!(
+        cmd(replica, &["GET", "counter"]),
+        format!("${}\r\n{acked}\r\n", acked.to_string().len())
+    );
+    wait_agreement(&ports, 6);
+    // The old master takes writes no more, and its pause ended: reads are redirected at once.
+    assert_eq!(
+        cmd(master, &["GET", "counter"]),
+        format!(
+            "-MOVED {} 127.0.0.1:{replica}\r\n",
+            sluice::cluster::key_slot(b"counter")
+        )
+    );
+    check_clean(ports[0]);
+}

@@ -14,6 +14,13 @@
 //!   becomes a replica of the winner.
 //!
 //! CLUSTER FAILOVER TAKEOVER skips the election: the replica bumps its epoch and takes over.
+//! CLUSTER FAILOVER FORCE starts the election at once, with the master up. Plain CLUSTER
+//! FAILOVER is Redis's coordinated manual failover: the replica sends MFSTART to its master,
+//! which holds its clients' writes and pings the replica (every cron turn) with the PAUSED
+//! flag and its replication offset; once the replica has processed the stream up to that
+//! offset it runs the election (votes forced, as FORCE's), so no acknowledged write is lost.
+//! Either side gives up after five seconds (`CLUSTER_MF_TIMEOUT`), and the master's writes
+//! resume then, or as soon as it follows the winner.
 //!
 //! Differences from Redis: the rank orders the master's replicas by name, not by replication
 //! offset (the bus does not see the offset), and the replica's data age is not checked
@@ -38,8 +45,29 @@ pub struct Election {
     pub auth_rank: u64,
     /// The epoch the election runs in.
     pub auth_epoch: u64,
-    /// A forced manual failover (CLUSTER FAILOVER FORCE) runs until then.
+    /// A manual failover (CLUSTER FAILOVER [FORCE]) runs until then: on a replica, its
+    /// own; on a master, the one a replica asked for with MFSTART (0: none).
     pub mf_end: u64,
+    /// The replica may start the manual failover's election (at once with FORCE; once it
+    /// has caught up with the paused master without).
+    pub mf_can_start: bool,
+    /// The paused master's replication offset, from its PAUSED pings (replica side).
+    pub mf_master_offset: Option<u64>,
+    /// The replica a paused master is failing over to (master side).
+    pub mf_replica: Option<String>,
+}
+
+/// How long a manual failover may take (Redis's `CLUSTER_MF_TIMEOUT`).
+pub const MF_TIMEOUT_MS: u64 = 5000;
+
+/// What the server does when a manual failover holds (true) or releases (false) this
+/// master's writes.
+pub struct PauseWrites(pub Box<dyn Fn(bool) + Send + Sync>);
+
+impl std::fmt::Debug for PauseWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PauseWrites")
+    }
 }
 
 impl State {
@@ -56,15 +84,105 @@ impl State {
             .count() as u64
     }
 
+    /// Ends a manual failover, whatever its outcome; a master lets its writes go again
+    /// (Redis's `resetManualFailover`).
+    pub fn reset_manual_failover(&mut self) {
+        if self.election.mf_replica.take().is_some() {
+            // Released by the next view, once installed: a write held by the pause must
+            // meet the routing that follows the failover (-MOVED), not the one before it.
+            self.resume_writes = true;
+            self.view_changed = true;
+        }
+        self.election.mf_end = 0;
+        self.election.mf_can_start = false;
+        self.election.mf_master_offset = None;
+    }
+
+    /// Run every cron turn before the election: a manual failover that timed out ends
+    /// (`manualFailoverCheckTimeout`), a paused master pings its replica, and a replica that
+    /// has caught up with its paused master may start (`clusterHandleManualFailover`).
+    pub fn manual_failover_cron(&mut self, now: u64) {
+        let e = &self.election;
+        if e.mf_end == 0 {
+            return;
+        }
+        if e.mf_end < now {
+            tracing::warn!("Manual failover timed out.");
+            self.reset_manual_failover();
+            return;
+        }
+        if let Some(r) = &e.mf_replica {
+            if let Some(link) = self.nodes.get(r).and_then(|n| n.link) {
+                self.send_ping(link, kind::PING, now);
+            }
+            return;
+        }
+        if !e.mf_can_start && e.mf_master_offset == Some(self.me().repl_offset) {
+            tracing::warn!("All master replication stream processed, manual failover can start.");
+            self.election.mf_can_start = true;
+        }
+    }
+
+    /// CLUSTER FAILOVER without an option: ask the master to pause (MFSTART).
+    pub fn start_manual_failover(&mut self, now: u64) {
+        self.reset_manual_failover();
+        self.election.mf_end = now + MF_TIMEOUT_MS;
+        let Some(link) = self
+            .me()
+            .slaveof
+            .as_ref()
+            .and_then(|m| self.nodes.get(m))
+            .and_then(|m| m.link)
+        else {
+            return;
+        };
+        let bytes = Message {
+            kind: kind::MFSTART,
+            header: self.header(self.me().repl_offset),
+            body: Body::Empty,
+        }
+        .encode();
+        self.send(link, kind::MFSTART, bytes);
+        tracing::warn!("Manual failover user request accepted.");
+    }
+
+    /// A replica asks this master for a manual failover (MFSTART): hold the writes and
+    /// tell the replica the offset to reach.
+    pub fn on_mfstart(&mut self, sender: &str, now: u64) {
+        let ours = self
+            .nodes
+            .get(sender)
+            .is_some_and(|n| n.slaveof.as_deref() == Some(self.myself.as_str()));
+        if !ours || !self.me().is_master() {
+            return;
+        }
+        self.reset_manual_failover();
+        self.resume_writes = false;
+        self.election.mf_end = now + MF_TIMEOUT_MS;
+        self.election.mf_replica = Some(sender.to_string());
+        if let Some(p) = &self.pause_writes {
+            (p.0)(true);
+        }
+        // The offset this node has was read before the pause: the PAUSED pings start with the
+        // next turn's (`Bus::lock_fresh`), read with the writes held.
+        self.offset_after_pause = false;
+        tracing::warn!("Manual failover requested by replica {sender}.");
+    }
+
+    /// A paused master's ping: the offset its replica must reach (the latest one, as writes
+    /// already past the pause when it began may still have moved it).
+    pub fn on_master_paused(&mut self, sender: &str, h: &Header) {
+        let from_master = self.me().slaveof.as_deref() == Some(sender) && !self.me().is_master();
+        if from_master && self.election.mf_end != 0 && h.mflags[0] & mflag::PAUSED != 0 {
+            self.election.mf_master_offset = Some(h.offset);
+        }
+    }
+
     /// Run every cron turn (Redis's `clusterHandleSlaveFailover`).
     pub fn handle_replica_failover(&mut self, now: u64) {
         let timeout = self.settings.node_timeout;
         let needed = self.size() / 2 + 1;
-        let manual = self.election.mf_end != 0;
-        if manual && now > self.election.mf_end {
-            self.election.mf_end = 0;
-            return;
-        }
+        let manual = self.election.mf_end != 0 && self.election.mf_can_start;
         let auth_timeout = (timeout * 2).max(2000);
         let retry = auth_timeout * 2;
         let me = self.me();
@@ -163,8 +281,10 @@ impl State {
 
     /// CLUSTER FAILOVER FORCE: an election now, even with the master up.
     pub fn force_failover(&mut self, now: u64) {
+        self.reset_manual_failover();
         self.election = Election {
-            mf_end: now + 5000,
+            mf_end: now + MF_TIMEOUT_MS,
+            mf_can_start: true,
             ..Election::default()
         };
     }

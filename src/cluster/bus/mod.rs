@@ -42,6 +42,8 @@ pub struct View {
     pub migrating: Vec<(u16, String)>,
     /// Slots this node is importing.
     pub importing: Vec<u16>,
+    /// A manual failover's hold on this master's writes ends once this view is installed.
+    pub resume_writes: bool,
 }
 
 /// What the server does with a new view.
@@ -51,12 +53,17 @@ pub type Hook = Box<dyn Fn(View) + Send + Sync>;
 /// (shard, channel, message).
 pub type PublishHook = Box<dyn Fn(bool, &[u8], &[u8]) + Send + Sync>;
 
+/// This node's replication offset, as the server reads it: a master's stream, or what a
+/// replica has processed of its master's.
+pub type OffsetHook = Box<dyn Fn() -> u64 + Send + Sync>;
+
 /// The bus of one node.
 pub struct Bus {
     state: Mutex<State>,
     conf_path: PathBuf,
     hook: OnceLock<Hook>,
     publish_hook: OnceLock<PublishHook>,
+    offset_hook: OnceLock<OffsetHook>,
     seq: AtomicU64,
     /// Set at shutdown: the bus thread stops.
     pub stop: AtomicBool,
@@ -121,6 +128,7 @@ impl Bus {
             conf_path,
             hook: OnceLock::new(),
             publish_hook: OnceLock::new(),
+            offset_hook: OnceLock::new(),
             seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             listener: Mutex::new(Some(listener)),
@@ -145,6 +153,27 @@ impl Bus {
     /// Installs what the server does with a PUBLISH from another node (once).
     pub fn set_publish_hook(&self, hook: PublishHook) {
         let _ = self.publish_hook.set(hook);
+    }
+
+    /// Installs what a manual failover needs from the server (once): the replication offset
+    /// the bus sends in its headers and compares, and the hold on a master's writes.
+    pub fn set_repl_hooks(&self, offset: OffsetHook, pause_writes: failover::PauseWrites) {
+        let _ = self.offset_hook.set(offset);
+        self.lock().pause_writes = Some(pause_writes);
+    }
+
+    /// The state, locked, with this node's replication offset refreshed first (the offset
+    /// is read before the lock is taken: the server's feed is never locked inside it).
+    pub fn lock_fresh(&self) -> MutexGuard<'_, State> {
+        let offset = self.offset_hook.get().map(|f| f());
+        let mut st = self.lock();
+        if let Some(o) = offset {
+            st.me_mut().repl_offset = o;
+        }
+        // A pause is only ever begun on the bus thread, the one caller: if one was in force
+        // when this hold began, it was in force when the offset was read.
+        st.offset_after_pause = st.election.mf_replica.is_some();
+        st
     }
 
     /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`), or with
@@ -292,6 +321,7 @@ impl Bus {
                 })
                 .collect(),
             importing: st.importing.keys().copied().collect(),
+            resume_writes: std::mem::take(&mut st.resume_writes),
         }
     }
 

@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 
 use super::super::slot::SLOTS;
 use super::msg::{
-    self, Bitmap, Body, Ext, Gossip, Header, Message, NULL_NAME, flag, kind, name_of, name_text,
+    self, Bitmap, Body, Ext, Gossip, Header, Message, NULL_NAME, flag, kind, mflag, name_of,
+    name_text,
 };
 
 /// A link's id.
@@ -156,6 +157,13 @@ pub struct State {
     /// PUBLISH and PUBLISHSHARD messages received from peers (shard, channel, message), to
     /// deliver to this node's subscribers once the state is released.
     pub inbox: Vec<(bool, Vec<u8>, Vec<u8>)>,
+    /// Holds this node's writes for a manual failover (set by the server).
+    pub pause_writes: Option<super::failover::PauseWrites>,
+    /// A manual failover ended on this master: the next view releases its writes.
+    pub resume_writes: bool,
+    /// This master's `repl_offset` was read with its writes held for a manual failover, so
+    /// it may be announced with the PAUSED flag.
+    pub offset_after_pause: bool,
     next_link: LinkId,
 }
 
@@ -189,6 +197,9 @@ impl State {
             election: Default::default(),
             synced_epochs: (u64::MAX, 0, 0),
             inbox: Vec::new(),
+            pause_writes: None,
+            resume_writes: false,
+            offset_after_pause: false,
             next_link: 1,
         }
     }
@@ -312,7 +323,16 @@ impl State {
             cport: self.settings.cport,
             flags: me.flags,
             state: u8::from(!self.ok),
-            mflags: [0; 3],
+            // A master paused for a manual failover says so in every message.
+            mflags: [
+                if me.is_master() && self.election.mf_end != 0 && self.offset_after_pause {
+                    mflag::PAUSED
+                } else {
+                    0
+                },
+                0,
+                0,
+            ],
         }
     }
 
@@ -405,6 +425,7 @@ impl State {
             if n.is_master() || h.slaveof == NULL_NAME {
                 n.repl_offset = h.offset;
             }
+            self.on_master_paused(s, h);
             if h.current_epoch > self.current_epoch {
                 self.current_epoch = h.current_epoch;
                 self.dirty = true;
@@ -480,6 +501,11 @@ impl State {
                 {
                     self.inbox
                         .push((m.kind == kind::PUBLISHSHARD, channel, message));
+                }
+            }
+            kind::MFSTART => {
+                if let Some(s) = &sender {
+                    self.on_mfstart(s, now);
                 }
             }
             kind::FAILOVER_AUTH_REQUEST => {
@@ -949,6 +975,7 @@ impl State {
     /// Makes this node a replica of `master` (CLUSTER REPLICATE, or a master that lost all
     /// its slots to another).
     pub fn set_my_master(&mut self, master: &str) {
+        self.reset_manual_failover();
         let owned: Vec<u16> = (0..SLOTS as u16)
             .filter(|&s| self.me().slots.get(s))
             .collect();
