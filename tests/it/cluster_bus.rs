@@ -877,3 +877,60 @@ fn a_manual_failover_hands_over_without_losing_writes() {
     );
     check_clean(ports[0]);
 }
+
+/// A master cut off from the majority of masters (here: the two others stopped with
+/// SIGSTOP) marks them PFAIL after the node timeout, counts itself in a minority and stops
+/// serving (-CLUSTERDOWN), as Redis does, so it cannot take writes the majority's failover
+/// would discard; once they are back it serves again after the rejoin delay.
+#[test]
+fn a_master_in_the_minority_stops_serving() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 3);
+    let lone = ports
+        .iter()
+        .position(|&p| cmd(p, &["SET", "k", "1"]) == "+OK\r\n")
+        .expect("an owner of k");
+    for (i, n) in nodes.iter().enumerate() {
+        if i != lone {
+            n.proc.signal(libc::SIGSTOP);
+        }
+    }
+    // Writes go on until the node timeout has passed (what Redis's documentation says a
+    // master in a minority may still take, and lose); then they are refused.
+    let stopped = Instant::now();
+    let mut acked = 1;
+    wait_for(
+        "the lone master to see the cluster down",
+        Duration::from_secs(10),
+        || match cmd(ports[lone], &["SET", "k", &(acked + 1).to_string()]).as_str() {
+            "+OK\r\n" => {
+                acked += 1;
+                false
+            }
+            reply => {
+                assert_eq!(reply, "-CLUSTERDOWN The cluster is down\r\n");
+                true
+            }
+        },
+    );
+    assert!(stopped.elapsed() >= Duration::from_millis(900));
+    assert!(cmd(ports[lone], &["CLUSTER", "INFO"]).contains("cluster_state:fail"));
+    for (i, n) in nodes.iter().enumerate() {
+        if i != lone {
+            n.proc.signal(libc::SIGCONT);
+        }
+    }
+    wait_agreement(&ports, 3);
+    let acked = acked.to_string();
+    assert_eq!(
+        cmd(ports[lone], &["GET", "k"]),
+        format!("${}\r\n{acked}\r\n", acked.len())
+    );
+}

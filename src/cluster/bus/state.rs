@@ -141,6 +141,8 @@ pub struct State {
     pub blacklist: HashMap<String, u64>,
     pub settings: Settings,
     pub ok: bool,
+    /// When this node last counted fewer reachable masters than a majority (Unix ms).
+    pub among_minority_time: u64,
     pub stats_sent: [u64; kind::COUNT],
     pub stats_received: [u64; kind::COUNT],
     /// The configuration changed: nodes.conf is to be written.
@@ -189,6 +191,7 @@ impl State {
             blacklist: HashMap::new(),
             settings,
             ok: false,
+            among_minority_time: 0,
             stats_sent: [0; kind::COUNT],
             stats_received: [0; kind::COUNT],
             dirty: true,
@@ -991,8 +994,24 @@ impl State {
         self.view_changed = true;
     }
 
-    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing.
+    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing and
+    /// this node reaches a majority of the masters with slots (a master cut off in a minority
+    /// stops taking writes once it has timed the others out). A master back in the majority
+    /// waits the rejoin delay (the node timeout, within 0.5 to 5 s) before it serves again,
+    /// so the majority's failover, if any, reaches it first.
     pub fn update_ok(&mut self) {
+        let now = super::now_ms();
+        let (mut size, mut reachable) = (0, 0);
+        for n in self.nodes.values() {
+            if n.is_master() && !n.slots.is_empty() {
+                size += 1;
+                reachable += usize::from(!n.is(flag::FAIL | flag::PFAIL));
+            }
+        }
+        let minority = reachable < size / 2 + 1;
+        if minority {
+            self.among_minority_time = now;
+        }
         // Neighbouring slots mostly share their owner: each run of them is looked up once.
         let mut last_ok: Option<&str> = None;
         let ok = self.owners.iter().all(|o| match o.as_deref() {
@@ -1005,7 +1024,15 @@ impl State {
                 }
                 up
             }
-        });
+        }) && !minority;
+        let rejoin_delay = self.settings.node_timeout.clamp(500, 5000);
+        if ok
+            && !self.ok
+            && self.me().is_master()
+            && now.saturating_sub(self.among_minority_time) < rejoin_delay
+        {
+            return;
+        }
         if ok != self.ok {
             tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
             self.ok = ok;
