@@ -103,7 +103,7 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
 /// Waits until every port gives the same view, with `nodes` nodes all connected and the
 /// cluster ok.
 fn wait_agreement(ports: &[u16], nodes: usize) {
-    wait_for("the nodes to agree", Duration::from_secs(20), || {
+    let agree = || {
         let first = view(ports[0]);
         first.len() == nodes
             && first.iter().all(|l| l.contains(" connected"))
@@ -111,7 +111,18 @@ fn wait_agreement(ports: &[u16], nodes: usize) {
             && ports
                 .iter()
                 .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
-    });
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !agree() {
+        if Instant::now() > deadline {
+            let views: Vec<String> = ports
+                .iter()
+                .map(|&p| format!("{p}: {}", cmd(p, &["CLUSTER", "NODES"])))
+                .collect();
+            panic!("timed out waiting for the nodes to agree:\n{}", views.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn redis_cli(args: &[String]) -> (bool, String) {
