@@ -119,7 +119,10 @@ fn wait_agreement(ports: &[u16], nodes: usize) {
                 .iter()
                 .map(|&p| format!("{p}: {}", cmd(p, &["CLUSTER", "NODES"])))
                 .collect();
-            panic!("timed out waiting for the nodes to agree:\n{}", views.join("\n"));
+            panic!(
+                "timed out waiting for the nodes to agree:\n{}",
+                views.join("\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -356,3 +356,124 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::nodes_conf::parse;
+    use super::super::state::Settings;
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const C: &str = "cccccccccccccccccccccccccccccccccccccccc";
+    const R: &str = "dddddddddddddddddddddddddddddddddddddddd";
+
+    /// Three masters splitting the slots and a replica of A, as `me` sees them.
+    fn cluster(me: &str) -> State {
+        let line = |name: &str, port: u16, role: &str, master: &str, slots: &str| {
+            let myself = if name == me { "myself," } else { "" };
+            format!(
+                "{name} 127.0.0.1:{port}@{} {myself}{role} {master} 0 0 1 connected {slots}\n",
+                port + 10000
+            )
+        };
+        let text = [
+            line(A, 7001, "master", "-", "0-5460"),
+            line(B, 7002, "master", "-", "5461-10922"),
+            line(C, 7003, "master", "-", "10923-16383"),
+            line(R, 7004, "slave", A, ""),
+        ]
+        .concat()
+            + "vars currentEpoch 3 lastVoteEpoch 0\n";
+        let settings = Settings {
+            port: 7001,
+            cport: 17001,
+            node_timeout: 1000,
+            announce_ip: String::new(),
+            announce_hostname: String::new(),
+        };
+        parse(&text, settings, 1).unwrap()
+    }
+
+    #[test]
+    fn a_replica_starts_once_it_has_the_paused_masters_offset() {
+        let mut st = cluster(R);
+        st.start_manual_failover(1000);
+        assert_eq!(st.election.mf_end, 1000 + MF_TIMEOUT_MS);
+        st.manual_failover_cron(1100);
+        assert!(!st.election.mf_can_start, "no offset announced yet");
+        // A message from the master without PAUSED says nothing; with it, the offset.
+        let mut h = st.header(0);
+        h.offset = 500;
+        st.on_master_paused(A, &h);
+        assert_eq!(st.election.mf_master_offset, None);
+        h.mflags[0] = mflag::PAUSED;
+        st.on_master_paused(B, &h);
+        assert_eq!(st.election.mf_master_offset, None, "not my master");
+        st.on_master_paused(A, &h);
+        assert_eq!(st.election.mf_master_offset, Some(500));
+        st.me_mut().repl_offset = 499;
+        st.manual_failover_cron(1200);
+        assert!(!st.election.mf_can_start);
+        st.me_mut().repl_offset = 500;
+        st.manual_failover_cron(1300);
+        assert!(st.election.mf_can_start);
+        // It times out like Redis's: everything reset.
+        st.manual_failover_cron(1000 + MF_TIMEOUT_MS + 1);
+        assert_eq!(st.election.mf_end, 0);
+        assert!(!st.election.mf_can_start);
+        assert_eq!(st.election.mf_master_offset, None);
+    }
+
+    #[test]
+    fn a_master_holds_its_writes_until_the_next_view() {
+        let mut st = cluster(A);
+        let held = Arc::new(AtomicBool::new(false));
+        let h = held.clone();
+        st.pause_writes = Some(PauseWrites(Box::new(move |on| {
+            h.store(on, Ordering::Relaxed)
+        })));
+        // Only its own replica may ask.
+        st.on_mfstart(B, 1000);
+        assert!(!held.load(Ordering::Relaxed));
+        st.on_mfstart(R, 1000);
+        assert!(held.load(Ordering::Relaxed));
+        assert_eq!(st.election.mf_replica.as_deref(), Some(R));
+        // The offset read before the pause is not announced as the paused one.
+        assert_eq!(st.header(7).mflags[0] & mflag::PAUSED, 0);
+        st.offset_after_pause = true;
+        assert_eq!(st.header(7).mflags[0] & mflag::PAUSED, mflag::PAUSED);
+        // Ending it (here: following the winner) leaves the release to the next view.
+        st.view_changed = false;
+        st.set_my_master(R);
+        assert!(st.resume_writes && st.view_changed);
+        assert_eq!(st.election.mf_end, 0);
+    }
+
+    #[test]
+    fn a_node_cut_off_from_the_majority_declares_the_cluster_down() {
+        let mut st = cluster(A);
+        st.update_ok();
+        assert!(st.ok);
+        for n in [B, C] {
+            st.nodes.get_mut(n).unwrap().flags |= flag::PFAIL;
+        }
+        st.update_ok();
+        assert!(!st.ok, "one of three masters is a minority");
+        // Back in the majority, a master waits the rejoin delay (the node timeout here).
+        for n in [B, C] {
+            st.nodes.get_mut(n).unwrap().flags &= !flag::PFAIL;
+        }
+        st.update_ok();
+        assert!(!st.ok);
+        st.among_minority_time -= 1000;
+        st.update_ok();
+        assert!(st.ok);
+        // One suspected master of three leaves a majority.
+        st.nodes.get_mut(B).unwrap().flags |= flag::PFAIL;
+        st.update_ok();
+        assert!(st.ok);
+    }
+}

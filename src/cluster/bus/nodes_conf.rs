@@ -364,6 +364,36 @@ vars currentEpoch 1 lastVoteEpoch 0
     }
 
     #[test]
+    fn ranges_are_read_a_byte_at_a_time_as_slot_by_slot() {
+        let mut st = parse(REDIS_FILE, settings(), 1).unwrap();
+        let me = st.myself.clone();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..50 {
+            let n = st.nodes.get_mut(&me).unwrap();
+            for s in 0..SLOTS as u16 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // Runs, single slots, whole bytes and empty stretches by turns.
+                let on = match round % 3 {
+                    0 => rng % 2 == 0,
+                    1 => (s / 37) % 2 == 0,
+                    _ => (s / 8) % 3 == 0 || s == 16383,
+                };
+                n.slots.set(s, on);
+            }
+            let mut want: Vec<(u16, u16)> = Vec::new();
+            for s in (0..SLOTS as u16).filter(|&s| n.slots.get(s)) {
+                match want.last_mut() {
+                    Some(last) if last.1 + 1 == s => last.1 = s,
+                    _ => want.push((s, s)),
+                }
+            }
+            assert_eq!(ranges(n), want, "round {round}");
+        }
+    }
+
+    #[test]
     fn flags_read_back() {
         for f in [
             flag::MYSELF | flag::MASTER,
