@@ -376,9 +376,9 @@ vars currentEpoch 1 lastVoteEpoch 0
                 rng ^= rng << 17;
                 // Runs, single slots, whole bytes and empty stretches by turns.
                 let on = match round % 3 {
-                    0 => rng % 2 == 0,
-                    1 => (s / 37) % 2 == 0,
-                    _ => (s / 8) % 3 == 0 || s == 16383,
+                    0 => rng.is_multiple_of(2),
+                    1 => (s / 37).is_multiple_of(2),
+                    _ => (s / 8).is_multiple_of(3) || s == 16383,
                 };
                 n.slots.set(s, on);
             }
