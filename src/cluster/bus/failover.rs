@@ -45,7 +45,7 @@ pub struct Election {
     pub auth_rank: u64,
     /// The epoch the election runs in.
     pub auth_epoch: u64,
-    /// A manual failover (CLUSTER FAILOVER [FORCE]) runs until then: on a replica, its
+    /// A manual failover (`CLUSTER FAILOVER [FORCE]`) runs until then: on a replica, its
     /// own; on a master, the one a replica asked for with MFSTART (0: none).
     pub mf_end: u64,
     /// The replica may start the manual failover's election (at once with FORCE; once it
