@@ -388,11 +388,26 @@ impl Server {
                 }
             });
             if let Some(bus) = cluster.bus() {
+                // A manual failover reads the replication offset and holds a master's writes
+                // (FAILOVER's own pause, which CLIENT UNPAUSE does not end).
+                let (offset, pause) = (Arc::downgrade(&shared), Arc::downgrade(&shared));
+                bus.set_repl_hooks(
+                    Box::new(move || offset.upgrade().map_or(0, |s| s.repl.offset())),
+                    crate::cluster::bus::failover::PauseWrites(Box::new(move |on| {
+                        if let Some(s) = pause.upgrade() {
+                            s.pause.set_failover(on);
+                        }
+                    })),
+                );
                 let weak = Arc::downgrade(&shared);
-                bus.set_publish_hook(Box::new(move |channel, message| {
+                bus.set_publish_hook(Box::new(move |shard, channel, message| {
                     if let Some(shared) = weak.upgrade() {
                         let limit = crate::services::pubsub::push_limit(&shared);
-                        shared.pubsub.publish(channel, message, limit);
+                        if shard {
+                            shared.pubsub.spublish(channel, message, limit);
+                        } else {
+                            shared.pubsub.publish(channel, message, limit);
+                        }
                     }
                 }));
             }
