@@ -14,7 +14,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering,
 };
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -531,19 +531,6 @@ pub struct ClientState {
     pub watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
     pub dirty: Arc<AtomicBool>,
-    /// Close the connection once the current replies are written (QUIT, protocol errors).
-    pub close_after_reply: bool,
-    /// The request did not run: a script took a shard it needs after it passed the busy
-    /// gate. The connection sends it through the gate again (see `engine::call`).
-    pub regate: bool,
-    /// Delay the next write (DEBUG SLEEP).
-    pub sleep: Option<Duration>,
-    /// Switch to MONITOR streaming after this reply.
-    pub monitor: bool,
-    /// Close the connection after this many more replies (test-mode fault).
-    pub disconnect_after: Option<u64>,
-    /// Send no reply to the current command (SHUTDOWN closes without one, as Redis).
-    pub no_reply: bool,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
     /// The ACL user the connection runs as (`default` until AUTH names another).
@@ -576,11 +563,6 @@ pub struct ClientState {
     pub repl_port: u16,
     /// REPLCONF ip-address.
     pub repl_ip: Option<String>,
-    /// Set by PSYNC/SYNC: (replication id, offset) the replica asked for; the connection
-    /// then becomes a replica's feed.
-    pub psync: Option<(String, i64)>,
-    /// Set by WAIT when it must wait: (replicas, timeout ms, offset).
-    pub wait_acks: Option<(u64, u64, u64)>,
 }
 
 impl ClientState {
@@ -595,12 +577,6 @@ impl ClientState {
             spare_multi: Vec::new(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
-            close_after_reply: false,
-            regate: false,
-            sleep: None,
-            no_reply: false,
-            monitor: false,
-            disconnect_after: None,
             authenticated: true,
             user: Bytes::from_static(b"default"),
             subs: None,
@@ -615,8 +591,6 @@ impl ClientState {
             cluster_check: None,
             repl_port: 0,
             repl_ip: None,
-            psync: None,
-            wait_acks: None,
         }
     }
 

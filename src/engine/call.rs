@@ -30,7 +30,7 @@ use bytes::Bytes;
 use crate::client::ClientState;
 use crate::commands::cluster;
 use crate::engine::table::CommandEntry;
-use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
+use crate::engine::{CmdFlags, Ctx, Next, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::services::{acl, blocking, maxmemory, monitor, notify};
@@ -99,13 +99,13 @@ pub fn call<'a>(
                 queue(ctx.client, entry, args);
                 return Reply::status("QUEUED");
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             if let Some(hooks) = &shared.test
                 && let Some(reply) =
-                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx.client)
+                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx)
             {
                 account(ctx, entry, args, &reply, Duration::ZERO, &caller);
-                ctx.client.sleep = held_before;
+                ctx.hold = held_before;
                 return reply;
             }
             // A script is marked busy, with the shards it will hold, before it takes them,
@@ -127,8 +127,8 @@ pub fn call<'a>(
                     // This command's own announcement is not what it waits for.
                     drop(_announced.take());
                     if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
-                        ctx.client.sleep = held_before;
-                        ctx.client.regate = true;
+                        ctx.hold = held_before;
+                        ctx.next = Next::Regate;
                         return Reply::Null;
                     }
                     _announced = entry.spec.runs_script().then(|| {
@@ -177,7 +177,7 @@ pub fn call<'a>(
                 count_error(shared, &text);
                 return Reply::Error(text.into());
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             Instant::now()
         }
         Caller::Script(rules) => {
@@ -191,7 +191,7 @@ pub fn call<'a>(
                 }
                 return refused;
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             Instant::now()
         }
     };
@@ -201,11 +201,8 @@ pub fn call<'a>(
         feed_monitors(ctx, entry, args, false);
     }
     let reply = run(ctx, entry, args, &mut caller);
-    let took = started.elapsed() + ctx.client.sleep.unwrap_or_default();
-    ctx.client.sleep = match (held_before, ctx.client.sleep) {
-        (Some(a), Some(b)) => Some(a + b),
-        (a, b) => a.or(b),
-    };
+    let took = started.elapsed() + ctx.hold;
+    ctx.hold += held_before;
     account(ctx, entry, args, &reply, took, &caller);
     if ctx.client.tracking {
         remember_read(ctx, entry, args, &caller);
@@ -601,7 +598,7 @@ fn account(
             .add(event, shared.clock.now_ms() / 1000, usec / 1000);
     }
     if !spec.has(CmdFlags::SKIP_SLOWLOG)
-        && ctx.blocked.is_none()
+        && !matches!(ctx.next, Next::Block(_))
         && shared.slowlog.is_slow(&shared.live, usec)
     {
         shared.slowlog.push(
@@ -648,7 +645,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
-    use crate::engine::{execute, execute_may_block};
+    use crate::engine::{Next, execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
     use crate::server::Shared;
@@ -685,19 +682,18 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let (_, waiter) = execute_may_block(&shared, &mut client, &get);
-                let sent_back = std::mem::take(&mut client.regate);
+                let got = execute_may_block(&shared, &mut client, &get);
+                let sent_back = matches!(got.next, Next::Regate);
                 let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let (reply, _) = execute_may_block(&shared, &mut client, &set);
-                tx.send((sent_back, waiter.is_none(), reply, client.regate))
-                    .unwrap();
+                let set = execute_may_block(&shared, &mut client, &set);
+                let set_sent_back = matches!(set.next, Next::Regate);
+                tx.send((sent_back, set.reply, set_sent_back)).unwrap();
             })
         };
-        let (sent_back, not_blocked, other_reply, other_sent_back) = rx
+        let (sent_back, other_reply, other_sent_back) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the command waited on the script's shard lock");
         assert!(sent_back, "GET on the script's shard goes back to the gate");
-        assert!(not_blocked);
         assert!(matches!(other_reply, Reply::Status(_)), "{other_reply:?}");
         assert!(!other_sent_back, "SET on another shard runs");
         connection.join().unwrap();
@@ -730,15 +726,14 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let reply = execute(&shared, &mut client, &get);
-                tx.send((reply, client.regate)).unwrap();
+                // `execute` cannot send a request back: it has no gate to send it to.
+                tx.send(execute(&shared, &mut client, &get)).unwrap();
             })
         };
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         drop(lock);
-        let (reply, sent_back) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let reply = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert!(matches!(reply, Reply::Null), "{reply:?}");
-        assert!(!sent_back);
         connection.join().unwrap();
     }
 }

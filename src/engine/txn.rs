@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 
 use crate::client::ClientState;
 use crate::engine::{
-    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, call, run,
+    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, Next, call, run,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -288,21 +288,10 @@ impl Command for Exec {
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
         let now_ms = ctx.now_ms;
-        let mut run = Ctx {
-            shared,
-            client: &mut *ctx.client,
-            store,
-            now_ms,
-            now_ns,
-            in_exec: true,
-            may_block: false,
-            blocked: None,
-            ready: Vec::new(),
-            error_counted: false,
-            in_script: false,
-            propagate: Vec::new(),
-            events: crate::services::notify::Events::new(shared),
-        };
+        let mut run = Ctx::new(shared, &mut *ctx.client, store);
+        run.now_ms = now_ms;
+        run.now_ns = now_ns;
+        run.in_exec = true;
 
         let id = run.client.id();
         let watched = std::mem::take(&mut run.client.watched);
@@ -327,12 +316,19 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        // What the queued commands asked of the connection: a hold (DEBUG SLEEP) and a
+        // close (QUIT, CLIENT KILL of itself) are EXEC's; nothing else is set inside EXEC.
+        let (hold, next) = (run.hold, std::mem::take(&mut run.next));
         // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
         shared.repl.propagate(&run.propagate);
         let events = run.take_events();
         drop(run);
         ctx.ready.extend(ready);
         ctx.events.extend(events);
+        ctx.hold += hold;
+        if !matches!(next, Next::Continue) {
+            ctx.next = next;
+        }
         unwatch_all(ctx);
         ctx.client.recycle_multi(queue);
         Ok(Reply::Array(replies))

@@ -373,7 +373,7 @@ pub(crate) fn block_on_streams(
 }
 
 /// Registers the caller as a waiter for `op` (its keys' locks are held) and leaves it in
-/// `ctx.blocked` for the connection.
+/// `ctx.next` ([`Next::Block`](crate::engine::Next::Block)) for the connection.
 fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
     {
         let deadline_ms = match timeout_ms {
@@ -394,7 +394,7 @@ fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
             notify: tokio::sync::Notify::new(),
         });
         ctx.shared.blocked.add(&waiter);
-        ctx.blocked = Some(waiter);
+        ctx.next = crate::engine::Next::Block(waiter);
         // Never sent: the connection waits for the waiter's reply instead.
         Reply::NullArray
     }
@@ -762,21 +762,9 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 continue;
             }
             let now_ns = shared.clock.now_ns();
-            let mut ctx = Ctx {
-                shared,
-                client: &mut client,
-                store,
-                now_ms: now_ns / 1_000_000,
-                now_ns,
-                in_exec: false,
-                may_block: false,
-                blocked: None,
-                ready: Vec::new(),
-                error_counted: false,
-                in_script: false,
-                propagate: Vec::new(),
-                events: crate::services::notify::Events::new(shared),
-            };
+            let mut ctx = Ctx::new(shared, &mut client, store);
+            ctx.now_ms = now_ns / 1_000_000;
+            ctx.now_ns = now_ns;
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.
             let right_type = match ctx.store.lookup(db, &key, ctx.now_ms).map(|e| &e.value) {

@@ -265,7 +265,7 @@ impl Command for Monitor {
                 "ERR MONITOR isn't allowed for DENY BLOCKING client",
             ));
         }
-        ctx.client.monitor = true;
+        ctx.next = crate::engine::Next::Monitor;
         Ok(Reply::ok())
     }
 }

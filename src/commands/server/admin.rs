@@ -79,7 +79,7 @@ impl Command for DebugCmd {
             DebugCmd::Help => Help.apply(ctx),
             DebugCmd::Sleep(secs) => {
                 if secs > 0.0 {
-                    ctx.client.sleep = Some(Duration::from_secs_f64(secs.min(3600.0)));
+                    ctx.hold = Duration::from_secs_f64(secs.min(3600.0));
                 }
                 Ok(Reply::ok())
             }
@@ -162,8 +162,7 @@ impl Command for Shutdown {
         tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
         ctx.shared.shutdown.cancel();
         // Redis closes the connection without replying when it shuts down.
-        ctx.client.close_after_reply = true;
-        ctx.client.no_reply = true;
+        ctx.next = crate::engine::Next::CloseWithoutReply;
         Ok(Reply::ok())
     }
 }

@@ -442,7 +442,7 @@ impl Command for ClientKill {
             if matches {
                 killed += 1;
                 if c.id == me {
-                    ctx.client.close_after_reply = true;
+                    ctx.next = crate::engine::Next::Close;
                 } else {
                     c.kill.cancel();
                 }
