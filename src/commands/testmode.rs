@@ -724,7 +724,7 @@ impl Command for TestModeReset {
             if let Some(info) = shared.clients.get(*id) {
                 info.kill.cancel();
             }
-            super::blocking::unblock(shared, *id, false);
+            crate::services::blocking::unblock(shared, *id, false);
         }
         shared.monitors.close_all();
         shared.pause.unpause();

@@ -10,10 +10,10 @@ use bytes::{Buf, BytesMut};
 use mio::net::TcpStream as MioStream;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
+use crate::engine::{Next, Ran};
 use crate::server::Admitted;
 use crate::server::Shared;
 use crate::server::connection::{self, Buffers, Registered, Resume};
-use crate::engine::{Next, Ran};
 use crate::{commands, engine};
 
 /// Write the output early once it holds this much (as the tokio path does).
