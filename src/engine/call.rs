@@ -37,7 +37,7 @@ use crate::services::{acl, blocking, maxmemory, monitor, notify};
 
 /// Who runs the command.
 #[derive(Debug)]
-pub enum Caller<'r, 'a> {
+pub(crate) enum Caller<'r, 'a> {
     /// A client's request: `call` checks it, queues it inside MULTI, or locks its shards
     /// and runs it. The `Ctx` comes with no shard held; the arguments are given again with
     /// the lifetime of the locks, which keep the key arguments' hashes.
@@ -50,21 +50,21 @@ pub enum Caller<'r, 'a> {
 
 /// What a script's calls are held to, and what `call` tells the script host back.
 #[derive(Debug, Default)]
-pub struct ScriptRules {
+pub(crate) struct ScriptRules {
     /// Writes are refused (`*_RO`, `no-writes`).
-    pub read_only: bool,
+    pub(crate) read_only: bool,
     /// `allow-oom`: commands that may grow memory run past maxmemory.
-    pub allow_oom: bool,
+    pub(crate) allow_oom: bool,
     /// Cluster mode: the one slot the script's calls may touch, once known.
-    pub slot: Option<u16>,
+    pub(crate) slot: Option<u16>,
     /// Cluster mode: the calls may touch several slots.
-    pub cross_slot_ok: bool,
+    pub(crate) cross_slot_ok: bool,
     /// The protocol the script speaks (`redis.setresp`).
-    pub resp: u8,
+    pub(crate) resp: u8,
     /// A call wrote: the script can no longer be killed.
-    pub wrote: bool,
+    pub(crate) wrote: bool,
     /// The last error a call replied (already counted in the error statistics).
-    pub last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
 }
 
 const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
@@ -73,7 +73,7 @@ const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
-pub fn call<'a>(
+pub(crate) fn call<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &[Bytes],
@@ -527,7 +527,7 @@ fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[Bytes]) {
 /// Refuses a command before it runs (Redis's rejectCommand): counts the error and the
 /// command's `rejected_calls`, and inside MULTI dooms the transaction so EXEC answers
 /// EXECABORT. `entry` is None for an unknown command.
-pub fn reject(
+pub(crate) fn reject(
     shared: &Shared,
     client: &mut ClientState,
     entry: Option<&CommandEntry>,
@@ -546,7 +546,7 @@ pub fn reject(
 }
 
 /// Counts one error reply: `total_error_replies` and its prefix's errorstat.
-pub fn count_error(shared: &Shared, text: &str) {
+pub(crate) fn count_error(shared: &Shared, text: &str) {
     shared
         .stats
         .total_error_replies

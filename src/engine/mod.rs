@@ -28,8 +28,9 @@ pub mod txn;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-pub use call::{Caller, call};
-pub use next::{Next, Ran};
+pub(crate) use call::{Caller, call};
+pub use next::Next;
+pub(crate) use next::Ran;
 
 use bytes::Bytes;
 
@@ -89,7 +90,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context for `client` holding `store`, with no clock read yet (`now` 0), outside
     /// EXEC and scripts, that may not block, with nothing noted.
-    pub fn new(shared: &'a Shared, client: &'a mut ClientState, store: Locked<'a>) -> Self {
+    pub(crate) fn new(shared: &'a Shared, client: &'a mut ClientState, store: Locked<'a>) -> Self {
         Ctx {
             shared,
             client,
@@ -332,7 +333,7 @@ pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Rep
 /// blocking command that finds nothing returns [`Next::Block`] with its registered waiter
 /// and a placeholder reply, and the connection waits for the waiter's reply (see
 /// `blocking`).
-pub fn execute_may_block(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Ran {
+pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Ran {
     execute_request(shared, client, args, true)
 }
 

@@ -63,30 +63,25 @@ pub enum Next {
 /// A client's request, run: the reply, what the connection does next, and what wraps the
 /// reply whatever comes next.
 #[derive(Debug)]
-pub struct Ran {
+pub(crate) struct Ran {
     /// The reply (a placeholder for [`Next::Regate`] and [`Next::Block`]).
-    pub reply: Reply,
+    pub(crate) reply: Reply,
     /// What the connection does next.
-    pub next: Next,
+    pub(crate) next: Next,
     /// Hold the reply this long before writing it (DEBUG SLEEP, FAULT LATENCY).
-    pub hold: Duration,
+    pub(crate) hold: Duration,
     /// FAULT DISCONNECT: close the connection once this reply is written.
-    pub disconnect: bool,
+    pub(crate) disconnect: bool,
 }
 
 impl Ran {
     /// A reply with nothing after it (a request refused before it ran).
-    pub fn reply(reply: Reply) -> Ran {
+    pub(crate) fn reply(reply: Reply) -> Ran {
         Ran {
             reply,
             next: Next::Continue,
             hold: Duration::ZERO,
             disconnect: false,
         }
-    }
-
-    /// Whether the connection has anything to do beyond writing the reply and reading on.
-    pub fn is_plain(&self) -> bool {
-        matches!(self.next, Next::Continue) && self.hold.is_zero() && !self.disconnect
     }
 }
