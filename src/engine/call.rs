@@ -1,4 +1,4 @@
-//! The one path every command runs through: [`call`], for a client's request, a command
+//! The one path every command runs through: `call`, for a client's request, a command
 //! EXEC runs from its queue, and a script's `redis.call` / `redis.pcall` alike.
 //!
 //! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a

@@ -1,11 +1,11 @@
 //! The engine: the command table (name, arity, flags, key positions, handler), dispatch
-//! (`execute`, `lookup`), [`call()`](call::call), MULTI/EXEC, the handler's [`Ctx`] and the
+//! (`execute`, `lookup`), `call()`, MULTI/EXEC, the handler's [`Ctx`] and the
 //! argument cursor. The command families (`crate::commands`) plug their handlers into it;
 //! the services (`crate::services`) are what it and the handlers talk to.
 //!
 //! A request goes through `execute`: the name is looked up (case-insensitively) and arity
 //! is checked against the table, which resolves it once into its table entry; then
-//! [`call()`](call::call) (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
+//! `call()` (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
 //! script calls. `call` applies the caller's policy (auth, cluster routing, OOM, flags),
 //! queues it inside MULTI, or locks the shards of the command's keys (from the table's key
 //! positions) in ascending order, reads the clock once, and runs the handler, which parses
@@ -68,7 +68,7 @@ pub struct Ctx<'a> {
     pub in_script: bool,
     /// What the connection does after the reply (see [`Next`]): set by the handler (QUIT,
     /// MONITOR, PSYNC, WAIT, a blocking command that blocked…) and returned by
-    /// [`execute_may_block`]; a command EXEC runs passes its `Close` on to EXEC's.
+    /// `execute_may_block`; a command EXEC runs passes its `Close` on to EXEC's.
     pub next: Next,
     /// How long the reply is held (DEBUG SLEEP, FAULT LATENCY); counted as the command's
     /// time (see `call`).
@@ -324,7 +324,7 @@ pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
-/// [`execute_may_block`]).
+/// `execute_may_block`).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
     execute_request(shared, client, args, false).reply
 }

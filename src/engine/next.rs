@@ -1,5 +1,5 @@
 //! What a client's command leaves its connection to do: [`Next`], returned with the reply
-//! in [`Ran`] by `engine::execute_may_block`.
+//! in `Ran` by `engine::execute_may_block`.
 //!
 //! A handler never reaches into the connection. It says what comes after its reply by
 //! setting `Ctx::next` (QUIT: close; MONITOR: become a feed; PSYNC: become a replica's
@@ -9,7 +9,7 @@
 //! for one request: nothing is left on the client for the next command to trip over.
 //!
 //! Two things are not a mode of the connection but wrap the reply whatever comes next, so
-//! they sit beside [`Next`] in [`Ran`]: how long the reply is held (DEBUG SLEEP, FAULT
+//! they sit beside [`Next`] in `Ran`: how long the reply is held (DEBUG SLEEP, FAULT
 //! LATENCY; counted as the command's own time) and a test fault's disconnect after it.
 //!
 //! `Next::Continue`, the hot path's value, holds nothing: returning it allocates nothing.
