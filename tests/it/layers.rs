@@ -97,17 +97,28 @@ const RULES: &[Rule] = &[
             "server::connection",
             "server::loops",
             "server::uring",
+            "server::eventloop",
         ],
         why: "services are what commands talk to, never the reverse",
     },
     Rule {
         from: &["engine"],
-        to: &["server::connection", "server::loops", "server::uring"],
+        to: &[
+            "server::connection",
+            "server::loops",
+            "server::uring",
+            "server::eventloop",
+        ],
         why: "the engine is handed the server's state, not its sockets",
     },
     Rule {
         from: &["commands"],
-        to: &["server::connection", "server::loops", "server::uring"],
+        to: &[
+            "server::connection",
+            "server::loops",
+            "server::uring",
+            "server::eventloop",
+        ],
         why: "a handler returns to the connection; it does not reach into it",
     },
     Rule {
@@ -117,6 +128,7 @@ const RULES: &[Rule] = &[
             "server::connection",
             "server::loops",
             "server::uring",
+            "server::eventloop",
         ],
         why: "replication runs commands through the engine",
     },
