@@ -22,7 +22,7 @@ use crate::protocol::Reply;
 use crate::server::Shared;
 
 /// The transaction commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "multi",
         1,
@@ -90,7 +90,7 @@ pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
 }
 
 /// Drops the WATCH entries of client `id` on `watched`; the caller must hold no shard lock.
-pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
+pub(crate) fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
     if watched.is_empty() {
         return;
     }
@@ -101,14 +101,14 @@ pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
 }
 
 /// `unwatch_client` from inside a handler: releases the handler's locks first.
-pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+pub(crate) fn unwatch_all(ctx: &mut Ctx<'_>) {
     ctx.store.release();
     unwatch_client(ctx.shared, ctx.client);
 }
 
 /// MULTI
 #[derive(Debug)]
-pub struct Multi;
+pub(crate) struct Multi;
 
 impl Command for Multi {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -126,7 +126,7 @@ impl Command for Multi {
 
 /// DISCARD
 #[derive(Debug)]
-pub struct Discard;
+pub(crate) struct Discard;
 
 impl Command for Discard {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -144,7 +144,7 @@ impl Command for Discard {
 
 /// WATCH key [key …]
 #[derive(Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     keys: Vec<Bytes>,
 }
 
@@ -179,7 +179,7 @@ impl Command for Watch {
 
 /// UNWATCH
 #[derive(Debug)]
-pub struct Unwatch;
+pub(crate) struct Unwatch;
 
 impl Command for Unwatch {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -195,7 +195,7 @@ impl Command for Unwatch {
 
 /// EXEC
 #[derive(Debug)]
-pub struct Exec {
+pub(crate) struct Exec {
     /// Arguments after EXEC (Redis's arity error, which aborts the transaction).
     extra_args: bool,
 }
