@@ -6,6 +6,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod bitmap;
+pub(crate) mod blocking;
 pub(crate) mod cluster;
 pub(crate) mod cluster_bus;
 pub(crate) mod dump;
@@ -19,6 +20,8 @@ pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
 pub(crate) mod migrate;
+pub(crate) mod persist;
+pub(crate) mod pubsub;
 pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
@@ -35,10 +38,9 @@ pub(crate) mod zset;
 pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
-use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -67,7 +69,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
         blocking::COMMANDS,
         functions::COMMANDS,
         persist::COMMANDS,
-        crate::services::aof::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,

@@ -1,4 +1,4 @@
-//! The one path every command runs through: [`call`], for a client's request, a command
+//! The one path every command runs through: `call`, for a client's request, a command
 //! EXEC runs from its queue, and a script's `redis.call` / `redis.pcall` alike.
 //!
 //! `call` owns what Redis's `processCommand` + `call()` own: the policy that may refuse a
@@ -30,14 +30,14 @@ use bytes::Bytes;
 use crate::client::ClientState;
 use crate::commands::cluster;
 use crate::engine::table::CommandEntry;
-use crate::engine::{CmdFlags, Ctx, Roles, lock_for, try_lock_for};
+use crate::engine::{CmdFlags, Ctx, Next, Roles, lock_for, try_lock_for};
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::services::{acl, blocking, maxmemory, monitor, notify};
 
 /// Who runs the command.
 #[derive(Debug)]
-pub enum Caller<'r, 'a> {
+pub(crate) enum Caller<'r, 'a> {
     /// A client's request: `call` checks it, queues it inside MULTI, or locks its shards
     /// and runs it. The `Ctx` comes with no shard held; the arguments are given again with
     /// the lifetime of the locks, which keep the key arguments' hashes.
@@ -50,21 +50,21 @@ pub enum Caller<'r, 'a> {
 
 /// What a script's calls are held to, and what `call` tells the script host back.
 #[derive(Debug, Default)]
-pub struct ScriptRules {
+pub(crate) struct ScriptRules {
     /// Writes are refused (`*_RO`, `no-writes`).
-    pub read_only: bool,
+    pub(crate) read_only: bool,
     /// `allow-oom`: commands that may grow memory run past maxmemory.
-    pub allow_oom: bool,
+    pub(crate) allow_oom: bool,
     /// Cluster mode: the one slot the script's calls may touch, once known.
-    pub slot: Option<u16>,
+    pub(crate) slot: Option<u16>,
     /// Cluster mode: the calls may touch several slots.
-    pub cross_slot_ok: bool,
+    pub(crate) cross_slot_ok: bool,
     /// The protocol the script speaks (`redis.setresp`).
-    pub resp: u8,
+    pub(crate) resp: u8,
     /// A call wrote: the script can no longer be killed.
-    pub wrote: bool,
+    pub(crate) wrote: bool,
     /// The last error a call replied (already counted in the error statistics).
-    pub last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
 }
 
 const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
@@ -73,7 +73,7 @@ const NOT_FROM_SCRIPT: &str = "ERR This Redis command is not allowed from script
 const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scripts.";
 
 /// Runs `entry` with `args` (name first) for `caller` and returns its reply.
-pub fn call<'a>(
+pub(crate) fn call<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &[Bytes],
@@ -99,13 +99,13 @@ pub fn call<'a>(
                 queue(ctx.client, entry, args);
                 return Reply::status("QUEUED");
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             if let Some(hooks) = &shared.test
                 && let Some(reply) =
-                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx.client)
+                    hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx)
             {
                 account(ctx, entry, args, &reply, Duration::ZERO, &caller);
-                ctx.client.sleep = held_before;
+                ctx.hold = held_before;
                 return reply;
             }
             // A script is marked busy, with the shards it will hold, before it takes them,
@@ -127,8 +127,8 @@ pub fn call<'a>(
                     // This command's own announcement is not what it waits for.
                     drop(_announced.take());
                     if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
-                        ctx.client.sleep = held_before;
-                        ctx.client.regate = true;
+                        ctx.hold = held_before;
+                        ctx.next = Next::Regate;
                         return Reply::Null;
                     }
                     _announced = entry.spec.runs_script().then(|| {
@@ -177,7 +177,7 @@ pub fn call<'a>(
                 count_error(shared, &text);
                 return Reply::Error(text.into());
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             Instant::now()
         }
         Caller::Script(rules) => {
@@ -191,7 +191,7 @@ pub fn call<'a>(
                 }
                 return refused;
             }
-            held_before = ctx.client.sleep.take();
+            held_before = std::mem::take(&mut ctx.hold);
             Instant::now()
         }
     };
@@ -201,17 +201,14 @@ pub fn call<'a>(
         feed_monitors(ctx, entry, args, false);
     }
     let reply = run(ctx, entry, args, &mut caller);
-    if matches!(caller, Caller::Client(_)) && ctx.client.regate {
+    if matches!(caller, Caller::Client(_)) && matches!(ctx.next, Next::Regate) {
         // The handler found a script on a shard it locks by itself and ran nothing (see
         // `back_to_gate`): not a call; the request goes through the busy gate again.
-        ctx.client.sleep = held_before;
+        ctx.hold = held_before;
         return reply;
     }
-    let took = started.elapsed() + ctx.client.sleep.unwrap_or_default();
-    ctx.client.sleep = match (held_before, ctx.client.sleep) {
-        (Some(a), Some(b)) => Some(a + b),
-        (a, b) => a.or(b),
-    };
+    let took = started.elapsed() + ctx.hold;
+    ctx.hold += held_before;
     account(ctx, entry, args, &reply, took, &caller);
     if ctx.client.tracking {
         remember_read(ctx, entry, args, &caller);
@@ -226,7 +223,7 @@ pub fn call<'a>(
 
 /// For a handler that takes shard locks by itself (EXEC, SCAN, UNWATCH …) and found one of
 /// `wanted` held: true if a running script holds it and the client's connection can send
-/// the request back to the busy gate (`ClientState::regate` is then set; the handler must
+/// the request back to the busy gate (`ctx.next` is then `Next::Regate`; the handler must
 /// return at once, having changed nothing). The gate then waits for a young script or
 /// answers `-BUSY` past `busy-reply-threshold`, where waiting on the lock would hold the
 /// thread, and every connection of its loop, for the whole script. False: wait on the lock
@@ -238,7 +235,7 @@ pub(crate) fn back_to_gate(ctx: &mut Ctx<'_>, wanted: &[usize]) -> bool {
         && !ctx.in_script
         && ctx.shared.scripts.busy.blocking(Some(wanted)).is_some();
     if send_back {
-        ctx.client.regate = true;
+        ctx.next = Next::Regate;
     }
     send_back
 }
@@ -555,7 +552,7 @@ fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[Bytes]) {
 /// Refuses a command before it runs (Redis's rejectCommand): counts the error and the
 /// command's `rejected_calls`, and inside MULTI dooms the transaction so EXEC answers
 /// EXECABORT. `entry` is None for an unknown command.
-pub fn reject(
+pub(crate) fn reject(
     shared: &Shared,
     client: &mut ClientState,
     entry: Option<&CommandEntry>,
@@ -574,7 +571,7 @@ pub fn reject(
 }
 
 /// Counts one error reply: `total_error_replies` and its prefix's errorstat.
-pub fn count_error(shared: &Shared, text: &str) {
+pub(crate) fn count_error(shared: &Shared, text: &str) {
     shared
         .stats
         .total_error_replies
@@ -626,7 +623,7 @@ fn account(
             .add(event, shared.clock.now_ms() / 1000, usec / 1000);
     }
     if !spec.has(CmdFlags::SKIP_SLOWLOG)
-        && ctx.blocked.is_none()
+        && !matches!(ctx.next, Next::Block(_))
         && shared.slowlog.is_slow(&shared.live, usec)
     {
         shared.slowlog.push(
@@ -673,7 +670,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
-    use crate::engine::{execute, execute_may_block};
+    use crate::engine::{Next, execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
     use crate::server::Shared;
@@ -710,19 +707,18 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let (_, waiter) = execute_may_block(&shared, &mut client, &get);
-                let sent_back = std::mem::take(&mut client.regate);
+                let got = execute_may_block(&shared, &mut client, &get);
+                let sent_back = matches!(got.next, Next::Regate);
                 let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let (reply, _) = execute_may_block(&shared, &mut client, &set);
-                tx.send((sent_back, waiter.is_none(), reply, client.regate))
-                    .unwrap();
+                let set = execute_may_block(&shared, &mut client, &set);
+                let set_sent_back = matches!(set.next, Next::Regate);
+                tx.send((sent_back, set.reply, set_sent_back)).unwrap();
             })
         };
-        let (sent_back, not_blocked, other_reply, other_sent_back) = rx
+        let (sent_back, other_reply, other_sent_back) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the command waited on the script's shard lock");
         assert!(sent_back, "GET on the script's shard goes back to the gate");
-        assert!(not_blocked);
         assert!(matches!(other_reply, Reply::Status(_)), "{other_reply:?}");
         assert!(!other_sent_back, "SET on another shard runs");
         connection.join().unwrap();
@@ -742,9 +738,9 @@ mod tests {
         args: &[&str],
     ) -> (Reply, bool) {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let (reply, waiter) = execute_may_block(shared, client, &args);
-        assert!(waiter.is_none());
-        (reply, std::mem::take(&mut client.regate))
+        let ran = execute_may_block(shared, client, &args);
+        assert!(!matches!(ran.next, Next::Block(_)));
+        (ran.reply, matches!(ran.next, Next::Regate))
     }
 
     fn calls_of(shared: &Shared, name: &str) -> u64 {
@@ -913,15 +909,14 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let reply = execute(&shared, &mut client, &get);
-                tx.send((reply, client.regate)).unwrap();
+                // `execute` cannot send a request back: it has no gate to send it to.
+                tx.send(execute(&shared, &mut client, &get)).unwrap();
             })
         };
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         drop(lock);
-        let (reply, sent_back) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let reply = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert!(matches!(reply, Reply::Null), "{reply:?}");
-        assert!(!sent_back);
         connection.join().unwrap();
     }
 }

@@ -15,14 +15,14 @@ use smallvec::SmallVec;
 
 use crate::client::ClientState;
 use crate::engine::{
-    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, call, run,
+    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, Next, call, run,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::server::Shared;
 
 /// The transaction commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "multi",
         1,
@@ -90,7 +90,7 @@ pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
 }
 
 /// Drops the WATCH entries of client `id` on `watched`; the caller must hold no shard lock.
-pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
+pub(crate) fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
     if watched.is_empty() {
         return;
     }
@@ -101,7 +101,7 @@ pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
 }
 
 /// `unwatch_client` from inside a handler: releases the handler's locks first.
-pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+pub(crate) fn unwatch_all(ctx: &mut Ctx<'_>) {
     ctx.store.release();
     unwatch_client(ctx.shared, ctx.client);
 }
@@ -161,7 +161,7 @@ fn unwatch_held(run: &mut Ctx<'_>) {
 
 /// MULTI
 #[derive(Debug)]
-pub struct Multi;
+pub(crate) struct Multi;
 
 impl Command for Multi {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -179,7 +179,7 @@ impl Command for Multi {
 
 /// DISCARD
 #[derive(Debug)]
-pub struct Discard;
+pub(crate) struct Discard;
 
 impl Command for Discard {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -199,7 +199,7 @@ impl Command for Discard {
 
 /// WATCH key [key …]
 #[derive(Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     keys: Vec<Bytes>,
 }
 
@@ -234,7 +234,7 @@ impl Command for Watch {
 
 /// UNWATCH
 #[derive(Debug)]
-pub struct Unwatch;
+pub(crate) struct Unwatch;
 
 impl Command for Unwatch {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -250,7 +250,7 @@ impl Command for Unwatch {
 
 /// EXEC
 #[derive(Debug)]
-pub struct Exec {
+pub(crate) struct Exec {
     /// Arguments after EXEC (Redis's arity error, which aborts the transaction).
     extra_args: bool,
 }
@@ -381,21 +381,10 @@ impl Command for Exec {
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
         let now_ms = ctx.now_ms;
-        let mut run = Ctx {
-            shared,
-            client: &mut *ctx.client,
-            store,
-            now_ms,
-            now_ns,
-            in_exec: true,
-            may_block: false,
-            blocked: None,
-            ready: Vec::new(),
-            error_counted: false,
-            in_script: false,
-            propagate: Vec::new(),
-            events: crate::services::notify::Events::new(shared),
-        };
+        let mut run = Ctx::new(shared, &mut *ctx.client, store);
+        run.now_ms = now_ms;
+        run.now_ns = now_ns;
+        run.in_exec = true;
 
         let id = run.client.id();
         let watched = std::mem::take(&mut run.client.watched);
@@ -421,6 +410,9 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        // What the queued commands asked of the connection: a hold (DEBUG SLEEP) and a
+        // close (QUIT, CLIENT KILL of itself) are EXEC's; nothing else is set inside EXEC.
+        let (hold, next) = (run.hold, std::mem::take(&mut run.next));
         // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
         shared.repl.propagate(&run.propagate);
         let events = run.take_events();
@@ -428,6 +420,10 @@ impl Command for Exec {
         drop(run);
         ctx.ready.extend(ready);
         ctx.events.extend(events);
+        ctx.hold += hold;
+        if !matches!(next, Next::Continue) {
+            ctx.next = next;
+        }
         unwatch_all(ctx);
         ctx.client.recycle_multi(queue);
         Ok(Reply::Array(replies))

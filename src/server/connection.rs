@@ -35,6 +35,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
+use crate::engine::{Next, Ran};
 use crate::protocol::{Limits, RequestParser};
 use crate::server::Shared;
 use crate::{commands, engine, services};
@@ -236,12 +237,10 @@ pub(super) enum Resume {
     /// `Buffers::args` holds a parsed request not run yet: through the pause and busy
     /// gates, then run it.
     Gate,
-    /// The request ran and blocked (a blocking pop with nothing to pop): wait for the
-    /// waiter's reply. The flag: whether the client was authenticated before it ran.
-    Blocked(Arc<services::blocking::Waiter>, bool),
-    /// The request ran and this is its reply, not yet written; it left the client in a
-    /// state this code handles (PSYNC, WAIT, a pause, MONITOR, a subscription).
-    After(crate::protocol::Reply, bool),
+    /// The request ran and this is its reply, not yet written, with what comes next: what
+    /// this code handles (a blocked command's wait, PSYNC, WAIT, a hold, MONITOR, a
+    /// subscription). The flag: whether the client was authenticated before it ran.
+    After(Ran, bool),
 }
 
 async fn run<S: Transport>(
@@ -273,25 +272,8 @@ async fn run<S: Transport>(
     loop {
         // Run every complete request already buffered.
         loop {
-            let (reply, was_authenticated) = match resume.take() {
-                Some(Resume::After(reply, was)) => (reply, was),
-                Some(Resume::Blocked(waiter, was)) => {
-                    let waited = wait_for(
-                        shared,
-                        &mut stream,
-                        &mut rbuf,
-                        &mut wbuf,
-                        client,
-                        &mut soft,
-                        waiter,
-                        query_limit,
-                    )
-                    .await?;
-                    match waited {
-                        Some(reply) => (reply, was),
-                        None => return Ok(()),
-                    }
-                }
+            let (ran, was_authenticated) = match resume.take() {
+                Some(Resume::After(ran, was)) => (ran, was),
                 resumed => {
                     if !matches!(resumed, Some(Resume::Gate)) {
                         let req = match parser.parse(&rbuf) {
@@ -329,62 +311,74 @@ async fn run<S: Transport>(
                     } else {
                         None
                     };
-                    let reply = loop {
+                    let ran = loop {
                         if let Some(reply) = gated.take() {
-                            break reply;
+                            break Ran::reply(reply);
                         }
-                        break match engine::execute_may_block(shared, client, &args) {
-                            // A script took a shard this command needs after it passed the
-                            // gate: through the gate again (see `engine::call`).
-                            _ if std::mem::take(&mut client.regate) => {
-                                gated = commands::scripting::busy_gate(shared, client, &args).await;
-                                continue;
-                            }
-                            (reply, None) => reply,
-                            (_, Some(waiter)) => {
-                                let waited = wait_for(
-                                    shared,
-                                    &mut stream,
-                                    &mut rbuf,
-                                    &mut wbuf,
-                                    client,
-                                    &mut soft,
-                                    waiter,
-                                    query_limit,
-                                )
-                                .await?;
-                                match waited {
-                                    Some(reply) => reply,
-                                    None => return Ok(()),
-                                }
-                            }
-                        };
+                        let ran = engine::execute_may_block(shared, client, &args);
+                        // A script took a shard this command needs after it passed the
+                        // gate: through the gate again (see `engine::call`).
+                        if matches!(ran.next, Next::Regate) {
+                            gated = commands::scripting::busy_gate(shared, client, &args).await;
+                            continue;
+                        }
+                        break ran;
                     };
-                    (reply, was_authenticated)
+                    (ran, was_authenticated)
                 }
+            };
+            let Ran {
+                reply,
+                next,
+                hold,
+                disconnect,
+            } = ran;
+            // A blocking command that blocked: its reply is the waiter's.
+            let (reply, next) = match next {
+                Next::Block(waiter) => {
+                    let waited = wait_for(
+                        shared,
+                        &mut stream,
+                        &mut rbuf,
+                        &mut wbuf,
+                        client,
+                        &mut soft,
+                        waiter,
+                        query_limit,
+                    )
+                    .await?;
+                    match waited {
+                        Some(reply) => (reply, Next::Continue),
+                        None => return Ok(()),
+                    }
+                }
+                next => (reply, next),
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(&config, client.authenticated));
             }
-            // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
-            if let Some(request) = client.psync.take() {
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return crate::repl::master::serve(shared, stream, client, request).await;
-            }
-            // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
-            let reply = match client.wait_acks.take() {
-                Some(w) => {
+            let reply = match next {
+                // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
+                Next::Replicate { replid, offset } => {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                    crate::repl::master::wait(shared, client, w).await
+                    return crate::repl::master::serve(shared, stream, client, (replid, offset))
+                        .await;
                 }
-                None => reply,
+                // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
+                Next::WaitAcks {
+                    replicas,
+                    timeout_ms,
+                    offset,
+                } => {
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    crate::repl::master::wait(shared, client, (replicas, timeout_ms, offset)).await
+                }
+                Next::CloseWithoutReply => return Ok(()),
+                _ => reply,
             };
-            if client.no_reply {
-                return Ok(());
-            }
-            if let Some(pause) = client.sleep.take() {
+            if !hold.is_zero() {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                tokio::time::sleep(pause).await;
+                tokio::time::sleep(hold).await;
             }
             // Pushes this command caused for this client (its subscription confirmations, a
             // message it published to itself) go before its reply, as in Redis.
@@ -402,23 +396,23 @@ async fn run<S: Transport>(
             }
             // Its vectors go back to this thread's pool for the next reply (protocol::reply).
             reply.recycle();
-            if let Some(n) = client.disconnect_after {
-                if n <= 1 {
+            if disconnect {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                return Ok(());
+            }
+            match next {
+                Next::Monitor => {
+                    // Joined before the +OK goes out, as in Redis: every command run after
+                    // the client sees the reply is in its feed.
+                    let slot = shared.monitors.join();
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    return monitor(shared, stream, client, slot).await;
+                }
+                Next::Close => {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
                 }
-                client.disconnect_after = Some(n - 1);
-            }
-            if client.monitor {
-                // Joined before the +OK goes out, as in Redis: every command run after the
-                // client sees the reply is in its feed.
-                let slot = shared.monitors.join();
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return monitor(shared, stream, client, slot).await;
-            }
-            if client.close_after_reply {
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return Ok(());
+                _ => {}
             }
             if wbuf.len() >= FLUSH_AT {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;

@@ -431,7 +431,11 @@ impl Command for Wait {
             Bytes::from_static(b"GETACK"),
             Bytes::from_static(b"*"),
         ]);
-        ctx.client.wait_acks = Some((self.replicas.max(0) as u64, self.timeout as u64, offset));
+        ctx.next = crate::engine::Next::WaitAcks {
+            replicas: self.replicas.max(0) as u64,
+            timeout_ms: self.timeout as u64,
+            offset,
+        };
         Ok(Reply::Int(acked))
     }
 }

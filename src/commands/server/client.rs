@@ -116,7 +116,7 @@ pub(super) static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        crate::services::blocking::client_unblock,
+        crate::commands::blocking::client_unblock,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -125,7 +125,7 @@ pub(super) static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        crate::services::pause::client_pause,
+        super::pause::client_pause,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -134,7 +134,7 @@ pub(super) static CLIENT: &[C] = &[
         2,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<crate::services::pause::ClientUnpause>,
+        run_sub::<super::pause::ClientUnpause>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -442,7 +442,7 @@ impl Command for ClientKill {
             if matches {
                 killed += 1;
                 if c.id == me {
-                    ctx.client.close_after_reply = true;
+                    ctx.next = crate::engine::Next::Close;
                 } else {
                     c.kill.cancel();
                 }

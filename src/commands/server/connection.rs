@@ -66,7 +66,7 @@ impl Command for Quit {
         Ok(Quit)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        ctx.client.close_after_reply = true;
+        ctx.next = crate::engine::Next::Close;
         Ok(Reply::ok())
     }
 }

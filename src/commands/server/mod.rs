@@ -7,7 +7,8 @@
 //!
 //! This file holds their table and the `Help` reply other families share; each family has
 //! its file: `connection` (PING … HELLO), `client`, `command`, `config`, `info`, `admin`
-//! (TIME, DEBUG, SHUTDOWN). FUNCTION and MONITOR live in `commands::functions` / `services::monitor`.
+//! (TIME, DEBUG, SHUTDOWN, MONITOR), `pause` (CLIENT PAUSE / UNPAUSE). FUNCTION lives in
+//! `commands::functions`.
 
 mod admin;
 mod client;
@@ -15,6 +16,7 @@ mod command;
 mod config;
 mod connection;
 mod info;
+mod pause;
 mod tracking;
 
 use admin::{DebugCmd, Shutdown, Time};
@@ -169,7 +171,7 @@ pub(crate) static COMMANDS: &[C] = &[
         1,
         &["admin", "noscript", "loading", "stale"],
         C::keys(0, 0, 0),
-        run::<crate::services::monitor::Monitor>,
+        run::<admin::Monitor>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
