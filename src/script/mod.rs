@@ -40,6 +40,7 @@ pub mod functions;
 pub mod fuzzing;
 mod lstring;
 mod msgpack;
+mod rawcall;
 mod run;
 mod structlib;
 
@@ -139,7 +140,7 @@ pub const NEEDS_ALL_MAX: usize = 4096;
 pub trait Host {
     /// Runs one command (name first) for `redis.call` / `redis.pcall` and returns its reply;
     /// refusals are error replies. `resp` is the script's protocol.
-    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply;
+    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply;
     /// `redis.acl_check_cmd`: None if `args` names no command, else whether the script's
     /// user may run it with these arguments.
     fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool>;
@@ -379,6 +380,9 @@ struct Vm {
     fn_deadline: Rc<Cell<Option<Instant>>>,
     /// The libraries loaded in this VM.
     fns: functions::VmFunctions,
+    /// What `redis.call`/`pcall` share (also in the Lua state's app data, which keeps it
+    /// alive for as long as the functions that point at it).
+    calls: Rc<rawcall::CallState>,
 }
 
 /// True for the text of an error raised by a Rust function that does not raise a table.
@@ -427,21 +431,15 @@ impl Vm {
         let slot = Rc::new(HostSlot::default());
         let private = lua.create_table()?;
 
-        // One function each for the VM's lifetime; the running script's host is found
-        // through `slot`, filled only while a script runs.
-        for (name, mode) in [
-            ("call", CallMode::Call),
-            ("pcall", CallMode::PCall),
-            ("acl_check_cmd", CallMode::AclCheck),
-        ] {
-            let (slot, resp) = (slot.clone(), resp.clone());
-            private.raw_set(
-                name,
-                lua.create_function(move |lua, args: MultiValue| {
-                    redis_call(lua, &slot, resp.get(), mode, args)
-                })?,
-            )?;
-        }
+        // One function each for the VM's lifetime, raw C functions (see `rawcall`); the
+        // running script's host is found through `slot`, filled only while a script runs.
+        let calls = Rc::new(rawcall::CallState::new(slot.clone(), resp.clone()));
+        // The functions point at `calls`: it lives as long as the Lua state.
+        lua.set_app_data(calls.clone());
+        let [call, pcall, acl_check] = rawcall::functions(&lua, &calls)?;
+        private.raw_set("call", call)?;
+        private.raw_set("pcall", pcall)?;
+        private.raw_set("acl_check_cmd", acl_check)?;
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
         let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
@@ -651,6 +649,7 @@ impl Vm {
             fn_pending,
             fn_deadline,
             fns: functions::VmFunctions::default(),
+            calls,
         })
     }
 
@@ -757,10 +756,16 @@ impl Vm {
     fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
         self.resp.set(2);
         // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
-        let (status, value): (Value, Value) = {
+        let result: mlua::Result<(Value, Value)> = {
             let _running = self.slot.enter(host);
-            self.runner.call((f, &self.handler))?
+            self.runner.call((f, &self.handler))
         };
+        // A command that panicked under `redis.call` panics here, as mlua resumes a panic
+        // in its callbacks once Lua has returned.
+        if let Some(payload) = self.calls.take_panic() {
+            std::panic::resume_unwind(payload);
+        }
+        let (status, value) = result?;
         let resp = self.resp.get();
         let ok = matches!(status, Value::Boolean(true));
         let _host = HostOps::new(&self.lua);
@@ -847,40 +852,6 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
         }
         _ => Ok(Value::Nil),
     }
-}
-
-/// Which of the `redis` library's calling functions a script called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallMode {
-    /// `redis.call`: a failed command raises its error.
-    Call,
-    /// `redis.pcall`: a failed command returns its error table.
-    PCall,
-    /// `redis.acl_check_cmd`: only checks that the command exists.
-    AclCheck,
-}
-
-/// `redis.call`, `redis.pcall`, `redis.acl_check_cmd`: runs the command through the
-/// running script's host; `call` raises what `pcall` returns as an error table.
-fn redis_call(
-    lua: &Lua,
-    slot: &HostSlot,
-    resp: u8,
-    mode: CallMode,
-    args: MultiValue,
-) -> mlua::Result<Value> {
-    let (v, failed) = dispatch(lua, slot, resp, mode, args)?;
-    if failed && mode != CallMode::PCall {
-        let msg = match &v {
-            Value::Table(t) => match t.raw_get::<Value>("err")? {
-                Value::String(s) => s.to_string_lossy(),
-                _ => "ERR unknown error".to_string(),
-            },
-            _ => "ERR unknown error".to_string(),
-        };
-        return Err(mlua::Error::external(ErrReply(msg)));
-    }
-    Ok(v)
 }
 
 /// Lua 5.1's `collectgarbage`, which also notes (in `touched`) a script that changed the
@@ -970,61 +941,6 @@ fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
         _ => tracing::warn!(target: "sluice::script", "{line}"),
     }
     Ok(())
-}
-
-fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
-    let t = lua.create_table_with_capacity(0, 1)?;
-    t.raw_set("err", msg)?;
-    Ok((Value::Table(t), true))
-}
-
-/// Redis's error for `redis.call` outside a script's run (raised by `pcall` too).
-const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
-
-/// `redis.call`, `redis.pcall` and `redis.acl_check_cmd`: returns the
-/// converted reply and whether it is an error (which `call` raises).
-fn dispatch(
-    lua: &Lua,
-    slot: &HostSlot,
-    resp: u8,
-    mode: CallMode,
-    args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    if !slot.is_filled() {
-        return Err(err_reply(OUTSIDE_RUN));
-    }
-    if args.is_empty() {
-        return err_table(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for v in &args {
-        match convert::arg_bytes(v) {
-            Some(b) => argv.push(b),
-            None => {
-                return err_table(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                );
-            }
-        }
-    }
-    drop(args);
-    if mode == CallMode::AclCheck {
-        return match slot.with(|host| host.command_allowed(&argv)) {
-            Some(Some(allowed)) => Ok((Value::Boolean(allowed), false)),
-            Some(None) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
-            None => Err(err_reply(OUTSIDE_RUN)),
-        };
-    }
-    let Some(reply) = slot.with(|host| host.call(argv, resp)) else {
-        return Err(err_reply(OUTSIDE_RUN));
-    };
-    let failed = reply.is_error();
-    let _host = HostOps::new(lua);
-    Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
 }
 
 /// The message handler of every script call: turns the error into Redis's
