@@ -56,7 +56,7 @@ use dashmap::DashMap;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 use crate::protocol::Reply;
-use run::{HostOps, HostSlot, Lists};
+use run::{HostOps, HostSlot};
 
 pub use busy::{Announced, Blocker, Busy, BusyGuard, Held, KillOutcome, set_while_busy};
 
@@ -357,14 +357,14 @@ struct Vm {
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`
     runner: Function,
+    /// The same for an EVAL script, with KEYS and ARGV bound around it (see `prelude.lua`).
+    eval_runner: Function,
     /// The error handler (adds the script position to errors).
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
     /// The host of the script running now (empty between runs), which `redis.call` uses.
     slot: Rc<HostSlot>,
-    /// KEYS and ARGV, kept from run to run (see [`Vm::bind_lists`]).
-    lists: Lists,
     /// Set when a script changed the collector's settings (`collectgarbage('stop')` …).
     gc_touched: Rc<Cell<bool>>,
     /// The running script's state (the kill flag).
@@ -440,6 +440,7 @@ impl Vm {
         private.raw_set("call", call)?;
         private.raw_set("pcall", pcall)?;
         private.raw_set("acl_check_cmd", acl_check)?;
+        private.raw_set("bind", rawcall::bind_function(&lua, &calls)?)?;
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
         let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
@@ -598,6 +599,7 @@ impl Vm {
                 (major << 16) | (minor << 8) | patch,
             ))?;
         let runner: Function = private.raw_get("runner")?;
+        let eval_runner: Function = private.raw_get("eval_runner")?;
         let fn_pending: functions::Pending = Rc::new(RefCell::new(None));
         let (fn_env, fn_meta, fn_load_globals) = functions::build_env(
             &lua,
@@ -628,7 +630,6 @@ impl Vm {
         )?;
 
         lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
-        let lists = Lists::new(&lua)?;
 
         Ok(Vm {
             lua,
@@ -637,10 +638,10 @@ impl Vm {
             functions: hashbrown::HashMap::new(),
             env,
             runner,
+            eval_runner,
             handler,
             resp,
             slot,
-            lists,
             gc_touched,
             busy: scripts.busy.clone(),
             fn_env,
@@ -701,24 +702,12 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        let bound = {
-            let _host = HostOps::new(&self.lua);
-            self.lists.bind(&self.lua, keys, argv)
+        // KEYS and ARGV are filled inside the runner's protected call (`rawcall::bind_lists`).
+        let reply = {
+            let calls = self.calls.clone();
+            let _offered = calls.offer(keys, argv);
+            self.finish(&f, &script.sha, host, true)
         };
-        if let Err(e) = bound {
-            let _host = HostOps::new(&self.lua);
-            self.lists.unbind(&self.lua);
-            return Reply::Error(Cow::Owned(format!(
-                "ERR Error running script {}, {}",
-                script.sha,
-                error_text(&e)
-            )));
-        }
-        let reply = self.finish(&f, &script.sha, host);
-        {
-            let _host = HostOps::new(&self.lua);
-            self.lists.unbind(&self.lua);
-        }
         self.collect_if_large();
         reply
     }
@@ -733,8 +722,9 @@ impl Vm {
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
     /// (its SHA1 or function name, for error replies), then restores the collector.
-    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> Reply {
-        let result = self.call(f, name, host);
+    /// `eval`: an EVAL script, run with KEYS and ARGV bound.
+    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host, eval: bool) -> Reply {
+        let result = self.call(f, name, host, eval);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
         // collector, an endless pause) must not stay for the next one. Only scripts that
         // changed a setting pay for the reset: in Lua 5.1 a restart makes the next
@@ -753,13 +743,31 @@ impl Vm {
         }
     }
 
-    fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
+    fn call(
+        &mut self,
+        f: &Function,
+        name: &str,
+        host: &mut dyn Host,
+        eval: bool,
+    ) -> mlua::Result<Reply> {
         self.resp.set(2);
         // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
         let result: mlua::Result<(Value, Value)> = {
             let _running = self.slot.enter(host);
-            self.runner.call((f, &self.handler))
+            let runner = if eval {
+                &self.eval_runner
+            } else {
+                &self.runner
+            };
+            runner.call((f, &self.handler))
         };
+        if eval && result.is_err() {
+            // The runner stopped before it could unbind them (it cannot, short of a bug):
+            // KEYS and ARGV are never left in the globals between runs.
+            let globals = self.lua.globals();
+            let _ = globals.raw_set("KEYS", Value::Nil);
+            let _ = globals.raw_set("ARGV", Value::Nil);
+        }
         // A command that panicked under `redis.call` panics here, as mlua resumes a panic
         // in its callbacks once Lua has returned.
         if let Some(payload) = self.calls.take_panic() {

@@ -1,7 +1,9 @@
-//! `redis.call`, `redis.pcall` and `redis.acl_check_cmd` as raw Lua C functions: the
-//! arguments are read straight off the Lua stack into one reused byte buffer, and the reply
-//! is pushed straight onto the stack, with no mlua `Value`, `Table` or `String` in between
-//! (each of those is a registry reference, a counter allocation and a protected call).
+//! The script host's raw Lua C functions: `redis.call`, `redis.pcall` and
+//! `redis.acl_check_cmd`, whose arguments are read straight off the Lua stack into one
+//! reused byte buffer and whose reply is pushed straight onto the stack, and the binding of
+//! an EVAL script's KEYS and ARGV ([`bind_lists`]), all with no mlua `Value`, `Table` or
+//! `String` in between (each of those is a registry reference, a counter allocation and,
+//! under the memory cap, a protected call).
 //!
 //! # Lua errors and Rust frames
 //!
@@ -73,6 +75,34 @@ pub(super) struct CallState {
     scratch: UnsafeCell<Vec<u8>>,
     /// A panic of the host, for the script's caller to resume.
     panic: Cell<Option<Box<dyn Any + Send>>>,
+    /// The keys and arguments of the EVAL script about to run (see [`CallState::offer`]).
+    pending: Cell<Pending>,
+    /// How many keys and arguments the kept KEYS and ARGV tables were last filled with.
+    filled: Cell<(usize, usize)>,
+}
+
+/// The keys and arguments [`bind_lists`] puts in KEYS and ARGV: borrowed from the run's
+/// caller for the run's duration ([`Offered`]), empty otherwise.
+#[derive(Clone, Copy)]
+struct Pending {
+    keys: (*const Bytes, usize),
+    argv: (*const Bytes, usize),
+}
+
+impl Pending {
+    const NONE: Pending = Pending {
+        keys: (std::ptr::null(), 0),
+        argv: (std::ptr::null(), 0),
+    };
+}
+
+/// Keeps an EVAL script's keys and arguments where [`bind_lists`] finds them until dropped.
+pub(super) struct Offered<'a>(&'a CallState, std::marker::PhantomData<&'a [Bytes]>);
+
+impl Drop for Offered<'_> {
+    fn drop(&mut self) {
+        self.0.pending.set(Pending::NONE);
+    }
 }
 
 impl CallState {
@@ -85,7 +115,19 @@ impl CallState {
             reply: UnsafeCell::new(None),
             scratch: UnsafeCell::new(Vec::new()),
             panic: Cell::new(None),
+            pending: Cell::new(Pending::NONE),
+            filled: Cell::new((0, 0)),
         }
+    }
+
+    /// Makes `keys` and `argv` what the next EVAL run's KEYS and ARGV are filled with, for as
+    /// long as the guard lives (the borrow keeps them in place meanwhile).
+    pub(super) fn offer<'a>(&'a self, keys: &'a [Bytes], argv: &'a [Bytes]) -> Offered<'a> {
+        self.pending.set(Pending {
+            keys: (keys.as_ptr(), keys.len()),
+            argv: (argv.as_ptr(), argv.len()),
+        });
+        Offered(self, std::marker::PhantomData)
     }
 
     /// The panic a command raised during the last run, if any (the caller resumes it).
@@ -112,6 +154,98 @@ pub(super) fn functions(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<[Funct
         }
     };
     Ok([make(redis_call)?, make(redis_pcall)?, make(acl_check_cmd)?])
+}
+
+/// Makes the function the EVAL runner calls first (see `prelude.lua`): it returns the KEYS
+/// and ARGV tables filled with the offered keys and arguments. The two tables are kept from
+/// run to run as the function's upvalues (Redis makes fresh ones: nothing a run does to them
+/// may show in the next, so each is emptied before it is filled, and replaced by a fresh
+/// one if the script gave it a metatable or other keys, if it held more than
+/// [`KEEP_LISTED`] values, or if the state holds more than `COLLECT_ABOVE` bytes, so that an
+/// emptied table keeps no large capacity). `state` lives as long as `lua` (see
+/// [`functions`]).
+pub(super) fn bind_function(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<Function> {
+    let ptr = Rc::as_ptr(state) as *mut c_void;
+    // SAFETY: as in `functions`: a protected call, a closure that owns nothing, a pointer
+    // valid as long as the state; two new tables are the closure's other upvalues.
+    unsafe {
+        lua.exec_raw::<Function>((), |l| {
+            ffi::lua_pushlightuserdata(l, ptr);
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_createtable(l, 0, 0);
+            ffi::lua_pushcclosure(l, bind_lists, 3);
+        })
+    }
+}
+
+/// Most values a kept KEYS or ARGV table may have held to be reused.
+pub(super) const KEEP_LISTED: usize = 64;
+
+/// The C function [`bind_function`] makes: empties (or replaces) the kept KEYS and ARGV
+/// tables, fills them with the offered keys and arguments, and returns both. Only Lua calls
+/// here can raise (out of memory), from frames that own nothing: the runner's protected call
+/// catches it.
+unsafe extern "C-unwind" fn bind_lists(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua as the closure `bind_function` made: upvalue 1 points at the
+    // `CallState` (alive as long as this state), 2 and 3 are the tables. The offered
+    // slices stay borrowed by the run's `Offered` guard while the runner runs; a null
+    // pointer (no run) is read as no values.
+    unsafe {
+        let state = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallState);
+        let Pending { keys, argv } = state.pending.get();
+        let (had_keys, had_argv) = state.filled.get();
+        let large = usize::try_from(ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0)).unwrap_or(0)
+            > super::COLLECT_ABOVE / 1024;
+        // Counted before filling: a fill cut short by an error is emptied next time.
+        state.filled.set((keys.1, argv.1));
+        for (up, had, (ptr, len)) in [(2, had_keys, keys), (3, had_argv, argv)] {
+            let t = ffi::lua_upvalueindex(up);
+            if large || !empty_kept(l, t, had) {
+                ffi::lua_createtable(l, c_len(len), 0);
+                ffi::lua_replace(l, t);
+            }
+            let items: &[Bytes] = if ptr.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(ptr, len)
+            };
+            for (i, b) in items.iter().enumerate() {
+                push_bytes(l, b);
+                ffi::lua_rawseti_(l, t, c_len(i + 1));
+            }
+        }
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(2));
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(3));
+        2
+    }
+}
+
+/// Empties the kept table at `t` (filled with `had` values last time); false if it must be
+/// replaced instead: it held too many, has a metatable, or keeps other keys.
+///
+/// # Safety
+/// `l` is a running state, `t` a valid index of a table; the caller's frames own nothing.
+unsafe fn empty_kept(l: *mut ffi::lua_State, t: c_int, had: usize) -> bool {
+    if had > KEEP_LISTED {
+        return false;
+    }
+    // SAFETY: the caller's contract; raw sets and `lua_next` run no metamethods.
+    unsafe {
+        for i in 1..=had {
+            ffi::lua_pushnil(l);
+            ffi::lua_rawseti_(l, t, c_len(i));
+        }
+        if ffi::lua_getmetatable(l, t) != 0 {
+            ffi::lua_pop(l, 1);
+            return false;
+        }
+        ffi::lua_pushnil(l);
+        if ffi::lua_next(l, t) != 0 {
+            ffi::lua_pop(l, 2);
+            return false;
+        }
+        true
+    }
 }
 
 unsafe extern "C-unwind" fn redis_call(l: *mut ffi::lua_State) -> c_int {
