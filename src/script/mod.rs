@@ -16,12 +16,16 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `commands::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
-//! - **Per VM, not per run.** `redis.call`/`pcall` are plain functions made once per VM;
-//!   they reach the running script's host through a slot (`HostSlot`) filled only for the
-//!   run's duration (outside a run they raise Redis's `redis.call/pcall can only be called
-//!   inside a script invocation`). KEYS and ARGV are two tables kept by the VM (`Lists`),
-//!   in the globals only during a run and emptied after it, so no run sees another's.
-//!   sluice's own moves of values in and out of the VM run with the memory cap lifted
+//! - **Per VM, not per run.** `redis.call`/`pcall` are raw Lua C functions made once per
+//!   VM (`rawcall`: arguments read straight off the Lua stack, the reply pushed straight
+//!   onto it, no Lua error raised across a Rust frame that owns anything); they reach the
+//!   running script's host through a slot (`HostSlot`) filled only for the run's duration
+//!   (outside a run they raise Redis's `redis.call/pcall can only be called inside a script
+//!   invocation`). KEYS and ARGV are two tables kept by the VM, filled by another C
+//!   function inside the EVAL runner's protected call, in the globals only during a run
+//!   and emptied before the next fill, so no run sees another's. EVALSHA finds a script
+//!   this thread ran before in its VM's own map (no lock of the shared cache). sluice's
+//!   other moves of values in and out of the VM through mlua run with the memory cap lifted
 //!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
 //!   fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
@@ -76,6 +80,9 @@ pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
 /// handling`), and some of its C functions keep an 8 KiB buffer on the stack while they
 /// raise, so tokio's default 2 MiB is not enough; Redis runs scripts on its 8 MiB main thread.
 pub const WORKER_STACK: usize = 16 << 20;
+
+/// Most scripts one VM remembers for EVALSHA's lookup (past that, the shared cache).
+const SHAS_PER_VM: usize = 4096;
 
 /// After a script, a state holding more than this is collected at once, so one script's
 /// garbage does not count against the next one's memory.
@@ -238,13 +245,41 @@ impl Scripts {
         if sha.len() != 40 {
             return None;
         }
+        // This thread's VM remembers the scripts it was asked for (a lowercase SHA1, as
+        // clients send it): no lock of the shared cache, no UTF-8 check.
+        if let Some(script) = self
+            .with_current_vm(|vm| vm.shas.get(sha).cloned())
+            .flatten()
+        {
+            return Some(script);
+        }
         let key = std::str::from_utf8(sha).ok()?;
-        let entry = if key.bytes().any(|b| b.is_ascii_uppercase()) {
-            self.cache.get(&key.to_ascii_lowercase())
+        let script = if key.bytes().any(|b| b.is_ascii_uppercase()) {
+            return self
+                .cache
+                .get(&key.to_ascii_lowercase())
+                .map(|e| e.value().clone());
         } else {
-            self.cache.get(key)
+            self.cache.get(key).map(|e| e.value().clone())?
         };
-        entry.map(|e| e.value().clone())
+        self.with_current_vm(|vm| {
+            if vm.shas.len() < SHAS_PER_VM {
+                vm.shas.insert(sha.into(), script.clone());
+            }
+        });
+        Some(script)
+    }
+
+    /// Runs `f` with this thread's VM if it is built for the current script cache (same
+    /// owner, no SCRIPT FLUSH since) and not in use; `None` otherwise.
+    fn with_current_vm<R>(&self, f: impl FnOnce(&mut Vm) -> R) -> Option<R> {
+        VM.with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let vm = slot.as_mut()?;
+            let current =
+                vm.owner == self.id && vm.generation == self.generation.load(Ordering::Acquire);
+            current.then(|| f(vm))
+        })
     }
 
     /// True if the SHA1 is cached.
@@ -353,6 +388,9 @@ struct Vm {
     generation: u64,
     /// Compiled scripts by SHA1.
     functions: hashbrown::HashMap<String, Function>,
+    /// The cached scripts EVALSHA found on this thread, by their lowercase SHA1 (see
+    /// [`Scripts::get`]); forgotten with the VM at SCRIPT FLUSH.
+    shas: hashbrown::HashMap<Box<[u8]>, Arc<Script>>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`
@@ -636,6 +674,7 @@ impl Vm {
             owner: scripts.id,
             generation,
             functions: hashbrown::HashMap::new(),
+            shas: hashbrown::HashMap::new(),
             env,
             runner,
             eval_runner,

@@ -899,3 +899,30 @@ fn redis_call_arguments_are_strings_and_numbers_as_before() {
         Reply::Error("ERR Lua redis lib command arguments must be strings or integers".into())
     );
 }
+
+#[test]
+fn evalsha_lookup_through_the_vm_forgets_flushed_scripts() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let body = "return 7";
+    assert_eq!(
+        eval_with(&scripts, &mut host, body, &[], &[]),
+        Reply::Int(7)
+    );
+    let sha = sha1_hex(body.as_bytes());
+    // The first lookup fills the VM's map, the second is served by it.
+    for _ in 0..2 {
+        assert_eq!(
+            scripts.get(sha.as_bytes()).map(|s| s.sha.clone()),
+            Some(sha.clone())
+        );
+    }
+    let upper = sha.to_ascii_uppercase();
+    assert!(scripts.get(upper.as_bytes()).is_some());
+    assert!(scripts.get(&sha.as_bytes()[..39]).is_none());
+    scripts.flush();
+    assert!(scripts.get(sha.as_bytes()).is_none());
+    // Loaded again: found again.
+    scripts.load(body.as_bytes()).expect("load");
+    assert!(scripts.get(sha.as_bytes()).is_some());
+}
