@@ -180,17 +180,23 @@ fn hand_over(common: &Common, index: usize, conn: Box<Conn>, resume: Resume) {
         .handle(index)
         .spawn(common.tracker.track_future(async move {
             let _slot = slot;
-            let resumed = match stream {
+            let failed = match stream {
                 Accepted::Tcp(s) => match tokio::net::TcpStream::from_std(s) {
-                    Ok(s) => Ok(connection::resume(reg, s, buf, resume).await),
-                    Err(e) => Err(e),
+                    Ok(s) => {
+                        connection::resume(reg, s, buf, resume).await;
+                        None
+                    }
+                    Err(e) => Some(e),
                 },
                 Accepted::Unix(s) => match tokio::net::UnixStream::from_std(s) {
-                    Ok(s) => Ok(connection::resume(reg, s, buf, resume).await),
-                    Err(e) => Err(e),
+                    Ok(s) => {
+                        connection::resume(reg, s, buf, resume).await;
+                        None
+                    }
+                    Err(e) => Some(e),
                 },
             };
-            if let Err(e) = resumed {
+            if let Some(e) = failed {
                 tracing::debug!("cannot hand a connection over to tokio: {e}");
             }
         }));
