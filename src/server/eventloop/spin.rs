@@ -13,9 +13,10 @@
 //! Bounds: the loop spins only after a turn that served something (an idle server never
 //! spins), for at most `busy-poll` microseconds, yields the CPU between two polls (a client
 //! on the same CPU runs at once), and only while the machine had at least one whole core
-//! idle over the last `CRON` (read from /proc/stat, as the scaling of loops reads it; not
-//! on other systems): on a busy machine the spin would take CPU from someone else, so the
-//! loop sleeps at once there, as without the setting.
+//! idle over the last `CRON`, its own spinning's CPU time counted as idle (read from
+//! /proc/stat, as the scaling of loops reads it; not on other systems): on a busy machine
+//! the spin would take CPU from someone else, so the loop sleeps at once there, as without
+//! the setting.
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,10 @@ pub(super) struct Spin {
     /// /proc/stat's idle + iowait ticks at the start of the window.
     idle_ticks: Option<u64>,
     window_start: Instant,
+    /// CPU time spent spinning in this window: counted as idle, since the spin would give
+    /// it back (else a loop that spins would find no core idle and stop, every other
+    /// window). CPU time, not wall time: a spin that yielded to others did not take theirs.
+    spun: Duration,
 }
 
 impl Spin {
@@ -44,6 +49,7 @@ impl Spin {
             allowed: false,
             idle_ticks: if budget.is_zero() { None } else { idle_ticks() },
             window_start: Instant::now(),
+            spun: Duration::ZERO,
         }
     }
 
@@ -58,12 +64,13 @@ impl Spin {
             (Some(before), Some(after)) if !span.is_zero() => {
                 // USER_HZ is 100 on Linux: a tick is 10 ms of one CPU.
                 let idle_cpus = after.saturating_sub(before) as f64 / 100.0 / span.as_secs_f64();
-                idle_cpus >= IDLE_TO_SPIN
+                idle_cpus + self.spun.as_secs_f64() / span.as_secs_f64() >= IDLE_TO_SPIN
             }
             _ => false,
         };
         self.idle_ticks = ticks;
         self.window_start = now;
+        self.spun = Duration::ZERO;
     }
 
     /// Whether the next wait may spin, after a turn that served something or not.
@@ -73,18 +80,21 @@ impl Spin {
 
     /// Polls without sleeping until something is ready or the budget is spent, yielding the
     /// CPU between polls; true when something is ready (in `events`).
-    pub(super) fn poll(&self, poll: &mut Poll, events: &mut Events) -> std::io::Result<bool> {
+    pub(super) fn poll(&mut self, poll: &mut Poll, events: &mut Events) -> std::io::Result<bool> {
+        let cpu_before = super::scale::thread_cpu();
         let until = Instant::now() + self.budget;
-        loop {
+        let found = loop {
             poll.poll(events, Some(Duration::ZERO))?;
             if !events.is_empty() {
-                return Ok(true);
+                break true;
             }
             if Instant::now() >= until {
-                return Ok(false);
+                break false;
             }
             std::thread::yield_now();
-        }
+        };
+        self.spun += super::scale::thread_cpu().saturating_sub(cpu_before);
+        Ok(found)
     }
 }
 
@@ -119,7 +129,7 @@ mod tests {
     fn a_spin_returns_what_became_ready_or_gives_up_after_its_budget() {
         let mut poll = Poll::new().unwrap();
         let mut events = Events::with_capacity(8);
-        let spin = Spin::new(200);
+        let mut spin = Spin::new(200);
         let started = Instant::now();
         assert!(!spin.poll(&mut poll, &mut events).unwrap());
         assert!(started.elapsed() >= Duration::from_micros(200));
@@ -127,6 +137,8 @@ mod tests {
         waker.wake().unwrap();
         assert!(spin.poll(&mut poll, &mut events).unwrap());
         assert_eq!(events.iter().next().map(|e| e.token()), Some(mio::Token(7)));
+        // The CPU time spun counts as idle for the next window's decision.
+        assert!(spin.spun > Duration::ZERO);
     }
 
     #[cfg(target_os = "linux")]
