@@ -102,6 +102,13 @@ impl ClientInfo {
         }
     }
 
+    /// Connected through the Unix socket (CLIENT LIST's `U` flag): its address is the
+    /// socket's path with port 0 (`path:0`), never an IP address and port (nor the AOF
+    /// loader's `aof`).
+    pub fn is_unix_socket(&self) -> bool {
+        self.addr.ends_with(":0") && self.addr.parse::<std::net::SocketAddr>().is_err()
+    }
+
     /// Redis's client type: `normal`, `slave`, `master` or `pubsub`.
     pub(crate) fn type_name(&self) -> &'static str {
         match self.kind.load(Ordering::Relaxed) {
@@ -192,9 +199,6 @@ impl ClientInfo {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
-        if self.readonly.load(Ordering::Relaxed) {
-            flags.push('r');
-        }
         let redir = match self.tracking.lock() {
             Ok(m) if m.on => {
                 flags.push('t');
@@ -208,6 +212,13 @@ impl ClientInfo {
             }
             _ => -1,
         };
+        // Redis's order: … t R B, then U (a Unix socket client), then r.
+        if self.is_unix_socket() {
+            flags.push('U');
+        }
+        if self.readonly.load(Ordering::Relaxed) {
+            flags.push('r');
+        }
         if flags.is_empty() {
             flags.push('N');
         }

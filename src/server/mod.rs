@@ -485,6 +485,7 @@ impl Server {
                         tracker.clone(),
                         admitted.clone(),
                         dealer.clone(),
+                        own_loops.clone(),
                     );
                     dealer.next().spawn(tracker.track_future(accept));
                 }
@@ -608,7 +609,7 @@ async fn accept_loop(
         if let Some(group) = &own_loops
             && refusal.is_none()
         {
-            group.deal(stream, peer.to_string(), laddr.clone(), slot);
+            group.deal(stream.into(), peer.to_string(), laddr.clone(), slot);
             continue;
         }
         let shared = shared.clone();
@@ -738,7 +739,9 @@ fn bind_unix(path: &str, perm: u32) -> Result<UnixListener, ServerError> {
 }
 
 /// Accepts clients on the Unix socket: local by nature, so protected mode does not apply;
-/// CLIENT LIST shows them as `path:0`, as Redis does.
+/// CLIENT LIST shows them as `path:0` (both addresses), as Redis does. Like TCP clients they
+/// are dealt to sluice's own event loops when those run (`io-backend loop`), under the same
+/// `maxclients`; otherwise to tokio's.
 async fn unix_accept_loop(
     listener: std::os::unix::net::UnixListener,
     path: String,
@@ -746,6 +749,7 @@ async fn unix_accept_loop(
     tracker: TaskTracker,
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
+    own_loops: Option<Arc<eventloop::Group>>,
 ) {
     let listener = match UnixListener::from_std(listener) {
         Ok(l) => l,
@@ -777,6 +781,12 @@ async fn unix_accept_loop(
                 continue;
             }
         };
+        if let Some(group) = &own_loops
+            && refusal.is_none()
+        {
+            group.deal(stream.into(), addr.clone(), addr.clone(), slot);
+            continue;
+        }
         let shared = shared.clone();
         let addr = addr.clone();
         dealer.next().spawn(tracker.track_future(async move {

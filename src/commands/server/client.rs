@@ -293,20 +293,23 @@ impl Command for ClientInfoCmd {
 pub(super) struct ClientList {
     /// Listed in this order, repeats included, unknown ids skipped (as Redis does).
     ids: Option<Vec<i64>>,
-    normal_only: Option<bool>,
+    /// TYPE filter: Redis's type name (`normal`, `slave`, `master`, `pubsub`).
+    kind: Option<&'static str>,
 }
 
 impl Command for ClientList {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut l = ClientList {
             ids: None,
-            normal_only: None,
+            kind: None,
         };
         if a.remaining() == 2 && a.eat("TYPE") {
             let t = a.next()?;
-            l.normal_only = Some(match &t.to_ascii_lowercase()[..] {
-                b"normal" => true,
-                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+            l.kind = Some(match &t.to_ascii_lowercase()[..] {
+                b"normal" => "normal",
+                b"master" => "master",
+                b"replica" | b"slave" => "slave",
+                b"pubsub" => "pubsub",
                 _ => {
                     return Err(CmdError::owned(format!(
                         "ERR Unknown client type '{}'",
@@ -333,8 +336,11 @@ impl Command for ClientList {
                 .iter()
                 .filter_map(|&id| clients.iter().find(|c| c.id as i64 == id))
                 .collect(),
-            None if self.normal_only == Some(false) => Vec::new(),
-            None => clients.iter().collect(),
+            // As Redis's getClientType: a subscribed client is `pubsub`, not `normal`.
+            None => clients
+                .iter()
+                .filter(|c| self.kind.is_none_or(|k| c.type_name() == k))
+                .collect(),
         };
         for c in listed {
             out.push_str(&c.render());

@@ -933,6 +933,16 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("B", "loop (default), epoll, uring, auto: what serves plain TCP"),
+    p("busy-poll", Int(0, 10_000), "0")
+        .own()
+        .set(|c, v, _| {
+            c.busy_poll_us = int(v)?;
+            Ok(())
+        })
+        .help(
+            "US",
+            "after a request, poll this many microseconds for the next before sleeping, while a core is idle (default 0: never)",
+        ),
     p("test-mode", Bool, "no")
         .own()
         .set(|c, v, _| {

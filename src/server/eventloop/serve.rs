@@ -7,9 +7,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use bytes::{Buf, BytesMut};
-use mio::net::TcpStream as MioStream;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
+use super::stream::Stream;
 use crate::engine::{Next, Ran};
 use crate::server::Admitted;
 use crate::server::Shared;
@@ -21,7 +21,7 @@ const FLUSH_AT: usize = 64 * 1024;
 
 /// One connection served by a loop.
 pub(super) struct Conn {
-    pub(super) stream: MioStream,
+    pub(super) stream: Stream,
     pub(super) reg: Registered,
     pub(super) buf: Buffers,
     pub(super) _slot: Admitted,
@@ -223,7 +223,7 @@ pub(super) enum Flushed {
 }
 
 /// Writes the output buffer with one `send` (more only if the kernel took part of it).
-fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushed {
+fn write_now(shared: &Shared, stream: &Stream, wbuf: &mut BytesMut) -> Flushed {
     if wbuf.is_empty() {
         return Flushed::Done;
     }
