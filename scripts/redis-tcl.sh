@@ -58,6 +58,9 @@ SLUICE_PID=""
 PORT=""
 start_sluice() {
     local portfile="$OUT/sluice.stdout"
+    # Removed first: the new server's redirection may happen after the first read below,
+    # which would otherwise find the previous server's port.
+    rm -f "$portfile"
     "$BIN" --port 0 --bind 127.0.0.1 --save '' --loglevel warning --enable-debug-command local >"$portfile" 2>"$OUT/sluice.stderr" &
     SLUICE_PID=$!
     PORT=""

@@ -363,6 +363,23 @@ impl Server {
                         }
                     })
                 },
+                {
+                    // A pass at or above latency-monitor-threshold: LATENCY's expire-cycle.
+                    let shared = Arc::downgrade(&shared);
+                    Arc::new(move |took: std::time::Duration| {
+                        if let Some(shared) = shared.upgrade() {
+                            let threshold = shared.live.latency_threshold_ms();
+                            let ms = took.as_millis() as u64;
+                            if threshold > 0 && ms >= threshold {
+                                shared.latency.add(
+                                    "expire-cycle",
+                                    shared.clock.now_ms() / 1000,
+                                    ms,
+                                );
+                            }
+                        }
+                    })
+                },
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());

@@ -68,9 +68,6 @@ const EXTRA_SUBCOMMANDS: &[&str] = &[
 /// what it implements (a client asking for one gets an unknown-subcommand error, as COMMAND
 /// INFO says).
 const MISSING_SUBCOMMANDS: &[&str] = &[
-    // Latency reports built on Redis's event graph.
-    "latency|doctor",
-    "latency|graph",
     // jemalloc's reports and purge.
     "memory|doctor",
     "memory|malloc-stats",

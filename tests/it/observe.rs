@@ -413,3 +413,121 @@ fn latency_histogram_reports_cumulative_counts_per_command() {
     assert_eq!(shape(server.addr().port()), want);
     assert!(want.contains(&("set".to_string(), 3, true)), "{want:?}");
 }
+
+/// Runs `args` on a new connection in a thread once the server counts it blocked, and
+/// returns the reply's text when it ends.
+fn blocked_on(
+    port: u16,
+    control: &mut Connection,
+    args: &'static [&'static str],
+) -> std::thread::JoinHandle<String> {
+    let blocked = |c: &mut Connection| info(c, "clients", &[])["blocked_clients"].clone();
+    let before: usize = blocked(control).parse().unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut c = connect(port);
+        match run(&mut c, &["CLIENT", "SETNAME", "blocker"]) {
+            Value::Okay | Value::SimpleString(_) => {}
+            other => panic!("{other:?}"),
+        }
+        text(&run(&mut c, args))
+    });
+    for _ in 0..200 {
+        if blocked(control).parse::<usize>().unwrap() > before {
+            return handle;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{args:?} never blocked");
+}
+
+/// The id of the client named `blocker` (CLIENT LIST).
+fn blocker_id(con: &mut Connection) -> String {
+    let list = text(&run(con, &["CLIENT", "LIST"]));
+    let line = list.lines().find(|l| l.contains("name=blocker")).unwrap();
+    line.split(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("id=")
+        .to_string()
+}
+
+/// A blocked command's statistics and slow log entry, as Redis's `updateStatsOnUnblock`
+/// keeps them: failed_calls when it is served an error (XGROUP DESTROY under a blocked
+/// XREADGROUP) or ended by CLIENT UNBLOCK, and the slow log entry of a BLPOP served later
+/// under its own arguments, after the entries of the command that served it.
+fn unblocked_accounting(port: u16) -> (BTreeMap<String, String>, Vec<String>, Vec<String>) {
+    let mut c = connect(port);
+    for args in [
+        &["CONFIG", "RESETSTAT"][..],
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+        &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"],
+    ] {
+        run(&mut c, args);
+    }
+    let reader = blocked_on(
+        port,
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    run(&mut c, &["XGROUP", "DESTROY", "s", "g"]);
+    let mut replies = vec![reader.join().unwrap()];
+    let popper = blocked_on(port, &mut c, &["BLPOP", "l", "0"]);
+    run(&mut c, &["SLOWLOG", "RESET"]);
+    run(&mut c, &["MULTI"]);
+    run(&mut c, &["LPUSH", "l", "foo"]);
+    run(&mut c, &["EXEC"]);
+    replies.push(popper.join().unwrap());
+    let Value::Array(entries) = run(&mut c, &["SLOWLOG", "GET"]) else {
+        panic!("array")
+    };
+    let logged: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Value::Array(fields) => match &fields[3] {
+                Value::Array(args) => args.iter().map(text).collect::<Vec<_>>().join(" "),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .filter(|l| !l.starts_with("SLOWLOG") && !l.starts_with("INFO"))
+        .collect();
+    let unblocked = blocked_on(port, &mut c, &["BLPOP", "l2", "0"]);
+    let id = blocker_id(&mut c);
+    run(&mut c, &["CLIENT", "UNBLOCK", &id, "ERROR"]);
+    replies.push(unblocked.join().unwrap());
+    let stats = info(&mut c, "commandstats", &["usec", "usec_per_call"])
+        .into_iter()
+        .filter(|(k, _)| k == "cmdstat_xreadgroup" || k == "cmdstat_blpop")
+        .collect();
+    (stats, logged, replies)
+}
+
+#[test]
+fn blocked_commands_are_accounted_when_unblocked_as_redis_does() {
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let (redis_stats, redis_log, redis_replies) = unblocked_accounting(redis_server.port());
+    let (stats, log, replies) = unblocked_accounting(server.addr().port());
+    assert_eq!(replies, redis_replies);
+    assert_eq!(stats, redis_stats);
+    assert_eq!(
+        stats["cmdstat_xreadgroup"],
+        "calls=1,rejected_calls=0,failed_calls=1"
+    );
+    assert_eq!(
+        stats["cmdstat_blpop"],
+        "calls=2,rejected_calls=0,failed_calls=1"
+    );
+    assert_eq!(log, redis_log);
+    assert_eq!(log.first().map(String::as_str), Some("BLPOP l 0"));
+}
