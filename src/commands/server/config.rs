@@ -94,7 +94,10 @@ impl Command for ConfigGet {
                 continue;
             }
             let pattern = p.to_ascii_lowercase();
-            for param in params::PARAMS.iter().filter(|p| p.is_listed()) {
+            for param in params::PARAMS
+                .iter()
+                .filter(|p| p.is_listed() && !p.is_hidden())
+            {
                 for name in std::iter::once(param.name).chain(param.alias) {
                     if glob_match(&pattern, name.as_bytes(), true) {
                         add(Bytes::from_static(name.as_bytes()), param);
@@ -203,6 +206,11 @@ impl Command for ConfigSet {
         crate::services::aof::configured(ctx.shared);
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
+        }
+        // A lower maxmemory evicts at once, as Redis's updateMaxmemory does (inside EXEC the
+        // transaction holds shards: the next command evicts).
+        if !ctx.in_exec && found.iter().any(|p| p.name == "maxmemory") {
+            crate::services::maxmemory::evict_now(ctx.shared);
         }
         Ok(Reply::ok())
     }

@@ -33,6 +33,7 @@ const CLUSTER_BUS: &str =
     "sluice's cluster bus does not act on this setting yet (see docs/cluster.md)";
 const TUNING: &str = "sluice has no such internal tuning knob";
 const TLS_OPT: &str = "sluice's TLS (rustls) uses its own safe defaults";
+const DEBUG_KNOB: &str = "a Redis debugging knob sluice has no use for";
 const NO_EFFECT: &str = "not implemented by sluice; accepted for compatibility";
 
 const INT_MIN: i128 = i32::MIN as i128;
@@ -92,6 +93,25 @@ pub static PARAMS: &[Param] = &[
         .listed()
         .inert(TUNING),
     p("lazyfree-lazy-expire", Bool, "no").listed().inert(TUNING),
+    // Redis's hidden debugging knobs (HIDDEN_CONFIG): known to CONFIG GET by name and to
+    // CONFIG SET, never listed by a pattern.
+    p("use-exit-on-panic", Bool, "no").listed().hidden().inert(DEBUG_KNOB),
+    p("rdb-key-save-delay", Int(INT_MIN, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("key-load-delay", Int(INT_MIN, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("watchdog-period", Int(0, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("loading-process-events-interval-bytes", Int(1024, INT_MAX), "2097152")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
     p("lazyfree-lazy-server-del", Bool, "no")
         .listed()
         .inert(TUNING),
