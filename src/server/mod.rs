@@ -11,6 +11,7 @@
 pub mod connection;
 pub mod eventloop;
 pub mod loops;
+pub mod relisten;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod uring;
@@ -455,6 +456,10 @@ impl Server {
             }
             _ => None,
         };
+        // The plain listeners' accept loops stop on `plain_stop` when CONFIG SET port or
+        // bind replaces them (`relisten`); TLS listeners stay.
+        let plain_stop = CancellationToken::new();
+        let mut plain_copies = Vec::new();
         for (i, (listener, acceptor)) in plain.chain(tls).enumerate() {
             let acceptor_is_none = acceptor.is_none();
             // The listener moves to a loop's runtime: it was registered with the caller's.
@@ -465,6 +470,12 @@ impl Server {
                     continue;
                 }
             };
+            let stop = if acceptor_is_none {
+                plain_copies.extend(listener.try_clone().ok());
+                plain_stop.clone()
+            } else {
+                CancellationToken::new()
+            };
             let accept = accept_loop(
                 listener,
                 acceptor,
@@ -473,8 +484,38 @@ impl Server {
                 admitted.clone(),
                 dealer.clone(),
                 own_loops.clone().filter(|_| acceptor_is_none),
+                stop,
             );
             dealer.handle(i).spawn(tracker.track_future(accept));
+        }
+        {
+            let weak = Arc::downgrade(&shared);
+            let tracker = tracker.clone();
+            let admitted = admitted.clone();
+            let dealer = dealer.clone();
+            let own_loops = own_loops.clone();
+            shared.relisten.install(
+                Box::new(move |listeners, stop| {
+                    let Some(shared) = weak.upgrade() else {
+                        return;
+                    };
+                    for (i, listener) in listeners.into_iter().enumerate() {
+                        let accept = accept_loop(
+                            listener,
+                            None,
+                            shared.clone(),
+                            tracker.clone(),
+                            admitted.clone(),
+                            dealer.clone(),
+                            own_loops.clone(),
+                            stop.clone(),
+                        );
+                        dealer.handle(i).spawn(tracker.track_future(accept));
+                    }
+                }),
+                plain_copies,
+                plain_stop,
+            );
         }
         let unix_path = unix.as_ref().map(|(_, p)| p.clone());
         if let Some((listener, path)) = unix {
@@ -570,6 +611,7 @@ async fn accept_loop(
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
     own_loops: Option<Arc<eventloop::Group>>,
+    stop: CancellationToken,
 ) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
@@ -586,6 +628,7 @@ async fn accept_loop(
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shared.shutdown.cancelled() => return,
+            _ = stop.cancelled() => return,
         };
         let (stream, peer) = match accepted {
             Ok(x) => x,

@@ -59,6 +59,8 @@ pub struct Shared {
     pub blocked: blocking::BlockedClients,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// The plain TCP listeners, replaced by CONFIG SET port / bind.
+    pub relisten: super::relisten::Relisten,
     /// RDB persistence: save state and counters.
     pub persist: persist::Persistence,
     /// Error replies by prefix (INFO errorstats).
@@ -163,6 +165,7 @@ impl Shared {
             cluster: None,
             blocked: blocking::BlockedClients::default(),
             pause: pause::Pause::default(),
+            relisten: Default::default(),
             persist: persist::Persistence::new(now_s),
             errors: stats::ErrorStats::default(),
             slowlog: slowlog::SlowLog::default(),

@@ -474,8 +474,7 @@ pub static PARAMS: &[Param] = &[
         })
         .help("N", "SELECT 0..N-1 (default 16)"),
     p("port", Int(0, 65535), "6379").listed()
-        // Read at start only (Redis changes it at run time).
-        .immutable()
+        // CONFIG SET listens on the new port (`server::relisten`).
         .get(|c| c.port.to_string())
         .set(|c, v, _| {
             c.port = int(v)?;
@@ -887,8 +886,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("bind", Special(check::words), "127.0.0.1")
-        // Read at start only (Redis changes it at run time).
-        .immutable()
+        // CONFIG SET listens on the new addresses (`server::relisten`).
         .multi_arg()
         .listed()
         .get(|c| c.bind.join(" "))
