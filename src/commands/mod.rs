@@ -18,6 +18,8 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
+pub(crate) mod lolwut;
+pub(crate) mod memory;
 pub(crate) mod migrate;
 pub(crate) mod replication;
 pub(crate) mod scripting;
@@ -38,7 +40,7 @@ use crate::engine::{CommandSpec, txn};
 use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 35] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -74,5 +76,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
         geo::COMMANDS,
         acl::COMMANDS,
         stream::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }
