@@ -65,7 +65,7 @@ start_sluice() {
     SLUICE_PID=$!
     PORT=""
     for _ in $(seq 1 100); do
-        PORT="$(sed -n 's/^sluice listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$portfile" | head -n1)"
+        PORT="$(sed -n 's/^sluice listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$portfile" 2>/dev/null | head -n1 || true)"
         [ -n "$PORT" ] && return 0
         kill -0 "$SLUICE_PID" 2>/dev/null || { echo "sluice exited:" >&2; cat "$OUT/sluice.stderr" >&2; exit 1; }
         sleep 0.1
