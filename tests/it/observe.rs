@@ -531,3 +531,71 @@ fn blocked_commands_are_accounted_when_unblocked_as_redis_does() {
     assert_eq!(log, redis_log);
     assert_eq!(log.first().map(String::as_str), Some("BLPOP l 0"));
 }
+
+/// INFO's lazyfree counters after UNLINK, side by side with redis-server: a large set (a
+/// hashtable of 1,000 members) and a stream of 200 nodes with a group are freed on the
+/// lazyfree thread, a small list and a string in place (Redis's effort threshold of 64).
+#[test]
+fn unlink_frees_large_values_lazily_as_redis_counts() {
+    fn lazyfreed(c: &mut Connection) -> (String, String) {
+        for _ in 0..200 {
+            let m = info(c, "memory", &[]);
+            if m["lazyfree_pending_objects"] == "0" {
+                return ("0".into(), m["lazyfreed_objects"].clone());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("lazyfree never done");
+    }
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let mut r = connect(redis_server.port());
+    let mut s = connect(server.addr().port());
+    let mut script: Vec<Vec<String>> = vec![
+        vec!["CONFIG".into(), "RESETSTAT".into()],
+        vec![
+            "CONFIG".into(),
+            "SET".into(),
+            "stream-node-max-entries".into(),
+            "5".into(),
+        ],
+    ];
+    let mut sadd = vec!["SADD".to_string(), "big".into()];
+    sadd.extend((0..1000).map(|i| format!("m{i}")));
+    script.push(sadd);
+    for i in 0..1000 {
+        script.push(vec![
+            "XADD".into(),
+            "st".into(),
+            format!("{}-1", i + 1),
+            "f".into(),
+            "v".into(),
+        ]);
+    }
+    script.push(vec![
+        "XGROUP".into(),
+        "CREATE".into(),
+        "st".into(),
+        "g".into(),
+        "0".into(),
+    ]);
+    script.push(vec!["RPUSH".into(), "small".into(), "a".into(), "b".into()]);
+    script.push(vec!["SET".into(), "str".into(), "x".into()]);
+    script.push(vec![
+        "UNLINK".into(),
+        "big".into(),
+        "small".into(),
+        "str".into(),
+    ]);
+    let owned: Vec<Vec<&str>> = script
+        .iter()
+        .map(|a| a.iter().map(String::as_str).collect())
+        .collect();
+    let refs: Vec<&[&str]> = owned.iter().map(Vec::as_slice).collect();
+    both(&mut r, &mut s, &refs);
+    assert_eq!(lazyfreed(&mut s), lazyfreed(&mut r));
+    assert_eq!(lazyfreed(&mut s), ("0".to_string(), "1".to_string()));
+    both(&mut r, &mut s, &[&["UNLINK", "st"]]);
+    assert_eq!(lazyfreed(&mut s), lazyfreed(&mut r));
+    assert_eq!(lazyfreed(&mut s).1, "2");
+}

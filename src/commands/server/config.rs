@@ -264,6 +264,7 @@ impl Command for ConfigResetStat {
         ctx.shared.errors.reset();
         ctx.shared.stats.reset();
         ctx.store.reset_stats();
+        ctx.shared.lazyfree.reset_stats();
         Ok(Reply::ok())
     }
 }
