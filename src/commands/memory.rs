@@ -108,7 +108,7 @@ impl Command for MemoryStats {
                 ]),
             ));
         }
-        let per_key = if o.keys > 0 { dataset / o.keys } else { 0 };
+        let per_key = dataset.checked_div(o.keys).unwrap_or(0);
         m.extend([
             (key("overhead.total"), int(o.overhead)),
             (key("keys.count"), int(o.keys)),

@@ -602,7 +602,8 @@ impl Drop for Admitted {
 }
 
 /// Accepts on `listener` (on the loop it was given to) and deals each connection to a loop,
-/// where it is served from then on.
+/// where it is served from then on, until shutdown or `stop` (CONFIG SET port / bind).
+#[allow(clippy::too_many_arguments)]
 async fn accept_loop(
     listener: std::net::TcpListener,
     tls: Option<TlsAcceptor>,
