@@ -330,8 +330,8 @@ impl Kill {
     }
 
     /// True once killed by CLIENT KILL.
-    #[cfg(test)]
-    fn is_cancelled(&self) -> bool {
+    #[inline]
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.raised.load(Ordering::Acquire) & KILLED != 0
     }
 

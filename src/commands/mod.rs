@@ -19,6 +19,8 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
+pub(crate) mod lolwut;
+pub(crate) mod memory;
 pub(crate) mod migrate;
 pub(crate) mod persist;
 pub(crate) mod pubsub;
@@ -40,7 +42,7 @@ pub(crate) mod zsetops;
 use crate::engine::{CommandSpec, txn};
 
 /// Every family's commands, in the order the table joins them.
-pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
+pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -75,5 +77,6 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 33] {
         geo::COMMANDS,
         acl::COMMANDS,
         stream::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }

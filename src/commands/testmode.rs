@@ -728,6 +728,7 @@ impl Command for TestModeReset {
         }
         shared.monitors.close_all();
         shared.pause.unpause();
+        crate::services::pause::hold_expiry(shared);
 
         // The clock first: the keyspace and the counters below start from real time.
         shared.clock.reset();

@@ -210,6 +210,15 @@ pub(crate) fn call<'a>(
     let took = started.elapsed() + ctx.hold;
     ctx.hold += held_before;
     account(ctx, entry, args, &reply, took, &caller);
+    if matches!(caller, Caller::Client(_)) {
+        // Clients blocked on keys the command wrote are served (their pops emit their own
+        // events) after its statistics and slow log entry, before its reply goes out and
+        // before the next command runs (Redis's handleClientsBlockedOnKeys after `call`).
+        let ready = std::mem::take(&mut ctx.ready);
+        if !ready.is_empty() {
+            blocking::serve(ctx.shared, ready);
+        }
+    }
     if ctx.client.tracking {
         remember_read(ctx, entry, args, &caller);
     }
@@ -308,16 +317,11 @@ fn run(
         }
         // The key events are taken while the shards (and their logs) are still held, then
         // the locks are dropped before anything else. Notifications go out with no lock
-        // held; then clients blocked on keys the command wrote are served (their pops emit
-        // their own), before its reply goes out and before the next command runs (Redis's
-        // handleClientsBlockedOnKeys).
+        // held; the blocked clients the command made ready are served once it has been
+        // accounted for (`call`).
         let events = ctx.take_events();
         ctx.store.release();
         notify::publish(ctx.shared, events);
-        let ready = std::mem::take(&mut ctx.ready);
-        if !ready.is_empty() {
-            blocking::serve(ctx.shared, ready);
-        }
     }
     reply
 }
@@ -606,9 +610,16 @@ fn account(
         }
         _ => counted,
     };
-    entry
-        .stats
-        .ran(usec, failed, shared.live.latency_tracking());
+    // A command that blocked gets its latency sample, and its slow log entry, when it is
+    // unblocked (`services::blocking`), with the time until then.
+    entry.stats.ran(
+        usec,
+        failed,
+        shared.live.latency_tracking() && !matches!(ctx.next, Next::Block(_)),
+    );
+    if let Next::Block(w) = &ctx.next {
+        w.set_origin(entry.id, args, usec);
+    }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
     let from_script = matches!(caller, Caller::Script(_));
     let threshold_ms = shared.live.latency_threshold_ms();

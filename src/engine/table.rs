@@ -695,7 +695,14 @@ impl CommandSpec {
         if !spec.key_specs.is_empty() {
             let found = spec.key_specs.iter().find(|d| d.finds(args, pos));
             let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
-            return found.or(unknown).map_or(&[], |d| d.flags);
+            // A key its command's own finder returns that no spec finds (MIGRATE's after
+            // KEYS, AUTH and AUTH2 skipped) takes the first spec's flags, as Redis's finder
+            // gives its keys: never none, which would let ACL key patterns pass it unchecked.
+            let first = spec.key_specs.first();
+            return found
+                .or(unknown)
+                .or(first)
+                .map_or(RW_ACCESS_UPDATE, |d| d.flags);
         }
         match spec.keys {
             KeySpec::Keynum { flags, .. } => flags,

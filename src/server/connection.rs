@@ -210,6 +210,17 @@ impl Buffers {
         }
     }
 
+    /// After a batch: see [`release_large`].
+    pub(super) fn release_large(&mut self, large: bool) {
+        release_large(
+            large,
+            &mut self.rbuf,
+            &mut self.spare_rbuf,
+            &mut self.spare_held,
+            &mut self.args,
+        );
+    }
+
     /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
     /// mem_clients_normal: a read buffer's `capacity()` counts only from its current
     /// start, so an allocation is counted at no less than the size it was made with.
@@ -263,6 +274,8 @@ async fn run<S: Transport>(
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
     let mut soft = None;
+    // Whether the batch had a request of LARGE_REQUEST bytes or more.
+    let mut large = false;
     let mut resume = Some(resume);
     // CLIENT KILL and shutdown (which kills every client) end a read that waits. Kept for
     // the whole connection, so that it registers this task's waker once, not per request.
@@ -286,6 +299,7 @@ async fn run<S: Transport>(
                                 return Ok(());
                             }
                         };
+                        large |= req.consumed >= LARGE_REQUEST;
                         let frame = rbuf.split_to(req.consumed).freeze();
                         // Redis's qbuf: the unprocessed input, this command included.
                         info.qbuf
@@ -421,6 +435,13 @@ async fn run<S: Transport>(
         // Release the last request's slices of the read buffer, so that the next read can
         // reuse its memory instead of allocating a new one.
         args.clear();
+        release_large(
+            std::mem::take(&mut large),
+            &mut rbuf,
+            &mut spare_rbuf,
+            &mut spare_held,
+            &mut args,
+        );
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
         // Messages published meanwhile, until none is left (each write may take a while).
         let queue = client.push_queue().cloned();
@@ -526,6 +547,35 @@ fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) -> bool {
     rbuf.clear();
     *spare = std::mem::replace(rbuf, next);
     true
+}
+
+/// A request at least this long (bytes) marks its batch as large (Redis's
+/// PROTO_RESIZE_THRESHOLD).
+pub(super) const LARGE_REQUEST: usize = 32 * 1024;
+
+/// Argument vectors with more room than this are not kept between requests.
+const MAX_KEPT_ARGS: usize = 1024;
+
+/// After a batch whose arguments were released: memory one large request left behind is
+/// given back, as Redis frees a command's argv and resizes a large query buffer, so that
+/// (for example) INFO's used_memory falls back once a huge SADD's set is deleted. The read
+/// buffers are replaced only when a request of the batch was `large` and nothing unread is
+/// left in them, so ordinary traffic keeps reusing its buffers without allocating.
+fn release_large(
+    large: bool,
+    rbuf: &mut BytesMut,
+    spare: &mut BytesMut,
+    spare_held: &mut bool,
+    args: &mut Vec<Bytes>,
+) {
+    if args.capacity() > MAX_KEPT_ARGS {
+        *args = Vec::new();
+    }
+    if large && rbuf.is_empty() {
+        *rbuf = BytesMut::with_capacity(READ_BUF);
+        *spare = BytesMut::new();
+        *spare_held = false;
+    }
 }
 
 /// A protocol error: Redis's reply, counted as Redis counts every error reply (INFO

@@ -11,6 +11,7 @@
 pub mod connection;
 pub mod eventloop;
 pub mod loops;
+pub mod relisten;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod uring;
@@ -363,6 +364,23 @@ impl Server {
                         }
                     })
                 },
+                {
+                    // A pass at or above latency-monitor-threshold: LATENCY's expire-cycle.
+                    let shared = Arc::downgrade(&shared);
+                    Arc::new(move |took: std::time::Duration| {
+                        if let Some(shared) = shared.upgrade() {
+                            let threshold = shared.live.latency_threshold_ms();
+                            let ms = took.as_millis() as u64;
+                            if threshold > 0 && ms >= threshold {
+                                shared.latency.add(
+                                    "expire-cycle",
+                                    shared.clock.now_ms() / 1000,
+                                    ms,
+                                );
+                            }
+                        }
+                    })
+                },
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
@@ -453,6 +471,10 @@ impl Server {
             }
             _ => None,
         };
+        // The plain listeners' accept loops stop on `plain_stop` when CONFIG SET port or
+        // bind replaces them (`relisten`); TLS listeners stay.
+        let plain_stop = CancellationToken::new();
+        let mut plain_copies = Vec::new();
         for (i, (listener, acceptor)) in plain.chain(tls).enumerate() {
             let acceptor_is_none = acceptor.is_none();
             // The listener moves to a loop's runtime: it was registered with the caller's.
@@ -463,6 +485,12 @@ impl Server {
                     continue;
                 }
             };
+            let stop = if acceptor_is_none {
+                plain_copies.extend(listener.try_clone().ok());
+                plain_stop.clone()
+            } else {
+                CancellationToken::new()
+            };
             let accept = accept_loop(
                 listener,
                 acceptor,
@@ -471,8 +499,38 @@ impl Server {
                 admitted.clone(),
                 dealer.clone(),
                 own_loops.clone().filter(|_| acceptor_is_none),
+                stop,
             );
             dealer.handle(i).spawn(tracker.track_future(accept));
+        }
+        {
+            let weak = Arc::downgrade(&shared);
+            let tracker = tracker.clone();
+            let admitted = admitted.clone();
+            let dealer = dealer.clone();
+            let own_loops = own_loops.clone();
+            shared.relisten.install(
+                Box::new(move |listeners, stop| {
+                    let Some(shared) = weak.upgrade() else {
+                        return;
+                    };
+                    for (i, listener) in listeners.into_iter().enumerate() {
+                        let accept = accept_loop(
+                            listener,
+                            None,
+                            shared.clone(),
+                            tracker.clone(),
+                            admitted.clone(),
+                            dealer.clone(),
+                            own_loops.clone(),
+                            stop.clone(),
+                        );
+                        dealer.handle(i).spawn(tracker.track_future(accept));
+                    }
+                }),
+                plain_copies,
+                plain_stop,
+            );
         }
         let unix_path = unix.as_ref().map(|(_, p)| p.clone());
         if let Some((listener, path)) = unix {
@@ -560,7 +618,8 @@ impl Drop for Admitted {
 }
 
 /// Accepts on `listener` (on the loop it was given to) and deals each connection to a loop,
-/// where it is served from then on.
+/// where it is served from then on, until shutdown or `stop` (CONFIG SET port / bind).
+#[allow(clippy::too_many_arguments)]
 async fn accept_loop(
     listener: std::net::TcpListener,
     tls: Option<TlsAcceptor>,
@@ -569,6 +628,7 @@ async fn accept_loop(
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
     own_loops: Option<Arc<eventloop::Group>>,
+    stop: CancellationToken,
 ) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
@@ -585,6 +645,7 @@ async fn accept_loop(
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shared.shutdown.cancelled() => return,
+            _ = stop.cancelled() => return,
         };
         let (stream, peer) = match accepted {
             Ok(x) => x,

@@ -31,6 +31,13 @@
 //! serving asks for the next waiter after the last one it looked at, by sequence number;
 //! and a write notes a key ready only if it now holds a list or a sorted set (Redis's
 //! `signalKeyAsReady`), so a blocking command that blocks makes nothing ready.
+//!
+//! Statistics follow Redis 7.0's `updateStatsOnUnblock`: a command that blocks counts its
+//! call (and its time so far) when it blocks; when it is served, or ended by CLIENT UNBLOCK,
+//! its time is added again, an error reply counts as a failed call, its latency histogram
+//! gets the sample and the slow log the entry, under the arguments the client sent
+//! (`Waiter::origin`, set by `engine::call` once the command blocked). A timeout adds
+//! nothing, as in Redis.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -112,6 +119,7 @@ pub(crate) fn register(ctx: &mut Ctx<'_>, op: Box<dyn Rerun>, timeout_ms: u64) -
             deadline_ms,
             state: Mutex::new(State::Waiting),
             notify: tokio::sync::Notify::new(),
+            origin: std::sync::OnceLock::new(),
         });
         ctx.shared.blocked.add(&waiter);
         ctx.next = crate::engine::Next::Block(waiter);
@@ -158,9 +166,31 @@ pub struct Waiter {
     state: Mutex<State>,
     /// Signalled once the state leaves `Waiting` (a stored permit, so never missed).
     notify: tokio::sync::Notify,
+    /// The command that blocked, for its statistics when it is unblocked.
+    origin: std::sync::OnceLock<Origin>,
+}
+
+/// What a blocked command's statistics need when it is unblocked.
+#[derive(Debug)]
+struct Origin {
+    /// Its table entry.
+    cmd: crate::engine::CmdId,
+    /// The arguments as the client sent them (what the slow log shows).
+    args: Box<[Bytes]>,
+    /// µs it ran before it blocked.
+    usec: u64,
 }
 
 impl Waiter {
+    /// Remembers the command that blocked (`engine::call`, as it accounts for the call).
+    pub(crate) fn set_origin(&self, cmd: crate::engine::CmdId, args: &[Bytes], usec: u64) {
+        let _ = self.origin.set(Origin {
+            cmd,
+            args: args.into(),
+            usec,
+        });
+    }
+
     /// The deadline (Unix ms on the server's clock), or None to wait forever.
     pub fn deadline_ms(&self) -> Option<u64> {
         (self.deadline_ms > 0).then_some(self.deadline_ms)
@@ -463,6 +493,7 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
         let mut after = 0;
         while let Some(w) = shared.blocked.next_waiter(db, &key, after) {
             after = w.seq.load(Ordering::Relaxed);
+            let started = std::time::Instant::now();
             let dst = w.op.destination().cloned();
             let mut client = ClientState::new(w.info.clone());
             // Served as that client's command: its own invalidations follow its reply.
@@ -499,6 +530,7 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 crate::engine::call::count_error(shared, text);
                 *st = State::Done(Reply::Error(text.into()));
                 drop(st);
+                unblocked_stats(shared, &w, &client, 0, true);
                 w.notify.notify_one();
                 shared.blocked.remove(&w);
                 continue;
@@ -529,8 +561,11 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             shared.repl.propagate(&ctx.propagate);
             let events = ctx.take_events();
             drop(ctx);
+            let failed = matches!(reply, Reply::Error(_));
             *st = State::Done(reply);
             drop(st);
+            let reply_us = started.elapsed().as_micros() as u64;
+            unblocked_stats(shared, &w, &client, reply_us, failed);
             crate::services::notify::publish(shared, events);
             w.notify.notify_one();
             shared.blocked.remove(&w);
@@ -556,7 +591,39 @@ pub(crate) fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
     };
     let done = w.finish(reply);
     shared.blocked.remove(&w);
+    if done {
+        // Redis counts the call as failed whichever way CLIENT UNBLOCK ends it.
+        unblocked_stats(shared, &w, &ClientState::new(w.info.clone()), 0, true);
+    }
     done
+}
+
+/// Redis's `updateStatsOnUnblock`: the unblocked command's time (what it ran before it
+/// blocked, plus `reply_us` to serve it) into its commandstats and latency histogram, a
+/// failed call if it ended with an error, and its slow log entry.
+fn unblocked_stats(shared: &Shared, w: &Waiter, client: &ClientState, reply_us: u64, failed: bool) {
+    let Some(origin) = w.origin.get() else {
+        return;
+    };
+    let Some(entry) = shared.table.entry(origin.cmd) else {
+        return;
+    };
+    let usec = origin.usec.saturating_add(reply_us);
+    entry
+        .stats
+        .unblocked(usec, failed, shared.live.latency_tracking());
+    if !entry.spec.has(crate::engine::CmdFlags::SKIP_SLOWLOG)
+        && shared.slowlog.is_slow(&shared.live, usec)
+    {
+        shared.slowlog.push(
+            &shared.live,
+            shared.clock.now_ms() / 1000,
+            usec,
+            &crate::services::monitor::redact(entry.spec.redaction, &origin.args),
+            client,
+            false,
+        );
+    }
 }
 
 /// Marks a waiter gone and forgets it; the connection's guard calls this when it stops
@@ -610,6 +677,7 @@ mod tests {
             deadline_ms: 0,
             state: Mutex::new(State::Waiting),
             notify: tokio::sync::Notify::new(),
+            origin: std::sync::OnceLock::new(),
         })
     }
 

@@ -9,6 +9,7 @@ pub(crate) mod acl;
 pub(crate) mod aof;
 pub(crate) mod blocking;
 pub(crate) mod latency;
+pub(crate) mod lazyfree;
 pub(crate) mod maxmemory;
 pub(crate) mod monitor;
 pub(crate) mod notify;

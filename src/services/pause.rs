@@ -13,7 +13,8 @@
 //!
 //! The gate is one call from the connection loop (`gate`), taken only when a pause is set
 //! (one relaxed load otherwise). It may use `client`, `script` (for a script's flags) and
-//! the table; nothing here locks the keyspace.
+//! the table; nothing here locks the keyspace. Each change of the pause also tells the
+//! keyspace until when to hold expiry (`hold_expiry`): no key is expired during a pause.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -106,6 +107,18 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// Until when (Unix ms) the store holds expiry for this pause: the end of a CLIENT PAUSE
+    /// in force, `u64::MAX` during a FAILOVER, 0 when nothing is paused.
+    fn expiry_hold(&self) -> u64 {
+        if self.failover.load(Ordering::Relaxed) {
+            return u64::MAX;
+        }
+        match self.state.lock() {
+            Ok(s) if s.0 != OFF => s.1,
+            _ => 0,
+        }
+    }
+
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
         if let Ok(mut s) = self.state.lock() {
@@ -114,6 +127,16 @@ impl Pause {
         }
         self.changed.notify_waiters();
     }
+}
+
+/// Tells the keyspace how long the pause now in force holds expiry (call after every change
+/// of the pause): Redis neither expires nor evicts keys on its own while clients are paused,
+/// so that a paused primary's dataset stays what its replicas have.
+pub(crate) fn hold_expiry(shared: &Shared) {
+    shared
+        .keyspace
+        .deletions()
+        .hold_expiry_until(shared.pause.expiry_hold());
 }
 
 /// Counts a client as waiting while it lives.

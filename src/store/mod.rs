@@ -45,6 +45,10 @@ pub struct Deletions {
     hook: OnceLock<DeletionHook>,
     field_hook: OnceLock<FieldDeletionHook>,
     replica: AtomicBool,
+    /// While CLIENT PAUSE is in force, until this Unix ms (0: no pause; `u64::MAX` for
+    /// FAILOVER's): expired keys read as missing but stay stored, as under Redis's
+    /// `checkClientPauseTimeoutAndReturnIfPaused`, so the dataset is constant during a pause.
+    expiry_held_until: std::sync::atomic::AtomicU64,
     /// Client-side caching: every key change is one (Redis's `signalModifiedKey`), told
     /// under the key's shard lock like WATCH.
     pub(crate) tracking: Arc<crate::client::tracking::Tracking>,
@@ -75,6 +79,19 @@ impl Deletions {
     /// Whether this keyspace is a replica's (no deletion on its own).
     pub fn is_replica(&self) -> bool {
         self.replica.load(Ordering::Relaxed)
+    }
+
+    /// True while the store must not delete keys on its own at `now_ms`: a replica's, or
+    /// during a client pause (lookups answer expired keys as missing; reapers wait).
+    #[inline]
+    pub fn holds_expiry(&self, now_ms: u64) -> bool {
+        let until = self.expiry_held_until.load(Ordering::Relaxed);
+        self.is_replica() || (until != 0 && now_ms <= until)
+    }
+
+    /// Holds expiry until `until_ms` (Unix ms; 0 releases it): CLIENT PAUSE's end.
+    pub fn hold_expiry_until(&self, until_ms: u64) {
+        self.expiry_held_until.store(until_ms, Ordering::Relaxed);
     }
 
     /// Makes this keyspace a replica's, or a master's again.

@@ -342,9 +342,10 @@ impl Shard {
 
     /// A lookup met key `i` expired: delete it, as Redis's lookups do. A replica answers an
     /// expired key as missing but leaves the deletion to its master's DEL (Redis's rule: its
-    /// data follows the master's, whatever its clock).
+    /// data follows the master's, whatever its clock); so does any server during a client
+    /// pause (the keys are deleted when it ends).
     fn expire_found(&mut self, db: usize, hash: u64, i: u32, key: &[u8]) {
-        if !self.deletions.is_replica() {
+        if !self.deletions.holds_expiry(self.now_ms) {
             self.remove_found(db, hash, i);
             self.stats.expired_keys += 1;
             self.deletions.deleted(db, key);
@@ -722,7 +723,7 @@ impl Shard {
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
         self.saw(now_ms);
-        if self.deletions.is_replica() {
+        if self.deletions.holds_expiry(now_ms) {
             return (0, false);
         }
         let mut due = Vec::new();
@@ -925,7 +926,7 @@ impl Shard {
 
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
-        if self.deletions.is_replica() {
+        if self.deletions.holds_expiry(self.now_ms) {
             return None;
         }
         self.dbs

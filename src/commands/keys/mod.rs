@@ -38,7 +38,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -2,
         &["write", "fast"],
         C::keys(1, -1, 1),
-        run::<Del>,
+        run::<Unlink>,
     )
     .with_acl(&["@keyspace", "@write", "@fast"])
     .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
@@ -314,6 +314,33 @@ impl Command for Del {
         let mut n = 0;
         for k in &self.keys {
             if ctx.store.remove(db, k, ctx.now_ms).is_some() {
+                ctx.notify(class::GENERIC, "del", k);
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
+    }
+}
+
+/// UNLINK key [key …]: DEL whose large values are freed on the lazyfree thread
+/// (`services::lazyfree`).
+#[derive(Debug)]
+pub(crate) struct Unlink {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Unlink {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Unlink {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let mut n = 0;
+        for k in &self.keys {
+            if let Some(entry) = ctx.store.remove(db, k, ctx.now_ms) {
+                ctx.shared.lazyfree.free(entry.value);
                 ctx.notify(class::GENERIC, "del", k);
                 n += 1;
             }

@@ -330,7 +330,10 @@ impl Command for ClientList {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut out = String::new();
-        let clients = ctx.shared.clients.snapshot();
+        // A killed client is gone for Redis at once (freeClient); here its connection task
+        // unregisters it a moment later, so it is left out meanwhile.
+        let mut clients = ctx.shared.clients.snapshot();
+        clients.retain(|c| !c.kill.is_cancelled());
         let listed: Vec<_> = match &self.ids {
             Some(ids) => ids
                 .iter()

@@ -62,6 +62,7 @@ impl Command for ClientPause {
             ctx.now_ms.saturating_add(self.timeout_ms)
         };
         ctx.shared.pause.pause(self.mode, end, ctx.now_ms);
+        crate::services::pause::hold_expiry(ctx.shared);
         Ok(Reply::ok())
     }
 }
@@ -76,6 +77,7 @@ impl Command for ClientUnpause {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         ctx.shared.pause.unpause();
+        crate::services::pause::hold_expiry(ctx.shared);
         Ok(Reply::ok())
     }
 }

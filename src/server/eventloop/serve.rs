@@ -119,6 +119,7 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
     let info = client.info.clone();
+    let mut large = false;
     loop {
         let req = match buf.parser.parse(&buf.rbuf) {
             Ok(Some(req)) => req,
@@ -129,6 +130,7 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
                 return Served::Close;
             }
         };
+        large |= req.consumed >= connection::LARGE_REQUEST;
         let frame = buf.rbuf.split_to(req.consumed).freeze();
         // Redis's qbuf: the unprocessed input, this command included.
         info.qbuf
@@ -192,8 +194,10 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
             }
         }
     }
-    // Release the last request's slices of the read buffer (see connection::run).
+    // Release the last request's slices of the read buffer (see connection::run), and what
+    // a large request left allocated.
     buf.args.clear();
+    buf.release_large(large);
     Served::Keep
 }
 
