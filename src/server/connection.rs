@@ -402,11 +402,15 @@ async fn run<S: Transport>(
             if !client.reply_suppressed() {
                 reply.encode(client.resp, &mut wbuf);
             }
-            // A tracking client's own invalidations come after the reply (client::tracking).
+            // A tracking client's own invalidations come after the reply (client::tracking),
+            // in the same write: a client that reads the reply and then checks its socket
+            // for invalidations before answering from its cache (redis-py 8) must find them
+            // there, as Redis appends them to the reply's output buffer.
             if client.tracking
                 && let Some(q) = client.push_queue()
             {
                 q.release_held();
+                q.take_into(&mut wbuf);
             }
             // Its vectors go back to this thread's pool for the next reply (protocol::reply).
             reply.recycle();
