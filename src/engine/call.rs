@@ -138,6 +138,10 @@ pub fn call<'a>(
                     lock_for(shared, spec, keys)
                 }
             };
+            if entry.spec.runs_script() {
+                // After the blocked clients a writer is serving on these shards, as in Redis.
+                blocking::wait_for_serving(shared, &mut ctx.store, || lock_for(shared, spec, keys));
+            }
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();
             // For a replica's master link no key has expired: the master's DELs expire them.
@@ -315,9 +319,12 @@ fn run(
         // their own), before its reply goes out and before the next command runs (Redis's
         // handleClientsBlockedOnKeys).
         let events = ctx.take_events();
+        let ready = std::mem::take(&mut ctx.ready);
+        // Reserved while the locks are still held: no script runs on these shards before
+        // the blocked clients are served (see `blocking::reserve`).
+        let _reserved = (!ready.is_empty()).then(|| blocking::reserve(ctx.shared, &ready));
         ctx.store.release();
         notify::publish(ctx.shared, events);
-        let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             blocking::serve(ctx.shared, ready);
         }
