@@ -102,6 +102,36 @@ class Node:
             self.proc.wait()
 
 
+def partition_windows(timeline, ack_times, refused_times):
+    """How long the cut-off master kept acknowledging, per partition: what compares two
+    servers fairly whatever their speed (the counts lost scale with writes per second too).
+
+    Every acknowledgement is recorded with the port of the node that answered it (through
+    its proxy). Per fault: `acked`, the acknowledgements the cut-off master gave after the
+    cut (all lost: it rejoins as a replica of the new master); `ack_s`, the last one's time
+    after the cut (0 when none came); `refuse_s`, the first -NOREPLICAS's after the cut (None
+    when none came); `after_heal`, those of `acked` that came after the heal (a master that
+    counts its replicas good again). Sums: `acked_cut_off` and `ack_seconds`."""
+    acks = sorted(a for ts in ack_times for a in ts)
+    refusals = sorted(t for ts in refused_times for t in ts)
+    per_fault = []
+    for k, (cut, healed, rejoined, port) in enumerate(timeline):
+        end = timeline[k + 1][0] if k + 1 < len(timeline) else float("inf")
+        by_old = [t for t, p in acks if cut <= t < end and p == port]
+        refused = [t for t in refusals if cut <= t <= rejoined]
+        per_fault.append({
+            "acked": len(by_old),
+            "ack_s": round(by_old[-1] - cut, 3) if by_old else 0.0,
+            "refuse_s": round(refused[0] - cut, 3) if refused else None,
+            "after_heal": sum(1 for t in by_old if t >= healed),
+            "heal_s": round(healed - cut, 3),
+            "rejoin_s": round(rejoined - cut, 3),
+        })
+    return {"windows": per_fault,
+            "acked_cut_off": sum(w["acked"] for w in per_fault),
+            "ack_seconds": round(sum(w["ack_s"] for w in per_fault), 3)}
+
+
 def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, quiet=False,
         fsync="always"):
     rng = random.Random(seed)
@@ -113,6 +143,11 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
     acked = [0] * clients
     attempts = [0] * clients
     refused = [0] * clients
+    # When each acknowledgement and each refusal came (time.monotonic()), per client: what
+    # the timeline of a partition is measured against.
+    ack_times = [[] for _ in range(clients)]
+    refused_times = [[] for _ in range(clients)]
+    timeline = []  # per partition fault: (cut, healed, rejoined)
     survived = 0
     try:
         nodes[0].start()
@@ -152,11 +187,18 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
                     r.incr(f"c:{i}")
                     if mode == "wait1" and r.execute_command("WAIT", 1, 1000) < 1:
                         refused[i] += 1
+                        refused_times[i].append(time.monotonic())
                         continue
                     acked[i] += 1
+                    # The connection just used is the last one back in the client's own
+                    # pool (redis-py's pool is a stack): the port of the node that answered.
+                    used = r.connection_pool._available_connections
+                    ack_times[i].append((time.monotonic(), getattr(used[-1], "port", None)
+                                         if used else None))
                 except redis.ResponseError as e:
                     if str(e).startswith("NOREPLICAS"):
                         refused[i] += 1
+                        refused_times[i].append(time.monotonic())
                     time.sleep(0.05)
                 except (redis.RedisError, OSError):
                     time.sleep(0.05)
@@ -198,6 +240,7 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
             else:
                 # Its clients still reach it: only the sentinels and replicas do not.
                 victim.proxy.block({"replica", "sentinel"})
+                cut = time.monotonic()
             until("a new master", lambda: master_port() != old, 60)
             if fault_kind == "kill":
                 victim.start()
@@ -206,9 +249,12 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
             else:
                 time.sleep(hold)
                 victim.proxy.heal()
+                healed = time.monotonic()
             until(f"{victim.name} rejoins as a replica",
                   lambda: vr.info("replication")["role"] == "slave"
                   and vr.info("replication")["master_link_status"] == "up", 90)
+            if fault_kind == "partition":
+                timeline.append((cut, healed, time.monotonic(), old))
             survived += 1
             if not quiet:
                 print(f"fault {k + 1}: master {old} -> {master_port()}", flush=True)
@@ -226,9 +272,12 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
         until("the counters read back", read_counters)
         lost = sum(max(0, a - s) for a, s in zip(acked, stored))
         twice = sum(max(0, s - a) for a, s in zip(attempts, stored))
-        return {"server": os.path.basename(binary), "mode": mode, "fault": fault_kind,
-                "faults": survived, "acked": sum(acked), "lost": lost, "twice": twice,
-                "refused": sum(refused), "hold": hold, "max_lag": max_lag, "fsync": fsync}
+        result = {"server": os.path.basename(binary), "mode": mode, "fault": fault_kind,
+                  "faults": survived, "acked": sum(acked), "lost": lost, "twice": twice,
+                  "refused": sum(refused), "hold": hold, "max_lag": max_lag, "fsync": fsync}
+        if timeline:
+            result.update(partition_windows(timeline, ack_times, refused_times))
+        return result
     finally:
         stop.set()
         for p in sentinels:
@@ -268,7 +317,16 @@ def main():
     print(json.dumps(t) if a.json else
           f"{t['server']} {t['mode']} ({t['fault']}): {t['faults']} faults survived, "
           f"{t['acked']} acknowledged, {t['lost']} lost, {t['twice']} counted twice, "
-          f"{t['refused']} refused (load average {t['load']:.2f})")
+          f"{t['refused']} refused (load average {t['load']:.2f})"
+          + ("" if "windows" not in t else
+             f"; the cut-off master acknowledged {t['acked_cut_off']} writes over "
+             f"{t['ack_seconds']:.2f} s in all ("
+             + "; ".join(f"{w['acked']} until {w['ack_s']:.2f} s"
+                         + (f", first -NOREPLICAS at {w['refuse_s']:.2f} s"
+                            if w["refuse_s"] is not None else "")
+                         + (f", {w['after_heal']} after the heal at {w['heal_s']:.2f} s"
+                            if w["after_heal"] else "")
+                         for w in t["windows"]) + ")"))
 
 
 if __name__ == "__main__":

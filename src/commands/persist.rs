@@ -62,14 +62,7 @@ impl Command for Save {
         Ok(Save)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if ctx.shared.persist.saving() {
-            return Err(CmdError::msg("ERR Background save already in progress"));
-        }
-        match persist::save_now(ctx.shared) {
-            Ok(_) => Ok(Reply::ok()),
-            // Redis answers a failed SAVE with a bare "-ERR".
-            Err(_) => Err(CmdError::msg("ERR")),
-        }
+        persist::save_command(ctx)
     }
 }
 

@@ -138,6 +138,10 @@ pub(crate) fn call<'a>(
                     lock_for(shared, spec, keys)
                 }
             };
+            if entry.spec.runs_script() {
+                // After the blocked clients a writer is serving on these shards, as in Redis.
+                blocking::wait_for_serving(shared, &mut ctx.store, || lock_for(shared, spec, keys));
+            }
             // One clock read gives the command's `now` and the start of its timing.
             let (now_ns, started) = shared.clock.now_ns_and_instant();
             // For a replica's master link no key has expired: the master's DELs expire them.
@@ -200,7 +204,7 @@ pub(crate) fn call<'a>(
         // commands it calls.
         feed_monitors(ctx, entry, args, false);
     }
-    let reply = run(ctx, entry, args, &mut caller);
+    let (reply, reserved) = run(ctx, entry, args, &mut caller);
     if matches!(caller, Caller::Client(_)) && matches!(ctx.next, Next::Regate) {
         // The handler found a script on a shard it locks by itself and ran nothing (see
         // `back_to_gate`): not a call; the request goes through the busy gate again.
@@ -219,6 +223,7 @@ pub(crate) fn call<'a>(
             blocking::serve(ctx.shared, ready);
         }
     }
+    drop(reserved);
     if ctx.client.tracking {
         remember_read(ctx, entry, args, &caller);
     }
@@ -285,12 +290,14 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller
 }
 
 /// The handler, with what the caller changes around it.
-fn run(
-    ctx: &mut Ctx<'_>,
+/// For a client's command that made blocked clients ready, it also gives the reservation of
+/// their shards (`blocking::reserve`), to hold until `call` has served them.
+fn run<'a>(
+    ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &[Bytes],
     caller: &mut Caller<'_, '_>,
-) -> Reply {
+) -> (Reply, Option<blocking::Reserved<'a>>) {
     let spec = entry.spec;
     let reply = match caller {
         Caller::Script(rules) => {
@@ -320,10 +327,15 @@ fn run(
         // held; the blocked clients the command made ready are served once it has been
         // accounted for (`call`).
         let events = ctx.take_events();
+        // Reserved while the locks are still held: no script runs on these shards before
+        // the blocked clients are served (see `blocking::reserve`).
+        let shared = ctx.shared;
+        let reserved = (!ctx.ready.is_empty()).then(|| blocking::reserve(shared, &ctx.ready));
         ctx.store.release();
         notify::publish(ctx.shared, events);
+        return (reply, reserved);
     }
-    reply
+    (reply, None)
 }
 
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its

@@ -354,7 +354,16 @@ impl Command for Exec {
                     .try_lock_args_and(keys.iter().copied(), &watched)
             }
         };
-        let store = match tried() {
+        let locked = || {
+            if needs_all {
+                shared.keyspace.lock_all()
+            } else {
+                shared
+                    .keyspace
+                    .lock_args_and(keys.iter().copied(), &watched)
+            }
+        };
+        let mut store = match tried() {
             Ok(store) => store,
             Err(wanted) => {
                 if crate::engine::call::back_to_gate(ctx, &wanted) {
@@ -363,15 +372,14 @@ impl Command for Exec {
                     shown.keep();
                     return Ok(Reply::Null);
                 }
-                if needs_all {
-                    shared.keyspace.lock_all()
-                } else {
-                    shared
-                        .keyspace
-                        .lock_args_and(keys.iter().copied(), &watched)
-                }
+                locked()
             }
         };
+        if entries.iter().flatten().any(|e| e.spec.runs_script()) {
+            // A transaction that runs a script holds its shards as long: after the blocked
+            // clients a writer is serving on them, as a script outside one (`engine::call`).
+            crate::services::blocking::wait_for_serving(shared, &mut store, locked);
+        }
         drop(keys);
         let now_ns = if ctx.client.master_link {
             0

@@ -144,29 +144,70 @@ pub(crate) fn copy_locked(locked: &mut Locked<'_>, now_ms: u64) -> Vec<ShardCopy
     })
 }
 
+/// Locks `shard` of `ks`, unless it is held and `give_way(shard)`: then a [`GaveWay`]
+/// error (see [`write_to`]).
+pub(crate) fn lock_shard<'k>(
+    ks: &'k Keyspace,
+    shard: usize,
+    give_way: &dyn Fn(usize) -> bool,
+) -> io::Result<Locked<'k>> {
+    match ks.try_lock_indexes(&[shard]) {
+        Some(locked) => Ok(locked),
+        None if give_way(shard) => Err(io::Error::new(io::ErrorKind::Interrupted, GaveWay(shard))),
+        None => Ok(ks.lock_indexes(&[shard])),
+    }
+}
+
+/// Why [`write_to`] stopped early: the shard it found held and gave way on. Carried as the
+/// payload of an `io::ErrorKind::Interrupted` error.
+#[derive(Debug, thiserror::Error)]
+#[error("the walk gave way on shard {0}")]
+pub(crate) struct GaveWay(pub(crate) usize);
+
+impl GaveWay {
+    /// The shard `e` gave way on, if `e` is [`write_to`]'s giving way.
+    pub(crate) fn of(e: &io::Error) -> Option<usize> {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<GaveWay>())
+            .map(|g| g.0)
+    }
+}
+
 /// Writes a whole RDB file of `ks` (every database) and the function libraries `functions`
 /// (their code, as FUNCTION LOAD took it) to `out`. Takes one shard at a time (see the
 /// module's notes on consistency); `out` is not flushed to disk here.
+///
+/// A walk that must not wait on some holders of a shard (SAVE, on a connection's thread,
+/// must not wait on a shard a script took after SAVE passed the busy gate) is told so by
+/// `give_way`: asked when a shard is held, true stops the walk with a [`GaveWay`] error
+/// (what was written is of no use: the caller drops it), false waits for the lock.
 pub(crate) fn write_to<'a>(
     ks: &Keyspace,
     functions: impl IntoIterator<Item = &'a [u8]>,
     opts: &SaveOptions,
     out: impl Write,
+    give_way: &dyn Fn(usize) -> bool,
 ) -> io::Result<SaveStats> {
+    let lock = |shard: usize| lock_shard(ks, shard, give_way);
+
     // The header comes first, so a pass of type checks decides it before anything is copied.
-    let field_ttls = (0..ks.shard_count()).any(|shard| {
-        let locked = ks.lock_indexes(&[shard]);
-        locked.held_shard(shard).is_some_and(|s| {
+    let mut field_ttls = false;
+    for shard in 0..ks.shard_count() {
+        let locked = lock(shard)?;
+        if locked.held_shard(shard).is_some_and(|s| {
             (0..s.databases()).any(|db| s.db(db).iter().any(|e| holds_field_ttls(&e.value)))
-        })
-    });
+        }) {
+            field_ttls = true;
+            break;
+        }
+    }
     // Copy under the shard's lock, serialize after releasing it.
     let copies = (0..ks.shard_count()).map(|shard| {
-        let locked = ks.lock_indexes(&[shard]);
-        locked
+        let locked = lock(shard)?;
+        Ok(locked
             .held_shard(shard)
             .map(|s| copy_shard(s, opts.now_ms))
-            .unwrap_or_default()
+            .unwrap_or_default())
     });
     write_file(functions, opts, out, file_version(field_ttls), copies)
 }
@@ -183,7 +224,13 @@ pub(crate) fn write_copies<'a>(
         .iter()
         .flatten()
         .any(|(_, entries)| entries.iter().any(|(_, v, _)| holds_field_ttls(v)));
-    write_file(functions, opts, out, file_version(field_ttls), copies)
+    write_file(
+        functions,
+        opts,
+        out,
+        file_version(field_ttls),
+        copies.into_iter().map(Ok),
+    )
 }
 
 /// A hash in a form with field TTLs, written as RDB type 24 or 25 (Redis 7.4's).
@@ -206,7 +253,7 @@ fn write_file<'a>(
     opts: &SaveOptions,
     out: impl Write,
     version: u32,
-    copies: impl IntoIterator<Item = ShardCopy>,
+    copies: impl IntoIterator<Item = io::Result<ShardCopy>>,
 ) -> io::Result<SaveStats> {
     let mut w = CrcWriter {
         inner: io::BufWriter::with_capacity(64 * 1024, out),
@@ -238,7 +285,7 @@ fn write_file<'a>(
     }
     let mut keys = 0u64;
     for copy in copies {
-        for (db, entries) in copy {
+        for (db, entries) in copy? {
             buf.clear();
             buf.push(OPCODE_SELECTDB);
             write_len(&mut buf, db as u64);

@@ -385,8 +385,11 @@ impl Repl {
         self.feed().offset
     }
 
-    /// Replicas that are good for `min-replicas-to-write`: online, and acknowledged within
-    /// `max_lag_s` seconds (Redis's `refreshGoodSlavesCount`, whole seconds).
+    /// Replicas that are good for `min-replicas-to-write`: online, and acknowledged less
+    /// than `max_lag_s` + 1 whole seconds ago, judged at each write. Redis's
+    /// `refreshGoodSlavesCount` judges in whole seconds of the wall clock once a second
+    /// (`replicationCron`); both stop a master whose replicas went silent max-lag + 1 s after
+    /// their last acknowledgement on average (docs/persistence.md, "Durability", measures it).
     pub fn good_replicas(&self, max_lag_s: u64) -> u64 {
         self.replicas()
             .iter()

@@ -241,7 +241,15 @@ pub struct BlockedClients {
     /// stream must wake them with an error; only looked for while there are some).
     group_readers: AtomicUsize,
     inner: Mutex<Inner>,
+    /// Shards a writer has blocked clients still to serve on ([`reserve`]), counted per
+    /// shard index modulo their number (a collision only makes a script wait for a serve
+    /// on another shard), and their sum: the script's only cost while nobody serves.
+    serving: [AtomicUsize; SERVING_SLOTS],
+    serving_total: AtomicUsize,
 }
+
+/// How many counters [`BlockedClients::serving`] spreads the shards over.
+const SERVING_SLOTS: usize = 32;
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -482,6 +490,87 @@ pub(crate) fn note_flushed(ctx: &mut Ctx<'_>, dbs: std::ops::Range<usize>) {
         for key in ctx.shared.blocked.keys_in_db(db) {
             ctx.ready.push((db, key));
         }
+    }
+}
+
+/// The shards of a writer's ready keys, reserved from before it lets its locks go until it
+/// served their blocked clients (dropped after [`serve`]).
+///
+/// Redis serves the clients blocked on the keys a command wrote right after it, before any
+/// other command runs. Here the writer serves them after releasing its locks, and a script
+/// could take one of those shards in between: the writer's thread (and every connection
+/// of its loop) would then wait on the script's lock for the whole script, and the script
+/// would see the pushed element its blocked client was due. So a script that took a
+/// reserved shard gives its locks back until the serve is done ([`wait_for_serving`]),
+/// which puts it after the blocked clients, as in Redis. Costs nothing when `ready` is
+/// empty (no client was blocked on the keys written).
+pub(crate) fn reserve<'s>(shared: &'s Shared, ready: &[(usize, Bytes)]) -> Reserved<'s> {
+    let reg = &shared.blocked;
+    let slots: smallvec::SmallVec<[usize; 4]> = ready
+        .iter()
+        .map(|(_, key)| shared.keyspace.shard_of(key) % SERVING_SLOTS)
+        .collect();
+    for &slot in &slots {
+        reg.serving[slot].fetch_add(1, Ordering::SeqCst);
+        reg.serving_total.fetch_add(1, Ordering::SeqCst);
+    }
+    Reserved { reg, slots }
+}
+
+/// Shards reserved for serving blocked clients ([`reserve`]); released on drop.
+pub(crate) struct Reserved<'s> {
+    reg: &'s BlockedClients,
+    slots: smallvec::SmallVec<[usize; 4]>,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        for &slot in &self.slots {
+            self.reg.serving[slot].fetch_sub(1, Ordering::SeqCst);
+            self.reg.serving_total.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl BlockedClients {
+    /// Whether a writer still has blocked clients to serve on one of `shards`.
+    fn serving_on(&self, shards: &[usize]) -> bool {
+        self.serving_total.load(Ordering::SeqCst) > 0
+            && shards
+                .iter()
+                .any(|&i| self.serving[i % SERVING_SLOTS].load(Ordering::SeqCst) > 0)
+    }
+}
+
+/// For a script that has just taken its shards (`store`): while a writer has blocked
+/// clients to serve on one of them ([`reserve`]), gives them back, waits for the serve
+/// (microseconds: it waits on no script) and takes them again with `relock`. One atomic
+/// load while nobody serves. The writer reserves before it releases its locks and the
+/// script looks after taking them, so a serve is never missed.
+pub(crate) fn wait_for_serving<'a>(
+    shared: &Shared,
+    store: &mut crate::store::Locked<'a>,
+    relock: impl Fn() -> crate::store::Locked<'a>,
+) {
+    let reg = &shared.blocked;
+    if reg.serving_total.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let mut held = store.held_indexes();
+    while reg.serving_on(&held) {
+        store.release();
+        let mut rounds = 0u32;
+        while reg.serving_on(&held) {
+            // A serve takes microseconds; past a few rounds (a loaded machine) sleep a bit.
+            rounds += 1;
+            if rounds < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        *store = relock();
+        held = store.held_indexes();
     }
 }
 
@@ -732,5 +821,82 @@ mod tests {
         let k = |s: &'static [u8]| Bytes::from_static(s);
         let keys = [k(b"a"), k(b"b"), k(b"a"), k(b"c"), k(b"b")];
         assert_eq!(&distinct(&keys)[..], &[k(b"a"), k(b"b"), k(b"c")][..]);
+    }
+
+    /// The window between a writer's release of its locks and its serving of the clients
+    /// blocked on the keys it wrote: a script (a real EVAL, through `engine::call`) that
+    /// takes the key's shard then gives it back until the serve is done, so the blocked
+    /// client gets the pushed element first, as in Redis (which serves it before the next
+    /// command), and the serve does not wait on the script. This thread plays the writer
+    /// between its release and its serve, holding the reservation; were the script to keep
+    /// the shard, the serve would never end and the test would fail on its timeout.
+    #[test]
+    fn a_script_waits_for_the_blocked_clients_a_writer_is_serving() {
+        let shared = Arc::new(crate::server::Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        let mut writer = ClientState::new(info);
+        let key = Bytes::from_static(b"q");
+        let push = [
+            Bytes::from_static(b"RPUSH"),
+            key.clone(),
+            Bytes::from_static(b"x"),
+        ];
+        let _ = crate::engine::execute(&shared, &mut writer, &push);
+        // A client blocked on the key (registered as BLPOP registers it).
+        let blocked = waiter(&shared.clients, &[b"q"]);
+        shared.blocked.add(&blocked);
+        // The writer's reservation, taken while it held the shard, then its release.
+        let ready = vec![(0, key.clone())];
+        let reserved = reserve(&shared, &ready);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let script = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:3".into(), "127.0.0.1:4".into());
+                let mut c = ClientState::new(info);
+                let eval: Vec<Bytes> = ["EVAL", "return redis.call('LPOP', KEYS[1])", "1", "q"]
+                    .iter()
+                    .map(|a| Bytes::from(a.to_string()))
+                    .collect();
+                tx.send(crate::engine::execute(&shared, &mut c, &eval))
+                    .unwrap();
+            })
+        };
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200))
+                .is_err(),
+            "the script ran before the blocked client was served"
+        );
+        let (served_tx, served_rx) = std::sync::mpsc::channel();
+        let writer = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                serve(&shared, ready);
+                served_tx.send(()).unwrap();
+            })
+        };
+        served_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the serve waited on the script's lock");
+        writer.join().unwrap();
+        let got = blocked.take_reply();
+        assert!(
+            format!("{got:?}").contains(r#"b"x""#),
+            "the blocked client got {got:?}"
+        );
+        drop(reserved);
+        let popped = rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+        assert!(
+            matches!(popped, Reply::Null | Reply::NullArray),
+            "{popped:?}"
+        );
+        script.join().unwrap();
     }
 }

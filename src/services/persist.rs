@@ -22,7 +22,7 @@ use bytes::Bytes;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::engine::{CmdFlags, CommandSpec};
+use crate::engine::{CmdFlags, CommandSpec, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::rdb::snapshot::{self, LoadOptions, SaveOptions, SaveStats};
@@ -169,15 +169,38 @@ impl Job {
 
     /// Writes the file; on success records it as the last save.
     fn run(self) -> Result<SaveStats, SaveError> {
-        let start_changes = self.keyspace.changes();
+        self.run_giving_way(&|_| false)
+            .unwrap_or_else(|shard| Err(SaveError(format!("gave way on shard {shard}"))))
+    }
+
+    /// [`Job::run`], giving way as [`snapshot::write_to`] does: `Err(shard)` when
+    /// it did (no file written, nothing recorded).
+    fn run_giving_way(
+        self,
+        give_way: &dyn Fn(usize) -> bool,
+    ) -> Result<Result<SaveStats, SaveError>, usize> {
+        // `Keyspace::changes`, giving way as the walk does.
+        let mut start_changes = 0u64;
+        for shard in 0..self.keyspace.shard_count() {
+            let locked =
+                snapshot::lock_shard(&self.keyspace, shard, give_way).map_err(|_| shard)?;
+            let changes = locked.held_shard(shard).map_or(0, |s| s.stats.changes);
+            start_changes = start_changes.wrapping_add(changes);
+        }
         let seq = self.state.temp_seq.fetch_add(1, Ordering::Relaxed);
         let temp = self
             .dir
             .join(format!("temp-{}-{seq}.rdb", std::process::id()));
-        let result = write_file(&self, &temp);
-        if result.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
+        let result = match write_file(&self, &temp, give_way) {
+            Ok(stats) => Ok(stats),
+            Err(gave_way_or_failed) => {
+                let _ = std::fs::remove_file(&temp);
+                match gave_way_or_failed {
+                    Ok(shard) => return Err(shard),
+                    Err(e) => Err(e),
+                }
+            }
+        };
         if result.is_ok() {
             self.state.baseline.store(start_changes, Ordering::Release);
             self.state
@@ -185,13 +208,18 @@ impl Job {
                 .store(self.clock.now_ms() / 1000, Ordering::Release);
             self.state.saves.fetch_add(1, Ordering::Relaxed);
         }
-        result
+        Ok(result)
     }
 }
 
-fn write_file(job: &Job, temp: &Path) -> Result<SaveStats, SaveError> {
+/// Writes the file at `temp` and renames it; `Err(Ok(shard))`: the walk gave way on `shard`.
+fn write_file(
+    job: &Job,
+    temp: &Path,
+    give_way: &dyn Fn(usize) -> bool,
+) -> Result<SaveStats, Result<usize, SaveError>> {
     let fail =
-        |what: &str, e: std::io::Error| SaveError(format!("{what} '{}': {e}", temp.display()));
+        |what: &str, e: std::io::Error| Err(SaveError(format!("{what} '{}': {e}", temp.display())));
     let file =
         std::fs::File::create(temp).map_err(|e| fail("Failed opening the temp RDB file", e))?;
     let stats = snapshot::write_to(
@@ -199,16 +227,20 @@ fn write_file(job: &Job, temp: &Path) -> Result<SaveStats, SaveError> {
         job.functions.iter().map(|c| &c[..]),
         &job.opts,
         &file,
+        give_way,
     )
-    .map_err(|e| fail("Write error saving DB on disk to", e))?;
+    .map_err(|e| match snapshot::GaveWay::of(&e) {
+        Some(shard) => Ok(shard),
+        None => fail("Write error saving DB on disk to", e),
+    })?;
     file.sync_all()
         .map_err(|e| fail("Failed syncing the temp RDB file", e))?;
     std::fs::rename(temp, &job.file).map_err(|e| {
-        SaveError(format!(
+        Err(SaveError(format!(
             "Error moving temp DB file '{}' on the final destination '{}': {e}",
             temp.display(),
             job.file.display()
-        ))
+        )))
     })?;
     Ok(stats)
 }
@@ -224,22 +256,69 @@ fn claim(state: &State) -> bool {
 /// A foreground save (SAVE, SHUTDOWN, DEBUG RELOAD): waits for nothing, fails if a save
 /// already runs.
 pub(crate) fn save_now(shared: &Shared) -> Result<SaveStats, SaveError> {
+    save_now_giving_way(shared, &|_| false)
+        .unwrap_or_else(|shard| Err(SaveError(format!("gave way on shard {shard}"))))
+}
+
+/// [`save_now`] for a connection's SAVE, which must not wait on a shard a script took after
+/// SAVE passed the busy gate: when a shard is held and `give_way(shard)`, the save stops
+/// with `Err(shard)`, having written no file and recorded nothing (the caller sends the
+/// request back to the gate: `engine::call::back_to_gate`).
+pub(crate) fn save_now_giving_way(
+    shared: &Shared,
+    give_way: &dyn Fn(usize) -> bool,
+) -> Result<Result<SaveStats, SaveError>, usize> {
     let state = &shared.persist.state;
     if !claim(state) {
-        return Err(SaveError("Background save already in progress".into()));
+        return Ok(Err(SaveError("Background save already in progress".into())));
     }
-    let result = Job::new(shared).run();
+    let result = Job::new(shared).run_giving_way(give_way);
     state.saving.store(false, Ordering::Release);
     match &result {
-        Ok(s) => {
+        Ok(Ok(s)) => {
             // A successful save also clears a failed background save's MISCONF, as Redis's
             // rdbSave does.
             state.last_bgsave_ok.store(true, Ordering::Release);
             tracing::info!("DB saved on disk ({} keys)", s.keys);
         }
-        Err(e) => tracing::warn!("Failed saving the DB: {e}"),
+        Ok(Err(e)) => tracing::warn!("Failed saving the DB: {e}"),
+        Err(_) => {}
     }
     result
+}
+
+/// SAVE as a connection runs it. A script may take a shard after SAVE passed the busy gate:
+/// SAVE then goes back to the gate (which waits for a young script, or answers -BUSY)
+/// rather than wait on the script's lock for the whole script, as nothing runs beside a
+/// Redis script.
+pub(crate) fn save_command(ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+    if ctx.shared.persist.saving() {
+        return Err(CmdError::msg("ERR Background save already in progress"));
+    }
+    loop {
+        let gives_way = gives_way(ctx);
+        match save_now_giving_way(ctx.shared, &|shard| gives_way(&[shard])) {
+            Ok(Ok(_)) => return Ok(Reply::ok()),
+            // Redis answers a failed SAVE with a bare "-ERR".
+            Ok(Err(_)) => return Err(CmdError::msg("ERR")),
+            Err(shard) => {
+                if crate::engine::call::back_to_gate(ctx, &[shard]) {
+                    return Ok(Reply::Null);
+                }
+                // The script ended meanwhile: the save starts over.
+            }
+        }
+    }
+}
+
+/// Whether a connection's command that locks shards by itself (SAVE, DEBUG RELOAD) gives
+/// way on `shards`: a running script holds one of them and the request can go back to the
+/// busy gate (the checks of `engine::call::back_to_gate`, which the caller then calls).
+fn gives_way<'s>(ctx: &Ctx<'s>) -> impl Fn(&[usize]) -> bool + use<'s> {
+    let can_go_back = ctx.may_block && !ctx.in_exec && !ctx.in_script;
+    let shared: &'s Shared = ctx.shared;
+    let busy = &shared.scripts.busy;
+    move |shards: &[usize]| can_go_back && busy.blocking(Some(shards)).is_some()
 }
 
 /// Waits (bounded) for a running background save to end.
@@ -414,10 +493,38 @@ pub(crate) const DEBUG_RELOAD_MAX_BYTES: usize = 4 << 20;
 /// DEBUG RELOAD \[NOSAVE\]: saves (unless NOSAVE), then empties every database and loads the
 /// file back while holding every shard, so no client sees the keyspace empty or half loaded.
 /// Refused for a file over [`DEBUG_RELOAD_MAX_BYTES`]. The caller must hold no shard (not
-/// inside EXEC).
-pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
-    if save && save_now(shared).is_err() {
-        return Err(CmdError::msg("ERR"));
+/// inside EXEC). A script that took a shard after the command passed the busy gate sends
+/// it back to the gate (`engine::call::back_to_gate`; the reply is then not sent) instead of
+/// waiting on the script's lock, during the save or before the load; the request then runs
+/// again whole, saving again, which changes nothing but the file's time.
+pub(crate) fn debug_reload(ctx: &mut Ctx<'_>, save: bool) -> CmdResult<Reply> {
+    loop {
+        let gives_way = gives_way(ctx);
+        let gave_way = reload_giving_way(ctx.shared, save, &gives_way)?;
+        drop(gives_way);
+        match gave_way {
+            None => return Ok(Reply::ok()),
+            Some(wanted) if crate::engine::call::back_to_gate(ctx, &wanted) => {
+                return Ok(Reply::Null);
+            }
+            // The script ended meanwhile: the reload starts over.
+            Some(_) => {}
+        }
+    }
+}
+
+/// DEBUG RELOAD's work; `Some(shards)`: it gave way on those (nothing loaded).
+fn reload_giving_way(
+    shared: &Shared,
+    save: bool,
+    give_way: &dyn Fn(&[usize]) -> bool,
+) -> CmdResult<Option<Vec<usize>>> {
+    if save {
+        match save_now_giving_way(shared, &|shard| give_way(&[shard])) {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return Err(CmdError::msg("ERR")),
+            Err(shard) => return Ok(Some(vec![shard])),
+        }
     }
     let load_failed = "ERR Error trying to load the RDB dump, check server logs.";
     let path = shared.config().rdb_path();
@@ -436,7 +543,11 @@ pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
         now_ms: shared.clock.now_ms(),
         limits: shared.live.zset_limits(),
     };
-    let mut locked = shared.keyspace.lock_all();
+    let mut locked = match shared.keyspace.try_lock_all() {
+        Ok(locked) => locked,
+        Err(every) if give_way(&every) => return Ok(Some(every.to_vec())),
+        Err(_) => shared.keyspace.lock_all(),
+    };
     for shard in locked.shards_mut() {
         for db in 0..shard.databases() {
             shard.flush_db(db);
@@ -454,7 +565,7 @@ pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
     })?;
     record_load(shared, &loaded, changes);
     tracing::warn!("DB reloaded by DEBUG RELOAD");
-    Ok(())
+    Ok(None)
 }
 
 fn install_functions(shared: &Shared, codes: &[Bytes]) -> Result<(), String> {
@@ -613,4 +724,143 @@ pub(crate) fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, S
             s.keys_loaded.load(Ordering::Relaxed).to_string(),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use bytes::Bytes;
+
+    use crate::client::ClientState;
+    use crate::engine::execute_may_block;
+    use crate::protocol::Reply;
+    use crate::script::Held;
+    use crate::server::Shared;
+
+    fn server(dir: &std::path::Path) -> Arc<Shared> {
+        let config = crate::config::Config {
+            dir: Some(dir.display().to_string()),
+            test_mode: true, // DEBUG allowed
+            ..crate::config::Config::default()
+        };
+        Arc::new(Shared::new(config, crate::clock::Clock::system()))
+    }
+
+    /// Runs `args` as a connection would (it can wait): the reply, and whether the request
+    /// was sent back to the busy gate.
+    fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        let ran = execute_may_block(shared, client, &args);
+        (ran.reply, matches!(ran.next, crate::engine::Next::Regate))
+    }
+
+    /// SAVE and DEBUG RELOAD lock shards by themselves, after the busy gate: a script that
+    /// took a shard since (here the last shard, so SAVE's walk has copied every other one
+    /// when it meets it) sends them back to the gate unrun: no file, no save counted, the
+    /// keyspace not reloaded; once the script ends each runs. The "script" is this test's
+    /// main thread, holding the shard's lock and marked busy on it, so the outcome does not
+    /// depend on timing: a command that waited on the lock would never answer, and the
+    /// test would fail on its timeout. A shard held by a command (no script) is waited for.
+    #[test]
+    fn save_and_debug_reload_give_way_to_a_script_that_took_a_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = server(dir.path());
+        let last = shared.keyspace.shard_count() - 1;
+        let key = (0u32..)
+            .map(|i| format!("k{i}"))
+            .find(|k| shared.keyspace.shard_of(k.as_bytes()) == last)
+            .unwrap();
+        let rdb = shared.config().rdb_path();
+        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
+        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut c = ClientState::new(info);
+                let saves = || shared.persist.state.saves.load(Ordering::Relaxed);
+                assert!(!run(&shared, &mut c, &["SET", &key, "1"]).1);
+
+                to_script.send("script").unwrap();
+                client_rx.recv().unwrap();
+                let (_, back) = run(&shared, &mut c, &["SAVE"]);
+                assert!(back, "SAVE goes back to the gate");
+                assert!(!rdb.exists() && saves() == 0, "and saved nothing");
+                let (_, back) = run(&shared, &mut c, &["DEBUG", "RELOAD"]);
+                assert!(back, "DEBUG RELOAD goes back to the gate (in its save)");
+                assert!(!rdb.exists() && saves() == 0);
+                to_script.send("end").unwrap();
+                client_rx.recv().unwrap();
+
+                let (reply, back) = run(&shared, &mut c, &["SAVE"]);
+                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+                assert!(rdb.exists() && saves() == 1);
+                // The file has k = 1; the keyspace now k = 2. A reload that ran would
+                // bring 1 back.
+                assert!(!run(&shared, &mut c, &["SET", &key, "2"]).1);
+                to_script.send("script").unwrap();
+                client_rx.recv().unwrap();
+                let (_, back) = run(&shared, &mut c, &["DEBUG", "RELOAD", "NOSAVE"]);
+                assert!(
+                    back,
+                    "DEBUG RELOAD NOSAVE goes back to the gate (at its lock)"
+                );
+                to_script.send("end").unwrap();
+                client_rx.recv().unwrap();
+                let (reply, back) = run(&shared, &mut c, &["GET", &key]);
+                assert!(
+                    !back && format!("{reply:?}").contains(r#"b"2""#),
+                    "{reply:?}"
+                );
+
+                // A command's hold (no script): SAVE waits for the lock and saves.
+                to_script.send("command").unwrap();
+                client_rx.recv().unwrap();
+                let (reply, back) = run(&shared, &mut c, &["SAVE"]);
+                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+                assert_eq!(saves(), 2);
+                let (reply, back) = run(&shared, &mut c, &["DEBUG", "RELOAD", "NOSAVE"]);
+                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+                let (reply, _) = run(&shared, &mut c, &["GET", &key]);
+                assert!(format!("{reply:?}").contains(r#"b"2""#), "{reply:?}");
+                to_script.send("done").unwrap();
+            })
+        };
+        let recv = || {
+            script_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("a command waited on the script's shard lock")
+        };
+        loop {
+            match recv() {
+                "script" => {
+                    let running = shared
+                        .scripts
+                        .busy
+                        .begin_as(None, Held::Some([last].into_iter().collect()));
+                    let lock = shared.keyspace.lock_indexes(&[last]);
+                    to_client.send(()).unwrap();
+                    assert_eq!(recv(), "end");
+                    drop(lock);
+                    drop(running);
+                    to_client.send(()).unwrap();
+                }
+                "command" => {
+                    let lock = shared.keyspace.lock_indexes(&[last]);
+                    to_client.send(()).unwrap();
+                    // Released a moment later, as a command's hold is.
+                    std::thread::sleep(Duration::from_millis(50));
+                    drop(lock);
+                }
+                "done" => break,
+                other => panic!("{other}"),
+            }
+        }
+        connection.join().unwrap();
+    }
 }

@@ -91,8 +91,7 @@ impl Command for DebugCmd {
                         "ERR sluice does not run DEBUG RELOAD inside a transaction",
                     ));
                 }
-                crate::services::persist::debug_reload(ctx.shared, save)?;
-                Ok(Reply::ok())
+                crate::services::persist::debug_reload(ctx, save)
             }
         }
     }

@@ -55,7 +55,7 @@ fn sample() -> Keyspace {
 
 fn save(ks: &Keyspace, functions: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
-    write_to(ks, functions.iter().copied(), &opts(), &mut out).unwrap();
+    write_to(ks, functions.iter().copied(), &opts(), &mut out, &|_| false).unwrap();
     out
 }
 
