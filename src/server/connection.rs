@@ -310,7 +310,7 @@ async fn run<S: Transport>(
                             .store(req.consumed + rbuf.len(), Ordering::Relaxed);
                         // The argument vectors (ours and the parser's) are reused from
                         // request to request.
-                        parser.fill_args(req.args, &frame, &mut args);
+                        parser.fill_args(req.args, frame, &mut args);
                         if args.is_empty() {
                             continue;
                         }
@@ -504,10 +504,7 @@ async fn run<S: Transport>(
         }
         // Like Redis, a client's last interaction is its last read, not each command.
         info.mark_active();
-        shared
-            .stats
-            .net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_input_bytes.add(n as u64);
     }
 }
 
@@ -615,7 +612,7 @@ async fn wait_blocked<S: Transport>(
                 if n == 0 {
                     return Ok(None);
                 }
-                shared.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                shared.stats.net_input_bytes.add(n as u64);
                 client.info.qbuf.store(rbuf.len(), Ordering::Relaxed);
                 if rbuf.len() > query_limit {
                     return Ok(None);
@@ -682,10 +679,7 @@ async fn monitor<S: Transport>(
             _ = shared.shutdown.cancelled() => return Ok(()),
         }
         queue.written(n);
-        shared
-            .stats
-            .net_output_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_output_bytes.add(n as u64);
     }
 }
 
@@ -827,10 +821,7 @@ async fn write_out<S: Transport>(
         }
         written += n;
     }
-    shared
-        .stats
-        .net_output_bytes
-        .fetch_add(wbuf.len() as u64, Ordering::Relaxed);
+    shared.stats.net_output_bytes.add(wbuf.len() as u64);
     wbuf.clear();
     Ok(())
 }

@@ -100,12 +100,12 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
         conn.more = n == room;
         // Like Redis, a client's last interaction is its last read, not each command.
         client.info.mark_active();
-        shared
-            .stats
-            .net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_input_bytes.add(n as u64);
     }
+    // The batch's commands share clock reads (see `clock::lap`); none is kept past it.
+    crate::clock::batch_begin();
     let served = run_requests(shared, conn);
+    crate::clock::batch_end();
     if matches!(served, Served::Keep) {
         after_batch(conn);
     }
@@ -117,7 +117,6 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
 fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
-    let info = client.info.clone();
     loop {
         let req = match buf.parser.parse(&buf.rbuf) {
             Ok(Some(req)) => req,
@@ -130,9 +129,11 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
         };
         let frame = buf.rbuf.split_to(req.consumed).freeze();
         // Redis's qbuf: the unprocessed input, this command included.
-        info.qbuf
+        client
+            .info
+            .qbuf
             .store(req.consumed + buf.rbuf.len(), Ordering::Relaxed);
-        buf.parser.fill_args(req.args, &frame, &mut buf.args);
+        buf.parser.fill_args(req.args, frame, &mut buf.args);
         if buf.args.is_empty() {
             continue;
         }
@@ -263,10 +264,7 @@ fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushe
             }
         }
         let n = n as usize;
-        shared
-            .stats
-            .net_output_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_output_bytes.add(n as u64);
         if n == wbuf.len() {
             wbuf.clear();
         } else {
