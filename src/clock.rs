@@ -230,7 +230,8 @@ thread_local! {
     static LAPS: std::cell::Cell<Laps> = const { std::cell::Cell::new(Laps::Off) };
 }
 
-/// Starts a batch on this thread (see [`Laps`]).
+/// Starts a batch on this thread: from here to [`batch_end`], a command's end ([`lap`]) is
+/// the next command's start ([`take_lap`]).
 #[inline]
 pub fn batch_begin() {
     LAPS.set(Laps::On(None));
