@@ -20,7 +20,7 @@
 use std::mem;
 use std::ops::Range;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 
 use crate::num::{hex_digit, is_c_space, parse_i64};
 
@@ -241,23 +241,11 @@ impl RequestParser {
     /// Puts a parsed request's arguments into `out` (cleared first) as slices of `frame`,
     /// the request's bytes frozen, and takes back its range vector for the next request.
     /// `out` is the caller's vector, reused from request to request.
-    ///
-    /// The last argument is `frame` itself, narrowed to its range: each slice is a
-    /// reference count taken (and later dropped) with an atomic instruction, and the
-    /// frame's own would be one more pair per request for a handle nobody reads.
-    pub fn fill_args(&mut self, args: Args, mut frame: Bytes, out: &mut Vec<Bytes>) {
+    pub fn fill_args(&mut self, args: Args, frame: Bytes, out: &mut Vec<Bytes>) {
         out.clear();
         match args {
             Args::Ranges(ranges) => {
-                if let Some((last, rest)) = ranges.split_last() {
-                    out.extend(rest.iter().map(|r| frame.slice(r.clone())));
-                    // A range the parser found lies within the frame; `slice` would have
-                    // panicked on one that did not, so this keeps that check.
-                    assert!(last.start <= last.end && last.end <= frame.len());
-                    frame.truncate(last.end);
-                    frame.advance(last.start);
-                    out.push(frame);
-                }
+                out.extend(ranges.iter().map(|r| frame.slice(r.clone())));
                 self.recycle(ranges);
             }
             Args::Owned(owned) => *out = owned,

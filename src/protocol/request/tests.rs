@@ -888,8 +888,8 @@ fn noise() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    /// `fill_args` hands out every argument (the last one being the frame itself,
-    /// narrowed) with the bytes the parser found, and the frame's memory stays shared.
+    /// `fill_args` hands out every argument with the bytes the parser found, as slices
+    /// of the frame's memory.
     #[test]
     fn fill_args_gives_the_parsed_arguments(frames in prop::collection::vec(arg_vec(), 1..4)) {
         let mut input = Vec::new();
