@@ -23,6 +23,8 @@ import { binaryPath } from "./binary.mjs";
 export { binaryPath };
 
 const MAX_UNIX_PATH = 100;
+// How long (µs) the server polls for a test's next command before it sleeps (`--busy-poll`).
+const BUSY_POLL_US = 100;
 
 function encode(args) {
   let out = `*${args.length}\r\n`;
@@ -75,8 +77,11 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
   const removeDir = () => rmSync(dir, { recursive: true, force: true });
   // Absolute: the server runs in its own directory, and SLUICE_BIN may be relative to ours.
   if (bin.includes("/")) bin = resolve(bin);
-  // One event loop, as redis-server has: a test's few connections need no more.
-  const base = ["--port", "0", "--test-mode", "--save", "", "--dir", dir, "--threads", "1"];
+  // One event loop, as redis-server has: a test's few connections need no more. A test sends
+  // one command at a time and waits for each reply: the loop polls for the next one for a
+  // while before it sleeps (while a core is idle), so the client's send need not wake it.
+  const base = ["--port", "0", "--test-mode", "--save", "", "--dir", dir, "--threads", "1",
+    "--busy-poll", String(BUSY_POLL_US)];
   // sun_path holds 108 bytes: under a longer temporary directory, TCP only.
   const sock = join(dir, "sluice.sock");
   const unix = Buffer.byteLength(sock) <= MAX_UNIX_PATH && !args.includes("--unixsocket");

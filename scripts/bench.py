@@ -27,6 +27,10 @@ Steps, all in one run:
      shared server and a server per test; wall time of the whole run and the time per test
      spent in fixtures / hooks. fakeredis and ioredis-mock are installed into
      target/bench-testdouble only (a venv and an npm directory of the step's own).
+  7. aof: loadgen's workloads at (50,1) and (50,16) against both servers with the
+     append-only file on, `appendfsync everysec` and then `always` (fresh servers per
+     setting, the AOF under a temporary directory, rewritten after every run so it stays
+     small), interleaved, each cell `--reps` times.
 
 `--only STEP[,STEP]` runs only those steps and keeps the other steps' figures from the last
 saved run (benchmarks/last-run.json), e.g. `scripts/bench.sh --only testdouble`.
@@ -241,6 +245,7 @@ STEPS = {
     "reaper": "reaper",
     "bgsave": "bgsave",
     "testdouble": "testdouble",
+    "aof": "aof",
 }
 
 WORKLOADS = ["sliding", "fixed", "throttle", "getset", "script"]
@@ -610,6 +615,94 @@ def step_bgsave(args, mk, log):
     return out
 
 
+AOF_SETTINGS = [(50, 1), (50, 16)]
+AOF_FSYNC = ["everysec", "always"]
+
+
+def aof_rewritten(port, timeout=60.0):
+    """Empties the server and rewrites its AOF (so the next run starts from a small file);
+    returns when the rewrite is done."""
+    resp_cmd(port, "FLUSHALL")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not isinstance(resp_cmd(port, "BGREWRITEAOF"), Exception):
+            break
+        time.sleep(0.05)  # a rewrite already running (the automatic one)
+    while time.time() < deadline:
+        i = info(port, "persistence")
+        if i.get("aof_rewrite_in_progress") == "0" and i.get("aof_rewrite_scheduled") == "0":
+            return
+        time.sleep(0.05)
+    raise RuntimeError("BGREWRITEAOF did not finish on port %d" % port)
+
+
+def step_aof(args, log):
+    """(workload, c, p, fsync, kind) -> list of loadgen runs, with the AOF on."""
+    out = {}
+    for fsync in AOF_FSYNC:
+        tmp = tempfile.mkdtemp(prefix="sluice-bench-aof-")
+        aof = ["--appendonly", "yes", "--appendfsync", fsync, "--save", "", "--loglevel", "warning"]
+        servers = []
+        for kind in ("sluice", "redis"):
+            d = os.path.join(tmp, kind)
+            os.makedirs(d)
+            if kind == "sluice":
+                cmd = [args.sluice, "--port", str(args.sluice_port), "--dir", d] + aof
+                servers.append(Server("sluice", cmd, args.sluice_port))
+            else:
+                cmd = ["redis-server", "--port", str(args.redis_port), "--bind", HOST, "--dir", d, "--daemonize", "no"] + aof
+                servers.append(Server("redis", cmd, args.redis_port))
+        try:
+            for srv in servers:
+                srv.start()
+            for c, p in AOF_SETTINGS:
+                for w in WORKLOADS:
+                    for rep in range(args.reps):
+                        for srv in servers:
+                            d = measured_run(args, srv, w, c, p)
+                            aof_rewritten(srv.port)
+                            out.setdefault((w, c, p, fsync, srv.kind), []).append(d)
+                            log("aof %-8s c=%-2d P=%-2d %-8s %-6s rep %d: %s" % (
+                                w, c, p, fsync, srv.kind, rep,
+                                "not measured (%s)" % d["unavailable"] if "unavailable" in d
+                                else "%.0f/s p99 %dus errors %d" % (d["decisions_per_sec"], d["p99_us"], d["errors"])))
+        finally:
+            for srv in servers:
+                srv.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def aof_section(args, aof):
+    """The report's rows for the aof step."""
+    L = ["## With the append-only file\n"]
+    L.append(
+        "Both servers fresh per setting with `--appendonly yes --appendfsync <setting>` (Redis 7.0's multi-part AOF, "
+        "an RDB preamble in the base; the files under a temporary directory), otherwise "
+        "as the table above: loadgen, `--keys %d`, %gs measured after %gs warm-up, %s, interleaving the two servers; "
+        "after every run the server is emptied and BGREWRITEAOF'd, so each run starts from a small file. With `always`, "
+        "a reply leaves only after its write is synced (`fdatasync`; both servers sync once per event-loop pass for "
+        "every client the pass ran, Redis before it sleeps, sluice before each loop writes its replies); with "
+        "`everysec` a background thread syncs once a second.\n"
+        % (args.keys, args.duration, args.warmup, "medians of %d runs" % args.reps if args.reps != 1 else "one run"))
+    L.append("| workload | c | P | appendfsync | sluice/s | Redis/s | ratio | sluice per CPU-s | Redis per CPU-s | ratio | sluice p99 µs | Redis p99 µs | p99 ratio |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for fsync in AOF_FSYNC:
+        for c, p in AOF_SETTINGS:
+            for w in WORKLOADS:
+                s = summarize(aof.get((w, c, p, fsync, "sluice"), []))
+                r = summarize(aof.get((w, c, p, fsync, "redis"), []))
+                L.append("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    w, c, p, fsync,
+                    fmt_rate(s.get("rate")) if "rate" in s else "not measured",
+                    fmt_rate(r.get("rate")) if "rate" in r else "not measured",
+                    fmt_ratio(ratio(s.get("rate"), r.get("rate"))),
+                    fmt_rate(s.get("eff")), fmt_rate(r.get("eff")), fmt_ratio(ratio(s.get("eff"), r.get("eff"))),
+                    s.get("p99", "—"), r.get("p99", "—"), fmt_ratio(ratio(s.get("p99"), r.get("p99")))))
+    L.append("")
+    return L
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -804,7 +897,7 @@ def n_runs(n):
     return "1 run" if n == 1 else "%d runs" % n
 
 
-def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=None, testdouble=None):
+def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=None, testdouble=None, aof=None):
     def at(step):
         """The settings `step` was measured with (runs saved before step_args: the run's)."""
         saved = (meta.get("step_args") or {}).get(step)
@@ -1029,6 +1122,9 @@ def write_report(args, meta, thr, rb, mem, expiry, reaper, unix, path, bgsave=No
                         lat, "—" if q is None else fmt_ratio(q), took))
         L.append("")
 
+    if aof:
+        L.extend(aof_section(at("aof"), aof))
+
     if testdouble:
         L.extend(testdouble_section(at("testdouble"), testdouble, targets))
 
@@ -1071,7 +1167,8 @@ def report_from_run(args, d, path):
     mem = keyed(d["memory"], tuple)
     unix = keyed(d.get("unix_socket", {}), lambda k: (k[0], int(k[1]), k[2], k[3]))
     bgsave = keyed(d.get("bgsave", {}), tuple)
-    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, path, bgsave, d.get("testdouble"))
+    aof = keyed(d.get("aof", {}), lambda k: (k[0], int(k[1]), int(k[2]), k[3], k[4]))
+    write_report(args, d["meta"], thr, rb, mem, d["expiry"], d["reaper"], unix, path, bgsave, d.get("testdouble"), aof)
 
 
 def machine_meta(args):
@@ -1159,7 +1256,7 @@ def main():
     meta = machine_meta(args)
     load_before = load_avg()
     log("machine: %s, %s; load %.2f" % (meta["machine"], meta["cpus"], load_before))
-    thr, rb, unix, mem, expiry, reaper, bgsave, testdouble = {}, {}, {}, {}, {}, {}, {}, {}
+    thr, rb, unix, mem, expiry, reaper, bgsave, testdouble, aof = {}, {}, {}, {}, {}, {}, {}, {}, {}
     servers = [mk("sluice"), mk("redis")]
     try:
         if not {"throughput", "rb"} <= skip:
@@ -1186,6 +1283,8 @@ def main():
         bgsave = step_bgsave(args, mk, log)
     if "testdouble" not in skip:
         testdouble = step_testdouble(args, log)
+    if "aof" not in skip:
+        aof = step_aof(args, log)
     meta["load"] = "1-minute load average %.2f before, %.2f after" % (load_before, load_avg())
     meta["args"] = {
         k: getattr(args, k)
@@ -1204,6 +1303,7 @@ def main():
         "reaper": reaper,
         "bgsave": {"|".join(k): v for k, v in bgsave.items()},
         "testdouble": testdouble,
+        "aof": {"|".join(map(str, k)): v for k, v in aof.items()},
     }
     if only and os.path.exists(args.json_out):
         # The steps not run keep their saved figures; the report says which run each is from.

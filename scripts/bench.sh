@@ -3,7 +3,8 @@
 # scripts/bench.py, which starts sluice and redis-server on loopback (ports 7379 and 7380 by
 # default), runs every workload against both, and writes BENCHMARKS.md and
 # benchmarks/ratios.svg. Needs redis-server and redis-benchmark (Debian: redis-server,
-# redis-tools) and python3. Takes about 15 minutes on 2 cores; extra arguments go to
+# redis-tools) and python3. Takes about 25 minutes on 2 cores (the aof step about 10 of them:
+# `--only aof` runs it alone); extra arguments go to
 # bench.py (e.g. --reps 1 --skip reaper; see scripts/bench.py --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."

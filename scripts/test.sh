@@ -112,6 +112,9 @@ count "$logs/cargo" "$rc" \
     '$p += $1, $f += $2 if /^test result: \w+\. (\d+) passed; (\d+) failed/; END { print $p+0, " ", $f+0, "\n" }'
 [ "$rc" -eq 0 ] || status=1
 
+# tests/py/test_cluster_reshard.py drives ioredis too (tests/node/workers): install it first.
+(cd tests/node && npm install --no-audit --no-fund) || status=1
+
 rc=0
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/py 2>&1 | tee "$logs/pytest" || rc=$?
 # The summary line: "3 failed, 97 passed, 1 error in 12.3s" (any order).

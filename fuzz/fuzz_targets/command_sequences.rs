@@ -260,7 +260,6 @@ fuzz_target!(|data: &[u8]| {
     while let Some(args) = next_command(&mut rest, &st.names) {
         let reply = execute(shared, &mut client, &args);
         check_encoding(&reply);
-        client.sleep = None;
         count += 1;
         if count > 64 {
             break;

@@ -14,7 +14,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering,
 };
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
@@ -27,72 +27,72 @@ pub struct ClientInfo {
     /// CLIENT ID.
     pub id: u64,
     /// Peer address (`ip:port`).
-    pub addr: String,
+    pub(crate) addr: String,
     /// Local address (`ip:port`).
-    pub laddr: String,
+    pub(crate) laddr: String,
     created: Instant,
     last_active_ms: AtomicU64,
     /// CLIENT SETNAME.
-    pub name: Mutex<Option<Bytes>>,
+    pub(crate) name: Mutex<Option<Bytes>>,
     /// CLIENT SETINFO lib-name / lib-ver.
-    pub lib: Mutex<(Option<Bytes>, Option<Bytes>)>,
+    pub(crate) lib: Mutex<(Option<Bytes>, Option<Bytes>)>,
     /// Selected database.
-    pub db: AtomicUsize,
+    pub(crate) db: AtomicUsize,
     /// Protocol version.
-    pub resp: AtomicU8,
+    pub(crate) resp: AtomicU8,
     /// Commands queued in MULTI, or -1.
-    pub multi: AtomicI64,
+    pub(crate) multi: AtomicI64,
     /// Last command name (lowercase); see [`ClientInfo::set_last_cmd`].
     last_cmd: AtomicPtr<&'static str>,
     /// Raised by CLIENT KILL or server shutdown.
-    pub kill: Kill,
+    pub(crate) kill: Kill,
     /// Bytes in the input buffer from the current command on (Redis's `qbuf`).
-    pub qbuf: AtomicUsize,
+    pub(crate) qbuf: AtomicUsize,
     /// Bytes of the current command's arguments (Redis's `argv-mem`).
-    pub argv_mem: AtomicUsize,
+    pub(crate) argv_mem: AtomicUsize,
     /// Bytes of the commands queued by MULTI, counted as Redis does: their arguments plus
     /// one pointer per argument (`multi-mem`).
-    pub multi_mem: AtomicUsize,
+    pub(crate) multi_mem: AtomicUsize,
     /// Capacity of the connection's read and write buffers, updated per batch.
-    pub buf_mem: AtomicUsize,
+    pub(crate) buf_mem: AtomicUsize,
     /// CLIENT NO-EVICT / NO-TOUCH flags.
-    pub no_evict: AtomicBool,
+    pub(crate) no_evict: AtomicBool,
     /// CLIENT NO-TOUCH.
-    pub no_touch: AtomicBool,
+    pub(crate) no_touch: AtomicBool,
     /// Subscribed channels, patterns and shard channels (CLIENT LIST `sub`, `psub`, `ssub`).
-    pub subs: [AtomicUsize; 3],
+    pub(crate) subs: [AtomicUsize; 3],
     /// Blocked on keys (BLPOP…): CLIENT LIST's `b` flag.
-    pub blocked: AtomicBool,
+    pub(crate) blocked: AtomicBool,
     /// Cluster mode: READONLY was sent (a replica serves this connection's reads of its
     /// master's slots); CLIENT LIST's `r` flag.
-    pub readonly: AtomicBool,
+    pub(crate) readonly: AtomicBool,
     /// What kind of client for CLIENT KILL/LIST TYPE: [`KIND_NORMAL`], [`KIND_REPLICA`]
     /// (a replica's feed on its master) or [`KIND_MASTER`] (a replica's link to its master).
-    pub kind: AtomicU8,
+    pub(crate) kind: AtomicU8,
     /// The ACL user it is logged in as (CLIENT LIST `user`, CLIENT KILL USER).
-    pub user: Mutex<Bytes>,
+    pub(crate) user: Mutex<Bytes>,
     /// The connection's push queue, once it has one (a subscription or tracking): where
     /// invalidation messages for it go.
-    pub push: Mutex<Option<Arc<push::PushQueue>>>,
+    pub(crate) push: Mutex<Option<Arc<push::PushQueue>>>,
     /// CLIENT TRACKING's mode (`client::tracking`).
-    pub tracking: Mutex<tracking::Mode>,
+    pub(crate) tracking: Mutex<tracking::Mode>,
     /// Another client made `push` for this one (it redirects its invalidations here): the
     /// connection takes it up after its next command (`ClientState::adopt_push_queue`).
-    pub push_offered: AtomicBool,
+    pub(crate) push_offered: AtomicBool,
 }
 
 /// `ClientInfo::kind` of an ordinary client.
-pub const KIND_NORMAL: u8 = 0;
+pub(crate) const KIND_NORMAL: u8 = 0;
 /// `ClientInfo::kind` of a replica's connection on its master.
-pub const KIND_REPLICA: u8 = 1;
+pub(crate) const KIND_REPLICA: u8 = 1;
 /// `ClientInfo::kind` of a replica's link to its master.
-pub const KIND_MASTER: u8 = 2;
+pub(crate) const KIND_MASTER: u8 = 2;
 
 impl ClientInfo {
     /// A local client, as Redis's `islocalClient` decides for `enable-debug-command local`
     /// and `enable-protected-configs local`: on the Unix socket (whose address is its path,
     /// not an IP address), or from 127.0.0.1 or ::1.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         match self.addr.parse::<std::net::SocketAddr>() {
             Ok(peer) => match peer.ip() {
                 std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
@@ -102,8 +102,15 @@ impl ClientInfo {
         }
     }
 
+    /// Connected through the Unix socket (CLIENT LIST's `U` flag): its address is the
+    /// socket's path with port 0 (`path:0`), never an IP address and port (nor the AOF
+    /// loader's `aof`).
+    pub fn is_unix_socket(&self) -> bool {
+        self.addr.ends_with(":0") && self.addr.parse::<std::net::SocketAddr>().is_err()
+    }
+
     /// Redis's client type: `normal`, `slave`, `master` or `pubsub`.
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self.kind.load(Ordering::Relaxed) {
             KIND_REPLICA => "slave",
             KIND_MASTER => "master",
@@ -115,31 +122,31 @@ impl ClientInfo {
 
 impl ClientInfo {
     /// Seconds since the connection opened.
-    pub fn age_secs(&self) -> u64 {
+    pub(crate) fn age_secs(&self) -> u64 {
         self.created.elapsed().as_secs()
     }
 
     /// Seconds since the last command.
-    pub fn idle_secs(&self) -> u64 {
+    pub(crate) fn idle_secs(&self) -> u64 {
         coarse_ms().saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
     /// Records the name of the command being run, for CLIENT LIST. It takes a command table
     /// entry's `&'static` name field so that this is one relaxed store per command, not a lock.
     #[inline]
-    pub fn set_last_cmd(&self, name: &'static &'static str) {
+    pub(crate) fn set_last_cmd(&self, name: &'static &'static str) {
         self.last_cmd
             .store(std::ptr::from_ref(name).cast_mut(), Ordering::Relaxed);
     }
 
     /// Forgets the last command (an unknown command: Redis shows `cmd=NULL`).
-    pub fn clear_last_cmd(&self) {
+    pub(crate) fn clear_last_cmd(&self) {
         self.last_cmd
             .store(std::ptr::from_ref(&NO_CMD).cast_mut(), Ordering::Relaxed);
     }
 
     /// The last command's name ("" before the first).
-    pub fn last_cmd(&self) -> &'static str {
+    pub(crate) fn last_cmd(&self) -> &'static str {
         let p = self.last_cmd.load(Ordering::Relaxed);
         // SAFETY: `last_cmd` only ever holds pointers made from `&'static &'static str`
         // (`NO_CMD` and `set_last_cmd`), so it is valid and immutable for the whole program.
@@ -148,23 +155,23 @@ impl ClientInfo {
 
     /// Records activity (data was read from the client).
     #[inline]
-    pub fn mark_active(&self) {
+    pub(crate) fn mark_active(&self) {
         self.last_active_ms.store(coarse_ms(), Ordering::Relaxed);
     }
 
     /// The ACL user it is logged in as.
-    pub fn user(&self) -> Bytes {
+    pub(crate) fn user(&self) -> Bytes {
         self.user.lock().map(|u| u.clone()).unwrap_or_default()
     }
 
     /// The client's name, or empty.
-    pub fn name(&self) -> Option<Bytes> {
+    pub(crate) fn name(&self) -> Option<Bytes> {
         self.name.lock().map(|n| n.clone()).unwrap_or(None)
     }
 
     /// What this client costs: its buffers, its arguments and queue, and its state
     /// (CLIENT LIST's `tot-mem`).
-    pub fn memory(&self) -> usize {
+    pub(crate) fn memory(&self) -> usize {
         self.buf_mem.load(Ordering::Relaxed)
             + self.argv_mem.load(Ordering::Relaxed)
             + self.multi_mem.load(Ordering::Relaxed)
@@ -174,7 +181,7 @@ impl ClientInfo {
 
     /// One line of CLIENT LIST / CLIENT INFO, in Redis 7.0.15's format (without the newline).
     /// 7.0 has no `lib-name`/`lib-ver` (7.2) nor `watch` (7.4) fields, so neither is shown.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let name = self
             .name()
             .map(|n| String::from_utf8_lossy(&n).into_owned())
@@ -192,9 +199,6 @@ impl ClientInfo {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
-        if self.readonly.load(Ordering::Relaxed) {
-            flags.push('r');
-        }
         let redir = match self.tracking.lock() {
             Ok(m) if m.on => {
                 flags.push('t');
@@ -208,6 +212,13 @@ impl ClientInfo {
             }
             _ => -1,
         };
+        // Redis's order: … t R B, then U (a Unix socket client), then r.
+        if self.is_unix_socket() {
+            flags.push('U');
+        }
+        if self.readonly.load(Ordering::Relaxed) {
+            flags.push('r');
+        }
         if flags.is_empty() {
             flags.push('N');
         }
@@ -278,7 +289,7 @@ fn coarse_ms() -> u64 {
 /// not a write of replies already made (the graceful shutdown delivers them), which only
 /// CLIENT KILL interrupts.
 #[derive(Debug, Default)]
-pub struct Kill {
+pub(crate) struct Kill {
     /// `KILLED` and `SHUTDOWN` bits.
     raised: AtomicU8,
     /// The waker of the connection task watching (`watch`), if it registered one. Kept
@@ -292,13 +303,13 @@ const SHUTDOWN: u8 = 2;
 
 impl Kill {
     /// CLIENT KILL: the connection's task is woken, every `cancelled()` future completes.
-    pub fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.token.cancel();
         self.raise(KILLED);
     }
 
     /// The server is shutting down: the connection ends once it has no reply to write.
-    pub fn shut_down(&self) {
+    pub(crate) fn shut_down(&self) {
         self.raise(SHUTDOWN);
     }
 
@@ -312,7 +323,7 @@ impl Kill {
 
     /// Registers `waker` to be woken by CLIENT KILL or shutdown, for a connection served
     /// outside a task (`server::eventloop`); a task's `watch` replaces it later.
-    pub fn set_waker(&self, waker: Waker) {
+    pub(crate) fn set_waker(&self, waker: Waker) {
         if let Ok(mut slot) = self.waker.lock() {
             *slot = Some(waker);
         }
@@ -320,18 +331,18 @@ impl Kill {
 
     /// True once killed by CLIENT KILL.
     #[inline]
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.raised.load(Ordering::Acquire) & KILLED != 0
     }
 
     /// True once killed or shutting down: the connection takes no further request.
     #[inline]
-    pub fn is_ending(&self) -> bool {
+    pub(crate) fn is_ending(&self) -> bool {
         self.raised.load(Ordering::Acquire) != 0
     }
 
     /// Completes on CLIENT KILL (any task, any number of waiters).
-    pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+    pub(crate) fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.token.cancelled()
     }
 
@@ -339,12 +350,12 @@ impl Kill {
     /// own task, which may keep one pinned for the whole connection and poll it once per
     /// request. Only the latest task to poll a watch is woken (one waker is kept), so other
     /// tasks use [`Kill::cancelled`].
-    pub fn watch(&self) -> KillWatch<'_> {
+    pub(crate) fn watch(&self) -> KillWatch<'_> {
         self.watch_for(KILLED | SHUTDOWN)
     }
 
     /// `watch`, for CLIENT KILL only.
-    pub fn watch_killed(&self) -> KillWatch<'_> {
+    pub(crate) fn watch_killed(&self) -> KillWatch<'_> {
         self.watch_for(KILLED)
     }
 
@@ -359,7 +370,7 @@ impl Kill {
 
 /// The future of [`Kill::watch`].
 #[derive(Debug)]
-pub struct KillWatch<'a> {
+pub(crate) struct KillWatch<'a> {
     kill: &'a Kill,
     mask: u8,
     /// The waker this future stored in `kill`, to re-register only when the task's changes.
@@ -452,7 +463,7 @@ impl Registry {
 
     /// Server shutdown: tells every connection, and any that registers from now on, to end
     /// once its replies are written (`Kill::shut_down`).
-    pub fn shut_down_all(&self) {
+    pub(crate) fn shut_down_all(&self) {
         self.closing.store(true, Ordering::SeqCst);
         for c in self.clients.iter() {
             c.kill.shut_down();
@@ -461,7 +472,7 @@ impl Registry {
 
     /// What the connected clients of one kind (`KIND_*`) cost in memory, summed: INFO
     /// memory's `mem_clients_normal` / `mem_clients_slaves`. O(clients), as CLIENT LIST.
-    pub fn memory_of_kind(&self, kind: u8) -> usize {
+    pub(crate) fn memory_of_kind(&self, kind: u8) -> usize {
         self.clients
             .iter()
             .filter(|c| c.kind.load(Ordering::Relaxed) == kind)
@@ -485,7 +496,7 @@ impl Registry {
     }
 
     /// A snapshot of all clients, ordered by id.
-    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+    pub(crate) fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
         let mut all: Vec<Arc<ClientInfo>> =
             self.clients.iter().map(|e| e.value().clone()).collect();
         all.sort_by_key(|c| c.id);
@@ -493,7 +504,7 @@ impl Registry {
     }
 
     /// One client by id.
-    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
         self.clients.get(&id).map(|e| e.value().clone())
     }
 }
@@ -501,12 +512,12 @@ impl Registry {
 /// A command queued by MULTI, kept until EXEC: the command table entry it resolved to
 /// (its index) and its arguments (name first).
 #[derive(Debug, Clone)]
-pub struct Queued {
+pub(crate) struct Queued {
     /// The command table entry's index (`engine::CmdId`).
-    pub cmd: u32,
+    pub(crate) cmd: u32,
     /// The arguments, name first (slices of the connection's read buffer: a command of up
     /// to four arguments is queued without an allocation).
-    pub args: SmallVec<[Bytes; 4]>,
+    pub(crate) args: SmallVec<[Bytes; 4]>,
 }
 
 /// Queues larger than this are not kept for the next transaction.
@@ -516,71 +527,53 @@ const SPARE_QUEUE_MAX: usize = 64;
 #[derive(Debug)]
 pub struct ClientState {
     /// Shared with the registry.
-    pub info: Arc<ClientInfo>,
+    pub(crate) info: Arc<ClientInfo>,
     /// Protocol version (2 or 3).
-    pub resp: u8,
+    pub(crate) resp: u8,
     /// Selected database.
-    pub db: usize,
+    pub(crate) db: usize,
     /// Commands queued since MULTI, or None outside a transaction.
-    pub multi: Option<Vec<Queued>>,
+    pub(crate) multi: Option<Vec<Queued>>,
     /// A queued command was refused: EXEC must abort.
-    pub multi_failed: bool,
+    pub(crate) multi_failed: bool,
     /// The emptied queue of an earlier transaction, reused by the next MULTI.
     spare_multi: Vec<Queued>,
     /// Keys this client WATCHes (database, key).
-    pub watched: Vec<(usize, Bytes)>,
+    pub(crate) watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
-    pub dirty: Arc<AtomicBool>,
-    /// Close the connection once the current replies are written (QUIT, protocol errors).
-    pub close_after_reply: bool,
-    /// The request did not run: a script took a shard it needs after it passed the busy
-    /// gate. The connection sends it through the gate again (see `engine::call`).
-    pub regate: bool,
-    /// Delay the next write (DEBUG SLEEP).
-    pub sleep: Option<Duration>,
-    /// Switch to MONITOR streaming after this reply.
-    pub monitor: bool,
-    /// Close the connection after this many more replies (test-mode fault).
-    pub disconnect_after: Option<u64>,
-    /// Send no reply to the current command (SHUTDOWN closes without one, as Redis).
-    pub no_reply: bool,
+    pub(crate) dirty: Arc<AtomicBool>,
     /// Authenticated (always true while no password is configured).
     pub authenticated: bool,
     /// The ACL user the connection runs as (`default` until AUTH names another).
-    pub user: Bytes,
+    pub(crate) user: Bytes,
     /// Pub/sub subscriptions and their push queue, from the first SUBSCRIBE (or CLIENT
     /// TRACKING ON) on.
     pub subs: Option<Box<push::Subscriptions>>,
     /// CLIENT TRACKING is on (its mode is in `info.tracking`).
-    pub tracking: bool,
+    pub(crate) tracking: bool,
     /// CLIENT CACHING YES|NO, for the next command (or transaction).
-    pub caching: bool,
+    pub(crate) caching: bool,
     /// A script running for this client called a read-only command (tracking remembers
     /// the script's keys when it ends).
-    pub script_read: bool,
+    pub(crate) script_read: bool,
     /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON.
-    pub reply_off: bool,
+    pub(crate) reply_off: bool,
     /// CLIENT REPLY SKIP was the previous command: no reply to this one.
-    pub reply_skip: bool,
+    pub(crate) reply_skip: bool,
     /// CLIENT REPLY SKIP is the current command.
-    pub reply_skip_next: bool,
+    pub(crate) reply_skip_next: bool,
     /// This is a replica's link to its master: its writes are allowed on a read-only
     /// replica, keys never expire for it, and it propagates nothing itself.
-    pub master_link: bool,
+    pub(crate) master_link: bool,
     /// ASKING was the previous command: the next one may use a slot being imported.
-    pub asking: bool,
+    pub(crate) asking: bool,
     /// Set by cluster routing for a command on a slot being migrated (`(slot, true)`) or
     /// imported (`(slot, false)`): its keys are checked once their shards are locked.
-    pub cluster_check: Option<(u16, bool)>,
+    pub(crate) cluster_check: Option<(u16, bool)>,
     /// REPLCONF listening-port / ip-address of a replica connecting to this node.
-    pub repl_port: u16,
+    pub(crate) repl_port: u16,
     /// REPLCONF ip-address.
-    pub repl_ip: Option<String>,
-    /// Set by PSYNC/SYNC: (replication id, offset) the replica asked for; the connection
-    /// then becomes a replica's feed.
-    pub psync: Option<(String, i64)>,
-    /// Set by WAIT when it must wait: (replicas, timeout ms, offset).
-    pub wait_acks: Option<(u64, u64, u64)>,
+    pub(crate) repl_ip: Option<String>,
 }
 
 impl ClientState {
@@ -595,12 +588,6 @@ impl ClientState {
             spare_multi: Vec::new(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
-            close_after_reply: false,
-            regate: false,
-            sleep: None,
-            no_reply: false,
-            monitor: false,
-            disconnect_after: None,
             authenticated: true,
             user: Bytes::from_static(b"default"),
             subs: None,
@@ -615,19 +602,17 @@ impl ClientState {
             cluster_check: None,
             repl_port: 0,
             repl_ip: None,
-            psync: None,
-            wait_acks: None,
         }
     }
 
     /// True while subscribed to anything (Redis's `CLIENT_PUBSUB`).
-    pub fn subscribed(&self) -> bool {
+    pub(crate) fn subscribed(&self) -> bool {
         self.subs.as_ref().is_some_and(|s| s.active())
     }
 
     /// The client's subscriptions, made (with the push queue other clients reach through
     /// `info.push`) on first use.
-    pub fn subscriptions(&mut self) -> &mut push::Subscriptions {
+    pub(crate) fn subscriptions(&mut self) -> &mut push::Subscriptions {
         let resp = self.resp;
         let info = &self.info;
         self.subs.get_or_insert_with(|| {
@@ -642,7 +627,7 @@ impl ClientState {
     /// Takes up the push queue another client made for this connection (CLIENT TRACKING
     /// REDIRECT to it), so that it waits for its messages from now on.
     #[inline]
-    pub fn adopt_push_queue(&mut self) {
+    pub(crate) fn adopt_push_queue(&mut self) {
         if !self.info.push_offered.load(Ordering::Relaxed) {
             return;
         }
@@ -664,14 +649,14 @@ impl ClientState {
     /// Called once per request, after it ran: true if its reply must be dropped (CLIENT REPLY
     /// OFF, or SKIP for this command or the one before it). It also moves SKIP on to the next
     /// request, as Redis does after every command.
-    pub fn reply_suppressed(&mut self) -> bool {
+    pub(crate) fn reply_suppressed(&mut self) -> bool {
         let drop = self.reply_off || self.reply_skip || self.reply_skip_next;
         self.reply_skip = std::mem::take(&mut self.reply_skip_next);
         drop
     }
 
     /// Logs the connection in as `user` (AUTH, HELLO AUTH, RESET).
-    pub fn set_user(&mut self, user: Bytes) {
+    pub(crate) fn set_user(&mut self, user: Bytes) {
         if let Ok(mut u) = self.info.user.lock() {
             *u = user.clone();
         }
@@ -680,12 +665,12 @@ impl ClientState {
     }
 
     /// The client id.
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.info.id
     }
 
     /// Switches protocol version.
-    pub fn set_resp(&mut self, resp: u8) {
+    pub(crate) fn set_resp(&mut self, resp: u8) {
         self.resp = resp;
         self.info.resp.store(resp, Ordering::Relaxed);
         if let Some(s) = &self.subs {
@@ -694,19 +679,19 @@ impl ClientState {
     }
 
     /// Switches database.
-    pub fn set_db(&mut self, db: usize) {
+    pub(crate) fn set_db(&mut self, db: usize) {
         self.db = db;
         self.info.db.store(db, Ordering::Relaxed);
     }
 
     /// Enters MULTI state with an empty queue (the last transaction's, when kept).
-    pub fn begin_multi(&mut self) {
+    pub(crate) fn begin_multi(&mut self) {
         self.multi = Some(std::mem::take(&mut self.spare_multi));
         self.multi_failed = false;
     }
 
     /// Keeps the queue EXEC has run, emptied, for the next MULTI (small ones only).
-    pub fn recycle_multi(&mut self, mut queue: Vec<Queued>) {
+    pub(crate) fn recycle_multi(&mut self, mut queue: Vec<Queued>) {
         if queue.capacity() <= SPARE_QUEUE_MAX {
             queue.clear();
             self.spare_multi = queue;
@@ -714,7 +699,7 @@ impl ClientState {
     }
 
     /// Leaves MULTI state (EXEC, DISCARD, RESET).
-    pub fn end_multi(&mut self) {
+    pub(crate) fn end_multi(&mut self) {
         if let Some(queue) = self.multi.take() {
             self.recycle_multi(queue);
         }

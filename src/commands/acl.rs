@@ -98,7 +98,7 @@ fn kill_clients_of(ctx: &mut Ctx<'_>, users: Option<&[Bytes]>) {
             continue;
         }
         if c.id == me {
-            ctx.client.close_after_reply = true;
+            ctx.next = crate::engine::Next::Close;
             ctx.client.user = Bytes::from_static(DEFAULT_USER);
             ctx.client.authenticated = false;
         } else {
@@ -129,7 +129,7 @@ fn kill_revoked_subscribers(ctx: &mut Ctx<'_>, user: &[u8], allowed: &[Bytes]) {
     doomed.dedup();
     for c in clients.iter().filter(|c| doomed.contains(&c.id)) {
         if c.id == ctx.client.id() {
-            ctx.client.close_after_reply = true;
+            ctx.next = crate::engine::Next::Close;
         } else {
             c.kill.cancel();
         }

@@ -27,7 +27,14 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
         return;
     };
     let lost = std::mem::take(&mut view.lost_slots);
-    if !cluster.install_view(&mut view, wait) {
+    let resume_writes = view.resume_writes;
+    let installed = cluster.install_view(&mut view, wait);
+    if resume_writes {
+        // A manual failover's hold ends with the routing that follows it in force (or a
+        // newer one: a view that lost the race still ends the hold).
+        shared.pause.set_failover(false);
+    }
+    if !installed {
         return;
     }
     super::cluster::sync_role(shared);
@@ -559,9 +566,9 @@ fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     })
 }
 
-/// CLUSTER FAILOVER [FORCE|TAKEOVER]. Without an option it runs as FORCE: an election now,
-/// without Redis's pause of the master's clients while the replica catches up (see
-/// docs/cluster.md: writes acknowledged by the old master in that last moment can be lost).
+/// CLUSTER FAILOVER [FORCE|TAKEOVER]. Without an option, Redis's coordinated manual failover
+/// (`cluster::bus::failover`): the master holds its writes until this replica has its
+/// offset, then the election runs. FORCE runs the election at once, TAKEOVER skips it.
 fn failover(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     let mode = match rest {
         [] => "",
@@ -584,10 +591,10 @@ fn failover(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
         if mode.is_empty() && master.is(flag::FAIL) {
             return err("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE");
         }
-        if mode == "takeover" {
-            st.takeover(now);
-        } else {
-            st.force_failover(now);
+        match mode {
+            "takeover" => st.takeover(now),
+            "force" => st.force_failover(now),
+            _ => st.start_manual_failover(now),
         }
         Reply::ok()
     })

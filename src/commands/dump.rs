@@ -3,7 +3,6 @@
 
 use bytes::Bytes;
 
-use crate::commands::zset::limits;
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpecDoc, run,
 };
@@ -129,12 +128,13 @@ impl Command for Restore {
         if ttl < 0 {
             return Err(CmdError::msg("ERR Invalid TTL value, must be >= 0"));
         }
-        let value = rdb::restore(&self.payload, &limits(ctx.shared)).map_err(|e| match e {
-            RdbError::VersionOrChecksum => {
-                CmdError::msg("ERR DUMP payload version or checksum are wrong")
-            }
-            RdbError::BadFormat => CmdError::msg("ERR Bad data format"),
-        })?;
+        let value =
+            rdb::restore(&self.payload, &ctx.shared.live.zset_limits()).map_err(|e| match e {
+                RdbError::VersionOrChecksum => {
+                    CmdError::msg("ERR DUMP payload version or checksum are wrong")
+                }
+                RdbError::BadFormat => CmdError::msg("ERR Bad data format"),
+            })?;
         let deleted = self.replace && ctx.store.remove(db, &self.key, now).is_some();
         let at = match ttl {
             0 => None,

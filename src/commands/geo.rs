@@ -17,7 +17,7 @@ mod pqsort;
 use bytes::Bytes;
 
 use self::hash::{Shape, ShapeKind};
-use crate::commands::zset::{AddArgs, limits, zset_error};
+use crate::commands::zset::{AddArgs, zset_error};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
 };
@@ -515,7 +515,7 @@ fn member_position(z: &SortedSet, member: &[u8]) -> CmdResult<(f64, f64)> {
 }
 
 fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Reply> {
-    let zlimits = limits(ctx.shared);
+    let zlimits = ctx.shared.live.zset_limits();
     // The table's arity guarantees the fixed arguments; a missing one reads as empty.
     let arg = |i: usize| args.get(i).map_or(&[][..], |b| &b[..]);
     let owned = |i: usize| args.get(i).cloned().unwrap_or_default();

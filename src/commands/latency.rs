@@ -2,9 +2,8 @@
 //! (`services::latency`).
 //!
 //! LATENCY HISTOGRAM reports the per-command histograms of INFO latencystats
-//! (`services::stats`). LATENCY DOCTOR and GRAPH are not implemented (they answer Redis's
-//! unknown-subcommand error), and no event other than `command` and `fast-command` is
-//! recorded.
+//! (`services::stats`); LATENCY DOCTOR and GRAPH render the monitor's series
+//! (`services::latency`) as Redis's verbatim text replies.
 
 use bytes::Bytes;
 
@@ -63,6 +62,32 @@ static LATENCY: &[C] = &[
         ADMIN,
         KeySpec::None,
         run_sub::<LatencyHistogram>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
+    C::new(
+        "latency|doctor",
+        2,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyDoctor>,
+    )
+    .with_acl(ADMIN_ACL)
+    .with_tips(&[
+        "nondeterministic_output",
+        "request_policy:all_nodes",
+        "response_policy:special",
+    ]),
+    C::new(
+        "latency|graph",
+        3,
+        ADMIN,
+        KeySpec::None,
+        run_sub::<LatencyGraph>,
     )
     .with_acl(ADMIN_ACL)
     .with_tips(&[
@@ -167,6 +192,48 @@ impl Command for LatencyHistogram {
             ));
         }
         Ok(Reply::Map(out))
+    }
+}
+
+/// LATENCY DOCTOR
+#[derive(Debug)]
+pub(crate) struct LatencyDoctor;
+
+impl Command for LatencyDoctor {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyDoctor)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let live = &ctx.shared.live;
+        let report = ctx.shared.latency.doctor(
+            live.latency_threshold_ms(),
+            live.slowlog().0,
+            ctx.now_ms / 1000,
+        );
+        Ok(Reply::Verbatim(Bytes::from(report)))
+    }
+}
+
+/// LATENCY GRAPH event
+#[derive(Debug)]
+pub(crate) struct LatencyGraph {
+    event: Bytes,
+}
+
+impl Command for LatencyGraph {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(LatencyGraph {
+            event: a.next()?.clone(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        match ctx.shared.latency.graph(&self.event, ctx.now_ms / 1000) {
+            Some(graph) => Ok(Reply::Verbatim(Bytes::from(graph))),
+            None => Err(crate::error::CmdError::owned(format!(
+                "ERR No samples available for event '{}'",
+                String::from_utf8_lossy(&self.event)
+            ))),
+        }
     }
 }
 

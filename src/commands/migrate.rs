@@ -29,22 +29,32 @@ const MIGRATE_KEYS: KeySpec = KeySpec::Custom {
     find: migrate_keys,
 };
 
-/// The key positions: the key argument, or (when it is empty) every argument after KEYS.
+/// The key positions, as Redis's `migrateGetKeys`: every argument after KEYS when the key
+/// argument is empty, none when it is not (a syntax error MIGRATE itself reports), else the
+/// key argument. KEYS is looked for after the fixed arguments, skipping AUTH's password
+/// and AUTH2's user name and password (either may be spelled "KEYS").
 fn migrate_keys(args: &[Bytes]) -> Vec<usize> {
     if args.len() < 6 {
         return Vec::new();
     }
-    if !args[3].is_empty() {
-        return vec![3];
-    }
     let mut i = 6;
     while i < args.len() {
-        if args[i].eq_ignore_ascii_case(b"KEYS") {
-            return (i + 1..args.len()).collect();
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"KEYS") {
+            return if args[3].is_empty() {
+                (i + 1..args.len()).collect()
+            } else {
+                Vec::new()
+            };
+        }
+        if a.eq_ignore_ascii_case(b"AUTH") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"AUTH2") {
+            i += 2;
         }
         i += 1;
     }
-    Vec::new()
+    vec![3]
 }
 
 static MIGRATE_INFO: InfoDoc = InfoDoc {

@@ -6,6 +6,7 @@
 
 pub(crate) mod acl;
 pub(crate) mod bitmap;
+pub(crate) mod blocking;
 pub(crate) mod cluster;
 pub(crate) mod cluster_bus;
 pub(crate) mod dump;
@@ -18,7 +19,11 @@ pub(crate) mod hll;
 pub(crate) mod keys;
 pub(crate) mod latency;
 pub(crate) mod list;
+pub(crate) mod lolwut;
+pub(crate) mod memory;
 pub(crate) mod migrate;
+pub(crate) mod persist;
+pub(crate) mod pubsub;
 pub(crate) mod replication;
 pub(crate) mod scripting;
 pub(crate) mod server;
@@ -35,7 +40,6 @@ pub(crate) mod zset;
 pub(crate) mod zsetops;
 
 use crate::engine::{CommandSpec, txn};
-use crate::services::{blocking, persist, pubsub};
 
 /// Every family's commands, in the order the table joins them.
 pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
@@ -67,12 +71,12 @@ pub(crate) fn all_families() -> [&'static [CommandSpec]; 34] {
         blocking::COMMANDS,
         functions::COMMANDS,
         persist::COMMANDS,
-        crate::services::aof::COMMANDS,
         slowlog::COMMANDS,
         latency::COMMANDS,
         replication::COMMANDS,
         geo::COMMANDS,
         acl::COMMANDS,
         stream::COMMANDS,
+        lolwut::COMMANDS,
     ]
 }

@@ -224,7 +224,7 @@ fn start_sync(ctx: &mut Ctx<'_>, replid: String, offset: i64) -> Reply {
     {
         return err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
-    ctx.client.psync = Some((replid, offset));
+    ctx.next = crate::engine::Next::Replicate { replid, offset };
     Reply::ok()
 }
 

@@ -488,9 +488,9 @@ fn refuse(msg: &'static str) -> Reply {
 }
 
 impl Host for ScriptHost<'_, '_> {
-    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply {
+    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
         let shared = self.ctx.shared;
-        let entry = match lookup(&shared.table, &args) {
+        let entry = match lookup(&shared.table, args) {
             Lookup::Found(entry) => entry,
             Lookup::Error(CmdError::WrongArity(_), _) => {
                 return refuse("ERR Wrong number of args calling Redis command from script");
@@ -500,7 +500,7 @@ impl Host for ScriptHost<'_, '_> {
             }
             Lookup::Error(e, _) => return Reply::Error(Cow::Owned(e.to_string())),
         };
-        if let Some(refused) = self.take_shards(entry.spec, &args) {
+        if let Some(refused) = self.take_shards(entry.spec, args) {
             return refused;
         }
         let spec = entry.spec;
@@ -508,7 +508,7 @@ impl Host for ScriptHost<'_, '_> {
             self.effects = true;
         }
         self.rules.resp = resp;
-        let reply = call(self.ctx, entry, &args, Caller::Script(&mut self.rules));
+        let reply = call(self.ctx, entry, args, Caller::Script(&mut self.rules));
         if std::mem::take(&mut self.rules.wrote) {
             self.busy.mark_write();
         }

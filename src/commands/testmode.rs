@@ -260,14 +260,14 @@ impl TestHooks {
     }
 
     /// Applies the first fault matching this command, if any: an error reply to send instead
-    /// of running it, or a delay / disconnect recorded on the client.
-    pub fn check(&self, command: &str, client: &mut ClientState) -> Option<Reply> {
+    /// of running it, or a hold / disconnect noted in the command's `Ctx` for its connection.
+    pub fn check(&self, command: &str, ctx: &mut Ctx<'_>) -> Option<Reply> {
         // FAULT and TESTMODE themselves are never faulted: a fault on every command must not
         // lock the test out of removing it.
         if !self.any_faults.load(Ordering::Relaxed) || matches!(command, "fault" | "testmode") {
             return None;
         }
-        let name = client.info.name();
+        let name = ctx.client.info.name();
         let mut faults = self.faults.lock().ok()?;
         let idx = faults.iter().position(|f| {
             f.command.as_deref().is_none_or(|c| c == command)
@@ -285,16 +285,16 @@ impl TestHooks {
         match kind {
             FaultKind::Error(text) => Some(Reply::Error(text.into())),
             FaultKind::Latency(d) => {
-                client.sleep = Some(d);
+                ctx.hold = d;
                 None
             }
             FaultKind::Disconnect => {
-                client.disconnect_after = Some(1);
+                ctx.disconnect = true;
                 None
             }
             FaultKind::Panic => {
                 drop(faults);
-                panic!("FAULT PANIC injected for client {}", client.id())
+                panic!("FAULT PANIC injected for client {}", ctx.client.id())
             }
         }
     }
@@ -724,10 +724,11 @@ impl Command for TestModeReset {
             if let Some(info) = shared.clients.get(*id) {
                 info.kill.cancel();
             }
-            super::blocking::unblock(shared, *id, false);
+            crate::services::blocking::unblock(shared, *id, false);
         }
         shared.monitors.close_all();
         shared.pause.unpause();
+        crate::services::pause::hold_expiry(shared);
 
         // The clock first: the keyspace and the counters below start from real time.
         shared.clock.reset();

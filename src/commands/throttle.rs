@@ -54,29 +54,28 @@ impl Command for Throttle {
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
-        let stored = match ctx
-            .store
-            .lookup(db, &self.key, ctx.now_ms)
-            .map(|e| &e.value)
-        {
-            None => None,
-            // What parse_stored_tat would make of the integer's text, without the text.
-            Some(Value::Int(n)) if *n >= 0 => Some(*n),
-            Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
-            Some(Value::Str(b) | Value::Raw(b)) => {
-                Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
-            }
-            Some(_) => return Err(CmdError::WrongType),
-        };
-        let now_ns = i64::try_from(ctx.now_ns).map_err(|_| CmdError::NotInteger)?;
-        let decision = gcra::throttle(now_ns, stored, &self.args).map_err(cell_error)?;
-        if let Some((tat, ttl_ms)) = decision.write {
-            ctx.store.set(
-                db,
-                &self.key,
-                Value::Int(tat),
-                Some(ctx.now_ms.saturating_add(ttl_ms)),
-            );
+        let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
+        let args = &self.args;
+        // One lookup: the stored TAT is read and, on an allowed call, replaced in place.
+        let decision = ctx.store.update(db, &self.key, now_ms, |stored| {
+            let stored = match stored {
+                None => None,
+                // What parse_stored_tat would make of the integer's text, without the text.
+                Some(Value::Int(n)) if *n >= 0 => Some(*n),
+                Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
+                Some(Value::Str(b) | Value::Raw(b)) => {
+                    Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
+                }
+                Some(_) => return Err(CmdError::WrongType),
+            };
+            let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
+            let decision = gcra::throttle(now_ns, stored, args).map_err(cell_error)?;
+            let write = decision
+                .write
+                .map(|(tat, ttl_ms)| (Value::Int(tat), Some(now_ms.saturating_add(ttl_ms))));
+            Ok((decision, write))
+        })?;
+        if decision.write.is_some() {
             // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
             // it is, so a listener sees what a script-based limiter would make it see.
             ctx.notify(crate::services::notify::class::STRING, "set", &self.key);

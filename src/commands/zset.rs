@@ -233,16 +233,6 @@ pub(crate) static COMMANDS: &[C] = &[
         .with_tips(&["nondeterministic_output"]),
 ];
 
-/// The encoding thresholds in force (`zset-max-listpack-entries`/`-value`, which CONFIG SET
-/// changes at run time).
-pub(crate) fn limits(shared: &crate::server::Shared) -> ZsetLimits {
-    let (max_listpack_entries, max_listpack_value) = shared.live.zset_listpack_limits();
-    ZsetLimits {
-        max_listpack_entries,
-        max_listpack_value,
-    }
-}
-
 /// Most elements a negative-count `ZRANDMEMBER` may reply. Redis has no limit and tries to
 /// build any reply asked for (`ZRANDMEMBER key -9223372036854775807` makes it run out of
 /// memory); sluice refuses counts past this with Redis's own `value is out of range`.
@@ -405,7 +395,7 @@ impl AddArgs {
 
     fn tally(&self, ctx: &mut Ctx<'_>) -> CmdResult<AddTally> {
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let limits = limits(ctx.shared);
+        let limits = ctx.shared.live.zset_limits();
         // With XX a missing key stays missing; otherwise a new set is stored if filled.
         let z = if self.flags.xx {
             write_zset(ctx, &self.key)?
@@ -862,7 +852,7 @@ impl Command for ZRangeStore {
             }
             return Ok(Reply::Int(0));
         }
-        let limits = limits(ctx.shared);
+        let limits = ctx.shared.live.zset_limits();
         // Redis sizes the new set up front only for rank ranges.
         let mut z = match self.query.by {
             RangeBy::Rank(..) => SortedSet::with_expected_len(items.len(), &limits),

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use crate::commands::zset::{limits, scored_reply, zset_error};
+use crate::commands::zset::{scored_reply, zset_error};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, Output,
     VariantCommand, run, run_as,
@@ -289,7 +289,7 @@ impl VariantCommand for ZOp {
                 // Redis builds a skiplist and converts it to a listpack only if it fits, so
                 // a result that does not fit keeps its -0 scores: build such a set in the
                 // skiplist encoding from the start.
-                let limits = limits(ctx.shared);
+                let limits = ctx.shared.live.zset_limits();
                 let fits = result.len() <= limits.max_listpack_entries
                     && result
                         .iter()

@@ -163,12 +163,13 @@ impl LiveSettings {
         self.notify.load(Ordering::Relaxed)
     }
 
-    /// `zset-max-listpack-entries` and `zset-max-listpack-value`.
-    pub fn zset_listpack_limits(&self) -> (usize, usize) {
-        (
-            self.zset_entries.load(Ordering::Relaxed),
-            self.zset_value.load(Ordering::Relaxed),
-        )
+    /// The sorted sets' encoding thresholds in force (`zset-max-listpack-entries` and
+    /// `zset-max-listpack-value`, which CONFIG SET changes at run time).
+    pub fn zset_limits(&self) -> crate::store::zset::ZsetLimits {
+        crate::store::zset::ZsetLimits {
+            max_listpack_entries: self.zset_entries.load(Ordering::Relaxed),
+            max_listpack_value: self.zset_value.load(Ordering::Relaxed),
+        }
     }
 
     /// The pubsub class of client-output-buffer-limit.

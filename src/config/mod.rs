@@ -121,6 +121,9 @@ pub struct Config {
     pub threads: usize,
     /// What the event loops serve plain TCP connections with (`io-backend`).
     pub io_backend: IoBackend,
+    /// `busy-poll`: microseconds an event loop polls for the next request after serving one,
+    /// before it sleeps, while a core is idle (0: never; see `server::eventloop::spin`).
+    pub busy_poll_us: u64,
     /// Most simultaneous clients.
     pub maxclients: usize,
     /// Idle seconds before a client is closed; 0 never.
@@ -422,6 +425,7 @@ impl Default for Config {
             shards: 0,
             threads: 0,
             io_backend: IoBackend::default(),
+            busy_poll_us: 0,
             maxclients: 10000,
             timeout: 0,
             tcp_keepalive: 300,

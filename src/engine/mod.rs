@@ -1,11 +1,11 @@
 //! The engine: the command table (name, arity, flags, key positions, handler), dispatch
-//! (`execute`, `lookup`), [`call()`](call::call), MULTI/EXEC, the handler's [`Ctx`] and the
+//! (`execute`, `lookup`), `call()`, MULTI/EXEC, the handler's [`Ctx`] and the
 //! argument cursor. The command families (`crate::commands`) plug their handlers into it;
 //! the services (`crate::services`) are what it and the handlers talk to.
 //!
 //! A request goes through `execute`: the name is looked up (case-insensitively) and arity
 //! is checked against the table, which resolves it once into its table entry; then
-//! [`call()`](call::call) (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
+//! `call()` (in `call.rs`) runs it, as it runs every command EXEC runs and every command a
 //! script calls. `call` applies the caller's policy (auth, cluster routing, OOM, flags),
 //! queues it inside MULTI, or locks the shards of the command's keys (from the table's key
 //! positions) in ascending order, reads the clock once, and runs the handler, which parses
@@ -21,13 +21,16 @@
 pub mod args;
 pub mod call;
 pub mod docs;
+pub mod next;
 pub mod table;
 pub mod txn;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-pub use call::{Caller, call};
+pub(crate) use call::{Caller, call};
+pub use next::Next;
+pub(crate) use next::Ran;
 
 use bytes::Bytes;
 
@@ -35,7 +38,7 @@ use crate::client::ClientState;
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::server::Shared;
-use crate::services::{blocking, notify};
+use crate::services::notify;
 use crate::store::Locked;
 use table::CommandEntry;
 
@@ -63,8 +66,15 @@ pub struct Ctx<'a> {
     pub may_block: bool,
     /// True while a script's `redis.call` runs the command (XREAD's BLOCK is refused there).
     pub in_script: bool,
-    /// Set by a blocking command that blocked: the connection waits on it.
-    pub blocked: Option<Arc<blocking::Waiter>>,
+    /// What the connection does after the reply (see [`Next`]): set by the handler (QUIT,
+    /// MONITOR, PSYNC, WAIT, a blocking command that blocked…) and returned by
+    /// `execute_may_block`; a command EXEC runs passes its `Close` on to EXEC's.
+    pub next: Next,
+    /// How long the reply is held (DEBUG SLEEP, FAULT LATENCY); counted as the command's
+    /// time (see `call`).
+    pub hold: Duration,
+    /// FAULT DISCONNECT: close the connection after this reply.
+    pub disconnect: bool,
     /// Keys written that blocked clients wait on, served once the locks are released.
     pub ready: Vec<(usize, Bytes)>,
     /// Set by a script command whose error reply came from a failed `redis.call`: that
@@ -77,7 +87,29 @@ pub struct Ctx<'a> {
     pub events: notify::Events,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A context for `client` holding `store`, with no clock read yet (`now` 0), outside
+    /// EXEC and scripts, that may not block, with nothing noted.
+    pub(crate) fn new(shared: &'a Shared, client: &'a mut ClientState, store: Locked<'a>) -> Self {
+        Ctx {
+            shared,
+            client,
+            store,
+            now_ms: 0,
+            now_ns: 0,
+            in_exec: false,
+            may_block: false,
+            in_script: false,
+            next: Next::Continue,
+            hold: Duration::ZERO,
+            disconnect: false,
+            ready: Vec::new(),
+            error_counted: false,
+            propagate: Vec::new(),
+            events: notify::Events::new(shared),
+        }
+    }
+
     /// The client's selected database.
     pub fn db(&self) -> usize {
         self.client.db
@@ -292,19 +324,16 @@ pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
 
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
-/// [`execute_may_block`]).
+/// `execute_may_block`).
 pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    execute_request(shared, client, args, false).0
+    execute_request(shared, client, args, false).reply
 }
 
-/// `execute` for a connection that can wait: a blocking command that finds nothing returns
-/// its registered waiter with a placeholder reply, and the connection waits for the
-/// waiter's reply (see `blocking`).
-pub fn execute_may_block(
-    shared: &Shared,
-    client: &mut ClientState,
-    args: &[Bytes],
-) -> (Reply, Option<Arc<blocking::Waiter>>) {
+/// `execute` for a connection: the reply with what the connection does next ([`Ran`]). A
+/// blocking command that finds nothing returns [`Next::Block`] with its registered waiter
+/// and a placeholder reply, and the connection waits for the waiter's reply (see
+/// `blocking`).
+pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Ran {
     execute_request(shared, client, args, true)
 }
 
@@ -314,7 +343,7 @@ fn execute_request(
     client: &mut ClientState,
     args: &[Bytes],
     may_block: bool,
-) -> (Reply, Option<Arc<blocking::Waiter>>) {
+) -> Ran {
     let entry = match lookup(&shared.table, args) {
         Lookup::Found(entry) => entry,
         Lookup::Error(e, entry) => {
@@ -326,28 +355,15 @@ fn execute_request(
             {
                 hooks.record(shared.clock.now_ms(), client, args);
             }
-            return (call::reject(shared, client, entry, e.into()), None);
+            return Ran::reply(call::reject(shared, client, entry, e.into()));
         }
     };
     // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    let mut ctx = Ctx {
-        shared,
-        client,
-        store: shared.keyspace.lock_none(),
-        now_ms: 0,
-        now_ns: 0,
-        in_exec: false,
-        may_block,
-        blocked: None,
-        ready: Vec::new(),
-        error_counted: false,
-        in_script: false,
-        propagate: Vec::new(),
-        events: notify::Events::new(shared),
-    };
+    let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
+    ctx.may_block = may_block;
     // A tracking client's own invalidations wait for this reply (`client::tracking`).
     let current = ctx
         .client
@@ -355,10 +371,16 @@ fn execute_request(
         .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
     let reply = call(&mut ctx, entry, args, Caller::Client(args));
     drop(current);
-    let blocked = ctx.blocked.take();
+    let next = std::mem::take(&mut ctx.next);
+    let (hold, disconnect) = (ctx.hold, ctx.disconnect);
     drop(ctx);
     after_tracking(shared, client, entry);
-    (reply, blocked)
+    Ran {
+        reply,
+        next,
+        hold,
+        disconnect,
+    }
 }
 
 /// Client-side caching after a client's command: CLIENT CACHING lasts for one command (or

@@ -27,7 +27,8 @@ bitflags::bitflags! {
         const WHILE_SUBSCRIBED = 1 << 2;
         /// Its handler takes shard locks itself: a script, which holds them all, may not call it.
         const LOCKS_ITSELF = 1 << 3;
-        /// Needs shard locks to run even with no key (EXEC, WATCH: the busy gate waits).
+        /// Needs shard locks to run even with no key (EXEC, WATCH, SAVE, DEBUG: the busy gate
+        /// waits for any running script).
         const NEEDS_SHARDS = 1 << 4;
         /// Replicated though not flagged `write` (Redis's `may-replicate`: CLIENT PAUSE WRITE
         /// holds it).
@@ -694,7 +695,14 @@ impl CommandSpec {
         if !spec.key_specs.is_empty() {
             let found = spec.key_specs.iter().find(|d| d.finds(args, pos));
             let unknown = spec.key_specs.iter().rev().find(|d| d.begin.is_none());
-            return found.or(unknown).map_or(&[], |d| d.flags);
+            // A key its command's own finder returns that no spec finds (MIGRATE's after
+            // KEYS, AUTH and AUTH2 skipped) takes the first spec's flags, as Redis's finder
+            // gives its keys: never none, which would let ACL key patterns pass it unchecked.
+            let first = spec.key_specs.first();
+            return found
+                .or(unknown)
+                .or(first)
+                .map_or(RW_ACCESS_UPDATE, |d| d.flags);
         }
         match spec.keys {
             KeySpec::Keynum { flags, .. } => flags,
@@ -967,7 +975,8 @@ mod tests {
         roles.extend(r(&["pfcount", "publish"], Roles::MAY_REPLICATE));
         roles.extend(r(&["eval", "eval_ro"], Roles::EVAL));
         roles.extend(r(&["evalsha", "evalsha_ro"], Roles::EVALSHA));
-        roles.push(("debug", Roles::PROTECTED));
+        roles.push(("debug", Roles::PROTECTED | Roles::NEEDS_SHARDS));
+        roles.push(("save", Roles::NEEDS_SHARDS));
         roles.extend(r(
             &[
                 "client|setname",

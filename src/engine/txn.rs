@@ -15,14 +15,14 @@ use smallvec::SmallVec;
 
 use crate::client::ClientState;
 use crate::engine::{
-    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, call, run,
+    ArgCursor, Caller, CmdId, Command, CommandSpec as C, Ctx, LockMode, Next, call, run,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::server::Shared;
 
 /// The transaction commands.
-pub static COMMANDS: &[C] = &[
+pub(crate) static COMMANDS: &[C] = &[
     C::new(
         "multi",
         1,
@@ -90,7 +90,7 @@ pub fn unwatch_client(shared: &Shared, client: &mut ClientState) {
 }
 
 /// Drops the WATCH entries of client `id` on `watched`; the caller must hold no shard lock.
-pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
+pub(crate) fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
     if watched.is_empty() {
         return;
     }
@@ -101,14 +101,67 @@ pub fn unwatch_keys(shared: &Shared, id: u64, watched: Vec<(usize, Bytes)>) {
 }
 
 /// `unwatch_client` from inside a handler: releases the handler's locks first.
-pub fn unwatch_all(ctx: &mut Ctx<'_>) {
+pub(crate) fn unwatch_all(ctx: &mut Ctx<'_>) {
     ctx.store.release();
     unwatch_client(ctx.shared, ctx.client);
 }
 
+/// `unwatch_all` for a client's own UNWATCH, DISCARD or RESET: false, with nothing changed,
+/// when a running script holds a watched key's shard and the request goes back to the busy
+/// gate (`engine::call::back_to_gate`) instead of waiting on that shard's lock.
+pub fn unwatch_all_or_regate(ctx: &mut Ctx<'_>) -> bool {
+    ctx.store.release();
+    if ctx.client.watched.is_empty() {
+        ctx.client.dirty.store(false, Ordering::Release);
+        return true;
+    }
+    let keyspace = &ctx.shared.keyspace;
+    let mut shards: SmallVec<[usize; 8]> = ctx
+        .client
+        .watched
+        .iter()
+        .map(|(_, k)| keyspace.shard_of(k))
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    let Some(mut locked) = keyspace.try_lock_indexes(&shards) else {
+        if crate::engine::call::back_to_gate(ctx, &shards) {
+            return false;
+        }
+        unwatch_client(ctx.shared, ctx.client);
+        return true;
+    };
+    let id = ctx.client.id();
+    for (db, key) in std::mem::take(&mut ctx.client.watched) {
+        locked.unwatch(db, &key, id);
+    }
+    ctx.client.dirty.store(false, Ordering::Release);
+    true
+}
+
+/// EXEC's unwatch while it still holds the watched keys' shards (a script could take one
+/// the moment they are dropped, and the unwatch would wait on it for the whole script).
+/// Keys whose shard is not held (none, unless a queued command released some) stay in the
+/// client's list for `unwatch_all`.
+fn unwatch_held(run: &mut Ctx<'_>) {
+    if run.client.watched.is_empty() {
+        return;
+    }
+    let id = run.client.id();
+    let keyspace = &run.shared.keyspace;
+    let store = &mut run.store;
+    run.client.watched.retain(|(db, key)| {
+        if store.held_shard(keyspace.shard_of(key)).is_none() {
+            return true;
+        }
+        store.unwatch(*db, key, id);
+        false
+    });
+}
+
 /// MULTI
 #[derive(Debug)]
-pub struct Multi;
+pub(crate) struct Multi;
 
 impl Command for Multi {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -126,7 +179,7 @@ impl Command for Multi {
 
 /// DISCARD
 #[derive(Debug)]
-pub struct Discard;
+pub(crate) struct Discard;
 
 impl Command for Discard {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
@@ -136,15 +189,17 @@ impl Command for Discard {
         if ctx.client.multi.is_none() {
             return Err(CmdError::msg("ERR DISCARD without MULTI"));
         }
+        if !unwatch_all_or_regate(ctx) {
+            return Ok(Reply::Null);
+        }
         ctx.client.end_multi();
-        unwatch_all(ctx);
         Ok(Reply::ok())
     }
 }
 
 /// WATCH key [key …]
 #[derive(Debug)]
-pub struct Watch {
+pub(crate) struct Watch {
     keys: Vec<Bytes>,
 }
 
@@ -179,15 +234,15 @@ impl Command for Watch {
 
 /// UNWATCH
 #[derive(Debug)]
-pub struct Unwatch;
+pub(crate) struct Unwatch;
 
 impl Command for Unwatch {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Unwatch)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if !ctx.in_exec {
-            unwatch_all(ctx);
+        if !ctx.in_exec && !unwatch_all_or_regate(ctx) {
+            return Ok(Reply::Null);
         }
         Ok(Reply::ok())
     }
@@ -195,18 +250,27 @@ impl Command for Unwatch {
 
 /// EXEC
 #[derive(Debug)]
-pub struct Exec {
+pub(crate) struct Exec {
     /// Arguments after EXEC (Redis's arity error, which aborts the transaction).
     extra_args: bool,
 }
 
 /// Clears CLIENT LIST's view of the transaction when EXEC is done.
-struct ShownUntilExecEnds(std::sync::Arc<crate::client::ClientInfo>);
+struct ShownUntilExecEnds(Option<std::sync::Arc<crate::client::ClientInfo>>);
+
+impl ShownUntilExecEnds {
+    /// The transaction is still queued (EXEC went back to the busy gate): keep the view.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for ShownUntilExecEnds {
     fn drop(&mut self) {
-        self.0.multi.store(-1, Ordering::Relaxed);
-        self.0.multi_mem.store(0, Ordering::Relaxed);
+        if let Some(info) = &self.0 {
+            info.multi.store(-1, Ordering::Relaxed);
+            info.multi_mem.store(0, Ordering::Relaxed);
+        }
     }
 }
 
@@ -232,7 +296,7 @@ impl Command for Exec {
         let failed = ctx.client.multi_failed;
         // The client leaves MULTI now, but CLIENT LIST keeps showing the transaction (flags=x,
         // multi, multi-mem) until EXEC returns, as Redis does.
-        let shown = ShownUntilExecEnds(ctx.client.info.clone());
+        let shown = ShownUntilExecEnds(Some(ctx.client.info.clone()));
         ctx.client.multi_failed = false;
         if failed {
             drop(shown);
@@ -262,24 +326,53 @@ impl Command for Exec {
             })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
-        let store = if needs_all {
-            shared.keyspace.lock_all()
-        } else {
-            let watched: SmallVec<[usize; 4]> = ctx
-                .client
-                .watched
-                .iter()
-                .map(|(_, k)| shared.keyspace.shard_of(k))
-                .collect();
-            let mut keys: SmallVec<[&[u8]; 8]> = SmallVec::new();
+        let mut watched: SmallVec<[usize; 4]> = SmallVec::new();
+        let mut keys: SmallVec<[&[u8]; 8]> = SmallVec::new();
+        if !needs_all {
+            watched.extend(
+                ctx.client
+                    .watched
+                    .iter()
+                    .map(|(_, k)| shared.keyspace.shard_of(k)),
+            );
             for (q, entry) in queue.iter().zip(&entries) {
                 if let Some(entry) = entry {
                     let args = &q.args;
                     keys.extend(entry.spec.keys.positions(args).map(|i| &args[i][..]));
                 }
             }
-            shared.keyspace.lock_args_and(keys, &watched)
+        }
+        // A script may have taken one of these shards since EXEC passed the busy gate:
+        // back to the gate with the transaction still queued, rather than wait on its lock
+        // for the whole script (see `engine::call::back_to_gate`).
+        let tried = || {
+            if needs_all {
+                shared.keyspace.try_lock_all()
+            } else {
+                shared
+                    .keyspace
+                    .try_lock_args_and(keys.iter().copied(), &watched)
+            }
         };
+        let store = match tried() {
+            Ok(store) => store,
+            Err(wanted) => {
+                if crate::engine::call::back_to_gate(ctx, &wanted) {
+                    // (`keys` borrows the queue until here: it stays queued as a copy.)
+                    ctx.client.multi = Some(queue.clone());
+                    shown.keep();
+                    return Ok(Reply::Null);
+                }
+                if needs_all {
+                    shared.keyspace.lock_all()
+                } else {
+                    shared
+                        .keyspace
+                        .lock_args_and(keys.iter().copied(), &watched)
+                }
+            }
+        };
+        drop(keys);
         // Read once the shards are held; the first queued command's timing starts there.
         let at = std::time::Instant::now();
         crate::clock::lap(at);
@@ -291,21 +384,10 @@ impl Command for Exec {
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;
         let now_ms = ctx.now_ms;
-        let mut run = Ctx {
-            shared,
-            client: &mut *ctx.client,
-            store,
-            now_ms,
-            now_ns,
-            in_exec: true,
-            may_block: false,
-            blocked: None,
-            ready: Vec::new(),
-            error_counted: false,
-            in_script: false,
-            propagate: Vec::new(),
-            events: crate::services::notify::Events::new(shared),
-        };
+        let mut run = Ctx::new(shared, &mut *ctx.client, store);
+        run.now_ms = now_ms;
+        run.now_ns = now_ns;
+        run.in_exec = true;
 
         let id = run.client.id();
         let watched = std::mem::take(&mut run.client.watched);
@@ -314,6 +396,7 @@ impl Command for Exec {
             .any(|(db, key)| run.store.watched_key_expired(*db, key, id, now_ms));
         run.client.watched = watched;
         if expired || run.client.dirty.load(Ordering::Acquire) {
+            unwatch_held(&mut run);
             drop(run);
             unwatch_all(ctx);
             return Ok(Reply::NullArray);
@@ -330,12 +413,20 @@ impl Command for Exec {
             replies.push(reply);
         }
         let ready = std::mem::take(&mut run.ready);
+        // What the queued commands asked of the connection: a hold (DEBUG SLEEP) and a
+        // close (QUIT, CLIENT KILL of itself) are EXEC's; nothing else is set inside EXEC.
+        let (hold, next) = (run.hold, std::mem::take(&mut run.next));
         // The transaction's effects, wrapped in MULTI/EXEC, while its locks are held.
         shared.repl.propagate(&run.propagate);
         let events = run.take_events();
+        unwatch_held(&mut run);
         drop(run);
         ctx.ready.extend(ready);
         ctx.events.extend(events);
+        ctx.hold += hold;
+        if !matches!(next, Next::Continue) {
+            ctx.next = next;
+        }
         unwatch_all(ctx);
         ctx.client.recycle_multi(queue);
         Ok(Reply::Array(replies))

@@ -51,6 +51,7 @@ pub(crate) fn start(
         force,
     };
     shared.pause.set_failover(true);
+    crate::services::pause::hold_expiry(shared);
 }
 
 /// Moves a waiting failover on: to the target once it has the whole stream, or to its end
@@ -100,6 +101,7 @@ pub(crate) fn tick(shared: &Shared) {
 pub(crate) fn done(shared: &Shared) {
     *lock(shared) = Failover::default();
     shared.pause.set_failover(false);
+    crate::services::pause::hold_expiry(shared);
 }
 
 /// Abandons a failover: a node that already follows its target becomes a master again.
@@ -118,4 +120,5 @@ pub(crate) fn abort(shared: &Shared, why: &str) {
         super::replica::promote(shared);
     }
     shared.pause.set_failover(false);
+    crate::services::pause::hold_expiry(shared);
 }

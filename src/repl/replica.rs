@@ -344,7 +344,7 @@ fn load_payload(shared: &Shared, payload: &[u8]) -> Io<()> {
     let opts = LoadOptions {
         // A replica keeps keys whose time has passed: the master's DEL removes them.
         now_ms: 0,
-        limits: crate::commands::zset::limits(shared),
+        limits: shared.live.zset_limits(),
     };
     let databases = shared.keyspace.databases();
     let mut store = shared.keyspace.lock_all();

@@ -236,7 +236,7 @@ pub fn script_from_bytes(data: &[u8]) -> String {
 pub struct EchoHost;
 
 impl Host for EchoHost {
-    fn call(&mut self, args: Vec<Bytes>, _resp: u8) -> Reply {
+    fn call(&mut self, args: &[Bytes], _resp: u8) -> Reply {
         match args.get(1) {
             Some(a) if args[0].eq_ignore_ascii_case(b"echo") => Reply::Bulk(a.clone()),
             _ => Reply::Error(Cow::Borrowed(

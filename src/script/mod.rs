@@ -16,12 +16,16 @@
 //!   command table: `redis.call` hands its arguments to a [`Host`] (implemented by
 //!   `commands::scripting` over the script's locked keyspace and frozen `now`), and converts the
 //!   reply it gets back. Atomicity is the host's business.
-//! - **Per VM, not per run.** `redis.call`/`pcall` are plain functions made once per VM;
-//!   they reach the running script's host through a slot (`HostSlot`) filled only for the
-//!   run's duration (outside a run they raise Redis's `redis.call/pcall can only be called
-//!   inside a script invocation`). KEYS and ARGV are two tables kept by the VM (`Lists`),
-//!   in the globals only during a run and emptied after it, so no run sees another's.
-//!   sluice's own moves of values in and out of the VM run with the memory cap lifted
+//! - **Per VM, not per run.** `redis.call`/`pcall` are raw Lua C functions made once per
+//!   VM (`rawcall`: arguments read straight off the Lua stack, the reply pushed straight
+//!   onto it, no Lua error raised across a Rust frame that owns anything); they reach the
+//!   running script's host through a slot (`HostSlot`) filled only for the run's duration
+//!   (outside a run they raise Redis's `redis.call/pcall can only be called inside a script
+//!   invocation`). KEYS and ARGV are two tables kept by the VM, filled by another C
+//!   function inside the EVAL runner's protected call, in the globals only during a run
+//!   and emptied before the next fill, so no run sees another's. EVALSHA finds a script
+//!   this thread ran before in its VM's own map (no lock of the shared cache). sluice's
+//!   other moves of values in and out of the VM through mlua run with the memory cap lifted
 //!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
 //!   fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
@@ -40,6 +44,7 @@ pub mod functions;
 pub mod fuzzing;
 mod lstring;
 mod msgpack;
+mod rawcall;
 mod run;
 mod structlib;
 
@@ -55,7 +60,7 @@ use dashmap::DashMap;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
 use crate::protocol::Reply;
-use run::{HostOps, HostSlot, Lists};
+use run::{HostOps, HostSlot};
 
 pub use busy::{Announced, Blocker, Busy, BusyGuard, Held, KillOutcome, set_while_busy};
 
@@ -75,6 +80,9 @@ pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
 /// handling`), and some of its C functions keep an 8 KiB buffer on the stack while they
 /// raise, so tokio's default 2 MiB is not enough; Redis runs scripts on its 8 MiB main thread.
 pub const WORKER_STACK: usize = 16 << 20;
+
+/// Most scripts one VM remembers for EVALSHA's lookup (past that, the shared cache).
+const SHAS_PER_VM: usize = 4096;
 
 /// After a script, a state holding more than this is collected at once, so one script's
 /// garbage does not count against the next one's memory.
@@ -139,7 +147,7 @@ pub const NEEDS_ALL_MAX: usize = 4096;
 pub trait Host {
     /// Runs one command (name first) for `redis.call` / `redis.pcall` and returns its reply;
     /// refusals are error replies. `resp` is the script's protocol.
-    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply;
+    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply;
     /// `redis.acl_check_cmd`: None if `args` names no command, else whether the script's
     /// user may run it with these arguments.
     fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool>;
@@ -237,13 +245,41 @@ impl Scripts {
         if sha.len() != 40 {
             return None;
         }
+        // This thread's VM remembers the scripts it was asked for (a lowercase SHA1, as
+        // clients send it): no lock of the shared cache, no UTF-8 check.
+        if let Some(script) = self
+            .with_current_vm(|vm| vm.shas.get(sha).cloned())
+            .flatten()
+        {
+            return Some(script);
+        }
         let key = std::str::from_utf8(sha).ok()?;
-        let entry = if key.bytes().any(|b| b.is_ascii_uppercase()) {
-            self.cache.get(&key.to_ascii_lowercase())
+        let script = if key.bytes().any(|b| b.is_ascii_uppercase()) {
+            return self
+                .cache
+                .get(&key.to_ascii_lowercase())
+                .map(|e| e.value().clone());
         } else {
-            self.cache.get(key)
+            self.cache.get(key).map(|e| e.value().clone())?
         };
-        entry.map(|e| e.value().clone())
+        self.with_current_vm(|vm| {
+            if vm.shas.len() < SHAS_PER_VM {
+                vm.shas.insert(sha.into(), script.clone());
+            }
+        });
+        Some(script)
+    }
+
+    /// Runs `f` with this thread's VM if it is built for the current script cache (same
+    /// owner, no SCRIPT FLUSH since) and not in use; `None` otherwise.
+    fn with_current_vm<R>(&self, f: impl FnOnce(&mut Vm) -> R) -> Option<R> {
+        VM.with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            let vm = slot.as_mut()?;
+            let current =
+                vm.owner == self.id && vm.generation == self.generation.load(Ordering::Acquire);
+            current.then(|| f(vm))
+        })
     }
 
     /// True if the SHA1 is cached.
@@ -352,18 +388,21 @@ struct Vm {
     generation: u64,
     /// Compiled scripts by SHA1.
     functions: hashbrown::HashMap<String, Function>,
+    /// The cached scripts EVALSHA found on this thread, by their lowercase SHA1 (see
+    /// [`Scripts::get`]); forgotten with the VM at SCRIPT FLUSH.
+    shas: hashbrown::HashMap<Box<[u8]>, Arc<Script>>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`
     runner: Function,
+    /// The same for an EVAL script, with KEYS and ARGV bound around it (see `prelude.lua`).
+    eval_runner: Function,
     /// The error handler (adds the script position to errors).
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
     resp: Rc<Cell<u8>>,
     /// The host of the script running now (empty between runs), which `redis.call` uses.
     slot: Rc<HostSlot>,
-    /// KEYS and ARGV, kept from run to run (see [`Vm::bind_lists`]).
-    lists: Lists,
     /// Set when a script changed the collector's settings (`collectgarbage('stop')` …).
     gc_touched: Rc<Cell<bool>>,
     /// The running script's state (the kill flag).
@@ -379,6 +418,9 @@ struct Vm {
     fn_deadline: Rc<Cell<Option<Instant>>>,
     /// The libraries loaded in this VM.
     fns: functions::VmFunctions,
+    /// What `redis.call`/`pcall` share (also in the Lua state's app data, which keeps it
+    /// alive for as long as the functions that point at it).
+    calls: Rc<rawcall::CallState>,
 }
 
 /// True for the text of an error raised by a Rust function that does not raise a table.
@@ -427,21 +469,16 @@ impl Vm {
         let slot = Rc::new(HostSlot::default());
         let private = lua.create_table()?;
 
-        // One function each for the VM's lifetime; the running script's host is found
-        // through `slot`, filled only while a script runs.
-        for (name, mode) in [
-            ("call", CallMode::Call),
-            ("pcall", CallMode::PCall),
-            ("acl_check_cmd", CallMode::AclCheck),
-        ] {
-            let (slot, resp) = (slot.clone(), resp.clone());
-            private.raw_set(
-                name,
-                lua.create_function(move |lua, args: MultiValue| {
-                    redis_call(lua, &slot, resp.get(), mode, args)
-                })?,
-            )?;
-        }
+        // One function each for the VM's lifetime, raw C functions (see `rawcall`); the
+        // running script's host is found through `slot`, filled only while a script runs.
+        let calls = Rc::new(rawcall::CallState::new(slot.clone(), resp.clone()));
+        // The functions point at `calls`: it lives as long as the Lua state.
+        lua.set_app_data(calls.clone());
+        let [call, pcall, acl_check] = rawcall::functions(&lua, &calls)?;
+        private.raw_set("call", call)?;
+        private.raw_set("pcall", pcall)?;
+        private.raw_set("acl_check_cmd", acl_check)?;
+        private.raw_set("bind", rawcall::bind_function(&lua, &calls)?)?;
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
         let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
@@ -600,6 +637,7 @@ impl Vm {
                 (major << 16) | (minor << 8) | patch,
             ))?;
         let runner: Function = private.raw_get("runner")?;
+        let eval_runner: Function = private.raw_get("eval_runner")?;
         let fn_pending: functions::Pending = Rc::new(RefCell::new(None));
         let (fn_env, fn_meta, fn_load_globals) = functions::build_env(
             &lua,
@@ -630,19 +668,19 @@ impl Vm {
         )?;
 
         lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
-        let lists = Lists::new(&lua)?;
 
         Ok(Vm {
             lua,
             owner: scripts.id,
             generation,
             functions: hashbrown::HashMap::new(),
+            shas: hashbrown::HashMap::new(),
             env,
             runner,
+            eval_runner,
             handler,
             resp,
             slot,
-            lists,
             gc_touched,
             busy: scripts.busy.clone(),
             fn_env,
@@ -651,6 +689,7 @@ impl Vm {
             fn_pending,
             fn_deadline,
             fns: functions::VmFunctions::default(),
+            calls,
         })
     }
 
@@ -702,24 +741,12 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return Reply::Error(Cow::Owned(e)),
         };
-        let bound = {
-            let _host = HostOps::new(&self.lua);
-            self.lists.bind(&self.lua, keys, argv)
+        // KEYS and ARGV are filled inside the runner's protected call (`rawcall::bind_lists`).
+        let reply = {
+            let calls = self.calls.clone();
+            let _offered = calls.offer(keys, argv);
+            self.finish(&f, &script.sha, host, true)
         };
-        if let Err(e) = bound {
-            let _host = HostOps::new(&self.lua);
-            self.lists.unbind(&self.lua);
-            return Reply::Error(Cow::Owned(format!(
-                "ERR Error running script {}, {}",
-                script.sha,
-                error_text(&e)
-            )));
-        }
-        let reply = self.finish(&f, &script.sha, host);
-        {
-            let _host = HostOps::new(&self.lua);
-            self.lists.unbind(&self.lua);
-        }
         self.collect_if_large();
         reply
     }
@@ -734,8 +761,9 @@ impl Vm {
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
     /// (its SHA1 or function name, for error replies), then restores the collector.
-    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> Reply {
-        let result = self.call(f, name, host);
+    /// `eval`: an EVAL script, run with KEYS and ARGV bound.
+    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host, eval: bool) -> Reply {
+        let result = self.call(f, name, host, eval);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
         // collector, an endless pause) must not stay for the next one. Only scripts that
         // changed a setting pay for the reset: in Lua 5.1 a restart makes the next
@@ -754,13 +782,37 @@ impl Vm {
         }
     }
 
-    fn call(&mut self, f: &Function, name: &str, host: &mut dyn Host) -> mlua::Result<Reply> {
+    fn call(
+        &mut self,
+        f: &Function,
+        name: &str,
+        host: &mut dyn Host,
+        eval: bool,
+    ) -> mlua::Result<Reply> {
         self.resp.set(2);
         // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
-        let (status, value): (Value, Value) = {
+        let result: mlua::Result<(Value, Value)> = {
             let _running = self.slot.enter(host);
-            self.runner.call((f, &self.handler))?
+            let runner = if eval {
+                &self.eval_runner
+            } else {
+                &self.runner
+            };
+            runner.call((f, &self.handler))
         };
+        if eval && result.is_err() {
+            // The runner stopped before it could unbind them (it cannot, short of a bug):
+            // KEYS and ARGV are never left in the globals between runs.
+            let globals = self.lua.globals();
+            let _ = globals.raw_set("KEYS", Value::Nil);
+            let _ = globals.raw_set("ARGV", Value::Nil);
+        }
+        // A command that panicked under `redis.call` panics here, as mlua resumes a panic
+        // in its callbacks once Lua has returned.
+        if let Some(payload) = self.calls.take_panic() {
+            std::panic::resume_unwind(payload);
+        }
+        let (status, value) = result?;
         let resp = self.resp.get();
         let ok = matches!(status, Value::Boolean(true));
         let _host = HostOps::new(&self.lua);
@@ -847,40 +899,6 @@ fn raising(lua: &Lua, out: MultiValue) -> mlua::Result<Value> {
         }
         _ => Ok(Value::Nil),
     }
-}
-
-/// Which of the `redis` library's calling functions a script called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallMode {
-    /// `redis.call`: a failed command raises its error.
-    Call,
-    /// `redis.pcall`: a failed command returns its error table.
-    PCall,
-    /// `redis.acl_check_cmd`: only checks that the command exists.
-    AclCheck,
-}
-
-/// `redis.call`, `redis.pcall`, `redis.acl_check_cmd`: runs the command through the
-/// running script's host; `call` raises what `pcall` returns as an error table.
-fn redis_call(
-    lua: &Lua,
-    slot: &HostSlot,
-    resp: u8,
-    mode: CallMode,
-    args: MultiValue,
-) -> mlua::Result<Value> {
-    let (v, failed) = dispatch(lua, slot, resp, mode, args)?;
-    if failed && mode != CallMode::PCall {
-        let msg = match &v {
-            Value::Table(t) => match t.raw_get::<Value>("err")? {
-                Value::String(s) => s.to_string_lossy(),
-                _ => "ERR unknown error".to_string(),
-            },
-            _ => "ERR unknown error".to_string(),
-        };
-        return Err(mlua::Error::external(ErrReply(msg)));
-    }
-    Ok(v)
 }
 
 /// Lua 5.1's `collectgarbage`, which also notes (in `touched`) a script that changed the
@@ -970,61 +988,6 @@ fn redis_log(_: &Lua, args: MultiValue) -> mlua::Result<()> {
         _ => tracing::warn!(target: "sluice::script", "{line}"),
     }
     Ok(())
-}
-
-fn err_table(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
-    let t = lua.create_table_with_capacity(0, 1)?;
-    t.raw_set("err", msg)?;
-    Ok((Value::Table(t), true))
-}
-
-/// Redis's error for `redis.call` outside a script's run (raised by `pcall` too).
-const OUTSIDE_RUN: &str = "ERR redis.call/pcall can only be called inside a script invocation";
-
-/// `redis.call`, `redis.pcall` and `redis.acl_check_cmd`: returns the
-/// converted reply and whether it is an error (which `call` raises).
-fn dispatch(
-    lua: &Lua,
-    slot: &HostSlot,
-    resp: u8,
-    mode: CallMode,
-    args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    if !slot.is_filled() {
-        return Err(err_reply(OUTSIDE_RUN));
-    }
-    if args.is_empty() {
-        return err_table(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for v in &args {
-        match convert::arg_bytes(v) {
-            Some(b) => argv.push(b),
-            None => {
-                return err_table(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                );
-            }
-        }
-    }
-    drop(args);
-    if mode == CallMode::AclCheck {
-        return match slot.with(|host| host.command_allowed(&argv)) {
-            Some(Some(allowed)) => Ok((Value::Boolean(allowed), false)),
-            Some(None) => err_table(lua, "ERR Invalid command passed to redis.acl_check_cmd()"),
-            None => Err(err_reply(OUTSIDE_RUN)),
-        };
-    }
-    let Some(reply) = slot.with(|host| host.call(argv, resp)) else {
-        return Err(err_reply(OUTSIDE_RUN));
-    };
-    let failed = reply.is_error();
-    let _host = HostOps::new(lua);
-    Ok((convert::reply_to_lua(lua, &reply, resp)?, failed))
 }
 
 /// The message handler of every script call: turns the error into Redis's

@@ -194,6 +194,21 @@ G.collectgarbage = D.collectgarbage
 -- skip that handler for the kill error, which must get its position like any other).
 D.runner = function(f, h) return raw_xpcall(f, h) end
 
+-- An EVAL script runs the same way, with KEYS and ARGV in the globals for exactly its run:
+-- `bind` (sluice's, see rawcall.rs) fills the two tables the VM keeps from run to run with
+-- the run's keys and arguments. The script's value is converted after this returns; the
+-- tables are emptied at the next run's `bind`.
+local bind = D.bind
+D.eval_runner = function(f, h)
+  local keys, argv = bind()
+  raw_set(G, 'KEYS', keys)
+  raw_set(G, 'ARGV', argv)
+  local ok, v = raw_xpcall(f, h)
+  raw_set(G, 'KEYS', nil)
+  raw_set(G, 'ARGV', nil)
+  return ok, v
+end
+
 coroutine.resume = function(co, ...)
   if type(co) ~= 'thread' then error("bad argument #1 to 'resume' (coroutine expected)", 2) end
   return unless_killed(co_resume(co, ...))

@@ -1,15 +1,14 @@
 //! What one script run borrows from the VM and gives back: the host `redis.call` reaches
-//! ([`HostSlot`], filled for exactly the run), the KEYS and ARGV tables kept from run to run
-//! ([`Lists`]), and the lifted memory cap while sluice itself moves values in or out
-//! ([`HostOps`]).
+//! ([`HostSlot`], filled for exactly the run) and the lifted memory cap while sluice itself
+//! moves values in or out through mlua ([`HostOps`]). The KEYS and ARGV tables kept from run
+//! to run are `rawcall`'s.
 
 use std::cell::Cell;
 use std::ptr::NonNull;
 
-use bytes::Bytes;
-use mlua::{Lua, Table, Value};
+use mlua::Lua;
 
-use super::{COLLECT_ABOVE, Host, LUA_MEMORY_LIMIT};
+use super::{Host, LUA_MEMORY_LIMIT};
 
 /// Lifts the VM's memory cap while sluice itself (not script code) moves values in or out
 /// of the VM: KEYS and ARGV, a command's reply, the script's result. With a cap set, mlua
@@ -85,79 +84,4 @@ impl HostSlot {
         self.host.set(Some(ptr));
         Some(out)
     }
-}
-
-/// The KEYS and ARGV tables of EVAL scripts, kept from run to run instead of made for each
-/// (Redis makes fresh ones: nothing a run does to them may show in the next). They are in
-/// the globals only while a script runs, and emptied when it ends; a table the script
-/// gave a metatable or filled past [`Lists::KEEP`] entries is dropped for a fresh one.
-pub(super) struct Lists {
-    pub(super) keys: Table,
-    pub(super) argv: Table,
-    keys_name: mlua::String,
-    argv_name: mlua::String,
-    globals: Table,
-    /// How many keys and arguments the running script got.
-    filled: (usize, usize),
-}
-
-impl Lists {
-    /// Most entries a kept table may have held; a larger one is replaced, so that no
-    /// request's arguments keep their capacity in the VM.
-    const KEEP: usize = 64;
-
-    pub(super) fn new(lua: &Lua) -> mlua::Result<Lists> {
-        Ok(Lists {
-            keys: lua.create_table()?,
-            argv: lua.create_table()?,
-            keys_name: lua.create_string("KEYS")?,
-            argv_name: lua.create_string("ARGV")?,
-            globals: lua.globals(),
-            filled: (0, 0),
-        })
-    }
-
-    /// Fills the tables with a run's keys and arguments and puts them in the globals.
-    pub(super) fn bind(&mut self, lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<()> {
-        self.filled = (keys.len(), argv.len());
-        fill(lua, &self.keys, keys)?;
-        fill(lua, &self.argv, argv)?;
-        self.globals.raw_set(&self.keys_name, &self.keys)?;
-        self.globals.raw_set(&self.argv_name, &self.argv)?;
-        Ok(())
-    }
-
-    /// Takes the tables out of the globals and empties them, or replaces one the script
-    /// changed beyond its entries (a metatable, other keys), one that held many values, or
-    /// any after a run that left a large state (an emptied table keeps its capacity).
-    pub(super) fn unbind(&mut self, lua: &Lua) {
-        let _ = self.globals.raw_set(&self.keys_name, Value::Nil);
-        let _ = self.globals.raw_set(&self.argv_name, Value::Nil);
-        let large = lua.used_memory() > COLLECT_ABOVE;
-        let (nk, na) = std::mem::take(&mut self.filled);
-        for (t, n) in [(&mut self.keys, nk), (&mut self.argv, na)] {
-            let keep = !large
-                && n <= Self::KEEP
-                && (1..=n).all(|i| t.raw_set(i, Value::Nil).is_ok())
-                && t.is_empty()
-                && t.metatable().is_none();
-            if !keep {
-                match lua.create_table() {
-                    Ok(fresh) => *t = fresh,
-                    // Out of memory: keep the old table, emptied, rather than fail.
-                    Err(_) => {
-                        let _ = t.clear();
-                        let _ = t.set_metatable(None);
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn fill(lua: &Lua, t: &Table, items: &[Bytes]) -> mlua::Result<()> {
-    for (i, b) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(b)?)?;
-    }
-    Ok(())
 }

@@ -12,8 +12,8 @@ struct FakeHost {
 }
 
 impl Host for FakeHost {
-    fn call(&mut self, args: Vec<Bytes>, resp: u8) -> Reply {
-        self.calls.push(args.clone());
+    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
+        self.calls.push(args.to_vec());
         let name = args[0].to_ascii_lowercase();
         match (&name[..], args.len()) {
             (b"get", 2) => self
@@ -54,7 +54,7 @@ impl Host for FakeHost {
 
 fn eval_with(
     scripts: &Scripts,
-    host: &mut FakeHost,
+    host: &mut dyn Host,
     body: &str,
     keys: &[&str],
     argv: &[&str],
@@ -691,9 +691,11 @@ fn keys_and_argv_are_each_runs_own() {
 #[test]
 fn redis_call_outside_a_run_errors_as_redis_does() {
     let scripts = Scripts::new("7.0.15");
-    // The script environment's redis.call, called while no script runs.
+    // The script environment's redis.call, called while no script runs: it raises Redis's
+    // error (as an `{err=…}` table, which the script's pcall turns into its message).
     for body in ["return redis.call('ping')", "return redis.pcall('ping')"] {
-        let out = scripts
+        let wrapped = format!("local ok, e = pcall(function() {body} end) return {{ok, e}}");
+        let raised = scripts
             .with_vm(|vm| {
                 vm.lua
                     .load(body)
@@ -701,10 +703,24 @@ fn redis_call_outside_a_run_errors_as_redis_does() {
                     .call::<Value>(())
             })
             .expect("vm");
-        let e = out.expect_err("redis.call outside a run must fail");
+        assert!(raised.is_err(), "{body}");
+        let out = scripts
+            .with_vm(|vm| {
+                let t: Table = vm
+                    .lua
+                    .load(&wrapped)
+                    .set_environment(vm.env.clone())
+                    .call(())?;
+                Ok::<_, mlua::Error>((t.raw_get::<bool>(1)?, t.raw_get::<String>(2)?))
+            })
+            .expect("vm")
+            .expect("pcall result");
         assert_eq!(
-            err_reply_text(&e).as_deref(),
-            Some("ERR redis.call/pcall can only be called inside a script invocation"),
+            out,
+            (
+                false,
+                "ERR redis.call/pcall can only be called inside a script invocation".to_string()
+            ),
             "{body}"
         );
     }
@@ -736,14 +752,177 @@ fn redis_call_outside_a_run_errors_as_redis_does() {
 fn kept_lists_are_reused_after_a_plain_run() {
     let scripts = Scripts::new("7.0.15");
     let mut host = FakeHost::default();
-    let body = "return redis.call('incr', KEYS[1])";
-    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
-    let before = scripts
-        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
-        .expect("vm");
-    eval_with(&scripts, &mut host, body, &["a"], &["x"]);
-    let after = scripts
-        .with_vm(|vm| (vm.lists.keys.to_pointer(), vm.lists.argv.to_pointer()))
-        .expect("vm");
-    assert_eq!(before, after);
+    let body = "redis.call('incr', KEYS[1]) return tostring(KEYS) .. ' ' .. tostring(ARGV)";
+    let before = eval_with(&scripts, &mut host, body, &["a"], &["x"]);
+    assert_eq!(eval_with(&scripts, &mut host, body, &["a"], &["x"]), before);
+    // A table the script gave a metatable is replaced.
+    let dirty = "setmetatable(ARGV, {}) return 1";
+    eval_with(&scripts, &mut host, dirty, &["a"], &["x"]);
+    assert_ne!(eval_with(&scripts, &mut host, body, &["a"], &["x"]), before);
+}
+
+#[test]
+fn a_script_may_return_its_keys_and_argv() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "return {KEYS, ARGV}",
+            &["a", "b"],
+            &["1"]
+        ),
+        Reply::Array(vec![
+            Reply::Array(vec![Reply::bulk(b"a"), Reply::bulk(b"b")]),
+            Reply::Array(vec![Reply::bulk(b"1")]),
+        ])
+    );
+    assert_eq!(
+        eval_with(&scripts, &mut host, "return ARGV", &[], &["z"]),
+        Reply::Array(vec![Reply::bulk(b"z")])
+    );
+}
+
+/// A host that answers `r i` with the i-th of its replies.
+struct Fixed(Vec<Reply>);
+
+impl Host for Fixed {
+    fn call(&mut self, args: &[Bytes], _resp: u8) -> Reply {
+        let i: usize = std::str::from_utf8(&args[1]).unwrap().parse().unwrap();
+        self.0[i].clone()
+    }
+    fn command_allowed(&mut self, _: &[Bytes]) -> Option<bool> {
+        None
+    }
+}
+
+#[test]
+fn raw_redis_call_pushes_what_reply_to_lua_builds() {
+    let replies = vec![
+        Reply::ok(),
+        Reply::Error("ERR x".into()),
+        Reply::Int(-7),
+        Reply::bulk(b"bulk"),
+        Reply::bulk(b""),
+        Reply::short_or_bulk(b"short"),
+        Reply::Verbatim(Bytes::from_static(b"txt:hello")),
+        Reply::Null,
+        Reply::NullArray,
+        Reply::Array(vec![]),
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Null,
+            Reply::Array(vec![Reply::bulk(b"n"), Reply::Double(2.5)]),
+        ]),
+        Reply::Map(vec![
+            (Reply::bulk(b"a"), Reply::Int(1)),
+            (Reply::Null, Reply::Int(2)),
+            (Reply::bulk(b"c"), Reply::Null),
+        ]),
+        Reply::Set(vec![Reply::bulk(b"x"), Reply::Null, Reply::Int(3)]),
+        Reply::Double(1.5),
+        Reply::Double(f64::INFINITY),
+        Reply::DoubleText(Bytes::from_static(b"3.25")),
+        Reply::Bool(true),
+        Reply::Bool(false),
+        Reply::BigNumber(Bytes::from_static(b"12345678901234567890")),
+        Reply::Push(vec![Reply::bulk(b"p")]),
+        Reply::Multi(vec![Reply::Int(4), Reply::Int(5)]),
+    ];
+    let scripts = Scripts::new("7.0.15");
+    let body = "local function eq(a, b) \
+                  if type(a) ~= type(b) then return false end \
+                  if type(a) ~= 'table' then return a == b end \
+                  for k, v in pairs(a) do if not eq(v, b[k]) then return false end end \
+                  for k in pairs(b) do if a[k] == nil then return false end end \
+                  return true \
+                end \
+                redis.setresp(tonumber(ARGV[1])) \
+                return eq({redis.pcall('r', ARGV[2])}, EXPECTED) and 1 or 0";
+    let mut host = Fixed(replies.clone());
+    for resp in [2u8, 3] {
+        for (i, reply) in replies.iter().enumerate() {
+            scripts
+                .with_vm(|vm| {
+                    // In a table: a nil value would be no global at all.
+                    let expected = vm.lua.create_table().unwrap();
+                    let value = convert::reply_to_lua(&vm.lua, reply, resp).unwrap();
+                    expected.raw_set(1, value).unwrap();
+                    vm.lua.globals().raw_set("EXPECTED", expected).unwrap();
+                })
+                .expect("vm");
+            let (resp_arg, i_arg) = (resp.to_string(), i.to_string());
+            assert_eq!(
+                eval_with(&scripts, &mut host, body, &[], &[&resp_arg, &i_arg]),
+                Reply::Int(1),
+                "RESP{resp} {reply:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn redis_call_arguments_are_strings_and_numbers_as_before() {
+    // What `convert::arg_bytes` makes of each, which the raw reader must match.
+    let mut host = FakeHost::default();
+    let scripts = Scripts::new("7.0.15");
+    let body = "redis.pcall('set', 'k', 1, 2.5, -0.0, 1e17, 123456789012345678, 3, 'x', 0.1) \
+                return 1";
+    eval_with(&scripts, &mut host, body, &[], &[]);
+    let lua = mlua::Lua::new();
+    let expected: Vec<Bytes> = [
+        Value::String(lua.create_string("set").unwrap()),
+        Value::String(lua.create_string("k").unwrap()),
+        Value::Integer(1),
+        Value::Number(2.5),
+        Value::Number(-0.0),
+        Value::Integer(100_000_000_000_000_000),
+        Value::Integer(123_456_789_012_345_678),
+        Value::Integer(3),
+        Value::String(lua.create_string("x").unwrap()),
+        Value::Number(0.1),
+    ]
+    .iter()
+    .map(|v| convert::arg_bytes(v).unwrap())
+    .collect();
+    assert_eq!(host.calls.last(), Some(&expected));
+    // Anything else is refused with Redis's error.
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "return redis.pcall('get', {})",
+            &[],
+            &[]
+        ),
+        Reply::Error("ERR Lua redis lib command arguments must be strings or integers".into())
+    );
+}
+
+#[test]
+fn evalsha_lookup_through_the_vm_forgets_flushed_scripts() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let body = "return 7";
+    assert_eq!(
+        eval_with(&scripts, &mut host, body, &[], &[]),
+        Reply::Int(7)
+    );
+    let sha = sha1_hex(body.as_bytes());
+    // The first lookup fills the VM's map, the second is served by it.
+    for _ in 0..2 {
+        assert_eq!(
+            scripts.get(sha.as_bytes()).map(|s| s.sha.clone()),
+            Some(sha.clone())
+        );
+    }
+    let upper = sha.to_ascii_uppercase();
+    assert!(scripts.get(upper.as_bytes()).is_some());
+    assert!(scripts.get(&sha.as_bytes()[..39]).is_none());
+    scripts.flush();
+    assert!(scripts.get(sha.as_bytes()).is_none());
+    // Loaded again: found again.
+    scripts.load(body.as_bytes()).expect("load");
+    assert!(scripts.get(sha.as_bytes()).is_some());
 }

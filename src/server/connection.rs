@@ -35,6 +35,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::client::ClientState;
+use crate::engine::{Next, Ran};
 use crate::protocol::{Limits, RequestParser};
 use crate::server::Shared;
 use crate::{commands, engine, services};
@@ -209,6 +210,17 @@ impl Buffers {
         }
     }
 
+    /// After a batch: see [`release_large`].
+    pub(super) fn release_large(&mut self, large: bool) {
+        release_large(
+            large,
+            &mut self.rbuf,
+            &mut self.spare_rbuf,
+            &mut self.spare_held,
+            &mut self.args,
+        );
+    }
+
     /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
     /// mem_clients_normal: a read buffer's `capacity()` counts only from its current
     /// start, so an allocation is counted at no less than the size it was made with.
@@ -236,12 +248,10 @@ pub(super) enum Resume {
     /// `Buffers::args` holds a parsed request not run yet: through the pause and busy
     /// gates, then run it.
     Gate,
-    /// The request ran and blocked (a blocking pop with nothing to pop): wait for the
-    /// waiter's reply. The flag: whether the client was authenticated before it ran.
-    Blocked(Arc<services::blocking::Waiter>, bool),
-    /// The request ran and this is its reply, not yet written; it left the client in a
-    /// state this code handles (PSYNC, WAIT, a pause, MONITOR, a subscription).
-    After(crate::protocol::Reply, bool),
+    /// The request ran and this is its reply, not yet written, with what comes next: what
+    /// this code handles (a blocked command's wait, PSYNC, WAIT, a hold, MONITOR, a
+    /// subscription). The flag: whether the client was authenticated before it ran.
+    After(Ran, bool),
 }
 
 async fn run<S: Transport>(
@@ -264,6 +274,8 @@ async fn run<S: Transport>(
     let info = client.info.clone();
     // Since when the output buffer has been over the soft limit.
     let mut soft = None;
+    // Whether the batch had a request of LARGE_REQUEST bytes or more.
+    let mut large = false;
     let mut resume = Some(resume);
     // CLIENT KILL and shutdown (which kills every client) end a read that waits. Kept for
     // the whole connection, so that it registers this task's waker once, not per request.
@@ -273,25 +285,8 @@ async fn run<S: Transport>(
     loop {
         // Run every complete request already buffered.
         loop {
-            let (reply, was_authenticated) = match resume.take() {
-                Some(Resume::After(reply, was)) => (reply, was),
-                Some(Resume::Blocked(waiter, was)) => {
-                    let waited = wait_for(
-                        shared,
-                        &mut stream,
-                        &mut rbuf,
-                        &mut wbuf,
-                        client,
-                        &mut soft,
-                        waiter,
-                        query_limit,
-                    )
-                    .await?;
-                    match waited {
-                        Some(reply) => (reply, was),
-                        None => return Ok(()),
-                    }
-                }
+            let (ran, was_authenticated) = match resume.take() {
+                Some(Resume::After(ran, was)) => (ran, was),
                 resumed => {
                     if !matches!(resumed, Some(Resume::Gate)) {
                         let req = match parser.parse(&rbuf) {
@@ -304,6 +299,7 @@ async fn run<S: Transport>(
                                 return Ok(());
                             }
                         };
+                        large |= req.consumed >= LARGE_REQUEST;
                         let frame = rbuf.split_to(req.consumed).freeze();
                         // Redis's qbuf: the unprocessed input, this command included.
                         info.qbuf
@@ -329,62 +325,74 @@ async fn run<S: Transport>(
                     } else {
                         None
                     };
-                    let reply = loop {
+                    let ran = loop {
                         if let Some(reply) = gated.take() {
-                            break reply;
+                            break Ran::reply(reply);
                         }
-                        break match engine::execute_may_block(shared, client, &args) {
-                            // A script took a shard this command needs after it passed the
-                            // gate: through the gate again (see `engine::call`).
-                            _ if std::mem::take(&mut client.regate) => {
-                                gated = commands::scripting::busy_gate(shared, client, &args).await;
-                                continue;
-                            }
-                            (reply, None) => reply,
-                            (_, Some(waiter)) => {
-                                let waited = wait_for(
-                                    shared,
-                                    &mut stream,
-                                    &mut rbuf,
-                                    &mut wbuf,
-                                    client,
-                                    &mut soft,
-                                    waiter,
-                                    query_limit,
-                                )
-                                .await?;
-                                match waited {
-                                    Some(reply) => reply,
-                                    None => return Ok(()),
-                                }
-                            }
-                        };
+                        let ran = engine::execute_may_block(shared, client, &args);
+                        // A script took a shard this command needs after it passed the
+                        // gate: through the gate again (see `engine::call`).
+                        if matches!(ran.next, Next::Regate) {
+                            gated = commands::scripting::busy_gate(shared, client, &args).await;
+                            continue;
+                        }
+                        break ran;
                     };
-                    (reply, was_authenticated)
+                    (ran, was_authenticated)
                 }
+            };
+            let Ran {
+                reply,
+                next,
+                hold,
+                disconnect,
+            } = ran;
+            // A blocking command that blocked: its reply is the waiter's.
+            let (reply, next) = match next {
+                Next::Block(waiter) => {
+                    let waited = wait_for(
+                        shared,
+                        &mut stream,
+                        &mut rbuf,
+                        &mut wbuf,
+                        client,
+                        &mut soft,
+                        waiter,
+                        query_limit,
+                    )
+                    .await?;
+                    match waited {
+                        Some(reply) => (reply, Next::Continue),
+                        None => return Ok(()),
+                    }
+                }
+                next => (reply, next),
             };
             if client.authenticated != was_authenticated {
                 parser.set_limits(limits(&config, client.authenticated));
             }
-            // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
-            if let Some(request) = client.psync.take() {
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return crate::repl::master::serve(shared, stream, client, request).await;
-            }
-            // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
-            let reply = match client.wait_acks.take() {
-                Some(w) => {
+            let reply = match next {
+                // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
+                Next::Replicate { replid, offset } => {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                    crate::repl::master::wait(shared, client, w).await
+                    return crate::repl::master::serve(shared, stream, client, (replid, offset))
+                        .await;
                 }
-                None => reply,
+                // WAIT that must wait for acknowledgements: flush, then wait (no lock held).
+                Next::WaitAcks {
+                    replicas,
+                    timeout_ms,
+                    offset,
+                } => {
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    crate::repl::master::wait(shared, client, (replicas, timeout_ms, offset)).await
+                }
+                Next::CloseWithoutReply => return Ok(()),
+                _ => reply,
             };
-            if client.no_reply {
-                return Ok(());
-            }
-            if let Some(pause) = client.sleep.take() {
+            if !hold.is_zero() {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                tokio::time::sleep(pause).await;
+                tokio::time::sleep(hold).await;
             }
             // Pushes this command caused for this client (its subscription confirmations, a
             // message it published to itself) go before its reply, as in Redis.
@@ -402,23 +410,23 @@ async fn run<S: Transport>(
             }
             // Its vectors go back to this thread's pool for the next reply (protocol::reply).
             reply.recycle();
-            if let Some(n) = client.disconnect_after {
-                if n <= 1 {
+            if disconnect {
+                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                return Ok(());
+            }
+            match next {
+                Next::Monitor => {
+                    // Joined before the +OK goes out, as in Redis: every command run after
+                    // the client sees the reply is in its feed.
+                    let slot = shared.monitors.join();
+                    write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                    return monitor(shared, stream, client, slot).await;
+                }
+                Next::Close => {
                     write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
                     return Ok(());
                 }
-                client.disconnect_after = Some(n - 1);
-            }
-            if client.monitor {
-                // Joined before the +OK goes out, as in Redis: every command run after the
-                // client sees the reply is in its feed.
-                let slot = shared.monitors.join();
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return monitor(shared, stream, client, slot).await;
-            }
-            if client.close_after_reply {
-                write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
-                return Ok(());
+                _ => {}
             }
             if wbuf.len() >= FLUSH_AT {
                 write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
@@ -427,6 +435,13 @@ async fn run<S: Transport>(
         // Release the last request's slices of the read buffer, so that the next read can
         // reuse its memory instead of allocating a new one.
         args.clear();
+        release_large(
+            std::mem::take(&mut large),
+            &mut rbuf,
+            &mut spare_rbuf,
+            &mut spare_held,
+            &mut args,
+        );
         write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
         // Messages published meanwhile, until none is left (each write may take a while).
         let queue = client.push_queue().cloned();
@@ -538,6 +553,35 @@ fn make_room(rbuf: &mut BytesMut, spare: &mut BytesMut) -> bool {
     rbuf.clear();
     *spare = std::mem::replace(rbuf, next);
     true
+}
+
+/// A request at least this long (bytes) marks its batch as large (Redis's
+/// PROTO_RESIZE_THRESHOLD).
+pub(super) const LARGE_REQUEST: usize = 32 * 1024;
+
+/// Argument vectors with more room than this are not kept between requests.
+const MAX_KEPT_ARGS: usize = 1024;
+
+/// After a batch whose arguments were released: memory one large request left behind is
+/// given back, as Redis frees a command's argv and resizes a large query buffer, so that
+/// (for example) INFO's used_memory falls back once a huge SADD's set is deleted. The read
+/// buffers are replaced only when a request of the batch was `large` and nothing unread is
+/// left in them, so ordinary traffic keeps reusing its buffers without allocating.
+fn release_large(
+    large: bool,
+    rbuf: &mut BytesMut,
+    spare: &mut BytesMut,
+    spare_held: &mut bool,
+    args: &mut Vec<Bytes>,
+) {
+    if args.capacity() > MAX_KEPT_ARGS {
+        *args = Vec::new();
+    }
+    if large && rbuf.is_empty() {
+        *rbuf = BytesMut::with_capacity(READ_BUF);
+        *spare = BytesMut::new();
+        *spare_held = false;
+    }
 }
 
 /// A protocol error: Redis's reply, counted as Redis counts every error reply (INFO

@@ -11,6 +11,7 @@
 pub mod connection;
 pub mod eventloop;
 pub mod loops;
+pub mod relisten;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod uring;
@@ -363,6 +364,23 @@ impl Server {
                         }
                     })
                 },
+                {
+                    // A pass at or above latency-monitor-threshold: LATENCY's expire-cycle.
+                    let shared = Arc::downgrade(&shared);
+                    Arc::new(move |took: std::time::Duration| {
+                        if let Some(shared) = shared.upgrade() {
+                            let threshold = shared.live.latency_threshold_ms();
+                            let ms = took.as_millis() as u64;
+                            if threshold > 0 && ms >= threshold {
+                                shared.latency.add(
+                                    "expire-cycle",
+                                    shared.clock.now_ms() / 1000,
+                                    ms,
+                                );
+                            }
+                        }
+                    })
+                },
             );
         }
         let saver = crate::services::persist::spawn_timer(shared.clone());
@@ -388,11 +406,26 @@ impl Server {
                 }
             });
             if let Some(bus) = cluster.bus() {
+                // A manual failover reads the replication offset and holds a master's writes
+                // (FAILOVER's own pause, which CLIENT UNPAUSE does not end).
+                let (offset, pause) = (Arc::downgrade(&shared), Arc::downgrade(&shared));
+                bus.set_repl_hooks(
+                    Box::new(move || offset.upgrade().map_or(0, |s| s.repl.offset())),
+                    crate::cluster::bus::failover::PauseWrites(Box::new(move |on| {
+                        if let Some(s) = pause.upgrade() {
+                            s.pause.set_failover(on);
+                        }
+                    })),
+                );
                 let weak = Arc::downgrade(&shared);
-                bus.set_publish_hook(Box::new(move |channel, message| {
+                bus.set_publish_hook(Box::new(move |shard, channel, message| {
                     if let Some(shared) = weak.upgrade() {
                         let limit = crate::services::pubsub::push_limit(&shared);
-                        shared.pubsub.publish(channel, message, limit);
+                        if shard {
+                            shared.pubsub.spublish(channel, message, limit);
+                        } else {
+                            shared.pubsub.publish(channel, message, limit);
+                        }
                     }
                 }));
             }
@@ -438,6 +471,10 @@ impl Server {
             }
             _ => None,
         };
+        // The plain listeners' accept loops stop on `plain_stop` when CONFIG SET port or
+        // bind replaces them (`relisten`); TLS listeners stay.
+        let plain_stop = CancellationToken::new();
+        let mut plain_copies = Vec::new();
         for (i, (listener, acceptor)) in plain.chain(tls).enumerate() {
             let acceptor_is_none = acceptor.is_none();
             // The listener moves to a loop's runtime: it was registered with the caller's.
@@ -448,6 +485,12 @@ impl Server {
                     continue;
                 }
             };
+            let stop = if acceptor_is_none {
+                plain_copies.extend(listener.try_clone().ok());
+                plain_stop.clone()
+            } else {
+                CancellationToken::new()
+            };
             let accept = accept_loop(
                 listener,
                 acceptor,
@@ -456,8 +499,38 @@ impl Server {
                 admitted.clone(),
                 dealer.clone(),
                 own_loops.clone().filter(|_| acceptor_is_none),
+                stop,
             );
             dealer.handle(i).spawn(tracker.track_future(accept));
+        }
+        {
+            let weak = Arc::downgrade(&shared);
+            let tracker = tracker.clone();
+            let admitted = admitted.clone();
+            let dealer = dealer.clone();
+            let own_loops = own_loops.clone();
+            shared.relisten.install(
+                Box::new(move |listeners, stop| {
+                    let Some(shared) = weak.upgrade() else {
+                        return;
+                    };
+                    for (i, listener) in listeners.into_iter().enumerate() {
+                        let accept = accept_loop(
+                            listener,
+                            None,
+                            shared.clone(),
+                            tracker.clone(),
+                            admitted.clone(),
+                            dealer.clone(),
+                            own_loops.clone(),
+                            stop.clone(),
+                        );
+                        dealer.handle(i).spawn(tracker.track_future(accept));
+                    }
+                }),
+                plain_copies,
+                plain_stop,
+            );
         }
         let unix_path = unix.as_ref().map(|(_, p)| p.clone());
         if let Some((listener, path)) = unix {
@@ -470,6 +543,7 @@ impl Server {
                         tracker.clone(),
                         admitted.clone(),
                         dealer.clone(),
+                        own_loops.clone(),
                     );
                     dealer.next().spawn(tracker.track_future(accept));
                 }
@@ -544,7 +618,8 @@ impl Drop for Admitted {
 }
 
 /// Accepts on `listener` (on the loop it was given to) and deals each connection to a loop,
-/// where it is served from then on.
+/// where it is served from then on, until shutdown or `stop` (CONFIG SET port / bind).
+#[allow(clippy::too_many_arguments)]
 async fn accept_loop(
     listener: std::net::TcpListener,
     tls: Option<TlsAcceptor>,
@@ -553,6 +628,7 @@ async fn accept_loop(
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
     own_loops: Option<Arc<eventloop::Group>>,
+    stop: CancellationToken,
 ) {
     let listener = match TcpListener::from_std(listener) {
         Ok(l) => l,
@@ -569,6 +645,7 @@ async fn accept_loop(
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shared.shutdown.cancelled() => return,
+            _ = stop.cancelled() => return,
         };
         let (stream, peer) = match accepted {
             Ok(x) => x,
@@ -593,7 +670,7 @@ async fn accept_loop(
         if let Some(group) = &own_loops
             && refusal.is_none()
         {
-            group.deal(stream, peer.to_string(), laddr.clone(), slot);
+            group.deal(stream.into(), peer.to_string(), laddr.clone(), slot);
             continue;
         }
         let shared = shared.clone();
@@ -723,7 +800,9 @@ fn bind_unix(path: &str, perm: u32) -> Result<UnixListener, ServerError> {
 }
 
 /// Accepts clients on the Unix socket: local by nature, so protected mode does not apply;
-/// CLIENT LIST shows them as `path:0`, as Redis does.
+/// CLIENT LIST shows them as `path:0` (both addresses), as Redis does. Like TCP clients they
+/// are dealt to sluice's own event loops when those run (`io-backend loop`), under the same
+/// `maxclients`; otherwise to tokio's.
 async fn unix_accept_loop(
     listener: std::os::unix::net::UnixListener,
     path: String,
@@ -731,6 +810,7 @@ async fn unix_accept_loop(
     tracker: TaskTracker,
     admitted: Arc<AtomicUsize>,
     dealer: loops::Dealer,
+    own_loops: Option<Arc<eventloop::Group>>,
 ) {
     let listener = match UnixListener::from_std(listener) {
         Ok(l) => l,
@@ -762,6 +842,12 @@ async fn unix_accept_loop(
                 continue;
             }
         };
+        if let Some(group) = &own_loops
+            && refusal.is_none()
+        {
+            group.deal(stream.into(), addr.clone(), addr.clone(), slot);
+            continue;
+        }
         let shared = shared.clone();
         let addr = addr.clone();
         dealer.next().spawn(tracker.track_future(async move {

@@ -60,6 +60,10 @@ pub struct Shared {
     pub blocked: blocking::BlockedClients,
     /// CLIENT PAUSE's state.
     pub pause: pause::Pause,
+    /// The plain TCP listeners, replaced by CONFIG SET port / bind.
+    pub relisten: super::relisten::Relisten,
+    /// UNLINK's lazyfree thread and its counters.
+    pub lazyfree: crate::services::lazyfree::LazyFree,
     /// RDB persistence: save state and counters.
     pub persist: persist::Persistence,
     /// Error replies by prefix (INFO errorstats).
@@ -168,6 +172,8 @@ impl Shared {
             cluster: None,
             blocked: blocking::BlockedClients::default(),
             pause: pause::Pause::default(),
+            relisten: Default::default(),
+            lazyfree: Default::default(),
             persist: persist::Persistence::new(now_s),
             errors: stats::ErrorStats::default(),
             slowlog: slowlog::SlowLog::default(),

@@ -1,7 +1,8 @@
 //! The append-only file as the server runs it (the files and their writer are `crate::aof`):
 //! loading at start (Redis's `loadAppendOnlyFiles`: the base, an RDB file or commands, then
 //! the incremental files in order, `aof-load-truncated` for a last file cut short, the
-//! start refused for anything else wrong), opening it after the load, BGREWRITEAOF, the
+//! start refused for anything else wrong), opening it after the load, BGREWRITEAOF's rewrite
+//! (the command is `commands::persist`), the
 //! automatic rewrite (`auto-aof-rewrite-percentage` / `-min-size`, checked by the save
 //! timer's tick), CONFIG SET appendonly / appendfsync at run time, INFO's `aof_*` fields and
 //! the MISCONF refusal after a failed write.
@@ -19,24 +20,9 @@ use crate::aof::manifest::Manifest;
 use crate::aof::rewrite::{self, Inputs};
 use crate::aof::{Aof, State};
 use crate::client::ClientState;
-use crate::engine::{ArgCursor, Command, CommandSpec, Ctx};
-use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::rdb::snapshot::{self, SaveOptions};
 use crate::server::Shared;
-
-type C = CommandSpec;
-
-/// BGREWRITEAOF.
-pub(crate) static COMMANDS: &[C] = &[C::new(
-    "bgrewriteaof",
-    1,
-    &["admin", "noscript", "no_async_loading"],
-    C::keys(0, 0, 0),
-    crate::engine::run::<BgRewriteAof>,
-)
-.with_acl(&["@admin", "@slow", "@dangerous"])
-.self_locking()];
 
 /// What loading one file ended with.
 #[derive(Debug, PartialEq, Eq)]
@@ -522,54 +508,8 @@ pub(crate) fn info_fields(shared: &Shared) -> Vec<(&'static str, String)> {
     v
 }
 
-/// BGREWRITEAOF
-#[derive(Debug)]
-pub(crate) struct BgRewriteAof;
-
-impl Command for BgRewriteAof {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(BgRewriteAof)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let aof = &ctx.shared.repl.aof;
-        if aof.stats.rewriting.load(Ordering::Acquire) {
-            return Err(CmdError::msg(
-                "ERR Background append only file rewriting already in progress",
-            ));
-        }
-        if ctx.in_exec || ctx.shared.persist.saving() {
-            aof.stats.scheduled.store(true, Ordering::Release);
-            aof.stats.failures.store(0, Ordering::Relaxed);
-            return Ok(Reply::status(
-                "Background append only file rewriting scheduled",
-            ));
-        }
-        if aof.state() == State::Off {
-            // Redis writes a base (and a manifest naming only it) with the AOF off too.
-            return if start_off_rewrite(ctx.shared) {
-                Ok(Reply::status(
-                    "Background append only file rewriting started",
-                ))
-            } else {
-                Err(CmdError::msg(
-                    "ERR Background append only file rewriting already in progress",
-                ))
-            };
-        }
-        if start_rewrite(ctx.shared) {
-            Ok(Reply::status(
-                "Background append only file rewriting started",
-            ))
-        } else {
-            Err(CmdError::msg(
-                "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
-            ))
-        }
-    }
-}
-
 /// BGREWRITEAOF with the AOF off: a new base from a copy, a manifest naming only it.
-fn start_off_rewrite(shared: &Shared) -> bool {
+pub(crate) fn start_off_rewrite(shared: &Shared) -> bool {
     let aof = shared.repl.aof.clone();
     if aof
         .stats

@@ -1,12 +1,14 @@
-//! Blocking pops: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP, the
-//! registry of blocked clients, and the serving of clients blocked on keys that became
-//! ready (Redis's `blocked.c`).
+//! The registry of blocked clients, and the serving of clients blocked on keys that became
+//! ready (Redis's `blocked.c`). The blocking commands are `commands::blocking` (the pops,
+//! CLIENT UNBLOCK) and `commands::stream::read` (XREAD/XREADGROUP's BLOCK); what a waiter
+//! reruns is theirs, behind the [`Rerun`] trait, so this module names no command.
 //!
 //! A blocking command first runs as its non-blocking form under its keys' locks. If that
 //! finds nothing and the caller may block (a client outside MULTI; never EXEC, a script or
-//! `engine::execute` itself), it registers a [`Waiter`] in [`BlockedClients`] while it still holds
-//! those locks, so that a push can never slip between "empty" and "registered", and leaves
-//! it in `Ctx::blocked` for the connection, which waits without holding any lock.
+//! `engine::execute` itself), it [`register`]s a [`Waiter`] in [`BlockedClients`] while it
+//! still holds those locks, so that a push can never slip between "empty" and "registered",
+//! and leaves it in `Ctx::next` ([`Next::Block`](crate::engine::Next::Block)) for the
+//! connection, which waits without holding any lock.
 //!
 //! Serving is done by whoever made a key ready, as Redis's `handleClientsBlockedOnKeys`
 //! does: every write command (from a client, EXEC or a script) notes its keys that have
@@ -29,6 +31,13 @@
 //! serving asks for the next waiter after the last one it looked at, by sequence number;
 //! and a write notes a key ready only if it now holds a list or a sorted set (Redis's
 //! `signalKeyAsReady`), so a blocking command that blocks makes nothing ready.
+//!
+//! Statistics follow Redis 7.0's `updateStatsOnUnblock`: a command that blocks counts its
+//! call (and its time so far) when it blocks; when it is served, or ended by CLIENT UNBLOCK,
+//! its time is added again, an error reply counts as a failed call, its latency histogram
+//! gets the sample and the slow log the entry, under the arguments the client sent
+//! (`Waiter::origin`, set by `engine::call` once the command blocked). A timeout adds
+//! nothing, as in Redis.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -37,344 +46,62 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::client::{ClientInfo, ClientState};
-use crate::commands::list::{End, LMPop, LMove};
-use crate::commands::zsetops::ZMPop;
-use crate::engine::{
-    ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, KeySpecDoc, VariantCommand, run_as,
-};
-use crate::error::{CmdError, CmdResult};
+use crate::engine::Ctx;
+use crate::error::CmdResult;
 use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::store::Value;
 
-const LIST_ACL: &[&str] = &["@write", "@list", "@slow", "@blocking"];
-const ZSET_ACL: &[&str] = &["@write", "@sortedset", "@fast", "@blocking"];
-const MOVE_SPECS: &[KeySpecDoc] = &[
-    KeySpecDoc::range(&["RW", "access", "delete"], 1, 0),
-    KeySpecDoc::range(&["RW", "insert"], 2, 0),
-];
-
-/// The blocking commands.
-#[rustfmt::skip]
-pub(crate) static COMMANDS: &[C] = &[
-    C::new("blpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::First)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpop", -3, &["write", "noscript", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpop)).with_effect(crate::repl::effects::Effect::BPop(crate::repl::effects::Side::Last)).with_acl(LIST_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Brpoplpush)).with_effect(crate::repl::effects::Effect::BRPopLPush).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmove", 6, &["write", "denyoom", "noscript", "blocking"], C::keys(1, 2, 1), |c, a| run_as::<Block>(c, a, Blocking::Blmove)).with_effect(crate::repl::effects::Effect::BLMove).with_acl(LIST_ACL).with_key_specs(MOVE_SPECS),
-    C::new("blmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Blmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: false }).with_acl(LIST_ACL),
-    C::new("bzpopmin", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmin)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::First)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzpopmax", -3, &["write", "noscript", "fast", "blocking"], C::keys(1, -2, 1), |c, a| run_as::<Block>(c, a, Blocking::Bzpopmax)).with_effect(crate::repl::effects::Effect::BZPop(crate::repl::effects::Side::Last)).with_acl(ZSET_ACL).with_key_flags(&["RW", "access", "delete"]),
-    C::new("bzmpop", -5, &["write", "blocking", "movablekeys"], KeySpec::Keynum { begin: 2, keynumidx: 0, firstkey: 1, step: 1, flags: &["RW", "access", "delete"], notes: None }, |c, a| run_as::<Block>(c, a, Blocking::Bzmpop)).with_effect(crate::repl::effects::Effect::BMPop { zset: true }).with_acl(&["@write", "@sortedset", "@slow", "@blocking"]),
-];
-
-/// Which blocking command a [`Block`] is (the table names it).
+/// The type of value that serves a waiter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Blocking {
-    /// BLPOP key [key …] timeout
-    Blpop,
-    /// BRPOP key [key …] timeout
-    Brpop,
-    /// BRPOPLPUSH source destination timeout
-    Brpoplpush,
-    /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
-    Blmove,
-    /// BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count]
-    Blmpop,
-    /// BZPOPMIN key [key …] timeout
-    Bzpopmin,
-    /// BZPOPMAX key [key …] timeout
-    Bzpopmax,
-    /// BZMPOP timeout numkeys key [key …] MIN|MAX [COUNT count]
-    Bzmpop,
+pub(crate) enum Wants {
+    /// A list (BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH).
+    List,
+    /// A sorted set (BZPOPMIN, BZPOPMAX, BZMPOP).
+    ZSet,
+    /// A stream (XREAD; `group`: XREADGROUP, woken with an error when its stream is
+    /// deleted or replaced).
+    Stream {
+        /// XREADGROUP.
+        group: bool,
+    },
 }
 
-/// What a blocked client waits to do.
-#[derive(Debug)]
-enum Op {
-    /// BLPOP / BRPOP: one element, replied `[key, element]`.
-    Pop(LMPop),
-    /// BLMPOP: `[key, [elements]]`.
-    MPop(LMPop),
-    /// BLMOVE / BRPOPLPUSH.
-    Move(LMove),
-    /// BZPOPMIN / BZPOPMAX: `[key, member, score]`.
-    ZPop(ZMPop),
-    /// BZMPOP: `[key, [[member, score], …]]`.
-    ZMPop(ZMPop),
-    /// XREAD / XREADGROUP with BLOCK: `[[key, entries]]` (a map in RESP3).
-    Stream(crate::commands::stream::read::Wait),
-}
+/// What a blocked client runs when a key it waits on is ready: its command's non-blocking
+/// form, kept parsed (implemented by `commands::blocking`).
+pub(crate) trait Rerun: std::fmt::Debug + Send + Sync {
+    /// The keys the client waits on, as given.
+    fn keys(&self) -> &[Bytes];
+    /// The type of value that serves it.
+    fn wants(&self) -> Wants;
+    /// The other key serving it writes (BLMOVE's destination), locked with the ready key.
+    fn destination(&self) -> Option<&Bytes>;
+    /// Runs the non-blocking form on `only` (the one ready key) or, with None, on all its
+    /// keys; `None` when there was nothing to pop.
+    fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>>;
+    /// What serving it propagates to replicas, given the key it was served from and the
+    /// reply; None if nothing is (nothing was popped, or it notes its own effects).
+    fn effect(&self, key: &Bytes, reply: &Reply) -> Option<Vec<Bytes>>;
 
-impl Op {
-    /// The keys the client waits on.
-    fn keys(&self) -> &[Bytes] {
-        match self {
-            Op::Pop(p) | Op::MPop(p) => &p.keys,
-            Op::Move(m) => std::slice::from_ref(&m.source),
-            Op::ZPop(z) | Op::ZMPop(z) => &z.keys,
-            Op::Stream(w) => &w.keys,
-        }
-    }
-
-    /// What serving it propagates to replicas: its non-blocking form on the key it popped
-    /// from (Redis rewrites a served blocking pop the same way); None if nothing was popped.
-    fn effect(&self, key: &Bytes, reply: &Reply) -> Option<Vec<Bytes>> {
-        use crate::repl::effects::{Side, list_pop, mpop_result, zset_pop};
-        let side = |end: End| match end {
-            End::Left => Side::First,
-            End::Right => Side::Last,
-        };
-        let zside = |max: bool| if max { Side::Last } else { Side::First };
-        if matches!(reply, Reply::Null | Reply::NullArray) {
-            return None;
-        }
-        Some(match self {
-            // A stream read notes its own effects (XCLAIM, XGROUP SETID) as it serves.
-            Op::Stream(_) => return None,
-            Op::Pop(p) => vec![Bytes::from_static(list_pop(side(p.end))), key.clone()],
-            Op::ZPop(z) => vec![Bytes::from_static(zset_pop(zside(z.max))), key.clone()],
-            Op::MPop(p) => {
-                let (_, n) = mpop_result(reply)?;
-                vec![
-                    Bytes::from_static(list_pop(side(p.end))),
-                    key.clone(),
-                    n.to_string().into(),
-                ]
-            }
-            Op::ZMPop(z) => {
-                let (_, n) = mpop_result(reply)?;
-                vec![
-                    Bytes::from_static(zset_pop(zside(z.max))),
-                    key.clone(),
-                    n.to_string().into(),
-                ]
-            }
-            Op::Move(m) => vec![
-                Bytes::from_static(b"LMOVE"),
-                m.source.clone(),
-                m.destination.clone(),
-                Bytes::from_static(end_word(m.from)),
-                Bytes::from_static(end_word(m.to)),
-            ],
-        })
-    }
-
+    /// Served by a list.
     fn is_list(&self) -> bool {
-        matches!(self, Op::Pop(_) | Op::MPop(_) | Op::Move(_))
+        self.wants() == Wants::List
     }
 
+    /// Served by a stream.
     fn is_stream(&self) -> bool {
-        matches!(self, Op::Stream(_))
+        matches!(self.wants(), Wants::Stream { .. })
     }
 
     /// XREADGROUP: woken with an error when its stream is deleted or replaced.
     fn is_group_read(&self) -> bool {
-        matches!(self, Op::Stream(w) if w.is_group())
+        self.wants() == Wants::Stream { group: true }
     }
-
-    /// Runs the non-blocking form on `keys` (all the client's keys, or the one ready key);
-    /// `None` when there was nothing to pop.
-    fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
-        let keys = match only {
-            Some(k) => vec![k.clone()],
-            None => self.keys().to_vec(),
-        };
-        let reply = match self {
-            Op::Stream(w) => match only {
-                Some(k) => return w.attempt(ctx, k),
-                None => return Ok(None),
-            },
-            Op::Pop(p) => {
-                let r = LMPop {
-                    keys,
-                    end: p.end,
-                    count: 1,
-                }
-                .apply(ctx)?;
-                // [key, [element]] → [key, element]
-                match r {
-                    Reply::Array(mut kv) if kv.len() == 2 => match kv.pop() {
-                        Some(Reply::Array(mut els)) if !els.is_empty() => {
-                            kv.push(els.swap_remove(0));
-                            Reply::Array(kv)
-                        }
-                        _ => return Ok(None),
-                    },
-                    _ => return Ok(None),
-                }
-            }
-            Op::MPop(p) => LMPop {
-                keys,
-                end: p.end,
-                count: p.count,
-            }
-            .apply(ctx)?,
-            Op::Move(m) => LMove {
-                source: m.source.clone(),
-                destination: m.destination.clone(),
-                from: m.from,
-                to: m.to,
-            }
-            .apply(ctx)?,
-            Op::ZPop(z) => {
-                let r = ZMPop {
-                    keys,
-                    max: z.max,
-                    count: 1,
-                }
-                .apply(ctx)?;
-                // [key, [[member, score]]] → [key, member, score]
-                match r {
-                    Reply::Array(mut kv) if kv.len() == 2 => match kv.pop() {
-                        Some(Reply::Array(mut pairs)) if !pairs.is_empty() => {
-                            if let Reply::Array(pair) = pairs.swap_remove(0) {
-                                kv.extend(pair);
-                            }
-                            Reply::Array(kv)
-                        }
-                        _ => return Ok(None),
-                    },
-                    _ => return Ok(None),
-                }
-            }
-            Op::ZMPop(z) => ZMPop {
-                keys,
-                max: z.max,
-                count: z.count,
-            }
-            .apply(ctx)?,
-        };
-        Ok(match reply {
-            Reply::Null | Reply::NullArray => None,
-            r => Some(r),
-        })
-    }
-
-    /// The reply when the client may not block (MULTI, scripts): Redis treats it as an
-    /// immediate timeout, except that BLMOVE/BRPOPLPUSH answer a null bulk there.
-    fn denied_reply(&self) -> Reply {
-        match self {
-            Op::Move(_) => Reply::Null,
-            _ => Reply::NullArray,
-        }
-    }
-}
-
-/// Parses a blocking timeout in seconds (Redis's `getTimeoutFromObjectOrReply`): a long
-/// double, times 1000, rounded up to whole milliseconds. 0 means forever.
-fn parse_timeout(arg: &[u8]) -> CmdResult<u64> {
-    let not_float = || CmdError::msg("ERR timeout is not a float or out of range");
-    let ld = crate::num::long_double::parse(arg).ok_or_else(not_float)?;
-    let ms = if ld.is_finite() {
-        let v = crate::num::parse_f64(arg).ok_or_else(not_float)?;
-        (v * 1000.0).ceil()
-    } else {
-        // Redis converts ±inf to a long long, which gives LLONG_MIN on x86-64.
-        f64::NEG_INFINITY
-    };
-    // Past i64's range the conversion gives LLONG_MIN too (x86-64's cvt), hence "negative".
-    if !(0.0..9_223_372_036_854_775_808.0).contains(&ms) {
-        return Err(CmdError::msg("ERR timeout is negative"));
-    }
-    Ok(ms as u64)
-}
-
-/// One blocking command, parsed: what to pop and the timeout (ms, 0 = forever).
-#[derive(Debug)]
-pub(crate) struct Block {
-    op: Op,
-    timeout_ms: u64,
-}
-
-impl VariantCommand for Block {
-    type Variant = Blocking;
-    fn parse(a: &mut ArgCursor<'_>, kind: Blocking) -> CmdResult<Self> {
-        use Blocking::*;
-        let (op, timeout_ms) = match kind {
-            Blpop | Brpop | Bzpopmin | Bzpopmax => {
-                let all = a.rest();
-                let (timeout, keys) = all.split_last().ok_or(CmdError::Syntax)?;
-                let timeout_ms = parse_timeout(timeout)?;
-                let keys = keys.to_vec();
-                let op = match kind {
-                    Blpop | Brpop => Op::Pop(LMPop {
-                        keys,
-                        end: if kind == Blpop { End::Left } else { End::Right },
-                        count: 1,
-                    }),
-                    _ => Op::ZPop(ZMPop {
-                        keys,
-                        max: kind == Bzpopmax,
-                        count: 1,
-                    }),
-                };
-                (op, timeout_ms)
-            }
-            Brpoplpush => {
-                let source = a.next()?.clone();
-                let destination = a.next()?.clone();
-                let timeout_ms = parse_timeout(a.next()?)?;
-                let op = Op::Move(LMove {
-                    source,
-                    destination,
-                    from: End::Right,
-                    to: End::Left,
-                });
-                (op, timeout_ms)
-            }
-            Blmove => {
-                let source = a.next()?.clone();
-                let destination = a.next()?.clone();
-                let from = End::parse(a.next()?)?;
-                let to = End::parse(a.next()?)?;
-                let timeout_ms = parse_timeout(a.next()?)?;
-                let op = Op::Move(LMove {
-                    source,
-                    destination,
-                    from,
-                    to,
-                });
-                (op, timeout_ms)
-            }
-            Blmpop => {
-                // numkeys, direction and COUNT are checked before the timeout, as Redis does.
-                let timeout = a.next()?;
-                let op = Op::MPop(LMPop::parse(a)?);
-                (op, parse_timeout(timeout)?)
-            }
-            Bzmpop => {
-                let timeout = a.next()?;
-                let op = Op::ZMPop(ZMPop::parse(a)?);
-                (op, parse_timeout(timeout)?)
-            }
-        };
-        Ok(Block { op, timeout_ms })
-    }
-
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if let Some(reply) = self.op.attempt(ctx, None)? {
-            return Ok(reply);
-        }
-        if !ctx.may_block {
-            return Ok(self.op.denied_reply());
-        }
-        Ok(register(ctx, self.op, self.timeout_ms))
-    }
-}
-
-/// XREAD / XREADGROUP's BLOCK, when nothing could be served at once (the caller checked
-/// `may_block`): registers the reader; `timeout_ms` 0 waits forever.
-pub(crate) fn block_on_streams(
-    ctx: &mut Ctx<'_>,
-    wait: crate::commands::stream::read::Wait,
-    timeout_ms: u64,
-) -> Reply {
-    register(ctx, Op::Stream(wait), timeout_ms)
 }
 
 /// Registers the caller as a waiter for `op` (its keys' locks are held) and leaves it in
-/// `ctx.blocked` for the connection.
-fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
+/// `ctx.next` ([`Next::Block`](crate::engine::Next::Block)) for the connection.
+pub(crate) fn register(ctx: &mut Ctx<'_>, op: Box<dyn Rerun>, timeout_ms: u64) -> Reply {
     {
         let deadline_ms = match timeout_ms {
             0 => 0,
@@ -392,9 +119,10 @@ fn register(ctx: &mut Ctx<'_>, op: Op, timeout_ms: u64) -> Reply {
             deadline_ms,
             state: Mutex::new(State::Waiting),
             notify: tokio::sync::Notify::new(),
+            origin: std::sync::OnceLock::new(),
         });
         ctx.shared.blocked.add(&waiter);
-        ctx.blocked = Some(waiter);
+        ctx.next = crate::engine::Next::Block(waiter);
         // Never sent: the connection waits for the waiter's reply instead.
         Reply::NullArray
     }
@@ -426,7 +154,7 @@ pub struct Waiter {
     info: Arc<ClientInfo>,
     db: usize,
     resp: u8,
-    op: Op,
+    op: Box<dyn Rerun>,
     /// The distinct keys it waits on, in the order given.
     keys: Box<[Bytes]>,
     /// Its place in the blocking order, given by the registry when it is added.
@@ -438,9 +166,31 @@ pub struct Waiter {
     state: Mutex<State>,
     /// Signalled once the state leaves `Waiting` (a stored permit, so never missed).
     notify: tokio::sync::Notify,
+    /// The command that blocked, for its statistics when it is unblocked.
+    origin: std::sync::OnceLock<Origin>,
+}
+
+/// What a blocked command's statistics need when it is unblocked.
+#[derive(Debug)]
+struct Origin {
+    /// Its table entry.
+    cmd: crate::engine::CmdId,
+    /// The arguments as the client sent them (what the slow log shows).
+    args: Box<[Bytes]>,
+    /// µs it ran before it blocked.
+    usec: u64,
 }
 
 impl Waiter {
+    /// Remembers the command that blocked (`engine::call`, as it accounts for the call).
+    pub(crate) fn set_origin(&self, cmd: crate::engine::CmdId, args: &[Bytes], usec: u64) {
+        let _ = self.origin.set(Origin {
+            cmd,
+            args: args.into(),
+            usec,
+        });
+    }
+
     /// The deadline (Unix ms on the server's clock), or None to wait forever.
     pub fn deadline_ms(&self) -> Option<u64> {
         (self.deadline_ms > 0).then_some(self.deadline_ms)
@@ -743,10 +493,8 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
         let mut after = 0;
         while let Some(w) = shared.blocked.next_waiter(db, &key, after) {
             after = w.seq.load(Ordering::Relaxed);
-            let dst = match &w.op {
-                Op::Move(m) => Some(m.destination.clone()),
-                _ => None,
-            };
+            let started = std::time::Instant::now();
+            let dst = w.op.destination().cloned();
             let mut client = ClientState::new(w.info.clone());
             // Served as that client's command: its own invalidations follow its reply.
             let _current = crate::client::tracking::Current::enter(w.info.id);
@@ -762,21 +510,9 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 continue;
             }
             let now_ns = shared.clock.now_ns();
-            let mut ctx = Ctx {
-                shared,
-                client: &mut client,
-                store,
-                now_ms: now_ns / 1_000_000,
-                now_ns,
-                in_exec: false,
-                may_block: false,
-                blocked: None,
-                ready: Vec::new(),
-                error_counted: false,
-                in_script: false,
-                propagate: Vec::new(),
-                events: crate::services::notify::Events::new(shared),
-            };
+            let mut ctx = Ctx::new(shared, &mut client, store);
+            ctx.now_ms = now_ns / 1_000_000;
+            ctx.now_ns = now_ns;
             // Only a key of the type the client waits for serves it (Redis's check); a
             // missing key serves nobody.
             let right_type = match ctx.store.lookup(db, &key, ctx.now_ms).map(|e| &e.value) {
@@ -794,6 +530,7 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
                 crate::engine::call::count_error(shared, text);
                 *st = State::Done(Reply::Error(text.into()));
                 drop(st);
+                unblocked_stats(shared, &w, &client, 0, true);
                 w.notify.notify_one();
                 shared.blocked.remove(&w);
                 continue;
@@ -824,8 +561,11 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             shared.repl.propagate(&ctx.propagate);
             let events = ctx.take_events();
             drop(ctx);
+            let failed = matches!(reply, Reply::Error(_));
             *st = State::Done(reply);
             drop(st);
+            let reply_us = started.elapsed().as_micros() as u64;
+            unblocked_stats(shared, &w, &client, reply_us, failed);
             crate::services::notify::publish(shared, events);
             w.notify.notify_one();
             shared.blocked.remove(&w);
@@ -851,62 +591,39 @@ pub(crate) fn unblock(shared: &Shared, id: u64, error: bool) -> bool {
     };
     let done = w.finish(reply);
     shared.blocked.remove(&w);
+    if done {
+        // Redis counts the call as failed whichever way CLIENT UNBLOCK ends it.
+        unblocked_stats(shared, &w, &ClientState::new(w.info.clone()), 0, true);
+    }
     done
 }
 
-/// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]`
-#[derive(Debug)]
-pub(crate) struct ClientUnblock {
-    id: i64,
-    error: bool,
-}
-
-impl Command for ClientUnblock {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let id = a.next()?;
-        let error = match a.remaining() {
-            0 => false,
-            1 => {
-                let reason = a.next_bytes()?;
-                if reason.eq_ignore_ascii_case(b"timeout") {
-                    false
-                } else if reason.eq_ignore_ascii_case(b"error") {
-                    true
-                } else {
-                    return Err(CmdError::msg(
-                        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
-                    ));
-                }
-            }
-            // Checked by `client_unblock`, which knows the subcommand as typed.
-            _ => return Err(CmdError::Syntax),
-        };
-        let id = crate::num::parse_i64(id).ok_or(CmdError::NotInteger)?;
-        Ok(ClientUnblock { id, error })
-    }
-
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let done = u64::try_from(self.id).is_ok_and(|id| unblock(ctx.shared, id, self.error));
-        Ok(Reply::Int(i64::from(done)))
-    }
-}
-
-/// CLIENT UNBLOCK's handler: too many arguments get Redis's subcommand error, which quotes
-/// the subcommand as the client typed it.
-pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if args.len() > 4 {
-        let typed = args
-            .get(1)
-            .map(|a| crate::engine::printable(a, 128))
-            .unwrap_or_default();
-        return Reply::Error(
-            format!(
-                "ERR unknown subcommand or wrong number of arguments for '{typed}'. Try CLIENT HELP."
-            )
-            .into(),
+/// Redis's `updateStatsOnUnblock`: the unblocked command's time (what it ran before it
+/// blocked, plus `reply_us` to serve it) into its commandstats and latency histogram, a
+/// failed call if it ended with an error, and its slow log entry.
+fn unblocked_stats(shared: &Shared, w: &Waiter, client: &ClientState, reply_us: u64, failed: bool) {
+    let Some(origin) = w.origin.get() else {
+        return;
+    };
+    let Some(entry) = shared.table.entry(origin.cmd) else {
+        return;
+    };
+    let usec = origin.usec.saturating_add(reply_us);
+    entry
+        .stats
+        .unblocked(usec, failed, shared.live.latency_tracking());
+    if !entry.spec.has(crate::engine::CmdFlags::SKIP_SLOWLOG)
+        && shared.slowlog.is_slow(&shared.live, usec)
+    {
+        shared.slowlog.push(
+            &shared.live,
+            shared.clock.now_ms() / 1000,
+            usec,
+            &crate::services::monitor::redact(entry.spec.redaction, &origin.args),
+            client,
+            false,
         );
     }
-    crate::engine::run_sub::<ClientUnblock>(ctx, args)
 }
 
 /// Marks a waiter gone and forgets it; the connection's guard calls this when it stops
@@ -921,17 +638,31 @@ pub(crate) fn release(shared: &Shared, w: &Arc<Waiter>) {
     shared.blocked.remove(w);
 }
 
-/// LEFT or RIGHT, as LMOVE takes it.
-fn end_word(end: End) -> &'static [u8] {
-    match end {
-        End::Left => b"LEFT",
-        End::Right => b"RIGHT",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A waiter's rerun that serves nothing: the registry's order is what these test.
+    #[derive(Debug)]
+    struct Keys(Vec<Bytes>);
+
+    impl Rerun for Keys {
+        fn keys(&self) -> &[Bytes] {
+            &self.0
+        }
+        fn wants(&self) -> Wants {
+            Wants::List
+        }
+        fn destination(&self) -> Option<&Bytes> {
+            None
+        }
+        fn attempt(&self, _: &mut Ctx<'_>, _: Option<&Bytes>) -> CmdResult<Option<Reply>> {
+            Ok(None)
+        }
+        fn effect(&self, _: &Bytes, _: &Reply) -> Option<Vec<Bytes>> {
+            None
+        }
+    }
 
     fn waiter(clients: &crate::client::Registry, keys: &[&[u8]]) -> Arc<Waiter> {
         let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
@@ -939,17 +670,14 @@ mod tests {
             info: clients.register("t".into(), "t".into()),
             db: 0,
             resp: 2,
-            op: Op::Pop(LMPop {
-                keys: keys.clone(),
-                end: End::Left,
-                count: 1,
-            }),
+            op: Box::new(Keys(keys.clone())),
             keys: keys.into(),
             seq: AtomicU64::new(0),
             registered: AtomicBool::new(false),
             deadline_ms: 0,
             state: Mutex::new(State::Waiting),
             notify: tokio::sync::Notify::new(),
+            origin: std::sync::OnceLock::new(),
         })
     }
 
@@ -1004,31 +732,5 @@ mod tests {
         let k = |s: &'static [u8]| Bytes::from_static(s);
         let keys = [k(b"a"), k(b"b"), k(b"a"), k(b"c"), k(b"b")];
         assert_eq!(&distinct(&keys)[..], &[k(b"a"), k(b"b"), k(b"c")][..]);
-    }
-
-    #[test]
-    fn timeouts_as_redis_parses_them() {
-        assert_eq!(parse_timeout(b"0").ok(), Some(0));
-        assert_eq!(parse_timeout(b"1").ok(), Some(1000));
-        assert_eq!(parse_timeout(b"0.0001").ok(), Some(1));
-        assert_eq!(parse_timeout(b"1.5").ok(), Some(1500));
-        assert_eq!(parse_timeout(b"-0.0001").ok(), Some(0));
-        let neg = "ERR timeout is negative";
-        let bad = "ERR timeout is not a float or out of range";
-        for (arg, err) in [
-            (&b"-1"[..], neg),
-            (b"inf", neg),
-            (b"1e300", neg),
-            (b"abc", bad),
-            (b"", bad),
-            (b" 1", bad),
-            (b"nan", bad),
-        ] {
-            assert_eq!(
-                parse_timeout(arg).err().map(|e| e.to_string()),
-                Some(err.to_string()),
-                "{arg:?}"
-            );
-        }
     }
 }

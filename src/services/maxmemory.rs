@@ -15,6 +15,25 @@ use crate::protocol::Reply;
 use crate::server::Shared;
 use crate::store::evict::{OOM_ERROR, Outcome, perform_evictions};
 
+/// Evicts until memory is under `maxmemory` or the policy finds nothing more (CONFIG SET
+/// maxmemory), publishing the `evicted` events. Call with no shard held.
+pub(crate) fn evict_now(shared: &Shared) {
+    if shared.live.maxmemory() == 0 {
+        return;
+    }
+    let mut events = Vec::new();
+    perform_evictions(
+        &shared.keyspace,
+        &shared.live,
+        &shared.stats.evicted_keys,
+        shared.clock.now_ms(),
+        &mut events,
+    );
+    if !events.is_empty() {
+        crate::services::notify::publish_key_events(shared, events);
+    }
+}
+
 /// Evicts as the policy allows; returns the error reply if `entry` must be refused.
 pub(crate) fn check(
     shared: &Shared,

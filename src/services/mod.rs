@@ -10,6 +10,7 @@ pub(crate) mod aof;
 pub(crate) mod blocking;
 pub(crate) mod counter;
 pub(crate) mod latency;
+pub(crate) mod lazyfree;
 pub(crate) mod maxmemory;
 pub(crate) mod monitor;
 pub(crate) mod notify;

@@ -1,5 +1,6 @@
-//! MONITOR: every command any client runs, streamed to the clients that asked, in Redis's
-//! line format (`+<unix>.<micros> [<db> <addr>] "arg" …`), so `redis-cli --monitor` works.
+//! The MONITOR feed (the command is `commands::server`'s): every command any client runs,
+//! streamed to the clients that asked, in Redis's line format (`+<unix>.<micros> [<db>
+//! <addr>] "arg" …`), so `redis-cli --monitor` works.
 //!
 //! Publishing costs one atomic load per command while nobody monitors. Secrets never reach
 //! the feed: AUTH, HELLO … AUTH and CONFIG SET of a password show `(redacted)` as in Redis
@@ -17,10 +18,6 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
-
-use crate::engine::{ArgCursor, Command, Ctx};
-use crate::error::CmdResult;
-use crate::protocol::Reply;
 
 /// The most a monitor may have queued when `client-output-buffer-limit normal` sets no hard
 /// limit (Redis's default `0 0 0` sets none).
@@ -248,26 +245,6 @@ pub(crate) fn repr(b: &[u8], out: &mut String) {
         }
     }
     out.push('"');
-}
-
-/// MONITOR: the connection switches to streaming mode after `+OK`.
-#[derive(Debug)]
-pub(crate) struct Monitor;
-
-impl Command for Monitor {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Monitor)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if ctx.in_exec {
-            // Redis: EXEC runs its queue as a client that must get one reply per command.
-            return Err(crate::error::CmdError::msg(
-                "ERR MONITOR isn't allowed for DENY BLOCKING client",
-            ));
-        }
-        ctx.client.monitor = true;
-        Ok(Reply::ok())
-    }
 }
 
 #[cfg(test)]

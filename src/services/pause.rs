@@ -1,5 +1,5 @@
-//! CLIENT PAUSE / CLIENT UNPAUSE: the server-wide pause, and the one gate a connection passes
-//! before running a command while a pause is in force.
+//! The server-wide pause CLIENT PAUSE sets (the commands are `commands::server::pause`), and
+//! the one gate a connection passes before running a command while a pause is in force.
 //!
 //! As Redis 7.0 does, a pause is a mode (ALL, or WRITE) and an end time on the server clock
 //! (so CLOCK ADVANCE in test mode ends it too). A second PAUSE keeps the stricter mode and the
@@ -13,7 +13,8 @@
 //!
 //! The gate is one call from the connection loop (`gate`), taken only when a pause is set
 //! (one relaxed load otherwise). It may use `client`, `script` (for a script's flags) and
-//! the table; nothing here locks the keyspace.
+//! the table; nothing here locks the keyspace. Each change of the pause also tells the
+//! keyspace until when to hold expiry (`hold_expiry`): no key is expired during a pause.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -24,17 +25,15 @@ use bytes::Bytes;
 use crate::client::ClientState;
 use crate::engine::Roles;
 use crate::engine::table::CommandEntry;
-use crate::engine::{ArgCursor, CmdId, Command, Ctx, Lookup, lookup};
-use crate::error::{CmdError, CmdResult};
-use crate::protocol::Reply;
+use crate::engine::{CmdId, Lookup, lookup};
 use crate::server::Shared;
 
 /// No pause.
 const OFF: u8 = 0;
 /// Write commands wait.
-const WRITE: u8 = 1;
+pub(crate) const WRITE: u8 = 1;
 /// Every command waits.
-const ALL: u8 = 2;
+pub(crate) const ALL: u8 = 2;
 
 /// How often a waiting client looks at the clock again (Redis checks the end of a pause from
 /// its 10 Hz cron and before each event loop sleep). UNPAUSE wakes waiters at once.
@@ -93,7 +92,7 @@ impl Pause {
     }
 
     /// CLIENT PAUSE: the stricter mode and the later end win.
-    fn pause(&self, mode: u8, end_ms: u64, now_ms: u64) {
+    pub(crate) fn pause(&self, mode: u8, end_ms: u64, now_ms: u64) {
         if let Ok(mut s) = self.state.lock() {
             if s.0 == OFF || s.1 < now_ms {
                 *s = (mode, end_ms);
@@ -108,6 +107,18 @@ impl Pause {
         self.changed.notify_waiters();
     }
 
+    /// Until when (Unix ms) the store holds expiry for this pause: the end of a CLIENT PAUSE
+    /// in force, `u64::MAX` during a FAILOVER, 0 when nothing is paused.
+    fn expiry_hold(&self) -> u64 {
+        if self.failover.load(Ordering::Relaxed) {
+            return u64::MAX;
+        }
+        match self.state.lock() {
+            Ok(s) if s.0 != OFF => s.1,
+            _ => 0,
+        }
+    }
+
     /// CLIENT UNPAUSE.
     pub fn unpause(&self) {
         if let Ok(mut s) = self.state.lock() {
@@ -116,6 +127,16 @@ impl Pause {
         }
         self.changed.notify_waiters();
     }
+}
+
+/// Tells the keyspace how long the pause now in force holds expiry (call after every change
+/// of the pause): Redis neither expires nor evicts keys on its own while clients are paused,
+/// so that a paused primary's dataset stays what its replicas have.
+pub(crate) fn hold_expiry(shared: &Shared) {
+    shared
+        .keyspace
+        .deletions()
+        .hold_expiry_until(shared.pause.expiry_hold());
 }
 
 /// Counts a client as waiting while it lives.
@@ -221,78 +242,6 @@ fn script_writes(shared: &Shared, by_sha: bool, args: &[Bytes]) -> Option<bool> 
 
 fn declared(flags: crate::script::ScriptFlags) -> Option<bool> {
     flags.shebang.then_some(!flags.no_writes)
-}
-
-/// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
-/// error, which names the subcommand as the client typed it.
-pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if args.len() > 4 {
-        return Reply::Error(
-            format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                crate::engine::printable(&args[1], 128)
-            )
-            .into(),
-        );
-    }
-    crate::engine::run_sub::<ClientPause>(ctx, args)
-}
-
-/// CLIENT PAUSE timeout [WRITE|ALL]
-#[derive(Debug)]
-pub(crate) struct ClientPause {
-    mode: u8,
-    timeout_ms: u64,
-}
-
-impl Command for ClientPause {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let timeout = a.next()?;
-        // Redis reads the mode before the timeout.
-        let mode = if a.remaining() == 0 {
-            ALL
-        } else if a.eat("write") {
-            WRITE
-        } else if a.eat("all") {
-            ALL
-        } else {
-            return Err(CmdError::msg("ERR CLIENT PAUSE mode must be WRITE or ALL"));
-        };
-        let t = crate::num::parse_i64(timeout).ok_or(CmdError::msg(
-            "ERR timeout is not an integer or out of range",
-        ))?;
-        if t < 0 {
-            return Err(CmdError::msg("ERR timeout is negative"));
-        }
-        Ok(ClientPause {
-            mode,
-            timeout_ms: t as u64,
-        })
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        // A timeout of 0 is an end of 0: already over (Redis does the same).
-        let end = if self.timeout_ms == 0 {
-            0
-        } else {
-            ctx.now_ms.saturating_add(self.timeout_ms)
-        };
-        ctx.shared.pause.pause(self.mode, end, ctx.now_ms);
-        Ok(Reply::ok())
-    }
-}
-
-/// CLIENT UNPAUSE
-#[derive(Debug)]
-pub(crate) struct ClientUnpause;
-
-impl Command for ClientUnpause {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ClientUnpause)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        ctx.shared.pause.unpause();
-        Ok(Reply::ok())
-    }
 }
 
 #[cfg(test)]

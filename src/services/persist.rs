@@ -1,5 +1,5 @@
-//! RDB persistence as the server runs it: SAVE, BGSAVE \[SCHEDULE\], LASTSAVE, the `save`
-//! points' timer, loading `dir/dbfilename` at start, the save at shutdown, DEBUG RELOAD's
+//! RDB persistence as the server runs it (SAVE, BGSAVE and LASTSAVE are
+//! `commands::persist`): saving now or in the background, the `save` points' timer, loading `dir/dbfilename` at start, the save at shutdown, DEBUG RELOAD's
 //! save-and-load, INFO's persistence section and the MISCONF refusal of writes after a
 //! failed background save.
 //!
@@ -22,45 +22,12 @@ use bytes::Bytes;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::engine::{ArgCursor, CmdFlags, Command, CommandSpec, Ctx};
+use crate::engine::{CmdFlags, CommandSpec};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
 use crate::rdb::snapshot::{self, LoadOptions, SaveOptions, SaveStats};
 use crate::server::Shared;
 use crate::store::Keyspace;
-
-type C = CommandSpec;
-
-/// SAVE, BGSAVE, LASTSAVE.
-pub(crate) static COMMANDS: &[C] = &[
-    C::new(
-        "save",
-        1,
-        &["admin", "noscript", "no_async_loading", "no_multi"],
-        C::keys(0, 0, 0),
-        crate::engine::run::<Save>,
-    )
-    .with_acl(&["@admin", "@slow", "@dangerous"])
-    .self_locking(),
-    C::new(
-        "bgsave",
-        -1,
-        &["admin", "noscript", "no_async_loading"],
-        C::keys(0, 0, 0),
-        crate::engine::run::<Bgsave>,
-    )
-    .with_acl(&["@admin", "@slow", "@dangerous"])
-    .self_locking(),
-    C::new(
-        "lastsave",
-        1,
-        &["loading", "stale", "fast"],
-        C::keys(0, 0, 0),
-        crate::engine::run::<Lastsave>,
-    )
-    .with_acl(&["@admin", "@fast", "@dangerous"])
-    .with_tips(&["nondeterministic_output"]),
-];
 
 /// Redis's retry delay after a failed background save before the save points try again.
 const BGSAVE_RETRY_DELAY_S: u64 = 5;
@@ -143,6 +110,17 @@ impl Persistence {
     /// True while a save runs.
     pub fn saving(&self) -> bool {
         self.state.saving.load(Ordering::Acquire)
+    }
+
+    /// BGSAVE inside EXEC: a background save starts once the transaction is over (Redis
+    /// defers the fork the same way).
+    pub(crate) fn schedule_bgsave(&self) {
+        self.state.scheduled.store(true, Ordering::Release);
+    }
+
+    /// When the last save succeeded (LASTSAVE), Unix seconds on the server's clock.
+    pub(crate) fn lastsave_s(&self) -> u64 {
+        self.state.lastsave_s.load(Ordering::Acquire)
     }
 }
 
@@ -420,7 +398,7 @@ pub(crate) fn load_at_start(shared: &Shared) -> Result<(), String> {
 pub(crate) fn load_into(shared: &Shared, input: impl std::io::Read) -> Result<(), String> {
     let opts = LoadOptions {
         now_ms: shared.clock.now_ms(),
-        limits: crate::commands::zset::limits(shared),
+        limits: shared.live.zset_limits(),
     };
     let loaded = snapshot::load_from(input, &shared.keyspace, &opts).map_err(|e| e.to_string())?;
     install_functions(shared, &loaded.functions)?;
@@ -456,7 +434,7 @@ pub(crate) fn debug_reload(shared: &Shared, save: bool) -> CmdResult<()> {
     })?;
     let opts = LoadOptions {
         now_ms: shared.clock.now_ms(),
-        limits: crate::commands::zset::limits(shared),
+        limits: shared.live.zset_limits(),
     };
     let mut locked = shared.keyspace.lock_all();
     for shard in locked.shards_mut() {
@@ -507,7 +485,7 @@ fn record_load(shared: &Shared, loaded: &snapshot::Loaded, changes: u64) {
 pub(crate) fn load_options(shared: &Shared, now_ms: u64) -> LoadOptions {
     LoadOptions {
         now_ms,
-        limits: crate::commands::zset::limits(shared),
+        limits: shared.live.zset_limits(),
     }
 }
 
@@ -635,70 +613,4 @@ pub(crate) fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, S
             s.keys_loaded.load(Ordering::Relaxed).to_string(),
         ),
     ]
-}
-
-/// SAVE
-#[derive(Debug)]
-pub(crate) struct Save;
-
-impl Command for Save {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Save)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if ctx.shared.persist.saving() {
-            return Err(CmdError::msg("ERR Background save already in progress"));
-        }
-        match save_now(ctx.shared) {
-            Ok(_) => Ok(Reply::ok()),
-            // Redis answers a failed SAVE with a bare "-ERR".
-            Err(_) => Err(CmdError::msg("ERR")),
-        }
-    }
-}
-
-/// BGSAVE \[SCHEDULE\]
-#[derive(Debug)]
-pub(crate) struct Bgsave;
-
-impl Command for Bgsave {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        match a.rest() {
-            [] => Ok(Bgsave),
-            [s] if s.eq_ignore_ascii_case(b"schedule") => Ok(Bgsave),
-            _ => Err(CmdError::Syntax),
-        }
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let state = &ctx.shared.persist.state;
-        if state.saving.load(Ordering::Acquire) {
-            return Err(CmdError::msg("ERR Background save already in progress"));
-        }
-        // Inside EXEC Redis defers the fork to after the transaction; so do we.
-        if ctx.in_exec {
-            state.scheduled.store(true, Ordering::Release);
-            return Ok(Reply::status("Background saving scheduled"));
-        }
-        if start_bgsave(ctx.shared) {
-            Ok(Reply::status("Background saving started"))
-        } else if state.saving.load(Ordering::Acquire) {
-            Err(CmdError::msg("ERR Background save already in progress"))
-        } else {
-            Err(CmdError::msg("ERR"))
-        }
-    }
-}
-
-/// LASTSAVE
-#[derive(Debug)]
-pub(crate) struct Lastsave;
-
-impl Command for Lastsave {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Lastsave)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let s = ctx.shared.persist.state.lastsave_s.load(Ordering::Acquire);
-        Ok(Reply::Int(i64::try_from(s).unwrap_or(i64::MAX)))
-    }
 }

@@ -1,6 +1,5 @@
-//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, SSUBSCRIBE, SUNSUBSCRIBE,
-//! PUBLISH, SPUBLISH and PUBSUB, with Redis 7.0's replies; and the registry of who listens
-//! to what.
+//! Pub/sub's registry of who listens to what, and the fan-out of messages. The commands
+//! (SUBSCRIBE … PUBSUB) are `commands::pubsub`.
 //!
 //! The registry is three maps behind their own `RwLock`s (channels, shard channels,
 //! patterns), leaves in the lock order: no shard lock is ever taken while one is held, and
@@ -31,8 +30,6 @@ use bytes::{Bytes, BytesMut};
 use crate::client::ClientState;
 use crate::client::push::{PushLimit, PushQueue, Subscriptions};
 use crate::engine::args::glob_match;
-use crate::engine::{CommandSpec as C, Ctx, KeySpecDoc};
-use crate::error::CmdError;
 use crate::protocol::Reply;
 
 /// The subscribers of one channel or pattern: client id → its queue. Keyed, so that a
@@ -46,6 +43,10 @@ pub struct PubSub {
     shard_channels: RwLock<HashMap<Bytes, Subs>>,
     patterns: RwLock<HashMap<Bytes, Subs>>,
 }
+
+/// The registry's lock was poisoned (a thread panicked holding it).
+#[derive(Debug)]
+pub(crate) struct Poisoned;
 
 /// The three kinds of subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +68,8 @@ impl Kind {
         }
     }
 
-    fn set(self, s: &mut Subscriptions) -> &mut indexmap::IndexSet<Bytes> {
+    /// The client's own set of this kind's names.
+    pub(crate) fn set(self, s: &mut Subscriptions) -> &mut indexmap::IndexSet<Bytes> {
         match self {
             Kind::Channel => &mut s.channels,
             Kind::Pattern => &mut s.patterns,
@@ -75,7 +77,7 @@ impl Kind {
         }
     }
 
-    fn words(self) -> (&'static str, &'static str) {
+    pub(crate) fn words(self) -> (&'static str, &'static str) {
         match self {
             Kind::Channel => ("subscribe", "unsubscribe"),
             Kind::Pattern => ("psubscribe", "punsubscribe"),
@@ -84,14 +86,15 @@ impl Kind {
     }
 
     /// The count a confirmation reports: channels + patterns, or shard channels.
-    fn count(self, s: &Subscriptions) -> usize {
+    pub(crate) fn count(self, s: &Subscriptions) -> usize {
         match self {
             Kind::Shard => s.shard_channels.len(),
             _ => s.count(),
         }
     }
 
-    fn info_index(self) -> usize {
+    /// Its index in `ClientInfo::subs` (CLIENT LIST's sub, psub, ssub).
+    pub(crate) fn info_index(self) -> usize {
         match self {
             Kind::Channel => 0,
             Kind::Pattern => 1,
@@ -232,6 +235,88 @@ impl PubSub {
         dropped
     }
 
+    /// Subscribes client `id` (its queue `queue`, its own sets `subs`) to `names` as `kind`;
+    /// `confirm(name, count)` runs for each name while the registry's write lock is held,
+    /// so a message published right after can never overtake its confirmation. `Err` if
+    /// the registry's lock is poisoned.
+    pub(crate) fn subscribe(
+        &self,
+        kind: Kind,
+        id: u64,
+        queue: &Arc<PushQueue>,
+        subs: &mut Subscriptions,
+        names: &[Bytes],
+        mut confirm: impl FnMut(Option<&Bytes>, usize),
+    ) -> Result<(), Poisoned> {
+        let mut map = kind.map(self).write().map_err(|_| Poisoned)?;
+        for name in names {
+            if kind.set(subs).insert(name.clone()) {
+                map.entry(name.clone())
+                    .or_default()
+                    .insert(id, queue.clone());
+            }
+            confirm(Some(name), kind.count(subs));
+        }
+        Ok(())
+    }
+
+    /// Unsubscribes client `id` from `names` as `kind`, or from all its names of that kind
+    /// when `names` is empty (one `confirm(None, count)` if it has none); confirmations as
+    /// in [`subscribe`](Self::subscribe).
+    pub(crate) fn unsubscribe(
+        &self,
+        kind: Kind,
+        id: u64,
+        subs: &mut Subscriptions,
+        names: &[Bytes],
+        mut confirm: impl FnMut(Option<&Bytes>, usize),
+    ) -> Result<(), Poisoned> {
+        let mut map = kind.map(self).write().map_err(|_| Poisoned)?;
+        let all: Vec<Bytes>;
+        let names = if names.is_empty() {
+            all = kind.set(subs).iter().cloned().collect();
+            if all.is_empty() {
+                confirm(None, kind.count(subs));
+            }
+            &all[..]
+        } else {
+            names
+        };
+        for name in names {
+            // swap_remove: O(1); the order left only decides an unnamed UNSUBSCRIBE's order
+            // of confirmations, which in Redis is its dict's (no order).
+            if kind.set(subs).swap_remove(name) {
+                remove_sub(&mut map, name, id);
+            }
+            confirm(Some(name), kind.count(subs));
+        }
+        Ok(())
+    }
+
+    /// The channels (or shard channels) of `kind` with a subscriber, matching `pattern`
+    /// if given (PUBSUB CHANNELS / SHARDCHANNELS).
+    pub(crate) fn active(&self, kind: Kind, pattern: Option<&Bytes>) -> Vec<Bytes> {
+        let Ok(map) = kind.map(self).read() else {
+            return Vec::new();
+        };
+        map.keys()
+            .filter(|ch| pattern.is_none_or(|p| glob_match(p, ch, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// How many clients subscribe to each of `names` as `kind` (PUBSUB NUMSUB /
+    /// SHARDNUMSUB); None if the registry's lock is poisoned.
+    pub(crate) fn subscribers(&self, kind: Kind, names: &[Bytes]) -> Option<Vec<usize>> {
+        let map = kind.map(self).read().ok()?;
+        Some(
+            names
+                .iter()
+                .map(|ch| map.get(ch).map_or(0, Subs::len))
+                .collect(),
+        )
+    }
+
     /// Removes every subscription of a client (disconnect, RESET), without confirmations.
     pub fn drop_client(&self, client: &mut ClientState) {
         let Some(subs) = client.subs.as_mut() else {
@@ -275,363 +360,6 @@ pub(crate) fn push_limit(ctx_shared: &crate::server::Shared) -> PushLimit {
         soft_seconds: l.soft_seconds,
     }
 }
-
-/// Where a (un)subscribe command's confirmations go: the client's queue, or EXEC's reply.
-struct Confirm {
-    in_exec: bool,
-    replies: Vec<Reply>,
-    limit: PushLimit,
-}
-
-impl Confirm {
-    fn send(&mut self, queue: &PushQueue, word: &'static str, name: Option<&Bytes>, n: usize) {
-        let reply = Reply::Push(vec![
-            Reply::Bulk(Bytes::from_static(word.as_bytes())),
-            name.map_or(Reply::Null, |n| Reply::Bulk(n.clone())),
-            Reply::Int(n as i64),
-        ]);
-        if self.in_exec {
-            self.replies.push(reply);
-        } else {
-            let mut out = BytesMut::new();
-            reply.encode(queue.resp(), &mut out);
-            queue.push(out.freeze(), self.limit);
-        }
-    }
-
-    /// Confirmations for the command `ctx` runs: into EXEC's reply inside MULTI, else pushed.
-    fn new(ctx: &Ctx<'_>) -> Self {
-        Confirm {
-            in_exec: ctx.in_exec,
-            replies: Vec::new(),
-            limit: push_limit(ctx.shared),
-        }
-    }
-
-    fn finish(self) -> Reply {
-        Reply::Multi(self.replies)
-    }
-}
-
-fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
-    if kind == Kind::Shard && ctx.in_exec {
-        return CmdError::msg("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client").into();
-    }
-    let mut confirm = Confirm::new(ctx);
-    let resp = ctx.client.resp;
-    let id = ctx.client.info.id;
-    ctx.client.subscriptions();
-    let subs = ctx
-        .client
-        .subs
-        .get_or_insert_with(|| Box::new(Subscriptions::new(resp)));
-    let queue = subs.queue.clone();
-    let Ok(mut map) = kind.map(&ctx.shared.pubsub).write() else {
-        return CmdError::msg("ERR pub/sub registry unavailable").into();
-    };
-    for name in names {
-        if kind.set(subs).insert(name.clone()) {
-            map.entry(name.clone())
-                .or_default()
-                .insert(id, queue.clone());
-        }
-        confirm.send(&queue, kind.words().0, Some(name), kind.count(subs));
-    }
-    drop(map);
-    ctx.client.info.subs[kind.info_index()].store(kind.set(subs).len(), Ordering::Relaxed);
-    confirm.finish()
-}
-
-fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
-    let mut confirm = Confirm::new(ctx);
-    let resp = ctx.client.resp;
-    let id = ctx.client.info.id;
-    ctx.client.subscriptions();
-    let subs = ctx
-        .client
-        .subs
-        .get_or_insert_with(|| Box::new(Subscriptions::new(resp)));
-    let queue = subs.queue.clone();
-    let Ok(mut map) = kind.map(&ctx.shared.pubsub).write() else {
-        return CmdError::msg("ERR pub/sub registry unavailable").into();
-    };
-    let word = kind.words().1;
-    let all: Vec<Bytes>;
-    let names = if names.is_empty() {
-        all = kind.set(subs).iter().cloned().collect();
-        if all.is_empty() {
-            confirm.send(&queue, word, None, kind.count(subs));
-        }
-        &all[..]
-    } else {
-        names
-    };
-    for name in names {
-        // swap_remove: O(1); the order left only decides an unnamed UNSUBSCRIBE's order of
-        // confirmations, which in Redis is its dict's (no order).
-        if kind.set(subs).swap_remove(name) {
-            remove_sub(&mut map, name, id);
-        }
-        confirm.send(&queue, word, Some(name), kind.count(subs));
-    }
-    drop(map);
-    ctx.client.info.subs[kind.info_index()].store(kind.set(subs).len(), Ordering::Relaxed);
-    confirm.finish()
-}
-
-fn subscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    subscribe(ctx, Kind::Channel, &args[1..])
-}
-fn psubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    subscribe(ctx, Kind::Pattern, &args[1..])
-}
-fn ssubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    subscribe(ctx, Kind::Shard, &args[1..])
-}
-fn unsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    unsubscribe(ctx, Kind::Channel, &args[1..])
-}
-fn punsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    unsubscribe(ctx, Kind::Pattern, &args[1..])
-}
-fn sunsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    unsubscribe(ctx, Kind::Shard, &args[1..])
-}
-
-fn publish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let limit = push_limit(ctx.shared);
-    // A member of a Redis cluster sends it to every other node too (the count is local).
-    if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
-        bus.propagate_publish(&args[1], &args[2]);
-    }
-    Reply::Int(ctx.shared.pubsub.publish(&args[1], &args[2], limit) as i64)
-}
-
-fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let limit = push_limit(ctx.shared);
-    Reply::Int(ctx.shared.pubsub.spublish(&args[1], &args[2], limit) as i64)
-}
-
-fn syntax_error(sub: &Bytes) -> Reply {
-    CmdError::owned(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-        crate::engine::printable(sub, 128)
-    ))
-    .into()
-}
-
-fn channels(map: &RwLock<HashMap<Bytes, Subs>>, args: &[Bytes]) -> Reply {
-    if args.len() > 3 {
-        return syntax_error(&args[1]);
-    }
-    let pattern = args.get(2);
-    let Ok(map) = map.read() else {
-        return Reply::Array(Vec::new());
-    };
-    Reply::Array(
-        map.keys()
-            .filter(|ch| pattern.is_none_or(|p| glob_match(p, ch, false)))
-            .map(|ch| Reply::Bulk(ch.clone()))
-            .collect(),
-    )
-}
-
-fn numsub(map: &RwLock<HashMap<Bytes, Subs>>, args: &[Bytes]) -> Reply {
-    let Ok(map) = map.read() else {
-        return Reply::Array(Vec::new());
-    };
-    let mut out = Vec::with_capacity(2 * (args.len() - 2));
-    for ch in &args[2..] {
-        out.push(Reply::Bulk(ch.clone()));
-        out.push(Reply::Int(map.get(ch).map_or(0, Subs::len) as i64));
-    }
-    Reply::Array(out)
-}
-
-fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    channels(&ctx.shared.pubsub.channels, args)
-}
-fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    channels(&ctx.shared.pubsub.shard_channels, args)
-}
-fn pubsub_numsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    numsub(&ctx.shared.pubsub.channels, args)
-}
-fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    numsub(&ctx.shared.pubsub.shard_channels, args)
-}
-fn pubsub_numpat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
-    Reply::Int(ctx.shared.pubsub.patterns.read().map_or(0, |m| m.len()) as i64)
-}
-
-fn pubsub_help(_: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
-    const LINES: &[&str] = &[
-        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "CHANNELS [<pattern>]",
-        "    Return the currently active channels matching a <pattern> (default: '*').",
-        "NUMPAT",
-        "    Return number of subscriptions to patterns.",
-        "NUMSUB [<channel> ...]",
-        "    Return the number of subscribers for the specified channels, excluding",
-        "    pattern subscriptions(default: no channels).",
-        "SHARDCHANNELS [<pattern>]",
-        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
-        "SHARDNUMSUB [<shardchannel> ...]",
-        "    Return the number of subscribers for the specified shard level channel(s)",
-        "HELP",
-        "    Prints this help.",
-    ];
-    Reply::Array(LINES.iter().map(|l| Reply::status(l)).collect())
-}
-
-/// The container's handler runs only for `PUBSUB` alone (arity refuses it first).
-fn pubsub_container(_: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
-    CmdError::WrongArity("pubsub".into()).into()
-}
-
-const SUB_FLAGS: &[&str] = &["pubsub", "noscript", "loading", "stale"];
-const SUB_ACL: &[&str] = &["@pubsub", "@slow"];
-const PUBSUB_SUB_FLAGS: &[&str] = &["pubsub", "loading", "stale"];
-
-static NOT_KEY_ALL: &[KeySpecDoc] = &[KeySpecDoc::range(&["not_key"], 1, -1)];
-static NOT_KEY_ONE: &[KeySpecDoc] = &[KeySpecDoc::range(&["not_key"], 1, 0)];
-
-static PUBSUB_SUBCOMMANDS: &[C] = &[
-    C::new(
-        "pubsub|help",
-        2,
-        &["loading", "stale"],
-        C::keys(0, 0, 0),
-        pubsub_help,
-    )
-    .with_acl(&["@slow"]),
-    C::new(
-        "pubsub|channels",
-        -2,
-        PUBSUB_SUB_FLAGS,
-        C::keys(0, 0, 0),
-        pubsub_channels,
-    )
-    .with_acl(SUB_ACL),
-    C::new(
-        "pubsub|numpat",
-        2,
-        PUBSUB_SUB_FLAGS,
-        C::keys(0, 0, 0),
-        pubsub_numpat,
-    )
-    .with_acl(SUB_ACL),
-    C::new(
-        "pubsub|numsub",
-        -2,
-        PUBSUB_SUB_FLAGS,
-        C::keys(0, 0, 0),
-        pubsub_numsub,
-    )
-    .with_acl(SUB_ACL),
-    C::new(
-        "pubsub|shardnumsub",
-        -2,
-        PUBSUB_SUB_FLAGS,
-        C::keys(0, 0, 0),
-        pubsub_shardnumsub,
-    )
-    .with_acl(SUB_ACL),
-    C::new(
-        "pubsub|shardchannels",
-        -2,
-        PUBSUB_SUB_FLAGS,
-        C::keys(0, 0, 0),
-        pubsub_shardchannels,
-    )
-    .with_acl(SUB_ACL),
-];
-
-/// The pub/sub commands.
-pub(crate) static COMMANDS: &[C] = &[
-    C::new("subscribe", -2, SUB_FLAGS, C::keys(0, 0, 0), subscribe_cmd)
-        .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
-        .with_channels(crate::engine::Channels::Subscribe)
-        .with_acl(SUB_ACL),
-    C::new(
-        "unsubscribe",
-        -1,
-        SUB_FLAGS,
-        C::keys(0, 0, 0),
-        unsubscribe_cmd,
-    )
-    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
-    .with_acl(SUB_ACL),
-    C::new(
-        "psubscribe",
-        -2,
-        SUB_FLAGS,
-        C::keys(0, 0, 0),
-        psubscribe_cmd,
-    )
-    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
-    .with_channels(crate::engine::Channels::SubscribePattern)
-    .with_acl(SUB_ACL),
-    C::new(
-        "punsubscribe",
-        -1,
-        SUB_FLAGS,
-        C::keys(0, 0, 0),
-        punsubscribe_cmd,
-    )
-    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED)
-    .with_acl(SUB_ACL),
-    // The shard channels are declared as keys so cluster mode routes them by slot; they
-    // name no key of the keyspace, so nothing is locked.
-    C::new(
-        "ssubscribe",
-        -2,
-        SUB_FLAGS,
-        C::keys(1, -1, 1),
-        ssubscribe_cmd,
-    )
-    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
-    .with_channels(crate::engine::Channels::Subscribe)
-    .self_locking()
-    .with_key_specs(NOT_KEY_ALL)
-    .with_acl(SUB_ACL),
-    C::new(
-        "sunsubscribe",
-        -1,
-        SUB_FLAGS,
-        C::keys(1, -1, 1),
-        sunsubscribe_cmd,
-    )
-    .with_roles(crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::SHARDED_PUBSUB))
-    .self_locking()
-    .with_key_specs(NOT_KEY_ALL)
-    .with_acl(SUB_ACL),
-    C::new(
-        "publish",
-        3,
-        &["pubsub", "loading", "stale", "fast"],
-        C::keys(0, 0, 0),
-        publish_cmd,
-    )
-    .with_roles(crate::engine::Roles::MAY_REPLICATE)
-    .with_channels(crate::engine::Channels::Publish)
-    .with_acl(&["@pubsub", "@fast"]),
-    C::new(
-        "spublish",
-        3,
-        &["pubsub", "loading", "stale", "fast"],
-        C::keys(1, 1, 1),
-        spublish_cmd,
-    )
-    .with_roles(crate::engine::Roles::MAY_REPLICATE.union(crate::engine::Roles::SHARDED_PUBSUB))
-    .self_locking()
-    .with_key_specs(NOT_KEY_ONE)
-    .with_channels(crate::engine::Channels::Publish)
-    .with_acl(&["@pubsub", "@fast"]),
-    C::new("pubsub", -2, &[], C::keys(0, 0, 0), pubsub_container)
-        .with_subcommands(PUBSUB_SUBCOMMANDS)
-        .with_acl(&["@slow"]),
-];
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,21 @@ impl CmdStat {
         }
     }
 
+    /// A blocked call ended (served, or by CLIENT UNBLOCK): its `usec` and, if it failed,
+    /// the failure; its latency sample now (Redis's `updateStatsOnUnblock`; the call itself
+    /// was counted when it blocked).
+    pub fn unblocked(&self, usec: u64, failed: bool, track: bool) {
+        self.usec.add(usec);
+        if failed {
+            self.failed.add(1);
+        }
+        if track {
+            self.histogram
+                .get_or_init(Histogram::new)
+                .record(usec.saturating_mul(1000));
+        }
+    }
+
     /// Counts one refused call.
     pub fn rejected(&self) {
         self.rejected.fetch_add(1, Ordering::Relaxed);

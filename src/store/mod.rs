@@ -45,6 +45,10 @@ pub struct Deletions {
     hook: OnceLock<DeletionHook>,
     field_hook: OnceLock<FieldDeletionHook>,
     replica: AtomicBool,
+    /// While CLIENT PAUSE is in force, until this Unix ms (0: no pause; `u64::MAX` for
+    /// FAILOVER's): expired keys read as missing but stay stored, as under Redis's
+    /// `checkClientPauseTimeoutAndReturnIfPaused`, so the dataset is constant during a pause.
+    expiry_held_until: std::sync::atomic::AtomicU64,
     /// Client-side caching: every key change is one (Redis's `signalModifiedKey`), told
     /// under the key's shard lock like WATCH.
     pub(crate) tracking: Arc<crate::client::tracking::Tracking>,
@@ -75,6 +79,19 @@ impl Deletions {
     /// Whether this keyspace is a replica's (no deletion on its own).
     pub fn is_replica(&self) -> bool {
         self.replica.load(Ordering::Relaxed)
+    }
+
+    /// True while the store must not delete keys on its own at `now_ms`: a replica's, or
+    /// during a client pause (lookups answer expired keys as missing; reapers wait).
+    #[inline]
+    pub fn holds_expiry(&self, now_ms: u64) -> bool {
+        let until = self.expiry_held_until.load(Ordering::Relaxed);
+        self.is_replica() || (until != 0 && now_ms <= until)
+    }
+
+    /// Holds expiry until `until_ms` (Unix ms; 0 releases it): CLIENT PAUSE's end.
+    pub fn hold_expiry_until(&self, until_ms: u64) {
+        self.expiry_held_until.store(until_ms, Ordering::Relaxed);
     }
 
     /// Makes this keyspace a replica's, or a master's again.
@@ -250,8 +267,20 @@ impl Keyspace {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
+        self.try_lock_args_and(keys, &[])
+    }
+
+    /// `lock_args_and`, without waiting (see `try_lock_args`).
+    pub fn try_lock_args_and<'a, I>(
+        &'a self,
+        keys: I,
+        also: &[usize],
+    ) -> Result<Locked<'a>, SmallVec<[usize; 8]>>
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
         let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
-        let mut idx: SmallVec<[usize; 8]> = SmallVec::new();
+        let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
         for key in keys {
             let hash = self.hash(key);
             idx.push(self.shard_of_hash(hash));
@@ -635,6 +664,36 @@ impl<'a> Locked<'a> {
     pub fn set(&mut self, db: usize, key: &[u8], value: Value, expire_at: Option<u64>) {
         let (shard, hash) = self.shard(key);
         shard.insert(db, hash, key, value, expire_at);
+    }
+
+    /// A read-modify-write of one key with a single lookup: `f` gets the live value (None
+    /// for a missing key) and returns its result and, if the key is to be written, the new
+    /// value and expiry, stored in place (or inserted for a missing key) as [`Locked::set`]
+    /// would store them. CL.THROTTLE's update.
+    pub fn update<T, E>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Option<&Value>) -> Result<(T, Option<(Value, Option<u64>)>), E>,
+    ) -> Result<T, E> {
+        let (shard, hash) = self.shard(key);
+        match shard.find_index(db, hash, key, now_ms) {
+            Some(i) => {
+                let (out, write) = f(Some(&shard.entry_at(db, i).value))?;
+                if let Some((value, expire_at)) = write {
+                    shard.replace_found(db, i, key, value, expire_at);
+                }
+                Ok(out)
+            }
+            None => {
+                let (out, write) = f(None)?;
+                if let Some((value, expire_at)) = write {
+                    shard.insert(db, hash, key, value, expire_at);
+                }
+                Ok(out)
+            }
+        }
     }
 
     /// Stores a value keeping the key's current TTL (if it is live).

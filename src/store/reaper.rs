@@ -28,6 +28,10 @@ pub const MAX_SLEEP: Duration = Duration::from_millis(100);
 /// released the shard: the server publishes them as keyspace notifications.
 pub type OnEvents = Arc<dyn Fn(Vec<KeyEvent>) + Send + Sync>;
 
+/// Told how long each pass that deleted something held its shard (the server records the
+/// slow ones as LATENCY's `expire-cycle` event).
+pub type OnPass = Arc<dyn Fn(Duration) + Send + Sync>;
+
 /// Starts one reaper task per shard on `runtime` (the server gives them a thread of their
 /// own, off the event loops); they stop when `stop` is cancelled.
 pub fn spawn(
@@ -36,17 +40,23 @@ pub fn spawn(
     clock: Clock,
     stop: CancellationToken,
     on_events: OnEvents,
+    on_pass: OnPass,
 ) {
     for i in 0..keyspace.shard_count() {
         let ks = keyspace.clone();
         let clock = clock.clone();
         let stop = stop.clone();
         let on_events = on_events.clone();
+        let on_pass = on_pass.clone();
         runtime.spawn(async move {
             let mut events = Vec::new();
             loop {
                 let now = clock.now_ms();
+                let started = std::time::Instant::now();
                 let reaped = ks.try_reap_shard(i, now, REAP_BATCH, &mut events);
+                if reaped.is_some_and(|((n, _), _)| n > 0) {
+                    on_pass(started.elapsed());
+                }
                 if !events.is_empty() {
                     on_events(std::mem::take(&mut events));
                 }

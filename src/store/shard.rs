@@ -152,6 +152,28 @@ impl Db {
         }
     }
 
+    /// Replaces entry `i`'s value (its key is `key`) and access time; true if its expiry
+    /// must then be set: only when there is a TTL to set (`sets_expiry`) or one to clear,
+    /// so that a plain SET of a key without one costs a single probe.
+    fn replace_value(
+        &mut self,
+        i: u32,
+        key: &[u8],
+        value: Value,
+        lru: u32,
+        sets_expiry: bool,
+    ) -> bool {
+        let e = self.entries.get_mut(i);
+        let (old_at, new_at) = (field_deadline(&e.value), field_deadline(&value));
+        e.value = value;
+        e.lru = lru;
+        let had_expiry = e.expire_at != NO_EXPIRY;
+        if old_at != new_at {
+            self.reschedule_fields(key, old_at, new_at);
+        }
+        had_expiry || sets_expiry
+    }
+
     /// Deletes entry `i`, whose table slot is found by `hash`, with its timer; the last entry
     /// moves into its place.
     fn remove_index(&mut self, hash: u64, i: u32) -> Option<Entry> {
@@ -320,9 +342,10 @@ impl Shard {
 
     /// A lookup met key `i` expired: delete it, as Redis's lookups do. A replica answers an
     /// expired key as missing but leaves the deletion to its master's DEL (Redis's rule: its
-    /// data follows the master's, whatever its clock).
+    /// data follows the master's, whatever its clock); so does any server during a client
+    /// pause (the keys are deleted when it ends).
     fn expire_found(&mut self, db: usize, hash: u64, i: u32, key: &[u8]) {
-        if !self.deletions.is_replica() {
+        if !self.deletions.holds_expiry(self.now_ms) {
             self.remove_found(db, hash, i);
             self.stats.expired_keys += 1;
             self.deletions.deleted(db, key);
@@ -342,6 +365,43 @@ impl Shard {
         let e = self.dbs[db].entries.get_mut(i);
         e.mark_accessed(now_ms);
         Some(e)
+    }
+
+    /// `find` by index, for a read-modify-write that stores back in place
+    /// ([`Shard::replace_found`]): the one probe serves the read and the write.
+    pub fn find_index(&mut self, db: usize, hash: u64, key: &[u8], now_ms: u64) -> Option<u32> {
+        self.saw(now_ms);
+        let i = self.dbs[db].index_of(hash, key)?;
+        if self.dbs[db].entries.get(i).is_expired(now_ms) {
+            self.expire_found(db, hash, i, key);
+            return None;
+        }
+        self.dbs[db].entries.get_mut(i).mark_accessed(now_ms);
+        Some(i)
+    }
+
+    /// Entry `i` of `db`, as [`Shard::find_index`] found it (no other change since).
+    pub fn entry_at(&self, db: usize, i: u32) -> &Entry {
+        self.dbs[db].entries.get(i)
+    }
+
+    /// `insert` of the key [`Shard::find_index`] found at `i` (no other change since): the
+    /// value and expiry replaced where they are, without a second probe. Signals watchers.
+    pub fn replace_found(
+        &mut self,
+        db: usize,
+        i: u32,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+    ) {
+        let lru = lru_stamp(self.now_ms);
+        let now_ms = self.now_ms;
+        let d = &mut self.dbs[db];
+        if d.replace_value(i, key, value, lru, expire_at.is_some()) {
+            d.set_expire_at(i, expire_at, now_ms);
+        }
+        self.touch(db, key);
     }
 
     /// `find` that leaves the key's access time alone (Redis's LOOKUP_NOTOUCH, for OBJECT).
@@ -430,19 +490,9 @@ impl Shard {
         let now_ms = self.now_ms;
         let d = &mut self.dbs[db];
         let index = match d.index_of(hash, key) {
-            Some(i) => {
-                let e = d.entries.get_mut(i);
-                let (old_at, new_at) = (field_deadline(&e.value), field_deadline(&value));
-                e.value = value;
-                e.lru = lru;
-                let had_expiry = e.expire_at != NO_EXPIRY;
-                if old_at != new_at {
-                    d.reschedule_fields(key, old_at, new_at);
-                }
-                // The expiry index is only touched when there is a TTL to set or to clear:
-                // a plain SET of a key without one costs a single probe.
-                (had_expiry || expire_at.is_some()).then_some(i)
-            }
+            Some(i) => d
+                .replace_value(i, key, value, lru, expire_at.is_some())
+                .then_some(i),
             None => {
                 // hashbrown rehashes (moving entries) only on an insert with no room left.
                 if d.table.len() == d.table.capacity() {
@@ -673,7 +723,7 @@ impl Shard {
     /// whether more are due.
     pub fn reap(&mut self, now_ms: u64, max: usize) -> (usize, bool) {
         self.saw(now_ms);
-        if self.deletions.is_replica() {
+        if self.deletions.holds_expiry(now_ms) {
             return (0, false);
         }
         let mut due = Vec::new();
@@ -876,7 +926,7 @@ impl Shard {
 
     /// The next time the reaper has work, in Unix ms.
     pub fn next_deadline(&self) -> Option<u64> {
-        if self.deletions.is_replica() {
+        if self.deletions.holds_expiry(self.now_ms) {
             return None;
         }
         self.dbs

@@ -708,6 +708,28 @@ impl Value {
         }
     }
 
+    /// How much work freeing the value is, as Redis's `lazyfreeGetFreeEffort` counts it:
+    /// 1 for a string and for the compact encodings (one allocation), the element count
+    /// otherwise; for a stream its nodes, plus each group (and its pending entries, the
+    /// first group's count standing for every group's, as Redis estimates).
+    pub fn free_effort(&self) -> usize {
+        match self {
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) => 1,
+            Value::List(l) => l.len(),
+            Value::Hash(h) if h.is_listpack() || matches!(**h, HashValue::ListpackEx(_)) => 1,
+            Value::Hash(h) => h.len(),
+            Value::Set(s) if s.is_intset() => 1,
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) if z.encoding() == "listpack" => 1,
+            Value::ZSet(z) => z.len(),
+            Value::Stream(st) => {
+                let groups = st.groups.len();
+                let pel = st.groups.values().next().map_or(0, |g| g.pel.len());
+                st.nodes().count() + groups * (1 + pel)
+            }
+        }
+    }
+
     /// A string value from bytes, as an `Int` when the bytes are a canonical i64.
     pub fn from_bytes(b: &[u8]) -> Value {
         match parse_i64(b) {

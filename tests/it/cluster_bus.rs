@@ -103,7 +103,7 @@ fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
 /// Waits until every port gives the same view, with `nodes` nodes all connected and the
 /// cluster ok.
 fn wait_agreement(ports: &[u16], nodes: usize) {
-    wait_for("the nodes to agree", Duration::from_secs(20), || {
+    let agree = || {
         let first = view(ports[0]);
         first.len() == nodes
             && first.iter().all(|l| l.contains(" connected"))
@@ -111,7 +111,21 @@ fn wait_agreement(ports: &[u16], nodes: usize) {
             && ports
                 .iter()
                 .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
-    });
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !agree() {
+        if Instant::now() > deadline {
+            let views: Vec<String> = ports
+                .iter()
+                .map(|&p| format!("{p}: {}", cmd(p, &["CLUSTER", "NODES"])))
+                .collect();
+            panic!(
+                "timed out waiting for the nodes to agree:\n{}",
+                views.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn redis_cli(args: &[String]) -> (bool, String) {
@@ -344,6 +358,11 @@ fn redis_cli_creates_a_mixed_cluster() {
         .filter_map(|&r| master_of(r, &ports).map(|m| (m, r)))
         .filter(|&(m, r)| is_sluice(m) != is_sluice(r))
         .collect();
+    // SPUBLISH on a node reaches the SSUBSCRIBErs of the other nodes of its shard over the
+    // bus (PUBLISHSHARD), whichever kind sends it: from the master to its replica and back.
+    for &(m, r) in &pairs {
+        shard_messages_cross(m, r);
+    }
     let (master, replica) = pairs
         .iter()
         .copied()
@@ -380,6 +399,38 @@ fn redis_cli_creates_a_mixed_cluster() {
                 .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
     });
     let _ = (&redises, &sluices);
+}
+
+/// A shard channel `m` (a master) serves; a subscriber on its replica `r` and one on `m`
+/// each get the message SPUBLISHed on the other node, exactly once.
+fn shard_messages_cross(m: u16, r: u16) {
+    let channel = (0..1000)
+        .map(|i| format!("shard-news-{i}"))
+        .find(|c| cmd(m, &["SPUBLISH", c, "probe"]) == ":0\r\n")
+        .expect("a shard channel of the master's slots");
+    let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+    let (mut on_m, mut on_r) = (Conn::connect(addr(m)), Conn::connect(addr(r)));
+    for c in [&mut on_m, &mut on_r] {
+        let reply = text(&c.cmd(&[b"SSUBSCRIBE", channel.as_bytes()]));
+        assert!(reply.starts_with("*3\r\n$10\r\nssubscribe\r\n"), "{reply}");
+    }
+    let smessage = |text: &str| {
+        format!(
+            "*3\r\n$8\r\nsmessage\r\n${}\r\n{channel}\r\n${}\r\n{text}\r\n",
+            channel.len(),
+            text.len()
+        )
+    };
+    let next = |c: &mut Conn| match c.read_one(Duration::from_secs(5)) {
+        crate::support::Read1::Reply(r) => text(&r),
+        other => panic!("no shard message on {channel}: {other:?}"),
+    };
+    assert_eq!(cmd(m, &["SPUBLISH", &channel, "from-master"]), ":1\r\n");
+    assert_eq!(next(&mut on_m), smessage("from-master"));
+    assert_eq!(next(&mut on_r), smessage("from-master"));
+    assert_eq!(cmd(r, &["SPUBLISH", &channel, "from-replica"]), ":1\r\n");
+    assert_eq!(next(&mut on_r), smessage("from-replica"));
+    assert_eq!(next(&mut on_m), smessage("from-replica"));
 }
 
 /// The master of `replica_port`'s node, by its CLUSTER NODES line, and that master's port.
@@ -472,12 +523,7 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     use std::sync::{Arc, Mutex};
 
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    // No node dies here: a longer node timeout keeps a starved machine (the suite runs many
-    // clusters at once) from suspecting a slow node in the middle of the reshard.
-    let nodes: Vec<Node> = dirs
-        .iter()
-        .map(|d| Node::start_with(d.path(), free_port(), free_port(), 5000))
-        .collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
     args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
@@ -592,4 +638,313 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     }
     assert_eq!(cmd(ports[0], &["DBSIZE"]), format!(":{}\r\n", 0));
     check_clean(ports[2]);
+}
+
+/// Writes `key` on whichever of `ports` owns it (the others answer -MOVED).
+fn cluster_set(ports: &[u16], key: &str, value: &str) {
+    let owner = ports
+        .iter()
+        .find(|&&p| cmd(p, &["SET", key, value]) == "+OK\r\n");
+    assert!(owner.is_some(), "no node took {key}");
+}
+
+/// Reads `key` from whichever of `ports` serves it.
+fn cluster_get(ports: &[u16], key: &str) -> String {
+    ports
+        .iter()
+        .map(|&p| cmd(p, &["GET", key]))
+        .find(|r| !r.starts_with("-MOVED") && !r.starts_with("-ASK"))
+        .unwrap_or_else(|| panic!("no node serves {key}"))
+}
+
+/// How many slots `port`'s node owns, by its own CLUSTER NODES line.
+fn slot_count(port: u16) -> usize {
+    let id = myid(port);
+    let nodes = cmd(port, &["CLUSTER", "NODES"]);
+    let line = nodes.lines().find(|l| l.starts_with(&id)).unwrap_or("");
+    line.split_whitespace()
+        .skip(8)
+        .filter(|w| !w.starts_with('['))
+        .map(|w| match w.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// `redis-cli --cluster` grows and shrinks a cluster across kinds: `add-node` puts an empty
+/// master of the other kind in, `reshard` gives it 300 slots with their keys, `fix` closes a
+/// slot left half-migrated, `rebalance` by weight gives it more, `reshard` empties it again
+/// and `del-node` removes it. Run both ways: a redis-server node in a sluice cluster, and a sluice node
+/// in a redis-server cluster. Every key keeps its value throughout.
+#[test]
+fn redis_cli_adds_reshards_rebalances_fixes_and_removes_nodes_of_the_other_kind() {
+    let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    // A redis-server node joins three sluice masters; then a sluice node joins three
+    // redis-server masters.
+    let sluices: Vec<Node> = dirs[..3].iter().map(|d| Node::start(d.path())).collect();
+    let newcomer = RedisServer::start_cluster_node();
+    let ports: Vec<u16> = sluices.iter().map(|n| n.port).collect();
+    grow_and_shrink(&ports, newcomer.port());
+    let redises: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
+    let newcomer = Node::start(dirs[3].path());
+    let ports: Vec<u16> = redises.iter().map(|r| r.port()).collect();
+    grow_and_shrink(&ports, newcomer.port);
+}
+
+fn grow_and_shrink(ports: &[u16], newcomer: u16) {
+    let addr = |p: u16| format!("127.0.0.1:{p}");
+    let cli = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let (ok, out) = redis_cli(&args);
+        let tail = out.len().saturating_sub(3000);
+        assert!(ok, "redis-cli {args:?}: ...{}", &out[tail..]);
+        out
+    };
+    let mut args = vec!["--cluster".to_string(), "create".to_string()];
+    args.extend(ports.iter().map(|&p| addr(p)));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(ports, 3);
+    let keys: Vec<String> = (0..400).map(|i| format!("key:{i}")).collect();
+    for k in &keys {
+        cluster_set(ports, k, &format!("v-{k}"));
+    }
+    let all: Vec<u16> = ports.iter().copied().chain([newcomer]).collect();
+    let check_keys = |ports: &[u16]| {
+        for k in &keys {
+            assert_eq!(
+                cluster_get(ports, k),
+                format!("${}\r\nv-{k}\r\n", k.len() + 2),
+                "{k}"
+            );
+        }
+    };
+
+    // add-node: the newcomer meets the cluster as an empty master.
+    cli(&["--cluster", "add-node", &addr(newcomer), &addr(ports[0])]);
+    wait_agreement(&all, 4);
+    // reshard: 300 of the first master's slots, with their keys, go to the newcomer.
+    let (from, to) = (myid(ports[0]), myid(newcomer));
+    let moved_keys = keys
+        .iter()
+        .filter(|k| sluice::cluster::key_slot(k.as_bytes()) < 300)
+        .count();
+    assert!(moved_keys > 0);
+    cli(&[
+        "--cluster",
+        "reshard",
+        &addr(ports[0]),
+        "--cluster-from",
+        &from,
+        "--cluster-to",
+        &to,
+        "--cluster-slots",
+        "300",
+        "--cluster-yes",
+    ]);
+    wait_agreement(&all, 4);
+    assert_eq!(slot_count(newcomer), 300);
+    assert_eq!(cmd(newcomer, &["DBSIZE"]), format!(":{moved_keys}\r\n"));
+    check_keys(&all);
+    check_clean(newcomer);
+
+    // fix: a slot left half-moved (MIGRATING on its owner, IMPORTING on another) is closed.
+    let other = myid(ports[1]);
+    assert_eq!(
+        cmd(ports[1], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(
+            newcomer,
+            &["CLUSTER", "SETSLOT", "100", "MIGRATING", &other]
+        ),
+        "+OK\r\n"
+    );
+    let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), addr(newcomer)]);
+    assert!(
+        !ok || out.contains("[WARNING]"),
+        "check sees the open slot: {out}"
+    );
+    cli(&["--cluster", "fix", &addr(newcomer), "--cluster-yes"]);
+    wait_agreement(&all, 4);
+    check_clean(newcomer);
+    check_keys(&all);
+
+    // rebalance by weight: the newcomer, weighted 0.12 against 1 for each of the others,
+    // is brought to about 630 slots, taken with their keys from the others.
+    cli(&[
+        "--cluster",
+        "rebalance",
+        &addr(ports[0]),
+        "--cluster-weight",
+        &format!("{to}=0.12"),
+    ]);
+    wait_agreement(&all, 4);
+    let held = slot_count(newcomer);
+    assert!((600..=660).contains(&held), "{held}");
+    check_keys(&all);
+    // reshard empties it again (Redis then makes an emptied master a replica of the node that
+    // took its last slot, which copies that node's keys), del-node takes it out (and shuts it
+    // down).
+    cli(&[
+        "--cluster",
+        "reshard",
+        &addr(ports[0]),
+        "--cluster-from",
+        &to,
+        "--cluster-to",
+        &from,
+        "--cluster-slots",
+        &held.to_string(),
+        "--cluster-yes",
+    ]);
+    wait_for("the newcomer to be empty", Duration::from_secs(10), || {
+        slot_count(newcomer) == 0
+    });
+    check_keys(ports);
+    cli(&["--cluster", "del-node", &addr(ports[0]), &to]);
+    wait_agreement(ports, 3);
+    check_clean(ports[0]);
+    check_keys(ports);
+}
+
+/// Plain CLUSTER FAILOVER is Redis's coordinated manual failover: the master holds its
+/// writes (MFSTART), the replica catches up with the offset the master announces, wins the
+/// election and takes the slots; the old master follows it and its held writes get -MOVED.
+/// A client INCRementing through it all loses no acknowledged increment.
+#[test]
+fn a_manual_failover_hands_over_without_losing_writes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "counter", "0"]) == "+OK\r\n")
+        .expect("an owner of the counter");
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, &ports) == Some(master))
+        .expect("a replica of that master");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
+            let (mut port, mut acked, mut moved) = (master, 0u64, 0u64);
+            let mut conn = Conn::connect(addr(port));
+            let mut errors = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let reply = text(&conn.cmd(&[b"INCR", b"counter"]));
+                if reply.starts_with(':') {
+                    acked += 1;
+                } else if let Some(to) = reply.strip_prefix("-MOVED ") {
+                    moved += 1;
+                    port = to.trim().rsplit(':').next().unwrap().parse().unwrap();
+                    conn = Conn::connect(addr(port));
+                } else if errors.len() < 10 {
+                    errors.push(reply);
+                }
+            }
+            (acked, moved, port, errors)
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cmd(replica, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_for("the replica to take over", Duration::from_secs(10), || {
+        cmd(replica, &["ROLE"]).contains("master") && master_of(master, &ports) == Some(replica)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acked, moved, last_port, errors) = writer.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(moved > 0 && last_port == replica, "{moved} {last_port}");
+    assert_eq!(
+        cmd(replica, &["GET", "counter"]),
+        format!("${}\r\n{acked}\r\n", acked.to_string().len())
+    );
+    wait_agreement(&ports, 6);
+    // The old master takes writes no more, and its pause ended: reads are redirected at once.
+    assert_eq!(
+        cmd(master, &["GET", "counter"]),
+        format!(
+            "-MOVED {} 127.0.0.1:{replica}\r\n",
+            sluice::cluster::key_slot(b"counter")
+        )
+    );
+    check_clean(ports[0]);
+}
+
+/// A master cut off from the majority of masters (here: the two others stopped with
+/// SIGSTOP) marks them PFAIL after the node timeout, counts itself in a minority and stops
+/// serving (-CLUSTERDOWN), as Redis does, so it cannot take writes the majority's failover
+/// would discard; once they are back it serves again after the rejoin delay.
+#[test]
+fn a_master_in_the_minority_stops_serving() {
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.push("--cluster-yes".into());
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 3);
+    let lone = ports
+        .iter()
+        .position(|&p| cmd(p, &["SET", "k", "1"]) == "+OK\r\n")
+        .expect("an owner of k");
+    for (i, n) in nodes.iter().enumerate() {
+        if i != lone {
+            n.proc.signal(libc::SIGSTOP);
+        }
+    }
+    // Writes go on until the node timeout has passed (what Redis's documentation says a
+    // master in a minority may still take, and lose); then they are refused.
+    let stopped = Instant::now();
+    let mut acked = 1;
+    wait_for(
+        "the lone master to see the cluster down",
+        Duration::from_secs(10),
+        || match cmd(ports[lone], &["SET", "k", &(acked + 1).to_string()]).as_str() {
+            "+OK\r\n" => {
+                acked += 1;
+                false
+            }
+            reply => {
+                assert_eq!(reply, "-CLUSTERDOWN The cluster is down\r\n");
+                true
+            }
+        },
+    );
+    assert!(stopped.elapsed() >= Duration::from_millis(900));
+    assert!(cmd(ports[lone], &["CLUSTER", "INFO"]).contains("cluster_state:fail"));
+    for (i, n) in nodes.iter().enumerate() {
+        if i != lone {
+            n.proc.signal(libc::SIGCONT);
+        }
+    }
+    wait_agreement(&ports, 3);
+    let acked = acked.to_string();
+    assert_eq!(
+        cmd(ports[lone], &["GET", "k"]),
+        format!("${}\r\n{acked}\r\n", acked.len())
+    );
 }

@@ -67,16 +67,7 @@ const EXTRA_SUBCOMMANDS: &[&str] = &[
 /// Subcommands Redis 7.0.15 lists that sluice does not implement; its containers list only
 /// what it implements (a client asking for one gets an unknown-subcommand error, as COMMAND
 /// INFO says).
-const MISSING_SUBCOMMANDS: &[&str] = &[
-    // Latency reports built on Redis's event graph.
-    "latency|doctor",
-    "latency|graph",
-    // jemalloc's reports and purge.
-    "memory|doctor",
-    "memory|malloc-stats",
-    "memory|purge",
-    "memory|stats",
-];
+const MISSING_SUBCOMMANDS: &[&str] = &[];
 
 fn connect(addr: std::net::SocketAddr, resp3: bool) -> redis::Connection {
     let url = if resp3 {

@@ -502,3 +502,68 @@ fn hll_sparse_max_bytes_and_help_tell_the_truth() {
     assert!(refused.contains("rename-command"), "{help}");
     assert!(!refused.contains("replicaof"), "{help}");
 }
+
+/// CONFIG SET port / bind while serving, side by side with redis-server: a taken port and
+/// an impossible address get Redis's errors and change nothing (the other settings of the
+/// same CONFIG SET included); a free port is listened on at once and the old one closed.
+#[test]
+fn config_set_port_and_bind_relisten_as_redis_does() {
+    let redis = RedisServer::start();
+    let sluice = SluiceProcess::start(&["--bind", "127.0.0.1"]);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port().to_string();
+    for addr in [redis.addr(), sluice.addr()] {
+        let mut c = Conn::connect(addr);
+        let port = addr.port().to_string();
+        assert_eq!(
+            escape(&c.cmd(&[
+                b"CONFIG",
+                b"SET",
+                b"maxmemory",
+                b"10000001",
+                b"port",
+                taken_port.as_bytes(),
+            ])),
+            "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.\\r\\n"
+        );
+        assert_eq!(
+            escape(&c.cmd(&[b"CONFIG", b"GET", b"maxmemory"])),
+            "*2\\r\\n$9\\r\\nmaxmemory\\r\\n$1\\r\\n0\\r\\n"
+        );
+        assert_eq!(
+            escape(&c.cmd(&[b"CONFIG", b"SET", b"bind", b"999.999.999.999"])),
+            "-ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.\\r\\n"
+        );
+        // The same value again changes nothing.
+        assert_eq!(
+            c.cmd(&[b"CONFIG", b"SET", b"port", port.as_bytes()]),
+            b"+OK\r\n"
+        );
+        assert_eq!(Conn::connect(addr).cmd(&[b"PING"]), b"+PONG\r\n");
+        let new_port = free_port();
+        assert_eq!(
+            c.cmd(&[b"CONFIG", b"SET", b"port", new_port.to_string().as_bytes()]),
+            b"+OK\r\n"
+        );
+        let moved = SocketAddr::from(([127, 0, 0, 1], new_port));
+        let mut m = Conn::connect(moved);
+        assert_eq!(m.cmd(&[b"PING"]), b"+PONG\r\n");
+        // The connection that asked stays; the old port is closed.
+        assert_eq!(c.cmd(&[b"PING"]), b"+PONG\r\n");
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "{addr} still listens"
+        );
+        assert_eq!(
+            m.cmd(&[b"CONFIG", b"SET", b"bind", b"127.0.0.1 -::1"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(Conn::connect(moved).cmd(&[b"PING"]), b"+PONG\r\n");
+        // Back where it was, so the server is stopped as it was started.
+        assert_eq!(
+            m.cmd(&[b"CONFIG", b"SET", b"port", port.as_bytes()]),
+            b"+OK\r\n"
+        );
+        assert_eq!(Conn::connect(addr).cmd(&[b"PING"]), b"+PONG\r\n");
+    }
+}

@@ -52,5 +52,6 @@ mod testmode_reset;
 mod throttle;
 mod tls;
 mod tracking;
+mod unix_socket;
 mod workloads;
 mod zset_store;

@@ -406,3 +406,80 @@ fn oom_texts_and_transactions_match_redis() {
             .any(|r| r.starts_with("-EXECABORT Transaction discarded because of: OOM"))
     );
 }
+
+/// The SADD of `members` members as one request.
+fn sadd_many(key: &str, members: usize) -> Vec<Vec<u8>> {
+    let mut cmd = vec![b"SADD".to_vec(), key.as_bytes().to_vec()];
+    cmd.extend((0..members).map(|i| i.to_string().into_bytes()));
+    cmd
+}
+
+#[test]
+fn unlink_of_a_large_value_gives_its_memory_back() {
+    // Redis's Tcl unit/lazyfree "UNLINK can reclaim memory in background": one SADD of
+    // 100,000 members, then UNLINK; used_memory must fall back near where it started, so
+    // neither the set nor the huge request's buffers stay allocated.
+    let server = SluiceProcess::start(&[]);
+    let mut c = Conn::connect(server.addr());
+    let orig = used_memory(&mut c);
+    let replies = pipeline(&mut c, &[sadd_many("myset", 100_000)]);
+    assert_eq!(replies[0], b":100000\r\n");
+    let peak = used_memory(&mut c);
+    assert!(peak > orig + 1_000_000, "{orig} {peak}");
+    assert_eq!(c.cmd(&[b"UNLINK", b"myset"]), b":1\r\n");
+    // The set is freed on the lazyfree thread: wait for it, as the Tcl test does.
+    let start = Instant::now();
+    loop {
+        let after = used_memory(&mut c);
+        if after < peak && after < orig * 2 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{orig} {peak} {after}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_slow_expiry_pass_is_latency_event_expire_cycle() {
+    // Redis's Tcl unit/latency-monitor "LATENCY of expire events are correctly collected":
+    // the reaper's pass that deletes a large set takes at least the threshold (1 ms here;
+    // freeing half a million members takes several even on a fast machine).
+    let server = SluiceProcess::start(&[]);
+    let mut c = Conn::connect(server.addr());
+    let cmds: Vec<_> = (0..10)
+        .map(|part| {
+            let mut cmd = vec![b"SADD".to_vec(), b"big".to_vec()];
+            cmd.extend((0..50_000).map(|i| format!("{part}:{i}").into_bytes()));
+            cmd
+        })
+        .collect();
+    pipeline(&mut c, &cmds);
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"latency-monitor-threshold", b"1"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(c.cmd(&[b"PEXPIRE", b"big", b"1"]), b":1\r\n");
+    let start = Instant::now();
+    while c.cmd(&[b"DBSIZE"]) != b":0\r\n" {
+        assert!(start.elapsed() < Duration::from_secs(5), "never expired");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The reaper records the pass after it released the shard DBSIZE reads: wait for it.
+    let start = Instant::now();
+    loop {
+        let latest = String::from_utf8_lossy(&c.cmd(&[b"LATENCY", b"LATEST"])).into_owned();
+        if latest.contains("expire-cycle") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{latest}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let graph =
+        String::from_utf8_lossy(&c.cmd(&[b"LATENCY", b"GRAPH", b"expire-cycle"])).into_owned();
+    assert!(graph.contains("expire-cycle - high "), "{graph}");
+    let doctor = String::from_utf8_lossy(&c.cmd(&[b"LATENCY", b"DOCTOR"])).into_owned();
+    assert!(doctor.contains(". expire-cycle: "), "{doctor}");
+}

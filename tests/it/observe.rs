@@ -413,3 +413,189 @@ fn latency_histogram_reports_cumulative_counts_per_command() {
     assert_eq!(shape(server.addr().port()), want);
     assert!(want.contains(&("set".to_string(), 3, true)), "{want:?}");
 }
+
+/// Runs `args` on a new connection in a thread once the server counts it blocked, and
+/// returns the reply's text when it ends.
+fn blocked_on(
+    port: u16,
+    control: &mut Connection,
+    args: &'static [&'static str],
+) -> std::thread::JoinHandle<String> {
+    let blocked = |c: &mut Connection| info(c, "clients", &[])["blocked_clients"].clone();
+    let before: usize = blocked(control).parse().unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut c = connect(port);
+        match run(&mut c, &["CLIENT", "SETNAME", "blocker"]) {
+            Value::Okay | Value::SimpleString(_) => {}
+            other => panic!("{other:?}"),
+        }
+        text(&run(&mut c, args))
+    });
+    for _ in 0..200 {
+        if blocked(control).parse::<usize>().unwrap() > before {
+            return handle;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{args:?} never blocked");
+}
+
+/// The id of the client named `blocker` (CLIENT LIST).
+fn blocker_id(con: &mut Connection) -> String {
+    let list = text(&run(con, &["CLIENT", "LIST"]));
+    let line = list.lines().find(|l| l.contains("name=blocker")).unwrap();
+    line.split(' ')
+        .next()
+        .unwrap()
+        .trim_start_matches("id=")
+        .to_string()
+}
+
+/// A blocked command's statistics and slow log entry, as Redis's `updateStatsOnUnblock`
+/// keeps them: failed_calls when it is served an error (XGROUP DESTROY under a blocked
+/// XREADGROUP) or ended by CLIENT UNBLOCK, and the slow log entry of a BLPOP served later
+/// under its own arguments, after the entries of the command that served it.
+fn unblocked_accounting(port: u16) -> (BTreeMap<String, String>, Vec<String>, Vec<String>) {
+    let mut c = connect(port);
+    for args in [
+        &["CONFIG", "RESETSTAT"][..],
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+        &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"],
+    ] {
+        run(&mut c, args);
+    }
+    let reader = blocked_on(
+        port,
+        &mut c,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    run(&mut c, &["XGROUP", "DESTROY", "s", "g"]);
+    let mut replies = vec![reader.join().unwrap()];
+    let popper = blocked_on(port, &mut c, &["BLPOP", "l", "0"]);
+    run(&mut c, &["SLOWLOG", "RESET"]);
+    run(&mut c, &["MULTI"]);
+    run(&mut c, &["LPUSH", "l", "foo"]);
+    run(&mut c, &["EXEC"]);
+    replies.push(popper.join().unwrap());
+    let Value::Array(entries) = run(&mut c, &["SLOWLOG", "GET"]) else {
+        panic!("array")
+    };
+    let logged: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Value::Array(fields) => match &fields[3] {
+                Value::Array(args) => args.iter().map(text).collect::<Vec<_>>().join(" "),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .filter(|l| !l.starts_with("SLOWLOG") && !l.starts_with("INFO"))
+        .collect();
+    let unblocked = blocked_on(port, &mut c, &["BLPOP", "l2", "0"]);
+    let id = blocker_id(&mut c);
+    run(&mut c, &["CLIENT", "UNBLOCK", &id, "ERROR"]);
+    replies.push(unblocked.join().unwrap());
+    let stats = info(&mut c, "commandstats", &["usec", "usec_per_call"])
+        .into_iter()
+        .filter(|(k, _)| k == "cmdstat_xreadgroup" || k == "cmdstat_blpop")
+        .collect();
+    (stats, logged, replies)
+}
+
+#[test]
+fn blocked_commands_are_accounted_when_unblocked_as_redis_does() {
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let (redis_stats, redis_log, redis_replies) = unblocked_accounting(redis_server.port());
+    let (stats, log, replies) = unblocked_accounting(server.addr().port());
+    assert_eq!(replies, redis_replies);
+    assert_eq!(stats, redis_stats);
+    assert_eq!(
+        stats["cmdstat_xreadgroup"],
+        "calls=1,rejected_calls=0,failed_calls=1"
+    );
+    assert_eq!(
+        stats["cmdstat_blpop"],
+        "calls=2,rejected_calls=0,failed_calls=1"
+    );
+    assert_eq!(log, redis_log);
+    assert_eq!(log.first().map(String::as_str), Some("BLPOP l 0"));
+}
+
+/// INFO's lazyfree counters after UNLINK, side by side with redis-server: a large set (a
+/// hashtable of 1,000 members) and a stream of 200 nodes with a group are freed on the
+/// lazyfree thread, a small list and a string in place (Redis's effort threshold of 64).
+#[test]
+fn unlink_frees_large_values_lazily_as_redis_counts() {
+    fn lazyfreed(c: &mut Connection) -> (String, String) {
+        for _ in 0..200 {
+            let m = info(c, "memory", &[]);
+            if m["lazyfree_pending_objects"] == "0" {
+                return ("0".into(), m["lazyfreed_objects"].clone());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("lazyfree never done");
+    }
+    let redis_server = RedisServer::start();
+    let server = sluice();
+    let mut r = connect(redis_server.port());
+    let mut s = connect(server.addr().port());
+    let mut script: Vec<Vec<String>> = vec![
+        vec!["CONFIG".into(), "RESETSTAT".into()],
+        vec![
+            "CONFIG".into(),
+            "SET".into(),
+            "stream-node-max-entries".into(),
+            "5".into(),
+        ],
+    ];
+    let mut sadd = vec!["SADD".to_string(), "big".into()];
+    sadd.extend((0..1000).map(|i| format!("m{i}")));
+    script.push(sadd);
+    for i in 0..1000 {
+        script.push(vec![
+            "XADD".into(),
+            "st".into(),
+            format!("{}-1", i + 1),
+            "f".into(),
+            "v".into(),
+        ]);
+    }
+    script.push(vec![
+        "XGROUP".into(),
+        "CREATE".into(),
+        "st".into(),
+        "g".into(),
+        "0".into(),
+    ]);
+    script.push(vec!["RPUSH".into(), "small".into(), "a".into(), "b".into()]);
+    script.push(vec!["SET".into(), "str".into(), "x".into()]);
+    script.push(vec![
+        "UNLINK".into(),
+        "big".into(),
+        "small".into(),
+        "str".into(),
+    ]);
+    let owned: Vec<Vec<&str>> = script
+        .iter()
+        .map(|a| a.iter().map(String::as_str).collect())
+        .collect();
+    let refs: Vec<&[&str]> = owned.iter().map(Vec::as_slice).collect();
+    both(&mut r, &mut s, &refs);
+    assert_eq!(lazyfreed(&mut s), lazyfreed(&mut r));
+    assert_eq!(lazyfreed(&mut s), ("0".to_string(), "1".to_string()));
+    both(&mut r, &mut s, &[&["UNLINK", "st"]]);
+    assert_eq!(lazyfreed(&mut s), lazyfreed(&mut r));
+    assert_eq!(lazyfreed(&mut s).1, "2");
+}

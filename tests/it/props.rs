@@ -148,7 +148,6 @@ proptest! {
                 reply.encode(resp, &mut out);
                 prop_assert!(whole_frames(&out), "{:?} → {:?}", args, out);
             }
-            client.sleep = None;
         }
         shared.pubsub.drop_client(&mut client);
         client.subs = None;

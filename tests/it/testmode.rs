@@ -167,6 +167,90 @@ fn latency_and_disconnect_faults() {
     assert_eq!(pong, "PONG");
 }
 
+/// A fault wraps the reply whatever the command leaves its connection to do next: on a
+/// blocking pop that blocks, FAULT LATENCY holds the reply the waiter gets and FAULT
+/// DISCONNECT closes the connection once it is written (the hold and the disconnect travel
+/// beside `engine::Next::Block`, not instead of it).
+#[test]
+fn faults_wrap_the_reply_of_a_command_that_blocked() {
+    let server = TestServer::start().unwrap();
+    let mut admin = connect(&server);
+    let _: () = redis::cmd("FAULT")
+        .arg("LATENCY")
+        .arg(150)
+        .arg("COMMAND")
+        .arg("blpop")
+        .query(&mut admin)
+        .unwrap();
+    let mut blocked = Conn::connect(server.addr());
+    blocked.send(&[b"BLPOP", b"q", b"0"]);
+    assert!(
+        !blocked.poll(Duration::from_millis(100)),
+        "BLPOP on an empty list blocks"
+    );
+    let pushed = Instant::now();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("q")
+        .arg("a")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(blocked.read_reply(), b"*2\r\n$1\r\nq\r\n$1\r\na\r\n");
+    assert!(
+        pushed.elapsed() >= Duration::from_millis(150),
+        "the latency holds the reply the waiter got"
+    );
+
+    let _: () = redis::cmd("FAULT").arg("CLEAR").query(&mut admin).unwrap();
+    let _: () = redis::cmd("FAULT")
+        .arg("DISCONNECT")
+        .arg("COMMAND")
+        .arg("blpop")
+        .query(&mut admin)
+        .unwrap();
+    let mut dropped = Conn::connect(server.addr());
+    dropped.send(&[b"BLPOP", b"q2", b"0"]);
+    assert!(!dropped.poll(Duration::from_millis(100)));
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("q2")
+        .arg("b")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(dropped.read_reply(), b"*2\r\n$2\r\nq2\r\n$1\r\nb\r\n");
+    assert!(
+        dropped.poll(Duration::from_millis(300)) && dropped.is_closed(),
+        "the connection closes after the reply it waited for"
+    );
+    let _: () = redis::cmd("FAULT").arg("CLEAR").query(&mut admin).unwrap();
+}
+
+/// What a queued command asks of the connection is EXEC's: DEBUG SLEEP inside MULTI holds
+/// EXEC's reply, and a CLIENT KILL of the connection itself inside MULTI closes it after
+/// EXEC's reply (Redis 7.0.15 answers `*1 :1` and closes too).
+#[test]
+fn exec_passes_its_commands_hold_and_close_on() {
+    let server = TestServer::start().unwrap();
+    let mut c = Conn::connect(server.addr());
+    assert_eq!(c.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&[b"DEBUG", b"SLEEP", b"0.15"]), b"+QUEUED\r\n");
+    let started = Instant::now();
+    assert_eq!(c.cmd(&[b"EXEC"]), b"*1\r\n+OK\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert_eq!(c.cmd(&[b"PING"]), b"+PONG\r\n", "the hold ends with EXEC");
+
+    let id = c.cmd(&[b"CLIENT", b"ID"]);
+    let id = &id[1..id.len() - 2];
+    assert_eq!(c.cmd(&[b"MULTI"]), b"+OK\r\n");
+    assert_eq!(
+        c.cmd(&[b"CLIENT", b"KILL", b"ID", id, b"SKIPME", b"no"]),
+        b"+QUEUED\r\n"
+    );
+    assert_eq!(c.cmd(&[b"EXEC"]), b"*1\r\n:1\r\n");
+    assert!(
+        c.poll(Duration::from_millis(300)) && c.is_closed(),
+        "the connection closes after EXEC's reply"
+    );
+}
+
 /// A CMDLOG GET entry: id, time, client id, client name, lib name, db, arguments.
 type LogEntry = (
     i64,

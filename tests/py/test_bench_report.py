@@ -56,3 +56,22 @@ def test_a_full_run_reports_its_repeats(tmp_path):
     text = report(bench, run, tmp_path)
     assert "Each cell was measured 5 times," in text
     assert "5 runs per server" in text
+
+
+def test_the_aof_step_has_its_own_table(tmp_path):
+    bench = load_bench()
+    run = saved_run()
+    cell = {"decisions_per_sec": 1000.0, "decisions_per_cpu_s": 2000.0, "server_cores": 0.5,
+            "p50_us": 100, "p99_us": 900, "p999_us": 1500, "errors": 0}
+    run["aof"] = {
+        "getset|50|16|always|sluice": [dict(cell, decisions_per_sec=3000.0)],
+        "getset|50|16|always|redis": [cell],
+        "throttle|50|1|everysec|redis": [{"unavailable": "no CL.THROTTLE"}],
+    }
+    text = report(bench, run, tmp_path)
+    assert "## With the append-only file" in text
+    assert "| getset | 50 | 16 | always | 3,000 | 1,000 | 3.00× |" in text
+    assert "| throttle | 50 | 1 | everysec | not measured | not measured |" in text
+    # A saved run without the step has no such section.
+    run.pop("aof")
+    assert "## With the append-only file" not in report(bench, run, tmp_path)

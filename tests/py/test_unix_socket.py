@@ -32,7 +32,21 @@ def test_redis_py_over_unix_socket():
             assert pipe.execute() == [1, True]
             assert r.execute_command("CL.THROTTLE", "u1", 15, 30, 60) == [0, 16, 15, -1, 2]
             me = [c for c in r.client_list() if c["id"] == str(r.client_id())][0]
+            # As redis-server shows a Unix socket client: the path as both addresses, flag U.
             assert me["addr"] == f"{path}:0"
+            assert me["laddr"] == f"{path}:0"
+            assert me["flags"] == "U"
+            # maxclients counts the socket's clients as it counts TCP's.
+            assert r.config_set("maxclients", 1)
+            extra = redis.Redis(unix_socket_path=path, socket_timeout=START_TIMEOUT)
+            try:
+                extra.ping()
+                raise AssertionError("a second client was admitted over maxclients 1")
+            except redis.exceptions.ConnectionError as e:
+                assert "max number of clients reached" in str(e)
+            finally:
+                extra.close()
+            assert r.config_set("maxclients", 10000)
             r.close()
         finally:
             proc.terminate()

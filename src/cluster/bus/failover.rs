@@ -14,6 +14,13 @@
 //!   becomes a replica of the winner.
 //!
 //! CLUSTER FAILOVER TAKEOVER skips the election: the replica bumps its epoch and takes over.
+//! CLUSTER FAILOVER FORCE starts the election at once, with the master up. Plain CLUSTER
+//! FAILOVER is Redis's coordinated manual failover: the replica sends MFSTART to its master,
+//! which holds its clients' writes and pings the replica (every cron turn) with the PAUSED
+//! flag and its replication offset; once the replica has processed the stream up to that
+//! offset it runs the election (votes forced, as FORCE's), so no acknowledged write is lost.
+//! Either side gives up after five seconds (`CLUSTER_MF_TIMEOUT`), and the master's writes
+//! resume then, or as soon as it follows the winner.
 //!
 //! Differences from Redis: the rank orders the master's replicas by name, not by replication
 //! offset (the bus does not see the offset), and the replica's data age is not checked
@@ -38,8 +45,29 @@ pub struct Election {
     pub auth_rank: u64,
     /// The epoch the election runs in.
     pub auth_epoch: u64,
-    /// A forced manual failover (CLUSTER FAILOVER FORCE) runs until then.
+    /// A manual failover (`CLUSTER FAILOVER [FORCE]`) runs until then: on a replica, its
+    /// own; on a master, the one a replica asked for with MFSTART (0: none).
     pub mf_end: u64,
+    /// The replica may start the manual failover's election (at once with FORCE; once it
+    /// has caught up with the paused master without).
+    pub mf_can_start: bool,
+    /// The paused master's replication offset, from its PAUSED pings (replica side).
+    pub mf_master_offset: Option<u64>,
+    /// The replica a paused master is failing over to (master side).
+    pub mf_replica: Option<String>,
+}
+
+/// How long a manual failover may take (Redis's `CLUSTER_MF_TIMEOUT`).
+pub const MF_TIMEOUT_MS: u64 = 5000;
+
+/// What the server does when a manual failover holds (true) or releases (false) this
+/// master's writes.
+pub struct PauseWrites(pub Box<dyn Fn(bool) + Send + Sync>);
+
+impl std::fmt::Debug for PauseWrites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PauseWrites")
+    }
 }
 
 impl State {
@@ -56,15 +84,105 @@ impl State {
             .count() as u64
     }
 
+    /// Ends a manual failover, whatever its outcome; a master lets its writes go again
+    /// (Redis's `resetManualFailover`).
+    pub fn reset_manual_failover(&mut self) {
+        if self.election.mf_replica.take().is_some() {
+            // Released by the next view, once installed: a write held by the pause must
+            // meet the routing that follows the failover (-MOVED), not the one before it.
+            self.resume_writes = true;
+            self.view_changed = true;
+        }
+        self.election.mf_end = 0;
+        self.election.mf_can_start = false;
+        self.election.mf_master_offset = None;
+    }
+
+    /// Run every cron turn before the election: a manual failover that timed out ends
+    /// (`manualFailoverCheckTimeout`), a paused master pings its replica, and a replica that
+    /// has caught up with its paused master may start (`clusterHandleManualFailover`).
+    pub fn manual_failover_cron(&mut self, now: u64) {
+        let e = &self.election;
+        if e.mf_end == 0 {
+            return;
+        }
+        if e.mf_end < now {
+            tracing::warn!("Manual failover timed out.");
+            self.reset_manual_failover();
+            return;
+        }
+        if let Some(r) = &e.mf_replica {
+            if let Some(link) = self.nodes.get(r).and_then(|n| n.link) {
+                self.send_ping(link, kind::PING, now);
+            }
+            return;
+        }
+        if !e.mf_can_start && e.mf_master_offset == Some(self.me().repl_offset) {
+            tracing::warn!("All master replication stream processed, manual failover can start.");
+            self.election.mf_can_start = true;
+        }
+    }
+
+    /// CLUSTER FAILOVER without an option: ask the master to pause (MFSTART).
+    pub fn start_manual_failover(&mut self, now: u64) {
+        self.reset_manual_failover();
+        self.election.mf_end = now + MF_TIMEOUT_MS;
+        let Some(link) = self
+            .me()
+            .slaveof
+            .as_ref()
+            .and_then(|m| self.nodes.get(m))
+            .and_then(|m| m.link)
+        else {
+            return;
+        };
+        let bytes = Message {
+            kind: kind::MFSTART,
+            header: self.header(self.me().repl_offset),
+            body: Body::Empty,
+        }
+        .encode();
+        self.send(link, kind::MFSTART, bytes);
+        tracing::warn!("Manual failover user request accepted.");
+    }
+
+    /// A replica asks this master for a manual failover (MFSTART): hold the writes and
+    /// tell the replica the offset to reach.
+    pub fn on_mfstart(&mut self, sender: &str, now: u64) {
+        let ours = self
+            .nodes
+            .get(sender)
+            .is_some_and(|n| n.slaveof.as_deref() == Some(self.myself.as_str()));
+        if !ours || !self.me().is_master() {
+            return;
+        }
+        self.reset_manual_failover();
+        self.resume_writes = false;
+        self.election.mf_end = now + MF_TIMEOUT_MS;
+        self.election.mf_replica = Some(sender.to_string());
+        if let Some(p) = &self.pause_writes {
+            (p.0)(true);
+        }
+        // The offset this node has was read before the pause: the PAUSED pings start with the
+        // next turn's (`Bus::lock_fresh`), read with the writes held.
+        self.offset_after_pause = false;
+        tracing::warn!("Manual failover requested by replica {sender}.");
+    }
+
+    /// A paused master's ping: the offset its replica must reach (the latest one, as writes
+    /// already past the pause when it began may still have moved it).
+    pub fn on_master_paused(&mut self, sender: &str, h: &Header) {
+        let from_master = self.me().slaveof.as_deref() == Some(sender) && !self.me().is_master();
+        if from_master && self.election.mf_end != 0 && h.mflags[0] & mflag::PAUSED != 0 {
+            self.election.mf_master_offset = Some(h.offset);
+        }
+    }
+
     /// Run every cron turn (Redis's `clusterHandleSlaveFailover`).
     pub fn handle_replica_failover(&mut self, now: u64) {
         let timeout = self.settings.node_timeout;
         let needed = self.size() / 2 + 1;
-        let manual = self.election.mf_end != 0;
-        if manual && now > self.election.mf_end {
-            self.election.mf_end = 0;
-            return;
-        }
+        let manual = self.election.mf_end != 0 && self.election.mf_can_start;
         let auth_timeout = (timeout * 2).max(2000);
         let retry = auth_timeout * 2;
         let me = self.me();
@@ -163,8 +281,10 @@ impl State {
 
     /// CLUSTER FAILOVER FORCE: an election now, even with the master up.
     pub fn force_failover(&mut self, now: u64) {
+        self.reset_manual_failover();
         self.election = Election {
-            mf_end: now + 5000,
+            mf_end: now + MF_TIMEOUT_MS,
+            mf_can_start: true,
             ..Election::default()
         };
     }
@@ -234,5 +354,126 @@ impl State {
         {
             self.election.auth_count += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::nodes_conf::parse;
+    use super::super::state::Settings;
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const C: &str = "cccccccccccccccccccccccccccccccccccccccc";
+    const R: &str = "dddddddddddddddddddddddddddddddddddddddd";
+
+    /// Three masters splitting the slots and a replica of A, as `me` sees them.
+    fn cluster(me: &str) -> State {
+        let line = |name: &str, port: u16, role: &str, master: &str, slots: &str| {
+            let myself = if name == me { "myself," } else { "" };
+            format!(
+                "{name} 127.0.0.1:{port}@{} {myself}{role} {master} 0 0 1 connected {slots}\n",
+                port + 10000
+            )
+        };
+        let text = [
+            line(A, 7001, "master", "-", "0-5460"),
+            line(B, 7002, "master", "-", "5461-10922"),
+            line(C, 7003, "master", "-", "10923-16383"),
+            line(R, 7004, "slave", A, ""),
+        ]
+        .concat()
+            + "vars currentEpoch 3 lastVoteEpoch 0\n";
+        let settings = Settings {
+            port: 7001,
+            cport: 17001,
+            node_timeout: 1000,
+            announce_ip: String::new(),
+            announce_hostname: String::new(),
+        };
+        parse(&text, settings, 1).unwrap()
+    }
+
+    #[test]
+    fn a_replica_starts_once_it_has_the_paused_masters_offset() {
+        let mut st = cluster(R);
+        st.start_manual_failover(1000);
+        assert_eq!(st.election.mf_end, 1000 + MF_TIMEOUT_MS);
+        st.manual_failover_cron(1100);
+        assert!(!st.election.mf_can_start, "no offset announced yet");
+        // A message from the master without PAUSED says nothing; with it, the offset.
+        let mut h = st.header(0);
+        h.offset = 500;
+        st.on_master_paused(A, &h);
+        assert_eq!(st.election.mf_master_offset, None);
+        h.mflags[0] = mflag::PAUSED;
+        st.on_master_paused(B, &h);
+        assert_eq!(st.election.mf_master_offset, None, "not my master");
+        st.on_master_paused(A, &h);
+        assert_eq!(st.election.mf_master_offset, Some(500));
+        st.me_mut().repl_offset = 499;
+        st.manual_failover_cron(1200);
+        assert!(!st.election.mf_can_start);
+        st.me_mut().repl_offset = 500;
+        st.manual_failover_cron(1300);
+        assert!(st.election.mf_can_start);
+        // It times out like Redis's: everything reset.
+        st.manual_failover_cron(1000 + MF_TIMEOUT_MS + 1);
+        assert_eq!(st.election.mf_end, 0);
+        assert!(!st.election.mf_can_start);
+        assert_eq!(st.election.mf_master_offset, None);
+    }
+
+    #[test]
+    fn a_master_holds_its_writes_until_the_next_view() {
+        let mut st = cluster(A);
+        let held = Arc::new(AtomicBool::new(false));
+        let h = held.clone();
+        st.pause_writes = Some(PauseWrites(Box::new(move |on| {
+            h.store(on, Ordering::Relaxed)
+        })));
+        // Only its own replica may ask.
+        st.on_mfstart(B, 1000);
+        assert!(!held.load(Ordering::Relaxed));
+        st.on_mfstart(R, 1000);
+        assert!(held.load(Ordering::Relaxed));
+        assert_eq!(st.election.mf_replica.as_deref(), Some(R));
+        // The offset read before the pause is not announced as the paused one.
+        assert_eq!(st.header(7).mflags[0] & mflag::PAUSED, 0);
+        st.offset_after_pause = true;
+        assert_eq!(st.header(7).mflags[0] & mflag::PAUSED, mflag::PAUSED);
+        // Ending it (here: following the winner) leaves the release to the next view.
+        st.view_changed = false;
+        st.set_my_master(R);
+        assert!(st.resume_writes && st.view_changed);
+        assert_eq!(st.election.mf_end, 0);
+    }
+
+    #[test]
+    fn a_node_cut_off_from_the_majority_declares_the_cluster_down() {
+        let mut st = cluster(A);
+        st.update_ok();
+        assert!(st.ok);
+        for n in [B, C] {
+            st.nodes.get_mut(n).unwrap().flags |= flag::PFAIL;
+        }
+        st.update_ok();
+        assert!(!st.ok, "one of three masters is a minority");
+        // Back in the majority, a master waits the rejoin delay (the node timeout here).
+        for n in [B, C] {
+            st.nodes.get_mut(n).unwrap().flags &= !flag::PFAIL;
+        }
+        st.update_ok();
+        assert!(!st.ok);
+        st.among_minority_time -= 1000;
+        st.update_ok();
+        assert!(st.ok);
+        // One suspected master of three leaves a majority.
+        st.nodes.get_mut(B).unwrap().flags |= flag::PFAIL;
+        st.update_ok();
+        assert!(st.ok);
     }
 }

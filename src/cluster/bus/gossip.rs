@@ -133,7 +133,7 @@ fn drain(bus: &Bus, link: LinkId, buf: &mut Vec<u8>) -> bool {
     let mut keep = true;
     let inbox;
     {
-        let mut st = bus.lock();
+        let mut st = bus.lock_fresh();
         loop {
             let len = match Message::frame_len(&buf[at..]) {
                 Ok(Some(len)) if buf.len() - at >= len => len,
@@ -229,7 +229,7 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
     let now = now_ms();
     let mut to_connect = Vec::new();
     let view = {
-        let mut st = bus.lock();
+        let mut st = bus.lock_fresh();
         let timeout = st.settings.node_timeout.max(1);
         let handshake_timeout = timeout.max(1000);
         st.blacklist.retain(|_, until| *until > now / 1000);
@@ -312,6 +312,7 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
                 }
             }
         }
+        st.manual_failover_cron(now);
         st.handle_replica_failover(now);
         bus.after(&mut st)
     };

@@ -42,13 +42,20 @@ pub struct View {
     pub migrating: Vec<(u16, String)>,
     /// Slots this node is importing.
     pub importing: Vec<u16>,
+    /// A manual failover's hold on this master's writes ends once this view is installed.
+    pub resume_writes: bool,
 }
 
 /// What the server does with a new view.
 pub type Hook = Box<dyn Fn(View) + Send + Sync>;
 
-/// What the server does with a PUBLISH from another node (channel, message).
-pub type PublishHook = Box<dyn Fn(&[u8], &[u8]) + Send + Sync>;
+/// What the server does with a PUBLISH (`false`) or PUBLISHSHARD (`true`) from another node
+/// (shard, channel, message).
+pub type PublishHook = Box<dyn Fn(bool, &[u8], &[u8]) + Send + Sync>;
+
+/// This node's replication offset, as the server reads it: a master's stream, or what a
+/// replica has processed of its master's.
+pub type OffsetHook = Box<dyn Fn() -> u64 + Send + Sync>;
 
 /// The bus of one node.
 pub struct Bus {
@@ -56,6 +63,7 @@ pub struct Bus {
     conf_path: PathBuf,
     hook: OnceLock<Hook>,
     publish_hook: OnceLock<PublishHook>,
+    offset_hook: OnceLock<OffsetHook>,
     seq: AtomicU64,
     /// Set at shutdown: the bus thread stops.
     pub stop: AtomicBool,
@@ -120,6 +128,7 @@ impl Bus {
             conf_path,
             hook: OnceLock::new(),
             publish_hook: OnceLock::new(),
+            offset_hook: OnceLock::new(),
             seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             listener: Mutex::new(Some(listener)),
@@ -146,11 +155,39 @@ impl Bus {
         let _ = self.publish_hook.set(hook);
     }
 
-    /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`).
-    pub fn propagate_publish(&self, channel: &[u8], message: &[u8]) {
+    /// Installs what a manual failover needs from the server (once): the replication offset
+    /// the bus sends in its headers and compares, and the hold on a master's writes.
+    pub fn set_repl_hooks(&self, offset: OffsetHook, pause_writes: failover::PauseWrites) {
+        let _ = self.offset_hook.set(offset);
+        self.lock().pause_writes = Some(pause_writes);
+    }
+
+    /// The state, locked, with this node's replication offset refreshed first (the offset
+    /// is read before the lock is taken: the server's feed is never locked inside it).
+    pub fn lock_fresh(&self) -> MutexGuard<'_, State> {
+        let offset = self.offset_hook.get().map(|f| f());
         let mut st = self.lock();
+        if let Some(o) = offset {
+            st.me_mut().repl_offset = o;
+        }
+        // A pause is only ever begun on the bus thread, the one caller: if one was in force
+        // when this hold began, it was in force when the offset was read.
+        st.offset_after_pause = st.election.mf_replica.is_some();
+        st
+    }
+
+    /// Sends a PUBLISH to every connected node (Redis's `clusterPropagatePublish`), or with
+    /// `shard` a PUBLISHSHARD to the other nodes of this node's shard, its master and that
+    /// master's replicas (`clusterPropagatePublishShard`).
+    pub fn propagate_publish(&self, channel: &[u8], message: &[u8], shard: bool) {
+        let mut st = self.lock();
+        let kind = if shard {
+            msg::kind::PUBLISHSHARD
+        } else {
+            msg::kind::PUBLISH
+        };
         let bytes = msg::Message {
-            kind: msg::kind::PUBLISH,
+            kind,
             header: st.header(st.me().repl_offset),
             body: msg::Body::Publish {
                 channel: channel.to_vec(),
@@ -158,14 +195,30 @@ impl Bus {
             },
         }
         .encode();
-        st.broadcast(msg::kind::PUBLISH, &bytes);
+        if !shard {
+            st.broadcast(kind, &bytes);
+            return;
+        }
+        let Some(master) = st.my_master().map(|m| m.name.clone()) else {
+            return;
+        };
+        let links: Vec<state::LinkId> = st
+            .nodes
+            .values()
+            .filter(|n| !n.is(flag::MYSELF | flag::HANDSHAKE))
+            .filter(|n| n.name == master || n.slaveof.as_deref() == Some(master.as_str()))
+            .filter_map(|n| n.link)
+            .collect();
+        for l in links {
+            st.send(l, kind, bytes.clone());
+        }
     }
 
-    /// Delivers the PUBLISH messages peers sent (the caller holds no lock).
-    pub fn deliver(&self, inbox: Vec<(Vec<u8>, Vec<u8>)>) {
+    /// Delivers the PUBLISH and PUBLISHSHARD messages peers sent (the caller holds no lock).
+    pub fn deliver(&self, inbox: Vec<(bool, Vec<u8>, Vec<u8>)>) {
         if let Some(hook) = self.publish_hook.get() {
-            for (channel, message) in inbox {
-                hook(&channel, &message);
+            for (shard, channel, message) in inbox {
+                hook(shard, &channel, &message);
             }
         }
     }
@@ -235,8 +288,21 @@ impl Bus {
                 nodes[i].ranges.clear();
             }
         }
-        let owners: Vec<Option<usize>> = (0..SLOTS)
-            .map(|s| st.owners[s].as_deref().and_then(|o| index.get(o).copied()))
+        // Neighbouring slots mostly share their owner: each run of them is looked up once.
+        let mut last: Option<(&str, Option<usize>)> = None;
+        let owners: Vec<Option<usize>> = st.owners[..SLOTS]
+            .iter()
+            .map(|o| {
+                let o = o.as_deref()?;
+                match last {
+                    Some((name, i)) if name == o => i,
+                    _ => {
+                        let i = index.get(o).copied();
+                        last = Some((o, i));
+                        i
+                    }
+                }
+            })
             .collect();
         let me = index[st.myself.as_str()];
         View {
@@ -255,6 +321,7 @@ impl Bus {
                 })
                 .collect(),
             importing: st.importing.keys().copied().collect(),
+            resume_writes: std::mem::take(&mut st.resume_writes),
         }
     }
 

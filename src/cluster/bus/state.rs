@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 
 use super::super::slot::SLOTS;
 use super::msg::{
-    self, Bitmap, Body, Ext, Gossip, Header, Message, NULL_NAME, flag, kind, name_of, name_text,
+    self, Bitmap, Body, Ext, Gossip, Header, Message, NULL_NAME, flag, kind, mflag, name_of,
+    name_text,
 };
 
 /// A link's id.
@@ -140,6 +141,8 @@ pub struct State {
     pub blacklist: HashMap<String, u64>,
     pub settings: Settings,
     pub ok: bool,
+    /// When this node last counted fewer reachable masters than a majority (Unix ms).
+    pub among_minority_time: u64,
     pub stats_sent: [u64; kind::COUNT],
     pub stats_received: [u64; kind::COUNT],
     /// The configuration changed: nodes.conf is to be written.
@@ -153,9 +156,16 @@ pub struct State {
     /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
     /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
     pub synced_epochs: (u64, u64, u64),
-    /// PUBLISH messages received from peers, to deliver to this node's subscribers once
-    /// the state is released.
-    pub inbox: Vec<(Vec<u8>, Vec<u8>)>,
+    /// PUBLISH and PUBLISHSHARD messages received from peers (shard, channel, message), to
+    /// deliver to this node's subscribers once the state is released.
+    pub inbox: Vec<(bool, Vec<u8>, Vec<u8>)>,
+    /// Holds this node's writes for a manual failover (set by the server).
+    pub pause_writes: Option<super::failover::PauseWrites>,
+    /// A manual failover ended on this master: the next view releases its writes.
+    pub resume_writes: bool,
+    /// This master's `repl_offset` was read with its writes held for a manual failover, so
+    /// it may be announced with the PAUSED flag.
+    pub offset_after_pause: bool,
     next_link: LinkId,
 }
 
@@ -181,6 +191,7 @@ impl State {
             blacklist: HashMap::new(),
             settings,
             ok: false,
+            among_minority_time: 0,
             stats_sent: [0; kind::COUNT],
             stats_received: [0; kind::COUNT],
             dirty: true,
@@ -189,6 +200,9 @@ impl State {
             election: Default::default(),
             synced_epochs: (u64::MAX, 0, 0),
             inbox: Vec::new(),
+            pause_writes: None,
+            resume_writes: false,
+            offset_after_pause: false,
             next_link: 1,
         }
     }
@@ -312,7 +326,16 @@ impl State {
             cport: self.settings.cport,
             flags: me.flags,
             state: u8::from(!self.ok),
-            mflags: [0; 3],
+            // A master paused for a manual failover says so in every message.
+            mflags: [
+                if me.is_master() && self.election.mf_end != 0 && self.offset_after_pause {
+                    mflag::PAUSED
+                } else {
+                    0
+                },
+                0,
+                0,
+            ],
         }
     }
 
@@ -405,6 +428,7 @@ impl State {
             if n.is_master() || h.slaveof == NULL_NAME {
                 n.repl_offset = h.offset;
             }
+            self.on_master_paused(s, h);
             if h.current_epoch > self.current_epoch {
                 self.current_epoch = h.current_epoch;
                 self.dirty = true;
@@ -473,12 +497,18 @@ impl State {
                     self.view_changed = true;
                 }
             }
-            kind::PUBLISH => {
+            kind::PUBLISH | kind::PUBLISHSHARD => {
                 if sender.is_some()
                     && let Body::Publish { channel, message } = m.body
                     && self.inbox.len() < 100_000
                 {
-                    self.inbox.push((channel, message));
+                    self.inbox
+                        .push((m.kind == kind::PUBLISHSHARD, channel, message));
+                }
+            }
+            kind::MFSTART => {
+                if let Some(s) = &sender {
+                    self.on_mfstart(s, now);
                 }
             }
             kind::FAILOVER_AUTH_REQUEST => {
@@ -948,6 +978,7 @@ impl State {
     /// Makes this node a replica of `master` (CLUSTER REPLICATE, or a master that lost all
     /// its slots to another).
     pub fn set_my_master(&mut self, master: &str) {
+        self.reset_manual_failover();
         let owned: Vec<u16> = (0..SLOTS as u16)
             .filter(|&s| self.me().slots.get(s))
             .collect();
@@ -963,13 +994,45 @@ impl State {
         self.view_changed = true;
     }
 
-    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing.
+    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing and
+    /// this node reaches a majority of the masters with slots (a master cut off in a minority
+    /// stops taking writes once it has timed the others out). A master back in the majority
+    /// waits the rejoin delay (the node timeout, within 0.5 to 5 s) before it serves again,
+    /// so the majority's failover, if any, reaches it first.
     pub fn update_ok(&mut self) {
-        let ok = self.owners.iter().all(|o| {
-            o.as_ref()
-                .and_then(|o| self.nodes.get(o))
-                .is_some_and(|n| !n.is(flag::FAIL))
-        });
+        let now = super::now_ms();
+        let (mut size, mut reachable) = (0, 0);
+        for n in self.nodes.values() {
+            if n.is_master() && !n.slots.is_empty() {
+                size += 1;
+                reachable += usize::from(!n.is(flag::FAIL | flag::PFAIL));
+            }
+        }
+        let minority = reachable < size / 2 + 1;
+        if minority {
+            self.among_minority_time = now;
+        }
+        // Neighbouring slots mostly share their owner: each run of them is looked up once.
+        let mut last_ok: Option<&str> = None;
+        let ok = self.owners.iter().all(|o| match o.as_deref() {
+            None => false,
+            Some(o) if last_ok == Some(o) => true,
+            Some(o) => {
+                let up = self.nodes.get(o).is_some_and(|n| !n.is(flag::FAIL));
+                if up {
+                    last_ok = Some(o);
+                }
+                up
+            }
+        }) && !minority;
+        let rejoin_delay = self.settings.node_timeout.clamp(500, 5000);
+        if ok
+            && !self.ok
+            && self.me().is_master()
+            && now.saturating_sub(self.among_minority_time) < rejoin_delay
+        {
+            return;
+        }
         if ok != self.ok {
             tracing::warn!("Cluster state changed: {}", if ok { "ok" } else { "fail" });
             self.ok = ok;

@@ -38,7 +38,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -2,
         &["write", "fast"],
         C::keys(1, -1, 1),
-        run::<Del>,
+        run::<Unlink>,
     )
     .with_acl(&["@keyspace", "@write", "@fast"])
     .with_tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
@@ -322,6 +322,33 @@ impl Command for Del {
     }
 }
 
+/// UNLINK key [key …]: DEL whose large values are freed on the lazyfree thread
+/// (`services::lazyfree`).
+#[derive(Debug)]
+pub(crate) struct Unlink {
+    keys: Vec<Bytes>,
+}
+
+impl Command for Unlink {
+    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Unlink {
+            keys: a.rest().to_vec(),
+        })
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        let db = ctx.db();
+        let mut n = 0;
+        for k in &self.keys {
+            if let Some(entry) = ctx.store.remove(db, k, ctx.now_ms) {
+                ctx.shared.lazyfree.free(entry.value);
+                ctx.notify(class::GENERIC, "del", k);
+                n += 1;
+            }
+        }
+        Ok(Reply::Int(n))
+    }
+}
+
 /// `EXISTS key [key …]` (duplicates count each time): the keys' access times are left
 /// alone, as Redis's LOOKUP_NOTOUCH does.
 #[derive(Debug)]
@@ -431,7 +458,11 @@ impl Command for Wait {
             Bytes::from_static(b"GETACK"),
             Bytes::from_static(b"*"),
         ]);
-        ctx.client.wait_acks = Some((self.replicas.max(0) as u64, self.timeout as u64, offset));
+        ctx.next = crate::engine::Next::WaitAcks {
+            replicas: self.replicas.max(0) as u64,
+            timeout_ms: self.timeout as u64,
+            offset,
+        };
         Ok(Reply::Int(acked))
     }
 }

@@ -66,6 +66,13 @@ pub(super) static OBJECT: &[C] = &[
     .with_info(&OBJECT_KEY_INFO),
 ];
 
+/// COMMAND INFO's tips of MEMORY's reports, as Redis 7.0.15 gives them.
+const MEMORY_REPORT_TIPS: &[&str] = &[
+    "nondeterministic_output",
+    "request_policy:all_shards",
+    "response_policy:special",
+];
+
 pub(super) static MEMORY: &[C] = &[
     C::new(
         "memory|usage",
@@ -77,11 +84,49 @@ pub(super) static MEMORY: &[C] = &[
     .with_acl(&["@read", "@slow"])
     .with_key_flags(&["RO"]),
     C::new(
+        "memory|stats",
+        2,
+        &[],
+        C::keys(0, 0, 0),
+        run_sub::<crate::commands::memory::MemoryStats>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow"])
+    .with_tips(MEMORY_REPORT_TIPS),
+    C::new(
+        "memory|doctor",
+        2,
+        &[],
+        C::keys(0, 0, 0),
+        run_sub::<crate::commands::memory::MemoryDoctor>,
+    )
+    .whole_keyspace()
+    .with_acl(&["@slow"])
+    .with_tips(MEMORY_REPORT_TIPS),
+    C::new(
+        "memory|malloc-stats",
+        2,
+        &[],
+        C::keys(0, 0, 0),
+        run_sub::<crate::commands::memory::MemoryMallocStats>,
+    )
+    .with_acl(&["@slow"])
+    .with_tips(MEMORY_REPORT_TIPS),
+    C::new(
+        "memory|purge",
+        2,
+        &[],
+        C::keys(0, 0, 0),
+        run_sub::<crate::commands::memory::MemoryPurge>,
+    )
+    .with_acl(&["@slow"])
+    .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),
+    C::new(
         "memory|help",
         2,
         &["loading", "stale"],
         C::keys(0, 0, 0),
-        run_sub::<crate::commands::server::Help>,
+        run_sub::<crate::commands::memory::MemoryHelp>,
     )
     .with_acl(&["@slow"]),
 ];

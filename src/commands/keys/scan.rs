@@ -225,7 +225,16 @@ impl Command for Scan {
             let guard = if held {
                 ctx.store.held_shard(shard)
             } else {
-                own = Some(keyspace.lock_indexes(&[shard]));
+                own = Some(match keyspace.try_lock_indexes(&[shard]) {
+                    Some(locked) => locked,
+                    // A script took this shard since SCAN passed the busy gate: SCAN has
+                    // changed nothing, so it goes back to the gate and starts again rather
+                    // than wait on the lock for the whole script.
+                    None if crate::engine::call::back_to_gate(ctx, &[shard]) => {
+                        return Ok(Reply::Null);
+                    }
+                    None => keyspace.lock_indexes(&[shard]),
+                });
                 own.as_ref().and_then(|l| l.held_shard(shard))
             };
             let Some(guard) = guard else { break };

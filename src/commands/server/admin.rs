@@ -1,4 +1,5 @@
-//! The server as a process: TIME, DEBUG, SHUTDOWN.
+//! The server as a process: TIME, DEBUG, SHUTDOWN, and MONITOR (the feed itself is
+//! `services::monitor`).
 
 use std::time::Duration;
 
@@ -79,7 +80,7 @@ impl Command for DebugCmd {
             DebugCmd::Help => Help.apply(ctx),
             DebugCmd::Sleep(secs) => {
                 if secs > 0.0 {
-                    ctx.client.sleep = Some(Duration::from_secs_f64(secs.min(3600.0)));
+                    ctx.hold = Duration::from_secs_f64(secs.min(3600.0));
                 }
                 Ok(Reply::ok())
             }
@@ -162,8 +163,27 @@ impl Command for Shutdown {
         tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
         ctx.shared.shutdown.cancel();
         // Redis closes the connection without replying when it shuts down.
-        ctx.client.close_after_reply = true;
-        ctx.client.no_reply = true;
+        ctx.next = crate::engine::Next::CloseWithoutReply;
+        Ok(Reply::ok())
+    }
+}
+
+/// MONITOR: the connection switches to streaming mode after `+OK`.
+#[derive(Debug)]
+pub(crate) struct Monitor;
+
+impl Command for Monitor {
+    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
+        Ok(Monitor)
+    }
+    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if ctx.in_exec {
+            // Redis: EXEC runs its queue as a client that must get one reply per command.
+            return Err(crate::error::CmdError::msg(
+                "ERR MONITOR isn't allowed for DENY BLOCKING client",
+            ));
+        }
+        ctx.next = crate::engine::Next::Monitor;
         Ok(Reply::ok())
     }
 }

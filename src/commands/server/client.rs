@@ -116,7 +116,7 @@ pub(super) static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        crate::services::blocking::client_unblock,
+        crate::commands::blocking::client_unblock,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -125,7 +125,7 @@ pub(super) static CLIENT: &[C] = &[
         -3,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        crate::services::pause::client_pause,
+        super::pause::client_pause,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -134,7 +134,7 @@ pub(super) static CLIENT: &[C] = &[
         2,
         &["admin", "noscript", "loading", "stale"],
         KeySpec::None,
-        run_sub::<crate::services::pause::ClientUnpause>,
+        run_sub::<super::pause::ClientUnpause>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous", "@connection"])
     .with_roles(Roles::KEEPS_CACHING),
@@ -293,20 +293,23 @@ impl Command for ClientInfoCmd {
 pub(super) struct ClientList {
     /// Listed in this order, repeats included, unknown ids skipped (as Redis does).
     ids: Option<Vec<i64>>,
-    normal_only: Option<bool>,
+    /// TYPE filter: Redis's type name (`normal`, `slave`, `master`, `pubsub`).
+    kind: Option<&'static str>,
 }
 
 impl Command for ClientList {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut l = ClientList {
             ids: None,
-            normal_only: None,
+            kind: None,
         };
         if a.remaining() == 2 && a.eat("TYPE") {
             let t = a.next()?;
-            l.normal_only = Some(match &t.to_ascii_lowercase()[..] {
-                b"normal" => true,
-                b"master" | b"replica" | b"slave" | b"pubsub" => false,
+            l.kind = Some(match &t.to_ascii_lowercase()[..] {
+                b"normal" => "normal",
+                b"master" => "master",
+                b"replica" | b"slave" => "slave",
+                b"pubsub" => "pubsub",
                 _ => {
                     return Err(CmdError::owned(format!(
                         "ERR Unknown client type '{}'",
@@ -327,14 +330,20 @@ impl Command for ClientList {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut out = String::new();
-        let clients = ctx.shared.clients.snapshot();
+        // A killed client is gone for Redis at once (freeClient); here its connection task
+        // unregisters it a moment later, so it is left out meanwhile.
+        let mut clients = ctx.shared.clients.snapshot();
+        clients.retain(|c| !c.kill.is_cancelled());
         let listed: Vec<_> = match &self.ids {
             Some(ids) => ids
                 .iter()
                 .filter_map(|&id| clients.iter().find(|c| c.id as i64 == id))
                 .collect(),
-            None if self.normal_only == Some(false) => Vec::new(),
-            None => clients.iter().collect(),
+            // As Redis's getClientType: a subscribed client is `pubsub`, not `normal`.
+            None => clients
+                .iter()
+                .filter(|c| self.kind.is_none_or(|k| c.type_name() == k))
+                .collect(),
         };
         for c in listed {
             out.push_str(&c.render());
@@ -442,7 +451,7 @@ impl Command for ClientKill {
             if matches {
                 killed += 1;
                 if c.id == me {
-                    ctx.client.close_after_reply = true;
+                    ctx.next = crate::engine::Next::Close;
                 } else {
                     c.kill.cancel();
                 }

@@ -94,7 +94,10 @@ impl Command for ConfigGet {
                 continue;
             }
             let pattern = p.to_ascii_lowercase();
-            for param in params::PARAMS.iter().filter(|p| p.is_listed()) {
+            for param in params::PARAMS
+                .iter()
+                .filter(|p| p.is_listed() && !p.is_hidden())
+            {
                 for name in std::iter::once(param.name).chain(param.alias) {
                     if glob_match(&pattern, name.as_bytes(), true) {
                         add(Bytes::from_static(name.as_bytes()), param);
@@ -185,6 +188,29 @@ impl Command for ConfigSet {
                 Err(why) => return Err(failed(&typed.to_ascii_lowercase(), &why)),
             }
         }
+        // Redis's apply step for port and bind: new listeners, or an error and nothing
+        // changed.
+        // (A server started on port 0 listens on the one it was given: that is no change.)
+        let listening = ctx.shared.port.load(std::sync::atomic::Ordering::Relaxed);
+        let port_changed = next.port != cfg.port && next.port != listening;
+        if port_changed || next.bind != cfg.bind {
+            let typed = self
+                .pairs
+                .iter()
+                .zip(&found)
+                .find(|(_, p)| p.name == if port_changed { "port" } else { "bind" })
+                .map(|((t, _), _)| t.to_ascii_lowercase())
+                .unwrap_or_default();
+            // New addresses keep the port listened on (`port 0` picked one at start).
+            let port = if port_changed { next.port } else { listening };
+            match ctx.shared.relisten.change(&next.bind, port, port_changed) {
+                Ok(port) => ctx
+                    .shared
+                    .port
+                    .store(port, std::sync::atomic::Ordering::Relaxed),
+                Err(why) => return Err(failed(&typed, why)),
+            }
+        }
         ctx.shared.live.store(&next);
         // `requirepass` is the default user's password (Redis's ACLUpdateDefaultUserPassword).
         if found.iter().any(|p| p.name == "requirepass") {
@@ -203,6 +229,11 @@ impl Command for ConfigSet {
         crate::services::aof::configured(ctx.shared);
         if let Ok(mut params) = ctx.shared.params.lock() {
             params.extend(recorded);
+        }
+        // A lower maxmemory evicts at once, as Redis's updateMaxmemory does (inside EXEC the
+        // transaction holds shards: the next command evicts).
+        if !ctx.in_exec && found.iter().any(|p| p.name == "maxmemory") {
+            crate::services::maxmemory::evict_now(ctx.shared);
         }
         Ok(Reply::ok())
     }
@@ -233,6 +264,7 @@ impl Command for ConfigResetStat {
         ctx.shared.errors.reset();
         ctx.shared.stats.reset();
         ctx.store.reset_stats();
+        ctx.shared.lazyfree.reset_stats();
         Ok(Reply::ok())
     }
 }

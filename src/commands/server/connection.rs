@@ -66,7 +66,7 @@ impl Command for Quit {
         Ok(Quit)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        ctx.client.close_after_reply = true;
+        ctx.next = crate::engine::Next::Close;
         Ok(Reply::ok())
     }
 }
@@ -80,8 +80,10 @@ impl Command for Reset {
         Ok(Reset)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
+        if !crate::engine::txn::unwatch_all_or_regate(ctx) {
+            return Ok(Reply::Null);
+        }
         ctx.client.end_multi();
-        crate::engine::txn::unwatch_all(ctx);
         ctx.shared.pubsub.drop_client(ctx.client);
         if ctx.client.tracking {
             ctx.shared.keyspace.tracking().disable(&ctx.client.info);

@@ -250,8 +250,8 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
             .field("mem_aof_buffer", 0)
             .field("mem_allocator", "libc")
             .field("active_defrag_running", 0)
-            .field("lazyfree_pending_objects", 0)
-            .field("lazyfreed_objects", 0);
+            .field("lazyfree_pending_objects", shared.lazyfree.pending())
+            .field("lazyfreed_objects", shared.lazyfree.freed());
     }
     if wanted("persistence") {
         out.section("Persistence");

@@ -7,7 +7,8 @@
 //!
 //! This file holds their table and the `Help` reply other families share; each family has
 //! its file: `connection` (PING … HELLO), `client`, `command`, `config`, `info`, `admin`
-//! (TIME, DEBUG, SHUTDOWN). FUNCTION and MONITOR live in `commands::functions` / `services::monitor`.
+//! (TIME, DEBUG, SHUTDOWN, MONITOR), `pause` (CLIENT PAUSE / UNPAUSE). FUNCTION lives in
+//! `commands::functions`.
 
 mod admin;
 mod client;
@@ -15,6 +16,7 @@ mod command;
 mod config;
 mod connection;
 mod info;
+mod pause;
 mod tracking;
 
 use admin::{DebugCmd, Shutdown, Time};
@@ -158,7 +160,8 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<DebugCmd>,
     )
-    .with_roles(crate::engine::Roles::PROTECTED)
+    // DEBUG RELOAD and the like lock shards by themselves: the busy gate must hold them.
+    .with_roles(crate::engine::Roles::PROTECTED.union(crate::engine::Roles::NEEDS_SHARDS))
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new("function", -2, &[], C::keys(0, 0, 0), run::<Help>)
         .with_subcommands(crate::commands::functions::FUNCTION)
@@ -168,7 +171,7 @@ pub(crate) static COMMANDS: &[C] = &[
         1,
         &["admin", "noscript", "loading", "stale"],
         C::keys(0, 0, 0),
-        run::<crate::services::monitor::Monitor>,
+        run::<admin::Monitor>,
     )
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(

@@ -266,7 +266,7 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
     if wait.count == 0 {
         wait.count = BLOCKED_DEFAULT_COUNT;
     }
-    Ok(crate::services::blocking::block_on_streams(
+    Ok(crate::commands::blocking::block_on_streams(
         ctx, wait, timeout,
     ))
 }

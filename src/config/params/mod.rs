@@ -33,6 +33,7 @@ const CLUSTER_BUS: &str =
     "sluice's cluster bus does not act on this setting yet (see docs/cluster.md)";
 const TUNING: &str = "sluice has no such internal tuning knob";
 const TLS_OPT: &str = "sluice's TLS (rustls) uses its own safe defaults";
+const DEBUG_KNOB: &str = "a Redis debugging knob sluice has no use for";
 const NO_EFFECT: &str = "not implemented by sluice; accepted for compatibility";
 
 const INT_MIN: i128 = i32::MIN as i128;
@@ -92,6 +93,25 @@ pub static PARAMS: &[Param] = &[
         .listed()
         .inert(TUNING),
     p("lazyfree-lazy-expire", Bool, "no").listed().inert(TUNING),
+    // Redis's hidden debugging knobs (HIDDEN_CONFIG): known to CONFIG GET by name and to
+    // CONFIG SET, never listed by a pattern.
+    p("use-exit-on-panic", Bool, "no").listed().hidden().inert(DEBUG_KNOB),
+    p("rdb-key-save-delay", Int(INT_MIN, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("key-load-delay", Int(INT_MIN, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("watchdog-period", Int(0, INT_MAX), "0")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
+    p("loading-process-events-interval-bytes", Int(1024, INT_MAX), "2097152")
+        .listed()
+        .hidden()
+        .inert(DEBUG_KNOB),
     p("lazyfree-lazy-server-del", Bool, "no")
         .listed()
         .inert(TUNING),
@@ -454,8 +474,7 @@ pub static PARAMS: &[Param] = &[
         })
         .help("N", "SELECT 0..N-1 (default 16)"),
     p("port", Int(0, 65535), "6379").listed()
-        // Read at start only (Redis changes it at run time).
-        .immutable()
+        // CONFIG SET listens on the new port (`server::relisten`).
         .get(|c| c.port.to_string())
         .set(|c, v, _| {
             c.port = int(v)?;
@@ -867,8 +886,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     p("bind", Special(check::words), "127.0.0.1")
-        // Read at start only (Redis changes it at run time).
-        .immutable()
+        // CONFIG SET listens on the new addresses (`server::relisten`).
         .multi_arg()
         .listed()
         .get(|c| c.bind.join(" "))
@@ -933,6 +951,16 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("B", "loop (default), epoll, uring, auto: what serves plain TCP"),
+    p("busy-poll", Int(0, 10_000), "0")
+        .own()
+        .set(|c, v, _| {
+            c.busy_poll_us = int(v)?;
+            Ok(())
+        })
+        .help(
+            "US",
+            "after a request, poll this many microseconds for the next before sleeping, while a core is idle (default 0: never)",
+        ),
     p("test-mode", Bool, "no")
         .own()
         .set(|c, v, _| {

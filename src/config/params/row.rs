@@ -96,6 +96,7 @@ pub(super) const LISTED: u8 = 1 << 3;
 pub(super) const MULTI_ARG: u8 = 1 << 4;
 pub(super) const NULLABLE: u8 = 1 << 5;
 pub(super) const OWN: u8 = 1 << 6;
+pub(super) const HIDDEN: u8 = 1 << 7;
 
 pub(super) const fn p(name: &'static str, ty: Type, default: &'static str) -> Param {
     Param {
@@ -141,6 +142,10 @@ impl Param {
     /// sluice's own, not Redis's.
     pub(super) const fn own(self) -> Self {
         self.flag(OWN)
+    }
+    /// Redis's HIDDEN_CONFIG: CONFIG GET shows it when named, never for a pattern.
+    pub(super) const fn hidden(self) -> Self {
+        self.flag(HIDDEN)
     }
     pub(super) const fn inert(mut self, why: &'static str) -> Self {
         self.effect = Effect::Inert(why);
@@ -194,6 +199,10 @@ impl Param {
     /// CONFIG SET may change it only as `enable-protected-configs` allows.
     pub fn is_protected(&self) -> bool {
         self.flags & PROTECTED != 0
+    }
+    /// CONFIG GET shows it only when it is named, not for a pattern (Redis's debugging knobs).
+    pub fn is_hidden(&self) -> bool {
+        self.flags & HIDDEN != 0
     }
     /// Its value is hidden from messages (a password).
     pub fn is_secret(&self) -> bool {

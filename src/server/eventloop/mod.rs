@@ -1,5 +1,6 @@
 //! The data path's own event loops (`io-backend loop`, the default): plain TCP connections
-//! served in Redis's shape, with no task, waker or thread hand-off per request.
+//! and the Unix socket's served in Redis's shape, with no task, waker or thread hand-off per
+//! request.
 //!
 //! Each loop is one thread around one epoll instance (through `mio`). A turn of the loop
 //! waits once for readiness, then for every ready connection reads what its socket has,
@@ -44,17 +45,21 @@
 //! Why `mio` and not raw `epoll`: it is already in the dependency tree (under tokio), its
 //! `Poll`/`Registry`/`Waker` are the thin safe layer over `epoll_ctl`/`epoll_wait`/`eventfd`
 //! this loop needs, and its edge-triggered registration means no `epoll_ctl` per turn. A
-//! read that fills less than the buffer has drained the socket (TCP gives what it has), so
-//! one `recv` per readiness suffices; a read that fills it is tried again next turn.
+//! read that fills less than the buffer has drained the socket (TCP and Unix stream sockets
+//! give what they have), so one `recv` per readiness suffices; a read that fills it is tried
+//! again next turn.
 //!
 //! The parts: this file the group of loops and what other threads reach of each (its
 //! mailbox: arrivals, kills, its waker); `turn` a loop's thread and state (the turn, the
 //! write pass, arrivals, the idle-timeout cron, the long-script hook); `serve` one
-//! connection's read, run and write; `scale` a loop's load and the bringing in and letting
-//! go of loops.
+//! connection's read, run and write; `stream` its socket, TCP or Unix; `scale` a loop's load
+//! and the bringing in and letting go of loops; `spin` the optional polling for the next
+//! request before a loop sleeps (`busy-poll`).
 
 mod scale;
 mod serve;
+mod spin;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod turn;
@@ -69,6 +74,7 @@ use tokio_util::task::TaskTracker;
 use super::Admitted;
 use crate::server::Shared;
 use serve::Conn;
+pub use stream::Accepted;
 use turn::run_loop;
 
 /// The token of a loop's waker (new and moved connections, kills, shutdown).
@@ -78,7 +84,7 @@ const WAKE: Token = Token(usize::MAX);
 enum Arrival {
     /// Accepted: register it here.
     New {
-        stream: std::net::TcpStream,
+        stream: Accepted,
         peer: String,
         laddr: String,
         slot: Admitted,
@@ -205,13 +211,7 @@ impl Group {
     }
 
     /// Gives an accepted connection to the next active loop.
-    pub(super) fn deal(
-        &self,
-        stream: std::net::TcpStream,
-        peer: String,
-        laddr: String,
-        slot: Admitted,
-    ) {
+    pub(super) fn deal(&self, stream: Accepted, peer: String, laddr: String, slot: Admitted) {
         let active = self.active.load(Ordering::Relaxed).max(1);
         let i = self.next.fetch_add(1, Ordering::Relaxed) % active;
         self.send(

@@ -27,7 +27,7 @@ pub(super) struct Load {
 }
 
 /// The calling thread's CPU time.
-fn thread_cpu() -> Duration {
+pub(super) fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

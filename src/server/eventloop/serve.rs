@@ -7,9 +7,10 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use bytes::{Buf, BytesMut};
-use mio::net::TcpStream as MioStream;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
+use super::stream::Stream;
+use crate::engine::{Next, Ran};
 use crate::server::Admitted;
 use crate::server::Shared;
 use crate::server::connection::{self, Buffers, Registered, Resume};
@@ -20,7 +21,7 @@ const FLUSH_AT: usize = 64 * 1024;
 
 /// One connection served by a loop.
 pub(super) struct Conn {
-    pub(super) stream: MioStream,
+    pub(super) stream: Stream,
     pub(super) reg: Registered,
     pub(super) buf: Buffers,
     pub(super) _slot: Admitted,
@@ -117,6 +118,7 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
 fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
+    let mut large = false;
     loop {
         let req = match buf.parser.parse(&buf.rbuf) {
             Ok(Some(req)) => req,
@@ -127,6 +129,7 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
                 return Served::Close;
             }
         };
+        large |= req.consumed >= connection::LARGE_REQUEST;
         let frame = buf.rbuf.split_to(req.consumed).freeze();
         // Redis's qbuf: the unprocessed input, this command included.
         client
@@ -145,42 +148,42 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
             return Served::HandOver(Resume::Gate);
         }
         let was_authenticated = client.authenticated;
-        let reply = match engine::execute_may_block(shared, client, &buf.args) {
+        let ran = engine::execute_may_block(shared, client, &buf.args);
+        match ran.next {
             // A script took a shard this command needs after the check above.
-            _ if std::mem::take(&mut client.regate) => return Served::HandOver(Resume::Gate),
-            (_, Some(waiter)) => {
-                return Served::HandOver(Resume::Blocked(waiter, was_authenticated));
-            }
-            (reply, None) => reply,
-        };
+            Next::Regate => return Served::HandOver(Resume::Gate),
+            // Blocked: the tokio path waits for the waiter's reply.
+            Next::Block(_) => return Served::HandOver(Resume::After(ran, was_authenticated)),
+            _ => {}
+        }
         if client.authenticated != was_authenticated {
             buf.parser
                 .set_limits(connection::limits(&shared.config(), client.authenticated));
         }
-        if client.psync.is_some()
-            || client.wait_acks.is_some()
-            || client.sleep.is_some()
-            || client.monitor
+        if !ran.hold.is_zero()
+            || matches!(
+                ran.next,
+                Next::Replicate { .. } | Next::WaitAcks { .. } | Next::Monitor
+            )
             || client.push_queue().is_some()
         {
             // The tokio path knows what to do next (and answers, in order).
-            return Served::HandOver(Resume::After(reply, client.authenticated));
+            return Served::HandOver(Resume::After(ran, client.authenticated));
         }
-        if client.no_reply {
+        let Ran {
+            reply,
+            next,
+            disconnect,
+            ..
+        } = ran;
+        if matches!(next, Next::CloseWithoutReply) {
             return Served::Close;
         }
         if !client.reply_suppressed() {
             reply.encode(client.resp, &mut buf.wbuf);
         }
         reply.recycle();
-        if let Some(n) = client.disconnect_after {
-            if n <= 1 {
-                let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
-                return Served::Close;
-            }
-            client.disconnect_after = Some(n - 1);
-        }
-        if client.close_after_reply {
+        if disconnect || matches!(next, Next::Close) {
             let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
             return Served::Close;
         }
@@ -192,8 +195,10 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
             }
         }
     }
-    // Release the last request's slices of the read buffer (see connection::run).
+    // Release the last request's slices of the read buffer (see connection::run), and what
+    // a large request left allocated.
     buf.args.clear();
+    buf.release_large(large);
     Served::Keep
 }
 
@@ -223,7 +228,7 @@ pub(super) enum Flushed {
 }
 
 /// Writes the output buffer with one `send` (more only if the kernel took part of it).
-fn write_now(shared: &Shared, stream: &MioStream, wbuf: &mut BytesMut) -> Flushed {
+fn write_now(shared: &Shared, stream: &Stream, wbuf: &mut BytesMut) -> Flushed {
     if wbuf.is_empty() {
         return Flushed::Done;
     }

@@ -7,11 +7,11 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use mio::Poll;
-use mio::net::TcpStream as MioStream;
 use tokio_util::task::TaskTracker;
 
 use super::scale::scale;
 use super::serve::{Conn, Flushed, Served, flush, serve};
+use super::stream::Stream;
 use super::turn::{State, arrive, lock};
 use super::{Arrival, Common, Group, Mailbox, WAKE};
 use crate::clock::Clock;
@@ -29,7 +29,7 @@ fn conn(shared: &Arc<Shared>) -> (Box<Conn>, std::net::TcpStream) {
     let reg = Registered::new(shared, peer.to_string(), "127.0.0.1:6379".into());
     let buf = Buffers::new(shared, &reg.client);
     let conn = Box::new(Conn {
-        stream: MioStream::from_std(server),
+        stream: Stream::from_accepted(server.into()).unwrap(),
         reg,
         buf,
         _slot: Admitted(Arc::new(AtomicUsize::new(1))),
@@ -46,7 +46,7 @@ fn conn(shared: &Arc<Shared>) -> (Box<Conn>, std::net::TcpStream) {
 fn turn(
     shared: &Shared,
     conn: &mut Conn,
-    client: &mut std::net::TcpStream,
+    client: &mut (impl Read + Write),
     request: &[u8],
     reply: &mut [u8],
 ) -> usize {
@@ -193,4 +193,82 @@ fn a_saturated_loop_brings_in_the_next_and_an_idle_one_gives_its_connections_bac
         &mut reply,
     );
     assert_eq!(&reply[..n], b"+PONG\r\n");
+}
+
+#[test]
+fn a_unix_socket_client_arrives_and_is_served_like_a_tcp_one() {
+    let config = Config {
+        slowlog_log_slower_than: -1,
+        ..Config::default()
+    };
+    let shared = Arc::new(Shared::new(config, Clock::frozen()));
+    let loops = super::super::loops::Loops::start(1, crate::config::IoBackend::Epoll).unwrap();
+    let poll = Poll::new().unwrap();
+    let group = Arc::new(Group {
+        mailboxes: vec![Arc::new(Mailbox {
+            arrivals: Mutex::new(Vec::new()),
+            kills: Mutex::new(Vec::new()),
+            waker: mio::Waker::new(poll.registry(), WAKE).unwrap(),
+            busy_permille: std::sync::atomic::AtomicU32::new(0),
+        })],
+        active: AtomicUsize::new(1),
+        next: AtomicUsize::new(0),
+        threads: Mutex::new(Vec::new()),
+    });
+    let common = Arc::new(Common {
+        shared: shared.clone(),
+        group: group.clone(),
+        dealer: loops.dealer().clone(),
+        tracker: TaskTracker::new(),
+        scaling: false,
+    });
+    let state = State::new(0, common, poll);
+    let (server_side, mut client) = std::os::unix::net::UnixStream::pair().unwrap();
+    // Dealt as the accept loop deals it: a blocking socket, made non-blocking on arrival.
+    group.deal(
+        server_side.into(),
+        "/tmp/s.sock:0".into(),
+        "/tmp/s.sock:0".into(),
+        Admitted(Arc::new(AtomicUsize::new(1))),
+    );
+    let arrivals: Vec<Arrival> = std::mem::take(&mut *lock(&group.mailboxes[0].arrivals));
+    assert_eq!(arrivals.len(), 1);
+    for a in arrivals {
+        assert!(arrive(&state, a).is_none());
+    }
+    assert_eq!(state.count(), 1);
+    let mut conn = state.take(0).unwrap();
+    assert!(matches!(conn.stream, Stream::Unix(_)));
+    let mut reply = [0u8; 512];
+    // A pipeline in one read: both replies in one write.
+    let mut batch = command(&[b"SET", b"k", b"v"]);
+    batch.extend(command(&[b"GET", b"k"]));
+    let n = turn(&shared, &mut conn, &mut client, &batch, &mut reply);
+    assert_eq!(&reply[..n], b"+OK\r\n$1\r\nv\r\n");
+    let n = turn(
+        &shared,
+        &mut conn,
+        &mut client,
+        &command(&[b"CLIENT", b"INFO"]),
+        &mut reply,
+    );
+    let info = String::from_utf8_lossy(&reply[..n]).into_owned();
+    assert!(
+        info.contains(" addr=/tmp/s.sock:0 laddr=/tmp/s.sock:0 ") && info.contains(" flags=U "),
+        "{info}"
+    );
+    // Served without allocating, as a TCP connection is.
+    let incr = command(&[b"INCR", b"n"]);
+    for _ in 0..200 {
+        turn(&shared, &mut conn, &mut client, &incr, &mut reply);
+    }
+    let before = crate::alloc_stats::thread_allocations();
+    for _ in 0..500 {
+        let n = turn(&shared, &mut conn, &mut client, &incr, &mut reply);
+        assert_eq!(reply[0], b':', "{:?}", &reply[..n]);
+    }
+    assert_eq!(crate::alloc_stats::thread_allocations() - before, 0);
+    // The peer's close ends it.
+    drop(client);
+    assert!(matches!(serve(&shared, &mut conn), Served::Close));
 }

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use mio::net::TcpStream as MioStream;
 use mio::{Events, Interest, Poll, Token};
 
 use super::scale::{Load, scale};
 use super::serve::{Conn, Flushed, Served, flush, serve};
+use super::spin::Spin;
+use super::stream::{Accepted, Stream};
 use super::{Arrival, Common, KillWake, Mailbox, WAKE};
 use crate::commands;
 use crate::server::connection::{self, Buffers, Registered, Resume};
@@ -173,15 +174,30 @@ fn hand_over(common: &Common, index: usize, conn: Box<Conn>, resume: Resume) {
         _slot: slot,
         ..
     } = *conn;
-    let stream = std::net::TcpStream::from(stream);
+    let stream = stream.into_accepted();
     common
         .dealer
         .handle(index)
         .spawn(common.tracker.track_future(async move {
             let _slot = slot;
-            match tokio::net::TcpStream::from_std(stream) {
-                Ok(stream) => connection::resume(reg, stream, buf, resume).await,
-                Err(e) => tracing::debug!("cannot hand a connection over to tokio: {e}"),
+            let failed = match stream {
+                Accepted::Tcp(s) => match tokio::net::TcpStream::from_std(s) {
+                    Ok(s) => {
+                        connection::resume(reg, s, buf, resume).await;
+                        None
+                    }
+                    Err(e) => Some(e),
+                },
+                Accepted::Unix(s) => match tokio::net::UnixStream::from_std(s) {
+                    Ok(s) => {
+                        connection::resume(reg, s, buf, resume).await;
+                        None
+                    }
+                    Err(e) => Some(e),
+                },
+            };
+            if let Some(e) = failed {
+                tracing::debug!("cannot hand a connection over to tokio: {e}");
             }
         }));
 }
@@ -198,6 +214,8 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
     let mut load = Load::new();
     let mut next_cron = Instant::now() + CRON;
     let mut turn: u32 = 0;
+    let mut spin = Spin::new(shared.config().busy_poll_us);
+    let mut may_spin = false;
     loop {
         let shutting_down = shared.shutdown.is_cancelled();
         if shutting_down && state.count() == 0 {
@@ -211,7 +229,18 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
         } else {
             None
         };
-        let polled = state.poll.borrow_mut().poll(&mut events, timeout);
+        let polled = {
+            let mut poll = state.poll.borrow_mut();
+            // `busy-poll`: after a served turn, look for the next request before sleeping.
+            match (may_spin && timeout != Some(Duration::ZERO))
+                .then(|| spin.poll(&mut poll, &mut events))
+            {
+                Some(Ok(true)) => Ok(()),
+                Some(Err(e)) => Err(e),
+                _ => poll.poll(&mut events, timeout),
+            }
+        };
+        may_spin = spin.after_turn(!events.is_empty());
         if let Err(e) = polled
             && e.kind() != std::io::ErrorKind::Interrupted
         {
@@ -309,6 +338,7 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
         if now >= next_cron {
             next_cron = now + CRON;
             cron(&state);
+            spin.cron(now);
             if common.scaling && load.second_passed(now) {
                 scale(&state, load.busy_share());
             }
@@ -335,15 +365,18 @@ pub(super) fn arrive(state: &State, arrival: Arrival) -> Option<usize> {
             if common.shared.shutdown.is_cancelled() {
                 return None;
             }
-            if let Err(e) = stream.set_nonblocking(true) {
-                tracing::debug!("cannot serve {peer} on an event loop: {e}");
-                return None;
-            }
+            let stream = match Stream::from_accepted(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("cannot serve {peer} on an event loop: {e}");
+                    return None;
+                }
+            };
             let reg = Registered::new(&common.shared, peer, laddr);
             let buf = Buffers::new(&common.shared, &reg.client);
             let query_limit = common.shared.config().client_query_buffer_limit;
             let conn = Box::new(Conn {
-                stream: MioStream::from_std(stream),
+                stream,
                 reg,
                 buf,
                 _slot: slot,

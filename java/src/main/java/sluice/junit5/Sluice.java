@@ -33,10 +33,13 @@ import org.junit.jupiter.api.extension.ParameterResolver;
  *
  * <p>"Fresh" costs one server per test class where the server can reset itself: the class's
  * tests share one process, and before every test after the first the extension sends
- * {@code TESTMODE RESET}, which returns the whole server to its state at start (data, config,
- * clock, faults). A server that does not answer it (a sluice older than the command) is
- * replaced by a new process instead, so each test still starts on an empty server. The
- * process is stopped when the class's tests are done.
+ * {@code TESTMODE RESET} (one round trip), which returns the whole server to its state at
+ * start (data, config, clock, faults). A server that does not answer it (a sluice older than
+ * the command) is replaced by a new process instead, so each test still starts on an empty
+ * server. The process is stopped when the class's tests are done.
+ *
+ * <p>A test (or class) annotated {@link SluiceFresh} gets a process of its own instead,
+ * started before the test and killed after it: a few milliseconds per test.
  */
 public final class Sluice implements BeforeEachCallback, ParameterResolver {
     private static final Namespace NAMESPACE = Namespace.create(Sluice.class);
@@ -71,8 +74,37 @@ public final class Sluice implements BeforeEachCallback, ParameterResolver {
         }
     }
 
+    /** A test's own server ({@link SluiceFresh}), killed when the test's context closes. */
+    private static final class Own implements ExtensionContext.Store.CloseableResource {
+        final SluiceServer server;
+
+        Own(SluiceServer server) {
+            this.server = server;
+        }
+
+        @Override
+        public void close() {
+            server.close();
+        }
+    }
+
+    private static boolean wantsFresh(ExtensionContext context) {
+        return context.getTestMethod().map(m -> m.isAnnotationPresent(SluiceFresh.class)).orElse(false)
+                || context.getTestClass().map(c -> c.isAnnotationPresent(SluiceFresh.class)).orElse(false);
+    }
+
     @Override
     public void beforeEach(ExtensionContext context) {
+        if (wantsFresh(context)) {
+            try {
+                Own own = new Own(SluiceServer.start());
+                context.getStore(NAMESPACE).put(Own.class, own);
+                context.getStore(NAMESPACE).put(SluiceServer.class, own.server);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            return;
+        }
         // The class-level context (a @Nested class has its own) keeps the process; the test's
         // own context records the server this test gets.
         ExtensionContext owner = context.getParent().orElse(context);

@@ -59,11 +59,15 @@ public final class SluiceServer implements AutoCloseable {
         }
     }
 
-    private SluiceServer(Process process, Path dir, String host, int port) {
+    /** Started without arguments of the caller's: nothing to save, so close() kills it. */
+    private final boolean disposable;
+
+    private SluiceServer(Process process, Path dir, String host, int port, boolean disposable) {
         this.process = process;
         this.dir = dir;
         this.host = host;
         this.port = port;
+        this.disposable = disposable;
     }
 
     /** The path of the sluice binary to run: $SLUICE_BIN, -Dsluice.bin, or sluice on PATH. */
@@ -133,7 +137,7 @@ public final class SluiceServer implements AutoCloseable {
         }, "sluice-stdout");
         drain.setDaemon(true);
         drain.start();
-        return new SluiceServer(process, dir, m.group(1), Integer.parseInt(m.group(2)));
+        return new SluiceServer(process, dir, m.group(1), Integer.parseInt(m.group(2)), extraArgs.length == 0);
     }
 
     /** The address the server listens on (127.0.0.1). */
@@ -254,11 +258,19 @@ public final class SluiceServer implements AutoCloseable {
         }
     }
 
-    /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its directory. */
+    /**
+     * Stops the server and removes its directory. A server started without extra arguments has
+     * nothing to save (persistence is off) and is killed at once (SIGKILL); one started with
+     * arguments of the caller's gets SIGTERM, to save what they ask for, then SIGKILL after 5 s.
+     */
     @Override
     public void close() {
         closeConnection();
-        process.destroy();
+        if (disposable) {
+            process.destroyForcibly();
+        } else {
+            process.destroy();
+        }
         try {
             if (!process.waitFor(5, TimeUnit.SECONDS)) {
                 process.destroyForcibly();

@@ -147,6 +147,36 @@ class SluiceExtensionTest {
         assertEquals("OK", jedis.flushAll());
     }
 
+    /** The shared server's port, seen by the test before the fresh one. */
+    private static int sharedPort;
+    private static SluiceServer ownServer;
+
+    @Test
+    @Order(8)
+    void theSharedServerBeforeAFreshOne(SluiceServer sluice) {
+        sharedPort = sluice.port();
+        jedis.set("shared", "1");
+    }
+
+    @Test
+    @Order(9)
+    @SluiceFresh
+    void aFreshTestGetsAProcessOfItsOwn(SluiceServer sluice) {
+        assertNotEquals(sharedPort, sluice.port());
+        assertEquals(0, jedis.dbSize());
+        assertTrue(sluice.isRunning());
+        ownServer = sluice;
+    }
+
+    @Test
+    @Order(10)
+    void afterAFreshTestItsProcessIsGoneAndTheSharedOneServesAgain(SluiceServer sluice) {
+        assertFalse(ownServer.isRunning());
+        assertFalse(Files.exists(ownServer.dir()));
+        assertEquals(sharedPort, sluice.port());
+        assertEquals(0, jedis.dbSize());
+    }
+
     @Test
     @Order(7)
     void aServerStopsWhenClosedAndRemovesItsDirectory() throws Exception {
