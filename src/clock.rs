@@ -99,15 +99,19 @@ impl Clock {
     #[inline]
     pub fn now_ns_and_instant(&self) -> (u64, Instant) {
         let at = Instant::now();
+        (self.now_ns_at(at), at)
+    }
+
+    /// `now_ns` as of `at`, an instant the caller read (in frozen mode, the frozen time).
+    #[inline]
+    pub fn now_ns_at(&self, at: Instant) -> u64 {
         let i = &self.inner;
         if i.frozen.load(Ordering::Relaxed) {
-            (i.frozen_ns.load(Ordering::Acquire), at)
+            i.frozen_ns.load(Ordering::Acquire)
         } else {
-            let ns = i
-                .anchor_unix_ns
+            i.anchor_unix_ns
                 .saturating_add(at.saturating_duration_since(i.anchor).as_nanos() as u64)
-                .saturating_add(i.offset_ns.load(Ordering::Relaxed));
-            (ns, at)
+                .saturating_add(i.offset_ns.load(Ordering::Relaxed))
         }
     }
 
@@ -210,9 +214,83 @@ impl Clock {
     }
 }
 
+/// Back-to-back commands share clock reads: while a thread runs one connection's batch of
+/// requests (an event loop between its read and its write), the instant a command ends is
+/// kept as the start of the next one, so a command costs one clock read instead of two.
+/// What runs between the two (encoding a reply, parsing the next request, the next
+/// command's checks) is counted in the next command's time: well under a microsecond,
+/// where Redis reports whole microseconds. Outside a batch nothing is kept.
+#[derive(Clone, Copy)]
+enum Laps {
+    Off,
+    On(Option<Instant>),
+}
+
+thread_local! {
+    static LAPS: std::cell::Cell<Laps> = const { std::cell::Cell::new(Laps::Off) };
+}
+
+/// Starts a batch on this thread: from here to [`batch_end`], a command's end ([`lap`]) is
+/// the next command's start ([`take_lap`]).
+#[inline]
+pub fn batch_begin() {
+    LAPS.set(Laps::On(None));
+}
+
+/// Ends this thread's batch: nothing read before is reused after.
+#[inline]
+pub fn batch_end() {
+    LAPS.set(Laps::Off);
+}
+
+/// The end of the command that ran just before on this thread in this batch, if any;
+/// taking it means no later command reuses it.
+#[inline]
+pub fn take_lap() -> Option<Instant> {
+    match LAPS.get() {
+        Laps::On(Some(at)) => {
+            LAPS.set(Laps::On(None));
+            Some(at)
+        }
+        _ => None,
+    }
+}
+
+/// A command ended at `at`: inside a batch, the next command starts there.
+#[inline]
+pub fn lap(at: Instant) {
+    if let Laps::On(_) = LAPS.get() {
+        LAPS.set(Laps::On(Some(at)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lap_is_kept_only_inside_a_batch_and_taken_once() {
+        let at = Instant::now();
+        lap(at);
+        assert_eq!(take_lap(), None, "outside a batch nothing is kept");
+        batch_begin();
+        assert_eq!(take_lap(), None);
+        lap(at);
+        assert_eq!(take_lap(), Some(at));
+        assert_eq!(take_lap(), None, "taken once");
+        lap(at);
+        batch_end();
+        assert_eq!(take_lap(), None, "nothing survives the batch");
+    }
+
+    #[test]
+    fn now_at_an_instant_matches_the_pair() {
+        let c = Clock::system();
+        let (ns, at) = c.now_ns_and_instant();
+        assert_eq!(c.now_ns_at(at), ns);
+        c.freeze();
+        assert_eq!(c.now_ns_at(Instant::now()), c.now_ns());
+    }
 
     #[test]
     fn reset_returns_to_real_time() {

@@ -88,6 +88,9 @@ pub(crate) fn call<'a>(
     // Kept to the end of the reply: cluster routing's guard, the busy announcement.
     let mut _routed = None;
     let mut _announced = None;
+    // Where the previous command of this batch ended (see `clock::lap`); taken now, so a
+    // command that stops early (queued, refused) leaves none for the next.
+    let mut lap = crate::clock::take_lap();
     let started = match &mut caller {
         Caller::Client(keys) => {
             let keys: &'a [Bytes] = keys;
@@ -124,6 +127,8 @@ pub(crate) fn call<'a>(
             ctx.store = match try_lock_for(shared, spec, keys) {
                 Ok(locked) => locked,
                 Err(wanted) => {
+                    // The wait below is not the command's own time.
+                    lap = None;
                     // This command's own announcement is not what it waits for.
                     drop(_announced.take());
                     if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
@@ -142,8 +147,10 @@ pub(crate) fn call<'a>(
                 // After the blocked clients a writer is serving on these shards, as in Redis.
                 blocking::wait_for_serving(shared, &mut ctx.store, || lock_for(shared, spec, keys));
             }
-            // One clock read gives the command's `now` and the start of its timing.
-            let (now_ns, started) = shared.clock.now_ns_and_instant();
+            // One clock read (or the previous command's end) gives the command's `now`
+            // and the start of its timing.
+            let started = lap.unwrap_or_else(Instant::now);
+            let now_ns = shared.clock.now_ns_at(started);
             // For a replica's master link no key has expired: the master's DELs expire them.
             let now_ns = if ctx.client.master_link { 0 } else { now_ns };
             ctx.now_ns = now_ns;
@@ -182,7 +189,7 @@ pub(crate) fn call<'a>(
                 return Reply::Error(text.into());
             }
             held_before = std::mem::take(&mut ctx.hold);
-            Instant::now()
+            lap.unwrap_or_else(Instant::now)
         }
         Caller::Script(rules) => {
             if let Some(refused) = script_policy(shared, ctx.client, entry, args, rules) {
@@ -211,7 +218,13 @@ pub(crate) fn call<'a>(
         ctx.hold = held_before;
         return reply;
     }
-    let took = started.elapsed() + ctx.hold;
+    let ended = Instant::now();
+    // A script's calls are timed each on its own: the Lua run between two calls is not
+    // the second call's time.
+    if !matches!(caller, Caller::Script(_)) {
+        crate::clock::lap(ended);
+    }
+    let took = ended.saturating_duration_since(started) + ctx.hold;
     ctx.hold += held_before;
     account(ctx, entry, args, &reply, took, &caller);
     if matches!(caller, Caller::Client(_)) {
@@ -221,6 +234,8 @@ pub(crate) fn call<'a>(
         let ready = std::mem::take(&mut ctx.ready);
         if !ready.is_empty() {
             blocking::serve(ctx.shared, ready);
+            // Serving them is not the next command's time.
+            crate::clock::lap(Instant::now());
         }
     }
     drop(reserved);
@@ -632,7 +647,7 @@ fn account(
     if let Next::Block(w) = &ctx.next {
         w.set_origin(entry.id, args, usec);
     }
-    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    shared.stats.total_commands.add(1);
     let from_script = matches!(caller, Caller::Script(_));
     let threshold_ms = shared.live.latency_threshold_ms();
     if threshold_ms > 0 && usec / 1000 >= threshold_ms {
@@ -747,7 +762,7 @@ mod tests {
         connection.join().unwrap();
         let stats = shared.table.entries().iter().find(|e| e.spec.name == "get");
         assert_eq!(
-            stats.map(|e| e.stats.calls.load(std::sync::atomic::Ordering::Relaxed)),
+            stats.map(|e| e.stats.calls.get()),
             Some(0),
             "a request sent back is not counted"
         );
@@ -772,9 +787,7 @@ mod tests {
             .entries()
             .iter()
             .find(|e| e.spec.name == name)
-            .map_or(0, |e| {
-                e.stats.calls.load(std::sync::atomic::Ordering::Relaxed)
-            })
+            .map_or(0, |e| e.stats.calls.get())
     }
 
     /// The window for handlers that lock by themselves: a script takes the shard of a

@@ -299,7 +299,7 @@ pub fn try_lock_for<'a>(
         LockMode::Keys => match spec.keys {
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.try_lock_args([&args[1][..]]),
+            } if args.len() > 1 => shared.keyspace.try_lock_key(&args[1][..]),
             _ => shared
                 .keyspace
                 .try_lock_args(spec.keys.positions(args).map(|i| &args[i][..])),

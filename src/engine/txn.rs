@@ -381,10 +381,13 @@ impl Command for Exec {
             crate::services::blocking::wait_for_serving(shared, &mut store, locked);
         }
         drop(keys);
+        // Read once the shards are held; the first queued command's timing starts there.
+        let at = std::time::Instant::now();
+        crate::clock::lap(at);
         let now_ns = if ctx.client.master_link {
             0
         } else {
-            shared.clock.now_ns()
+            shared.clock.now_ns_at(at)
         };
         ctx.now_ns = now_ns;
         ctx.now_ms = now_ns / 1_000_000;

@@ -241,7 +241,7 @@ impl RequestParser {
     /// Puts a parsed request's arguments into `out` (cleared first) as slices of `frame`,
     /// the request's bytes frozen, and takes back its range vector for the next request.
     /// `out` is the caller's vector, reused from request to request.
-    pub fn fill_args(&mut self, args: Args, frame: &Bytes, out: &mut Vec<Bytes>) {
+    pub fn fill_args(&mut self, args: Args, frame: Bytes, out: &mut Vec<Bytes>) {
         out.clear();
         match args {
             Args::Ranges(ranges) => {

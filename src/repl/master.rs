@@ -110,7 +110,7 @@ async fn write_bounded<S: AsyncWrite + Unpin>(
                 shared
                     .stats
                     .net_output_bytes
-                    .fetch_add(n as u64, Ordering::Relaxed);
+                    .add(n as u64);
             }
             _ = check.tick() => {
                 if progress.elapsed() > timeout {

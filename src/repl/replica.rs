@@ -409,7 +409,7 @@ async fn stream(
                 Err(e) => return Err(broken(format!("protocol error from master: {e}"))),
             };
             let frame = buf.split_to(req.consumed).freeze();
-            parser.fill_args(req.args, &frame, &mut args);
+            parser.fill_args(req.args, frame.clone(), &mut args);
             let getack = args.len() >= 2
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");

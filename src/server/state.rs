@@ -14,6 +14,7 @@ use crate::clock::Clock;
 use crate::commands::testmode;
 use crate::config::Config;
 use crate::engine::CommandTable;
+use crate::services::counter::Counter;
 use crate::services::{blocking, latency, monitor, notify, pause, persist, pubsub, slowlog, stats};
 use crate::store::Keyspace;
 
@@ -81,15 +82,15 @@ pub struct Shared {
 #[derive(Debug, Default)]
 pub struct ServerStats {
     /// Commands run.
-    pub total_commands: AtomicU64,
+    pub total_commands: Counter,
     /// Connections accepted.
     pub total_connections: AtomicU64,
     /// Connections refused (maxclients).
     pub rejected_connections: AtomicU64,
     /// Bytes read from clients.
-    pub net_input_bytes: AtomicU64,
+    pub net_input_bytes: Counter,
     /// Bytes written to clients.
-    pub net_output_bytes: AtomicU64,
+    pub net_output_bytes: Counter,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
     /// Keys evicted to stay under maxmemory.
@@ -101,10 +102,14 @@ impl ServerStats {
     pub(crate) fn reset(&self) {
         for c in [
             &self.total_commands,
-            &self.total_connections,
-            &self.rejected_connections,
             &self.net_input_bytes,
             &self.net_output_bytes,
+        ] {
+            c.reset();
+        }
+        for c in [
+            &self.total_connections,
+            &self.rejected_connections,
             &self.total_error_replies,
             &self.evicted_keys,
         ] {

@@ -1,8 +1,9 @@
 //! The operators' counters `engine::call` keeps: per command (INFO commandstats and
 //! latencystats), per error prefix (INFO errorstats), and the text of those INFO sections.
 //!
-//! Counting is on the hot path, so a command's counters are atomics in its own table entry:
-//! no lock is shared by the threads running different commands, and the latency histogram
+//! Counting is on the hot path, so a command's counters are in its own table entry (its
+//! calls, time and failures as `services::counter` counters, which an event loop bumps
+//! without an atomic read-modify-write): no lock is shared by the threads running different commands, and the latency histogram
 //! is allocated on a command's first call. Error prefixes are rare by comparison and sit
 //! under one mutex, taken only when an error is replied.
 //!
@@ -15,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::engine::table::CommandTable;
+use crate::services::counter::Counter;
 
 /// The most distinct error prefixes INFO errorstats keeps; further new prefixes are counted
 /// in `total_error_replies` only (a script can invent any prefix, and each would stay).
@@ -24,13 +26,13 @@ pub(crate) const ERRORSTATS_LIMIT: usize = 128;
 #[derive(Debug, Default)]
 pub struct CmdStat {
     /// Calls that ran.
-    pub calls: AtomicU64,
+    pub calls: Counter,
     /// Microseconds spent in those calls.
-    pub usec: AtomicU64,
+    pub usec: Counter,
     /// Calls refused before they ran (arity, NOAUTH, OOM, queued-command errors…).
     pub rejected: AtomicU64,
     /// Calls that ran and replied an error.
-    pub failed: AtomicU64,
+    pub failed: Counter,
     histogram: OnceLock<Histogram>,
 }
 
@@ -39,10 +41,10 @@ impl CmdStat {
     /// latency histogram too (`latency-tracking yes`).
     #[inline]
     pub fn ran(&self, usec: u64, failed: bool, track: bool) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.usec.fetch_add(usec, Ordering::Relaxed);
+        self.calls.add(1);
+        self.usec.add(usec);
         if failed {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+            self.failed.add(1);
         }
         if track {
             self.histogram
@@ -55,9 +57,9 @@ impl CmdStat {
     /// the failure; its latency sample now (Redis's `updateStatsOnUnblock`; the call itself
     /// was counted when it blocked).
     pub fn unblocked(&self, usec: u64, failed: bool, track: bool) {
-        self.usec.fetch_add(usec, Ordering::Relaxed);
+        self.usec.add(usec);
         if failed {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+            self.failed.add(1);
         }
         if track {
             self.histogram
@@ -80,10 +82,10 @@ impl CmdStat {
     }
 
     pub(crate) fn reset(&self) {
-        self.calls.store(0, Ordering::Relaxed);
-        self.usec.store(0, Ordering::Relaxed);
+        self.calls.reset();
+        self.usec.reset();
         self.rejected.store(0, Ordering::Relaxed);
-        self.failed.store(0, Ordering::Relaxed);
+        self.failed.reset();
         if let Some(h) = self.histogram.get() {
             h.reset();
         }
@@ -93,8 +95,7 @@ impl CmdStat {
 impl crate::engine::table::CommandEntry {
     /// True once the command was called or refused (what INFO commandstats lists).
     fn seen(&self) -> bool {
-        self.stats.calls.load(Ordering::Relaxed) > 0
-            || self.stats.rejected.load(Ordering::Relaxed) > 0
+        self.stats.calls.get() > 0 || self.stats.rejected.load(Ordering::Relaxed) > 0
     }
 }
 
@@ -291,10 +292,10 @@ pub(crate) fn commandstats(table: &CommandTable) -> Vec<CommandLine> {
         .filter(|e| e.seen())
         .map(|e| CommandLine {
             name: e.spec.name,
-            calls: e.stats.calls.load(Ordering::Relaxed),
-            usec: e.stats.usec.load(Ordering::Relaxed),
+            calls: e.stats.calls.get(),
+            usec: e.stats.usec.get(),
             rejected: e.stats.rejected.load(Ordering::Relaxed),
-            failed: e.stats.failed.load(Ordering::Relaxed),
+            failed: e.stats.failed.get(),
         })
         .collect()
 }

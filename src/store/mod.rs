@@ -297,6 +297,28 @@ impl Keyspace {
         Ok(locked)
     }
 
+    /// `try_lock_args` for a command's one key (most commands): the same result, without
+    /// the index vector, the sort and the iterator of the general case.
+    pub fn try_lock_key<'a>(&'a self, key: &'a [u8]) -> Result<Locked<'a>, SmallVec<[usize; 8]>> {
+        let hash = self.hash(key);
+        let i = self.shard_of_hash(hash);
+        let guard = match self.shards[i].try_lock() {
+            Ok(g) => g,
+            // As `lock_index`: a poisoned shard is still served.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(smallvec::smallvec![i]),
+        };
+        let mut guards = SmallVec::new();
+        guards.push((i, guard));
+        let mut hashed = SmallVec::new();
+        hashed.push((key, hash));
+        Ok(Locked {
+            ks: self,
+            guards,
+            hashed,
+        })
+    }
+
     /// `lock_all`, without waiting: `Err` carries every shard index.
     pub fn try_lock_all(&self) -> Result<Locked<'_>, SmallVec<[usize; 8]>> {
         let idx: SmallVec<[usize; 8]> = (0..self.shards.len()).collect();
@@ -736,6 +758,31 @@ impl<'a> Locked<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn try_lock_key_locks_what_try_lock_args_locks() {
+        let ks = Keyspace::new(8, 1, 0);
+        for n in 0..64 {
+            let key = format!("key:{n}").into_bytes();
+            let one = ks.try_lock_key(&key).expect("free");
+            assert_eq!(one.held_indexes().as_slice(), &[ks.shard_of(&key)]);
+            assert_eq!(one.hashed.as_slice(), &[(&key[..], ks.hash(&key))]);
+            // Held: another thread's attempt is refused with the shard it wanted.
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let wanted = ks.try_lock_key(&key).err();
+                    assert_eq!(wanted.as_deref(), Some(&[ks.shard_of(&key)][..]));
+                    assert_eq!(
+                        ks.try_lock_args([&key[..]]).err().as_deref(),
+                        wanted.as_deref()
+                    );
+                });
+            });
+            drop(one);
+            let args = ks.try_lock_args([&key[..]]).expect("free again");
+            assert_eq!(args.held_indexes().as_slice(), &[ks.shard_of(&key)]);
+        }
+    }
 
     #[test]
     fn add_shards_waits_only_above_what_it_holds() {

@@ -271,10 +271,10 @@ pub(super) fn info_text(ctx: &mut Ctx<'_>, requested: &[String]) -> String {
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         out.section("Stats")
             .field("total_connections_received", n(&s.total_connections))
-            .field("total_commands_processed", n(&s.total_commands))
+            .field("total_commands_processed", s.total_commands.get())
             .field("instantaneous_ops_per_sec", 0)
-            .field("total_net_input_bytes", n(&s.net_input_bytes))
-            .field("total_net_output_bytes", n(&s.net_output_bytes))
+            .field("total_net_input_bytes", s.net_input_bytes.get())
+            .field("total_net_output_bytes", s.net_output_bytes.get())
             .field("total_net_repl_input_bytes", 0)
             .field("total_net_repl_output_bytes", 0)
             .field("instantaneous_input_kbps", "0.00")

@@ -888,6 +888,32 @@ fn noise() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
+    /// `fill_args` hands out every argument with the bytes the parser found, as slices
+    /// of the frame's memory.
+    #[test]
+    fn fill_args_gives_the_parsed_arguments(frames in prop::collection::vec(arg_vec(), 1..4)) {
+        let mut input = Vec::new();
+        for args in &frames {
+            input.extend_from_slice(&encode(args));
+        }
+        let mut buf = bytes::BytesMut::from(&input[..]);
+        let mut p = parser();
+        let mut out = Vec::new();
+        for args in &frames {
+            let req = p.parse(&buf).expect("valid").expect("complete");
+            let frame = buf.split_to(req.consumed).freeze();
+            let start = frame.as_ptr() as usize;
+            let end = start + frame.len();
+            p.fill_args(req.args, frame, &mut out);
+            prop_assert_eq!(out.iter().map(|a| a.to_vec()).collect::<Vec<_>>(), args.clone());
+            for a in &out {
+                let at = a.as_ptr() as usize;
+                prop_assert!(a.is_empty() || (at >= start && at + a.len() <= end));
+            }
+        }
+        prop_assert!(buf.is_empty());
+    }
+
     #[test]
     fn multibulk_round_trip_agrees_with_redis_protocol(args in arg_vec()) {
         let input = encode(&args);

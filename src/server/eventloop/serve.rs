@@ -101,12 +101,12 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
         conn.more = n == room;
         // Like Redis, a client's last interaction is its last read, not each command.
         client.info.mark_active();
-        shared
-            .stats
-            .net_input_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_input_bytes.add(n as u64);
     }
+    // The batch's commands share clock reads (see `clock::lap`); none is kept past it.
+    crate::clock::batch_begin();
     let served = run_requests(shared, conn);
+    crate::clock::batch_end();
     if matches!(served, Served::Keep) {
         after_batch(conn);
     }
@@ -118,7 +118,6 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
 fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
-    let info = client.info.clone();
     let mut large = false;
     loop {
         let req = match buf.parser.parse(&buf.rbuf) {
@@ -133,9 +132,11 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
         large |= req.consumed >= connection::LARGE_REQUEST;
         let frame = buf.rbuf.split_to(req.consumed).freeze();
         // Redis's qbuf: the unprocessed input, this command included.
-        info.qbuf
+        client
+            .info
+            .qbuf
             .store(req.consumed + buf.rbuf.len(), Ordering::Relaxed);
-        buf.parser.fill_args(req.args, &frame, &mut buf.args);
+        buf.parser.fill_args(req.args, frame, &mut buf.args);
         if buf.args.is_empty() {
             continue;
         }
@@ -268,10 +269,7 @@ fn write_now(shared: &Shared, stream: &Stream, wbuf: &mut BytesMut) -> Flushed {
             }
         }
         let n = n as usize;
-        shared
-            .stats
-            .net_output_bytes
-            .fetch_add(n as u64, Ordering::Relaxed);
+        shared.stats.net_output_bytes.add(n as u64);
         if n == wbuf.len() {
             wbuf.clear();
         } else {

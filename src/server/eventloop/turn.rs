@@ -203,6 +203,8 @@ fn hand_over(common: &Common, index: usize, conn: Box<Conn>, resume: Resume) {
 }
 
 pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
+    // This thread's own slot of the per-request counters (no shared atomic to bump).
+    crate::services::counter::claim_slot();
     let state = Rc::new(State::new(index, common.clone(), poll));
     CURRENT.with(|c| *c.borrow_mut() = Some(state.clone()));
     crate::script::set_while_busy(Some(while_busy));
