@@ -770,6 +770,42 @@ mod tests {
         })
     }
 
+    /// A waiter served as BLPOP is: LPOP of the ready key, run through the command table's
+    /// handler on the serving context (the blocking commands live above this layer).
+    #[derive(Debug)]
+    struct PopFirst(Vec<Bytes>);
+
+    impl Rerun for PopFirst {
+        fn keys(&self) -> &[Bytes] {
+            &self.0
+        }
+        fn wants(&self) -> Wants {
+            Wants::List
+        }
+        fn destination(&self) -> Option<&Bytes> {
+            None
+        }
+        fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
+            let key = only.unwrap_or(&self.0[0]).clone();
+            let lpop = ctx
+                .shared
+                .table
+                .entries()
+                .iter()
+                .find(|e| e.spec.name == "lpop")
+                .map(|e| e.spec.handler)
+                .expect("LPOP is in the table");
+            let reply = lpop(ctx, &[Bytes::from_static(b"LPOP"), key.clone()]);
+            Ok(match reply {
+                Reply::Bulk(v) => Some(Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(v)])),
+                _ => None,
+            })
+        }
+        fn effect(&self, _: &Bytes, _: &Reply) -> Option<Vec<Bytes>> {
+            None
+        }
+    }
+
     fn order(reg: &BlockedClients, key: &Bytes) -> Vec<u64> {
         let mut ids = Vec::new();
         let mut after = 0;
@@ -848,7 +884,12 @@ mod tests {
         ];
         let _ = crate::engine::execute(&shared, &mut writer, &push);
         // A client blocked on the key (registered as BLPOP registers it).
-        let blocked = waiter(&shared.clients, &[b"q"]);
+        let blocked = {
+            let w = waiter(&shared.clients, &[b"q"]);
+            let mut w = Arc::into_inner(w).expect("a new waiter has one owner");
+            w.op = Box::new(PopFirst(vec![key.clone()]));
+            Arc::new(w)
+        };
         shared.blocked.add(&blocked);
         // The writer's reservation, taken while it held the shard, then its release.
         let ready = vec![(0, key.clone())];

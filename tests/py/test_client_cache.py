@@ -45,9 +45,13 @@ def cache_workflow(port):
     # A second read is answered from the cache.
     seen.append(a.get("user:1"))
     seen.append(("cached after a repeated read", cache.size))
+    # Another client's write reaches A as a push on A's own connection, asynchronously to
+    # B's reply (on Redis as on sluice): A may still answer from its cache for a moment.
     b.set("user:1", "bob")
+    wait_for(lambda: a.get("user:1") == "bob", "B's SET to reach A's cache")
     seen.append(a.get("user:1"))
     b.hset("h", "f", "2")
+    wait_for(lambda: a.hget("h", "f") == "2", "B's HSET to reach A's cache")
     seen.append(a.hget("h", "f"))
     # A's own write invalidates its own entry too.
     a.set("user:1", "carol")
@@ -56,6 +60,7 @@ def cache_workflow(port):
     b.set("tmp", "x", px=50)
     seen.append(a.get("tmp"))
     time.sleep(0.2)
+    wait_for(lambda: a.get("tmp") is None, "the expiry to reach A's cache")
     seen.append(a.get("tmp"))
     # FLUSHALL invalidates everything A holds.
     seen.append(a.get("user:1"))
