@@ -21,7 +21,7 @@ use crate::aof::rewrite::{self, Inputs};
 use crate::aof::{Aof, State};
 use crate::client::ClientState;
 use crate::protocol::Reply;
-use crate::rdb::snapshot::{self, SaveOptions};
+use crate::rdb::snapshot;
 use crate::server::Shared;
 
 /// What loading one file ended with.
@@ -294,23 +294,11 @@ fn truncated(name: &str, valid: usize, ok: bool) -> Result<Loaded, String> {
 /// What a rewrite needs, read from the server's state.
 fn inputs(shared: &Shared) -> Inputs {
     let config = shared.config();
-    let now_ms = shared.clock.now_ms();
+    let (functions, opts) = crate::services::persist::snapshot_header(shared, true);
     Inputs {
         keyspace: shared.keyspace.clone(),
-        functions: shared
-            .scripts
-            .function_libraries()
-            .iter()
-            .map(|l| l.code.clone())
-            .collect(),
-        opts: SaveOptions {
-            redis_version: config.redis_version.clone(),
-            ctime_s: now_ms / 1000,
-            used_mem: crate::alloc_stats::allocated() as u64,
-            checksum: config.rdbchecksum,
-            now_ms,
-            aof_base: true,
-        },
+        functions,
+        opts,
         rdb: config.aof.use_rdb_preamble,
         dir: config.aof_dir(),
         prefix: config.aof.filename.clone(),

@@ -140,26 +140,36 @@ struct Job {
     clock: Clock,
 }
 
+/// What every snapshot of the running server writes besides the keys, read now: the
+/// function libraries' code and the RDB header's fields (`aof_base`: the base of an AOF).
+pub(crate) fn snapshot_header(shared: &Shared, aof_base: bool) -> (Vec<Bytes>, SaveOptions) {
+    let config = shared.config();
+    let now_ms = shared.clock.now_ms();
+    let functions = shared
+        .scripts
+        .function_libraries()
+        .iter()
+        .map(|l| l.code.clone())
+        .collect();
+    let opts = SaveOptions {
+        redis_version: config.redis_version.clone(),
+        ctime_s: now_ms / 1000,
+        used_mem: crate::alloc_stats::allocated() as u64,
+        checksum: config.rdbchecksum,
+        now_ms,
+        aof_base,
+    };
+    (functions, opts)
+}
+
 impl Job {
     fn new(shared: &Shared) -> Job {
         let config = shared.config();
-        let now_ms = shared.clock.now_ms();
+        let (functions, opts) = snapshot_header(shared, false);
         Job {
             keyspace: shared.keyspace.clone(),
-            functions: shared
-                .scripts
-                .function_libraries()
-                .iter()
-                .map(|l| l.code.clone())
-                .collect(),
-            opts: SaveOptions {
-                redis_version: config.redis_version.clone(),
-                ctime_s: now_ms / 1000,
-                used_mem: crate::alloc_stats::allocated() as u64,
-                checksum: config.rdbchecksum,
-                now_ms,
-                aof_base: false,
-            },
+            functions,
+            opts,
             dir: config.rdb_dir(),
             file: config.rdb_path(),
             state: shared.persist.state.clone(),

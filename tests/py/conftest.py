@@ -113,17 +113,22 @@ def redis_port():
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(port=port).ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    pytest.fail("redis-server did not start")
-                time.sleep(0.05)
+        wait_for_ping(port, "redis-server")
         yield port
     finally:
         proc.terminate()
         proc.wait(timeout=5)
         workdir.cleanup()
+
+
+def wait_for_ping(port, name):
+    """Waits (up to 10 s) until the server on `port` answers PING."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            redis.Redis(port=port).ping()
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} did not start")
+            time.sleep(0.05)

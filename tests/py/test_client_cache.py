@@ -19,7 +19,7 @@ import redis
 from redis.cache import CacheConfig
 from redis.connection import CacheProxyConnection
 
-from conftest import SLUICE_BIN, free_port
+from conftest import SLUICE_BIN, free_port, wait_for_ping
 
 
 def wait_for(predicate, what):
@@ -127,15 +127,7 @@ def test_unchanged_redis_py_caches_against_sluice_reporting_7_4():
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                redis.Redis(port=port).ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    pytest.fail("sluice did not start")
-                time.sleep(0.05)
+        wait_for_ping(port, "sluice")
         seen = cache_workflow(port)
         assert seen[:9] == [
             "alice",
