@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
@@ -876,6 +876,21 @@ async fn admit<S>(
                 stream.write_all(text).await?;
                 stream.flush().await?;
                 stream.shutdown().await
+            })
+            .await;
+            // Read (and drop) what the client sends meanwhile, a little while and a little
+            // of it, before closing: a client that writes its first command before it reads
+            // would otherwise meet a closed socket (EPIPE on a Unix socket, a reset on TCP)
+            // instead of the refusal that is waiting in its receive buffer.
+            let _ = tokio::time::timeout(Duration::from_millis(250), async {
+                let mut sink = [0u8; 4096];
+                let mut left = 64 * 1024usize;
+                while left > 0 {
+                    match stream.read(&mut sink).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => left = left.saturating_sub(n),
+                    }
+                }
             })
             .await;
         }
