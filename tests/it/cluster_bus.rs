@@ -191,14 +191,19 @@ fn sluice_and_redis_server_gossip_and_agree() {
         "+OK\r\n"
     );
     wait_agreement(&[s.port, r1.port(), r2.port()], 3);
-    // Every master has a config epoch of its own now (collisions resolved as Redis does).
-    let nodes = cmd(r1.port(), &["CLUSTER", "NODES"]);
-    let epochs: std::collections::BTreeSet<&str> = nodes
-        .lines()
-        .filter(|l| l.len() > 40)
-        .filter_map(|l| l.split_whitespace().nth(6))
-        .collect();
-    assert_eq!(epochs.len(), 3, "{nodes}");
+    // Every master gets a config epoch of its own (collisions resolved as Redis does, one
+    // node per gossip round, so it may take a few rounds after the nodes agree).
+    let distinct_epochs = |nodes: &str| {
+        nodes
+            .lines()
+            .filter(|l| l.len() > 40)
+            .filter_map(|l| l.split_whitespace().nth(6).map(str::to_string))
+            .collect::<std::collections::BTreeSet<String>>()
+            .len()
+    };
+    wait_for("a config epoch per master", Duration::from_secs(15), || {
+        distinct_epochs(&cmd(r1.port(), &["CLUSTER", "NODES"])) == 3
+    });
     let sid = myid(s.port);
     assert!(view(r2.port()).iter().any(|l| l.starts_with(&sid)), "{sid}");
     // sluice serves its slots and redirects the others to redis-server.
