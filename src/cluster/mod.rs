@@ -260,6 +260,8 @@ impl Cluster {
             node_timeout: config.cluster_node_timeout,
             announce_ip: config.cluster_announce_ip.clone(),
             announce_hostname: config.cluster_announce_hostname.clone(),
+            migration_barrier: config.cluster_migration_barrier,
+            allow_replica_migration: config.cluster_allow_replica_migration,
         };
         let bind = config
             .bind

@@ -47,6 +47,17 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
     }
 }
 
+/// CONFIG SET: the bus's settings that may change while it runs (Redis reads them from its
+/// server struct on every use).
+pub(crate) fn configured(shared: &Shared, config: &crate::config::Config) {
+    if let Some(bus) = shared.cluster.as_ref().and_then(|c| c.bus()) {
+        let mut st = bus.lock();
+        st.settings.node_timeout = config.cluster_node_timeout;
+        st.settings.migration_barrier = config.cluster_migration_barrier;
+        st.settings.allow_replica_migration = config.cluster_allow_replica_migration;
+    }
+}
+
 /// Deletes every key (all databases) in `slots`, one shard at a time.
 pub(crate) fn drop_slot_keys(shared: &Shared, slots: &[u16]) -> usize {
     let mut set = vec![false; SLOTS];
@@ -490,7 +501,20 @@ fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
                         }
                     }
                 }
+                let was_mine = owner.as_deref() == Some(me.as_str());
                 st.set_owner(slot, Some(&id));
+                // A master left without slots follows the node that took the last one
+                // (Redis 7.0's SETSLOT NODE), when replica migration is allowed.
+                if was_mine
+                    && id != me
+                    && st.me().slots.is_empty()
+                    && st.settings.allow_replica_migration
+                {
+                    tracing::warn!(
+                        "Configuration change detected. Reconfiguring myself as a replica of {id}"
+                    );
+                    st.set_my_master(&id);
+                }
                 Reply::ok()
             }
             _ => err("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP"),

@@ -204,6 +204,10 @@ pub struct Config {
     pub cluster_port: u16,
     /// `cluster-node-timeout` in milliseconds.
     pub cluster_node_timeout: u64,
+    /// `cluster-migration-barrier`: see `cluster::bus::replica_migration`.
+    pub cluster_migration_barrier: u64,
+    /// `cluster-allow-replica-migration`.
+    pub cluster_allow_replica_migration: bool,
     /// `cluster-announce-ip` (empty: learned from the first MEET).
     pub cluster_announce_ip: String,
     /// `cluster-announce-hostname`.
@@ -468,6 +472,8 @@ impl Default for Config {
             cluster_node_id: None,
             cluster_port: 0,
             cluster_node_timeout: 15000,
+            cluster_migration_barrier: 1,
+            cluster_allow_replica_migration: true,
             cluster_announce_ip: String::new(),
             cluster_announce_hostname: String::new(),
             pidfile: None,

@@ -953,3 +953,169 @@ fn a_master_in_the_minority_stops_serving() {
         format!("${}\r\n{acked}\r\n", acked.len())
     );
 }
+
+/// A node of either kind, for the tests run on sluice and on redis-server alike.
+enum AnyNode {
+    /// The node, and its directory (removed when the node goes).
+    Sluice {
+        node: Node,
+        _dir: tempfile::TempDir,
+    },
+    Redis(RedisServer),
+}
+
+impl AnyNode {
+    fn sluice() -> AnyNode {
+        let dir = tempfile::tempdir().unwrap();
+        AnyNode::Sluice {
+            node: Node::start(dir.path()),
+            _dir: dir,
+        }
+    }
+
+    fn redis() -> AnyNode {
+        AnyNode::Redis(RedisServer::start_cluster_node())
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            AnyNode::Sluice { node, .. } => node.port,
+            AnyNode::Redis(r) => r.port(),
+        }
+    }
+
+    fn bus_port(&self) -> u16 {
+        match self {
+            AnyNode::Sluice { node, .. } => node.bus_port,
+            AnyNode::Redis(r) => r.bus_port(),
+        }
+    }
+}
+
+/// Replica migration: six nodes made by `redis-cli --cluster create --cluster-replicas 1`
+/// and a seventh added as a second replica of one master (A). When the only replica of
+/// another master (B) is killed, the cluster marks it failed and, after Redis's 5 s delay,
+/// one of A's replicas (A keeps one: the migration barrier is 1) moves to B by itself and
+/// copies B's data.
+fn an_orphaned_master_gets_a_replica(start: fn() -> AnyNode) {
+    let mut nodes: Vec<Option<AnyNode>> = (0..7).map(|_| Some(start())).collect();
+    let ports: Vec<u16> = nodes.iter().flatten().map(AnyNode::port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports[..6].iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports[..6], 6);
+    let masters: Vec<u16> = ports[..6]
+        .iter()
+        .copied()
+        .filter(|&p| cmd(p, &["ROLE"]).contains("master"))
+        .collect();
+    assert_eq!(masters.len(), 3, "{masters:?}");
+    let (a, b) = (masters[0], masters[1]);
+    // The seventh node meets the cluster and replicates A.
+    let seventh = ports[6];
+    let bus0 = nodes[0].as_ref().unwrap().bus_port().to_string();
+    assert_eq!(
+        cmd(
+            seventh,
+            &["CLUSTER", "MEET", "127.0.0.1", &ports[0].to_string(), &bus0]
+        ),
+        "+OK\r\n"
+    );
+    let a_id = myid(a);
+    wait_for(
+        "the seventh node to learn A",
+        Duration::from_secs(10),
+        || cmd(seventh, &["CLUSTER", "NODES"]).contains(&a_id),
+    );
+    assert_eq!(cmd(seventh, &["CLUSTER", "REPLICATE", &a_id]), "+OK\r\n");
+    wait_agreement(&ports, 7);
+    // A key of B's, for the migrated replica to copy.
+    let key = (0..1000)
+        .map(|i| format!("k{i}"))
+        .find(|k| cmd(b, &["SET", k, "b-value"]) == "+OK\r\n")
+        .expect("a key B owns");
+    let b_replica = ports
+        .iter()
+        .position(|&p| p != b && master_of(p, &ports) == Some(b))
+        .expect("B's replica");
+    let a_replicas: Vec<u16> = ports
+        .iter()
+        .copied()
+        .filter(|&p| p != a && master_of(p, &ports) == Some(a))
+        .collect();
+    assert_eq!(a_replicas.len(), 2, "A has two replicas");
+    let killed = Instant::now();
+    nodes[b_replica] = None;
+    let survivors: Vec<u16> = ports
+        .iter()
+        .copied()
+        .filter(|&p| p != ports[b_replica])
+        .collect();
+    let mut moved = None;
+    wait_for(
+        "one of A's replicas to migrate to B",
+        Duration::from_secs(30),
+        || {
+            moved = a_replicas
+                .iter()
+                .copied()
+                .find(|&p| master_of(p, &survivors) == Some(b));
+            moved.is_some()
+        },
+    );
+    let moved = moved.unwrap();
+    eprintln!("replica migrated {:?} after the kill", killed.elapsed());
+    // Redis's rule: the smallest id among the replicas of the master with the most.
+    let expected = a_replicas.iter().copied().min_by_key(|&p| myid(p)).unwrap();
+    assert_eq!(moved, expected, "the replica with the smallest id moves");
+    // Only one moves: A keeps the other (the barrier), and every node agrees.
+    let stays = a_replicas.iter().copied().find(|&p| p != moved).unwrap();
+    wait_for(
+        "every node to see the new roles",
+        Duration::from_secs(10),
+        || {
+            survivors.iter().all(|&p| {
+                let nodes = cmd(p, &["CLUSTER", "NODES"]);
+                let master_in = |replica: u16| {
+                    let id = myid(replica);
+                    nodes
+                        .lines()
+                        .find(|l| l.starts_with(&id))
+                        .and_then(|l| l.split_whitespace().nth(3).map(str::to_string))
+                };
+                master_in(moved) == Some(myid(b)) && master_in(stays) == Some(a_id.clone())
+            })
+        },
+    );
+    wait_for(
+        "the migrated replica to copy B's key",
+        Duration::from_secs(10),
+        || {
+            let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], moved)));
+            c.cmd(&[b"READONLY"]);
+            text(&c.cmd(&[b"GET", key.as_bytes()])) == "$7\r\nb-value\r\n"
+        },
+    );
+    assert!(
+        cmd(moved, &["CLUSTER", "INFO"]).contains("cluster_state:ok"),
+        "the cluster stays ok"
+    );
+}
+
+#[test]
+fn an_orphaned_master_gets_a_replica_on_sluice() {
+    an_orphaned_master_gets_a_replica(AnyNode::sluice);
+}
+
+/// The same test against redis-server 7.0.15: what the sluice test expects is what Redis
+/// does.
+#[test]
+fn an_orphaned_master_gets_a_replica_on_redis_server() {
+    an_orphaned_master_gets_a_replica(AnyNode::redis);
+}

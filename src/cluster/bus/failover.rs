@@ -393,6 +393,8 @@ mod tests {
             node_timeout: 1000,
             announce_ip: String::new(),
             announce_hostname: String::new(),
+            migration_barrier: 1,
+            allow_replica_migration: true,
         };
         parse(&text, settings, 1).unwrap()
     }

@@ -314,6 +314,7 @@ fn cron(bus: &Arc<Bus>, iteration: u64) {
         }
         st.manual_failover_cron(now);
         st.handle_replica_failover(now);
+        st.replica_migration_cron(now);
         bus.after(&mut st)
     };
     bus.publish(view);

@@ -14,6 +14,7 @@ pub mod failover;
 pub mod gossip;
 pub mod msg;
 pub mod nodes_conf;
+pub mod replica_migration;
 pub mod state;
 
 use std::path::PathBuf;

@@ -316,6 +316,8 @@ mod tests {
             node_timeout: 15000,
             announce_ip: String::new(),
             announce_hostname: String::new(),
+            migration_barrier: 1,
+            allow_replica_migration: true,
         }
     }
 

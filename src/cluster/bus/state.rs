@@ -69,6 +69,12 @@ pub struct BusNode {
     pub connecting: bool,
     /// Masters that reported it failing, with when.
     pub fail_reports: Vec<(String, u64)>,
+    /// Replica migration's bookkeeping (`replica_migration`): the replicas counted for this
+    /// master at the last check, whether it had slots then, and since when it has been
+    /// orphaned (0: it is not).
+    pub replicas_seen: usize,
+    pub had_slots: bool,
+    pub orphaned_time: u64,
 }
 
 impl BusNode {
@@ -95,6 +101,9 @@ impl BusNode {
             inbound_link: None,
             connecting: false,
             fail_reports: Vec::new(),
+            replicas_seen: 0,
+            had_slots: false,
+            orphaned_time: 0,
         }
     }
     pub fn is(&self, f: u16) -> bool {
@@ -123,6 +132,11 @@ pub struct Settings {
     /// `cluster-announce-ip` (empty: learned from the first MEET).
     pub announce_ip: String,
     pub announce_hostname: String,
+    /// `cluster-migration-barrier`: the working replicas a master keeps when one of its
+    /// replicas migrates to an orphaned master.
+    pub migration_barrier: u64,
+    /// `cluster-allow-replica-migration`.
+    pub allow_replica_migration: bool,
 }
 
 /// The cluster state.
@@ -813,13 +827,30 @@ impl State {
             }
             self.set_owner(slot, Some(sender));
         }
-        // All of our (or our master's) slots went to the sender: follow it as a replica.
+        // All of our (or our master's) slots went to the sender: follow it as a replica,
+        // unless replica migration is off and the sender took only part of what it claims
+        // from us (Redis 7.0: then this master stays, empty).
+        let sender_slots = (0..SLOTS as u16).filter(|&s| slots.get(s)).count();
+        let sub_replica_of = self
+            .me()
+            .slaveof
+            .as_ref()
+            .and_then(|m| self.nodes.get(m))
+            .and_then(|m| m.slaveof.clone())
+            .filter(|grand| *grand != self.myself);
         if moved_from_us > 0
             && let Some(m) = &my_master
             && self.nodes.get(m).is_some_and(|n| n.slots.is_empty())
+            && (self.settings.allow_replica_migration || sender_slots == moved_from_us)
         {
             self.set_my_master(sender);
             self.lost_slots.clear();
+        } else if let Some(grand) = sub_replica_of {
+            // A replica whose master became a replica follows the grandmaster.
+            tracing::warn!(
+                "I'm a sub-replica! Reconfiguring myself as a replica of grandmaster {grand}"
+            );
+            self.set_my_master(&grand);
         }
     }
 
@@ -965,8 +996,13 @@ impl State {
 
     fn set_node_as_master(&mut self, name: &str) {
         if let Some(n) = self.nodes.get_mut(name) {
-            if n.is(flag::SLAVE) && !n.is(flag::MYSELF) {
-                n.slaveof = None;
+            if n.is_master() {
+                return;
+            }
+            // A replica that took over its master's slots is a replica-migration target
+            // (Redis's clusterSetNodeAsMaster).
+            if n.slaveof.is_some() && !n.is(flag::MYSELF) {
+                n.flags |= flag::MIGRATE_TO;
             }
             n.flags = (n.flags & !flag::SLAVE) | flag::MASTER;
             n.slaveof = None;

@@ -222,6 +222,7 @@ impl Command for ConfigSet {
             .acl
             .configure(next.acllog_max_len, next.acl_pubsub_allchannels);
         let backlog = next.repl.backlog_size;
+        crate::commands::cluster_bus::configured(ctx.shared, &next);
         *cfg = next;
         drop(cfg);
         ctx.shared.configure_notifications();

@@ -186,7 +186,12 @@ pub static PARAMS: &[Param] = &[
     p("crash-log-enabled", Bool, "yes").inert(NO_EFFECT),
     p("crash-memcheck-enabled", Bool, "yes").inert(NO_EFFECT),
     p("disable-thp", Bool, "yes").immutable().inert(TUNING),
-    p("cluster-allow-replica-migration", Bool, "yes").inert(CLUSTER_BUS),
+    p("cluster-allow-replica-migration", Bool, "yes")
+        .get(|c| yn(c.cluster_allow_replica_migration))
+        .set(|c, v, _| {
+            c.cluster_allow_replica_migration = yes(v);
+            Ok(())
+        }),
     p("replica-announced", Bool, "yes").listed()
         .get(|c| yn(c.repl.announced))
         .set(|c, v, _| {
@@ -506,7 +511,12 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("S", "TCP keepalive on client connections after this many idle seconds (default 300; 0: off)"),
-    p("cluster-migration-barrier", Int(0, INT_MAX), "1").inert(CLUSTER_BUS),
+    p("cluster-migration-barrier", Int(0, INT_MAX), "1")
+        .get(|c| c.cluster_migration_barrier.to_string())
+        .set(|c, v, _| {
+            c.cluster_migration_barrier = int(v)?;
+            Ok(())
+        }),
     p("active-defrag-cycle-min", Int(1, 99), "1").inert(TUNING),
     p("active-defrag-cycle-max", Int(1, 99), "25").inert(TUNING),
     p("active-defrag-threshold-lower", Int(0, 1000), "10").inert(TUNING),
