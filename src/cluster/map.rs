@@ -1,34 +1,29 @@
-//! The slot map: which node (id, host:port) owns which hash slots, its text format, and its
-//! validation.
+//! The slot map: which node (id, host:port) owns which hash slots. It is the shape routing
+//! reads the cluster bus's view in ([`SlotMap::from_view`]), and the text format of a seed
+//! map (`cluster-seed-map`, see `cluster::seed`), parsed and validated here.
 //!
 //! # Format
 //!
-//! Plain text, one entry per line (or entries separated by `;`, so a whole map fits on one
-//! command line); `#` starts a comment; words are separated by spaces.
+//! Plain text, one entry per line (or entries separated by `;`); `#` starts a comment; words
+//! are separated by spaces.
 //!
 //! ```text
-//! # sluice cluster map: every node gets the same file
-//! epoch 1
+//! # sluice seed map: every node of the cluster gets the same file
 //! node 1111111111111111111111111111111111111111 127.0.0.1:7001 0-5460
 //! node 2222222222222222222222222222222222222222 127.0.0.1:7002 5461-10922
-//! node 3333333333333333333333333333333333333333 127.0.0.1:7003 10923-16383
+//! node 3333333333333333333333333333333333333333 127.0.0.1:7003@17103 10923-16383
 //! ```
 //!
-//! - `node <id> <host>:<port> [<slots> …]`: `<id>` is 40 hexadecimal characters, as Redis
-//!   node ids are (clients show and compare them); `<host>` is what clients are told to
-//!   connect to (an IP address or a name they can resolve; `[::1]:7001` for IPv6);
-//!   `<slots>` are single slots (`42`) or inclusive ranges (`0-5460`), separated by spaces or
-//!   commas. A node may own no slots (a spare, or a node being drained).
-//! - `replica <id> <host>:<port> <master-id>`: a replica of the node `<master-id>`. It owns
-//!   no slots: it replicates its master (Redis's replication, started by the map) and serves
-//!   reads of its master's slots to connections that sent `READONLY`. Its master must be a
-//!   `node` of the map (a master, with or without slots): Redis Cluster has no chained
-//!   replicas. A master may have several replicas; the map's order is the order `CLUSTER
-//!   SLOTS` and `SHARDS` list them in. A replica connects to its master at the master's
-//!   `<host>:<port>`, so that address must reach the master from the replicas too.
-//! - `epoch <n>` (optional): the map's configuration epoch. A node refuses to install a map
-//!   whose stated epoch is older than the one it has; a map without one gets the node's
-//!   current epoch plus one.
+//! - `node <id> <ip>:<port>[@<cport>] [<slots> …]`: a master. `<id>` is 40 hexadecimal
+//!   characters, as Redis node ids are; `<ip>:<port>` is the address clients (and the
+//!   replicas) connect to (`[::1]:7001` for IPv6); `@<cport>` its cluster bus port (default:
+//!   the port plus 10000); `<slots>` are single slots (`42`) or inclusive ranges
+//!   (`0-5460`), separated by spaces or commas. A master may own no slots.
+//! - `replica <id> <ip>:<port>[@<cport>] <master-id>`: a replica of the master
+//!   `<master-id>`, which must be a `node` of the map (Redis Cluster has no chained
+//!   replicas). It owns no slots.
+//! - `epoch <n>` (optional, accepted for older maps): not used; a seeded cluster's masters
+//!   get config epochs 1, 2, … in the map's order.
 //!
 //! A map is valid when it has at least one master, ids and addresses are unique (replicas
 //! included), every replica's master is a master of the map, and every slot 0–16383 is owned
@@ -47,6 +42,8 @@ pub struct Node {
     pub host: String,
     /// The port clients connect to.
     pub port: u16,
+    /// The cluster bus port, when the map gives one (`host:port@cport`; 0: not given).
+    pub cport: u16,
     /// Owned slots as sorted, merged, inclusive ranges (none for a replica).
     pub ranges: Vec<(u16, u16)>,
     /// For a replica, the index (in the map's `nodes`) of its master.
@@ -152,9 +149,21 @@ fn parse_ranges(line: usize, words: &[&str]) -> Result<Vec<(u16, u16)>, MapError
     Ok(ranges)
 }
 
-fn parse_addr(line: usize, s: &str) -> Result<(String, u16), MapError> {
-    let bad = || err(line, format_args!("'{s}' is not host:port"));
-    let Some((host, port)) = s.rsplit_once(':') else {
+fn parse_addr(line: usize, s: &str) -> Result<(String, u16, u16), MapError> {
+    let bad = || {
+        err(
+            line,
+            format_args!("'{s}' is not host:port or host:port@cport"),
+        )
+    };
+    let (addr, cport) = match s.split_once('@') {
+        Some((addr, c)) => match c.parse::<u16>() {
+            Ok(c) if c != 0 => (addr, c),
+            _ => return bad(),
+        },
+        None => (s, 0),
+    };
+    let Some((host, port)) = addr.rsplit_once(':') else {
         return bad();
     };
     let host = host
@@ -167,7 +176,7 @@ fn parse_addr(line: usize, s: &str) -> Result<(String, u16), MapError> {
     if host.is_empty() || port == 0 {
         return bad();
     }
-    Ok((host.to_string(), port))
+    Ok((host.to_string(), port, cport))
 }
 
 /// Sorts and merges ranges (adjacent ones too).
@@ -219,7 +228,7 @@ impl SlotMap {
                     ["epoch", ..] => return err(line, "expected 'epoch <number>'"),
                     ["node", id, addr, slots @ ..] => {
                         let id = parse_id(line, id)?;
-                        let (host, port) = parse_addr(line, addr)?;
+                        let (host, port, cport) = parse_addr(line, addr)?;
                         let ranges = parse_ranges(line, slots)?;
                         nodes.push((
                             line,
@@ -227,6 +236,7 @@ impl SlotMap {
                                 id,
                                 host,
                                 port,
+                                cport,
                                 ranges,
                                 master: None,
                             },
@@ -238,7 +248,7 @@ impl SlotMap {
                     }
                     ["replica", id, addr, master] => {
                         let id = parse_id(line, id)?;
-                        let (host, port) = parse_addr(line, addr)?;
+                        let (host, port, cport) = parse_addr(line, addr)?;
                         let master = parse_id(line, master)?;
                         nodes.push((
                             line,
@@ -246,6 +256,7 @@ impl SlotMap {
                                 id,
                                 host,
                                 port,
+                                cport,
                                 ranges: Vec::new(),
                                 master: None,
                             },
@@ -380,17 +391,6 @@ impl SlotMap {
         })
     }
 
-    /// A map of `nodes` (a changed copy of another map's), validated as a parsed one is.
-    pub fn from_nodes(epoch: Option<u64>, nodes: Vec<Node>) -> Result<SlotMap, MapError> {
-        // The text form is the one path through validation.
-        let draft = SlotMap {
-            epoch,
-            nodes,
-            owner: Box::new([]),
-        };
-        SlotMap::parse(&draft.to_string())
-    }
-
     /// Reads and parses a map file.
     pub fn load(path: &str) -> Result<SlotMap, MapError> {
         let text = std::fs::read_to_string(path)
@@ -457,11 +457,6 @@ impl SlotMap {
         }
         runs
     }
-
-    /// True when both maps assign the same slots to the same nodes at the same addresses.
-    pub fn same_layout(&self, other: &SlotMap) -> bool {
-        self.nodes == other.nodes
-    }
 }
 
 fn unowned_ranges(owner: &[u16]) -> Vec<(u16, u16)> {
@@ -491,11 +486,20 @@ impl fmt::Display for SlotMap {
             } else {
                 n.host.clone()
             };
+            let cport = if n.cport == 0 {
+                String::new()
+            } else {
+                format!("@{}", n.cport)
+            };
             if let Some(m) = n.master {
-                writeln!(f, "replica {} {host}:{} {}", n.id, n.port, self.nodes[m].id)?;
+                writeln!(
+                    f,
+                    "replica {} {host}:{}{cport} {}",
+                    n.id, n.port, self.nodes[m].id
+                )?;
                 continue;
             }
-            write!(f, "node {} {host}:{}", n.id, n.port)?;
+            write!(f, "node {} {host}:{}{cport}", n.id, n.port)?;
             for &(a, b) in &n.ranges {
                 write!(f, " {}", range_text(a, b))?;
             }

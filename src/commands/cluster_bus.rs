@@ -1,12 +1,9 @@
-//! CLUSTER's subcommands on a member of a Redis cluster (the cluster bus, `cluster::bus`):
-//! MEET, ADDSLOTS[RANGE], DELSLOTS[RANGE], FLUSHSLOTS, SETSLOT, FORGET, RESET, REPLICATE,
-//! SAVECONFIG, BUMPEPOCH, SET-CONFIG-EPOCH, COUNT-FAILURE-REPORTS, and the live INFO, MYID,
-//! NODES and LINKS, with Redis 7.0's arguments, replies and error texts (`clusterCommand`).
+//! CLUSTER's subcommands on the cluster bus's state (`cluster::bus`): MEET, ADDSLOTS[RANGE],
+//! DELSLOTS[RANGE], FLUSHSLOTS, SETSLOT, FORGET, RESET, REPLICATE, FAILOVER, SAVECONFIG,
+//! BUMPEPOCH, SET-CONFIG-EPOCH, COUNT-FAILURE-REPORTS, and the live INFO, NODES, REPLICAS
+//! and LINKS, with Redis 7.0's arguments, replies and error texts (`clusterCommand`).
 //! Each one changes the bus's state under its mutex, then installs the new view of routing
 //! without waiting for the commands in flight (it may itself run inside EXEC).
-//!
-//! With a static slot map (no bus) the topology subcommands are refused as before
-//! (`commands::cluster`).
 
 use std::borrow::Cow;
 
@@ -50,8 +47,8 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
 /// CONFIG SET: the bus's settings that may change while it runs (Redis reads them from its
 /// server struct on every use).
 pub(crate) fn configured(shared: &Shared, config: &crate::config::Config) {
-    if let Some(bus) = shared.cluster.as_ref().and_then(|c| c.bus()) {
-        let mut st = bus.lock();
+    if let Some(cluster) = &shared.cluster {
+        let mut st = cluster.bus().lock();
         st.settings.node_timeout = config.cluster_node_timeout;
         st.settings.migration_barrier = config.cluster_migration_barrier;
         st.settings.allow_replica_migration = config.cluster_allow_replica_migration;
@@ -93,9 +90,9 @@ fn text(a: &[u8]) -> String {
     String::from_utf8_lossy(a).into_owned()
 }
 
-/// The bus, or None (static map mode or cluster mode off).
+/// The bus, or None (cluster mode off).
 fn bus<'a>(ctx: &Ctx<'a>) -> Option<&'a std::sync::Arc<Bus>> {
-    ctx.shared.cluster.as_ref().and_then(|c| c.bus())
+    ctx.shared.cluster.as_ref().map(|c| c.bus())
 }
 
 /// Runs `f` on the locked state, then saves/publishes what changed.
@@ -111,14 +108,10 @@ fn with_state<R>(ctx: &Ctx<'_>, b: &Bus, f: impl FnOnce(&mut State) -> R) -> R {
     r
 }
 
-/// The handler for a topology subcommand: the bus's, else `fallback` (static map mode).
-pub(crate) fn dispatch(
-    ctx: &mut Ctx<'_>,
-    args: &[Bytes],
-    fallback: crate::engine::Handler,
-) -> Reply {
+/// The handler of the topology subcommands (MEET, ADDSLOTS, SETSLOT, FAILOVER, …).
+pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(b) = bus(ctx).cloned() else {
-        return fallback(ctx, args);
+        return err("ERR This instance has cluster support disabled");
     };
     let sub = args
         .get(1)
@@ -191,8 +184,30 @@ pub(crate) fn dispatch(
                 None => err(format!("ERR Unknown node {id}")),
             }
         }
-        _ => fallback(ctx, args),
+        _ => err(format!(
+            "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
+            crate::engine::printable(&args[1.min(args.len().saturating_sub(1))], 128)
+        )),
     }
+}
+
+/// CLUSTER REPLICAS node-id: the CLUSTER NODES lines of a master's replicas; None for a
+/// node this one does not know.
+pub(crate) fn replicas(b: &Bus, id: &str) -> Option<crate::error::CmdResult<Reply>> {
+    let st = b.lock();
+    let n = st.nodes.get(id)?;
+    if n.is(flag::SLAVE) {
+        return Some(Err(crate::error::CmdError::msg(
+            "ERR The specified node is not a master",
+        )));
+    }
+    Some(Ok(Reply::Array(
+        st.nodes
+            .values()
+            .filter(|r| r.is(flag::SLAVE) && r.slaveof.as_deref() == Some(id))
+            .map(|r| Reply::bulk(nodes_conf::node_line(&st, r).as_bytes()))
+            .collect(),
+    )))
 }
 
 /// CLUSTER INFO from the bus.

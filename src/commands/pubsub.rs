@@ -120,7 +120,7 @@ fn sunsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn publish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = push_limit(ctx.shared);
     // A member of a Redis cluster sends it to every other node too (the count is local).
-    if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
+    if let Some(bus) = ctx.shared.cluster.as_ref().map(|c| c.bus()) {
         bus.propagate_publish(&args[1], &args[2], false);
     }
     Reply::Int(ctx.shared.pubsub.publish(&args[1], &args[2], limit) as i64)
@@ -130,7 +130,7 @@ fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let limit = push_limit(ctx.shared);
     // A member of a Redis cluster sends it to the other nodes of its shard (its master and
     // that master's replicas); the count is local.
-    if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
+    if let Some(bus) = ctx.shared.cluster.as_ref().map(|c| c.bus()) {
         bus.propagate_publish(&args[1], &args[2], true);
     }
     Reply::Int(ctx.shared.pubsub.spublish(&args[1], &args[2], limit) as i64)

@@ -200,6 +200,9 @@ pub struct Config {
     pub cluster_config_file: Option<String>,
     /// Which node of the map this server is; None: the node whose address is this server's.
     pub cluster_node_id: Option<String>,
+    /// `cluster-seed-map`: a slot map a new node (no nodes.conf yet) seeds its cluster state
+    /// from (sluice's own; see `cluster::seed`).
+    pub cluster_seed_map: Option<String>,
     /// `cluster-port`: the cluster bus port (0: the client port plus 10000).
     pub cluster_port: u16,
     /// `cluster-node-timeout` in milliseconds.
@@ -470,6 +473,7 @@ impl Default for Config {
             cluster_enabled: false,
             cluster_config_file: None,
             cluster_node_id: None,
+            cluster_seed_map: None,
             cluster_port: 0,
             cluster_node_timeout: 15000,
             cluster_migration_barrier: 1,

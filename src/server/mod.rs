@@ -405,7 +405,8 @@ impl Server {
                     }
                 }
             });
-            if let Some(bus) = cluster.bus() {
+            {
+                let bus = cluster.bus();
                 // A manual failover reads the replication offset and holds a master's writes
                 // (FAILOVER's own pause, which CLIENT UNPAUSE does not end).
                 let (offset, pause) = (Arc::downgrade(&shared), Arc::downgrade(&shared));
@@ -551,7 +552,7 @@ impl Server {
             }
         }
         shared.shutdown.cancelled().await;
-        if let Some(bus) = shared.cluster.as_ref().and_then(|c| c.bus()) {
+        if let Some(bus) = shared.cluster.as_ref().map(|c| c.bus()) {
             bus.stop.store(true, Ordering::Relaxed);
         }
         // Connections wait on their own kill switch only (see `client::Kill`).

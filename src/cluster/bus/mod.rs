@@ -90,14 +90,22 @@ pub fn now_ms() -> u64 {
 impl Bus {
     /// Loads `conf_path` (or starts a new node when it does not exist), writes it, and binds
     /// the bus port. Errors are Redis's start-up texts.
-    pub fn open(conf_path: PathBuf, settings: Settings, bind: &str) -> Result<Bus, String> {
+    /// `seed`: the nodes.conf text to start from when the file does not exist (see
+    /// [`crate::cluster::seed`]).
+    pub fn open(
+        conf_path: PathBuf,
+        settings: Settings,
+        bind: &str,
+        seed: Option<String>,
+    ) -> Result<Bus, String> {
         let now = now_ms();
         let state = match std::fs::read_to_string(&conf_path) {
             Ok(text) if !text.trim().is_empty() => nodes_conf::parse(&text, settings.clone(), now)?,
             Ok(_) => State::new(state::random_name(), settings.clone(), now),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                State::new(state::random_name(), settings.clone(), now)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match seed {
+                Some(text) => nodes_conf::parse(&text, settings.clone(), now)?,
+                None => State::new(state::random_name(), settings.clone(), now),
+            },
             Err(e) => return Err(format!("Can't open {}: {e}", conf_path.display())),
         };
         let mut state = state;
@@ -271,6 +279,7 @@ impl Bus {
                 id: n.name.clone(),
                 host: n.ip.clone(),
                 port: n.port,
+                cport: n.cport,
                 ranges: nodes_conf::ranges(n),
                 master: None,
             });

@@ -1,6 +1,7 @@
-//! Cluster mode, command side: the routing hook `engine::call` calls, the CLUSTER subcommands,
-//! READONLY / READWRITE / ASKING, the sweep that drops keys after a map change, and the
-//! role a map gives this node ([`sync_role`]: replicate the map's master, or stop).
+//! Cluster mode, command side: the routing hook `engine::call` calls, the CLUSTER subcommands
+//! that read the view (INFO, NODES, SLOTS, SHARDS, …; the topology ones are in
+//! `commands::cluster_bus`), READONLY / READWRITE / ASKING, and the role the bus's view gives
+//! this node ([`sync_role`]: replicate its master, or stop).
 //!
 //! # Routing, as Redis 7.0 does it
 //!
@@ -26,12 +27,11 @@
 //!
 //! When cluster mode is off the hook is one test of `Shared::cluster`, a `None`.
 
-use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use crate::cluster::{Cluster, Installed, Outcome, SLOTS, SlotMap, key_slot};
+use crate::cluster::{Cluster, Installed, SLOTS, key_slot};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpec, VariantCommand, run_sub, run_sub_as,
 };
@@ -46,16 +46,21 @@ const fn sub(name: &'static str, arity: i32, handler: crate::engine::Handler) ->
     C::new(name, arity, &["stale"], KeySpec::None, handler).with_acl(&["@slow"])
 }
 
-const fn unsupported(name: &'static str, arity: i32) -> C {
-    unsupported_flagged(name, arity, ADMIN)
+/// A topology subcommand, run on the cluster bus's state (`commands::cluster_bus`).
+const fn topology(name: &'static str, arity: i32) -> C {
+    topology_flagged(name, arity, ADMIN)
 }
 
-/// `unsupported` with Redis's flags where they differ from `ADMIN` (they decide, e.g., that
+/// `topology` with Redis's flags where they differ from `ADMIN` (they decide, e.g., that
 /// CLUSTER RESET is refused from scripts).
-const fn unsupported_flagged(name: &'static str, arity: i32, flags: &'static [&'static str]) -> C {
-    C::new(name, arity, flags, KeySpec::None, |c, a| {
-        super::cluster_bus::dispatch(c, a, refuse_unsupported)
-    })
+const fn topology_flagged(name: &'static str, arity: i32, flags: &'static [&'static str]) -> C {
+    C::new(
+        name,
+        arity,
+        flags,
+        KeySpec::None,
+        super::cluster_bus::dispatch,
+    )
     .with_acl(ADMIN_ACL)
 }
 
@@ -139,57 +144,23 @@ static CLUSTER: &[C] = &[
     )
     .with_acl(ADMIN_ACL)
     .with_tips(&["nondeterministic_output"]),
-    // sluice's own: install a new slot map (inline text, or the map file read again).
-    C::new(
-        "cluster|setmap",
-        3,
-        &["admin", "noscript", "stale"],
-        KeySpec::None,
-        |c, a| run_sub_as::<SetMap>(c, a, MapSource::Inline),
-    )
-    .with_acl(ADMIN_ACL),
-    C::new(
-        "cluster|loadmap",
-        2,
-        &["admin", "noscript", "stale"],
-        KeySpec::None,
-        |c, a| run_sub_as::<SetMap>(c, a, MapSource::File),
-    )
-    .with_acl(ADMIN_ACL),
-    // Redis's topology-changing subcommands: nodes here never talk to each other.
-    unsupported("cluster|addslots", -3),
-    unsupported("cluster|addslotsrange", -4),
-    unsupported("cluster|bumpepoch", 2).with_tips(&["nondeterministic_output"]),
-    unsupported_flagged("cluster|count-failure-reports", 3, &["admin", "stale"])
+    // The topology subcommands, on the bus's state.
+    topology("cluster|addslots", -3),
+    topology("cluster|addslotsrange", -4),
+    topology("cluster|bumpepoch", 2).with_tips(&["nondeterministic_output"]),
+    topology_flagged("cluster|count-failure-reports", 3, &["admin", "stale"])
         .with_tips(&["nondeterministic_output"]),
-    unsupported("cluster|delslots", -3),
-    unsupported("cluster|delslotsrange", -4),
-    C::new(
-        "cluster|failover",
-        -2,
-        &["admin", "stale", "no_async_loading"],
-        KeySpec::None,
-        failover,
-    )
-    .with_acl(ADMIN_ACL),
-    // sluice's own: the map in force, in the map file's format.
-    sub("cluster|getmap", 2, run_sub::<GetMap>),
-    unsupported("cluster|flushslots", 2).whole_keyspace(),
-    unsupported("cluster|forget", 3),
-    unsupported("cluster|meet", -4),
-    C::new(
-        "cluster|replicate",
-        3,
-        &["admin", "stale", "no_async_loading"],
-        KeySpec::None,
-        replicate,
-    )
-    .with_acl(ADMIN_ACL)
-    .whole_keyspace(),
-    unsupported_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]).whole_keyspace(),
-    unsupported("cluster|saveconfig", 2),
-    unsupported("cluster|set-config-epoch", 3),
-    unsupported("cluster|setslot", -4).whole_keyspace(),
+    topology("cluster|delslots", -3),
+    topology("cluster|delslotsrange", -4),
+    topology("cluster|failover", -2),
+    topology("cluster|flushslots", 2).whole_keyspace(),
+    topology("cluster|forget", 3),
+    topology("cluster|meet", -4),
+    topology("cluster|replicate", 3).whole_keyspace(),
+    topology_flagged("cluster|reset", -2, &["admin", "noscript", "stale"]).whole_keyspace(),
+    topology("cluster|saveconfig", 2),
+    topology("cluster|set-config-epoch", 3),
+    topology("cluster|setslot", -4).whole_keyspace(),
 ];
 
 /// Redis's reply to cluster commands on a server without cluster mode.
@@ -234,42 +205,6 @@ pub(crate) fn sync_role(shared: &Shared) {
     }
 }
 
-/// What follows an installed map: the role it gives this node, then the sweep of the keys
-/// of slots this node no longer holds.
-fn after_install(shared: &Shared, cluster: &Cluster, epoch: u64) {
-    sync_role(shared);
-    // Every command routed by the old map has replied (install waited for them).
-    let dropped = drop_foreign_keys(shared, cluster);
-    tracing::info!(
-        "installed cluster map epoch {epoch}; dropped {dropped} keys of slots this node no longer holds"
-    );
-}
-
-/// Drops every key (all databases) in a slot this node does not hold: it neither owns it
-/// nor, as a replica, replicates its owner. Locks one shard at a time, so other shards keep
-/// serving meanwhile. Returns how many keys were dropped.
-pub(crate) fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
-    let keyspace = &shared.keyspace;
-    let mut dropped = 0;
-    for i in 0..keyspace.shard_count() {
-        let mut locked = keyspace.lock_indexes(&[i]);
-        for shard in locked.shards_mut() {
-            for db in 0..shard.databases() {
-                let foreign: Vec<(u64, Box<[u8]>)> = shard
-                    .db(db)
-                    .iter()
-                    .filter(|e| !cluster.holds(key_slot(&e.key)))
-                    .map(|e| (crate::store::shard::Db::entry_hash(e), e.key.to_boxed()))
-                    .collect();
-                for (hash, key) in foreign {
-                    dropped += usize::from(shard.remove(db, hash, &key).is_some());
-                }
-            }
-        }
-    }
-    dropped
-}
-
 // ---------------------------------------------------------------------------------------
 // Commands
 
@@ -298,19 +233,6 @@ impl Command for Accept {
     }
 }
 
-fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if let Err(e) = cluster(ctx) {
-        return e.into();
-    }
-    let name = args
-        .get(1)
-        .map(|a| crate::engine::printable(a, 64).to_ascii_uppercase())
-        .unwrap_or_default();
-    Reply::Error(Cow::Owned(format!(
-        "ERR CLUSTER {name} is not supported: sluice nodes do not talk to each other; change the slot map with CLUSTER SETMAP or CLUSTER LOADMAP"
-    )))
-}
-
 /// CLUSTER HELP
 #[derive(Debug)]
 pub(crate) struct Help;
@@ -324,38 +246,59 @@ impl Command for Help {
         Ok(Reply::Array(
             [
                 "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "ADDSLOTS <slot> [<slot> ...]",
+                "    Assign slots to current node.",
+                "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+                "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+                "BUMPEPOCH",
+                "    Advance the cluster config epoch.",
+                "COUNT-FAILURE-REPORTS <node-id>",
+                "    Return number of failure reports for <node-id>.",
                 "COUNTKEYSINSLOT <slot>",
                 "    Return the number of keys in <slot>.",
+                "DELSLOTS <slot> [<slot> ...]",
+                "    Delete slots information from current node.",
+                "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+                "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
                 "FAILOVER [FORCE|TAKEOVER]",
-                "    Promote current replica node to being a master (in this node's map; push the map to the others).",
-                "GETMAP",
-                "    Return the slot map in force, in the cluster-config-file format.",
+                "    Promote current replica node to being a master.",
+                "FORGET <node-id>",
+                "    Remove a node from the cluster.",
                 "GETKEYSINSLOT <slot> <count>",
                 "    Return key names stored by current node in a slot.",
+                "FLUSHSLOTS",
+                "    Delete current node own slots information.",
                 "INFO",
                 "    Return information about the cluster.",
                 "KEYSLOT <key>",
                 "    Return the hash slot for <key>.",
-                "LINKS",
-                "    Return an empty array: sluice nodes have no links to each other.",
-                "LOADMAP",
-                "    Read the cluster-config-file again and install the map it holds.",
+                "MEET <ip> <port> [<bus-port>]",
+                "    Connect nodes into a working cluster.",
                 "MYID",
                 "    Return the node id.",
                 "NODES",
                 "    Return cluster configuration seen by node. Output format:",
                 "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
                 "REPLICATE <node-id>",
-                "    Configure current node as replica to <node-id> (in this node's map; push the map to the others).",
+                "    Configure current node as replica to <node-id>.",
+                "RESET [HARD|SOFT]",
+                "    Reset current node (default: soft).",
+                "SET-CONFIG-EPOCH <epoch>",
+                "    Set config epoch of current node.",
+                "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+                "    Set slot state.",
                 "REPLICAS <node-id>",
                 "    Return <node-id> replicas.",
-                "SETMAP <map>",
-                "    Install a new slot map (the cluster-config-file format; lines or ';'-separated entries).",
-                "SHARDS",
-                "    Return information about slot range mappings and the nodes associated with them.",
+                "SAVECONFIG",
+                "    Force saving cluster configuration on disk.",
                 "SLOTS",
                 "    Return information about slots range mappings. Each range is made of:",
                 "    start, end, master and replicas IP addresses, ports and ids",
+                "SHARDS",
+                "    Return information about slot range mappings and the nodes associated with them.",
+                "LINKS",
+                "    Return information about all network links between this node and its peers.",
+                "    Output format is an array where each array element is a map containing attributes of a link",
                 "HELP",
                 "    Prints this help.",
             ]
@@ -375,22 +318,7 @@ impl Command for Info {
         Ok(Info)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if let Some(b) = cluster(ctx)?.bus() {
-            return Ok(super::cluster_bus::info(b));
-        }
-        let state = cluster(ctx)?.current();
-        let size = state
-            .map
-            .nodes
-            .iter()
-            .filter(|n| !n.ranges.is_empty())
-            .count();
-        let text = format!(
-            "cluster_state:ok\r\ncluster_slots_assigned:{SLOTS}\r\ncluster_slots_ok:{SLOTS}\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:{}\r\ncluster_size:{size}\r\ncluster_current_epoch:{e}\r\ncluster_my_epoch:{e}\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n",
-            state.map.nodes.len(),
-            e = state.epoch,
-        );
-        Ok(Reply::Verbatim(Bytes::from(text)))
+        Ok(super::cluster_bus::info(cluster(ctx)?.bus()))
     }
 }
 
@@ -407,8 +335,7 @@ impl Command for MyId {
     }
 }
 
-/// CLUSTER NODES: Redis's line format; every node connected, no cluster bus (the bus port
-/// shown is the client port).
+/// CLUSTER NODES: the bus's view, in Redis's line format.
 #[derive(Debug)]
 pub(crate) struct Nodes;
 
@@ -417,41 +344,8 @@ impl Command for Nodes {
         Ok(Nodes)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if let Some(b) = cluster(ctx)?.bus() {
-            return Ok(super::cluster_bus::nodes(b));
-        }
-        let state = cluster(ctx)?.current();
-        Ok(Reply::Verbatim(Bytes::from(nodes_text(&state, ctx.now_ms))))
+        Ok(super::cluster_bus::nodes(cluster(ctx)?.bus()))
     }
-}
-
-/// The CLUSTER NODES text of `state`.
-pub(crate) fn nodes_text(state: &Installed, now_ms: u64) -> String {
-    let mut out = String::new();
-    for i in 0..state.map.nodes.len() {
-        out.push_str(&node_line(state, i, now_ms));
-        out.push('\n');
-    }
-    out
-}
-
-/// One CLUSTER NODES line (no newline): `<id> <ip:port@cport> <flags> <master> <ping-sent>
-/// <pong-recv> <config-epoch> <link-state> <slot> …`, a replica's flags `slave` and its
-/// master column its master's id, as Redis 7.0 prints them.
-fn node_line(state: &Installed, i: usize, now_ms: u64) -> String {
-    let n = &state.map.nodes[i];
-    let role = if n.is_replica() { "slave" } else { "master" };
-    let myself = if i == state.me { "myself," } else { "" };
-    let master = n.master.map_or("-", |m| state.map.nodes[m].id.as_str());
-    let mut line = format!(
-        "{} {}:{}@{} {myself}{role} {master} 0 {now_ms} {} connected",
-        n.id, n.host, n.port, n.port, state.epoch
-    );
-    for &(a, b) in &n.ranges {
-        line.push(' ');
-        line.push_str(&crate::cluster::map::range_text(a, b));
-    }
-    line
 }
 
 /// What this node knows of a node's replication offset: its own; as a master, what an
@@ -685,7 +579,7 @@ impl VariantCommand for KeysInSlot {
     }
 }
 
-/// CLUSTER LINKS: sluice nodes have none.
+/// CLUSTER LINKS: the bus's links to the other nodes.
 #[derive(Debug)]
 pub(crate) struct Links;
 
@@ -694,10 +588,7 @@ impl Command for Links {
         Ok(Links)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        if let Some(b) = cluster(ctx)?.bus() {
-            return Ok(super::cluster_bus::links(b));
-        }
-        Ok(Reply::Array(vec![]))
+        Ok(super::cluster_bus::links(cluster(ctx)?.bus()))
     }
 }
 
@@ -714,26 +605,9 @@ impl Command for Replicas {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let state = cluster(ctx)?.current();
         let id = String::from_utf8_lossy(&self.id);
-        let Some(i) = state
-            .map
-            .nodes
-            .iter()
-            .position(|n| n.id.eq_ignore_ascii_case(&id))
-        else {
-            return Err(unknown_node(&self.id));
-        };
-        if state.map.nodes[i].is_replica() {
-            return Err(CmdError::msg("ERR The specified node is not a master"));
-        }
-        Ok(Reply::Array(
-            state
-                .map
-                .replicas_of(i)
-                .map(|(r, _)| Reply::bulk(node_line(&state, r, ctx.now_ms).as_bytes()))
-                .collect(),
-        ))
+        super::cluster_bus::replicas(cluster(ctx)?.bus(), &id)
+            .ok_or_else(|| unknown_node(&self.id))?
     }
 }
 
@@ -742,220 +616,4 @@ fn unknown_node(id: &[u8]) -> CmdError {
         "ERR Unknown node {}",
         crate::engine::printable(id, 128)
     ))
-}
-
-/// CLUSTER GETMAP: the map in force, with its epoch, in the map file's format (what to give
-/// the other nodes after CLUSTER FAILOVER or REPLICATE changed this node's map).
-#[derive(Debug)]
-pub(crate) struct GetMap;
-
-impl Command for GetMap {
-    fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(GetMap)
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let state = cluster(ctx)?.current();
-        let mut map = state.map.clone();
-        map.epoch = Some(state.epoch);
-        Ok(Reply::Verbatim(Bytes::from(map.to_string())))
-    }
-}
-
-/// Installs a map this node derived from its own (a role change it makes itself), then
-/// follows it.
-fn install_own(
-    ctx: &Ctx<'_>,
-    cluster: &Cluster,
-    state: &Installed,
-    nodes: Vec<crate::cluster::Node>,
-) -> Reply {
-    let Some(epoch) = state.epoch.checked_add(1) else {
-        return Reply::Error(Cow::Borrowed(
-            "ERR Cluster map refused: this node's epoch is the highest there is",
-        ));
-    };
-    let map = match SlotMap::from_nodes(Some(epoch), nodes) {
-        Ok(m) => m,
-        Err(e) => return Reply::Error(Cow::Owned(format!("ERR Cluster map refused: {e}"))),
-    };
-    match cluster.install_own(map) {
-        Ok(Outcome::Installed(epoch)) => {
-            sync_role(ctx.shared);
-            tracing::info!("installed cluster map epoch {epoch} (a role change made on this node)");
-            Reply::ok()
-        }
-        Ok(Outcome::Unchanged(_)) => Reply::ok(),
-        Err(e) => Reply::Error(Cow::Owned(format!("ERR Cluster map refused: {e}"))),
-    }
-}
-
-/// CLUSTER FAILOVER [FORCE|TAKEOVER], on a replica: it becomes the master of its master's
-/// slots at once, in its own map (epoch + 1), its old master and that master's other
-/// replicas becoming its replicas. Nodes do not talk, so the other nodes learn it only from
-/// that map (CLUSTER GETMAP here, CLUSTER SETMAP there). Without FORCE or TAKEOVER the link
-/// to the master must be up, as Redis requires; but no node is paused, so writes the old
-/// master takes before it is given the new map are lost (Redis's FORCE, not its
-/// coordinated default).
-fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if ctx
-        .shared
-        .cluster
-        .as_ref()
-        .is_some_and(|c| c.bus().is_some())
-    {
-        return super::cluster_bus::dispatch(ctx, args, failover_map);
-    }
-    failover_map(ctx, args)
-}
-
-fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let cluster = match cluster(ctx) {
-        Ok(c) => c,
-        Err(e) => return e.into(),
-    };
-    let force = match args.get(2) {
-        None => false,
-        Some(_) if args.len() > 3 => {
-            // Redis names the subcommand as it was sent.
-            return Reply::Error(Cow::Owned(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
-                crate::engine::printable(&args[1], 128)
-            )));
-        }
-        Some(a) if a.eq_ignore_ascii_case(b"force") || a.eq_ignore_ascii_case(b"takeover") => true,
-        Some(_) => return Reply::Error(Cow::Borrowed("ERR syntax error")),
-    };
-    let state = cluster.current();
-    let Some(old) = state.myself().master else {
-        return Reply::Error(Cow::Borrowed(
-            "ERR You should send CLUSTER FAILOVER to a replica",
-        ));
-    };
-    if !force && !matches!(ctx.shared.repl.link(), Some(l) if l.state == "connected") {
-        return Reply::Error(Cow::Borrowed(
-            "ERR Master is down or failed, please use CLUSTER FAILOVER FORCE",
-        ));
-    }
-    let me = state.me;
-    let mut nodes = state.map.nodes.clone();
-    nodes[me].ranges = std::mem::take(&mut nodes[old].ranges);
-    for n in nodes.iter_mut() {
-        if n.master == Some(old) {
-            n.master = Some(me);
-        }
-    }
-    nodes[me].master = None;
-    nodes[old].master = Some(me);
-    install_own(ctx, cluster, &state, nodes)
-}
-
-/// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
-/// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
-fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if ctx
-        .shared
-        .cluster
-        .as_ref()
-        .is_some_and(|c| c.bus().is_some())
-    {
-        return super::cluster_bus::dispatch(ctx, args, replicate_map);
-    }
-    replicate_map(ctx, args)
-}
-
-fn replicate_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let cluster = match cluster(ctx) {
-        Ok(c) => c,
-        Err(e) => return e.into(),
-    };
-    let state = cluster.current();
-    let id = String::from_utf8_lossy(&args[2]);
-    let Some(target) = state
-        .map
-        .nodes
-        .iter()
-        .position(|n| n.id.eq_ignore_ascii_case(&id))
-    else {
-        return unknown_node(&args[2]).into();
-    };
-    if target == state.me {
-        return Reply::Error(Cow::Borrowed("ERR Can't replicate myself"));
-    }
-    if state.map.nodes[target].is_replica() {
-        return Reply::Error(Cow::Borrowed(
-            "ERR I can only replicate a master, not a replica.",
-        ));
-    }
-    let myself = state.myself();
-    if !myself.is_replica() {
-        // The command locks every shard (whole keyspace), so this count is exact.
-        let keys: usize = ctx.store.shards_mut().map(|s| s.db(0).len()).sum();
-        if !myself.ranges.is_empty() || keys != 0 {
-            return Reply::Error(Cow::Borrowed(
-                "ERR To set a master the node must be empty and without assigned slots.",
-            ));
-        }
-    }
-    if myself.master == Some(target) {
-        return Reply::ok();
-    }
-    let mut nodes = state.map.nodes.clone();
-    nodes[state.me].master = Some(target);
-    install_own(ctx, cluster, &state, nodes)
-}
-
-/// CLUSTER SETMAP map / CLUSTER LOADMAP: validates the map, installs it, and drops the keys
-/// of slots this node no longer owns.
-#[derive(Debug)]
-pub(crate) struct SetMap {
-    /// The map's text (SETMAP), or `None` to read the map file again (LOADMAP).
-    text: Option<Bytes>,
-}
-
-/// Where a new slot map comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MapSource {
-    /// CLUSTER SETMAP: the argument.
-    Inline,
-    /// CLUSTER LOADMAP: the cluster-config-file, read again.
-    File,
-}
-
-impl VariantCommand for SetMap {
-    type Variant = MapSource;
-
-    fn parse(a: &mut ArgCursor<'_>, source: MapSource) -> CmdResult<Self> {
-        Ok(SetMap {
-            text: match source {
-                MapSource::Inline => Some(a.next()?.clone()),
-                MapSource::File => None,
-            },
-        })
-    }
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let cluster = cluster(ctx)?;
-        if ctx.in_exec {
-            // EXEC may hold the routing gate that installing waits for.
-            return Err(CmdError::msg(
-                "ERR CLUSTER SETMAP and LOADMAP are not allowed inside MULTI",
-            ));
-        }
-        let map = match &self.text {
-            Some(text) => SlotMap::parse(&String::from_utf8_lossy(text)),
-            None => match cluster.map_file() {
-                Some(path) => SlotMap::load(path),
-                None => {
-                    return Err(CmdError::msg("ERR no cluster-config-file was given"));
-                }
-            },
-        }
-        .map_err(|e| CmdError::owned(format!("ERR Invalid cluster map: {e}")))?;
-        let outcome = cluster
-            .install(map)
-            .map_err(|e| CmdError::owned(format!("ERR Cluster map refused: {e}")))?;
-        if let Outcome::Installed(epoch) = outcome {
-            after_install(ctx.shared, cluster, epoch);
-        }
-        Ok(Reply::ok())
-    }
 }

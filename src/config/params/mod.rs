@@ -173,7 +173,7 @@ pub static PARAMS: &[Param] = &[
             c.cluster_enabled = yes(v);
             Ok(())
         })
-        .help("yes", "cluster mode: a Redis Cluster node (nodes.conf), or a static --cluster-config-file MAP"),
+        .help("yes", "cluster mode: a node of a Redis Cluster (its state in cluster-config-file, nodes.conf)"),
     p("appendonly", Bool, "no").listed()
         .get(|c| yn(c.aof.enabled))
         .set(|c, v, _| {
@@ -998,6 +998,13 @@ pub static PARAMS: &[Param] = &[
             c.cluster_node_id = unset_if_empty(v);
             Ok(())
         }),
+    p("cluster-seed-map", Str, "")
+        .own()
+        .set(|c, v, _| {
+            c.cluster_seed_map = unset_if_empty(v);
+            Ok(())
+        })
+        .help("FILE", "cluster mode: a new node's first nodes.conf is made from this slot map (docs/cluster.md)"),
     // File-only directives that would change what commands do.
     p("rename-command", Special(check::anything), "")
         .multi_arg()
