@@ -175,7 +175,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 Reply::ok()
             })
         }
-        "failover" => failover(ctx, &b, rest),
+        "failover" => failover(ctx, &b, &args[1], rest),
         "count-failure-reports" => {
             let id = rest.first().map(|a| text(a)).unwrap_or_default();
             let st = b.lock();
@@ -608,7 +608,7 @@ fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
 /// CLUSTER FAILOVER [FORCE|TAKEOVER]. Without an option, Redis's coordinated manual failover
 /// (`cluster::bus::failover`): the master holds its writes until this replica has its
 /// offset, then the election runs. FORCE runs the election at once, TAKEOVER skips it.
-fn failover(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn failover(ctx: &mut Ctx<'_>, b: &Bus, name: &[u8], rest: &[Bytes]) -> Reply {
     let mode = match rest {
         [] => "",
         [m] => match text(m).to_ascii_lowercase().as_str() {
@@ -616,7 +616,14 @@ fn failover(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
             "takeover" => "takeover",
             _ => return err("ERR syntax error"),
         },
-        _ => return err("ERR syntax error"),
+        // Redis's clusterCommand takes FAILOVER with at most one option; more falls through
+        // to its subcommand error, which names the subcommand as it was sent.
+        _ => {
+            return err(format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
+                crate::engine::printable(name, 128)
+            ));
+        }
     };
     let now = crate::cluster::bus::now_ms();
     with_state(ctx, b, |st| {

@@ -1,16 +1,20 @@
-//! Cluster mode: three `sluice` processes on loopback ports sharing one slot map.
+//! Cluster mode as clients see it: `sluice` processes on loopback ports forming a Redis
+//! cluster over the bus, seeded from one slot map (`cluster-seed-map`: each node's first
+//! nodes.conf is what MEET / ADDSLOTS / REPLICATE would have left), then running as any bus
+//! member does.
 //!
 //! `cluster_wire_replies_match_redis` checks the raw replies (MOVED, CROSSSLOT, MULTI/EXEC,
 //! scripts, SELECT, CLUSTER …) against the bytes redis-server 7.0.15 sends in the same
 //! situations (recorded from a real three-master Redis cluster with the same slot split).
-//! `cluster_client_workloads_map_change_and_node_loss` drives the `redis` crate's cluster
-//! client through the limiter workloads, a map change, and the loss and return of a node.
+//! `cluster_client_workloads_reshard_and_node_loss` drives the `redis` crate's cluster
+//! client through the limiter workloads, a `redis-cli --cluster reshard` that moves slots
+//! with their keys, and the loss and return of a node.
 //! `cluster_replica_views_match_a_real_redis_cluster` builds a master and its replica on
-//! real redis-server 7.0 and the same pair from a sluice map, and compares what the replica
+//! real redis-server 7.0 and the same pair seeded on sluice, and compares what the replica
 //! changes (CLUSTER SLOTS/SHARDS/NODES/REPLICAS, MOVED and READONLY reads on the replica,
 //! the FAILOVER/REPLICATE refusals) byte for byte after normalizing ports, times and
 //! offsets; `cluster_replica_serves_reads_and_takes_over` runs a replica through reads,
-//! CLUSTER FAILOVER and a map that turns the roles back.
+//! a slot moving away from its master, CLUSTER FAILOVER both ways and CLUSTER REPLICATE.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -32,6 +36,24 @@ pub const IDS: [&str; 3] = [
 
 /// The slot split `redis-cli --cluster create` makes for three masters.
 const SPLIT: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+/// The cluster bus port of the node on client port `port`: picked once, then the same (the
+/// seed map and the node's `--cluster-port` must agree).
+fn bus_port(port: u16) -> u16 {
+    static PORTS: std::sync::Mutex<Vec<(u16, u16)>> = std::sync::Mutex::new(Vec::new());
+    let mut ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&(_, b)) = ports.iter().find(|(p, _)| *p == port) {
+        return b;
+    }
+    let b = free_port();
+    ports.push((port, b));
+    b
+}
+
+/// `127.0.0.1:<port>@<bus port>`, a seed map's address of the node on `port`.
+fn seed_addr(port: u16) -> String {
+    format!("127.0.0.1:{port}@{}", bus_port(port))
+}
 
 /// A `sluice` node process, killed when dropped.
 struct NodeProc {
@@ -108,7 +130,7 @@ impl Drop for NodeProc {
     }
 }
 
-/// Three nodes, one map file.
+/// Three masters seeded from one map file.
 pub struct Trio {
     nodes: Vec<NodeProc>,
     ports: [u16; 3],
@@ -137,7 +159,9 @@ impl Trio {
                     "--test-mode",
                     "--cluster-enabled",
                     "yes",
-                    "--cluster-config-file",
+                    "--cluster-port",
+                    &bus_port(ports[i]).to_string(),
+                    "--cluster-seed-map",
                     map_file.to_str().unwrap(),
                     "--cluster-node-id",
                     IDS[i],
@@ -147,10 +171,25 @@ impl Trio {
                 NodeProc::start(args, ports[i])
             })
             .collect();
-        Trio {
+        let trio = Trio {
             nodes,
             ports,
             map_file,
+        };
+        trio.wait_linked();
+        trio
+    }
+
+    /// Waits until every node has a link to every other (the bus connects in the
+    /// background; a tool like redis-cli expects the nodes to see each other).
+    fn wait_linked(&self) {
+        for i in 0..3 {
+            let mut c = self.conn(i);
+            wait_until("the nodes' bus links", || {
+                let nodes = cmd(&mut c, &["CLUSTER", "NODES"]);
+                nodes.matches(" connected").count() == 3
+                    && cmd(&mut c, &["CLUSTER", "INFO"]).contains("cluster_state:ok")
+            });
         }
     }
 
@@ -181,14 +220,14 @@ impl Drop for Trio {
     }
 }
 
-/// A map in sluice's format for nodes on `ports` owning `ranges`.
+/// A seed map for nodes on `ports` owning `ranges`.
 pub fn map_text(ports: &[u16], ranges: &[Vec<(u16, u16)>], epoch: Option<u64>) -> String {
     let mut text = String::from("# written by tests/it/cluster.rs\n");
     if let Some(e) = epoch {
         text.push_str(&format!("epoch {e}\n"));
     }
     for (i, port) in ports.iter().enumerate() {
-        text.push_str(&format!("node {} 127.0.0.1:{port}", IDS[i]));
+        text.push_str(&format!("node {} {}", IDS[i], seed_addr(*port)));
         for (a, b) in &ranges[i] {
             text.push_str(&format!(" {a}-{b}"));
         }
@@ -460,9 +499,10 @@ fn cluster_wire_replies_match_redis() {
     assert_eq!(lines.len(), 3, "{nodes}");
     assert!(
         lines[2].starts_with(&format!(
-            "{} 127.0.0.1:{p3}@{p3} myself,master - 0 ",
-            IDS[2]
-        )) && lines[2].ends_with(" 1 connected 10923-16383"),
+            "{} 127.0.0.1:{p3}@{} myself,master - 0 ",
+            IDS[2],
+            bus_port(p3)
+        )) && lines[2].ends_with(" 3 connected 10923-16383"),
         "{nodes}"
     );
     assert!(lines[0].contains(" master - 0 ") && !lines[0].contains("myself"));
@@ -472,7 +512,7 @@ fn cluster_wire_replies_match_redis() {
         "cluster_slots_assigned:16384\r\n",
         "cluster_known_nodes:3\r\n",
         "cluster_size:3\r\n",
-        "cluster_current_epoch:1\r\n",
+        "cluster_current_epoch:3\r\n",
     ] {
         assert!(info.contains(field), "{info}");
     }
@@ -488,26 +528,29 @@ fn cluster_wire_replies_match_redis() {
     assert!(cmd(&mut n1, &["CLUSTER", "NODES"]).starts_with("="));
 }
 
-/// Refusals of bad maps: the process exits with a clear message.
+/// Refusals of bad seed maps: the process exits with a clear message. Then a slot that
+/// moves away between MULTI and EXEC.
 #[test]
-fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
-    let dir = std::env::temp_dir();
+fn cluster_refuses_bad_seed_maps_and_a_moved_slot_aborts_exec() {
+    let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let run = |map: &str, extra: &[&str]| {
-        let file = dir.join(format!(
-            "sluice-it-badmap-{}-{port}.map",
-            std::process::id()
-        ));
+        let file = dir.path().join("seed.map");
         std::fs::write(&file, map).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
-            .args(["--cluster-config-file", file.to_str().unwrap()])
+            .args(["--cluster-port", &bus_port(port).to_string()])
+            .args(["--cluster-seed-map", file.to_str().unwrap()])
             .args(extra)
+            .current_dir(dir.path())
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        let _ = std::fs::remove_file(&file);
         assert!(!out.status.success(), "started with {map:?}");
+        assert!(
+            !dir.path().join("nodes.conf").exists(),
+            "a refused seed leaves no nodes.conf"
+        );
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let a = IDS[0];
@@ -537,7 +580,14 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
         &["--cluster-node-id", b],
     );
     assert!(wrong_id.contains("is not in the cluster map"), "{wrong_id}");
-    // In cluster mode the map says who replicates whom: Redis's refusal of `replicaof`.
+    let named = run(
+        &format!("node {a} localhost:{port} 0-16383"),
+        &["--cluster-node-id", a],
+    );
+    assert!(named.contains("is not an IP address"), "{named}");
+    let wrong_bus = run(&format!("node {a} 127.0.0.1:{port}@1 0-16383"), &[]);
+    assert!(wrong_bus.contains("cluster-port"), "{wrong_bus}");
+    // In cluster mode the cluster says who replicates whom: Redis's refusal of `replicaof`.
     let replicaof = run(
         &format!("node {a} 127.0.0.1:{port} 0-16383"),
         &["--replicaof", "127.0.0.1", "1"],
@@ -554,82 +604,45 @@ fn cluster_refuses_bad_maps_at_start_and_at_setmap() {
         &[],
     );
     assert!(chain.contains("is itself a replica"), "{chain}");
-    // (With no map file, or a nodes.conf, the node joins a Redis cluster over the bus
-    // instead: tests/it/cluster_bus.rs.)
+    // A map where the node's own nodes.conf belongs is refused, with what to do instead.
+    let file = dir.path().join("map-as-nodes.conf");
+    std::fs::write(&file, format!("node {a} 127.0.0.1:{port} 0-16383\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["--port", &port.to_string(), "--cluster-enabled", "yes"])
+        .args(["--cluster-config-file", file.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("give the map as cluster-seed-map"),
+        "{stderr}"
+    );
 
-    // The same checks guard CLUSTER SETMAP, and the map in force stays.
+    // A slot that moves between MULTI and EXEC (CLUSTER SETSLOT NODE on its owner, while
+    // it holds no keys): EXEC answers MOVED and discards, as Redis does.
     let trio = Trio::start();
-    let mut n1 = trio.conn(0);
-    let reply = cmd(
-        &mut n1,
-        &["CLUSTER", "SETMAP", &format!("node {a} 127.0.0.1:1 0-10")],
-    );
-    assert!(
-        reply.starts_with("-ERR Invalid cluster map: 16373 slots are not assigned"),
-        "{reply}"
-    );
-    let reply = cmd(
-        &mut n1,
-        &[
-            "CLUSTER",
-            "SETMAP",
-            &format!("node {b} 127.0.0.1:1 0-16383"),
-        ],
-    );
-    assert!(
-        reply.starts_with("-ERR Cluster map refused: this node"),
-        "{reply}"
-    );
-    let stale = map_text(&trio.ports, &SPLIT.map(|r| vec![r]), Some(0));
-    let reply = cmd(&mut n1, &["CLUSTER", "SETMAP", &stale]);
-    assert!(reply.contains("older than this node's epoch 1"), "{reply}");
-    // The same map again (a repeated push) is accepted and changes nothing.
-    let same = map_text(&trio.ports, &SPLIT.map(|r| vec![r]), Some(1));
-    assert_eq!(cmd(&mut n1, &["CLUSTER", "SETMAP", &same]), "+OK\r\n");
-    assert!(cmd(&mut n1, &["CLUSTER", "INFO"]).contains("cluster_current_epoch:1\r\n"));
-    // Not inside MULTI; not from scripts.
-    assert_eq!(cmd(&mut n1, &["MULTI"]), "+OK\r\n");
-    assert_eq!(cmd(&mut n1, &["CLUSTER", "LOADMAP"]), "+QUEUED\r\n");
-    assert_eq!(
-        cmd(&mut n1, &["EXEC"]),
-        "*1\r\n-ERR CLUSTER SETMAP and LOADMAP are not allowed inside MULTI\r\n"
-    );
-    assert!(
-        cmd(
-            &mut n1,
-            &["EVAL", "return redis.call('cluster','loadmap')", "0"]
-        )
-        .starts_with("-ERR This Redis command is not allowed from script")
-    );
-
-    // A slot that moves between MULTI and EXEC: EXEC answers MOVED and discards, as Redis
-    // does; the node dropped the slot's keys and WATCH sees the deletion.
     let [p1, _, _] = trio.ports;
     let mut n3 = trio.conn(2);
     let mut admin = trio.conn(2);
-    assert_eq!(cmd(&mut n3, &["SET", "x", "1"]), "+OK\r\n");
     assert_eq!(cmd(&mut n3, &["MULTI"]), "+OK\r\n");
     assert_eq!(cmd(&mut n3, &["INCR", "x"]), "+QUEUED\r\n");
-    let moved = map_text(
-        &trio.ports,
-        &[
-            vec![(0, 5460), (16287, 16287)],
-            vec![(5461, 10922)],
-            vec![(10923, 16286), (16288, 16383)],
-        ],
-        Some(2),
+    assert_eq!(
+        cmd(&mut admin, &["CLUSTER", "SETSLOT", "16287", "NODE", IDS[0]]),
+        "+OK\r\n"
     );
-    assert_eq!(cmd(&mut admin, &["CLUSTER", "SETMAP", &moved]), "+OK\r\n");
     assert_eq!(
         cmd(&mut n3, &["EXEC"]),
         format!("-MOVED 16287 127.0.0.1:{p1}\r\n")
     );
     assert_eq!(cmd(&mut n3, &["EXEC"]), "-ERR EXEC without MULTI\r\n");
-    assert_eq!(
-        cmd(&mut n3, &["CLUSTER", "COUNTKEYSINSLOT", "16287"]),
-        ":0\r\n"
+    let nodes = cmd(&mut n3, &["CLUSTER", "NODES"]);
+    assert!(
+        nodes.contains(" connected 10923-16286 16288-16383\n"),
+        "{nodes}"
     );
-    assert!(cmd(&mut n3, &["CLUSTER", "NODES"]).contains(" 2 connected 10923-16286 16288-16383\n"));
 }
 
 /// Sends a MULTI … EXEC pipeline through the sync cluster client, which routes it by its
@@ -698,7 +711,7 @@ fn commandstat_calls(con: &mut redis::Connection, name: &str) -> i64 {
 }
 
 #[test]
-fn cluster_client_workloads_map_change_and_node_loss() {
+fn cluster_client_workloads_reshard_and_node_loss() {
     let mut trio = Trio::start();
     let mut direct: Vec<redis::Connection> = (0..3).map(|i| trio.client(i)).collect();
     let mut t0 = 0i64;
@@ -810,8 +823,8 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         .unwrap_err();
     assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
 
-    // Move slots 10923-13000 from node 3 to node 1: write the file (epoch 2), LOADMAP on every
-    // node.
+    // Move slots 10923-13000 from node 3 to node 1 with their keys, the way operators do it:
+    // `redis-cli --cluster reshard` (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE).
     let moved: Vec<&String> = users
         .iter()
         .filter(|u| (10923..=13000).contains(&key_slot(u.as_bytes())))
@@ -822,43 +835,41 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         vec![(5461, 10922)],
         vec![(13001, 16383)],
     ];
-    std::fs::write(&trio.map_file, map_text(&trio.ports, &new_ranges, Some(2))).unwrap();
-    for d in &mut direct {
-        let _: () = redis::cmd("CLUSTER").arg("LOADMAP").query(d).unwrap();
-        let info: String = redis::cmd("CLUSTER").arg("INFO").query(d).unwrap();
-        assert!(info.contains("cluster_current_epoch:2\r\n"), "{info}");
-    }
-    // Node 3 dropped the moved users' keys; node 1 has none of them yet.
+    let out = Command::new("redis-cli")
+        .args([
+            "--cluster",
+            "reshard",
+            &format!("127.0.0.1:{}", trio.ports[0]),
+        ])
+        .args(["--cluster-from", IDS[2], "--cluster-to", IDS[0]])
+        .args(["--cluster-slots", "2078", "--cluster-yes"])
+        .output()
+        .expect("redis-cli is installed");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Node 3 has none of the moved users' keys left; node 1 has them all.
     for u in &moved {
         let slot = key_slot(u.as_bytes()).to_string();
-        for d in [0, 2] {
-            let n: i64 = redis::cmd("CLUSTER")
+        let count = |d: &mut redis::Connection| -> i64 {
+            redis::cmd("CLUSTER")
                 .arg("COUNTKEYSINSLOT")
                 .arg(&slot)
-                .query(&mut direct[d])
-                .unwrap();
-            assert_eq!(n, 0);
-        }
+                .query(d)
+                .unwrap()
+        };
+        assert_eq!(count(&mut direct[2]), 0, "{u}");
+        assert!(count(&mut direct[0]) >= 3, "{u} now lives on node 1");
     }
-    // The same client follows MOVED: the moved limiters start again (soft state) on node 1,
-    // the others keep their state.
+    // The same client follows the new owners, and every limiter kept its state: the moved
+    // ones moved whole (still limited), the others never moved.
     for u in &users {
         let key = format!("throttle:{{{u}}}");
         let r = throttle(&mut con, &key);
-        let was_moved = moved.contains(&u);
-        assert_eq!(r[0], if was_moved { 0 } else { 1 }, "{key}: {r:?}");
-        if was_moved {
-            assert_eq!(r, vec![0, 16, 15, -1, 2]);
-        }
-    }
-    for u in &moved {
-        let slot = key_slot(u.as_bytes()).to_string();
-        let n: i64 = redis::cmd("CLUSTER")
-            .arg("COUNTKEYSINSLOT")
-            .arg(&slot)
-            .query(&mut direct[0])
-            .unwrap();
-        assert!(n >= 1, "{u} now lives on node 1");
+        assert_eq!(r[0], 1, "{key}: {r:?}");
     }
 
     // Node 3 dies: its keys fail, everything else keeps working.
@@ -876,18 +887,20 @@ fn cluster_client_workloads_map_change_and_node_loss() {
         "{:?}",
         started.elapsed()
     );
-    // The survivors still describe node 3 and never answer CLUSTERDOWN.
+    // The survivors still describe node 3 and, within the node timeout (15 s by default),
+    // have not marked it failed: they keep serving their slots.
     let slots: Value = redis::cmd("CLUSTER")
         .arg("SLOTS")
         .query(&mut direct[0])
         .unwrap();
     assert!(format!("{slots:?}").contains(&trio.ports[2].to_string()));
 
-    // It restarts (reading the updated map file) and the same client is served again.
+    // It restarts (from its nodes.conf, which has the reshard) and the same client is served
+    // again.
     trio.nodes[2].restart();
     let mut n3 = trio.client(2);
     let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut n3).unwrap();
-    assert!(info.contains("cluster_current_epoch:2\r\n"), "{info}");
+    assert!(info.contains("cluster_slots_assigned:16384\r\n"), "{info}");
     let _: i64 = redis::cmd("CLOCK").arg("FREEZE").query(&mut n3).unwrap();
     for u in &users {
         let key = format!("throttle:{{{u}}}");
@@ -1036,8 +1049,8 @@ fn eventually(con: &mut Conn, args: &[&str], want: &str) {
     }
 }
 
-/// A node of a map, started from its own arguments (no shared map file: each node is given
-/// the map file once, then maps travel by CLUSTER SETMAP).
+/// A node seeded from a map (read once, into the node's own nodes.conf in its directory),
+/// with a one-second node timeout.
 fn start_node(map_file: &std::path::Path, port: u16, id: &str) -> NodeProc {
     let args = [
         "--port",
@@ -1046,7 +1059,11 @@ fn start_node(map_file: &std::path::Path, port: u16, id: &str) -> NodeProc {
         "warning",
         "--cluster-enabled",
         "yes",
-        "--cluster-config-file",
+        "--cluster-port",
+        &bus_port(port).to_string(),
+        "--cluster-node-timeout",
+        "1000",
+        "--cluster-seed-map",
         map_file.to_str().unwrap(),
         "--cluster-node-id",
         id,
@@ -1056,10 +1073,11 @@ fn start_node(map_file: &std::path::Path, port: u16, id: &str) -> NodeProc {
     NodeProc::start(args, port)
 }
 
-/// A map with two masters and a replica of the first: replica reads (READONLY), MOVED for
-/// everything else, the replica's CLUSTER views, then CLUSTER FAILOVER on the replica, the
-/// new map given to the others with GETMAP/SETMAP (the old master follows the new one), and
-/// a map that turns the roles back (the map alone re-points and promotes).
+/// Two masters and a replica of the first: replica reads (READONLY), MOVED for everything
+/// else, the replica's CLUSTER views, a slot moving away from its master (the replica drops
+/// its key), CLUSTER FAILOVER on the replica (every node follows over the bus, the old
+/// master replicates the new one), CLUSTER FAILOVER back, and CLUSTER REPLICATE re-pointing
+/// the replica at the other master.
 #[test]
 fn cluster_replica_serves_reads_and_takes_over() {
     let [a, b, r] = IDS;
@@ -1072,7 +1090,10 @@ fn cluster_replica_serves_reads_and_takes_over() {
     std::fs::write(
         &map_file,
         format!(
-            "epoch 1\nnode {a} 127.0.0.1:{pa} 0-8191\nnode {b} 127.0.0.1:{pb} 8192-16383\nreplica {r} 127.0.0.1:{pr} {a}\n"
+            "node {a} {} 0-8191\nnode {b} {} 8192-16383\nreplica {r} {} {a}\n",
+            seed_addr(pa),
+            seed_addr(pb),
+            seed_addr(pr)
         ),
     )
     .unwrap();
@@ -1087,6 +1108,11 @@ fn cluster_replica_serves_reads_and_takes_over() {
         Conn::connect(addr(pb)),
         Conn::connect(addr(pr)),
     );
+    wait_until("the nodes' bus links", || {
+        [&mut na, &mut nb, &mut nr]
+            .into_iter()
+            .all(|c| cmd(c, &["CLUSTER", "NODES"]).matches(" connected").count() == 3)
+    });
     // b is slot 3300 (node a's), foo 12182 (node b's).
     assert_eq!(cmd(&mut na, &["SET", "b", "1"]), "+OK\r\n");
     // Slot 5061 (also node a's until the map changes below).
@@ -1187,20 +1213,25 @@ fn cluster_replica_serves_reads_and_takes_over() {
     let nodes = cmd(&mut nr, &["CLUSTER", "NODES"]);
     let line = nodes.lines().find(|l| l.starts_with(r)).unwrap();
     assert!(
-        line.starts_with(&format!("{r} 127.0.0.1:{pr}@{pr} myself,slave {a} 0 "))
-            && line.ends_with(" 1 connected"),
+        line.starts_with(&format!(
+            "{r} 127.0.0.1:{pr}@{} myself,slave {a} 0 ",
+            bus_port(pr)
+        )) && line.ends_with(" connected"),
         "{nodes}"
     );
     let nodes = cmd(&mut na, &["CLUSTER", "NODES"]);
     let line = nodes.lines().find(|l| l.starts_with(r)).unwrap();
     assert!(
-        line.starts_with(&format!("{r} 127.0.0.1:{pr}@{pr} slave {a} 0 ")),
+        line.starts_with(&format!("{r} 127.0.0.1:{pr}@{} slave {a} 0 ", bus_port(pr))),
         "{nodes}"
     );
     let replicas = cmd(&mut nb, &["CLUSTER", "REPLICAS", a]);
     assert!(
         replicas.starts_with("*1\r\n$1")
-            && replicas.contains(&format!("\r\n{r} 127.0.0.1:{pr}@{pr} slave {a} 0 ")),
+            && replicas.contains(&format!(
+                "\r\n{r} 127.0.0.1:{pr}@{} slave {a} 0 ",
+                bus_port(pr)
+            )),
         "{replicas}"
     );
     assert_eq!(cmd(&mut nb, &["CLUSTER", "SLAVES", b]), "*0\r\n");
@@ -1250,84 +1281,98 @@ fn cluster_replica_serves_reads_and_takes_over() {
     );
     assert_eq!(cmd(&mut nr, &["CLUSTER", "REPLICATE", a]), "+OK\r\n");
 
-    // A map that moves slots 4001-8191 from a to b: the replica's sweep drops what its
-    // master no longer owns and keeps the rest (it arrived by replication, never written
-    // on the replica itself).
+    // Slot 5061 moves from a to b with its key, as redis-cli moves a slot: the replica
+    // drops the key its master migrated away and keeps the rest.
     assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
     eventually(&mut reader, &["GET", "foo{bar}{zap}"], "$1\r\n1\r\n");
-    let smaller = format!(
-        "epoch 3; node {a} 127.0.0.1:{pa} 0-4000; node {b} 127.0.0.1:{pb} 4001-16383; replica {r} 127.0.0.1:{pr} {a}"
-    );
-    for con in [&mut na, &mut nb, &mut nr] {
-        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &smaller]), "+OK\r\n");
-    }
     assert_eq!(
-        cmd(&mut reader, &["CLUSTER", "COUNTKEYSINSLOT", "5061"]),
-        ":0\r\n"
+        cmd(&mut nb, &["CLUSTER", "SETSLOT", "5061", "IMPORTING", a]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(&mut na, &["CLUSTER", "SETSLOT", "5061", "MIGRATING", b]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(
+            &mut na,
+            &[
+                "MIGRATE",
+                "127.0.0.1",
+                &pb.to_string(),
+                "",
+                "0",
+                "5000",
+                "KEYS",
+                "foo{bar}{zap}"
+            ]
+        ),
+        "+OK\r\n"
+    );
+    for con in [&mut nb, &mut na] {
+        assert_eq!(
+            cmd(con, &["CLUSTER", "SETSLOT", "5061", "NODE", b]),
+            "+OK\r\n"
+        );
+    }
+    eventually(
+        &mut reader,
+        &["CLUSTER", "COUNTKEYSINSLOT", "5061"],
+        ":0\r\n",
     );
     assert_eq!(
         cmd(&mut reader, &["CLUSTER", "COUNTKEYSINSLOT", "3300"]),
         ":1\r\n"
     );
     assert_eq!(cmd(&mut reader, &["GET", "b"]), "$1\r\n1\r\n");
-    assert_eq!(
-        cmd(&mut reader, &["GET", "foo{bar}{zap}"]),
-        format!("-MOVED 5061 127.0.0.1:{pb}\r\n")
+    eventually(
+        &mut reader,
+        &["GET", "foo{bar}{zap}"],
+        &format!("-MOVED 5061 127.0.0.1:{pb}\r\n"),
     );
 
-    // CLUSTER FAILOVER on the replica: it serves the slots at once.
+    // CLUSTER FAILOVER on the replica: Redis's manual failover (the master holds its
+    // writes until the replica has its offset, then the replica wins the election and
+    // takes the slots); every node follows over the bus.
     assert_eq!(cmd(&mut nr, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_until("the replica's promotion", || {
+        cmd(&mut nr, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n")
+    });
     assert_eq!(cmd(&mut nr, &["SET", "b", "2"]), "+OK\r\n");
     assert_eq!(cmd(&mut nr, &["GET", "b"]), "$1\r\n2\r\n");
-    assert!(cmd(&mut nr, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n"));
     let nodes = cmd(&mut nr, &["CLUSTER", "NODES"]);
     assert!(
-        nodes.contains(" myself,master - 0 ") && nodes.contains(" 4 connected 0-4000\n"),
+        nodes.contains(" myself,master - 0 ") && nodes.contains(" connected 0-5060 5062-8191\n"),
         "{nodes}"
     );
-    assert!(
-        nodes.contains(&format!("{a} 127.0.0.1:{pa}@{pa} slave {r} 0 ")),
-        "{nodes}"
-    );
-    // The other nodes learn it from the map.
-    let map = cmd(&mut nr, &["CLUSTER", "GETMAP"]);
-    let map = map.split_once("\r\n").unwrap().1.trim_end_matches("\r\n");
-    assert!(map.starts_with("epoch 4\n"), "{map}");
-    let map = map.trim_start_matches("txt:");
-    for con in [&mut na, &mut nb] {
-        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", map]), "+OK\r\n");
-    }
     let moved_r = format!("-MOVED 3300 127.0.0.1:{pr}\r\n");
-    assert_eq!(cmd(&mut nb, &["GET", "b"]), moved_r);
-    assert_eq!(cmd(&mut na, &["GET", "b"]), moved_r);
+    wait_until("the others to follow the new master", || {
+        cmd(&mut nb, &["GET", "b"]) == moved_r
+            && cmd(&mut na, &["GET", "b"]) == moved_r
+            && cmd(&mut nr, &["CLUSTER", "NODES"])
+                .contains(&format!("{a} 127.0.0.1:{pa}@{} slave {r} 0 ", bus_port(pa)))
+    });
     let mut old = Conn::connect(addr(pa));
     assert_eq!(cmd(&mut old, &["READONLY"]), "+OK\r\n");
     eventually(&mut old, &["GET", "b"], "$1\r\n2\r\n");
     assert_eq!(cmd(&mut nr, &["INCR", "b"]), ":3\r\n");
     eventually(&mut old, &["GET", "b"], "$1\r\n3\r\n");
 
-    // A map alone turns the roles back: a promoted, r re-pointed at it.
-    let back = format!(
-        "epoch 5; node {a} 127.0.0.1:{pa} 0-8191; node {b} 127.0.0.1:{pb} 8192-16383; replica {r} 127.0.0.1:{pr} {a}"
-    );
-    for con in [&mut na, &mut nb, &mut nr] {
-        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &back]), "+OK\r\n");
-    }
+    // CLUSTER FAILOVER on the old master turns the roles back; r follows a again.
+    assert_eq!(cmd(&mut na, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    wait_until("the roles to turn back", || {
+        cmd(&mut na, &["ROLE"]).starts_with("*3\r\n$6\r\nmaster\r\n")
+            && cmd(&mut nr, &["GET", "b"]) == moved_a
+            && cmd(&mut nb, &["GET", "b"]) == moved_a
+    });
     assert_eq!(cmd(&mut na, &["INCR", "b"]), ":4\r\n");
-    assert_eq!(cmd(&mut nr, &["INCR", "b"]), moved_a);
     assert_eq!(cmd(&mut reader, &["READONLY"]), "+OK\r\n");
     eventually(&mut reader, &["GET", "b"], "$1\r\n4\r\n");
-    assert_eq!(cmd(&mut nb, &["GET", "b"]), moved_a);
 
-    // A map that re-points the replica at the other master: it follows b, and now serves
-    // b's slots (foo) to READONLY reads and sends a's (b) to a.
+    // CLUSTER REPLICATE re-points the replica at the other master: it follows b, and now
+    // serves b's slots (foo) to READONLY reads and sends a's (b) to a.
     assert_eq!(cmd(&mut nb, &["SET", "foo", "fromb"]), "+OK\r\n");
-    let to_b = format!(
-        "epoch 6; node {a} 127.0.0.1:{pa} 0-8191; node {b} 127.0.0.1:{pb} 8192-16383; replica {r} 127.0.0.1:{pr} {b}"
-    );
-    for con in [&mut na, &mut nb, &mut nr] {
-        assert_eq!(cmd(con, &["CLUSTER", "SETMAP", &to_b]), "+OK\r\n");
-    }
+    assert_eq!(cmd(&mut nr, &["CLUSTER", "REPLICATE", b]), "+OK\r\n");
     eventually(&mut reader, &["GET", "foo"], "$5\r\nfromb\r\n");
     assert_eq!(cmd(&mut reader, &["GET", "b"]), moved_a);
     let role = cmd(&mut nr, &["ROLE"]);
@@ -1443,7 +1488,11 @@ fn cluster_replica_views_match_a_real_redis_cluster() {
     ));
     std::fs::write(
         &map_file,
-        format!("node {mid} 127.0.0.1:{sm} 0-16383\nreplica {rid} 127.0.0.1:{sr} {mid}\n"),
+        format!(
+            "node {mid} {} 0-16383\nreplica {rid} {} {mid}\n",
+            seed_addr(sm),
+            seed_addr(sr)
+        ),
     )
     .unwrap();
     let _nodes = [
@@ -1552,8 +1601,8 @@ fn cluster_replica_views_match_a_real_redis_cluster() {
     }
 }
 
-/// CONFIG REWRITE on a cluster replica writes no `replicaof` (the map names its master, as
-/// Redis writes none in cluster mode), so the node restarts from its file, still a replica.
+/// CONFIG REWRITE on a cluster replica writes no `replicaof` (nodes.conf names its master, as
+/// Redis writes none in cluster mode), so the node restarts from its files, still a replica.
 #[test]
 fn cluster_replica_config_rewrite_keeps_no_replicaof() {
     let [a, r, _] = IDS;
@@ -1566,14 +1615,20 @@ fn cluster_replica_config_rewrite_keeps_no_replicaof() {
     let map_file = dir.join("cluster.map");
     std::fs::write(
         &map_file,
-        format!("node {a} 127.0.0.1:{pa} 0-16383\nreplica {r} 127.0.0.1:{pr} {a}\n"),
+        format!(
+            "node {a} {} 0-16383\nreplica {r} {} {a}\n",
+            seed_addr(pa),
+            seed_addr(pr)
+        ),
     )
     .unwrap();
     let conf = dir.join("replica.conf");
     std::fs::write(
         &conf,
         format!(
-            "port {pr}\ncluster-enabled yes\ncluster-config-file {}\ncluster-node-id {r}\n",
+            "port {pr}\ncluster-enabled yes\ncluster-port {}\ncluster-config-file {}\ncluster-seed-map {}\ncluster-node-id {r}\n",
+            bus_port(pr),
+            dir.join("replica-nodes.conf").display(),
             map_file.display()
         ),
     )
