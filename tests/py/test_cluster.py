@@ -1,12 +1,14 @@
 """Cluster mode with redis-py's RedisCluster (default settings: RESP3, HELLO 3, COMMAND).
 
-Three `target/debug/sluice` nodes on loopback ports share one map file. The client bootstraps
+Three `target/debug/sluice` nodes on loopback ports form a Redis cluster over the bus, seeded
+from one slot map (`--cluster-seed-map`: each node's first nodes.conf). The client bootstraps
 from any node, runs the limiter workloads W1 (MULTI block on a `{user}` hash-tagged key), W3
 (fixed window) and CL.THROTTLE on keys spread over all nodes with exact results (each node's
-clock is frozen with CLOCK FREEZE), follows MOVED after the map changes, gets CROSSSLOT where
-Redis gives it, and survives the loss of a node for the keys it did not own. With a replica
-in the map, `read_from_replicas=True` spreads reads over master and replica, and the client
-follows the slots to the replica once CLUSTER FAILOVER promotes it.
+clock is frozen with CLOCK FREEZE), follows MOVED after `redis-cli --cluster reshard` moves
+slots with their keys, gets CROSSSLOT where Redis gives it, and survives the loss of a node
+for the keys it did not own. With a replica in the seed, `read_from_replicas=True` spreads
+reads over master and replica, and the client follows the slots to the replica once CLUSTER
+FAILOVER promotes it.
 """
 
 import os
@@ -33,10 +35,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def map_text(ports, ranges, epoch=1):
-    lines = ["# sluice cluster map (tests/py/test_cluster.py)", f"epoch {epoch}"]
-    for node_id, port, rs in zip(IDS, ports, ranges):
-        lines.append(f"node {node_id} 127.0.0.1:{port} " + " ".join(f"{a}-{b}" for a, b in rs))
+def map_text(ports, bus_ports, ranges):
+    lines = ["# sluice seed map (tests/py/test_cluster.py)"]
+    for node_id, port, bus, rs in zip(IDS, ports, bus_ports, ranges):
+        lines.append(f"node {node_id} 127.0.0.1:{port}@{bus} " + " ".join(f"{a}-{b}" for a, b in rs))
     return "\n".join(lines) + "\n"
 
 
@@ -50,10 +52,27 @@ class Trio:
     def __init__(self, map_file, make_map=None):
         self.map_file = map_file
         self.ports = [free_port() for _ in range(3)]
-        map_file.write_text((make_map or (lambda ports: map_text(ports, SPLIT)))(self.ports))
+        self.bus_ports = [free_port() for _ in range(3)]
+        make_map = make_map or (lambda ports, bus_ports: map_text(ports, bus_ports, SPLIT))
+        map_file.write_text(make_map(self.ports, self.bus_ports))
         self.procs = [None, None, None]
         for i in range(3):
             self.start(i)
+        self.wait_ok()
+
+    def wait_ok(self, timeout=15.0):
+        """Until every node has a bus link to every other and says the cluster is ok."""
+        deadline = time.monotonic() + timeout
+        for i in range(3):
+            while True:
+                nodes = self.direct(i).execute_command("CLUSTER", "NODES")
+                nodes = nodes.decode() if isinstance(nodes, bytes) else str(nodes)
+                info = self.direct(i).execute_command("CLUSTER", "INFO")
+                info = info.decode() if isinstance(info, bytes) else str(info)
+                if nodes.count(" connected") == 3 and "cluster_state:ok" in info:
+                    break
+                assert time.monotonic() < deadline, nodes
+                time.sleep(0.05)
 
     def start(self, i, timeout=10.0):
         if not SLUICE_BIN.is_file():
@@ -62,7 +81,8 @@ class Trio:
         while True:
             proc = subprocess.Popen(
                 [str(SLUICE_BIN), "--port", str(self.ports[i]), "--test-mode", "--loglevel", "warning",
-                 "--cluster-enabled", "yes", "--cluster-config-file", str(self.map_file),
+                 "--cluster-enabled", "yes", "--cluster-port", str(self.bus_ports[i]),
+                 "--cluster-seed-map", str(self.map_file), "--cluster-config-file", f"nodes-{i}.conf",
                  "--cluster-node-id", IDS[i], "--dir", str(self.map_file.parent)],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
             )
@@ -105,7 +125,11 @@ def trio(tmp_path):
 
 
 def freeze_all(trio):
-    return [int(trio.direct(i).execute_command("CLOCK", "FREEZE")) for i in range(3)][0]
+    """Every node's clock frozen at the same instant (a limiter that moves keeps its time)."""
+    t0 = max(int(trio.direct(i).execute_command("CLOCK", "FREEZE")) for i in range(3))
+    for i in range(3):
+        trio.direct(i).execute_command("CLOCK", "SET", t0)
+    return t0
 
 
 def w1_call(rc, key, now_ms):
@@ -167,12 +191,13 @@ def test_redis_py_follows_moved_and_survives_a_node_loss(trio):
     rc = RedisCluster(host="127.0.0.1", port=trio.ports[0])
     for u in USERS:
         assert throttle(rc, f"throttle:{{{u}}}")[0] == 0
-    # Move slots 10923-13000 from node 3 to node 1 (the file first, then LOADMAP everywhere).
+    # Move slots 10923-13000 from node 3 to node 1 with their keys, as operators do.
     new = [[(0, 5460), (10923, 13000)], [(5461, 10922)], [(13001, 16383)]]
-    trio.map_file.write_text(map_text(trio.ports, new, epoch=2))
-    for i in range(3):
-        assert trio.direct(i).execute_command("CLUSTER", "LOADMAP") in (b"OK", "OK", True)
-        assert "cluster_current_epoch:2" in trio.direct(i).execute_command("CLUSTER", "INFO").decode()
+    subprocess.run(
+        ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{trio.ports[0]}",
+         "--cluster-from", IDS[2], "--cluster-to", IDS[0], "--cluster-slots", "2078", "--cluster-yes"],
+        check=True, capture_output=True,
+    )
     moved = [u for u in USERS if 10923 <= key_slot(u.encode()) <= 13000]
     assert moved
     # The node that lost the slots answers MOVED; the client follows it.
@@ -182,8 +207,8 @@ def test_redis_py_follows_moved_and_survives_a_node_loss(trio):
         trio.direct(2).get(f"throttle:{{{first}}}")
     for u in USERS:
         r = throttle(rc, f"throttle:{{{u}}}")
-        # Moved limiters start again on their new node (soft state); the others remember.
-        assert r[2] == (15 if u in moved else 14), (u, r)
+        # Every limiter remembers: the moved ones moved with their state.
+        assert r[2] == 14, (u, r)
     # Kill node 3: its keys fail fast, the other nodes keep answering for theirs.
     trio.kill(2)
     started = time.monotonic()
@@ -196,9 +221,10 @@ def test_redis_py_follows_moved_and_survives_a_node_loss(trio):
                 redis.exceptions.TimeoutError):
             assert on_dead, u
     assert time.monotonic() - started < 20
-    # It restarts (reading the updated map) and the same client is served again.
+    # It restarts (from its nodes.conf, which has the reshard) and the same client is served
+    # again.
     trio.start(2)
-    assert "cluster_current_epoch:2" in trio.direct(2).execute_command("CLUSTER", "INFO").decode()
+    assert "cluster_slots_assigned:16384" in trio.direct(2).execute_command("CLUSTER", "INFO").decode()
     trio.direct(2).execute_command("CLOCK", "FREEZE")
     deadline = time.monotonic() + 10
     for u in USERS:
@@ -226,11 +252,11 @@ def eventually(fn, want, timeout=10.0):
 # setting users have, so it is the one tested.
 @pytest.mark.filterwarnings("ignore:Call to '__init__' function with deprecated usage")
 def test_redis_py_reads_from_replicas_and_follows_a_failover(tmp_path):
-    def with_replica(ports):
+    def with_replica(ports, bus):
         return (
-            f"epoch 1\nnode {IDS[0]} 127.0.0.1:{ports[0]} 0-8191\n"
-            f"node {IDS[1]} 127.0.0.1:{ports[1]} 8192-16383\n"
-            f"replica {IDS[2]} 127.0.0.1:{ports[2]} {IDS[0]}\n"
+            f"node {IDS[0]} 127.0.0.1:{ports[0]}@{bus[0]} 0-8191\n"
+            f"node {IDS[1]} 127.0.0.1:{ports[1]}@{bus[1]} 8192-16383\n"
+            f"replica {IDS[2]} 127.0.0.1:{ports[2]}@{bus[2]} {IDS[0]}\n"
         )
 
     t = Trio(tmp_path / "cluster.map", with_replica)
@@ -255,12 +281,18 @@ def test_redis_py_reads_from_replicas_and_follows_a_failover(tmp_path):
         assert t.direct(0).info("commandstats")["cmdstat_set"]["calls"] == len(keys)
         assert rc.incr(keys[0]) == 1
 
-        # The replica takes over; the others get its map; the client follows MOVED.
+        # The replica takes over (Redis's manual failover, over the bus); the others follow;
+        # the client follows MOVED.
         assert t.direct(2).execute_command("CLUSTER", "FAILOVER") in (b"OK", "OK", True)
-        new_map = t.direct(2).execute_command("CLUSTER", "GETMAP")
-        new_map = new_map.decode() if isinstance(new_map, bytes) else str(new_map)
-        for i in (0, 1):
-            t.direct(i).execute_command("CLUSTER", "SETMAP", new_map)
+
+        def moved_to_replica(i):
+            try:
+                t.direct(i).get(keys[1])
+                return False
+            except redis.exceptions.MovedError as e:
+                return str(e).endswith(f"127.0.0.1:{p2}")
+
+        eventually(lambda: all(moved_to_replica(i) for i in (0, 1)), True)
         assert rc.set(keys[1], "promoted")
         assert t.direct(2).get(keys[1]) == b"promoted"
         old = redis.Redis(host="127.0.0.1", port=p0, decode_responses=True)
