@@ -13,8 +13,9 @@
 //! invariants the code keeps (lock order, declared keys, WATCH, where `now` is read, expiry,
 //! busy scripts). `CONTRIBUTING.md` has the checklists for adding a command and the tests.
 //!
-//! In cluster mode (`cluster`) several nodes share the 16384 hash slots by a static map and
-//! answer Redis Cluster clients with `-MOVED` / `-CROSSSLOT` as Redis does.
+//! In cluster mode (`cluster`) a node is a member of a Redis 7.0 cluster: it speaks the
+//! cluster bus with the other nodes (sluice or redis-server) and answers Redis Cluster
+//! clients with `-MOVED` / `-ASK` / `-CROSSSLOT` as Redis does.
 //!
 //! Embed it with [`Server`] (bind, then run), or in tests with [`TestServer`].
 #![deny(missing_docs)]

@@ -942,8 +942,8 @@ fn same_node_different_slots(ranges: &[Vec<(u16, u16)>]) -> (String, String) {
     unreachable!("100 keys over three nodes share a node")
 }
 
-/// The shipped example (`deploy/cluster.map`, used by `deploy/compose.yaml`) is a valid map
-/// whose nodes are the compose file's.
+/// The shipped example (`deploy/cluster.map`, the seed map of `deploy/compose.yaml`) is a
+/// valid map whose nodes are the compose file's.
 #[test]
 fn cluster_deploy_example_map_is_valid() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
@@ -954,7 +954,8 @@ fn cluster_deploy_example_map_is_valid() {
         assert_eq!(node.id, IDS[i]);
         assert_eq!(node.addr(), format!("127.0.0.1:{}", 7001 + i));
         assert!(compose.contains(&format!("\"--cluster-node-id\", \"{}\"", node.id)));
-        assert!(compose.contains(&format!("\"127.0.0.1:{}:6379\"", node.port)));
+        assert!(compose.contains(&format!("\"--port\", \"{}\"", node.port)));
+        assert!(compose.contains(&format!("/dev/tcp/127.0.0.1/{}", node.port)));
     }
 }
 

@@ -58,10 +58,6 @@ const EXTRA_SUBCOMMANDS: &[&str] = &[
     // What RESP3 clients send at connect (redis-py 7, go-redis, node-redis, Jedis): accepted
     // with +OK, nothing announced (see README).
     "client|maint_notifications",
-    // sluice's static slot map (see README, cluster mode).
-    "cluster|setmap",
-    "cluster|loadmap",
-    "cluster|getmap",
 ];
 
 /// Subcommands Redis 7.0.15 lists that sluice does not implement; its containers list only
