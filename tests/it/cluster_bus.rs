@@ -1050,6 +1050,17 @@ fn an_orphaned_master_gets_a_replica(start: fn() -> AnyNode) {
         .filter(|&p| p != a && master_of(p, &ports) == Some(a))
         .collect();
     assert_eq!(a_replicas.len(), 2, "A has two replicas");
+    // The settings are live, as in Redis (each node reads them on every cron turn).
+    for &p in &ports {
+        assert_eq!(
+            cmd(p, &["CONFIG", "SET", "cluster-migration-barrier", "1"]),
+            "+OK\r\n"
+        );
+        assert_eq!(
+            cmd(p, &["CONFIG", "GET", "cluster-allow-replica-migration"]),
+            "*2\r\n$31\r\ncluster-allow-replica-migration\r\n$3\r\nyes\r\n"
+        );
+    }
     let killed = Instant::now();
     nodes[b_replica] = None;
     let survivors: Vec<u16> = ports

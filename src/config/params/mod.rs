@@ -186,7 +186,7 @@ pub static PARAMS: &[Param] = &[
     p("crash-log-enabled", Bool, "yes").inert(NO_EFFECT),
     p("crash-memcheck-enabled", Bool, "yes").inert(NO_EFFECT),
     p("disable-thp", Bool, "yes").immutable().inert(TUNING),
-    p("cluster-allow-replica-migration", Bool, "yes")
+    p("cluster-allow-replica-migration", Bool, "yes").listed()
         .get(|c| yn(c.cluster_allow_replica_migration))
         .set(|c, v, _| {
             c.cluster_allow_replica_migration = yes(v);
@@ -511,7 +511,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("S", "TCP keepalive on client connections after this many idle seconds (default 300; 0: off)"),
-    p("cluster-migration-barrier", Int(0, INT_MAX), "1")
+    p("cluster-migration-barrier", Int(0, INT_MAX), "1").listed()
         .get(|c| c.cluster_migration_barrier.to_string())
         .set(|c, v, _| {
             c.cluster_migration_barrier = int(v)?;
@@ -649,7 +649,7 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("MS", "when long scripts start getting -BUSY (5000)"),
-    p("cluster-node-timeout", Int(0, LONG_MAX), "15000")
+    p("cluster-node-timeout", Int(0, LONG_MAX), "15000").listed()
         .get(|c| c.cluster_node_timeout.to_string())
         .set(|c, v, _| {
             c.cluster_node_timeout = int(v)?;
