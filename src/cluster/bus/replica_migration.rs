@@ -313,6 +313,34 @@ mod tests {
     }
 
     #[test]
+    fn an_emptied_master_follows_the_taker_unless_migration_is_off() {
+        let claim = |st: &mut State, sender: &str, epoch: u64, range: std::ops::Range<u16>| {
+            let mut slots = super::super::msg::Bitmap::default();
+            for s in range {
+                slots.set(s, true);
+            }
+            st.update_slots_with(sender, epoch, &slots);
+        };
+        // B takes all of A's slots and keeps its own (a reshard): A follows B only while
+        // replica migration is allowed.
+        for allowed in [true, false] {
+            let mut st = cluster(A);
+            st.settings.allow_replica_migration = allowed;
+            claim(&mut st, B, 10, 0..16384);
+            assert!(st.me().slots.is_empty());
+            let follows = st.me().slaveof.as_deref() == Some(B);
+            assert_eq!(follows, allowed, "allowed: {allowed}");
+        }
+        // R takes exactly A's slots (a failover): A follows it either way.
+        let mut st = cluster(A);
+        st.settings.allow_replica_migration = false;
+        st.nodes.get_mut(R1).unwrap().flags = flag::MASTER;
+        st.nodes.get_mut(R1).unwrap().slaveof = None;
+        claim(&mut st, R1, 10, 0..8192);
+        assert_eq!(st.me().slaveof.as_deref(), Some(R1));
+    }
+
+    #[test]
     fn a_master_that_never_had_replicas_is_no_target() {
         let mut st = cluster(R1);
         // R3 leaves B for A (B's last replica gone): B is no longer flagged.
