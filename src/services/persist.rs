@@ -631,30 +631,58 @@ pub(crate) fn save_on_exit(shared: &Shared) {
     let _ = save_now(shared);
 }
 
-/// SHUTDOWN's save decision, made before the server stops: `save` (SAVE given) or save
-/// points configured, unless `nosave`. Err: the save failed, and SHUTDOWN must not stop the
-/// server (unless FORCE).
-pub(crate) fn shutdown_save(
-    shared: &Shared,
+/// SHUTDOWN's save, made before the server stops: `save` (SAVE given) or save points
+/// configured, unless `nosave`; `Err`: the save failed, and SHUTDOWN must not stop the
+/// server (unless FORCE). The connection's SHUTDOWN passed the busy gate: a script that
+/// took a shard since (the save walks every shard) sends the request back to the gate
+/// (`engine::call::back_to_gate`), which waits for a young script and lets SHUTDOWN answer
+/// `-BUSY` past `busy-reply-threshold`, as Redis does, instead of waiting on the script's
+/// lock for the whole script. `Ok(false)`: sent back (nothing saved, the reply not sent);
+/// `Ok(true)`: saved as asked, the server may stop.
+pub(crate) fn shutdown_save_command(
+    ctx: &mut Ctx<'_>,
     save: bool,
     nosave: bool,
     force: bool,
-) -> Result<(), SaveError> {
+) -> Result<bool, SaveError> {
+    loop {
+        let gives_way = gives_way(ctx);
+        match shutdown_save_giving_way(ctx.shared, (save, nosave, force), &|shard| {
+            gives_way(&[shard])
+        }) {
+            Ok(done) => return done.map(|()| true),
+            Err(shard) => {
+                if crate::engine::call::back_to_gate(ctx, &[shard]) {
+                    return Ok(false);
+                }
+                // The script ended meanwhile: the save starts over.
+            }
+        }
+    }
+}
+
+/// SHUTDOWN's save (`(save, nosave, force)` as given); `Err(shard)`: it gave way on that
+/// shard, having saved nothing (see [`save_now_giving_way`]).
+fn shutdown_save_giving_way(
+    shared: &Shared,
+    (save, nosave, force): (bool, bool, bool),
+    give_way: &dyn Fn(usize) -> bool,
+) -> Result<Result<(), SaveError>, usize> {
     let state = &shared.persist.state;
     let wanted = save || (!nosave && !shared.config().save.is_empty());
     if wanted {
         // A background save still writing would rename its older file over ours.
         wait_idle(state, Duration::from_secs(600));
         tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = save_now(shared)
+        if let Err(e) = save_now_giving_way(shared, give_way)?
             && !force
         {
             tracing::warn!("Error trying to save the DB, can't exit.");
-            return Err(e);
+            return Ok(Err(e));
         }
     }
     state.shutdown_handled.store(true, Ordering::Release);
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,
@@ -866,6 +894,107 @@ mod tests {
                     // Released a moment later, as a command's hold is.
                     std::thread::sleep(Duration::from_millis(50));
                     drop(lock);
+                }
+                "done" => break,
+                other => panic!("{other}"),
+            }
+        }
+        connection.join().unwrap();
+    }
+
+    /// SHUTDOWN SAVE passed the busy gate, then a script took a shard (SHUTDOWN's own check
+    /// saw no script past the threshold): its save gives way and the request goes back to
+    /// the gate instead of waiting on the script's lock, with nothing saved and the server
+    /// still up. At the gate it waits for the young script; past `busy-reply-threshold`
+    /// (then set to 100 ms) the gate lets it through (SHUTDOWN is allowed while busy) and it
+    /// answers -BUSY, as Redis answers a SHUTDOWN without NOSAVE during a long script.
+    /// Once the script ends, SHUTDOWN SAVE saves and stops the server. The "script" is this
+    /// test's main thread, as above: a SHUTDOWN that waited on the lock would never answer.
+    #[test]
+    fn shutdown_save_gives_way_to_a_script_then_answers_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            dir: Some(dir.path().display().to_string()),
+            // Young for as long as the first SHUTDOWN takes, however loaded the machine.
+            busy_reply_threshold: 60_000,
+            ..crate::config::Config::default()
+        };
+        let shared = Arc::new(Shared::new(config, crate::clock::Clock::system()));
+        let last = shared.keyspace.shard_count() - 1;
+        let rdb = shared.config().rdb_path();
+        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
+        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
+        let connection = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+                let mut c = ClientState::new(info);
+                assert!(!run(&shared, &mut c, &["SET", "k", "1"]).1);
+                to_script.send("script").unwrap();
+                client_rx.recv().unwrap();
+
+                let (_, back) = run(&shared, &mut c, &["SHUTDOWN", "SAVE"]);
+                assert!(back, "SHUTDOWN SAVE goes back to the gate");
+                assert!(!rdb.exists(), "having saved nothing");
+                assert!(!shared.shutdown.is_cancelled(), "and stopped nothing");
+                let threshold = ["CONFIG", "SET", "busy-reply-threshold", "100"];
+                assert!(!run(&shared, &mut c, &threshold).1);
+                // The gate: it waits while the script is young, then lets SHUTDOWN through.
+                let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
+                    .iter()
+                    .map(|a| Bytes::from(a.to_string()))
+                    .collect();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                let gated = rt.block_on(crate::commands::scripting::busy_gate(
+                    &shared, &mut c, &args,
+                ));
+                assert!(gated.is_none(), "{gated:?}");
+                let (reply, back) = run(&shared, &mut c, &["SHUTDOWN", "SAVE"]);
+                assert!(
+                    !back && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")),
+                    "{reply:?}"
+                );
+                assert!(!rdb.exists() && !shared.shutdown.is_cancelled());
+                to_script.send("end").unwrap();
+                client_rx.recv().unwrap();
+
+                let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
+                    .iter()
+                    .map(|a| Bytes::from(a.to_string()))
+                    .collect();
+                let ran = execute_may_block(&shared, &mut c, &args);
+                assert!(
+                    matches!(ran.next, crate::engine::Next::CloseWithoutReply),
+                    "{:?}",
+                    ran.reply
+                );
+                assert!(rdb.exists() && shared.shutdown.is_cancelled());
+                to_script.send("done").unwrap();
+            })
+        };
+        let recv = || {
+            script_rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("SHUTDOWN waited on the script's shard lock")
+        };
+        loop {
+            match recv() {
+                "script" => {
+                    let running = shared
+                        .scripts
+                        .busy
+                        .begin_as(None, Held::Some([last].into_iter().collect()));
+                    let lock = shared.keyspace.lock_indexes(&[last]);
+                    to_client.send(()).unwrap();
+                    assert_eq!(recv(), "end");
+                    drop(lock);
+                    drop(running);
+                    to_client.send(()).unwrap();
                 }
                 "done" => break,
                 other => panic!("{other}"),

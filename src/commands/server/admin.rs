@@ -154,10 +154,17 @@ impl Command for Shutdown {
                 }));
             }
         }
-        if crate::services::persist::shutdown_save(ctx.shared, self.save, self.nosave, self.force)
-            .is_err()
-        {
-            return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
+        // A script that took a shard after the gate sends the request back to it (see
+        // `shutdown_save_command`): no reply now.
+        match crate::services::persist::shutdown_save_command(
+            ctx,
+            self.save,
+            self.nosave,
+            self.force,
+        ) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Reply::Null),
+            Err(_) => return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs.")),
         }
         tracing::warn!("SHUTDOWN requested by client {}", ctx.client.id());
         ctx.shared.shutdown.cancel();
