@@ -118,7 +118,9 @@ def partition_windows(timeline, ack_times, refused_times):
     Every acknowledgement is recorded with the port of the node that answered it (through
     its proxy). Per fault: `acked`, the acknowledgements the cut-off master gave after the
     cut (all lost: it rejoins as a replica of the new master); `ack_s`, the last one's time
-    after the cut (0 when none came); `refuse_s`, the first -NOREPLICAS's after the cut (None
+    after the cut (0 when none came), `before_heal_s` the last one's before the heal (the
+    window a partition opens: after the heal a master that counts its replicas good again
+    may take a few more, as Redis's may, until the sentinels demote it); `refuse_s`, the first -NOREPLICAS's after the cut (None
     when none came); `after_heal`, those of `acked` that came after the heal (a master that
     counts its replicas good again). Sums: `acked_cut_off` and `ack_seconds`."""
     acks = sorted(a for ts in ack_times for a in ts)
@@ -128,9 +130,11 @@ def partition_windows(timeline, ack_times, refused_times):
         end = timeline[k + 1][0] if k + 1 < len(timeline) else float("inf")
         by_old = [t for t, p in acks if cut <= t < end and p == port]
         refused = [t for t in refusals if cut <= t <= rejoined]
+        before_heal = [t for t in by_old if t < healed]
         per_fault.append({
             "acked": len(by_old),
             "ack_s": round(by_old[-1] - cut, 3) if by_old else 0.0,
+            "before_heal_s": round(before_heal[-1] - cut, 3) if before_heal else 0.0,
             "refuse_s": round(refused[0] - cut, 3) if refused else None,
             "after_heal": sum(1 for t in by_old if t >= healed),
             "heal_s": round(healed - cut, 3),
