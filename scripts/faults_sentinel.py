@@ -114,6 +114,8 @@ class Node:
 def partition_windows(timeline, ack_times, refused_times):
     """How long the cut-off master kept acknowledging, per partition: what compares two
     servers fairly whatever their speed (the counts lost scale with writes per second too).
+    For SIGSTOP faults the same from the SIGCONT on (cut = heal = the resume): what the
+    resumed old master acknowledged before the sentinels demoted it.
 
     Every acknowledgement is recorded with the port of the node that answered it (through
     its proxy). Per fault: `acked`, the acknowledgements the cut-off master gave after the
@@ -281,6 +283,8 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
                 victim.start()
             elif fault_kind == "stop":
                 victim.proc.send_signal(signal.SIGCONT)
+                # Measured from here: what the resumed master takes until it is demoted.
+                cut = healed = time.monotonic()
             else:
                 time.sleep(hold)
                 victim.proxy.heal()
@@ -288,7 +292,7 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
             until(f"{victim.name} rejoins as a replica",
                   lambda: vr.info("replication")["role"] == "slave"
                   and vr.info("replication")["master_link_status"] == "up", 90)
-            if fault_kind == "partition":
+            if fault_kind in ("partition", "stop"):
                 timeline.append((cut, healed, time.monotonic(), old))
             survived += 1
             if not quiet:
