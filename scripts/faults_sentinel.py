@@ -18,6 +18,12 @@ acknowledged meanwhile unless WAIT or min-replicas-to-write kept it from acknowl
 `partition-replicas` cuts the master off from its replicas only (no failover: the sentinels
 still see it) for --hold seconds, then heals.
 
+Load: by default every client sends its next request as soon as the last is answered, so a
+faster server is offered more writes (and a cut-off master acknowledges, then loses, more).
+--rate N paces every client at N requests per second instead (at most 5000; a client that
+falls behind catches up by at most 100 ms of requests), so two servers that keep up are
+offered the same load and the writes lost per partition compare directly.
+
 Settings (--mode): plain (a write is acknowledged when the master answers), wait1 (then
 WAIT 1 1000 must count a replica before the write counts as acknowledged), minrep1 (nodes run
 with min-replicas-to-write 1 and min-replicas-max-lag --max-lag, 10 by default).
@@ -25,9 +31,12 @@ with min-replicas-to-write 1 and min-replicas-max-lag --max-lag, 10 by default).
   scripts/faults_sentinel.py --server target/release/sluice --mode wait1 --faults 5
   scripts/faults_sentinel.py --server redis-server --mode wait1 --faults 5
   scripts/faults_sentinel.py --server target/release/sluice --fault partition --mode plain --faults 3
+  scripts/faults_sentinel.py --server redis-server --fault partition --mode minrep1 --max-lag 1 \
+      --rate 200 --faults 9
 
 Prints one line per fault and a summary: faults survived, operations acknowledged, lost,
-counted twice, and refused (WAIT saw no replica, or -NOREPLICAS: not acknowledged).
+counted twice, and refused (WAIT saw no replica, or -NOREPLICAS: not acknowledged); for
+partitions, what the cut-off master acknowledged (all lost) per partition and until when.
 """
 
 import argparse
@@ -105,11 +114,15 @@ class Node:
 def partition_windows(timeline, ack_times, refused_times):
     """How long the cut-off master kept acknowledging, per partition: what compares two
     servers fairly whatever their speed (the counts lost scale with writes per second too).
+    For SIGSTOP faults the same from the SIGCONT on (cut = heal = the resume): what the
+    resumed old master acknowledged before the sentinels demoted it.
 
     Every acknowledgement is recorded with the port of the node that answered it (through
     its proxy). Per fault: `acked`, the acknowledgements the cut-off master gave after the
     cut (all lost: it rejoins as a replica of the new master); `ack_s`, the last one's time
-    after the cut (0 when none came); `refuse_s`, the first -NOREPLICAS's after the cut (None
+    after the cut (0 when none came), `before_heal_s` the last one's before the heal (the
+    window a partition opens: after the heal a master that counts its replicas good again
+    may take a few more, as Redis's may, until the sentinels demote it); `refuse_s`, the first -NOREPLICAS's after the cut (None
     when none came); `after_heal`, those of `acked` that came after the heal (a master that
     counts its replicas good again). Sums: `acked_cut_off` and `ack_seconds`."""
     acks = sorted(a for ts in ack_times for a in ts)
@@ -119,21 +132,35 @@ def partition_windows(timeline, ack_times, refused_times):
         end = timeline[k + 1][0] if k + 1 < len(timeline) else float("inf")
         by_old = [t for t, p in acks if cut <= t < end and p == port]
         refused = [t for t in refusals if cut <= t <= rejoined]
+        before_heal = [t for t in by_old if t < healed]
         per_fault.append({
             "acked": len(by_old),
             "ack_s": round(by_old[-1] - cut, 3) if by_old else 0.0,
+            "before_heal_s": round(before_heal[-1] - cut, 3) if before_heal else 0.0,
             "refuse_s": round(refused[0] - cut, 3) if refused else None,
             "after_heal": sum(1 for t in by_old if t >= healed),
             "heal_s": round(healed - cut, 3),
             "rejoin_s": round(rejoined - cut, 3),
         })
+    n = max(1, len(per_fault))
     return {"windows": per_fault,
             "acked_cut_off": sum(w["acked"] for w in per_fault),
-            "ack_seconds": round(sum(w["ack_s"] for w in per_fault), 3)}
+            "ack_seconds": round(sum(w["ack_s"] for w in per_fault), 3),
+            # Per partition, on average: writes the cut-off master acknowledged (lost) and
+            # the time after the cut of its last acknowledgement.
+            "cut_off_per_partition": round(sum(w["acked"] for w in per_fault) / n, 1),
+            "window_mean_s": round(sum(w["ack_s"] for w in per_fault) / n, 3)}
+
+
+MAX_RATE = 5000
+# How far behind its schedule a paced client may fall and still catch up (in seconds).
+CATCH_UP = 0.1
 
 
 def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, quiet=False,
-        fsync="always"):
+        fsync="always", rate=None):
+    if rate is not None and not 0 < rate <= MAX_RATE:
+        raise ValueError(f"rate must be in 1..{MAX_RATE} requests per second per client")
     rng = random.Random(seed)
     tmp = tempfile.mkdtemp(prefix="sluice-faults-sentinel-")
     proxied = fault_kind.startswith("partition")
@@ -181,7 +208,14 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
         def client(i):
             # Longer than WAIT's 1000 ms, so a WAIT that saw no replica answers 0.
             r = sentinel.master_for("m", socket_timeout=2)
+            period = 1.0 / rate if rate else 0.0
+            due = time.monotonic()
             while not stop.is_set():
+                if period:
+                    now = time.monotonic()
+                    if due > now:
+                        time.sleep(due - now)
+                    due = max(due + period, now - CATCH_UP)
                 try:
                     attempts[i] += 1
                     r.incr(f"c:{i}")
@@ -199,11 +233,14 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
                     if str(e).startswith("NOREPLICAS"):
                         refused[i] += 1
                         refused_times[i].append(time.monotonic())
+                        if period:
+                            continue  # the pace already spaces the next request
                     time.sleep(0.05)
                 except (redis.RedisError, OSError):
                     time.sleep(0.05)
 
         threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+        started = time.monotonic()
         for t in threads:
             t.start()
 
@@ -246,6 +283,8 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
                 victim.start()
             elif fault_kind == "stop":
                 victim.proc.send_signal(signal.SIGCONT)
+                # Measured from here: what the resumed master takes until it is demoted.
+                cut = healed = time.monotonic()
             else:
                 time.sleep(hold)
                 victim.proxy.heal()
@@ -253,7 +292,7 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
             until(f"{victim.name} rejoins as a replica",
                   lambda: vr.info("replication")["role"] == "slave"
                   and vr.info("replication")["master_link_status"] == "up", 90)
-            if fault_kind == "partition":
+            if fault_kind in ("partition", "stop"):
                 timeline.append((cut, healed, time.monotonic(), old))
             survived += 1
             if not quiet:
@@ -262,6 +301,7 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
         stop.set()
         for t in threads:
             t.join(5)
+        elapsed = time.monotonic() - started
         r = sentinel.master_for("m", socket_timeout=2)
         stored = []
 
@@ -274,7 +314,11 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
         twice = sum(max(0, s - a) for a, s in zip(attempts, stored))
         result = {"server": os.path.basename(binary), "mode": mode, "fault": fault_kind,
                   "faults": survived, "acked": sum(acked), "lost": lost, "twice": twice,
-                  "refused": sum(refused), "hold": hold, "max_lag": max_lag, "fsync": fsync}
+                  "refused": sum(refused), "hold": hold, "max_lag": max_lag, "fsync": fsync,
+                  "rate": rate, "seconds": round(elapsed, 1),
+                  # Requests sent per second, all clients (with --rate: what they managed
+                  # of clients * rate).
+                  "sent_per_s": round(sum(attempts) / elapsed, 1)}
         if timeline:
             result.update(partition_windows(timeline, ack_times, refused_times))
         return result
@@ -306,21 +350,28 @@ def main():
                     help="min-replicas-max-lag for --mode minrep1")
     ap.add_argument("--fsync", default="always", choices=["always", "everysec"],
                     help="every node's appendfsync")
+    ap.add_argument("--rate", type=float, default=None,
+                    help=f"requests per second per client (at most {MAX_RATE}); "
+                    "by default as fast as each answer comes")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--faults", type=int, default=5)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    if a.rate is not None and not 0 < a.rate <= MAX_RATE:
+        ap.error(f"--rate must be in (0, {MAX_RATE}]")
     t = run(a.server, a.mode, a.faults, a.clients, a.fault, a.seed, a.hold, a.max_lag,
-            quiet=a.json, fsync=a.fsync)
+            quiet=a.json, fsync=a.fsync, rate=a.rate)
     t["load"] = round(os.getloadavg()[0], 2)
     print(json.dumps(t) if a.json else
           f"{t['server']} {t['mode']} ({t['fault']}): {t['faults']} faults survived, "
           f"{t['acked']} acknowledged, {t['lost']} lost, {t['twice']} counted twice, "
-          f"{t['refused']} refused (load average {t['load']:.2f})"
+          f"{t['refused']} refused, {t['sent_per_s']:.0f} requests/s sent "
+          f"(load average {t['load']:.2f})"
           + ("" if "windows" not in t else
              f"; the cut-off master acknowledged {t['acked_cut_off']} writes over "
-             f"{t['ack_seconds']:.2f} s in all ("
+             f"{t['ack_seconds']:.2f} s in all, {t['cut_off_per_partition']:.0f} per "
+             f"partition until {t['window_mean_s']:.2f} s on average ("
              + "; ".join(f"{w['acked']} until {w['ack_s']:.2f} s"
                          + (f", first -NOREPLICAS at {w['refuse_s']:.2f} s"
                             if w["refuse_s"] is not None else "")

@@ -372,10 +372,7 @@ pub(crate) fn info_fields(shared: &Shared) -> Vec<(String, String)> {
     add("connected_slaves", replicas.len().to_string());
     let r = &config.repl;
     if r.min_replicas_to_write > 0 && r.min_replicas_max_lag > 0 {
-        add(
-            "min_slaves_good_slaves",
-            repl.good_replicas(r.min_replicas_max_lag).to_string(),
-        );
+        add("min_slaves_good_slaves", repl.good_replicas().to_string());
     }
     for (i, r) in replicas.iter().enumerate() {
         let lag = r.ack_at.lock().map(|t| t.elapsed().as_secs()).unwrap_or(0);

@@ -291,11 +291,8 @@ pub(crate) fn refuse_declared_writer(
     if !allow_oom && maxmemory > 0 && crate::alloc_stats::allocated() > maxmemory {
         return Err(CmdError::msg(crate::store::evict::OOM_ERROR));
     }
-    let (to_write, max_lag) = ctx.shared.live.min_replicas();
-    if to_write > 0
-        && !ctx.client.master_link
-        && !ctx.shared.repl.enough_good_replicas(to_write, max_lag)
-    {
+    let (to_write, _) = ctx.shared.live.min_replicas();
+    if to_write > 0 && !ctx.client.master_link && !ctx.shared.repl.enough_good_replicas(to_write) {
         return Err(CmdError::msg(
             "NOREPLICAS Not enough good replicas to write.",
         ));

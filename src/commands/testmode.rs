@@ -749,6 +749,9 @@ impl Command for TestModeReset {
         let started = &hooks.started_with;
         if let Ok(mut cfg) = shared.config.write() {
             shared.live.store(started);
+            shared
+                .repl
+                .refresh_good_replicas(started.repl.min_replicas_max_lag);
             *cfg = started.clone();
         }
         shared.configure_notifications();

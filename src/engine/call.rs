@@ -239,6 +239,15 @@ pub(crate) fn call<'a>(
         }
     }
     drop(reserved);
+    // A script's end (a script command's, or EXEC's, which may run one): the ready keys
+    // whose serve met its shards are served now that it is no longer marked running
+    // (`blocking::serve_deferred`).
+    if matches!(caller, Caller::Client(_))
+        && (spec.runs_script() || spec.roles.contains(Roles::EXEC))
+    {
+        drop(_announced.take());
+        blocking::serve_deferred(shared);
+    }
     if ctx.client.tracking {
         remember_read(ctx, entry, args, &caller);
     }
@@ -444,12 +453,12 @@ fn client_policy<'s>(
     }
     // NOREPLICAS: writes (an EXEC that queued one too) refused on a master without enough
     // good replicas (`min-replicas-to-write`, `min-replicas-max-lag`).
-    let (needed, max_lag) = shared.live.min_replicas();
+    let (needed, _) = shared.live.min_replicas();
     if needed > 0
         && !client.master_link
         && (spec.has(CmdFlags::WRITE)
             || (spec.roles.contains(Roles::EXEC) && queued_write(shared, client)))
-        && !shared.repl.enough_good_replicas(needed, max_lag)
+        && !shared.repl.enough_good_replicas(needed)
     {
         return Err(reject(
             shared,
@@ -535,8 +544,8 @@ fn script_policy(
         return Some(Reply::Error(crate::engine::READONLY.into()));
     }
     if writes {
-        let (needed, max_lag) = shared.live.min_replicas();
-        if needed > 0 && !shared.repl.enough_good_replicas(needed, max_lag) {
+        let (needed, _) = shared.live.min_replicas();
+        if needed > 0 && !shared.repl.enough_good_replicas(needed) {
             return Some(Reply::Error(NOREPLICAS.into()));
         }
     }

@@ -1,8 +1,9 @@
 //! What a command propagates: its effects, with absolute times.
 //!
 //! Most writes are deterministic given the data, and propagate as they were sent. The
-//! others propagate what they did, as Redis 7 does: a relative TTL (EXPIRE, SET EX,
-//! SETEX, GETEX…) becomes the key's state with its absolute expiry, CL.THROTTLE the value
+//! others propagate what they did, as Redis 7 does: EXPIRE and its forms become
+//! `PEXPIREAT key <deadline>` (DEL when the time was past), a relative TTL given with a value
+//! (SET EX, SETEX, GETEX…) the key's state with its absolute expiry, CL.THROTTLE the value
 //! it stored (`SET key value PXAT t`) or DEL, SPOP and the blocking pops the resulting
 //! key, GETDEL a DEL. "The key's state" is `SET key value [PXAT t]` for a string, `DEL` for
 //! a missing key, and `RESTORE key t payload REPLACE ABSTTL` for other types: the replica
@@ -32,7 +33,8 @@ pub enum Effect {
     Inner,
     /// The state of its key (`args[1]`): relative TTLs, CL.THROTTLE, RESTORE.
     KeyState,
-    /// EXPIRE and its forms: the key's state when the TTL was applied (reply 1).
+    /// EXPIRE and its forms, when the TTL was applied (reply 1): `PEXPIREAT key <deadline>`,
+    /// or DEL when a time already past deleted the key, as Redis propagates them.
     ExpireIfSet,
     /// SET: verbatim, or its key's state when it carries an expiry option.
     Set,
@@ -98,7 +100,7 @@ pub(crate) fn note(
         Effect::KeyState => return state(ctx, db, &key),
         Effect::ExpireIfSet => {
             if matches!(reply, Reply::Int(1)) {
-                state(ctx, db, &key);
+                expiry(ctx, db, &key);
             }
             return;
         }
@@ -262,6 +264,31 @@ fn field_has_ttl(ctx: &mut Ctx<'_>, db: usize, key: &[u8], field: &[u8]) -> bool
     ctx.store.lookup_untouched(db, key, now).is_some_and(
         |e| matches!(&e.value, crate::store::Value::Hash(h) if h.field_ttl(field).is_some()),
     )
+}
+
+/// Notes an expiry just set on `key` as Redis 7.0 propagates it: `PEXPIREAT key <the
+/// absolute deadline>` (exact on any copy of the data, and as long as the command whatever
+/// the key holds: a sliding-window log's EXPIRE after each ZADD would otherwise carry the
+/// whole sorted set), DEL if the time was already past and the key is gone.
+fn expiry(ctx: &mut Ctx<'_>, db: usize, key: &Bytes) {
+    let now = ctx.now_ms;
+    let at = match ctx.store.lookup_untouched(db, key, now) {
+        None => None,
+        Some(e) => match e.expire_at() {
+            Some(at) => Some(at),
+            // EXPIRE answered 1 without a deadline on the key: send its state.
+            None => return state(ctx, db, key),
+        },
+    };
+    let effect = match at {
+        None => vec![Bytes::from_static(b"DEL"), key.clone()],
+        Some(at) => vec![
+            Bytes::from_static(b"PEXPIREAT"),
+            key.clone(),
+            at.to_string().into(),
+        ],
+    };
+    ctx.propagate.push((db, effect));
 }
 
 /// Notes the key's state: SET with PXAT, DEL, or RESTORE … ABSTTL.

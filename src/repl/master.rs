@@ -247,6 +247,9 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         ack_at: std::sync::Mutex::new(Instant::now()),
     });
     shared.repl.attach(me.clone());
+    shared
+        .repl
+        .refresh_good_replicas(shared.live.min_replicas().1);
     client
         .info
         .kind
@@ -371,6 +374,9 @@ struct Detach<'a>(&'a Shared, u64);
 impl Drop for Detach<'_> {
     fn drop(&mut self) {
         self.0.repl.detach(self.1);
+        self.0
+            .repl
+            .refresh_good_replicas(self.0.live.min_replicas().1);
     }
 }
 

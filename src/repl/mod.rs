@@ -43,9 +43,18 @@ pub(crate) fn new_replid() -> String {
 
 /// The RESP encoding of a command, as the stream carries it.
 pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[Bytes]) {
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    // Every write goes through here once per AOF and once per stream: no `format!` (an
+    // allocation and the formatting machinery per argument were a quarter of a fixed-window
+    // decision's instructions with the AOF on).
+    let mut n = itoa::Buffer::new();
+    out.reserve(argv.iter().map(|a| a.len() + 16).sum::<usize>() + 16);
+    out.push(b'*');
+    out.extend_from_slice(n.format(argv.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
     for a in argv {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.push(b'$');
+        out.extend_from_slice(n.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
@@ -266,6 +275,11 @@ pub struct Repl {
     pub(crate) fullsync: fullsync::Broker,
     /// The append-only file, fed the same effects as the stream (see `crate::aof`).
     pub(crate) aof: Arc<crate::aof::Aof>,
+    /// Replicas good for `min-replicas-to-write` when last counted (Redis's
+    /// `repl_good_slaves_count`; see `refresh_good_replicas`).
+    good: AtomicU64,
+    /// The origin of the whole seconds lags are judged in.
+    epoch: Instant,
 }
 
 impl Repl {
@@ -285,6 +299,8 @@ impl Repl {
             failover: Mutex::new(Failover::default()),
             fullsync: fullsync::Broker::default(),
             aof: Arc::new(crate::aof::Aof::new()),
+            good: AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
@@ -385,28 +401,44 @@ impl Repl {
         self.feed().offset
     }
 
-    /// Replicas that are good for `min-replicas-to-write`: online, and acknowledged less
-    /// than `max_lag_s` + 1 whole seconds ago, judged at each write. Redis's
-    /// `refreshGoodSlavesCount` judges in whole seconds of the wall clock once a second
-    /// (`replicationCron`); both stop a master whose replicas went silent max-lag + 1 s after
-    /// their last acknowledgement on average (docs/persistence.md, "Durability", measures it).
-    pub fn good_replicas(&self, max_lag_s: u64) -> u64 {
-        self.replicas()
+    /// Counts again the replicas that are good for `min-replicas-to-write` (online, their
+    /// last acknowledgement at most `max_lag_s` whole seconds old) and keeps the count,
+    /// which writes and INFO read. As Redis's `refreshGoodSlavesCount`: called once a
+    /// second (the supervisor's tick, as `replicationCron`), when a replica attaches or
+    /// leaves and when CONFIG SET changes the settings, and judged in whole seconds, so a
+    /// master whose replicas went silent stops between max-lag and max-lag + 2 s after
+    /// their last acknowledgement, and a replica that acknowledges again counts at the
+    /// next tick, not at once (docs/persistence.md, "Durability", measures both servers).
+    pub fn refresh_good_replicas(&self, max_lag_s: u64) -> u64 {
+        let now_s = self.epoch.elapsed().as_secs();
+        let good = self
+            .replicas()
             .iter()
             .filter(|r| {
                 r.state == "online"
                     && r.ack_at
                         .lock()
-                        .map(|t| t.elapsed().as_secs() <= max_lag_s)
+                        .map(|t| {
+                            let ack_s = t.saturating_duration_since(self.epoch).as_secs();
+                            now_s.saturating_sub(ack_s) <= max_lag_s
+                        })
                         .unwrap_or(false)
             })
-            .count() as u64
+            .count() as u64;
+        self.good.store(good, Ordering::Relaxed);
+        good
+    }
+
+    /// The replicas good for `min-replicas-to-write` when last counted (INFO's
+    /// `min_slaves_good_slaves`).
+    pub fn good_replicas(&self) -> u64 {
+        self.good.load(Ordering::Relaxed)
     }
 
     /// Redis's `checkGoodReplicasStatus`: a master with `min-replicas-to-write` set has
     /// enough good replicas (a replica always has).
-    pub fn enough_good_replicas(&self, needed: u64, max_lag_s: u64) -> bool {
-        needed == 0 || self.is_replica() || self.good_replicas(max_lag_s) >= needed
+    pub fn enough_good_replicas(&self, needed: u64) -> bool {
+        needed == 0 || self.is_replica() || self.good_replicas() >= needed
     }
 
     /// Replicas whose acknowledged offset is at least `offset`.
@@ -478,6 +510,58 @@ pub(crate) fn hook_deletions(repl: &Arc<Repl>, keyspace: &crate::store::Keyspace
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_are_encoded_as_resp_arrays() {
+        let mut out = b"x".to_vec();
+        let argv: Vec<Bytes> = [&b"SET"[..], b"", &[b'v'; 12][..]]
+            .iter()
+            .map(|a| Bytes::copy_from_slice(a))
+            .collect();
+        encode_command(&mut out, &argv);
+        assert_eq!(
+            out,
+            b"x*3\r\n$3\r\nSET\r\n$0\r\n\r\n$12\r\nvvvvvvvvvvvv\r\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn good_replicas_are_counted_at_each_refresh_in_whole_seconds() {
+        use std::time::Duration;
+        let mut r = Repl::new(1 << 20);
+        let now = Instant::now();
+        // Judged against an origin 100.5 s ago: "now" is whole second 100.
+        r.epoch = now - Duration::from_millis(100_500);
+        let replica = Arc::new(Attached {
+            client: 1,
+            ip: "127.0.0.1".into(),
+            port: 1,
+            state: "online",
+            ack: AtomicU64::new(0),
+            // Whole second 98: two seconds behind.
+            ack_at: Mutex::new(now - Duration::from_millis(2_000)),
+        });
+        r.attach(replica.clone());
+        assert_eq!(
+            r.good_replicas(),
+            0,
+            "nothing counted before the first refresh"
+        );
+        assert_eq!(r.refresh_good_replicas(2), 1);
+        assert_eq!(r.refresh_good_replicas(1), 0);
+        assert!(!r.enough_good_replicas(1));
+        // It acknowledges again: it counts only from the next refresh, as in Redis.
+        *replica.ack_at.lock().unwrap() = now;
+        assert!(!r.enough_good_replicas(1));
+        assert_eq!(r.refresh_good_replicas(1), 1);
+        assert!(r.enough_good_replicas(1));
+        // 1.5 s old is whole second 99 against 100: within a lag of 1.
+        *replica.ack_at.lock().unwrap() = now - Duration::from_millis(1_500);
+        assert_eq!(r.refresh_good_replicas(1), 1);
+        r.detach(1);
+        assert_eq!(r.refresh_good_replicas(1), 0);
+        assert!(r.enough_good_replicas(0));
+    }
 
     #[test]
     fn backlog_keeps_the_last_bytes_and_answers_ranges() {

@@ -78,7 +78,8 @@ pub(crate) fn promote(shared: &Shared) {
 }
 
 /// The supervisor: starts a link task whenever REPLICAOF names a master (and for
-/// `replicaof` in the configuration), and pings replicas. Ends at shutdown.
+/// `replicaof` in the configuration), pings replicas and counts the good ones once a
+/// second. Ends at shutdown.
 pub(crate) async fn supervise(shared: Arc<Shared>) {
     let config = shared.config();
     if let Some((host, port)) = config.repl.replicaof.clone() {
@@ -92,6 +93,9 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
     ping.tick().await;
     let mut failover = tokio::time::interval(Duration::from_millis(100));
     failover.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Redis's replicationCron counts the good replicas once a second.
+    let mut good = tokio::time::interval(Duration::from_secs(1));
+    good.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             r = changed.changed() => {
@@ -113,6 +117,9 @@ pub(crate) async fn supervise(shared: Arc<Shared>) {
                 }
             }
             _ = failover.tick() => super::failover::tick(&shared),
+            _ = good.tick() => {
+                shared.repl.refresh_good_replicas(shared.live.min_replicas().1);
+            }
             _ = shared.shutdown.cancelled() => return,
         }
     }

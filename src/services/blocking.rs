@@ -246,6 +246,18 @@ pub struct BlockedClients {
     /// on another shard), and their sum: the script's only cost while nobody serves.
     serving: [AtomicUsize; SERVING_SLOTS],
     serving_total: AtomicUsize,
+    /// Ready keys whose serve met a running script on a shard it must lock (BLMOVE's
+    /// destination), to serve once a script ends ([`serve_deferred`]); and their number,
+    /// what a script's end looks at.
+    deferred: Mutex<Deferred>,
+    deferred_len: AtomicUsize,
+}
+
+/// Ready keys left for after a script, in the order they were left, each once.
+#[derive(Debug, Default)]
+struct Deferred {
+    order: VecDeque<(usize, Bytes)>,
+    set: HashSet<(usize, Bytes)>,
 }
 
 /// How many counters [`BlockedClients::serving`] spreads the shards over.
@@ -574,11 +586,92 @@ pub(crate) fn wait_for_serving<'a>(
     }
 }
 
+/// How many times a serve tries again a shard a running script is marked on before it
+/// leaves the key for after the script (see [`lock_or_defer`]).
+const SERVE_TRIES: u32 = 80;
+
+/// The locks serving a waiter needs (the ready key's shard and, for BLMOVE, its
+/// destination's), or None when a running script holds one of them.
+///
+/// The writer passed the busy gate for its own keys only, and serving locks the
+/// destination's shard too, which a script may hold for as long as it runs: waiting on it
+/// would hold the writer's thread (and every connection of its loop) for the whole
+/// script, where in Redis nothing runs beside a script. A script that is only taking or
+/// handing back its shards (`wait_for_serving`, which the destination's reservation here
+/// makes it do) lets go within microseconds, so the lock is tried again for a bounded
+/// while (about a millisecond); a script still holding it after that is running, and the
+/// key is left for after it. A shard held by another command (no script marked on it) is
+/// waited for, as always.
+fn lock_or_defer<'a>(shared: &'a Shared, keys: &[&'a [u8]]) -> Option<crate::store::Locked<'a>> {
+    let mut tries = 0u32;
+    loop {
+        match shared.keyspace.try_lock_args(keys.iter().copied()) {
+            Ok(locked) => return Some(locked),
+            Err(wanted) => {
+                if shared.scripts.busy.blocking(Some(&wanted)).is_none() {
+                    return Some(shared.keyspace.lock_args(keys.iter().copied()));
+                }
+            }
+        }
+        tries += 1;
+        if tries > SERVE_TRIES {
+            return None;
+        }
+        if tries < 16 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
+/// Leaves the ready key `(db, key)` for after the running script that holds a shard its
+/// serve needs. The script's end serves it ([`serve_deferred`], called by `engine::call`
+/// after a script command or EXEC, once the script is no longer marked running). Had the
+/// script ended meanwhile, its end may have looked before the key was left: so the key is
+/// left first, then the scripts are looked at again (each side writes, then reads what
+/// the other writes, with a full fence between), and if none holds the shards any more
+/// this serves it at once.
+fn defer(shared: &Shared, db: usize, key: Bytes, shards: &[usize]) {
+    let reg = &shared.blocked;
+    {
+        let mut d = reg.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        if d.set.insert((db, key.clone())) {
+            d.order.push_back((db, key));
+        }
+        reg.deferred_len.store(d.order.len(), Ordering::SeqCst);
+    }
+    std::sync::atomic::fence(Ordering::SeqCst);
+    if shared.scripts.busy.blocking(Some(shards)).is_none() {
+        serve_deferred(shared);
+    }
+}
+
+/// Serves the ready keys left for after a script ([`defer`]); one atomic load when there
+/// are none. Called with no lock held, after a script command (or EXEC) ends, once its
+/// script is no longer marked running.
+pub(crate) fn serve_deferred(shared: &Shared) {
+    let reg = &shared.blocked;
+    std::sync::atomic::fence(Ordering::SeqCst);
+    if reg.deferred_len.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    let ready: Vec<(usize, Bytes)> = {
+        let mut d = reg.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        d.set.clear();
+        reg.deferred_len.store(0, Ordering::SeqCst);
+        d.order.drain(..).collect()
+    };
+    serve(shared, ready);
+}
+
 /// Serves the clients blocked on `ready` keys, first blocked first served, including keys
 /// that serving makes ready in turn (BLMOVE's destination). Called with no lock held.
+/// A key whose serve needs a shard a running script holds is left for after the script
+/// ([`lock_or_defer`]), with its waiters in their order.
 pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
     let mut queue: VecDeque<(usize, Bytes)> = ready.into();
-    while let Some((db, key)) = queue.pop_front() {
+    'keys: while let Some((db, key)) = queue.pop_front() {
         let mut after = 0;
         while let Some(w) = shared.blocked.next_waiter(db, &key, after) {
             after = w.seq.load(Ordering::Relaxed);
@@ -593,7 +686,19 @@ pub(crate) fn serve(shared: &Shared, ready: Vec<(usize, Bytes)>) {
             if let Some(d) = &dst {
                 lock_keys.push(&d[..]);
             }
-            let store = shared.keyspace.lock_args(lock_keys);
+            // The destination's shard is reserved as the writer reserved the key's: a
+            // script taking it from now on waits for this serve (`wait_for_serving`).
+            let dst_ready: Vec<(usize, Bytes)> = dst.iter().map(|d| (w.db, d.clone())).collect();
+            let reserved = reserve(shared, &dst_ready);
+            let Some(store) = lock_or_defer(shared, &lock_keys) else {
+                drop(reserved);
+                let shards: smallvec::SmallVec<[usize; 2]> = lock_keys
+                    .iter()
+                    .map(|k| shared.keyspace.shard_of(k))
+                    .collect();
+                defer(shared, db, key.clone(), &shards);
+                continue 'keys;
+            };
             let mut st = w.state.lock().unwrap_or_else(|e| e.into_inner());
             if !matches!(*st, State::Waiting) {
                 continue;
@@ -939,5 +1044,89 @@ mod tests {
             "{popped:?}"
         );
         script.join().unwrap();
+    }
+
+    /// The busy-script window for BLMOVE's destination: a writer passed the busy gate for its
+    /// own key (BLMOVE's source), and serving the blocked BLMOVE also locks the destination's
+    /// shard, which a running script holds. The writer does not wait on the script's lock
+    /// for the whole script: LPUSH answers, the BLMOVE stays blocked and the element stays
+    /// in the source, and once the script ends, its command's end (here another EVAL's, the
+    /// same path in `engine::call`) serves the BLMOVE. The "script" is this test's thread,
+    /// marked running on the destination's shard and holding its lock, so the outcome does
+    /// not depend on timing: a writer that waited on the lock would never answer.
+    #[test]
+    fn a_serve_leaves_blmove_for_after_the_script_holding_its_destination() {
+        use std::time::Duration;
+        let shared = Arc::new(crate::server::Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        ));
+        let src = "src";
+        let dst_shard_of = |k: &str| shared.keyspace.shard_of(k.as_bytes());
+        let dst = (0u32..)
+            .map(|i| format!("dst{i}"))
+            .find(|k| dst_shard_of(k) != dst_shard_of(src))
+            .unwrap();
+        let dst_shard = dst_shard_of(&dst);
+        let args =
+            |a: &[&str]| -> Vec<Bytes> { a.iter().map(|s| Bytes::from(s.to_string())).collect() };
+        let client = |n: u16| {
+            ClientState::new(
+                shared
+                    .clients
+                    .register(format!("127.0.0.1:{n}"), "127.0.0.1:2".into()),
+            )
+        };
+        let mut blocked = client(1);
+        let ran = crate::engine::execute_may_block(
+            &shared,
+            &mut blocked,
+            &args(&["BLMOVE", src, &dst, "LEFT", "RIGHT", "0"]),
+        );
+        let crate::engine::Next::Block(waiter) = ran.next else {
+            panic!("BLMOVE did not block: {:?}", ran.reply);
+        };
+        let running = shared.scripts.busy.begin_as(
+            None,
+            crate::script::Held::Some([dst_shard].into_iter().collect()),
+        );
+        let lock = shared.keyspace.lock_indexes(&[dst_shard]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let shared = shared.clone();
+            let push = args(&["LPUSH", src, "x"]);
+            std::thread::spawn(move || {
+                let info = shared
+                    .clients
+                    .register("127.0.0.1:3".into(), "127.0.0.1:2".into());
+                let mut c = ClientState::new(info);
+                tx.send(crate::engine::execute_may_block(&shared, &mut c, &push).reply)
+                    .unwrap();
+            })
+        };
+        let pushed = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the writer waited on the script's lock");
+        writer.join().unwrap();
+        assert!(matches!(pushed, Reply::Int(1)), "{pushed:?}");
+        assert!(waiter.take_reply().is_none(), "BLMOVE is still blocked");
+        let mut other = client(4);
+        let llen = crate::engine::execute(&shared, &mut other, &args(&["LLEN", src]));
+        assert!(
+            matches!(llen, Reply::Int(1)),
+            "the element waits in the source: {llen:?}"
+        );
+        // The script ends; its command's end serves what was left for after it.
+        drop(lock);
+        drop(running);
+        let eval = crate::engine::execute(&shared, &mut other, &args(&["EVAL", "return 1", "0"]));
+        assert!(matches!(eval, Reply::Int(1)), "{eval:?}");
+        let got = waiter.take_reply();
+        assert!(format!("{got:?}").contains(r#"b"x""#), "BLMOVE got {got:?}");
+        let moved =
+            crate::engine::execute(&shared, &mut other, &args(&["LRANGE", &dst, "0", "-1"]));
+        assert!(format!("{moved:?}").contains(r#"b"x""#), "{moved:?}");
+        let llen = crate::engine::execute(&shared, &mut other, &args(&["LLEN", src]));
+        assert!(matches!(llen, Reply::Int(0)), "{llen:?}");
     }
 }

@@ -631,30 +631,58 @@ pub(crate) fn save_on_exit(shared: &Shared) {
     let _ = save_now(shared);
 }
 
-/// SHUTDOWN's save decision, made before the server stops: `save` (SAVE given) or save
-/// points configured, unless `nosave`. Err: the save failed, and SHUTDOWN must not stop the
-/// server (unless FORCE).
-pub(crate) fn shutdown_save(
-    shared: &Shared,
+/// SHUTDOWN's save, made before the server stops: `save` (SAVE given) or save points
+/// configured, unless `nosave`; `Err`: the save failed, and SHUTDOWN must not stop the
+/// server (unless FORCE). The connection's SHUTDOWN passed the busy gate: a script that
+/// took a shard since (the save walks every shard) sends the request back to the gate
+/// (`engine::call::back_to_gate`), which waits for a young script and lets SHUTDOWN answer
+/// `-BUSY` past `busy-reply-threshold`, as Redis does, instead of waiting on the script's
+/// lock for the whole script. `Ok(false)`: sent back (nothing saved, the reply not sent);
+/// `Ok(true)`: saved as asked, the server may stop.
+pub(crate) fn shutdown_save_command(
+    ctx: &mut Ctx<'_>,
     save: bool,
     nosave: bool,
     force: bool,
-) -> Result<(), SaveError> {
+) -> Result<bool, SaveError> {
+    loop {
+        let gives_way = gives_way(ctx);
+        match shutdown_save_giving_way(ctx.shared, (save, nosave, force), &|shard| {
+            gives_way(&[shard])
+        }) {
+            Ok(done) => return done.map(|()| true),
+            Err(shard) => {
+                if crate::engine::call::back_to_gate(ctx, &[shard]) {
+                    return Ok(false);
+                }
+                // The script ended meanwhile: the save starts over.
+            }
+        }
+    }
+}
+
+/// SHUTDOWN's save (`(save, nosave, force)` as given); `Err(shard)`: it gave way on that
+/// shard, having saved nothing (see [`save_now_giving_way`]).
+fn shutdown_save_giving_way(
+    shared: &Shared,
+    (save, nosave, force): (bool, bool, bool),
+    give_way: &dyn Fn(usize) -> bool,
+) -> Result<Result<(), SaveError>, usize> {
     let state = &shared.persist.state;
     let wanted = save || (!nosave && !shared.config().save.is_empty());
     if wanted {
         // A background save still writing would rename its older file over ours.
         wait_idle(state, Duration::from_secs(600));
         tracing::info!("Saving the final RDB snapshot before exiting.");
-        if let Err(e) = save_now(shared)
+        if let Err(e) = save_now_giving_way(shared, give_way)?
             && !force
         {
             tracing::warn!("Error trying to save the DB, can't exit.");
-            return Err(e);
+            return Ok(Err(e));
         }
     }
     state.shutdown_handled.store(true, Ordering::Release);
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,

@@ -543,3 +543,118 @@ fn a_replica_logs_its_masters_writes() {
         "*2\r\n$1\r\na\r\n$1\r\nb\r\n"
     );
 }
+
+/// The commands of the last incremental file in `dir`, each as its arguments.
+fn logged_commands(dir: &Path) -> Vec<Vec<String>> {
+    let folder = dir.join("appendonlydir");
+    let mut incr: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".incr.aof"))
+        .collect();
+    incr.sort();
+    let bytes = std::fs::read(folder.join(incr.last().expect("an incremental file"))).unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let mut lines = text.split("\r\n");
+    let mut out = Vec::new();
+    while let Some(head) = lines.next() {
+        let Some(n) = head.strip_prefix('*') else {
+            assert!(head.is_empty(), "not a command: {head:?}");
+            continue;
+        };
+        let n: usize = n.parse().unwrap();
+        let argv = (0..n)
+            .map(|_| {
+                lines.next().unwrap();
+                lines.next().unwrap().to_string()
+            })
+            .collect();
+        out.push(argv);
+    }
+    out
+}
+
+/// EXPIRE and its forms are logged as Redis 7.0 logs them, `PEXPIREAT key <deadline>` (DEL
+/// when the time is already past), whatever the key holds: a sliding-window log's EXPIRE
+/// after each ZADD is one short command, not the whole sorted set (sluice once logged the
+/// key's state, a RESTORE of its payload). Both servers run the W1 transaction and the
+/// expiries; the logged forms match, each with the deadline its server keeps.
+#[test]
+fn expire_is_logged_as_pexpireat_as_redis_does() {
+    let s_dir = tempfile::tempdir().unwrap();
+    let r_dir = tempfile::tempdir().unwrap();
+    // `always`: both servers write (and sync) before they reply. With everysec Redis may
+    // postpone the write while a background sync runs, and the file would lag the replies.
+    let s = Proc::sluice(
+        s_dir.path(),
+        &["--appendonly", "yes", "--appendfsync", "always"],
+    );
+    let r = Proc::redis(
+        r_dir.path(),
+        &[
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--save",
+            "",
+        ],
+    );
+    let mut forms = Vec::new();
+    for (p, dir) in [(&s, s_dir.path()), (&r, r_dir.path())] {
+        let mut c = p.conn();
+        for cmd in [
+            &["MULTI"][..],
+            &["ZADD", "w", "1000", "a"],
+            &["ZADD", "w", "2000", "b"],
+            &["EXPIRE", "w", "60"],
+            &["EXEC"],
+            &["SET", "s", "v"],
+            &["PEXPIRE", "s", "90000"],
+            &["EXPIREAT", "s", "4102444800"],
+            &["RPUSH", "gone", "x"],
+            &["PEXPIREAT", "gone", "1"],
+            &["EXPIRE", "missing", "10"],
+        ] {
+            let reply = text(&mut c, cmd);
+            assert!(!reply.starts_with('-'), "{cmd:?}: {reply}");
+        }
+        let deadline = |c: &mut Conn, k: &str| {
+            text(c, &["PEXPIRETIME", k])
+                .trim_start_matches(':')
+                .trim()
+                .to_string()
+        };
+        let (w, s) = (deadline(&mut c, "w"), deadline(&mut c, "s"));
+        assert_eq!(s, "4102444800000");
+        // The AOF is written before the replies go out: the file is read after the last.
+        let logged: Vec<Vec<String>> = logged_commands(dir)
+            .into_iter()
+            .filter(|argv| argv[0] != "SELECT")
+            .collect();
+        assert!(logged.iter().all(|argv| argv[0] != "RESTORE"), "{logged:?}");
+        let expiries: Vec<String> = logged
+            .iter()
+            .filter(|argv| argv[0].contains("EXPIRE") || argv[0] == "DEL")
+            .map(|argv| argv.join(" "))
+            .collect();
+        assert_eq!(expiries.len(), 4, "{logged:?}");
+        assert_eq!(expiries[0], format!("PEXPIREAT w {w}"));
+        assert!(
+            expiries[1]
+                .strip_prefix("PEXPIREAT s ")
+                .is_some_and(|t| t.parse::<u64>().is_ok()),
+            "{expiries:?}"
+        );
+        assert_eq!(expiries[2], "PEXPIREAT s 4102444800000");
+        assert_eq!(expiries[3], "DEL gone");
+        forms.push(
+            logged
+                .iter()
+                .map(|argv| argv[0].clone())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(forms[0], forms[1], "sluice's log, then redis-server's");
+}

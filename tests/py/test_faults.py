@@ -4,7 +4,7 @@ sliding window, CL.THROTTLE) and restarted, loses no acknowledged operation and 
 twice; the same harness with the AOF off loses what was acknowledged, which shows the checker
 sees a loss when there is one. Then the Sentinel harness (scripts/faults_sentinel.py) with
 one network partition: without WAIT, with WAIT 1, and with min-replicas-to-write 1 (whose
-cut-off master stops acknowledging before the heal). The long runs (20+ crashes, several faults
+cut-off master stops acknowledging before the heal; that one with the clients paced, --rate). The long runs (20+ crashes, several faults
 per setting, redis-server side by side) are by hand: see docs/persistence.md, "Durability"."""
 
 import sys
@@ -62,15 +62,19 @@ def test_wait_1_loses_nothing_across_a_partition():
 
 
 def test_min_replicas_stops_a_cut_off_master_before_the_heal():
+    # Paced (--rate): each client sends at most 100 requests a second, the offered load the
+    # long runs give both servers alike.
     t = faults_sentinel.run(str(SLUICE_BIN), "minrep1", faults=1, clients=3,
-                            fault_kind="partition", seed=5, quiet=True, max_lag=1)
+                            fault_kind="partition", seed=5, quiet=True, max_lag=1, rate=100)
     assert t["faults"] == 1, t
+    assert 0 < t["sent_per_s"] <= 3 * 100 * 1.05, t
     w = t["windows"][0]
     # min-replicas-to-write 1 with max-lag 1: the cut-off master acknowledges until its
-    # replicas' last acknowledgement is over a second old (whole seconds, as Redis), then
-    # answers -NOREPLICAS; it took no write after the heal. What it acknowledged before is
-    # lost (the harness's timeline, by the port that answered, counts it).
+    # replicas' last acknowledgement is over a second old (whole seconds, counted once a
+    # second, as Redis), then answers -NOREPLICAS until the heal (after it, it may count its
+    # replicas good again for a moment before the sentinels demote it, as Redis may). What
+    # it acknowledged is lost (the harness's timeline, by the port that answered, counts it).
     assert w["refuse_s"] is not None and w["refuse_s"] < w["heal_s"], t
-    assert w["ack_s"] < w["heal_s"] and w["after_heal"] == 0, t
+    assert w["before_heal_s"] < w["refuse_s"] + 0.5, t
     assert t["lost"] > 0 and t["acked_cut_off"] > 0, t
     assert t["twice"] == 0, t

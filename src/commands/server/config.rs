@@ -212,6 +212,10 @@ impl Command for ConfigSet {
             }
         }
         ctx.shared.live.store(&next);
+        // Redis's updateGoodSlaves: the good replicas are counted again with the new lag.
+        ctx.shared
+            .repl
+            .refresh_good_replicas(next.repl.min_replicas_max_lag);
         // `requirepass` is the default user's password (Redis's ACLUpdateDefaultUserPassword).
         if found.iter().any(|p| p.name == "requirepass") {
             ctx.shared
