@@ -3,9 +3,10 @@
 `binary_path()` finds the `sluice` executable the wheel installed (in the environment's
 scripts directory). `SluiceServer` starts it on a free loopback port in test mode, in a
 private temporary directory with persistence off, also listening on a Unix socket there (its
-`.client` uses that: a round trip costs both processes less kernel time than over TCP), and
-offers `reset()` (TESTMODE RESET) and the clock helpers (CLOCK FREEZE / ADVANCE / SET /
-RESUME / NOW) so tests move time instead of sleeping. The pytest fixtures are in
+`.client` uses that: a round trip costs both processes less kernel time than over TCP), with
+`--busy-poll` (after a reply it looks for the next command for 100 µs before it sleeps, while
+the machine has idle CPU), and offers `reset()` (TESTMODE RESET) and the clock helpers (CLOCK
+FREEZE / ADVANCE / SET / RESUME / NOW) so tests move time instead of sleeping. The pytest fixtures are in
 `sluice_server.pytest_plugin`.
 """
 
@@ -29,6 +30,11 @@ _READY_UNIX = re.compile(r"sluice listening on unix:(.+)")
 # sun_path holds 108 bytes on Linux (104 on the BSDs): a longer temporary directory means
 # TCP only.
 _MAX_UNIX_PATH = 100
+# How long (µs) the server polls for a test's next command before it sleeps (`--busy-poll`):
+# a test sends one command at a time and waits for each reply, and on a virtual machine with
+# an idle CPU waking the server's sleeping thread costs more than the command. The server
+# polls only while the machine has idle CPU to spare (see docs/configuration.md).
+_BUSY_POLL_US = 100
 
 
 def binary_path() -> str:
@@ -85,7 +91,10 @@ class SluiceServer:
             self._proc = subprocess.Popen(
                 # One event loop, as redis-server has: a test's few connections need no more,
                 # and it starts and stops a thread fewer.
-                [self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir, "--threads", "1", *unix, *args],
+                [
+                    self.binary, "--port", "0", "--test-mode", "--save", "", "--dir", self.dir,
+                    "--threads", "1", "--busy-poll", str(_BUSY_POLL_US), *unix, *args,
+                ],
                 cwd=self.dir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
