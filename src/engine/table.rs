@@ -18,7 +18,7 @@ bitflags::bitflags! {
     /// What sluice must know about a few commands beyond their Redis flags (Redis compares
     /// their handlers), declared with the command's row ([`CommandSpec::with_roles`]).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct Roles: u16 {
+    pub struct Roles: u32 {
         /// EXEC: checks the whole queue (OOM, cluster slot, pause).
         const EXEC = 1 << 0;
         /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
@@ -50,6 +50,18 @@ bitflags::bitflags! {
         /// CLIENT's subcommands: CLIENT CACHING's flag holds across them to the next
         /// command (Redis compares `clientCommand`).
         const KEEPS_CACHING = 1 << 12;
+        /// PING: on the replication stream, the master's keepalive, which a replica passes
+        /// on without running it.
+        const KEEPALIVE = 1 << 13;
+        /// SELECT: a replica's append-only file writes its own SELECTs, so it does not log
+        /// the ones its master sends.
+        const SELECTS_DB = 1 << 14;
+        /// REPLCONF: the replication link's own traffic (a replica answers GETACK on the
+        /// link, a master reads ACKs off it); never logged as data.
+        const REPLICATION_LINK = 1 << 15;
+        /// MULTI: an append-only file that ends inside the transaction it starts is
+        /// truncated before it.
+        const STARTS_MULTI = 1 << 16;
     }
 }
 
@@ -949,7 +961,13 @@ mod tests {
             ("watch", Roles::NEEDS_SHARDS),
             ("fcall", Roles::MAY_REPLICATE | Roles::FCALL),
             ("fcall_ro", Roles::FCALL),
-            ("ping", Roles::WHILE_SUBSCRIBED | Roles::REFUSED_BY_MISCONF),
+            (
+                "ping",
+                Roles::WHILE_SUBSCRIBED | Roles::REFUSED_BY_MISCONF | Roles::KEEPALIVE,
+            ),
+            ("select", Roles::SELECTS_DB),
+            ("replconf", Roles::REPLICATION_LINK),
+            ("multi", Roles::STARTS_MULTI),
             (
                 "ssubscribe",
                 Roles::WHILE_SUBSCRIBED | Roles::SHARDED_PUBSUB,
