@@ -8,22 +8,27 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 
 # Dependencies in their own layer: the manifests with stub targets, so editing the sources
-# does not rebuild every crate. The workspace's load generator must be present for cargo to
-# read the workspace, though only the server package is built.
+# does not rebuild every crate. Every member of the workspace must be present for cargo to
+# read it, though only the server package (with its layer crates, crates/) is built.
 COPY Cargo.toml Cargo.lock ./
 COPY loadgen/Cargo.toml loadgen/
-RUN mkdir -p src benches loadgen/src \
+COPY crates/num/Cargo.toml crates/num/
+COPY crates/limiter/Cargo.toml crates/limiter/
+RUN mkdir -p src benches loadgen/src crates/num/src crates/limiter/src \
     && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
     && echo 'fn main() {}' > benches/hot_paths.rs \
     && echo 'fn main() {}' > loadgen/src/main.rs \
+    && touch crates/num/src/lib.rs crates/limiter/src/lib.rs \
     && cargo build --release --locked -p sluice \
-    && rm -rf src benches loadgen/src
+    && rm -rf src benches loadgen/src crates/num/src crates/limiter/src
 
 COPY src ./src
 COPY benches ./benches
 COPY loadgen/src ./loadgen/src
+COPY crates/num/src ./crates/num/src
+COPY crates/limiter/src ./crates/limiter/src
 # touch: COPY keeps the files' old times, which cargo would take for "already built" stubs.
-RUN touch src/main.rs src/lib.rs \
+RUN touch src/main.rs src/lib.rs crates/num/src/lib.rs crates/limiter/src/lib.rs \
     && cargo build --release --locked -p sluice --bin sluice \
     && strip target/release/sluice
 

@@ -107,7 +107,8 @@ status=0
 
 # The client tests start target/debug/sluice, so build it first.
 rc=0
-{ cargo build && cargo test; } 2>&1 | tee "$logs/cargo" || rc=$?
+# --workspace: the server and the crates of its bottom layers (crates/) and the load generator.
+{ cargo build && cargo test --workspace; } 2>&1 | tee "$logs/cargo" || rc=$?
 count "$logs/cargo" "$rc" \
     '$p += $1, $f += $2 if /^test result: \w+\. (\d+) passed; (\d+) failed/; END { print $p+0, " ", $f+0, "\n" }'
 [ "$rc" -eq 0 ] || status=1

@@ -32,9 +32,28 @@ pub(crate) static COMMANDS: &[C] = &[
         .with_key_specs(&[KeySpecDoc::range(&["OW", "update"], 2, 0), KeySpecDoc::range(&["RO", "access"], 3, -1)]),
     C::new("bitfield", -2, &["write", "denyoom"], C::keys(1, 1, 1), |c, a| run_as::<BitField>(c, a, Access::ReadWrite)).with_acl(&["@write", "@bitmap", "@slow"])
         .with_key_specs(&[KeySpecDoc::range(&["RW", "access", "update", "variable_flags"], 1, 0)
-            .with_notes("This command allows both access and modification of the key")]),
+            .with_notes("This command allows both access and modification of the key")])
+        .with_variable_key_flags(bitfield_key_flags),
     C::new("bitfield_ro", -2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| run_as::<BitField>(c, a, Access::ReadOnly)).with_acl(&["@read", "@bitmap", "@fast"]),
 ];
+
+/// BITFIELD's key flags in one request: with only GET and OVERFLOW operations it reads
+/// (`RO access`), else it reads and writes (Redis's `bitfieldGetKeys`).
+fn bitfield_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+            i += 2;
+        } else {
+            return &["RW", "access", "update"];
+        }
+    }
+    &["RO", "access"]
+}
 
 const BIT_OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
 

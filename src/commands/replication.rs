@@ -43,6 +43,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         replconf,
     )
+    .with_roles(crate::engine::Roles::REPLICATION_LINK)
     .with_acl(&["@admin", "@slow", "@dangerous"]),
     C::new(
         "psync",

@@ -35,6 +35,7 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_effect(crate::repl::effects::Effect::Set)
     .with_acl(&["@write", "@string", "@slow"])
     .with_key_flags(&["RW", "access", "update", "variable_flags"])
+    .with_variable_key_flags(set_key_flags)
     .with_key_notes("RW and ACCESS due to the optional `GET` argument"),
     C::new(
         "setnx",
@@ -192,6 +193,16 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_acl(&["@read", "@string", "@fast"])
     .with_key_flags(&["RO"]),
 ];
+
+/// SET's key flags in one request: SET … GET reads the old value (`RW access update`);
+/// without GET it only overwrites (`OW update`), as Redis's `setGetKeys` says.
+fn set_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+    if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+        &["RW", "access", "update"]
+    } else {
+        &["OW", "update"]
+    }
+}
 
 /// Reads a string value: None if missing, WRONGTYPE for other types.
 fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<Bytes>> {

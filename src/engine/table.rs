@@ -18,7 +18,7 @@ bitflags::bitflags! {
     /// What sluice must know about a few commands beyond their Redis flags (Redis compares
     /// their handlers), declared with the command's row ([`CommandSpec::with_roles`]).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-    pub struct Roles: u16 {
+    pub struct Roles: u32 {
         /// EXEC: checks the whole queue (OOM, cluster slot, pause).
         const EXEC = 1 << 0;
         /// Runs inside MULTI even over maxmemory (EXEC, DISCARD, QUIT, RESET).
@@ -50,6 +50,18 @@ bitflags::bitflags! {
         /// CLIENT's subcommands: CLIENT CACHING's flag holds across them to the next
         /// command (Redis compares `clientCommand`).
         const KEEPS_CACHING = 1 << 12;
+        /// PING: on the replication stream, the master's keepalive, which a replica passes
+        /// on without running it.
+        const KEEPALIVE = 1 << 13;
+        /// SELECT: a replica's append-only file writes its own SELECTs, so it does not log
+        /// the ones its master sends.
+        const SELECTS_DB = 1 << 14;
+        /// REPLCONF: the replication link's own traffic (a replica answers GETACK on the
+        /// link, a master reads ACKs off it); never logged as data.
+        const REPLICATION_LINK = 1 << 15;
+        /// MULTI: an append-only file that ends inside the transaction it starts is
+        /// truncated before it.
+        const STARTS_MULTI = 1 << 16;
     }
 }
 
@@ -422,6 +434,9 @@ pub struct CommandSpec {
     pub key_flags: Option<&'static [&'static str]>,
     /// The notes of that derived key spec, if Redis gives one.
     pub key_notes: Option<&'static str>,
+    /// Where Redis's key spec says `variable_flags`: the flags its key has in one request,
+    /// decided by the arguments (SET with or without GET, BITFIELD with only reads).
+    pub variable_key_flags: Option<KeyFlagsFn>,
     /// What sluice must know of it beyond its flags.
     pub roles: Roles,
     /// How it propagates to replicas (see `repl::effects`).
@@ -431,6 +446,9 @@ pub struct CommandSpec {
     /// Which of its arguments are pub/sub channels ACL rules (`&pattern`) check.
     pub channels: Channels,
 }
+
+/// A command's key flags in one request (see [`CommandSpec::variable_key_flags`]).
+pub type KeyFlagsFn = fn(&[Bytes]) -> &'static [&'static str];
 
 /// The pub/sub channels among a command's arguments, as Redis's `getChannelsFromCommand`
 /// finds those ACL rules check (publishing and subscribing; unsubscribing is never refused).
@@ -524,6 +542,7 @@ impl CommandSpec {
             key_specs: &[],
             key_flags: None,
             key_notes: None,
+            variable_key_flags: None,
             roles: Roles::empty(),
             effect: crate::repl::effects::Effect::Verbatim,
             redaction: crate::services::monitor::Redaction::None,
@@ -534,6 +553,13 @@ impl CommandSpec {
     /// Declares which arguments are pub/sub channels (see [`Channels`]).
     pub const fn with_channels(mut self, channels: Channels) -> Self {
         self.channels = channels;
+        self
+    }
+
+    /// Declares the function that gives its key's flags per request (see
+    /// [`CommandSpec::variable_key_flags`]).
+    pub const fn with_variable_key_flags(mut self, flags: KeyFlagsFn) -> Self {
+        self.variable_key_flags = Some(flags);
         self
     }
 
@@ -664,33 +690,8 @@ impl CommandSpec {
     pub fn key_flags_at(&self, args: &[Bytes], pos: usize) -> &'static [&'static str] {
         let spec = self;
         const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
-        match spec.name {
-            // SET … GET reads the old value; without GET it only overwrites.
-            "set" => {
-                let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-                return if get {
-                    RW_ACCESS_UPDATE
-                } else {
-                    &["OW", "update"]
-                };
-            }
-            // BITFIELD with only GET and OVERFLOW operations reads.
-            "bitfield" => {
-                let mut i = 2;
-                while i < args.len() {
-                    let left = args.len() - i - 1;
-                    let a = &args[i];
-                    if a.eq_ignore_ascii_case(b"get") && left >= 2 {
-                        i += 3;
-                    } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
-                        i += 2;
-                    } else {
-                        return RW_ACCESS_UPDATE;
-                    }
-                }
-                return &["RO", "access"];
-            }
-            _ => {}
+        if let Some(flags) = spec.variable_key_flags {
+            return flags(args);
         }
         if !spec.key_specs.is_empty() {
             let found = spec.key_specs.iter().find(|d| d.finds(args, pos));
@@ -949,7 +950,13 @@ mod tests {
             ("watch", Roles::NEEDS_SHARDS),
             ("fcall", Roles::MAY_REPLICATE | Roles::FCALL),
             ("fcall_ro", Roles::FCALL),
-            ("ping", Roles::WHILE_SUBSCRIBED | Roles::REFUSED_BY_MISCONF),
+            (
+                "ping",
+                Roles::WHILE_SUBSCRIBED | Roles::REFUSED_BY_MISCONF | Roles::KEEPALIVE,
+            ),
+            ("select", Roles::SELECTS_DB),
+            ("replconf", Roles::REPLICATION_LINK),
+            ("multi", Roles::STARTS_MULTI),
             (
                 "ssubscribe",
                 Roles::WHILE_SUBSCRIBED | Roles::SHARDED_PUBSUB,

@@ -30,6 +30,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Multi>,
     )
+    .with_roles(crate::engine::Roles::STARTS_MULTI)
     .immediate()
     .with_acl(&["@fast", "@transaction"]),
     C::new(

@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{Attached, fullsync};
 use crate::client::ClientState;
+use crate::engine::Roles;
 use crate::protocol::{Args, Limits, Reply, RequestParser};
 use crate::rdb::snapshot::SaveOptions;
 use crate::server::Shared;
@@ -344,7 +345,10 @@ fn read_acks(
             Args::Owned(o) => o,
         };
         if args.len() >= 3
-            && args[0].eq_ignore_ascii_case(b"replconf")
+            && shared
+                .table
+                .get(&args[0])
+                .is_some_and(|spec| spec.roles.contains(Roles::REPLICATION_LINK))
             && args[1].eq_ignore_ascii_case(b"ack")
             && let Some(off) = crate::num::parse_i64(&args[2])
         {

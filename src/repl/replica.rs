@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Link, encode_command};
 use crate::client::ClientState;
+use crate::engine::Roles;
 use crate::protocol::{Limits, RequestParser};
 use crate::rdb::snapshot::{LoadOptions, load_bytes_locked};
 use crate::server::Shared;
@@ -417,13 +418,19 @@ async fn stream(
             };
             let frame = buf.split_to(req.consumed).freeze();
             parser.fill_args(req.args, frame.clone(), &mut args);
-            let getack = args.len() >= 2
-                && args[0].eq_ignore_ascii_case(b"replconf")
-                && args[1].eq_ignore_ascii_case(b"getack");
+            // What the command is, from its table row (an unknown one has no roles).
+            let roles = args
+                .first()
+                .and_then(|name| shared.table.get(name))
+                .map_or(Roles::empty(), |spec| spec.roles);
+            let getack = roles.contains(Roles::REPLICATION_LINK)
+                && args
+                    .get(1)
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"getack"));
             if getack {
                 // The acknowledged offset excludes the GETACK itself, as Redis's does.
                 send_ack(shared, &mut wr).await?;
-            } else if !args.is_empty() && !args[0].eq_ignore_ascii_case(b"ping") {
+            } else if !args.is_empty() && !roles.contains(Roles::KEEPALIVE) {
                 let reply = engine::execute(shared, &mut client, &args);
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
@@ -431,8 +438,7 @@ async fn stream(
                 // A replica's append-only file logs what it applies from its master (the
                 // file selects databases itself; REPLCONF is the link's, not data).
                 if shared.repl.aof.on()
-                    && !args[0].eq_ignore_ascii_case(b"select")
-                    && !args[0].eq_ignore_ascii_case(b"replconf")
+                    && !roles.intersects(Roles::SELECTS_DB.union(Roles::REPLICATION_LINK))
                 {
                     shared.repl.aof.append(&[(client.db, args.clone())]);
                 }

@@ -254,13 +254,17 @@ fn run_commands(
                     return truncated(name, valid, truncated_ok);
                 }
                 Next::Command(argv, next) => {
-                    if shared.table.get_entry(&argv[0]).is_none() {
+                    let Some(entry) = shared.table.get_entry(&argv[0]) else {
                         return Err(format!(
                             "Unknown command '{}' reading the append only file {name}",
                             String::from_utf8_lossy(&argv[0])
                         ));
-                    }
-                    if argv[0].eq_ignore_ascii_case(b"multi") {
+                    };
+                    if entry
+                        .spec
+                        .roles
+                        .contains(crate::engine::Roles::STARTS_MULTI)
+                    {
                         before_multi = valid;
                     }
                     let reply = crate::engine::execute(shared, &mut client, &argv);

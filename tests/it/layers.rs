@@ -1,6 +1,7 @@
 //! The layering of `src/`, checked: the dependency directions ARCHITECTURE.md promises that
-//! the compiler does not enforce (every module is in one crate, so any file may name any
-//! other). Each rule says which modules a layer may not reach; the few places that do today
+//! the compiler does not enforce (the modules of `src/` are one crate, so any file may name
+//! any other; `num` and `limiter` are crates of their own, `crates/`, which the compiler
+//! keeps from reaching up). Each rule says which modules a layer may not reach; the few places that do today
 //! are listed in `KNOWN`, each with the reason, and the test fails both when a new crossing
 //! appears and when a listed one is gone (so the list only shrinks).
 //!

@@ -203,6 +203,7 @@ pub(crate) static COMMANDS: &[C] = &[
         C::keys(0, 0, 0),
         run::<Select>,
     )
+    .with_roles(crate::engine::Roles::SELECTS_DB)
     .with_acl(&["@fast", "@connection"]),
     C::new(
         "swapdb",

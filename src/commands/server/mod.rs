@@ -34,7 +34,9 @@ use crate::protocol::Reply;
 pub(crate) static COMMANDS: &[C] = &[
     C::new("ping", -1, &["fast"], C::keys(0, 0, 0), run::<Ping>)
         .with_roles(
-            crate::engine::Roles::WHILE_SUBSCRIBED.union(crate::engine::Roles::REFUSED_BY_MISCONF),
+            crate::engine::Roles::WHILE_SUBSCRIBED
+                .union(crate::engine::Roles::REFUSED_BY_MISCONF)
+                .union(crate::engine::Roles::KEEPALIVE),
         )
         .with_acl(&["@fast", "@connection"])
         .with_tips(&["request_policy:all_shards", "response_policy:all_succeeded"]),

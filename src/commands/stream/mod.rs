@@ -23,7 +23,7 @@ use crate::num::{is_c_space, parse_i64};
 use crate::protocol::Reply;
 use crate::repl::effects::Effect;
 use crate::store::Value;
-use crate::store::stream::{Entry, NodeLimits, Stream, StreamId};
+use crate::store::stream::{NodeLimits, Stream, StreamEntry, StreamId};
 
 const W_FAST: &[&str] = &["@write", "@stream", "@fast"];
 const W_SLOW: &[&str] = &["@write", "@stream", "@slow"];
@@ -258,7 +258,7 @@ pub(crate) fn id_reply(id: StreamId) -> Reply {
 }
 
 /// `[id, [field, value, …]]`.
-pub(crate) fn entry_reply(e: Entry) -> Reply {
+pub(crate) fn entry_reply(e: StreamEntry) -> Reply {
     Reply::Array(vec![
         id_reply(e.id),
         Reply::Array(e.fields.into_iter().map(Reply::Bulk).collect()),

@@ -130,3 +130,47 @@ fn what_sluice_reads_only_at_start_is_immutable() {
     assert!(find("dir").unwrap().is_protected());
     assert!(find("dbfilename").unwrap().is_protected());
 }
+
+/// A parameter sluice acts on keeps its value in a `Config` field, whose default is the one
+/// that counts; the row's default is Redis 7.0.15's (what CONFIG GET shows for the others,
+/// and what CONFIG REWRITE compares with). They must agree, so a setting's default is one
+/// fact however it is read, except where sluice departs from Redis on purpose, listed here.
+#[test]
+fn rows_and_config_agree_on_defaults() {
+    const ON_PURPOSE: &[(&str, &str)] = &[
+        (
+            "dir",
+            "the directory the server starts in, as redis-server's CONFIG GET shows it",
+        ),
+        (
+            "save",
+            "a test double takes no automatic snapshots unless asked",
+        ),
+    ];
+    let defaults = Config::default();
+    let mut differ = Vec::new();
+    for p in PARAMS {
+        let skip = p.effect != Effect::Acts || p.get.is_none() || p.set.is_none();
+        if skip || ON_PURPOSE.iter().any(|(name, _)| *name == p.name) {
+            continue;
+        }
+        let from_config = p.value(&defaults);
+        if from_config.as_deref() == Some(p.default) {
+            continue;
+        }
+        let mut c = Config::default();
+        let stored = p.store(&mut c, p.default, Source::File);
+        let from_row = p.value(&c);
+        if stored.is_err() || from_row != from_config {
+            differ.push(format!(
+                "{}: row {:?} ({stored:?}) shows {from_row:?}, Config::default() {from_config:?}",
+                p.name, p.default
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "defaults that differ:\n  {}",
+        differ.join("\n  ")
+    );
+}

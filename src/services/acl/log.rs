@@ -63,7 +63,7 @@ impl Context {
 
 /// One entry.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct AclLogEntry {
     /// How many times it happened.
     pub count: u64,
     /// What was refused.
@@ -83,7 +83,7 @@ pub struct Entry {
 /// The log.
 #[derive(Debug)]
 pub struct AclLog {
-    entries: Mutex<VecDeque<Entry>>,
+    entries: Mutex<VecDeque<AclLogEntry>>,
     max_len: AtomicUsize,
 }
 
@@ -106,7 +106,7 @@ impl AclLog {
     }
 
     /// Records an event (Redis's `addACLLogEntry`).
-    pub fn add(&self, entry: Entry) {
+    pub fn add(&self, entry: AclLogEntry) {
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
@@ -132,7 +132,7 @@ impl AclLog {
     }
 
     /// The newest `count` entries.
-    pub fn newest(&self, count: usize) -> Vec<Entry> {
+    pub fn newest(&self, count: usize) -> Vec<AclLogEntry> {
         self.entries
             .lock()
             .map(|e| e.iter().take(count).cloned().collect())
@@ -151,8 +151,8 @@ impl AclLog {
 mod tests {
     use super::*;
 
-    fn entry(object: &'static str, at: u64) -> Entry {
-        Entry {
+    fn entry(object: &'static str, at: u64) -> AclLogEntry {
+        AclLogEntry {
             count: 1,
             reason: Reason::Command,
             context: Context::Toplevel,

@@ -340,7 +340,7 @@ impl Acl {
                 args.get(i).cloned().unwrap_or_default(),
             ),
         };
-        self.log.add(log::Entry {
+        self.log.add(log::AclLogEntry {
             count: 1,
             reason,
             context,
@@ -359,7 +359,7 @@ impl Acl {
         user: &[u8],
         now_ms: u64,
     ) {
-        self.log.add(log::Entry {
+        self.log.add(log::AclLogEntry {
             count: 1,
             reason: log::Reason::Auth,
             context: if client.multi.is_some() {

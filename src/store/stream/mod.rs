@@ -109,7 +109,7 @@ impl std::fmt::Display for StreamId {
 
 /// One entry, decoded: its ID and field-value pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub struct StreamEntry {
     /// The entry's ID.
     pub id: StreamId,
     /// Field, value, field, value …
@@ -207,12 +207,12 @@ impl Stream {
     }
 
     /// The first live entry.
-    pub fn first_entry(&self) -> Option<Entry> {
+    pub fn first_entry(&self) -> Option<StreamEntry> {
         self.range(StreamId::MIN, StreamId::MAX, false).next()
     }
 
     /// The last live entry.
-    pub fn last_entry(&self) -> Option<Entry> {
+    pub fn last_entry(&self) -> Option<StreamEntry> {
         self.range(StreamId::MIN, StreamId::MAX, true).next()
     }
 
@@ -288,7 +288,7 @@ impl Stream {
     }
 
     /// Entry `id`, if live.
-    pub fn get(&self, id: StreamId) -> Option<Entry> {
+    pub fn get(&self, id: StreamId) -> Option<StreamEntry> {
         self.range(id, id, false).next()
     }
 
@@ -361,15 +361,15 @@ pub struct RangeIter<'a> {
     end: StreamId,
     rev: bool,
     /// The current node's matching entries, in the order they are returned (reversed).
-    buf: Vec<Entry>,
+    buf: Vec<StreamEntry>,
     /// Where the next node lookup starts; None when done.
     next_node: Option<StreamId>,
     first: bool,
 }
 
 impl Iterator for RangeIter<'_> {
-    type Item = Entry;
-    fn next(&mut self) -> Option<Entry> {
+    type Item = StreamEntry;
+    fn next(&mut self) -> Option<StreamEntry> {
         loop {
             if let Some(e) = self.buf.pop() {
                 return Some(e);
@@ -416,7 +416,7 @@ impl Iterator for RangeIter<'_> {
                 }
             }
             let (start, end) = (self.start, self.end);
-            let mut got: Vec<Entry> = node
+            let mut got: Vec<StreamEntry> = node
                 .entries(master)
                 .filter(|e| !e.deleted && e.id >= start && e.id <= end)
                 .map(|e| e.into_entry())
@@ -440,7 +440,7 @@ mod tests {
             .collect()
     }
 
-    fn ids(it: impl Iterator<Item = Entry>) -> Vec<u64> {
+    fn ids(it: impl Iterator<Item = StreamEntry>) -> Vec<u64> {
         it.map(|e| e.id.ms).collect()
     }
 

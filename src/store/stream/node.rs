@@ -12,7 +12,7 @@
 use bytes::Bytes;
 
 use super::lp;
-use super::{Entry, StreamId};
+use super::{StreamEntry, StreamId};
 
 /// The entry flag of a deleted entry.
 pub const FLAG_DELETED: i64 = 1;
@@ -40,8 +40,8 @@ pub struct RawEntry {
 
 impl RawEntry {
     /// The entry without its place.
-    pub fn into_entry(self) -> Entry {
-        Entry {
+    pub fn into_entry(self) -> StreamEntry {
+        StreamEntry {
             id: self.id,
             fields: self.fields,
         }

@@ -1,5 +1,6 @@
-//! Numbers as Redis reads and writes them: the bottom floor, used by every layer above and
-//! using nothing of the crate.
+//! Numbers as Redis reads and writes them: the bottom floor of sluice, used by every layer
+//! above and using nothing of the server (a crate of its own, so the compiler keeps it so;
+//! the server reaches it as `sluice::num`).
 //!
 //! Redis's replies depend on C's number routines byte for byte, so they are emulated here in
 //! one place: `string2ll` ([`parse_i64`]), glibc's `strtod` ([`strtod`], [`parse_double`]),
@@ -7,6 +8,8 @@
 //! ([`fmt_g`]), the x87 `long double` of INCRBYFLOAT/HINCRBYFLOAT ([`long_double`]), and C's
 //! `isspace` and hex digits. The protocol parser, the reply encoder, the sorted set, the
 //! commands and the Lua bridge all call these.
+
+#![deny(missing_docs)]
 
 mod double;
 mod int;
