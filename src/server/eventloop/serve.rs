@@ -103,10 +103,15 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
         client.info.mark_active();
         shared.stats.net_input_bytes.add(n as u64);
     }
+    // A pipelined batch's keys are prefetched and their hashes kept until it ends, before
+    // anything is read into this buffer again (`store::prefetch`).
+    let hashes = crate::store::prefetch::BatchHashes::begin();
+    super::prefetch::batch(&shared.keyspace, client.db, &buf.rbuf);
     // The batch's commands share clock reads (see `clock::lap`); none is kept past it.
     crate::clock::batch_begin();
     let served = run_requests(shared, conn);
     crate::clock::batch_end();
+    drop(hashes);
     if matches!(served, Served::Keep) {
         after_batch(conn);
     }
