@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_batch_remembers_at_most_max_keys() {
-        let buf = vec![0u8; MAX_KEYS + 1];
+        let buf = [0u8; MAX_KEYS + 1];
         let _batch = BatchHashes::begin();
         for i in 0..=MAX_KEYS {
             remember(&buf[i..=i], i as u64);

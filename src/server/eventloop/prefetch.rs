@@ -192,7 +192,7 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if x % 7 == 0 {
+                if x.is_multiple_of(7) {
                     *b = (x >> 8) as u8;
                 }
             }
