@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run};
 use crate::error::{CmdError, CmdResult};
-use crate::limiter::gcra::{self, ThrottleArgs, ThrottleError};
+use crate::limiter::gcra::{self, CheckedArgs, ThrottleError};
 use crate::protocol::Reply;
 use crate::store::Value;
 
@@ -39,13 +39,14 @@ fn cell_error(e: ThrottleError) -> CmdError {
 #[derive(Debug)]
 pub(crate) struct Throttle {
     key: Bytes,
-    args: ThrottleArgs,
+    /// Checked and derived once, here (the GCRA step does not derive them again).
+    args: CheckedArgs,
 }
 
 impl Command for Throttle {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
-        let (_, args) = gcra::parse_command(rest).map_err(cell_error)?;
+        let (_, args) = gcra::parse_command_checked(rest).map_err(cell_error)?;
         // The key is the first argument (parse_command accepted it): share its bytes
         // rather than copy them.
         let key = rest.first().cloned().unwrap_or_default();
@@ -69,7 +70,7 @@ impl Command for Throttle {
                 Some(_) => return Err(CmdError::WrongType),
             };
             let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
-            let decision = gcra::throttle(now_ns, stored, args).map_err(cell_error)?;
+            let decision = args.throttle(now_ns, stored).map_err(cell_error)?;
             let write = decision
                 .write
                 .map(|(tat, ttl_ms)| (Value::Int(tat), Some(now_ms.saturating_add(ttl_ms))));
@@ -81,8 +82,15 @@ impl Command for Throttle {
             ctx.notify(crate::services::notify::class::STRING, "set", &self.key);
             ctx.notify(crate::services::notify::class::GENERIC, "expire", &self.key);
         }
-        Ok(Reply::pooled_array(
-            decision.reply().iter().map(|&n| Reply::Int(n)),
+        // The five integers held inside the reply: no vector to fill, encode and give back.
+        Ok(Reply::FlagInts(
+            decision.limited,
+            [
+                decision.limit,
+                decision.remaining,
+                decision.retry_after_s,
+                decision.reset_after_s,
+            ],
         ))
     }
 }

@@ -59,7 +59,15 @@ pub enum Reply {
     /// A bulk string of at most [`Short::CAPACITY`] bytes held inside the reply (no
     /// allocation): encoded exactly as `Bulk`.
     Short(Short),
+    /// An array of five integers, the first a flag (0 or 1), held inside the reply:
+    /// CL.THROTTLE's `[limited, limit, remaining, retry_after, reset_after]`. Encoded exactly
+    /// as the `Array` of five `Int`s it stands for ([`Reply::flag_ints_items`]), in one copy,
+    /// with no vector to take from the pool and give back.
+    FlagInts(bool, [i64; 4]),
 }
+
+// A reply is moved by value through every command's return; keep it at five words.
+const _: () = assert!(std::mem::size_of::<Reply>() == 40);
 
 /// The bytes of a short bulk string, inside the reply.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -156,6 +164,11 @@ impl Reply {
         }
     }
 
+    /// The five integers a [`Reply::FlagInts`] stands for, in wire order.
+    pub fn flag_ints_items(flag: bool, ints: &[i64; 4]) -> [i64; 5] {
+        [i64::from(flag), ints[0], ints[1], ints[2], ints[3]]
+    }
+
     /// An empty vector for an array reply of up to `capacity` elements, from this thread's
     /// pool when it has one (see [`Reply::recycle`]).
     pub fn pooled_vec(capacity: usize) -> Vec<Reply> {
@@ -226,6 +239,7 @@ impl Reply {
             Reply::Int(n) => int_line(out, b':', *n),
             Reply::Bulk(b) => bulk(out, b),
             Reply::Short(s) => bulk(out, s.as_bytes()),
+            Reply::FlagInts(flag, ints) => flag_ints(out, *flag, ints),
             Reply::Null if resp >= 3 => out.put_slice(b"_\r\n"),
             Reply::Null => out.put_slice(b"$-1\r\n"),
             Reply::NullArray if resp >= 3 => out.put_slice(b"_\r\n"),
@@ -351,6 +365,47 @@ fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
     out.extend_from_slice(&text[..len + 3]);
 }
 
+/// `*5\r\n:<flag>\r\n` then four `:<n>\r\n` lines, assembled on the stack and appended in
+/// one copy (the same in RESP2 and RESP3).
+fn flag_ints(out: &mut BytesMut, flag: bool, ints: &[i64; 4]) {
+    // The header and the flag's line (8 bytes), then four lines of at most 23 bytes each.
+    let mut text = [0u8; 8 + 4 * 23];
+    text[..8].copy_from_slice(if flag {
+        b"*5\r\n:1\r\n"
+    } else {
+        b"*5\r\n:0\r\n"
+    });
+    let mut len = 8;
+    for &n in ints {
+        len += write_int_line(&mut text[len..], n);
+    }
+    out.extend_from_slice(&text[..len]);
+}
+
+/// Writes `:<n>\r\n` at the start of `to` (at least 23 bytes) and returns its length.
+fn write_int_line(to: &mut [u8], n: i64) -> usize {
+    to[0] = b':';
+    let digits = match n {
+        0..=9 => {
+            to[1] = b'0' + n as u8;
+            1
+        }
+        10..=99 => {
+            to[1] = b'0' + (n / 10) as u8;
+            to[2] = b'0' + (n % 10) as u8;
+            2
+        }
+        _ => {
+            let mut buf = itoa::Buffer::new();
+            let text = buf.format(n).as_bytes();
+            to[1..=text.len()].copy_from_slice(text);
+            text.len()
+        }
+    };
+    to[digits + 1..digits + 3].copy_from_slice(b"\r\n");
+    digits + 3
+}
+
 fn bulk(out: &mut BytesMut, b: &[u8]) {
     int_line(out, b'$', b.len() as i64);
     out.reserve(b.len() + 2);
@@ -405,6 +460,30 @@ mod tests {
         ));
         for n in [0, -1, i64::MIN, i64::MAX] {
             assert_eq!(Short::int(n).as_bytes(), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn flag_ints_encode_as_the_array_they_stand_for() {
+        let edges = [0, 1, -1, 9, 10, 99, 100, -10, -99, -100, i64::MIN, i64::MAX];
+        for flag in [false, true] {
+            for &n in &edges {
+                for ints in [[n, 0, 0, 0], [0, n, 1, n], [n, n, n, n], [99, 100, -1, n]] {
+                    let array = Reply::Array(
+                        Reply::flag_ints_items(flag, &ints)
+                            .iter()
+                            .map(|&n| Reply::Int(n))
+                            .collect(),
+                    );
+                    for resp in [2, 3] {
+                        assert_eq!(
+                            enc(&Reply::FlagInts(flag, ints), resp),
+                            enc(&array, resp),
+                            "{flag} {ints:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 

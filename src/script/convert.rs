@@ -42,6 +42,14 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
         Reply::Int(n) => Value::Number(*n as f64),
         Reply::Bulk(b) => Value::String(lua.create_string(b)?),
         Reply::Short(s) => Value::String(lua.create_string(s.as_bytes())?),
+        Reply::FlagInts(flag, ints) => {
+            let items = Reply::flag_ints_items(*flag, ints);
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, n) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, n as f64)?;
+            }
+            Value::Table(t)
+        }
         Reply::Verbatim(b) if resp < 3 => Value::String(lua.create_string(b)?),
         Reply::Verbatim(b) => {
             let inner = lua.create_table_with_capacity(0, 2)?;

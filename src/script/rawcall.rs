@@ -504,6 +504,14 @@ unsafe fn push_reply(l: *mut ffi::lua_State, reply: &Reply, resp: u8, scratch: *
             Reply::Int(n) => ffi::lua_pushnumber(l, *n as f64),
             Reply::Bulk(b) => push_bytes(l, b),
             Reply::Short(s) => push_bytes(l, s.as_bytes()),
+            Reply::FlagInts(flag, ints) => {
+                let items = Reply::flag_ints_items(*flag, ints);
+                ffi::lua_createtable(l, c_len(items.len()), 0);
+                for (i, n) in items.into_iter().enumerate() {
+                    ffi::lua_pushnumber(l, n as f64);
+                    ffi::lua_rawseti_(l, -2, c_len(i + 1));
+                }
+            }
             Reply::Verbatim(b) if resp < 3 => push_bytes(l, b),
             Reply::Verbatim(b) => {
                 ffi::lua_createtable(l, 0, 1);

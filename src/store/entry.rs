@@ -209,6 +209,15 @@ impl Entries {
         &self.chunks[(i >> CHUNK_BITS) as usize][i as usize & (CHUNK - 1)]
     }
 
+    /// Asks the CPU for the cache lines of entry `i` (below `len`), see `store::prefetch`.
+    #[inline]
+    pub fn prefetch(&self, i: u32) {
+        let start: *const Entry = self.get(i);
+        let start = start.cast::<u8>();
+        crate::store::prefetch::prefetch_line(start);
+        crate::store::prefetch::prefetch_line(start.wrapping_add(size_of::<Entry>() - 1));
+    }
+
     /// The entry at index `i`, to change.
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut Entry {

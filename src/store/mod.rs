@@ -16,6 +16,7 @@ pub mod evict;
 pub mod hll;
 pub mod keylog;
 pub mod listpack;
+pub mod prefetch;
 pub mod reaper;
 pub mod shard;
 pub mod stream;
@@ -187,10 +188,23 @@ impl Keyspace {
         self.databases
     }
 
-    /// The key's hash, used both to pick its shard and inside the shard's table.
+    /// The key's hash, used both to pick its shard and inside the shard's table (the one
+    /// [`Keyspace::prefetch`] computed for this batch, if it did).
     #[inline]
     pub fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        prefetch::recall(key).unwrap_or_else(|| self.hasher.hash_one(key))
+    }
+
+    /// Hashes `key`, remembers the hash for this thread's batch (see [`prefetch`]) and asks
+    /// the CPU for its entry in database `db`, if the key is there and its shard is free
+    /// right now (a hint: a shard another thread holds is not waited for).
+    pub fn prefetch(&self, db: usize, key: &[u8]) {
+        let hash = self.hasher.hash_one(key);
+        prefetch::remember(key, hash);
+        let i = self.shard_of_hash(hash);
+        if let Ok(shard) = self.shards[i].try_lock() {
+            shard.prefetch(db, hash);
+        }
     }
 
     /// The shard a hash belongs to. Bits 32.. are used: the table itself uses the low bits for

@@ -380,6 +380,16 @@ impl Shard {
         Some(i)
     }
 
+    /// Asks the CPU for the entry a key of this `hash` is likely at in `db` (the first one
+    /// the table's tag matches; nothing if none does). Reads only the table.
+    pub fn prefetch(&self, db: usize, hash: u64) {
+        if let Some(d) = self.dbs.get(db)
+            && let Some(&i) = d.table.iter_hash(hash).next()
+        {
+            d.entries.prefetch(i);
+        }
+    }
+
     /// Entry `i` of `db`, as [`Shard::find_index`] found it (no other change since).
     pub fn entry_at(&self, db: usize, i: u32) -> &Entry {
         self.dbs[db].entries.get(i)

@@ -181,7 +181,20 @@ impl Wheel {
     ///
     /// A deadline at or before the wheel's current time is due on the next poll.
     pub fn schedule<N: Nodes + ?Sized>(&mut self, nodes: &mut N, i: u32) {
-        if nodes.link(i).is_linked() {
+        let link = *nodes.link(i);
+        if link.is_linked() {
+            // A rate limiter's key is re-armed on every call, to a deadline that mostly
+            // stays in the slot it was in: then the node stays where it is in its list, and
+            // the neighbours an unlink and a relink would write (other keys' entries, likely
+            // not in cache) are left alone. The list's bound stays a lower bound with the
+            // new deadline taken in. A list being drained is never a deadline's list
+            // (`list_for` places relative to its start), so this is only a guard.
+            let deadline = nodes.deadline(i);
+            let list = self.list_for(deadline);
+            if usize::from(link.list) == list && self.draining != Some(list) {
+                self.mins[list] = self.mins[list].min(deadline);
+                return;
+            }
             self.unlink(nodes, i);
         } else {
             self.len += 1;

@@ -214,22 +214,51 @@ impl ThrottleArgs {
     /// 4. [`ThrottleError::OutOfRange`] if `max_burst + 1`, `T * (max_burst + 1)`
     ///    or `T * quantity` overflows `i64` (decision 3).
     pub fn parse<A: AsRef<[u8]>>(args: &[A]) -> Result<Self, ThrottleError> {
-        let (max_burst, count, period_s, quantity) = match args {
-            [max_burst, count, period_s] => (max_burst, count, period_s, None),
-            [max_burst, count, period_s, quantity] => (max_burst, count, period_s, Some(quantity)),
-            _ => return Err(ThrottleError::Usage),
-        };
+        Self::parse_checked(args).map(|checked| checked.args)
+    }
+
+    /// [`ThrottleArgs::parse`], keeping what its checks derived from the arguments, so that
+    /// [`CheckedArgs::throttle`] does not derive it again.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`ThrottleArgs::parse`].
+    pub fn parse_checked<A: AsRef<[u8]>>(args: &[A]) -> Result<CheckedArgs, ThrottleError> {
+        if !matches!(args.len(), 3 | 4) {
+            return Err(ThrottleError::Usage);
+        }
+        // In order, the first bad one reported; the quantity defaults to 1. The error (and
+        // its copy of the argument) is built only on the cold path.
+        let mut values = [1i64; 4];
+        for (value, arg) in values.iter_mut().zip(args) {
+            let arg = arg.as_ref();
+            match parse_rust_i64(arg) {
+                Some(n) => *value = n,
+                None => return Err(invalid_integer(arg)),
+            }
+        }
+        let [max_burst, count, period_s, quantity] = values;
         let args = Self {
-            max_burst: parse_i64_arg(max_burst.as_ref())?,
-            count: parse_i64_arg(count.as_ref())?,
-            period_s: parse_i64_arg(period_s.as_ref())?,
-            quantity: match quantity {
-                Some(quantity) => parse_i64_arg(quantity.as_ref())?,
-                None => 1,
-            },
+            max_burst,
+            count,
+            period_s,
+            quantity,
         };
-        args.params()?;
-        Ok(args)
+        args.check()
+    }
+
+    /// Checks the values (zero rates, overflow; see [`ThrottleArgs::parse`]) and derives
+    /// what a call needs from them.
+    ///
+    /// # Errors
+    ///
+    /// [`ThrottleError::ZeroRates`] or [`ThrottleError::OutOfRange`], as
+    /// [`ThrottleArgs::parse`] reports them.
+    pub fn check(&self) -> Result<CheckedArgs, ThrottleError> {
+        Ok(CheckedArgs {
+            args: *self,
+            params: self.params()?,
+        })
     }
 
     /// Derives `T`, the limit, the DVT and the increment, rejecting zero
@@ -255,6 +284,52 @@ impl ThrottleArgs {
             dvt_ns,
             increment_ns,
         })
+    }
+}
+
+/// [`ThrottleArgs`] that passed every check, with the values derived from them: what a
+/// command parses once and runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckedArgs {
+    args: ThrottleArgs,
+    params: Params,
+}
+
+impl CheckedArgs {
+    /// The arguments as parsed.
+    #[must_use]
+    pub fn args(&self) -> &ThrottleArgs {
+        &self.args
+    }
+
+    /// [`throttle`] with these arguments, without checking them again.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`throttle`] that do not depend on the arguments alone:
+    /// [`ThrottleError::SetExpire`] and [`ThrottleError::OutOfRange`] for the new TAT.
+    pub fn throttle(
+        &self,
+        now_ns: i64,
+        stored_tat: Option<i64>,
+    ) -> Result<Decision, ThrottleError> {
+        decide(now_ns, stored_tat, &self.params)
+    }
+}
+
+/// [`parse_command`], keeping the derived values ([`ThrottleArgs::parse_checked`]).
+///
+/// # Errors
+///
+/// Those of [`parse_command`].
+pub fn parse_command_checked<A: AsRef<[u8]>>(
+    args: &[A],
+) -> Result<(&[u8], CheckedArgs), ThrottleError> {
+    match args {
+        [key, rest @ ..] if matches!(rest.len(), 3 | 4) => {
+            Ok((key.as_ref(), ThrottleArgs::parse_checked(rest)?))
+        }
+        _ => Err(ThrottleError::Usage),
     }
 }
 
@@ -363,7 +438,15 @@ pub fn throttle(
     stored_tat: Option<i64>,
     args: &ThrottleArgs,
 ) -> Result<Decision, ThrottleError> {
-    let params = args.params()?;
+    args.check()?.throttle(now_ns, stored_tat)
+}
+
+/// The GCRA step of [`throttle`], with the arguments' derived values.
+fn decide(
+    now_ns: i64,
+    stored_tat: Option<i64>,
+    params: &Params,
+) -> Result<Decision, ThrottleError> {
     let emission = i128::from(params.emission_ns);
     let dvt = i128::from(params.dvt_ns);
     let increment = i128::from(params.increment_ns);
@@ -401,6 +484,7 @@ pub fn throttle(
 
 /// Values derived from [`ThrottleArgs`], in nanoseconds where they are
 /// durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Params {
     /// Emission interval `T`. Never 0.
     emission_ns: i64,
@@ -414,14 +498,21 @@ struct Params {
 
 /// Parses one numeric argument with Rust's `i64` rules. Anything that is
 /// not UTF-8 is rejected.
+#[cfg(test)]
 fn parse_i64_arg(arg: &[u8]) -> Result<i64, ThrottleError> {
-    parse_rust_i64(arg).ok_or_else(|| ThrottleError::InvalidInteger(arg.to_vec()))
+    parse_rust_i64(arg).ok_or_else(|| invalid_integer(arg))
+}
+
+#[cold]
+fn invalid_integer(arg: &[u8]) -> ThrottleError {
+    ThrottleError::InvalidInteger(arg.to_vec())
 }
 
 /// `str::parse::<i64>` on bytes, without the UTF-8 check (a byte that is not
 /// an ASCII digit fails either way): one optional `+` or `-`, then one or more
 /// ASCII digits, and no overflow. Accumulating negative values towards
 /// `i64::MIN` reaches it exactly.
+#[inline]
 fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
     let (negative, digits) = match arg {
         [b'-', rest @ ..] => (true, rest),
@@ -430,6 +521,18 @@ fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
     };
     if digits.is_empty() {
         return None;
+    }
+    // Up to 18 digits stay below 10^18 < i64::MAX: no step can overflow.
+    if digits.len() <= 18 {
+        let mut n: i64 = 0;
+        for &b in digits {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            n = n * 10 + i64::from(d);
+        }
+        return Some(if negative { -n } else { n });
     }
     let mut n: i64 = 0;
     for &b in digits {

@@ -56,6 +56,7 @@
 //! and the bringing in and letting go of loops; `spin` the optional polling for the next
 //! request before a loop sleeps (`busy-poll`).
 
+mod prefetch;
 mod scale;
 mod serve;
 mod spin;

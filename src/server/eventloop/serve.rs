@@ -103,10 +103,14 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
         client.info.mark_active();
         shared.stats.net_input_bytes.add(n as u64);
     }
+    // A pipelined batch's keys are prefetched and their hashes kept until it ends, before
+    // anything is read into this buffer again (`store::prefetch`).
+    let hashes = crate::store::prefetch::BatchHashes::begin();
     // The batch's commands share clock reads (see `clock::lap`); none is kept past it.
     crate::clock::batch_begin();
     let served = run_requests(shared, conn);
     crate::clock::batch_end();
+    drop(hashes);
     if matches!(served, Served::Keep) {
         after_batch(conn);
     }
@@ -119,6 +123,7 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
     let mut large = false;
+    let mut first = true;
     loop {
         let req = match buf.parser.parse(&buf.rbuf) {
             Ok(Some(req)) => req,
@@ -129,6 +134,10 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
                 return Served::Close;
             }
         };
+        // More requests behind the first: prefetch their keys (see `prefetch`).
+        if std::mem::take(&mut first) && req.consumed < buf.rbuf.len() {
+            super::prefetch::batch(&shared.keyspace, client.db, &buf.rbuf[req.consumed..]);
+        }
         large |= req.consumed >= connection::LARGE_REQUEST;
         let frame = buf.rbuf.split_to(req.consumed).freeze();
         // Redis's qbuf: the unprocessed input, this command included.

@@ -326,6 +326,29 @@ fn reschedule_earlier_and_later() {
 }
 
 #[test]
+fn reschedule_within_its_slot_leaves_the_list_alone() {
+    // Level 1 at W = 0: slot 2 spans 128..192 ms.
+    let mut w = TimerWheel::new(0);
+    let a = w.insert(130, 1);
+    let b = w.insert(140, 2);
+    let c = w.insert(150, 3);
+    let links = |w: &TimerWheel<u64>| w.nodes.iter().map(|n| n.link).collect::<Vec<_>>();
+    let before = links(&w);
+    // Later and earlier, inside the slot: no link moves, the middle node's neighbours
+    // included.
+    assert!(w.reschedule(b, 191));
+    assert!(w.reschedule(a, 128));
+    assert_eq!(links(&w), before);
+    assert_eq!(w.next_deadline(), Some(128));
+    // Out of the slot: relinked.
+    assert!(w.reschedule(c, 200));
+    assert_ne!(links(&w), before);
+    assert_eq!(sorted(drain(&mut w, 191, 8)), vec![1, 2]);
+    assert_eq!(drain(&mut w, 200, 8), vec![3]);
+    assert!(w.is_empty());
+}
+
+#[test]
 fn refresh_many_times_keeps_one_timer() {
     let mut w = TimerWheel::new(0);
     let id = w.insert(1_000, 7);

@@ -374,6 +374,47 @@ fn integer_syntax_accepted() {
     assert_eq!(parse_i64_arg(b"-9223372036854775808"), Ok(i64::MIN));
     assert_eq!(parse_i64_arg(b"9223372036854775807"), Ok(i64::MAX));
     assert_eq!(args("15 30 60 -0").quantity, 0);
+    // Both sides of the 18-digit fast path agree with `str::parse`.
+    for text in [
+        "999999999999999999",
+        "-999999999999999999",
+        "1000000000000000000",
+        "-1000000000000000000",
+        "0000000000000000000001",
+        "-000000000000000000000",
+    ] {
+        assert_eq!(
+            parse_i64_arg(text.as_bytes()).ok(),
+            text.parse::<i64>().ok(),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn checked_arguments_decide_as_throttle_does() {
+    for spec in [
+        "15 30 60 1",
+        "0 1 1 1",
+        "4 2000000 1 1",
+        "15 30 60 0",
+        "5 10 3600 7",
+    ] {
+        let parsed = args(spec);
+        let checked = parsed.check().expect("valid");
+        assert_eq!(checked.args(), &parsed);
+        for (now, stored) in [
+            (0, None),
+            (1_000_000_000, Some(999_999_999)),
+            (5, Some(i64::MAX)),
+        ] {
+            assert_eq!(
+                checked.throttle(now, stored),
+                throttle(now, stored, &parsed),
+                "{spec} {now} {stored:?}"
+            );
+        }
+    }
 }
 
 #[test]

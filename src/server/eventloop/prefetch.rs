@@ -1,0 +1,202 @@
+//! Before a pipelined batch runs: find each request's first argument after the name (the key
+//! of the commands rate limiters send) in the read buffer, and have the keyspace prefetch
+//! its entry and remember its hash (`store::prefetch`).
+//!
+//! The scan is a light one over RESP arrays of bulk strings, not the request parser: it stops
+//! at the first thing it does not expect (an inline command, an incomplete request, a
+//! request of many arguments) and leaves that to the parser, which sees every byte anyway.
+//! A first argument that is not a key (EVALSHA's SHA1, MULTI has none) costs a hash and a
+//! probe, no more. The batch's first request is not prefetched (its key is touched right
+//! away), and the scan starts only once the parser has found more bytes after it: at
+//! pipeline 1 it costs one comparison.
+
+use crate::store::Keyspace;
+use crate::store::prefetch::MAX_KEYS;
+
+/// Requests of more arguments than this end the scan (they are not what a pipeline of
+/// limiter calls holds, and skipping their arguments would cost more than it saves).
+const MAX_ARGS: usize = 8;
+
+/// Prefetches the keys of the complete requests in `rest` (what follows a batch's first
+/// request, which runs right away) for database `db`, up to `MAX_KEYS` of them. The caller
+/// holds a `store::prefetch::BatchHashes` for as long as the requests in `rest` run.
+pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
+    let mut pos = 0;
+    for _ in 0..MAX_KEYS {
+        let Some(((start, len), next)) = request(rest, pos) else {
+            return;
+        };
+        if let Some(key) = rest.get(start..start + len) {
+            keyspace.prefetch(db, key);
+        }
+        pos = next;
+    }
+}
+
+/// The request of 2 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
+/// of its second element and where the next request starts.
+#[inline]
+fn request(buf: &[u8], pos: usize) -> Option<((usize, usize), usize)> {
+    let (args, mut at) = header(buf, pos, b'*')?;
+    if !(2..=MAX_ARGS).contains(&args) {
+        return None;
+    }
+    let mut key = (0, 0);
+    for i in 0..args {
+        let (len, start) = header(buf, at, b'$')?;
+        let end = start + len;
+        if buf.get(end..end + 2)? != b"\r\n" {
+            return None;
+        }
+        if i == 1 {
+            key = (start, len);
+        }
+        at = end + 2;
+    }
+    Some((key, at))
+}
+
+/// `<prefix><digits>\r\n` at `pos`: the number and where the next byte is. At most 9 digits,
+/// so no overflow and no length beyond the buffer's reach is taken for real.
+#[inline]
+fn header(buf: &[u8], pos: usize, prefix: u8) -> Option<(usize, usize)> {
+    // One or two digits (argument counts, short keys and values): fixed offsets.
+    if let Some(&[p, a, b, c]) = buf
+        .get(pos..pos + 4)
+        .map(|w| <&[u8; 4]>::try_from(w).ok())?
+    {
+        let (da, db) = (a.wrapping_sub(b'0'), b.wrapping_sub(b'0'));
+        if p == prefix && da <= 9 {
+            if b == b'\r' && c == b'\n' {
+                return Some((usize::from(da), pos + 4));
+            }
+            if db <= 9 && c == b'\r' && buf.get(pos + 4) == Some(&b'\n') {
+                return Some((usize::from(da) * 10 + usize::from(db), pos + 5));
+            }
+        }
+    }
+    if *buf.get(pos)? != prefix {
+        return None;
+    }
+    let mut n = 0usize;
+    let mut at = pos + 1;
+    loop {
+        let b = *buf.get(at)?;
+        if b == b'\r' {
+            break;
+        }
+        let d = b.wrapping_sub(b'0');
+        if d > 9 || at - pos > 9 {
+            return None;
+        }
+        n = n * 10 + usize::from(d);
+        at += 1;
+    }
+    if at == pos + 1 || *buf.get(at + 1)? != b'\n' {
+        return None;
+    }
+    Some((n, at + 2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys `batch` would prefetch, ignoring its one-request rule.
+    fn keys(buf: &[u8]) -> Vec<&[u8]> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while out.len() < MAX_KEYS
+            && let Some(((start, len), next)) = request(buf, pos)
+        {
+            out.push(&buf[start..start + len]);
+            pos = next;
+        }
+        out
+    }
+
+    #[test]
+    fn headers_of_any_width() {
+        for n in [0usize, 7, 10, 99, 100, 123_456_789] {
+            let text = format!("*{n}\r\nrest");
+            assert_eq!(header(text.as_bytes(), 0, b'*'), Some((n, text.len() - 4)));
+            assert_eq!(header(text.as_bytes(), 0, b'$'), None);
+        }
+        for bad in [
+            &b"*"[..],
+            b"*1",
+            b"*1\r",
+            b"*\r\n",
+            b"*1\n\n",
+            b"*12\r",
+            b"*1x\r\n",
+            b"*1234567890\r\n",
+        ] {
+            assert_eq!(header(bad, 0, b'*'), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_batchs_keys_are_hashed_once() {
+        use crate::store::prefetch::{BatchHashes, recall};
+        let ks = Keyspace::new(1, 1, 0);
+        let two = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n".repeat(2);
+        {
+            let _hashes = BatchHashes::begin();
+            batch(&ks, 0, &two);
+            // Both keys' hashes kept, the ones the keyspace computes.
+            for key in [&two[17..19], &two[17 + 21..19 + 21]] {
+                assert_eq!(key, b"k1");
+                assert_eq!(recall(key), Some(crate::store::key_hash(b"k1")));
+                assert_eq!(ks.hash(key), crate::store::key_hash(b"k1"));
+            }
+        }
+        assert_eq!(recall(&two[17..19]), None);
+    }
+
+    #[test]
+    fn finds_each_complete_requests_first_argument() {
+        let two = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nv\r\n";
+        assert_eq!(keys(two), vec![&b"k1"[..], b"k2"]);
+        // An incomplete request ends the scan; so does one it does not expect.
+        assert_eq!(keys(&two[..two.len() - 1]), vec![&b"k1"[..]]);
+        let inline = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n";
+        assert_eq!(keys(inline), vec![&b"k1"[..]]);
+        // MULTI has no argument; EXEC neither: the scan stops there.
+        assert_eq!(
+            keys(b"*1\r\n$5\r\nMULTI\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n").len(),
+            0
+        );
+        let many = b"*9\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n$1\r\ng\r\n$1\r\nh\r\n$1\r\ni\r\n";
+        assert!(keys(many).is_empty());
+        // Binary and empty keys, and a length that lies.
+        assert_eq!(keys(b"*2\r\n$1\r\nX\r\n$0\r\n\r\n"), vec![&b""[..]]);
+        assert!(keys(b"*2\r\n$1\r\nX\r\n$99\r\nab\r\n").is_empty());
+        assert!(keys(b"*2\r\n$1\r\nX\r\n$999999999999\r\nab\r\n").is_empty());
+        assert!(keys(b"*2\r\n$-1\r\n").is_empty());
+    }
+
+    #[test]
+    fn stops_at_max_keys() {
+        let one = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        let buf: Vec<u8> = one.repeat(MAX_KEYS + 5);
+        assert_eq!(keys(&buf).len(), MAX_KEYS);
+    }
+
+    #[test]
+    fn any_bytes_are_scanned_without_panic() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2_000 {
+            let mut buf = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec();
+            for b in buf.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(7) {
+                    *b = (x >> 8) as u8;
+                }
+            }
+            let _ = keys(&buf);
+        }
+    }
+}
