@@ -1019,6 +1019,85 @@ fn manual_failovers_under_load_on_two_loops_lose_no_acknowledged_write() {
     }
 }
 
+/// The window itself, made wide: a script that read no pause runs for a second and a half
+/// when MFSTART arrives, and INCRements at its end. The master announces its offset only
+/// once the script has ended, so the promoted replica has the increment the script's
+/// client was told of.
+#[test]
+fn a_manual_failover_waits_for_a_write_already_past_the_pause() {
+    let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes: Vec<Node> = dirs
+        .iter()
+        .map(|d| {
+            Node::start_args(
+                d.path(),
+                free_port(),
+                free_port(),
+                1000,
+                &["--threads", "2"],
+            )
+        })
+        .collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        "1".into(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    wait_agreement(&ports, 6);
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", "slow", "0"]) == "+OK\r\n")
+        .expect("an owner of the key");
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, &ports) == Some(master))
+        .expect("a replica of that master");
+    wait_for(
+        "the replica's link to be up",
+        Duration::from_secs(10),
+        || cmd(replica, &["INFO", "replication"]).contains("master_link_status:up"),
+    );
+    // A script's clock is frozen: it runs long by counting, calibrated here to about 1.5 s
+    // (long past the replica's promotion, well within the five seconds a manual failover
+    // may take).
+    let spin = "for i = 1, tonumber(ARGV[1]) do end return 0";
+    let started = Instant::now();
+    assert_eq!(cmd(master, &["EVAL", spin, "0", "2000000"]), ":0\r\n");
+    let per_loop = started.elapsed().as_secs_f64() / 2e6;
+    let loops = ((1.5 / per_loop) as u64).clamp(2_000_000, 2_000_000_000);
+    let script = format!(
+        "{} return redis.call('INCR', KEYS[1])",
+        spin.trim_end_matches("return 0")
+    );
+    let mut slow = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], master)));
+    slow.send(&[
+        b"EVAL",
+        script.as_bytes(),
+        b"1",
+        b"slow",
+        loops.to_string().as_bytes(),
+    ]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(cmd(replica, &["CLUSTER", "FAILOVER"]), "+OK\r\n");
+    let ran = Instant::now();
+    assert_eq!(text(&slow.read_reply()), ":1\r\n");
+    eprintln!(
+        "the script ended {:?} after CLUSTER FAILOVER",
+        ran.elapsed()
+    );
+    wait_for("the replica to take over", Duration::from_secs(10), || {
+        cmd(replica, &["ROLE"]).contains("master") && master_of(master, &ports) == Some(replica)
+    });
+    assert_eq!(cmd(replica, &["GET", "slow"]), "$1\r\n1\r\n");
+}
+
 /// A master cut off from the majority of masters (here: the two others stopped with
 /// SIGSTOP) marks them PFAIL after the node timeout, counts itself in a minority and stops
 /// serving (-CLUSTERDOWN), as Redis does, so it cannot take writes the majority's failover
