@@ -78,7 +78,7 @@ fn client_pause_answers_once_the_writes_already_running_have_ended() {
         args.extend(members.iter().map(|m| m.as_bytes()));
         assert_eq!(admin.cmd(&args), b":100000\r\n");
         size += 100_000;
-        if size % 400_000 != 0 {
+        if !size.is_multiple_of(400_000) {
             continue;
         }
         let started = std::time::Instant::now();
