@@ -77,6 +77,11 @@ pub(crate) fn tick(shared: &Shared) {
         }
         return;
     }
+    // A write that read no pause may still be running (another thread): the offset is
+    // the last one once it has finished.
+    if !shared.pause.failover_settled() {
+        return;
+    }
     let offset = shared.repl.offset();
     let replicas = shared.repl.replicas();
     let synced = |r: &&std::sync::Arc<super::Attached>| r.ack.load(Ordering::Relaxed) == offset;

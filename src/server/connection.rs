@@ -329,7 +329,20 @@ async fn run<S: Transport>(
                         if let Some(reply) = gated.take() {
                             break Ran::reply(reply);
                         }
-                        let ran = engine::execute_may_block(shared, client, &args);
+                        // The pause read again inside a turn, so that a pause beginning
+                        // now waits for this command to end (see services::quiesce).
+                        let ran = {
+                            let _turn = services::quiesce::enter();
+                            (!shared.pause.is_set()
+                                || services::pause::passes(shared, client, &args))
+                            .then(|| engine::execute_may_block(shared, client, &args))
+                        };
+                        let Some(ran) = ran else {
+                            if !services::pause::gate(shared, client, &args).await {
+                                return Ok(());
+                            }
+                            continue;
+                        };
                         // A script took a shard this command needs after it passed the
                         // gate: through the gate again (see `engine::call`).
                         if matches!(ran.next, Next::Regate) {

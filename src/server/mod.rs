@@ -409,7 +409,11 @@ impl Server {
                 let bus = cluster.bus();
                 // A manual failover reads the replication offset and holds a master's writes
                 // (FAILOVER's own pause, which CLIENT UNPAUSE does not end).
-                let (offset, pause) = (Arc::downgrade(&shared), Arc::downgrade(&shared));
+                let (offset, pause, settled) = (
+                    Arc::downgrade(&shared),
+                    Arc::downgrade(&shared),
+                    Arc::downgrade(&shared),
+                );
                 bus.set_repl_hooks(
                     Box::new(move || offset.upgrade().map_or(0, |s| s.repl.offset())),
                     crate::cluster::bus::failover::PauseWrites(Box::new(move |on| {
@@ -417,6 +421,11 @@ impl Server {
                             s.pause.set_failover(on);
                         }
                     })),
+                    Box::new(move || {
+                        settled
+                            .upgrade()
+                            .is_some_and(|s| s.pause.failover_settled())
+                    }),
                 );
                 let weak = Arc::downgrade(&shared);
                 bus.set_publish_hook(Box::new(move |shard, channel, message| {

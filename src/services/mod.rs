@@ -1,7 +1,8 @@
 //! The server's services: long-lived subsystems the engine and the command handlers talk
 //! to, each owning one piece of `Shared`: the pub/sub registry (`pubsub`), the blocked
 //! clients (`blocking`), keyspace notifications (`notify`), the operators' statistics
-//! (`stats`), SLOWLOG (`slowlog`), the latency monitor (`latency`), client pause (`pause`),
+//! (`stats`), SLOWLOG (`slowlog`), the latency monitor (`latency`), client pause (`pause`) and knowing when the commands running as it began have ended
+//! (`quiesce`),
 //! the MONITOR feed (`monitor`), the per-request counters without shared atomics (`counter`), RDB persistence's scheduling (`persist`) and the memory cap
 //! at dispatch (`maxmemory`), and ACL users with the permission check (`acl`).
 
@@ -17,5 +18,6 @@ pub(crate) mod notify;
 pub(crate) mod pause;
 pub(crate) mod persist;
 pub(crate) mod pubsub;
+pub(crate) mod quiesce;
 pub(crate) mod slowlog;
 pub(crate) mod stats;

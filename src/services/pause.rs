@@ -15,6 +15,12 @@
 //! (one relaxed load otherwise). It may use `client`, `script` (for a script's flags) and
 //! the table; nothing here locks the keyspace. Each change of the pause also tells the
 //! keyspace until when to hold expiry (`hold_expiry`): no key is expired during a pause.
+//!
+//! A command that read no pause may still be running when one begins, on another thread
+//! (Redis, with one thread, has none). So the pause is read inside a turn
+//! (`services::quiesce`): CLIENT PAUSE answers only once every turn in progress when it
+//! began has ended, and a FAILOVER's pause (Sentinel's FAILOVER, CLUSTER FAILOVER's MFSTART)
+//! takes the offset its replica must reach only once `failover_settled` says so.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -27,6 +33,7 @@ use crate::engine::Roles;
 use crate::engine::table::CommandEntry;
 use crate::engine::{CmdId, Lookup, lookup};
 use crate::server::Shared;
+use crate::services::quiesce;
 
 /// No pause.
 const OFF: u8 = 0;
@@ -52,19 +59,36 @@ pub struct Pause {
     /// FAILOVER holds writes until it ends (Redis's `PAUSE_DURING_FAILOVER`, a pause of its
     /// own beside CLIENT PAUSE's: CLIENT UNPAUSE does not end it).
     failover: AtomicBool,
+    /// The turns in progress when the FAILOVER pause began, while it is in force.
+    failover_turns: Mutex<Option<quiesce::Snapshot>>,
 }
 
 impl Pause {
     /// True when a pause may be in force (cheap; the gate decides).
     #[inline]
     pub fn is_set(&self) -> bool {
-        self.mode.load(Ordering::Relaxed) != OFF || self.failover.load(Ordering::Relaxed)
+        // Sequentially consistent, as the stores that set a pause and a turn's beginning
+        // (see services::quiesce): a plain load on x86.
+        self.mode.load(Ordering::SeqCst) != OFF || self.failover.load(Ordering::SeqCst)
     }
 
     /// Holds (or releases) write commands for a FAILOVER, whatever CLIENT PAUSE does.
     pub fn set_failover(&self, on: bool) {
-        self.failover.store(on, Ordering::Relaxed);
+        self.failover.store(on, Ordering::SeqCst);
+        let turns = on.then(quiesce::Snapshot::take);
+        if let Ok(mut t) = self.failover_turns.lock() {
+            *t = turns;
+        }
         self.changed.notify_waiters();
+    }
+
+    /// True while the FAILOVER pause is in force and no command that read no pause is still
+    /// running: the replication offset read now is the last one until the pause ends.
+    pub fn failover_settled(&self) -> bool {
+        match self.failover_turns.lock() {
+            Ok(mut t) => t.as_mut().is_some_and(quiesce::Snapshot::settled),
+            Err(_) => false,
+        }
     }
 
     /// Clients waiting for the pause to end.
@@ -102,7 +126,7 @@ impl Pause {
             if s.1 < now_ms {
                 *s = (OFF, 0);
             }
-            self.mode.store(s.0, Ordering::Relaxed);
+            self.mode.store(s.0, Ordering::SeqCst);
         }
         self.changed.notify_waiters();
     }
@@ -146,6 +170,12 @@ impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// True when no pause in force covers this command (the check `gate` waits on, once).
+pub(crate) fn passes(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+    let mode = shared.pause.current(shared.clock.now_ms());
+    mode == OFF || !covers(shared, client, args, mode)
 }
 
 /// Waits while a pause covers this command. Returns false if the connection should close

@@ -53,6 +53,59 @@ fn pause_write_holds_writes_until_unpause_and_lets_reads_through() {
     assert_eq!(info_field(&mut reader, "clients", "blocked_clients"), "0");
 }
 
+/// Redis's guarantee, on a server running commands on two event loops: once CLIENT PAUSE
+/// WRITE has answered OK, no write is still running. A SUNIONSTORE of a large set (about
+/// half a second) that began on the other loop before the pause has finished when OK
+/// arrives: INFO counts its call (counted as it ends; INFO waits for no key).
+#[test]
+fn client_pause_answers_once_the_writes_already_running_have_ended() {
+    let server = crate::proc::SluiceProcess::start(&["--threads", "2"]);
+    // Connections are dealt to the loops in turn: these two run on different loops.
+    let mut admin = Conn::connect(server.addr());
+    let mut slow = Conn::connect(server.addr());
+    let calls = |conn: &mut Conn| -> u64 {
+        let info = String::from_utf8_lossy(&conn.cmd(&[b"INFO", b"commandstats"])).into_owned();
+        info.lines()
+            .find_map(|l| l.strip_prefix("cmdstat_sunionstore:calls="))
+            .and_then(|v| v.split(',').next())
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    // Calibrated: a set whose copy takes about half a second here (bounded).
+    let mut size = 0u64;
+    while size < 2_000_000 {
+        let members: Vec<String> = (size..size + 100_000).map(|i| i.to_string()).collect();
+        let mut args: Vec<&[u8]> = vec![b"SADD", b"big"];
+        args.extend(members.iter().map(|m| m.as_bytes()));
+        assert_eq!(admin.cmd(&args), b":100000\r\n");
+        size += 100_000;
+        if !size.is_multiple_of(400_000) {
+            continue;
+        }
+        let started = std::time::Instant::now();
+        assert_eq!(
+            admin.cmd(&[b"SUNIONSTORE", b"copy", b"big"]),
+            format!(":{size}\r\n").as_bytes()
+        );
+        if started.elapsed() >= Duration::from_millis(400) {
+            break;
+        }
+    }
+    let before = calls(&mut admin);
+    slow.send(&[b"SUNIONSTORE", b"copy", b"big"]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        admin.cmd(&[b"CLIENT", b"PAUSE", b"100000", b"WRITE"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(
+        calls(&mut admin),
+        before + 1,
+        "the SUNIONSTORE under way has ended"
+    );
+    assert_eq!(slow.read_reply(), format!(":{size}\r\n").as_bytes());
+    assert_eq!(admin.cmd(&[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+}
+
 #[test]
 fn pause_all_holds_every_command_and_the_server_clock_ends_it() {
     let server = sluice();

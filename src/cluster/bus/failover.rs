@@ -22,8 +22,10 @@
 //! Either side gives up after five seconds (`CLUSTER_MF_TIMEOUT`), and the master's writes
 //! resume then, or as soon as it follows the winner.
 //!
-//! Differences from Redis: the rank orders the master's replicas by name, not by replication
-//! offset (the bus does not see the offset), and the replica's data age is not checked
+//! The rank orders the master's replicas by replication offset, as Redis's: the one that
+//! has processed most of the stream asks first, a second earlier per replica ahead of it.
+//!
+//! Difference from Redis: the replica's data age is not checked
 //! (`cluster-replica-validity-factor`): a replica that lost its master long ago may still win.
 
 use rand::RngExt;
@@ -71,6 +73,10 @@ impl std::fmt::Debug for PauseWrites {
 }
 
 impl State {
+    /// This replica's place in its master's election order (Redis's
+    /// `clusterGetSlaveRank`): how many of the master's other replicas that may fail over
+    /// have processed more of its stream (their offsets, from their messages' headers).
+    /// Replicas level with each other share a rank; the random part of the delay parts them.
     fn rank(&self) -> u64 {
         let me = self.me();
         let Some(master) = &me.slaveof else { return 0 };
@@ -79,7 +85,7 @@ impl State {
             .filter(|n| {
                 n.slaveof.as_ref() == Some(master)
                     && !n.is(flag::MYSELF | flag::NOFAILOVER)
-                    && n.name < me.name
+                    && n.repl_offset > me.repl_offset
             })
             .count() as u64
     }
@@ -215,6 +221,17 @@ impl State {
             }
             return;
         }
+        // Before the request goes out, a replica that others have overtaken waits a second
+        // longer for each (Redis: "Slave rank updated", not for a manual failover).
+        if !e.auth_sent && !manual {
+            let rank = self.rank();
+            let e = &mut self.election;
+            if rank > e.auth_rank {
+                e.auth_time += (rank - e.auth_rank) * 1000;
+                e.auth_rank = rank;
+            }
+        }
+        let e = &mut self.election;
         if now < e.auth_time || now - e.auth_time > auth_timeout {
             return;
         }
@@ -222,7 +239,7 @@ impl State {
             self.current_epoch += 1;
             self.election.auth_epoch = self.current_epoch;
             self.election.auth_sent = true;
-            let mut header = self.header(0);
+            let mut header = self.header(self.me().repl_offset);
             if manual {
                 header.mflags[0] |= mflag::FORCEACK;
             }
@@ -336,7 +353,7 @@ impl State {
         if let Some(l) = link {
             let bytes = Message {
                 kind: kind::FAILOVER_AUTH_ACK,
-                header: self.header(0),
+                header: self.header(self.me().repl_offset),
                 body: Body::Empty,
             }
             .encode();
@@ -397,6 +414,54 @@ mod tests {
             allow_replica_migration: true,
         };
         parse(&text, settings, 1).unwrap()
+    }
+
+    /// Redis's `clusterGetSlaveRank`: the replicas ahead of this one in the stream, among
+    /// its master's that may fail over; a level one does not count.
+    #[test]
+    fn the_rank_counts_the_replicas_with_more_of_the_stream() {
+        let mut st = cluster(R);
+        let mut add = |name: &str, offset: u64, flags: u16| {
+            let mut n = st.nodes[R].clone();
+            n.name = name.to_string();
+            n.flags = (n.flags & !flag::MYSELF) | flags;
+            n.repl_offset = offset;
+            st.nodes.insert(name.to_string(), n);
+        };
+        add("e".repeat(40).as_str(), 900, 0);
+        add("f".repeat(40).as_str(), 500, 0);
+        add("0".repeat(40).as_str(), 2000, flag::NOFAILOVER);
+        st.me_mut().repl_offset = 500;
+        assert_eq!(
+            st.rank(),
+            1,
+            "one ahead; the level one and the no-failover one are not"
+        );
+        st.me_mut().repl_offset = 1000;
+        assert_eq!(st.rank(), 0, "the name does not matter");
+        st.me_mut().repl_offset = 100;
+        assert_eq!(st.rank(), 2);
+    }
+
+    /// A replica overtaken while it waits for its election delays it a second per replica
+    /// now ahead of it.
+    #[test]
+    fn an_overtaken_replica_waits_longer() {
+        let mut st = cluster(R);
+        st.nodes.get_mut(A).unwrap().flags |= flag::FAIL;
+        st.me_mut().repl_offset = 500;
+        st.handle_replica_failover(100_000);
+        let (start, rank) = (st.election.auth_time, st.election.auth_rank);
+        assert_eq!(rank, 0);
+        let mut other = st.nodes[R].clone();
+        other.name = "e".repeat(40);
+        other.flags &= !flag::MYSELF;
+        other.repl_offset = 600;
+        st.nodes.insert(other.name.clone(), other);
+        st.handle_replica_failover(100_001);
+        assert_eq!(st.election.auth_rank, 1);
+        assert_eq!(st.election.auth_time, start + 1000);
+        assert!(!st.election.auth_sent);
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub type PublishHook = Box<dyn Fn(bool, &[u8], &[u8]) + Send + Sync>;
 /// This node's replication offset, as the server reads it: a master's stream, or what a
 /// replica has processed of its master's.
 pub type OffsetHook = Box<dyn Fn() -> u64 + Send + Sync>;
+/// Whether a manual failover's pause has settled: no write that began before it is still
+/// running (`services::pause::Pause::failover_settled`).
+pub type SettledHook = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// The bus of one node.
 pub struct Bus {
@@ -65,6 +68,7 @@ pub struct Bus {
     hook: OnceLock<Hook>,
     publish_hook: OnceLock<PublishHook>,
     offset_hook: OnceLock<OffsetHook>,
+    settled_hook: OnceLock<SettledHook>,
     seq: AtomicU64,
     /// Set at shutdown: the bus thread stops.
     pub stop: AtomicBool,
@@ -138,6 +142,7 @@ impl Bus {
             hook: OnceLock::new(),
             publish_hook: OnceLock::new(),
             offset_hook: OnceLock::new(),
+            settled_hook: OnceLock::new(),
             seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             listener: Mutex::new(Some(listener)),
@@ -166,22 +171,32 @@ impl Bus {
 
     /// Installs what a manual failover needs from the server (once): the replication offset
     /// the bus sends in its headers and compares, and the hold on a master's writes.
-    pub fn set_repl_hooks(&self, offset: OffsetHook, pause_writes: failover::PauseWrites) {
+    pub fn set_repl_hooks(
+        &self,
+        offset: OffsetHook,
+        pause_writes: failover::PauseWrites,
+        settled: SettledHook,
+    ) {
         let _ = self.offset_hook.set(offset);
+        let _ = self.settled_hook.set(settled);
         self.lock().pause_writes = Some(pause_writes);
     }
 
     /// The state, locked, with this node's replication offset refreshed first (the offset
     /// is read before the lock is taken: the server's feed is never locked inside it).
     pub fn lock_fresh(&self) -> MutexGuard<'_, State> {
+        // Whether the writes held by a manual failover's pause have settled (none that read
+        // no pause is still running), asked before the offset is read: then the offset is
+        // the paused one.
+        let settled = self.settled_hook.get().is_some_and(|f| f());
         let offset = self.offset_hook.get().map(|f| f());
         let mut st = self.lock();
         if let Some(o) = offset {
             st.me_mut().repl_offset = o;
         }
         // A pause is only ever begun on the bus thread, the one caller: if one was in force
-        // when this hold began, it was in force when the offset was read.
-        st.offset_after_pause = st.election.mf_replica.is_some();
+        // and settled when this hold began, it was when the offset was read.
+        st.offset_after_pause = st.election.mf_replica.is_some() && settled;
         st
     }
 

@@ -439,9 +439,9 @@ impl State {
                     l.node = Some(s.clone());
                 }
             }
-            if n.is_master() || h.slaveof == NULL_NAME {
-                n.repl_offset = h.offset;
-            }
+            // Every node's header carries its replication offset (Redis records it from
+            // any sender): a replica's is what its siblings rank themselves against.
+            n.repl_offset = h.offset;
             self.on_master_paused(s, h);
             if h.current_epoch > self.current_epoch {
                 self.current_epoch = h.current_epoch;

@@ -63,9 +63,23 @@ impl Command for ClientPause {
         };
         ctx.shared.pause.pause(self.mode, end, ctx.now_ms);
         crate::services::pause::hold_expiry(ctx.shared);
+        // Redis's guarantee: once OK is answered, no write is running. Commands on other
+        // threads that read no pause may be: wait for their turns (microseconds, or a
+        // script running on another loop; bounded all the same). Not inside EXEC, whose
+        // held keys another thread's command may be waiting for.
+        if ctx.shared.pause.is_set()
+            && !ctx.in_exec
+            && !ctx.in_script
+            && !crate::services::quiesce::Snapshot::take().wait(PAUSE_SETTLES_WITHIN)
+        {
+            tracing::warn!("CLIENT PAUSE: a command begun before the pause is still running");
+        }
         Ok(Reply::ok())
     }
 }
+
+/// How long CLIENT PAUSE waits for the commands running when it began.
+const PAUSE_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// CLIENT UNPAUSE
 #[derive(Debug)]

@@ -248,6 +248,8 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         }
+        // A turn, for a pause to know when the commands run in it have ended (quiesce).
+        let in_turn = crate::services::quiesce::enter();
         let mut kills = std::mem::take(&mut *state.deferred_kills.borrow_mut());
         for ev in events.iter() {
             if ev.token() == WAKE {
@@ -322,6 +324,7 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 conn.queued = false;
             }
         }
+        drop(in_turn);
         // What the replies acknowledge reaches the append-only file first (and the disk,
         // with `appendfsync always`), as Redis flushes it before writing replies.
         if !state.writes.borrow().is_empty() {
