@@ -47,7 +47,7 @@ fn keyword_is(a: &[u8], keyword: &str) -> bool {
 /// then what Redis 7.0's key specs find (the argument after the first `STORE`, after the
 /// first `STOREDIST`), then the key the command really stores into if those miss it (a
 /// repeated keyword: the last one wins), so that it is locked too.
-fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
+fn radius_keys(args: &[&[u8]], start: usize) -> Vec<usize> {
     let after = |keyword: &str| {
         (start..args.len().saturating_sub(1))
             .find(|&i| keyword_is(&args[i], keyword))
@@ -66,7 +66,7 @@ fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
 
 /// The destination [`run_search`] takes for a GEORADIUS form: the option parse without
 /// its checks (an option it refuses ends the parse with an error, storing nothing).
-fn stored_key(args: &[Bytes], start: usize) -> Option<usize> {
+fn stored_key(args: &[&[u8]], start: usize) -> Option<usize> {
     let mut key = None;
     let mut i = start;
     while i < args.len() {
@@ -288,9 +288,9 @@ pub(crate) struct GeoAdd {
     zadd: Vec<Bytes>,
 }
 
-impl Command for GeoAdd {
+impl Command<'_> for GeoAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let (mut nx, mut xx, mut ch) = (false, false, false);
         let mut options = Vec::new();
         while let Some(opt) = a.peek() {
@@ -303,7 +303,7 @@ impl Command for GeoAdd {
             } else {
                 break;
             }
-            options.push(a.next()?.clone());
+            options.push(a.next_owned()?);
         }
         let rest = a.rest();
         // No triple at all reaches ZADD in Redis, which answers the same syntax error.
@@ -315,7 +315,7 @@ impl Command for GeoAdd {
             .map(|t| {
                 let (lon, lat) = lon_lat(&t[0], &t[1])?;
                 let score = hash::encode_wgs84(lon, lat).unwrap_or(0);
-                Ok((score as f64, t[2].clone()))
+                Ok((score as f64, Bytes::copy_from_slice(t[2])))
             })
             .collect::<CmdResult<_>>()?;
         let flags = AddFlags {
@@ -359,11 +359,11 @@ pub(crate) struct GeoPos {
     members: Vec<Bytes>,
 }
 
-impl Command for GeoPos {
+impl Command<'_> for GeoPos {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GeoPos {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -391,11 +391,11 @@ pub(crate) struct GeoHash {
     members: Vec<Bytes>,
 }
 
-impl Command for GeoHash {
+impl Command<'_> for GeoHash {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GeoHash {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -424,11 +424,11 @@ pub(crate) struct GeoDist {
     to_meters: f64,
 }
 
-impl Command for GeoDist {
+impl Command<'_> for GeoDist {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let m1 = a.next()?.clone();
-        let m2 = a.next()?.clone();
+        let key = a.next_owned()?;
+        let m1 = a.next_owned()?;
+        let m2 = a.next_owned()?;
         let to_meters = match a.remaining() {
             0 => 1.0,
             1 => unit(a.next()?)?,
@@ -500,7 +500,7 @@ struct Point {
     score: f64,
 }
 
-fn search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> Reply {
+fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) -> Reply {
     match run_search(ctx, args, flavor) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -514,7 +514,7 @@ fn member_position(z: &SortedSet, member: &[u8]) -> CmdResult<(f64, f64)> {
         .ok_or(CmdError::msg("ERR could not decode requested zset member"))
 }
 
-fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Reply> {
+fn run_search(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) -> CmdResult<Reply> {
     let zlimits = ctx.shared.live.zset_limits();
     // The table's arity guarantees the fixed arguments; a missing one reads as empty.
     let arg = |i: usize| args.get(i).map_or(&[][..], |b| &b[..]);
@@ -544,7 +544,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
         }
         Flavor::Search => 2,
         Flavor::SearchStore => {
-            storekey = Some(owned(1));
+            storekey = Some(Bytes::copy_from_slice(owned(1)));
             3
         }
     };
@@ -580,7 +580,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
             i += 1;
         } else if (is("store") || is("storedist")) && i + 1 < remaining && flavor.may_store() {
             // `radius_keys` locked this key (it follows this parse).
-            storekey = Some(owned(base + i + 1));
+            storekey = Some(Bytes::copy_from_slice(owned(base + i + 1)));
             storedist = is("storedist");
             i += 1;
         } else if is("storedist") && flavor == Flavor::SearchStore {
@@ -750,11 +750,11 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
 
 /// GEORADIUS, GEORADIUSBYMEMBER and GEOSEARCHSTORE reach replicas as sent, and only when
 /// they changed the destination (Redis propagates a command that made the data dirty).
-fn propagate_store(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) {
+fn propagate_store(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) {
     let writes = flavor.may_store() || flavor == Flavor::SearchStore;
     if writes && crate::commands::hashttl::propagating(ctx) {
         let db = ctx.db();
-        ctx.propagate.push((db, args.to_vec()));
+        ctx.propagate.push((db, crate::engine::args::owned(args)));
     }
 }
 

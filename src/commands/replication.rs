@@ -75,7 +75,7 @@ fn err(msg: &'static str) -> Reply {
 }
 
 /// REPLICAOF host port | NO ONE.
-fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replicaof(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     if shared.cluster.is_some() {
         return err("ERR REPLICAOF not allowed in cluster mode.");
@@ -113,7 +113,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// ROLE.
-fn role(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn role(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     let repl = &ctx.shared.repl;
     match repl.link() {
         None => {
@@ -150,7 +150,7 @@ fn role(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
 }
 
 /// REPLCONF option value [option value …]: what a replica says about itself before PSYNC.
-fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replconf(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len().is_multiple_of(2) {
         return err("ERR syntax error");
     }
@@ -187,7 +187,7 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// PSYNC replid offset \[FAILOVER\]: the connection becomes a replica's feed (see
 /// `repl::master`). With FAILOVER (sent by a master handing over to this replica, see
 /// `repl::failover`) this node first becomes a master, if it followed that master's history.
-fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn psync(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 3 && args[3].eq_ignore_ascii_case(b"failover") {
         let shared = ctx.shared;
         tracing::info!(
@@ -211,7 +211,7 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// SYNC: the old full synchronization (no +FULLRESYNC line).
-fn sync(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn sync(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     start_sync(ctx, String::new(), -1)
 }
 
@@ -230,7 +230,7 @@ fn start_sync(ctx: &mut Ctx<'_>, replid: String, offset: i64) -> Reply {
 
 /// `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` or `FAILOVER ABORT`: checked as Redis 7.0
 /// checks it, then run by `repl::failover`.
-fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn failover(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     use crate::repl::{FailoverState, failover};
     let shared = ctx.shared;
     if shared.cluster.is_some() {
@@ -243,7 +243,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         failover::abort(shared, "Failover manually aborted");
         return Reply::ok();
     }
-    let long = |a: &Bytes| crate::num::parse_i64(a);
+    let long = |a: &[u8]| crate::num::parse_i64(a);
     let not_int = || err("ERR value is not an integer or out of range");
     let mut timeout_ms: i64 = 0;
     let mut force = false;
@@ -252,7 +252,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     while j < args.len() {
         let a = &args[j];
         if a.eq_ignore_ascii_case(b"timeout") && j + 1 < args.len() && timeout_ms == 0 {
-            let Some(t) = long(&args[j + 1]) else {
+            let Some(t) = long(args[j + 1]) else {
                 return not_int();
             };
             if t <= 0 {
@@ -261,7 +261,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             timeout_ms = t;
             j += 2;
         } else if a.eq_ignore_ascii_case(b"to") && j + 2 < args.len() && to.is_none() {
-            let Some(port) = long(&args[j + 2]) else {
+            let Some(port) = long(args[j + 2]) else {
                 return not_int();
             };
             to = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));

@@ -6,7 +6,9 @@
 use crate::services::notify::class;
 use bytes::Bytes;
 
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
+use crate::engine::{
+    ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as, run_borrowed,
+};
 use crate::error::{CmdError, CmdResult};
 use crate::num::long_double::{self, LongDouble};
 use crate::num::parse_i64;
@@ -17,20 +19,16 @@ use crate::store::access::{StringMut, StringValue};
 
 /// The string commands.
 pub(crate) static COMMANDS: &[C] = &[
-    C::new(
-        "get",
-        2,
-        &["readonly", "fast"],
-        C::keys(1, 1, 1),
-        run::<Get>,
-    )
+    C::new("get", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_borrowed::<Get>(c, a)
+    })
     .with_acl(&["@read", "@string", "@fast"]),
     C::new(
         "set",
         -3,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<Set>,
+        |c, a| run_borrowed::<Set>(c, a),
     )
     .with_effect(crate::repl::effects::Effect::Set)
     .with_acl(&["@write", "@string", "@slow"])
@@ -84,13 +82,9 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_effect(crate::repl::effects::Effect::GetDel)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "delete"]),
-    C::new(
-        "getex",
-        -2,
-        &["write", "fast"],
-        C::keys(1, 1, 1),
-        run::<GetEx>,
-    )
+    C::new("getex", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_borrowed::<GetEx>(c, a)
+    })
     .with_effect(crate::repl::effects::Effect::GetEx)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "update"])
@@ -231,16 +225,16 @@ impl TtlUnit {
 /// Reads a TTL option's value into `ttl` (SET, GETEX). Redis lets the same unit repeat (the
 /// last value wins) but refuses another unit, a conflicting option (`conflict`: KEEPTTL,
 /// PERSIST) or a missing value, all as a syntax error.
-fn read_ttl_option(
-    a: &mut ArgCursor<'_>,
+fn read_ttl_option<'a>(
+    a: &mut ArgCursor<'a>,
     unit: TtlUnit,
-    ttl: &mut Option<(TtlUnit, Bytes)>,
+    ttl: &mut Option<(TtlUnit, &'a [u8])>,
     conflict: bool,
 ) -> CmdResult<()> {
     if ttl.as_ref().is_some_and(|(u, _)| *u != unit) || conflict || a.remaining() == 0 {
         return Err(CmdError::Syntax);
     }
-    *ttl = Some((unit, a.next()?.clone()));
+    *ttl = Some((unit, a.next()?));
     Ok(())
 }
 
@@ -275,15 +269,13 @@ pub(crate) fn expire_deadline(
 
 /// GET key
 #[derive(Debug)]
-pub(crate) struct Get {
-    key: Bytes,
+pub(crate) struct Get<'a> {
+    key: &'a [u8],
 }
 
-impl Command for Get {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Get {
-            key: a.next()?.clone(),
-        })
+impl<'a> Command<'a> for Get<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        Ok(Get { key: a.next()? })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
@@ -319,20 +311,20 @@ enum Ttl {
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
 #[derive(Debug)]
-pub(crate) struct Set {
-    key: Bytes,
-    value: Bytes,
+pub(crate) struct Set<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
     cond: Cond,
     get: bool,
-    ttl: Option<(TtlUnit, Bytes)>,
+    ttl: Option<(TtlUnit, &'a [u8])>,
     keep_ttl: bool,
 }
 
-impl Command for Set {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for Set<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let mut s = Set {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next()?,
+            value: a.next()?,
             cond: Cond::Always,
             get: false,
             ttl: None,
@@ -354,9 +346,10 @@ impl Command for Set {
                 b"IFEQ" | b"IFNE" | b"IFDEQ" | b"IFDNE"
                     if s.cond == Cond::Always && a.remaining() > 0 =>
                 {
-                    let arg = a.next()?.clone();
+                    let arg = a.next()?;
                     s.cond = Cond::If(
-                        super::strex::Compare::from_option(&opt, arg).ok_or(CmdError::Syntax)?,
+                        super::strex::Compare::from_option(&opt, Bytes::copy_from_slice(arg))
+                            .ok_or(CmdError::Syntax)?,
                     );
                     continue;
                 }
@@ -429,11 +422,11 @@ pub(crate) struct SetNx {
     value: Bytes,
 }
 
-impl Command for SetNx {
+impl Command<'_> for SetNx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SetNx {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -466,15 +459,15 @@ pub(crate) struct SetEx {
     value: Bytes,
 }
 
-impl VariantCommand for SetEx {
+impl VariantCommand<'_> for SetEx {
     type Variant = Precision;
 
     fn parse(a: &mut ArgCursor<'_>, precision: Precision) -> CmdResult<Self> {
         Ok(SetEx {
             precision,
-            key: a.next()?.clone(),
-            ttl: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            ttl: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -497,11 +490,11 @@ pub(crate) struct GetSet {
     value: Bytes,
 }
 
-impl Command for GetSet {
+impl Command<'_> for GetSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetSet {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -518,10 +511,10 @@ pub(crate) struct GetDel {
     key: Bytes,
 }
 
-impl Command for GetDel {
+impl Command<'_> for GetDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetDel {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -537,16 +530,16 @@ impl Command for GetDel {
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 #[derive(Debug)]
-pub(crate) struct GetEx {
-    key: Bytes,
-    ttl: Option<(TtlUnit, Bytes)>,
+pub(crate) struct GetEx<'a> {
+    key: &'a [u8],
+    ttl: Option<(TtlUnit, &'a [u8])>,
     persist: bool,
 }
 
-impl Command for GetEx {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for GetEx<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let mut g = GetEx {
-            key: a.next()?.clone(),
+            key: a.next()?,
             ttl: None,
             persist: false,
         };
@@ -595,10 +588,10 @@ pub(crate) struct MGet {
     keys: Vec<Bytes>,
 }
 
-impl Command for MGet {
+impl Command<'_> for MGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MGet {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -637,7 +630,7 @@ pub(crate) struct MSet {
     pairs: Vec<(Bytes, Bytes)>,
 }
 
-impl VariantCommand for MSet {
+impl VariantCommand<'_> for MSet {
     type Variant = MSetMode;
 
     fn parse(a: &mut ArgCursor<'_>, mode: MSetMode) -> CmdResult<Self> {
@@ -655,7 +648,7 @@ impl VariantCommand for MSet {
             mode,
             pairs: rest
                 .chunks(2)
-                .map(|p| (p[0].clone(), p[1].clone()))
+                .map(|p| (Bytes::copy_from_slice(p[0]), Bytes::copy_from_slice(p[1])))
                 .collect(),
         })
     }
@@ -710,17 +703,17 @@ pub(crate) enum Step {
 
 /// INCR key / DECR key
 #[derive(Debug)]
-pub(crate) struct Incr {
-    key: Bytes,
+pub(crate) struct Incr<'a> {
+    key: &'a [u8],
     by: i64,
 }
 
-impl VariantCommand for Incr {
+impl<'a> VariantCommand<'a> for Incr<'a> {
     type Variant = Step;
 
-    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
+    fn parse(a: &mut ArgCursor<'a>, step: Step) -> CmdResult<Self> {
         Ok(Incr {
-            key: a.next()?.clone(),
+            key: a.next()?,
             by: match step {
                 Step::Up => 1,
                 Step::Down => -1,
@@ -734,16 +727,16 @@ impl VariantCommand for Incr {
 
 /// INCRBY key n / DECRBY key n
 #[derive(Debug)]
-pub(crate) struct IncrBy {
-    key: Bytes,
+pub(crate) struct IncrBy<'a> {
+    key: &'a [u8],
     by: i64,
 }
 
-impl VariantCommand for IncrBy {
+impl<'a> VariantCommand<'a> for IncrBy<'a> {
     type Variant = Step;
 
-    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, step: Step) -> CmdResult<Self> {
+        let key = a.next()?;
         let by = a.next_i64()?;
         let by = match step {
             Step::Up => by,
@@ -770,11 +763,11 @@ pub(crate) struct IncrByFloat {
     by: Bytes,
 }
 
-impl Command for IncrByFloat {
+impl Command<'_> for IncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(IncrByFloat {
-            key: a.next()?.clone(),
-            by: a.next()?.clone(),
+            key: a.next_owned()?,
+            by: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -812,11 +805,11 @@ pub(crate) struct Append {
     value: Bytes,
 }
 
-impl Command for Append {
+impl Command<'_> for Append {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Append {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -856,10 +849,10 @@ pub(crate) struct StrLen {
     key: Bytes,
 }
 
-impl Command for StrLen {
+impl Command<'_> for StrLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(StrLen {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

@@ -8,7 +8,7 @@
 
 use bytes::Bytes;
 
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run_borrowed};
 use crate::error::{CmdError, CmdResult};
 use crate::limiter::gcra::{self, ThrottleArgs, ThrottleError};
 use crate::protocol::Reply;
@@ -25,7 +25,7 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
     -1,
     &["write", "denyoom"],
     C::keys(1, 1, 1),
-    run::<Throttle>,
+    |c, a| run_borrowed::<Throttle>(c, a),
 )
 .with_effect(crate::repl::effects::Effect::KeyState)
 .with_reported_arity(-5)
@@ -37,18 +37,17 @@ fn cell_error(e: ThrottleError) -> CmdError {
 
 /// `CL.THROTTLE key max_burst count period [quantity]`
 #[derive(Debug)]
-pub(crate) struct Throttle {
-    key: Bytes,
+pub(crate) struct Throttle<'a> {
+    key: &'a [u8],
     args: ThrottleArgs,
 }
 
-impl Command for Throttle {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for Throttle<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let rest = a.rest();
         let (_, args) = gcra::parse_command(rest).map_err(cell_error)?;
-        // The key is the first argument (parse_command accepted it): share its bytes
-        // rather than copy them.
-        let key = rest.first().cloned().unwrap_or_default();
+        // The key is the first argument (parse_command accepted it), borrowed.
+        let key = rest.first().copied().unwrap_or_default();
         Ok(Throttle { key, args })
     }
 

@@ -31,6 +31,7 @@ use crate::engine::args::parse_scan_cursor;
 use crate::engine::args::{glob_match, is};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
+    run_borrowed,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::{format_double, parse_double, parse_i64};
@@ -74,7 +75,7 @@ pub(crate) static COMMANDS: &[C] = &[
         2,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<ZCard>,
+        |c, a| run_borrowed::<ZCard>(c, a),
     )
     .with_acl(&["@read", "@sortedset", "@fast"])
     .with_key_flags(&["RO"]),
@@ -327,7 +328,7 @@ impl AddArgs {
     /// goes through the same parser with `INCR` preset, so `ZINCRBY key nx m` is a syntax
     /// error in sluice as in Redis (the option eats the increment, leaving an odd count).
     fn parse(a: &mut ArgCursor<'_>, incr: bool) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let mut flags = AddFlags {
             incr,
             ..AddFlags::default()
@@ -358,7 +359,12 @@ impl AddArgs {
         flags.validate(rest.len() / 2).map_err(zset_error)?;
         let pairs = rest
             .chunks_exact(2)
-            .map(|p| Ok((parse_double(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
+            .map(|p| {
+                Ok((
+                    parse_double(p[0]).ok_or(CmdError::NotFloat)?,
+                    Bytes::copy_from_slice(p[1]),
+                ))
+            })
             .collect::<CmdResult<_>>()?;
         Ok(AddArgs {
             key,
@@ -459,7 +465,7 @@ struct AddTally {
 #[derive(Debug)]
 pub(crate) struct ZAdd(AddArgs);
 
-impl Command for ZAdd {
+impl Command<'_> for ZAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         AddArgs::parse(a, false).map(ZAdd)
     }
@@ -472,7 +478,7 @@ impl Command for ZAdd {
 #[derive(Debug)]
 pub(crate) struct ZIncrBy(AddArgs);
 
-impl Command for ZIncrBy {
+impl Command<'_> for ZIncrBy {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         AddArgs::parse(a, true).map(ZIncrBy)
     }
@@ -488,11 +494,11 @@ pub(crate) struct ZRem {
     members: Vec<Bytes>,
 }
 
-impl Command for ZRem {
+impl Command<'_> for ZRem {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZRem {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -521,15 +527,13 @@ impl Command for ZRem {
 
 /// `ZCARD key`
 #[derive(Debug)]
-pub(crate) struct ZCard {
-    key: Bytes,
+pub(crate) struct ZCard<'a> {
+    key: &'a [u8],
 }
 
-impl Command for ZCard {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ZCard {
-            key: a.next()?.clone(),
-        })
+impl<'a> Command<'a> for ZCard<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        Ok(ZCard { key: a.next()? })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let n = read_zset(ctx, &self.key)?.map_or(0, |z| z.len());
@@ -544,9 +548,9 @@ pub(crate) struct ZCount {
     range: ScoreRange,
 }
 
-impl Command for ZCount {
+impl Command<'_> for ZCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let range = ScoreRange::parse(a.next()?, a.next()?).ok_or_else(min_max_not_float)?;
         Ok(ZCount { key, range })
     }
@@ -563,9 +567,9 @@ pub(crate) struct ZLexCount {
     range: LexRange,
 }
 
-impl Command for ZLexCount {
+impl Command<'_> for ZLexCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let range = LexRange::parse(a.next()?, a.next()?).ok_or_else(lex_range_invalid)?;
         Ok(ZLexCount { key, range })
     }
@@ -582,11 +586,11 @@ pub(crate) struct ZScore {
     member: Bytes,
 }
 
-impl Command for ZScore {
+impl Command<'_> for ZScore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZScore {
-            key: a.next()?.clone(),
-            member: a.next()?.clone(),
+            key: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -602,11 +606,11 @@ pub(crate) struct ZMScore {
     members: Vec<Bytes>,
 }
 
-impl Command for ZMScore {
+impl Command<'_> for ZMScore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZMScore {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -641,14 +645,14 @@ pub(crate) struct ZRank {
     member: Bytes,
 }
 
-impl VariantCommand for ZRank {
+impl VariantCommand<'_> for ZRank {
     type Variant = Order;
 
     fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
         Ok(ZRank {
             order,
-            key: a.next()?.clone(),
-            member: a.next()?.clone(),
+            key: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -709,7 +713,7 @@ impl RangeQuery {
         kind: Option<Kind>,
         reverse: Option<bool>,
     ) -> CmdResult<Self> {
-        let src = a.next()?.clone();
+        let src = a.next_owned()?;
         let mut min = a.next()?;
         let mut max = a.next()?;
         let (mut kind, mut reverse) = (kind, reverse);
@@ -799,7 +803,7 @@ pub(crate) enum RangeCommand {
 #[derive(Debug)]
 pub(crate) struct ZRange(RangeQuery);
 
-impl VariantCommand for ZRange {
+impl VariantCommand<'_> for ZRange {
     type Variant = RangeCommand;
 
     fn parse(a: &mut ArgCursor<'_>, command: RangeCommand) -> CmdResult<Self> {
@@ -834,9 +838,9 @@ pub(crate) struct ZRangeStore {
     query: RangeQuery,
 }
 
-impl Command for ZRangeStore {
+impl Command<'_> for ZRangeStore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let dst = a.next()?.clone();
+        let dst = a.next_owned()?;
         let query = RangeQuery::parse(a, true, None, None)?;
         Ok(ZRangeStore { dst, query })
     }
@@ -871,16 +875,16 @@ impl Command for ZRangeStore {
 /// `ZREMRANGEBYSCORE key min max`, `ZREMRANGEBYRANK key start stop`,
 /// `ZREMRANGEBYLEX key min max`.
 #[derive(Debug)]
-pub(crate) struct ZRemRange {
-    key: Bytes,
+pub(crate) struct ZRemRange<'a> {
+    key: &'a [u8],
     by: RangeBy,
 }
 
-impl VariantCommand for ZRemRange {
+impl<'a> VariantCommand<'a> for ZRemRange<'a> {
     type Variant = Kind;
 
-    fn parse(a: &mut ArgCursor<'_>, kind: Kind) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, kind: Kind) -> CmdResult<Self> {
+        let key = a.next()?;
         let (min, max) = (a.next()?, a.next()?);
         let by = match kind {
             Kind::Rank => RangeBy::Rank(
@@ -927,11 +931,11 @@ pub(crate) struct ZPop {
     count: Option<u64>,
 }
 
-impl VariantCommand for ZPop {
+impl VariantCommand<'_> for ZPop {
     type Variant = Order;
 
     fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         if a.remaining() > 1 {
             return Err(CmdError::Syntax);
         }
@@ -974,9 +978,9 @@ pub(crate) struct ZRandMember {
     withscores: bool,
 }
 
-impl Command for ZRandMember {
+impl Command<'_> for ZRandMember {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let Some(arg) = a.peek() else {
             return Ok(ZRandMember {
                 key,
@@ -1066,14 +1070,14 @@ pub(crate) struct ZScan {
     options: Vec<Bytes>,
 }
 
-impl Command for ZScan {
+impl Command<'_> for ZScan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let cursor = parse_scan_cursor(a.next()?)?;
         Ok(ZScan {
             key,
             cursor,
-            options: a.rest().to_vec(),
+            options: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -1083,7 +1087,10 @@ impl Command for ZScan {
                 Reply::Array(Vec::new()),
             ]));
         };
-        let (pattern, count, _) = parse_scan_options(&mut ArgCursor::new(&self.options), false)?;
+        let (pattern, count, _) = parse_scan_options(
+            &mut ArgCursor::new(&crate::engine::args::borrowed(&self.options)),
+            false,
+        )?;
         let (next, entries) = z.scan(self.cursor, count);
         let mut out = Vec::with_capacity(entries.len().saturating_mul(2));
         let mut text = Vec::with_capacity(24);

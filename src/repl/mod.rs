@@ -42,11 +42,11 @@ pub(crate) fn new_replid() -> String {
 }
 
 /// The RESP encoding of a command, as the stream carries it.
-pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[Bytes]) {
+pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
     out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
     for a in argv {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
+        out.extend_from_slice(format!("${}\r\n", a.as_ref().len()).as_bytes());
+        out.extend_from_slice(a.as_ref());
         out.extend_from_slice(b"\r\n");
     }
 }
@@ -106,7 +106,7 @@ impl Feed {
         }
     }
 
-    fn append_command(&mut self, db: usize, argv: &[Bytes], scratch: &mut Vec<u8>) {
+    fn append_command(&mut self, db: usize, argv: &[impl AsRef<[u8]>], scratch: &mut Vec<u8>) {
         if self.db != Some(db) {
             encode_command(
                 scratch,
@@ -358,7 +358,7 @@ impl Repl {
     }
 
     /// Appends a command that belongs to no database (PING, REPLCONF GETACK).
-    pub fn propagate_plain(&self, argv: &[Bytes]) {
+    pub fn propagate_plain(&self, argv: &[impl AsRef<[u8]>]) {
         if !self.active() {
             return;
         }

@@ -312,7 +312,13 @@ async fn run<S: Transport>(
                         }
                     }
                     // CLIENT PAUSE: the one place a paused command waits (see services::pause).
-                    if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await
+                    if shared.pause.is_set()
+                        && !services::pause::gate(
+                            shared,
+                            client,
+                            &crate::engine::args::borrowed(&args),
+                        )
+                        .await
                     {
                         return Ok(());
                     }
@@ -321,7 +327,12 @@ async fn run<S: Transport>(
                     // or answer -BUSY past the threshold, if the command needs one (see
                     // commands::scripting).
                     let mut gated = if commands::scripting::script_running(shared) {
-                        commands::scripting::busy_gate(shared, client, &args).await
+                        commands::scripting::busy_gate(
+                            shared,
+                            client,
+                            &crate::engine::args::borrowed(&args),
+                        )
+                        .await
                     } else {
                         None
                     };
@@ -329,11 +340,20 @@ async fn run<S: Transport>(
                         if let Some(reply) = gated.take() {
                             break Ran::reply(reply);
                         }
-                        let ran = engine::execute_may_block(shared, client, &args);
+                        let ran = engine::execute_may_block(
+                            shared,
+                            client,
+                            &crate::engine::args::borrowed(&args),
+                        );
                         // A script took a shard this command needs after it passed the
                         // gate: through the gate again (see `engine::call`).
                         if matches!(ran.next, Next::Regate) {
-                            gated = commands::scripting::busy_gate(shared, client, &args).await;
+                            gated = commands::scripting::busy_gate(
+                                shared,
+                                client,
+                                &crate::engine::args::borrowed(&args),
+                            )
+                            .await;
                             continue;
                         }
                         break ran;

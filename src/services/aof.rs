@@ -263,7 +263,11 @@ fn run_commands(
                     if argv[0].eq_ignore_ascii_case(b"multi") {
                         before_multi = valid;
                     }
-                    let reply = crate::engine::execute(shared, &mut client, &argv);
+                    let reply = crate::engine::execute(
+                        shared,
+                        &mut client,
+                        &crate::engine::args::borrowed(&argv),
+                    );
                     if let Reply::Error(e) = &reply {
                         tracing::debug!("AOF command answered an error: {e}");
                     }

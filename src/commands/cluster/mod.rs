@@ -275,7 +275,7 @@ pub(crate) fn drop_foreign_keys(shared: &Shared, cluster: &Cluster) -> usize {
 
 /// READONLY / READWRITE: whether a replica serves this connection's reads of its master's
 /// slots (the flag is kept on a master too, as Redis keeps it, for when it becomes a replica).
-fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
+fn set_readonly(ctx: &mut Ctx<'_>, _: &[&[u8]], on: bool) -> Reply {
     if let Err(e) = cluster(ctx) {
         return e.into();
     }
@@ -287,7 +287,7 @@ fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
 #[derive(Debug)]
 pub(crate) struct Accept;
 
-impl Command for Accept {
+impl Command<'_> for Accept {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Accept)
     }
@@ -298,7 +298,7 @@ impl Command for Accept {
     }
 }
 
-fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if let Err(e) = cluster(ctx) {
         return e.into();
     }
@@ -315,7 +315,7 @@ fn refuse_unsupported(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 #[derive(Debug)]
 pub(crate) struct Help;
 
-impl Command for Help {
+impl Command<'_> for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Help)
     }
@@ -370,7 +370,7 @@ impl Command for Help {
 #[derive(Debug)]
 pub(crate) struct Info;
 
-impl Command for Info {
+impl Command<'_> for Info {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Info)
     }
@@ -398,7 +398,7 @@ impl Command for Info {
 #[derive(Debug)]
 pub(crate) struct MyId;
 
-impl Command for MyId {
+impl Command<'_> for MyId {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MyId)
     }
@@ -412,7 +412,7 @@ impl Command for MyId {
 #[derive(Debug)]
 pub(crate) struct Nodes;
 
-impl Command for Nodes {
+impl Command<'_> for Nodes {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Nodes)
     }
@@ -493,7 +493,7 @@ fn known_offset(shared: &Shared, state: &Installed, i: usize) -> Option<u64> {
 #[derive(Debug)]
 pub(crate) struct Slots;
 
-impl Command for Slots {
+impl Command<'_> for Slots {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Slots)
     }
@@ -530,7 +530,7 @@ impl Command for Slots {
 #[derive(Debug)]
 pub(crate) struct Shards;
 
-impl Command for Shards {
+impl Command<'_> for Shards {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Shards)
     }
@@ -600,10 +600,10 @@ pub(crate) struct KeySlot {
     key: Bytes,
 }
 
-impl Command for KeySlot {
+impl Command<'_> for KeySlot {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(KeySlot {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -631,14 +631,14 @@ pub(crate) enum SlotQuery {
     Keys,
 }
 
-impl VariantCommand for KeysInSlot {
+impl VariantCommand<'_> for KeysInSlot {
     type Variant = SlotQuery;
 
     fn parse(a: &mut ArgCursor<'_>, query: SlotQuery) -> CmdResult<Self> {
-        let slot = a.next()?.clone();
+        let slot = a.next_owned()?;
         let count = match query {
             SlotQuery::Count => None,
-            SlotQuery::Keys => Some(a.next()?.clone()),
+            SlotQuery::Keys => Some(a.next_owned()?),
         };
         Ok(KeysInSlot { query, slot, count })
     }
@@ -689,7 +689,7 @@ impl VariantCommand for KeysInSlot {
 #[derive(Debug)]
 pub(crate) struct Links;
 
-impl Command for Links {
+impl Command<'_> for Links {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Links)
     }
@@ -707,10 +707,10 @@ pub(crate) struct Replicas {
     id: Bytes,
 }
 
-impl Command for Replicas {
+impl Command<'_> for Replicas {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Replicas {
-            id: a.next()?.clone(),
+            id: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -749,7 +749,7 @@ fn unknown_node(id: &[u8]) -> CmdError {
 #[derive(Debug)]
 pub(crate) struct GetMap;
 
-impl Command for GetMap {
+impl Command<'_> for GetMap {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetMap)
     }
@@ -796,7 +796,7 @@ fn install_own(
 /// to the master must be up, as Redis requires; but no node is paused, so writes the old
 /// master takes before it is given the new map are lost (Redis's FORCE, not its
 /// coordinated default).
-fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn failover(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if ctx
         .shared
         .cluster
@@ -808,7 +808,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     failover_map(ctx, args)
 }
 
-fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn failover_map(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),
@@ -851,7 +851,7 @@ fn failover_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 /// CLUSTER REPLICATE node-id: this node becomes a replica of that master, in its own map
 /// (epoch + 1), with Redis's checks (a master must be empty and own no slots).
-fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replicate(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if ctx
         .shared
         .cluster
@@ -863,7 +863,7 @@ fn replicate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     replicate_map(ctx, args)
 }
 
-fn replicate_map(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replicate_map(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let cluster = match cluster(ctx) {
         Ok(c) => c,
         Err(e) => return e.into(),
@@ -921,13 +921,13 @@ pub(crate) enum MapSource {
     File,
 }
 
-impl VariantCommand for SetMap {
+impl VariantCommand<'_> for SetMap {
     type Variant = MapSource;
 
     fn parse(a: &mut ArgCursor<'_>, source: MapSource) -> CmdResult<Self> {
         Ok(SetMap {
             text: match source {
-                MapSource::Inline => Some(a.next()?.clone()),
+                MapSource::Inline => Some(a.next_owned()?),
                 MapSource::File => None,
             },
         })

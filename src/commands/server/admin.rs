@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 #[derive(Debug)]
 pub(super) struct Time;
 
-impl Command for Time {
+impl Command<'_> for Time {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Time)
     }
@@ -44,7 +44,7 @@ pub(super) enum DebugCmd {
     },
 }
 
-impl Command for DebugCmd {
+impl Command<'_> for DebugCmd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let sub = a.next()?;
         match (sub.to_ascii_lowercase().as_slice(), a.remaining()) {
@@ -106,7 +106,7 @@ pub(super) struct Shutdown {
     abort: bool,
 }
 
-impl Command for Shutdown {
+impl Command<'_> for Shutdown {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut s = Shutdown {
             save: false,
@@ -171,7 +171,7 @@ impl Command for Shutdown {
 #[derive(Debug)]
 pub(crate) struct Monitor;
 
-impl Command for Monitor {
+impl Command<'_> for Monitor {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Monitor)
     }

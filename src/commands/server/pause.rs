@@ -10,7 +10,7 @@ use crate::services::pause::{ALL, WRITE};
 
 /// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
 /// error, which names the subcommand as the client typed it.
-pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
         return Reply::Error(
             format!(
@@ -30,7 +30,7 @@ pub(crate) struct ClientPause {
     timeout_ms: u64,
 }
 
-impl Command for ClientPause {
+impl Command<'_> for ClientPause {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let timeout = a.next()?;
         // Redis reads the mode before the timeout.
@@ -71,7 +71,7 @@ impl Command for ClientPause {
 #[derive(Debug)]
 pub(crate) struct ClientUnpause;
 
-impl Command for ClientUnpause {
+impl Command<'_> for ClientUnpause {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientUnpause)
     }

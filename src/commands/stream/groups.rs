@@ -55,7 +55,7 @@ fn interval_end(arg: &[u8]) -> CmdResult<StreamId> {
 
 /// The handler of every XGROUP subcommand (Redis's `xgroupCommand`: options and the key
 /// are checked before the subcommand's own arity).
-pub(super) fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xgroup_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -82,7 +82,7 @@ const XGROUP_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
+fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     let sub = &args[1];
     let is = |name: &str| sub.eq_ignore_ascii_case(name.as_bytes());
     let argc = args.len();
@@ -114,8 +114,14 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         }
         exists = lookup_stream(ctx, &args[2])?.is_some();
     }
-    let key = args.get(2).cloned().unwrap_or_default();
-    let name = args.get(3).cloned().unwrap_or_default();
+    let key = args
+        .get(2)
+        .map(|a| Bytes::copy_from_slice(a))
+        .unwrap_or_default();
+    let name = args
+        .get(3)
+        .map(|a| Bytes::copy_from_slice(a))
+        .unwrap_or_default();
     if argc >= 4 && !mkstream {
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Err(CmdError::msg(
@@ -165,7 +171,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             crate::services::blocking::note_ready(ctx, db, key.clone());
         }
         ctx.notify(class::STREAM, "xgroup-create", &key);
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::ok());
     }
     if is("setid") && (argc == 5 || argc == 7) {
@@ -182,7 +188,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             g.entries_read = entries_read;
         }
         ctx.notify(class::STREAM, "xgroup-setid", &key);
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::ok());
     }
     if is("destroy") && argc == 4 {
@@ -192,17 +198,20 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         }
         ctx.notify(class::STREAM, "xgroup-destroy", &key);
         crate::services::blocking::note_ready(ctx, db, key.clone());
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::Int(1));
     }
     if is("createconsumer") && argc == 5 {
         let created = match lookup_stream(ctx, &key)?.and_then(|s| s.groups.get_mut(&name)) {
-            Some(g) => g.consumer_or_create(&args[4], now).1,
+            Some(g) => {
+                g.consumer_or_create(&Bytes::copy_from_slice(args[4]), now)
+                    .1
+            }
             None => false,
         };
         if created {
             ctx.notify(class::STREAM, "xgroup-createconsumer", &key);
-            propagate(ctx, args.to_vec());
+            propagate(ctx, crate::engine::args::owned(args));
         }
         return Ok(Reply::Int(i64::from(created)));
     }
@@ -212,7 +221,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             .and_then(|g| g.delete_consumer(&args[4]));
         if let Some(n) = pending {
             ctx.notify(class::STREAM, "xgroup-delconsumer", &key);
-            propagate(ctx, args.to_vec());
+            propagate(ctx, crate::engine::args::owned(args));
             return Ok(Reply::Int(n as i64));
         }
         return Ok(Reply::Int(0));
@@ -232,10 +241,10 @@ impl super::Named for XAck {
     }
 }
 
-impl Command for XAck {
+impl Command<'_> for XAck {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XACK")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XAck { args })
     }
 
@@ -267,10 +276,10 @@ pub(crate) struct XPending {
     args: Vec<Bytes>,
 }
 
-impl Command for XPending {
+impl Command<'_> for XPending {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XPENDING")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XPending { args })
     }
 
@@ -381,15 +390,16 @@ fn c_text(a: &[u8]) -> String {
 
 /// XCLAIM key group consumer min-idle-time id [id …] [IDLE ms] [TIME ms] [RETRYCOUNT n]
 /// [FORCE] [JUSTID] [LASTID id]
-pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xclaim_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
 }
 
-fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
-    let (key, group, name) = (&args[1], &args[2], &args[3]);
+fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    let named = crate::engine::args::owned(&args[1..4]);
+    let (key, group, name) = (&named[0], &named[1], &named[2]);
     stream_with_group(ctx, key, group)?;
     let bad = |what: &'static str| move |_| CmdError::msg(what);
     let min_idle = long_long(&args[4])
@@ -458,7 +468,10 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         let entry = s.get(id);
         let Some(entry) = entry else {
             if g.pel.contains_key(&id) {
-                effects.push(with_id_arg(xclaim_effect(key, group, &g, id), arg));
+                effects.push(with_id_arg(
+                    xclaim_effect(key, group, &g, id),
+                    Bytes::copy_from_slice(arg),
+                ));
                 propagate_last = false;
                 g.ack(id);
             }
@@ -497,7 +510,10 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         } else {
             entry_reply(entry)
         });
-        effects.push(with_id_arg(xclaim_effect(key, group, &g, id), arg));
+        effects.push(with_id_arg(
+            xclaim_effect(key, group, &g, id),
+            Bytes::copy_from_slice(arg),
+        ));
         propagate_last = false;
     }
     if propagate_last {
@@ -520,15 +536,16 @@ fn with_id_arg(mut argv: Vec<Bytes>, arg: Bytes) -> Vec<Bytes> {
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
-pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xautoclaim_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
 }
 
-fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
-    let (key, group, name) = (&args[1], &args[2], &args[3]);
+fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    let named = crate::engine::args::owned(&args[1..4]);
+    let (key, group, name) = (&named[0], &named[1], &named[2]);
     let min_idle = long_long(&args[4])
         .map_err(|_| CmdError::msg("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
