@@ -266,10 +266,10 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     if rest.len() < 2 || rest.len() > 3 {
         return err("ERR wrong number of arguments for 'cluster|meet' command");
     }
-    let Some(port) = parse_port(&rest[1]) else {
+    let Some(port) = parse_port(rest[1]) else {
         return err(format!(
             "ERR Invalid TCP base port specified: {}",
-            text(&rest[1])
+            text(rest[1])
         ));
     };
     let cport = match rest.get(2) {
@@ -279,7 +279,7 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
         },
         None => port + 10000,
     };
-    let ip_text = text(&rest[0]);
+    let ip_text = text(rest[0]);
     let ip = match ip_text.parse::<std::net::IpAddr>() {
         Ok(ip) => ip.to_canonical().to_string(),
         Err(_) => String::new(),
@@ -287,7 +287,7 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     if ip.is_empty() || !(1..=65535).contains(&port) || !(1..=65535).contains(&cport) {
         return err(format!(
             "ERR Invalid node address specified: {ip_text}:{}",
-            text(&rest[1])
+            text(rest[1])
         ));
     }
     let now = crate::cluster::bus::now_ms();
@@ -405,7 +405,7 @@ fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     if b.lock().me().is(flag::SLAVE) {
         return err("ERR Please use SETSLOT only with masters.");
     }
-    let slot = match crate::num::parse_i64(&rest[0]) {
+    let slot = match crate::num::parse_i64(rest[0]) {
         Some(s) if (0..SLOTS as i64).contains(&s) => s as u16,
         _ => return err("ERR Invalid or out of range slot"),
     };

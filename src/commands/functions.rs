@@ -164,7 +164,7 @@ fn fcall(ctx: &mut Ctx<'_>, args: &[&[u8]], access: Access) -> Reply {
     let mut a = ArgCursor::new(args.get(1..).unwrap_or(&[]));
     let parsed = Fcall::parse(&mut a, access).and_then(|f| a.finish().map(|()| f));
     match parsed.and_then(|mut f| {
-        f.sent = Bytes::copy_from_slice(args[0].clone());
+        f.sent = Bytes::copy_from_slice(args[0]);
         f.apply(ctx)
     }) {
         Ok(r) => r,
@@ -429,7 +429,7 @@ fn too_many_arguments(args: &[&[u8]], max: usize) -> Option<Reply> {
         Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         )

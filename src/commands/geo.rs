@@ -50,7 +50,7 @@ fn keyword_is(a: &[u8], keyword: &str) -> bool {
 fn radius_keys(args: &[&[u8]], start: usize) -> Vec<usize> {
     let after = |keyword: &str| {
         (start..args.len().saturating_sub(1))
-            .find(|&i| keyword_is(&args[i], keyword))
+            .find(|&i| keyword_is(args[i], keyword))
             .map(|i| i + 1)
     };
     let mut keys = vec![1];
@@ -313,7 +313,7 @@ impl Command<'_> for GeoAdd {
         let pairs: smallvec::SmallVec<[(f64, Bytes); 2]> = rest
             .chunks_exact(3)
             .map(|t| {
-                let (lon, lat) = lon_lat(&t[0], &t[1])?;
+                let (lon, lat) = lon_lat(t[0], t[1])?;
                 let score = hash::encode_wgs84(lon, lat).unwrap_or(0);
                 Ok((score as f64, Bytes::copy_from_slice(t[2])))
             })

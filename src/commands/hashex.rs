@@ -134,7 +134,7 @@ impl VariantCommand<'_> for HGetEx {
         let borrowed = crate::engine::args::borrowed(&self.args[1..]);
         let mut a = ArgCursor::new(&borrowed);
         let opt = a.peek().unwrap_or_default();
-        let expiry = if let Some((unit, base, pxat)) = expiry_word(&opt) {
+        let expiry = if let Some((unit, base, pxat)) = expiry_word(opt) {
             a.next()?;
             let basetime = if base == Base::Now { now } else { 0 };
             Expiry::At(
@@ -159,7 +159,7 @@ impl VariantCommand<'_> for HGetEx {
         for f in fields {
             if deletes && hash.is_field_expired(f, now) {
                 hash.remove(f);
-                expired.push(f.clone());
+                expired.push(*f);
                 replies.push(Reply::Null);
                 continue;
             }
@@ -171,15 +171,15 @@ impl VariantCommand<'_> for HGetEx {
             match expiry {
                 Expiry::At(at, _) if at <= now && deletes => {
                     hash.remove(f);
-                    deleted.push(f.clone());
+                    deleted.push(*f);
                 }
                 Expiry::At(at, _) => {
                     hash.set_field_ttl(f, at);
-                    updated.push(f.clone());
+                    updated.push(*f);
                 }
                 Expiry::Persist => {
                     hash.persist_field(f);
-                    updated.push(f.clone());
+                    updated.push(*f);
                 }
                 Expiry::Keep | Expiry::KeepTtl => {}
             }
@@ -266,7 +266,7 @@ fn parse_setex(args: &[&[u8]], now: u64) -> CmdResult<SetExArgs> {
             if i + 3 > args.len() {
                 return Err(arity());
             }
-            let n = match parse_i64(&args[i + 1]) {
+            let n = match parse_i64(args[i + 1]) {
                 Some(n) if (1..=i64::from(i32::MAX)).contains(&n) => n as usize,
                 _ => return Err(CmdError::msg("ERR invalid number of fields")),
             };
@@ -447,7 +447,7 @@ impl VariantCommand<'_> for HGetDel {
             for f in fields {
                 if deletes && hash.is_field_expired(f, now) {
                     hash.remove(f);
-                    expired.push(f.clone());
+                    expired.push(*f);
                     replies.push(Reply::Null);
                     continue;
                 }
@@ -455,7 +455,7 @@ impl VariantCommand<'_> for HGetDel {
                     Some(v) => {
                         replies.push(Reply::Bulk(Bytes::copy_from_slice(v)));
                         hash.remove(f);
-                        deleted.push(f.clone());
+                        deleted.push(*f);
                     }
                     None => replies.push(Reply::Null),
                 }

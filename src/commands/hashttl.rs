@@ -377,11 +377,11 @@ impl VariantCommand<'_> for HExpire {
                     NOT_MET
                 } else if past {
                     hash.remove(f);
-                    deleted.push(f.clone());
+                    deleted.push(*f);
                     DELETED
                 } else {
                     hash.set_field_ttl(f, at);
-                    set.push(f.clone());
+                    set.push(*f);
                     SET
                 }
             };

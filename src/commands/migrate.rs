@@ -150,10 +150,10 @@ fn parse(args: &[&[u8]]) -> Result<Args, CmdError> {
         }
         i += 1;
     }
-    let timeout = crate::num::parse_i64(&args[5]).ok_or(CmdError::NotInteger)?;
-    let db = crate::num::parse_i64(&args[4]).ok_or(CmdError::NotInteger)?;
+    let timeout = crate::num::parse_i64(args[5]).ok_or(CmdError::NotInteger)?;
+    let db = crate::num::parse_i64(args[4]).ok_or(CmdError::NotInteger)?;
     let timeout = if timeout <= 0 { 1000 } else { timeout };
-    let port = crate::num::parse_i64(&args[2])
+    let port = crate::num::parse_i64(args[2])
         .and_then(|p| u16::try_from(p).ok())
         .unwrap_or(0);
     let keys = match keys_at {
@@ -161,14 +161,14 @@ fn parse(args: &[&[u8]]) -> Result<Args, CmdError> {
         None => &args[3..4],
     };
     Ok(Args {
-        host: String::from_utf8_lossy(&args[1]).into_owned(),
+        host: String::from_utf8_lossy(args[1]).into_owned(),
         port,
         db,
         timeout: Duration::from_millis(timeout as u64),
         copy,
         replace,
         auth,
-        keys: crate::engine::args::owned(&keys),
+        keys: crate::engine::args::owned(keys),
     })
 }
 

@@ -124,9 +124,9 @@ fn publish_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let limit = push_limit(ctx.shared);
     // A member of a Redis cluster sends it to every other node too (the count is local).
     if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
-        bus.propagate_publish(&args[1], &args[2], false);
+        bus.propagate_publish(args[1], args[2], false);
     }
-    Reply::Int(ctx.shared.pubsub.publish(&args[1], &args[2], limit) as i64)
+    Reply::Int(ctx.shared.pubsub.publish(args[1], args[2], limit) as i64)
 }
 
 fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
@@ -134,9 +134,9 @@ fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     // A member of a Redis cluster sends it to the other nodes of its shard (its master and
     // that master's replicas); the count is local.
     if let Some(bus) = ctx.shared.cluster.as_ref().and_then(|c| c.bus()) {
-        bus.propagate_publish(&args[1], &args[2], true);
+        bus.propagate_publish(args[1], args[2], true);
     }
-    Reply::Int(ctx.shared.pubsub.spublish(&args[1], &args[2], limit) as i64)
+    Reply::Int(ctx.shared.pubsub.spublish(args[1], args[2], limit) as i64)
 }
 
 fn syntax_error(sub: &[u8]) -> Reply {
@@ -149,7 +149,7 @@ fn syntax_error(sub: &[u8]) -> Reply {
 
 fn channels(ctx: &Ctx<'_>, kind: Kind, args: &[&[u8]]) -> Reply {
     if args.len() > 3 {
-        return syntax_error(&args[1]);
+        return syntax_error(args[1]);
     }
     let pattern = args.get(2).map(|p| Bytes::copy_from_slice(p));
     let names = ctx.shared.pubsub.active(kind, pattern.as_ref());

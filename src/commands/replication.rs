@@ -4,8 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-
 use crate::engine::{CommandSpec as C, Ctx};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -93,11 +91,11 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         }
         return Reply::ok();
     }
-    let port = match crate::num::parse_i64(&args[2]) {
+    let port = match crate::num::parse_i64(args[2]) {
         Some(p) if (0..=65535).contains(&p) => p as u16,
         _ => return err("ERR Invalid master port"),
     };
-    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let host = String::from_utf8_lossy(args[1]).into_owned();
     if let Some(l) = shared.repl.link()
         && l.host.eq_ignore_ascii_case(&host)
         && l.port == port
@@ -192,12 +190,12 @@ fn psync(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         let shared = ctx.shared;
         tracing::info!(
             "Failover request received for replid {}.",
-            String::from_utf8_lossy(&args[1])
+            String::from_utf8_lossy(args[1])
         );
         if !shared.repl.is_replica() {
             return err("ERR PSYNC FAILOVER can't be sent to a master.");
         }
-        if shared.repl.feed().replid.as_bytes() != &args[1][..] {
+        if shared.repl.feed().replid.as_bytes() != args[1] {
             return err("ERR PSYNC FAILOVER replid must match my replid.");
         }
         crate::repl::replica::promote(shared);
@@ -206,8 +204,8 @@ fn psync(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
             ctx.client.info.addr
         );
     }
-    let offset = crate::num::parse_i64(&args[2]).unwrap_or(-1);
-    start_sync(ctx, String::from_utf8_lossy(&args[1]).into_owned(), offset)
+    let offset = crate::num::parse_i64(args[2]).unwrap_or(-1);
+    start_sync(ctx, String::from_utf8_lossy(args[1]).into_owned(), offset)
 }
 
 /// SYNC: the old full synchronization (no +FULLRESYNC line).
@@ -264,7 +262,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
             let Some(port) = long(args[j + 2]) else {
                 return not_int();
             };
-            to = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            to = Some((String::from_utf8_lossy(args[j + 1]).into_owned(), port));
             j += 3;
         } else if a.eq_ignore_ascii_case(b"force") && !force {
             force = true;

@@ -443,7 +443,7 @@ impl ScriptHost<'_, '_> {
             LockMode::Keys => spec
                 .keys
                 .positions(args)
-                .map(|i| ks.shard_of(&args[i]))
+                .map(|i| ks.shard_of(args[i]))
                 .collect(),
         };
         need.sort_unstable();
@@ -734,7 +734,7 @@ fn gate_needs(
         LockMode::Keys => Some(
             spec.keys
                 .positions(args)
-                .map(|i| ks.shard_of(&args[i]))
+                .map(|i| ks.shard_of(args[i]))
                 .collect(),
         ),
     }
@@ -749,7 +749,7 @@ pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[&[u8]]) -> scrip
     script::Held::Some(
         spec.keys
             .positions(args)
-            .map(|i| ks.shard_of(&args[i]))
+            .map(|i| ks.shard_of(args[i]))
             .collect(),
     )
 }

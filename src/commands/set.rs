@@ -658,8 +658,8 @@ impl Command<'_> for SInterCard {
         let mut limit = 0;
         let mut i = 0;
         while i < opts.len() {
-            if is(&opts[i], "limit") && i + 1 < opts.len() {
-                let n = parse_i64(&opts[i + 1])
+            if is(opts[i], "limit") && i + 1 < opts.len() {
+                let n = parse_i64(opts[i + 1])
                     .filter(|n| *n >= 0)
                     .ok_or(CmdError::msg("ERR LIMIT can't be negative"))?;
                 limit = usize::try_from(n).unwrap_or(usize::MAX);

@@ -67,7 +67,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         return Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         );

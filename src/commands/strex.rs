@@ -195,7 +195,7 @@ impl Command<'_> for DelEx {
             [opt, arg] => Some(
                 Compare::from_option(
                     &crate::engine::args::upper(opt),
-                    Bytes::copy_from_slice(arg.clone()),
+                    Bytes::copy_from_slice(arg),
                 )
                 .ok_or(CmdError::Syntax)?,
             ),

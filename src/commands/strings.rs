@@ -281,7 +281,7 @@ impl<'a> Command<'a> for Get<'a> {
         let db = ctx.db();
         // A value stored inside its entry (an integer, a short string) is replied from
         // inside the reply, a longer one shares the stored bytes: GET allocates nothing.
-        Ok(match ctx.store.read_value(db, &self.key, ctx.now_ms) {
+        Ok(match ctx.store.read_value(db, self.key, ctx.now_ms) {
             None => Reply::Null,
             Some(Value::Int(n)) => Reply::Short(Short::int(*n)),
             Some(Value::Str(s) | Value::Raw(s)) if s.is_inline() => Reply::short_or_bulk(s),
@@ -376,17 +376,17 @@ impl<'a> Command<'a> for Set<'a> {
         };
         let db = ctx.db();
         let old = if self.get {
-            Some(read_string(ctx, &self.key)?)
+            Some(read_string(ctx, self.key)?)
         } else {
             None
         };
-        let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
+        let exists = ctx.store.exists(db, self.key, ctx.now_ms);
         let met = match &self.cond {
             Cond::Always => true,
             Cond::Nx => !exists,
             Cond::Xx => exists,
             // A key of another type is WRONGTYPE (Redis 8.4 compares strings only).
-            Cond::If(c) => c.holds(read_string(ctx, &self.key)?.as_deref()),
+            Cond::If(c) => c.holds(read_string(ctx, self.key)?.as_deref()),
         };
         if !met {
             return Ok(match old {
@@ -394,10 +394,10 @@ impl<'a> Command<'a> for Set<'a> {
                 None => Reply::Null,
             });
         }
-        store_string(ctx, &self.key, Value::from_bytes(&self.value), ttl);
-        ctx.notify(class::STRING, "set", &self.key);
+        store_string(ctx, self.key, Value::from_bytes(self.value), ttl);
+        ctx.notify(class::STRING, "set", self.key);
         if let Ttl::At(_) = ttl {
-            ctx.notify(class::GENERIC, "expire", &self.key);
+            ctx.notify(class::GENERIC, "expire", self.key);
         }
         Ok(match old {
             Some(v) => v.into(),
@@ -559,7 +559,7 @@ impl<'a> Command<'a> for GetEx<'a> {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         // As in Redis: a missing key or WRONGTYPE is reported before a bad TTL.
-        let Some(value) = read_string(ctx, &self.key)? else {
+        let Some(value) = read_string(ctx, self.key)? else {
             return Ok(Reply::Null);
         };
         let at = match &self.ttl {
@@ -569,14 +569,14 @@ impl<'a> Command<'a> for GetEx<'a> {
         let db = ctx.db();
         if let Some(at) = at {
             if at <= ctx.now_ms {
-                ctx.store.remove(db, &self.key, ctx.now_ms);
-                ctx.notify(class::GENERIC, "del", &self.key);
+                ctx.store.remove(db, self.key, ctx.now_ms);
+                ctx.notify(class::GENERIC, "del", self.key);
             } else {
-                ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
-                ctx.notify(class::GENERIC, "expire", &self.key);
+                ctx.store.set_expire(db, self.key, Some(at), ctx.now_ms);
+                ctx.notify(class::GENERIC, "expire", self.key);
             }
         } else if self.persist {
-            crate::commands::keys::expire::persist(ctx, &self.key);
+            crate::commands::keys::expire::persist(ctx, self.key);
         }
         Ok(Reply::Bulk(value))
     }
@@ -721,7 +721,7 @@ impl<'a> VariantCommand<'a> for Incr<'a> {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        incr_by(ctx, &self.key, self.by)
+        incr_by(ctx, self.key, self.by)
     }
 }
 
@@ -747,7 +747,7 @@ impl<'a> VariantCommand<'a> for IncrBy<'a> {
         Ok(IncrBy { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        incr_by(ctx, &self.key, self.by)
+        incr_by(ctx, self.key, self.by)
     }
 }
 

@@ -6,8 +6,6 @@
 //! string holding the TAT in Unix nanoseconds, so GET, TTL, TYPE, DEL and WATCH see it as they
 //! would on Redis with the module loaded.
 
-use bytes::Bytes;
-
 use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run_borrowed};
 use crate::error::{CmdError, CmdResult};
 use crate::limiter::gcra::{self, ThrottleArgs, ThrottleError};
@@ -56,7 +54,7 @@ impl<'a> Command<'a> for Throttle<'a> {
         let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
         let args = &self.args;
         // One lookup: the stored TAT is read and, on an allowed call, replaced in place.
-        let decision = ctx.store.update(db, &self.key, now_ms, |stored| {
+        let decision = ctx.store.update(db, self.key, now_ms, |stored| {
             let stored = match stored {
                 None => None,
                 // What parse_stored_tat would make of the integer's text, without the text.
@@ -77,8 +75,8 @@ impl<'a> Command<'a> for Throttle<'a> {
         if decision.write.is_some() {
             // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
             // it is, so a listener sees what a script-based limiter would make it see.
-            ctx.notify(crate::services::notify::class::STRING, "set", &self.key);
-            ctx.notify(crate::services::notify::class::GENERIC, "expire", &self.key);
+            ctx.notify(crate::services::notify::class::STRING, "set", self.key);
+            ctx.notify(crate::services::notify::class::GENERIC, "expire", self.key);
         }
         Ok(Reply::pooled_array(
             decision.reply().iter().map(|&n| Reply::Int(n)),

@@ -536,7 +536,7 @@ impl<'a> Command<'a> for ZCard<'a> {
         Ok(ZCard { key: a.next()? })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let n = read_zset(ctx, &self.key)?.map_or(0, |z| z.len());
+        let n = read_zset(ctx, self.key)?.map_or(0, |z| z.len());
         Ok(Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)))
     }
 }
@@ -899,7 +899,7 @@ impl<'a> VariantCommand<'a> for ZRemRange<'a> {
         Ok(ZRemRange { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(mut z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = match &self.by {
@@ -916,8 +916,8 @@ impl<'a> VariantCommand<'a> for ZRemRange<'a> {
                 RangeBy::Score(_) => "zremrangebyscore",
                 RangeBy::Lex(_) => "zremrangebylex",
             };
-            ctx.notify(class::ZSET, event, &self.key);
-            ctx.notify_if_deleted(&self.key);
+            ctx.notify(class::ZSET, event, self.key);
+            ctx.notify_if_deleted(self.key);
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }

@@ -25,8 +25,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use crate::client::ClientState;
 use crate::commands::cluster;
 use crate::engine::table::CommandEntry;

@@ -261,13 +261,13 @@ pub fn lookup<'t>(table: &'t CommandTable, args: &[&[u8]]) -> Lookup<'t> {
     let entry = if entry.spec.subcommands.is_empty() || args.len() < 2 {
         entry
     } else {
-        match table.sub_entry(entry, &args[1]) {
+        match table.sub_entry(entry, args[1]) {
             Some(sub) => sub,
             None => {
                 return Lookup::Error(
                     CmdError::owned(format!(
                         "ERR unknown subcommand '{}'. Try {} HELP.",
-                        printable(&args[1], 128),
+                        printable(args[1], 128),
                         entry.spec.name.to_ascii_uppercase()
                     )),
                     None,
@@ -293,10 +293,10 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [&'a [u8]]
             // Most commands have exactly one key, at index 1: skip the position iterator.
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.lock_args([&args[1][..]]),
+            } if args.len() > 1 => shared.keyspace.lock_args([args[1]]),
             _ => shared
                 .keyspace
-                .lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+                .lock_args(spec.keys.positions(args).map(|i| args[i])),
         },
     }
 }
@@ -314,10 +314,10 @@ pub fn try_lock_for<'a>(
         LockMode::Keys => match spec.keys {
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.try_lock_key(&args[1][..]),
+            } if args.len() > 1 => shared.keyspace.try_lock_key(args[1]),
             _ => shared
                 .keyspace
-                .try_lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+                .try_lock_args(spec.keys.positions(args).map(|i| args[i])),
         },
     }
 }

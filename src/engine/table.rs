@@ -8,7 +8,6 @@
 
 // hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
 // looked up on every command.
-use bytes::Bytes;
 use hashbrown::HashMap;
 
 use crate::engine::Handler;
@@ -879,6 +878,7 @@ impl CommandTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn argv(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::from(w.to_string())).collect()

@@ -29,7 +29,6 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
 use mlua::{Function, Lua, ffi};
 
 use super::run::HostSlot;

@@ -18,7 +18,7 @@ impl Host for FakeHost {
         match (&name[..], args.len()) {
             (b"get", 2) => self
                 .data
-                .get(&args[1][..])
+                .get(args[1])
                 .cloned()
                 .map_or(Reply::Null, Reply::Bulk),
             (b"set", 3) => {
@@ -29,7 +29,7 @@ impl Host for FakeHost {
             (b"incr", 2) => {
                 let v = self
                     .data
-                    .get(&args[1][..])
+                    .get(args[1])
                     .map(|b| String::from_utf8_lossy(b).parse::<i64>().unwrap_or(0))
                     .unwrap_or(0)
                     + 1;
@@ -795,7 +795,7 @@ struct Fixed(Vec<Reply>);
 
 impl Host for Fixed {
     fn call(&mut self, args: &[&[u8]], _resp: u8) -> Reply {
-        let i: usize = std::str::from_utf8(&args[1]).unwrap().parse().unwrap();
+        let i: usize = std::str::from_utf8(args[1]).unwrap().parse().unwrap();
         self.0[i].clone()
     }
     fn command_allowed(&mut self, _: &[&[u8]]) -> Option<bool> {

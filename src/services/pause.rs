@@ -20,8 +20,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use crate::client::ClientState;
 use crate::engine::Roles;
 use crate::engine::table::CommandEntry;

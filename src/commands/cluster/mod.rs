@@ -819,7 +819,7 @@ fn failover_map(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
             // Redis names the subcommand as it was sent.
             return Reply::Error(Cow::Owned(format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLUSTER HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )));
         }
         Some(a) if a.eq_ignore_ascii_case(b"force") || a.eq_ignore_ascii_case(b"takeover") => true,
@@ -869,14 +869,14 @@ fn replicate_map(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         Err(e) => return e.into(),
     };
     let state = cluster.current();
-    let id = String::from_utf8_lossy(&args[2]);
+    let id = String::from_utf8_lossy(args[2]);
     let Some(target) = state
         .map
         .nodes
         .iter()
         .position(|n| n.id.eq_ignore_ascii_case(&id))
     else {
-        return unknown_node(&args[2]).into();
+        return unknown_node(args[2]).into();
     };
     if target == state.me {
         return Reply::Error(Cow::Borrowed("ERR Can't replicate myself"));

@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use std::sync::RwLockReadGuard;
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-
 use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Redirect, key_slot};
 use crate::engine::table::{CmdFlags, CommandEntry};
@@ -147,7 +145,7 @@ pub(crate) fn check_moving_keys(
     let positions: Vec<usize> = spec.keys.positions(args).collect();
     let mut missing = 0;
     for &i in &positions {
-        if !ctx.store.exists(db, &args[i], now) {
+        if !ctx.store.exists(db, args[i], now) {
             missing += 1;
         }
     }
@@ -209,7 +207,7 @@ fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect>
 pub(crate) fn keys_slot(keys: &KeySpec, args: &[&[u8]]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
     for i in keys.positions(args) {
-        merge_slot(&mut slot, Some(key_slot(&args[i])))?;
+        merge_slot(&mut slot, Some(key_slot(args[i])))?;
     }
     Ok(slot)
 }

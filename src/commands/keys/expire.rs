@@ -74,7 +74,7 @@ impl<'a> VariantCommand<'a> for Expire<'a> {
                 "ERR GT and LT options at the same time are not compatible",
             ));
         }
-        let when = parse_i64(&when).ok_or(CmdError::NotInteger)?;
+        let when = parse_i64(when).ok_or(CmdError::NotInteger)?;
         Ok(Expire {
             unit,
             key,
@@ -96,7 +96,7 @@ impl<'a> VariantCommand<'a> for Expire<'a> {
             when = when.checked_add(ctx.now_ms as i64).ok_or(invalid)?;
         }
         let db = ctx.db();
-        let Some(entry) = ctx.store.lookup(db, &self.key, ctx.now_ms) else {
+        let Some(entry) = ctx.store.lookup(db, self.key, ctx.now_ms) else {
             return Ok(Reply::Int(0));
         };
         let current = entry.expire_at().map(|t| t as i64);
@@ -108,12 +108,12 @@ impl<'a> VariantCommand<'a> for Expire<'a> {
             return Ok(Reply::Int(0));
         }
         if when <= ctx.now_ms as i64 {
-            ctx.store.remove(db, &self.key, ctx.now_ms);
-            ctx.notify(class::GENERIC, "del", &self.key);
+            ctx.store.remove(db, self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", self.key);
         } else {
             ctx.store
-                .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
-            ctx.notify(class::GENERIC, "expire", &self.key);
+                .set_expire(db, self.key, Some(when as u64), ctx.now_ms);
+            ctx.notify(class::GENERIC, "expire", self.key);
         }
         Ok(Reply::Int(1))
     }

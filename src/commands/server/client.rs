@@ -390,8 +390,8 @@ impl Command<'_> for ClientKill {
                     Some(n) if n > 0 => k.id = Some(n as u64),
                     _ => return Err(CmdError::msg("ERR client-id should be greater than 0")),
                 },
-                b"addr" => k.addr = Some(Bytes::copy_from_slice(val.clone())),
-                b"laddr" => k.laddr = Some(Bytes::copy_from_slice(val.clone())),
+                b"addr" => k.addr = Some(Bytes::copy_from_slice(val)),
+                b"laddr" => k.laddr = Some(Bytes::copy_from_slice(val)),
                 b"skipme" => {
                     k.skipme = match &val.to_ascii_lowercase()[..] {
                         b"yes" => true,
@@ -414,7 +414,7 @@ impl Command<'_> for ClientKill {
                     })
                 }
                 // Checked against the users in `apply`.
-                b"user" => k.user = Some(Bytes::copy_from_slice(val.clone())),
+                b"user" => k.user = Some(Bytes::copy_from_slice(val)),
                 _ => return Err(CmdError::Syntax),
             }
         }

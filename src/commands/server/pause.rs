@@ -1,8 +1,6 @@
 //! CLIENT PAUSE and CLIENT UNPAUSE (their rows are in CLIENT's table, `client.rs`): they
 //! set and clear the server-wide pause that `services::pause` keeps and gates on.
 
-use bytes::Bytes;
-
 use crate::engine::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -15,7 +13,7 @@ pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         return Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         );

@@ -101,7 +101,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
                 && args[i].eq_ignore_ascii_case(b"entriesread")
                 && i + 1 < argc
             {
-                entries_read = long_long(&args[i + 1])?;
+                entries_read = long_long(args[i + 1])?;
                 if entries_read < 0 && entries_read != ENTRIES_READ_UNKNOWN {
                     return Err(CmdError::msg(
                         "ERR value for ENTRIESREAD must be positive or -1",
@@ -112,7 +112,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
                 return Err(subcommand_error(args));
             }
         }
-        exists = lookup_stream(ctx, &args[2])?.is_some();
+        exists = lookup_stream(ctx, args[2])?.is_some();
     }
     let key = args
         .get(2)
@@ -147,13 +147,13 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
         ));
     }
     if is("create") && (5..=8).contains(&argc) {
-        let id = if &args[4][..] == b"$" {
+        let id = if args[4] == b"$" {
             match lookup_stream(ctx, &key)? {
                 Some(s) => s.last_id,
                 None => StreamId::MIN,
             }
         } else {
-            parse_strict_id(&args[4], 0)?
+            parse_strict_id(args[4], 0)?
         };
         if !exists {
             ctx.store.set(db, &key, Value::Stream(Box::default()), None);
@@ -178,10 +178,10 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Err(subcommand_error(args));
         };
-        let id = if &args[4][..] == b"$" {
+        let id = if args[4] == b"$" {
             s.last_id
         } else {
-            parse_loose_id(&args[4], 0)?
+            parse_loose_id(args[4], 0)?
         };
         if let Some(g) = s.groups.get_mut(&name) {
             g.last_id = id;
@@ -218,7 +218,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     if is("delconsumer") && argc == 5 {
         let pending = lookup_stream(ctx, &key)?
             .and_then(|s| s.groups.get_mut(&name))
-            .and_then(|g| g.delete_consumer(&args[4]));
+            .and_then(|g| g.delete_consumer(args[4]));
         if let Some(n) = pending {
             ctx.notify(class::STREAM, "xgroup-delconsumer", &key);
             propagate(ctx, crate::engine::args::owned(args));
@@ -402,14 +402,14 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     let (key, group, name) = (&named[0], &named[1], &named[2]);
     stream_with_group(ctx, key, group)?;
     let bad = |what: &'static str| move |_| CmdError::msg(what);
-    let min_idle = long_long(&args[4])
+    let min_idle = long_long(args[4])
         .map_err(bad("ERR Invalid min-idle-time argument for XCLAIM"))?
         .max(0);
     let mut j = 5;
     let mut ids = Vec::new();
     while j < args.len() {
-        match parse_strict_id(&args[j], 0) {
-            Ok(id) => ids.push((id, args[j].clone())),
+        match parse_strict_id(args[j], 0) {
+            Ok(id) => ids.push((id, args[j])),
             Err(_) => break,
         }
         j += 1;
@@ -429,19 +429,19 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
         } else if o.eq_ignore_ascii_case(b"idle") && more > 0 {
             j += 1;
             let idle =
-                long_long(&args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
+                long_long(args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
             delivery = now.wrapping_sub(idle);
         } else if o.eq_ignore_ascii_case(b"time") && more > 0 {
             j += 1;
             delivery =
-                long_long(&args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
+                long_long(args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
         } else if o.eq_ignore_ascii_case(b"retrycount") && more > 0 {
             j += 1;
-            retry = long_long(&args[j])
+            retry = long_long(args[j])
                 .map_err(bad("ERR Invalid RETRYCOUNT option argument for XCLAIM"))?;
         } else if o.eq_ignore_ascii_case(b"lastid") && more > 0 {
             j += 1;
-            last_id = parse_strict_id(&args[j], 0)?;
+            last_id = parse_strict_id(args[j], 0)?;
         } else {
             return Err(CmdError::Other(
                 format!("ERR Unrecognized XCLAIM option '{}'", c_text(o)).into(),
@@ -546,10 +546,10 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
 fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     let named = crate::engine::args::owned(&args[1..4]);
     let (key, group, name) = (&named[0], &named[1], &named[2]);
-    let min_idle = long_long(&args[4])
+    let min_idle = long_long(args[4])
         .map_err(|_| CmdError::msg("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
-    let start = interval_start(&args[5])?;
+    let start = interval_start(args[5])?;
     let mut count: i64 = 100;
     let mut justid = false;
     let mut j = 6;
@@ -557,7 +557,7 @@ fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
         let more = args.len() - 1 - j;
         if args[j].eq_ignore_ascii_case(b"count") && more > 0 {
             let max = i64::MAX / 16;
-            count = match crate::num::parse_i64(&args[j + 1]) {
+            count = match crate::num::parse_i64(args[j + 1]) {
                 Some(n) if (1..=max).contains(&n) => n,
                 _ => return Err(CmdError::msg("ERR COUNT must be > 0")),
             };

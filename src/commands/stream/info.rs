@@ -85,7 +85,7 @@ pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
 }
 
 fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
-    let s = stream_of(ctx, &args[2])?;
+    let s = stream_of(ctx, args[2])?;
     let opts = &args[3..];
     let mut full = false;
     let mut count: i64 = 10;
@@ -98,7 +98,7 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
             if !opts[1].eq_ignore_ascii_case(b"count") {
                 return Err(subcommand_error(args));
             }
-            count = long_long(&opts[2])?;
+            count = long_long(opts[2])?;
             if count < 0 {
                 count = 10;
             }

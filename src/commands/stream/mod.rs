@@ -146,7 +146,7 @@ fn run_named<C: Named>(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let mut cursor = crate::engine::ArgCursor::new(args.get(1..).unwrap_or(&[]));
     let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
     let result = parsed.and_then(|mut c| {
-        *c.name_slot() = Bytes::copy_from_slice(args[0].clone());
+        *c.name_slot() = Bytes::copy_from_slice(args[0]);
         c.apply(ctx)
     });
     match result {

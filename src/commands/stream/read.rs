@@ -51,13 +51,13 @@ fn xrange(ctx: &mut Ctx<'_>, args: &[&[u8]], rev: bool) -> CmdResult<Reply> {
     let mut j = 4;
     while j < args.len() {
         if args[j].eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
-            count = long_long(&args[j + 1])?.max(0);
+            count = long_long(args[j + 1])?.max(0);
             j += 2;
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    let Some(s) = read_stream(ctx, &args[1])? else {
+    let Some(s) = read_stream(ctx, args[1])? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
@@ -146,7 +146,7 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[&[u8]], group_form: bool) -> CmdResult
     let mut streams_at = 0;
     let mut group: Option<GroupRead> = None;
     let mut noack = false;
-    let name = String::from_utf8_lossy(&args[0]).into_owned();
+    let name = String::from_utf8_lossy(args[0]).into_owned();
     let mut i = 1;
     while i < args.len() {
         let more = args.len() - i - 1;
@@ -159,10 +159,10 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[&[u8]], group_form: bool) -> CmdResult
                 ));
             }
             i += 1;
-            block = Some(timeout_ms(&args[i], ctx.now_ms)?);
+            block = Some(timeout_ms(args[i], ctx.now_ms)?);
         } else if o.eq_ignore_ascii_case(b"count") && more > 0 {
             i += 1;
-            count = long_long(&args[i])?.max(0);
+            count = long_long(args[i])?.max(0);
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             streams_at = i + 1;
             if !(args.len() - streams_at).is_multiple_of(2) {
@@ -178,8 +178,8 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[&[u8]], group_form: bool) -> CmdResult
                 ));
             }
             group = Some(GroupRead {
-                group: Bytes::copy_from_slice(args[i + 1].clone()),
-                consumer: Bytes::copy_from_slice(args[i + 2].clone()),
+                group: Bytes::copy_from_slice(args[i + 1]),
+                consumer: Bytes::copy_from_slice(args[i + 2]),
                 noack: false,
             });
             i += 2;

@@ -68,7 +68,7 @@ fn parse_trim(
                 return Err(incompatible());
             }
             t.approx = false;
-            let next = c_str(&args[i + 1]);
+            let next = c_str(args[i + 1]);
             if more >= 2 && next == b"~" {
                 t.approx = true;
                 i += 1;
@@ -88,7 +88,7 @@ fn parse_trim(
             i += 1;
             t.arg_idx = i;
         } else if kw(opt, "limit") && more > 0 {
-            limit = long_long(&args[i + 1])?;
+            limit = long_long(args[i + 1])?;
             if limit < 0 {
                 return Err(CmdError::msg("ERR The LIMIT argument must be >= 0."));
             }
@@ -374,13 +374,13 @@ impl Command<'_> for XSetId {
             let more = rest.len() - 1 - i;
             let opt = &rest[i];
             if kw(opt, "entriesadded") && more > 0 {
-                entries_added = long_long(&rest[i + 1])?;
+                entries_added = long_long(rest[i + 1])?;
                 if entries_added < 0 {
                     return Err(CmdError::msg("ERR entries_added must be positive"));
                 }
                 i += 2;
             } else if kw(opt, "maxdeletedid") && more > 0 {
-                max_deleted = parse_strict_id(&rest[i + 1], 0)?;
+                max_deleted = parse_strict_id(rest[i + 1], 0)?;
                 if id < max_deleted {
                     return Err(CmdError::msg(
                         "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",

@@ -103,11 +103,7 @@ fn key_needs(flags: &[&str]) -> Option<u8> {
 
 fn check_selector(s: &rules::Selector, entry: &CommandEntry, args: &[&[u8]]) -> Result<(), Denied> {
     let spec = entry.spec;
-    let first = if args.len() >= 2 {
-        Some(&args[1][..])
-    } else {
-        None
-    };
+    let first = if args.len() >= 2 { Some(args[1]) } else { None };
     if !s.allows_command(entry.id.0, spec.flags, first) {
         return Err(Denied::Command);
     }
@@ -128,7 +124,7 @@ fn check_selector(s: &rules::Selector, entry: &CommandEntry, args: &[&[u8]]) -> 
     }
     if !s.allchannels {
         for (pos, pattern) in spec.channels.positions(args) {
-            if !channel_allowed(&s.channels, &args[pos], pattern) {
+            if !channel_allowed(&s.channels, args[pos], pattern) {
                 return Err(Denied::Channel(pos));
             }
         }
@@ -418,7 +414,7 @@ impl Acl {
         let merged = rules::merge_selectors(&crate::engine::args::owned(ops)).map_err(|i| {
             format!(
                 "ERR Unmatched parenthesis in acl selector starting at '{}'.",
-                String::from_utf8_lossy(&ops[i])
+                String::from_utf8_lossy(ops[i])
             )
         })?;
         let all = self.allchannels_default.load(Ordering::Relaxed);
