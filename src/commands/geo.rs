@@ -20,6 +20,7 @@ use self::hash::{Shape, ShapeKind};
 use crate::commands::zset::{AddArgs, zset_error};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+    run_borrowed,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::{long_double, parse_double, parse_i64};
@@ -134,7 +135,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -5,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<GeoAdd>,
+        |c, a| run_borrowed::<GeoAdd>(c, a),
     )
     .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(WRITE_ACL),
@@ -281,16 +282,16 @@ fn read_geo<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c Sorted
 
 /// `GEOADD key [NX|XX] [CH] longitude latitude member [...]`: ZADD with geohash scores.
 #[derive(Debug)]
-pub(crate) struct GeoAdd {
-    add: AddArgs,
+pub(crate) struct GeoAdd<'a> {
+    add: AddArgs<'a>,
     /// What replicas get when a member was added or moved: `ZADD key [options] score
     /// member …`, as Redis rewrites GEOADD.
     zadd: Vec<Bytes>,
 }
 
-impl Command<'_> for GeoAdd {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next_owned()?;
+impl<'a> Command<'a> for GeoAdd<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        let key = a.next()?;
         let (mut nx, mut xx, mut ch) = (false, false, false);
         let mut options = Vec::new();
         while let Some(opt) = a.peek() {
@@ -310,12 +311,12 @@ impl Command<'_> for GeoAdd {
         if !rest.len().is_multiple_of(3) || (xx && nx) || rest.is_empty() {
             return Err(CmdError::Syntax);
         }
-        let pairs: smallvec::SmallVec<[(f64, Bytes); 2]> = rest
+        let pairs: smallvec::SmallVec<[(f64, &[u8]); 2]> = rest
             .chunks_exact(3)
             .map(|t| {
                 let (lon, lat) = lon_lat(t[0], t[1])?;
                 let score = hash::encode_wgs84(lon, lat).unwrap_or(0);
-                Ok((score as f64, Bytes::copy_from_slice(t[2])))
+                Ok((score as f64, t[2]))
             })
             .collect::<CmdResult<_>>()?;
         let flags = AddFlags {
@@ -325,11 +326,11 @@ impl Command<'_> for GeoAdd {
         };
         let mut zadd = Vec::with_capacity(2 + options.len() + pairs.len() * 2);
         zadd.push(Bytes::from_static(b"zadd"));
-        zadd.push(key.clone());
+        zadd.push(Bytes::copy_from_slice(key));
         zadd.extend(options.iter().cloned());
         for (score, member) in &pairs {
             zadd.push(Bytes::from((*score as u64).to_string()));
-            zadd.push(member.clone());
+            zadd.push(Bytes::copy_from_slice(member));
         }
         Ok(GeoAdd {
             add: AddArgs {

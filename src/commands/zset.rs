@@ -49,7 +49,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<ZAdd>,
+        |c, a| run_borrowed::<ZAdd>(c, a),
     )
     .with_acl(&["@write", "@sortedset", "@fast"]),
     C::new(
@@ -57,7 +57,7 @@ pub(crate) static COMMANDS: &[C] = &[
         4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<ZIncrBy>,
+        |c, a| run_borrowed::<ZIncrBy>(c, a),
     )
     .with_acl(&["@write", "@sortedset", "@fast"])
     .with_key_flags(&["RW", "access", "update"]),
@@ -314,21 +314,21 @@ pub(crate) fn scored_reply<M: Into<Bytes>>(
 /// `ZADD` (and `ZINCRBY`) parsed: the options, then score-member pairs, all validated before
 /// the key is looked up, as Redis does.
 #[derive(Debug)]
-pub(crate) struct AddArgs {
-    pub(crate) key: Bytes,
+pub(crate) struct AddArgs<'a> {
+    pub(crate) key: &'a [u8],
     pub(crate) flags: AddFlags,
     pub(crate) ch: bool,
-    /// Shares the request's bytes; one or two pairs (the rate limiters' ZADD) need no
+    /// Borrowed from the request; one or two pairs (the rate limiters' ZADD) need no
     /// allocation.
-    pub(crate) pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
+    pub(crate) pairs: smallvec::SmallVec<[(f64, &'a [u8]); 2]>,
 }
 
-impl AddArgs {
+impl<'a> AddArgs<'a> {
     /// Parses `key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`. `ZINCRBY`
     /// goes through the same parser with `INCR` preset, so `ZINCRBY key nx m` is a syntax
     /// error in sluice as in Redis (the option eats the increment, leaving an odd count).
-    fn parse(a: &mut ArgCursor<'_>, incr: bool) -> CmdResult<Self> {
-        let key = a.next_owned()?;
+    fn parse(a: &mut ArgCursor<'a>, incr: bool) -> CmdResult<Self> {
+        let key = a.next()?;
         let mut flags = AddFlags {
             incr,
             ..AddFlags::default()
@@ -359,12 +359,7 @@ impl AddArgs {
         flags.validate(rest.len() / 2).map_err(zset_error)?;
         let pairs = rest
             .chunks_exact(2)
-            .map(|p| {
-                Ok((
-                    parse_double(p[0]).ok_or(CmdError::NotFloat)?,
-                    Bytes::copy_from_slice(p[1]),
-                ))
-            })
+            .map(|p| Ok((parse_double(p[0]).ok_or(CmdError::NotFloat)?, p[1])))
             .collect::<CmdResult<_>>()?;
         Ok(AddArgs {
             key,
@@ -404,11 +399,11 @@ impl AddArgs {
         let limits = ctx.shared.live.zset_limits();
         // With XX a missing key stays missing; otherwise a new set is stored if filled.
         let z = if self.flags.xx {
-            write_zset(ctx, &self.key)?
+            write_zset(ctx, self.key)?
         } else {
             Some(
                 ctx.store
-                    .modify_or_create(db, &self.key, now, || Box::new(SortedSet::new()))?,
+                    .modify_or_create(db, self.key, now, || Box::new(SortedSet::new()))?,
             )
         };
         // No key and XX: nothing to do. The guard drops (storing, signalling) in the closure.
@@ -422,7 +417,7 @@ impl AddArgs {
         // Redis notifies what was done even when a later pair failed.
         if tally.added + tally.updated > 0 {
             let event = if self.flags.incr { "zincr" } else { "zadd" };
-            ctx.notify(class::ZSET, event, &self.key);
+            ctx.notify(class::ZSET, event, self.key);
         }
         Ok(tally)
     }
@@ -463,10 +458,10 @@ struct AddTally {
 
 /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`
 #[derive(Debug)]
-pub(crate) struct ZAdd(AddArgs);
+pub(crate) struct ZAdd<'a>(AddArgs<'a>);
 
-impl Command<'_> for ZAdd {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for ZAdd<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         AddArgs::parse(a, false).map(ZAdd)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -476,10 +471,10 @@ impl Command<'_> for ZAdd {
 
 /// `ZINCRBY key increment member`: `ZADD key INCR increment member`.
 #[derive(Debug)]
-pub(crate) struct ZIncrBy(AddArgs);
+pub(crate) struct ZIncrBy<'a>(AddArgs<'a>);
 
-impl Command<'_> for ZIncrBy {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for ZIncrBy<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         AddArgs::parse(a, true).map(ZIncrBy)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
