@@ -123,16 +123,7 @@ impl<'a> ArgCursor<'a> {
     }
 }
 
-/// Borrowed arguments copied out, for what keeps them past the request (a MULTI queue,
-/// the replication stream, a blocked client's keys).
-pub fn owned(args: &[&[u8]]) -> Vec<Bytes> {
-    args.iter().map(|a| Bytes::copy_from_slice(a)).collect()
-}
-
-/// Owned arguments seen as borrowed ones (what a handler takes).
-pub fn borrowed<B: AsRef<[u8]>>(args: &[B]) -> smallvec::SmallVec<[&[u8]; 8]> {
-    args.iter().map(AsRef::as_ref).collect()
-}
+pub use crate::protocol::request::{borrowed_args as borrowed, owned_args as owned};
 
 /// True if `a` equals `keyword` ignoring ASCII case.
 pub fn is(a: &[u8], keyword: &str) -> bool {

@@ -559,14 +559,29 @@ fn script_policy(
     )
 }
 
+/// What a MULTI queue's argument buffer grows by at least (see `queue`).
+const MULTI_ARENA_CHUNK: usize = 4096;
+
 /// Queues a command inside MULTI: its resolved entry and its arguments.
 fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[&[u8]]) {
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     if let Some(queue) = client.multi.as_mut() {
         // One copy of the arguments into the transaction's buffer, sliced (see
         // `ClientState::multi_arena`).
-        let arena = &mut client.multi_arena;
-        arena.reserve(argv_mem);
+        // Grown by at least a few KiB at a time: each command's copy is split off it, so
+        // an exact reservation would allocate once per queued command.
+        // A command larger than that gets a buffer of its own, so the arena's memory
+        // stays small for the connection's lifetime.
+        let mut own;
+        let arena = if argv_mem > MULTI_ARENA_CHUNK {
+            own = bytes::BytesMut::with_capacity(argv_mem);
+            &mut own
+        } else {
+            &mut client.multi_arena
+        };
+        if arena.capacity() - arena.len() < argv_mem {
+            arena.reserve(argv_mem.max(MULTI_ARENA_CHUNK));
+        }
         for a in args {
             arena.extend_from_slice(a);
         }

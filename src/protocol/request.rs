@@ -28,6 +28,17 @@ use crate::num::{hex_digit, is_c_space, parse_i64};
 /// (Redis caps its `argv` the same way).
 const MAX_PREALLOC_ARGS: usize = 1024;
 
+/// Borrowed arguments copied out, for what keeps them past the request (the replication
+/// stream, a blocked client's keys, a subscription's channels…).
+pub fn owned_args(args: &[&[u8]]) -> Vec<Bytes> {
+    args.iter().map(|a| Bytes::copy_from_slice(a)).collect()
+}
+
+/// Owned arguments seen as borrowed ones (what a handler takes), on the stack up to eight.
+pub fn borrowed_args<B: AsRef<[u8]>>(args: &[B]) -> smallvec::SmallVec<[&[u8]; 8]> {
+    args.iter().map(AsRef::as_ref).collect()
+}
+
 /// Size limits, Redis's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

@@ -98,7 +98,7 @@ pub(crate) fn note(
     let key = arg(1);
     let argv: Vec<Bytes> = match effect {
         Effect::Inner | Effect::Handled => return,
-        Effect::Verbatim => crate::engine::args::owned(args),
+        Effect::Verbatim => crate::protocol::request::owned_args(args),
         Effect::KeyState => return state(ctx, db, &key),
         Effect::ExpireIfSet => {
             if matches!(reply, Reply::Int(1)) {
@@ -107,7 +107,7 @@ pub(crate) fn note(
             return;
         }
         Effect::Set if has_expiry_option(args) => return state(ctx, db, &key),
-        Effect::Set => crate::engine::args::owned(args),
+        Effect::Set => crate::protocol::request::owned_args(args),
         Effect::GetEx if args.len() > 2 => return state(ctx, db, &key),
         Effect::GetEx => return,
         Effect::GetDel if matches!(reply, Reply::Null) => return,

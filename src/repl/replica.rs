@@ -417,8 +417,11 @@ async fn stream(
                 // The acknowledged offset excludes the GETACK itself, as Redis's does.
                 send_ack(shared, &mut wr).await?;
             } else if !args.is_empty() && !args[0].eq_ignore_ascii_case(b"ping") {
-                let reply =
-                    engine::execute(shared, &mut client, &crate::engine::args::borrowed(&args));
+                let reply = engine::execute(
+                    shared,
+                    &mut client,
+                    &crate::protocol::request::borrowed_args(&args),
+                );
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
                 }

@@ -13,7 +13,7 @@ struct FakeHost {
 
 impl Host for FakeHost {
     fn call(&mut self, args: &[&[u8]], resp: u8) -> Reply {
-        self.calls.push(crate::engine::args::owned(args));
+        self.calls.push(crate::protocol::request::owned_args(args));
         let name = args[0].to_ascii_lowercase();
         match (&name[..], args.len()) {
             (b"get", 2) => self
@@ -69,8 +69,8 @@ fn eval_with(
     let _busy = scripts.busy.begin();
     scripts.run(
         &script,
-        &crate::engine::args::borrowed(&keys),
-        &crate::engine::args::borrowed(&argv),
+        &crate::protocol::request::borrowed_args(&keys),
+        &crate::protocol::request::borrowed_args(&argv),
         host,
     )
 }

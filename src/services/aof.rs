@@ -266,7 +266,7 @@ fn run_commands(
                     let reply = crate::engine::execute(
                         shared,
                         &mut client,
-                        &crate::engine::args::borrowed(&argv),
+                        &crate::protocol::request::borrowed_args(&argv),
                     );
                     if let Reply::Error(e) = &reply {
                         tracing::debug!("AOF command answered an error: {e}");

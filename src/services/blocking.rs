@@ -186,7 +186,7 @@ impl Waiter {
     pub(crate) fn set_origin(&self, cmd: crate::engine::CmdId, args: &[&[u8]], usec: u64) {
         let _ = self.origin.set(Origin {
             cmd,
-            args: crate::engine::args::owned(args).into(),
+            args: crate::protocol::request::owned_args(args).into(),
             usec,
         });
     }
@@ -712,7 +712,7 @@ fn unblocked_stats(shared: &Shared, w: &Waiter, client: &ClientState, reply_us: 
             usec,
             &crate::services::monitor::redact(
                 entry.spec.redaction,
-                &crate::engine::args::borrowed(&origin.args),
+                &crate::protocol::request::borrowed_args(&origin.args),
             ),
             client,
             false,
@@ -887,7 +887,11 @@ mod tests {
             key.clone(),
             Bytes::from_static(b"x"),
         ];
-        let _ = crate::engine::execute(&shared, &mut writer, &crate::engine::args::borrowed(&push));
+        let _ = crate::engine::execute(
+            &shared,
+            &mut writer,
+            &crate::protocol::request::borrowed_args(&push),
+        );
         // A client blocked on the key (registered as BLPOP registers it).
         let blocked = {
             let w = waiter(&shared.clients, &[b"q"]);
@@ -914,7 +918,7 @@ mod tests {
                 tx.send(crate::engine::execute(
                     &shared,
                     &mut c,
-                    &crate::engine::args::borrowed(&eval),
+                    &crate::protocol::request::borrowed_args(&eval),
                 ))
                 .unwrap();
             })

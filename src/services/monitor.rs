@@ -261,14 +261,14 @@ mod tests {
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::AllArguments,
-                &crate::engine::args::borrowed(&v(&["AUTH", "user", "pw"]))
+                &crate::protocol::request::borrowed_args(&v(&["AUTH", "user", "pw"]))
             ),
             &v(&["AUTH", "(redacted)", "(redacted)"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::HelloAuth,
-                &crate::engine::args::borrowed(&v(&[
+                &crate::protocol::request::borrowed_args(&v(&[
                     "hello", "3", "setname", "x", "AUTH", "u", "p"
                 ]))
             ),
@@ -285,14 +285,14 @@ mod tests {
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::HelloAuth,
-                &crate::engine::args::borrowed(&v(&["hello", "3", "auth", "u"]))
+                &crate::protocol::request::borrowed_args(&v(&["hello", "3", "auth", "u"]))
             ),
             &v(&["hello", "3", "auth", "u"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::ConfigSecrets,
-                &crate::engine::args::borrowed(&v(&[
+                &crate::protocol::request::borrowed_args(&v(&[
                     "config",
                     "set",
                     "timeout",
@@ -306,7 +306,7 @@ mod tests {
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::None,
-                &crate::engine::args::borrowed(&v(&["set", "a", "b"]))
+                &crate::protocol::request::borrowed_args(&v(&["set", "a", "b"]))
             ),
             &v(&["set", "a", "b"])[..]
         );

@@ -184,7 +184,11 @@ fn covers(shared: &Shared, client: &ClientState, args: &[&[u8]], mode: u8) -> bo
     if entry.spec.roles.contains(Roles::EXEC) {
         return client.multi.iter().flatten().any(|queued| {
             shared.table.entry(CmdId(queued.cmd)).is_some_and(|e| {
-                may_replicate(shared, e, &crate::engine::args::borrowed(&queued.args))
+                may_replicate(
+                    shared,
+                    e,
+                    &crate::protocol::request::borrowed_args(&queued.args),
+                )
             })
         });
     }

@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn long_commands_are_trimmed_as_redis_does() {
         let args: Vec<Bytes> = (0..42).map(|i| Bytes::from(i.to_string())).collect();
-        let t = trimmed(&crate::engine::args::borrowed(&args));
+        let t = trimmed(&crate::protocol::request::borrowed_args(&args));
         assert_eq!(t.len(), 32);
         assert_eq!(&t[31][..], b"... (11 more arguments)");
         assert_eq!(&t[30][..], b"30");
@@ -166,6 +166,9 @@ mod tests {
         assert_eq!(t[0].len(), 128 + "... (72 more bytes)".len());
         assert!(t[0].ends_with(b"... (72 more bytes)"));
         let exact: Vec<Bytes> = (0..32).map(|i| Bytes::from(i.to_string())).collect();
-        assert_eq!(trimmed(&crate::engine::args::borrowed(&exact)).len(), 32);
+        assert_eq!(
+            trimmed(&crate::protocol::request::borrowed_args(&exact)).len(),
+            32
+        );
     }
 }

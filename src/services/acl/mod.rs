@@ -411,12 +411,13 @@ impl Acl {
         name: &[u8],
         ops: &[&[u8]],
     ) -> Result<Option<Vec<Bytes>>, String> {
-        let merged = rules::merge_selectors(&crate::engine::args::owned(ops)).map_err(|i| {
-            format!(
-                "ERR Unmatched parenthesis in acl selector starting at '{}'.",
-                String::from_utf8_lossy(ops[i])
-            )
-        })?;
+        let merged =
+            rules::merge_selectors(&crate::protocol::request::owned_args(ops)).map_err(|i| {
+                format!(
+                    "ERR Unmatched parenthesis in acl selector starting at '{}'.",
+                    String::from_utf8_lossy(ops[i])
+                )
+            })?;
         let all = self.allchannels_default.load(Ordering::Relaxed);
         let Ok(mut map) = self.users.write() else {
             return Err("ERR ACL users are unavailable".into());
@@ -652,7 +653,11 @@ mod tests {
             Some(sub) => sub,
             None => entry,
         };
-        acl.check(user.as_bytes(), entry, &crate::engine::args::borrowed(&a))
+        acl.check(
+            user.as_bytes(),
+            entry,
+            &crate::protocol::request::borrowed_args(&a),
+        )
     }
 
     #[test]
@@ -662,7 +667,7 @@ mod tests {
         acl.set_user(
             &table,
             b"t1",
-            &crate::engine::args::borrowed(&args(&[
+            &crate::protocol::request::borrowed_args(&args(&[
                 "on",
                 ">pw",
                 "~tenant1:*",
@@ -704,7 +709,7 @@ mod tests {
         acl.set_user(
             &table,
             b"u",
-            &crate::engine::args::borrowed(&args(&["on", "+@all", "%R~r*", "%W~w*"])),
+            &crate::protocol::request::borrowed_args(&args(&["on", "+@all", "%R~r*", "%W~w*"])),
         )
         .unwrap();
         assert_eq!(check(&acl, &table, "u", &["get", "r1"]), Ok(()));
@@ -741,7 +746,13 @@ mod tests {
         acl.set_user(
             &table,
             b"a",
-            &crate::engine::args::borrowed(&args(&["on", ">x", "~k*", "+get", "(+set ~s*)"])),
+            &crate::protocol::request::borrowed_args(&args(&[
+                "on",
+                ">x",
+                "~k*",
+                "+get",
+                "(+set ~s*)",
+            ])),
         )
         .unwrap();
         let text = acl.save_text();
