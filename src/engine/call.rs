@@ -572,6 +572,12 @@ fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[&[u8]]) {
         // an exact reservation would allocate once per queued command.
         // A command larger than that gets a buffer of its own, so the arena's memory
         // stays small for the connection's lifetime.
+        // A transaction's first command makes room for a whole small transaction: the
+        // earlier transactions' slices are gone by then, so the buffer is reclaimed in
+        // place (later in the transaction its own slices still hold it).
+        if queue.is_empty() {
+            client.multi_arena.reserve(MULTI_ARENA_CHUNK);
+        }
         let mut own;
         let arena = if argv_mem > MULTI_ARENA_CHUNK {
             own = bytes::BytesMut::with_capacity(argv_mem);
