@@ -515,7 +515,7 @@ impl Registry {
 pub(crate) struct Queued {
     /// The command table entry's index (`engine::CmdId`).
     pub(crate) cmd: u32,
-    /// The arguments, name first (slices of the connection's read buffer: a command of up
+    /// The arguments, name first (slices of the client's `multi_arena`: a command of up
     /// to four arguments is queued without an allocation).
     pub(crate) args: SmallVec<[Bytes; 4]>,
 }
@@ -538,6 +538,11 @@ pub struct ClientState {
     pub(crate) multi_failed: bool,
     /// The emptied queue of an earlier transaction, reused by the next MULTI.
     spare_multi: Vec<Queued>,
+    /// The bytes of the queued commands' arguments (a command's arguments are borrowed
+    /// from the read buffer, so queueing copies them here, and its `Queued::args` are
+    /// slices of this buffer; once the transaction's slices are gone, the next one
+    /// reuses its memory).
+    pub(crate) multi_arena: bytes::BytesMut,
     /// Keys this client WATCHes (database, key).
     pub(crate) watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
@@ -586,6 +591,7 @@ impl ClientState {
             multi: None,
             multi_failed: false,
             spare_multi: Vec::new(),
+            multi_arena: bytes::BytesMut::new(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             authenticated: true,

@@ -65,15 +65,15 @@ static ACL: &[C] = &[
 /// Redis's reply to a subcommand given more arguments than it takes, naming it as typed.
 fn at_most(
     ctx: &mut Ctx<'_>,
-    args: &[Bytes],
+    args: &[&[u8]],
     max: usize,
-    run: fn(&mut Ctx<'_>, &[Bytes]) -> Reply,
+    run: fn(&mut Ctx<'_>, &[&[u8]]) -> Reply,
 ) -> Reply {
     if args.len() > max {
         return Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         );
@@ -87,7 +87,7 @@ fn text(b: &[u8]) -> String {
 
 /// Closes the connections logged in as one of `users` (all but `default` when None), as
 /// Redis's `ACLFreeUserAndKillClients` does: the calling connection after this reply.
-fn kill_clients_of(ctx: &mut Ctx<'_>, users: Option<&[Bytes]>) {
+fn kill_clients_of(ctx: &mut Ctx<'_>, users: Option<&[&[u8]]>) {
     let me = ctx.client.id();
     let doomed = |u: &Bytes| match users {
         Some(names) => names.iter().any(|n| n == u),
@@ -143,11 +143,11 @@ struct SetUser {
     rules: Vec<Bytes>,
 }
 
-impl Command for SetUser {
+impl Command<'_> for SetUser {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SetUser {
-            name: a.next()?.clone(),
-            rules: a.rest().to_vec(),
+            name: a.next_owned()?,
+            rules: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -159,7 +159,11 @@ impl Command for SetUser {
         let revoked = ctx
             .shared
             .acl
-            .set_user(&ctx.shared.table, &self.name, &self.rules)
+            .set_user(
+                &ctx.shared.table,
+                &self.name,
+                &crate::engine::args::borrowed(&self.rules),
+            )
             .map_err(CmdError::owned)?;
         if let Some(allowed) = revoked {
             kill_revoked_subscribers(ctx, &self.name, &allowed);
@@ -174,18 +178,21 @@ struct DelUser {
     names: Vec<Bytes>,
 }
 
-impl Command for DelUser {
+impl Command<'_> for DelUser {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(DelUser {
-            names: a.rest().to_vec(),
+            names: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         if self.names.iter().any(|n| &n[..] == DEFAULT_USER) {
             return Err(CmdError::msg("ERR The 'default' user cannot be removed"));
         }
-        let deleted = ctx.shared.acl.delete_users(&self.names);
-        kill_clients_of(ctx, Some(&self.names));
+        let deleted = ctx
+            .shared
+            .acl
+            .delete_users(&crate::engine::args::borrowed(&self.names));
+        kill_clients_of(ctx, Some(&crate::engine::args::borrowed(&self.names)));
         Ok(Reply::Int(deleted as i64))
     }
 }
@@ -215,10 +222,10 @@ struct GetUser {
     name: Bytes,
 }
 
-impl Command for GetUser {
+impl Command<'_> for GetUser {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetUser {
-            name: a.next()?.clone(),
+            name: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -259,7 +266,7 @@ impl Command for GetUser {
 #[derive(Debug)]
 struct List;
 
-impl Command for List {
+impl Command<'_> for List {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(List)
     }
@@ -279,7 +286,7 @@ impl Command for List {
 #[derive(Debug)]
 struct Users;
 
-impl Command for Users {
+impl Command<'_> for Users {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Users)
     }
@@ -299,7 +306,7 @@ impl Command for Users {
 #[derive(Debug)]
 struct WhoAmI;
 
-impl Command for WhoAmI {
+impl Command<'_> for WhoAmI {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(WhoAmI)
     }
@@ -314,11 +321,11 @@ struct Cat {
     category: Option<Bytes>,
 }
 
-impl Command for Cat {
+impl Command<'_> for Cat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Cat {
             category: if a.remaining() > 0 {
-                Some(a.next()?.clone())
+                Some(a.next_owned()?)
             } else {
                 None
             },
@@ -360,10 +367,10 @@ struct GenPass {
 
 const GENPASS_MAX_BITS: i64 = 4096;
 
-impl Command for GenPass {
+impl Command<'_> for GenPass {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GenPass {
-            bits: a.rest().first().cloned(),
+            bits: a.rest().first().cloned().map(Bytes::copy_from_slice),
         })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -391,11 +398,11 @@ struct Log {
     arg: Option<Bytes>,
 }
 
-impl Command for Log {
+impl Command<'_> for Log {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let arg = a.rest();
         Ok(Log {
-            arg: arg.first().cloned(),
+            arg: arg.first().cloned().map(Bytes::copy_from_slice),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -445,11 +452,11 @@ struct DryRun {
     args: Vec<Bytes>,
 }
 
-impl Command for DryRun {
+impl Command<'_> for DryRun {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(DryRun {
-            user: a.next()?.clone(),
-            args: a.rest().to_vec(),
+            user: a.next_owned()?,
+            args: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -477,21 +484,22 @@ impl Command for DryRun {
                 entry.spec.name
             )));
         }
-        let refused = match acl::check_user(&user, entry, &self.args) {
-            Ok(()) => return Ok(Reply::ok()),
-            Err(Denied::Command) => format!(
-                "This user has no permissions to run the '{}' command",
-                entry.spec.name
-            ),
-            Err(Denied::Key(i)) => format!(
-                "This user has no permissions to access the '{}' key",
-                text(&self.args[i])
-            ),
-            Err(Denied::Channel(i)) => format!(
-                "This user has no permissions to access the '{}' channel",
-                text(&self.args[i])
-            ),
-        };
+        let refused =
+            match acl::check_user(&user, entry, &crate::engine::args::borrowed(&self.args)) {
+                Ok(()) => return Ok(Reply::ok()),
+                Err(Denied::Command) => format!(
+                    "This user has no permissions to run the '{}' command",
+                    entry.spec.name
+                ),
+                Err(Denied::Key(i)) => format!(
+                    "This user has no permissions to access the '{}' key",
+                    text(&self.args[i])
+                ),
+                Err(Denied::Channel(i)) => format!(
+                    "This user has no permissions to access the '{}' channel",
+                    text(&self.args[i])
+                ),
+            };
         Ok(Reply::Bulk(Bytes::from(refused)))
     }
 }
@@ -502,7 +510,7 @@ const NO_ACL_FILE: &str = "ERR This Redis instance is not configured to use an A
 #[derive(Debug)]
 struct Load;
 
-impl Command for Load {
+impl Command<'_> for Load {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Load)
     }
@@ -529,7 +537,7 @@ impl Command for Load {
 #[derive(Debug)]
 struct Save;
 
-impl Command for Save {
+impl Command<'_> for Save {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Save)
     }
@@ -561,7 +569,7 @@ impl Command for Save {
 #[derive(Debug)]
 struct Help;
 
-impl Command for Help {
+impl Command<'_> for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Help)
     }

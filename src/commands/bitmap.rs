@@ -39,7 +39,7 @@ pub(crate) static COMMANDS: &[C] = &[
 
 /// BITFIELD's key flags in one request: with only GET and OVERFLOW operations it reads
 /// (`RO access`), else it reads and writes (Redis's `bitfieldGetKeys`).
-fn bitfield_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+fn bitfield_key_flags(args: &[&[u8]]) -> &'static [&'static str] {
     let mut i = 2;
     while i < args.len() {
         let left = args.len() - i - 1;
@@ -91,12 +91,12 @@ pub(crate) struct SetBit {
     value: Bytes,
 }
 
-impl Command for SetBit {
+impl Command<'_> for SetBit {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SetBit {
-            key: a.next()?.clone(),
-            offset: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            offset: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
 
@@ -146,11 +146,11 @@ pub(crate) struct GetBit {
     offset: Bytes,
 }
 
-impl Command for GetBit {
+impl Command<'_> for GetBit {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetBit {
-            key: a.next()?.clone(),
-            offset: a.next()?.clone(),
+            key: a.next_owned()?,
+            offset: a.next_owned()?,
         })
     }
 
@@ -237,11 +237,11 @@ pub(crate) struct BitCount {
     rest: Vec<Bytes>,
 }
 
-impl Command for BitCount {
+impl Command<'_> for BitCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(BitCount {
-            key: a.next()?.clone(),
-            rest: a.rest().to_vec(),
+            key: a.next_owned()?,
+            rest: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -293,12 +293,12 @@ pub(crate) struct BitPos {
     rest: Vec<Bytes>,
 }
 
-impl Command for BitPos {
+impl Command<'_> for BitPos {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(BitPos {
-            key: a.next()?.clone(),
-            bit: a.next()?.clone(),
-            rest: a.rest().to_vec(),
+            key: a.next_owned()?,
+            bit: a.next_owned()?,
+            rest: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -407,7 +407,7 @@ enum Op {
     Not,
 }
 
-impl Command for BitOp {
+impl Command<'_> for BitOp {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let name = a.next()?;
         let op = if is(name, "and") {
@@ -421,14 +421,18 @@ impl Command for BitOp {
         } else {
             return Err(CmdError::Syntax);
         };
-        let dest = a.next()?.clone();
+        let dest = a.next_owned()?;
         let keys = a.rest().to_vec();
         if op == Op::Not && keys.len() != 1 {
             return Err(CmdError::msg(
                 "ERR BITOP NOT must be called with a single source key.",
             ));
         }
-        Ok(BitOp { op, dest, keys })
+        Ok(BitOp {
+            op,
+            dest,
+            keys: crate::engine::args::owned(&keys),
+        })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -591,14 +595,14 @@ pub(crate) struct BitField {
     args: Vec<Bytes>,
 }
 
-impl VariantCommand for BitField {
+impl VariantCommand<'_> for BitField {
     type Variant = Access;
 
     fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
         Ok(BitField {
             access,
-            key: a.next()?.clone(),
-            args: a.rest().to_vec(),
+            key: a.next_owned()?,
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 

@@ -262,7 +262,7 @@ pub(crate) struct Block {
     timeout_ms: u64,
 }
 
-impl VariantCommand for Block {
+impl VariantCommand<'_> for Block {
     type Variant = Blocking;
     fn parse(a: &mut ArgCursor<'_>, kind: Blocking) -> CmdResult<Self> {
         use Blocking::*;
@@ -274,12 +274,12 @@ impl VariantCommand for Block {
                 let keys = keys.to_vec();
                 let op = match kind {
                     Blpop | Brpop => Op::Pop(LMPop {
-                        keys,
+                        keys: crate::engine::args::owned(&keys),
                         end: if kind == Blpop { End::Left } else { End::Right },
                         count: 1,
                     }),
                     _ => Op::ZPop(ZMPop {
-                        keys,
+                        keys: crate::engine::args::owned(&keys),
                         max: kind == Bzpopmax,
                         count: 1,
                     }),
@@ -287,8 +287,8 @@ impl VariantCommand for Block {
                 (op, timeout_ms)
             }
             Brpoplpush => {
-                let source = a.next()?.clone();
-                let destination = a.next()?.clone();
+                let source = a.next_owned()?;
+                let destination = a.next_owned()?;
                 let timeout_ms = parse_timeout(a.next()?)?;
                 let op = Op::Move(LMove {
                     source,
@@ -299,8 +299,8 @@ impl VariantCommand for Block {
                 (op, timeout_ms)
             }
             Blmove => {
-                let source = a.next()?.clone();
-                let destination = a.next()?.clone();
+                let source = a.next_owned()?;
+                let destination = a.next_owned()?;
                 let from = End::parse(a.next()?)?;
                 let to = End::parse(a.next()?)?;
                 let timeout_ms = parse_timeout(a.next()?)?;
@@ -355,7 +355,7 @@ pub(crate) struct ClientUnblock {
     error: bool,
 }
 
-impl Command for ClientUnblock {
+impl Command<'_> for ClientUnblock {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let id = a.next()?;
         let error = match a.remaining() {
@@ -388,7 +388,7 @@ impl Command for ClientUnblock {
 
 /// CLIENT UNBLOCK's handler: too many arguments get Redis's subcommand error, which quotes
 /// the subcommand as the client typed it.
-pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
         let typed = args
             .get(1)

@@ -109,7 +109,7 @@ fn with_state<R>(ctx: &Ctx<'_>, b: &Bus, f: impl FnOnce(&mut State) -> R) -> R {
 }
 
 /// The handler of the topology subcommands (MEET, ADDSLOTS, SETSLOT, FAILOVER, …).
-pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let Some(b) = bus(ctx).cloned() else {
         return err("ERR This instance has cluster support disabled");
     };
@@ -288,14 +288,14 @@ fn parse_port(a: &[u8]) -> Option<i64> {
     crate::num::parse_i64(a)
 }
 
-fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     if rest.len() < 2 || rest.len() > 3 {
         return err("ERR wrong number of arguments for 'cluster|meet' command");
     }
-    let Some(port) = parse_port(&rest[1]) else {
+    let Some(port) = parse_port(rest[1]) else {
         return err(format!(
             "ERR Invalid TCP base port specified: {}",
-            text(&rest[1])
+            text(rest[1])
         ));
     };
     let cport = match rest.get(2) {
@@ -305,7 +305,7 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
         },
         None => port + 10000,
     };
-    let ip_text = text(&rest[0]);
+    let ip_text = text(rest[0]);
     let ip = match ip_text.parse::<std::net::IpAddr>() {
         Ok(ip) => ip.to_canonical().to_string(),
         Err(_) => String::new(),
@@ -313,7 +313,7 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     if ip.is_empty() || !(1..=65535).contains(&port) || !(1..=65535).contains(&cport) {
         return err(format!(
             "ERR Invalid node address specified: {ip_text}:{}",
-            text(&rest[1])
+            text(rest[1])
         ));
     }
     let now = crate::cluster::bus::now_ms();
@@ -324,8 +324,8 @@ fn meet(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
 }
 
 /// Parses the slot arguments of ADDSLOTS/DELSLOTS (single slots) or the RANGE forms (pairs).
-fn parse_slots(rest: &[Bytes], ranges: bool, name: &str) -> Result<Vec<u16>, Reply> {
-    let slot = |a: &Bytes| -> Result<u16, Reply> {
+fn parse_slots(rest: &[&[u8]], ranges: bool, name: &str) -> Result<Vec<u16>, Reply> {
+    let slot = |a: &[u8]| -> Result<u16, Reply> {
         match crate::num::parse_i64(a) {
             Some(s) if (0..SLOTS as i64).contains(&s) => Ok(s as u16),
             _ => Err(err("ERR Invalid or out of range slot")),
@@ -339,7 +339,7 @@ fn parse_slots(rest: &[Bytes], ranges: bool, name: &str) -> Result<Vec<u16>, Rep
     let mut out = Vec::new();
     if ranges {
         for pair in rest.chunks(2) {
-            let (a, z) = (slot(&pair[0])?, slot(&pair[1])?);
+            let (a, z) = (slot(pair[0])?, slot(pair[1])?);
             if a > z {
                 return Err(err(format!(
                     "ERR start slot number {a} is greater than end slot number {z}"
@@ -355,7 +355,7 @@ fn parse_slots(rest: &[Bytes], ranges: bool, name: &str) -> Result<Vec<u16>, Rep
     Ok(out)
 }
 
-fn slots_cmd(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes], del: bool, ranges: bool) -> Reply {
+fn slots_cmd(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]], del: bool, ranges: bool) -> Reply {
     let name = match (del, ranges) {
         (false, false) => "addslots",
         (true, false) => "delslots",
@@ -427,11 +427,11 @@ fn flushslots(ctx: &mut Ctx<'_>, b: &Bus) -> Reply {
     })
 }
 
-fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     if b.lock().me().is(flag::SLAVE) {
         return err("ERR Please use SETSLOT only with masters.");
     }
-    let slot = match crate::num::parse_i64(&rest[0]) {
+    let slot = match crate::num::parse_i64(rest[0]) {
         Some(s) if (0..SLOTS as i64).contains(&s) => s as u16,
         _ => return err("ERR Invalid or out of range slot"),
     };
@@ -537,7 +537,7 @@ fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     })
 }
 
-fn forget(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn forget(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     let id = rest.first().map(|a| text(a)).unwrap_or_default();
     with_state(ctx, b, |st| {
         if !st.nodes.contains_key(&id) {
@@ -556,7 +556,7 @@ fn forget(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     })
 }
 
-fn reset(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn reset(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     let hard = match rest.first().map(|a| text(a).to_ascii_lowercase()) {
         None => false,
         Some(m) if m == "soft" => false,
@@ -584,7 +584,7 @@ fn reset(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
     })
 }
 
-fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
+fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
     let id = rest.first().map(|a| text(a)).unwrap_or_default();
     let empty = db_empty(ctx);
     with_state(ctx, b, |st| {
@@ -608,7 +608,7 @@ fn replicate(ctx: &mut Ctx<'_>, b: &Bus, rest: &[Bytes]) -> Reply {
 /// CLUSTER FAILOVER [FORCE|TAKEOVER]. Without an option, Redis's coordinated manual failover
 /// (`cluster::bus::failover`): the master holds its writes until this replica has its
 /// offset, then the election runs. FORCE runs the election at once, TAKEOVER skips it.
-fn failover(ctx: &mut Ctx<'_>, b: &Bus, name: &[u8], rest: &[Bytes]) -> Reply {
+fn failover(ctx: &mut Ctx<'_>, b: &Bus, name: &[u8], rest: &[&[u8]]) -> Reply {
     let mode = match rest {
         [] => "",
         [m] => match text(m).to_ascii_lowercase().as_str() {

@@ -52,10 +52,10 @@ pub(crate) struct Dump {
     key: Bytes,
 }
 
-impl Command for Dump {
+impl Command<'_> for Dump {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Dump {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -78,11 +78,11 @@ pub(crate) struct Restore {
     idle_s: Option<i64>,
 }
 
-impl Command for Restore {
+impl Command<'_> for Restore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let ttl = a.next()?.clone();
-        let payload = a.next()?.clone();
+        let key = a.next_owned()?;
+        let ttl = a.next_owned()?;
+        let payload = a.next_owned()?;
         let (mut replace, mut absttl, mut idle_s, mut freq) = (false, false, None, None);
         while a.remaining() > 0 {
             let more = a.remaining() > 1;

@@ -160,11 +160,11 @@ pub(crate) static FUNCTION: &[C] = &[
 
 /// FCALL / FCALL_RO's rows: `run_as`, keeping the command's name as the client sent it for
 /// FUNCTION STATS (a test matches it to decide when to send FUNCTION KILL).
-fn fcall(ctx: &mut Ctx<'_>, args: &[Bytes], access: Access) -> Reply {
+fn fcall(ctx: &mut Ctx<'_>, args: &[&[u8]], access: Access) -> Reply {
     let mut a = ArgCursor::new(args.get(1..).unwrap_or(&[]));
     let parsed = Fcall::parse(&mut a, access).and_then(|f| a.finish().map(|()| f));
     match parsed.and_then(|mut f| {
-        f.sent = args[0].clone();
+        f.sent = Bytes::copy_from_slice(args[0]);
         f.apply(ctx)
     }) {
         Ok(r) => r,
@@ -183,17 +183,17 @@ pub(crate) struct Fcall {
     rest: Vec<Bytes>,
 }
 
-impl VariantCommand for Fcall {
+impl VariantCommand<'_> for Fcall {
     type Variant = Access;
     fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
-        let name = a.next()?.clone();
-        let numkeys = a.next()?.clone();
+        let name = a.next_owned()?;
+        let numkeys = a.next_owned()?;
         Ok(Fcall {
             sent: Bytes::from_static(b"FCALL"),
             access,
             name,
             numkeys,
-            rest: a.rest().to_vec(),
+            rest: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -241,12 +241,18 @@ impl VariantCommand for Fcall {
             read_only: read_only || flags.no_writes,
             allow_oom: flags.allow_oom,
             function: Some((info.name.clone(), command)),
-            slot: crate::commands::cluster::script_slot(keys),
+            slot: crate::commands::cluster::script_slot(&crate::engine::args::borrowed(keys)),
             cross_slot_ok: flags.allow_cross_slot_keys,
         };
         let memo = format!("f:{}", info.name);
         Ok(run_locked(ctx, how, &memo, |scripts, host| {
-            scripts.run_function(&lib, index, keys, argv, host)
+            scripts.run_function(
+                &lib,
+                index,
+                &crate::engine::args::borrowed(keys),
+                &crate::engine::args::borrowed(argv),
+                host,
+            )
         }))
     }
 }
@@ -258,7 +264,7 @@ pub(crate) struct FunctionLoad {
     code: Bytes,
 }
 
-impl crate::engine::Command for FunctionLoad {
+impl crate::engine::Command<'_> for FunctionLoad {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut replace = false;
         while a.remaining() > 1 {
@@ -274,7 +280,7 @@ impl crate::engine::Command for FunctionLoad {
         }
         Ok(FunctionLoad {
             replace,
-            code: a.next()?.clone(),
+            code: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -293,10 +299,10 @@ pub(crate) struct FunctionDelete {
     name: Bytes,
 }
 
-impl crate::engine::Command for FunctionDelete {
+impl crate::engine::Command<'_> for FunctionDelete {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FunctionDelete {
-            name: a.next()?.clone(),
+            name: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -312,7 +318,7 @@ impl crate::engine::Command for FunctionDelete {
 #[derive(Debug)]
 pub(crate) struct FunctionFlush;
 
-impl crate::engine::Command for FunctionFlush {
+impl crate::engine::Command<'_> for FunctionFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         match a.rest() {
             [] => Ok(FunctionFlush),
@@ -339,7 +345,7 @@ pub(crate) struct FunctionList {
     with_code: bool,
 }
 
-impl crate::engine::Command for FunctionList {
+impl crate::engine::Command<'_> for FunctionList {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut out = FunctionList {
             pattern: None,
@@ -353,7 +359,7 @@ impl crate::engine::Command for FunctionList {
                 if a.remaining() == 0 {
                     return Err(CmdError::msg("ERR library name argument was not given"));
                 }
-                out.pattern = Some(a.next()?.clone());
+                out.pattern = Some(a.next_owned()?);
             } else {
                 return Err(CmdError::owned(format!(
                     "ERR Unknown argument {}",
@@ -407,7 +413,7 @@ impl crate::engine::Command for FunctionList {
 #[derive(Debug)]
 pub(crate) struct FunctionDump;
 
-impl crate::engine::Command for FunctionDump {
+impl crate::engine::Command<'_> for FunctionDump {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FunctionDump)
     }
@@ -418,12 +424,12 @@ impl crate::engine::Command for FunctionDump {
 
 /// Redis's error for a FUNCTION subcommand given more than `max` arguments (name
 /// included): it names the subcommand as the client sent it.
-fn too_many_arguments(args: &[Bytes], max: usize) -> Option<Reply> {
+fn too_many_arguments(args: &[&[u8]], max: usize) -> Option<Reply> {
     (args.len() > max).then(|| {
         Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         )
@@ -431,12 +437,12 @@ fn too_many_arguments(args: &[Bytes], max: usize) -> Option<Reply> {
 }
 
 /// FUNCTION RESTORE's row (at most a payload and a policy).
-fn function_restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn function_restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     too_many_arguments(args, 4).unwrap_or_else(|| run_sub::<FunctionRestore>(ctx, args))
 }
 
 /// FUNCTION FLUSH's row (at most a mode).
-fn function_flush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn function_flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     too_many_arguments(args, 3).unwrap_or_else(|| run_sub::<FunctionFlush>(ctx, args))
 }
 
@@ -447,9 +453,9 @@ pub(crate) struct FunctionRestore {
     policy: RestorePolicy,
 }
 
-impl crate::engine::Command for FunctionRestore {
+impl crate::engine::Command<'_> for FunctionRestore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let payload = a.next()?.clone();
+        let payload = a.next_owned()?;
         let policy = match a.rest() {
             [] => RestorePolicy::Append,
             [p] if p.eq_ignore_ascii_case(b"flush") => RestorePolicy::Flush,
@@ -478,7 +484,7 @@ impl crate::engine::Command for FunctionRestore {
 #[derive(Debug)]
 pub(crate) struct FunctionStats;
 
-impl crate::engine::Command for FunctionStats {
+impl crate::engine::Command<'_> for FunctionStats {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FunctionStats)
     }
@@ -525,7 +531,7 @@ impl crate::engine::Command for FunctionStats {
 #[derive(Debug)]
 pub(crate) struct FunctionKill;
 
-impl crate::engine::Command for FunctionKill {
+impl crate::engine::Command<'_> for FunctionKill {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FunctionKill)
     }
@@ -546,7 +552,7 @@ impl crate::engine::Command for FunctionKill {
 #[derive(Debug)]
 pub(crate) struct FunctionHelp;
 
-impl crate::engine::Command for FunctionHelp {
+impl crate::engine::Command<'_> for FunctionHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FunctionHelp)
     }

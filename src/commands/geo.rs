@@ -20,6 +20,7 @@ use self::hash::{Shape, ShapeKind};
 use crate::commands::zset::{AddArgs, zset_error};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, FindKeys, InfoDoc, KeySpec, KeySpecDoc, run,
+    run_borrowed,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::{long_double, parse_double, parse_i64};
@@ -47,10 +48,10 @@ fn keyword_is(a: &[u8], keyword: &str) -> bool {
 /// then what Redis 7.0's key specs find (the argument after the first `STORE`, after the
 /// first `STOREDIST`), then the key the command really stores into if those miss it (a
 /// repeated keyword: the last one wins), so that it is locked too.
-fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
+fn radius_keys(args: &[&[u8]], start: usize) -> Vec<usize> {
     let after = |keyword: &str| {
         (start..args.len().saturating_sub(1))
-            .find(|&i| keyword_is(&args[i], keyword))
+            .find(|&i| keyword_is(args[i], keyword))
             .map(|i| i + 1)
     };
     let mut keys = vec![1];
@@ -66,7 +67,7 @@ fn radius_keys(args: &[Bytes], start: usize) -> Vec<usize> {
 
 /// The destination [`run_search`] takes for a GEORADIUS form: the option parse without
 /// its checks (an option it refuses ends the parse with an error, storing nothing).
-fn stored_key(args: &[Bytes], start: usize) -> Option<usize> {
+fn stored_key(args: &[&[u8]], start: usize) -> Option<usize> {
     let mut key = None;
     let mut i = start;
     while i < args.len() {
@@ -134,7 +135,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -5,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<GeoAdd>,
+        |c, a| run_borrowed::<GeoAdd>(c, a),
     )
     .with_effect(crate::repl::effects::Effect::Handled)
     .with_acl(WRITE_ACL),
@@ -281,16 +282,16 @@ fn read_geo<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> CmdResult<Option<&'c Sorted
 
 /// `GEOADD key [NX|XX] [CH] longitude latitude member [...]`: ZADD with geohash scores.
 #[derive(Debug)]
-pub(crate) struct GeoAdd {
-    add: AddArgs,
+pub(crate) struct GeoAdd<'a> {
+    add: AddArgs<'a>,
     /// What replicas get when a member was added or moved: `ZADD key [options] score
     /// member …`, as Redis rewrites GEOADD.
     zadd: Vec<Bytes>,
 }
 
-impl Command for GeoAdd {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+impl<'a> Command<'a> for GeoAdd<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        let key = a.next()?;
         let (mut nx, mut xx, mut ch) = (false, false, false);
         let mut options = Vec::new();
         while let Some(opt) = a.peek() {
@@ -303,19 +304,19 @@ impl Command for GeoAdd {
             } else {
                 break;
             }
-            options.push(a.next()?.clone());
+            options.push(a.next_owned()?);
         }
         let rest = a.rest();
         // No triple at all reaches ZADD in Redis, which answers the same syntax error.
         if !rest.len().is_multiple_of(3) || (xx && nx) || rest.is_empty() {
             return Err(CmdError::Syntax);
         }
-        let pairs: smallvec::SmallVec<[(f64, Bytes); 2]> = rest
+        let pairs: smallvec::SmallVec<[(f64, &[u8]); 2]> = rest
             .chunks_exact(3)
             .map(|t| {
-                let (lon, lat) = lon_lat(&t[0], &t[1])?;
+                let (lon, lat) = lon_lat(t[0], t[1])?;
                 let score = hash::encode_wgs84(lon, lat).unwrap_or(0);
-                Ok((score as f64, t[2].clone()))
+                Ok((score as f64, t[2]))
             })
             .collect::<CmdResult<_>>()?;
         let flags = AddFlags {
@@ -325,11 +326,11 @@ impl Command for GeoAdd {
         };
         let mut zadd = Vec::with_capacity(2 + options.len() + pairs.len() * 2);
         zadd.push(Bytes::from_static(b"zadd"));
-        zadd.push(key.clone());
+        zadd.push(Bytes::copy_from_slice(key));
         zadd.extend(options.iter().cloned());
         for (score, member) in &pairs {
             zadd.push(Bytes::from((*score as u64).to_string()));
-            zadd.push(member.clone());
+            zadd.push(Bytes::copy_from_slice(member));
         }
         Ok(GeoAdd {
             add: AddArgs {
@@ -359,11 +360,11 @@ pub(crate) struct GeoPos {
     members: Vec<Bytes>,
 }
 
-impl Command for GeoPos {
+impl Command<'_> for GeoPos {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GeoPos {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -391,11 +392,11 @@ pub(crate) struct GeoHash {
     members: Vec<Bytes>,
 }
 
-impl Command for GeoHash {
+impl Command<'_> for GeoHash {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GeoHash {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -424,11 +425,11 @@ pub(crate) struct GeoDist {
     to_meters: f64,
 }
 
-impl Command for GeoDist {
+impl Command<'_> for GeoDist {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let m1 = a.next()?.clone();
-        let m2 = a.next()?.clone();
+        let key = a.next_owned()?;
+        let m1 = a.next_owned()?;
+        let m2 = a.next_owned()?;
         let to_meters = match a.remaining() {
             0 => 1.0,
             1 => unit(a.next()?)?,
@@ -500,7 +501,7 @@ struct Point {
     score: f64,
 }
 
-fn search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> Reply {
+fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) -> Reply {
     match run_search(ctx, args, flavor) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -514,7 +515,7 @@ fn member_position(z: &SortedSet, member: &[u8]) -> CmdResult<(f64, f64)> {
         .ok_or(CmdError::msg("ERR could not decode requested zset member"))
 }
 
-fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Reply> {
+fn run_search(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) -> CmdResult<Reply> {
     let zlimits = ctx.shared.live.zset_limits();
     // The table's arity guarantees the fixed arguments; a missing one reads as empty.
     let arg = |i: usize| args.get(i).map_or(&[][..], |b| &b[..]);
@@ -544,7 +545,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
         }
         Flavor::Search => 2,
         Flavor::SearchStore => {
-            storekey = Some(owned(1));
+            storekey = Some(Bytes::copy_from_slice(owned(1)));
             3
         }
     };
@@ -580,7 +581,7 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
             i += 1;
         } else if (is("store") || is("storedist")) && i + 1 < remaining && flavor.may_store() {
             // `radius_keys` locked this key (it follows this parse).
-            storekey = Some(owned(base + i + 1));
+            storekey = Some(Bytes::copy_from_slice(owned(base + i + 1)));
             storedist = is("storedist");
             i += 1;
         } else if is("storedist") && flavor == Flavor::SearchStore {
@@ -750,11 +751,11 @@ fn run_search(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) -> CmdResult<Re
 
 /// GEORADIUS, GEORADIUSBYMEMBER and GEOSEARCHSTORE reach replicas as sent, and only when
 /// they changed the destination (Redis propagates a command that made the data dirty).
-fn propagate_store(ctx: &mut Ctx<'_>, args: &[Bytes], flavor: Flavor) {
+fn propagate_store(ctx: &mut Ctx<'_>, args: &[&[u8]], flavor: Flavor) {
     let writes = flavor.may_store() || flavor == Flavor::SearchStore;
     if writes && crate::commands::hashttl::propagating(ctx) {
         let db = ctx.db();
-        ctx.propagate.push((db, args.to_vec()));
+        ctx.propagate.push((db, crate::engine::args::owned(args)));
     }
 }
 

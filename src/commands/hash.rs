@@ -26,7 +26,7 @@ use super::hashttl::{Which, lazy_expire, notify_expired};
 
 /// Redis 7.4's lazy expiry of the fields a command names (`HFE_LAZY_EXPIRE`), with its
 /// notifications: `hexpired`, then `del` if the hash went with them.
-fn expire_named(ctx: &mut Ctx<'_>, key: &[u8], fields: &[Bytes]) -> CmdResult<()> {
+fn expire_named(ctx: &mut Ctx<'_>, key: &[u8], fields: &[&[u8]]) -> CmdResult<()> {
     let e = lazy_expire(ctx, key, Which::Named(fields))?;
     notify_expired(ctx, key, e);
     Ok(())
@@ -209,7 +209,7 @@ fn hash_or_create<'l, 'a, 'k>(
 
 /// The options of HSCAN/SSCAN, parsed when the key has been found and type-checked (Redis
 /// reports a bad option only then: `HSCAN missing 0 COUNT 0` is an empty scan).
-pub(crate) fn scan_options(opts: &[Bytes]) -> CmdResult<(Option<Bytes>, usize)> {
+pub(crate) fn scan_options(opts: &[&[u8]]) -> CmdResult<(Option<Bytes>, usize)> {
     let mut a = ArgCursor::new(opts);
     let (pattern, count, _) = parse_scan_options(&mut a, false)?;
     // MATCH * filters nothing; Redis skips matching for it too.
@@ -257,11 +257,11 @@ pub(crate) struct HSet {
     pairs: Vec<Bytes>,
 }
 
-impl VariantCommand for HSet {
+impl VariantCommand<'_> for HSet {
     type Variant = HSetReply;
 
     fn parse(a: &mut ArgCursor<'_>, reply: HSetReply) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let pairs = a.rest();
         if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
             return Err(CmdError::WrongArity(
@@ -275,7 +275,7 @@ impl VariantCommand for HSet {
         Ok(HSet {
             reply,
             key,
-            pairs: pairs.to_vec(),
+            pairs: crate::engine::args::owned(pairs),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -304,17 +304,17 @@ pub(crate) struct HSetNx {
     value: Bytes,
 }
 
-impl Command for HSetNx {
+impl Command<'_> for HSetNx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HSetNx {
-            key: a.next()?.clone(),
-            field: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            field: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let mut h = hash_or_create(ctx, &self.key)?;
         if h.contains(&self.field) {
             return Ok(Reply::Int(0));
@@ -333,15 +333,15 @@ pub(crate) struct HGet {
     field: Bytes,
 }
 
-impl Command for HGet {
+impl Command<'_> for HGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HGet {
-            key: a.next()?.clone(),
-            field: a.next()?.clone(),
+            key: a.next_owned()?,
+            field: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let now = ctx.now_ms;
         let value = read_hash(ctx, &self.key)?
             .and_then(|h| h.get_live(&self.field, now).map(Bytes::copy_from_slice));
@@ -356,15 +356,15 @@ pub(crate) struct HMGet {
     fields: Vec<Bytes>,
 }
 
-impl Command for HMGet {
+impl Command<'_> for HMGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HMGet {
-            key: a.next()?.clone(),
-            fields: a.rest().to_vec(),
+            key: a.next_owned()?,
+            fields: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        expire_named(ctx, &self.key, &self.fields)?;
+        expire_named(ctx, &self.key, &crate::engine::args::borrowed(&self.fields))?;
         let now = ctx.now_ms;
         let h = read_hash(ctx, &self.key)?;
         let h = h.as_deref();
@@ -398,13 +398,13 @@ pub(crate) struct HGetAll {
     key: Bytes,
 }
 
-impl VariantCommand for HGetAll {
+impl VariantCommand<'_> for HGetAll {
     type Variant = HashPart;
 
     fn parse(a: &mut ArgCursor<'_>, part: HashPart) -> CmdResult<Self> {
         Ok(HGetAll {
             part,
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -444,11 +444,11 @@ pub(crate) struct HDel {
     fields: Vec<Bytes>,
 }
 
-impl Command for HDel {
+impl Command<'_> for HDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HDel {
-            key: a.next()?.clone(),
-            fields: a.rest().to_vec(),
+            key: a.next_owned()?,
+            fields: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -474,15 +474,15 @@ pub(crate) struct HExists {
     field: Bytes,
 }
 
-impl Command for HExists {
+impl Command<'_> for HExists {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HExists {
-            key: a.next()?.clone(),
-            field: a.next()?.clone(),
+            key: a.next_owned()?,
+            field: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let now = ctx.now_ms;
         let found =
             read_hash(ctx, &self.key)?.is_some_and(|h| h.get_live(&self.field, now).is_some());
@@ -496,10 +496,10 @@ pub(crate) struct HLen {
     key: Bytes,
 }
 
-impl Command for HLen {
+impl Command<'_> for HLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HLen {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -515,15 +515,15 @@ pub(crate) struct HStrLen {
     field: Bytes,
 }
 
-impl Command for HStrLen {
+impl Command<'_> for HStrLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(HStrLen {
-            key: a.next()?.clone(),
-            field: a.next()?.clone(),
+            key: a.next_owned()?,
+            field: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let now = ctx.now_ms;
         let n = read_hash(ctx, &self.key)?
             .and_then(|h| h.get_live(&self.field, now).map(|v| v.len()))
@@ -540,16 +540,16 @@ pub(crate) struct HIncrBy {
     incr: i64,
 }
 
-impl Command for HIncrBy {
+impl Command<'_> for HIncrBy {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let field = a.next()?.clone();
+        let key = a.next_owned()?;
+        let field = a.next_owned()?;
         let incr = a.next_i64()?;
         Ok(HIncrBy { key, field, incr })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => parse_i64(v).ok_or(CmdError::msg("ERR hash value is not an integer"))?,
@@ -577,10 +577,10 @@ pub(crate) struct HIncrByFloat {
     incr: crate::num::long_double::LongDouble,
 }
 
-impl Command for HIncrByFloat {
+impl Command<'_> for HIncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let field = a.next()?.clone();
+        let key = a.next_owned()?;
+        let field = a.next_owned()?;
         let incr = crate::num::long_double::parse(a.next()?).ok_or(CmdError::NotFloat)?;
         if !incr.is_finite() {
             return Err(CmdError::msg("ERR value is NaN or Infinity"));
@@ -589,7 +589,7 @@ impl Command for HIncrByFloat {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let limits = hash_limits(ctx.shared);
-        expire_named(ctx, &self.key, std::slice::from_ref(&self.field))?;
+        expire_named(ctx, &self.key, &[&self.field[..]])?;
         let mut h = hash_or_create(ctx, &self.key)?;
         let old = match h.get(&self.field) {
             Some(v) => crate::num::long_double::parse(v)
@@ -616,9 +616,9 @@ pub(crate) struct HRandField {
     with_values: bool,
 }
 
-impl Command for HRandField {
+impl Command<'_> for HRandField {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let count = match a.peek() {
             Some(c) => Some(parse_random_count(c)?),
             None => None,
@@ -708,14 +708,14 @@ pub(crate) struct HScan {
     options: Vec<Bytes>,
 }
 
-impl Command for HScan {
+impl Command<'_> for HScan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let cursor = parse_scan_cursor(a.next()?)?;
         Ok(HScan {
             key,
             cursor,
-            options: a.rest().to_vec(),
+            options: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -723,7 +723,7 @@ impl Command for HScan {
         let Some(h) = read_hash(ctx, &self.key)? else {
             return Ok(scan_reply(0, vec![]));
         };
-        let (pattern, count) = scan_options(&self.options)?;
+        let (pattern, count) = scan_options(&crate::engine::args::borrowed(&self.options))?;
         let (positions, next) = if h.is_listpack() {
             ((0..h.len()).collect(), 0)
         } else {

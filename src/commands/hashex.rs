@@ -116,12 +116,12 @@ pub(crate) struct HGetEx {
     args: Vec<Bytes>,
 }
 
-impl VariantCommand for HGetEx {
+impl VariantCommand<'_> for HGetEx {
     type Variant = ();
 
     fn parse(a: &mut ArgCursor<'_>, (): ()) -> CmdResult<Self> {
         Ok(HGetEx {
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -131,9 +131,10 @@ impl VariantCommand for HGetEx {
         let propagates = propagating(ctx);
         let key = self.args[0].clone();
         let mut h: Option<HashMut> = ctx.store.modify(db, &key, now)?;
-        let mut a = ArgCursor::new(&self.args[1..]);
-        let opt = a.peek().cloned().unwrap_or_default();
-        let expiry = if let Some((unit, base, pxat)) = expiry_word(&opt) {
+        let borrowed = crate::engine::args::borrowed(&self.args[1..]);
+        let mut a = ArgCursor::new(&borrowed);
+        let opt = a.peek().unwrap_or_default();
+        let expiry = if let Some((unit, base, pxat)) = expiry_word(opt) {
             a.next()?;
             let basetime = if base == Base::Now { now } else { 0 };
             Expiry::At(
@@ -158,7 +159,7 @@ impl VariantCommand for HGetEx {
         for f in fields {
             if deletes && hash.is_field_expired(f, now) {
                 hash.remove(f);
-                expired.push(f.clone());
+                expired.push(*f);
                 replies.push(Reply::Null);
                 continue;
             }
@@ -170,15 +171,15 @@ impl VariantCommand for HGetEx {
             match expiry {
                 Expiry::At(at, _) if at <= now && deletes => {
                     hash.remove(f);
-                    deleted.push(f.clone());
+                    deleted.push(*f);
                 }
                 Expiry::At(at, _) => {
                     hash.set_field_ttl(f, at);
-                    updated.push(f.clone());
+                    updated.push(*f);
                 }
                 Expiry::Persist => {
                     hash.persist_field(f);
-                    updated.push(f.clone());
+                    updated.push(*f);
                 }
                 Expiry::Keep | Expiry::KeepTtl => {}
             }
@@ -217,7 +218,7 @@ impl VariantCommand for HGetEx {
             if propagates && !argv.is_empty() {
                 argv.push(Bytes::from_static(b"FIELDS"));
                 argv.push(Bytes::from(updated.len().to_string()));
-                argv.extend(updated);
+                argv.extend(updated.iter().map(|f| Bytes::copy_from_slice(f)));
                 ctx.propagate.push((db, argv));
             }
         } else if !deleted.is_empty() {
@@ -250,7 +251,7 @@ struct SetExArgs {
 
 /// `hsetexParseArgs`: options in any order until FIELDS, whose count must match the pairs
 /// (an arity error if not).
-fn parse_setex(args: &[Bytes], now: u64) -> CmdResult<SetExArgs> {
+fn parse_setex(args: &[&[u8]], now: u64) -> CmdResult<SetExArgs> {
     let arity = || CmdError::WrongArity("hsetex".into());
     let mut o = SetExArgs {
         fnx: false,
@@ -265,7 +266,7 @@ fn parse_setex(args: &[Bytes], now: u64) -> CmdResult<SetExArgs> {
             if i + 3 > args.len() {
                 return Err(arity());
             }
-            let n = match parse_i64(&args[i + 1]) {
+            let n = match parse_i64(args[i + 1]) {
                 Some(n) if (1..=i64::from(i32::MAX)).contains(&n) => n as usize,
                 _ => return Err(CmdError::msg("ERR invalid number of fields")),
             };
@@ -311,12 +312,12 @@ fn parse_setex(args: &[Bytes], now: u64) -> CmdResult<SetExArgs> {
     Err(arity())
 }
 
-impl VariantCommand for HSetEx {
+impl VariantCommand<'_> for HSetEx {
     type Variant = ();
 
     fn parse(a: &mut ArgCursor<'_>, (): ()) -> CmdResult<Self> {
         Ok(HSetEx {
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -326,7 +327,7 @@ impl VariantCommand for HSetEx {
         let propagates = propagating(ctx);
         let args = &self.args;
         let key = args[0].clone();
-        let o = parse_setex(args, now)?;
+        let o = parse_setex(&crate::engine::args::borrowed(args), now)?;
         let pairs = &args[o.first..];
         let limits = super::hash::hash_limits(ctx.shared);
         if o.fxx
@@ -421,12 +422,12 @@ pub(crate) struct HGetDel {
     args: Vec<Bytes>,
 }
 
-impl VariantCommand for HGetDel {
+impl VariantCommand<'_> for HGetDel {
     type Variant = ();
 
     fn parse(a: &mut ArgCursor<'_>, (): ()) -> CmdResult<Self> {
         Ok(HGetDel {
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -436,7 +437,8 @@ impl VariantCommand for HGetDel {
         let propagates = propagating(ctx);
         let key = self.args[0].clone();
         let mut h: Option<HashMut> = ctx.store.modify(db, &key, now)?;
-        let mut a = ArgCursor::new(&self.args[1..]);
+        let borrowed = crate::engine::args::borrowed(&self.args[1..]);
+        let mut a = ArgCursor::new(&borrowed);
         let fields = parse_fields(&mut a, "ERR Number of fields must be a positive integer")?;
         let mut replies = Vec::with_capacity(fields.len());
         let (mut expired, mut deleted) = (Vec::new(), Vec::new());
@@ -445,7 +447,7 @@ impl VariantCommand for HGetDel {
             for f in fields {
                 if deletes && hash.is_field_expired(f, now) {
                     hash.remove(f);
-                    expired.push(f.clone());
+                    expired.push(*f);
                     replies.push(Reply::Null);
                     continue;
                 }
@@ -453,7 +455,7 @@ impl VariantCommand for HGetDel {
                     Some(v) => {
                         replies.push(Reply::Bulk(Bytes::copy_from_slice(v)));
                         hash.remove(f);
-                        deleted.push(f.clone());
+                        deleted.push(*f);
                     }
                     None => replies.push(Reply::Null),
                 }
@@ -479,7 +481,7 @@ impl VariantCommand for HGetDel {
             ctx.notify(class::HASH, "hdel", &key);
             if propagates {
                 let mut argv = vec![Bytes::from_static(b"HDEL"), key.clone()];
-                argv.extend(deleted);
+                argv.extend(deleted.iter().map(|f| Bytes::copy_from_slice(f)));
                 ctx.propagate.push((db, argv));
             }
         }
@@ -500,7 +502,13 @@ mod tests {
 
     #[test]
     fn hsetex_options_parse_as_redis_8() {
-        let ok = parse_setex(&args(&["k", "FNX", "EX", "10", "FIELDS", "1", "f", "v"]), 5).unwrap();
+        let ok = parse_setex(
+            &crate::engine::args::borrowed(&args(&[
+                "k", "FNX", "EX", "10", "FIELDS", "1", "f", "v",
+            ])),
+            5,
+        )
+        .unwrap();
         assert!(ok.fnx && !ok.fxx && ok.first == 6);
         assert_eq!(ok.expiry, Expiry::At(10_005, false));
         for (bad, want) in [
@@ -541,7 +549,10 @@ mod tests {
                 "wrong number of arguments",
             ),
         ] {
-            let err = parse_setex(&args(&bad), 0).err().unwrap().to_string();
+            let err = parse_setex(&crate::engine::args::borrowed(&args(&bad)), 0)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(err.contains(want), "{bad:?}: {err}");
         }
     }

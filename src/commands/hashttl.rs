@@ -182,7 +182,7 @@ pub(super) fn deletes_expired(ctx: &Ctx<'_>) -> bool {
 /// Which fields a lazy expiry looks at.
 pub(crate) enum Which<'f> {
     /// The fields a command names (HGET, HMGET, HEXISTS…: Redis's `HFE_LAZY_EXPIRE`).
-    Named(&'f [Bytes]),
+    Named(&'f [&'f [u8]]),
     /// Every expired field (HRANDFIELD's `hashTypeExpireIfNeeded`).
     All,
 }
@@ -219,7 +219,7 @@ pub(crate) fn lazy_expire(ctx: &mut Ctx<'_>, key: &[u8], which: Which<'_>) -> Cm
         Which::Named(names) => names
             .iter()
             .filter(|f| h.is_field_expired(f, now))
-            .cloned()
+            .map(|f| Bytes::copy_from_slice(f))
             .collect(),
         Which::All => h.expired_fields(now, usize::MAX),
     };
@@ -258,7 +258,7 @@ pub(crate) fn notify_expired(ctx: &mut Ctx<'_>, key: &[u8], e: Expired) {
 pub(super) fn parse_fields<'a>(
     a: &mut ArgCursor<'a>,
     count_error: &'static str,
-) -> CmdResult<&'a [Bytes]> {
+) -> CmdResult<&'a [&'a [u8]]> {
     if !a.next()?.eq_ignore_ascii_case(b"FIELDS") {
         return Err(CmdError::msg(
             "ERR Mandatory argument FIELDS is missing or not at the right position",
@@ -292,7 +292,7 @@ const NOT_MET: i64 = 0;
 const SET: i64 = 1;
 const DELETED: i64 = 2;
 
-impl VariantCommand for HExpire {
+impl VariantCommand<'_> for HExpire {
     type Variant = (Unit, Base);
 
     fn parse(a: &mut ArgCursor<'_>, (unit, base): (Unit, Base)) -> CmdResult<Self> {
@@ -307,7 +307,7 @@ impl VariantCommand for HExpire {
             unit,
             base,
             name,
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -317,7 +317,8 @@ impl VariantCommand for HExpire {
         let propagates = propagating(ctx);
         let key = self.args[0].clone();
         let mut h: Option<HashMut> = ctx.store.modify(db, &key, now)?;
-        let mut a = ArgCursor::new(&self.args[1..]);
+        let borrowed = crate::engine::args::borrowed(&self.args[1..]);
+        let mut a = ArgCursor::new(&borrowed);
         let t = parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
         if t < 0 {
             return Err(CmdError::msg("ERR invalid expire time, must be >= 0"));
@@ -376,11 +377,11 @@ impl VariantCommand for HExpire {
                     NOT_MET
                 } else if past {
                     hash.remove(f);
-                    deleted.push(f.clone());
+                    deleted.push(*f);
                     DELETED
                 } else {
                     hash.set_field_ttl(f, at);
-                    set.push(f.clone());
+                    set.push(*f);
                     SET
                 }
             };
@@ -418,7 +419,7 @@ impl VariantCommand for HExpire {
             }
             argv.push(Bytes::from_static(b"FIELDS"));
             argv.push(Bytes::from(set.len().to_string()));
-            argv.extend(set);
+            argv.extend(set.iter().map(|f| Bytes::copy_from_slice(f)));
             ctx.propagate.push((db, argv));
         }
         Ok(Reply::Array(replies))
@@ -433,14 +434,14 @@ pub(crate) struct HTtl {
     args: Vec<Bytes>,
 }
 
-impl VariantCommand for HTtl {
+impl VariantCommand<'_> for HTtl {
     type Variant = (Unit, Base);
 
     fn parse(a: &mut ArgCursor<'_>, (unit, base): (Unit, Base)) -> CmdResult<Self> {
         Ok(HTtl {
             unit,
             base,
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -451,7 +452,8 @@ impl VariantCommand for HTtl {
             Some(Value::Hash(h)) => Some(&**h),
             Some(_) => return Err(CmdError::WrongType),
         };
-        let mut a = ArgCursor::new(&self.args[1..]);
+        let borrowed = crate::engine::args::borrowed(&self.args[1..]);
+        let mut a = ArgCursor::new(&borrowed);
         let fields = parse_fields(&mut a, "ERR Number of fields must be a positive integer")?;
         let base = match self.base {
             Base::Now => now,
@@ -491,12 +493,12 @@ pub(crate) struct HPersist {
     args: Vec<Bytes>,
 }
 
-impl VariantCommand for HPersist {
+impl VariantCommand<'_> for HPersist {
     type Variant = ();
 
     fn parse(a: &mut ArgCursor<'_>, (): ()) -> CmdResult<Self> {
         Ok(HPersist {
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -504,7 +506,8 @@ impl VariantCommand for HPersist {
         let (db, now) = (ctx.db(), ctx.now_ms);
         let key = self.args[0].clone();
         let mut h: Option<HashMut> = ctx.store.modify(db, &key, now)?;
-        let mut a = ArgCursor::new(&self.args[1..]);
+        let borrowed = crate::engine::args::borrowed(&self.args[1..]);
+        let mut a = ArgCursor::new(&borrowed);
         let fields = parse_fields(&mut a, "ERR Number of fields must be a positive integer")?;
         let Some(hash) = h.as_mut() else {
             return Ok(Reply::Array(vec![Reply::Int(NO_FIELD); fields.len()]));
@@ -551,14 +554,20 @@ mod tests {
         };
         let e = "ERR x";
         let ok = args(&["FIELDS", "2", "a", "b"]);
-        assert_eq!(parse_fields(&mut ArgCursor::new(&ok), e).unwrap().len(), 2);
+        assert_eq!(
+            parse_fields(&mut ArgCursor::new(&crate::engine::args::borrowed(&ok)), e)
+                .unwrap()
+                .len(),
+            2
+        );
         for (bad, want) in [
             (args(&["FIELD", "1", "a"]), "Mandatory argument FIELDS"),
             (args(&["FIELDS", "0", "a"]), "ERR x"),
             (args(&["FIELDS", "x", "a"]), "ERR x"),
             (args(&["FIELDS", "2", "a"]), "must match"),
         ] {
-            let err = parse_fields(&mut ArgCursor::new(&bad), e).unwrap_err();
+            let err = parse_fields(&mut ArgCursor::new(&crate::engine::args::borrowed(&bad)), e)
+                .unwrap_err();
             assert!(err.to_string().contains(want), "{err}");
         }
     }

@@ -57,11 +57,11 @@ pub(crate) struct PfAdd {
     elements: Vec<Bytes>,
 }
 
-impl Command for PfAdd {
+impl Command<'_> for PfAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(PfAdd {
-            key: a.next()?.clone(),
-            elements: a.rest().to_vec(),
+            key: a.next_owned()?,
+            elements: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -112,10 +112,10 @@ pub(crate) struct PfCount {
     keys: Vec<Bytes>,
 }
 
-impl Command for PfCount {
+impl Command<'_> for PfCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(PfCount {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -169,11 +169,11 @@ pub(crate) struct PfMerge {
     sources: Vec<Bytes>,
 }
 
-impl Command for PfMerge {
+impl Command<'_> for PfMerge {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(PfMerge {
-            dest: a.next()?.clone(),
-            sources: a.rest().to_vec(),
+            dest: a.next_owned()?,
+            sources: crate::engine::args::owned(a.rest()),
         })
     }
 

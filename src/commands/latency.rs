@@ -114,7 +114,7 @@ static LATENCY: &[C] = &[
 #[derive(Debug)]
 pub(crate) struct LatencyLatest;
 
-impl Command for LatencyLatest {
+impl Command<'_> for LatencyLatest {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyLatest)
     }
@@ -146,10 +146,10 @@ pub(crate) struct LatencyHistogram {
     names: Vec<Bytes>,
 }
 
-impl Command for LatencyHistogram {
+impl Command<'_> for LatencyHistogram {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyHistogram {
-            names: a.rest().to_vec(),
+            names: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -199,7 +199,7 @@ impl Command for LatencyHistogram {
 #[derive(Debug)]
 pub(crate) struct LatencyDoctor;
 
-impl Command for LatencyDoctor {
+impl Command<'_> for LatencyDoctor {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyDoctor)
     }
@@ -220,10 +220,10 @@ pub(crate) struct LatencyGraph {
     event: Bytes,
 }
 
-impl Command for LatencyGraph {
+impl Command<'_> for LatencyGraph {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyGraph {
-            event: a.next()?.clone(),
+            event: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -243,10 +243,10 @@ pub(crate) struct LatencyHistory {
     event: Bytes,
 }
 
-impl Command for LatencyHistory {
+impl Command<'_> for LatencyHistory {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyHistory {
-            event: a.next()?.clone(),
+            event: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -266,10 +266,10 @@ pub(crate) struct LatencyReset {
     events: Vec<Bytes>,
 }
 
-impl Command for LatencyReset {
+impl Command<'_> for LatencyReset {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyReset {
-            events: a.rest().to_vec(),
+            events: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -281,7 +281,7 @@ impl Command for LatencyReset {
 #[derive(Debug)]
 pub(crate) struct LatencyHelp;
 
-impl Command for LatencyHelp {
+impl Command<'_> for LatencyHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LatencyHelp)
     }

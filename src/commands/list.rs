@@ -211,15 +211,15 @@ pub(crate) enum PushMode {
     IfExists,
 }
 
-impl VariantCommand for Push {
+impl VariantCommand<'_> for Push {
     type Variant = (End, PushMode);
 
     fn parse(a: &mut ArgCursor<'_>, (end, mode): (End, PushMode)) -> CmdResult<Self> {
         Ok(Push {
             end,
             mode,
-            key: a.next()?.clone(),
-            elements: a.rest().to_vec(),
+            key: a.next_owned()?,
+            elements: crate::engine::args::owned(a.rest()),
         })
     }
 
@@ -251,11 +251,11 @@ pub(crate) struct Pop {
     count: Option<usize>,
 }
 
-impl VariantCommand for Pop {
+impl VariantCommand<'_> for Pop {
     type Variant = End;
 
     fn parse(a: &mut ArgCursor<'_>, end: End) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         if a.remaining() > 1 {
             return Err(CmdError::WrongArity(
                 match end {
@@ -306,10 +306,10 @@ pub(crate) struct LLen {
     key: Bytes,
 }
 
-impl Command for LLen {
+impl Command<'_> for LLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LLen {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
 
@@ -327,11 +327,11 @@ pub(crate) struct LIndex {
     index: Bytes,
 }
 
-impl Command for LIndex {
+impl Command<'_> for LIndex {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LIndex {
-            key: a.next()?.clone(),
-            index: a.next()?.clone(),
+            key: a.next_owned()?,
+            index: a.next_owned()?,
         })
     }
 
@@ -356,10 +356,10 @@ pub(crate) struct LRange {
     end: i64,
 }
 
-impl Command for LRange {
+impl Command<'_> for LRange {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LRange {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
             start: a.next_i64()?,
             end: a.next_i64()?,
         })
@@ -387,10 +387,10 @@ pub(crate) struct LTrim {
     end: i64,
 }
 
-impl Command for LTrim {
+impl Command<'_> for LTrim {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LTrim {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
             start: a.next_i64()?,
             end: a.next_i64()?,
         })
@@ -425,12 +425,12 @@ pub(crate) struct LSet {
     element: Bytes,
 }
 
-impl Command for LSet {
+impl Command<'_> for LSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LSet {
-            key: a.next()?.clone(),
-            index: a.next()?.clone(),
-            element: a.next()?.clone(),
+            key: a.next_owned()?,
+            index: a.next_owned()?,
+            element: a.next_owned()?,
         })
     }
 
@@ -458,12 +458,12 @@ pub(crate) struct LRem {
     element: Bytes,
 }
 
-impl Command for LRem {
+impl Command<'_> for LRem {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(LRem {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
             count: a.next_i64()?,
-            element: a.next()?.clone(),
+            element: a.next_owned()?,
         })
     }
 
@@ -521,9 +521,9 @@ pub(crate) struct LInsert {
     element: Bytes,
 }
 
-impl Command for LInsert {
+impl Command<'_> for LInsert {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let place = a.next_bytes()?;
         let after = if is(place, "after") {
             true
@@ -535,8 +535,8 @@ impl Command for LInsert {
         Ok(LInsert {
             key,
             after,
-            pivot: a.next()?.clone(),
-            element: a.next()?.clone(),
+            pivot: a.next_owned()?,
+            element: a.next_owned()?,
         })
     }
 
@@ -568,11 +568,11 @@ pub(crate) struct LPos {
     maxlen: i64,
 }
 
-impl Command for LPos {
+impl Command<'_> for LPos {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut p = LPos {
-            key: a.next()?.clone(),
-            element: a.next()?.clone(),
+            key: a.next_owned()?,
+            element: a.next_owned()?,
             rank: 1,
             count: None,
             maxlen: 0,
@@ -676,10 +676,10 @@ pub(crate) struct LMove {
     pub(crate) to: End,
 }
 
-impl Command for LMove {
+impl Command<'_> for LMove {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let source = a.next()?.clone();
-        let destination = a.next()?.clone();
+        let source = a.next_owned()?;
+        let destination = a.next_owned()?;
         let from = End::parse(a.next_bytes()?)?;
         let to = End::parse(a.next_bytes()?)?;
         Ok(LMove {
@@ -731,11 +731,11 @@ impl Command for LMove {
 #[derive(Debug)]
 pub(crate) struct RPopLPush(LMove);
 
-impl Command for RPopLPush {
+impl Command<'_> for RPopLPush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(RPopLPush(LMove {
-            source: a.next()?.clone(),
-            destination: a.next()?.clone(),
+            source: a.next_owned()?,
+            destination: a.next_owned()?,
             from: End::Right,
             to: End::Left,
         }))
@@ -758,14 +758,14 @@ pub(crate) struct LMPop {
     pub(crate) count: usize,
 }
 
-impl Command for LMPop {
+impl Command<'_> for LMPop {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let numkeys = crate::commands::set::parse_numkeys(a.next()?)?;
         if numkeys >= a.remaining() {
             return Err(CmdError::Syntax);
         }
         let keys = (0..numkeys)
-            .map(|_| a.next().cloned())
+            .map(|_| a.next_owned())
             .collect::<CmdResult<Vec<_>>>()?;
         let end = End::parse(a.next_bytes()?)?;
         let mut count = None;

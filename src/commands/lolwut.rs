@@ -41,7 +41,7 @@ pub(crate) struct Lolwut {
     art: Art,
 }
 
-impl Command for Lolwut {
+impl Command<'_> for Lolwut {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut version = None;
         if a.remaining() >= 2 && a.eat("VERSION") {

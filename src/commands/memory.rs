@@ -77,7 +77,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 #[derive(Debug)]
 pub(crate) struct MemoryStats;
 
-impl Command for MemoryStats {
+impl Command<'_> for MemoryStats {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MemoryStats)
     }
@@ -151,7 +151,7 @@ impl Command for MemoryStats {
 #[derive(Debug)]
 pub(crate) struct MemoryDoctor;
 
-impl Command for MemoryDoctor {
+impl Command<'_> for MemoryDoctor {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MemoryDoctor)
     }
@@ -216,7 +216,7 @@ fn doctor_report(o: &Overview) -> String {
 #[derive(Debug)]
 pub(crate) struct MemoryMallocStats;
 
-impl Command for MemoryMallocStats {
+impl Command<'_> for MemoryMallocStats {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MemoryMallocStats)
     }
@@ -233,7 +233,7 @@ impl Command for MemoryMallocStats {
 #[derive(Debug)]
 pub(crate) struct MemoryHelp;
 
-impl Command for MemoryHelp {
+impl Command<'_> for MemoryHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MemoryHelp)
     }
@@ -261,7 +261,7 @@ impl Command for MemoryHelp {
 #[derive(Debug)]
 pub(crate) struct MemoryPurge;
 
-impl Command for MemoryPurge {
+impl Command<'_> for MemoryPurge {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MemoryPurge)
     }

@@ -33,7 +33,7 @@ const MIGRATE_KEYS: KeySpec = KeySpec::Custom {
 /// argument is empty, none when it is not (a syntax error MIGRATE itself reports), else the
 /// key argument. KEYS is looked for after the fixed arguments, skipping AUTH's password
 /// and AUTH2's user name and password (either may be spelled "KEYS").
-fn migrate_keys(args: &[Bytes]) -> Vec<usize> {
+fn migrate_keys(args: &[&[u8]]) -> Vec<usize> {
     if args.len() < 6 {
         return Vec::new();
     }
@@ -109,7 +109,7 @@ struct Args {
     keys: Vec<Bytes>,
 }
 
-fn parse(args: &[Bytes]) -> Result<Args, CmdError> {
+fn parse(args: &[&[u8]]) -> Result<Args, CmdError> {
     let mut copy = false;
     let mut replace = false;
     let mut auth = None;
@@ -126,13 +126,16 @@ fn parse(args: &[Bytes]) -> Result<Args, CmdError> {
             if more == 0 {
                 return Err(CmdError::Syntax);
             }
-            auth = Some((None, args[i + 1].clone()));
+            auth = Some((None, Bytes::copy_from_slice(args[i + 1])));
             i += 1;
         } else if a.eq_ignore_ascii_case(b"AUTH2") {
             if more < 2 {
                 return Err(CmdError::Syntax);
             }
-            auth = Some((Some(args[i + 1].clone()), args[i + 2].clone()));
+            auth = Some((
+                Some(Bytes::copy_from_slice(args[i + 1])),
+                Bytes::copy_from_slice(args[i + 2]),
+            ));
             i += 2;
         } else if a.eq_ignore_ascii_case(b"KEYS") {
             if !args[3].is_empty() {
@@ -147,25 +150,25 @@ fn parse(args: &[Bytes]) -> Result<Args, CmdError> {
         }
         i += 1;
     }
-    let timeout = crate::num::parse_i64(&args[5]).ok_or(CmdError::NotInteger)?;
-    let db = crate::num::parse_i64(&args[4]).ok_or(CmdError::NotInteger)?;
+    let timeout = crate::num::parse_i64(args[5]).ok_or(CmdError::NotInteger)?;
+    let db = crate::num::parse_i64(args[4]).ok_or(CmdError::NotInteger)?;
     let timeout = if timeout <= 0 { 1000 } else { timeout };
-    let port = crate::num::parse_i64(&args[2])
+    let port = crate::num::parse_i64(args[2])
         .and_then(|p| u16::try_from(p).ok())
         .unwrap_or(0);
     let keys = match keys_at {
-        Some(at) => args[at..].to_vec(),
-        None => vec![args[3].clone()],
+        Some(at) => &args[at..],
+        None => &args[3..4],
     };
     Ok(Args {
-        host: String::from_utf8_lossy(&args[1]).into_owned(),
+        host: String::from_utf8_lossy(args[1]).into_owned(),
         port,
         db,
         timeout: Duration::from_millis(timeout as u64),
         copy,
         replace,
         auth,
-        keys,
+        keys: crate::engine::args::owned(keys),
     })
 }
 
@@ -202,7 +205,7 @@ fn err(text: impl Into<String>) -> Reply {
     Reply::Error(std::borrow::Cow::Owned(text.into()))
 }
 
-fn migrate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn migrate(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let a = match parse(args) {
         Ok(a) => a,
         Err(e) => return e.into(),

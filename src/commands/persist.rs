@@ -57,7 +57,7 @@ pub(crate) static COMMANDS: &[C] = &[
 #[derive(Debug)]
 pub(crate) struct Save;
 
-impl Command for Save {
+impl Command<'_> for Save {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Save)
     }
@@ -70,7 +70,7 @@ impl Command for Save {
 #[derive(Debug)]
 pub(crate) struct Bgsave;
 
-impl Command for Bgsave {
+impl Command<'_> for Bgsave {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         match a.rest() {
             [] => Ok(Bgsave),
@@ -102,7 +102,7 @@ impl Command for Bgsave {
 #[derive(Debug)]
 pub(crate) struct Lastsave;
 
-impl Command for Lastsave {
+impl Command<'_> for Lastsave {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Lastsave)
     }
@@ -116,7 +116,7 @@ impl Command for Lastsave {
 #[derive(Debug)]
 pub(crate) struct BgRewriteAof;
 
-impl Command for BgRewriteAof {
+impl Command<'_> for BgRewriteAof {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(BgRewriteAof)
     }

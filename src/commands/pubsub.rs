@@ -55,7 +55,7 @@ impl Confirm {
     }
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
+fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[&[u8]]) -> Reply {
     if kind == Kind::Shard && ctx.in_exec {
         return CmdError::msg("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client").into();
     }
@@ -64,12 +64,14 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     let subs = ctx.client.subscriptions();
     let queue = subs.queue.clone();
     let word = kind.words().0;
-    let done = ctx
-        .shared
-        .pubsub
-        .subscribe(kind, id, &queue, subs, names, |name, n| {
-            confirm.send(&queue, word, name, n)
-        });
+    let done = ctx.shared.pubsub.subscribe(
+        kind,
+        id,
+        &queue,
+        subs,
+        &crate::engine::args::owned(names),
+        |name, n| confirm.send(&queue, word, name, n),
+    );
     if done.is_err() {
         return CmdError::msg("ERR pub/sub registry unavailable").into();
     }
@@ -78,18 +80,19 @@ fn subscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     confirm.finish()
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
+fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[&[u8]]) -> Reply {
     let mut confirm = Confirm::new(ctx);
     let id = ctx.client.info.id;
     let subs = ctx.client.subscriptions();
     let queue = subs.queue.clone();
     let word = kind.words().1;
-    let done = ctx
-        .shared
-        .pubsub
-        .unsubscribe(kind, id, subs, names, |name, n| {
-            confirm.send(&queue, word, name, n)
-        });
+    let done = ctx.shared.pubsub.unsubscribe(
+        kind,
+        id,
+        subs,
+        &crate::engine::args::owned(names),
+        |name, n| confirm.send(&queue, word, name, n),
+    );
     if done.is_err() {
         return CmdError::msg("ERR pub/sub registry unavailable").into();
     }
@@ -98,45 +101,45 @@ fn unsubscribe(ctx: &mut Ctx<'_>, kind: Kind, names: &[Bytes]) -> Reply {
     confirm.finish()
 }
 
-fn subscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn subscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     subscribe(ctx, Kind::Channel, &args[1..])
 }
-fn psubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn psubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     subscribe(ctx, Kind::Pattern, &args[1..])
 }
-fn ssubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn ssubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     subscribe(ctx, Kind::Shard, &args[1..])
 }
-fn unsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn unsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     unsubscribe(ctx, Kind::Channel, &args[1..])
 }
-fn punsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn punsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     unsubscribe(ctx, Kind::Pattern, &args[1..])
 }
-fn sunsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn sunsubscribe_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     unsubscribe(ctx, Kind::Shard, &args[1..])
 }
 
-fn publish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn publish_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let limit = push_limit(ctx.shared);
     // A member of a Redis cluster sends it to every other node too (the count is local).
     if let Some(bus) = ctx.shared.cluster.as_ref().map(|c| c.bus()) {
-        bus.propagate_publish(&args[1], &args[2], false);
+        bus.propagate_publish(args[1], args[2], false);
     }
-    Reply::Int(ctx.shared.pubsub.publish(&args[1], &args[2], limit) as i64)
+    Reply::Int(ctx.shared.pubsub.publish(args[1], args[2], limit) as i64)
 }
 
-fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn spublish_cmd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let limit = push_limit(ctx.shared);
     // A member of a Redis cluster sends it to the other nodes of its shard (its master and
     // that master's replicas); the count is local.
     if let Some(bus) = ctx.shared.cluster.as_ref().map(|c| c.bus()) {
-        bus.propagate_publish(&args[1], &args[2], true);
+        bus.propagate_publish(args[1], args[2], true);
     }
-    Reply::Int(ctx.shared.pubsub.spublish(&args[1], &args[2], limit) as i64)
+    Reply::Int(ctx.shared.pubsub.spublish(args[1], args[2], limit) as i64)
 }
 
-fn syntax_error(sub: &Bytes) -> Reply {
+fn syntax_error(sub: &[u8]) -> Reply {
     CmdError::owned(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
         crate::engine::printable(sub, 128)
@@ -144,16 +147,17 @@ fn syntax_error(sub: &Bytes) -> Reply {
     .into()
 }
 
-fn channels(ctx: &Ctx<'_>, kind: Kind, args: &[Bytes]) -> Reply {
+fn channels(ctx: &Ctx<'_>, kind: Kind, args: &[&[u8]]) -> Reply {
     if args.len() > 3 {
-        return syntax_error(&args[1]);
+        return syntax_error(args[1]);
     }
-    let names = ctx.shared.pubsub.active(kind, args.get(2));
+    let pattern = args.get(2).map(|p| Bytes::copy_from_slice(p));
+    let names = ctx.shared.pubsub.active(kind, pattern.as_ref());
     Reply::Array(names.into_iter().map(Reply::Bulk).collect())
 }
 
-fn numsub(ctx: &Ctx<'_>, kind: Kind, args: &[Bytes]) -> Reply {
-    let names = &args[2..];
+fn numsub(ctx: &Ctx<'_>, kind: Kind, args: &[&[u8]]) -> Reply {
+    let names = &crate::engine::args::owned(&args[2..]);
     let Some(counts) = ctx.shared.pubsub.subscribers(kind, names) else {
         return Reply::Array(Vec::new());
     };
@@ -165,23 +169,23 @@ fn numsub(ctx: &Ctx<'_>, kind: Kind, args: &[Bytes]) -> Reply {
     Reply::Array(out)
 }
 
-fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn pubsub_channels(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     channels(ctx, Kind::Channel, args)
 }
-fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn pubsub_shardchannels(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     channels(ctx, Kind::Shard, args)
 }
-fn pubsub_numsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn pubsub_numsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     numsub(ctx, Kind::Channel, args)
 }
-fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn pubsub_shardnumsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     numsub(ctx, Kind::Shard, args)
 }
-fn pubsub_numpat(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn pubsub_numpat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     Reply::Int(ctx.shared.pubsub.counts()[1] as i64)
 }
 
-fn pubsub_help(_: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn pubsub_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     const LINES: &[&str] = &[
         "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CHANNELS [<pattern>]",
@@ -202,7 +206,7 @@ fn pubsub_help(_: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
 }
 
 /// The container's handler runs only for `PUBSUB` alone (arity refuses it first).
-fn pubsub_container(_: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn pubsub_container(_: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     CmdError::WrongArity("pubsub".into()).into()
 }
 

@@ -4,8 +4,6 @@
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-
 use crate::engine::{CommandSpec as C, Ctx};
 use crate::protocol::Reply;
 use crate::server::Shared;
@@ -76,7 +74,7 @@ fn err(msg: &'static str) -> Reply {
 }
 
 /// REPLICAOF host port | NO ONE.
-fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replicaof(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     if shared.cluster.is_some() {
         return err("ERR REPLICAOF not allowed in cluster mode.");
@@ -94,11 +92,11 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         return Reply::ok();
     }
-    let port = match crate::num::parse_i64(&args[2]) {
+    let port = match crate::num::parse_i64(args[2]) {
         Some(p) if (0..=65535).contains(&p) => p as u16,
         _ => return err("ERR Invalid master port"),
     };
-    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    let host = String::from_utf8_lossy(args[1]).into_owned();
     if let Some(l) = shared.repl.link()
         && l.host.eq_ignore_ascii_case(&host)
         && l.port == port
@@ -114,7 +112,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// ROLE.
-fn role(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn role(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     let repl = &ctx.shared.repl;
     match repl.link() {
         None => {
@@ -151,7 +149,7 @@ fn role(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
 }
 
 /// REPLCONF option value [option value …]: what a replica says about itself before PSYNC.
-fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn replconf(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len().is_multiple_of(2) {
         return err("ERR syntax error");
     }
@@ -188,17 +186,17 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// PSYNC replid offset \[FAILOVER\]: the connection becomes a replica's feed (see
 /// `repl::master`). With FAILOVER (sent by a master handing over to this replica, see
 /// `repl::failover`) this node first becomes a master, if it followed that master's history.
-fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn psync(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 3 && args[3].eq_ignore_ascii_case(b"failover") {
         let shared = ctx.shared;
         tracing::info!(
             "Failover request received for replid {}.",
-            String::from_utf8_lossy(&args[1])
+            String::from_utf8_lossy(args[1])
         );
         if !shared.repl.is_replica() {
             return err("ERR PSYNC FAILOVER can't be sent to a master.");
         }
-        if shared.repl.feed().replid.as_bytes() != &args[1][..] {
+        if shared.repl.feed().replid.as_bytes() != args[1] {
             return err("ERR PSYNC FAILOVER replid must match my replid.");
         }
         crate::repl::replica::promote(shared);
@@ -207,12 +205,12 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ctx.client.info.addr
         );
     }
-    let offset = crate::num::parse_i64(&args[2]).unwrap_or(-1);
-    start_sync(ctx, String::from_utf8_lossy(&args[1]).into_owned(), offset)
+    let offset = crate::num::parse_i64(args[2]).unwrap_or(-1);
+    start_sync(ctx, String::from_utf8_lossy(args[1]).into_owned(), offset)
 }
 
 /// SYNC: the old full synchronization (no +FULLRESYNC line).
-fn sync(ctx: &mut Ctx<'_>, _: &[Bytes]) -> Reply {
+fn sync(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> Reply {
     start_sync(ctx, String::new(), -1)
 }
 
@@ -231,7 +229,7 @@ fn start_sync(ctx: &mut Ctx<'_>, replid: String, offset: i64) -> Reply {
 
 /// `FAILOVER [TO host port [FORCE]] [TIMEOUT ms]` or `FAILOVER ABORT`: checked as Redis 7.0
 /// checks it, then run by `repl::failover`.
-fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn failover(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     use crate::repl::{FailoverState, failover};
     let shared = ctx.shared;
     if shared.cluster.is_some() {
@@ -244,7 +242,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         failover::abort(shared, "Failover manually aborted");
         return Reply::ok();
     }
-    let long = |a: &Bytes| crate::num::parse_i64(a);
+    let long = |a: &[u8]| crate::num::parse_i64(a);
     let not_int = || err("ERR value is not an integer or out of range");
     let mut timeout_ms: i64 = 0;
     let mut force = false;
@@ -253,7 +251,7 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     while j < args.len() {
         let a = &args[j];
         if a.eq_ignore_ascii_case(b"timeout") && j + 1 < args.len() && timeout_ms == 0 {
-            let Some(t) = long(&args[j + 1]) else {
+            let Some(t) = long(args[j + 1]) else {
                 return not_int();
             };
             if t <= 0 {
@@ -262,10 +260,10 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             timeout_ms = t;
             j += 2;
         } else if a.eq_ignore_ascii_case(b"to") && j + 2 < args.len() && to.is_none() {
-            let Some(port) = long(&args[j + 2]) else {
+            let Some(port) = long(args[j + 2]) else {
                 return not_int();
             };
-            to = Some((String::from_utf8_lossy(&args[j + 1]).into_owned(), port));
+            to = Some((String::from_utf8_lossy(args[j + 1]).into_owned(), port));
             j += 3;
         } else if a.eq_ignore_ascii_case(b"force") && !force {
             force = true;

@@ -212,20 +212,20 @@ pub(crate) enum Source {
 
 /// EVAL / EVALSHA / EVAL_RO / EVALSHA_RO script|sha numkeys [key …] [arg …]
 #[derive(Debug)]
-pub(crate) struct Eval {
+pub(crate) struct Eval<'a> {
     source: Source,
     access: Access,
-    script: Bytes,
-    /// Inline up to four each: no allocation for the usual limiter script.
-    keys: smallvec::SmallVec<[Bytes; 4]>,
-    argv: smallvec::SmallVec<[Bytes; 4]>,
+    script: &'a [u8],
+    /// Borrowed from the request: nothing is copied or counted for the script's lists.
+    keys: &'a [&'a [u8]],
+    argv: &'a [&'a [u8]],
 }
 
-impl VariantCommand for Eval {
+impl<'a> VariantCommand<'a> for Eval<'a> {
     type Variant = (Source, Access);
 
-    fn parse(a: &mut ArgCursor<'_>, (source, access): (Source, Access)) -> CmdResult<Self> {
-        let script = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, (source, access): (Source, Access)) -> CmdResult<Self> {
+        let script = a.next()?;
         let numkeys = a.next_i64()?;
         if numkeys < 0 {
             return Err(CmdError::msg("ERR Number of keys can't be negative"));
@@ -241,8 +241,8 @@ impl VariantCommand for Eval {
             source,
             access,
             script,
-            keys: keys.iter().cloned().collect(),
-            argv: argv.iter().cloned().collect(),
+            keys,
+            argv,
         })
     }
 
@@ -250,10 +250,10 @@ impl VariantCommand for Eval {
         let scripts = &ctx.shared.scripts;
         let script = if self.source == Source::Sha {
             scripts
-                .get(&self.script)
+                .get(self.script)
                 .ok_or(CmdError::msg(script::NOSCRIPT))?
         } else {
-            scripts.load(&self.script).map_err(CmdError::owned)?
+            scripts.load(self.script).map_err(CmdError::owned)?
         };
         let flags = script.flags;
         if flags.shebang {
@@ -266,10 +266,10 @@ impl VariantCommand for Eval {
             read_only: self.access == Access::ReadOnly || script.flags.no_writes,
             allow_oom: flags.shebang && flags.allow_oom,
             function: None,
-            slot: crate::commands::cluster::script_slot(&self.keys),
+            slot: crate::commands::cluster::script_slot(self.keys),
             cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
         };
-        let (keys, argv) = (&self.keys, &self.argv);
+        let (keys, argv) = (self.keys, self.argv);
         Ok(run_locked(ctx, how, &script.sha, |scripts, host| {
             scripts.run(&script, keys, argv, host)
         }))
@@ -426,7 +426,7 @@ impl ScriptHost<'_, '_> {
     /// any effect the script is stopped and run again holding every shard; after one, the
     /// missing shards are taken without deadlock risk (`Locked::add_shards`) or, if another
     /// client holds one, the call fails with an error that says what to do.
-    fn take_shards(&mut self, spec: &C, args: &[Bytes]) -> Option<Reply> {
+    fn take_shards(&mut self, spec: &C, args: &[&[u8]]) -> Option<Reply> {
         if self.restart {
             return Some(refuse(RESTARTING));
         }
@@ -440,7 +440,7 @@ impl ScriptHost<'_, '_> {
             LockMode::Keys => spec
                 .keys
                 .positions(args)
-                .map(|i| ks.shard_of(&args[i]))
+                .map(|i| ks.shard_of(args[i]))
                 .collect(),
         };
         need.sort_unstable();
@@ -485,7 +485,7 @@ fn refuse(msg: &'static str) -> Reply {
 }
 
 impl Host for ScriptHost<'_, '_> {
-    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
+    fn call(&mut self, args: &[&[u8]], resp: u8) -> Reply {
         let shared = self.ctx.shared;
         let entry = match lookup(&shared.table, args) {
             Lookup::Found(entry) => entry,
@@ -512,7 +512,7 @@ impl Host for ScriptHost<'_, '_> {
         reply
     }
 
-    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool> {
+    fn command_allowed(&mut self, args: &[&[u8]]) -> Option<bool> {
         let entry = match lookup(&self.ctx.shared.table, args) {
             Lookup::Found(entry) | Lookup::Error(CmdError::WrongArity(_), Some(entry)) => entry,
             _ => return None,
@@ -533,10 +533,10 @@ pub(crate) struct ScriptLoad {
     body: Bytes,
 }
 
-impl Command for ScriptLoad {
+impl Command<'_> for ScriptLoad {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ScriptLoad {
-            body: a.next()?.clone(),
+            body: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -555,10 +555,10 @@ pub(crate) struct ScriptExists {
     shas: Vec<Bytes>,
 }
 
-impl Command for ScriptExists {
+impl Command<'_> for ScriptExists {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ScriptExists {
-            shas: a.rest().to_vec(),
+            shas: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -576,7 +576,7 @@ impl Command for ScriptExists {
 #[derive(Debug)]
 pub(crate) struct ScriptFlush;
 
-impl Command for ScriptFlush {
+impl Command<'_> for ScriptFlush {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let ok = match a.rest() {
             [] => true,
@@ -600,7 +600,7 @@ impl Command for ScriptFlush {
 #[derive(Debug)]
 pub(crate) struct ScriptKill;
 
-impl Command for ScriptKill {
+impl Command<'_> for ScriptKill {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ScriptKill)
     }
@@ -627,10 +627,10 @@ pub(crate) struct ScriptDebug {
     mode: Bytes,
 }
 
-impl Command for ScriptDebug {
+impl Command<'_> for ScriptDebug {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ScriptDebug {
-            mode: a.next()?.clone(),
+            mode: a.next_owned()?,
         })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -650,7 +650,7 @@ impl Command for ScriptDebug {
 #[derive(Debug)]
 pub(crate) struct ScriptHelp;
 
-impl Command for ScriptHelp {
+impl Command<'_> for ScriptHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ScriptHelp)
     }
@@ -711,7 +711,7 @@ fn gate_needs(
     shared: &Shared,
     client: &ClientState,
     entry: &crate::engine::table::CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
 ) -> Option<smallvec::SmallVec<[usize; 8]>> {
     let spec = entry.spec;
     if spec.has(CmdFlags::ALLOW_BUSY)
@@ -731,14 +731,14 @@ fn gate_needs(
         LockMode::Keys => Some(
             spec.keys
                 .positions(args)
-                .map(|i| ks.shard_of(&args[i]))
+                .map(|i| ks.shard_of(args[i]))
                 .collect(),
         ),
     }
 }
 
 /// The shards a script command will hold when it starts (see [`run_locked`]).
-pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> script::Held {
+pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[&[u8]]) -> script::Held {
     if takes_every_shard(shared, spec, args) {
         return script::Held::All;
     }
@@ -746,14 +746,14 @@ pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[Bytes]) -> scrip
     script::Held::Some(
         spec.keys
             .positions(args)
-            .map(|i| ks.shard_of(&args[i]))
+            .map(|i| ks.shard_of(args[i]))
             .collect(),
     )
 }
 
 /// True if this script command will take every shard before it starts (see
 /// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
-fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
+fn takes_every_shard(shared: &Shared, spec: &C, args: &[&[u8]]) -> bool {
     // Every script command has its key count third (`EVAL script numkeys …`, `FCALL`):
     // read it rather than walk the key positions (which allocates an iterator).
     let declares_keys = args
@@ -786,7 +786,7 @@ fn takes_every_shard(shared: &Shared, spec: &C, args: &[Bytes]) -> bool {
 pub(crate) async fn busy_gate(
     shared: &Shared,
     client: &mut ClientState,
-    args: &[Bytes],
+    args: &[&[u8]],
 ) -> Option<Reply> {
     let busy = shared.scripts.busy.clone();
     let entry = match lookup(&shared.table, args) {
@@ -856,7 +856,7 @@ pub(crate) async fn busy_gate(
 /// running script holds a shard it needs). A script taking one after this check is caught
 /// by `call` (`ClientState::regate`). For connections that cannot wait here
 /// (`server::eventloop`): false sends them to the gate on the tokio path.
-pub(crate) fn gate_clear(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+pub(crate) fn gate_clear(shared: &Shared, client: &ClientState, args: &[&[u8]]) -> bool {
     let entry = match lookup(&shared.table, args) {
         Lookup::Found(entry) => entry,
         Lookup::Error(..) => return true, // the error reply needs no lock

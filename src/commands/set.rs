@@ -148,14 +148,17 @@ pub(crate) struct SAdd {
     members: Vec<Bytes>,
 }
 
-impl Command for SAdd {
+impl Command<'_> for SAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let members = a.rest().to_vec();
         if members.is_empty() {
             return Err(CmdError::WrongArity("sadd".into()));
         }
-        Ok(SAdd { key, members })
+        Ok(SAdd {
+            key,
+            members: crate::engine::args::owned(&members),
+        })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut set = set_or_create(ctx, &self.key, &self.members[0])?;
@@ -177,11 +180,11 @@ pub(crate) struct SRem {
     members: Vec<Bytes>,
 }
 
-impl Command for SRem {
+impl Command<'_> for SRem {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SRem {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -206,10 +209,10 @@ pub(crate) struct SMembers {
     key: Bytes,
 }
 
-impl Command for SMembers {
+impl Command<'_> for SMembers {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SMembers {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -227,11 +230,11 @@ pub(crate) struct SIsMember {
     member: Bytes,
 }
 
-impl Command for SIsMember {
+impl Command<'_> for SIsMember {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SIsMember {
-            key: a.next()?.clone(),
-            member: a.next()?.clone(),
+            key: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -247,11 +250,11 @@ pub(crate) struct SMIsMember {
     members: Vec<Bytes>,
 }
 
-impl Command for SMIsMember {
+impl Command<'_> for SMIsMember {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SMIsMember {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -272,10 +275,10 @@ pub(crate) struct SCard {
     key: Bytes,
 }
 
-impl Command for SCard {
+impl Command<'_> for SCard {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SCard {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -291,9 +294,9 @@ pub(crate) struct SPop {
     count: Option<usize>,
 }
 
-impl Command for SPop {
+impl Command<'_> for SPop {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let count = match a.rest() {
             [] => None,
             [c] => {
@@ -355,9 +358,9 @@ pub(crate) struct SRandMember {
     count: Option<i64>,
 }
 
-impl Command for SRandMember {
+impl Command<'_> for SRandMember {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let count = match a.rest() {
             [] => None,
             [c] => Some(parse_random_count(c)?),
@@ -398,21 +401,21 @@ pub(crate) struct SScan {
     options: Vec<Bytes>,
 }
 
-impl Command for SScan {
+impl Command<'_> for SScan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let cursor = parse_scan_cursor(a.next()?)?;
         Ok(SScan {
             key,
             cursor,
-            options: a.rest().to_vec(),
+            options: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let Some(set) = read_set(ctx, &self.key)? else {
             return Ok(scan_reply(0, vec![]));
         };
-        let (pattern, count) = scan_options(&self.options)?;
+        let (pattern, count) = scan_options(&crate::engine::args::borrowed(&self.options))?;
         let (positions, next) = if set.is_intset() {
             ((0..set.len()).collect(), 0)
         } else {
@@ -464,7 +467,7 @@ pub(crate) enum SetAlgebra {
 /// copied and None is returned.
 fn source_sets(
     ctx: &mut Ctx<'_>,
-    keys: &[Bytes],
+    keys: &[&[u8]],
     all_needed: bool,
 ) -> CmdResult<Option<Vec<Option<SetValue>>>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
@@ -528,7 +531,7 @@ fn union(sets: &[Option<SetValue>]) -> SetValue {
 /// The first set minus the others, built with the algorithm Redis would pick for these
 /// sizes, so the result's encoding is Redis's too (removing members never turns a hash
 /// table back into an intset).
-fn difference(sets: &[Option<SetValue>], keys: &[Bytes]) -> SetValue {
+fn difference(sets: &[Option<SetValue>], keys: &[&[u8]]) -> SetValue {
     let mut out = empty_result();
     let Some(Some(first)) = sets.first() else {
         return out;
@@ -576,28 +579,32 @@ pub(crate) struct SetOp {
     keys: Vec<Bytes>,
 }
 
-impl VariantCommand for SetOp {
+impl VariantCommand<'_> for SetOp {
     type Variant = (SetAlgebra, Output);
 
     fn parse(a: &mut ArgCursor<'_>, (op, output): (SetAlgebra, Output)) -> CmdResult<Self> {
         let dest = match output {
-            Output::Store => Some(a.next()?.clone()),
+            Output::Store => Some(a.next_owned()?),
             Output::Reply => None,
         };
         Ok(SetOp {
             op,
             dest,
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let result = match source_sets(ctx, &self.keys, self.op == SetAlgebra::Inter)? {
+        let result = match source_sets(
+            ctx,
+            &crate::engine::args::borrowed(&self.keys),
+            self.op == SetAlgebra::Inter,
+        )? {
             None => empty_result(),
             Some(sets) => match self.op {
                 SetAlgebra::Inter => intersect(&sets, 0).unwrap_or_else(empty_result),
                 SetAlgebra::Union => union(&sets),
-                SetAlgebra::Diff => difference(&sets, &self.keys),
+                SetAlgebra::Diff => difference(&sets, &crate::engine::args::borrowed(&self.keys)),
             },
         };
         let Some(dest) = self.dest else {
@@ -638,7 +645,7 @@ pub(crate) fn parse_numkeys(arg: &[u8]) -> CmdResult<usize> {
     }
 }
 
-impl Command for SInterCard {
+impl Command<'_> for SInterCard {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let numkeys = parse_numkeys(a.next()?)?;
         if numkeys > a.remaining() {
@@ -651,8 +658,8 @@ impl Command for SInterCard {
         let mut limit = 0;
         let mut i = 0;
         while i < opts.len() {
-            if is(&opts[i], "limit") && i + 1 < opts.len() {
-                let n = parse_i64(&opts[i + 1])
+            if is(opts[i], "limit") && i + 1 < opts.len() {
+                let n = parse_i64(opts[i + 1])
                     .filter(|n| *n >= 0)
                     .ok_or(CmdError::msg("ERR LIMIT can't be negative"))?;
                 limit = usize::try_from(n).unwrap_or(usize::MAX);
@@ -662,13 +669,13 @@ impl Command for SInterCard {
             }
         }
         Ok(SInterCard {
-            keys: keys.to_vec(),
+            keys: crate::engine::args::owned(keys),
             limit,
         })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let n = source_sets(ctx, &self.keys, true)?
+        let n = source_sets(ctx, &crate::engine::args::borrowed(&self.keys), true)?
             .and_then(|sets| intersect(&sets, self.limit))
             .map_or(0, |s| s.len());
         Ok(Reply::Int(n as i64))
@@ -683,12 +690,12 @@ pub(crate) struct SMove {
     member: Bytes,
 }
 
-impl Command for SMove {
+impl Command<'_> for SMove {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SMove {
-            source: a.next()?.clone(),
-            destination: a.next()?.clone(),
-            member: a.next()?.clone(),
+            source: a.next_owned()?,
+            destination: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
 

@@ -62,12 +62,12 @@ static SLOWLOG: &[C] = &[
 
 /// The table handler of SLOWLOG GET: more than one count gets Redis's generic subcommand
 /// error, which names the subcommand as the client typed it.
-fn slowlog_get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn slowlog_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 3 {
         return Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         );
@@ -81,7 +81,7 @@ pub(crate) struct SlowlogGet {
     count: usize,
 }
 
-impl Command for SlowlogGet {
+impl Command<'_> for SlowlogGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         const BAD: CmdError = CmdError::msg("ERR count should be greater than or equal to -1");
         if a.remaining() == 0 {
@@ -118,7 +118,7 @@ impl Command for SlowlogGet {
 #[derive(Debug)]
 pub(crate) struct SlowlogLen;
 
-impl Command for SlowlogLen {
+impl Command<'_> for SlowlogLen {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SlowlogLen)
     }
@@ -131,7 +131,7 @@ impl Command for SlowlogLen {
 #[derive(Debug)]
 pub(crate) struct SlowlogReset;
 
-impl Command for SlowlogReset {
+impl Command<'_> for SlowlogReset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SlowlogReset)
     }
@@ -145,7 +145,7 @@ impl Command for SlowlogReset {
 #[derive(Debug)]
 pub(crate) struct SlowlogHelp;
 
-impl Command for SlowlogHelp {
+impl Command<'_> for SlowlogHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SlowlogHelp)
     }

@@ -30,7 +30,7 @@ use crate::store::Value;
 
 /// The sorted key (index 1) and the `STORE` destination (the last one given, which is the one
 /// written), found as Redis's `sortGetKeys` walks the options.
-fn sort_keys(args: &[Bytes]) -> Vec<usize> {
+fn sort_keys(args: &[&[u8]]) -> Vec<usize> {
     let mut store = None;
     let mut j = 2;
     while j < args.len() {
@@ -149,12 +149,12 @@ pub(crate) struct Sort {
     by_first: Option<bool>,
 }
 
-impl VariantCommand for Sort {
+impl VariantCommand<'_> for Sort {
     type Variant = Access;
 
     fn parse(a: &mut ArgCursor<'_>, access: Access) -> CmdResult<Self> {
         let ro = access == Access::ReadOnly;
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let mut s = Sort {
             key,
             desc: false,
@@ -179,15 +179,15 @@ impl VariantCommand for Sort {
                 let count = a.next_i64()?;
                 s.limit = Some((start, count));
             } else if !ro && left >= 1 && a.eat("STORE") {
-                s.store = Some(a.next()?.clone());
+                s.store = Some(a.next_owned()?);
             } else if left >= 1 && a.eat("BY") {
-                let by = a.next()?.clone();
+                let by = a.next_owned()?;
                 if by.contains(&b'*') {
                     s.by_first.get_or_insert(true);
                 }
                 s.by = Some(by);
             } else if left >= 1 && a.eat("GET") {
-                s.gets.push(a.next()?.clone());
+                s.gets.push(a.next_owned()?);
                 s.by_first.get_or_insert(false);
             } else {
                 return Err(CmdError::Syntax);
@@ -493,11 +493,11 @@ mod tests {
             .iter()
             .map(|s| Bytes::copy_from_slice(s.as_bytes()))
             .collect();
-        assert_eq!(sort_keys(&args), vec![1, 6]);
+        assert_eq!(sort_keys(&crate::engine::args::borrowed(&args)), vec![1, 6]);
         let args: Vec<Bytes> = ["SORT", "k", "STORE", "a", "STORE", "b"]
             .iter()
             .map(|s| Bytes::copy_from_slice(s.as_bytes()))
             .collect();
-        assert_eq!(sort_keys(&args), vec![1, 5]);
+        assert_eq!(sort_keys(&crate::engine::args::borrowed(&args)), vec![1, 5]);
     }
 }

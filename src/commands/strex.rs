@@ -142,10 +142,10 @@ pub(crate) struct Digest {
     key: Bytes,
 }
 
-impl Command for Digest {
+impl Command<'_> for Digest {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Digest {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
 
@@ -163,10 +163,10 @@ impl Command for Digest {
 #[derive(Debug)]
 pub(crate) struct DelIfEq(DelEx);
 
-impl Command for DelIfEq {
+impl Command<'_> for DelIfEq {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let value = a.next()?.clone();
+        let key = a.next_owned()?;
+        let value = a.next_owned()?;
         Ok(DelIfEq(DelEx {
             key,
             cond: Some(Compare::Eq(value)),
@@ -186,15 +186,18 @@ pub(crate) struct DelEx {
     cond: Option<Compare>,
 }
 
-impl Command for DelEx {
+impl Command<'_> for DelEx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let rest = a.rest();
         let cond = match rest {
             [] => None,
             [opt, arg] => Some(
-                Compare::from_option(&crate::engine::args::upper(opt), arg.clone())
-                    .ok_or(CmdError::Syntax)?,
+                Compare::from_option(
+                    &crate::engine::args::upper(opt),
+                    Bytes::copy_from_slice(arg),
+                )
+                .ok_or(CmdError::Syntax)?,
             ),
             // Inferred from the page's syntax (one optional condition with its argument).
             _ => return Err(CmdError::WrongArity("delex".into())),
@@ -234,7 +237,7 @@ pub(crate) struct MSetEx {
     keep_ttl: bool,
 }
 
-impl Command for MSetEx {
+impl Command<'_> for MSetEx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let n = parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
         let n = match usize::try_from(n) {
@@ -244,7 +247,7 @@ impl Command for MSetEx {
         };
         let mut pairs = Vec::with_capacity(n * 2);
         for _ in 0..n * 2 {
-            pairs.push(a.next()?.clone());
+            pairs.push(a.next_owned()?);
         }
         let mut m = MSetEx {
             pairs,
@@ -265,7 +268,7 @@ impl Command for MSetEx {
                     if m.keep_ttl || m.ttl.is_some() || a.remaining() == 0 {
                         return Err(CmdError::Syntax);
                     }
-                    m.ttl = Some((unit, a.next()?.clone()));
+                    m.ttl = Some((unit, a.next_owned()?));
                 }
             }
         }
@@ -376,10 +379,10 @@ fn ld_cmp(a: LongDouble, b: LongDouble) -> std::cmp::Ordering {
     }
 }
 
-impl Command for IncrEx {
+impl Command<'_> for IncrEx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut x = IncrEx {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
             exists: None,
             by: None,
             lower: None,
@@ -395,13 +398,13 @@ impl Command for IncrEx {
             a.next()?;
             match &opt[..] {
                 b"BYINT" | b"BYFLOAT" if x.by.is_none() && a.remaining() > 0 => {
-                    x.by = Some((&opt[..] == b"BYFLOAT", a.next()?.clone()));
+                    x.by = Some((&opt[..] == b"BYFLOAT", a.next_owned()?));
                 }
                 b"LBOUND" if x.lower.is_none() && a.remaining() > 0 => {
-                    x.lower = Some(a.next()?.clone());
+                    x.lower = Some(a.next_owned()?);
                 }
                 b"UBOUND" if x.upper.is_none() && a.remaining() > 0 => {
-                    x.upper = Some(a.next()?.clone());
+                    x.upper = Some(a.next_owned()?);
                 }
                 b"SATURATE" if !x.saturate => x.saturate = true,
                 b"NX" if x.exists.is_none() => x.exists = Some(false),
@@ -410,7 +413,7 @@ impl Command for IncrEx {
                 b"ENX" if !x.enx => x.enx = true,
                 other => match TtlUnit::from_option(other) {
                     Some(unit) if x.ttl == IncrTtl::Keep && a.remaining() > 0 => {
-                        x.ttl = IncrTtl::Set(unit, a.next()?.clone());
+                        x.ttl = IncrTtl::Set(unit, a.next_owned()?);
                     }
                     _ => return Err(CmdError::Syntax),
                 },

@@ -6,7 +6,9 @@
 use crate::services::notify::class;
 use bytes::Bytes;
 
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as};
+use crate::engine::{
+    ArgCursor, Command, CommandSpec as C, Ctx, VariantCommand, run, run_as, run_borrowed,
+};
 use crate::error::{CmdError, CmdResult};
 use crate::num::long_double::{self, LongDouble};
 use crate::num::parse_i64;
@@ -17,20 +19,16 @@ use crate::store::access::{StringMut, StringValue};
 
 /// The string commands.
 pub(crate) static COMMANDS: &[C] = &[
-    C::new(
-        "get",
-        2,
-        &["readonly", "fast"],
-        C::keys(1, 1, 1),
-        run::<Get>,
-    )
+    C::new("get", 2, &["readonly", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_borrowed::<Get>(c, a)
+    })
     .with_acl(&["@read", "@string", "@fast"]),
     C::new(
         "set",
         -3,
         &["write", "denyoom"],
         C::keys(1, 1, 1),
-        run::<Set>,
+        |c, a| run_borrowed::<Set>(c, a),
     )
     .with_effect(crate::repl::effects::Effect::Set)
     .with_acl(&["@write", "@string", "@slow"])
@@ -85,13 +83,9 @@ pub(crate) static COMMANDS: &[C] = &[
     .with_effect(crate::repl::effects::Effect::GetDel)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "delete"]),
-    C::new(
-        "getex",
-        -2,
-        &["write", "fast"],
-        C::keys(1, 1, 1),
-        run::<GetEx>,
-    )
+    C::new("getex", -2, &["write", "fast"], C::keys(1, 1, 1), |c, a| {
+        run_borrowed::<GetEx>(c, a)
+    })
     .with_effect(crate::repl::effects::Effect::GetEx)
     .with_acl(&["@write", "@string", "@fast"])
     .with_key_flags(&["RW", "access", "update"])
@@ -196,7 +190,7 @@ pub(crate) static COMMANDS: &[C] = &[
 
 /// SET's key flags in one request: SET … GET reads the old value (`RW access update`);
 /// without GET it only overwrites (`OW update`), as Redis's `setGetKeys` says.
-fn set_key_flags(args: &[Bytes]) -> &'static [&'static str] {
+fn set_key_flags(args: &[&[u8]]) -> &'static [&'static str] {
     if args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
         &["RW", "access", "update"]
     } else {
@@ -242,16 +236,16 @@ impl TtlUnit {
 /// Reads a TTL option's value into `ttl` (SET, GETEX). Redis lets the same unit repeat (the
 /// last value wins) but refuses another unit, a conflicting option (`conflict`: KEEPTTL,
 /// PERSIST) or a missing value, all as a syntax error.
-fn read_ttl_option(
-    a: &mut ArgCursor<'_>,
+fn read_ttl_option<'a>(
+    a: &mut ArgCursor<'a>,
     unit: TtlUnit,
-    ttl: &mut Option<(TtlUnit, Bytes)>,
+    ttl: &mut Option<(TtlUnit, &'a [u8])>,
     conflict: bool,
 ) -> CmdResult<()> {
     if ttl.as_ref().is_some_and(|(u, _)| *u != unit) || conflict || a.remaining() == 0 {
         return Err(CmdError::Syntax);
     }
-    *ttl = Some((unit, a.next()?.clone()));
+    *ttl = Some((unit, a.next()?));
     Ok(())
 }
 
@@ -286,21 +280,19 @@ pub(crate) fn expire_deadline(
 
 /// GET key
 #[derive(Debug)]
-pub(crate) struct Get {
-    key: Bytes,
+pub(crate) struct Get<'a> {
+    key: &'a [u8],
 }
 
-impl Command for Get {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(Get {
-            key: a.next()?.clone(),
-        })
+impl<'a> Command<'a> for Get<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        Ok(Get { key: a.next()? })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let db = ctx.db();
         // A value stored inside its entry (an integer, a short string) is replied from
         // inside the reply, a longer one shares the stored bytes: GET allocates nothing.
-        Ok(match ctx.store.read_value(db, &self.key, ctx.now_ms) {
+        Ok(match ctx.store.read_value(db, self.key, ctx.now_ms) {
             None => Reply::Null,
             Some(Value::Int(n)) => Reply::Short(Short::int(*n)),
             Some(Value::Str(s) | Value::Raw(s)) if s.is_inline() => Reply::short_or_bulk(s),
@@ -330,20 +322,20 @@ enum Ttl {
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]`
 #[derive(Debug)]
-pub(crate) struct Set {
-    key: Bytes,
-    value: Bytes,
+pub(crate) struct Set<'a> {
+    key: &'a [u8],
+    value: &'a [u8],
     cond: Cond,
     get: bool,
-    ttl: Option<(TtlUnit, Bytes)>,
+    ttl: Option<(TtlUnit, &'a [u8])>,
     keep_ttl: bool,
 }
 
-impl Command for Set {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for Set<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let mut s = Set {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next()?,
+            value: a.next()?,
             cond: Cond::Always,
             get: false,
             ttl: None,
@@ -365,9 +357,10 @@ impl Command for Set {
                 b"IFEQ" | b"IFNE" | b"IFDEQ" | b"IFDNE"
                     if s.cond == Cond::Always && a.remaining() > 0 =>
                 {
-                    let arg = a.next()?.clone();
+                    let arg = a.next()?;
                     s.cond = Cond::If(
-                        super::strex::Compare::from_option(&opt, arg).ok_or(CmdError::Syntax)?,
+                        super::strex::Compare::from_option(&opt, Bytes::copy_from_slice(arg))
+                            .ok_or(CmdError::Syntax)?,
                     );
                     continue;
                 }
@@ -394,17 +387,17 @@ impl Command for Set {
         };
         let db = ctx.db();
         let old = if self.get {
-            Some(read_string(ctx, &self.key)?)
+            Some(read_string(ctx, self.key)?)
         } else {
             None
         };
-        let exists = ctx.store.exists(db, &self.key, ctx.now_ms);
+        let exists = ctx.store.exists(db, self.key, ctx.now_ms);
         let met = match &self.cond {
             Cond::Always => true,
             Cond::Nx => !exists,
             Cond::Xx => exists,
             // A key of another type is WRONGTYPE (Redis 8.4 compares strings only).
-            Cond::If(c) => c.holds(read_string(ctx, &self.key)?.as_deref()),
+            Cond::If(c) => c.holds(read_string(ctx, self.key)?.as_deref()),
         };
         if !met {
             return Ok(match old {
@@ -412,10 +405,10 @@ impl Command for Set {
                 None => Reply::Null,
             });
         }
-        store_string(ctx, &self.key, Value::from_bytes(&self.value), ttl);
-        ctx.notify(class::STRING, "set", &self.key);
+        store_string(ctx, self.key, Value::from_bytes(self.value), ttl);
+        ctx.notify(class::STRING, "set", self.key);
         if let Ttl::At(_) = ttl {
-            ctx.notify(class::GENERIC, "expire", &self.key);
+            ctx.notify(class::GENERIC, "expire", self.key);
         }
         Ok(match old {
             Some(v) => v.into(),
@@ -440,11 +433,11 @@ pub(crate) struct SetNx {
     value: Bytes,
 }
 
-impl Command for SetNx {
+impl Command<'_> for SetNx {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SetNx {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -477,15 +470,15 @@ pub(crate) struct SetEx {
     value: Bytes,
 }
 
-impl VariantCommand for SetEx {
+impl VariantCommand<'_> for SetEx {
     type Variant = Precision;
 
     fn parse(a: &mut ArgCursor<'_>, precision: Precision) -> CmdResult<Self> {
         Ok(SetEx {
             precision,
-            key: a.next()?.clone(),
-            ttl: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            ttl: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -508,11 +501,11 @@ pub(crate) struct GetSet {
     value: Bytes,
 }
 
-impl Command for GetSet {
+impl Command<'_> for GetSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetSet {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -529,10 +522,10 @@ pub(crate) struct GetDel {
     key: Bytes,
 }
 
-impl Command for GetDel {
+impl Command<'_> for GetDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetDel {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -548,16 +541,16 @@ impl Command for GetDel {
 
 /// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 #[derive(Debug)]
-pub(crate) struct GetEx {
-    key: Bytes,
-    ttl: Option<(TtlUnit, Bytes)>,
+pub(crate) struct GetEx<'a> {
+    key: &'a [u8],
+    ttl: Option<(TtlUnit, &'a [u8])>,
     persist: bool,
 }
 
-impl Command for GetEx {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for GetEx<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let mut g = GetEx {
-            key: a.next()?.clone(),
+            key: a.next()?,
             ttl: None,
             persist: false,
         };
@@ -577,7 +570,7 @@ impl Command for GetEx {
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         // As in Redis: a missing key or WRONGTYPE is reported before a bad TTL.
-        let Some(value) = read_string(ctx, &self.key)? else {
+        let Some(value) = read_string(ctx, self.key)? else {
             return Ok(Reply::Null);
         };
         let at = match &self.ttl {
@@ -587,14 +580,14 @@ impl Command for GetEx {
         let db = ctx.db();
         if let Some(at) = at {
             if at <= ctx.now_ms {
-                ctx.store.remove(db, &self.key, ctx.now_ms);
-                ctx.notify(class::GENERIC, "del", &self.key);
+                ctx.store.remove(db, self.key, ctx.now_ms);
+                ctx.notify(class::GENERIC, "del", self.key);
             } else {
-                ctx.store.set_expire(db, &self.key, Some(at), ctx.now_ms);
-                ctx.notify(class::GENERIC, "expire", &self.key);
+                ctx.store.set_expire(db, self.key, Some(at), ctx.now_ms);
+                ctx.notify(class::GENERIC, "expire", self.key);
             }
         } else if self.persist {
-            crate::commands::keys::expire::persist(ctx, &self.key);
+            crate::commands::keys::expire::persist(ctx, self.key);
         }
         Ok(Reply::Bulk(value))
     }
@@ -606,10 +599,10 @@ pub(crate) struct MGet {
     keys: Vec<Bytes>,
 }
 
-impl Command for MGet {
+impl Command<'_> for MGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MGet {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -648,7 +641,7 @@ pub(crate) struct MSet {
     pairs: Vec<(Bytes, Bytes)>,
 }
 
-impl VariantCommand for MSet {
+impl VariantCommand<'_> for MSet {
     type Variant = MSetMode;
 
     fn parse(a: &mut ArgCursor<'_>, mode: MSetMode) -> CmdResult<Self> {
@@ -666,7 +659,7 @@ impl VariantCommand for MSet {
             mode,
             pairs: rest
                 .chunks(2)
-                .map(|p| (p[0].clone(), p[1].clone()))
+                .map(|p| (Bytes::copy_from_slice(p[0]), Bytes::copy_from_slice(p[1])))
                 .collect(),
         })
     }
@@ -721,17 +714,17 @@ pub(crate) enum Step {
 
 /// INCR key / DECR key
 #[derive(Debug)]
-pub(crate) struct Incr {
-    key: Bytes,
+pub(crate) struct Incr<'a> {
+    key: &'a [u8],
     by: i64,
 }
 
-impl VariantCommand for Incr {
+impl<'a> VariantCommand<'a> for Incr<'a> {
     type Variant = Step;
 
-    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
+    fn parse(a: &mut ArgCursor<'a>, step: Step) -> CmdResult<Self> {
         Ok(Incr {
-            key: a.next()?.clone(),
+            key: a.next()?,
             by: match step {
                 Step::Up => 1,
                 Step::Down => -1,
@@ -739,22 +732,22 @@ impl VariantCommand for Incr {
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        incr_by(ctx, &self.key, self.by)
+        incr_by(ctx, self.key, self.by)
     }
 }
 
 /// INCRBY key n / DECRBY key n
 #[derive(Debug)]
-pub(crate) struct IncrBy {
-    key: Bytes,
+pub(crate) struct IncrBy<'a> {
+    key: &'a [u8],
     by: i64,
 }
 
-impl VariantCommand for IncrBy {
+impl<'a> VariantCommand<'a> for IncrBy<'a> {
     type Variant = Step;
 
-    fn parse(a: &mut ArgCursor<'_>, step: Step) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, step: Step) -> CmdResult<Self> {
+        let key = a.next()?;
         let by = a.next_i64()?;
         let by = match step {
             Step::Up => by,
@@ -765,7 +758,7 @@ impl VariantCommand for IncrBy {
         Ok(IncrBy { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        incr_by(ctx, &self.key, self.by)
+        incr_by(ctx, self.key, self.by)
     }
 }
 
@@ -781,11 +774,11 @@ pub(crate) struct IncrByFloat {
     by: Bytes,
 }
 
-impl Command for IncrByFloat {
+impl Command<'_> for IncrByFloat {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(IncrByFloat {
-            key: a.next()?.clone(),
-            by: a.next()?.clone(),
+            key: a.next_owned()?,
+            by: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -823,11 +816,11 @@ pub(crate) struct Append {
     value: Bytes,
 }
 
-impl Command for Append {
+impl Command<'_> for Append {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Append {
-            key: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -867,10 +860,10 @@ pub(crate) struct StrLen {
     key: Bytes,
 }
 
-impl Command for StrLen {
+impl Command<'_> for StrLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(StrLen {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

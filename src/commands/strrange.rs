@@ -67,12 +67,12 @@ pub(crate) struct SetRange {
     value: Bytes,
 }
 
-impl Command for SetRange {
+impl Command<'_> for SetRange {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(SetRange {
-            key: a.next()?.clone(),
-            offset: a.next()?.clone(),
-            value: a.next()?.clone(),
+            key: a.next_owned()?,
+            offset: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
 
@@ -138,10 +138,10 @@ pub(crate) struct GetRange {
     end: i64,
 }
 
-impl Command for GetRange {
+impl Command<'_> for GetRange {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(GetRange {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
             start: a.next_i64()?,
             end: a.next_i64()?,
         })
@@ -234,12 +234,12 @@ fn lcs(a: &[u8], b: &[u8], want_string: bool) -> (u32, Vec<u8>, Vec<Match>) {
     (total, result, matches)
 }
 
-impl Command for Lcs {
+impl Command<'_> for Lcs {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Lcs {
-            a: a.next()?.clone(),
-            b: a.next()?.clone(),
-            options: a.rest().to_vec(),
+            a: a.next_owned()?,
+            b: a.next_owned()?,
+            options: crate::engine::args::owned(a.rest()),
         })
     }
 

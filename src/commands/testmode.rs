@@ -235,7 +235,7 @@ impl TestHooks {
     }
 
     /// Records a command in the log.
-    pub fn record(&self, now_ms: u64, client: &ClientState, args: &[Bytes]) {
+    pub fn record(&self, now_ms: u64, client: &ClientState, args: &[&[u8]]) {
         let (lib_name, _) = client
             .info
             .lib
@@ -323,7 +323,7 @@ pub(crate) enum FaultType {
     Panic,
 }
 
-impl VariantCommand for AddFault {
+impl VariantCommand<'_> for AddFault {
     type Variant = FaultType;
 
     fn parse(a: &mut ArgCursor<'_>, fault_type: FaultType) -> CmdResult<Self> {
@@ -361,7 +361,7 @@ impl VariantCommand for AddFault {
             } else if a.eat("COMMAND") {
                 fault.command = Some(String::from_utf8_lossy(a.next()?).to_ascii_lowercase());
             } else if a.eat("CLIENT") {
-                fault.client = Some(a.next()?.clone());
+                fault.client = Some(a.next_owned()?);
             } else {
                 return Err(CmdError::Syntax);
             }
@@ -392,7 +392,7 @@ fn hooks<'a>(ctx: &Ctx<'a>) -> CmdResult<&'a TestHooks> {
 #[derive(Debug)]
 pub(crate) struct FaultClear;
 
-impl Command for FaultClear {
+impl Command<'_> for FaultClear {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FaultClear)
     }
@@ -410,7 +410,7 @@ impl Command for FaultClear {
 #[derive(Debug)]
 pub(crate) struct FaultList;
 
-impl Command for FaultList {
+impl Command<'_> for FaultList {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(FaultList)
     }
@@ -452,7 +452,7 @@ pub(crate) struct CmdLogGet {
     client: Option<Bytes>,
 }
 
-impl Command for CmdLogGet {
+impl Command<'_> for CmdLogGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut g = CmdLogGet {
             count: None,
@@ -460,7 +460,7 @@ impl Command for CmdLogGet {
         };
         while a.remaining() > 0 {
             if a.eat("CLIENT") {
-                g.client = Some(a.next()?.clone());
+                g.client = Some(a.next_owned()?);
             } else {
                 let n = a.next_i64()?;
                 if n < 0 {
@@ -510,7 +510,7 @@ impl Command for CmdLogGet {
 #[derive(Debug)]
 pub(crate) struct CmdLogLen;
 
-impl Command for CmdLogLen {
+impl Command<'_> for CmdLogLen {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(CmdLogLen)
     }
@@ -525,7 +525,7 @@ impl Command for CmdLogLen {
 #[derive(Debug)]
 pub(crate) struct CmdLogReset;
 
-impl Command for CmdLogReset {
+impl Command<'_> for CmdLogReset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(CmdLogReset)
     }
@@ -605,7 +605,7 @@ pub(crate) enum ClockVerb {
     Now,
 }
 
-impl VariantCommand for ClockCmd {
+impl VariantCommand<'_> for ClockCmd {
     type Variant = ClockVerb;
 
     fn parse(a: &mut ArgCursor<'_>, verb: ClockVerb) -> CmdResult<Self> {
@@ -650,7 +650,7 @@ impl VariantCommand for ClockCmd {
 #[derive(Debug)]
 pub(crate) struct ClockHelp;
 
-impl Command for ClockHelp {
+impl Command<'_> for ClockHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClockHelp)
     }
@@ -696,7 +696,7 @@ pub(crate) const RESET_HELP: &[&str] = &[
 #[derive(Debug)]
 pub(crate) struct TestModeReset;
 
-impl Command for TestModeReset {
+impl Command<'_> for TestModeReset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(TestModeReset)
     }
@@ -780,7 +780,7 @@ impl Command for TestModeReset {
 #[derive(Debug)]
 pub(crate) struct TestModeHelp;
 
-impl Command for TestModeHelp {
+impl Command<'_> for TestModeHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(TestModeHelp)
     }

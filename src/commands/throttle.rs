@@ -6,9 +6,7 @@
 //! string holding the TAT in Unix nanoseconds, so GET, TTL, TYPE, DEL and WATCH see it as they
 //! would on Redis with the module loaded.
 
-use bytes::Bytes;
-
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run};
+use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run_borrowed};
 use crate::error::{CmdError, CmdResult};
 use crate::limiter::gcra::{self, CheckedArgs, ThrottleError};
 use crate::protocol::Reply;
@@ -25,7 +23,7 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
     -1,
     &["write", "denyoom"],
     C::keys(1, 1, 1),
-    run::<Throttle>,
+    |c, a| run_borrowed::<Throttle>(c, a),
 )
 .with_effect(crate::repl::effects::Effect::KeyState)
 .with_reported_arity(-5)
@@ -37,19 +35,18 @@ fn cell_error(e: ThrottleError) -> CmdError {
 
 /// `CL.THROTTLE key max_burst count period [quantity]`
 #[derive(Debug)]
-pub(crate) struct Throttle {
-    key: Bytes,
+pub(crate) struct Throttle<'a> {
+    key: &'a [u8],
     /// Checked and derived once, here (the GCRA step does not derive them again).
     args: CheckedArgs,
 }
 
-impl Command for Throttle {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for Throttle<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         let rest = a.rest();
         let (_, args) = gcra::parse_command_checked(rest).map_err(cell_error)?;
-        // The key is the first argument (parse_command accepted it): share its bytes
-        // rather than copy them.
-        let key = rest.first().cloned().unwrap_or_default();
+        // The key is the first argument (parse_command accepted it), borrowed.
+        let key = rest.first().copied().unwrap_or_default();
         Ok(Throttle { key, args })
     }
 
@@ -58,7 +55,7 @@ impl Command for Throttle {
         let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
         let args = &self.args;
         // One lookup: the stored TAT is read and, on an allowed call, replaced in place.
-        let decision = ctx.store.update(db, &self.key, now_ms, |stored| {
+        let decision = ctx.store.update(db, self.key, now_ms, |stored| {
             let stored = match stored {
                 None => None,
                 // What parse_stored_tat would make of the integer's text, without the text.
@@ -79,8 +76,8 @@ impl Command for Throttle {
         if decision.write.is_some() {
             // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
             // it is, so a listener sees what a script-based limiter would make it see.
-            ctx.notify(crate::services::notify::class::STRING, "set", &self.key);
-            ctx.notify(crate::services::notify::class::GENERIC, "expire", &self.key);
+            ctx.notify(crate::services::notify::class::STRING, "set", self.key);
+            ctx.notify(crate::services::notify::class::GENERIC, "expire", self.key);
         }
         // The five integers held inside the reply: no vector to fill, encode and give back.
         Ok(Reply::FlagInts(

@@ -31,6 +31,7 @@ use crate::engine::args::parse_scan_cursor;
 use crate::engine::args::{glob_match, is};
 use crate::engine::{
     ArgCursor, Command, CommandSpec as C, Ctx, KeySpecDoc, VariantCommand, run, run_as,
+    run_borrowed,
 };
 use crate::error::{CmdError, CmdResult};
 use crate::num::{format_double, parse_double, parse_i64};
@@ -48,7 +49,7 @@ pub(crate) static COMMANDS: &[C] = &[
         -4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<ZAdd>,
+        |c, a| run_borrowed::<ZAdd>(c, a),
     )
     .with_acl(&["@write", "@sortedset", "@fast"]),
     C::new(
@@ -56,7 +57,7 @@ pub(crate) static COMMANDS: &[C] = &[
         4,
         &["write", "denyoom", "fast"],
         C::keys(1, 1, 1),
-        run::<ZIncrBy>,
+        |c, a| run_borrowed::<ZIncrBy>(c, a),
     )
     .with_acl(&["@write", "@sortedset", "@fast"])
     .with_key_flags(&["RW", "access", "update"]),
@@ -74,7 +75,7 @@ pub(crate) static COMMANDS: &[C] = &[
         2,
         &["readonly", "fast"],
         C::keys(1, 1, 1),
-        run::<ZCard>,
+        |c, a| run_borrowed::<ZCard>(c, a),
     )
     .with_acl(&["@read", "@sortedset", "@fast"])
     .with_key_flags(&["RO"]),
@@ -313,21 +314,21 @@ pub(crate) fn scored_reply<M: Into<Bytes>>(
 /// `ZADD` (and `ZINCRBY`) parsed: the options, then score-member pairs, all validated before
 /// the key is looked up, as Redis does.
 #[derive(Debug)]
-pub(crate) struct AddArgs {
-    pub(crate) key: Bytes,
+pub(crate) struct AddArgs<'a> {
+    pub(crate) key: &'a [u8],
     pub(crate) flags: AddFlags,
     pub(crate) ch: bool,
-    /// Shares the request's bytes; one or two pairs (the rate limiters' ZADD) need no
+    /// Borrowed from the request; one or two pairs (the rate limiters' ZADD) need no
     /// allocation.
-    pub(crate) pairs: smallvec::SmallVec<[(f64, Bytes); 2]>,
+    pub(crate) pairs: smallvec::SmallVec<[(f64, &'a [u8]); 2]>,
 }
 
-impl AddArgs {
+impl<'a> AddArgs<'a> {
     /// Parses `key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`. `ZINCRBY`
     /// goes through the same parser with `INCR` preset, so `ZINCRBY key nx m` is a syntax
     /// error in sluice as in Redis (the option eats the increment, leaving an odd count).
-    fn parse(a: &mut ArgCursor<'_>, incr: bool) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, incr: bool) -> CmdResult<Self> {
+        let key = a.next()?;
         let mut flags = AddFlags {
             incr,
             ..AddFlags::default()
@@ -358,7 +359,7 @@ impl AddArgs {
         flags.validate(rest.len() / 2).map_err(zset_error)?;
         let pairs = rest
             .chunks_exact(2)
-            .map(|p| Ok((parse_double(&p[0]).ok_or(CmdError::NotFloat)?, p[1].clone())))
+            .map(|p| Ok((parse_double(p[0]).ok_or(CmdError::NotFloat)?, p[1])))
             .collect::<CmdResult<_>>()?;
         Ok(AddArgs {
             key,
@@ -398,11 +399,11 @@ impl AddArgs {
         let limits = ctx.shared.live.zset_limits();
         // With XX a missing key stays missing; otherwise a new set is stored if filled.
         let z = if self.flags.xx {
-            write_zset(ctx, &self.key)?
+            write_zset(ctx, self.key)?
         } else {
             Some(
                 ctx.store
-                    .modify_or_create(db, &self.key, now, || Box::new(SortedSet::new()))?,
+                    .modify_or_create(db, self.key, now, || Box::new(SortedSet::new()))?,
             )
         };
         // No key and XX: nothing to do. The guard drops (storing, signalling) in the closure.
@@ -416,7 +417,7 @@ impl AddArgs {
         // Redis notifies what was done even when a later pair failed.
         if tally.added + tally.updated > 0 {
             let event = if self.flags.incr { "zincr" } else { "zadd" };
-            ctx.notify(class::ZSET, event, &self.key);
+            ctx.notify(class::ZSET, event, self.key);
         }
         Ok(tally)
     }
@@ -457,10 +458,10 @@ struct AddTally {
 
 /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`
 #[derive(Debug)]
-pub(crate) struct ZAdd(AddArgs);
+pub(crate) struct ZAdd<'a>(AddArgs<'a>);
 
-impl Command for ZAdd {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for ZAdd<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         AddArgs::parse(a, false).map(ZAdd)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -470,10 +471,10 @@ impl Command for ZAdd {
 
 /// `ZINCRBY key increment member`: `ZADD key INCR increment member`.
 #[derive(Debug)]
-pub(crate) struct ZIncrBy(AddArgs);
+pub(crate) struct ZIncrBy<'a>(AddArgs<'a>);
 
-impl Command for ZIncrBy {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
+impl<'a> Command<'a> for ZIncrBy<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
         AddArgs::parse(a, true).map(ZIncrBy)
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -488,11 +489,11 @@ pub(crate) struct ZRem {
     members: Vec<Bytes>,
 }
 
-impl Command for ZRem {
+impl Command<'_> for ZRem {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZRem {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -521,18 +522,16 @@ impl Command for ZRem {
 
 /// `ZCARD key`
 #[derive(Debug)]
-pub(crate) struct ZCard {
-    key: Bytes,
+pub(crate) struct ZCard<'a> {
+    key: &'a [u8],
 }
 
-impl Command for ZCard {
-    fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ZCard {
-            key: a.next()?.clone(),
-        })
+impl<'a> Command<'a> for ZCard<'a> {
+    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
+        Ok(ZCard { key: a.next()? })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let n = read_zset(ctx, &self.key)?.map_or(0, |z| z.len());
+        let n = read_zset(ctx, self.key)?.map_or(0, |z| z.len());
         Ok(Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)))
     }
 }
@@ -544,9 +543,9 @@ pub(crate) struct ZCount {
     range: ScoreRange,
 }
 
-impl Command for ZCount {
+impl Command<'_> for ZCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let range = ScoreRange::parse(a.next()?, a.next()?).ok_or_else(min_max_not_float)?;
         Ok(ZCount { key, range })
     }
@@ -563,9 +562,9 @@ pub(crate) struct ZLexCount {
     range: LexRange,
 }
 
-impl Command for ZLexCount {
+impl Command<'_> for ZLexCount {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let range = LexRange::parse(a.next()?, a.next()?).ok_or_else(lex_range_invalid)?;
         Ok(ZLexCount { key, range })
     }
@@ -582,11 +581,11 @@ pub(crate) struct ZScore {
     member: Bytes,
 }
 
-impl Command for ZScore {
+impl Command<'_> for ZScore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZScore {
-            key: a.next()?.clone(),
-            member: a.next()?.clone(),
+            key: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -602,11 +601,11 @@ pub(crate) struct ZMScore {
     members: Vec<Bytes>,
 }
 
-impl Command for ZMScore {
+impl Command<'_> for ZMScore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ZMScore {
-            key: a.next()?.clone(),
-            members: a.rest().to_vec(),
+            key: a.next_owned()?,
+            members: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -641,14 +640,14 @@ pub(crate) struct ZRank {
     member: Bytes,
 }
 
-impl VariantCommand for ZRank {
+impl VariantCommand<'_> for ZRank {
     type Variant = Order;
 
     fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
         Ok(ZRank {
             order,
-            key: a.next()?.clone(),
-            member: a.next()?.clone(),
+            key: a.next_owned()?,
+            member: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -709,7 +708,7 @@ impl RangeQuery {
         kind: Option<Kind>,
         reverse: Option<bool>,
     ) -> CmdResult<Self> {
-        let src = a.next()?.clone();
+        let src = a.next_owned()?;
         let mut min = a.next()?;
         let mut max = a.next()?;
         let (mut kind, mut reverse) = (kind, reverse);
@@ -799,7 +798,7 @@ pub(crate) enum RangeCommand {
 #[derive(Debug)]
 pub(crate) struct ZRange(RangeQuery);
 
-impl VariantCommand for ZRange {
+impl VariantCommand<'_> for ZRange {
     type Variant = RangeCommand;
 
     fn parse(a: &mut ArgCursor<'_>, command: RangeCommand) -> CmdResult<Self> {
@@ -834,9 +833,9 @@ pub(crate) struct ZRangeStore {
     query: RangeQuery,
 }
 
-impl Command for ZRangeStore {
+impl Command<'_> for ZRangeStore {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let dst = a.next()?.clone();
+        let dst = a.next_owned()?;
         let query = RangeQuery::parse(a, true, None, None)?;
         Ok(ZRangeStore { dst, query })
     }
@@ -871,16 +870,16 @@ impl Command for ZRangeStore {
 /// `ZREMRANGEBYSCORE key min max`, `ZREMRANGEBYRANK key start stop`,
 /// `ZREMRANGEBYLEX key min max`.
 #[derive(Debug)]
-pub(crate) struct ZRemRange {
-    key: Bytes,
+pub(crate) struct ZRemRange<'a> {
+    key: &'a [u8],
     by: RangeBy,
 }
 
-impl VariantCommand for ZRemRange {
+impl<'a> VariantCommand<'a> for ZRemRange<'a> {
     type Variant = Kind;
 
-    fn parse(a: &mut ArgCursor<'_>, kind: Kind) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, kind: Kind) -> CmdResult<Self> {
+        let key = a.next()?;
         let (min, max) = (a.next()?, a.next()?);
         let by = match kind {
             Kind::Rank => RangeBy::Rank(
@@ -895,7 +894,7 @@ impl VariantCommand for ZRemRange {
         Ok(ZRemRange { key, by })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let Some(mut z) = write_zset(ctx, &self.key)? else {
+        let Some(mut z) = write_zset(ctx, self.key)? else {
             return Ok(Reply::Int(0));
         };
         let removed = match &self.by {
@@ -912,8 +911,8 @@ impl VariantCommand for ZRemRange {
                 RangeBy::Score(_) => "zremrangebyscore",
                 RangeBy::Lex(_) => "zremrangebylex",
             };
-            ctx.notify(class::ZSET, event, &self.key);
-            ctx.notify_if_deleted(&self.key);
+            ctx.notify(class::ZSET, event, self.key);
+            ctx.notify_if_deleted(self.key);
         }
         Ok(Reply::Int(i64::try_from(removed).unwrap_or(i64::MAX)))
     }
@@ -927,11 +926,11 @@ pub(crate) struct ZPop {
     count: Option<u64>,
 }
 
-impl VariantCommand for ZPop {
+impl VariantCommand<'_> for ZPop {
     type Variant = Order;
 
     fn parse(a: &mut ArgCursor<'_>, order: Order) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         if a.remaining() > 1 {
             return Err(CmdError::Syntax);
         }
@@ -974,9 +973,9 @@ pub(crate) struct ZRandMember {
     withscores: bool,
 }
 
-impl Command for ZRandMember {
+impl Command<'_> for ZRandMember {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let Some(arg) = a.peek() else {
             return Ok(ZRandMember {
                 key,
@@ -1066,14 +1065,14 @@ pub(crate) struct ZScan {
     options: Vec<Bytes>,
 }
 
-impl Command for ZScan {
+impl Command<'_> for ZScan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         let cursor = parse_scan_cursor(a.next()?)?;
         Ok(ZScan {
             key,
             cursor,
-            options: a.rest().to_vec(),
+            options: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -1083,7 +1082,10 @@ impl Command for ZScan {
                 Reply::Array(Vec::new()),
             ]));
         };
-        let (pattern, count, _) = parse_scan_options(&mut ArgCursor::new(&self.options), false)?;
+        let (pattern, count, _) = parse_scan_options(
+            &mut ArgCursor::new(&crate::engine::args::borrowed(&self.options)),
+            false,
+        )?;
         let (next, entries) = z.scan(self.cursor, count);
         let mut out = Vec::with_capacity(entries.len().saturating_mul(2));
         let mut text = Vec::with_capacity(24);

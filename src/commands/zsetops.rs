@@ -38,7 +38,7 @@ const fn numkeys_at_1(flags: &'static [&'static str]) -> KeySpec {
 }
 
 /// The destination (index 1) and the numkeys-counted sources (numkeys at index 2).
-fn store_keys(args: &[Bytes]) -> Vec<usize> {
+fn store_keys(args: &[&[u8]]) -> Vec<usize> {
     let n = args
         .get(2)
         .and_then(|b| parse_i64(b))
@@ -190,12 +190,12 @@ fn zop_name(op: SetAlgebra, output: Output) -> &'static str {
     }
 }
 
-impl VariantCommand for ZOp {
+impl VariantCommand<'_> for ZOp {
     type Variant = (SetAlgebra, Output);
 
     fn parse(a: &mut ArgCursor<'_>, (op, output): (SetAlgebra, Output)) -> CmdResult<Self> {
         let dst = match output {
-            Output::Store => Some(a.next()?.clone()),
+            Output::Store => Some(a.next_owned()?),
             Output::Reply => None,
         };
         let n = a.next_i64()?;
@@ -213,8 +213,8 @@ impl VariantCommand for ZOp {
         Ok(ZOp {
             op,
             dst,
-            keys: keys.to_vec(),
-            options: options.to_vec(),
+            keys: crate::engine::args::owned(keys),
+            options: crate::engine::args::owned(options),
         })
     }
 
@@ -226,7 +226,8 @@ impl VariantCommand for ZOp {
         }
         let setnum = srcs.len();
         let (mut how, mut withscores, mut limit) = (Aggregate::Sum, false, 0u64);
-        let mut a = ArgCursor::new(&self.options);
+        let borrowed = crate::engine::args::borrowed(&self.options);
+        let mut a = ArgCursor::new(&borrowed);
         let op = self.op;
         let store = self.dst.is_some();
         let weighted = matches!(op, SetAlgebra::Union | SetAlgebra::Inter);
@@ -408,7 +409,7 @@ pub(crate) struct ZMPop {
     pub(crate) count: u64,
 }
 
-impl Command for ZMPop {
+impl Command<'_> for ZMPop {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let numkeys = parse_i64(a.next()?)
             .filter(|&n| n >= 1)
@@ -440,7 +441,7 @@ impl Command for ZMPop {
             }
         }
         Ok(ZMPop {
-            keys: keys.to_vec(),
+            keys: crate::engine::args::owned(keys),
             max,
             count: count.unwrap_or(1),
         })

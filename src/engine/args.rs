@@ -39,29 +39,39 @@ pub fn parse_scan_cursor(b: &[u8]) -> CmdResult<u64> {
 }
 
 /// A cursor over a command's arguments (the command name excluded).
+///
+/// The arguments are borrowed (slices of the connection's read buffer, of a MULTI queue,
+/// of a script's call): a command that keeps an argument past its reply copies it
+/// ([`ArgCursor::next_owned`]), and one that only reads it borrows it for nothing.
 #[derive(Debug)]
 pub struct ArgCursor<'a> {
-    args: &'a [Bytes],
+    args: &'a [&'a [u8]],
     pos: usize,
 }
 
 impl<'a> ArgCursor<'a> {
     /// A cursor over `args` (name excluded).
-    pub fn new(args: &'a [Bytes]) -> Self {
+    pub fn new(args: &'a [&'a [u8]]) -> Self {
         ArgCursor { args, pos: 0 }
     }
 
     /// The next argument, or a syntax error if there is none.
     #[allow(clippy::should_implement_trait)] // fallible, unlike Iterator::next
-    pub fn next(&mut self) -> CmdResult<&'a Bytes> {
-        let a = self.args.get(self.pos).ok_or(CmdError::Syntax)?;
+    pub fn next(&mut self) -> CmdResult<&'a [u8]> {
+        let a = *self.args.get(self.pos).ok_or(CmdError::Syntax)?;
         self.pos += 1;
         Ok(a)
     }
 
     /// The next argument as a slice.
     pub fn next_bytes(&mut self) -> CmdResult<&'a [u8]> {
-        self.next().map(|b| &b[..])
+        self.next()
+    }
+
+    /// The next argument copied out, for a command that keeps it (a borrowed argument
+    /// lives only as long as its request).
+    pub fn next_owned(&mut self) -> CmdResult<Bytes> {
+        self.next().map(Bytes::copy_from_slice)
     }
 
     /// The next argument as an i64 (Redis's "value is not an integer" on failure).
@@ -75,8 +85,8 @@ impl<'a> ArgCursor<'a> {
     }
 
     /// The next argument without consuming it.
-    pub fn peek(&self) -> Option<&'a Bytes> {
-        self.args.get(self.pos)
+    pub fn peek(&self) -> Option<&'a [u8]> {
+        self.args.get(self.pos).copied()
     }
 
     /// Consumes the next argument if it equals `keyword` (case-insensitive).
@@ -96,7 +106,7 @@ impl<'a> ArgCursor<'a> {
     }
 
     /// All arguments not consumed yet (consuming them).
-    pub fn rest(&mut self) -> &'a [Bytes] {
+    pub fn rest(&mut self) -> &'a [&'a [u8]] {
         let r = &self.args[self.pos..];
         self.pos = self.args.len();
         r
@@ -112,6 +122,8 @@ impl<'a> ArgCursor<'a> {
         }
     }
 }
+
+pub use crate::protocol::request::{borrowed_args as borrowed, owned_args as owned};
 
 /// True if `a` equals `keyword` ignoring ASCII case.
 pub fn is(a: &[u8], keyword: &str) -> bool {

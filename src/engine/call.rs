@@ -25,8 +25,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use crate::client::ClientState;
 use crate::commands::cluster;
 use crate::engine::table::CommandEntry;
@@ -41,7 +39,7 @@ pub(crate) enum Caller<'r, 'a> {
     /// A client's request: `call` checks it, queues it inside MULTI, or locks its shards
     /// and runs it. The `Ctx` comes with no shard held; the arguments are given again with
     /// the lifetime of the locks, which keep the key arguments' hashes.
-    Client(&'a [Bytes]),
+    Client(&'a [&'a [u8]]),
     /// EXEC running a queued command with the transaction's locks and `now`.
     Exec,
     /// A script's `redis.call` / `redis.pcall`, with the script's locks and `now`.
@@ -76,7 +74,7 @@ const RO_SCRIPT: &str = "ERR Write commands are not allowed from read-only scrip
 pub(crate) fn call<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
     mut caller: Caller<'_, 'a>,
 ) -> Reply {
     let shared = ctx.shared;
@@ -93,7 +91,7 @@ pub(crate) fn call<'a>(
     let mut lap = crate::clock::take_lap();
     let started = match &mut caller {
         Caller::Client(keys) => {
-            let keys: &'a [Bytes] = keys;
+            let keys: &'a [&'a [u8]] = keys;
             match client_policy(ctx, entry, args) {
                 Ok(guard) => _routed = Some(guard),
                 Err(reply) => return reply,
@@ -281,7 +279,7 @@ pub(crate) fn back_to_gate(ctx: &mut Ctx<'_>, wanted: &[usize]) -> bool {
 /// Client-side caching: a read by a tracking client (default mode) remembers its keys for
 /// invalidation, as Redis's `call` does. A script's reads remember the keys the script
 /// declared, once it ends; the script commands themselves remember nothing else.
-fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller: &Caller<'_, '_>) {
+fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], caller: &Caller<'_, '_>) {
     let spec = entry.spec;
     let read = spec.has(CmdFlags::READONLY) && !spec.has(CmdFlags::PUBSUB);
     if matches!(caller, Caller::Script(_)) {
@@ -319,7 +317,7 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[Bytes], caller
 fn run<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
     caller: &mut Caller<'_, '_>,
 ) -> (Reply, Option<blocking::Reserved<'a>>) {
     let spec = entry.spec;
@@ -367,7 +365,7 @@ fn run<'a>(
 fn client_policy<'s>(
     ctx: &mut Ctx<'s>,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
 ) -> Result<cluster::Routed<'s>, Reply> {
     let shared = ctx.shared;
     let spec = entry.spec;
@@ -514,7 +512,7 @@ fn script_policy(
     shared: &Shared,
     client: &ClientState,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
     rules: &mut ScriptRules,
 ) -> Option<Reply> {
     let spec = entry.spec;
@@ -570,13 +568,49 @@ fn script_policy(
     )
 }
 
+/// What a MULTI queue's argument buffer grows by at least (see `queue`).
+const MULTI_ARENA_CHUNK: usize = 4096;
+
 /// Queues a command inside MULTI: its resolved entry and its arguments.
-fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[Bytes]) {
+fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[&[u8]]) {
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     if let Some(queue) = client.multi.as_mut() {
+        // One copy of the arguments into the transaction's buffer, sliced (see
+        // `ClientState::multi_arena`).
+        // Grown by at least a few KiB at a time: each command's copy is split off it, so
+        // an exact reservation would allocate once per queued command.
+        // A command larger than that gets a buffer of its own, so the arena's memory
+        // stays small for the connection's lifetime.
+        // A transaction's first command makes room for a whole small transaction: the
+        // earlier transactions' slices are gone by then, so the buffer is reclaimed in
+        // place (later in the transaction its own slices still hold it).
+        if queue.is_empty() {
+            client.multi_arena.reserve(MULTI_ARENA_CHUNK);
+        }
+        let mut own;
+        let arena = if argv_mem > MULTI_ARENA_CHUNK {
+            own = bytes::BytesMut::with_capacity(argv_mem);
+            &mut own
+        } else {
+            &mut client.multi_arena
+        };
+        if arena.capacity() - arena.len() < argv_mem {
+            arena.reserve(argv_mem.max(MULTI_ARENA_CHUNK));
+        }
+        for a in args {
+            arena.extend_from_slice(a);
+        }
+        let copied = arena.split().freeze();
+        let mut at = 0;
         queue.push(crate::client::Queued {
             cmd: entry.id.0,
-            args: args.iter().cloned().collect(),
+            args: args
+                .iter()
+                .map(|a| {
+                    at += a.len();
+                    copied.slice(at - a.len()..at)
+                })
+                .collect(),
         });
         client
             .info
@@ -623,7 +657,7 @@ pub(crate) fn count_error(shared: &Shared, text: &str) {
 fn account(
     ctx: &mut Ctx<'_>,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
     reply: &Reply,
     took: Duration,
     caller: &Caller<'_, '_>,
@@ -688,7 +722,7 @@ fn account(
 }
 
 /// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
-fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[Bytes], from_script: bool) {
+fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], from_script: bool) {
     let shared = ctx.shared;
     if !shared.monitors.active() {
         return;
@@ -754,10 +788,12 @@ mod tests {
                     .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
-                let got = execute_may_block(&shared, &mut client, &get);
+                let got =
+                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&get));
                 let sent_back = matches!(got.next, Next::Regate);
                 let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let set = execute_may_block(&shared, &mut client, &set);
+                let set =
+                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&set));
                 let set_sent_back = matches!(set.next, Next::Regate);
                 tx.send((sent_back, set.reply, set_sent_back)).unwrap();
             })
@@ -785,7 +821,7 @@ mod tests {
         args: &[&str],
     ) -> (Reply, bool) {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(shared, client, &args);
+        let ran = execute_may_block(shared, client, &crate::engine::args::borrowed(&args));
         assert!(!matches!(ran.next, Next::Block(_)));
         (ran.reply, matches!(ran.next, Next::Regate))
     }
@@ -921,7 +957,13 @@ mod tests {
         let client = ClientState::new(info);
         let args =
             |a: &[&str]| -> Vec<Bytes> { a.iter().map(|s| Bytes::from(s.to_string())).collect() };
-        let clear = |a: &[&str]| crate::commands::scripting::gate_clear(&shared, &client, &args(a));
+        let clear = |a: &[&str]| {
+            crate::commands::scripting::gate_clear(
+                &shared,
+                &client,
+                &crate::engine::args::borrowed(&args(a)),
+            )
+        };
         let running = shared
             .scripts
             .busy
@@ -955,7 +997,12 @@ mod tests {
                 let mut client = ClientState::new(info);
                 let get = [Bytes::from_static(b"GET"), key];
                 // `execute` cannot send a request back: it has no gate to send it to.
-                tx.send(execute(&shared, &mut client, &get)).unwrap();
+                tx.send(execute(
+                    &shared,
+                    &mut client,
+                    &crate::engine::args::borrowed(&get),
+                ))
+                .unwrap();
             })
         };
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());

@@ -117,26 +117,37 @@ impl<'a> Ctx<'a> {
 }
 
 /// A command parsed into a typed struct, then applied.
-pub trait Command: Sized {
+///
+/// The struct may borrow its arguments (`'a`, the request's lifetime: see
+/// [`ArgCursor`]); one that owns what it parsed implements `Command<'_>` and runs through
+/// [`run`], one that borrows runs through [`run_borrowed`].
+pub trait Command<'a>: Sized {
     /// Parses the arguments after the command name. Arity is already checked.
-    fn parse(args: &mut ArgCursor<'_>) -> CmdResult<Self>;
+    fn parse(args: &mut ArgCursor<'a>) -> CmdResult<Self>;
     /// Runs the command.
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
 }
 
-/// A table handler: gets the full argument list (name first).
-pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
+/// A table handler: gets the full argument list (name first), borrowed from the request
+/// (the connection's read buffer, a MULTI queue, a script's call).
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> Reply;
 
 /// The handler for any `Command`: parse the arguments after the name (and, for
 /// subcommands, after the subcommand name), check that the parse consumed them all, then
 /// apply. That check is the one place extra arguments become `ERR syntax error`: a `parse`
 /// reads what it accepts and leaves the rest, and never checks for leftovers itself.
-pub fn run<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub fn run<C: for<'x> Command<'x>>(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
+    parse_and_apply(ctx, args, 1, C::parse, C::apply)
+}
+
+/// `run` for a command whose struct borrows its arguments (`Get<'a>`): the table names it
+/// through a closure, `|c, a| run_borrowed::<Get>(c, a)`, so that the borrow is the call's.
+pub fn run_borrowed<'a, C: Command<'a>>(ctx: &mut Ctx<'_>, args: &'a [&'a [u8]]) -> Reply {
     parse_and_apply(ctx, args, 1, C::parse, C::apply)
 }
 
 /// `run` for subcommands: arguments start after the subcommand name.
-pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub fn run_sub<C: for<'x> Command<'x>>(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     parse_and_apply(ctx, args, 2, C::parse, C::apply)
 }
 
@@ -144,11 +155,11 @@ pub fn run_sub<C: Command>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 /// table entry names the variant with an enum value, and `parse` receives it. The entry is
 /// a closure, `|ctx, args| run_as::<Expire>(ctx, args, ExpireKind::Pexpire)`, so the
 /// variant's name is what the table shows.
-pub trait VariantCommand: Sized {
+pub trait VariantCommand<'a>: Sized {
     /// The enum naming the variants.
     type Variant: Copy;
     /// Parses the arguments after the command name, for `variant`. Arity is already checked.
-    fn parse(args: &mut ArgCursor<'_>, variant: Self::Variant) -> CmdResult<Self>;
+    fn parse(args: &mut ArgCursor<'a>, variant: Self::Variant) -> CmdResult<Self>;
     /// Runs the command.
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply>;
 }
@@ -173,15 +184,19 @@ pub enum Output {
     Store,
 }
 
-/// `run` for a [`VariantCommand`].
-pub fn run_as<C: VariantCommand>(ctx: &mut Ctx<'_>, args: &[Bytes], variant: C::Variant) -> Reply {
+/// `run` for a [`VariantCommand`] (owned or borrowing: the table calls it in a closure).
+pub fn run_as<'a, C: VariantCommand<'a>>(
+    ctx: &mut Ctx<'_>,
+    args: &'a [&'a [u8]],
+    variant: C::Variant,
+) -> Reply {
     parse_and_apply(ctx, args, 1, |a| C::parse(a, variant), C::apply)
 }
 
 /// `run_sub` for a [`VariantCommand`].
-pub fn run_sub_as<C: VariantCommand>(
+pub fn run_sub_as<'a, C: VariantCommand<'a>>(
     ctx: &mut Ctx<'_>,
-    args: &[Bytes],
+    args: &'a [&'a [u8]],
     variant: C::Variant,
 ) -> Reply {
     parse_and_apply(ctx, args, 2, |a| C::parse(a, variant), C::apply)
@@ -189,11 +204,11 @@ pub fn run_sub_as<C: VariantCommand>(
 
 /// The one path from arguments to reply: parse what follows the first `skip` arguments,
 /// refuse leftovers (`ERR syntax error`), apply.
-fn parse_and_apply<C>(
+fn parse_and_apply<'a, C>(
     ctx: &mut Ctx<'_>,
-    args: &[Bytes],
+    args: &'a [&'a [u8]],
     skip: usize,
-    parse: impl FnOnce(&mut ArgCursor<'_>) -> CmdResult<C>,
+    parse: impl FnOnce(&mut ArgCursor<'a>) -> CmdResult<C>,
     apply: impl FnOnce(C, &mut Ctx<'_>) -> CmdResult<Reply>,
 ) -> Reply {
     let mut cursor = ArgCursor::new(args.get(skip..).unwrap_or(&[]));
@@ -205,7 +220,7 @@ fn parse_and_apply<C>(
 }
 
 /// Redis's reply to an unknown command, byte for byte (trailing space included).
-pub fn unknown_command(args: &[Bytes]) -> CmdError {
+pub fn unknown_command(args: &[&[u8]]) -> CmdError {
     let name = args.first().map(|n| printable(n, 128)).unwrap_or_default();
     let mut rest = String::new();
     for a in args.iter().skip(1) {
@@ -239,20 +254,20 @@ pub enum Lookup<'t> {
 }
 
 /// Looks up and arity-checks a request.
-pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
+pub fn lookup<'t>(table: &'t CommandTable, args: &[&[u8]]) -> Lookup<'t> {
     let Some(entry) = args.first().and_then(|name| table.get_entry(name)) else {
         return Lookup::Error(unknown_command(args), None);
     };
     let entry = if entry.spec.subcommands.is_empty() || args.len() < 2 {
         entry
     } else {
-        match table.sub_entry(entry, &args[1]) {
+        match table.sub_entry(entry, args[1]) {
             Some(sub) => sub,
             None => {
                 return Lookup::Error(
                     CmdError::owned(format!(
                         "ERR unknown subcommand '{}'. Try {} HELP.",
-                        printable(&args[1], 128),
+                        printable(args[1], 128),
                         entry.spec.name.to_ascii_uppercase()
                     )),
                     None,
@@ -270,7 +285,7 @@ pub fn lookup<'t>(table: &'t CommandTable, args: &[Bytes]) -> Lookup<'t> {
 
 /// Locks what `spec` needs for `args`. The key arguments' hashes are kept with the locks,
 /// so the handler's lookups and writes do not hash them again.
-pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -> Locked<'a> {
+pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [&'a [u8]]) -> Locked<'a> {
     match spec.lock {
         LockMode::None | LockMode::Stepwise => shared.keyspace.lock_none(),
         LockMode::All => shared.keyspace.lock_all(),
@@ -278,10 +293,10 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
             // Most commands have exactly one key, at index 1: skip the position iterator.
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.lock_args([&args[1][..]]),
+            } if args.len() > 1 => shared.keyspace.lock_args([args[1]]),
             _ => shared
                 .keyspace
-                .lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+                .lock_args(spec.keys.positions(args).map(|i| args[i])),
         },
     }
 }
@@ -291,7 +306,7 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [Bytes]) -
 pub fn try_lock_for<'a>(
     shared: &'a Shared,
     spec: &CommandSpec,
-    args: &'a [Bytes],
+    args: &'a [&'a [u8]],
 ) -> Result<Locked<'a>, smallvec::SmallVec<[usize; 8]>> {
     match spec.lock {
         LockMode::None | LockMode::Stepwise => Ok(shared.keyspace.lock_none()),
@@ -299,10 +314,10 @@ pub fn try_lock_for<'a>(
         LockMode::Keys => match spec.keys {
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.try_lock_key(&args[1][..]),
+            } if args.len() > 1 => shared.keyspace.try_lock_key(args[1]),
             _ => shared
                 .keyspace
-                .try_lock_args(spec.keys.positions(args).map(|i| &args[i][..])),
+                .try_lock_args(spec.keys.positions(args).map(|i| args[i])),
         },
     }
 }
@@ -325,15 +340,18 @@ pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
 /// Runs one request for a client and returns the reply (queueing it inside MULTI). A
 /// blocking command does not block here: it answers as inside MULTI (see
 /// `execute_may_block`).
-pub fn execute(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Reply {
-    execute_request(shared, client, args, false).reply
+///
+/// Takes owned or borrowed arguments (tests, benchmarks and the fuzzers pass `Bytes`);
+/// the connections pass slices of their read buffers to `execute_may_block`.
+pub fn execute<A: AsRef<[u8]>>(shared: &Shared, client: &mut ClientState, args: &[A]) -> Reply {
+    execute_request(shared, client, &args::borrowed(args), false).reply
 }
 
 /// `execute` for a connection: the reply with what the connection does next ([`Ran`]). A
 /// blocking command that finds nothing returns [`Next::Block`] with its registered waiter
 /// and a placeholder reply, and the connection waits for the waiter's reply (see
 /// `blocking`).
-pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Ran {
+pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args: &[&[u8]]) -> Ran {
     execute_request(shared, client, args, true)
 }
 
@@ -341,7 +359,7 @@ pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args:
 fn execute_request(
     shared: &Shared,
     client: &mut ClientState,
-    args: &[Bytes],
+    args: &[&[u8]],
     may_block: bool,
 ) -> Ran {
     let entry = match lookup(&shared.table, args) {

@@ -8,7 +8,6 @@
 
 // hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
 // looked up on every command.
-use bytes::Bytes;
 use hashbrown::HashMap;
 
 use crate::engine::Handler;
@@ -89,7 +88,7 @@ pub enum KeySpec {
         /// COMMAND's step.
         step: i32,
         /// The real positions.
-        find: fn(&[Bytes]) -> Vec<usize>,
+        find: fn(&[&[u8]]) -> Vec<usize>,
     },
     /// Keys counted by a numkeys argument, as Redis's `keynum` key spec describes them
     /// (EVAL: `begin` 2, `keynumidx` 0, `firstkey` 1, `step` 1). COMMAND reports (0, 0, 0)
@@ -125,7 +124,7 @@ impl KeySpec {
     /// Indexes of the keys in `args` (name at index 0), found as Redis's key specs find
     /// them. The one key-position function: locking (`lock_for`), cluster routing
     /// (`commands::cluster::keys_slot`) and COMMAND GETKEYS all use it.
-    pub fn positions(&self, args: &[Bytes]) -> Positions {
+    pub fn positions(&self, args: &[&[u8]]) -> Positions {
         match *self {
             KeySpec::None => Positions::none(),
             KeySpec::Range { first, last, step } => {
@@ -202,7 +201,7 @@ impl Iterator for Positions {
 impl KeySpecDoc {
     /// Whether a key spec with a known begin finds the argument at `pos` (arithmetic only, but
     /// for a keyword spec's one scan: a request may name very many keys).
-    pub fn finds(&self, args: &[Bytes], pos: usize) -> bool {
+    pub fn finds(&self, args: &[&[u8]], pos: usize) -> bool {
         let d = self;
         let Some(mut begin) = d.begin else {
             return false;
@@ -448,7 +447,7 @@ pub struct CommandSpec {
 }
 
 /// A command's key flags in one request (see [`CommandSpec::variable_key_flags`]).
-pub type KeyFlagsFn = fn(&[Bytes]) -> &'static [&'static str];
+pub type KeyFlagsFn = fn(&[&[u8]]) -> &'static [&'static str];
 
 /// The pub/sub channels among a command's arguments, as Redis's `getChannelsFromCommand`
 /// finds those ACL rules check (publishing and subscribing; unsubscribing is never refused).
@@ -466,7 +465,7 @@ pub enum Channels {
 
 impl Channels {
     /// The (position, is a pattern) of each channel in `args` (name at index 0).
-    pub fn positions(self, args: &[Bytes]) -> impl Iterator<Item = (usize, bool)> {
+    pub fn positions(self, args: &[&[u8]]) -> impl Iterator<Item = (usize, bool)> {
         let (range, pattern) = match self {
             Channels::None => (0..0, false),
             Channels::Publish => (1..args.len().min(2), false),
@@ -687,7 +686,7 @@ impl CommandSpec {
     /// that finds it; a key only an `unknown` spec finds (SORT's STORE) takes the last of those.
     /// Where Redis's spec says `variable_flags`, the arguments decide, as Redis's own key finders
     /// do.
-    pub fn key_flags_at(&self, args: &[Bytes], pos: usize) -> &'static [&'static str] {
+    pub fn key_flags_at(&self, args: &[&[u8]], pos: usize) -> &'static [&'static str] {
         let spec = self;
         const RW_ACCESS_UPDATE: &[&str] = &["RW", "access", "update"];
         if let Some(flags) = spec.variable_key_flags {
@@ -880,6 +879,7 @@ impl CommandTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn argv(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::from(w.to_string())).collect()
@@ -897,7 +897,10 @@ mod tests {
             flags: &[],
             notes: None,
         };
-        let at = |w: &[&str]| eval.positions(&argv(w)).collect::<Vec<_>>();
+        let at = |w: &[&str]| {
+            eval.positions(&crate::engine::args::borrowed(&argv(w)))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(at(&["eval", "s", "2", "a", "b", "x"]), [3, 4]);
         assert_eq!(at(&["eval", "s", "2", "a", "b"]), [3, 4]);
         assert!(at(&["eval", "s", "3", "a", "b"]).is_empty());
@@ -916,7 +919,9 @@ mod tests {
         };
         assert_eq!(
             zmpop
-                .positions(&argv(&["zmpop", "2", "a", "b", "min"]))
+                .positions(&crate::engine::args::borrowed(&argv(&[
+                    "zmpop", "2", "a", "b", "min"
+                ])))
                 .collect::<Vec<_>>(),
             [2, 3]
         );

@@ -164,7 +164,7 @@ fn unwatch_held(run: &mut Ctx<'_>) {
 #[derive(Debug)]
 pub(crate) struct Multi;
 
-impl Command for Multi {
+impl Command<'_> for Multi {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Multi)
     }
@@ -182,7 +182,7 @@ impl Command for Multi {
 #[derive(Debug)]
 pub(crate) struct Discard;
 
-impl Command for Discard {
+impl Command<'_> for Discard {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Discard)
     }
@@ -204,10 +204,10 @@ pub(crate) struct Watch {
     keys: Vec<Bytes>,
 }
 
-impl Command for Watch {
+impl Command<'_> for Watch {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Watch {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -237,7 +237,7 @@ impl Command for Watch {
 #[derive(Debug)]
 pub(crate) struct Unwatch;
 
-impl Command for Unwatch {
+impl Command<'_> for Unwatch {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Unwatch)
     }
@@ -275,7 +275,7 @@ impl Drop for ShownUntilExecEnds {
     }
 }
 
-impl Command for Exec {
+impl Command<'_> for Exec {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Exec {
             extra_args: !a.rest().is_empty(),
@@ -323,7 +323,11 @@ impl Command for Exec {
                 matches!(e.spec.lock, LockMode::All | LockMode::Stepwise)
                     || (e.spec.runs_script()
                         && (shared.live.scripts_lock_all()
-                            || e.spec.keys.positions(&q.args).next().is_none()))
+                            || e.spec
+                                .keys
+                                .positions(&crate::engine::args::borrowed(&q.args))
+                                .next()
+                                .is_none()))
             })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
@@ -339,7 +343,13 @@ impl Command for Exec {
             for (q, entry) in queue.iter().zip(&entries) {
                 if let Some(entry) = entry {
                     let args = &q.args;
-                    keys.extend(entry.spec.keys.positions(args).map(|i| &args[i][..]));
+                    keys.extend(
+                        entry
+                            .spec
+                            .keys
+                            .positions(&crate::engine::args::borrowed(args))
+                            .map(|i| &args[i][..]),
+                    );
                 }
             }
         }
@@ -415,9 +425,16 @@ impl Command for Exec {
         let mut replies = Reply::pooled_vec(queue.len());
         for (q, entry) in queue.iter().zip(entries) {
             let reply = match entry {
-                Some(entry) => call(&mut run, entry, &q.args, Caller::Exec),
+                Some(entry) => call(
+                    &mut run,
+                    entry,
+                    &crate::engine::args::borrowed(&q.args),
+                    Caller::Exec,
+                ),
                 // Only resolved commands are queued; an id the table lacks is a bug.
-                None => crate::engine::unknown_command(&q.args).into(),
+                None => {
+                    crate::engine::unknown_command(&crate::engine::args::borrowed(&q.args)).into()
+                }
             };
             replies.push(reply);
         }

@@ -28,6 +28,17 @@ use crate::num::{hex_digit, is_c_space, parse_i64};
 /// (Redis caps its `argv` the same way).
 const MAX_PREALLOC_ARGS: usize = 1024;
 
+/// Borrowed arguments copied out, for what keeps them past the request (the replication
+/// stream, a blocked client's keys, a subscription's channels…).
+pub fn owned_args(args: &[&[u8]]) -> Vec<Bytes> {
+    args.iter().map(|a| Bytes::copy_from_slice(a)).collect()
+}
+
+/// Owned arguments seen as borrowed ones (what a handler takes), on the stack up to eight.
+pub fn borrowed_args<B: AsRef<[u8]>>(args: &[B]) -> smallvec::SmallVec<[&[u8]; 8]> {
+    args.iter().map(AsRef::as_ref).collect()
+}
+
 /// Size limits, Redis's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -250,6 +261,33 @@ impl RequestParser {
             }
             Args::Owned(owned) => *out = owned,
         }
+    }
+
+    /// A parsed request's arguments borrowed from `frame` (the request's bytes, at the
+    /// front of the read buffer): no copy and no reference count per argument. A
+    /// multibulk request's range vector becomes the slice vector in place (the two have
+    /// one size and alignment, so the standard library reuses the allocation); an inline
+    /// request's unescaped arguments are moved to `inline` for as long as they are
+    /// borrowed. Give the vector back with [`RequestParser::recycle_slices`].
+    pub fn slices<'b>(args: Args, frame: &'b [u8], inline: &'b mut Vec<Bytes>) -> Vec<&'b [u8]> {
+        match args {
+            Args::Ranges(ranges) => ranges
+                .into_iter()
+                .map(|r| frame.get(r).unwrap_or_default())
+                .collect(),
+            Args::Owned(owned) => {
+                *inline = owned;
+                let inline: &'b Vec<Bytes> = inline;
+                inline.iter().map(|a| &a[..]).collect()
+            }
+        }
+    }
+
+    /// Takes back the vector [`RequestParser::slices`] made, as the next request's range
+    /// vector (in place again: nothing is allocated or freed).
+    pub fn recycle_slices(&mut self, mut slices: Vec<&[u8]>) {
+        slices.clear();
+        self.recycle(slices.into_iter().map(|_| 0..0).collect());
     }
 
     /// Replace the limits (CONFIG SET proto-max-bulk-len etc.).

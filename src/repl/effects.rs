@@ -82,7 +82,7 @@ pub(crate) fn note(
     ctx: &mut Ctx<'_>,
     spec: &CommandSpec,
     effect: Effect,
-    args: &[Bytes],
+    args: &[&[u8]],
     reply: &Reply,
 ) {
     if !ctx.shared.repl.propagating() || ctx.client.master_link || reply.is_error() {
@@ -92,11 +92,15 @@ pub(crate) fn note(
         return;
     }
     let db = ctx.client.db;
-    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let arg = |i: usize| {
+        args.get(i)
+            .map(|a| Bytes::copy_from_slice(a))
+            .unwrap_or_default()
+    };
     let key = arg(1);
     let argv: Vec<Bytes> = match effect {
         Effect::Inner | Effect::Handled => return,
-        Effect::Verbatim => args.to_vec(),
+        Effect::Verbatim => crate::protocol::request::owned_args(args),
         Effect::KeyState => return state(ctx, db, &key),
         Effect::ExpireIfSet => {
             if matches!(reply, Reply::Int(1)) {
@@ -105,7 +109,7 @@ pub(crate) fn note(
             return;
         }
         Effect::Set if has_expiry_option(args) => return state(ctx, db, &key),
-        Effect::Set => args.to_vec(),
+        Effect::Set => crate::protocol::request::owned_args(args),
         Effect::GetEx if args.len() > 2 => return state(ctx, db, &key),
         Effect::GetEx => return,
         Effect::GetDel if matches!(reply, Reply::Null) => return,
@@ -181,7 +185,12 @@ pub(crate) fn note(
         Effect::BLMove if matches!(reply, Reply::Null | Reply::NullArray) => return,
         Effect::BLMove => {
             let mut argv = vec![Bytes::from_static(b"LMOVE")];
-            argv.extend(args.iter().skip(1).take(4).cloned());
+            argv.extend(
+                args.iter()
+                    .skip(1)
+                    .take(4)
+                    .map(|a| Bytes::copy_from_slice(a)),
+            );
             argv
         }
         Effect::BRPopLPush if matches!(reply, Reply::Null | Reply::NullArray) => return,
@@ -249,7 +258,7 @@ fn popped_len(r: &Reply) -> usize {
 
 /// SET with an expiry option: EX, PX, EXAT, or PXAT too (one already past deletes the key
 /// on the master, which must reach the replica as DEL).
-fn has_expiry_option(args: &[Bytes]) -> bool {
+fn has_expiry_option(args: &[&[u8]]) -> bool {
     args.iter().skip(3).any(|a| {
         a.eq_ignore_ascii_case(b"ex")
             || a.eq_ignore_ascii_case(b"px")

@@ -42,20 +42,20 @@ pub(crate) fn new_replid() -> String {
 }
 
 /// The RESP encoding of a command, as the stream carries it.
-pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[Bytes]) {
+pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
     // Every write goes through here once per AOF and once per stream: no `format!` (an
     // allocation and the formatting machinery per argument were a quarter of a fixed-window
     // decision's instructions with the AOF on).
     let mut n = itoa::Buffer::new();
-    out.reserve(argv.iter().map(|a| a.len() + 16).sum::<usize>() + 16);
+    out.reserve(argv.iter().map(|a| a.as_ref().len() + 16).sum::<usize>() + 16);
     out.push(b'*');
     out.extend_from_slice(n.format(argv.len()).as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in argv {
         out.push(b'$');
-        out.extend_from_slice(n.format(a.len()).as_bytes());
+        out.extend_from_slice(n.format(a.as_ref().len()).as_bytes());
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
+        out.extend_from_slice(a.as_ref());
         out.extend_from_slice(b"\r\n");
     }
 }
@@ -115,7 +115,7 @@ impl Feed {
         }
     }
 
-    fn append_command(&mut self, db: usize, argv: &[Bytes], scratch: &mut Vec<u8>) {
+    fn append_command(&mut self, db: usize, argv: &[impl AsRef<[u8]>], scratch: &mut Vec<u8>) {
         if self.db != Some(db) {
             encode_command(
                 scratch,
@@ -374,7 +374,7 @@ impl Repl {
     }
 
     /// Appends a command that belongs to no database (PING, REPLCONF GETACK).
-    pub fn propagate_plain(&self, argv: &[Bytes]) {
+    pub fn propagate_plain(&self, argv: &[impl AsRef<[u8]>]) {
         if !self.active() {
             return;
         }

@@ -431,7 +431,11 @@ async fn stream(
                 // The acknowledged offset excludes the GETACK itself, as Redis's does.
                 send_ack(shared, &mut wr).await?;
             } else if !args.is_empty() && !roles.contains(Roles::KEEPALIVE) {
-                let reply = engine::execute(shared, &mut client, &args);
+                let reply = engine::execute(
+                    shared,
+                    &mut client,
+                    &crate::protocol::request::borrowed_args(&args),
+                );
                 if let crate::protocol::Reply::Error(e) = &reply {
                     tracing::warn!("command from master answered an error: {e}");
                 }

@@ -493,8 +493,8 @@ impl Vm {
         generation: u64,
         lib: &Library,
         index: usize,
-        keys: &[Bytes],
-        argv: &[Bytes],
+        keys: &[&[u8]],
+        argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
         self.sync_functions(generation);
@@ -692,8 +692,8 @@ impl Scripts {
         &self,
         lib: &Library,
         index: usize,
-        keys: &[Bytes],
-        argv: &[Bytes],
+        keys: &[&[u8]],
+        argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
         let generation = self.fn_generation.load(Ordering::Acquire);

@@ -236,15 +236,17 @@ pub fn script_from_bytes(data: &[u8]) -> String {
 pub struct EchoHost;
 
 impl Host for EchoHost {
-    fn call(&mut self, args: &[Bytes], _resp: u8) -> Reply {
+    fn call(&mut self, args: &[&[u8]], _resp: u8) -> Reply {
         match args.get(1) {
-            Some(a) if args[0].eq_ignore_ascii_case(b"echo") => Reply::Bulk(a.clone()),
+            Some(a) if args[0].eq_ignore_ascii_case(b"echo") => {
+                Reply::Bulk(Bytes::copy_from_slice(a))
+            }
             _ => Reply::Error(Cow::Borrowed(
                 "ERR Unknown Redis command called from script",
             )),
         }
     }
-    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool> {
+    fn command_allowed(&mut self, args: &[&[u8]]) -> Option<bool> {
         args.first()
             .is_some_and(|a| a.eq_ignore_ascii_case(b"echo"))
             .then_some(true)

@@ -147,10 +147,10 @@ pub const NEEDS_ALL_MAX: usize = 4096;
 pub trait Host {
     /// Runs one command (name first) for `redis.call` / `redis.pcall` and returns its reply;
     /// refusals are error replies. `resp` is the script's protocol.
-    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply;
+    fn call(&mut self, args: &[&[u8]], resp: u8) -> Reply;
     /// `redis.acl_check_cmd`: None if `args` names no command, else whether the script's
     /// user may run it with these arguments.
-    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool>;
+    fn command_allowed(&mut self, args: &[&[u8]]) -> Option<bool>;
 }
 
 /// The lowercase hex SHA1 of `bytes`.
@@ -354,8 +354,8 @@ impl Scripts {
     pub fn run(
         &self,
         script: &Script,
-        keys: &[Bytes],
-        argv: &[Bytes],
+        keys: &[&[u8]],
+        argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
         match self.with_vm(|vm| vm.run(script, keys, argv, host)) {
@@ -733,8 +733,8 @@ impl Vm {
     fn run(
         &mut self,
         script: &Script,
-        keys: &[Bytes],
-        argv: &[Bytes],
+        keys: &[&[u8]],
+        argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
         let f = match self.function(script) {
@@ -841,7 +841,7 @@ fn version_parts(v: &str) -> (i64, i64, i64) {
     )
 }
 
-fn strings(lua: &Lua, items: &[Bytes]) -> mlua::Result<Table> {
+fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(items.len(), 0)?;
     for (i, b) in items.iter().enumerate() {
         t.raw_set(i + 1, lua.create_string(b)?)?;

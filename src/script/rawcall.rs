@@ -29,7 +29,6 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
 use mlua::{Function, Lua, ffi};
 
 use super::run::HostSlot;
@@ -62,11 +61,9 @@ pub(super) struct CallState {
     slot: Rc<HostSlot>,
     /// The protocol the script chose with `redis.setresp`.
     resp: Rc<Cell<u8>>,
-    /// The bytes of a call's arguments, one buffer reused from call to call: its slices
-    /// are the arguments, and once the command dropped them the next call reclaims it.
-    arena: RefCell<BytesMut>,
-    /// The argument slices of the running call (kept for its capacity).
-    args: RefCell<Vec<Bytes>>,
+    /// The bytes of a call's arguments, one buffer reused from call to call: the command
+    /// borrows its arguments from it (taken out while the call runs).
+    arena: RefCell<Vec<u8>>,
     /// The reply being pushed: here rather than in a Rust frame, so that a Lua error while
     /// pushing it abandons only frames that borrow it. Touched only by the call on top of
     /// this VM's stack (Lua runs one call at a time; pushing runs no Lua code).
@@ -85,8 +82,8 @@ pub(super) struct CallState {
 /// caller for the run's duration ([`Offered`]), empty otherwise.
 #[derive(Clone, Copy)]
 struct Pending {
-    keys: (*const Bytes, usize),
-    argv: (*const Bytes, usize),
+    keys: (*const &'static [u8], usize),
+    argv: (*const &'static [u8], usize),
 }
 
 impl Pending {
@@ -97,7 +94,7 @@ impl Pending {
 }
 
 /// Keeps an EVAL script's keys and arguments where [`bind_lists`] finds them until dropped.
-pub(super) struct Offered<'a>(&'a CallState, std::marker::PhantomData<&'a [Bytes]>);
+pub(super) struct Offered<'a>(&'a CallState, std::marker::PhantomData<&'a [&'a [u8]]>);
 
 impl Drop for Offered<'_> {
     fn drop(&mut self) {
@@ -110,8 +107,7 @@ impl CallState {
         CallState {
             slot,
             resp,
-            arena: RefCell::new(BytesMut::with_capacity(1024)),
-            args: RefCell::new(Vec::with_capacity(8)),
+            arena: RefCell::new(Vec::with_capacity(1024)),
             reply: UnsafeCell::new(None),
             scratch: UnsafeCell::new(Vec::new()),
             panic: Cell::new(None),
@@ -122,10 +118,12 @@ impl CallState {
 
     /// Makes `keys` and `argv` what the next EVAL run's KEYS and ARGV are filled with, for as
     /// long as the guard lives (the borrow keeps them in place meanwhile).
-    pub(super) fn offer<'a>(&'a self, keys: &'a [Bytes], argv: &'a [Bytes]) -> Offered<'a> {
+    pub(super) fn offer<'a>(&'a self, keys: &'a [&'a [u8]], argv: &'a [&'a [u8]]) -> Offered<'a> {
+        // The lifetime is erased here and restored by the guard: `bind_lists` reads them
+        // only while the guard lives.
         self.pending.set(Pending {
-            keys: (keys.as_ptr(), keys.len()),
-            argv: (argv.as_ptr(), argv.len()),
+            keys: (keys.as_ptr().cast(), keys.len()),
+            argv: (argv.as_ptr().cast(), argv.len()),
         });
         Offered(self, std::marker::PhantomData)
     }
@@ -204,7 +202,7 @@ unsafe extern "C-unwind" fn bind_lists(l: *mut ffi::lua_State) -> c_int {
                 ffi::lua_createtable(l, c_len(len), 0);
                 ffi::lua_replace(l, t);
             }
-            let items: &[Bytes] = if ptr.is_null() {
+            let items: &[&[u8]] = if ptr.is_null() {
                 &[]
             } else {
                 std::slice::from_raw_parts(ptr, len)
@@ -349,36 +347,27 @@ unsafe fn prepare(l: *mut ffi::lua_State, state: &CallState, mode: Mode) -> Outc
     if nargs == 0 {
         return Outcome::ErrTable(NO_ARGS);
     }
-    let mut args = std::mem::take(&mut *state.args.borrow_mut());
-    args.clear();
-    let read = {
-        let mut arena = state.arena.borrow_mut();
-        // SAFETY: `l` is the calling state and `1..=nargs` are its arguments.
-        unsafe { read_args(l, nargs, &mut arena) }
-    };
+    // Taken out while the command runs (it borrows its arguments from it), put back after.
+    let mut arena = std::mem::take(&mut *state.arena.borrow_mut());
+    // SAFETY: `l` is the calling state and `1..=nargs` are its arguments.
+    let read = unsafe { read_args(l, nargs, &mut arena) };
     let outcome = match read {
         None => Outcome::ErrTable(BAD_ARG),
-        Some(all) => {
+        Some(ends) => {
+            let mut args: smallvec::SmallVec<[&[u8]; 16]> = smallvec::SmallVec::new();
             let mut start = 0;
-            for end in all.ends.iter().take(nargs as usize) {
-                args.push(all.bytes.slice(start..*end));
-                start = *end;
+            for &end in ends.iter().take(nargs as usize) {
+                args.push(arena.get(start..end).unwrap_or_default());
+                start = end;
             }
             run(state, mode, &args)
         }
     };
-    args.clear();
-    *state.args.borrow_mut() = args;
+    *state.arena.borrow_mut() = arena;
     outcome
 }
 
-/// Every argument's bytes, one after another, and where each ends.
-struct ArgBytes {
-    bytes: Bytes,
-    ends: smallvec::SmallVec<[usize; 8]>,
-}
-
-/// Copies the arguments `1..=nargs` into the arena: strings as they are, numbers as
+/// Copies the arguments `1..=nargs` into the arena (emptied first), and says where each ends: strings as they are, numbers as
 /// `convert::arg_bytes` writes them (integers in full below 1e17, `%.17g` otherwise);
 /// `None` if one is neither.
 ///
@@ -387,8 +376,8 @@ struct ArgBytes {
 unsafe fn read_args(
     l: *mut ffi::lua_State,
     nargs: c_int,
-    arena: &mut BytesMut,
-) -> Option<ArgBytes> {
+    arena: &mut Vec<u8>,
+) -> Option<smallvec::SmallVec<[usize; 16]>> {
     arena.clear();
     let mut ends = smallvec::SmallVec::new();
     for i in 1..=nargs {
@@ -412,15 +401,12 @@ unsafe fn read_args(
         }
         ends.push(arena.len());
     }
-    Some(ArgBytes {
-        bytes: arena.split().freeze(),
-        ends,
-    })
+    Some(ends)
 }
 
 /// A Lua number as a command argument, as `convert::arg_bytes` writes it: one that is
 /// exactly an integer (mlua's `Value::Integer`) in full below 1e17, anything else in `%.17g`.
-fn number_text(n: f64, out: &mut BytesMut) {
+fn number_text(n: f64, out: &mut Vec<u8>) {
     let i = n as i64;
     if n.to_bits() == (i as f64).to_bits() && i.unsigned_abs() < 100_000_000_000_000_000 {
         out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
@@ -430,7 +416,7 @@ fn number_text(n: f64, out: &mut BytesMut) {
 }
 
 /// Runs the call through the running script's host.
-fn run(state: &CallState, mode: Mode, args: &[Bytes]) -> Outcome {
+fn run(state: &CallState, mode: Mode, args: &[&[u8]]) -> Outcome {
     if mode == Mode::AclCheck {
         return match state.slot.with(|host| host.command_allowed(args)) {
             Some(Some(allowed)) => Outcome::Allowed(allowed),

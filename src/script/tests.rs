@@ -12,23 +12,24 @@ struct FakeHost {
 }
 
 impl Host for FakeHost {
-    fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
-        self.calls.push(args.to_vec());
+    fn call(&mut self, args: &[&[u8]], resp: u8) -> Reply {
+        self.calls.push(crate::protocol::request::owned_args(args));
         let name = args[0].to_ascii_lowercase();
         match (&name[..], args.len()) {
             (b"get", 2) => self
                 .data
-                .get(&args[1][..])
+                .get(args[1])
                 .cloned()
                 .map_or(Reply::Null, Reply::Bulk),
             (b"set", 3) => {
-                self.data.insert(args[1].to_vec(), args[2].clone());
+                self.data
+                    .insert(args[1].to_vec(), Bytes::copy_from_slice(args[2]));
                 Reply::ok()
             }
             (b"incr", 2) => {
                 let v = self
                     .data
-                    .get(&args[1][..])
+                    .get(args[1])
                     .map(|b| String::from_utf8_lossy(b).parse::<i64>().unwrap_or(0))
                     .unwrap_or(0)
                     + 1;
@@ -47,7 +48,7 @@ impl Host for FakeHost {
             )),
         }
     }
-    fn command_allowed(&mut self, args: &[Bytes]) -> Option<bool> {
+    fn command_allowed(&mut self, args: &[&[u8]]) -> Option<bool> {
         args[0].eq_ignore_ascii_case(b"get").then_some(true)
     }
 }
@@ -66,7 +67,12 @@ fn eval_with(
     let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::from(k.to_string())).collect();
     let argv: Vec<Bytes> = argv.iter().map(|k| Bytes::from(k.to_string())).collect();
     let _busy = scripts.busy.begin();
-    scripts.run(&script, &keys, &argv, host)
+    scripts.run(
+        &script,
+        &crate::protocol::request::borrowed_args(&keys),
+        &crate::protocol::request::borrowed_args(&argv),
+        host,
+    )
 }
 
 fn eval(body: &str) -> Reply {
@@ -788,11 +794,11 @@ fn a_script_may_return_its_keys_and_argv() {
 struct Fixed(Vec<Reply>);
 
 impl Host for Fixed {
-    fn call(&mut self, args: &[Bytes], _resp: u8) -> Reply {
-        let i: usize = std::str::from_utf8(&args[1]).unwrap().parse().unwrap();
+    fn call(&mut self, args: &[&[u8]], _resp: u8) -> Reply {
+        let i: usize = std::str::from_utf8(args[1]).unwrap().parse().unwrap();
         self.0[i].clone()
     }
-    fn command_allowed(&mut self, _: &[Bytes]) -> Option<bool> {
+    fn command_allowed(&mut self, _: &[&[u8]]) -> Option<bool> {
         None
     }
 }

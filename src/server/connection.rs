@@ -243,11 +243,9 @@ impl Buffers {
 
 /// Where a connection handed over to `run` stopped in its request cycle.
 pub(super) enum Resume {
-    /// Between requests: run what is buffered, then read.
+    /// Between requests: run what is buffered, then read (an event loop hands a request
+    /// it did not run over this way, still in the buffer: it is parsed again here).
     Read,
-    /// `Buffers::args` holds a parsed request not run yet: through the pause and busy
-    /// gates, then run it.
-    Gate,
     /// The request ran and this is its reply, not yet written, with what comes next: what
     /// this code handles (a blocked command's wait, PSYNC, WAIT, a hold, MONITOR, a
     /// subscription). The flag: whether the client was authenticated before it ran.
@@ -287,32 +285,35 @@ async fn run<S: Transport>(
         loop {
             let (ran, was_authenticated) = match resume.take() {
                 Some(Resume::After(ran, was)) => (ran, was),
-                resumed => {
-                    if !matches!(resumed, Some(Resume::Gate)) {
-                        let req = match parser.parse(&rbuf) {
-                            Ok(Some(req)) => req,
-                            Ok(None) => break,
-                            Err(e) => {
-                                protocol_error(shared, &mut wbuf, &e);
-                                write_out(shared, &mut stream, &mut wbuf, client, &mut soft)
-                                    .await?;
-                                return Ok(());
-                            }
-                        };
-                        large |= req.consumed >= LARGE_REQUEST;
-                        let frame = rbuf.split_to(req.consumed).freeze();
-                        // Redis's qbuf: the unprocessed input, this command included.
-                        info.qbuf
-                            .store(req.consumed + rbuf.len(), Ordering::Relaxed);
-                        // The argument vectors (ours and the parser's) are reused from
-                        // request to request.
-                        parser.fill_args(req.args, frame, &mut args);
-                        if args.is_empty() {
-                            continue;
+                _ => {
+                    let req = match parser.parse(&rbuf) {
+                        Ok(Some(req)) => req,
+                        Ok(None) => break,
+                        Err(e) => {
+                            protocol_error(shared, &mut wbuf, &e);
+                            write_out(shared, &mut stream, &mut wbuf, client, &mut soft).await?;
+                            return Ok(());
                         }
+                    };
+                    large |= req.consumed >= LARGE_REQUEST;
+                    let frame = rbuf.split_to(req.consumed).freeze();
+                    // Redis's qbuf: the unprocessed input, this command included.
+                    info.qbuf
+                        .store(req.consumed + rbuf.len(), Ordering::Relaxed);
+                    // The argument vectors (ours and the parser's) are reused from
+                    // request to request.
+                    parser.fill_args(req.args, frame, &mut args);
+                    if args.is_empty() {
+                        continue;
                     }
                     // CLIENT PAUSE: the one place a paused command waits (see services::pause).
-                    if shared.pause.is_set() && !services::pause::gate(shared, client, &args).await
+                    if shared.pause.is_set()
+                        && !services::pause::gate(
+                            shared,
+                            client,
+                            &crate::engine::args::borrowed(&args),
+                        )
+                        .await
                     {
                         return Ok(());
                     }
@@ -321,7 +322,12 @@ async fn run<S: Transport>(
                     // or answer -BUSY past the threshold, if the command needs one (see
                     // commands::scripting).
                     let mut gated = if commands::scripting::script_running(shared) {
-                        commands::scripting::busy_gate(shared, client, &args).await
+                        commands::scripting::busy_gate(
+                            shared,
+                            client,
+                            &crate::engine::args::borrowed(&args),
+                        )
+                        .await
                     } else {
                         None
                     };
@@ -333,12 +339,19 @@ async fn run<S: Transport>(
                         // now waits for this command to end (see services::quiesce).
                         let ran = {
                             let _turn = services::quiesce::enter();
+                            let argv = crate::engine::args::borrowed(&args);
                             (!shared.pause.is_set()
-                                || services::pause::passes(shared, client, &args))
-                            .then(|| engine::execute_may_block(shared, client, &args))
+                                || services::pause::passes(shared, client, &argv))
+                            .then(|| engine::execute_may_block(shared, client, &argv))
                         };
                         let Some(ran) = ran else {
-                            if !services::pause::gate(shared, client, &args).await {
+                            if !services::pause::gate(
+                                shared,
+                                client,
+                                &crate::engine::args::borrowed(&args),
+                            )
+                            .await
+                            {
                                 return Ok(());
                             }
                             continue;
@@ -346,7 +359,12 @@ async fn run<S: Transport>(
                         // A script took a shard this command needs after it passed the
                         // gate: through the gate again (see `engine::call`).
                         if matches!(ran.next, Next::Regate) {
-                            gated = commands::scripting::busy_gate(shared, client, &args).await;
+                            gated = commands::scripting::busy_gate(
+                                shared,
+                                client,
+                                &crate::engine::args::borrowed(&args),
+                            )
+                            .await;
                             continue;
                         }
                         break ran;

@@ -267,7 +267,11 @@ fn run_commands(
                     {
                         before_multi = valid;
                     }
-                    let reply = crate::engine::execute(shared, &mut client, &argv);
+                    let reply = crate::engine::execute(
+                        shared,
+                        &mut client,
+                        &crate::protocol::request::borrowed_args(&argv),
+                    );
                     if let Reply::Error(e) = &reply {
                         tracing::debug!("AOF command answered an error: {e}");
                     }

@@ -183,10 +183,10 @@ struct Origin {
 
 impl Waiter {
     /// Remembers the command that blocked (`engine::call`, as it accounts for the call).
-    pub(crate) fn set_origin(&self, cmd: crate::engine::CmdId, args: &[Bytes], usec: u64) {
+    pub(crate) fn set_origin(&self, cmd: crate::engine::CmdId, args: &[&[u8]], usec: u64) {
         let _ = self.origin.set(Origin {
             cmd,
-            args: args.into(),
+            args: crate::protocol::request::owned_args(args).into(),
             usec,
         });
     }
@@ -387,10 +387,12 @@ impl BlockedClients {
         self.count.store(inner.by_client.len(), Ordering::Relaxed);
     }
 
-    fn has_waiters(&self, db: usize, key: &Bytes) -> bool {
-        // A tuple key cannot be looked up borrowed, so the key is copied (a refcount for a
-        // shared `Bytes`), only while someone is blocked.
-        self.lock().by_key.contains_key(&(db, key.clone()))
+    fn has_waiters(&self, db: usize, key: &[u8]) -> bool {
+        // A tuple key cannot be looked up borrowed, so the key is copied, only while
+        // someone is blocked.
+        self.lock()
+            .by_key
+            .contains_key(&(db, Bytes::copy_from_slice(key)))
     }
 
     /// The first live waiter on `key` that blocked after sequence number `after` (0: the
@@ -433,7 +435,7 @@ impl BlockedClients {
 /// released its locks. Called after every write handler (client, EXEC, script), with its
 /// shards still held; costs one atomic load while no client is blocked, then O(1) per key
 /// (a key named twice is noted twice, and served once: the second finds nothing to do).
-pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[Bytes]) {
+pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[&[u8]]) {
     if ctx.shared.blocked.is_empty() || !spec.has(crate::engine::CmdFlags::WRITE) {
         return;
     }
@@ -443,13 +445,13 @@ pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, a
     // signals it.
     let stream_command = spec.acl.contains(&"@stream");
     for i in spec.keys.positions(args) {
-        let key = &args[i];
+        let key = args[i];
         if ctx.shared.blocked.has_waiters(db, key)
             && (poppable(ctx, db, key)
                 || ctx.shared.blocked.has_group_readers() && !holds_stream(ctx, db, key)
                 || !stream_command && holds_stream(ctx, db, key))
         {
-            ctx.ready.push((db, key.clone()));
+            ctx.ready.push((db, Bytes::copy_from_slice(key)));
         }
     }
 }
@@ -813,7 +815,10 @@ fn unblocked_stats(shared: &Shared, w: &Waiter, client: &ClientState, reply_us: 
             &shared.live,
             shared.clock.now_ms() / 1000,
             usec,
-            &crate::services::monitor::redact(entry.spec.redaction, &origin.args),
+            &crate::services::monitor::redact(
+                entry.spec.redaction,
+                &crate::protocol::request::borrowed_args(&origin.args),
+            ),
             client,
             false,
         );
@@ -900,7 +905,7 @@ mod tests {
                 .find(|e| e.spec.name == "lpop")
                 .map(|e| e.spec.handler)
                 .expect("LPOP is in the table");
-            let reply = lpop(ctx, &[Bytes::from_static(b"LPOP"), key.clone()]);
+            let reply = lpop(ctx, &[b"LPOP", &key[..]]);
             Ok(match reply {
                 Reply::Bulk(v) => Some(Reply::Array(vec![Reply::Bulk(key), Reply::Bulk(v)])),
                 _ => None,
@@ -987,7 +992,11 @@ mod tests {
             key.clone(),
             Bytes::from_static(b"x"),
         ];
-        let _ = crate::engine::execute(&shared, &mut writer, &push);
+        let _ = crate::engine::execute(
+            &shared,
+            &mut writer,
+            &crate::protocol::request::borrowed_args(&push),
+        );
         // A client blocked on the key (registered as BLPOP registers it).
         let blocked = {
             let w = waiter(&shared.clients, &[b"q"]);
@@ -1011,8 +1020,12 @@ mod tests {
                     .iter()
                     .map(|a| Bytes::from(a.to_string()))
                     .collect();
-                tx.send(crate::engine::execute(&shared, &mut c, &eval))
-                    .unwrap();
+                tx.send(crate::engine::execute(
+                    &shared,
+                    &mut c,
+                    &crate::protocol::request::borrowed_args(&eval),
+                ))
+                .unwrap();
             })
         };
         assert!(
@@ -1081,7 +1094,7 @@ mod tests {
         let ran = crate::engine::execute_may_block(
             &shared,
             &mut blocked,
-            &args(&["BLMOVE", src, &dst, "LEFT", "RIGHT", "0"]),
+            &crate::engine::args::borrowed(&args(&["BLMOVE", src, &dst, "LEFT", "RIGHT", "0"])),
         );
         let crate::engine::Next::Block(waiter) = ran.next else {
             panic!("BLMOVE did not block: {:?}", ran.reply);
@@ -1100,8 +1113,15 @@ mod tests {
                     .clients
                     .register("127.0.0.1:3".into(), "127.0.0.1:2".into());
                 let mut c = ClientState::new(info);
-                tx.send(crate::engine::execute_may_block(&shared, &mut c, &push).reply)
-                    .unwrap();
+                tx.send(
+                    crate::engine::execute_may_block(
+                        &shared,
+                        &mut c,
+                        &crate::engine::args::borrowed(&push),
+                    )
+                    .reply,
+                )
+                .unwrap();
             })
         };
         let pushed = rx

@@ -143,7 +143,7 @@ impl Monitors {
     /// Sends one command (its arguments already redacted), run in database `db` by the
     /// client at `addr` (`lua` for a script's calls), to every monitor; `cap` is the most
     /// a monitor may have queued.
-    pub fn publish(&self, now_us: u64, db: usize, addr: &str, args: &[Bytes], cap: usize) {
+    pub fn publish(&self, now_us: u64, db: usize, addr: &str, args: &[&[u8]], cap: usize) {
         let mut line = format!(
             "+{}.{:06} [{} {}]",
             now_us / 1_000_000,
@@ -165,7 +165,7 @@ impl Monitors {
     }
 }
 
-static REDACTED: Bytes = Bytes::from_static(b"(redacted)");
+const REDACTED: &[u8] = b"(redacted)";
 
 /// Which arguments of a command MONITOR, SLOWLOG and the command log hide, declared with
 /// its table row (Redis 7.0's redactions).
@@ -187,7 +187,7 @@ pub enum Redaction {
 /// The arguments as MONITOR and the command log may show them: Redis 7.0 replaces AUTH's
 /// arguments, HELLO's `AUTH <user> <pass>` and the value of a password in CONFIG SET
 /// (`requirepass`, `masterauth`) with `(redacted)`, as the command's row declares.
-pub(crate) fn redact(redaction: Redaction, args: &[Bytes]) -> Cow<'_, [Bytes]> {
+pub(crate) fn redact<'a>(redaction: Redaction, args: &'a [&'a [u8]]) -> Cow<'a, [&'a [u8]]> {
     let mut hide: Vec<usize> = Vec::new();
     match redaction {
         Redaction::None => {}
@@ -223,7 +223,7 @@ pub(crate) fn redact(redaction: Redaction, args: &[Bytes]) -> Cow<'_, [Bytes]> {
     }
     let mut out = args.to_vec();
     for i in hide {
-        out[i] = REDACTED.clone();
+        out[i] = REDACTED;
     }
     Cow::Owned(out)
 }
@@ -261,14 +261,16 @@ mod tests {
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::AllArguments,
-                &v(&["AUTH", "user", "pw"])
+                &crate::protocol::request::borrowed_args(&v(&["AUTH", "user", "pw"]))
             ),
             &v(&["AUTH", "(redacted)", "(redacted)"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::HelloAuth,
-                &v(&["hello", "3", "setname", "x", "AUTH", "u", "p"])
+                &crate::protocol::request::borrowed_args(&v(&[
+                    "hello", "3", "setname", "x", "AUTH", "u", "p"
+                ]))
             ),
             &v(&[
                 "hello",
@@ -283,19 +285,29 @@ mod tests {
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::HelloAuth,
-                &v(&["hello", "3", "auth", "u"])
+                &crate::protocol::request::borrowed_args(&v(&["hello", "3", "auth", "u"]))
             ),
             &v(&["hello", "3", "auth", "u"])[..]
         );
         assert_eq!(
             &*crate::services::monitor::redact(
                 Redaction::ConfigSecrets,
-                &v(&["config", "set", "timeout", "1", "REQUIREPASS", "s"])
+                &crate::protocol::request::borrowed_args(&v(&[
+                    "config",
+                    "set",
+                    "timeout",
+                    "1",
+                    "REQUIREPASS",
+                    "s"
+                ]))
             ),
             &v(&["config", "set", "timeout", "1", "REQUIREPASS", "(redacted)"])[..]
         );
         assert_eq!(
-            &*crate::services::monitor::redact(Redaction::None, &v(&["set", "a", "b"])),
+            &*crate::services::monitor::redact(
+                Redaction::None,
+                &crate::protocol::request::borrowed_args(&v(&["set", "a", "b"]))
+            ),
             &v(&["set", "a", "b"])[..]
         );
     }

@@ -26,8 +26,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use crate::client::ClientState;
 use crate::engine::Roles;
 use crate::engine::table::CommandEntry;
@@ -173,14 +171,14 @@ impl Drop for Waiting<'_> {
 }
 
 /// True when no pause in force covers this command (the check `gate` waits on, once).
-pub(crate) fn passes(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+pub(crate) fn passes(shared: &Shared, client: &ClientState, args: &[&[u8]]) -> bool {
     let mode = shared.pause.current(shared.clock.now_ms());
     mode == OFF || !covers(shared, client, args, mode)
 }
 
 /// Waits while a pause covers this command. Returns false if the connection should close
 /// instead (CLIENT KILL or shutdown while waiting).
-pub(crate) async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+pub(crate) async fn gate(shared: &Shared, client: &ClientState, args: &[&[u8]]) -> bool {
     let pause = &shared.pause;
     let mut counted: Option<Waiting<'_>> = None;
     loop {
@@ -205,7 +203,7 @@ pub(crate) async fn gate(shared: &Shared, client: &ClientState, args: &[Bytes]) 
 }
 
 /// Does a pause in `mode` hold this command back?
-fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bool {
+fn covers(shared: &Shared, client: &ClientState, args: &[&[u8]], mode: u8) -> bool {
     let entry = match lookup(&shared.table, args) {
         Lookup::Found(entry) => entry,
         Lookup::Error(..) => return false, // rejected before the pause check, as in Redis
@@ -215,17 +213,20 @@ fn covers(shared: &Shared, client: &ClientState, args: &[Bytes], mode: u8) -> bo
     }
     if entry.spec.roles.contains(Roles::EXEC) {
         return client.multi.iter().flatten().any(|queued| {
-            shared
-                .table
-                .entry(CmdId(queued.cmd))
-                .is_some_and(|e| may_replicate(shared, e, &queued.args))
+            shared.table.entry(CmdId(queued.cmd)).is_some_and(|e| {
+                may_replicate(
+                    shared,
+                    e,
+                    &crate::protocol::request::borrowed_args(&queued.args),
+                )
+            })
         });
     }
     may_replicate(shared, entry, args)
 }
 
 /// Redis's `CMD_WRITE | CMD_MAY_REPLICATE` for one request, scripts' flags included.
-fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[Bytes]) -> bool {
+fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[&[u8]]) -> bool {
     let spec = entry.spec;
     let by_sha = entry.spec.roles.contains(Roles::EVALSHA);
     let function = entry
@@ -253,7 +254,7 @@ fn may_replicate(shared: &Shared, entry: &CommandEntry, args: &[Bytes]) -> bool 
 
 /// Whether a script's declared flags make it a write (Redis's `evalGetCommandFlags`); None
 /// when the script declares none (or is unknown), so the command's own flags decide.
-fn script_writes(shared: &Shared, by_sha: bool, args: &[Bytes]) -> Option<bool> {
+fn script_writes(shared: &Shared, by_sha: bool, args: &[&[u8]]) -> Option<bool> {
     let body = args.get(1)?;
     let flags = if by_sha {
         if body.len() != 40 {

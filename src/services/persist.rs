@@ -791,7 +791,11 @@ mod tests {
     /// was sent back to the busy gate.
     fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(shared, client, &args);
+        let ran = execute_may_block(
+            shared,
+            client,
+            &crate::protocol::request::borrowed_args(&args),
+        );
         (ran.reply, matches!(ran.next, crate::engine::Next::Regate))
     }
 

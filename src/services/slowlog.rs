@@ -61,7 +61,7 @@ impl SlowLog {
         live: &LiveSettings,
         time: u64,
         usec: u64,
-        args: &[Bytes],
+        args: &[&[u8]],
         client: &ClientState,
         from_script: bool,
     ) {
@@ -121,7 +121,7 @@ impl SlowLog {
 }
 
 /// The arguments as an entry keeps them.
-fn trimmed(args: &[Bytes]) -> Vec<Bytes> {
+fn trimmed(args: &[&[u8]]) -> Vec<Bytes> {
     let kept = if args.len() > MAX_ARGC {
         MAX_ARGC - 1
     } else {
@@ -158,14 +158,17 @@ mod tests {
     #[test]
     fn long_commands_are_trimmed_as_redis_does() {
         let args: Vec<Bytes> = (0..42).map(|i| Bytes::from(i.to_string())).collect();
-        let t = trimmed(&args);
+        let t = trimmed(&crate::protocol::request::borrowed_args(&args));
         assert_eq!(t.len(), 32);
         assert_eq!(&t[31][..], b"... (11 more arguments)");
         assert_eq!(&t[30][..], b"30");
-        let t = trimmed(&[Bytes::from(vec![b'x'; 200])]);
+        let t = trimmed(&[&[b'x'; 200][..]]);
         assert_eq!(t[0].len(), 128 + "... (72 more bytes)".len());
         assert!(t[0].ends_with(b"... (72 more bytes)"));
         let exact: Vec<Bytes> = (0..32).map(|i| Bytes::from(i.to_string())).collect();
-        assert_eq!(trimmed(&exact).len(), 32);
+        assert_eq!(
+            trimmed(&crate::protocol::request::borrowed_args(&exact)).len(),
+            32
+        );
     }
 }

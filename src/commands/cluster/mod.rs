@@ -210,7 +210,7 @@ pub(crate) fn sync_role(shared: &Shared) {
 
 /// READONLY / READWRITE: whether a replica serves this connection's reads of its master's
 /// slots (the flag is kept on a master too, as Redis keeps it, for when it becomes a replica).
-fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
+fn set_readonly(ctx: &mut Ctx<'_>, _: &[&[u8]], on: bool) -> Reply {
     if let Err(e) = cluster(ctx) {
         return e.into();
     }
@@ -222,7 +222,7 @@ fn set_readonly(ctx: &mut Ctx<'_>, _: &[Bytes], on: bool) -> Reply {
 #[derive(Debug)]
 pub(crate) struct Accept;
 
-impl Command for Accept {
+impl Command<'_> for Accept {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Accept)
     }
@@ -237,7 +237,7 @@ impl Command for Accept {
 #[derive(Debug)]
 pub(crate) struct Help;
 
-impl Command for Help {
+impl Command<'_> for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Help)
     }
@@ -313,7 +313,7 @@ impl Command for Help {
 #[derive(Debug)]
 pub(crate) struct Info;
 
-impl Command for Info {
+impl Command<'_> for Info {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Info)
     }
@@ -326,7 +326,7 @@ impl Command for Info {
 #[derive(Debug)]
 pub(crate) struct MyId;
 
-impl Command for MyId {
+impl Command<'_> for MyId {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(MyId)
     }
@@ -339,7 +339,7 @@ impl Command for MyId {
 #[derive(Debug)]
 pub(crate) struct Nodes;
 
-impl Command for Nodes {
+impl Command<'_> for Nodes {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Nodes)
     }
@@ -387,7 +387,7 @@ fn known_offset(shared: &Shared, state: &Installed, i: usize) -> Option<u64> {
 #[derive(Debug)]
 pub(crate) struct Slots;
 
-impl Command for Slots {
+impl Command<'_> for Slots {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Slots)
     }
@@ -424,7 +424,7 @@ impl Command for Slots {
 #[derive(Debug)]
 pub(crate) struct Shards;
 
-impl Command for Shards {
+impl Command<'_> for Shards {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Shards)
     }
@@ -494,10 +494,10 @@ pub(crate) struct KeySlot {
     key: Bytes,
 }
 
-impl Command for KeySlot {
+impl Command<'_> for KeySlot {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(KeySlot {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -525,14 +525,14 @@ pub(crate) enum SlotQuery {
     Keys,
 }
 
-impl VariantCommand for KeysInSlot {
+impl VariantCommand<'_> for KeysInSlot {
     type Variant = SlotQuery;
 
     fn parse(a: &mut ArgCursor<'_>, query: SlotQuery) -> CmdResult<Self> {
-        let slot = a.next()?.clone();
+        let slot = a.next_owned()?;
         let count = match query {
             SlotQuery::Count => None,
-            SlotQuery::Keys => Some(a.next()?.clone()),
+            SlotQuery::Keys => Some(a.next_owned()?),
         };
         Ok(KeysInSlot { query, slot, count })
     }
@@ -583,7 +583,7 @@ impl VariantCommand for KeysInSlot {
 #[derive(Debug)]
 pub(crate) struct Links;
 
-impl Command for Links {
+impl Command<'_> for Links {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Links)
     }
@@ -598,10 +598,10 @@ pub(crate) struct Replicas {
     id: Bytes,
 }
 
-impl Command for Replicas {
+impl Command<'_> for Replicas {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Replicas {
-            id: a.next()?.clone(),
+            id: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

@@ -6,8 +6,6 @@ use std::borrow::Cow;
 use std::sync::RwLockReadGuard;
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
-
 use crate::client::{ClientState, Queued};
 use crate::cluster::{Cluster, Redirect, key_slot};
 use crate::engine::table::{CmdFlags, CommandEntry};
@@ -28,7 +26,7 @@ pub(crate) fn route<'s>(
     shared: &'s Shared,
     client: &mut ClientState,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
 ) -> Result<Routed<'s>, Reply> {
     match &shared.cluster {
         None => Ok(None),
@@ -42,7 +40,7 @@ fn route_in_cluster<'s>(
     cluster: &'s Cluster,
     client: &mut ClientState,
     entry: &CommandEntry,
-    args: &[Bytes],
+    args: &[&[u8]],
 ) -> Result<Routed<'s>, Reply> {
     if client.master_link {
         // A replica applies its master's stream whatever the slots (Redis's CLIENT_MASTER
@@ -139,7 +137,7 @@ fn route_moving<'s>(
 pub(crate) fn check_moving_keys(
     ctx: &mut Ctx<'_>,
     spec: &crate::engine::CommandSpec,
-    args: &[Bytes],
+    args: &[&[u8]],
     slot: u16,
     migrating: bool,
 ) -> Option<Reply> {
@@ -147,7 +145,7 @@ pub(crate) fn check_moving_keys(
     let positions: Vec<usize> = spec.keys.positions(args).collect();
     let mut missing = 0;
     for &i in &positions {
-        if !ctx.store.exists(db, &args[i], now) {
+        if !ctx.store.exists(db, args[i], now) {
             missing += 1;
         }
     }
@@ -171,7 +169,10 @@ fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect
     let mut slot = None;
     for q in queue {
         if let Some(entry) = shared.table.entry(crate::engine::CmdId(q.cmd)) {
-            merge_slot(&mut slot, keys_slot(&entry.spec.keys, &q.args)?)?;
+            merge_slot(
+                &mut slot,
+                keys_slot(&entry.spec.keys, &crate::engine::args::borrowed(&q.args))?,
+            )?;
         }
     }
     Ok(slot)
@@ -203,10 +204,10 @@ fn merge_slot(slot: &mut Option<u16>, next: Option<u16>) -> Result<(), Redirect>
 /// The slot of a command's keys (None without keys), or CROSSSLOT. The keys are the ones
 /// locking takes ([`KeySpec::positions`]): in particular a `numkeys` that does not fit the
 /// arguments means "no keys", so the command itself reports the error.
-pub(crate) fn keys_slot(keys: &KeySpec, args: &[Bytes]) -> Result<Option<u16>, Redirect> {
+pub(crate) fn keys_slot(keys: &KeySpec, args: &[&[u8]]) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
     for i in keys.positions(args) {
-        merge_slot(&mut slot, Some(key_slot(&args[i])))?;
+        merge_slot(&mut slot, Some(key_slot(args[i])))?;
     }
     Ok(slot)
 }
@@ -218,7 +219,7 @@ pub(crate) const SCRIPT_CROSS_SLOT: &str =
 
 /// The slot a script starts bound to: that of the keys EVAL declared (routing already made
 /// sure they share one), or none.
-pub(crate) fn script_slot(keys: &[Bytes]) -> Option<u16> {
+pub(crate) fn script_slot(keys: &[&[u8]]) -> Option<u16> {
     keys.first().map(|k| key_slot(k))
 }
 
@@ -232,7 +233,7 @@ pub(crate) fn script_check(
     shared: &Shared,
     client: &ClientState,
     spec: &C,
-    args: &[Bytes],
+    args: &[&[u8]],
     slot: &mut Option<u16>,
     cross_slot_ok: bool,
 ) -> Option<Reply> {

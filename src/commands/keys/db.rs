@@ -9,7 +9,7 @@ use crate::protocol::Reply;
 #[derive(Debug)]
 pub(super) struct DbSize;
 
-impl Command for DbSize {
+impl Command<'_> for DbSize {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(DbSize)
     }
@@ -36,7 +36,7 @@ pub(super) enum FlushScope {
     All,
 }
 
-impl VariantCommand for Flush {
+impl VariantCommand<'_> for Flush {
     type Variant = FlushScope;
 
     fn parse(a: &mut ArgCursor<'_>, scope: FlushScope) -> CmdResult<Self> {
@@ -99,7 +99,7 @@ pub(super) struct Select {
     index: i64,
 }
 
-impl Command for Select {
+impl Command<'_> for Select {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Select {
             index: int_arg(a.next()?, None)?,
@@ -122,7 +122,7 @@ pub(super) struct SwapDb {
     b: i64,
 }
 
-impl Command for SwapDb {
+impl Command<'_> for SwapDb {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let first = int_arg(a.next()?, Some("ERR invalid first DB index"))?;
         let second = int_arg(a.next()?, Some("ERR invalid second DB index"))?;

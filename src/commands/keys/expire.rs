@@ -12,9 +12,9 @@ use crate::protocol::Reply;
 /// EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT key time [NX|XX|GT|LT] (the table names the unit
 /// and whether the time is relative or absolute)
 #[derive(Debug)]
-pub(crate) struct Expire {
+pub(crate) struct Expire<'a> {
     unit: (Precision, Time),
-    key: Bytes,
+    key: &'a [u8],
     when: i64,
     nx: bool,
     xx: bool,
@@ -32,7 +32,7 @@ pub(crate) enum Time {
     Absolute,
 }
 
-impl Expire {
+impl Expire<'_> {
     fn name(&self) -> &'static str {
         match self.unit {
             (Precision::Seconds, Time::Relative) => "expire",
@@ -43,12 +43,12 @@ impl Expire {
     }
 }
 
-impl VariantCommand for Expire {
+impl<'a> VariantCommand<'a> for Expire<'a> {
     type Variant = (Precision, Time);
 
-    fn parse(a: &mut ArgCursor<'_>, unit: (Precision, Time)) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let when = a.next()?.clone();
+    fn parse(a: &mut ArgCursor<'a>, unit: (Precision, Time)) -> CmdResult<Self> {
+        let key = a.next()?;
+        let when = a.next()?;
         let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
         for opt in a.rest() {
             match &crate::engine::args::upper(opt)[..] {
@@ -74,7 +74,7 @@ impl VariantCommand for Expire {
                 "ERR GT and LT options at the same time are not compatible",
             ));
         }
-        let when = parse_i64(&when).ok_or(CmdError::NotInteger)?;
+        let when = parse_i64(when).ok_or(CmdError::NotInteger)?;
         Ok(Expire {
             unit,
             key,
@@ -96,7 +96,7 @@ impl VariantCommand for Expire {
             when = when.checked_add(ctx.now_ms as i64).ok_or(invalid)?;
         }
         let db = ctx.db();
-        let Some(entry) = ctx.store.lookup(db, &self.key, ctx.now_ms) else {
+        let Some(entry) = ctx.store.lookup(db, self.key, ctx.now_ms) else {
             return Ok(Reply::Int(0));
         };
         let current = entry.expire_at().map(|t| t as i64);
@@ -108,12 +108,12 @@ impl VariantCommand for Expire {
             return Ok(Reply::Int(0));
         }
         if when <= ctx.now_ms as i64 {
-            ctx.store.remove(db, &self.key, ctx.now_ms);
-            ctx.notify(class::GENERIC, "del", &self.key);
+            ctx.store.remove(db, self.key, ctx.now_ms);
+            ctx.notify(class::GENERIC, "del", self.key);
         } else {
             ctx.store
-                .set_expire(db, &self.key, Some(when as u64), ctx.now_ms);
-            ctx.notify(class::GENERIC, "expire", &self.key);
+                .set_expire(db, self.key, Some(when as u64), ctx.now_ms);
+            ctx.notify(class::GENERIC, "expire", self.key);
         }
         Ok(Reply::Int(1))
     }
@@ -126,13 +126,13 @@ pub(crate) struct Ttl {
     key: Bytes,
 }
 
-impl VariantCommand for Ttl {
+impl VariantCommand<'_> for Ttl {
     type Variant = (Precision, Time);
 
     fn parse(a: &mut ArgCursor<'_>, unit: (Precision, Time)) -> CmdResult<Self> {
         Ok(Ttl {
             unit,
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -167,10 +167,10 @@ pub(crate) struct Persist {
     key: Bytes,
 }
 
-impl Command for Persist {
+impl Command<'_> for Persist {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Persist {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

@@ -304,10 +304,10 @@ pub(crate) struct Del {
     keys: Vec<Bytes>,
 }
 
-impl Command for Del {
+impl Command<'_> for Del {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Del {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -330,10 +330,10 @@ pub(crate) struct Unlink {
     keys: Vec<Bytes>,
 }
 
-impl Command for Unlink {
+impl Command<'_> for Unlink {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Unlink {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -357,10 +357,10 @@ pub(crate) struct Exists {
     keys: Vec<Bytes>,
 }
 
-impl Command for Exists {
+impl Command<'_> for Exists {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Exists {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -380,10 +380,10 @@ pub(crate) struct Touch {
     keys: Vec<Bytes>,
 }
 
-impl Command for Touch {
+impl Command<'_> for Touch {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Touch {
-            keys: a.rest().to_vec(),
+            keys: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -403,10 +403,10 @@ pub(crate) struct Type {
     key: Bytes,
 }
 
-impl Command for Type {
+impl Command<'_> for Type {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Type {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -431,7 +431,7 @@ pub(crate) struct Wait {
     timeout: i64,
 }
 
-impl Command for Wait {
+impl Command<'_> for Wait {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let replicas = parse_i64(a.next()?).ok_or(CmdError::NotInteger)?;
         let timeout = parse_i64(a.next()?).ok_or(CmdError::msg(

@@ -137,10 +137,10 @@ pub(super) struct ObjectEncoding {
     key: Bytes,
 }
 
-impl Command for ObjectEncoding {
+impl Command<'_> for ObjectEncoding {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ObjectEncoding {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -170,13 +170,13 @@ pub(super) enum ObjectField {
     Freq,
 }
 
-impl VariantCommand for ObjectNumber {
+impl VariantCommand<'_> for ObjectNumber {
     type Variant = ObjectField;
 
     fn parse(a: &mut ArgCursor<'_>, field: ObjectField) -> CmdResult<Self> {
         Ok(ObjectNumber {
             field,
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -205,9 +205,9 @@ pub(super) struct MemoryUsage {
     key: Bytes,
 }
 
-impl Command for MemoryUsage {
+impl Command<'_> for MemoryUsage {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
+        let key = a.next_owned()?;
         // As Redis: SAMPLES may repeat; a negative count is a syntax error.
         while a.remaining() > 0 {
             if a.remaining() >= 2 && a.eat("SAMPLES") {
@@ -233,7 +233,7 @@ impl Command for MemoryUsage {
 #[derive(Debug)]
 pub(super) struct ObjectHelp;
 
-impl Command for ObjectHelp {
+impl Command<'_> for ObjectHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ObjectHelp)
     }

@@ -25,14 +25,14 @@ pub(super) struct Rename {
     to: Bytes,
 }
 
-impl VariantCommand for Rename {
+impl VariantCommand<'_> for Rename {
     type Variant = RenameMode;
 
     fn parse(a: &mut ArgCursor<'_>, mode: RenameMode) -> CmdResult<Self> {
         Ok(Rename {
             mode,
-            from: a.next()?.clone(),
-            to: a.next()?.clone(),
+            from: a.next_owned()?,
+            to: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -72,12 +72,12 @@ pub(super) struct Copy {
     options: Vec<Bytes>,
 }
 
-impl Command for Copy {
+impl Command<'_> for Copy {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Copy {
-            src: a.next()?.clone(),
-            dst: a.next()?.clone(),
-            options: a.rest().to_vec(),
+            src: a.next_owned()?,
+            dst: a.next_owned()?,
+            options: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -85,7 +85,8 @@ impl Command for Copy {
         let (mut dst_db, mut replace) = (src_db, false);
         // Redis's order: each option in turn, a DB index checked (range included) where it
         // stands, so it fails before a later syntax error.
-        let mut a = ArgCursor::new(&self.options);
+        let borrowed = crate::engine::args::borrowed(&self.options);
+        let mut a = ArgCursor::new(&borrowed);
         while a.remaining() > 0 {
             if a.eat("REPLACE") {
                 replace = true;
@@ -134,11 +135,11 @@ pub(super) struct Move {
     db: Bytes,
 }
 
-impl Command for Move {
+impl Command<'_> for Move {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Move {
-            key: a.next()?.clone(),
-            db: a.next()?.clone(),
+            key: a.next_owned()?,
+            db: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {

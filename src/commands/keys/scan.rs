@@ -33,10 +33,10 @@ pub(super) struct Keys {
     pattern: Bytes,
 }
 
-impl Command for Keys {
+impl Command<'_> for Keys {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Keys {
-            pattern: a.next()?.clone(),
+            pattern: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -174,7 +174,7 @@ pub(crate) fn parse_scan_options(
     let (mut pattern, mut count, mut type_name) = (None, 10usize, None);
     while a.remaining() > 0 {
         if a.eat("MATCH") && a.remaining() > 0 {
-            pattern = Some(a.next()?.clone());
+            pattern = Some(a.next_owned()?);
         } else if a.eat("COUNT") && a.remaining() > 0 {
             let n = a.next_i64()?;
             if n < 1 {
@@ -190,7 +190,7 @@ pub(crate) fn parse_scan_options(
     Ok((pattern, count, type_name))
 }
 
-impl Command for Scan {
+impl Command<'_> for Scan {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let cursor = crate::engine::args::parse_scan_cursor(a.next()?)?;
         let (pattern, count, type_name) = parse_scan_options(a, true)?;
@@ -285,7 +285,7 @@ impl Command for Scan {
 #[derive(Debug)]
 pub(super) struct RandomKey;
 
-impl Command for RandomKey {
+impl Command<'_> for RandomKey {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(RandomKey)
     }

@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 #[derive(Debug)]
 pub(super) struct Time;
 
-impl Command for Time {
+impl Command<'_> for Time {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Time)
     }
@@ -44,7 +44,7 @@ pub(super) enum DebugCmd {
     },
 }
 
-impl Command for DebugCmd {
+impl Command<'_> for DebugCmd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let sub = a.next()?;
         match (sub.to_ascii_lowercase().as_slice(), a.remaining()) {
@@ -106,7 +106,7 @@ pub(super) struct Shutdown {
     abort: bool,
 }
 
-impl Command for Shutdown {
+impl Command<'_> for Shutdown {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut s = Shutdown {
             save: false,
@@ -178,7 +178,7 @@ impl Command for Shutdown {
 #[derive(Debug)]
 pub(crate) struct Monitor;
 
-impl Command for Monitor {
+impl Command<'_> for Monitor {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Monitor)
     }
@@ -211,7 +211,7 @@ mod tests {
     /// was sent back to the busy gate.
     fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(shared, client, &args);
+        let ran = execute_may_block(shared, client, &crate::engine::args::borrowed(&args));
         (ran.reply, matches!(ran.next, crate::engine::Next::Regate))
     }
 
@@ -264,7 +264,9 @@ mod tests {
                     .build()
                     .unwrap();
                 let gated = rt.block_on(crate::commands::scripting::busy_gate(
-                    &shared, &mut c, &args,
+                    &shared,
+                    &mut c,
+                    &crate::engine::args::borrowed(&args),
                 ));
                 assert!(gated.is_none(), "{gated:?}");
                 let (reply, back) = run(&shared, &mut c, &["SHUTDOWN", "SAVE"]);
@@ -280,7 +282,7 @@ mod tests {
                     .iter()
                     .map(|a| Bytes::from(a.to_string()))
                     .collect();
-                let ran = execute_may_block(&shared, &mut c, &args);
+                let ran = execute_may_block(&shared, &mut c, &crate::engine::args::borrowed(&args));
                 assert!(
                     matches!(ran.next, crate::engine::Next::CloseWithoutReply),
                     "{:?}",

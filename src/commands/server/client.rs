@@ -200,10 +200,10 @@ pub(super) struct ClientSetName {
     name: Bytes,
 }
 
-impl Command for ClientSetName {
+impl Command<'_> for ClientSetName {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientSetName {
-            name: a.next()?.clone(),
+            name: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -217,7 +217,7 @@ impl Command for ClientSetName {
 #[derive(Debug)]
 pub(super) struct ClientGetName;
 
-impl Command for ClientGetName {
+impl Command<'_> for ClientGetName {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientGetName)
     }
@@ -230,7 +230,7 @@ impl Command for ClientGetName {
 #[derive(Debug)]
 pub(super) struct ClientId;
 
-impl Command for ClientId {
+impl Command<'_> for ClientId {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientId)
     }
@@ -244,7 +244,7 @@ impl Command for ClientId {
 #[derive(Debug)]
 pub(super) struct ClientReply(u8);
 
-impl Command for ClientReply {
+impl Command<'_> for ClientReply {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mode = a.next()?;
         for (i, m) in ["on", "off", "skip"].iter().enumerate() {
@@ -277,7 +277,7 @@ impl Command for ClientReply {
 #[derive(Debug)]
 pub(super) struct ClientInfoCmd;
 
-impl Command for ClientInfoCmd {
+impl Command<'_> for ClientInfoCmd {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientInfoCmd)
     }
@@ -297,7 +297,7 @@ pub(super) struct ClientList {
     kind: Option<&'static str>,
 }
 
-impl Command for ClientList {
+impl Command<'_> for ClientList {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut l = ClientList {
             ids: None,
@@ -367,7 +367,7 @@ pub(super) struct ClientKill {
     user: Option<Bytes>,
 }
 
-impl Command for ClientKill {
+impl Command<'_> for ClientKill {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut k = ClientKill {
             legacy: None,
@@ -379,7 +379,7 @@ impl Command for ClientKill {
             user: None,
         };
         if a.remaining() == 1 {
-            k.legacy = Some(a.next()?.clone());
+            k.legacy = Some(a.next_owned()?);
             return Ok(k);
         }
         while a.remaining() > 0 {
@@ -390,8 +390,8 @@ impl Command for ClientKill {
                     Some(n) if n > 0 => k.id = Some(n as u64),
                     _ => return Err(CmdError::msg("ERR client-id should be greater than 0")),
                 },
-                b"addr" => k.addr = Some(val.clone()),
-                b"laddr" => k.laddr = Some(val.clone()),
+                b"addr" => k.addr = Some(Bytes::copy_from_slice(val)),
+                b"laddr" => k.laddr = Some(Bytes::copy_from_slice(val)),
                 b"skipme" => {
                     k.skipme = match &val.to_ascii_lowercase()[..] {
                         b"yes" => true,
@@ -414,7 +414,7 @@ impl Command for ClientKill {
                     })
                 }
                 // Checked against the users in `apply`.
-                b"user" => k.user = Some(val.clone()),
+                b"user" => k.user = Some(Bytes::copy_from_slice(val)),
                 _ => return Err(CmdError::Syntax),
             }
         }
@@ -475,11 +475,11 @@ pub(super) struct ClientSetInfo {
     value: Bytes,
 }
 
-impl Command for ClientSetInfo {
+impl Command<'_> for ClientSetInfo {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientSetInfo {
-            attr: a.next()?.clone(),
-            value: a.next()?.clone(),
+            attr: a.next_owned()?,
+            value: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -513,7 +513,7 @@ impl Command for ClientSetInfo {
 #[derive(Debug)]
 pub(super) struct ClientMaintNotifications;
 
-impl Command for ClientMaintNotifications {
+impl Command<'_> for ClientMaintNotifications {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let on = a.next()?;
         if !on.eq_ignore_ascii_case(b"ON") && !on.eq_ignore_ascii_case(b"OFF") {
@@ -555,7 +555,7 @@ pub(super) struct ClientFlag {
     on: bool,
 }
 
-impl VariantCommand for ClientFlag {
+impl VariantCommand<'_> for ClientFlag {
     type Variant = ClientOption;
 
     fn parse(a: &mut ArgCursor<'_>, option: ClientOption) -> CmdResult<Self> {

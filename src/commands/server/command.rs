@@ -81,17 +81,20 @@ pub(super) struct CommandGetKeys {
     with_flags: bool,
 }
 
-impl VariantCommand for CommandGetKeys {
+impl VariantCommand<'_> for CommandGetKeys {
     type Variant = bool;
 
     fn parse(a: &mut ArgCursor<'_>, with_flags: bool) -> CmdResult<Self> {
         Ok(CommandGetKeys {
-            args: a.rest().to_vec(),
+            args: crate::engine::args::owned(a.rest()),
             with_flags,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let spec = match crate::engine::lookup(&ctx.shared.table, &self.args) {
+        let spec = match crate::engine::lookup(
+            &ctx.shared.table,
+            &crate::engine::args::borrowed(&self.args),
+        ) {
             crate::engine::Lookup::Found(entry) => entry.spec,
             crate::engine::Lookup::Error(CmdError::WrongArity(_), _) => {
                 return Err(CmdError::msg(
@@ -105,7 +108,7 @@ impl VariantCommand for CommandGetKeys {
         if matches!(spec.keys, KeySpec::None) {
             return Err(CmdError::msg("ERR The command has no key arguments"));
         }
-        if !keynums_fit(spec, &self.args) {
+        if !keynums_fit(spec, &crate::engine::args::borrowed(&self.args)) {
             // Redis falls back on the command's own key finder, which finds no key when the
             // count is not one the arguments hold.
             if spec.has(crate::engine::CmdFlags::NO_MANDATORY_KEYS) {
@@ -115,11 +118,16 @@ impl VariantCommand for CommandGetKeys {
         }
         Ok(Reply::Array(
             spec.keys
-                .positions(&self.args)
+                .positions(&crate::engine::args::borrowed(&self.args))
                 .map(|i| {
                     let key = Reply::Bulk(self.args[i].clone());
                     if self.with_flags {
-                        Reply::Array(vec![key, status_set(spec.key_flags_at(&self.args, i))])
+                        Reply::Array(vec![
+                            key,
+                            status_set(
+                                spec.key_flags_at(&crate::engine::args::borrowed(&self.args), i),
+                            ),
+                        ])
                     } else {
                         key
                     }
@@ -131,7 +139,7 @@ impl VariantCommand for CommandGetKeys {
 
 /// Whether every numkeys-counted key spec of `spec` finds a count the arguments hold: at
 /// least one key and none past the end (Redis's key-spec search calls anything else invalid).
-fn keynums_fit(spec: &C, args: &[Bytes]) -> bool {
+fn keynums_fit(spec: &C, args: &[&[u8]]) -> bool {
     let fits = |begin: i64, keynumidx: i64, firstkey: i64, step: i64| {
         let count = usize::try_from(begin + keynumidx)
             .ok()
@@ -379,7 +387,7 @@ impl ListFilter {
 #[derive(Debug)]
 pub(super) struct CommandList(CommandListing, Option<ListFilter>);
 
-impl VariantCommand for CommandList {
+impl VariantCommand<'_> for CommandList {
     type Variant = CommandListing;
 
     fn parse(a: &mut ArgCursor<'_>, listing: CommandListing) -> CmdResult<Self> {
@@ -390,7 +398,7 @@ impl VariantCommand for CommandList {
                 return Err(CmdError::Syntax);
             }
             let kind = a.next_bytes()?;
-            let value = a.next()?.clone();
+            let value = a.next_owned()?;
             filter = Some(if kind.eq_ignore_ascii_case(b"module") {
                 ListFilter::Module
             } else if kind.eq_ignore_ascii_case(b"aclcat") {
@@ -422,7 +430,7 @@ impl VariantCommand for CommandList {
 #[derive(Debug)]
 pub(super) struct CommandCount;
 
-impl Command for CommandCount {
+impl Command<'_> for CommandCount {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(CommandCount)
     }
@@ -451,10 +459,10 @@ pub(super) struct CommandInfo {
     names: Vec<Bytes>,
 }
 
-impl Command for CommandInfo {
+impl Command<'_> for CommandInfo {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(CommandInfo {
-            names: a.rest().to_vec(),
+            names: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -477,10 +485,10 @@ pub(super) struct CommandDocs {
     names: Vec<Bytes>,
 }
 
-impl Command for CommandDocs {
+impl Command<'_> for CommandDocs {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(CommandDocs {
-            names: a.rest().to_vec(),
+            names: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -524,10 +532,16 @@ mod tests {
             let args: Vec<Bytes> = std::iter::once(Bytes::from_static(spec.name.as_bytes()))
                 .chain(std::iter::repeat_n(Bytes::from_static(b"2"), 9))
                 .collect();
-            let locked: Vec<usize> = spec.keys.positions(&args).collect();
+            let locked: Vec<usize> = spec
+                .keys
+                .positions(&crate::engine::args::borrowed(&args))
+                .collect();
             let has_unknown = spec.key_specs.iter().any(|d| d.begin.is_none());
             for pos in 1..args.len() {
-                let reported = spec.key_specs.iter().any(|d| d.finds(&args, pos));
+                let reported = spec
+                    .key_specs
+                    .iter()
+                    .any(|d| d.finds(&crate::engine::args::borrowed(&args), pos));
                 if spec.key_specs.is_empty() {
                     continue;
                 }

@@ -63,10 +63,10 @@ pub(super) struct ConfigGet {
     patterns: Vec<Bytes>,
 }
 
-impl Command for ConfigGet {
+impl Command<'_> for ConfigGet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ConfigGet {
-            patterns: a.rest().to_vec(),
+            patterns: crate::engine::args::owned(a.rest()),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -129,7 +129,7 @@ pub(super) struct ConfigSet {
     pairs: Vec<(Bytes, Bytes)>,
 }
 
-impl Command for ConfigSet {
+impl Command<'_> for ConfigSet {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let rest = a.rest();
         if !rest.len().is_multiple_of(2) {
@@ -138,7 +138,7 @@ impl Command for ConfigSet {
         Ok(ConfigSet {
             pairs: rest
                 .chunks_exact(2)
-                .map(|c| (c[0].clone(), c[1].clone()))
+                .map(|c| (Bytes::copy_from_slice(c[0]), Bytes::copy_from_slice(c[1])))
                 .collect(),
         })
     }
@@ -260,7 +260,7 @@ fn effect_allows(param: &Param, value: &str) -> Result<(), String> {
 #[derive(Debug)]
 pub(super) struct ConfigResetStat;
 
-impl Command for ConfigResetStat {
+impl Command<'_> for ConfigResetStat {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ConfigResetStat)
     }
@@ -282,7 +282,7 @@ pub(super) struct ConfigRewrite;
 /// One rewrite at a time: each reads the file the previous one wrote.
 static REWRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-impl Command for ConfigRewrite {
+impl Command<'_> for ConfigRewrite {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ConfigRewrite)
     }

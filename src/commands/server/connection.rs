@@ -17,13 +17,13 @@ pub(super) struct Ping {
     message: Option<Bytes>,
 }
 
-impl Command for Ping {
+impl Command<'_> for Ping {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         if a.remaining() > 1 {
             return Err(CmdError::WrongArity("ping".into()));
         }
         Ok(Ping {
-            message: a.rest().first().cloned(),
+            message: a.rest().first().cloned().map(Bytes::copy_from_slice),
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -44,10 +44,10 @@ pub(super) struct Echo {
     message: Bytes,
 }
 
-impl Command for Echo {
+impl Command<'_> for Echo {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Echo {
-            message: a.next()?.clone(),
+            message: a.next_owned()?,
         })
     }
     fn apply(self, _: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -59,7 +59,7 @@ impl Command for Echo {
 #[derive(Debug)]
 pub(super) struct Quit;
 
-impl Command for Quit {
+impl Command<'_> for Quit {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         // Redis ignores QUIT's arguments.
         a.rest();
@@ -75,7 +75,7 @@ impl Command for Quit {
 #[derive(Debug)]
 pub(super) struct Reset;
 
-impl Command for Reset {
+impl Command<'_> for Reset {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Reset)
     }
@@ -129,18 +129,18 @@ pub(super) struct Auth {
     pass: Bytes,
 }
 
-impl Command for Auth {
+impl Command<'_> for Auth {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         match a.remaining() {
             1 => Ok(Auth {
                 command: Bytes::new(),
                 user: None,
-                pass: a.next()?.clone(),
+                pass: a.next_owned()?,
             }),
             2 => Ok(Auth {
                 command: Bytes::new(),
-                user: Some(a.next()?.clone()),
-                pass: a.next()?.clone(),
+                user: Some(a.next_owned()?),
+                pass: a.next_owned()?,
             }),
             _ => Err(CmdError::Syntax),
         }
@@ -178,7 +178,7 @@ pub(super) struct Hello {
     name: Option<Bytes>,
 }
 
-impl Command for Hello {
+impl Command<'_> for Hello {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut h = Hello {
             command: Bytes::new(),
@@ -201,10 +201,10 @@ impl Command for Hello {
             let left = a.remaining() - 1;
             if opt.eq_ignore_ascii_case(b"AUTH") && left >= 2 {
                 a.next()?;
-                h.auth = Some((a.next()?.clone(), a.next()?.clone()));
+                h.auth = Some((a.next_owned()?, a.next_owned()?));
             } else if opt.eq_ignore_ascii_case(b"SETNAME") && left >= 1 {
                 a.next()?;
-                h.name = Some(a.next()?.clone());
+                h.name = Some(a.next_owned()?);
             } else {
                 return Err(CmdError::owned(format!(
                     "ERR Syntax error in HELLO option '{}'",
@@ -277,11 +277,11 @@ pub(super) fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) {
 }
 
 /// The handler of AUTH and HELLO: `run`, keeping the command's name as sent for ACL LOG.
-pub(super) fn run_auth<C: Command + Named>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn run_auth<C: for<'x> Command<'x> + Named>(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let mut cursor = ArgCursor::new(args.get(1..).unwrap_or(&[]));
     let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
-    let name = args.first().cloned().unwrap_or_default();
-    match parsed.and_then(|c| c.named(name).apply(ctx)) {
+    let name = args.first().copied().unwrap_or_default();
+    match parsed.and_then(|c| c.named(Bytes::copy_from_slice(name)).apply(ctx)) {
         Ok(r) => r,
         Err(e) => e.into(),
     }

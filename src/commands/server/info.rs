@@ -17,7 +17,7 @@ pub(super) struct Info {
     sections: Vec<String>,
 }
 
-impl Command for Info {
+impl Command<'_> for Info {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Info {
             sections: a

@@ -197,7 +197,7 @@ pub(crate) static COMMANDS: &[C] = &[
 #[derive(Debug)]
 pub(crate) struct Help;
 
-impl Command for Help {
+impl Command<'_> for Help {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(Help)
     }

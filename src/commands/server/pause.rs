@@ -1,8 +1,6 @@
 //! CLIENT PAUSE and CLIENT UNPAUSE (their rows are in CLIENT's table, `client.rs`): they
 //! set and clear the server-wide pause that `services::pause` keeps and gates on.
 
-use bytes::Bytes;
-
 use crate::engine::{ArgCursor, Command, Ctx};
 use crate::error::{CmdError, CmdResult};
 use crate::protocol::Reply;
@@ -10,12 +8,12 @@ use crate::services::pause::{ALL, WRITE};
 
 /// The table handler of CLIENT PAUSE: more than two arguments get Redis's generic CLIENT
 /// error, which names the subcommand as the client typed it.
-pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(crate) fn client_pause(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     if args.len() > 4 {
         return Reply::Error(
             format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-                crate::engine::printable(&args[1], 128)
+                crate::engine::printable(args[1], 128)
             )
             .into(),
         );
@@ -30,7 +28,7 @@ pub(crate) struct ClientPause {
     timeout_ms: u64,
 }
 
-impl Command for ClientPause {
+impl Command<'_> for ClientPause {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let timeout = a.next()?;
         // Redis reads the mode before the timeout.
@@ -85,7 +83,7 @@ const PAUSE_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs
 #[derive(Debug)]
 pub(crate) struct ClientUnpause;
 
-impl Command for ClientUnpause {
+impl Command<'_> for ClientUnpause {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientUnpause)
     }

@@ -16,9 +16,9 @@ pub(super) struct ClientTracking {
     opts: Options,
 }
 
-impl Command for ClientTracking {
+impl Command<'_> for ClientTracking {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let on = a.next()?.clone();
+        let on = a.next_owned()?;
         let mut opts = Options::default();
         let mut redirect_given = false;
         // Redis's order: every option is read (and REDIRECT checked) before ON/OFF.
@@ -44,7 +44,7 @@ impl Command for ClientTracking {
                 b"optin" => opts.optin = true,
                 b"optout" => opts.optout = true,
                 b"noloop" => opts.noloop = true,
-                b"prefix" if more => opts.prefixes.push(a.next()?.clone()),
+                b"prefix" if more => opts.prefixes.push(a.next_owned()?),
                 _ => return Err(CmdError::Syntax),
             }
         }
@@ -123,9 +123,9 @@ fn no_such_client() -> CmdError {
 #[derive(Debug)]
 pub(super) struct ClientCaching(Bytes);
 
-impl Command for ClientCaching {
+impl Command<'_> for ClientCaching {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        Ok(ClientCaching(a.next()?.clone()))
+        Ok(ClientCaching(a.next_owned()?))
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -165,7 +165,7 @@ impl Command for ClientCaching {
 #[derive(Debug)]
 pub(super) struct ClientGetRedir;
 
-impl Command for ClientGetRedir {
+impl Command<'_> for ClientGetRedir {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientGetRedir)
     }
@@ -183,7 +183,7 @@ impl Command for ClientGetRedir {
 #[derive(Debug)]
 pub(super) struct ClientTrackingInfo;
 
-impl Command for ClientTrackingInfo {
+impl Command<'_> for ClientTrackingInfo {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(ClientTrackingInfo)
     }

@@ -55,7 +55,7 @@ fn interval_end(arg: &[u8]) -> CmdResult<StreamId> {
 
 /// The handler of every XGROUP subcommand (Redis's `xgroupCommand`: options and the key
 /// are checked before the subcommand's own arity).
-pub(super) fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xgroup_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -82,7 +82,7 @@ const XGROUP_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
+fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     let sub = &args[1];
     let is = |name: &str| sub.eq_ignore_ascii_case(name.as_bytes());
     let argc = args.len();
@@ -101,7 +101,7 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
                 && args[i].eq_ignore_ascii_case(b"entriesread")
                 && i + 1 < argc
             {
-                entries_read = long_long(&args[i + 1])?;
+                entries_read = long_long(args[i + 1])?;
                 if entries_read < 0 && entries_read != ENTRIES_READ_UNKNOWN {
                     return Err(CmdError::msg(
                         "ERR value for ENTRIESREAD must be positive or -1",
@@ -112,10 +112,16 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
                 return Err(subcommand_error(args));
             }
         }
-        exists = lookup_stream(ctx, &args[2])?.is_some();
+        exists = lookup_stream(ctx, args[2])?.is_some();
     }
-    let key = args.get(2).cloned().unwrap_or_default();
-    let name = args.get(3).cloned().unwrap_or_default();
+    let key = args
+        .get(2)
+        .map(|a| Bytes::copy_from_slice(a))
+        .unwrap_or_default();
+    let name = args
+        .get(3)
+        .map(|a| Bytes::copy_from_slice(a))
+        .unwrap_or_default();
     if argc >= 4 && !mkstream {
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Err(CmdError::msg(
@@ -141,13 +147,13 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         ));
     }
     if is("create") && (5..=8).contains(&argc) {
-        let id = if &args[4][..] == b"$" {
+        let id = if args[4] == b"$" {
             match lookup_stream(ctx, &key)? {
                 Some(s) => s.last_id,
                 None => StreamId::MIN,
             }
         } else {
-            parse_strict_id(&args[4], 0)?
+            parse_strict_id(args[4], 0)?
         };
         if !exists {
             ctx.store.set(db, &key, Value::Stream(Box::default()), None);
@@ -165,24 +171,24 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             crate::services::blocking::note_ready(ctx, db, key.clone());
         }
         ctx.notify(class::STREAM, "xgroup-create", &key);
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::ok());
     }
     if is("setid") && (argc == 5 || argc == 7) {
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Err(subcommand_error(args));
         };
-        let id = if &args[4][..] == b"$" {
+        let id = if args[4] == b"$" {
             s.last_id
         } else {
-            parse_loose_id(&args[4], 0)?
+            parse_loose_id(args[4], 0)?
         };
         if let Some(g) = s.groups.get_mut(&name) {
             g.last_id = id;
             g.entries_read = entries_read;
         }
         ctx.notify(class::STREAM, "xgroup-setid", &key);
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::ok());
     }
     if is("destroy") && argc == 4 {
@@ -192,27 +198,30 @@ fn xgroup_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         }
         ctx.notify(class::STREAM, "xgroup-destroy", &key);
         crate::services::blocking::note_ready(ctx, db, key.clone());
-        propagate(ctx, args.to_vec());
+        propagate(ctx, crate::engine::args::owned(args));
         return Ok(Reply::Int(1));
     }
     if is("createconsumer") && argc == 5 {
         let created = match lookup_stream(ctx, &key)?.and_then(|s| s.groups.get_mut(&name)) {
-            Some(g) => g.consumer_or_create(&args[4], now).1,
+            Some(g) => {
+                g.consumer_or_create(&Bytes::copy_from_slice(args[4]), now)
+                    .1
+            }
             None => false,
         };
         if created {
             ctx.notify(class::STREAM, "xgroup-createconsumer", &key);
-            propagate(ctx, args.to_vec());
+            propagate(ctx, crate::engine::args::owned(args));
         }
         return Ok(Reply::Int(i64::from(created)));
     }
     if is("delconsumer") && argc == 5 {
         let pending = lookup_stream(ctx, &key)?
             .and_then(|s| s.groups.get_mut(&name))
-            .and_then(|g| g.delete_consumer(&args[4]));
+            .and_then(|g| g.delete_consumer(args[4]));
         if let Some(n) = pending {
             ctx.notify(class::STREAM, "xgroup-delconsumer", &key);
-            propagate(ctx, args.to_vec());
+            propagate(ctx, crate::engine::args::owned(args));
             return Ok(Reply::Int(n as i64));
         }
         return Ok(Reply::Int(0));
@@ -232,10 +241,10 @@ impl super::Named for XAck {
     }
 }
 
-impl Command for XAck {
+impl Command<'_> for XAck {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XACK")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XAck { args })
     }
 
@@ -267,10 +276,10 @@ pub(crate) struct XPending {
     args: Vec<Bytes>,
 }
 
-impl Command for XPending {
+impl Command<'_> for XPending {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XPENDING")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XPending { args })
     }
 
@@ -381,25 +390,26 @@ fn c_text(a: &[u8]) -> String {
 
 /// XCLAIM key group consumer min-idle-time id [id …] [IDLE ms] [TIME ms] [RETRYCOUNT n]
 /// [FORCE] [JUSTID] [LASTID id]
-pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xclaim_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
 }
 
-fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
-    let (key, group, name) = (&args[1], &args[2], &args[3]);
+fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    let named = crate::engine::args::owned(&args[1..4]);
+    let (key, group, name) = (&named[0], &named[1], &named[2]);
     stream_with_group(ctx, key, group)?;
     let bad = |what: &'static str| move |_| CmdError::msg(what);
-    let min_idle = long_long(&args[4])
+    let min_idle = long_long(args[4])
         .map_err(bad("ERR Invalid min-idle-time argument for XCLAIM"))?
         .max(0);
     let mut j = 5;
     let mut ids = Vec::new();
     while j < args.len() {
-        match parse_strict_id(&args[j], 0) {
-            Ok(id) => ids.push((id, args[j].clone())),
+        match parse_strict_id(args[j], 0) {
+            Ok(id) => ids.push((id, args[j])),
             Err(_) => break,
         }
         j += 1;
@@ -419,19 +429,19 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         } else if o.eq_ignore_ascii_case(b"idle") && more > 0 {
             j += 1;
             let idle =
-                long_long(&args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
+                long_long(args[j]).map_err(bad("ERR Invalid IDLE option argument for XCLAIM"))?;
             delivery = now.wrapping_sub(idle);
         } else if o.eq_ignore_ascii_case(b"time") && more > 0 {
             j += 1;
             delivery =
-                long_long(&args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
+                long_long(args[j]).map_err(bad("ERR Invalid TIME option argument for XCLAIM"))?;
         } else if o.eq_ignore_ascii_case(b"retrycount") && more > 0 {
             j += 1;
-            retry = long_long(&args[j])
+            retry = long_long(args[j])
                 .map_err(bad("ERR Invalid RETRYCOUNT option argument for XCLAIM"))?;
         } else if o.eq_ignore_ascii_case(b"lastid") && more > 0 {
             j += 1;
-            last_id = parse_strict_id(&args[j], 0)?;
+            last_id = parse_strict_id(args[j], 0)?;
         } else {
             return Err(CmdError::Other(
                 format!("ERR Unrecognized XCLAIM option '{}'", c_text(o)).into(),
@@ -458,7 +468,10 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         let entry = s.get(id);
         let Some(entry) = entry else {
             if g.pel.contains_key(&id) {
-                effects.push(with_id_arg(xclaim_effect(key, group, &g, id), arg));
+                effects.push(with_id_arg(
+                    xclaim_effect(key, group, &g, id),
+                    Bytes::copy_from_slice(arg),
+                ));
                 propagate_last = false;
                 g.ack(id);
             }
@@ -497,7 +510,10 @@ fn xclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         } else {
             entry_reply(entry)
         });
-        effects.push(with_id_arg(xclaim_effect(key, group, &g, id), arg));
+        effects.push(with_id_arg(
+            xclaim_effect(key, group, &g, id),
+            Bytes::copy_from_slice(arg),
+        ));
         propagate_last = false;
     }
     if propagate_last {
@@ -520,19 +536,20 @@ fn with_id_arg(mut argv: Vec<Bytes>, arg: Bytes) -> Vec<Bytes> {
 }
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]
-pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match xautoclaim_apply(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
 }
 
-fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
-    let (key, group, name) = (&args[1], &args[2], &args[3]);
-    let min_idle = long_long(&args[4])
+fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    let named = crate::engine::args::owned(&args[1..4]);
+    let (key, group, name) = (&named[0], &named[1], &named[2]);
+    let min_idle = long_long(args[4])
         .map_err(|_| CmdError::msg("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
         .max(0);
-    let start = interval_start(&args[5])?;
+    let start = interval_start(args[5])?;
     let mut count: i64 = 100;
     let mut justid = false;
     let mut j = 6;
@@ -540,7 +557,7 @@ fn xautoclaim_apply(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
         let more = args.len() - 1 - j;
         if args[j].eq_ignore_ascii_case(b"count") && more > 0 {
             let max = i64::MAX / 16;
-            count = match crate::num::parse_i64(&args[j + 1]) {
+            count = match crate::num::parse_i64(args[j + 1]) {
                 Some(n) if (1..=max).contains(&n) => n,
                 _ => return Err(CmdError::msg("ERR COUNT must be > 0")),
             };

@@ -77,15 +77,15 @@ pub(crate) fn rax_nodes(keys: &[[u8; 16]]) -> u64 {
 }
 
 /// XINFO STREAM key [FULL [COUNT count]]
-pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+pub(super) fn xinfo_stream(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     match stream_info(ctx, args) {
         Ok(r) => r,
         Err(e) => e.into(),
     }
 }
 
-fn stream_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
-    let s = stream_of(ctx, &args[2])?;
+fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    let s = stream_of(ctx, args[2])?;
     let opts = &args[3..];
     let mut full = false;
     let mut count: i64 = 10;
@@ -98,7 +98,7 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult<Reply> {
             if !opts[1].eq_ignore_ascii_case(b"count") {
                 return Err(subcommand_error(args));
             }
-            count = long_long(&opts[2])?;
+            count = long_long(opts[2])?;
             if count < 0 {
                 count = 10;
             }
@@ -206,10 +206,10 @@ pub(crate) struct XInfoGroups {
     key: Bytes,
 }
 
-impl Command for XInfoGroups {
+impl Command<'_> for XInfoGroups {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(XInfoGroups {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -239,11 +239,11 @@ pub(crate) struct XInfoConsumers {
     group: Bytes,
 }
 
-impl Command for XInfoConsumers {
+impl Command<'_> for XInfoConsumers {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(XInfoConsumers {
-            key: a.next()?.clone(),
-            group: a.next()?.clone(),
+            key: a.next_owned()?,
+            group: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -278,7 +278,7 @@ impl Command for XInfoConsumers {
 #[derive(Debug)]
 pub(crate) struct XInfoHelp;
 
-impl Command for XInfoHelp {
+impl Command<'_> for XInfoHelp {
     fn parse(_: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(XInfoHelp)
     }

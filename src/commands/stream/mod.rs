@@ -31,7 +31,7 @@ const R_FAST: &[&str] = &["@read", "@stream", "@fast"];
 const R_SLOW: &[&str] = &["@read", "@stream", "@slow"];
 
 /// XREAD / XREADGROUP's keys: the first half of what follows `STREAMS`.
-fn streams_keys(args: &[Bytes]) -> Vec<usize> {
+fn streams_keys(args: &[&[u8]]) -> Vec<usize> {
     let Some(at) = args
         .iter()
         .skip(1)
@@ -136,17 +136,17 @@ static XINFO: &[C] = &[
 
 /// A write whose propagated form is its own arguments, rewritten: replicas get the command
 /// name as the caller wrote it (a script's `xadd` stays lowercase, as in Redis).
-pub(crate) trait Named: crate::engine::Command {
+pub(crate) trait Named: for<'x> crate::engine::Command<'x> {
     /// The propagated arguments' first slot.
     fn name_slot(&mut self) -> &mut Bytes;
 }
 
 /// `run` for a [`Named`] command: parse, refuse leftovers, keep the name, apply.
-fn run_named<C: Named>(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn run_named<C: Named>(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
     let mut cursor = crate::engine::ArgCursor::new(args.get(1..).unwrap_or(&[]));
     let parsed = C::parse(&mut cursor).and_then(|c| cursor.finish().map(|()| c));
     let result = parsed.and_then(|mut c| {
-        *c.name_slot() = args[0].clone();
+        *c.name_slot() = Bytes::copy_from_slice(args[0]);
         c.apply(ctx)
     });
     match result {
@@ -302,7 +302,7 @@ pub(crate) fn node_limits(shared: &crate::server::Shared) -> NodeLimits {
 }
 
 /// Redis's `addReplySubcommandSyntaxError` for XGROUP / XINFO.
-pub(crate) fn subcommand_error(args: &[Bytes]) -> CmdError {
+pub(crate) fn subcommand_error(args: &[&[u8]]) -> CmdError {
     let name = args
         .first()
         .map(|a| String::from_utf8_lossy(a).to_uppercase())

@@ -13,7 +13,7 @@ use crate::store::stream::group::ENTRIES_READ_UNKNOWN;
 use crate::store::stream::{Group, Stream, StreamId};
 
 /// XRANGE key start end [COUNT n] / XREVRANGE key end start [COUNT n]
-pub(super) fn range(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Reply {
+pub(super) fn range(ctx: &mut Ctx<'_>, args: &[&[u8]], rev: bool) -> Reply {
     match xrange(ctx, args, rev) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -29,7 +29,7 @@ fn interval(arg: &[u8], missing_seq: u64) -> CmdResult<(StreamId, bool)> {
     }
 }
 
-fn xrange(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult<Reply> {
+fn xrange(ctx: &mut Ctx<'_>, args: &[&[u8]], rev: bool) -> CmdResult<Reply> {
     let (start_arg, end_arg) = if rev {
         (&args[3], &args[2])
     } else {
@@ -51,13 +51,13 @@ fn xrange(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult<Reply> {
     let mut j = 4;
     while j < args.len() {
         if args[j].eq_ignore_ascii_case(b"count") && j + 1 < args.len() {
-            count = long_long(&args[j + 1])?.max(0);
+            count = long_long(args[j + 1])?.max(0);
             j += 2;
         } else {
             return Err(CmdError::Syntax);
         }
     }
-    let Some(s) = read_stream(ctx, &args[1])? else {
+    let Some(s) = read_stream(ctx, args[1])? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
@@ -82,10 +82,10 @@ pub(crate) struct XLen {
     key: Bytes,
 }
 
-impl Command for XLen {
+impl Command<'_> for XLen {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         Ok(XLen {
-            key: a.next()?.clone(),
+            key: a.next_owned()?,
         })
     }
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
@@ -121,7 +121,7 @@ const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// XREAD [COUNT n] [BLOCK ms] STREAMS key … id … / XREADGROUP GROUP g c [COUNT n]
 /// [BLOCK ms] [NOACK] STREAMS key … id …
-pub(super) fn xread(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> Reply {
+pub(super) fn xread(ctx: &mut Ctx<'_>, args: &[&[u8]], group_form: bool) -> Reply {
     match xread_apply(ctx, args, group_form) {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -140,13 +140,13 @@ fn timeout_ms(arg: &[u8], now_ms: u64) -> CmdResult<u64> {
     Ok(t as u64)
 }
 
-fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult<Reply> {
+fn xread_apply(ctx: &mut Ctx<'_>, args: &[&[u8]], group_form: bool) -> CmdResult<Reply> {
     let mut block: Option<u64> = None;
     let mut count: i64 = 0;
     let mut streams_at = 0;
     let mut group: Option<GroupRead> = None;
     let mut noack = false;
-    let name = String::from_utf8_lossy(&args[0]).into_owned();
+    let name = String::from_utf8_lossy(args[0]).into_owned();
     let mut i = 1;
     while i < args.len() {
         let more = args.len() - i - 1;
@@ -159,10 +159,10 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
                 ));
             }
             i += 1;
-            block = Some(timeout_ms(&args[i], ctx.now_ms)?);
+            block = Some(timeout_ms(args[i], ctx.now_ms)?);
         } else if o.eq_ignore_ascii_case(b"count") && more > 0 {
             i += 1;
-            count = long_long(&args[i])?.max(0);
+            count = long_long(args[i])?.max(0);
         } else if o.eq_ignore_ascii_case(b"streams") && more > 0 {
             streams_at = i + 1;
             if !(args.len() - streams_at).is_multiple_of(2) {
@@ -178,8 +178,8 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
                 ));
             }
             group = Some(GroupRead {
-                group: args[i + 1].clone(),
-                consumer: args[i + 2].clone(),
+                group: Bytes::copy_from_slice(args[i + 1]),
+                consumer: Bytes::copy_from_slice(args[i + 2]),
                 noack: false,
             });
             i += 2;
@@ -205,7 +205,7 @@ fn xread_apply(ctx: &mut Ctx<'_>, args: &[Bytes], group_form: bool) -> CmdResult
         g.noack = noack;
     }
     let n = (args.len() - streams_at) / 2;
-    let keys: Vec<Bytes> = args[streams_at..streams_at + n].to_vec();
+    let keys: Vec<Bytes> = crate::engine::args::owned(&args[streams_at..streams_at + n]);
     let mut ids = Vec::with_capacity(n);
     for (k, key) in keys.iter().enumerate() {
         let arg = &args[streams_at + n + k];

@@ -43,7 +43,7 @@ pub(super) struct TrimArgs {
 /// Parses XADD's (`xadd`) or XTRIM's options from `args` (the whole command), as Redis's
 /// `streamParseAddOrTrimArgsOrReply`; returns them with XADD's ID position.
 fn parse_trim(
-    args: &[Bytes],
+    args: &[&[u8]],
     xadd: bool,
     from_master: bool,
     node_entries: u64,
@@ -68,7 +68,7 @@ fn parse_trim(
                 return Err(incompatible());
             }
             t.approx = false;
-            let next = c_str(&args[i + 1]);
+            let next = c_str(args[i + 1]);
             if more >= 2 && next == b"~" {
                 t.approx = true;
                 i += 1;
@@ -88,7 +88,7 @@ fn parse_trim(
             i += 1;
             t.arg_idx = i;
         } else if kw(opt, "limit") && more > 0 {
-            limit = long_long(&args[i + 1])?;
+            limit = long_long(args[i + 1])?;
             if limit < 0 {
                 return Err(CmdError::msg("ERR The LIMIT argument must be >= 0."));
             }
@@ -165,18 +165,23 @@ impl super::Named for XAdd {
     }
 }
 
-impl Command for XAdd {
+impl Command<'_> for XAdd {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         // Parsed in `apply`: the defaults depend on the configuration and the caller.
         let mut args = vec![Bytes::from_static(b"XADD")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XAdd { args })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut argv = self.args;
         let entries = node_limits(ctx.shared).max_entries;
-        let (t, idpos) = parse_trim(&argv, true, ctx.client.master_link, entries)?;
+        let (t, idpos) = parse_trim(
+            &crate::engine::args::borrowed(&argv),
+            true,
+            ctx.client.master_link,
+            entries,
+        )?;
         let field_pos = idpos + 1;
         let nfields = argv.len().saturating_sub(field_pos);
         if nfields < 2 || nfields % 2 == 1 {
@@ -258,17 +263,22 @@ impl super::Named for XTrim {
     }
 }
 
-impl Command for XTrim {
+impl Command<'_> for XTrim {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XTRIM")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XTrim { args })
     }
 
     fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
         let mut argv = self.args;
         let entries = node_limits(ctx.shared).max_entries;
-        let (t, _) = parse_trim(&argv, false, ctx.client.master_link, entries)?;
+        let (t, _) = parse_trim(
+            &crate::engine::args::borrowed(&argv),
+            false,
+            ctx.client.master_link,
+            entries,
+        )?;
         let key = argv[1].clone();
         let Some(s) = lookup_stream(ctx, &key)? else {
             return Ok(Reply::Int(0));
@@ -296,10 +306,10 @@ impl super::Named for XDel {
     }
 }
 
-impl Command for XDel {
+impl Command<'_> for XDel {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
         let mut args = vec![Bytes::from_static(b"XDEL")];
-        args.extend(a.rest().iter().cloned());
+        args.extend(a.rest().iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XDel { args })
     }
 
@@ -351,10 +361,10 @@ impl super::Named for XSetId {
     }
 }
 
-impl Command for XSetId {
+impl Command<'_> for XSetId {
     fn parse(a: &mut ArgCursor<'_>) -> CmdResult<Self> {
-        let key = a.next()?.clone();
-        let id_arg = a.next()?.clone();
+        let key = a.next_owned()?;
+        let id_arg = a.next_owned()?;
         let id = parse_strict_id(&id_arg, 0)?;
         let mut entries_added = -1;
         let mut max_deleted = StreamId::MIN;
@@ -364,13 +374,13 @@ impl Command for XSetId {
             let more = rest.len() - 1 - i;
             let opt = &rest[i];
             if kw(opt, "entriesadded") && more > 0 {
-                entries_added = long_long(&rest[i + 1])?;
+                entries_added = long_long(rest[i + 1])?;
                 if entries_added < 0 {
                     return Err(CmdError::msg("ERR entries_added must be positive"));
                 }
                 i += 2;
             } else if kw(opt, "maxdeletedid") && more > 0 {
-                max_deleted = parse_strict_id(&rest[i + 1], 0)?;
+                max_deleted = parse_strict_id(rest[i + 1], 0)?;
                 if id < max_deleted {
                     return Err(CmdError::msg(
                         "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
@@ -382,7 +392,7 @@ impl Command for XSetId {
             }
         }
         let mut args = vec![Bytes::from_static(b"XSETID"), key.clone(), id_arg];
-        args.extend(rest.iter().cloned());
+        args.extend(rest.iter().map(|x| Bytes::copy_from_slice(x)));
         Ok(XSetId {
             key,
             id,

@@ -16,7 +16,12 @@ fn range(
     rev: Option<bool>,
 ) -> CmdResult<RangeQuery> {
     let v = args(words);
-    RangeQuery::parse(&mut ArgCursor::new(&v), store, kind, rev)
+    RangeQuery::parse(
+        &mut ArgCursor::new(&crate::engine::args::borrowed(&v)),
+        store,
+        kind,
+        rev,
+    )
 }
 
 #[test]

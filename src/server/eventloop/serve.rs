@@ -11,6 +11,7 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::stream::Stream;
 use crate::engine::{Next, Ran};
+use crate::protocol::request::RequestParser;
 use crate::server::Admitted;
 use crate::server::Shared;
 use crate::server::connection::{self, Buffers, Registered, Resume};
@@ -134,36 +135,45 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
                 return Served::Close;
             }
         };
+        let consumed = req.consumed;
         // More requests behind the first: prefetch their keys (see `prefetch`).
-        if std::mem::take(&mut first) && req.consumed < buf.rbuf.len() {
-            super::prefetch::batch(&shared.keyspace, client.db, &buf.rbuf[req.consumed..]);
+        if std::mem::take(&mut first) && consumed < buf.rbuf.len() {
+            super::prefetch::batch(&shared.keyspace, client.db, &buf.rbuf[consumed..]);
         }
-        large |= req.consumed >= connection::LARGE_REQUEST;
-        let frame = buf.rbuf.split_to(req.consumed).freeze();
+        large |= consumed >= connection::LARGE_REQUEST;
         // Redis's qbuf: the unprocessed input, this command included.
-        client
-            .info
-            .qbuf
-            .store(req.consumed + buf.rbuf.len(), Ordering::Relaxed);
-        buf.parser.fill_args(req.args, frame, &mut buf.args);
-        if buf.args.is_empty() {
+        client.info.qbuf.store(buf.rbuf.len(), Ordering::Relaxed);
+        // The arguments are borrowed from the read buffer while the command runs (no
+        // reference count per argument); the request leaves the buffer after it ran.
+        let argv = RequestParser::slices(req.args, &buf.rbuf[..consumed], &mut buf.args);
+        if argv.is_empty() {
+            buf.parser.recycle_slices(argv);
+            buf.rbuf.advance(consumed);
             continue;
         }
-        // CLIENT PAUSE and a running script's shards are waited for on the tokio path.
+        // CLIENT PAUSE and a running script's shards are waited for on the tokio path,
+        // which parses the request again from the buffer.
         if shared.pause.is_set()
             || (commands::scripting::script_running(shared)
-                && !commands::scripting::gate_clear(shared, client, &buf.args))
+                && !commands::scripting::gate_clear(shared, client, &argv))
         {
-            return Served::HandOver(Resume::Gate);
+            buf.parser.recycle_slices(argv);
+            buf.args.clear();
+            return Served::HandOver(Resume::Read);
         }
         let was_authenticated = client.authenticated;
-        let ran = engine::execute_may_block(shared, client, &buf.args);
-        match ran.next {
-            // A script took a shard this command needs after the check above.
-            Next::Regate => return Served::HandOver(Resume::Gate),
+        let ran = engine::execute_may_block(shared, client, &argv);
+        buf.parser.recycle_slices(argv);
+        buf.args.clear();
+        if matches!(ran.next, Next::Regate) {
+            // A script took a shard this command needs after the check above: unrun, it
+            // goes through the gate on the tokio path, from the buffer.
+            return Served::HandOver(Resume::Read);
+        }
+        buf.rbuf.advance(consumed);
+        if let Next::Block(_) = ran.next {
             // Blocked: the tokio path waits for the waiter's reply.
-            Next::Block(_) => return Served::HandOver(Resume::After(ran, was_authenticated)),
-            _ => {}
+            return Served::HandOver(Resume::After(ran, was_authenticated));
         }
         if client.authenticated != was_authenticated {
             buf.parser
@@ -204,9 +214,7 @@ fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
             }
         }
     }
-    // Release the last request's slices of the read buffer (see connection::run), and what
-    // a large request left allocated.
-    buf.args.clear();
+    // Release what a large request left allocated.
     buf.release_large(large);
     Served::Keep
 }

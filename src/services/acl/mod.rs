@@ -101,13 +101,9 @@ fn key_needs(flags: &[&str]) -> Option<u8> {
     Some(need)
 }
 
-fn check_selector(s: &rules::Selector, entry: &CommandEntry, args: &[Bytes]) -> Result<(), Denied> {
+fn check_selector(s: &rules::Selector, entry: &CommandEntry, args: &[&[u8]]) -> Result<(), Denied> {
     let spec = entry.spec;
-    let first = if args.len() >= 2 {
-        Some(&args[1][..])
-    } else {
-        None
-    };
+    let first = if args.len() >= 2 { Some(args[1]) } else { None };
     if !s.allows_command(entry.id.0, spec.flags, first) {
         return Err(Denied::Command);
     }
@@ -128,7 +124,7 @@ fn check_selector(s: &rules::Selector, entry: &CommandEntry, args: &[Bytes]) -> 
     }
     if !s.allchannels {
         for (pos, pattern) in spec.channels.positions(args) {
-            if !channel_allowed(&s.channels, &args[pos], pattern) {
+            if !channel_allowed(&s.channels, args[pos], pattern) {
                 return Err(Denied::Channel(pos));
             }
         }
@@ -175,7 +171,7 @@ pub(crate) fn channel_allowed_by(patterns: &[Bytes], name: &[u8], is_pattern: bo
 
 /// Whether `user` may run `entry` with `args` (Redis's `ACLCheckAllUserCommandPerm`): some
 /// selector allows it, or the most relevant refusal.
-pub(crate) fn check_user(user: &User, entry: &CommandEntry, args: &[Bytes]) -> Result<(), Denied> {
+pub(crate) fn check_user(user: &User, entry: &CommandEntry, args: &[&[u8]]) -> Result<(), Denied> {
     let mut relevant = Denied::Command;
     for s in &user.selectors {
         match check_selector(s, entry, args) {
@@ -307,7 +303,7 @@ impl Acl {
     }
 
     /// The command check for a client logged in as `user`.
-    pub fn check(&self, user: &[u8], entry: &CommandEntry, args: &[Bytes]) -> Result<(), Denied> {
+    pub fn check(&self, user: &[u8], entry: &CommandEntry, args: &[&[u8]]) -> Result<(), Denied> {
         if user == DEFAULT_USER && self.default_open.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -324,7 +320,7 @@ impl Acl {
         &self,
         client: &crate::client::ClientState,
         entry: &CommandEntry,
-        args: &[Bytes],
+        args: &[&[u8]],
         denied: Denied,
         context: log::Context,
         now_ms: u64,
@@ -334,10 +330,17 @@ impl Acl {
                 log::Reason::Command,
                 Bytes::from_static(entry.spec.name.as_bytes()),
             ),
-            Denied::Key(i) => (log::Reason::Key, args.get(i).cloned().unwrap_or_default()),
+            Denied::Key(i) => (
+                log::Reason::Key,
+                args.get(i)
+                    .map(|a| Bytes::copy_from_slice(a))
+                    .unwrap_or_default(),
+            ),
             Denied::Channel(i) => (
                 log::Reason::Channel,
-                args.get(i).cloned().unwrap_or_default(),
+                args.get(i)
+                    .map(|a| Bytes::copy_from_slice(a))
+                    .unwrap_or_default(),
             ),
         };
         self.log.add(log::AclLogEntry {
@@ -406,14 +409,15 @@ impl Acl {
         &self,
         table: &CommandTable,
         name: &[u8],
-        ops: &[Bytes],
+        ops: &[&[u8]],
     ) -> Result<Option<Vec<Bytes>>, String> {
-        let merged = rules::merge_selectors(ops).map_err(|i| {
-            format!(
-                "ERR Unmatched parenthesis in acl selector starting at '{}'.",
-                String::from_utf8_lossy(&ops[i])
-            )
-        })?;
+        let merged =
+            rules::merge_selectors(&crate::protocol::request::owned_args(ops)).map_err(|i| {
+                format!(
+                    "ERR Unmatched parenthesis in acl selector starting at '{}'.",
+                    String::from_utf8_lossy(ops[i])
+                )
+            })?;
         let all = self.allchannels_default.load(Ordering::Relaxed);
         let Ok(mut map) = self.users.write() else {
             return Err("ERR ACL users are unavailable".into());
@@ -438,7 +442,7 @@ impl Acl {
     }
 
     /// ACL DELUSER: removes the users named (never `default`); the number removed.
-    pub fn delete_users(&self, names: &[Bytes]) -> usize {
+    pub fn delete_users(&self, names: &[&[u8]]) -> usize {
         let Ok(mut map) = self.users.write() else {
             return 0;
         };
@@ -649,7 +653,11 @@ mod tests {
             Some(sub) => sub,
             None => entry,
         };
-        acl.check(user.as_bytes(), entry, &a)
+        acl.check(
+            user.as_bytes(),
+            entry,
+            &crate::protocol::request::borrowed_args(&a),
+        )
     }
 
     #[test]
@@ -659,7 +667,14 @@ mod tests {
         acl.set_user(
             &table,
             b"t1",
-            &args(&["on", ">pw", "~tenant1:*", "+@all", "-@dangerous", "&news.*"]),
+            &crate::protocol::request::borrowed_args(&args(&[
+                "on",
+                ">pw",
+                "~tenant1:*",
+                "+@all",
+                "-@dangerous",
+                "&news.*",
+            ])),
         )
         .unwrap();
         assert!(acl.authenticate(b"t1", b"pw"));
@@ -691,8 +706,12 @@ mod tests {
     fn read_and_write_patterns() {
         let table = CommandTable::build();
         let acl = Acl::new(&table, None, false);
-        acl.set_user(&table, b"u", &args(&["on", "+@all", "%R~r*", "%W~w*"]))
-            .unwrap();
+        acl.set_user(
+            &table,
+            b"u",
+            &crate::protocol::request::borrowed_args(&args(&["on", "+@all", "%R~r*", "%W~w*"])),
+        )
+        .unwrap();
         assert_eq!(check(&acl, &table, "u", &["get", "r1"]), Ok(()));
         assert_eq!(
             check(&acl, &table, "u", &["get", "w1"]),
@@ -727,7 +746,13 @@ mod tests {
         acl.set_user(
             &table,
             b"a",
-            &args(&["on", ">x", "~k*", "+get", "(+set ~s*)"]),
+            &crate::protocol::request::borrowed_args(&args(&[
+                "on",
+                ">x",
+                "~k*",
+                "+get",
+                "(+set ~s*)",
+            ])),
         )
         .unwrap();
         let text = acl.save_text();
