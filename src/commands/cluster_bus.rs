@@ -175,7 +175,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
                 Reply::ok()
             })
         }
-        "failover" => failover(ctx, &b, &args[1], rest),
+        "failover" => failover(ctx, &b, args[1], rest),
         "count-failure-reports" => {
             let id = rest.first().map(|a| text(a)).unwrap_or_default();
             let st = b.lock();
@@ -186,7 +186,7 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
         }
         _ => err(format!(
             "ERR unknown subcommand '{}'. Try CLUSTER HELP.",
-            crate::engine::printable(&args[1.min(args.len().saturating_sub(1))], 128)
+            crate::engine::printable(args[1.min(args.len().saturating_sub(1))], 128)
         )),
     }
 }
