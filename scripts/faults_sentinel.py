@@ -129,7 +129,9 @@ def partition_windows(timeline, ack_times, refused_times):
     refusals = sorted(t for ts in refused_times for t in ts)
     per_fault = []
     for k, (cut, healed, rejoined, port, demoted) in enumerate(timeline):
-        end = timeline[k + 1][0] if k + 1 < len(timeline) else float("inf")
+        # Until it rejoined as a replica (it acknowledges nothing as one): a later fault
+        # may promote the same node, and what it acknowledges then is not this fault's.
+        end = min(rejoined, timeline[k + 1][0]) if k + 1 < len(timeline) else rejoined
         by_old = [t for t, p, _ in acks if cut <= t < end and p == port]
         writers = sorted({i for t, p, i in acks if cut <= t < end and p == port})
         span = (by_old[-1] - by_old[0]) if len(by_old) > 1 else 0.0

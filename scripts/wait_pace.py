@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -58,7 +59,22 @@ def start(binary, tmp, name, fsync, replicaof=None, extra=()):
     return p, port
 
 
-def run(binary, rounds, clients, fsync, wait=True, extra=()):
+def syscalls_per_round(summary, rounds):
+    """`strace -c`'s table: calls per round of the system calls that cost a WAIT."""
+    out = {}
+    for line in summary.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] in ("fdatasync", "fsync", "write", "writev",
+                                              "sendto", "sendmsg", "read", "recvfrom",
+                                              "epoll_wait", "futex"):
+            try:
+                out[parts[-1]] = round(int(parts[3]) / rounds, 2)
+            except ValueError:
+                pass
+    return out
+
+
+def run(binary, rounds, clients, fsync, wait=True, extra=(), strace=False):
     tmp = tempfile.mkdtemp(prefix="sluice-wait-pace-")
     procs = []
     try:
@@ -68,6 +84,15 @@ def run(binary, rounds, clients, fsync, wait=True, extra=()):
         procs.append(rp)
         m = redis.Redis(port=mport)
         until(lambda: m.info("replication").get("slave0", {}).get("state") == "online")
+        tracers = []
+        if strace:
+            for name, p in (("master", mp), ("replica", rp)):
+                log = os.path.join(tmp, f"strace.{name}")
+                tracers.append((name, log, subprocess.Popen(
+                    ["strace", "-c", "-f", "-o", log, "-p", str(p.pid)],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)))
+            time.sleep(0.5)  # attached to every thread
         times = [[] for _ in range(clients)]
         zeros = [0] * clients
         per_client = max(1, rounds // clients)
@@ -89,7 +114,13 @@ def run(binary, rounds, clients, fsync, wait=True, extra=()):
             t.join()
         elapsed = time.perf_counter() - t0
         all_t = sorted(x for ts in times for x in ts)
-        return {"server": os.path.basename(binary), "fsync": fsync or "off",
+        calls = {}
+        for name, log, t in tracers:
+            t.send_signal(signal.SIGINT)  # detaches and writes the table
+            t.wait(10)
+            with open(log) as f:
+                calls[name] = syscalls_per_round(f.read(), len(all_t))
+        return {"syscalls_per_round": calls} | {"server": os.path.basename(binary), "fsync": fsync or "off",
                 "wait": wait, "clients": clients, "rounds": len(all_t),
                 "rounds_per_s": round(len(all_t) / elapsed, 1),
                 "median_ms": round(1000 * all_t[len(all_t) // 2], 3),
@@ -115,10 +146,12 @@ def main():
     ap.add_argument("--arg", action="append", default=[],
                     help="one more argument for both servers (repeat: --arg=--io-backend "
                     "--arg=epoll)")
+    ap.add_argument("--strace", action="store_true",
+                    help="count both nodes' system calls per round (strace -c; slows them)")
     a = ap.parse_args()
     if not 1 <= a.rounds <= 100000 or not 1 <= a.clients <= 64:
         ap.error("--rounds in 1..100000, --clients in 1..64")
-    print(json.dumps(run(a.server, a.rounds, a.clients, a.fsync, not a.no_wait, a.arg)))
+    print(json.dumps(run(a.server, a.rounds, a.clients, a.fsync, not a.no_wait, a.arg, a.strace)))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,10 @@ fn reconfigure(addr: std::net::SocketAddr, nowhere: u16) -> Vec<String> {
         "blpop: {}",
         text(&blocked_once.cmd(&[b"BLPOP", b"nothing", b"0.01"]))
     ));
-    out.push(format!("incr: {}", text(&blocked_once.cmd(&[b"INCR", b"n"]))));
+    out.push(format!(
+        "incr: {}",
+        text(&blocked_once.cmd(&[b"INCR", b"n"]))
+    ));
     let mut subscriber = Conn::connect(addr);
     out.push(format!(
         "subscribe: {}",
@@ -67,7 +70,10 @@ fn reconfigure(addr: std::net::SocketAddr, nowhere: u16) -> Vec<String> {
         out.push(format!("{name}: {seen}"));
     }
     // The sentinel's own connection stays; a new client's write is refused.
-    out.push(format!("sentinel ping: {}", text(&sentinel.cmd(&[b"PING"]))));
+    out.push(format!(
+        "sentinel ping: {}",
+        text(&sentinel.cmd(&[b"PING"]))
+    ));
     let mut late = Conn::connect(addr);
     out.push(format!("late incr: {}", text(&late.cmd(&[b"INCR", b"n"]))));
     let info = text(&late.cmd(&[b"INFO", b"replication"]));
@@ -75,7 +81,10 @@ fn reconfigure(addr: std::net::SocketAddr, nowhere: u16) -> Vec<String> {
         let line = info.lines().find(|l| l.starts_with(field)).unwrap_or("");
         // The unreachable master's port differs between the two runs.
         out.push(if field == "master_port:" {
-            format!("{field} same as SLAVEOF: {}", line == format!("{field}{port}"))
+            format!(
+                "{field} same as SLAVEOF: {}",
+                line == format!("{field}{port}")
+            )
         } else {
             line.to_string()
         });
