@@ -630,7 +630,10 @@ mod tests {
         r.request_acks();
         assert_eq!(r.offset(), one);
         let tail = r.feed().since(written).unwrap_or_default();
-        assert_eq!(&tail[..], b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n");
+        assert_eq!(
+            &tail[..],
+            b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"
+        );
         // A write in between: the next WAIT asks again.
         r.propagate_plain(&[Bytes::from_static(b"PING")]);
         assert_eq!(r.written_offset(), r.offset());
