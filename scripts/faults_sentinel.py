@@ -125,12 +125,16 @@ def partition_windows(timeline, ack_times, refused_times):
     may take a few more, as Redis's may, until the sentinels demote it); `refuse_s`, the first -NOREPLICAS's after the cut (None
     when none came); `after_heal`, those of `acked` that came after the heal (a master that
     counts its replicas good again). Sums: `acked_cut_off` and `ack_seconds`."""
-    acks = sorted(a for ts in ack_times for a in ts)
+    acks = sorted((t, p, i) for i, ts in enumerate(ack_times) for t, p in ts)
     refusals = sorted(t for ts in refused_times for t in ts)
     per_fault = []
-    for k, (cut, healed, rejoined, port) in enumerate(timeline):
-        end = timeline[k + 1][0] if k + 1 < len(timeline) else float("inf")
-        by_old = [t for t, p in acks if cut <= t < end and p == port]
+    for k, (cut, healed, rejoined, port, demoted) in enumerate(timeline):
+        # Until it rejoined as a replica (it acknowledges nothing as one): a later fault
+        # may promote the same node, and what it acknowledges then is not this fault's.
+        end = min(rejoined, timeline[k + 1][0]) if k + 1 < len(timeline) else rejoined
+        by_old = [t for t, p, _ in acks if cut <= t < end and p == port]
+        writers = sorted({i for t, p, i in acks if cut <= t < end and p == port})
+        span = (by_old[-1] - by_old[0]) if len(by_old) > 1 else 0.0
         refused = [t for t in refusals if cut <= t <= rejoined]
         before_heal = [t for t in by_old if t < healed]
         per_fault.append({
@@ -141,6 +145,14 @@ def partition_windows(timeline, ack_times, refused_times):
             "after_heal": sum(1 for t in by_old if t >= healed),
             "heal_s": round(healed - cut, 3),
             "rejoin_s": round(rejoined - cut, 3),
+            # The sentinels' SLAVEOF reaching it (role:slave first seen), after the cut.
+            "demoted_s": round(demoted - cut, 3) if demoted is not None else None,
+            # Which clients it acknowledged after the cut, the first of those
+            # acknowledgements' time (a request in flight at the SIGCONT answers at once)
+            # and their rate while it lasted.
+            "writers": writers,
+            "first_ack_s": round(by_old[0] - cut, 3) if by_old else None,
+            "ack_rate": round((len(by_old) - 1) / span, 1) if span > 0 else None,
         })
     n = max(1, len(per_fault))
     return {"windows": per_fault,
@@ -289,11 +301,23 @@ def run(binary, mode, faults, clients, fault_kind, seed, hold=1.0, max_lag=10, q
                 time.sleep(hold)
                 victim.proxy.heal()
                 healed = time.monotonic()
+            # The demotion: the first moment the old master reports role:slave (the
+            # sentinels' SLAVEOF has reached it), polled more finely than `until`.
+            demoted = None
+            deadline = time.monotonic() + 90
+            while demoted is None and time.monotonic() < deadline:
+                try:
+                    if vr.info("replication")["role"] == "slave":
+                        demoted = time.monotonic()
+                        break
+                except (redis.RedisError, OSError):
+                    pass
+                time.sleep(0.02)
             until(f"{victim.name} rejoins as a replica",
                   lambda: vr.info("replication")["role"] == "slave"
                   and vr.info("replication")["master_link_status"] == "up", 90)
             if fault_kind in ("partition", "stop"):
-                timeline.append((cut, healed, time.monotonic(), old))
+                timeline.append((cut, healed, time.monotonic(), old, demoted))
             survived += 1
             if not quiet:
                 print(f"fault {k + 1}: master {old} -> {master_port()}", flush=True)
@@ -377,6 +401,11 @@ def main():
                             if w["refuse_s"] is not None else "")
                          + (f", {w['after_heal']} after the heal at {w['heal_s']:.2f} s"
                             if w["after_heal"] else "")
+                         + (f", demoted at {w['demoted_s']:.2f} s"
+                            if w["demoted_s"] is not None else "")
+                         + (f", {len(w['writers'])} client(s) from {w['first_ack_s']:.2f} s"
+                            + (f" at {w['ack_rate']:.0f}/s" if w["ack_rate"] else "")
+                            if w["writers"] else "")
                          for w in t["windows"]) + ")"))
 
 

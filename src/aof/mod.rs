@@ -243,6 +243,15 @@ impl Aof {
         self.appended.fetch_add(grown, Ordering::Release);
     }
 
+    /// Whether [`Aof::before_reply`] would have to sync the disk now (`appendfsync always`
+    /// with appended bytes not yet durable): the moment for a caller that serves several
+    /// clients to let the others append first, so that one sync covers them all, as Redis
+    /// syncs once per event-loop turn. One or two atomic loads.
+    pub(crate) fn sync_due(&self) -> bool {
+        self.fsync() == Fsync::Always
+            && self.durable.load(Ordering::Acquire) < self.appended.load(Ordering::Acquire)
+    }
+
     /// Called before replies are written: puts what was appended into the file, and with
     /// `appendfsync always` on disk, before returning. Cheap when nothing is pending.
     pub(crate) fn before_reply(&self) {

@@ -265,6 +265,13 @@ pub(crate) async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     // never send any).
     let mut ack_check = tokio::time::interval(Duration::from_secs(1));
     loop {
+        // With `appendfsync always`, the writes of the clients served alongside go out
+        // together (one yield lets them run first): the replica then applies them with one
+        // sync of its own file, not one each, as Redis's stream leaves once per event-loop
+        // turn.
+        if shared.repl.aof.sync_due() {
+            tokio::task::yield_now().await;
+        }
         let (pending, lag, backlog) = {
             let f = shared.repl.feed();
             let lag = f.offset.saturating_sub(sent);

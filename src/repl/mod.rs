@@ -278,6 +278,11 @@ pub struct Repl {
     /// Replicas good for `min-replicas-to-write` when last counted (Redis's
     /// `repl_good_slaves_count`; see `refresh_good_replicas`).
     good: AtomicU64,
+    /// The stream's offset just after the last REPLCONF GETACK that `request_acks` put in
+    /// it (0: none, or a replica attached since).
+    getack_end: AtomicU64,
+    /// Where that GETACK starts: what a replica answering it acknowledges.
+    getack_start: AtomicU64,
     /// The origin of the whole seconds lags are judged in.
     epoch: Instant,
 }
@@ -300,6 +305,8 @@ impl Repl {
             fullsync: fullsync::Broker::default(),
             aof: Arc::new(crate::aof::Aof::new()),
             good: AtomicU64::new(0),
+            getack_end: AtomicU64::new(0),
+            getack_start: AtomicU64::new(0),
             epoch: Instant::now(),
         }
     }
@@ -387,6 +394,36 @@ impl Repl {
         self.grown.send_replace(offset);
     }
 
+    /// Asks every replica to acknowledge at once (WAIT): a REPLCONF GETACK in the stream,
+    /// unless the stream already ends with one (nothing was written since), which the
+    /// replicas answer with this offset too. Several clients' WAITs between two writes
+    /// then cost the replicas one acknowledgement (and, with `appendfsync always`, one
+    /// sync), as Redis sends one GETACK per event-loop turn for all of them.
+    pub fn request_acks(&self) {
+        if !self.active() {
+            return;
+        }
+        let mut scratch = Vec::new();
+        encode_command(
+            &mut scratch,
+            &[
+                Bytes::from_static(b"REPLCONF"),
+                Bytes::from_static(b"GETACK"),
+                Bytes::from_static(b"*"),
+            ],
+        );
+        let mut feed = self.feed();
+        if feed.offset != 0 && feed.offset == self.getack_end.load(Ordering::Relaxed) {
+            return;
+        }
+        self.getack_start.store(feed.offset, Ordering::Relaxed);
+        feed.append(&scratch);
+        let offset = feed.offset;
+        self.getack_end.store(offset, Ordering::Relaxed);
+        drop(feed);
+        self.grown.send_replace(offset);
+    }
+
     /// Appends bytes a replica applied from its master (its own stream is its master's).
     pub fn append_from_master(&self, bytes: &[u8]) {
         let mut feed = self.feed();
@@ -399,6 +436,18 @@ impl Repl {
     /// The stream's offset.
     pub fn offset(&self) -> u64 {
         self.feed().offset
+    }
+
+    /// The stream's offset without a REPLCONF GETACK it ends with (see `request_acks`): what
+    /// a WAIT waits for, since a replica's answer to that GETACK acknowledges the offset
+    /// before it (the GETACK itself carries no write).
+    pub fn written_offset(&self) -> u64 {
+        let feed = self.feed();
+        if feed.offset != 0 && feed.offset == self.getack_end.load(Ordering::Relaxed) {
+            self.getack_start.load(Ordering::Relaxed)
+        } else {
+            feed.offset
+        }
     }
 
     /// Counts again the replicas that are good for `min-replicas-to-write` (online, their
@@ -459,6 +508,8 @@ impl Repl {
 
     /// Attaches a replica.
     pub fn attach(&self, r: Arc<Attached>) {
+        // A replica that joins after the last GETACK never saw it: the next WAIT sends one.
+        self.getack_end.store(0, Ordering::Relaxed);
         self.replicas
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -561,6 +612,45 @@ mod tests {
         r.detach(1);
         assert_eq!(r.refresh_good_replicas(1), 0);
         assert!(r.enough_good_replicas(0));
+    }
+
+    #[test]
+    fn waits_between_two_writes_share_one_getack() {
+        let r = Repl::new(1 << 20);
+        r.activate();
+        r.propagate_plain(&[Bytes::from_static(b"PING")]);
+        let written = r.offset();
+        assert_eq!(r.written_offset(), written);
+        r.request_acks();
+        let one = r.offset();
+        assert!(one > written, "the first WAIT puts a GETACK in the stream");
+        // A second WAIT with nothing written since: no second GETACK, and it waits for
+        // the offset the replicas' answer to the first one acknowledges.
+        assert_eq!(r.written_offset(), written);
+        r.request_acks();
+        assert_eq!(r.offset(), one);
+        let tail = r.feed().since(written).unwrap_or_default();
+        assert_eq!(
+            &tail[..],
+            b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"
+        );
+        // A write in between: the next WAIT asks again.
+        r.propagate_plain(&[Bytes::from_static(b"PING")]);
+        assert_eq!(r.written_offset(), r.offset());
+        r.request_acks();
+        assert!(r.offset() > one);
+        // A replica attaching after a GETACK never saw it: the next WAIT sends one.
+        let before = r.offset();
+        r.attach(Arc::new(Attached {
+            client: 1,
+            ip: "127.0.0.1".into(),
+            port: 1,
+            state: "online",
+            ack: AtomicU64::new(0),
+            ack_at: Mutex::new(Instant::now()),
+        }));
+        r.request_acks();
+        assert!(r.offset() > before);
     }
 
     #[test]

@@ -26,6 +26,10 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::{Link, encode_command};
+
+/// How many more reads a replica with `appendfsync always` applies before it syncs what it
+/// applied (see the link's loop).
+const MORE_BEFORE_SYNC: u32 = 16;
 use crate::client::ClientState;
 use crate::engine::Roles;
 use crate::protocol::{Limits, RequestParser};
@@ -408,6 +412,7 @@ async fn stream(
     let mut in_multi: Vec<u8> = Vec::new();
     let mut ack = tokio::time::interval(Duration::from_secs(1));
     let mut args: Vec<Bytes> = Vec::new();
+    let mut more_without_sync = 0;
     loop {
         // Everything complete in the buffer.
         loop {
@@ -458,6 +463,26 @@ async fn stream(
             }
             shared.repl.master_db.store(client.db, Ordering::Relaxed);
         }
+        // The master feeds each write as it is made: what has come meanwhile is applied
+        // before syncing, so that one sync covers it too (Redis's replica syncs once per
+        // event-loop turn). Bounded, so a master that never pauses still gets its sync, its
+        // acknowledgements and the kill switch looked at.
+        if shared.repl.aof.sync_due() && more_without_sync < MORE_BEFORE_SYNC {
+            tokio::task::yield_now().await;
+            match rd.try_read_buf(&mut buf) {
+                Ok(0) => return Err(broken("master closed the connection")),
+                Ok(_) => {
+                    more_without_sync += 1;
+                    shared
+                        .repl
+                        .update_link(|l| l.last_io = Some(Instant::now()));
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        more_without_sync = 0;
         // What was applied reaches this replica's append-only file, as a master's writes do
         // before their replies.
         shared.repl.aof.before_reply();

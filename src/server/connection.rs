@@ -796,7 +796,13 @@ async fn write_out<S: Transport>(
         return Ok(());
     }
     // What the replies acknowledge reaches the append-only file (and, with `appendfsync
-    // always`, the disk) before they leave.
+    // always`, the disk) before they leave. Before a sync, the runtime's other ready
+    // connections run their commands first (one yield), so one sync covers them all, as
+    // Redis's one per event-loop turn does: without it, clients on one worker (every client
+    // that ever ran WAIT, or a blocking command) each waited for a sync of their own.
+    if shared.repl.aof.sync_due() {
+        tokio::task::yield_now().await;
+    }
     shared.repl.aof.before_reply();
     // A subscribed client is held to the pubsub class, counting its queued messages too.
     let queue = client.subscribed().then(|| client.push_queue()).flatten();

@@ -43,6 +43,7 @@ mod random_diff;
 mod rdb;
 mod repl;
 mod scripting;
+mod sentinel_reconfig;
 mod shutdown;
 mod soak;
 mod stream;

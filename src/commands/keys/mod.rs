@@ -449,16 +449,12 @@ impl Command<'_> for Wait {
                 "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
             ));
         }
-        let offset = repl.offset();
+        let offset = repl.written_offset();
         let acked = repl.acked_at_least(offset) as i64;
         if acked >= self.replicas || !ctx.may_block {
             return Ok(Reply::Int(acked));
         }
-        repl.propagate_plain(&[
-            Bytes::from_static(b"REPLCONF"),
-            Bytes::from_static(b"GETACK"),
-            Bytes::from_static(b"*"),
-        ]);
+        repl.request_acks();
         ctx.next = crate::engine::Next::WaitAcks {
             replicas: self.replicas.max(0) as u64,
             timeout_ms: self.timeout as u64,
