@@ -60,4 +60,4 @@ impl CmdError {
 }
 
 /// The result of parsing or applying a command.
-pub type CmdResult<T> = Result<T, CmdError>;
+pub(crate) type CmdResult<T> = Result<T, CmdError>;

@@ -33,7 +33,7 @@ pub mod cluster;
 pub(crate) mod commands;
 pub mod config;
 pub mod engine;
-pub mod error;
+pub(crate) mod error;
 pub mod logging;
 pub mod protocol;
 pub(crate) mod rdb;

@@ -5,8 +5,8 @@
 //! into `server`. The registry is a `DashMap`: it needs no atomicity with the keyspace, only
 //! short inserts, removals and snapshots.
 
-pub mod push;
-pub mod tracking;
+pub(crate) mod push;
+pub(crate) mod tracking;
 
 use std::sync::Arc;
 use std::sync::Mutex;

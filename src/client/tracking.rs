@@ -112,11 +112,11 @@ thread_local! {
 /// While alive, the client `id` is the one whose command runs on this thread (Redis's
 /// `current_client` during `call`): its own invalidations wait for its reply.
 #[derive(Debug)]
-pub struct Current(u64);
+pub(crate) struct Current(u64);
 
 impl Current {
     /// Marks `id` as running a command on this thread.
-    pub fn enter(id: u64) -> Current {
+    pub(crate) fn enter(id: u64) -> Current {
         Current(CURRENT.replace(id))
     }
 }

@@ -5,7 +5,7 @@
 //! binary bus with the other nodes (sluice or redis-server), keeps `nodes.conf`, fails over
 //! and moves slots as Redis does. A cluster is built the way operators build a Redis cluster
 //! (`redis-cli --cluster create`, CLUSTER MEET / ADDSLOTS / REPLICATE), or seeded from a slot
-//! map file ([`seed`], `cluster-seed-map`): a new node's first `nodes.conf` is then the state
+//! map file (`seed`, `cluster-seed-map`): a new node's first `nodes.conf` is then the state
 //! those commands would have left.
 //!
 //! This module holds the pure parts: the slot function, the map type the bus's view of
@@ -28,7 +28,7 @@
 
 pub mod bus;
 pub mod map;
-pub mod seed;
+pub(crate) mod seed;
 pub mod slot;
 
 use std::net::IpAddr;

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use super::map::{MapError, SlotMap, range_text};
 
 /// The `nodes.conf` text that seeds node `me` of `map`, whose bus listens on `my_cport`.
-pub fn nodes_conf(map: &SlotMap, me: usize, my_cport: u16) -> Result<String, MapError> {
+pub(crate) fn nodes_conf(map: &SlotMap, me: usize, my_cport: u16) -> Result<String, MapError> {
     let mut text = String::new();
     let mut epochs = vec![0u64; map.nodes.len()];
     let mut masters = 0u64;

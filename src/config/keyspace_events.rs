@@ -1,43 +1,43 @@
 //! `notify-keyspace-events`: the class bits and Redis 7.0's letters for them.
 
 /// `g`: generic commands (DEL, EXPIRE, RENAME…).
-pub const GENERIC: u32 = 1 << 2;
+pub(crate) const GENERIC: u32 = 1 << 2;
 /// `$`: string commands.
-pub const STRING: u32 = 1 << 3;
+pub(crate) const STRING: u32 = 1 << 3;
 /// `l`: list commands.
-pub const LIST: u32 = 1 << 4;
+pub(crate) const LIST: u32 = 1 << 4;
 /// `s`: set commands.
-pub const SET: u32 = 1 << 5;
+pub(crate) const SET: u32 = 1 << 5;
 /// `h`: hash commands.
-pub const HASH: u32 = 1 << 6;
+pub(crate) const HASH: u32 = 1 << 6;
 /// `z`: sorted set commands.
-pub const ZSET: u32 = 1 << 7;
+pub(crate) const ZSET: u32 = 1 << 7;
 /// `x`: a key expired (lazily or by the reaper).
-pub const EXPIRED: u32 = 1 << 8;
+pub(crate) const EXPIRED: u32 = 1 << 8;
 /// `e`: a key was evicted by maxmemory.
-pub const EVICTED: u32 = 1 << 9;
+pub(crate) const EVICTED: u32 = 1 << 9;
 /// `t`: stream commands.
-pub const STREAM: u32 = 1 << 10;
+pub(crate) const STREAM: u32 = 1 << 10;
 /// `m`: a read found no key.
-pub const KEY_MISS: u32 = 1 << 11;
+pub(crate) const KEY_MISS: u32 = 1 << 11;
 /// `d`: module events (sluice has none; accepted for compatibility).
-pub const MODULE: u32 = 1 << 12;
+pub(crate) const MODULE: u32 = 1 << 12;
 /// `n`: a key was created.
-pub const NEW: u32 = 1 << 13;
+pub(crate) const NEW: u32 = 1 << 13;
 /// `K`: publish on `__keyspace@<db>__:<key>`.
-pub const KEYSPACE: u32 = 1 << 0;
+pub(crate) const KEYSPACE: u32 = 1 << 0;
 /// `E`: publish on `__keyevent@<db>__:<event>`.
-pub const KEYEVENT: u32 = 1 << 1;
+pub(crate) const KEYEVENT: u32 = 1 << 1;
 /// `A`: every class but `m` and `n`, as in Redis.
-pub const ALL: u32 =
+pub(crate) const ALL: u32 =
     GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
 /// Redis's reason for a value with a letter that names no class.
-pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
+pub(crate) const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
 
 /// The class bits of a `notify-keyspace-events` value; None if a character names no
 /// class (Redis's `keyspaceEventsStringToFlags`: repeats are fine, order is free).
-pub fn parse(classes: &str) -> Option<u32> {
+pub(crate) fn parse(classes: &str) -> Option<u32> {
     classes.bytes().try_fold(0, |flags, c| {
         Some(
             flags
@@ -65,7 +65,7 @@ pub fn parse(classes: &str) -> Option<u32> {
 
 /// The normalised letters CONFIG GET shows (Redis's `keyspaceEventsFlagsToString`: `A`
 /// stands for all its classes, and then `n` is not shown even when set).
-pub fn format(flags: u32) -> String {
+pub(crate) fn format(flags: u32) -> String {
     let mut out = String::new();
     if flags & ALL == ALL {
         out.push('A');

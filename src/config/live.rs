@@ -157,7 +157,7 @@ impl LiveSettings {
         self.latency_tracking.load(Ordering::Relaxed)
     }
 
-    /// The `notify-keyspace-events` classes ([`super::keyspace_events`] bits; 0: off). Read once per
+    /// The `notify-keyspace-events` classes (`super::keyspace_events` bits; 0: off). Read once per
     /// command, so a command with notifications off pays one relaxed load.
     pub fn notify_keyspace_events(&self) -> u32 {
         self.notify.load(Ordering::Relaxed)

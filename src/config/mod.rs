@@ -6,13 +6,13 @@
 //! Redis allows it at run time) in CONFIG SET. [`params`] is the table of every parameter
 //! (type, bounds, flags, what sluice does with it), which checks every value before it is
 //! stored; `Config::apply` stores the ones sluice acts on; [`mod@file`] reads files and the
-//! command line; [`rewrite`] is CONFIG REWRITE.
+//! command line; `rewrite` is CONFIG REWRITE.
 
 pub mod file;
-pub mod keyspace_events;
+pub(crate) mod keyspace_events;
 mod live;
 pub mod params;
-pub mod rewrite;
+pub(crate) mod rewrite;
 
 pub use live::LiveSettings;
 
@@ -160,7 +160,7 @@ pub struct Config {
     /// Keys sampled per eviction (Redis's maxmemory-samples).
     pub maxmemory_samples: usize,
     /// `notify-keyspace-events`: the classes of keyspace notifications to publish
-    /// ([`keyspace_events`] bits; 0, the default, publishes nothing).
+    /// (`keyspace_events` bits; 0, the default, publishes nothing).
     pub notify_keyspace_events: u32,
     /// The `normal` class of client-output-buffer-limit: bounds the replies a connection
     /// holds while its client does not read them.

@@ -19,8 +19,8 @@
 //! `-CROSSSLOT` (Redis's order and texts). With cluster mode off it is one test of a `None`.
 
 pub mod args;
-pub mod call;
-pub mod docs;
+pub(crate) mod call;
+pub(crate) mod docs;
 pub mod next;
 pub mod table;
 pub mod txn;

@@ -14,28 +14,33 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use mlua::{Lua, Table, Value};
+#[cfg(test)]
+use mlua::Lua;
+use mlua::{Table, Value};
 
-use crate::num::{c_cast_i64, fmt_g};
+use crate::num::c_cast_i64;
+#[cfg(test)]
+use crate::num::fmt_g;
 use crate::protocol::Reply;
 
 /// Deepest table nesting turned into a reply: a value inside more tables than this becomes
 /// the error `reached lua stack limit`, as in Redis, whose limit comes from its Lua stack
 /// (about 7994 for nested arrays). sluice stops earlier because replies are built, encoded
 /// and dropped recursively (sized to fit a 2 MiB stack in a debug build).
-pub const MAX_DEPTH: usize = 200;
+pub(crate) const MAX_DEPTH: usize = 200;
 
 /// Most values one script reply may hold. A table reachable more than once is converted
 /// each time it is reached, so a few small tables that refer to each other (`t = {t, t}`)
 /// would otherwise expand to an exponential reply; Redis has the same expansion and no limit.
-pub const MAX_REPLY_ELEMENTS: usize = 1 << 23;
+pub(crate) const MAX_REPLY_ELEMENTS: usize = 1 << 23;
 
 /// The reply when a script's return value expands past [`MAX_REPLY_ELEMENTS`].
-pub const REPLY_TOO_LARGE: &str =
+pub(crate) const REPLY_TOO_LARGE: &str =
     "ERR reply too large: a script reply may hold at most 8388608 values";
 
 /// A Redis reply as the Lua value a script sees (`resp` is the script's protocol).
-pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
+#[cfg(test)]
+pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
     Ok(match reply {
         Reply::Status(s) => Value::Table(single(lua, "ok", s.as_bytes())?),
         Reply::Error(e) => Value::Table(single(lua, "err", e.as_bytes())?),
@@ -128,12 +133,14 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
     })
 }
 
+#[cfg(test)]
 fn single(lua: &Lua, field: &str, text: &[u8]) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 1)?;
     t.raw_set(field, lua.create_string(text)?)?;
     Ok(t)
 }
 
+#[cfg(test)]
 fn array(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Value> {
     let t = lua.create_table_with_capacity(items.len(), 0)?;
     for (i, item) in items.iter().enumerate() {
@@ -144,13 +151,18 @@ fn array(lua: &Lua, items: &[Reply], resp: u8) -> mlua::Result<Value> {
 
 /// A Lua value a script returned (or an element of it) as a reply; `resp` is the script's
 /// protocol, which decides how booleans are sent.
-pub fn lua_to_reply(v: &Value, resp: u8) -> Reply {
+#[cfg(test)]
+pub(crate) fn lua_to_reply(v: &Value, resp: u8) -> Reply {
     lua_to_reply_limited(v, resp, MAX_REPLY_ELEMENTS, &|| false)
 }
 
 /// Like [`lua_to_reply`], giving up (with `None`) as soon as `stop` says so: converting a
 /// large reply takes time, and SCRIPT KILL must still end the script.
-pub fn lua_to_reply_stoppable(v: &Value, resp: u8, stop: &dyn Fn() -> bool) -> Option<Reply> {
+pub(crate) fn lua_to_reply_stoppable(
+    v: &Value,
+    resp: u8,
+    stop: &dyn Fn() -> bool,
+) -> Option<Reply> {
     let mut state = Budget {
         left: MAX_REPLY_ELEMENTS + 1,
         stop,
@@ -163,6 +175,7 @@ pub fn lua_to_reply_stoppable(v: &Value, resp: u8, stop: &dyn Fn() -> bool) -> O
     Some(finish(reply, &state))
 }
 
+#[cfg(test)]
 fn lua_to_reply_limited(v: &Value, resp: u8, max: usize, stop: &dyn Fn() -> bool) -> Reply {
     // One spare: the budget reaching zero means some value was left out.
     let mut state = Budget {
@@ -233,7 +246,7 @@ fn field(t: &Table, name: &str) -> Value {
 }
 
 /// Error and status texts go on one line: CR and LF become spaces, as Redis does.
-pub fn one_line(bytes: &[u8]) -> String {
+pub(crate) fn one_line(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace(['\r', '\n'], " ")
 }
 
@@ -292,7 +305,8 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut Budget<'_>) ->
 
 /// The bytes a `redis.call` argument stands for: strings as they are, numbers in `%.17g`;
 /// anything else is not allowed.
-pub fn arg_bytes(v: &Value) -> Option<Bytes> {
+#[cfg(test)]
+pub(crate) fn arg_bytes(v: &Value) -> Option<Bytes> {
     match v {
         Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
@@ -305,7 +319,7 @@ pub fn arg_bytes(v: &Value) -> Option<Bytes> {
 }
 
 /// A Lua number (or numeric string, as Lua coerces it) as a double.
-pub fn to_number(v: &Value) -> Option<f64> {
+pub(crate) fn to_number(v: &Value) -> Option<f64> {
     match v {
         Value::Integer(i) => Some(*i as f64),
         Value::Number(n) => Some(*n),
@@ -315,7 +329,7 @@ pub fn to_number(v: &Value) -> Option<f64> {
 }
 
 /// Lua 5.1's string → number coercion (`lua_str2number` plus hex, surrounding spaces).
-pub fn parse_lua_number(b: &[u8]) -> Option<f64> {
+pub(crate) fn parse_lua_number(b: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(b)
         .ok()?
         .trim_matches(|c: char| c.is_ascii_whitespace());

@@ -28,7 +28,7 @@ use super::{CHUNK_FN, ErrReply, Host, Scripts, Vm, err_reply, raise_here};
 use crate::protocol::Reply;
 
 /// How long a library's load code may run (Redis's `LOAD_TIMEOUT_MS`).
-pub const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
+pub(crate) const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The flags a function declares with `redis.register_function{…, flags={…}}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub struct Library {
 
 /// The libraries and the function name index.
 #[derive(Debug, Default)]
-pub struct Libraries {
+pub(crate) struct Libraries {
     libraries: BTreeMap<String, Arc<Library>>,
     /// By name in lower case: function names are case-insensitive, as in Redis (its
     /// functions' dictionary hashes and compares them ignoring case).

@@ -38,8 +38,8 @@
 mod bitop;
 mod busy;
 mod cjson;
-pub mod convert;
-pub mod functions;
+pub(crate) mod convert;
+pub(crate) mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
 mod lstring;

@@ -11,7 +11,7 @@
 pub mod connection;
 pub mod eventloop;
 pub mod loops;
-pub mod relisten;
+pub(crate) mod relisten;
 pub mod state;
 #[cfg(target_os = "linux")]
 pub mod uring;

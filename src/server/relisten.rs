@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 /// Starts an accept loop for each listener, stopped by the token.
-pub type SpawnAccepts = Box<dyn Fn(Vec<TcpListener>, CancellationToken) + Send + Sync>;
+pub(crate) type SpawnAccepts = Box<dyn Fn(Vec<TcpListener>, CancellationToken) + Send + Sync>;
 
 /// The listen backlog of a socket bound here (Redis's `tcp-backlog` default).
 const BACKLOG: i32 = 511;

@@ -129,31 +129,31 @@ impl Aggregate for VecDeque<Bytes> {
 /// constructors and methods keep it so). Never empty in the [`Aggregate`] sense: Redis keeps
 /// an empty string.
 #[derive(Debug)]
-pub struct StringValue(Value);
+pub(crate) struct StringValue(Value);
 
 impl StringValue {
     /// A new string from bytes, encoded as SET stores them (`"42"` is an `Int`).
-    pub fn from_bytes(b: &[u8]) -> Self {
+    pub(crate) fn from_bytes(b: &[u8]) -> Self {
         StringValue(Value::from_bytes(b))
     }
 
     /// A new string made by editing in place (SETBIT, SETRANGE, PFADD…): always `Raw`.
-    pub fn raw(v: Vec<u8>) -> Self {
+    pub(crate) fn raw(v: Vec<u8>) -> Self {
         StringValue(Value::Raw(v.into()))
     }
 
     /// A new integer.
-    pub fn int(n: i64) -> Self {
+    pub(crate) fn int(n: i64) -> Self {
         StringValue(Value::Int(n))
     }
 
     /// The value (one of the string variants).
-    pub fn value(&self) -> &Value {
+    pub(crate) fn value(&self) -> &Value {
         &self.0
     }
 
     /// Its length in bytes (an `Int` as its decimal text).
-    pub fn str_len(&self) -> usize {
+    pub(crate) fn str_len(&self) -> usize {
         match &self.0 {
             Value::Int(n) => itoa::Buffer::new().format(*n).len(),
             Value::Str(b) | Value::Raw(b) => b.len(),
@@ -162,12 +162,12 @@ impl StringValue {
     }
 
     /// Replaces it with an integer (INCR's hot path: no allocation).
-    pub fn set_int(&mut self, n: i64) {
+    pub(crate) fn set_int(&mut self, n: i64) {
         self.0 = Value::Int(n);
     }
 
     /// Edits the bytes in place; the value becomes `Raw` (Redis unshares it before editing).
-    pub fn edit<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    pub(crate) fn edit<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let mut v: Vec<u8> = match &mut self.0 {
             Value::Str(b) | Value::Raw(b) => std::mem::take(b).into(),
             Value::Int(n) => itoa::Buffer::new().format(*n).as_bytes().to_vec(),
@@ -179,7 +179,7 @@ impl StringValue {
     }
 
     /// Appends `tail` (APPEND); the value becomes `Raw`.
-    pub fn append(&mut self, tail: &[u8]) {
+    pub(crate) fn append(&mut self, tail: &[u8]) {
         // Grow the stored buffer in place when nobody else holds it: BytesMut keeps spare
         // capacity (doubling), so a run of APPENDs costs amortised O(appended bytes), not a
         // copy of the whole value per call as a fresh Vec would.
@@ -213,17 +213,15 @@ impl Aggregate for StringValue {
 }
 
 /// A hash being changed in place (see the [module documentation](self)).
-pub type HashMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<HashValue>>;
+pub(crate) type HashMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<HashValue>>;
 /// A set being changed in place.
-pub type SetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SetValue>>;
+pub(crate) type SetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SetValue>>;
 /// A sorted set being changed in place.
-pub type SortedSetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SortedSet>>;
-/// A stream being changed in place.
-pub type StreamMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<super::stream::Stream>>;
+pub(crate) type SortedSetMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, Box<SortedSet>>;
 /// A list being changed in place.
-pub type ListMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, VecDeque<Bytes>>;
+pub(crate) type ListMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, VecDeque<Bytes>>;
 /// A string being changed in place.
-pub type StringMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, StringValue>;
+pub(crate) type StringMut<'l, 'a, 'k> = ValueMut<'l, 'a, 'k, StringValue>;
 
 /// The value at one key, lent out for a change in place; see the [module
 /// documentation](self) for what dropping it does.

@@ -22,14 +22,14 @@ use crate::store::keylog::KeyEvent;
 use crate::store::shard::Evicted;
 
 /// Longest time one command spends evicting.
-pub const EVICTION_BUDGET: Duration = Duration::from_millis(1);
+pub(crate) const EVICTION_BUDGET: Duration = Duration::from_millis(1);
 
 /// Redis's reply to a `denyoom` command while over the cap.
-pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub(crate) const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 /// What `perform_evictions` achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Under the cap (or no cap).
     Ok,
     /// Keys were evicted but memory is still over the cap; the time budget ran out.
@@ -39,7 +39,7 @@ pub enum Outcome {
 }
 
 /// Bytes counted against `maxmemory`.
-pub fn used_memory() -> usize {
+pub(crate) fn used_memory() -> usize {
     crate::alloc_stats::allocated()
 }
 
@@ -47,7 +47,7 @@ pub fn used_memory() -> usize {
 /// `evicted` counts evicted keys (INFO's `evicted_keys`); the evicted (or expired) keys'
 /// events, when logged, go to `events`, to be published by the caller (no shard is held
 /// on return).
-pub fn perform_evictions(
+pub(crate) fn perform_evictions(
     keyspace: &Keyspace,
     live: &LiveSettings,
     evicted: &AtomicU64,

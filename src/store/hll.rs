@@ -17,17 +17,17 @@
 //! - the estimate is Ertl's improved estimator over the register histogram (Redis ≥ 5).
 
 /// Header bytes.
-pub const HDR: usize = 16;
+pub(crate) const HDR: usize = 16;
 /// Number of registers.
-pub const REGISTERS: usize = 1 << 14;
+pub(crate) const REGISTERS: usize = 1 << 14;
 /// Bits per dense register.
 const BITS: usize = 6;
 /// Largest register value.
 const REGISTER_MAX: u8 = (1 << BITS) - 1;
 /// Size of a dense HLL string.
-pub const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
+pub(crate) const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
 /// Redis's default `hll-sparse-max-bytes`.
-pub const SPARSE_MAX_BYTES: usize = 3000;
+pub(crate) const SPARSE_MAX_BYTES: usize = 3000;
 /// Hash bits left after the register index.
 const Q: usize = 64 - 14;
 
@@ -41,10 +41,10 @@ const XZERO_MAX_LEN: usize = 16384;
 
 /// The HLL's bytes are not a valid representation (Redis's INVALIDOBJ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Corrupt;
+pub(crate) struct Corrupt;
 
 /// MurmurHash64A as Redis uses it (little-endian reads on every platform).
-pub fn murmur64a(key: &[u8], seed: u64) -> u64 {
+pub(crate) fn murmur64a(key: &[u8], seed: u64) -> u64 {
     const M: u64 = 0xc6a4_a793_5bd1_e995;
     const R: u32 = 47;
     let mut h = seed ^ (key.len() as u64).wrapping_mul(M);
@@ -71,7 +71,7 @@ pub fn murmur64a(key: &[u8], seed: u64) -> u64 {
 }
 
 /// The register an element falls in and the value it proposes (Redis's hllPatLen).
-pub fn pattern(ele: &[u8]) -> (usize, u8) {
+pub(crate) fn pattern(ele: &[u8]) -> (usize, u8) {
     let hash = murmur64a(ele, 0xadc8_3b19);
     let index = (hash as usize) & (REGISTERS - 1);
     let rest = (hash >> 14) | (1u64 << Q);
@@ -81,7 +81,7 @@ pub fn pattern(ele: &[u8]) -> (usize, u8) {
 // ---- header ----------------------------------------------------------------------------------
 
 /// A new, empty HLL: sparse, one XZERO covering every register, cache stale-free zero.
-pub fn new_sparse() -> Vec<u8> {
+pub(crate) fn new_sparse() -> Vec<u8> {
     let mut h = vec![0u8; HDR];
     h[..4].copy_from_slice(b"HYLL");
     h[4] = SPARSE;
@@ -96,7 +96,7 @@ pub fn new_sparse() -> Vec<u8> {
 
 /// True if `s` passes Redis's isHLLObject checks: magic, a known encoding, and for dense
 /// the exact length. (A sparse body is validated as it is read.)
-pub fn is_hll(s: &[u8]) -> bool {
+pub(crate) fn is_hll(s: &[u8]) -> bool {
     s.len() >= HDR
         && &s[..4] == b"HYLL"
         && s[4] <= SPARSE
@@ -104,20 +104,20 @@ pub fn is_hll(s: &[u8]) -> bool {
 }
 
 /// The cached cardinality, if it is valid.
-pub fn cached(h: &[u8]) -> Option<u64> {
+pub(crate) fn cached(h: &[u8]) -> Option<u64> {
     let card: [u8; 8] = h.get(8..16)?.try_into().ok()?;
     (card[7] & 0x80 == 0).then(|| u64::from_le_bytes(card))
 }
 
 /// Stores the cardinality in the cache.
-pub fn set_cached(h: &mut [u8], card: u64) {
+pub(crate) fn set_cached(h: &mut [u8], card: u64) {
     if let Some(c) = h.get_mut(8..16) {
         c.copy_from_slice(&card.to_le_bytes());
     }
 }
 
 /// Marks the cached cardinality stale.
-pub fn invalidate(h: &mut [u8]) {
+pub(crate) fn invalidate(h: &mut [u8]) {
     if let Some(b) = h.get_mut(15) {
         *b |= 0x80;
     }
@@ -205,7 +205,7 @@ fn push_zero_run(out: &mut Vec<u8>, len: usize) {
 
 /// Converts a sparse HLL to dense in place (a no-op for dense). The header, cache included,
 /// is kept.
-pub fn to_dense(h: &mut Vec<u8>) -> Result<(), Corrupt> {
+pub(crate) fn to_dense(h: &mut Vec<u8>) -> Result<(), Corrupt> {
     if is_dense(h) {
         return Ok(());
     }
@@ -342,7 +342,7 @@ fn promote(h: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
 }
 
 /// Raises register `index` to `count` in either encoding; Ok(true) if it changed.
-pub fn set_register(
+pub(crate) fn set_register(
     h: &mut Vec<u8>,
     index: usize,
     count: u8,
@@ -357,13 +357,13 @@ pub fn set_register(
 
 /// Adds an element (PFADD); Ok(true) if a register changed. The caller invalidates the
 /// cache when anything changed.
-pub fn add(h: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> Result<bool, Corrupt> {
+pub(crate) fn add(h: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> Result<bool, Corrupt> {
     let (index, count) = pattern(ele);
     set_register(h, index, count, max_bytes)
 }
 
 /// Folds an HLL into `max` (one byte per register), keeping the larger value.
-pub fn merge_into(max: &mut [u8], h: &[u8]) -> Result<(), Corrupt> {
+pub(crate) fn merge_into(max: &mut [u8], h: &[u8]) -> Result<(), Corrupt> {
     if is_dense(h) {
         let regs = &h[HDR..];
         for (i, m) in max.iter_mut().enumerate().take(REGISTERS) {
@@ -443,7 +443,7 @@ fn estimate(histo: &[u32; 64]) -> u64 {
 }
 
 /// The estimate of an HLL's registers (the cache is not read).
-pub fn count(h: &[u8]) -> Result<u64, Corrupt> {
+pub(crate) fn count(h: &[u8]) -> Result<u64, Corrupt> {
     let mut histo = [0u32; 64];
     if is_dense(h) {
         let regs = &h[HDR..];
@@ -467,7 +467,7 @@ pub fn count(h: &[u8]) -> Result<u64, Corrupt> {
 }
 
 /// The estimate of registers given one byte each (PFCOUNT of several keys).
-pub fn count_registers(max: &[u8]) -> u64 {
+pub(crate) fn count_registers(max: &[u8]) -> u64 {
     let mut histo = [0u32; 64];
     for &r in max.iter().take(REGISTERS) {
         histo[usize::from(r & 63)] += 1;

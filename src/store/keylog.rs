@@ -11,23 +11,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A key was created (Redis's `new`, class `n`).
-pub const NEW: u8 = 1;
+pub(crate) const NEW: u8 = 1;
 /// A key expired (Redis's `expired`, class `x`).
-pub const EXPIRED: u8 = 2;
+pub(crate) const EXPIRED: u8 = 2;
 /// A key was evicted (Redis's `evicted`, class `e`).
-pub const EVICTED: u8 = 4;
+pub(crate) const EVICTED: u8 = 4;
 
 /// A read found no key (Redis's `keymiss`, class `m`).
-pub const KEYMISS: u8 = 8;
+pub(crate) const KEYMISS: u8 = 8;
 
 /// Hash fields expired (Redis's `hexpired`, class `h`): the reaper's field expiry.
-pub const HEXPIRED: u8 = 16;
+pub(crate) const HEXPIRED: u8 = 16;
 /// A key deleted by the store without expiring itself (Redis's `del`, class `g`): a hash
 /// whose last field expired.
-pub const DEL: u8 = 32;
+pub(crate) const DEL: u8 = 32;
 
 /// One logged key event: its kind (one of the constants), database and key.
-pub type KeyEvent = (u8, usize, Box<[u8]>);
+pub(crate) type KeyEvent = (u8, usize, Box<[u8]>);
 
 /// A shard's log of key events.
 #[derive(Debug, Default)]

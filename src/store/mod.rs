@@ -10,20 +10,20 @@
 //! guards, which are `!Send`, so the compiler refuses any that would live across an
 //! `.await`.
 
-pub mod access;
+pub(crate) mod access;
 pub mod entry;
-pub mod evict;
-pub mod hll;
-pub mod keylog;
-pub mod listpack;
-pub mod prefetch;
-pub mod reaper;
+pub(crate) mod evict;
+pub(crate) mod hll;
+pub(crate) mod keylog;
+pub(crate) mod listpack;
+pub(crate) mod prefetch;
+pub(crate) mod reaper;
 pub mod shard;
 pub mod stream;
 pub mod value;
 mod varint;
-pub mod volatile;
-pub mod wheel;
+pub(crate) mod volatile;
+pub(crate) mod wheel;
 pub mod zset;
 
 use std::hash::BuildHasher;
@@ -195,7 +195,7 @@ impl Keyspace {
         prefetch::recall(key).unwrap_or_else(|| self.hasher.hash_one(key))
     }
 
-    /// Hashes `key`, remembers the hash for this thread's batch (see [`prefetch`]) and asks
+    /// Hashes `key`, remembers the hash for this thread's batch (see `prefetch`) and asks
     /// the CPU for its entry in database `db`, if the key is there and its shard is free
     /// right now (a hint: a shard another thread holds is not waited for).
     pub fn prefetch(&self, db: usize, key: &[u8]) {

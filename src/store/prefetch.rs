@@ -19,7 +19,7 @@ use std::cell::Cell;
 
 /// The most keys one batch remembers (a pipeline deeper than this prefetches its first
 /// `MAX_KEYS` keys).
-pub const MAX_KEYS: usize = 32;
+pub(crate) const MAX_KEYS: usize = 32;
 
 /// This thread's remembered hashes: `(address, length, hash)` in batch order.
 struct Memo {
@@ -43,13 +43,13 @@ thread_local! {
 /// forgets them (see the module docs for why the batch's read buffer must not change
 /// meanwhile).
 #[must_use = "the hashes are forgotten when this is dropped"]
-pub struct BatchHashes {
+pub(crate) struct BatchHashes {
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl BatchHashes {
     /// Starts remembering (nothing yet).
-    pub fn begin() -> BatchHashes {
+    pub(crate) fn begin() -> BatchHashes {
         forget();
         BatchHashes {
             _not_send: std::marker::PhantomData,
@@ -83,7 +83,7 @@ pub(super) fn remember(key: &[u8], hash: u64) {
 
 /// `key`'s hash, if this batch remembered it.
 #[inline]
-pub fn recall(key: &[u8]) -> Option<u64> {
+pub(crate) fn recall(key: &[u8]) -> Option<u64> {
     MEMO.try_with(|m| {
         let len = m.len.get();
         if len == 0 {

@@ -18,23 +18,23 @@ use crate::store::Keyspace;
 use crate::store::keylog::KeyEvent;
 
 /// Most keys deleted per lock hold.
-pub const REAP_BATCH: usize = 128;
+pub(crate) const REAP_BATCH: usize = 128;
 
 /// Longest sleep between checks. Bounds how late a key inserted with an earlier deadline
 /// than the one a reaper sleeps on can be reaped, without a wake-up on every insert.
-pub const MAX_SLEEP: Duration = Duration::from_millis(100);
+pub(crate) const MAX_SLEEP: Duration = Duration::from_millis(100);
 
 /// Where a reaper hands the events of the keys it expired (when shards log them), after it
 /// released the shard: the server publishes them as keyspace notifications.
-pub type OnEvents = Arc<dyn Fn(Vec<KeyEvent>) + Send + Sync>;
+pub(crate) type OnEvents = Arc<dyn Fn(Vec<KeyEvent>) + Send + Sync>;
 
 /// Told how long each pass that deleted something held its shard (the server records the
 /// slow ones as LATENCY's `expire-cycle` event).
-pub type OnPass = Arc<dyn Fn(Duration) + Send + Sync>;
+pub(crate) type OnPass = Arc<dyn Fn(Duration) + Send + Sync>;
 
 /// Starts one reaper task per shard on `runtime` (the server gives them a thread of their
 /// own, off the event loops); they stop when `stop` is cancelled.
-pub fn spawn(
+pub(crate) fn spawn(
     runtime: &tokio::runtime::Handle,
     keyspace: Arc<Keyspace>,
     clock: Clock,

@@ -189,7 +189,7 @@ type FastHasher = hashbrown::DefaultHashBuilder;
 ///
 /// Small hashes are a listpack in Redis: pairs in insertion order, searched linearly, and
 /// HGETALL, HKEYS, HSCAN and HRANDFIELD return them in that order, which clients can see.
-/// [`Pairs`] keeps that order in one packed buffer (a rate limiter's funnel hash is a few
+/// `Pairs` keeps that order in one packed buffer (a rate limiter's funnel hash is a few
 /// short fields: one allocation of about 70 bytes). Past the thresholds the hash converts for
 /// good to a hash table, whose order Redis leaves unspecified.
 #[derive(Debug, Clone)]

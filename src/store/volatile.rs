@@ -25,7 +25,7 @@ type FastHasher = hashbrown::DefaultHashBuilder;
 
 /// Redis's largest field expiry time (`EB_EXPIRE_TIME_MAX >> 2`, 2^46 - 1 ms, year 4199);
 /// later times are refused with the "invalid expire time" error.
-pub const MAX_FIELD_EXPIRE_MS: u64 = (1 << 46) - 1;
+pub(crate) const MAX_FIELD_EXPIRE_MS: u64 = (1 << 46) - 1;
 
 /// A small hash with field TTLs (`listpackex`).
 #[derive(Debug, Clone, Default)]

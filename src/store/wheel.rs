@@ -70,14 +70,14 @@ const LISTS: usize = DUE + 1;
 /// Mask of the bits the levels span: deadlines differing from `W` only in these are in the wheel.
 const SPAN_MASK: u64 = (1 << (SLOT_BITS * LEVELS as u32)) - 1;
 /// "No node" link; never a node index.
-pub const NIL: u32 = u32::MAX;
+pub(crate) const NIL: u32 = u32::MAX;
 /// `Link::list` of a node that is in no list.
 const UNLINKED: u16 = u16::MAX;
 
 /// A node's place in the wheel: its neighbours in its list and the list. Kept inside the
 /// node (the key's entry); 12 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Link {
+pub(crate) struct Link {
     /// Previous node in the same list, or `NIL`.
     prev: u32,
     /// Next node in the same list, or `NIL`.
@@ -88,7 +88,7 @@ pub struct Link {
 
 impl Link {
     /// The link of a node in no list.
-    pub const UNLINKED: Link = Link {
+    pub(crate) const UNLINKED: Link = Link {
         prev: NIL,
         next: NIL,
         list: UNLINKED,
@@ -96,7 +96,7 @@ impl Link {
 
     /// True if the node is in one of the wheel's lists.
     #[inline]
-    pub fn is_linked(&self) -> bool {
+    pub(crate) fn is_linked(&self) -> bool {
         self.list != UNLINKED
     }
 }
@@ -108,7 +108,7 @@ impl Default for Link {
 }
 
 /// The storage the wheel's nodes live in, addressed by index.
-pub trait Nodes {
+pub(crate) trait Nodes {
     /// The deadline of node `i`, in ms: due once `now_ms >= deadline`.
     fn deadline(&self, i: u32) -> u64;
     /// The link of node `i`.
@@ -117,7 +117,7 @@ pub trait Nodes {
 
 /// A hierarchical timer wheel of 6 levels × 64 slots with 1 ms ticks; see the module docs.
 #[derive(Clone)]
-pub struct Wheel {
+pub(crate) struct Wheel {
     /// The wheel's current time `W`: never later than the last `now_ms` a poll was given.
     now: u64,
     /// Linked nodes.
@@ -149,7 +149,7 @@ impl std::fmt::Debug for Wheel {
 
 impl Wheel {
     /// Creates an empty wheel whose current time is `now_ms`.
-    pub fn new(now_ms: u64) -> Self {
+    pub(crate) fn new(now_ms: u64) -> Self {
         Wheel {
             now: now_ms,
             len: 0,
@@ -162,25 +162,22 @@ impl Wheel {
     }
 
     /// Number of linked nodes.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no node is linked.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// The wheel's current time (the latest `now_ms` a poll reached).
-    pub fn now(&self) -> u64 {
-        self.now
     }
 
     /// Links node `i` by its (new) deadline, first unlinking it if it is linked: call it
     /// whenever a node's deadline is set or changed. O(1).
     ///
     /// A deadline at or before the wheel's current time is due on the next poll.
-    pub fn schedule<N: Nodes + ?Sized>(&mut self, nodes: &mut N, i: u32) {
+    pub(crate) fn schedule<N: Nodes + ?Sized>(&mut self, nodes: &mut N, i: u32) {
         let link = *nodes.link(i);
         if link.is_linked() {
             // A rate limiter's key is re-armed on every call, to a deadline that mostly
@@ -203,7 +200,7 @@ impl Wheel {
     }
 
     /// Unlinks node `i` if it is linked. O(1).
-    pub fn remove<N: Nodes + ?Sized>(&mut self, nodes: &mut N, i: u32) {
+    pub(crate) fn remove<N: Nodes + ?Sized>(&mut self, nodes: &mut N, i: u32) {
         if nodes.link(i).is_linked() {
             self.unlink(nodes, i);
             *nodes.link(i) = Link::UNLINKED;
@@ -213,7 +210,7 @@ impl Wheel {
 
     /// Node `from` now lives at index `to` (with its link): repoints its neighbours, or its
     /// list's head, at `to`. O(1). Nothing to do for an unlinked node.
-    pub fn moved<N: Nodes + ?Sized>(&mut self, nodes: &mut N, from: u32, to: u32) {
+    pub(crate) fn moved<N: Nodes + ?Sized>(&mut self, nodes: &mut N, from: u32, to: u32) {
         let Link { prev, next, list } = *nodes.link(to);
         if list == UNLINKED {
             return;
@@ -240,7 +237,7 @@ impl Wheel {
     ///
     /// After [`poll_expired`](Self::poll_expired)`(.., now_ms, ..)` has returned `false`, the
     /// result is `None` or later than `now_ms`, so a reaper never spins.
-    pub fn next_deadline(&self) -> Option<u64> {
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
         if self.len == 0 {
             return None;
         }
@@ -285,7 +282,7 @@ impl Wheel {
     /// may occasionally be returned when the next call then finds nothing. `false` guarantees
     /// that no node with a deadline at or before `now_ms` is left. With `max == 0` nothing is
     /// done. A `now_ms` earlier than an earlier poll's is a no-op returning `false`.
-    pub fn poll_expired<N: Nodes + ?Sized>(
+    pub(crate) fn poll_expired<N: Nodes + ?Sized>(
         &mut self,
         nodes: &mut N,
         now_ms: u64,
@@ -298,7 +295,7 @@ impl Wheel {
     /// Visits up to `want` linked nodes, earliest lists first (the due list, then the wheel's
     /// slots in time order, then the overflow lists), for eviction's sampling of keys with a
     /// TTL when random probes found none. O(want + lists).
-    pub fn first_nodes<N: Nodes + ?Sized>(
+    pub(crate) fn first_nodes<N: Nodes + ?Sized>(
         &self,
         nodes: &mut N,
         want: usize,
@@ -321,7 +318,7 @@ impl Wheel {
 
     /// Bytes of memory used (for INFO/MEMORY accounting): the wheel's fixed tables; its nodes
     /// are the entries, counted with them.
-    pub fn memory_usage(&self) -> usize {
+    pub(crate) fn memory_usage(&self) -> usize {
         size_of::<Self>()
     }
 

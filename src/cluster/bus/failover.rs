@@ -60,7 +60,7 @@ pub struct Election {
 }
 
 /// How long a manual failover may take (Redis's `CLUSTER_MF_TIMEOUT`).
-pub const MF_TIMEOUT_MS: u64 = 5000;
+pub(crate) const MF_TIMEOUT_MS: u64 = 5000;
 
 /// What the server does when a manual failover holds (true) or releases (false) this
 /// master's writes.

@@ -19,7 +19,7 @@ use super::state::{LINK_QUEUE, Link, LinkId};
 use super::{Bus, now_ms};
 
 /// Starts the bus thread.
-pub fn start(bus: Arc<Bus>) -> std::io::Result<std::thread::JoinHandle<()>> {
+pub(crate) fn start(bus: Arc<Bus>) -> std::io::Result<std::thread::JoinHandle<()>> {
     let listener = bus.take_listener();
     std::thread::Builder::new()
         .name("sluice-cluster-bus".into())

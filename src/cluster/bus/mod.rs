@@ -1,6 +1,6 @@
 //! The cluster bus: sluice as a node of a Redis 7.0 cluster. It owns the cluster's state as
-//! this node sees it ([`state`]), the binary messages ([`msg`]), `nodes.conf`
-//! ([`nodes_conf`]) and the bus thread ([`gossip`]) that listens on `cluster-port`, keeps a
+//! this node sees it ([`state`]), the binary messages (`msg`), `nodes.conf`
+//! (`nodes_conf`) and the bus thread (`gossip`) that listens on `cluster-port`, keeps a
 //! link to every known node, pings, and applies what peers send.
 //!
 //! The state sits under one mutex, taken briefly by the bus thread (per message, per cron
@@ -10,11 +10,11 @@
 //! hands it to the hook the server installed, which updates routing (`Cluster::install_view`),
 //! replication (a replica follows its master) and drops the keys of slots taken away.
 
-pub mod failover;
-pub mod gossip;
-pub mod msg;
-pub mod nodes_conf;
-pub mod replica_migration;
+pub(crate) mod failover;
+pub(crate) mod gossip;
+pub(crate) mod msg;
+pub(crate) mod nodes_conf;
+pub(crate) mod replica_migration;
 pub mod state;
 
 use std::path::PathBuf;
@@ -95,7 +95,7 @@ impl Bus {
     /// Loads `conf_path` (or starts a new node when it does not exist), writes it, and binds
     /// the bus port. Errors are Redis's start-up texts.
     /// `seed`: the nodes.conf text to start from when the file does not exist (see
-    /// [`crate::cluster::seed`]).
+    /// `crate::cluster::seed`).
     pub fn open(
         conf_path: PathBuf,
         settings: Settings,

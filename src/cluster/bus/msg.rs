@@ -27,37 +27,37 @@
 use super::super::slot::SLOTS;
 
 /// Node names are 40 hexadecimal characters.
-pub const NAMELEN: usize = 40;
+pub(crate) const NAMELEN: usize = 40;
 /// Size of the header, where every body starts.
-pub const HEADER_LEN: usize = 2256;
+pub(crate) const HEADER_LEN: usize = 2256;
 /// Size of one gossip entry.
-pub const GOSSIP_LEN: usize = 104;
+pub(crate) const GOSSIP_LEN: usize = 104;
 /// Bytes of a slot bitmap.
-pub const BITMAP_LEN: usize = SLOTS / 8;
+pub(crate) const BITMAP_LEN: usize = SLOTS / 8;
 /// Room for an IP address text (Redis's NET_IP_STR_LEN).
 const IP_LEN: usize = 46;
 /// The largest message accepted from a peer. Redis sets no limit; a PUBLISH larger than this
 /// is dropped (and the link closed) rather than buffered without bound.
-pub const MAX_MESSAGE: usize = 64 << 20;
+pub(crate) const MAX_MESSAGE: usize = 64 << 20;
 
 /// Message types.
-pub mod kind {
-    pub const PING: u16 = 0;
-    pub const PONG: u16 = 1;
-    pub const MEET: u16 = 2;
-    pub const FAIL: u16 = 3;
-    pub const PUBLISH: u16 = 4;
-    pub const FAILOVER_AUTH_REQUEST: u16 = 5;
-    pub const FAILOVER_AUTH_ACK: u16 = 6;
-    pub const UPDATE: u16 = 7;
-    pub const MFSTART: u16 = 8;
-    pub const MODULE: u16 = 9;
-    pub const PUBLISHSHARD: u16 = 10;
+pub(crate) mod kind {
+    pub(crate) const PING: u16 = 0;
+    pub(crate) const PONG: u16 = 1;
+    pub(crate) const MEET: u16 = 2;
+    pub(crate) const FAIL: u16 = 3;
+    pub(crate) const PUBLISH: u16 = 4;
+    pub(crate) const FAILOVER_AUTH_REQUEST: u16 = 5;
+    pub(crate) const FAILOVER_AUTH_ACK: u16 = 6;
+    pub(crate) const UPDATE: u16 = 7;
+    pub(crate) const MFSTART: u16 = 8;
+    pub(crate) const MODULE: u16 = 9;
+    pub(crate) const PUBLISHSHARD: u16 = 10;
     /// Number of types (for per-type counters).
-    pub const COUNT: usize = 11;
+    pub(crate) const COUNT: usize = 11;
 
     /// The name CLUSTER INFO uses for a type's counters.
-    pub fn name(t: u16) -> &'static str {
+    pub(crate) fn name(t: u16) -> &'static str {
         match t {
             PING => "ping",
             PONG => "pong",
@@ -76,39 +76,39 @@ pub mod kind {
 }
 
 /// Node flags as the bus carries them (and CLUSTER NODES names them).
-pub mod flag {
-    pub const MASTER: u16 = 1;
-    pub const SLAVE: u16 = 2;
-    pub const PFAIL: u16 = 4;
-    pub const FAIL: u16 = 8;
-    pub const MYSELF: u16 = 16;
-    pub const HANDSHAKE: u16 = 32;
-    pub const NOADDR: u16 = 64;
-    pub const MEET: u16 = 128;
-    pub const MIGRATE_TO: u16 = 256;
-    pub const NOFAILOVER: u16 = 512;
+pub(crate) mod flag {
+    pub(crate) const MASTER: u16 = 1;
+    pub(crate) const SLAVE: u16 = 2;
+    pub(crate) const PFAIL: u16 = 4;
+    pub(crate) const FAIL: u16 = 8;
+    pub(crate) const MYSELF: u16 = 16;
+    pub(crate) const HANDSHAKE: u16 = 32;
+    pub(crate) const NOADDR: u16 = 64;
+    pub(crate) const MEET: u16 = 128;
+    pub(crate) const MIGRATE_TO: u16 = 256;
+    pub(crate) const NOFAILOVER: u16 = 512;
 }
 
 /// `mflags[0]` bits.
-pub mod mflag {
+pub(crate) mod mflag {
     /// The master is paused for a manual failover.
-    pub const PAUSED: u8 = 1;
+    pub(crate) const PAUSED: u8 = 1;
     /// Vote even though the master is up (CLUSTER FAILOVER FORCE/TAKEOVER).
-    pub const FORCEACK: u8 = 2;
+    pub(crate) const FORCEACK: u8 = 2;
     /// The message carries ping extensions.
-    pub const EXT_DATA: u8 = 4;
+    pub(crate) const EXT_DATA: u8 = 4;
 }
 
 /// Ping extension types.
-pub mod ext {
-    pub const HOSTNAME: u16 = 0;
+pub(crate) mod ext {
+    pub(crate) const HOSTNAME: u16 = 0;
 }
 
 /// A node name as it travels: 40 bytes.
-pub type Name = [u8; NAMELEN];
+pub(crate) type Name = [u8; NAMELEN];
 
 /// The all-zero name (a master's `slaveof`).
-pub const NULL_NAME: Name = [0; NAMELEN];
+pub(crate) const NULL_NAME: Name = [0; NAMELEN];
 
 /// A slot bitmap.
 #[derive(Clone, PartialEq, Eq)]
@@ -515,12 +515,12 @@ impl Message {
 }
 
 /// A name as text (lossy for non-ASCII bytes, which a valid name never has).
-pub fn name_text(n: &Name) -> String {
+pub(crate) fn name_text(n: &Name) -> String {
     String::from_utf8_lossy(n).into_owned()
 }
 
 /// A 40-character id as a bus name; None if it is not 40 bytes.
-pub fn name_of(id: &str) -> Option<Name> {
+pub(crate) fn name_of(id: &str) -> Option<Name> {
     let mut n = NULL_NAME;
     (id.len() == NAMELEN).then(|| {
         n.copy_from_slice(id.as_bytes());

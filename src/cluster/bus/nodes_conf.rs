@@ -19,7 +19,7 @@ use super::msg::flag;
 use super::state::{BusNode, Settings, State};
 
 /// The flags field.
-pub fn flags_text(flags: u16) -> String {
+pub(crate) fn flags_text(flags: u16) -> String {
     let names = [
         (flag::MYSELF, "myself"),
         (flag::MASTER, "master"),
@@ -43,7 +43,7 @@ pub fn flags_text(flags: u16) -> String {
 }
 
 /// The slot ranges a node owns, as `(first, last)` pairs.
-pub fn ranges(n: &BusNode) -> Vec<(u16, u16)> {
+pub(crate) fn ranges(n: &BusNode) -> Vec<(u16, u16)> {
     // Byte by byte: an empty byte is skipped and a full one taken whole, so a node's ranges
     // cost 2,048 steps, not 16,384 (every view and every nodes.conf write asks for them).
     let mut out: Vec<(u16, u16)> = Vec::new();
@@ -69,7 +69,7 @@ pub fn ranges(n: &BusNode) -> Vec<(u16, u16)> {
 }
 
 /// One node's line (without the newline).
-pub fn node_line(st: &State, n: &BusNode) -> String {
+pub(crate) fn node_line(st: &State, n: &BusNode) -> String {
     let mut line = format!("{} {}:{}@{}", n.name, n.ip, n.port, n.cport);
     if !n.hostname.is_empty() {
         let _ = write!(line, ",{}", n.hostname);
@@ -113,7 +113,7 @@ pub fn node_line(st: &State, n: &BusNode) -> String {
 }
 
 /// CLUSTER NODES: every known node, one line each.
-pub fn nodes_text(st: &State) -> String {
+pub(crate) fn nodes_text(st: &State) -> String {
     let mut out = String::new();
     for n in st.nodes.values() {
         out.push_str(&node_line(st, n));
@@ -123,7 +123,7 @@ pub fn nodes_text(st: &State) -> String {
 }
 
 /// The file's text.
-pub fn render(st: &State) -> String {
+pub(crate) fn render(st: &State) -> String {
     let mut out = String::new();
     for n in st.nodes.values().filter(|n| !n.is(flag::HANDSHAKE)) {
         out.push_str(&node_line(st, n));
@@ -139,7 +139,7 @@ pub fn render(st: &State) -> String {
 
 /// Writes the file atomically (`fsync`: synced to disk before it replaces the old one; Redis
 /// syncs when an epoch or a vote changed, and otherwise leaves it to the OS).
-pub fn save(path: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<()> {
+pub(crate) fn save(path: &std::path::Path, st: &State, fsync: bool) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp-sluice");
     let mut f = std::fs::File::create(&tmp)?;
@@ -175,7 +175,7 @@ fn valid_name(s: &str) -> bool {
 
 /// Reads a file written by this node or by redis-server 7.0 into a state (links down, every
 /// peer to be reconnected). An error names the line.
-pub fn parse(text: &str, settings: Settings, now: u64) -> Result<State, String> {
+pub(crate) fn parse(text: &str, settings: Settings, now: u64) -> Result<State, String> {
     let mut st: Option<State> = None;
     let mut others: Vec<BusNode> = Vec::new();
     let mut migrating = Vec::new();

@@ -29,7 +29,7 @@ use super::state::State;
 
 /// How long a master must stay orphaned before a replica migrates to it (Redis's
 /// `CLUSTER_SLAVE_MIGRATION_DELAY`).
-pub const MIGRATION_DELAY_MS: u64 = 5000;
+pub(crate) const MIGRATION_DELAY_MS: u64 = 5000;
 
 /// A master's replicas: all of them, and those not flagged `fail`.
 #[derive(Debug, Default, Clone, Copy)]

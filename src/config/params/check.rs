@@ -3,7 +3,7 @@
 use crate::config::{EvictionPolicy, IoBackend, keyspace_events, parse_save};
 
 /// Text: no control characters (they would end a config file's line or a reply's).
-pub fn text(value: &str) -> Result<(), String> {
+pub(crate) fn text(value: &str) -> Result<(), String> {
     if value.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err("argument must not contain control characters".into());
     }
@@ -11,23 +11,23 @@ pub fn text(value: &str) -> Result<(), String> {
 }
 
 /// File-only directives: checked by whoever reads them.
-pub fn anything(value: &str) -> Result<String, String> {
+pub(crate) fn anything(value: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
 /// Words of text (`bind`).
-pub fn words(value: &str) -> Result<String, String> {
+pub(crate) fn words(value: &str) -> Result<String, String> {
     text(value)?;
     Ok(value.to_string())
 }
 
 /// `save`: pairs of seconds and changes, or `""`.
-pub fn save(value: &str) -> Result<String, String> {
+pub(crate) fn save(value: &str) -> Result<String, String> {
     parse_save(value).map(|points| super::super::format_save(&points))
 }
 
 /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>` repeated.
-pub fn output_buffer_limit(value: &str) -> Result<String, String> {
+pub(crate) fn output_buffer_limit(value: &str) -> Result<String, String> {
     let mut c = super::super::Config::default();
     c.set_output_buffer_limit(value)?;
     Ok(value.to_string())
@@ -35,14 +35,14 @@ pub fn output_buffer_limit(value: &str) -> Result<String, String> {
 
 /// `notify-keyspace-events`: Redis's class letters (kept as given: the normalised
 /// form CONFIG GET shows loses `n` beside `A`).
-pub fn keyspace_events(value: &str) -> Result<String, String> {
+pub(crate) fn keyspace_events(value: &str) -> Result<String, String> {
     keyspace_events::parse(value)
         .map(|_| value.to_string())
         .ok_or_else(|| keyspace_events::INVALID.to_string())
 }
 
 /// `replicaof`: `host port` or `no one`.
-pub fn replicaof(value: &str) -> Result<String, String> {
+pub(crate) fn replicaof(value: &str) -> Result<String, String> {
     text(value)?;
     let words: Vec<&str> = value.split(' ').collect();
     match words.as_slice() {
@@ -60,7 +60,7 @@ pub fn replicaof(value: &str) -> Result<String, String> {
 }
 
 /// `oom-score-adj-values`: three integers from -2000 to 2000.
-pub fn oom_score_adj_values(value: &str) -> Result<String, String> {
+pub(crate) fn oom_score_adj_values(value: &str) -> Result<String, String> {
     let words: Vec<&str> = value.split(' ').collect();
     let ok = words.len() == 3
         && words.iter().all(|w| {
@@ -73,7 +73,7 @@ pub fn oom_score_adj_values(value: &str) -> Result<String, String> {
 }
 
 /// `latency-tracking-info-percentiles`: numbers from 0 to 100, or `""`.
-pub fn percentiles(value: &str) -> Result<String, String> {
+pub(crate) fn percentiles(value: &str) -> Result<String, String> {
     if value.is_empty() {
         return Ok(String::new());
     }
@@ -90,7 +90,7 @@ pub fn percentiles(value: &str) -> Result<String, String> {
 }
 
 /// `loglevel`: Redis 7.0's levels, and `nothing` (Redis 7.2's); the error lists 7.0's.
-pub fn loglevel(value: &str) -> Result<String, String> {
+pub(crate) fn loglevel(value: &str) -> Result<String, String> {
     let v = value.to_ascii_lowercase();
     if matches!(
         v.as_str(),
@@ -103,11 +103,11 @@ pub fn loglevel(value: &str) -> Result<String, String> {
 }
 
 /// `maxmemory-policy`: the policies sluice has (the LFU ones are refused by name).
-pub fn maxmemory_policy(value: &str) -> Result<String, String> {
+pub(crate) fn maxmemory_policy(value: &str) -> Result<String, String> {
     EvictionPolicy::parse(value).map(|p| p.name().to_string())
 }
 
 /// `io-backend`: epoll, uring or auto.
-pub fn io_backend(value: &str) -> Result<String, String> {
+pub(crate) fn io_backend(value: &str) -> Result<String, String> {
     IoBackend::parse(value).map(|b| b.name().to_string())
 }

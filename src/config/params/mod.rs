@@ -1158,7 +1158,7 @@ fn replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
     }
 }
 
-pub mod check;
+pub(crate) mod check;
 
 #[cfg(test)]
 mod tests;

@@ -57,7 +57,7 @@ const MAX_DEPTH: usize = 8;
 
 /// One argument of a command.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ArgDoc {
+pub(crate) struct ArgDoc {
     /// Its name (`key`, `condition`).
     pub name: String,
     /// Redis's argument type (`key`, `string`, `integer`, `pure-token`, `oneof`, `block`, …).
@@ -78,7 +78,7 @@ pub struct ArgDoc {
 
 /// One command's (or subcommand's) documentation.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CommandDoc {
+pub(crate) struct CommandDoc {
     /// Full name (`set`, `client|setname`).
     pub name: String,
     /// What it does, in one line.
@@ -118,18 +118,19 @@ fn table() -> &'static HashMap<String, CommandDoc> {
 }
 
 /// The documentation of one (sub)command, by its full lowercase name.
-pub fn lookup(name: &str) -> Option<&'static CommandDoc> {
+pub(crate) fn lookup(name: &str) -> Option<&'static CommandDoc> {
     table().get(name)
 }
 
 /// Every documented name (for the tests).
-pub fn names() -> Vec<&'static str> {
+#[cfg(test)]
+pub(crate) fn names() -> Vec<&'static str> {
     table().keys().map(String::as_str).collect()
 }
 
 /// The COMMAND DOCS value for one command: its fields and, for a container, the docs of the
 /// subcommands given (full names). A command without an entry gets an empty map.
-pub fn docs_reply(name: &str, subcommands: &[&str]) -> Reply {
+pub(crate) fn docs_reply(name: &str, subcommands: &[&str]) -> Reply {
     let mut fields = match lookup(name) {
         Some(doc) => doc_fields(doc),
         None => Vec::new(),
@@ -243,7 +244,7 @@ const TYPES: &[&str] = &[
 ];
 
 /// Parses one data file.
-pub fn parse_file(text: &str) -> Result<Vec<CommandDoc>, String> {
+pub(crate) fn parse_file(text: &str) -> Result<Vec<CommandDoc>, String> {
     let mut docs: Vec<CommandDoc> = Vec::new();
     let mut args_text: Vec<String> = Vec::new();
     let finish = |docs: &mut Vec<CommandDoc>, args_text: &mut Vec<String>| -> Result<(), String> {
@@ -305,7 +306,7 @@ pub fn parse_file(text: &str) -> Result<Vec<CommandDoc>, String> {
 }
 
 /// Parses an argument list (see the module docs for the notation).
-pub fn parse_args(text: &str) -> Result<Vec<ArgDoc>, String> {
+pub(crate) fn parse_args(text: &str) -> Result<Vec<ArgDoc>, String> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,

@@ -10,11 +10,11 @@
 use crate::num::parse_i64;
 
 /// Bytes of the header.
-pub const HEADER: usize = 6;
+pub(crate) const HEADER: usize = 6;
 
 /// One element, read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Elem<'a> {
+pub(crate) enum Elem<'a> {
     /// An integer element.
     Int(i64),
     /// A string element.
@@ -23,7 +23,7 @@ pub enum Elem<'a> {
 
 impl Elem<'_> {
     /// The element as an integer (a string that is one counts), 0 otherwise.
-    pub fn int(self) -> i64 {
+    pub(crate) fn int(self) -> i64 {
         match self {
             Elem::Int(n) => n,
             Elem::Str(s) => parse_i64(s).unwrap_or(0),
@@ -31,7 +31,7 @@ impl Elem<'_> {
     }
 
     /// The element's bytes: a string's own, an integer's decimal text.
-    pub fn to_bytes(self) -> bytes::Bytes {
+    pub(crate) fn to_bytes(self) -> bytes::Bytes {
         match self {
             Elem::Int(n) => bytes::Bytes::copy_from_slice(itoa::Buffer::new().format(n).as_bytes()),
             Elem::Str(s) => bytes::Bytes::copy_from_slice(s),
@@ -40,7 +40,7 @@ impl Elem<'_> {
 }
 
 /// An empty listpack.
-pub fn new() -> Vec<u8> {
+pub(crate) fn new() -> Vec<u8> {
     let mut lp = vec![0; HEADER];
     lp.push(0xFF);
     set_header(&mut lp, 0);
@@ -55,7 +55,7 @@ fn set_header(lp: &mut [u8], count: usize) {
 }
 
 /// The element count the header declares (`u16::MAX`: unknown, count by walking).
-pub fn count(lp: &[u8]) -> usize {
+pub(crate) fn count(lp: &[u8]) -> usize {
     let declared = u16::from_le_bytes([lp[4], lp[5]]);
     if declared != u16::MAX {
         return usize::from(declared);
@@ -70,7 +70,7 @@ pub fn count(lp: &[u8]) -> usize {
 }
 
 /// The encoded element for `item` (string or integer), with its back-length.
-pub fn encode(out: &mut Vec<u8>, item: &[u8]) {
+pub(crate) fn encode(out: &mut Vec<u8>, item: &[u8]) {
     match parse_i64(item) {
         Some(n) if item.len() <= 20 => encode_int_elem(out, n),
         _ => {
@@ -83,7 +83,7 @@ pub fn encode(out: &mut Vec<u8>, item: &[u8]) {
 }
 
 /// The encoded element for integer `n`, with its back-length.
-pub fn encode_int_elem(out: &mut Vec<u8>, n: i64) {
+pub(crate) fn encode_int_elem(out: &mut Vec<u8>, n: i64) {
     let start = out.len();
     encode_int(out, n);
     let len = out.len() - start;
@@ -91,7 +91,7 @@ pub fn encode_int_elem(out: &mut Vec<u8>, n: i64) {
 }
 
 /// Appends already encoded elements (`count` of them) before the terminator.
-pub fn append_encoded(lp: &mut Vec<u8>, encoded: &[u8], added: usize) {
+pub(crate) fn append_encoded(lp: &mut Vec<u8>, encoded: &[u8], added: usize) {
     let n = count(lp) + added;
     lp.pop();
     lp.extend_from_slice(encoded);
@@ -100,7 +100,7 @@ pub fn append_encoded(lp: &mut Vec<u8>, encoded: &[u8], added: usize) {
 }
 
 /// Replaces the element at `pos` by integer `n` (its size may change).
-pub fn replace_int(lp: &mut Vec<u8>, pos: usize, n: i64) {
+pub(crate) fn replace_int(lp: &mut Vec<u8>, pos: usize, n: i64) {
     let Some((_, next)) = read(lp, pos) else {
         return;
     };
@@ -156,7 +156,7 @@ fn encode_backlen(out: &mut Vec<u8>, l: usize) {
 }
 
 /// How many bytes an entry length takes written backwards (Redis's `lpEncodeBacklen`).
-pub fn backlen_size(l: usize) -> usize {
+pub(crate) fn backlen_size(l: usize) -> usize {
     match l {
         0..=127 => 1,
         128..16383 => 2,
@@ -168,7 +168,7 @@ pub fn backlen_size(l: usize) -> usize {
 
 /// The element at `p` and where the next one starts; None at the terminator or past the
 /// end of a malformed buffer.
-pub fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
+pub(crate) fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
     let b = *lp.get(p)?;
     if b == 0xFF {
         return None;
@@ -232,7 +232,7 @@ pub fn read(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
 
 /// Checks a listpack from outside (an RDB file): header, every element's bounds and
 /// back-length, the terminator; returns its element count.
-pub fn validate(lp: &[u8]) -> Option<usize> {
+pub(crate) fn validate(lp: &[u8]) -> Option<usize> {
     if lp.len() < HEADER + 1
         || u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize != lp.len()
     {

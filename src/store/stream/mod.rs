@@ -13,7 +13,7 @@
 //! does; a node whose last live entry goes is dropped.
 
 pub mod group;
-pub mod lp;
+pub(crate) mod lp;
 pub mod node;
 
 use std::collections::BTreeMap;
