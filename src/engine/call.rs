@@ -751,7 +751,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
-    use crate::engine::script_race::{race_a_script, run};
+    use crate::engine::script_race::{on_a_connection, race_a_script, run};
     use crate::engine::{Next, execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
@@ -781,24 +781,15 @@ mod tests {
         let held_key = key.clone();
         let _lock = shared.keyspace.lock_args([&held_key[..]]);
         let (tx, rx) = std::sync::mpsc::channel();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut client = ClientState::new(info);
-                let get = [Bytes::from_static(b"GET"), key];
-                let got =
-                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&get));
-                let sent_back = matches!(got.next, Next::Regate);
-                let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let set =
-                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&set));
-                let set_sent_back = matches!(set.next, Next::Regate);
-                tx.send((sent_back, set.reply, set_sent_back)).unwrap();
-            })
-        };
+        let connection = on_a_connection(&shared, move |shared, client| {
+            let get = [Bytes::from_static(b"GET"), key];
+            let got = execute_may_block(shared, client, &crate::engine::args::borrowed(&get));
+            let sent_back = matches!(got.next, Next::Regate);
+            let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
+            let set = execute_may_block(shared, client, &crate::engine::args::borrowed(&set));
+            let set_sent_back = matches!(set.next, Next::Regate);
+            tx.send((sent_back, set.reply, set_sent_back)).unwrap();
+        });
         let (sent_back, other_reply, other_sent_back) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the command waited on the script's shard lock");
@@ -940,23 +931,16 @@ mod tests {
         let held_key = key.clone();
         let lock = shared.keyspace.lock_args([&held_key[..]]);
         let (tx, rx) = std::sync::mpsc::channel();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut client = ClientState::new(info);
-                let get = [Bytes::from_static(b"GET"), key];
-                // `execute` cannot send a request back: it has no gate to send it to.
-                tx.send(execute(
-                    &shared,
-                    &mut client,
-                    &crate::engine::args::borrowed(&get),
-                ))
-                .unwrap();
-            })
-        };
+        let connection = on_a_connection(&shared, move |shared, client| {
+            let get = [Bytes::from_static(b"GET"), key];
+            // `execute` cannot send a request back: it has no gate to send it to.
+            tx.send(execute(
+                shared,
+                client,
+                &crate::engine::args::borrowed(&get),
+            ))
+            .unwrap();
+        });
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         drop(lock);
         let reply = rx.recv_timeout(Duration::from_secs(10)).unwrap();

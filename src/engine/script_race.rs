@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -64,6 +65,21 @@ impl Script {
     }
 }
 
+/// Runs `connection` on a thread of its own for a newly registered client, as the client's
+/// connection would; its result comes with the thread's join.
+pub(crate) fn on_a_connection<T: Send + 'static>(
+    shared: &Arc<Shared>,
+    connection: impl FnOnce(&Shared, &mut ClientState) -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let shared = shared.clone();
+    std::thread::spawn(move || {
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        connection(&shared, &mut ClientState::new(info))
+    })
+}
+
 /// Runs `args` as a connection would (it can wait): the reply, and whether the request
 /// was sent back to the busy gate. None of these requests block on a key.
 pub(crate) fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
@@ -84,23 +100,16 @@ pub(crate) fn race_a_script(
 ) {
     let (to_script, cues) = channel();
     let (to_client, from_script) = channel();
-    let thread = {
-        let shared = shared.clone();
-        std::thread::spawn(move || {
-            let info = shared
-                .clients
-                .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-            let mut client = ClientState::new(info);
-            let script = Script {
-                to_script,
-                from_script,
-            };
-            connection(&shared, &mut client, &script);
-            // Sent only when the connection returned: a panic there ends the wait below
-            // with a disconnect rather than a cue.
-            script.to_script.send(Cue::Done).unwrap();
-        })
-    };
+    let thread = on_a_connection(shared, move |shared, client| {
+        let script = Script {
+            to_script,
+            from_script,
+        };
+        connection(shared, client, &script);
+        // Sent only when the connection returned: a panic there ends the wait below
+        // with a disconnect rather than a cue.
+        script.to_script.send(Cue::Done).unwrap();
+    });
     let next = || match cues.recv_timeout(CUE_TIMEOUT) {
         Ok(cue) => Some(cue),
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
