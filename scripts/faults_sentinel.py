@@ -45,7 +45,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -54,25 +53,8 @@ import time
 import redis
 from redis.sentinel import Sentinel
 
+from local_nodes import free_port, until
 from partition_proxy import Proxy
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def until(what, f, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if f():
-                return
-        except (redis.RedisError, OSError):
-            pass
-        time.sleep(0.1)
-    raise SystemExit(f"timed out waiting for: {what}")
 
 
 class Node:

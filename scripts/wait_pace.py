@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,23 +23,7 @@ import time
 
 import redis
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def until(f, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if f():
-                return
-        except (redis.RedisError, OSError):
-            pass
-        time.sleep(0.05)
-    raise SystemExit("timed out")
+from local_nodes import free_port, until
 
 
 def start(binary, tmp, name, fsync, replicaof=None, extra=()):
@@ -55,7 +38,7 @@ def start(binary, tmp, name, fsync, replicaof=None, extra=()):
         args += ["--replicaof", "127.0.0.1", str(replicaof)]
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
-    until(lambda: redis.Redis(port=port).ping())
+    until(f"{name} answers", lambda: redis.Redis(port=port).ping())
     return p, port
 
 
@@ -83,7 +66,8 @@ def run(binary, rounds, clients, fsync, wait=True, extra=(), strace=False):
         rp, _ = start(binary, tmp, "r", fsync, replicaof=mport, extra=extra)
         procs.append(rp)
         m = redis.Redis(port=mport)
-        until(lambda: m.info("replication").get("slave0", {}).get("state") == "online")
+        until("the replica is online",
+              lambda: m.info("replication").get("slave0", {}).get("state") == "online")
         tracers = []
         if strace:
             for name, p in (("master", mp), ("replica", rp)):

@@ -751,6 +751,7 @@ mod tests {
     use bytes::Bytes;
 
     use crate::client::ClientState;
+    use crate::engine::script_race::{on_a_connection, race_a_script, run};
     use crate::engine::{Next, execute, execute_may_block};
     use crate::protocol::Reply;
     use crate::script::Held;
@@ -780,24 +781,15 @@ mod tests {
         let held_key = key.clone();
         let _lock = shared.keyspace.lock_args([&held_key[..]]);
         let (tx, rx) = std::sync::mpsc::channel();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut client = ClientState::new(info);
-                let get = [Bytes::from_static(b"GET"), key];
-                let got =
-                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&get));
-                let sent_back = matches!(got.next, Next::Regate);
-                let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
-                let set =
-                    execute_may_block(&shared, &mut client, &crate::engine::args::borrowed(&set));
-                let set_sent_back = matches!(set.next, Next::Regate);
-                tx.send((sent_back, set.reply, set_sent_back)).unwrap();
-            })
-        };
+        let connection = on_a_connection(&shared, move |shared, client| {
+            let get = [Bytes::from_static(b"GET"), key];
+            let got = execute_may_block(shared, client, &crate::engine::args::borrowed(&get));
+            let sent_back = matches!(got.next, Next::Regate);
+            let set = [Bytes::from_static(b"SET"), other, Bytes::from_static(b"v")];
+            let set = execute_may_block(shared, client, &crate::engine::args::borrowed(&set));
+            let set_sent_back = matches!(set.next, Next::Regate);
+            tx.send((sent_back, set.reply, set_sent_back)).unwrap();
+        });
         let (sent_back, other_reply, other_sent_back) = rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the command waited on the script's shard lock");
@@ -813,19 +805,6 @@ mod tests {
         );
     }
 
-    /// Runs `args` for `client` as its connection would (it can wait) and says whether the
-    /// request was sent back to the busy gate.
-    fn run_as_connection(
-        shared: &Shared,
-        client: &mut ClientState,
-        args: &[&str],
-    ) -> (Reply, bool) {
-        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(shared, client, &crate::engine::args::borrowed(&args));
-        assert!(!matches!(ran.next, Next::Block(_)));
-        (ran.reply, matches!(ran.next, Next::Regate))
-    }
-
     fn calls_of(shared: &Shared, name: &str) -> u64 {
         shared
             .table
@@ -839,9 +818,10 @@ mod tests {
     /// watched and queued key after the client's commands passed the gate. EXEC, DISCARD,
     /// UNWATCH, RESET and SCAN each come back unrun (the transaction still queued, the
     /// watch still there, nothing counted) instead of waiting on the lock; once the script
-    /// ends, each runs. The "script" is this test's main thread, holding the shard's lock
-    /// and marked busy on it, so the outcome does not depend on timing: a command that
-    /// waited on the lock would never answer, and the test would fail on its timeout.
+    /// ends, each runs. The "script" is this test's main thread ([`race_a_script`]), holding
+    /// the shard's lock and marked busy on it, so the outcome does not depend on timing: a
+    /// command that waited on the lock would never answer, and the test would fail on its
+    /// timeout.
     #[test]
     fn handlers_that_lock_by_themselves_go_back_to_the_gate() {
         let shared = Arc::new(Shared::new(
@@ -853,93 +833,56 @@ mod tests {
             .map(|i| format!("k{i}"))
             .find(|k| shared.keyspace.shard_of(k.as_bytes()) == 0)
             .unwrap();
-        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
-        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut c = ClientState::new(info);
-                let ok = |(r, back): (Reply, bool)| {
-                    assert!(!back);
-                    r
-                };
-                ok(run_as_connection(&shared, &mut c, &["SET", &key, "v"]));
-                ok(run_as_connection(&shared, &mut c, &["WATCH", &key]));
-                ok(run_as_connection(&shared, &mut c, &["MULTI"]));
-                let queued = ok(run_as_connection(&shared, &mut c, &["GET", &key]));
-                assert!(matches!(queued, Reply::Status(ref s) if s == "QUEUED"));
-                to_script.send("take the shard").unwrap();
-                client_rx.recv().unwrap();
+        race_a_script(&shared, 0, move |shared, c, script| {
+            let ok = |(r, back): (Reply, bool)| {
+                assert!(!back);
+                r
+            };
+            ok(run(shared, c, &["SET", &key, "v"]));
+            ok(run(shared, c, &["WATCH", &key]));
+            ok(run(shared, c, &["MULTI"]));
+            let queued = ok(run(shared, c, &["GET", &key]));
+            assert!(matches!(queued, Reply::Status(ref s) if s == "QUEUED"));
+            script.take();
 
-                // The script holds the shard now.
-                for command in [&["EXEC"][..], &["DISCARD"][..]] {
-                    let (_, back) = run_as_connection(&shared, &mut c, command);
-                    assert!(back, "{command:?} goes back to the gate");
-                    assert_eq!(c.multi.as_ref().map(Vec::len), Some(1), "{command:?}");
-                    assert_eq!(c.info.multi.load(std::sync::atomic::Ordering::Relaxed), 1);
-                    assert_eq!(c.watched.len(), 1, "{command:?}");
-                }
-                assert_eq!(calls_of(&shared, "exec"), 0);
-                assert_eq!(calls_of(&shared, "discard"), 0);
-                to_script.send("end").unwrap();
-                client_rx.recv().unwrap();
-
-                // The script ended: the transaction runs, and the watch is dropped.
-                let exec = ok(run_as_connection(&shared, &mut c, &["EXEC"]));
-                assert!(
-                    matches!(&exec, Reply::Array(r) if format!("{r:?}") == r#"[Short(b"v")]"#),
-                    "{exec:?}"
-                );
-                assert!(c.watched.is_empty() && c.multi.is_none());
-                assert_eq!(calls_of(&shared, "exec"), 1);
-
-                ok(run_as_connection(&shared, &mut c, &["WATCH", &key]));
-                to_script.send("take the shard").unwrap();
-                client_rx.recv().unwrap();
-                for command in [&["UNWATCH"][..], &["RESET"][..], &["SCAN", "0"][..]] {
-                    let (_, back) = run_as_connection(&shared, &mut c, command);
-                    assert!(back, "{command:?} goes back to the gate");
-                    assert_eq!(c.watched.len(), 1, "{command:?}");
-                }
-                for name in ["unwatch", "reset", "scan"] {
-                    assert_eq!(calls_of(&shared, name), 0, "{name}");
-                }
-                to_script.send("end").unwrap();
-                client_rx.recv().unwrap();
-                let scan = ok(run_as_connection(&shared, &mut c, &["SCAN", "0"]));
-                assert!(matches!(scan, Reply::Array(_)), "{scan:?}");
-                let unwatch = ok(run_as_connection(&shared, &mut c, &["UNWATCH"]));
-                assert!(matches!(unwatch, Reply::Status(_)), "{unwatch:?}");
-                assert!(c.watched.is_empty());
-                to_script.send("done").unwrap();
-            })
-        };
-        let recv = || {
-            script_rx
-                .recv_timeout(Duration::from_secs(10))
-                .expect("a command waited on the script's shard lock")
-        };
-        loop {
-            match recv() {
-                "take the shard" => {}
-                "done" => break,
-                other => panic!("{other}"),
+            // The script holds the shard now.
+            for command in [&["EXEC"][..], &["DISCARD"][..]] {
+                let (_, back) = run(shared, c, command);
+                assert!(back, "{command:?} goes back to the gate");
+                assert_eq!(c.multi.as_ref().map(Vec::len), Some(1), "{command:?}");
+                assert_eq!(c.info.multi.load(std::sync::atomic::Ordering::Relaxed), 1);
+                assert_eq!(c.watched.len(), 1, "{command:?}");
             }
-            let running = shared
-                .scripts
-                .busy
-                .begin_as(None, Held::Some([0].into_iter().collect()));
-            let lock = shared.keyspace.lock_indexes(&[0]);
-            to_client.send(()).unwrap();
-            assert_eq!(recv(), "end");
-            drop(lock);
-            drop(running);
-            to_client.send(()).unwrap();
-        }
-        connection.join().unwrap();
+            assert_eq!(calls_of(shared, "exec"), 0);
+            assert_eq!(calls_of(shared, "discard"), 0);
+            script.end();
+
+            // The script ended: the transaction runs, and the watch is dropped.
+            let exec = ok(run(shared, c, &["EXEC"]));
+            assert!(
+                matches!(&exec, Reply::Array(r) if format!("{r:?}") == r#"[Short(b"v")]"#),
+                "{exec:?}"
+            );
+            assert!(c.watched.is_empty() && c.multi.is_none());
+            assert_eq!(calls_of(shared, "exec"), 1);
+
+            ok(run(shared, c, &["WATCH", &key]));
+            script.take();
+            for command in [&["UNWATCH"][..], &["RESET"][..], &["SCAN", "0"][..]] {
+                let (_, back) = run(shared, c, command);
+                assert!(back, "{command:?} goes back to the gate");
+                assert_eq!(c.watched.len(), 1, "{command:?}");
+            }
+            for name in ["unwatch", "reset", "scan"] {
+                assert_eq!(calls_of(shared, name), 0, "{name}");
+            }
+            script.end();
+            let scan = ok(run(shared, c, &["SCAN", "0"]));
+            assert!(matches!(scan, Reply::Array(_)), "{scan:?}");
+            let unwatch = ok(run(shared, c, &["UNWATCH"]));
+            assert!(matches!(unwatch, Reply::Status(_)), "{unwatch:?}");
+            assert!(c.watched.is_empty());
+        });
     }
 
     /// SAVE and DEBUG declare no key but lock shards by themselves (SAVE walks every shard,
@@ -988,23 +931,16 @@ mod tests {
         let held_key = key.clone();
         let lock = shared.keyspace.lock_args([&held_key[..]]);
         let (tx, rx) = std::sync::mpsc::channel();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut client = ClientState::new(info);
-                let get = [Bytes::from_static(b"GET"), key];
-                // `execute` cannot send a request back: it has no gate to send it to.
-                tx.send(execute(
-                    &shared,
-                    &mut client,
-                    &crate::engine::args::borrowed(&get),
-                ))
-                .unwrap();
-            })
-        };
+        let connection = on_a_connection(&shared, move |shared, client| {
+            let get = [Bytes::from_static(b"GET"), key];
+            // `execute` cannot send a request back: it has no gate to send it to.
+            tx.send(execute(
+                shared,
+                client,
+                &crate::engine::args::borrowed(&get),
+            ))
+            .unwrap();
+        });
         assert!(rx.recv_timeout(Duration::from_millis(100)).is_err());
         drop(lock);
         let reply = rx.recv_timeout(Duration::from_secs(10)).unwrap();

@@ -22,6 +22,8 @@ pub mod args;
 pub(crate) mod call;
 pub(crate) mod docs;
 pub mod next;
+#[cfg(test)]
+pub(crate) mod script_race;
 pub mod table;
 pub mod txn;
 

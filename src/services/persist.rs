@@ -768,14 +768,9 @@ pub(crate) fn info_fields(shared: &Shared, changes: u64) -> Vec<(&'static str, S
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
-    use std::time::Duration;
 
-    use bytes::Bytes;
-
-    use crate::client::ClientState;
-    use crate::engine::execute_may_block;
+    use crate::engine::script_race::{race_a_script, run};
     use crate::protocol::Reply;
-    use crate::script::Held;
     use crate::server::Shared;
 
     fn server(dir: &std::path::Path) -> Arc<Shared> {
@@ -787,25 +782,14 @@ mod tests {
         Arc::new(Shared::new(config, crate::clock::Clock::system()))
     }
 
-    /// Runs `args` as a connection would (it can wait): the reply, and whether the request
-    /// was sent back to the busy gate.
-    fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
-        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(
-            shared,
-            client,
-            &crate::protocol::request::borrowed_args(&args),
-        );
-        (ran.reply, matches!(ran.next, crate::engine::Next::Regate))
-    }
-
     /// SAVE and DEBUG RELOAD lock shards by themselves, after the busy gate: a script that
     /// took a shard since (here the last shard, so SAVE's walk has copied every other one
     /// when it meets it) sends them back to the gate unrun: no file, no save counted, the
     /// keyspace not reloaded; once the script ends each runs. The "script" is this test's
-    /// main thread, holding the shard's lock and marked busy on it, so the outcome does not
-    /// depend on timing: a command that waited on the lock would never answer, and the
-    /// test would fail on its timeout. A shard held by a command (no script) is waited for.
+    /// main thread ([`race_a_script`]), holding the shard's lock and marked busy on it, so
+    /// the outcome does not depend on timing: a command that waited on the lock would never
+    /// answer, and the test would fail on its timeout. A shard held by a command (no
+    /// script) is waited for.
     #[test]
     fn save_and_debug_reload_give_way_to_a_script_that_took_a_shard() {
         let dir = tempfile::tempdir().unwrap();
@@ -816,93 +800,47 @@ mod tests {
             .find(|k| shared.keyspace.shard_of(k.as_bytes()) == last)
             .unwrap();
         let rdb = shared.config().rdb_path();
-        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
-        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut c = ClientState::new(info);
-                let saves = || shared.persist.state.saves.load(Ordering::Relaxed);
-                assert!(!run(&shared, &mut c, &["SET", &key, "1"]).1);
+        race_a_script(&shared, last, move |shared, c, script| {
+            let saves = || shared.persist.state.saves.load(Ordering::Relaxed);
+            assert!(!run(shared, c, &["SET", &key, "1"]).1);
 
-                to_script.send("script").unwrap();
-                client_rx.recv().unwrap();
-                let (_, back) = run(&shared, &mut c, &["SAVE"]);
-                assert!(back, "SAVE goes back to the gate");
-                assert!(!rdb.exists() && saves() == 0, "and saved nothing");
-                let (_, back) = run(&shared, &mut c, &["DEBUG", "RELOAD"]);
-                assert!(back, "DEBUG RELOAD goes back to the gate (in its save)");
-                assert!(!rdb.exists() && saves() == 0);
-                to_script.send("end").unwrap();
-                client_rx.recv().unwrap();
+            script.take();
+            let (_, back) = run(shared, c, &["SAVE"]);
+            assert!(back, "SAVE goes back to the gate");
+            assert!(!rdb.exists() && saves() == 0, "and saved nothing");
+            let (_, back) = run(shared, c, &["DEBUG", "RELOAD"]);
+            assert!(back, "DEBUG RELOAD goes back to the gate (in its save)");
+            assert!(!rdb.exists() && saves() == 0);
+            script.end();
 
-                let (reply, back) = run(&shared, &mut c, &["SAVE"]);
-                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
-                assert!(rdb.exists() && saves() == 1);
-                // The file has k = 1; the keyspace now k = 2. A reload that ran would
-                // bring 1 back.
-                assert!(!run(&shared, &mut c, &["SET", &key, "2"]).1);
-                to_script.send("script").unwrap();
-                client_rx.recv().unwrap();
-                let (_, back) = run(&shared, &mut c, &["DEBUG", "RELOAD", "NOSAVE"]);
-                assert!(
-                    back,
-                    "DEBUG RELOAD NOSAVE goes back to the gate (at its lock)"
-                );
-                to_script.send("end").unwrap();
-                client_rx.recv().unwrap();
-                let (reply, back) = run(&shared, &mut c, &["GET", &key]);
-                assert!(
-                    !back && format!("{reply:?}").contains(r#"b"2""#),
-                    "{reply:?}"
-                );
+            let (reply, back) = run(shared, c, &["SAVE"]);
+            assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+            assert!(rdb.exists() && saves() == 1);
+            // The file has k = 1; the keyspace now k = 2. A reload that ran would
+            // bring 1 back.
+            assert!(!run(shared, c, &["SET", &key, "2"]).1);
+            script.take();
+            let (_, back) = run(shared, c, &["DEBUG", "RELOAD", "NOSAVE"]);
+            assert!(
+                back,
+                "DEBUG RELOAD NOSAVE goes back to the gate (at its lock)"
+            );
+            script.end();
+            let (reply, back) = run(shared, c, &["GET", &key]);
+            assert!(
+                !back && format!("{reply:?}").contains(r#"b"2""#),
+                "{reply:?}"
+            );
 
-                // A command's hold (no script): SAVE waits for the lock and saves.
-                to_script.send("command").unwrap();
-                client_rx.recv().unwrap();
-                let (reply, back) = run(&shared, &mut c, &["SAVE"]);
-                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
-                assert_eq!(saves(), 2);
-                let (reply, back) = run(&shared, &mut c, &["DEBUG", "RELOAD", "NOSAVE"]);
-                assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
-                let (reply, _) = run(&shared, &mut c, &["GET", &key]);
-                assert!(format!("{reply:?}").contains(r#"b"2""#), "{reply:?}");
-                to_script.send("done").unwrap();
-            })
-        };
-        let recv = || {
-            script_rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("a command waited on the script's shard lock")
-        };
-        loop {
-            match recv() {
-                "script" => {
-                    let running = shared
-                        .scripts
-                        .busy
-                        .begin_as(None, Held::Some([last].into_iter().collect()));
-                    let lock = shared.keyspace.lock_indexes(&[last]);
-                    to_client.send(()).unwrap();
-                    assert_eq!(recv(), "end");
-                    drop(lock);
-                    drop(running);
-                    to_client.send(()).unwrap();
-                }
-                "command" => {
-                    let lock = shared.keyspace.lock_indexes(&[last]);
-                    to_client.send(()).unwrap();
-                    // Released a moment later, as a command's hold is.
-                    std::thread::sleep(Duration::from_millis(50));
-                    drop(lock);
-                }
-                "done" => break,
-                other => panic!("{other}"),
-            }
-        }
-        connection.join().unwrap();
+            // A command's hold (no script): SAVE waits for the lock and saves.
+            script.hold_as_command();
+            let (reply, back) = run(shared, c, &["SAVE"]);
+            assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+            assert_eq!(saves(), 2);
+            let (reply, back) = run(shared, c, &["DEBUG", "RELOAD", "NOSAVE"]);
+            assert!(!back && matches!(reply, Reply::Status(_)), "{reply:?}");
+            let (reply, _) = run(shared, c, &["GET", &key]);
+            assert!(format!("{reply:?}").contains(r#"b"2""#), "{reply:?}");
+        });
     }
 }

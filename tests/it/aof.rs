@@ -97,6 +97,20 @@ impl Drop for Proc {
     }
 }
 
+/// The AOF on and synced before every reply: a write a client saw acknowledged is in the file.
+const AOF_ALWAYS: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+
+/// [`AOF_ALWAYS`] for redis-server, with its RDB snapshots off (`save ""`): only the AOF
+/// is written.
+const REDIS_AOF_ALWAYS: &[&str] = &[
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+    "--save",
+    "",
+];
+
 /// Runs sluice's binary to completion (a start that must fail): its exit status and output.
 fn sluice_fails(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -257,14 +271,7 @@ fn sluice_aof_loads_into_redis_and_passes_check_aof() {
         let s_dir = tempfile::tempdir().unwrap();
         let mut s = Proc::sluice(
             s_dir.path(),
-            &[
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--aof-use-rdb-preamble",
-                preamble,
-            ],
+            &[AOF_ALWAYS, &["--aof-use-rdb-preamble", preamble]].concat(),
         );
         let mut c = s.conn();
         text(&mut c, &["SET", "before", "rewrite"]);
@@ -302,17 +309,7 @@ fn sluice_aof_loads_into_redis_and_passes_check_aof() {
 #[test]
 fn redis_aof_loads_into_sluice() {
     let dir = tempfile::tempdir().unwrap();
-    let mut r = Proc::redis(
-        dir.path(),
-        &[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-    );
+    let mut r = Proc::redis(dir.path(), REDIS_AOF_ALWAYS);
     let mut rc = r.conn();
     text(&mut rc, &["SET", "before", "rewrite"]);
     assert!(text(&mut rc, &["BGREWRITEAOF"]).contains("rewriting started"));
@@ -337,10 +334,9 @@ fn redis_aof_loads_into_sluice() {
 #[test]
 fn kill_9_keeps_every_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--appendonly", "yes", "--appendfsync", "always"];
     let mut acked_total = 0u64;
     for round in 0..3 {
-        let mut s = Proc::sluice(dir.path(), &args);
+        let mut s = Proc::sluice(dir.path(), AOF_ALWAYS);
         let port = s.port;
         let writer = std::thread::spawn(move || {
             let mut acked = 0u64;
@@ -370,7 +366,7 @@ fn kill_9_keeps_every_acknowledged_write() {
         let acked = writer.join().unwrap();
         assert!(acked > 0, "round {round}: nothing acknowledged");
         acked_total += acked;
-        let s = Proc::sluice(dir.path(), &args);
+        let s = Proc::sluice(dir.path(), AOF_ALWAYS);
         let got: u64 = text(&mut s.conn(), &["GET", "c"])
             .lines()
             .nth(1)
@@ -390,10 +386,7 @@ fn kill_9_keeps_every_acknowledged_write() {
 #[test]
 fn truncated_and_corrupt_files() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Proc::sluice(
-        dir.path(),
-        &["--appendonly", "yes", "--appendfsync", "always"],
-    );
+    let mut s = Proc::sluice(dir.path(), AOF_ALWAYS);
     text(&mut s.conn(), &["SET", "k", "v"]);
     s.kill9();
     let incr = dir.path().join("appendonlydir/appendonly.aof.1.incr.aof");
@@ -506,15 +499,7 @@ fn a_replica_logs_its_masters_writes() {
     let port = master.addr().port().to_string();
     let mut r = Proc::sluice(
         dir.path(),
-        &[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--replicaof",
-            "127.0.0.1",
-            &port,
-        ],
+        &[AOF_ALWAYS, &["--replicaof", "127.0.0.1", &port]].concat(),
     );
     let mut rc = r.conn();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -586,21 +571,8 @@ fn expire_is_logged_as_pexpireat_as_redis_does() {
     let r_dir = tempfile::tempdir().unwrap();
     // `always`: both servers write (and sync) before they reply. With everysec Redis may
     // postpone the write while a background sync runs, and the file would lag the replies.
-    let s = Proc::sluice(
-        s_dir.path(),
-        &["--appendonly", "yes", "--appendfsync", "always"],
-    );
-    let r = Proc::redis(
-        r_dir.path(),
-        &[
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ],
-    );
+    let s = Proc::sluice(s_dir.path(), AOF_ALWAYS);
+    let r = Proc::redis(r_dir.path(), REDIS_AOF_ALWAYS);
     let mut forms = Vec::new();
     for (p, dir) in [(&s, s_dir.path()), (&r, r_dir.path())] {
         let mut c = p.conn();

@@ -197,23 +197,13 @@ impl Command<'_> for Monitor {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
-    use std::time::Duration;
 
     use bytes::Bytes;
 
-    use crate::client::ClientState;
     use crate::engine::execute_may_block;
+    use crate::engine::script_race::{race_a_script, run};
     use crate::protocol::Reply;
-    use crate::script::Held;
     use crate::server::Shared;
-
-    /// Runs `args` as a connection would (it can wait): the reply, and whether the request
-    /// was sent back to the busy gate.
-    fn run(shared: &Shared, client: &mut ClientState, args: &[&str]) -> (Reply, bool) {
-        let args: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
-        let ran = execute_may_block(shared, client, &crate::engine::args::borrowed(&args));
-        (ran.reply, matches!(ran.next, crate::engine::Next::Regate))
-    }
 
     /// SHUTDOWN SAVE passed the busy gate, then a script took a shard (SHUTDOWN's own check
     /// saw no script past the threshold): its save gives way and the request goes back to
@@ -222,7 +212,8 @@ mod tests {
     /// (then set to 100 ms) the gate lets it through (SHUTDOWN is allowed while busy) and it
     /// answers -BUSY, as Redis answers a SHUTDOWN without NOSAVE during a long script.
     /// Once the script ends, SHUTDOWN SAVE saves and stops the server. The "script" is this
-    /// test's main thread, as above: a SHUTDOWN that waited on the lock would never answer.
+    /// test's main thread ([`race_a_script`]): a SHUTDOWN that waited on the lock would
+    /// never answer.
     #[test]
     fn shutdown_save_gives_way_to_a_script_then_answers_busy() {
         let dir = tempfile::tempdir().unwrap();
@@ -235,86 +226,50 @@ mod tests {
         let shared = Arc::new(Shared::new(config, crate::clock::Clock::system()));
         let last = shared.keyspace.shard_count() - 1;
         let rdb = shared.config().rdb_path();
-        let (to_script, script_rx) = std::sync::mpsc::channel::<&str>();
-        let (to_client, client_rx) = std::sync::mpsc::channel::<()>();
-        let connection = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                let info = shared
-                    .clients
-                    .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-                let mut c = ClientState::new(info);
-                assert!(!run(&shared, &mut c, &["SET", "k", "1"]).1);
-                to_script.send("script").unwrap();
-                client_rx.recv().unwrap();
+        race_a_script(&shared, last, move |shared, c, script| {
+            assert!(!run(shared, c, &["SET", "k", "1"]).1);
+            script.take();
 
-                let (_, back) = run(&shared, &mut c, &["SHUTDOWN", "SAVE"]);
-                assert!(back, "SHUTDOWN SAVE goes back to the gate");
-                assert!(!rdb.exists(), "having saved nothing");
-                assert!(!shared.shutdown.is_cancelled(), "and stopped nothing");
-                let threshold = ["CONFIG", "SET", "busy-reply-threshold", "100"];
-                assert!(!run(&shared, &mut c, &threshold).1);
-                // The gate: it waits while the script is young, then lets SHUTDOWN through.
-                let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
-                    .iter()
-                    .map(|a| Bytes::from(a.to_string()))
-                    .collect();
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_time()
-                    .build()
-                    .unwrap();
-                let gated = rt.block_on(crate::commands::scripting::busy_gate(
-                    &shared,
-                    &mut c,
-                    &crate::engine::args::borrowed(&args),
-                ));
-                assert!(gated.is_none(), "{gated:?}");
-                let (reply, back) = run(&shared, &mut c, &["SHUTDOWN", "SAVE"]);
-                assert!(
-                    !back && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")),
-                    "{reply:?}"
-                );
-                assert!(!rdb.exists() && !shared.shutdown.is_cancelled());
-                to_script.send("end").unwrap();
-                client_rx.recv().unwrap();
+            let (_, back) = run(shared, c, &["SHUTDOWN", "SAVE"]);
+            assert!(back, "SHUTDOWN SAVE goes back to the gate");
+            assert!(!rdb.exists(), "having saved nothing");
+            assert!(!shared.shutdown.is_cancelled(), "and stopped nothing");
+            let threshold = ["CONFIG", "SET", "busy-reply-threshold", "100"];
+            assert!(!run(shared, c, &threshold).1);
+            // The gate: it waits while the script is young, then lets SHUTDOWN through.
+            let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
+                .iter()
+                .map(|a| Bytes::from(a.to_string()))
+                .collect();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let gated = rt.block_on(crate::commands::scripting::busy_gate(
+                shared,
+                c,
+                &crate::engine::args::borrowed(&args),
+            ));
+            assert!(gated.is_none(), "{gated:?}");
+            let (reply, back) = run(shared, c, &["SHUTDOWN", "SAVE"]);
+            assert!(
+                !back && matches!(&reply, Reply::Error(e) if e.starts_with("BUSY ")),
+                "{reply:?}"
+            );
+            assert!(!rdb.exists() && !shared.shutdown.is_cancelled());
+            script.end();
 
-                let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
-                    .iter()
-                    .map(|a| Bytes::from(a.to_string()))
-                    .collect();
-                let ran = execute_may_block(&shared, &mut c, &crate::engine::args::borrowed(&args));
-                assert!(
-                    matches!(ran.next, crate::engine::Next::CloseWithoutReply),
-                    "{:?}",
-                    ran.reply
-                );
-                assert!(rdb.exists() && shared.shutdown.is_cancelled());
-                to_script.send("done").unwrap();
-            })
-        };
-        let recv = || {
-            script_rx
-                .recv_timeout(Duration::from_secs(20))
-                .expect("SHUTDOWN waited on the script's shard lock")
-        };
-        loop {
-            match recv() {
-                "script" => {
-                    let running = shared
-                        .scripts
-                        .busy
-                        .begin_as(None, Held::Some([last].into_iter().collect()));
-                    let lock = shared.keyspace.lock_indexes(&[last]);
-                    to_client.send(()).unwrap();
-                    assert_eq!(recv(), "end");
-                    drop(lock);
-                    drop(running);
-                    to_client.send(()).unwrap();
-                }
-                "done" => break,
-                other => panic!("{other}"),
-            }
-        }
-        connection.join().unwrap();
+            let args: Vec<Bytes> = ["SHUTDOWN", "SAVE"]
+                .iter()
+                .map(|a| Bytes::from(a.to_string()))
+                .collect();
+            let ran = execute_may_block(shared, c, &crate::engine::args::borrowed(&args));
+            assert!(
+                matches!(ran.next, crate::engine::Next::CloseWithoutReply),
+                "{:?}",
+                ran.reply
+            );
+            assert!(rdb.exists() && shared.shutdown.is_cancelled());
+        });
     }
 }
