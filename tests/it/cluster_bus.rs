@@ -769,16 +769,18 @@ fn grow_and_shrink(ports: &[u16], newcomer: u16) {
     check_clean(newcomer);
 
     // fix: a slot left half-moved (MIGRATING on its owner, IMPORTING on another) is closed.
-    let other = myid(ports[1]);
+    // The slot goes back to the first master, which the rebalance below only gives slots
+    // to: a slot that the newcomer hands to a node and later takes back can be lost by a
+    // redis-server 7.0.15 newcomer. Its "owner no longer claims this slot" mark, set by a
+    // late message from the node it handed the slot to, survives its taking the slot back,
+    // so a late claim from that node takes the slot away from it whatever the epochs, and
+    // the cluster never agrees again (redis/redis#12564, fixed in 7.4).
     assert_eq!(
-        cmd(ports[1], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
+        cmd(ports[0], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
         "+OK\r\n"
     );
     assert_eq!(
-        cmd(
-            newcomer,
-            &["CLUSTER", "SETSLOT", "100", "MIGRATING", &other]
-        ),
+        cmd(newcomer, &["CLUSTER", "SETSLOT", "100", "MIGRATING", &from]),
         "+OK\r\n"
     );
     let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), addr(newcomer)]);

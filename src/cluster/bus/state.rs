@@ -263,6 +263,37 @@ impl State {
         self.dirty = true;
     }
 
+    /// Redis's `clusterBumpConfigEpochWithoutConsensus`: unless this node's config epoch is
+    /// already the greatest it knows of (every node's config epoch and the current epoch
+    /// count, as in `clusterGetMaxEpoch`) and not 0, it takes the next current epoch as its
+    /// config epoch, unilaterally. True when it did.
+    pub fn bump_epoch_without_consensus(&mut self) -> bool {
+        let max = self
+            .nodes
+            .values()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0)
+            .max(self.current_epoch);
+        let mine = self.me().config_epoch;
+        if mine != 0 && mine == max {
+            return false;
+        }
+        self.current_epoch += 1;
+        let e = self.current_epoch;
+        self.me_mut().config_epoch = e;
+        self.dirty = true;
+        tracing::warn!("New configEpoch set to {e}");
+        true
+    }
+
+    /// Redis's `clusterBroadcastPong(CLUSTER_BROADCAST_ALL)`: a PONG to every connected node,
+    /// so a change of this node's slots or epoch reaches them now, not at their next PING.
+    pub fn broadcast_pong(&mut self, now: u64) {
+        let bytes = self.ping_message(kind::PONG, now);
+        self.broadcast(kind::PONG, &bytes);
+    }
+
     /// Number of masters serving at least one slot (Redis's `size`).
     pub fn size(&self) -> usize {
         self.nodes
@@ -1140,5 +1171,55 @@ fn gossip_entry(n: &BusNode) -> Gossip {
         cport: n.cport,
         flags: n.flags,
         pport: n.pport,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            port: 23461,
+            cport: 33461,
+            node_timeout: 15000,
+            announce_ip: String::new(),
+            announce_hostname: String::new(),
+            migration_barrier: 1,
+            allow_replica_migration: true,
+        }
+    }
+
+    fn with_peer(my_epoch: u64, peer_epoch: u64, current: u64) -> State {
+        let mut st = State::new("a".repeat(40), settings(), 0);
+        st.me_mut().config_epoch = my_epoch;
+        let mut peer = BusNode::new("b".repeat(40), flag::MASTER, 0);
+        peer.config_epoch = peer_epoch;
+        st.nodes.insert(peer.name.clone(), peer);
+        st.current_epoch = current;
+        st
+    }
+
+    /// A node importing a slot takes a new epoch unless its own is already the greatest
+    /// one known, the current epoch included: a current epoch above every config epoch
+    /// (an election that took no config epoch) makes a node at the top config epoch bump.
+    #[test]
+    fn bumping_without_consensus_counts_the_current_epoch() {
+        let mut st = with_peer(5, 3, 5);
+        assert!(!st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (5, 5));
+
+        let mut st = with_peer(5, 3, 7);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (8, 8));
+
+        let mut st = with_peer(2, 4, 4);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (5, 5));
+
+        // Epoch 0 is never kept, even alone at the top.
+        let mut st = with_peer(0, 0, 0);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (1, 1));
     }
 }
