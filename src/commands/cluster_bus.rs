@@ -135,20 +135,13 @@ pub(crate) fn dispatch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
             }
         }
         "bumpepoch" => with_state(ctx, &b, |st| {
-            let max = st.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0);
-            let mine = st.me().config_epoch;
-            if mine == 0 || mine != max {
-                st.current_epoch += 1;
-                let e = st.current_epoch;
-                let me = st.myself.clone();
-                if let Some(n) = st.nodes.get_mut(&me) {
-                    n.config_epoch = e;
-                }
-                st.dirty = true;
-                Reply::Status(Cow::Owned(format!("BUMPED {e}")))
+            let bumped = st.bump_epoch_without_consensus();
+            let e = st.me().config_epoch;
+            Reply::Status(Cow::Owned(if bumped {
+                format!("BUMPED {e}")
             } else {
-                Reply::Status(Cow::Owned(format!("STILL {mine}")))
-            }
+                format!("STILL {e}")
+            }))
         }),
         "set-config-epoch" => {
             let Some(e) = rest.first().and_then(|a| crate::num::parse_i64(a)) else {
@@ -504,20 +497,19 @@ fn setslot(ctx: &mut Ctx<'_>, b: &Bus, rest: &[&[u8]]) -> Reply {
                 if keys == 0 && st.migrating.contains_key(&slot) {
                     st.migrating.remove(&slot);
                 }
-                if id == me && st.importing.remove(&slot).is_some() {
+                let imported = id == me && st.importing.remove(&slot).is_some();
+                if imported {
                     // The import is done: claim the slot with a new epoch, so every node
                     // prefers this owner (Redis's clusterBumpConfigEpochWithoutConsensus).
-                    let max = st.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0);
-                    if st.me().config_epoch == 0 || st.me().config_epoch != max {
-                        st.current_epoch += 1;
-                        let e = st.current_epoch;
-                        if let Some(m) = st.nodes.get_mut(&me) {
-                            m.config_epoch = e;
-                        }
-                    }
+                    st.bump_epoch_without_consensus();
                 }
                 let was_mine = owner.as_deref() == Some(me.as_str());
                 st.set_owner(slot, Some(&id));
+                if imported {
+                    // Tell every node now (as Redis does), before the other nodes are told by
+                    // SETSLOT and meet this node's older, slot-less messages.
+                    st.broadcast_pong(crate::cluster::bus::now_ms());
+                }
                 // A master left without slots follows the node that took the last one
                 // (Redis 7.0's SETSLOT NODE), when replica migration is allowed.
                 if was_mine

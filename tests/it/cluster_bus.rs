@@ -422,9 +422,12 @@ fn redis_cli_creates_a_mixed_cluster() {
 /// A shard channel `m` (a master) serves; a subscriber on its replica `r` and one on `m`
 /// each get the message SPUBLISHed on the other node, exactly once.
 fn shard_messages_cross(m: u16, r: u16) {
+    // A channel hashes to a slot as a key does: GET answers nil, not MOVED, for a key of
+    // the master's slots. (Probing with SPUBLISH would send the probe to the replica over
+    // the bus, where, late under load, it could reach the subscriber made next.)
     let channel = (0..1000)
         .map(|i| format!("shard-news-{i}"))
-        .find(|c| cmd(m, &["SPUBLISH", c, "probe"]) == ":0\r\n")
+        .find(|c| cmd(m, &["GET", c]) == "$-1\r\n")
         .expect("a shard channel of the master's slots");
     let addr = |p: u16| std::net::SocketAddr::from(([127, 0, 0, 1], p));
     let (mut on_m, mut on_r) = (Conn::connect(addr(m)), Conn::connect(addr(r)));
@@ -769,16 +772,18 @@ fn grow_and_shrink(ports: &[u16], newcomer: u16) {
     check_clean(newcomer);
 
     // fix: a slot left half-moved (MIGRATING on its owner, IMPORTING on another) is closed.
-    let other = myid(ports[1]);
+    // The slot goes back to the first master, which the rebalance below only gives slots
+    // to: a slot that the newcomer hands to a node and later takes back can be lost by a
+    // redis-server 7.0.15 newcomer. Its "owner no longer claims this slot" mark, set by a
+    // late message from the node it handed the slot to, survives its taking the slot back,
+    // so a late claim from that node takes the slot away from it whatever the epochs, and
+    // the cluster never agrees again (redis/redis#12564, fixed in 7.4).
     assert_eq!(
-        cmd(ports[1], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
+        cmd(ports[0], &["CLUSTER", "SETSLOT", "100", "IMPORTING", &to]),
         "+OK\r\n"
     );
     assert_eq!(
-        cmd(
-            newcomer,
-            &["CLUSTER", "SETSLOT", "100", "MIGRATING", &other]
-        ),
+        cmd(newcomer, &["CLUSTER", "SETSLOT", "100", "MIGRATING", &from]),
         "+OK\r\n"
     );
     let (ok, out) = redis_cli(&["--cluster".into(), "check".into(), addr(newcomer)]);

@@ -336,6 +336,7 @@ impl State {
         }
         let stale = (0..SLOTS as u16).any(|s| {
             h.myslots.get(s)
+                && !self.owner_not_claiming.get(s)
                 && self.owners[usize::from(s)]
                     .as_ref()
                     .and_then(|o| self.nodes.get(o))

@@ -148,6 +148,13 @@ pub struct State {
     pub nodes: BTreeMap<String, BusNode>,
     /// Each slot's owner.
     pub owners: Vec<Option<String>>,
+    /// Slots whose owner's own messages no longer claim them (Redis 7.0.15's
+    /// `owner_not_claiming_slot`): the owner stays, so clients are still redirected, but any
+    /// node claiming such a slot takes it whatever its epoch, and UPDATE messages leave it out.
+    /// A slot's mark goes whenever its owner is set (as `clusterDelSlot` does from Redis 7.4,
+    /// redis/redis#12564: 7.0.15 keeps it, and a node that takes back a slot it once gave
+    /// away can then lose it to a late claim).
+    pub owner_not_claiming: Bitmap,
     pub migrating: BTreeMap<u16, String>,
     pub importing: BTreeMap<u16, String>,
     pub links: HashMap<LinkId, Link>,
@@ -199,6 +206,7 @@ impl State {
             last_vote_epoch: 0,
             nodes,
             owners: vec![None; SLOTS],
+            owner_not_claiming: Bitmap::default(),
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             links: HashMap::new(),
@@ -259,8 +267,45 @@ impl State {
             n.slots.set(slot, true);
             self.owners[s] = Some(o.to_string());
         }
+        self.owner_not_claiming.set(slot, false);
         self.view_changed = true;
         self.dirty = true;
+    }
+
+    /// Redis's `isSlotUnclaimed`: no owner, or an owner that no longer claims it.
+    pub fn slot_unclaimed(&self, slot: u16) -> bool {
+        self.owners[usize::from(slot)].is_none() || self.owner_not_claiming.get(slot)
+    }
+
+    /// Redis's `clusterBumpConfigEpochWithoutConsensus`: unless this node's config epoch is
+    /// already the greatest it knows of (every node's config epoch and the current epoch
+    /// count, as in `clusterGetMaxEpoch`) and not 0, it takes the next current epoch as its
+    /// config epoch, unilaterally. True when it did.
+    pub fn bump_epoch_without_consensus(&mut self) -> bool {
+        let max = self
+            .nodes
+            .values()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0)
+            .max(self.current_epoch);
+        let mine = self.me().config_epoch;
+        if mine != 0 && mine == max {
+            return false;
+        }
+        self.current_epoch += 1;
+        let e = self.current_epoch;
+        self.me_mut().config_epoch = e;
+        self.dirty = true;
+        tracing::warn!("New configEpoch set to {e}");
+        true
+    }
+
+    /// Redis's `clusterBroadcastPong(CLUSTER_BROADCAST_ALL)`: a PONG to every connected node,
+    /// so a change of this node's slots or epoch reaches them now, not at their next PING.
+    pub fn broadcast_pong(&mut self, now: u64) {
+        let bytes = self.ping_message(kind::PONG, now);
+        self.broadcast(kind::PONG, &bytes);
     }
 
     /// Number of masters serving at least one slot (Redis's `size`).
@@ -714,7 +759,7 @@ impl State {
                     return None;
                 }
                 let owner = self.owners[usize::from(slot)].as_ref()?;
-                if Some(owner) == sender_master.as_ref() {
+                if Some(owner) == sender_master.as_ref() || self.owner_not_claiming.get(slot) {
                     return None;
                 }
                 let o = &self.nodes[owner];
@@ -722,13 +767,18 @@ impl State {
             });
             if let Some(owner) = stale {
                 let o = &self.nodes[&owner];
+                // Slots their owner no longer claims are not vouched for.
+                let mut slots = o.slots.clone();
+                for (b, gone) in slots.0.iter_mut().zip(self.owner_not_claiming.0.iter()) {
+                    *b &= !gone;
+                }
                 let bytes = Message {
                     kind: kind::UPDATE,
                     header: self.header(self.me().repl_offset),
                     body: Body::Update {
                         config_epoch: o.config_epoch,
                         node: name_of(&owner).unwrap_or(NULL_NAME),
-                        slots: o.slots.clone(),
+                        slots,
                     },
                 }
                 .encode();
@@ -805,17 +855,27 @@ impl State {
         let my_master = self.my_master().map(|m| m.name.clone());
         let mut moved_from_us = 0;
         for slot in 0..SLOTS as u16 {
+            let by_sender = self.owners[usize::from(slot)].as_deref() == Some(sender);
             if !slots.get(slot) {
+                // The sender no longer claims a slot it owns: note it, keep the owner.
+                if by_sender {
+                    self.owner_not_claiming.set(slot, true);
+                }
+                continue;
+            }
+            if by_sender {
+                self.owner_not_claiming.set(slot, false);
+                continue;
+            }
+            if self.importing.contains_key(&slot) {
                 continue;
             }
             let owner = self.owners[usize::from(slot)].clone();
-            if owner.as_deref() == Some(sender) || self.importing.contains_key(&slot) {
-                continue;
-            }
-            let older = match &owner {
-                None => true,
-                Some(o) => self.nodes.get(o).is_none_or(|n| n.config_epoch < epoch),
-            };
+            let older = self.slot_unclaimed(slot)
+                || owner
+                    .as_ref()
+                    .and_then(|o| self.nodes.get(o))
+                    .is_none_or(|n| n.config_epoch < epoch);
             if !older {
                 continue;
             }
@@ -1140,5 +1200,96 @@ fn gossip_entry(n: &BusNode) -> Gossip {
         cport: n.cport,
         flags: n.flags,
         pport: n.pport,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            port: 23461,
+            cport: 33461,
+            node_timeout: 15000,
+            announce_ip: String::new(),
+            announce_hostname: String::new(),
+            migration_barrier: 1,
+            allow_replica_migration: true,
+        }
+    }
+
+    fn with_peer(my_epoch: u64, peer_epoch: u64, current: u64) -> State {
+        let mut st = State::new("a".repeat(40), settings(), 0);
+        st.me_mut().config_epoch = my_epoch;
+        let mut peer = BusNode::new("b".repeat(40), flag::MASTER, 0);
+        peer.config_epoch = peer_epoch;
+        st.nodes.insert(peer.name.clone(), peer);
+        st.current_epoch = current;
+        st
+    }
+
+    /// A node importing a slot takes a new epoch unless its own is already the greatest
+    /// one known, the current epoch included: a current epoch above every config epoch
+    /// (an election that took no config epoch) makes a node at the top config epoch bump.
+    #[test]
+    fn bumping_without_consensus_counts_the_current_epoch() {
+        let mut st = with_peer(5, 3, 5);
+        assert!(!st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (5, 5));
+
+        let mut st = with_peer(5, 3, 7);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (8, 8));
+
+        let mut st = with_peer(2, 4, 4);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (5, 5));
+
+        // Epoch 0 is never kept, even alone at the top.
+        let mut st = with_peer(0, 0, 0);
+        assert!(st.bump_epoch_without_consensus());
+        assert_eq!((st.me().config_epoch, st.current_epoch), (1, 1));
+    }
+
+    /// Redis 7.0.15's owner-not-claiming rule (redis/redis#12344): an owner whose own claim
+    /// leaves a slot out keeps it, but the next node to claim it takes it even with an older
+    /// epoch; setting the owner again clears the mark (redis/redis#12564), so a slot this
+    /// node took back is not lost to a late claim from the node it once gave it to.
+    #[test]
+    fn a_slot_its_owner_stopped_claiming_goes_to_the_next_claimant() {
+        let (me, b, c) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let mut st = with_peer(1, 5, 6);
+        let mut peer = BusNode::new(c.clone(), flag::MASTER, 0);
+        peer.config_epoch = 3;
+        st.nodes.insert(c.clone(), peer);
+        st.set_owner(100, Some(&b));
+        st.set_owner(101, Some(&b));
+        // B's claim leaves 100 out: B keeps it, marked.
+        let mut claim = Bitmap::default();
+        claim.set(101, true);
+        st.update_slots_with(&b, 5, &claim);
+        assert_eq!(st.owners[100].as_deref(), Some(b.as_str()));
+        assert!(st.slot_unclaimed(100) && !st.slot_unclaimed(101));
+        // C, older than B, takes 100 but not 101.
+        let mut claim = Bitmap::default();
+        claim.set(100, true);
+        claim.set(101, true);
+        st.update_slots_with(&c, 3, &claim);
+        assert_eq!(st.owners[100].as_deref(), Some(c.as_str()));
+        assert_eq!(st.owners[101].as_deref(), Some(b.as_str()));
+        assert!(!st.slot_unclaimed(100));
+
+        // B stops claiming 101 as well, and SETSLOT NODE gives it to this node, now at the
+        // top epoch: the mark goes, so a late, older claim from B does not take it back.
+        st.update_slots_with(&b, 5, &Bitmap::default());
+        assert!(st.slot_unclaimed(101));
+        st.set_owner(101, Some(&me));
+        st.me_mut().config_epoch = 7;
+        assert!(!st.slot_unclaimed(101));
+        let mut claim = Bitmap::default();
+        claim.set(101, true);
+        st.update_slots_with(&b, 5, &claim);
+        assert_eq!(st.owners[101].as_deref(), Some(me.as_str()));
     }
 }
