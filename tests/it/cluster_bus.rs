@@ -154,6 +154,36 @@ fn redis_cli(args: &[String]) -> (bool, String) {
     (out.status.success(), all)
 }
 
+/// `redis-cli --cluster create` of these nodes with `replicas` replicas per master; its
+/// output.
+fn cluster_create(ports: &[u16], replicas: usize) -> String {
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    args.extend([
+        "--cluster-replicas".into(),
+        replicas.to_string(),
+        "--cluster-yes".into(),
+    ]);
+    let (ok, out) = redis_cli(&args);
+    assert!(ok, "{out}");
+    out
+}
+
+/// Six sluice nodes serving on two event loops each (`--threads 2`), one per directory.
+fn two_loop_nodes(dirs: &[tempfile::TempDir]) -> Vec<Node> {
+    dirs.iter()
+        .map(|d| {
+            Node::start_args(
+                d.path(),
+                free_port(),
+                free_port(),
+                1000,
+                &["--threads", "2"],
+            )
+        })
+        .collect()
+}
+
 fn check_clean(port: u16) {
     let (ok, out) = redis_cli(&[
         "--cluster".into(),
@@ -298,17 +328,9 @@ fn sluice_and_redis_server_gossip_and_agree() {
 fn redis_cli_creates_and_checks_a_sluice_cluster() {
     let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
-    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    let out = cluster_create(&ports, 1);
+    assert!(out.contains("[OK] All 16384 slots covered."), "{out}");
     wait_agreement(&ports, 6);
     check_clean(ports[3]);
     // A key written through the cluster client reaches the master's replica.
@@ -352,15 +374,7 @@ fn redis_cli_creates_a_mixed_cluster() {
         sluices[2].port,
         redises[2].port(),
     ];
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     check_clean(sluices[0].port);
     check_clean(redises[0].port());
@@ -471,15 +485,7 @@ fn a_killed_master_is_replaced_by_its_replica() {
     let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
     let mut nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     // The master owning "foo" (slot 12182) and its replica.
     let master = ports
@@ -546,11 +552,7 @@ fn reshard_moves_keys_while_clients_count_and_throttle() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.push("--cluster-yes".into());
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 0);
     wait_agreement(&ports, 3);
     // The first master owns 0-5460; reshard moves its lowest 600 slots.
     let moving = |k: &String| sluice::cluster::key_slot(k.as_bytes()) < 600;
@@ -722,11 +724,7 @@ fn grow_and_shrink(ports: &[u16], newcomer: u16) {
         assert!(ok, "redis-cli {args:?}: ...{}", &out[tail..]);
         out
     };
-    let mut args = vec!["--cluster".to_string(), "create".to_string()];
-    args.extend(ports.iter().map(|&p| addr(p)));
-    args.push("--cluster-yes".into());
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(ports, 0);
     wait_agreement(ports, 3);
     let keys: Vec<String> = (0..400).map(|i| format!("key:{i}")).collect();
     for k in &keys {
@@ -846,15 +844,7 @@ fn a_manual_failover_hands_over_without_losing_writes() {
     let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
     let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     let master = ports
         .iter()
@@ -928,28 +918,9 @@ fn manual_failovers_under_load_on_two_loops_lose_no_acknowledged_write() {
 
     const WRITERS: usize = 4;
     let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
-    let nodes: Vec<Node> = dirs
-        .iter()
-        .map(|d| {
-            Node::start_args(
-                d.path(),
-                free_port(),
-                free_port(),
-                1000,
-                &["--threads", "2"],
-            )
-        })
-        .collect();
+    let nodes = two_loop_nodes(&dirs);
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     let key = |w: usize| format!("{{mf}}counter{w}");
     let master = ports
@@ -1031,28 +1002,9 @@ fn manual_failovers_under_load_on_two_loops_lose_no_acknowledged_write() {
 #[test]
 fn a_manual_failover_waits_for_a_write_already_past_the_pause() {
     let dirs: Vec<tempfile::TempDir> = (0..6).map(|_| tempfile::tempdir().unwrap()).collect();
-    let nodes: Vec<Node> = dirs
-        .iter()
-        .map(|d| {
-            Node::start_args(
-                d.path(),
-                free_port(),
-                free_port(),
-                1000,
-                &["--threads", "2"],
-            )
-        })
-        .collect();
+    let nodes = two_loop_nodes(&dirs);
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     let master = ports
         .iter()
@@ -1112,11 +1064,7 @@ fn a_master_in_the_minority_stops_serving() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let nodes: Vec<Node> = dirs.iter().map(|d| Node::start(d.path())).collect();
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    args.push("--cluster-yes".into());
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports, 0);
     wait_agreement(&ports, 3);
     let lone = ports
         .iter()
@@ -1206,15 +1154,7 @@ impl AnyNode {
 fn an_orphaned_master_gets_a_replica(start: fn() -> AnyNode) {
     let mut nodes: Vec<Option<AnyNode>> = (0..7).map(|_| Some(start())).collect();
     let ports: Vec<u16> = nodes.iter().flatten().map(AnyNode::port).collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(ports[..6].iter().map(|p| format!("127.0.0.1:{p}")));
-    args.extend([
-        "--cluster-replicas".into(),
-        "1".into(),
-        "--cluster-yes".into(),
-    ]);
-    let (ok, out) = redis_cli(&args);
-    assert!(ok, "{out}");
+    cluster_create(&ports[..6], 1);
     wait_agreement(&ports[..6], 6);
     let masters: Vec<u16> = ports[..6]
         .iter()
