@@ -310,15 +310,7 @@ mod tests {
     use super::*;
 
     fn settings() -> Settings {
-        Settings {
-            port: 23461,
-            cport: 33461,
-            node_timeout: 15000,
-            announce_ip: String::new(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
-        }
+        Settings::for_tests(23461, 15000)
     }
 
     /// A file written by redis-server 7.0.15 (two masters, one slot migrating).

@@ -219,13 +219,8 @@ mod tests {
 
     fn settings() -> Settings {
         Settings {
-            port: 7000,
-            cport: 17000,
-            node_timeout: 1000,
             announce_ip: "127.0.0.1".into(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
+            ..Settings::for_tests(7000, 1000)
         }
     }
 

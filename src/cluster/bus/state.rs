@@ -139,6 +139,22 @@ pub struct Settings {
     pub allow_replica_migration: bool,
 }
 
+#[cfg(test)]
+impl Settings {
+    /// A node at `port` (its bus at port + 10000) with Redis's defaults, for unit tests.
+    pub(crate) fn for_tests(port: u16, node_timeout: u64) -> Settings {
+        Settings {
+            port,
+            cport: port + 10000,
+            node_timeout,
+            announce_ip: String::new(),
+            announce_hostname: String::new(),
+            migration_barrier: 1,
+            allow_replica_migration: true,
+        }
+    }
+}
+
 /// The cluster state.
 #[derive(Debug)]
 pub struct State {
@@ -1208,15 +1224,7 @@ mod tests {
     use super::*;
 
     fn settings() -> Settings {
-        Settings {
-            port: 23461,
-            cport: 33461,
-            node_timeout: 15000,
-            announce_ip: String::new(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
-        }
+        Settings::for_tests(23461, 15000)
     }
 
     fn with_peer(my_epoch: u64, peer_epoch: u64, current: u64) -> State {
