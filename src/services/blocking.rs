@@ -841,53 +841,19 @@ pub(crate) fn release(shared: &Shared, w: &Arc<Waiter>) {
 mod tests {
     use super::*;
 
-    /// A waiter's rerun that serves nothing: the registry's order is what these test.
+    /// A waiter's rerun for these tests: with `pops` false it serves nothing (the
+    /// registry's order is what is tested); with `pops` true it is served as BLPOP is: LPOP
+    /// of the ready key, run through the command table's handler on the serving context (the
+    /// blocking commands live above this layer).
     #[derive(Debug)]
-    struct Keys(Vec<Bytes>);
+    struct Keys {
+        keys: Vec<Bytes>,
+        pops: bool,
+    }
 
     impl Rerun for Keys {
         fn keys(&self) -> &[Bytes] {
-            &self.0
-        }
-        fn wants(&self) -> Wants {
-            Wants::List
-        }
-        fn destination(&self) -> Option<&Bytes> {
-            None
-        }
-        fn attempt(&self, _: &mut Ctx<'_>, _: Option<&Bytes>) -> CmdResult<Option<Reply>> {
-            Ok(None)
-        }
-        fn effect(&self, _: &Bytes, _: &Reply) -> Option<Vec<Bytes>> {
-            None
-        }
-    }
-
-    fn waiter(clients: &crate::client::Registry, keys: &[&[u8]]) -> Arc<Waiter> {
-        let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-        Arc::new(Waiter {
-            info: clients.register("t".into(), "t".into()),
-            db: 0,
-            resp: 2,
-            op: Box::new(Keys(keys.clone())),
-            keys: keys.into(),
-            seq: AtomicU64::new(0),
-            registered: AtomicBool::new(false),
-            deadline_ms: 0,
-            state: Mutex::new(State::Waiting),
-            notify: tokio::sync::Notify::new(),
-            origin: std::sync::OnceLock::new(),
-        })
-    }
-
-    /// A waiter served as BLPOP is: LPOP of the ready key, run through the command table's
-    /// handler on the serving context (the blocking commands live above this layer).
-    #[derive(Debug)]
-    struct PopFirst(Vec<Bytes>);
-
-    impl Rerun for PopFirst {
-        fn keys(&self) -> &[Bytes] {
-            &self.0
+            &self.keys
         }
         fn wants(&self) -> Wants {
             Wants::List
@@ -896,7 +862,10 @@ mod tests {
             None
         }
         fn attempt(&self, ctx: &mut Ctx<'_>, only: Option<&Bytes>) -> CmdResult<Option<Reply>> {
-            let key = only.unwrap_or(&self.0[0]).clone();
+            if !self.pops {
+                return Ok(None);
+            }
+            let key = only.unwrap_or(&self.keys[0]).clone();
             let lpop = ctx
                 .shared
                 .table
@@ -914,6 +883,26 @@ mod tests {
         fn effect(&self, _: &Bytes, _: &Reply) -> Option<Vec<Bytes>> {
             None
         }
+    }
+
+    fn waiter(clients: &crate::client::Registry, keys: &[&[u8]]) -> Arc<Waiter> {
+        let keys: Vec<Bytes> = keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+        Arc::new(Waiter {
+            info: clients.register("t".into(), "t".into()),
+            db: 0,
+            resp: 2,
+            op: Box::new(Keys {
+                keys: keys.clone(),
+                pops: false,
+            }),
+            keys: keys.into(),
+            seq: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+            deadline_ms: 0,
+            state: Mutex::new(State::Waiting),
+            notify: tokio::sync::Notify::new(),
+            origin: std::sync::OnceLock::new(),
+        })
     }
 
     fn order(reg: &BlockedClients, key: &Bytes) -> Vec<u64> {
@@ -1001,7 +990,10 @@ mod tests {
         let blocked = {
             let w = waiter(&shared.clients, &[b"q"]);
             let mut w = Arc::into_inner(w).expect("a new waiter has one owner");
-            w.op = Box::new(PopFirst(vec![key.clone()]));
+            w.op = Box::new(Keys {
+                keys: vec![key.clone()],
+                pops: true,
+            });
             Arc::new(w)
         };
         shared.blocked.add(&blocked);
