@@ -14,10 +14,12 @@
 //! never per request; the tokio path, the slow path of handed-over connections, twice per
 //! command.
 //!
-//! Slots are handed out for the life of the process, `OWNED` of them, on a thread's first
-//! turn; threads past them share one counter of turns in progress, settled once it is seen
-//! at zero. A pause in one server of a test process may so wait for another's turns too:
-//! later, never wrong.
+//! Slots are handed out on a thread's first turn and given back when the thread exits (tokio's
+//! blocking pool starts and ends threads all day long); a counter never goes back, so a
+//! snapshot of a slot's earlier owner is not confused by its next one. Only threads past
+//! `OWNED` alive at once share one counter of turns in progress, settled once it is seen at
+//! zero — which a busy server may rarely show, so the slots must not run out. A pause in one
+//! server of a test process may wait for another's turns too: later, never wrong.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,12 +45,53 @@ const EMPTY: Slot = Slot(AtomicU64::new(0));
 static SLOTS: [Slot; OWNED] = [EMPTY; OWNED];
 /// Turns in progress on threads without a slot of their own.
 static IN_SHARED: AtomicUsize = AtomicUsize::new(0);
-/// The next slot to hand out.
+/// The next slot never handed out.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// Slots given back by threads that exited, a bit each.
+static FREE: [AtomicU64; OWNED / 64] = [const { AtomicU64::new(0) }; OWNED / 64];
 
 thread_local! {
     /// This thread's slot, and how deep in turns it is (a turn inside a turn is the outer one).
     static MINE: Cell<(usize, u32)> = const { Cell::new((UNCLAIMED, 0)) };
+    /// Gives this thread's slot back when the thread exits.
+    static OWNER: SlotOwner = const { SlotOwner };
+}
+
+/// The thread-exit hook of a thread that owns a slot.
+struct SlotOwner;
+
+impl Drop for SlotOwner {
+    fn drop(&mut self) {
+        let (slot, depth) = MINE.get();
+        // Whatever runs later on this exiting thread counts on the shared counter.
+        MINE.set((SHARED, depth));
+        if slot < OWNED && depth == 0 {
+            FREE[slot / 64].fetch_or(1 << (slot % 64), Ordering::Release);
+        }
+    }
+}
+
+/// A slot given back, or one never handed out, or `SHARED` when all are taken.
+fn claim() -> usize {
+    for (word, bits) in FREE.iter().enumerate() {
+        let mut seen = bits.load(Ordering::Acquire);
+        while seen != 0 {
+            let bit = seen.trailing_zeros() as usize;
+            match bits.compare_exchange_weak(
+                seen,
+                seen & !(1 << bit),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return word * 64 + bit,
+                Err(now) => seen = now,
+            }
+        }
+    }
+    NEXT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        (n < OWNED).then_some(n + 1)
+    })
+    .unwrap_or(SHARED)
 }
 
 fn my_slot() -> usize {
@@ -56,11 +99,13 @@ fn my_slot() -> usize {
     if slot != UNCLAIMED {
         return slot;
     }
-    let slot = NEXT
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-            (n < OWNED).then_some(n + 1)
-        })
-        .unwrap_or(SHARED);
+    let slot = claim();
+    if slot < OWNED && OWNER.try_with(|_| ()).is_err() {
+        // The thread is already exiting: nobody would give the slot back.
+        FREE[slot / 64].fetch_or(1 << (slot % 64), Ordering::Release);
+        MINE.set((SHARED, depth));
+        return SHARED;
+    }
     MINE.set((slot, depth));
     slot
 }
@@ -240,6 +285,23 @@ mod tests {
                 "even between turns"
             );
         }
+    }
+
+    /// Threads that exit give their slots back: far more threads than slots over a process's
+    /// life (tokio's blocking pool) still each get one of their own, so a pause never depends
+    /// on seeing the shared counter at zero.
+    #[test]
+    fn exited_threads_give_their_slots_back() {
+        for _ in 0..(OWNED * 3) {
+            std::thread::spawn(|| drop(enter())).join().unwrap();
+        }
+        let slot = std::thread::spawn(|| {
+            drop(enter());
+            MINE.get().0
+        })
+        .join()
+        .unwrap();
+        assert!(slot < OWNED, "a thread after {} exited ones got {slot}", OWNED * 3);
     }
 
     /// The pause's guarantee under load: a thread that passed the gate (read no pause in
