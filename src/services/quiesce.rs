@@ -301,7 +301,11 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert!(slot < OWNED, "a thread after {} exited ones got {slot}", OWNED * 3);
+        assert!(
+            slot < OWNED,
+            "a thread after {} exited ones got {slot}",
+            OWNED * 3
+        );
     }
 
     /// The pause's guarantee under load: a thread that passed the gate (read no pause in
