@@ -68,6 +68,17 @@ function parse(buf, i = 0) {
   }
 }
 
+// Sends a command on a test's client: ioredis (`call`) or node-redis (`sendCommand`).
+function sendOn(client, args) {
+  if (typeof client?.call === "function") return client.call(...args);
+  if (typeof client?.sendCommand === "function") return client.sendCommand(args);
+  throw new TypeError("reset(client): client is not an ioredis or node-redis client");
+}
+
+function resetError(why, cause) {
+  return new Error(`sluice: TESTMODE RESET sent on the test's client failed: ${why}`, { cause });
+}
+
 /**
  * Starts sluice on 127.0.0.1 and a free port, in test mode, in a private temporary directory
  * with persistence off.
@@ -155,12 +166,60 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
     while (waiting.length) waiting.shift().reject(e);
   });
   let weak = false;
-  const command = (...a) =>
+  const send = (a) =>
     new Promise((resolve, reject) => {
       waiting.push({ resolve, reject });
       if (weak) socket.ref();
       socket.write(encode(a));
     });
+  // A reset sent on a test's client (reset(client)) until its reply arrives, and its error
+  // until the helper has reported it.
+  let pipelined = null;
+  let failed = null;
+  const takeFailure = () => {
+    const e = failed;
+    failed = null;
+    return e;
+  };
+  // The helper's own commands go on another connection than the test's client: they wait
+  // for a reset sent there, which the server may otherwise read after them (a test that
+  // starts with freeze() would have its clock unfrozen by the reset).
+  const command = (...a) => {
+    if (failed) return Promise.reject(takeFailure());
+    if (!pipelined) return send(a);
+    return pipelined.then(
+      () => send(a),
+      (e) => {
+        if (failed === e) failed = null;
+        throw e;
+      },
+    );
+  };
+  const resetOn = (client) => {
+    if (failed) return Promise.reject(takeFailure());
+    let reply;
+    try {
+      reply = sendOn(client, ["TESTMODE", "RESET"]);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    // Nobody waits for the reply (that is the point), so a failure is kept for the helper's
+    // next call and left unhandled: unless a helper command that waited for the reply
+    // rejected with it first, the runner reports it when the reply comes (Jest and Vitest
+    // against the running test; node:test against the hook, failing the run).
+    const mine = Promise.resolve(reply).then(
+      (r) => {
+        if (pipelined === mine) pipelined = null;
+        if (String(r) !== "OK") throw (failed = resetError(`replied ${JSON.stringify(String(r))}`));
+      },
+      (e) => {
+        if (pipelined === mine) pipelined = null;
+        throw (failed = resetError(e?.message, e));
+      },
+    );
+    pipelined = mine;
+    return Promise.resolve();
+  };
 
   let stopped = false;
   return {
@@ -181,8 +240,15 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
     /**
      * Returns the server to the state it started in (TESTMODE RESET): every database empty,
      * the clock on real time, no faults, scripts, functions or CONFIG SET changes.
+     *
+     * `reset()` sends it on the helper's own connection and resolves when it is done (one
+     * round trip). `reset(client)`, given the test's ioredis or node-redis client, queues it
+     * on that client's connection ahead of the test's first command and resolves at once:
+     * the server runs it before anything the test sends on that client, and the helper's own
+     * commands (freeze(), command(), ...) wait for its reply. A failed reset rejects the
+     * helper's next call and is thrown, unhandled, when its reply arrives.
      */
-    reset: () => command("TESTMODE", "RESET"),
+    reset: (client) => (client === undefined ? command("TESTMODE", "RESET") : resetOn(client)),
     /** Stops the clock; resolves to its time in Unix ms. */
     freeze: () => command("CLOCK", "FREEZE"),
     /** Moves the frozen clock forward by ms (expired keys are reaped first). */

@@ -770,7 +770,7 @@ TD_CASES = [
     ("python", "sluice", "sluice plugin, `sluice` fixture (default): one server, `TESTMODE RESET` per test"),
     ("python", "sluice_fresh", "sluice plugin, `sluice_fresh`: a server per test, killed after it"),
     ("node", "ioredis-mock", "ioredis-mock: a `new RedisMock()` per test, flushed (in-process)"),
-    ("node", "sluice", "npm helper, `sharedSluice()`: one server, `reset()` per test"),
+    ("node", "sluice", "npm helper, `sharedSluice()`: one server, `reset(redis)` per test (sent with the test's first command)"),
     ("node", "sluice-fresh", "npm helper, `startSluice()` / `stop()` per test"),
 ]
 

@@ -1,7 +1,7 @@
 // The 300-test limiter suite for Node (node:test): 150 sliding windows in MULTI/EXEC and
 // 150 fixed-window counters, about 30 commands each. TD_BACKEND (set by scripts/bench.py):
 // `ioredis-mock` (in-process, flushed before each test), `sluice` (the npm helper's
-// sharedSluice(), TESTMODE RESET before each test) or `sluice-fresh` (startSluice() per
+// sharedSluice(), TESTMODE RESET before each test, sent on the test's client with its first command) or `sluice-fresh` (startSluice() per
 // test); ioredis connects to the helper's Unix socket. TD_STATS names a JSON file that gets the time spent in the hooks and in the tests.
 import { test, beforeEach, afterEach, after } from "node:test";
 import assert from "node:assert/strict";
@@ -32,7 +32,8 @@ beforeEach(async () => {
     redis = new Redis();
     await redis.flushall();
   } else if (BACKEND === "sluice") {
-    await sluice.reset();
+    // Queued on the test's client ahead of its first command: no round trip of its own.
+    await sluice.reset(redis);
   } else {
     sluice = await helper.startSluice();
     redis = new Redis({ path: sluice.socketPath });
