@@ -13,8 +13,15 @@ export interface Sluice {
   process: import("node:child_process").ChildProcess;
   readonly alive: boolean;
   command(...args: (string | number)[]): Promise<unknown>;
-  /** TESTMODE RESET: the server as it started (empty, clock on real time, no faults...). */
+  /**
+   * TESTMODE RESET: the server as it started (empty, clock on real time, no faults...).
+   * Without a client, on the helper's own connection, resolved when done (one round trip).
+   * With the test's ioredis or node-redis client: queued on it ahead of the test's first
+   * command and resolved at once (no round trip of its own); the helper's own commands wait
+   * for its reply, and a failure rejects the helper's next call and is thrown unhandled.
+   */
   reset(): Promise<string>;
+  reset(client: { call(...args: string[]): Promise<unknown> } | { sendCommand(args: string[]): Promise<unknown> }): Promise<void>;
   freeze(): Promise<number>;
   advance(ms: number): Promise<number>;
   set(unixMs: number): Promise<number>;

@@ -2,10 +2,11 @@
 // No dependencies: the helpers speak RESP over one socket of their own.
 //
 // `sharedSluice()` gives the tests of one process (a node:test file; a Jest or Vitest
-// worker) one server, to be reset before each test (`await sluice.reset()`: TESTMODE RESET,
-// one round trip); `startSluice()` starts a server of a test's own, a few milliseconds to
-// start and to stop. Either runs in a private temporary directory with persistence off, so
-// a dump.rdb in the working directory is never loaded and nothing is written there, and
+// worker) one server, to be reset before each test (`sluice.reset(redis)`: TESTMODE RESET
+// queued on the test's client ahead of its first command, no round trip of its own; or
+// `await sluice.reset()` on the helper's connection, one round trip); `startSluice()` starts
+// a server of a test's own, a few milliseconds to start and to stop. Either runs in a
+// private temporary directory with persistence off, so a dump.rdb in the working directory is never loaded and nothing is written there, and
 // listens on a Unix socket there as well as on TCP: `new Redis({ path: sluice.socketPath })`
 // (ioredis) or `createClient({ socket: { path: sluice.socketPath } })` (node-redis) make
 // each round trip cheaper for both processes than loopback TCP.
@@ -311,7 +312,8 @@ const SHARED = Symbol.for("sluice-server.shared");
  * killed when the process exits; reset it before each test:
  *
  *   const sluice = await sharedSluice();
- *   beforeEach(() => sluice.reset());
+ *   const redis = new Redis({ path: sluice.socketPath });
+ *   beforeEach(() => sluice.reset(redis));
  *
  * If a test stopped it, the next call starts another.
  */
