@@ -6,10 +6,11 @@
 // queued on the test's client ahead of its first command, no round trip of its own; or
 // `await sluice.reset()` on the helper's connection, one round trip); `startSluice()` starts
 // a server of a test's own, a few milliseconds to start and to stop. Either runs in a
-// private temporary directory with persistence off, so a dump.rdb in the working directory is never loaded and nothing is written there, and
-// listens on a Unix socket there as well as on TCP: `new Redis({ path: sluice.socketPath })`
-// (ioredis) or `createClient({ socket: { path: sluice.socketPath } })` (node-redis) make
-// each round trip cheaper for both processes than loopback TCP.
+// private temporary directory with persistence off, so a dump.rdb in the working directory
+// is never loaded and nothing is written there, and listens on a Unix socket there as well
+// as on TCP: `new Redis({ path: sluice.socketPath })` (ioredis) or `createClient({ socket:
+// { path: sluice.socketPath } })` (node-redis) make each round trip cheaper for both
+// processes than loopback TCP.
 import { spawn } from "node:child_process";
 import { createConnection } from "node:net";
 import { fileURLToPath } from "node:url";
