@@ -207,8 +207,8 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
     }
     // Nobody waits for the reply (that is the point), so a failure is kept for the helper's
     // next call and left unhandled: unless a helper command that waited for the reply
-    // rejected with it first, the runner reports it when the reply comes (Jest and Vitest
-    // against the running test; node:test against the hook, failing the run).
+    // rejected with it first, the runner reports it when the reply comes and fails the run
+    // (node:test against the hook, Jest's circus runner against the running test).
     const mine = Promise.resolve(reply).then(
       (r) => {
         if (pipelined === mine) pipelined = null;
