@@ -54,12 +54,17 @@ impl MultiQueue {
     /// Every queued command with its arguments, borrowed: built once per use (EXEC's), with
     /// no allocation for a transaction of up to 24 arguments in all.
     pub(crate) fn lend(&self) -> Lent<'_> {
-        let mut args = SmallVec::with_capacity(self.arg_ends.len());
+        // (`extend` from an exact-size iterator: one capacity check, not one per argument.)
         let mut start = 0;
-        for &end in &self.arg_ends {
-            args.push(self.bytes.get(start..end).unwrap_or(&[]));
-            start = end;
-        }
+        let args = self
+            .arg_ends
+            .iter()
+            .map(|&end| {
+                let arg = self.bytes.get(start..end).unwrap_or(&[]);
+                start = end;
+                arg
+            })
+            .collect();
         Lent {
             args,
             commands: &self.commands,
