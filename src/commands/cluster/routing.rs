@@ -216,8 +216,10 @@ pub(crate) const SCRIPT_CROSS_SLOT: &str =
     "ERR Script attempted to access keys that do not hash to the same slot";
 
 /// The slot a script starts bound to: that of the keys EVAL declared (routing already made
-/// sure they share one), or none.
-pub(crate) fn script_slot(keys: &[&[u8]]) -> Option<u16> {
+/// sure they share one), or none (always none outside cluster mode).
+pub(crate) fn script_slot(shared: &Shared, keys: &[&[u8]]) -> Option<u16> {
+    // Only `script_check` reads it, in cluster mode: no CRC16 per script run otherwise.
+    shared.cluster.as_ref()?;
     keys.first().map(|k| key_slot(k))
 }
 
