@@ -5,6 +5,7 @@
 //! into `server`. The registry is a `DashMap`: it needs no atomicity with the keyspace, only
 //! short inserts, removals and snapshots.
 
+pub(crate) mod multi;
 pub(crate) mod push;
 pub(crate) mod tracking;
 
@@ -18,7 +19,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
 /// What the registry and CLIENT LIST / KILL know about a client, shared with its connection.
@@ -509,20 +509,6 @@ impl Registry {
     }
 }
 
-/// A command queued by MULTI, kept until EXEC: the command table entry it resolved to
-/// (its index) and its arguments (name first).
-#[derive(Debug, Clone)]
-pub(crate) struct Queued {
-    /// The command table entry's index (`engine::CmdId`).
-    pub(crate) cmd: u32,
-    /// The arguments, name first (slices of the client's `multi_arena`: a command of up
-    /// to four arguments is queued without an allocation).
-    pub(crate) args: SmallVec<[Bytes; 4]>,
-}
-
-/// Queues larger than this are not kept for the next transaction.
-const SPARE_QUEUE_MAX: usize = 64;
-
 /// The state one connection carries between commands.
 #[derive(Debug)]
 pub struct ClientState {
@@ -533,16 +519,11 @@ pub struct ClientState {
     /// Selected database.
     pub(crate) db: usize,
     /// Commands queued since MULTI, or None outside a transaction.
-    pub(crate) multi: Option<Vec<Queued>>,
+    pub(crate) multi: Option<multi::MultiQueue>,
     /// A queued command was refused: EXEC must abort.
     pub(crate) multi_failed: bool,
     /// The emptied queue of an earlier transaction, reused by the next MULTI.
-    spare_multi: Vec<Queued>,
-    /// The bytes of the queued commands' arguments (a command's arguments are borrowed
-    /// from the read buffer, so queueing copies them here, and its `Queued::args` are
-    /// slices of this buffer; once the transaction's slices are gone, the next one
-    /// reuses its memory).
-    pub(crate) multi_arena: bytes::BytesMut,
+    spare_multi: multi::MultiQueue,
     /// Keys this client WATCHes (database, key).
     pub(crate) watched: Vec<(usize, Bytes)>,
     /// Set by the keyspace when a watched key is modified.
@@ -590,8 +571,7 @@ impl ClientState {
             db: 0,
             multi: None,
             multi_failed: false,
-            spare_multi: Vec::new(),
-            multi_arena: bytes::BytesMut::new(),
+            spare_multi: multi::MultiQueue::default(),
             watched: Vec::new(),
             dirty: Arc::new(AtomicBool::new(false)),
             authenticated: true,
@@ -697,8 +677,8 @@ impl ClientState {
     }
 
     /// Keeps the queue EXEC has run, emptied, for the next MULTI (small ones only).
-    pub(crate) fn recycle_multi(&mut self, mut queue: Vec<Queued>) {
-        if queue.capacity() <= SPARE_QUEUE_MAX {
+    pub(crate) fn recycle_multi(&mut self, mut queue: multi::MultiQueue) {
+        if queue.worth_keeping() {
             queue.clear();
             self.spare_multi = queue;
         }

@@ -241,7 +241,10 @@ impl VariantCommand<'_> for Fcall {
             read_only: read_only || flags.no_writes,
             allow_oom: flags.allow_oom,
             function: Some((info.name.clone(), command)),
-            slot: crate::commands::cluster::script_slot(&crate::engine::args::borrowed(keys)),
+            slot: crate::commands::cluster::script_slot(
+                ctx.shared,
+                &crate::engine::args::borrowed(keys),
+            ),
             cross_slot_ok: flags.allow_cross_slot_keys,
         };
         let memo = format!("f:{}", info.name);

@@ -266,7 +266,7 @@ impl<'a> VariantCommand<'a> for Eval<'a> {
             read_only: self.access == Access::ReadOnly || script.flags.no_writes,
             allow_oom: flags.shebang && flags.allow_oom,
             function: None,
-            slot: crate::commands::cluster::script_slot(self.keys),
+            slot: crate::commands::cluster::script_slot(ctx.shared, self.keys),
             cross_slot_ok: !script.flags.shebang || script.flags.allow_cross_slot,
         };
         let (keys, argv) = (self.keys, self.argv);

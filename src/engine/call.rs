@@ -498,10 +498,10 @@ pub(crate) const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to writ
 /// Whether the client's MULTI queue holds a write.
 fn queued_write(shared: &Shared, client: &ClientState) -> bool {
     client.multi.as_ref().is_some_and(|queue| {
-        queue.iter().any(|q| {
+        queue.ids().any(|cmd| {
             shared
                 .table
-                .entry(crate::engine::table::CmdId(q.cmd))
+                .entry(crate::engine::table::CmdId(cmd))
                 .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
         })
     })
@@ -568,50 +568,12 @@ fn script_policy(
     )
 }
 
-/// What a MULTI queue's argument buffer grows by at least (see `queue`).
-const MULTI_ARENA_CHUNK: usize = 4096;
-
-/// Queues a command inside MULTI: its resolved entry and its arguments.
+/// Queues a command inside MULTI: its resolved entry and its arguments (copied into the
+/// queue's own buffer: `client::multi`).
 fn queue(client: &mut ClientState, entry: &CommandEntry, args: &[&[u8]]) {
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     if let Some(queue) = client.multi.as_mut() {
-        // One copy of the arguments into the transaction's buffer, sliced (see
-        // `ClientState::multi_arena`).
-        // Grown by at least a few KiB at a time: each command's copy is split off it, so
-        // an exact reservation would allocate once per queued command.
-        // A command larger than that gets a buffer of its own, so the arena's memory
-        // stays small for the connection's lifetime.
-        // A transaction's first command makes room for a whole small transaction: the
-        // earlier transactions' slices are gone by then, so the buffer is reclaimed in
-        // place (later in the transaction its own slices still hold it).
-        if queue.is_empty() {
-            client.multi_arena.reserve(MULTI_ARENA_CHUNK);
-        }
-        let mut own;
-        let arena = if argv_mem > MULTI_ARENA_CHUNK {
-            own = bytes::BytesMut::with_capacity(argv_mem);
-            &mut own
-        } else {
-            &mut client.multi_arena
-        };
-        if arena.capacity() - arena.len() < argv_mem {
-            arena.reserve(argv_mem.max(MULTI_ARENA_CHUNK));
-        }
-        for a in args {
-            arena.extend_from_slice(a);
-        }
-        let copied = arena.split().freeze();
-        let mut at = 0;
-        queue.push(crate::client::Queued {
-            cmd: entry.id.0,
-            args: args
-                .iter()
-                .map(|a| {
-                    at += a.len();
-                    copied.slice(at - a.len()..at)
-                })
-                .collect(),
-        });
+        queue.push(entry.id.0, args);
         client
             .info
             .multi
@@ -849,7 +811,11 @@ mod tests {
             for command in [&["EXEC"][..], &["DISCARD"][..]] {
                 let (_, back) = run(shared, c, command);
                 assert!(back, "{command:?} goes back to the gate");
-                assert_eq!(c.multi.as_ref().map(Vec::len), Some(1), "{command:?}");
+                assert_eq!(
+                    c.multi.as_ref().map(crate::client::multi::MultiQueue::len),
+                    Some(1),
+                    "{command:?}"
+                );
                 assert_eq!(c.info.multi.load(std::sync::atomic::Ordering::Relaxed), 1);
                 assert_eq!(c.watched.len(), 1, "{command:?}");
             }

@@ -317,9 +317,23 @@ pub fn try_lock_for<'a>(
             KeySpec::Range {
                 first: 1, last: 1, ..
             } if args.len() > 1 => shared.keyspace.try_lock_key(args[1]),
-            _ => shared
-                .keyspace
-                .try_lock_args(spec.keys.positions(args).map(|i| args[i])),
+            _ => {
+                // One key found by the general spec (EVAL/EVALSHA with one key, FCALL…)
+                // takes the one-key path too.
+                let mut positions = spec.keys.positions(args);
+                let Some(first) = positions.next() else {
+                    return shared.keyspace.try_lock_args(std::iter::empty());
+                };
+                match positions.next() {
+                    None => shared.keyspace.try_lock_key(args[first]),
+                    Some(second) => shared.keyspace.try_lock_args(
+                        [first, second]
+                            .into_iter()
+                            .chain(positions)
+                            .map(|i| args[i]),
+                    ),
+                }
+            }
         },
     }
 }

@@ -741,7 +741,12 @@ pub struct CmdId(pub u32);
 /// The joined table.
 #[derive(Debug)]
 pub struct CommandTable {
+    /// The top-level commands by lowercase name.
     by_name: HashMap<Vec<u8>, u32>,
+    /// The same, by each name in lower and in upper case, as clients send them: found
+    /// with one hash and one compare of the bytes as they came (a name in mixed case
+    /// goes through a lowercase copy and `by_name`).
+    as_typed: HashMap<Vec<u8>, u32>,
     entries: Vec<CommandEntry>,
 }
 
@@ -750,6 +755,7 @@ impl CommandTable {
     pub fn build() -> Self {
         let mut table = CommandTable {
             by_name: HashMap::new(),
+            as_typed: HashMap::new(),
             entries: Vec::new(),
         };
         for family in crate::commands::all_families() {
@@ -762,6 +768,12 @@ impl CommandTable {
                 let last = table.entries.len() as u32;
                 table.entries[id as usize].subs = first..last;
                 table.by_name.insert(spec.name.as_bytes().to_vec(), id);
+                table
+                    .as_typed
+                    .insert(spec.name.to_ascii_lowercase().into_bytes(), id);
+                table
+                    .as_typed
+                    .insert(spec.name.to_ascii_uppercase().into_bytes(), id);
             }
         }
         table
@@ -781,6 +793,8 @@ impl CommandTable {
     /// Removes a command (test-only commands outside test mode).
     pub fn remove(&mut self, name: &str) {
         self.by_name.remove(name.as_bytes());
+        self.as_typed.remove(name.to_ascii_lowercase().as_bytes());
+        self.as_typed.remove(name.to_ascii_uppercase().as_bytes());
     }
 
     /// Looks a command up by name, case-insensitively.
@@ -790,6 +804,9 @@ impl CommandTable {
 
     /// Looks a command's entry up by name, case-insensitively.
     pub fn get_entry(&self, name: &[u8]) -> Option<&CommandEntry> {
+        if let Some(&id) = self.as_typed.get(name) {
+            return self.entries.get(id as usize);
+        }
         if name.len() > 64 {
             return None;
         }
@@ -925,6 +942,52 @@ mod tests {
                 .collect::<Vec<_>>(),
             [2, 3]
         );
+    }
+
+    /// Every command is found by its name in any letter case, and only by its name: not by
+    /// a longer name, a name with a byte that differs by more than its case, or a
+    /// subcommand's name; a removed command is gone in every case.
+    #[test]
+    fn commands_are_found_by_name_in_any_case() {
+        let mut table = CommandTable::build();
+        let names: Vec<&str> = table.commands().iter().map(|s| s.name).collect();
+        assert!(names.len() > 200, "{}", names.len());
+        for name in &names {
+            let upper = name.to_ascii_uppercase();
+            let mixed: String = name
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            for typed in [name.to_string(), upper, mixed] {
+                let found = table.get_entry(typed.as_bytes()).map(|e| e.spec.name);
+                assert_eq!(found, Some(*name), "{typed:?}");
+            }
+            assert!(table.get_entry(format!("{name}~").as_bytes()).is_none());
+            assert!(table.get_entry(format!("{name}\0").as_bytes()).is_none());
+        }
+        for absent in [
+            &b"cl\x0ethrottle"[..],
+            b"CL\x0eTHROTTLE",
+            b"cl.throttl",
+            b"",
+            &[b'a'; 65],
+            b"get|x",
+            b"config|get",
+        ] {
+            assert!(table.get_entry(absent).is_none(), "{absent:?}");
+        }
+        table.remove("get");
+        for typed in ["get", "GET", "Get"] {
+            assert!(table.get_entry(typed.as_bytes()).is_none(), "{typed}");
+        }
+        assert!(table.get_entry(b"SET").is_some());
     }
 
     /// The attributes sluice once looked up by command name (roles, replication effect,

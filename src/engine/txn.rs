@@ -307,10 +307,12 @@ impl Command<'_> for Exec {
             ));
         }
         let shared = ctx.shared;
-        // Each queued command was resolved when it was queued.
-        let entries: SmallVec<[_; 8]> = queue
+        // Each queued command was resolved when it was queued; its arguments are lent once,
+        // for the key collection and the calls.
+        let lent = queue.lend();
+        let entries: SmallVec<[_; 8]> = lent
             .iter()
-            .map(|q| shared.table.entry(CmdId(q.cmd)))
+            .map(|(cmd, args)| (shared.table.entry(CmdId(cmd)), args))
             .collect();
 
         // Lock everything the transaction touches, in ascending shard order. The queued
@@ -318,16 +320,12 @@ impl Command<'_> for Exec {
         // remember the hashes (the queue outlives them).
         // Scripts take every shard when they declare no keys or `lua-script-locking` is
         // `global`; otherwise their declared keys' (see commands::scripting).
-        let needs_all = queue.iter().zip(&entries).any(|(q, e)| {
+        let needs_all = entries.iter().any(|(e, args)| {
             e.is_some_and(|e| {
                 matches!(e.spec.lock, LockMode::All | LockMode::Stepwise)
                     || (e.spec.runs_script()
                         && (shared.live.scripts_lock_all()
-                            || e.spec
-                                .keys
-                                .positions(&crate::engine::args::borrowed(&q.args))
-                                .next()
-                                .is_none()))
+                            || e.spec.keys.positions(args).next().is_none()))
             })
         });
         ctx.store.release(); // (EXEC itself locks nothing; never hold two sets at once)
@@ -340,15 +338,14 @@ impl Command<'_> for Exec {
                     .iter()
                     .map(|(_, k)| shared.keyspace.shard_of(k)),
             );
-            for (q, entry) in queue.iter().zip(&entries) {
+            for (entry, args) in &entries {
                 if let Some(entry) = entry {
-                    let args = &q.args;
                     keys.extend(
                         entry
                             .spec
                             .keys
-                            .positions(&crate::engine::args::borrowed(args))
-                            .map(|i| &args[i][..]),
+                            .positions(args)
+                            .filter_map(|i| args.get(i).copied()),
                     );
                 }
             }
@@ -386,7 +383,10 @@ impl Command<'_> for Exec {
                 locked()
             }
         };
-        if entries.iter().flatten().any(|e| e.spec.runs_script()) {
+        if entries
+            .iter()
+            .any(|(e, _)| e.is_some_and(|e| e.spec.runs_script()))
+        {
             // A transaction that runs a script holds its shards as long: after the blocked
             // clients a writer is serving on them, as a script outside one (`engine::call`).
             crate::services::blocking::wait_for_serving(shared, &mut store, locked);
@@ -423,21 +423,15 @@ impl Command<'_> for Exec {
 
         // From the thread's pool: the connection gives it back once the reply is written.
         let mut replies = Reply::pooled_vec(queue.len());
-        for (q, entry) in queue.iter().zip(entries) {
+        for (entry, args) in entries {
             let reply = match entry {
-                Some(entry) => call(
-                    &mut run,
-                    entry,
-                    &crate::engine::args::borrowed(&q.args),
-                    Caller::Exec,
-                ),
+                Some(entry) => call(&mut run, entry, args, Caller::Exec),
                 // Only resolved commands are queued; an id the table lacks is a bug.
-                None => {
-                    crate::engine::unknown_command(&crate::engine::args::borrowed(&q.args)).into()
-                }
+                None => crate::engine::unknown_command(args).into(),
             };
             replies.push(reply);
         }
+        drop(lent);
         let ready = std::mem::take(&mut run.ready);
         // What the queued commands asked of the connection: a hold (DEBUG SLEEP) and a
         // close (QUIT, CLIENT KILL of itself) are EXEC's; nothing else is set inside EXEC.

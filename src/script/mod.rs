@@ -478,7 +478,9 @@ impl Vm {
         private.raw_set("call", call)?;
         private.raw_set("pcall", pcall)?;
         private.raw_set("acl_check_cmd", acl_check)?;
-        private.raw_set("bind", rawcall::bind_function(&lua, &calls)?)?;
+        let [bind, unbind] = rawcall::bind_functions(&lua, &calls)?;
+        private.raw_set("bind", bind)?;
+        private.raw_set("unbind", unbind)?;
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
         let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;

@@ -196,16 +196,14 @@ D.runner = function(f, h) return raw_xpcall(f, h) end
 
 -- An EVAL script runs the same way, with KEYS and ARGV in the globals for exactly its run:
 -- `bind` (sluice's, see rawcall.rs) fills the two tables the VM keeps from run to run with
--- the run's keys and arguments. The script's value is converted after this returns; the
--- tables are emptied at the next run's `bind`.
-local bind = D.bind
+-- the run's keys and arguments and sets them as G.KEYS and G.ARGV (raw sets); `unbind`
+-- sets both to nil. The script's value is converted after this returns; the tables are
+-- emptied at the next run's `bind`.
+local bind, unbind = D.bind, D.unbind
 D.eval_runner = function(f, h)
-  local keys, argv = bind()
-  raw_set(G, 'KEYS', keys)
-  raw_set(G, 'ARGV', argv)
+  bind()
   local ok, v = raw_xpcall(f, h)
-  raw_set(G, 'KEYS', nil)
-  raw_set(G, 'ARGV', nil)
+  unbind()
   return ok, v
 end
 

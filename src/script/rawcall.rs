@@ -154,38 +154,51 @@ pub(super) fn functions(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<[Funct
     Ok([make(redis_call)?, make(redis_pcall)?, make(acl_check_cmd)?])
 }
 
-/// Makes the function the EVAL runner calls first (see `prelude.lua`): it returns the KEYS
-/// and ARGV tables filled with the offered keys and arguments. The two tables are kept from
+/// Makes the two functions the EVAL runner calls around a run (see `prelude.lua`): the first
+/// fills the KEYS and ARGV tables with the offered keys and arguments and sets them as the
+/// globals `KEYS` and `ARGV` (raw sets: no metamethod runs); the second sets both globals
+/// back to nil. One C call each where the runner made two `rawset` calls each, from Lua.
+/// The two tables are kept from
 /// run to run as the function's upvalues (Redis makes fresh ones: nothing a run does to them
 /// may show in the next, so each is emptied before it is filled, and replaced by a fresh
 /// one if the script gave it a metatable or other keys, if it held more than
 /// [`KEEP_LISTED`] values, or if the state holds more than `COLLECT_ABOVE` bytes, so that an
 /// emptied table keeps no large capacity). `state` lives as long as `lua` (see
 /// [`functions`]).
-pub(super) fn bind_function(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<Function> {
+pub(super) fn bind_functions(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<[Function; 2]> {
     let ptr = Rc::as_ptr(state) as *mut c_void;
-    // SAFETY: as in `functions`: a protected call, a closure that owns nothing, a pointer
-    // valid as long as the state; two new tables are the closure's other upvalues.
+    // SAFETY: as in `functions`: a protected call, closures that own nothing, a pointer
+    // valid as long as the state; two new tables and the two global names (interned once
+    // here rather than at every run) are the closures' other upvalues.
     unsafe {
-        lua.exec_raw::<Function>((), |l| {
+        let bind = lua.exec_raw::<Function>((), |l| {
             ffi::lua_pushlightuserdata(l, ptr);
             ffi::lua_createtable(l, 0, 0);
             ffi::lua_createtable(l, 0, 0);
-            ffi::lua_pushcclosure(l, bind_lists, 3);
-        })
+            push_bytes(l, b"KEYS");
+            push_bytes(l, b"ARGV");
+            ffi::lua_pushcclosure(l, bind_lists, 5);
+        })?;
+        let unbind = lua.exec_raw::<Function>((), |l| {
+            push_bytes(l, b"KEYS");
+            push_bytes(l, b"ARGV");
+            ffi::lua_pushcclosure(l, unbind_lists, 2);
+        })?;
+        Ok([bind, unbind])
     }
 }
 
 /// Most values a kept KEYS or ARGV table may have held to be reused.
 pub(super) const KEEP_LISTED: usize = 64;
 
-/// The C function [`bind_function`] makes: empties (or replaces) the kept KEYS and ARGV
-/// tables, fills them with the offered keys and arguments, and returns both. Only Lua calls
-/// here can raise (out of memory), from frames that own nothing: the runner's protected call
-/// catches it.
+/// The first C function [`bind_functions`] makes: empties (or replaces) the kept KEYS and
+/// ARGV tables, fills them with the offered keys and arguments, and sets them as the
+/// globals. Only Lua calls here can raise (out of memory), from frames that own nothing: the
+/// runner's caller sees the error, and `Vm::finish` sets both globals to nil then.
 unsafe extern "C-unwind" fn bind_lists(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: called by Lua as the closure `bind_function` made: upvalue 1 points at the
-    // `CallState` (alive as long as this state), 2 and 3 are the tables. The offered
+    // SAFETY: called by Lua as the closure `bind_functions` made: upvalue 1 points at the
+    // `CallState` (alive as long as this state), 2 and 3 are the tables, 4 and 5 the names
+    // of their globals. The offered
     // slices stay borrowed by the run's `Offered` guard while the runner runs; a null
     // pointer (no run) is read as no values.
     unsafe {
@@ -212,9 +225,28 @@ unsafe extern "C-unwind" fn bind_lists(l: *mut ffi::lua_State) -> c_int {
                 ffi::lua_rawseti_(l, t, c_len(i + 1));
             }
         }
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(2));
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(3));
-        2
+        // (The thread's globals: the table the prelude calls `G`.)
+        for (name, table) in [(4, 2), (5, 3)] {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(name));
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(table));
+            ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+        }
+        0
+    }
+}
+
+/// The second C function [`bind_functions`] makes: sets the globals `KEYS` and `ARGV` to
+/// nil. Raw sets of existing keys: nothing is allocated, nothing can raise.
+unsafe extern "C-unwind" fn unbind_lists(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by Lua as the closure `bind_functions` made: upvalues 1 and 2 are the
+    // names; the globals are the thread's.
+    unsafe {
+        for name in [1, 2] {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(name));
+            ffi::lua_pushnil(l);
+            ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+        }
+        0
     }
 }
 
@@ -452,9 +484,15 @@ unsafe fn room(l: *mut ffi::lua_State, n: c_int) {
 /// # Safety
 /// As [`room`].
 unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
-    // SAFETY: the caller's contract; Lua copies the bytes.
+    // SAFETY: the caller's contract; Lua copies the bytes. (Not mlua's `lua_pushlstring`,
+    // which also converts the pushed string back to a pointer nobody reads here; an empty
+    // string gets a real pointer, as it does there.)
     unsafe {
-        ffi::lua_pushlstring(l, b.as_ptr().cast::<c_char>(), b.len());
+        if b.is_empty() {
+            ffi::lua_pushlstring_(l, c"".as_ptr(), 0);
+        } else {
+            ffi::lua_pushlstring_(l, b.as_ptr().cast::<c_char>(), b.len());
+        }
     }
 }
 

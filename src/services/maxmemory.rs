@@ -81,10 +81,10 @@ pub(crate) fn check(
 /// True if a command queued in the client's MULTI is flagged `denyoom`.
 fn queue_grows_memory(shared: &Shared, client: &ClientState) -> bool {
     client.multi.as_ref().is_some_and(|queue| {
-        queue.iter().any(|q| {
+        queue.ids().any(|cmd| {
             shared
                 .table
-                .entry(CmdId(q.cmd))
+                .entry(CmdId(cmd))
                 .is_some_and(|e| e.spec.has(CmdFlags::DENYOOM))
         })
     })

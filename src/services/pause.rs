@@ -212,13 +212,12 @@ fn covers(shared: &Shared, client: &ClientState, args: &[&[u8]], mode: u8) -> bo
         return true;
     }
     if entry.spec.roles.contains(Roles::EXEC) {
-        return client.multi.iter().flatten().any(|queued| {
-            shared.table.entry(CmdId(queued.cmd)).is_some_and(|e| {
-                may_replicate(
-                    shared,
-                    e,
-                    &crate::protocol::request::borrowed_args(&queued.args),
-                )
+        return client.multi.as_ref().is_some_and(|queue| {
+            queue.lend().iter().any(|(cmd, args)| {
+                shared
+                    .table
+                    .entry(CmdId(cmd))
+                    .is_some_and(|e| may_replicate(shared, e, args))
             })
         });
     }

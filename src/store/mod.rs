@@ -260,8 +260,16 @@ impl Keyspace {
         let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
         let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
         for key in keys {
-            let hash = self.hash(key);
-            idx.push(self.shard_of_hash(hash));
+            // A transaction names one key in command after command (the sliding window's
+            // four): a key equal to the one before reuses its hash.
+            let hash = match hashed.last() {
+                Some(&(last, hash)) if last == key => hash,
+                _ => self.hash(key),
+            };
+            let shard = self.shard_of_hash(hash);
+            if idx.last() != Some(&shard) {
+                idx.push(shard);
+            }
             // Beyond a few keys (MSET of hundreds) a linear search would cost more than the
             // hash it saves.
             if hashed.len() < MAX_REMEMBERED {
@@ -296,8 +304,16 @@ impl Keyspace {
         let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
         let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
         for key in keys {
-            let hash = self.hash(key);
-            idx.push(self.shard_of_hash(hash));
+            // A transaction names one key in command after command (the sliding window's
+            // four): a key equal to the one before reuses its hash.
+            let hash = match hashed.last() {
+                Some(&(last, hash)) if last == key => hash,
+                _ => self.hash(key),
+            };
+            let shard = self.shard_of_hash(hash);
+            if idx.last() != Some(&shard) {
+                idx.push(shard);
+            }
             if hashed.len() < MAX_REMEMBERED {
                 hashed.push((key, hash));
             }

@@ -26,6 +26,10 @@ struct Memo {
     len: Cell<usize>,
     /// Where the last hit was found, plus one: keys are looked up in batch order.
     next: Cell<usize>,
+    /// The lowest and highest address remembered: a key outside them (a script's
+    /// `redis.call` argument, a MULTI queue's copy) is no hit, found without a scan.
+    lowest: Cell<usize>,
+    highest: Cell<usize>,
     slots: [Cell<(usize, usize, u64)>; MAX_KEYS],
 }
 
@@ -34,6 +38,8 @@ thread_local! {
         Memo {
             len: Cell::new(0),
             next: Cell::new(0),
+            lowest: Cell::new(0),
+            highest: Cell::new(0),
             slots: [const { Cell::new((0, 0, 0)) }; MAX_KEYS],
         }
     };
@@ -75,8 +81,16 @@ pub(super) fn remember(key: &[u8], hash: u64) {
     let _ = MEMO.try_with(|m| {
         let len = m.len.get();
         if let Some(slot) = m.slots.get(len) {
-            slot.set((key.as_ptr() as usize, key.len(), hash));
+            let ptr = key.as_ptr() as usize;
+            slot.set((ptr, key.len(), hash));
             m.len.set(len + 1);
+            if len == 0 {
+                m.lowest.set(ptr);
+                m.highest.set(ptr);
+            } else {
+                m.lowest.set(m.lowest.get().min(ptr));
+                m.highest.set(m.highest.get().max(ptr));
+            }
         }
     });
 }
@@ -90,6 +104,9 @@ pub(crate) fn recall(key: &[u8]) -> Option<u64> {
             return None;
         }
         let (ptr, klen) = (key.as_ptr() as usize, key.len());
+        if ptr < m.lowest.get() || ptr > m.highest.get() {
+            return None;
+        }
         let next = m.next.get().min(len);
         for i in (next..len).chain(0..next) {
             let (p, l, hash) = m.slots[i].get();
@@ -138,6 +155,11 @@ mod tests {
             assert_eq!(recall(a), Some(1));
             assert_eq!(recall(b"key"), None);
             assert_eq!(recall(&buf[0..2]), None, "same address, other length");
+            assert_eq!(recall(&buf[1..4]), None, "between the remembered keys");
+            let before = &buf[..];
+            let other = b"elsewhere".to_vec();
+            assert_eq!(recall(&other[..3]), None, "outside the remembered range");
+            assert_eq!(recall(&before[0..3]), Some(1));
         }
         assert_eq!(recall(a), None, "forgotten at the batch's end");
     }

@@ -226,6 +226,18 @@ pub fn strtod(s: &[u8]) -> Strtod {
     }
     // Decimal: digits [ '.' digits ] [ e [sign] digits ], at least one mantissa digit.
     let int_digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    // An integer of at most 15 digits (below 2^53) is exactly its `f64`: the rate limiters'
+    // millisecond timestamps and the `0` of a range skip the general parser.
+    if (1..=15).contains(&int_digits) && !matches!(rest.get(int_digits), Some(b'.' | b'e' | b'E')) {
+        let v = rest[..int_digits]
+            .iter()
+            .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+        return Strtod {
+            value: sign(v as f64),
+            consumed: i + int_digits,
+            out_of_range: false,
+        };
+    }
     let mut j = int_digits;
     let mut frac_digits = 0;
     if rest.get(j) == Some(&b'.') {

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use std::sync::RwLockReadGuard;
 use std::sync::atomic::Ordering;
 
-use crate::client::{ClientState, Queued};
+use crate::client::ClientState;
+use crate::client::multi::MultiQueue;
 use crate::cluster::{Cluster, Redirect, key_slot};
 use crate::engine::table::{CmdFlags, CommandEntry};
 use crate::engine::{CommandSpec as C, Ctx, KeySpec};
@@ -165,14 +166,11 @@ pub(crate) fn check_moving_keys(
 }
 
 /// The one slot of the keys of every queued command, as EXEC checks them.
-fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect> {
+fn queue_slot(shared: &Shared, queue: &MultiQueue) -> Result<Option<u16>, Redirect> {
     let mut slot = None;
-    for q in queue {
-        if let Some(entry) = shared.table.entry(crate::engine::CmdId(q.cmd)) {
-            merge_slot(
-                &mut slot,
-                keys_slot(&entry.spec.keys, &crate::engine::args::borrowed(&q.args))?,
-            )?;
+    for (cmd, args) in queue.lend().iter() {
+        if let Some(entry) = shared.table.entry(crate::engine::CmdId(cmd)) {
+            merge_slot(&mut slot, keys_slot(&entry.spec.keys, args)?)?;
         }
     }
     Ok(slot)
@@ -180,11 +178,11 @@ fn queue_slot(shared: &Shared, queue: &[Queued]) -> Result<Option<u16>, Redirect
 
 /// True if a queued command writes (EXEC then counts as a write, as Redis's
 /// `mstate.cmd_flags` makes it).
-fn queue_writes(shared: &Shared, queue: &[Queued]) -> bool {
-    queue.iter().any(|q| {
+fn queue_writes(shared: &Shared, queue: &MultiQueue) -> bool {
+    queue.ids().any(|cmd| {
         shared
             .table
-            .entry(crate::engine::CmdId(q.cmd))
+            .entry(crate::engine::CmdId(cmd))
             .is_some_and(|e| e.spec.has(CmdFlags::WRITE))
     })
 }
@@ -218,8 +216,10 @@ pub(crate) const SCRIPT_CROSS_SLOT: &str =
     "ERR Script attempted to access keys that do not hash to the same slot";
 
 /// The slot a script starts bound to: that of the keys EVAL declared (routing already made
-/// sure they share one), or none.
-pub(crate) fn script_slot(keys: &[&[u8]]) -> Option<u16> {
+/// sure they share one), or none (always none outside cluster mode).
+pub(crate) fn script_slot(shared: &Shared, keys: &[&[u8]]) -> Option<u16> {
+    // Only `script_check` reads it, in cluster mode: no CRC16 per script run otherwise.
+    shared.cluster.as_ref()?;
     keys.first().map(|k| key_slot(k))
 }
 

@@ -92,6 +92,37 @@ fn parse_double_forms() {
     assert_eq!(parse_double(b"\xff"), None);
 }
 
+/// The integer shortcut in `strtod` (up to 15 digits) gives what the general decimal parser
+/// gives, on either side of its limit, signed, with leading zeros and followed by the
+/// characters that end or extend a number.
+#[test]
+fn integer_shortcut_agrees_with_the_decimal_parser() {
+    let general = |t: &str| -> f64 { t.parse().unwrap() };
+    for digits in 1..=18 {
+        for body in [
+            "9".repeat(digits),
+            format!("1{}", "0".repeat(digits - 1)),
+            "0".repeat(digits),
+        ] {
+            for sign in ["", "-", "+"] {
+                for tail in ["", " ", "x", "\0", ".", ".5", "e2", "E-1", "e"] {
+                    let text = format!("{sign}{body}{tail}");
+                    let r = strtod(text.as_bytes());
+                    let number_len = text.len() - tail.len()
+                        + match tail {
+                            ".5" | "e2" | "E-1" | "." => tail.len(),
+                            _ => 0,
+                        };
+                    assert_eq!(r.consumed, number_len, "{text:?}");
+                    let expect = general(text[..number_len].trim_end_matches('.'));
+                    assert_eq!(r.value.to_bits(), expect.to_bits(), "{text:?}");
+                    assert!(!r.out_of_range, "{text:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn hex_float_rounding() {
     let p = |s: &str| parse_double(s.as_bytes()).map(f64::to_bits);
