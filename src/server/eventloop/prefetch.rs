@@ -33,6 +33,20 @@ pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
     }
 }
 
+/// Prefetches the key of the first request in `buf`, if it is a complete request of the
+/// shape `batch` scans, for database `db`. Called for the next connection of a turn while
+/// the one before it runs, so that at pipeline 1, where a batch is one request and `batch`
+/// has nothing to do, the entry's cache miss overlaps another connection's work. The caller
+/// forgets the hash this remembers right away (`serve::prefetch_first_key`): the key's own
+/// batch comes later, after other batches.
+pub(super) fn first(keyspace: &Keyspace, db: usize, buf: &[u8]) {
+    if let Some(((start, len), _)) = request(buf, 0)
+        && let Some(key) = buf.get(start..start + len)
+    {
+        keyspace.prefetch(db, key);
+    }
+}
+
 /// The request of 2 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
 /// of its second element and where the next request starts.
 #[inline]
