@@ -3,12 +3,14 @@
 //! request.
 //!
 //! Each loop is one thread around one epoll instance (through `mio`). A turn of the loop
-//! waits once for readiness, then for every ready connection reads what its socket has,
-//! runs every complete request in it inline (the same `engine::execute_may_block` the tokio
-//! path calls) and encodes the replies into its output buffer; once every ready connection
-//! has run, it writes each pending output buffer with one `send`, and waits again. A turn
-//! therefore costs one `epoll_wait` however many connections it serves, and a request
-//! costs its `recv`, its share of a `send`, and nothing else outside its command.
+//! waits once for readiness, then reads what the socket of every ready connection has; then,
+//! connection by connection, runs every complete request read inline (the same
+//! `engine::execute_may_block` the tokio path calls) and encodes the replies into its output
+//! buffer, prefetching the entry of the next connection's first key meanwhile; once every
+//! ready connection has run, it writes each pending output buffer with one `send`, and
+//! waits again. A turn therefore costs one `epoll_wait` however many connections it serves,
+//! and a request costs its `recv`, its share of a `send`, and nothing else outside its
+//! command.
 //!
 //! Everything a connection can need that is not "read, run, write" is left to the tokio
 //! connection code (`connection::resume`), which already does it: a connection is handed

@@ -33,6 +33,60 @@ pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
     }
 }
 
+/// Prefetches the key of the first request in `buf`, if it is a complete request of the
+/// shape `batch` scans, for database `db`: its first argument, or for a script call (EVAL,
+/// EVALSHA, FCALL and their `_RO` forms) its first key, after the script and the key count.
+/// Called for the next connection of a turn while the one before it runs, so that at
+/// pipeline 1, where a batch is one request and `batch` has nothing to do, the entry's
+/// cache miss overlaps another connection's work. The caller forgets the hash this
+/// remembers right away (`serve::prefetch_first_key`): the key's own batch comes later,
+/// after other batches.
+pub(super) fn first(keyspace: &Keyspace, db: usize, buf: &[u8]) {
+    if let Some((start, len)) = first_key(buf)
+        && let Some(key) = buf.get(start..start + len)
+    {
+        keyspace.prefetch(db, key);
+    }
+}
+
+/// The commands whose first key follows the script and the key count.
+const SCRIPT_CALLS: [&[u8]; 6] = [
+    b"evalsha",
+    b"eval",
+    b"fcall",
+    b"evalsha_ro",
+    b"eval_ro",
+    b"fcall_ro",
+];
+
+/// Where [`first`]'s key is in `buf`: `(start, length)`.
+fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
+    let (args, mut at) = header(buf, 0, b'*')?;
+    if !(2..=MAX_ARGS).contains(&args) {
+        return None;
+    }
+    // The first four elements at most: the name, and the key or a script call's key.
+    let mut elements = [(0, 0); 4];
+    for element in elements.iter_mut().take(args) {
+        let (len, start) = header(buf, at, b'$')?;
+        let end = start + len;
+        if buf.get(end..end + 2)? != b"\r\n" {
+            return None;
+        }
+        *element = (start, len);
+        at = end + 2;
+    }
+    let name = |(start, len): (usize, usize)| &buf[start..start + len];
+    let called = name(elements[0]);
+    let script = matches!(called.first(), Some(b'e' | b'E' | b'f' | b'F'))
+        && SCRIPT_CALLS.iter().any(|c| called.eq_ignore_ascii_case(c));
+    if !script {
+        return Some(elements[1]);
+    }
+    // No key (a key count of 0, or none given): nothing to prefetch.
+    (args >= 4 && name(elements[2]) != b"0").then_some(elements[3])
+}
+
 /// The request of 2 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
 /// of its second element and where the next request starts.
 #[inline]
@@ -177,6 +231,36 @@ mod tests {
     }
 
     #[test]
+    fn the_first_key_of_a_script_call_is_after_the_script_and_the_key_count() {
+        let key = |req: &[u8]| first_key(req).map(|(s, l)| req[s..s + l].to_vec());
+        assert_eq!(
+            key(b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n"),
+            Some(b"k1".to_vec())
+        );
+        assert_eq!(
+            key(b"*5\r\n$7\r\nevalsha\r\n$3\r\nabc\r\n$1\r\n1\r\n$2\r\nk1\r\n$1\r\n5\r\n"),
+            Some(b"k1".to_vec())
+        );
+        assert_eq!(
+            key(b"*4\r\n$5\r\nFCALL\r\n$1\r\nf\r\n$1\r\n2\r\n$2\r\nk1\r\n"),
+            Some(b"k1".to_vec())
+        );
+        // No key: none prefetched (not the script, nor its body).
+        assert_eq!(
+            key(b"*4\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n0\r\n$1\r\na\r\n"),
+            None
+        );
+        assert_eq!(
+            key(b"*3\r\n$4\r\nEVAL\r\n$8\r\nreturn 1\r\n$1\r\n1\r\n"),
+            None
+        );
+        // Incomplete, or not the shape scanned.
+        assert_eq!(key(b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r"), None);
+        assert_eq!(key(b"*1\r\n$5\r\nMULTI\r\n"), None);
+        assert_eq!(key(b"GET k1\r\n"), None);
+    }
+
+    #[test]
     fn stops_at_max_keys() {
         let one = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
         let buf: Vec<u8> = one.repeat(MAX_KEYS + 5);
@@ -197,6 +281,7 @@ mod tests {
                 }
             }
             let _ = keys(&buf);
+            let _ = first_key(&buf);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! One connection on a loop: what a turn does for it. Read what its socket has (one
-//! `recv`), run every complete request in it inline, encode the replies into its output
-//! buffer, and (in the turn's write pass) write them with one `send`; or say why the
-//! connection leaves the loop (closed, or handed over to the tokio connection code).
+//! `recv`), then (once every ready connection has been read) run every complete request in
+//! it inline, encode the replies into its output buffer, and (in the turn's write pass)
+//! write them with one `send`; or say why the connection leaves the loop (closed, or handed
+//! over to the tokio connection code).
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -48,12 +49,33 @@ pub(super) enum Served {
     HandOver(Resume),
 }
 
-/// Reads what the socket has and runs every complete request (see the module docs).
+/// What reading a connection's socket found.
+pub(super) enum Received {
+    /// Requests to run (read now, or left in the buffer by a connection moved here).
+    Run,
+    /// Nothing to run.
+    Idle,
+    /// The peer closed, the read failed, or the client is ending: close it now.
+    Close,
+}
+
+/// Reads what the socket has and runs every complete request (see the module docs): a
+/// turn's two halves, [`read`] and [`run`], on one connection.
+#[cfg(test)]
 pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
+    match read(shared, conn) {
+        Received::Run => run(shared, conn),
+        Received::Idle => Served::Keep,
+        Received::Close => Served::Close,
+    }
+}
+
+/// Reads what the socket has (one `recv`) into the read buffer.
+pub(super) fn read(shared: &Shared, conn: &mut Conn) -> Received {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
     if client.info.kill.is_ending() {
-        return Served::Close;
+        return Received::Close;
     }
     // Read once.
     buf.make_room();
@@ -79,30 +101,39 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
     };
     conn.more = false;
     if n == 0 {
-        return Served::Close;
+        return Received::Close;
     }
     if n < 0 {
         let e = std::io::Error::last_os_error();
-        match e.kind() {
+        return match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => {
                 conn.more = e.kind() == std::io::ErrorKind::Interrupted;
                 // Nothing new; requests left in the buffer (a connection moved here) run.
                 if buf.rbuf.is_empty() {
-                    return Served::Keep;
+                    Received::Idle
+                } else {
+                    Received::Run
                 }
-                0
             }
-            _ => return Served::Close,
+            _ => Received::Close,
         };
     }
-    if n > 0 {
-        let n = n as usize;
-        // SAFETY: the first `n` bytes of the spare capacity were written by recv.
-        unsafe { buf.rbuf.set_len(buf.rbuf.len() + n) };
-        conn.more = n == room;
-        // Like Redis, a client's last interaction is its last read, not each command.
-        client.info.mark_active();
-        shared.stats.net_input_bytes.add(n as u64);
+    let n = n as usize;
+    // SAFETY: the first `n` bytes of the spare capacity were written by recv.
+    unsafe { buf.rbuf.set_len(buf.rbuf.len() + n) };
+    conn.more = n == room;
+    // Like Redis, a client's last interaction is its last read, not each command.
+    client.info.mark_active();
+    shared.stats.net_input_bytes.add(n as u64);
+    Received::Run
+}
+
+/// Runs every complete request [`read`] left in the buffer, encoding the replies into the
+/// output buffer.
+pub(super) fn run(shared: &Shared, conn: &mut Conn) -> Served {
+    // Killed since its read (by a command of a connection served before it in this turn).
+    if conn.reg.client.info.kill.is_ending() {
+        return Served::Close;
     }
     // A pipelined batch's keys are prefetched and their hashes kept until it ends, before
     // anything is read into this buffer again (`store::prefetch`).
@@ -116,6 +147,15 @@ pub(super) fn serve(shared: &Shared, conn: &mut Conn) -> Served {
         after_batch(conn);
     }
     served
+}
+
+/// Asks the cache for the entry of the first key in a connection's read buffer, while
+/// another connection runs: see `turn`'s read-then-run turn.
+pub(super) fn prefetch_first_key(shared: &Shared, conn: &Conn) {
+    // Only the cache line is kept: the hash it remembers is forgotten again at once, so no
+    // batch but the key's own ever sees it.
+    let _forget = crate::store::prefetch::BatchHashes::begin();
+    super::prefetch::first(&shared.keyspace, conn.reg.client.db, &conn.buf.rbuf);
 }
 
 /// Runs every complete request in the read buffer: the tokio path's inner loop, minus

@@ -10,7 +10,7 @@ use mio::Poll;
 use tokio_util::task::TaskTracker;
 
 use super::scale::scale;
-use super::serve::{Conn, Flushed, Served, flush, serve};
+use super::serve::{Conn, Flushed, Received, Served, flush, prefetch_first_key, read, run, serve};
 use super::stream::Stream;
 use super::turn::{State, arrive, lock};
 use super::{Arrival, Common, Group, Mailbox, WAKE};
@@ -101,6 +101,59 @@ fn a_request_on_the_loop_allocates_nothing() {
         let made = crate::alloc_stats::thread_allocations() - before;
         assert_eq!(made, 0, "{}", String::from_utf8_lossy(r));
     }
+}
+
+/// Reads until the request sent has arrived.
+fn read_all(shared: &Shared, conn: &mut Conn) {
+    loop {
+        match read(shared, conn) {
+            Received::Run => return,
+            Received::Idle => std::thread::yield_now(),
+            Received::Close => panic!("closed"),
+        }
+    }
+}
+
+#[test]
+fn a_turn_reads_every_connection_then_runs_each_with_the_next_ones_key_prefetched() {
+    let shared = Arc::new(Shared::new(Config::default(), Clock::frozen()));
+    let (mut first, mut first_client) = conn(&shared);
+    let (mut second, mut second_client) = conn(&shared);
+    first_client
+        .write_all(&command(&[b"SET", b"k", b"v"]))
+        .unwrap();
+    second_client.write_all(&command(&[b"GET", b"k"])).unwrap();
+    read_all(&shared, &mut first);
+    read_all(&shared, &mut second);
+    // While the first runs, the second's key is asked into the cache; its hash is not kept
+    // for the first's batch (nor for anyone's).
+    prefetch_first_key(&shared, &second);
+    let key_at = second.buf.rbuf.len() - 3;
+    assert_eq!(&second.buf.rbuf[key_at..key_at + 1], b"k");
+    let key = &second.buf.rbuf[key_at..key_at + 1];
+    assert_eq!(crate::store::prefetch::recall(key), None);
+    assert!(matches!(run(&shared, &mut first), Served::Keep));
+    assert!(matches!(run(&shared, &mut second), Served::Keep));
+    // The second runs after the first: it sees its write.
+    assert_eq!(&first.buf.wbuf[..], b"+OK\r\n");
+    assert_eq!(&second.buf.wbuf[..], b"$1\r\nv\r\n");
+    // A connection killed after its read (by a command run before it in the same turn)
+    // is closed without running what it sent.
+    second.buf.wbuf.clear();
+    second_client.write_all(&command(&[b"DEL", b"k"])).unwrap();
+    read_all(&shared, &mut second);
+    second.reg.client.info.kill.cancel();
+    assert!(matches!(run(&shared, &mut second), Served::Close));
+    let mut reply = [0u8; 64];
+    first.buf.wbuf.clear();
+    let n = turn(
+        &shared,
+        &mut first,
+        &mut first_client,
+        &command(&[b"GET", b"k"]),
+        &mut reply,
+    );
+    assert_eq!(&reply[..n], b"$1\r\nv\r\n");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mio::{Events, Interest, Poll, Token};
 
 use super::scale::{Load, scale};
-use super::serve::{Conn, Flushed, Served, flush, serve};
+use super::serve::{Conn, Flushed, Received, Served, flush, prefetch_first_key, read, run};
 use super::spin::Spin;
 use super::stream::{Accepted, Stream};
 use super::{Arrival, Common, KillWake, Mailbox, WAKE};
@@ -29,7 +29,8 @@ pub(super) struct State {
     pub(super) poll: RefCell<Poll>,
     pub(super) conns: RefCell<Vec<Option<Box<Conn>>>>,
     pub(super) free: RefCell<Vec<usize>>,
-    /// This turn's ready connections not served yet (a long script's hook hands them over).
+    /// This turn's connections read and not run yet (a long script's hook hands them over:
+    /// what was read waits in their buffers, which the tokio code runs first).
     pub(super) ready: RefCell<std::collections::VecDeque<usize>>,
     /// Connections with replies to write in this turn's write pass.
     pub(super) writes: RefCell<Vec<usize>>,
@@ -274,12 +275,10 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 }
             }
         }
-        // Read and run every ready connection.
-        state.ready.borrow_mut().extend(ready.iter().copied());
-        loop {
-            let Some(token) = state.ready.borrow_mut().pop_front() else {
-                break;
-            };
+        // Read every ready connection, then run them: the receives come one after another
+        // (the kernel's receive path stays in the cache), and while one connection runs,
+        // the entry of the next one's key is on its way into the cache.
+        for &token in &ready {
             let Some(mut conn) = state.take(token) else {
                 continue;
             };
@@ -288,18 +287,44 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 continue;
             }
             conn.queued = true;
+            match read(&shared, &mut conn) {
+                Received::Run => {
+                    state.put(token, conn);
+                    state.ready.borrow_mut().push_back(token);
+                }
+                Received::Idle => {
+                    if conn.more {
+                        state.deferred.borrow_mut().push(token);
+                    }
+                    state.put(token, conn);
+                }
+                Received::Close => state.close(token, conn),
+            }
+        }
+        loop {
+            let Some(token) = state.ready.borrow_mut().pop_front() else {
+                break;
+            };
+            let next = state.ready.borrow().front().copied();
+            if let Some(next) = next
+                && let Some(c) = state.conns.borrow().get(next).and_then(|c| c.as_deref())
+            {
+                prefetch_first_key(&shared, c);
+            }
+            let Some(mut conn) = state.take(token) else {
+                continue;
+            };
             // A panic in a command (a bug, or FAULT PANIC in test mode) ends its connection,
             // as it ends a tokio task, not the loop.
-            let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                serve(&shared, &mut conn)
-            }))
-            .unwrap_or_else(|_| {
-                tracing::warn!(
-                    "a command panicked: closing client {}",
-                    conn.reg.client.id()
-                );
-                Served::Close
-            });
+            let served =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&shared, &mut conn)))
+                    .unwrap_or_else(|_| {
+                        tracing::warn!(
+                            "a command panicked: closing client {}",
+                            conn.reg.client.id()
+                        );
+                        Served::Close
+                    });
             match served {
                 Served::Keep => {
                     if conn.more {
