@@ -41,6 +41,9 @@ use crate::{commands, engine};
 /// supervisor starts the link.
 pub(crate) fn follow(shared: &Shared, host: String, port: u16) {
     let stop = CancellationToken::new();
+    // Read-only before ROLE says replica (ROLE reads the link), as `promote` is the other
+    // way round.
+    shared.keyspace.deletions().set_replica(true);
     {
         let mut link = shared.repl.link.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(old) = link.take() {
@@ -55,7 +58,6 @@ pub(crate) fn follow(shared: &Shared, host: String, port: u16) {
             stop,
         });
     }
-    shared.keyspace.deletions().set_replica(true);
     // Replicas of this node follow its new history: they reconnect and resynchronize.
     for r in shared.repl.replicas() {
         if let Some(c) = shared.clients.get(r.client) {
@@ -68,6 +70,9 @@ pub(crate) fn follow(shared: &Shared, host: String, port: u16) {
 /// REPLICAOF NO ONE: stops the link and starts a new history, the old id kept as
 /// `master_replid2` so replicas that followed the same master can continue.
 pub(crate) fn promote(shared: &Shared) {
+    // Writable before ROLE says master (ROLE reads the link): a client that saw "master"
+    // must not then get -READONLY.
+    shared.keyspace.deletions().set_replica(false);
     if let Some(old) = shared
         .repl
         .link
@@ -77,7 +82,6 @@ pub(crate) fn promote(shared: &Shared) {
     {
         old.stop.cancel();
     }
-    shared.keyspace.deletions().set_replica(false);
     shared.repl.feed().shift_replid();
     shared.repl.activate();
 }
