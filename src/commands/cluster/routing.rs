@@ -67,14 +67,13 @@ fn route_in_cluster<'s>(
     // Asked only for a slot this node does not own: a replica serves its master's slots to
     // reads from READONLY connections, and to the sharded pub/sub commands from anyone
     // (Redis's getNodeByQuery). EXEC writes when a queued command does.
-    let replica_read = || {
-        let writes = match client.multi.as_ref() {
-            Some(queue) if exec => queue_writes(shared, queue),
-            _ => spec.has(CmdFlags::WRITE),
-        };
-        !writes
-            && (client.info.readonly.load(Ordering::Relaxed)
-                || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB))
+    let writes = || match client.multi.as_ref() {
+        Some(queue) if exec => queue_writes(shared, queue),
+        _ => spec.has(CmdFlags::WRITE),
+    };
+    let replica_ok = || {
+        client.info.readonly.load(Ordering::Relaxed)
+            || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB)
     };
     let redirect = match slot {
         Ok(None) => return Ok(None),
@@ -89,7 +88,7 @@ fn route_in_cluster<'s>(
                     return Ok(routed);
                 }
             }
-            match cluster.route(slot, replica_read) {
+            match cluster.route(slot, writes, replica_ok) {
                 Ok(guard) => return Ok(Some(guard)),
                 Err(redirect) => redirect,
             }
@@ -241,20 +240,33 @@ pub(crate) fn script_check(
     if client.master_link {
         return None;
     }
+    let writes = || spec.has(CmdFlags::WRITE);
+    let readonly = || client.info.readonly.load(Ordering::Relaxed);
     let local = |s: u16| {
-        cluster.owns(s)
-            || (cluster.mirrors(s)
-                && !spec.has(CmdFlags::WRITE)
-                && client.info.readonly.load(Ordering::Relaxed))
+        if cluster.owns(s) || (cluster.mirrors(s) && !writes() && readonly()) {
+            return Ok(());
+        }
+        cluster.not_served(s, writes, readonly)
     };
-    match keys_slot(&spec.keys, args) {
+    let error = |text: &'static str| Some(Reply::Error(Cow::Borrowed(text)));
+    match keys_slot(&spec.keys, args).and_then(|s| s.map(|s| local(s).map(|()| s)).transpose()) {
         Ok(None) => None,
-        Ok(Some(s)) if local(s) => {
+        Ok(Some(s)) => {
             if !cross_slot_ok && *slot.get_or_insert(s) != s {
-                return Some(Reply::Error(Cow::Borrowed(SCRIPT_CROSS_SLOT)));
+                return error(SCRIPT_CROSS_SLOT);
             }
             None
         }
-        _ => Some(Reply::Error(Cow::Borrowed(SCRIPT_NON_LOCAL))),
+        Err(Redirect::Down(crate::cluster::DOWN_STATE)) => error(SCRIPT_DOWN),
+        Err(Redirect::Down(crate::cluster::DOWN_RO_STATE)) => error(SCRIPT_DOWN_RO),
+        Err(_) => error(SCRIPT_NON_LOCAL),
     }
 }
+
+/// Redis's error for a script's call while the cluster is down.
+pub(crate) const SCRIPT_DOWN: &str =
+    "ERR Script attempted to execute a command while the cluster is down";
+/// Redis's error for a script's write while the cluster is down and only reads are served
+/// (`cluster-allow-reads-when-down`).
+pub(crate) const SCRIPT_DOWN_RO: &str =
+    "ERR Script attempted to execute a write command while the cluster is down and readonly";
