@@ -452,7 +452,8 @@ impl Cluster {
             }
             words
         };
-        // While the cluster is down nothing is served: every keyed command is refused.
+        // While the cluster is down nothing is served on the fast path: `not_served` decides
+        // (refused, or a read let through by `cluster-allow-reads-when-down`).
         let down = installed.down.is_some();
         let mirrored = installed
             .my_master()
