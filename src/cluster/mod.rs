@@ -111,6 +111,8 @@ pub struct Cluster {
     /// `cluster-allow-reads-when-down`: while the cluster is down, reads of the slots this
     /// node serves still run (Redis's getNodeByQuery).
     reads_when_down: std::sync::atomic::AtomicBool,
+    /// `cluster-allow-pubsubshard-when-down`: the same for the sharded pub/sub commands.
+    pubsubshard_when_down: std::sync::atomic::AtomicBool,
 }
 
 /// Why a command cannot run on this node.
@@ -275,7 +277,10 @@ impl Cluster {
             .to_string();
         let bus = bus::Bus::open(file, settings, &bind, seed).map_err(MapError)?;
         let cluster = Cluster::with_bus(Arc::new(bus));
-        cluster.set_reads_when_down(config.cluster_allow_reads_when_down);
+        cluster.set_when_down(
+            config.cluster_allow_reads_when_down,
+            config.cluster_allow_pubsubshard_when_down,
+        );
         Ok(Some(cluster))
     }
 
@@ -299,6 +304,7 @@ impl Cluster {
             bus,
             view_seq: std::sync::Mutex::new(view.seq),
             reads_when_down: Default::default(),
+            pubsubshard_when_down: std::sync::atomic::AtomicBool::new(true),
         };
         cluster.publish_owned(&cluster.current());
         cluster
@@ -381,15 +387,17 @@ impl Cluster {
         self.owns(slot) || self.mirrors(slot)
     }
 
-    /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
-    /// or where to send it. `writes` says whether the command writes; `replica_ok` (asked
-    /// only for a command that does not write, of a slot this node does not own) whether it
-    /// comes from a READONLY connection or is a sharded pub/sub command, which a replica
-    /// serves for its master's slots (Redis's getNodeByQuery).
+    /// Routes a command whose keys (or shard channels, `shard_pubsub`) are all in `slot`:
+    /// the gate guard to hold while it runs, or where to send it. `writes` says whether the
+    /// command writes; `replica_ok` (asked only for a command that does not write, of a slot
+    /// this node does not own) whether it comes from a READONLY connection or is a sharded
+    /// pub/sub command, which a replica serves for its master's slots (Redis's
+    /// getNodeByQuery).
     #[inline]
     pub fn route(
         &self,
         slot: u16,
+        shard_pubsub: bool,
         writes: impl Fn() -> bool,
         replica_ok: impl Fn() -> bool,
     ) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
@@ -397,17 +405,20 @@ impl Cluster {
         if self.owns(slot) || (self.mirrors(slot) && !writes() && replica_ok()) {
             return Ok(gate);
         }
-        self.not_served(slot, writes, replica_ok).map(|()| gate)
+        self.not_served(slot, shard_pubsub, writes, replica_ok)
+            .map(|()| gate)
     }
 
     /// The answer for a slot the ownership bits do not let this node serve (routing's slow
     /// path, and a script's call), in Redis's getNodeByQuery order: a slot without an owner
     /// is not served; while the cluster is down every keyed command is refused, unless
-    /// `cluster-allow-reads-when-down` lets a read of a slot this node owns (or, for
-    /// `replica_ok`, its master owns) run (Ok); otherwise the owner's address.
+    /// `cluster-allow-reads-when-down` lets a read (or `cluster-allow-pubsubshard-when-down`
+    /// a sharded pub/sub command) of a slot this node owns (or, for `replica_ok`, its master
+    /// owns) run (Ok); otherwise the owner's address.
     pub fn not_served(
         &self,
         slot: u16,
+        shard_pubsub: bool,
         writes: impl Fn() -> bool,
         replica_ok: impl Fn() -> bool,
     ) -> Result<(), Redirect> {
@@ -416,10 +427,13 @@ impl Cluster {
             return Err(Redirect::Down(DOWN_UNBOUND));
         };
         if let Some(down) = current.down {
-            if !self.reads_when_down.load(Ordering::Relaxed) {
+            if shard_pubsub {
+                if !self.pubsubshard_when_down.load(Ordering::Relaxed) {
+                    return Err(Redirect::Down(down));
+                }
+            } else if !self.reads_when_down.load(Ordering::Relaxed) {
                 return Err(Redirect::Down(down));
-            }
-            if writes() {
+            } else if writes() {
                 return Err(Redirect::Down(DOWN_RO_STATE));
             }
             let mine = owner.id == current.myself().id;
@@ -431,9 +445,12 @@ impl Cluster {
         Err(Redirect::Moved(slot, owner.addr()))
     }
 
-    /// `cluster-allow-reads-when-down` (CONFIG SET reaches it at once).
-    pub fn set_reads_when_down(&self, on: bool) {
-        self.reads_when_down.store(on, Ordering::Relaxed);
+    /// `cluster-allow-reads-when-down` and `cluster-allow-pubsubshard-when-down` (CONFIG SET
+    /// reaches them at once).
+    pub fn set_when_down(&self, reads: bool, pubsubshard: bool) {
+        self.reads_when_down.store(reads, Ordering::Relaxed);
+        self.pubsubshard_when_down
+            .store(pubsubshard, Ordering::Relaxed);
     }
 
     /// The gate guard alone, for the commands a replica applies from its master's stream:
@@ -548,15 +565,17 @@ mod tests {
         let c = node(&dir);
         install(&c, 1_000_000, two(100), 0);
         assert!(c.owns(0) && c.owns(99) && !c.owns(100));
-        assert!(c.route(5, || false, || false).is_ok());
+        assert!(c.route(5, false, || false, || false).is_ok());
         assert_eq!(
-            c.route(100, || false, || true).unwrap_err(),
+            c.route(100, false, || false, || true).unwrap_err(),
             Redirect::Moved(100, "127.0.0.1:7002".into())
         );
         install(&c, 1_000_001, two(50), 0);
         assert!(!c.owns(60));
         assert_eq!(
-            c.route(60, || false, || false).unwrap_err().error_text(),
+            c.route(60, false, || false, || false)
+                .unwrap_err()
+                .error_text(),
             "MOVED 60 127.0.0.1:7002"
         );
         // An older view never replaces a newer one.
@@ -584,13 +603,13 @@ mod tests {
         install(&c, 1_000_000, m, 2);
         assert_eq!(c.current().my_master().map(|n| n.port), Some(7001));
         assert!(!c.owns(5) && c.mirrors(5) && c.holds(5) && !c.holds(200));
-        assert!(c.route(5, || false, || true).is_ok());
+        assert!(c.route(5, false, || false, || true).is_ok());
         assert_eq!(
-            c.route(5, || false, || false).unwrap_err(),
+            c.route(5, false, || false, || false).unwrap_err(),
             Redirect::Moved(5, "127.0.0.1:7001".into())
         );
         assert_eq!(
-            c.route(200, || false, || true).unwrap_err(),
+            c.route(200, false, || false, || true).unwrap_err(),
             Redirect::Moved(200, "127.0.0.1:7002".into())
         );
         // Promoted: it owns the slots, and its old master replicates it.
@@ -598,12 +617,13 @@ mod tests {
             "replica {A} 127.0.0.1:7001 {C}\nnode {B} 127.0.0.1:7002 100-16383\nnode {C} 127.0.0.1:7003 0-99"
         ));
         install(&c, 1_000_001, promoted, 2);
-        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, || false, || false).is_ok());
+        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, false, || false, || false).is_ok());
         assert!(c.current().my_master().is_none());
     }
 
     /// While the cluster is down every keyed command gets -CLUSTERDOWN, except, with
-    /// `cluster-allow-reads-when-down`, the reads of a slot this node serves; writes get
+    /// `cluster-allow-reads-when-down`, the reads of a slot this node serves (and with
+    /// `cluster-allow-pubsubshard-when-down` the sharded pub/sub commands); writes get
     /// Redis's read-only variant, other nodes' slots -MOVED; an unowned slot is "not served"
     /// whatever the state (Redis's getNodeByQuery order).
     #[test]
@@ -634,12 +654,17 @@ mod tests {
                 !c.owns(5) && !c.mirrors(5),
                 "nothing is served on the fast path"
             );
-            c.set_reads_when_down(false);
-            let reading = |slot| c.route(slot, || false, || true).map(drop);
-            let writing = |slot| c.route(slot, || true, || true).map(drop);
+            c.set_when_down(false, false);
+            let reading = |slot| c.route(slot, false, || false, || true).map(drop);
+            let writing = |slot| c.route(slot, false, || true, || true).map(drop);
+            let shard_pubsub = |slot| c.route(slot, true, || false, || true).map(drop);
             assert_eq!(reading(5), Err(Redirect::Down(DOWN_STATE)));
             assert_eq!(reading(50), Err(Redirect::Down(DOWN_UNBOUND)));
-            c.set_reads_when_down(true);
+            assert_eq!(shard_pubsub(5), Err(Redirect::Down(DOWN_STATE)));
+            c.set_when_down(false, true);
+            assert_eq!(shard_pubsub(5), Ok(()));
+            assert_eq!(reading(5), Err(Redirect::Down(DOWN_STATE)));
+            c.set_when_down(true, false);
             // The master (me 0) serves its slot's reads; its replica (me 2) to READONLY ones.
             assert_eq!(reading(5), Ok(()));
             assert_eq!(writing(5), Err(Redirect::Down(DOWN_RO_STATE)));
@@ -650,7 +675,7 @@ mod tests {
             assert_eq!(reading(50), Err(Redirect::Down(DOWN_UNBOUND)));
             if me == 2 {
                 assert_eq!(
-                    c.route(5, || false, || false).map(drop),
+                    c.route(5, false, || false, || false).map(drop),
                     Err(Redirect::Moved(5, "127.0.0.1:7001".into()))
                 );
             }

@@ -48,7 +48,10 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
 /// server struct on every use).
 pub(crate) fn configured(shared: &Shared, config: &crate::config::Config) {
     if let Some(cluster) = &shared.cluster {
-        cluster.set_reads_when_down(config.cluster_allow_reads_when_down);
+        cluster.set_when_down(
+            config.cluster_allow_reads_when_down,
+            config.cluster_allow_pubsubshard_when_down,
+        );
         let mut st = cluster.bus().lock();
         let s = &mut st.settings;
         s.node_timeout = config.cluster_node_timeout;

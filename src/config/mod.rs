@@ -217,6 +217,9 @@ pub struct Config {
     /// `cluster-allow-reads-when-down`: while the cluster is down, read-only commands of
     /// the slots a node serves still run.
     pub cluster_allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`: while the cluster is down, the sharded pub/sub
+    /// commands of the slots a node serves still run.
+    pub cluster_allow_pubsubshard_when_down: bool,
     /// `cluster-replica-validity-factor`: a replica cut off from its master longer than
     /// `node-timeout * factor + repl-ping-replica-period` does not stand for election
     /// (0: always may).
@@ -490,6 +493,7 @@ impl Default for Config {
             cluster_allow_replica_migration: true,
             cluster_require_full_coverage: true,
             cluster_allow_reads_when_down: false,
+            cluster_allow_pubsubshard_when_down: true,
             cluster_replica_validity_factor: 10,
             cluster_announce_ip: String::new(),
             cluster_announce_hostname: String::new(),

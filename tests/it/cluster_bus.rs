@@ -1302,7 +1302,8 @@ fn config_get(port: u16, name: &str) -> String {
 
 /// Three masters, no replicas; one is killed, so its slots have no working owner.
 /// `cluster-require-full-coverage yes` (the default): the survivors' cluster is down and
-/// every keyed command gets -CLUSTERDOWN, keyless ones still run.
+/// every keyed command gets -CLUSTERDOWN, keyless ones still run, and sharded pub/sub
+/// unless `cluster-allow-pubsubshard-when-down no`.
 /// `cluster-allow-reads-when-down yes`: reads of the survivor's own slots are served, its
 /// writes get the read-only -CLUSTERDOWN, other slots -MOVED; a script's calls get
 /// scriptVerifyClusterState's errors.
@@ -1336,6 +1337,17 @@ fn an_uncovered_slot_and_reads_when_down(start: fn() -> AnyNode) {
     assert_eq!(cmd(a, &["SET", &ka, "w"]), DOWN);
     assert_eq!(cmd(a, &["GET", &kb]), DOWN);
     assert_eq!(cmd(a, &["PING"]), "+PONG\r\n");
+    // Sharded pub/sub goes on (`cluster-allow-pubsubshard-when-down yes`, the default).
+    assert_eq!(config_get(a, "cluster-allow-pubsubshard-when-down"), "yes");
+    assert_eq!(cmd(a, &["SPUBLISH", &ka, "m"]), ":0\r\n");
+    assert_eq!(
+        cmd(
+            a,
+            &["CONFIG", "SET", "cluster-allow-pubsubshard-when-down", "no"]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(a, &["SPUBLISH", &ka, "m"]), DOWN);
     let script_get = |key: &str| cmd(a, &["EVAL", "return redis.call('get', ARGV[1])", "0", key]);
     let script_set = |key: &str| {
         cmd(

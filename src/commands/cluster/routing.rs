@@ -71,10 +71,8 @@ fn route_in_cluster<'s>(
         Some(queue) if exec => queue_writes(shared, queue),
         _ => spec.has(CmdFlags::WRITE),
     };
-    let replica_ok = || {
-        client.info.readonly.load(Ordering::Relaxed)
-            || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB)
-    };
+    let shard_pubsub = spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB);
+    let replica_ok = || client.info.readonly.load(Ordering::Relaxed) || shard_pubsub;
     let redirect = match slot {
         Ok(None) => return Ok(None),
         Ok(Some(slot)) => {
@@ -88,7 +86,7 @@ fn route_in_cluster<'s>(
                     return Ok(routed);
                 }
             }
-            match cluster.route(slot, writes, replica_ok) {
+            match cluster.route(slot, shard_pubsub, writes, replica_ok) {
                 Ok(guard) => return Ok(Some(guard)),
                 Err(redirect) => redirect,
             }
@@ -246,7 +244,8 @@ pub(crate) fn script_check(
         if cluster.owns(s) || (cluster.mirrors(s) && !writes() && readonly()) {
             return Ok(());
         }
-        cluster.not_served(s, writes, readonly)
+        let shard_pubsub = spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB);
+        cluster.not_served(s, shard_pubsub, writes, readonly)
     };
     let error = |text: &'static str| Some(Reply::Error(Cow::Borrowed(text)));
     match keys_slot(&spec.keys, args).and_then(|s| s.map(|s| local(s).map(|()| s)).transpose()) {

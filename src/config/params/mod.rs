@@ -192,7 +192,12 @@ pub static PARAMS: &[Param] = &[
             c.cluster_allow_reads_when_down = yes(v);
             Ok(())
         }),
-    p("cluster-allow-pubsubshard-when-down", Bool, "yes").inert(CLUSTER_BUS),
+    p("cluster-allow-pubsubshard-when-down", Bool, "yes").listed()
+        .get(|c| yn(c.cluster_allow_pubsubshard_when_down))
+        .set(|c, v, _| {
+            c.cluster_allow_pubsubshard_when_down = yes(v);
+            Ok(())
+        }),
     p("crash-log-enabled", Bool, "yes").inert(NO_EFFECT),
     p("crash-memcheck-enabled", Bool, "yes").inert(NO_EFFECT),
     p("disable-thp", Bool, "yes").immutable().inert(TUNING),
