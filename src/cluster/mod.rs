@@ -445,6 +445,11 @@ impl Cluster {
         Err(Redirect::Moved(slot, owner.addr()))
     }
 
+    /// `cluster-allow-reads-when-down`.
+    pub fn reads_when_down(&self) -> bool {
+        self.reads_when_down.load(Ordering::Relaxed)
+    }
+
     /// `cluster-allow-reads-when-down` and `cluster-allow-pubsubshard-when-down` (CONFIG SET
     /// reaches them at once).
     pub fn set_when_down(&self, reads: bool, pubsubshard: bool) {

@@ -1305,8 +1305,8 @@ fn config_get(port: u16, name: &str) -> String {
 /// every keyed command gets -CLUSTERDOWN, keyless ones still run, and sharded pub/sub
 /// unless `cluster-allow-pubsubshard-when-down no`.
 /// `cluster-allow-reads-when-down yes`: reads of the survivor's own slots are served, its
-/// writes get the read-only -CLUSTERDOWN, other slots -MOVED; a script's calls get
-/// scriptVerifyClusterState's errors.
+/// writes get the read-only -CLUSTERDOWN, other slots -MOVED, a key already migrated -ASK;
+/// a script's calls get scriptVerifyClusterState's errors.
 /// `cluster-require-full-coverage no`: the survivors are ok and serve their slots; the
 /// failed master keeps its slots (-MOVED to it, as Redis 7.0 answers), and a slot with no
 /// owner at all (CLUSTER DELSLOTS) gets "Hash slot not served".
@@ -1382,6 +1382,22 @@ fn an_uncovered_slot_and_reads_when_down(start: fn() -> AnyNode) {
         format!("-MOVED {slot_v} 127.0.0.1:{victim}\r\n")
     );
     assert_eq!(script_get(&ka), "$1\r\nv\r\n");
+    // A read of a slot being migrated still meets the migration's -ASK for a key gone.
+    let slot_a = slot_of(a, &ka).to_string();
+    let b_id = myid(b);
+    assert_eq!(
+        cmd(a, &["CLUSTER", "SETSLOT", &slot_a, "MIGRATING", &b_id]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(a, &["GET", &format!("{{{ka}}}gone")]),
+        format!("-ASK {slot_a} 127.0.0.1:{b}\r\n")
+    );
+    assert_eq!(cmd(a, &["GET", &ka]), "$1\r\nv\r\n");
+    assert_eq!(
+        cmd(a, &["CLUSTER", "SETSLOT", &slot_a, "STABLE"]),
+        "+OK\r\n"
+    );
     let reply = script_set(&ka);
     assert!(
         reply.starts_with(

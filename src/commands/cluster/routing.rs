@@ -78,7 +78,10 @@ fn route_in_cluster<'s>(
         Ok(Some(slot)) => {
             if cluster.moving(slot) {
                 let in_multi = client.multi.is_some();
-                if let Some((routed, check)) = route_moving(cluster, spec, slot, asking) {
+                let read_when_down = !shard_pubsub && !writes();
+                if let Some((routed, check)) =
+                    route_moving(cluster, spec, slot, asking, read_when_down)
+                {
                     // A queued command is checked when EXEC runs it (EXEC is served whole).
                     if !in_multi && !exec {
                         client.cluster_check = Some((slot, check));
@@ -106,17 +109,28 @@ fn route_in_cluster<'s>(
 /// Routing for a slot being migrated or imported (Redis's getNodeByQuery): a slot this node
 /// owns and migrates runs here, its keys checked once locked ([`check_moving_keys`]); a slot
 /// it imports runs here for a command after ASKING (or RESTORE-ASKING). None: route as usual.
+/// While the cluster is down only a read that `cluster-allow-reads-when-down` lets through
+/// (`read`: the command is one) gets here, as in Redis.
 fn route_moving<'s>(
     cluster: &'s Cluster,
     spec: &crate::engine::CommandSpec,
     slot: u16,
     asking: bool,
+    read: bool,
 ) -> Option<(Routed<'s>, bool)> {
     let installed = cluster.current();
-    if installed.down.is_some() {
-        return None;
-    }
-    let owns = cluster.owns(slot);
+    let owns = if installed.down.is_some() {
+        if !read || !cluster.reads_when_down() {
+            return None;
+        }
+        // The ownership bits are clear while the cluster is down: the map says.
+        installed
+            .map
+            .owner_of(slot)
+            .is_some_and(|o| o.id == installed.myself().id)
+    } else {
+        cluster.owns(slot)
+    };
     let check = if owns && installed.migrating_to(slot).is_some() {
         true
     } else if !owns && installed.importing(slot) && (asking || spec.has(CmdFlags::ASKING)) {
