@@ -108,6 +108,11 @@ pub struct Cluster {
     bus: Arc<bus::Bus>,
     /// The sequence number of the last view installed.
     view_seq: std::sync::Mutex<u64>,
+    /// `cluster-allow-reads-when-down`: while the cluster is down, reads of the slots this
+    /// node serves still run (Redis's getNodeByQuery).
+    reads_when_down: std::sync::atomic::AtomicBool,
+    /// `cluster-allow-pubsubshard-when-down`: the same for the sharded pub/sub commands.
+    pubsubshard_when_down: std::sync::atomic::AtomicBool,
 }
 
 /// Why a command cannot run on this node.
@@ -125,6 +130,9 @@ pub enum Redirect {
 pub const DOWN_UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
 /// Redis's error while the cluster is down.
 pub const DOWN_STATE: &str = "CLUSTERDOWN The cluster is down";
+/// Redis's error for a write while the cluster is down and `cluster-allow-reads-when-down`
+/// lets reads through.
+pub const DOWN_RO_STATE: &str = "CLUSTERDOWN The cluster is down and only accepts read commands";
 
 /// Redis's error for keys in different slots.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
@@ -256,6 +264,9 @@ impl Cluster {
             announce_hostname: config.cluster_announce_hostname.clone(),
             migration_barrier: config.cluster_migration_barrier,
             allow_replica_migration: config.cluster_allow_replica_migration,
+            require_full_coverage: config.cluster_require_full_coverage,
+            replica_validity_factor: config.cluster_replica_validity_factor,
+            repl_ping_period: config.repl.ping_period,
         };
         let bind = config
             .bind
@@ -265,7 +276,12 @@ impl Cluster {
             .unwrap_or("0.0.0.0")
             .to_string();
         let bus = bus::Bus::open(file, settings, &bind, seed).map_err(MapError)?;
-        Ok(Some(Cluster::with_bus(Arc::new(bus))))
+        let cluster = Cluster::with_bus(Arc::new(bus));
+        cluster.set_when_down(
+            config.cluster_allow_reads_when_down,
+            config.cluster_allow_pubsubshard_when_down,
+        );
+        Ok(Some(cluster))
     }
 
     /// The routing state of `bus`, with its current view installed.
@@ -287,6 +303,8 @@ impl Cluster {
             mirrored: (0..SLOTS / 64).map(|_| AtomicU64::new(0)).collect(),
             bus,
             view_seq: std::sync::Mutex::new(view.seq),
+            reads_when_down: Default::default(),
+            pubsubshard_when_down: std::sync::atomic::AtomicBool::new(true),
         };
         cluster.publish_owned(&cluster.current());
         cluster
@@ -369,27 +387,75 @@ impl Cluster {
         self.owns(slot) || self.mirrors(slot)
     }
 
-    /// Routes a command whose keys are all in `slot`: the gate guard to hold while it runs,
-    /// or where to send it. `replica_read` (asked only for a slot this node does not own)
-    /// says whether the command is a read from a READONLY connection, which a replica
-    /// serves for its master's slots (Redis's getNodeByQuery).
+    /// Routes a command whose keys (or shard channels, `shard_pubsub`) are all in `slot`:
+    /// the gate guard to hold while it runs, or where to send it. `writes` says whether the
+    /// command writes; `replica_ok` (asked only for a command that does not write, of a slot
+    /// this node does not own) whether it comes from a READONLY connection or is a sharded
+    /// pub/sub command, which a replica serves for its master's slots (Redis's
+    /// getNodeByQuery).
     #[inline]
     pub fn route(
         &self,
         slot: u16,
-        replica_read: impl FnOnce() -> bool,
+        shard_pubsub: bool,
+        writes: impl Fn() -> bool,
+        replica_ok: impl Fn() -> bool,
     ) -> Result<RwLockReadGuard<'_, ()>, Redirect> {
         let gate = self.gate.read().unwrap_or_else(|p| p.into_inner());
-        if self.owns(slot) || (self.mirrors(slot) && replica_read()) {
+        if self.owns(slot) || (self.mirrors(slot) && !writes() && replica_ok()) {
             return Ok(gate);
         }
-        drop(gate);
+        self.not_served(slot, shard_pubsub, writes, replica_ok)
+            .map(|()| gate)
+    }
+
+    /// The answer for a slot the ownership bits do not let this node serve (routing's slow
+    /// path, and a script's call), in Redis's getNodeByQuery order: a slot without an owner
+    /// is not served; while the cluster is down every keyed command is refused, unless
+    /// `cluster-allow-reads-when-down` lets a read (or `cluster-allow-pubsubshard-when-down`
+    /// a sharded pub/sub command) of a slot this node owns (or, for `replica_ok`, its master
+    /// owns) run (Ok); otherwise the owner's address.
+    pub fn not_served(
+        &self,
+        slot: u16,
+        shard_pubsub: bool,
+        writes: impl Fn() -> bool,
+        replica_ok: impl Fn() -> bool,
+    ) -> Result<(), Redirect> {
         let current = self.current();
-        match current.map.owner_of(slot) {
-            Some(owner) if current.down.is_none() => Err(Redirect::Moved(slot, owner.addr())),
-            Some(_) => Err(Redirect::Down(current.down.unwrap_or(DOWN_STATE))),
-            None => Err(Redirect::Down(DOWN_UNBOUND)),
+        let Some(owner) = current.map.owner_of(slot) else {
+            return Err(Redirect::Down(DOWN_UNBOUND));
+        };
+        if let Some(down) = current.down {
+            if shard_pubsub {
+                if !self.pubsubshard_when_down.load(Ordering::Relaxed) {
+                    return Err(Redirect::Down(down));
+                }
+            } else if !self.reads_when_down.load(Ordering::Relaxed) {
+                return Err(Redirect::Down(down));
+            } else if writes() {
+                return Err(Redirect::Down(DOWN_RO_STATE));
+            }
+            let mine = owner.id == current.myself().id;
+            let mirrored = || current.my_master().is_some_and(|m| m.id == owner.id) && replica_ok();
+            if mine || mirrored() {
+                return Ok(());
+            }
         }
+        Err(Redirect::Moved(slot, owner.addr()))
+    }
+
+    /// `cluster-allow-reads-when-down`.
+    pub fn reads_when_down(&self) -> bool {
+        self.reads_when_down.load(Ordering::Relaxed)
+    }
+
+    /// `cluster-allow-reads-when-down` and `cluster-allow-pubsubshard-when-down` (CONFIG SET
+    /// reaches them at once).
+    pub fn set_when_down(&self, reads: bool, pubsubshard: bool) {
+        self.reads_when_down.store(reads, Ordering::Relaxed);
+        self.pubsubshard_when_down
+            .store(pubsubshard, Ordering::Relaxed);
     }
 
     /// The gate guard alone, for the commands a replica applies from its master's stream:
@@ -408,7 +474,8 @@ impl Cluster {
             }
             words
         };
-        // While the cluster is down nothing is served: every keyed command is refused.
+        // While the cluster is down nothing is served on the fast path: `not_served` decides
+        // (refused, or a read let through by `cluster-allow-reads-when-down`).
         let down = installed.down.is_some();
         let mirrored = installed
             .my_master()
@@ -464,13 +531,8 @@ mod tests {
     /// by the system), for routing to be tested on the views the bus would install.
     fn node(dir: &tempfile::TempDir) -> Cluster {
         let settings = bus::Settings {
-            port: 7001,
             cport: 0,
-            node_timeout: 1000,
-            announce_ip: String::new(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
+            ..bus::Settings::for_tests(7001, 1000)
         };
         let b = bus::Bus::open(dir.path().join("nodes.conf"), settings, "127.0.0.1", None).unwrap();
         Cluster::with_bus(Arc::new(b))
@@ -508,15 +570,17 @@ mod tests {
         let c = node(&dir);
         install(&c, 1_000_000, two(100), 0);
         assert!(c.owns(0) && c.owns(99) && !c.owns(100));
-        assert!(c.route(5, || false).is_ok());
+        assert!(c.route(5, false, || false, || false).is_ok());
         assert_eq!(
-            c.route(100, || true).unwrap_err(),
+            c.route(100, false, || false, || true).unwrap_err(),
             Redirect::Moved(100, "127.0.0.1:7002".into())
         );
         install(&c, 1_000_001, two(50), 0);
         assert!(!c.owns(60));
         assert_eq!(
-            c.route(60, || false).unwrap_err().error_text(),
+            c.route(60, false, || false, || false)
+                .unwrap_err()
+                .error_text(),
             "MOVED 60 127.0.0.1:7002"
         );
         // An older view never replaces a newer one.
@@ -544,13 +608,13 @@ mod tests {
         install(&c, 1_000_000, m, 2);
         assert_eq!(c.current().my_master().map(|n| n.port), Some(7001));
         assert!(!c.owns(5) && c.mirrors(5) && c.holds(5) && !c.holds(200));
-        assert!(c.route(5, || true).is_ok());
+        assert!(c.route(5, false, || false, || true).is_ok());
         assert_eq!(
-            c.route(5, || false).unwrap_err(),
+            c.route(5, false, || false, || false).unwrap_err(),
             Redirect::Moved(5, "127.0.0.1:7001".into())
         );
         assert_eq!(
-            c.route(200, || true).unwrap_err(),
+            c.route(200, false, || false, || true).unwrap_err(),
             Redirect::Moved(200, "127.0.0.1:7002".into())
         );
         // Promoted: it owns the slots, and its old master replicates it.
@@ -558,7 +622,68 @@ mod tests {
             "replica {A} 127.0.0.1:7001 {C}\nnode {B} 127.0.0.1:7002 100-16383\nnode {C} 127.0.0.1:7003 0-99"
         ));
         install(&c, 1_000_001, promoted, 2);
-        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, || false).is_ok());
+        assert!(c.owns(5) && !c.mirrors(5) && c.route(5, false, || false, || false).is_ok());
         assert!(c.current().my_master().is_none());
+    }
+
+    /// While the cluster is down every keyed command gets -CLUSTERDOWN, except, with
+    /// `cluster-allow-reads-when-down`, the reads of a slot this node serves (and with
+    /// `cluster-allow-pubsubshard-when-down` the sharded pub/sub commands); writes get
+    /// Redis's read-only variant, other nodes' slots -MOVED; an unowned slot is "not served"
+    /// whatever the state (Redis's getNodeByQuery order).
+    #[test]
+    fn a_down_cluster_serves_only_reads_when_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = node(&dir);
+        let m = map(&format!(
+            "node {A} 127.0.0.1:7001 0-99\nnode {B} 127.0.0.1:7002 100-16383\nreplica {C} 127.0.0.1:7003 {A}"
+        ));
+        // Slot 50 has no owner.
+        let owners: Vec<Option<usize>> = (0..SLOTS as u16)
+            .map(|s| (s != 50).then(|| m.owner_index(s)))
+            .collect();
+        let down = SlotMap::from_view(1, m.nodes.clone(), &owners);
+        for (seq, me) in [(1_000_000, 0), (1_000_001, 2)] {
+            let mut view = bus::View {
+                seq,
+                map: down.clone(),
+                me,
+                down: Some(DOWN_STATE),
+                lost_slots: Vec::new(),
+                migrating: Vec::new(),
+                importing: Vec::new(),
+                resume_writes: false,
+            };
+            assert!(c.install_view(&mut view, true));
+            assert!(
+                !c.owns(5) && !c.mirrors(5),
+                "nothing is served on the fast path"
+            );
+            c.set_when_down(false, false);
+            let reading = |slot| c.route(slot, false, || false, || true).map(drop);
+            let writing = |slot| c.route(slot, false, || true, || true).map(drop);
+            let shard_pubsub = |slot| c.route(slot, true, || false, || true).map(drop);
+            assert_eq!(reading(5), Err(Redirect::Down(DOWN_STATE)));
+            assert_eq!(reading(50), Err(Redirect::Down(DOWN_UNBOUND)));
+            assert_eq!(shard_pubsub(5), Err(Redirect::Down(DOWN_STATE)));
+            c.set_when_down(false, true);
+            assert_eq!(shard_pubsub(5), Ok(()));
+            assert_eq!(reading(5), Err(Redirect::Down(DOWN_STATE)));
+            c.set_when_down(true, false);
+            // The master (me 0) serves its slot's reads; its replica (me 2) to READONLY ones.
+            assert_eq!(reading(5), Ok(()));
+            assert_eq!(writing(5), Err(Redirect::Down(DOWN_RO_STATE)));
+            assert_eq!(
+                reading(200),
+                Err(Redirect::Moved(200, "127.0.0.1:7002".into()))
+            );
+            assert_eq!(reading(50), Err(Redirect::Down(DOWN_UNBOUND)));
+            if me == 2 {
+                assert_eq!(
+                    c.route(5, false, || false, || false).map(drop),
+                    Err(Redirect::Moved(5, "127.0.0.1:7001".into()))
+                );
+            }
+        }
     }
 }

@@ -100,15 +100,7 @@ mod tests {
             )
         );
         // The bus reads it as a Redis nodes.conf.
-        let settings = Settings {
-            port: 7003,
-            cport: 17003,
-            node_timeout: 1000,
-            announce_ip: String::new(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
-        };
+        let settings = Settings::for_tests(7003, 1000);
         let st = nodes_conf::parse(&text, settings, 0).unwrap();
         assert_eq!(st.myself, R);
         assert_eq!(st.me().slaveof.as_deref(), Some(A));

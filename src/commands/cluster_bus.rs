@@ -48,10 +48,19 @@ pub(crate) fn apply_view(shared: &Shared, mut view: crate::cluster::bus::View, w
 /// server struct on every use).
 pub(crate) fn configured(shared: &Shared, config: &crate::config::Config) {
     if let Some(cluster) = &shared.cluster {
+        cluster.set_when_down(
+            config.cluster_allow_reads_when_down,
+            config.cluster_allow_pubsubshard_when_down,
+        );
         let mut st = cluster.bus().lock();
-        st.settings.node_timeout = config.cluster_node_timeout;
-        st.settings.migration_barrier = config.cluster_migration_barrier;
-        st.settings.allow_replica_migration = config.cluster_allow_replica_migration;
+        let s = &mut st.settings;
+        s.node_timeout = config.cluster_node_timeout;
+        s.migration_barrier = config.cluster_migration_barrier;
+        s.allow_replica_migration = config.cluster_allow_replica_migration;
+        // The bus's next cron turn (within 100 ms) updates the cluster's state with it.
+        s.require_full_coverage = config.cluster_require_full_coverage;
+        s.replica_validity_factor = config.cluster_replica_validity_factor;
+        s.repl_ping_period = config.repl.ping_period;
     }
 }
 

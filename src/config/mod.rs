@@ -211,6 +211,19 @@ pub struct Config {
     pub cluster_migration_barrier: u64,
     /// `cluster-allow-replica-migration`.
     pub cluster_allow_replica_migration: bool,
+    /// `cluster-require-full-coverage`: the cluster is down while a slot has no working
+    /// owner (yes), or serves the slots it covers (no).
+    pub cluster_require_full_coverage: bool,
+    /// `cluster-allow-reads-when-down`: while the cluster is down, read-only commands of
+    /// the slots a node serves still run.
+    pub cluster_allow_reads_when_down: bool,
+    /// `cluster-allow-pubsubshard-when-down`: while the cluster is down, the sharded pub/sub
+    /// commands of the slots a node serves still run.
+    pub cluster_allow_pubsubshard_when_down: bool,
+    /// `cluster-replica-validity-factor`: a replica cut off from its master longer than
+    /// `node-timeout * factor + repl-ping-replica-period` does not stand for election
+    /// (0: always may).
+    pub cluster_replica_validity_factor: u64,
     /// `cluster-announce-ip` (empty: learned from the first MEET).
     pub cluster_announce_ip: String,
     /// `cluster-announce-hostname`.
@@ -478,6 +491,10 @@ impl Default for Config {
             cluster_node_timeout: 15000,
             cluster_migration_barrier: 1,
             cluster_allow_replica_migration: true,
+            cluster_require_full_coverage: true,
+            cluster_allow_reads_when_down: false,
+            cluster_allow_pubsubshard_when_down: true,
+            cluster_replica_validity_factor: 10,
             cluster_announce_ip: String::new(),
             cluster_announce_hostname: String::new(),
             pidfile: None,

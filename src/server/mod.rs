@@ -427,6 +427,18 @@ impl Server {
                             .is_some_and(|s| s.pause.failover_settled())
                     }),
                 );
+                // A replica's data age for its election (cluster-replica-validity-factor):
+                // since the master's last data while the link is up, else since it went down.
+                let weak = Arc::downgrade(&shared);
+                bus.set_data_age_hook(Box::new(move || {
+                    let link = weak.upgrade()?.repl.link()?;
+                    let since = if link.state == "connected" {
+                        link.last_io
+                    } else {
+                        link.down_since
+                    };
+                    since.map(|t| t.elapsed().as_millis() as u64)
+                }));
                 let weak = Arc::downgrade(&shared);
                 bus.set_publish_hook(Box::new(move |shard, channel, message| {
                     if let Some(shared) = weak.upgrade() {

@@ -1276,3 +1276,294 @@ fn an_orphaned_master_gets_a_replica_on_sluice() {
 fn an_orphaned_master_gets_a_replica_on_redis_server() {
     an_orphaned_master_gets_a_replica(AnyNode::redis);
 }
+
+/// A key (of `k0`…`k999`) that `port`'s node owns, set to "v" there.
+fn key_owned_by(port: u16) -> String {
+    (0..1000)
+        .map(|i| format!("k{i}"))
+        .find(|k| cmd(port, &["SET", k, "v"]) == "+OK\r\n")
+        .expect("a key the node owns")
+}
+
+/// CLUSTER KEYSLOT's slot.
+fn slot_of(port: u16, key: &str) -> u16 {
+    let reply = cmd(port, &["CLUSTER", "KEYSLOT", key]);
+    reply
+        .trim()
+        .trim_start_matches(':')
+        .parse()
+        .expect("a slot")
+}
+
+fn config_get(port: u16, name: &str) -> String {
+    let reply = cmd(port, &["CONFIG", "GET", name]);
+    reply.lines().nth(4).unwrap_or("").to_string()
+}
+
+/// Three masters, no replicas; one is killed, so its slots have no working owner.
+/// `cluster-require-full-coverage yes` (the default): the survivors' cluster is down and
+/// every keyed command gets -CLUSTERDOWN, keyless ones still run, and sharded pub/sub
+/// unless `cluster-allow-pubsubshard-when-down no`.
+/// `cluster-allow-reads-when-down yes`: reads of the survivor's own slots are served, its
+/// writes get the read-only -CLUSTERDOWN, other slots -MOVED, a key already migrated -ASK;
+/// a script's calls get scriptVerifyClusterState's errors.
+/// `cluster-require-full-coverage no`: the survivors are ok and serve their slots; the
+/// failed master keeps its slots (-MOVED to it, as Redis 7.0 answers), and a slot with no
+/// owner at all (CLUSTER DELSLOTS) gets "Hash slot not served".
+fn an_uncovered_slot_and_reads_when_down(start: fn() -> AnyNode) {
+    let mut nodes: Vec<Option<AnyNode>> = (0..3).map(|_| Some(start())).collect();
+    let ports: Vec<u16> = nodes.iter().flatten().map(AnyNode::port).collect();
+    cluster_create(&ports, 0);
+    wait_agreement(&ports, 3);
+    let (a, b, victim) = (ports[0], ports[1], ports[2]);
+    let (ka, kb, kv) = (key_owned_by(a), key_owned_by(b), key_owned_by(victim));
+    let (slot_b, slot_v) = (slot_of(a, &kb), slot_of(a, &kv));
+    for p in [a, b] {
+        assert_eq!(config_get(p, "cluster-require-full-coverage"), "yes");
+        assert_eq!(config_get(p, "cluster-allow-reads-when-down"), "no");
+    }
+    nodes[2] = None;
+    wait_for(
+        "the survivors to see the cluster down",
+        Duration::from_secs(15),
+        || {
+            [a, b]
+                .iter()
+                .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:fail"))
+        },
+    );
+    const DOWN: &str = "-CLUSTERDOWN The cluster is down\r\n";
+    assert_eq!(cmd(a, &["GET", &ka]), DOWN);
+    assert_eq!(cmd(a, &["SET", &ka, "w"]), DOWN);
+    assert_eq!(cmd(a, &["GET", &kb]), DOWN);
+    assert_eq!(cmd(a, &["PING"]), "+PONG\r\n");
+    // Sharded pub/sub goes on (`cluster-allow-pubsubshard-when-down yes`, the default).
+    assert_eq!(config_get(a, "cluster-allow-pubsubshard-when-down"), "yes");
+    assert_eq!(cmd(a, &["SPUBLISH", &ka, "m"]), ":0\r\n");
+    assert_eq!(
+        cmd(
+            a,
+            &["CONFIG", "SET", "cluster-allow-pubsubshard-when-down", "no"]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(a, &["SPUBLISH", &ka, "m"]), DOWN);
+    let script_get = |key: &str| cmd(a, &["EVAL", "return redis.call('get', ARGV[1])", "0", key]);
+    let script_set = |key: &str| {
+        cmd(
+            a,
+            &["EVAL", "return redis.call('set', ARGV[1], 'w')", "0", key],
+        )
+    };
+    let reply = script_get(&ka);
+    assert!(
+        reply.starts_with("-ERR Script attempted to execute a command while the cluster is down"),
+        "{reply}"
+    );
+
+    assert_eq!(
+        cmd(
+            a,
+            &["CONFIG", "SET", "cluster-allow-reads-when-down", "yes"]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(a, &["GET", &ka]), "$1\r\nv\r\n");
+    assert_eq!(
+        cmd(a, &["SET", &ka, "w"]),
+        "-CLUSTERDOWN The cluster is down and only accepts read commands\r\n"
+    );
+    assert_eq!(
+        cmd(a, &["GET", &kb]),
+        format!("-MOVED {slot_b} 127.0.0.1:{b}\r\n")
+    );
+    assert_eq!(
+        cmd(a, &["GET", &kv]),
+        format!("-MOVED {slot_v} 127.0.0.1:{victim}\r\n")
+    );
+    assert_eq!(script_get(&ka), "$1\r\nv\r\n");
+    // A read of a slot being migrated still meets the migration's -ASK for a key gone.
+    let slot_a = slot_of(a, &ka).to_string();
+    let b_id = myid(b);
+    assert_eq!(
+        cmd(a, &["CLUSTER", "SETSLOT", &slot_a, "MIGRATING", &b_id]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(a, &["GET", &format!("{{{ka}}}gone")]),
+        format!("-ASK {slot_a} 127.0.0.1:{b}\r\n")
+    );
+    assert_eq!(cmd(a, &["GET", &ka]), "$1\r\nv\r\n");
+    assert_eq!(
+        cmd(a, &["CLUSTER", "SETSLOT", &slot_a, "STABLE"]),
+        "+OK\r\n"
+    );
+    let reply = script_set(&ka);
+    assert!(
+        reply.starts_with(
+            "-ERR Script attempted to execute a write command while the cluster is down and readonly"
+        ),
+        "{reply}"
+    );
+    assert_eq!(
+        cmd(a, &["CONFIG", "SET", "cluster-allow-reads-when-down", "no"]),
+        "+OK\r\n"
+    );
+    assert_eq!(cmd(a, &["GET", &ka]), DOWN);
+
+    for p in [a, b] {
+        assert_eq!(
+            cmd(p, &["CONFIG", "SET", "cluster-require-full-coverage", "no"]),
+            "+OK\r\n"
+        );
+    }
+    wait_for("the survivors to be ok", Duration::from_secs(10), || {
+        [a, b]
+            .iter()
+            .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    assert_eq!(cmd(a, &["SET", &ka, "w"]), "+OK\r\n");
+    assert_eq!(cmd(b, &["SET", &kb, "w"]), "+OK\r\n");
+    assert_eq!(
+        cmd(a, &["GET", &kv]),
+        format!("-MOVED {slot_v} 127.0.0.1:{victim}\r\n")
+    );
+    assert_eq!(
+        cmd(a, &["CLUSTER", "DELSLOTS", &slot_v.to_string()]),
+        "+OK\r\n"
+    );
+    assert_eq!(
+        cmd(a, &["GET", &kv]),
+        "-CLUSTERDOWN Hash slot not served\r\n"
+    );
+    assert_eq!(cmd(a, &["GET", &ka]), "$1\r\nw\r\n");
+    assert!(cmd(a, &["CLUSTER", "INFO"]).contains("cluster_state:ok"));
+}
+
+#[test]
+fn an_uncovered_slot_and_reads_when_down_on_sluice() {
+    an_uncovered_slot_and_reads_when_down(AnyNode::sluice);
+}
+
+/// The same test against redis-server 7.0.15.
+#[test]
+fn an_uncovered_slot_and_reads_when_down_on_redis_server() {
+    an_uncovered_slot_and_reads_when_down(AnyNode::redis);
+}
+
+/// `cluster-replica-validity-factor`: a replica whose replication link has been down
+/// longer than `node-timeout * factor + repl-ping-replica-period` (plus the node timeout)
+/// when its master fails does not stand for election (sluice logs Redis's line), while a
+/// factor of 0 lets it stand at once (set live, by its alias first).
+fn a_replica_with_old_data_does_not_stand(start: fn() -> AnyNode) {
+    let mut nodes: Vec<Option<AnyNode>> = (0..4).map(|_| Some(start())).collect();
+    let ports: Vec<u16> = nodes.iter().flatten().map(AnyNode::port).collect();
+    cluster_create(&ports[..3], 0);
+    wait_agreement(&ports[..3], 3);
+    let (master, replica) = (ports[0], ports[3]);
+    let bus0 = nodes[0].as_ref().unwrap().bus_port().to_string();
+    assert_eq!(
+        cmd(
+            replica,
+            &["CLUSTER", "MEET", "127.0.0.1", &master.to_string(), &bus0]
+        ),
+        "+OK\r\n"
+    );
+    let master_id = myid(master);
+    wait_for(
+        "the replica to learn its master",
+        Duration::from_secs(10),
+        || cmd(replica, &["CLUSTER", "NODES"]).contains(&master_id),
+    );
+    assert_eq!(
+        cmd(replica, &["CLUSTER", "REPLICATE", &master_id]),
+        "+OK\r\n"
+    );
+    wait_agreement(&ports, 4);
+    let link_up = || cmd(replica, &["INFO", "replication"]).contains("master_link_status:up");
+    wait_for("the replica's link", Duration::from_secs(10), link_up);
+    assert_eq!(
+        cmd(
+            replica,
+            &["CONFIG", "SET", "cluster-slave-validity-factor", "1"]
+        ),
+        "+OK\r\n"
+    );
+    assert_eq!(config_get(replica, "cluster-replica-validity-factor"), "1");
+    assert_eq!(
+        cmd(replica, &["CONFIG", "SET", "repl-ping-replica-period", "1"]),
+        "+OK\r\n"
+    );
+    // The replication link goes down and stays down (the master now asks for a password
+    // the replica does not have); the bus stays up.
+    let mut admin = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], master)));
+    assert_eq!(
+        text(&admin.cmd(&[b"CONFIG", b"SET", b"requirepass", b"s3cret"])),
+        "+OK\r\n"
+    );
+    text(&admin.cmd(&[b"CLIENT", b"KILL", b"TYPE", b"replica"]));
+    wait_for("the link to go down", Duration::from_secs(10), || {
+        !link_up()
+    });
+    // Allowed: 1 s (node timeout) * 1 + 1 s (ping period), after the node timeout; the
+    // link stays down 4.5 s before the master fails, and a second more before it is FAIL.
+    let cut = Instant::now();
+    wait_for("4.5 s without the master", Duration::from_secs(10), || {
+        assert!(!link_up(), "the link came back");
+        cut.elapsed() > Duration::from_millis(4500)
+    });
+    nodes[0] = None;
+    wait_for("the master to be FAIL", Duration::from_secs(15), || {
+        cmd(replica, &["CLUSTER", "NODES"])
+            .lines()
+            .any(|l| l.starts_with(&master_id) && l.contains("fail") && !l.contains("fail?"))
+    });
+    // An eligible replica is elected within about two seconds; this one keeps waiting.
+    let failed = Instant::now();
+    let logged = "Currently unable to failover: Disconnected from master for longer than \
+                  allowed. Please check the 'cluster-replica-validity-factor' configuration \
+                  option.";
+    wait_for(
+        "the replica to stay a replica",
+        Duration::from_secs(15),
+        || {
+            assert!(
+                cmd(replica, &["ROLE"]).contains("slave"),
+                "elected after {:?}",
+                failed.elapsed()
+            );
+            match &nodes[3] {
+                // Redis's line, once the master has been FAIL for the node timeout plus 5 s.
+                Some(AnyNode::Sluice { node, .. }) => node.proc.log().contains(logged),
+                _ => failed.elapsed() > Duration::from_secs(4),
+            }
+        },
+    );
+    assert!(failed.elapsed() > Duration::from_secs(4));
+    assert_eq!(
+        cmd(
+            replica,
+            &["CONFIG", "SET", "cluster-replica-validity-factor", "0"]
+        ),
+        "+OK\r\n"
+    );
+    wait_for("the replica's election", Duration::from_secs(15), || {
+        cmd(replica, &["ROLE"]).contains("master")
+    });
+    wait_for("the cluster to be ok", Duration::from_secs(10), || {
+        ports[1..]
+            .iter()
+            .all(|&p| cmd(p, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+}
+
+#[test]
+fn a_replica_with_old_data_does_not_stand_on_sluice() {
+    a_replica_with_old_data_does_not_stand(AnyNode::sluice);
+}
+
+/// The same test against redis-server 7.0.15.
+#[test]
+fn a_replica_with_old_data_does_not_stand_on_redis_server() {
+    a_replica_with_old_data_does_not_stand(AnyNode::redis);
+}

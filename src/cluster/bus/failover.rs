@@ -25,8 +25,12 @@
 //! The rank orders the master's replicas by replication offset, as Redis's: the one that
 //! has processed most of the stream asks first, a second earlier per replica ahead of it.
 //!
-//! Difference from Redis: the replica's data age is not checked
-//! (`cluster-replica-validity-factor`): a replica that lost its master long ago may still win.
+//! A replica whose data is too old does not stand (`cluster-replica-validity-factor`, as
+//! Redis's): its data age, how long its replication link has been without news from the
+//! master less the node timeout, must not exceed `node-timeout * factor +
+//! repl-ping-replica-period` seconds; 0 turns the check off, and a manual failover skips it.
+//! It says so in the log once the master has been failing for the node timeout plus five
+//! seconds, then every five minutes (Redis's `clusterLogCantFailover`).
 
 use rand::RngExt;
 
@@ -58,6 +62,20 @@ pub struct Election {
     /// The replica a paused master is failing over to (master side).
     pub mf_replica: Option<String>,
 }
+
+/// Why a replica whose master failed does not stand for election, for its log line
+/// (Redis's `cant_failover_reason`, for the data-age reason sluice logs).
+#[derive(Debug, Default, Clone)]
+pub struct CantFailover {
+    /// The last reason was the data age.
+    pub data_age: bool,
+    /// When the reason was last logged (Unix ms).
+    pub logged_at: Option<u64>,
+}
+
+/// How often the same reason not to fail over is logged again (Redis's
+/// `CLUSTER_CANT_FAILOVER_RELOG_PERIOD`).
+const CANT_FAILOVER_RELOG_MS: u64 = 300_000;
 
 /// How long a manual failover may take (Redis's `CLUSTER_MF_TIMEOUT`).
 pub(crate) const MF_TIMEOUT_MS: u64 = 5000;
@@ -203,6 +221,21 @@ impl State {
             || (me.is(flag::NOFAILOVER) && !manual)
             || m.slots.is_empty()
         {
+            self.cant_failover.data_age = false;
+            return;
+        }
+        // The data age: how long the link has been without news, less the node timeout (it
+        // is fine to have been cut off for as long as it took to flag the master FAIL).
+        let mut data_age = self.master_data_age;
+        if data_age > timeout {
+            data_age -= timeout;
+        }
+        let factor = self.settings.replica_validity_factor;
+        let allowed = (self.settings.repl_ping_period.saturating_mul(1000))
+            .saturating_add(timeout.saturating_mul(factor));
+        if factor != 0 && data_age > allowed && !manual {
+            let fail_time = m.fail_time;
+            self.log_data_age(fail_time, now);
             return;
         }
         let e = &mut self.election;
@@ -261,6 +294,29 @@ impl State {
             tracing::info!("cluster: failover election won; this node is now a master");
             self.replace_my_master(now);
         }
+    }
+
+    /// Logs, as Redis's `clusterLogCantFailover` does, that this replica's data is too old
+    /// to stand: not while its master failed less than the node timeout plus 5 s ago, and
+    /// then once every five minutes.
+    fn log_data_age(&mut self, master_fail_time: u64, now: u64) {
+        let c = &mut self.cant_failover;
+        if c.data_age
+            && c.logged_at
+                .is_some_and(|at| now.saturating_sub(at) < CANT_FAILOVER_RELOG_MS)
+        {
+            return;
+        }
+        c.data_age = true;
+        let quiet_for = self.settings.node_timeout.saturating_add(5000);
+        if now.saturating_sub(master_fail_time) < quiet_for {
+            return;
+        }
+        c.logged_at = Some(now);
+        tracing::warn!(
+            "Currently unable to failover: Disconnected from master for longer than allowed. \
+             Please check the 'cluster-replica-validity-factor' configuration option."
+        );
     }
 
     /// Takes over the master's slots as a master (Redis's `clusterFailoverReplaceYourMaster`).
@@ -405,15 +461,7 @@ mod tests {
         ]
         .concat()
             + "vars currentEpoch 3 lastVoteEpoch 0\n";
-        let settings = Settings {
-            port: 7001,
-            cport: 17001,
-            node_timeout: 1000,
-            announce_ip: String::new(),
-            announce_hostname: String::new(),
-            migration_barrier: 1,
-            allow_replica_migration: true,
-        };
+        let settings = Settings::for_tests(7001, 1000);
         parse(&text, settings, 1).unwrap()
     }
 
@@ -543,5 +591,67 @@ mod tests {
         st.nodes.get_mut(B).unwrap().flags |= flag::PFAIL;
         st.update_ok();
         assert!(st.ok);
+    }
+
+    /// `cluster-replica-validity-factor`: a replica whose link has been without news for
+    /// longer than the node timeout plus `node-timeout * factor + repl-ping-replica-period`
+    /// does not schedule an election; 0 turns the check off, and a manual failover skips it.
+    #[test]
+    fn a_replica_with_old_data_does_not_stand() {
+        let mut st = cluster(R);
+        st.nodes.get_mut(A).unwrap().flags |= flag::FAIL;
+        st.nodes.get_mut(A).unwrap().fail_time = 100_000;
+        st.settings.replica_validity_factor = 2;
+        st.settings.repl_ping_period = 1;
+        // The node timeout (1000) + 2 * 1000 + 1 s: 4000 ms of age is still fine.
+        st.master_data_age = 4000;
+        st.handle_replica_failover(100_000);
+        assert_ne!(st.election.auth_time, 0, "an election is scheduled");
+        st.election = Election::default();
+        st.master_data_age = 4001;
+        st.handle_replica_failover(100_000);
+        assert_eq!(st.election.auth_time, 0, "too old: no election");
+        assert!(st.cant_failover.data_age);
+        assert_eq!(
+            st.cant_failover.logged_at, None,
+            "not logged this soon after FAIL"
+        );
+        st.handle_replica_failover(106_001);
+        assert_eq!(st.cant_failover.logged_at, Some(106_001));
+        // Never connected: as old as can be.
+        st.master_data_age = u64::MAX;
+        st.handle_replica_failover(106_100);
+        assert_eq!(st.election.auth_time, 0);
+        // A manual failover skips the check.
+        st.force_failover(106_200);
+        st.handle_replica_failover(106_200);
+        assert_eq!(st.election.auth_time, 106_200);
+        // Factor 0: always eligible.
+        st.election = Election::default();
+        st.settings.replica_validity_factor = 0;
+        st.handle_replica_failover(106_300);
+        assert_ne!(st.election.auth_time, 0);
+    }
+
+    /// `cluster-require-full-coverage no`: a slot whose owner failed (or that has none)
+    /// leaves the cluster ok; the majority rule still holds.
+    #[test]
+    fn without_full_coverage_a_failed_master_leaves_the_cluster_ok() {
+        let mut st = cluster(A);
+        st.among_minority_time = 0;
+        st.nodes.get_mut(C).unwrap().flags |= flag::FAIL;
+        st.update_ok();
+        assert!(!st.ok, "full coverage required by default");
+        st.settings.require_full_coverage = false;
+        st.update_ok();
+        assert!(st.ok);
+        st.set_owner(0, None);
+        st.update_ok();
+        assert!(st.ok, "an unowned slot neither");
+        for n in [B, C] {
+            st.nodes.get_mut(n).unwrap().flags |= flag::PFAIL;
+        }
+        st.update_ok();
+        assert!(!st.ok, "a minority is down whatever the coverage");
     }
 }

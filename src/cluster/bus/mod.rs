@@ -57,6 +57,10 @@ pub type PublishHook = Box<dyn Fn(bool, &[u8], &[u8]) + Send + Sync>;
 /// This node's replication offset, as the server reads it: a master's stream, or what a
 /// replica has processed of its master's.
 pub type OffsetHook = Box<dyn Fn() -> u64 + Send + Sync>;
+/// How long ago (ms) this replica last heard from its master over replication: while the
+/// link is up, since its last data; while it is down, since it went down (Redis's data age);
+/// None without a link.
+pub type DataAgeHook = Box<dyn Fn() -> Option<u64> + Send + Sync>;
 /// Whether a manual failover's pause has settled: no write that began before it is still
 /// running (`services::pause::Pause::failover_settled`).
 pub type SettledHook = Box<dyn Fn() -> bool + Send + Sync>;
@@ -69,6 +73,7 @@ pub struct Bus {
     publish_hook: OnceLock<PublishHook>,
     offset_hook: OnceLock<OffsetHook>,
     settled_hook: OnceLock<SettledHook>,
+    data_age_hook: OnceLock<DataAgeHook>,
     seq: AtomicU64,
     /// Set at shutdown: the bus thread stops.
     pub stop: AtomicBool,
@@ -143,6 +148,7 @@ impl Bus {
             publish_hook: OnceLock::new(),
             offset_hook: OnceLock::new(),
             settled_hook: OnceLock::new(),
+            data_age_hook: OnceLock::new(),
             seq: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             listener: Mutex::new(Some(listener)),
@@ -182,6 +188,11 @@ impl Bus {
         self.lock().pause_writes = Some(pause_writes);
     }
 
+    /// Installs how the bus reads this replica's data age (once).
+    pub fn set_data_age_hook(&self, hook: DataAgeHook) {
+        let _ = self.data_age_hook.set(hook);
+    }
+
     /// The state, locked, with this node's replication offset refreshed first (the offset
     /// is read before the lock is taken: the server's feed is never locked inside it).
     pub fn lock_fresh(&self) -> MutexGuard<'_, State> {
@@ -190,9 +201,13 @@ impl Bus {
         // the paused one.
         let settled = self.settled_hook.get().is_some_and(|f| f());
         let offset = self.offset_hook.get().map(|f| f());
+        let data_age = self.data_age_hook.get().map(|f| f());
         let mut st = self.lock();
         if let Some(o) = offset {
             st.me_mut().repl_offset = o;
+        }
+        if let Some(age) = data_age {
+            st.master_data_age = age.unwrap_or(u64::MAX);
         }
         // A pause is only ever begun on the bus thread, the one caller: if one was in force
         // and settled when this hold began, it was when the offset was read.

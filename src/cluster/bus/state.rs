@@ -137,6 +137,13 @@ pub struct Settings {
     pub migration_barrier: u64,
     /// `cluster-allow-replica-migration`.
     pub allow_replica_migration: bool,
+    /// `cluster-require-full-coverage`: a slot without a working owner takes the whole
+    /// cluster down (Redis's `clusterUpdateState`); without it the others are served.
+    pub require_full_coverage: bool,
+    /// `cluster-replica-validity-factor` (0: a replica may always stand for election).
+    pub replica_validity_factor: u64,
+    /// `repl-ping-replica-period` in seconds (part of the data age a replica may have).
+    pub repl_ping_period: u64,
 }
 
 #[cfg(test)]
@@ -151,6 +158,9 @@ impl Settings {
             announce_hostname: String::new(),
             migration_barrier: 1,
             allow_replica_migration: true,
+            require_full_coverage: true,
+            replica_validity_factor: 10,
+            repl_ping_period: 10,
         }
     }
 }
@@ -190,6 +200,12 @@ pub struct State {
     pub lost_slots: Vec<u16>,
     /// This node's failover election, when it is a replica.
     pub election: super::failover::Election,
+    /// How long (ms) this replica has been without news from its master's replication link
+    /// (refreshed from the server every cron turn; `u64::MAX`: it never had a link): an
+    /// election waits for nothing older than `cluster-replica-validity-factor` allows.
+    pub master_data_age: u64,
+    /// Why this replica last could not fail over, and when that was logged.
+    pub cant_failover: super::failover::CantFailover,
     /// The epochs (current, last vote, own config) nodes.conf was last synced with: a change
     /// of any of them is synced to disk before it is acted on, as Redis fsyncs for votes.
     pub synced_epochs: (u64, u64, u64),
@@ -236,6 +252,8 @@ impl State {
             view_changed: true,
             lost_slots: Vec::new(),
             election: Default::default(),
+            master_data_age: 0,
+            cant_failover: Default::default(),
             synced_epochs: (u64::MAX, 0, 0),
             inbox: Vec::new(),
             pause_writes: None,
@@ -1106,11 +1124,12 @@ impl State {
         self.view_changed = true;
     }
 
-    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing and
-    /// this node reaches a majority of the masters with slots (a master cut off in a minority
-    /// stops taking writes once it has timed the others out). A master back in the majority
-    /// waits the rejoin delay (the node timeout, within 0.5 to 5 s) before it serves again,
-    /// so the majority's failover, if any, reaches it first.
+    /// Redis's `clusterUpdateState`: ok when every slot has an owner that is not failing
+    /// (unless `cluster-require-full-coverage` is off) and this node reaches a majority of
+    /// the masters with slots (a master cut off in a minority stops taking writes once it
+    /// has timed the others out). A master back in the majority waits the rejoin delay (the
+    /// node timeout, within 0.5 to 5 s) before it serves again, so the majority's failover,
+    /// if any, reaches it first.
     pub fn update_ok(&mut self) {
         let now = super::now_ms();
         let (mut size, mut reachable) = (0, 0);
@@ -1125,18 +1144,22 @@ impl State {
             self.among_minority_time = now;
         }
         // Neighbouring slots mostly share their owner: each run of them is looked up once.
+        // Without `cluster-require-full-coverage` an uncovered slot downs only itself
+        // (routing answers its keys as Redis's getNodeByQuery does).
         let mut last_ok: Option<&str> = None;
-        let ok = self.owners.iter().all(|o| match o.as_deref() {
-            None => false,
-            Some(o) if last_ok == Some(o) => true,
-            Some(o) => {
-                let up = self.nodes.get(o).is_some_and(|n| !n.is(flag::FAIL));
-                if up {
-                    last_ok = Some(o);
+        let covered = !self.settings.require_full_coverage
+            || self.owners.iter().all(|o| match o.as_deref() {
+                None => false,
+                Some(o) if last_ok == Some(o) => true,
+                Some(o) => {
+                    let up = self.nodes.get(o).is_some_and(|n| !n.is(flag::FAIL));
+                    if up {
+                        last_ok = Some(o);
+                    }
+                    up
                 }
-                up
-            }
-        }) && !minority;
+            });
+        let ok = covered && !minority;
         let rejoin_delay = self.settings.node_timeout.clamp(500, 5000);
         if ok
             && !self.ok

@@ -68,21 +68,21 @@ fn route_in_cluster<'s>(
     // Asked only for a slot this node does not own: a replica serves its master's slots to
     // reads from READONLY connections, and to the sharded pub/sub commands from anyone
     // (Redis's getNodeByQuery). EXEC writes when a queued command does.
-    let replica_read = || {
-        let writes = match client.multi.as_ref() {
-            Some(queue) if exec => queue_writes(shared, queue),
-            _ => spec.has(CmdFlags::WRITE),
-        };
-        !writes
-            && (client.info.readonly.load(Ordering::Relaxed)
-                || spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB))
+    let writes = || match client.multi.as_ref() {
+        Some(queue) if exec => queue_writes(shared, queue),
+        _ => spec.has(CmdFlags::WRITE),
     };
+    let shard_pubsub = spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB);
+    let replica_ok = || client.info.readonly.load(Ordering::Relaxed) || shard_pubsub;
     let redirect = match slot {
         Ok(None) => return Ok(None),
         Ok(Some(slot)) => {
             if cluster.moving(slot) {
                 let in_multi = client.multi.is_some();
-                if let Some((routed, check)) = route_moving(cluster, spec, slot, asking) {
+                let read_when_down = !shard_pubsub && !writes();
+                if let Some((routed, check)) =
+                    route_moving(cluster, spec, slot, asking, read_when_down)
+                {
                     // A queued command is checked when EXEC runs it (EXEC is served whole).
                     if !in_multi && !exec {
                         client.cluster_check = Some((slot, check));
@@ -90,7 +90,7 @@ fn route_in_cluster<'s>(
                     return Ok(routed);
                 }
             }
-            match cluster.route(slot, replica_read) {
+            match cluster.route(slot, shard_pubsub, writes, replica_ok) {
                 Ok(guard) => return Ok(Some(guard)),
                 Err(redirect) => redirect,
             }
@@ -110,17 +110,28 @@ fn route_in_cluster<'s>(
 /// Routing for a slot being migrated or imported (Redis's getNodeByQuery): a slot this node
 /// owns and migrates runs here, its keys checked once locked ([`check_moving_keys`]); a slot
 /// it imports runs here for a command after ASKING (or RESTORE-ASKING). None: route as usual.
+/// While the cluster is down only a read that `cluster-allow-reads-when-down` lets through
+/// (`read`: the command is one) gets here, as in Redis.
 fn route_moving<'s>(
     cluster: &'s Cluster,
     spec: &crate::engine::CommandSpec,
     slot: u16,
     asking: bool,
+    read: bool,
 ) -> Option<(Routed<'s>, bool)> {
     let installed = cluster.current();
-    if installed.down.is_some() {
-        return None;
-    }
-    let owns = cluster.owns(slot);
+    let owns = if installed.down.is_some() {
+        if !read || !cluster.reads_when_down() {
+            return None;
+        }
+        // The ownership bits are clear while the cluster is down: the map says.
+        installed
+            .map
+            .owner_of(slot)
+            .is_some_and(|o| o.id == installed.myself().id)
+    } else {
+        cluster.owns(slot)
+    };
     let check = if owns && installed.migrating_to(slot).is_some() {
         true
     } else if !owns && installed.importing(slot) && (asking || spec.has(CmdFlags::ASKING)) {
@@ -241,20 +252,34 @@ pub(crate) fn script_check(
     if client.master_link {
         return None;
     }
+    let writes = || spec.has(CmdFlags::WRITE);
+    let readonly = || client.info.readonly.load(Ordering::Relaxed);
     let local = |s: u16| {
-        cluster.owns(s)
-            || (cluster.mirrors(s)
-                && !spec.has(CmdFlags::WRITE)
-                && client.info.readonly.load(Ordering::Relaxed))
+        if cluster.owns(s) || (cluster.mirrors(s) && !writes() && readonly()) {
+            return Ok(());
+        }
+        let shard_pubsub = spec.roles.contains(crate::engine::Roles::SHARDED_PUBSUB);
+        cluster.not_served(s, shard_pubsub, writes, readonly)
     };
-    match keys_slot(&spec.keys, args) {
+    let error = |text: &'static str| Some(Reply::Error(Cow::Borrowed(text)));
+    match keys_slot(&spec.keys, args).and_then(|s| s.map(|s| local(s).map(|()| s)).transpose()) {
         Ok(None) => None,
-        Ok(Some(s)) if local(s) => {
+        Ok(Some(s)) => {
             if !cross_slot_ok && *slot.get_or_insert(s) != s {
-                return Some(Reply::Error(Cow::Borrowed(SCRIPT_CROSS_SLOT)));
+                return error(SCRIPT_CROSS_SLOT);
             }
             None
         }
-        _ => Some(Reply::Error(Cow::Borrowed(SCRIPT_NON_LOCAL))),
+        Err(Redirect::Down(crate::cluster::DOWN_STATE)) => error(SCRIPT_DOWN),
+        Err(Redirect::Down(crate::cluster::DOWN_RO_STATE)) => error(SCRIPT_DOWN_RO),
+        Err(_) => error(SCRIPT_NON_LOCAL),
     }
 }
+
+/// Redis's error for a script's call while the cluster is down.
+pub(crate) const SCRIPT_DOWN: &str =
+    "ERR Script attempted to execute a command while the cluster is down";
+/// Redis's error for a script's write while the cluster is down and only reads are served
+/// (`cluster-allow-reads-when-down`).
+pub(crate) const SCRIPT_DOWN_RO: &str =
+    "ERR Script attempted to execute a write command while the cluster is down and readonly";

@@ -125,7 +125,12 @@ pub static PARAMS: &[Param] = &[
     p("repl-diskless-sync", Bool, "yes").inert(REPL),
     p("aof-rewrite-incremental-fsync", Bool, "yes").inert(PERSIST),
     p("no-appendfsync-on-rewrite", Bool, "no").inert(PERSIST),
-    p("cluster-require-full-coverage", Bool, "yes").inert(CLUSTER_BUS),
+    p("cluster-require-full-coverage", Bool, "yes").listed()
+        .get(|c| yn(c.cluster_require_full_coverage))
+        .set(|c, v, _| {
+            c.cluster_require_full_coverage = yes(v);
+            Ok(())
+        }),
     p("rdb-save-incremental-fsync", Bool, "yes")
         .inert("sluice syncs an RDB file once, when it is complete"),
     p("aof-load-truncated", Bool, "yes").listed()
@@ -181,8 +186,18 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         })
         .help("yes|no", "log every write to the append-only file in dir/appenddirname"),
-    p("cluster-allow-reads-when-down", Bool, "no").inert(CLUSTER_BUS),
-    p("cluster-allow-pubsubshard-when-down", Bool, "yes").inert(CLUSTER_BUS),
+    p("cluster-allow-reads-when-down", Bool, "no").listed()
+        .get(|c| yn(c.cluster_allow_reads_when_down))
+        .set(|c, v, _| {
+            c.cluster_allow_reads_when_down = yes(v);
+            Ok(())
+        }),
+    p("cluster-allow-pubsubshard-when-down", Bool, "yes").listed()
+        .get(|c| yn(c.cluster_allow_pubsubshard_when_down))
+        .set(|c, v, _| {
+            c.cluster_allow_pubsubshard_when_down = yes(v);
+            Ok(())
+        }),
     p("crash-log-enabled", Bool, "yes").inert(NO_EFFECT),
     p("crash-memcheck-enabled", Bool, "yes").inert(NO_EFFECT),
     p("disable-thp", Bool, "yes").immutable().inert(TUNING),
@@ -498,7 +513,12 @@ pub static PARAMS: &[Param] = &[
         }),
     p("cluster-replica-validity-factor", Int(0, INT_MAX), "10")
         .alias("cluster-slave-validity-factor")
-        .inert(CLUSTER_BUS),
+        .listed()
+        .get(|c| c.cluster_replica_validity_factor.to_string())
+        .set(|c, v, _| {
+            c.cluster_replica_validity_factor = int(v)?;
+            Ok(())
+        }),
     p("list-max-listpack-size", Int(INT_MIN, INT_MAX), "-2")
         .alias("list-max-ziplist-size")
         .listed()
