@@ -257,27 +257,7 @@ impl Keyspace {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
-        let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
-        let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
-        for key in keys {
-            // A transaction names one key in command after command (the sliding window's
-            // four): a key equal to the one before reuses its hash.
-            let hash = match hashed.last() {
-                Some(&(last, hash)) if last == key => hash,
-                _ => self.hash(key),
-            };
-            let shard = self.shard_of_hash(hash);
-            if idx.last() != Some(&shard) {
-                idx.push(shard);
-            }
-            // Beyond a few keys (MSET of hundreds) a linear search would cost more than the
-            // hash it saves.
-            if hashed.len() < MAX_REMEMBERED {
-                hashed.push((key, hash));
-            }
-        }
-        idx.sort_unstable();
-        idx.dedup();
+        let (hashed, idx) = self.shards_of(keys, also);
         let mut locked = self.lock_indexes(&idx);
         locked.hashed = hashed;
         locked
@@ -301,6 +281,23 @@ impl Keyspace {
     where
         I: IntoIterator<Item = &'a [u8]>,
     {
+        let (hashed, idx) = self.shards_of(keys, also);
+        let mut locked = self.try_lock_indexes(&idx).ok_or(idx)?;
+        locked.hashed = hashed;
+        Ok(locked)
+    }
+
+    /// The keys' hashes (the first `MAX_REMEMBERED`, kept for the locked view) and the
+    /// shards to lock, `also` included, sorted and without repeats.
+    #[allow(clippy::type_complexity)]
+    fn shards_of<'a, I>(
+        &self,
+        keys: I,
+        also: &[usize],
+    ) -> (SmallVec<[(&'a [u8], u64); 4]>, SmallVec<[usize; 8]>)
+    where
+        I: IntoIterator<Item = &'a [u8]>,
+    {
         let mut hashed: SmallVec<[(&'a [u8], u64); 4]> = SmallVec::new();
         let mut idx: SmallVec<[usize; 8]> = SmallVec::from_slice(also);
         for key in keys {
@@ -314,6 +311,8 @@ impl Keyspace {
             if idx.last() != Some(&shard) {
                 idx.push(shard);
             }
+            // Beyond a few keys (MSET of hundreds) a linear search would cost more than the
+            // hash it saves.
             if hashed.len() < MAX_REMEMBERED {
                 hashed.push((key, hash));
             }
@@ -322,9 +321,7 @@ impl Keyspace {
             idx.sort_unstable();
             idx.dedup();
         }
-        let mut locked = self.try_lock_indexes(&idx).ok_or(idx)?;
-        locked.hashed = hashed;
-        Ok(locked)
+        (hashed, idx)
     }
 
     /// `try_lock_args` for a command's one key (most commands): the same result, without
