@@ -477,6 +477,21 @@ fn master_of(port: u16, ports: &[u16]) -> Option<u16> {
     ports.iter().copied().find(|&p| myid(p) == master)
 }
 
+/// The master that takes `SET key value` (the owner of its slot) and a replica of it.
+fn owner_and_replica(ports: &[u16], key: &str, value: &str) -> (u16, u16) {
+    let master = ports
+        .iter()
+        .copied()
+        .find(|&p| cmd(p, &["SET", key, value]) == "+OK\r\n")
+        .unwrap_or_else(|| panic!("an owner of {key}"));
+    let replica = ports
+        .iter()
+        .copied()
+        .find(|&p| p != master && master_of(p, ports) == Some(master))
+        .expect("a replica of that master");
+    (master, replica)
+}
+
 /// kill -9 of a master: the cluster marks it FAIL by a majority, its replica wins the
 /// election and serves the slots within the node timeout plus a few seconds; the killed node
 /// restarts from its nodes.conf and rejoins as a replica of the winner.
@@ -488,16 +503,7 @@ fn a_killed_master_is_replaced_by_its_replica() {
     cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     // The master owning "foo" (slot 12182) and its replica.
-    let master = ports
-        .iter()
-        .copied()
-        .find(|&p| cmd(p, &["SET", "foo", "1"]) == "+OK\r\n")
-        .expect("an owner of foo");
-    let replica = ports
-        .iter()
-        .copied()
-        .find(|&p| p != master && master_of(p, &ports) == Some(master))
-        .expect("a replica of that master");
+    let (master, replica) = owner_and_replica(&ports, "foo", "1");
     wait_for("the replica to copy foo", Duration::from_secs(10), || {
         let mut c = Conn::connect(std::net::SocketAddr::from(([127, 0, 0, 1], replica)));
         c.cmd(&[b"READONLY"]);
@@ -846,16 +852,7 @@ fn a_manual_failover_hands_over_without_losing_writes() {
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
-    let master = ports
-        .iter()
-        .copied()
-        .find(|&p| cmd(p, &["SET", "counter", "0"]) == "+OK\r\n")
-        .expect("an owner of the counter");
-    let replica = ports
-        .iter()
-        .copied()
-        .find(|&p| p != master && master_of(p, &ports) == Some(master))
-        .expect("a replica of that master");
+    let (master, replica) = owner_and_replica(&ports, "counter", "0");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let stop = stop.clone();
@@ -923,16 +920,7 @@ fn manual_failovers_under_load_on_two_loops_lose_no_acknowledged_write() {
     cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
     let key = |w: usize| format!("{{mf}}counter{w}");
-    let master = ports
-        .iter()
-        .copied()
-        .find(|&p| cmd(p, &["SET", &key(0), "0"]) == "+OK\r\n")
-        .expect("an owner of the counters");
-    let replica = ports
-        .iter()
-        .copied()
-        .find(|&p| p != master && master_of(p, &ports) == Some(master))
-        .expect("a replica of that master");
+    let (master, replica) = owner_and_replica(&ports, &key(0), "0");
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
@@ -1006,16 +994,7 @@ fn a_manual_failover_waits_for_a_write_already_past_the_pause() {
     let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     cluster_create(&ports, 1);
     wait_agreement(&ports, 6);
-    let master = ports
-        .iter()
-        .copied()
-        .find(|&p| cmd(p, &["SET", "slow", "0"]) == "+OK\r\n")
-        .expect("an owner of the key");
-    let replica = ports
-        .iter()
-        .copied()
-        .find(|&p| p != master && master_of(p, &ports) == Some(master))
-        .expect("a replica of that master");
+    let (master, replica) = owner_and_replica(&ports, "slow", "0");
     wait_for(
         "the replica's link to be up",
         Duration::from_secs(10),
