@@ -395,6 +395,11 @@ fn write_int_line(to: &mut [u8], n: i64) -> usize {
             to[2] = b'0' + (n % 10) as u8;
             2
         }
+        // CL.THROTTLE's retry-after on every allowed call.
+        -1 => {
+            to[1..3].copy_from_slice(b"-1");
+            2
+        }
         _ => {
             let mut buf = itoa::Buffer::new();
             let text = buf.format(n).as_bytes();

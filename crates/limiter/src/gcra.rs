@@ -514,6 +514,24 @@ fn invalid_integer(arg: &[u8]) -> ThrottleError {
 /// `i64::MIN` reaches it exactly.
 #[inline]
 fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
+    // The arguments limiters send are one to three plain digits: no sign, no loop. Anything
+    // else (a sign among them) takes the general path below.
+    let digit = |b: u8| {
+        let d = b.wrapping_sub(b'0');
+        (d <= 9).then_some(i64::from(d))
+    };
+    let short = match *arg {
+        [a] => digit(a),
+        [a, b] => digit(a).zip(digit(b)).map(|(a, b)| a * 10 + b),
+        [a, b, c] => digit(a)
+            .zip(digit(b))
+            .zip(digit(c))
+            .map(|((a, b), c)| a * 100 + b * 10 + c),
+        _ => None,
+    };
+    if short.is_some() {
+        return short;
+    }
     let (negative, digits) = match arg {
         [b'-', rest @ ..] => (true, rest),
         [b'+', rest @ ..] => (false, rest),
@@ -554,11 +572,22 @@ fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
 /// result without the 128-bit conversion routine (the values here are
 /// nanosecond counts, which almost always fit).
 #[allow(clippy::cast_precision_loss)] // deliberate, see module doc
+#[inline]
 fn to_f64(x: i128) -> f64 {
     match i64::try_from(x) {
         Ok(v) => v as f64,
-        Err(_) => x as f64,
+        Err(_) => wide_to_f64(x),
     }
+}
+
+/// `x as f64` for an `x` beyond `i64`, out of line: inlined, the compiler called the
+/// 128-bit conversion routine (`__floattidf`, ~45 instructions) before the branch, on
+/// every call, and then threw its result away.
+#[cold]
+#[inline(never)]
+#[allow(clippy::cast_precision_loss)] // deliberate, see module doc
+fn wide_to_f64(x: i128) -> f64 {
+    x as f64
 }
 
 /// `x / d` and `x % d` (truncating, as for `i128`) for a positive `d`, in
@@ -576,11 +605,15 @@ fn div_rem(x: i128, d: i64) -> (i128, i128) {
 /// 0 when `count` or `period_s` is 0.
 #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // deliberate, see module doc
 fn emission_interval_ns(count: i64, period_s: i64) -> i64 {
-    let period_ns = i128::from(period_s) * i128::from(NANOS_PER_SEC);
-    if count == 0 || period_ns == 0 {
+    if count == 0 || period_s == 0 {
         return 0;
     }
-    (to_f64(period_ns) / count as f64) as i64
+    // Exact in i64 for any period up to 292 years; beyond, in i128.
+    let period_ns = match period_s.checked_mul(NANOS_PER_SEC) {
+        Some(ns) => ns as f64,
+        None => wide_to_f64(i128::from(period_s) * i128::from(NANOS_PER_SEC)),
+    };
+    (period_ns / count as f64) as i64
 }
 
 /// Field 3, as redis-cell computes it. `next` is `DVT - ttl`. If `next` is

@@ -1172,6 +1172,68 @@ fn numeric_arguments_follow_rusts_i64_parser() {
 }
 
 #[test]
+fn short_arguments_parse_as_str_parse_does() {
+    // Every one- to three-byte argument over digits, signs, the bytes either side of the
+    // digits and a few others: the unrolled short path agrees with `str::parse`.
+    let alphabet = b"0123456789+-/: a\xff";
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    for &a in alphabet {
+        args.push(vec![a]);
+        for &b in alphabet {
+            args.push(vec![a, b]);
+            for &c in alphabet {
+                args.push(vec![a, b, c]);
+            }
+        }
+    }
+    for arg in args {
+        let expected = std::str::from_utf8(&arg)
+            .ok()
+            .and_then(|t| t.parse::<i64>().ok());
+        assert_eq!(super::parse_rust_i64(&arg), expected, "{arg:?}");
+    }
+}
+
+#[test]
+fn emission_interval_matches_the_i128_form() {
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    fn wide(count: i64, period_s: i64) -> i64 {
+        let period_ns = i128::from(period_s) * 1_000_000_000;
+        if count == 0 || period_ns == 0 {
+            return 0;
+        }
+        (period_ns as f64 / count as f64) as i64
+    }
+    let values = [
+        0i64,
+        1,
+        -1,
+        3,
+        7,
+        60,
+        -60,
+        86_400,
+        9_223_372_035,
+        9_223_372_036,
+        9_223_372_037,
+        -9_223_372_036,
+        -9_223_372_037,
+        i64::MAX / 3,
+        i64::MAX,
+        i64::MIN,
+    ];
+    for count in values {
+        for period in values {
+            assert_eq!(
+                super::emission_interval_ns(count, period),
+                wide(count, period),
+                "count {count} period {period}"
+            );
+        }
+    }
+}
+
+#[test]
 fn sixty_four_bit_fast_paths_match_i128_arithmetic() {
     for x in [
         0i128,
