@@ -62,7 +62,8 @@
 //! reports 6024 remaining, and a `T` under 1 µs reports `i64::MAX`. When `T`
 //! is at least 1 µs and the values stay under 2^53 ns (about 104 days), these
 //! `f64` steps give the same results as integer division would. Tests check
-//! this.
+//! this. The conversion of durations to seconds takes that integer form
+//! there (no float arithmetic on the common path), and the `f64` one beyond.
 //!
 //! # What the command wrapper must do
 //!
@@ -308,6 +309,7 @@ impl CheckedArgs {
     ///
     /// Those of [`throttle`] that do not depend on the arguments alone:
     /// [`ThrottleError::SetExpire`] and [`ThrottleError::OutOfRange`] for the new TAT.
+    #[inline]
     pub fn throttle(
         &self,
         now_ns: i64,
@@ -322,6 +324,7 @@ impl CheckedArgs {
 /// # Errors
 ///
 /// Those of [`parse_command`].
+#[inline]
 pub fn parse_command_checked<A: AsRef<[u8]>>(
     args: &[A],
 ) -> Result<(&[u8], CheckedArgs), ThrottleError> {
@@ -442,6 +445,7 @@ pub fn throttle(
 }
 
 /// The GCRA step of [`throttle`], with the arguments' derived values.
+#[inline]
 fn decide(
     now_ns: i64,
     stored_tat: Option<i64>,
@@ -634,8 +638,26 @@ fn remaining(next: i128, emission: i128) -> i64 {
 /// least 1 ms. A remainder under 1 ms is dropped. A negative duration is
 /// truncated toward zero with no +1. The seconds are formed in `f64`
 /// exactly as redis-cell's time library does it.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // deliberate, see module doc
+///
+/// Below 2^53 ns either side of zero (about 104 days), where the sum in `f64` cannot round
+/// to the next whole second, that is the integer quotient and the +1, with no float
+/// arithmetic: [`reply_seconds_f64`] is kept for the rest.
+#[inline]
 fn reply_seconds(duration_ns: i128) -> i64 {
+    const EXACT: i64 = 1 << 53;
+    match i64::try_from(duration_ns) {
+        Ok(d) if d.unsigned_abs() < EXACT.unsigned_abs() => {
+            d / NANOS_PER_SEC + i64::from(d % NANOS_PER_SEC >= NANOS_PER_MS)
+        }
+        _ => reply_seconds_f64(duration_ns),
+    }
+}
+
+/// [`reply_seconds`] the way redis-cell computes it, for any duration.
+#[cold]
+#[inline(never)]
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // deliberate, see module doc
+fn reply_seconds_f64(duration_ns: i128) -> i64 {
     let (secs, subsec_ns) = div_rem(duration_ns, NANOS_PER_SEC);
     let whole = (to_f64(secs) + to_f64(subsec_ns) / NANOS_PER_SEC as f64) as i64;
     if subsec_ns >= i128::from(NANOS_PER_MS) {

@@ -886,6 +886,27 @@ fn reply_seconds_rounding() {
     assert_eq!(s(0), 0);
     assert_eq!(s(-NANOS_PER_SEC), -1);
     assert_eq!(s(-1_500_000_000), -1);
+    // Either side of where the integer form hands over to the f64 one.
+    for d in [
+        (1i64 << 53) - 1,
+        1 << 53,
+        (1 << 53) + 1,
+        -(1 << 53) + 1,
+        -(1 << 53),
+        -(1 << 53) - 1,
+        (1 << 53) - 999_999,
+        i64::MAX,
+        i64::MIN,
+    ] {
+        assert_eq!(s(d), super::reply_seconds_f64(i128::from(d)), "{d}");
+    }
+    for d in [
+        i128::from(i64::MAX) + 1,
+        i128::from(i64::MIN) - 1,
+        i128::MAX / 7,
+    ] {
+        assert_eq!(reply_seconds(d), super::reply_seconds_f64(d), "{d}");
+    }
 }
 
 #[test]
@@ -1125,6 +1146,13 @@ proptest! {
     fn reply_seconds_matches_integer_formula(d in 0i64..(1i64 << 53)) {
         let expected = d / NANOS_PER_SEC + i64::from((d % NANOS_PER_SEC) / NANOS_PER_MS > 0);
         prop_assert_eq!(reply_seconds(i128::from(d)), expected);
+    }
+
+    /// The integer form of fields 4 and 5 agrees with redis-cell's `f64` one wherever it
+    /// is used, negative durations included.
+    #[test]
+    fn reply_seconds_matches_the_f64_form(d in -(1i64 << 53) + 1..(1i64 << 53)) {
+        prop_assert_eq!(reply_seconds(i128::from(d)), super::reply_seconds_f64(i128::from(d)));
     }
 
     /// Error lines never contain CR, LF or NUL.
