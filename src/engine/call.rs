@@ -122,8 +122,8 @@ pub(crate) fn call<'a>(
             // script and answers -BUSY past busy-reply-threshold; so a connection that can
             // wait goes back to the gate, which does that. Another command holding the
             // shard lets go within microseconds: that wait blocks, as it always did.
-            ctx.store = match try_lock_for(shared, spec, keys) {
-                Ok(locked) => locked,
+            match try_lock_for(shared, spec, keys, &mut ctx.store) {
+                Ok(()) => {}
                 Err(wanted) => {
                     // The wait below is not the command's own time.
                     lap = None;
@@ -138,9 +138,9 @@ pub(crate) fn call<'a>(
                         let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                         shared.scripts.busy.announce_holding(held)
                     });
-                    lock_for(shared, spec, keys)
+                    ctx.store = lock_for(shared, spec, keys);
                 }
-            };
+            }
             if entry.spec.runs_script() {
                 // After the blocked clients a writer is serving on these shards, as in Redis.
                 blocking::wait_for_serving(shared, &mut ctx.store, || lock_for(shared, spec, keys));
@@ -684,11 +684,17 @@ fn account(
 }
 
 /// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
+#[inline]
 fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], from_script: bool) {
-    let shared = ctx.shared;
-    if !shared.monitors.active() {
-        return;
+    // Inline: every command passes here, and almost always nobody monitors.
+    if ctx.shared.monitors.active() {
+        publish_to_monitors(ctx, entry, args, from_script);
     }
+}
+
+#[inline(never)]
+fn publish_to_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], from_script: bool) {
+    let shared = ctx.shared;
     let hard = shared.live.output_buffer_limit().hard;
     let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
     let addr = if from_script {
