@@ -407,18 +407,21 @@ fn execute_request(
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
-    ctx.may_block = may_block;
-    // A tracking client's own invalidations wait for this reply (`client::tracking`).
-    let current = ctx
-        .client
-        .tracking
-        .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
-    let reply = call(&mut ctx, entry, args, Caller::Client(args));
-    drop(current);
-    let next = std::mem::take(&mut ctx.next);
-    let (hold, disconnect) = (ctx.hold, ctx.disconnect);
-    drop(ctx);
+    // The `Ctx` ends with this block, dropped where it lies: `drop(ctx)` moved its few
+    // hundred bytes first (a memcpy per command).
+    let (reply, next, hold, disconnect) = {
+        let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
+        ctx.may_block = may_block;
+        // A tracking client's own invalidations wait for this reply (`client::tracking`).
+        let current = ctx
+            .client
+            .tracking
+            .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
+        let reply = call(&mut ctx, entry, args, Caller::Client(args));
+        drop(current);
+        let next = std::mem::take(&mut ctx.next);
+        (reply, next, ctx.hold, ctx.disconnect)
+    };
     after_tracking(shared, client, entry);
     Ran {
         reply,
