@@ -2,7 +2,7 @@
 //!
 //! Every time-dependent rule (expiry, TTL replies, CL.THROTTLE, TIME) reads `now` once per
 //! command (once per EXEC) from here and passes it down, so one command never sees two
-//! different times. Real time is anchored to a monotonic `Instant`, so an NTP step cannot
+//! different times. Real time is anchored to a monotonic [`Tick`], so an NTP step cannot
 //! mass-expire keys, yet it still reports Unix time for EXPIREAT, TIME and GCRA state.
 //!
 //! The test-double commands can freeze the clock, move it forward, and resume real time.
@@ -11,7 +11,39 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A monotonic instant in nanoseconds (`CLOCK_MONOTONIC`, the clock `Instant` reads): what
+/// a command's `now` and its timing come from. A plain `u64`, because every command
+/// converts one to Unix time and subtracts two, which `Instant`'s (seconds, nanoseconds)
+/// pair does with checked, normalizing arithmetic, at several times the instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tick(u64);
+
+impl Tick {
+    /// Now.
+    #[inline]
+    pub fn now() -> Tick {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec we own; CLOCK_MONOTONIC always exists
+        // (on failure `ts` stays 0, a time in the past, never a panic).
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        Tick(
+            (ts.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(ts.tv_nsec as u64),
+        )
+    }
+
+    /// Nanoseconds from `earlier` to this tick (0 if `earlier` is later).
+    #[inline]
+    pub fn ns_since(self, earlier: Tick) -> u64 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
 
 /// A shared handle to the clock; cloning it is cheap and all clones see the same time.
 #[derive(Debug, Clone)]
@@ -21,7 +53,7 @@ pub struct Clock {
 
 #[derive(Debug)]
 struct Inner {
-    anchor: Instant,
+    anchor: Tick,
     anchor_unix_ns: u64,
     /// Added to real time; set when real time resumes after a freeze so it continues from
     /// the frozen value instead of jumping back.
@@ -58,7 +90,7 @@ impl Clock {
             .as_nanos() as u64;
         Clock {
             inner: Arc::new(Inner {
-                anchor: Instant::now(),
+                anchor: Tick::now(),
                 anchor_unix_ns: unix,
                 offset_ns: AtomicU64::new(0),
                 frozen: AtomicBool::new(false),
@@ -80,7 +112,7 @@ impl Clock {
         // Saturating: CLOCK SET / ADVANCE may have taken time to the end of u64, and real
         // time resumed from there must stay there rather than overflow.
         i.anchor_unix_ns
-            .saturating_add(i.anchor.elapsed().as_nanos() as u64)
+            .saturating_add(Tick::now().ns_since(i.anchor))
             .saturating_add(i.offset_ns.load(Ordering::Relaxed))
     }
 
@@ -94,23 +126,23 @@ impl Clock {
         }
     }
 
-    /// `now_ns` and the `Instant` it corresponds to, from a single clock read (in frozen
-    /// mode the instant is read on its own), for callers that also time what they do.
+    /// `now_ns` and the [`Tick`] it corresponds to, from a single clock read (in frozen
+    /// mode the tick is read on its own), for callers that also time what they do.
     #[inline]
-    pub fn now_ns_and_instant(&self) -> (u64, Instant) {
-        let at = Instant::now();
+    pub fn now_ns_and_tick(&self) -> (u64, Tick) {
+        let at = Tick::now();
         (self.now_ns_at(at), at)
     }
 
-    /// `now_ns` as of `at`, an instant the caller read (in frozen mode, the frozen time).
+    /// `now_ns` as of `at`, a tick the caller read (in frozen mode, the frozen time).
     #[inline]
-    pub fn now_ns_at(&self, at: Instant) -> u64 {
+    pub fn now_ns_at(&self, at: Tick) -> u64 {
         let i = &self.inner;
         if i.frozen.load(Ordering::Relaxed) {
             i.frozen_ns.load(Ordering::Acquire)
         } else {
             i.anchor_unix_ns
-                .saturating_add(at.saturating_duration_since(i.anchor).as_nanos() as u64)
+                .saturating_add(at.ns_since(i.anchor))
                 .saturating_add(i.offset_ns.load(Ordering::Relaxed))
         }
     }
@@ -223,7 +255,7 @@ impl Clock {
 #[derive(Clone, Copy)]
 enum Laps {
     Off,
-    On(Option<Instant>),
+    On(Option<Tick>),
 }
 
 thread_local! {
@@ -246,7 +278,7 @@ pub fn batch_end() {
 /// The end of the command that ran just before on this thread in this batch, if any;
 /// taking it means no later command reuses it.
 #[inline]
-pub fn take_lap() -> Option<Instant> {
+pub fn take_lap() -> Option<Tick> {
     match LAPS.get() {
         Laps::On(Some(at)) => {
             LAPS.set(Laps::On(None));
@@ -258,7 +290,7 @@ pub fn take_lap() -> Option<Instant> {
 
 /// A command ended at `at`: inside a batch, the next command starts there.
 #[inline]
-pub fn lap(at: Instant) {
+pub fn lap(at: Tick) {
     if let Laps::On(_) = LAPS.get() {
         LAPS.set(Laps::On(Some(at)));
     }
@@ -270,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_lap_is_kept_only_inside_a_batch_and_taken_once() {
-        let at = Instant::now();
+        let at = Tick::now();
         lap(at);
         assert_eq!(take_lap(), None, "outside a batch nothing is kept");
         batch_begin();
@@ -286,10 +318,24 @@ mod tests {
     #[test]
     fn now_at_an_instant_matches_the_pair() {
         let c = Clock::system();
-        let (ns, at) = c.now_ns_and_instant();
+        let (ns, at) = c.now_ns_and_tick();
         assert_eq!(c.now_ns_at(at), ns);
         c.freeze();
-        assert_eq!(c.now_ns_at(Instant::now()), c.now_ns());
+        assert_eq!(c.now_ns_at(Tick::now()), c.now_ns());
+    }
+
+    /// A tick is `Instant`'s clock in nanoseconds: it moves forward with it, and the
+    /// difference of two is the time between them.
+    #[test]
+    fn ticks_measure_what_instants_measure() {
+        let (t0, i0) = (Tick::now(), std::time::Instant::now());
+        std::thread::sleep(Duration::from_millis(20));
+        let (i1, t1) = (std::time::Instant::now(), Tick::now());
+        let ticked = t1.ns_since(t0);
+        let elapsed = i1.duration_since(i0).as_nanos() as u64;
+        assert!(ticked >= elapsed, "{ticked} < {elapsed}");
+        assert!(ticked < elapsed + 5_000_000, "{ticked} vs {elapsed}");
+        assert_eq!(t0.ns_since(t1), 0, "never negative");
     }
 
     #[test]
@@ -357,7 +403,7 @@ mod tests {
         assert_eq!(c.now_ns(), u64::MAX);
         c.resume();
         assert_eq!(c.now_ns(), u64::MAX);
-        assert_eq!(c.now_ns_and_instant().0, u64::MAX);
+        assert_eq!(c.now_ns_and_tick().0, u64::MAX);
     }
 
     #[test]

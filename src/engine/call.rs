@@ -23,7 +23,9 @@
 //! failed, as Redis's `ignore_error_stats_update` does.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Tick;
 
 use crate::client::ClientState;
 use crate::commands::cluster;
@@ -122,8 +124,8 @@ pub(crate) fn call<'a>(
             // script and answers -BUSY past busy-reply-threshold; so a connection that can
             // wait goes back to the gate, which does that. Another command holding the
             // shard lets go within microseconds: that wait blocks, as it always did.
-            ctx.store = match try_lock_for(shared, spec, keys) {
-                Ok(locked) => locked,
+            match try_lock_for(shared, spec, keys, &mut ctx.store) {
+                Ok(()) => {}
                 Err(wanted) => {
                     // The wait below is not the command's own time.
                     lap = None;
@@ -138,16 +140,16 @@ pub(crate) fn call<'a>(
                         let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
                         shared.scripts.busy.announce_holding(held)
                     });
-                    lock_for(shared, spec, keys)
+                    ctx.store = lock_for(shared, spec, keys);
                 }
-            };
+            }
             if entry.spec.runs_script() {
                 // After the blocked clients a writer is serving on these shards, as in Redis.
                 blocking::wait_for_serving(shared, &mut ctx.store, || lock_for(shared, spec, keys));
             }
             // One clock read (or the previous command's end) gives the command's `now`
             // and the start of its timing.
-            let started = lap.unwrap_or_else(Instant::now);
+            let started = lap.unwrap_or_else(Tick::now);
             let now_ns = shared.clock.now_ns_at(started);
             // For a replica's master link no key has expired: the master's DELs expire them.
             let now_ns = if ctx.client.master_link { 0 } else { now_ns };
@@ -187,7 +189,7 @@ pub(crate) fn call<'a>(
                 return Reply::Error(text.into());
             }
             held_before = std::mem::take(&mut ctx.hold);
-            lap.unwrap_or_else(Instant::now)
+            lap.unwrap_or_else(Tick::now)
         }
         Caller::Script(rules) => {
             if let Some(refused) = script_policy(shared, ctx.client, entry, args, rules) {
@@ -201,7 +203,7 @@ pub(crate) fn call<'a>(
                 return refused;
             }
             held_before = std::mem::take(&mut ctx.hold);
-            Instant::now()
+            Tick::now()
         }
     };
     if entry.spec.runs_script() && !matches!(caller, Caller::Script(_)) {
@@ -216,13 +218,13 @@ pub(crate) fn call<'a>(
         ctx.hold = held_before;
         return reply;
     }
-    let ended = Instant::now();
+    let ended = Tick::now();
     // A script's calls are timed each on its own: the Lua run between two calls is not
     // the second call's time.
     if !matches!(caller, Caller::Script(_)) {
         crate::clock::lap(ended);
     }
-    let took = ended.saturating_duration_since(started) + ctx.hold;
+    let took = Duration::from_nanos(ended.ns_since(started)) + ctx.hold;
     ctx.hold += held_before;
     account(ctx, entry, args, &reply, took, &caller);
     if matches!(caller, Caller::Client(_)) {
@@ -233,7 +235,7 @@ pub(crate) fn call<'a>(
         if !ready.is_empty() {
             blocking::serve(ctx.shared, ready);
             // Serving them is not the next command's time.
-            crate::clock::lap(Instant::now());
+            crate::clock::lap(Tick::now());
         }
     }
     drop(reserved);
@@ -684,11 +686,17 @@ fn account(
 }
 
 /// Sends the command to MONITOR clients (commands from scripts show as `lua`'s).
+#[inline]
 fn feed_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], from_script: bool) {
-    let shared = ctx.shared;
-    if !shared.monitors.active() {
-        return;
+    // Inline: every command passes here, and almost always nobody monitors.
+    if ctx.shared.monitors.active() {
+        publish_to_monitors(ctx, entry, args, from_script);
     }
+}
+
+#[inline(never)]
+fn publish_to_monitors(ctx: &Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], from_script: bool) {
+    let shared = ctx.shared;
     let hard = shared.live.output_buffer_limit().hard;
     let cap = if hard > 0 { hard } else { monitor::MONITOR_CAP };
     let addr = if from_script {

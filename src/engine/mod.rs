@@ -303,35 +303,45 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [&'a [u8]]
     }
 }
 
-/// [`lock_for`] without waiting: `Err` carries the shard indexes wanted when another thread
-/// holds one of them (`engine::call` then sees whether a script does).
+/// [`lock_for`] without waiting, into `into` (holding nothing yet: the command's `Ctx`'s
+/// `store`, so the one-key case builds its locks in place). `Err` carries the shard indexes
+/// wanted when another thread holds one of them (`engine::call` then sees whether a script
+/// does).
 pub fn try_lock_for<'a>(
     shared: &'a Shared,
     spec: &CommandSpec,
     args: &'a [&'a [u8]],
-) -> Result<Locked<'a>, smallvec::SmallVec<[usize; 8]>> {
+    into: &mut Locked<'a>,
+) -> Result<(), smallvec::SmallVec<[usize; 8]>> {
     match spec.lock {
-        LockMode::None | LockMode::Stepwise => Ok(shared.keyspace.lock_none()),
-        LockMode::All => shared.keyspace.try_lock_all(),
+        LockMode::None | LockMode::Stepwise => Ok(()),
+        LockMode::All => {
+            *into = shared.keyspace.try_lock_all()?;
+            Ok(())
+        }
         LockMode::Keys => match spec.keys {
             KeySpec::Range {
                 first: 1, last: 1, ..
-            } if args.len() > 1 => shared.keyspace.try_lock_key(args[1]),
+            } if args.len() > 1 => into.try_take_key(args[1]),
             _ => {
                 // One key found by the general spec (EVAL/EVALSHA with one key, FCALL…)
                 // takes the one-key path too.
                 let mut positions = spec.keys.positions(args);
                 let Some(first) = positions.next() else {
-                    return shared.keyspace.try_lock_args(std::iter::empty());
+                    *into = shared.keyspace.try_lock_args(std::iter::empty())?;
+                    return Ok(());
                 };
                 match positions.next() {
-                    None => shared.keyspace.try_lock_key(args[first]),
-                    Some(second) => shared.keyspace.try_lock_args(
-                        [first, second]
-                            .into_iter()
-                            .chain(positions)
-                            .map(|i| args[i]),
-                    ),
+                    None => into.try_take_key(args[first]),
+                    Some(second) => {
+                        *into = shared.keyspace.try_lock_args(
+                            [first, second]
+                                .into_iter()
+                                .chain(positions)
+                                .map(|i| args[i]),
+                        )?;
+                        Ok(())
+                    }
                 }
             }
         },
@@ -343,6 +353,7 @@ pub const READONLY: &str = "READONLY You can't write against a read only replica
 
 /// Whether a write from `client` must be refused: this node is a read-only replica and
 /// the client is not its master link.
+#[inline]
 pub fn read_only_replica(shared: &Shared, client: &ClientState) -> bool {
     !client.master_link
         && shared.keyspace.deletions().is_replica()
@@ -396,18 +407,21 @@ fn execute_request(
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
-    ctx.may_block = may_block;
-    // A tracking client's own invalidations wait for this reply (`client::tracking`).
-    let current = ctx
-        .client
-        .tracking
-        .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
-    let reply = call(&mut ctx, entry, args, Caller::Client(args));
-    drop(current);
-    let next = std::mem::take(&mut ctx.next);
-    let (hold, disconnect) = (ctx.hold, ctx.disconnect);
-    drop(ctx);
+    // The `Ctx` ends with this block, dropped where it lies: `drop(ctx)` moved its few
+    // hundred bytes first (a memcpy per command).
+    let (reply, next, hold, disconnect) = {
+        let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
+        ctx.may_block = may_block;
+        // A tracking client's own invalidations wait for this reply (`client::tracking`).
+        let current = ctx
+            .client
+            .tracking
+            .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
+        let reply = call(&mut ctx, entry, args, Caller::Client(args));
+        drop(current);
+        let next = std::mem::take(&mut ctx.next);
+        (reply, next, ctx.hold, ctx.disconnect)
+    };
     after_tracking(shared, client, entry);
     Ran {
         reply,

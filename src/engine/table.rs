@@ -6,8 +6,8 @@
 //! into entries (a command resolved once: its spec, its statistics, its roles), which
 //! lookups return and MULTI queues by id.
 
-// hashbrown's default hasher (foldhash), not std's SipHash: both maps of `CommandTable` are
-// looked up on every command.
+// hashbrown's default hasher (foldhash), not std's SipHash: the maps of `CommandTable` are
+// looked up for every request whose name `ShortNames` does not hold (long or mixed-case).
 use hashbrown::HashMap;
 
 use crate::engine::Handler;
@@ -745,9 +745,90 @@ pub struct CommandTable {
     by_name: HashMap<Vec<u8>, u32>,
     /// The same, by each name in lower and in upper case, as clients send them: found
     /// with one hash and one compare of the bytes as they came (a name in mixed case
-    /// goes through a lowercase copy and `by_name`).
+    /// goes through a lowercase copy and `by_name`). Names of up to 15 bytes are found in
+    /// `short` instead.
     as_typed: HashMap<Vec<u8>, u32>,
+    /// `as_typed`'s names of up to [`ShortNames::MAX_LEN`] bytes (every command a limiter
+    /// sends), in a table of their own made for the lookup every request makes.
+    short: ShortNames,
     entries: Vec<CommandEntry>,
+}
+
+/// Command names of up to [`ShortNames::MAX_LEN`] bytes, as typed, packed into two words
+/// with their length: a lookup packs the name, multiplies, shifts and compares two words
+/// per probe, where the hash map of byte vectors runs its hasher and a `memcmp`. Open
+/// addressing with linear probing, at most half full.
+#[derive(Debug)]
+struct ShortNames {
+    /// (packed name, entry id); `[0, 0]` is an empty slot (a packed name has its length,
+    /// at least 1, in the top byte).
+    slots: Vec<([u64; 2], u32)>,
+    /// `slots.len() - 1` (a power of two less one).
+    mask: usize,
+}
+
+impl ShortNames {
+    /// The longest name held (the 16th byte of the packed words is the length).
+    const MAX_LEN: usize = 15;
+
+    /// The table of `names`' short ones.
+    fn build<'n>(names: impl Iterator<Item = (&'n [u8], u32)> + Clone) -> Self {
+        let held = names
+            .clone()
+            .filter(|(n, _)| Self::pack(n).is_some())
+            .count();
+        let size = (held * 2).next_power_of_two().max(16);
+        let mut table = ShortNames {
+            slots: vec![([0, 0], 0); size],
+            mask: size - 1,
+        };
+        for (name, id) in names {
+            if let Some(key) = Self::pack(name) {
+                let mut i = Self::slot(key) & table.mask;
+                while table.slots[i].0 != [0, 0] {
+                    i = (i + 1) & table.mask;
+                }
+                table.slots[i] = (key, id);
+            }
+        }
+        table
+    }
+
+    /// `name`'s bytes and length in two words; None if empty or longer than `MAX_LEN`.
+    #[inline]
+    fn pack(name: &[u8]) -> Option<[u64; 2]> {
+        if name.is_empty() || name.len() > Self::MAX_LEN {
+            return None;
+        }
+        let mut words = [0u64, (name.len() as u64) << 56];
+        for (i, &b) in name.iter().enumerate() {
+            words[i / 8] |= u64::from(b) << (8 * (i % 8));
+        }
+        Some(words)
+    }
+
+    #[inline]
+    fn slot(key: [u64; 2]) -> usize {
+        // Fibonacci hashing of the two words folded: the top bits are the well-mixed ones.
+        ((key[0] ^ key[1].rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+    }
+
+    /// The id of `name` as typed, if it is held. `None` for a name too long to be held.
+    #[inline]
+    fn get(&self, name: &[u8]) -> Option<u32> {
+        let key = Self::pack(name)?;
+        let mut i = Self::slot(key) & self.mask;
+        loop {
+            let (k, id) = *self.slots.get(i)?;
+            if k == key {
+                return Some(id);
+            }
+            if k == [0, 0] {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
 }
 
 impl CommandTable {
@@ -756,6 +837,7 @@ impl CommandTable {
         let mut table = CommandTable {
             by_name: HashMap::new(),
             as_typed: HashMap::new(),
+            short: ShortNames::build(std::iter::empty()),
             entries: Vec::new(),
         };
         for family in crate::commands::all_families() {
@@ -776,7 +858,12 @@ impl CommandTable {
                     .insert(spec.name.to_ascii_uppercase().into_bytes(), id);
             }
         }
+        table.index_short_names();
         table
+    }
+
+    fn index_short_names(&mut self) {
+        self.short = ShortNames::build(self.as_typed.iter().map(|(n, &id)| (&n[..], id)));
     }
 
     fn push(&mut self, spec: &'static CommandSpec) -> u32 {
@@ -795,6 +882,7 @@ impl CommandTable {
         self.by_name.remove(name.as_bytes());
         self.as_typed.remove(name.to_ascii_lowercase().as_bytes());
         self.as_typed.remove(name.to_ascii_uppercase().as_bytes());
+        self.index_short_names();
     }
 
     /// Looks a command up by name, case-insensitively.
@@ -804,7 +892,12 @@ impl CommandTable {
 
     /// Looks a command's entry up by name, case-insensitively.
     pub fn get_entry(&self, name: &[u8]) -> Option<&CommandEntry> {
-        if let Some(&id) = self.as_typed.get(name) {
+        let typed = if name.len() <= ShortNames::MAX_LEN {
+            self.short.get(name)
+        } else {
+            self.as_typed.get(name).copied()
+        };
+        if let Some(id) = typed {
             return self.entries.get(id as usize);
         }
         if name.len() > 64 {
@@ -942,6 +1035,45 @@ mod tests {
                 .collect::<Vec<_>>(),
             [2, 3]
         );
+    }
+
+    /// The short-name table answers what the map of names as typed answers: every short
+    /// name its id, and nothing for a name it does not hold, however close (a NUL more or
+    /// less, one byte off, another case mix), nor for one too long to be held.
+    #[test]
+    fn short_names_find_what_the_map_finds() {
+        let table = CommandTable::build();
+        let mut held = 0;
+        for (name, &id) in &table.as_typed {
+            if name.len() > ShortNames::MAX_LEN {
+                assert_eq!(table.short.get(name), None);
+                continue;
+            }
+            held += 1;
+            assert_eq!(table.short.get(name), Some(id), "{name:?}");
+            let mut longer = name.clone();
+            longer.push(0);
+            assert_eq!(
+                table.short.get(&longer).map(|_| ()),
+                table.as_typed.get(&longer).map(|_| ()),
+                "{longer:?}"
+            );
+            let mut off = name.clone();
+            off[0] ^= 0x01;
+            assert_eq!(
+                table.short.get(&off),
+                table.as_typed.get(&off).copied(),
+                "{off:?}"
+            );
+            assert_eq!(
+                table.short.get(&name[..name.len() - 1]),
+                table.as_typed.get(&name[..name.len() - 1]).copied()
+            );
+        }
+        assert!(held > 300, "{held}");
+        assert_eq!(table.short.get(b""), None);
+        assert_eq!(table.short.get(b"\0\0\0"), None);
+        assert!(table.short.slots.len() >= 2 * held);
     }
 
     /// Every command is found by its name in any letter case, and only by its name: not by

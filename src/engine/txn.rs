@@ -393,7 +393,7 @@ impl Command<'_> for Exec {
         }
         drop(keys);
         // Read once the shards are held; the first queued command's timing starts there.
-        let at = std::time::Instant::now();
+        let at = crate::clock::Tick::now();
         crate::clock::lap(at);
         let now_ns = if ctx.client.master_link {
             0

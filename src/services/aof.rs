@@ -420,11 +420,18 @@ pub(crate) fn flush_on_exit(shared: &Shared) {
 }
 
 /// Redis's MISCONF for a failed AOF write (None while writes succeed).
+#[inline]
 pub(crate) fn write_error(shared: &Shared) -> Option<String> {
+    // Inline: every write asks (`persist::misconf`), and the answer is almost always None.
     let aof = &shared.repl.aof;
     if !aof.on() || aof.stats.last_write_ok.load(Ordering::Relaxed) {
         return None;
     }
+    failed_write_error(aof)
+}
+
+#[cold]
+fn failed_write_error(aof: &crate::aof::Aof) -> Option<String> {
     let e = aof
         .stats
         .last_write_error

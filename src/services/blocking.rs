@@ -435,10 +435,18 @@ impl BlockedClients {
 /// released its locks. Called after every write handler (client, EXEC, script), with its
 /// shards still held; costs one atomic load while no client is blocked, then O(1) per key
 /// (a key named twice is noted twice, and served once: the second finds nothing to do).
+#[inline]
 pub(crate) fn note_write(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[&[u8]]) {
+    // Inline: every command passes here, and almost always nobody is blocked.
     if ctx.shared.blocked.is_empty() || !spec.has(crate::engine::CmdFlags::WRITE) {
         return;
     }
+    note_write_waited(ctx, spec, args);
+}
+
+/// `note_write` when some client is blocked: the written keys someone waits on are ready.
+#[inline(never)]
+fn note_write_waited(ctx: &mut Ctx<'_>, spec: &crate::engine::CommandSpec, args: &[&[u8]]) {
     let db = ctx.db();
     // A stream command makes its key ready itself where Redis does; any other write that
     // leaves a stream at a key (RENAME, COPY, RESTORE …) made it by Redis's `dbAdd`, which

@@ -145,10 +145,17 @@ impl Ctx<'_> {
     }
 
     /// Moves the key events the held shards logged into the command's events.
+    #[inline]
     pub(crate) fn take_store_events(&mut self) {
+        // Inline: every command passes here, and notifications are usually off.
         if self.events.flags == 0 {
             return;
         }
+        self.take_logged_events();
+    }
+
+    #[inline(never)]
+    fn take_logged_events(&mut self) {
         let mut logged = Vec::new();
         self.store.take_log(&mut logged);
         self.events.list.extend(logged.into_iter().map(store_event));
@@ -171,10 +178,17 @@ fn store_event((kind, db, key): KeyEvent) -> Event {
 }
 
 /// Publishes a command's events, in order. Call with no shard lock held.
+#[inline]
 pub(crate) fn publish(shared: &Shared, events: Events) {
+    // Inline: every command passes here, and almost always with nothing to publish.
     if events.list.is_empty() {
         return;
     }
+    publish_all(shared, events);
+}
+
+#[inline(never)]
+fn publish_all(shared: &Shared, events: Events) {
     // The classes in force now decide K/E, as Redis reads them at each notification.
     let flags = effective(shared.live.notify_keyspace_events());
     for e in events.list {

@@ -327,23 +327,9 @@ impl Keyspace {
     /// `try_lock_args` for a command's one key (most commands): the same result, without
     /// the index vector, the sort and the iterator of the general case.
     pub fn try_lock_key<'a>(&'a self, key: &'a [u8]) -> Result<Locked<'a>, SmallVec<[usize; 8]>> {
-        let hash = self.hash(key);
-        let i = self.shard_of_hash(hash);
-        let guard = match self.shards[i].try_lock() {
-            Ok(g) => g,
-            // As `lock_index`: a poisoned shard is still served.
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Err(smallvec::smallvec![i]),
-        };
-        let mut guards = SmallVec::new();
-        guards.push((i, guard));
-        let mut hashed = SmallVec::new();
-        hashed.push((key, hash));
-        Ok(Locked {
-            ks: self,
-            guards,
-            hashed,
-        })
+        let mut locked = self.lock_none();
+        locked.try_take_key(key)?;
+        Ok(locked)
     }
 
     /// `lock_all`, without waiting: `Err` carries every shard index.
@@ -560,6 +546,25 @@ impl<'a> Locked<'a> {
     /// The keyspace these guards belong to.
     pub fn keyspace(&self) -> &'a Keyspace {
         self.ks
+    }
+
+    /// [`Keyspace::try_lock_key`] into this `Locked`, which holds nothing yet: the guard
+    /// and the key's hash are pushed where they stay, instead of a new `Locked` (a few
+    /// hundred bytes) being built and moved into the command's `Ctx` (every command with
+    /// one key comes this way). `Err` carries the shard wanted, as `try_lock_key`'s.
+    pub fn try_take_key(&mut self, key: &'a [u8]) -> Result<(), SmallVec<[usize; 8]>> {
+        debug_assert!(self.guards.is_empty() && self.hashed.is_empty());
+        let hash = self.ks.hash(key);
+        let i = self.ks.shard_of_hash(hash);
+        let guard = match self.ks.shards[i].try_lock() {
+            Ok(g) => g,
+            // As `lock_index`: a poisoned shard is still served.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Err(smallvec::smallvec![i]),
+        };
+        self.guards.push((i, guard));
+        self.hashed.push((key, hash));
+        Ok(())
     }
 
     /// Releases every guard.

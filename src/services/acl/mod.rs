@@ -303,10 +303,24 @@ impl Acl {
     }
 
     /// The command check for a client logged in as `user`.
+    #[inline]
     pub fn check(&self, user: &[u8], entry: &CommandEntry, args: &[&[u8]]) -> Result<(), Denied> {
+        // Inline: every command is checked, and the default user with every permission (no
+        // ACL configured) is the common case.
         if user == DEFAULT_USER && self.default_open.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.check_user_named(user, entry, args)
+    }
+
+    /// `check` against the user's rules.
+    #[inline(never)]
+    fn check_user_named(
+        &self,
+        user: &[u8],
+        entry: &CommandEntry,
+        args: &[&[u8]],
+    ) -> Result<(), Denied> {
         match self.user(user) {
             Some(u) => check_user(&u, entry, args),
             // Deleted while connected: the connection is being closed.
