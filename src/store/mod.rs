@@ -199,11 +199,46 @@ impl Keyspace {
     /// the CPU for its entry in database `db`, if the key is there and its shard is free
     /// right now (a hint: a shard another thread holds is not waited for).
     pub fn prefetch(&self, db: usize, key: &[u8]) {
+        let hash = self.hash_to_prefetch(key);
+        self.prefetch_hashes(db, &[hash]);
+    }
+
+    /// `key`'s hash, remembered for this thread's batch (see `prefetch`), for
+    /// [`Keyspace::prefetch_hashes`].
+    pub fn hash_to_prefetch(&self, key: &[u8]) -> u64 {
         let hash = self.hasher.hash_one(key);
         prefetch::remember(key, hash);
-        let i = self.shard_of_hash(hash);
-        if let Ok(shard) = self.shards[i].try_lock() {
-            shard.prefetch(db, hash);
+        hash
+    }
+
+    /// Remembers for this thread's batch that `key` hashes to `hash` (which
+    /// [`Keyspace::hash_to_prefetch`] gave for the same bytes elsewhere in the batch),
+    /// without hashing it again.
+    pub fn remember_hash(&self, key: &[u8], hash: u64) {
+        prefetch::remember(key, hash);
+    }
+
+    /// Asks the CPU for the entries of the keys with these `hashes` in database `db`, each
+    /// whose shard is free right now. Every shard is taken (`try_lock`) before the first
+    /// probe: taking a lock is an atomic read-modify-write, which waits for every load
+    /// before it, so a lock between two probes would wait out one key's table misses
+    /// before the next key's could start, where probes in a row overlap them.
+    pub fn prefetch_hashes(&self, db: usize, hashes: &[u64]) {
+        let mut held: SmallVec<[(usize, MutexGuard<'_, Shard>); prefetch::MAX_KEYS]> =
+            SmallVec::new();
+        for &hash in hashes {
+            let i = self.shard_of_hash(hash);
+            if !held.iter().any(|(j, _)| *j == i)
+                && let Ok(shard) = self.shards[i].try_lock()
+            {
+                held.push((i, shard));
+            }
+        }
+        for &hash in hashes {
+            let i = self.shard_of_hash(hash);
+            if let Some((_, shard)) = held.iter().find(|(j, _)| *j == i) {
+                shard.prefetch(db, hash);
+            }
         }
     }
 

@@ -5,10 +5,14 @@
 //! The scan is a light one over RESP arrays of bulk strings, not the request parser: it stops
 //! at the first thing it does not expect (an inline command, an incomplete request, a
 //! request of many arguments) and leaves that to the parser, which sees every byte anyway.
-//! A first argument that is not a key (EVALSHA's SHA1, MULTI has none) costs a hash and a
-//! probe, no more. The batch's first request is not prefetched (its key is touched right
-//! away), and the scan starts only once the parser has found more bytes after it: at
-//! pipeline 1 it costs one comparison.
+//! A request of the name alone (MULTI, EXEC) is stepped over: a transaction's commands
+//! are what a sliding-window limiter pipelines, and stopping at its MULTI left every
+//! decision of the batch but the first to miss on its key. A first argument that is not a
+//! key (EVALSHA's SHA1) costs a hash and a probe, no more; a key equal to the request
+//! before's (a transaction's or SET NX + INCR's commands on one key) is probed once, its
+//! hash remembered again for the new address. The batch's first request is not prefetched
+//! (its key is touched right away), and the scan starts only once the parser has found
+//! more bytes after it: at pipeline 1 it costs one comparison.
 
 use crate::store::Keyspace;
 use crate::store::prefetch::MAX_KEYS;
@@ -17,25 +21,59 @@ use crate::store::prefetch::MAX_KEYS;
 /// limiter calls holds, and skipping their arguments would cost more than it saves).
 const MAX_ARGS: usize = 8;
 
+/// Most requests one scan steps through (a pipeline of 16 sliding-window transactions is
+/// 96 requests and 16 keys).
+const MAX_REQUESTS: usize = 8 * MAX_KEYS;
+
 /// Prefetches the keys of the complete requests in `rest` (what follows a batch's first
-/// request, which runs right away) for database `db`, up to `MAX_KEYS` of them. The caller
-/// holds a `store::prefetch::BatchHashes` for as long as the requests in `rest` run.
+/// request, which runs right away) for database `db`, up to `MAX_KEYS` distinct ones in a
+/// row. The caller holds a `store::prefetch::BatchHashes` for as long as the requests in
+/// `rest` run.
 pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
+    let mut hashes = [0u64; MAX_KEYS];
+    let mut n = 0usize;
+    scan(rest, |key, again| {
+        if again {
+            if let Some(&hash) = n.checked_sub(1).and_then(|last| hashes.get(last)) {
+                keyspace.remember_hash(key, hash);
+            }
+        } else if let Some(slot) = hashes.get_mut(n) {
+            *slot = keyspace.hash_to_prefetch(key);
+            n += 1;
+        } else {
+            return false;
+        }
+        true
+    });
+    keyspace.prefetch_hashes(db, &hashes[..n]);
+}
+
+/// Steps through the complete requests in `buf` (at most `MAX_REQUESTS`, and none past the
+/// first it does not expect), calling `visit` with each one's first argument and whether
+/// it equals the one before; requests of the name alone are stepped over. Stops when
+/// `visit` returns false.
+fn scan<'a>(buf: &'a [u8], mut visit: impl FnMut(&'a [u8], bool) -> bool) {
     let mut pos = 0;
-    for _ in 0..MAX_KEYS {
-        let Some(((start, len), next)) = request(rest, pos) else {
+    let mut last: Option<&[u8]> = None;
+    for _ in 0..MAX_REQUESTS {
+        let Some((key, next)) = request(buf, pos) else {
             return;
         };
-        if let Some(key) = rest.get(start..start + len) {
-            keyspace.prefetch(db, key);
-        }
         pos = next;
+        let Some(key) = key.and_then(|(start, len)| buf.get(start..start + len)) else {
+            continue;
+        };
+        if !visit(key, last == Some(key)) {
+            return;
+        }
+        last = Some(key);
     }
 }
 
 /// Prefetches the key of the first request in `buf`, if it is a complete request of the
 /// shape `batch` scans, for database `db`: its first argument, or for a script call (EVAL,
-/// EVALSHA, FCALL and their `_RO` forms) its first key, after the script and the key count.
+/// EVALSHA, FCALL and their `_RO` forms) its first key, after the script and the key count;
+/// after a MULTI, the first queued command's.
 /// Called for the next connection of a turn while the one before it runs, so that at
 /// pipeline 1, where a batch is one request and `batch` has nothing to do, the entry's
 /// cache miss overlaps another connection's work. The caller forgets the hash this
@@ -61,7 +99,12 @@ const SCRIPT_CALLS: [&[u8]; 6] = [
 
 /// Where [`first`]'s key is in `buf`: `(start, length)`.
 fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
-    let (args, mut at) = header(buf, 0, b'*')?;
+    // A transaction's MULTI: the key of the first command it queues.
+    let pos = match request(buf, 0) {
+        Some((None, next)) => next,
+        _ => 0,
+    };
+    let (args, mut at) = header(buf, pos, b'*')?;
     if !(2..=MAX_ARGS).contains(&args) {
         return None;
     }
@@ -87,15 +130,15 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     (args >= 4 && name(elements[2]) != b"0").then_some(elements[3])
 }
 
-/// The request of 2 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
-/// of its second element and where the next request starts.
+/// The request of 1 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
+/// of its second element (none for a request of one) and where the next request starts.
 #[inline]
-fn request(buf: &[u8], pos: usize) -> Option<((usize, usize), usize)> {
+fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize)> {
     let (args, mut at) = header(buf, pos, b'*')?;
-    if !(2..=MAX_ARGS).contains(&args) {
+    if !(1..=MAX_ARGS).contains(&args) {
         return None;
     }
-    let mut key = (0, 0);
+    let mut key = None;
     for i in 0..args {
         let (len, start) = header(buf, at, b'$')?;
         let end = start + len;
@@ -103,7 +146,7 @@ fn request(buf: &[u8], pos: usize) -> Option<((usize, usize), usize)> {
             return None;
         }
         if i == 1 {
-            key = (start, len);
+            key = Some((start, len));
         }
         at = end + 2;
     }
@@ -156,16 +199,21 @@ fn header(buf: &[u8], pos: usize, prefix: u8) -> Option<(usize, usize)> {
 mod tests {
     use super::*;
 
-    /// The keys `batch` would prefetch, ignoring its one-request rule.
+    /// The keys `batch` would probe, ignoring its one-request rule: each complete request's
+    /// first argument, requests of the name alone stepped over, a key equal to the one
+    /// before probed once.
     fn keys(buf: &[u8]) -> Vec<&[u8]> {
         let mut out = Vec::new();
-        let mut pos = 0;
-        while out.len() < MAX_KEYS
-            && let Some(((start, len), next)) = request(buf, pos)
-        {
-            out.push(&buf[start..start + len]);
-            pos = next;
-        }
+        scan(buf, |key, again| {
+            if again {
+                return true;
+            }
+            if out.len() == MAX_KEYS {
+                return false;
+            }
+            out.push(key);
+            true
+        });
         out
     }
 
@@ -216,10 +264,10 @@ mod tests {
         assert_eq!(keys(&two[..two.len() - 1]), vec![&b"k1"[..]]);
         let inline = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n";
         assert_eq!(keys(inline), vec![&b"k1"[..]]);
-        // MULTI has no argument; EXEC neither: the scan stops there.
+        // MULTI has no argument; EXEC neither: the scan steps over them.
         assert_eq!(
-            keys(b"*1\r\n$5\r\nMULTI\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n").len(),
-            0
+            keys(b"*1\r\n$5\r\nMULTI\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n*1\r\n$4\r\nEXEC\r\n*2\r\n$3\r\nGET\r\n$1\r\ny\r\n"),
+            vec![&b"x"[..], b"y"]
         );
         let many = b"*9\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n$1\r\ng\r\n$1\r\nh\r\n$1\r\ni\r\n";
         assert!(keys(many).is_empty());
@@ -262,9 +310,59 @@ mod tests {
 
     #[test]
     fn stops_at_max_keys() {
-        let one = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
-        let buf: Vec<u8> = one.repeat(MAX_KEYS + 5);
+        let buf: Vec<u8> = (0..MAX_KEYS + 5)
+            .flat_map(|i| format!("*2\r\n$3\r\nGET\r\n$2\r\n{:02}\r\n", i).into_bytes())
+            .collect();
         assert_eq!(keys(&buf).len(), MAX_KEYS);
+        // The same key again and again is one key.
+        let same = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".repeat(MAX_KEYS + 5);
+        assert_eq!(keys(&same), vec![&b"k"[..]]);
+    }
+
+    /// `MULTI; ZADD k ..; ZCARD k; EXEC` on key `k`, as the sliding-window workload sends it.
+    fn transaction(k: &str) -> Vec<u8> {
+        let arg = |a: &str| format!("${}\r\n{a}\r\n", a.len());
+        let mut out = String::from("*1\r\n$5\r\nMULTI\r\n");
+        out += &format!("*4\r\n{}{}{}{}", arg("ZADD"), arg(k), arg("5"), arg("5"));
+        out += &format!("*2\r\n{}{}", arg("ZCARD"), arg(k));
+        out += "*1\r\n$4\r\nEXEC\r\n";
+        out.into_bytes()
+    }
+
+    #[test]
+    fn a_pipeline_of_transactions_has_each_key_probed_once() {
+        let buf: Vec<u8> = (0..20)
+            .flat_map(|i| transaction(&format!("key{i}")))
+            .collect();
+        let expected: Vec<String> = (0..20).map(|i| format!("key{i}")).collect();
+        let found: Vec<String> = keys(&buf)
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect();
+        assert_eq!(found, expected);
+        // After MULTI, the first key is the queued command's.
+        let one = transaction("k1");
+        let (start, len) = first_key(&one).expect("a key");
+        assert_eq!(&one[start..start + len], b"k1");
+    }
+
+    #[test]
+    fn a_key_repeated_in_a_row_is_remembered_at_every_address() {
+        use crate::store::prefetch::{BatchHashes, recall};
+        let ks = Keyspace::new(1, 1, 0);
+        let buf: Vec<u8> = [transaction("a"), transaction("b")].concat();
+        let _hashes = BatchHashes::begin();
+        batch(&ks, 0, &buf);
+        let mut seen = 0;
+        for i in 0..buf.len() - 5 {
+            let key = &buf[i + 2..i + 3];
+            if buf[i..i + 2] == *b"\r\n" && buf[i + 3..i + 5] == *b"\r\n" && b"ab".contains(&key[0])
+            {
+                assert_eq!(recall(key), Some(crate::store::key_hash(key)));
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 4, "two occurrences of each key");
     }
 
     #[test]

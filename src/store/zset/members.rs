@@ -79,7 +79,15 @@ impl SortedSet {
         if score.is_nan() {
             return Err(ZsetError::NotANumber);
         }
-        match self.score(member) {
+        // A compact set is walked once: the member's score, or where it would go.
+        let (present, place) = match &self.repr {
+            Repr::Small(s) => match s.locate(member, compact_score(Score(score))) {
+                Ok(current) => (Some(current.0), None),
+                Err(place) => (None, Some(place)),
+            },
+            Repr::Large(l) => (l.score(member).map(|s| s.0), None),
+        };
+        match present {
             Some(current) => {
                 if flags.nx {
                     return Ok(AddOutcome::Skipped);
@@ -103,7 +111,7 @@ impl SortedSet {
             }
             None if flags.xx => Ok(AddOutcome::Skipped),
             None => {
-                self.insert_new(member, score, limits);
+                self.insert_new_at(member, score, limits, place);
                 Ok(AddOutcome::Added(score))
             }
         }
@@ -137,6 +145,18 @@ impl SortedSet {
 
     /// Adds a member known to be absent, converting first if the limits require it.
     fn insert_new(&mut self, member: &[u8], score: f64, limits: &ZsetLimits) {
+        self.insert_new_at(member, score, limits, None);
+    }
+
+    /// [`Self::insert_new`], at `place` if a compact set's walk found it (`Small::locate`
+    /// with this score, nothing changed since).
+    fn insert_new_at(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        limits: &ZsetLimits,
+        place: Option<super::small::Seek>,
+    ) {
         if let Repr::Small(s) = &self.repr
             && (s.len().saturating_add(1) > limits.max_listpack_entries
                 || member.len() > limits.max_listpack_value)
@@ -144,9 +164,10 @@ impl SortedSet {
             self.convert_to_large();
         }
         let score = Score(score);
-        match &mut self.repr {
-            Repr::Small(s) => s.insert(compact_score(score), member),
-            Repr::Large(l) => l.insert(score, member),
+        match (&mut self.repr, place) {
+            (Repr::Small(s), Some(place)) => s.insert_at(place, compact_score(score), member),
+            (Repr::Small(s), None) => s.insert(compact_score(score), member),
+            (Repr::Large(l), _) => l.insert(score, member),
         }
     }
 

@@ -264,6 +264,17 @@ fn cmp_raw(s: Score, m: RawMember<'_>, score: Score, member: &[u8]) -> Ordering 
     })
 }
 
+/// Whether a stored member is `member`, whose `parse_i64` is `as_int`: [`encode`] stores a
+/// member as an integer exactly when `parse_i64` accepts it, so integers compare as
+/// integers and nothing is formatted.
+fn is_member(m: RawMember<'_>, as_int: Option<i64>, member: &[u8]) -> bool {
+    match (m, as_int) {
+        (RawMember::Int(n), Some(q)) => n == q,
+        (RawMember::Bytes(b), None) => b == member,
+        _ => false,
+    }
+}
+
 /// Where a key falls in a buffer (see [`Small::seek`]).
 pub(super) struct Seek {
     /// Number of entries below the key.
@@ -345,11 +356,53 @@ impl Small {
         v
     }
 
-    /// The index and entry of `member`.
+    /// The index and entry of `member`. The member is parsed once and compared with integer
+    /// entries as an integer ([`is_member`]), rather than every entry's integer formatted
+    /// and compared as text: a sliding window's `ZADD` walks the whole set.
     pub(super) fn find(&self, member: &[u8]) -> Option<(usize, Decoded<'_>)> {
-        self.entries()
-            .enumerate()
-            .find(|(_, d)| *d.member == *member)
+        let as_int = parse_i64(member);
+        let (mut pos, mut prev, mut index) = (0, None, 0);
+        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+            if is_member(m, as_int, member) {
+                return decode(&self.buf, pos, prev).map(|d| (index, d));
+            }
+            pos = end;
+            prev = Some(s.0);
+            index += 1;
+        }
+        None
+    }
+
+    /// [`Small::find`]'s score of `member` or, when it is absent, [`Small::seek`]'s place
+    /// for (`score`, `member`), for [`Small::insert_at`]: `ZADD`'s two walks of the set in
+    /// one.
+    pub(super) fn locate(&self, member: &[u8], score: Score) -> Result<Score, Seek> {
+        let as_int = parse_i64(member);
+        let (mut pos, mut prev, mut index) = (0, None, 0);
+        let mut place = None;
+        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+            if is_member(m, as_int, member) {
+                return Ok(s);
+            }
+            // Not the member, so never `Equal`: the first entry above is the place.
+            if place.is_none() && cmp_raw(s, m, score, member) == Ordering::Greater {
+                place = Some(Seek {
+                    index,
+                    pos,
+                    prev,
+                    equal: None,
+                });
+            }
+            pos = end;
+            prev = Some(s.0);
+            index += 1;
+        }
+        Err(place.unwrap_or(Seek {
+            index,
+            pos,
+            prev,
+            equal: None,
+        }))
     }
 
     /// Where (score, member) falls: the entries below it, and the equal entry if any.
@@ -384,6 +437,12 @@ impl Small {
     /// Inserts an entry known to be absent at its place in the order.
     pub(super) fn insert(&mut self, score: Score, member: &[u8]) {
         let at = self.seek(score, member);
+        self.insert_at(at, score, member);
+    }
+
+    /// [`Small::insert`] at the place [`Small::seek`] or [`Small::locate`] found for it (no
+    /// change to the buffer since).
+    pub(super) fn insert_at(&mut self, at: Seek, score: Score, member: &[u8]) {
         let prev = at.prev;
         let next = decode(&self.buf, at.pos, prev);
         let mut enc = EntryBuf::new();
@@ -572,6 +631,86 @@ mod tests {
         assert_eq!(d[0].score.0.to_bits(), score.to_bits(), "{score}");
         assert_eq!(&*d[0].member, member);
         assert_eq!(d[0].span, (0, s.buf.len()));
+    }
+
+    #[test]
+    fn find_compares_integer_members_as_integers_and_finds_what_text_would() {
+        let members: [&[u8]; 12] = [
+            b"5",
+            b"05",
+            b"+5",
+            b"-0",
+            b"0",
+            b" 5",
+            b"abc",
+            b"",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"-9223372036854775808",
+            b"1700000000000",
+        ];
+        let mut s = Small::default();
+        // Scores that make some members the text of their own score, others not.
+        for (i, m) in members.iter().enumerate() {
+            let score = parse_i64(m).map_or(i as f64, |n| n as f64);
+            s.insert(Score(score), m);
+        }
+        let all = s.decoded();
+        for probe in members
+            .iter()
+            .chain([&b"6"[..], b"00", b"-1", b"ab"].iter())
+        {
+            let want = all.iter().position(|d| *d.member == **probe);
+            let got = s.find(probe);
+            assert_eq!(
+                got.map(|(i, _)| i),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(probe)
+            );
+            if let Some((i, d)) = got {
+                assert_eq!(&*d.member, *probe);
+                assert_eq!(d.span, all[i].span);
+            }
+        }
+    }
+
+    #[test]
+    fn locate_is_find_then_seek() {
+        let members: [&[u8]; 8] = [b"1", b"2", b"3", b"a", b"b", b"10", b"-4", b"zz"];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..300 {
+            let mut s = Small::default();
+            for m in members {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if !x.is_multiple_of(3) {
+                    s.insert(Score((x % 4) as f64), m);
+                }
+            }
+            for m in members.iter().chain([&b"4"[..], b"c"].iter()) {
+                for score in [0.0, 1.0, 2.5, 3.0, 9.0] {
+                    let score = Score(score);
+                    match s.locate(m, score) {
+                        Ok(found) => assert_eq!(Some(found), s.find(m).map(|(_, d)| d.score)),
+                        Err(place) => {
+                            assert!(s.find(m).is_none());
+                            let seek = s.seek(score, m);
+                            assert_eq!(
+                                (place.index, place.pos, place.prev),
+                                (seek.index, seek.pos, seek.prev)
+                            );
+                            let mut a = s.clone();
+                            a.insert_at(place, score, m);
+                            let mut b = s.clone();
+                            b.insert(score, m);
+                            assert_eq!(a.buf, b.buf);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
