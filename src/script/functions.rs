@@ -529,7 +529,7 @@ impl Vm {
         // KEYS and ARGV are not globals here: they are only while an EVAL script runs.
         match bound {
             Ok(f) => {
-                let reply = self.finish(&f, &info.name, host, false);
+                let reply = self.finish(&f, &info.name, host, None);
                 self.collect_if_large();
                 reply
             }

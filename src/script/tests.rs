@@ -695,6 +695,56 @@ fn keys_and_argv_are_each_runs_own() {
 }
 
 #[test]
+fn kept_lists_reuse_only_equal_strings() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let show =
+        "return {#KEYS, #ARGV, KEYS[1], ARGV[1], ARGV[2], tostring(ARGV[3]), tostring(ARGV[0])}";
+    let want = |k: &[u8], a1: &[u8], a2: &[u8]| {
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Int(2),
+            Reply::bulk(k),
+            Reply::bulk(a1),
+            Reply::bulk(a2),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+        ])
+    };
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k1"], &["w", "x"]),
+        want(b"k1", b"w", b"x")
+    );
+    // Same lengths, other bytes; then the same again: each run sees exactly its own.
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k2"], &["w", "y"]),
+        want(b"k2", b"w", b"y")
+    );
+    // A run that overwrites the entries the next run would reuse, and adds a key past them
+    // and one before them (0), sees none of it afterwards.
+    let scribble = "ARGV[1] = 'v' ARGV[2] = 7 ARGV[3] = 'z' ARGV[0] = 'q' return 1";
+    assert_eq!(
+        eval_with(&scripts, &mut host, scribble, &["k2"], &["w", "y"]),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k2"], &["w", "y"]),
+        want(b"k2", b"w", b"y")
+    );
+    // Fewer arguments than the run before: the rest are gone.
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "return {#ARGV, tostring(ARGV[2])}",
+            &[],
+            &["w"]
+        ),
+        Reply::Array(vec![Reply::Int(1), Reply::bulk(b"nil")])
+    );
+}
+
+#[test]
 fn redis_call_outside_a_run_errors_as_redis_does() {
     let scripts = Scripts::new("7.0.15");
     // The script environment's redis.call, called while no script runs: it raises Redis's
