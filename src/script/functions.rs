@@ -448,6 +448,7 @@ impl Vm {
                     msg.replace(['\r', '\n'], " ")
                 )
             })?;
+        self.unbind_lists();
         *self.fn_pending.borrow_mut() = Some(Vec::new());
         self.fn_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
         let result = self

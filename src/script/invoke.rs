@@ -4,9 +4,11 @@
 //!
 //! A run pushes the error handler and the compiled script (or bound function), fills KEYS and
 //! ARGV ([`Lists::bind`]) and calls `lua_pcall` with the handler as the message handler, as
-//! Redis's `luaCallFunction` does; afterwards it sets the two globals back to nil
-//! ([`Lists::unbind`]) and reads the result off the stack ([`scalar_reply`]; a table goes
-//! through `convert`).
+//! Redis's `luaCallFunction` does, then reads the result off the stack ([`scalar_reply`]; a
+//! table goes through `convert`). The globals `KEYS` and `ARGV` stay set from one EVAL script
+//! to the next (each run refills the tables first); only Lua code of another kind, a
+//! function (FCALL) or a library's load, sets them back to nil first ([`Lists::unbind`]).
+//! Nothing else runs Lua code in a VM.
 //!
 //! # What may raise
 //!
@@ -41,6 +43,8 @@ pub(super) struct Lists {
     argv_name: c_int,
     /// How many values the two tables were last filled with.
     filled: Cell<(usize, usize)>,
+    /// The globals `KEYS` and `ARGV` are set to the two tables.
+    bound: Cell<bool>,
 }
 
 impl Lists {
@@ -71,13 +75,15 @@ impl Lists {
             keys_name,
             argv_name,
             filled: Cell::new((0, 0)),
+            bound: Cell::new(false),
         })
     }
 
     /// Fills the kept tables with `keys` and `argv` and sets them as the globals `KEYS` and
-    /// `ARGV` (raw sets: no metamethod runs). An argument equal to the string the table holds
-    /// at its place (the same window or limit, run after run) is left there, not interned
-    /// again. `large`: the state holds more than `COLLECT_ABOVE` bytes (fresh tables).
+    /// `ARGV` unless they are already (raw sets: no metamethod runs). An argument equal to
+    /// the string the table holds at its place (the same window or limit, run after run) is
+    /// left there, not interned again. `large`: the state holds more than `COLLECT_ABOVE`
+    /// bytes (fresh tables).
     ///
     /// # Safety
     /// `l` is the VM's main state outside any Lua call, with the memory cap lifted (see the
@@ -92,6 +98,7 @@ impl Lists {
         let (had_keys, had_argv) = self.filled.get();
         // Counted before filling, as what the tables may hold from now on.
         self.filled.set((keys.len(), argv.len()));
+        let bound = self.bound.replace(true);
         for (table, name, had, items) in [
             (self.keys, self.keys_name, had_keys, keys),
             (self.argv, self.argv_name, had_argv, argv),
@@ -100,7 +107,8 @@ impl Lists {
             unsafe {
                 ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, table);
                 let t = ffi::lua_gettop(l);
-                if large || had > KEEP_LISTED || !refill(l, t, had, items) {
+                let fresh = large || had > KEEP_LISTED || !refill(l, t, had, items);
+                if fresh {
                     ffi::lua_pop(l, 1);
                     ffi::lua_createtable(l, c_len(items.len()), 0);
                     ffi::lua_pushvalue(l, -1);
@@ -110,20 +118,26 @@ impl Lists {
                         ffi::lua_rawseti_(l, t, c_len(i + 1));
                     }
                 }
-                ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
-                ffi::lua_pushvalue(l, t);
-                ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+                if fresh || !bound {
+                    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, name);
+                    ffi::lua_pushvalue(l, t);
+                    ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
+                }
                 ffi::lua_pop(l, 1);
             }
         }
     }
 
-    /// Sets the globals `KEYS` and `ARGV` back to nil: they are globals only while an EVAL
-    /// script runs. Raw sets of existing keys: nothing is allocated, nothing can raise.
+    /// Sets the globals `KEYS` and `ARGV` back to nil if they are set, before Lua code that
+    /// is not an EVAL script runs (a function has no KEYS or ARGV). Raw sets of existing
+    /// keys: nothing is allocated, nothing can raise.
     ///
     /// # Safety
     /// As [`Lists::bind`].
     pub(super) unsafe fn unbind(&self, l: *mut ffi::lua_State) {
+        if !self.bound.replace(false) {
+            return;
+        }
         for name in [self.keys_name, self.argv_name] {
             // SAFETY: the caller's contract; the registry holds the name at `name`.
             unsafe {

@@ -25,12 +25,13 @@
 //!   handler as its message handler (`invoke`, as Redis's `luaCallFunction`; no mlua
 //!   `Function::call`, no Lua runner), its value read straight off the stack. KEYS and ARGV
 //!   are two tables kept by the VM, filled just before that call (an argument equal to the
-//!   string already in its place is left there), in the globals only during a run and
-//!   emptied as they are refilled, so no run sees another's. EVALSHA finds a script
-//!   this thread ran before in its VM's own map (no lock of the shared cache). sluice's
-//!   other moves of values in and out of the VM through mlua run with the memory cap lifted
-//!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
-//!   fresh C closure. The collector's settings are reset after a script only if it changed
+//!   string already in its place is left there) and emptied as they are refilled, so no
+//!   run sees another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
+//!   the next, and are set back to nil before a function or a library's load runs.
+//!   EVALSHA finds a script this thread ran before in its VM's own map (no lock of the
+//!   shared cache). sluice's other moves of values in and out of the VM through mlua run
+//!   with the memory cap lifted (`HostOps`): with a cap set, mlua wraps every operation in
+//!   a protected call through a fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
 //! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
 //!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
@@ -757,6 +758,16 @@ impl Vm {
         self.run(script, keys, argv, host)
     }
 
+    /// Sets `KEYS` and `ARGV` back to nil before Lua code that is neither an EVAL script nor
+    /// a function runs (a library's load).
+    fn unbind_lists(&self) {
+        let _host = HostOps::new(&self.lua);
+        self.lua.exec_raw_lua(|raw| {
+            // SAFETY: the VM's main state outside any Lua call, the cap lifted (see `invoke`).
+            unsafe { self.lists.unbind(raw.state()) }
+        });
+    }
+
     /// After a script, a state holding more than [`COLLECT_ABOVE`] is collected at once,
     /// so one script's garbage does not count against the next one's memory.
     fn collect_if_large(&self) {
@@ -789,8 +800,8 @@ impl Vm {
     }
 
     /// One protected call of `f` with the error handler, in raw Lua API calls (see
-    /// `invoke`): the handler and `f` pushed, KEYS and ARGV bound, `lua_pcall`, the globals
-    /// unbound, the result read off the stack.
+    /// `invoke`): the handler and `f` pushed, KEYS and ARGV bound (for a function: unbound),
+    /// `lua_pcall`, the result read off the stack.
     fn call(
         &self,
         f: &Function,
@@ -819,8 +830,9 @@ impl Vm {
                             "ERR Error running script {name}, stack overflow"
                         )));
                     }
-                    if let Some((keys, argv)) = lists {
-                        self.lists.bind(l, keys, argv, large);
+                    match lists {
+                        Some((keys, argv)) => self.lists.bind(l, keys, argv, large),
+                        None => self.lists.unbind(l),
                     }
                 }
                 let status = {
@@ -828,9 +840,6 @@ impl Vm {
                     ffi::lua_pcall(l, 0, 1, top + 1)
                 };
                 let _host = HostOps::new(&self.lua);
-                if lists.is_some() {
-                    self.lists.unbind(l);
-                }
                 // A command that panicked under `redis.call` panics here, as mlua resumes a
                 // panic in its callbacks once Lua has returned.
                 if let Some(payload) = self.calls.take_panic() {

@@ -684,7 +684,23 @@ fn keys_and_argv_are_each_runs_own() {
         Reply::Int(1000)
     );
     assert_eq!(eval_with(&scripts, &mut host, check, &["c"], &[]), clean());
-    // Between runs KEYS and ARGV are not globals at all.
+    // A function (FCALL) sees no KEYS or ARGV, whatever EVAL ran before.
+    let lib = b"#!lua name=lk\nredis.register_function('lk', function() return KEYS end)";
+    assert_eq!(
+        scripts.function_load(lib, false).ok().as_deref(),
+        Some("lk")
+    );
+    let (lib, index) = scripts.function_get(b"lk").expect("registered");
+    let _busy = scripts.busy.begin();
+    match scripts.run_function(&lib, index, &[], &[], &mut host) {
+        Reply::Error(e) => assert!(
+            e.contains("Script attempted to access nonexistent global variable 'KEYS'"),
+            "{e}"
+        ),
+        other => panic!("a function saw KEYS: {other:?}"),
+    }
+    drop(_busy);
+    // And after it, KEYS and ARGV are not globals at all until the next EVAL.
     let left = scripts
         .with_vm(|vm| {
             let g = vm.lua.globals();
