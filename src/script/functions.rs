@@ -448,6 +448,7 @@ impl Vm {
                     msg.replace(['\r', '\n'], " ")
                 )
             })?;
+        self.unbind_lists();
         *self.fn_pending.borrow_mut() = Some(Vec::new());
         self.fn_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
         let result = self
@@ -529,7 +530,7 @@ impl Vm {
         // KEYS and ARGV are not globals here: they are only while an EVAL script runs.
         match bound {
             Ok(f) => {
-                let reply = self.finish(&f, &info.name, host, false);
+                let reply = self.finish(&f, &info.name, host, None);
                 self.collect_if_large();
                 reply
             }

@@ -21,13 +21,17 @@
 //!   onto it, no Lua error raised across a Rust frame that owns anything); they reach the
 //!   running script's host through a slot (`HostSlot`) filled only for the run's duration
 //!   (outside a run they raise Redis's `redis.call/pcall can only be called inside a script
-//!   invocation`). KEYS and ARGV are two tables kept by the VM, filled by another C
-//!   function inside the EVAL runner's protected call, in the globals only during a run
-//!   and emptied before the next fill, so no run sees another's. EVALSHA finds a script
-//!   this thread ran before in its VM's own map (no lock of the shared cache). sluice's
-//!   other moves of values in and out of the VM through mlua run with the memory cap lifted
-//!   (`HostOps`): with a cap set, mlua wraps every operation in a protected call through a
-//!   fresh C closure. The collector's settings are reset after a script only if it changed
+//!   invocation`). A run is one raw `lua_pcall` of the compiled script with the error
+//!   handler as its message handler (`invoke`, as Redis's `luaCallFunction`; no mlua
+//!   `Function::call`, no Lua runner), its value read straight off the stack. KEYS and ARGV
+//!   are two tables kept by the VM, filled just before that call (an argument equal to the
+//!   string already in its place is left there) and emptied as they are refilled, so no
+//!   run sees another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
+//!   the next, and are set back to nil before a function or a library's load runs.
+//!   EVALSHA finds a script this thread ran before in its VM's own map (no lock of the
+//!   shared cache). sluice's other moves of values in and out of the VM through mlua run
+//!   with the memory cap lifted (`HostOps`): with a cap set, mlua wraps every operation in
+//!   a protected call through a fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
 //! - **Busy scripts** are tracked in [`Busy`], one slot per thread (scripts on different
 //!   shards run at once): connections read it to answer `-BUSY` past the threshold when a
@@ -42,6 +46,7 @@ pub(crate) mod convert;
 pub(crate) mod functions;
 #[doc(hidden)]
 pub mod fuzzing;
+mod invoke;
 mod lstring;
 mod msgpack;
 mod rawcall;
@@ -57,7 +62,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use dashmap::DashMap;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState, ffi,
+};
 
 use crate::protocol::Reply;
 use run::{HostOps, HostSlot};
@@ -369,6 +376,9 @@ thread_local! {
     static VM: RefCell<Option<Vm>> = const { RefCell::new(None) };
 }
 
+/// An EVAL script's keys and arguments, bound as KEYS and ARGV for its run.
+type EvalLists<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
 /// Marks the error a killed script stops with.
 #[derive(Debug)]
 struct Killed;
@@ -393,10 +403,10 @@ struct Vm {
     shas: hashbrown::HashMap<Box<[u8]>, Arc<Script>>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
-    /// `function(f, h) return xpcall(f, h) end`
+    /// `function(f, h) return xpcall(f, h) end`, for a function library's body while it loads.
     runner: Function,
-    /// The same for an EVAL script, with KEYS and ARGV bound around it (see `prelude.lua`).
-    eval_runner: Function,
+    /// The KEYS and ARGV tables kept from run to run (see `invoke`).
+    lists: invoke::Lists,
     /// The error handler (adds the script position to errors).
     handler: Function,
     /// The protocol chosen with redis.setresp for the running script.
@@ -478,9 +488,7 @@ impl Vm {
         private.raw_set("call", call)?;
         private.raw_set("pcall", pcall)?;
         private.raw_set("acl_check_cmd", acl_check)?;
-        let [bind, unbind] = rawcall::bind_functions(&lua, &calls)?;
-        private.raw_set("bind", bind)?;
-        private.raw_set("unbind", unbind)?;
+        let lists = invoke::Lists::new(&lua)?;
         let gc_touched = Rc::new(Cell::new(false));
         let touched = gc_touched.clone();
         let raw_cg: Function = lua.globals().raw_get("collectgarbage")?;
@@ -639,7 +647,6 @@ impl Vm {
                 (major << 16) | (minor << 8) | patch,
             ))?;
         let runner: Function = private.raw_get("runner")?;
-        let eval_runner: Function = private.raw_get("eval_runner")?;
         let fn_pending: functions::Pending = Rc::new(RefCell::new(None));
         let (fn_env, fn_meta, fn_load_globals) = functions::build_env(
             &lua,
@@ -679,7 +686,7 @@ impl Vm {
             shas: hashbrown::HashMap::new(),
             env,
             runner,
-            eval_runner,
+            lists,
             handler,
             resp,
             slot,
@@ -739,18 +746,26 @@ impl Vm {
         argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
-        let f = match self.function(script) {
-            Ok(f) => f,
-            Err(e) => return Reply::Error(Cow::Owned(e)),
-        };
-        // KEYS and ARGV are filled inside the runner's protected call (`rawcall::bind_lists`).
-        let reply = {
-            let calls = self.calls.clone();
-            let _offered = calls.offer(keys, argv);
-            self.finish(&f, &script.sha, host, true)
-        };
-        self.collect_if_large();
-        reply
+        // Found: run it from the map (no clone of the function's reference).
+        if let Some(f) = self.functions.get(script.sha.as_str()) {
+            let reply = self.finish(f, &script.sha, host, Some((keys, argv)));
+            self.collect_if_large();
+            return reply;
+        }
+        if let Err(e) = self.function(script) {
+            return Reply::Error(Cow::Owned(e));
+        }
+        self.run(script, keys, argv, host)
+    }
+
+    /// Sets `KEYS` and `ARGV` back to nil before Lua code that is neither an EVAL script nor
+    /// a function runs (a library's load).
+    fn unbind_lists(&self) {
+        let _host = HostOps::new(&self.lua);
+        self.lua.exec_raw_lua(|raw| {
+            // SAFETY: the VM's main state outside any Lua call, the cap lifted (see `invoke`).
+            unsafe { self.lists.unbind(raw.state()) }
+        });
     }
 
     /// After a script, a state holding more than [`COLLECT_ABOVE`] is collected at once,
@@ -763,9 +778,15 @@ impl Vm {
 
     /// Calls `f` (a script or a bound function) as the running script called `name`
     /// (its SHA1 or function name, for error replies), then restores the collector.
-    /// `eval`: an EVAL script, run with KEYS and ARGV bound.
-    fn finish(&mut self, f: &Function, name: &str, host: &mut dyn Host, eval: bool) -> Reply {
-        let result = self.call(f, name, host, eval);
+    /// `lists`: an EVAL script's keys and arguments, bound as KEYS and ARGV for the call.
+    fn finish(
+        &self,
+        f: &Function,
+        name: &str,
+        host: &mut dyn Host,
+        lists: Option<EvalLists<'_>>,
+    ) -> Reply {
+        let reply = self.call(f, name, host, lists);
         // `collectgarbage` is open to scripts, as in Redis; what one script sets (a stopped
         // collector, an endless pause) must not stay for the next one. Only scripts that
         // changed a setting pay for the reset: in Lua 5.1 a restart makes the next
@@ -775,62 +796,76 @@ impl Vm {
             self.lua.gc_set_pause(200);
             self.lua.gc_set_step_multiplier(200);
         }
-        match result {
-            Ok(reply) => reply,
-            Err(e) => Reply::Error(Cow::Owned(format!(
-                "ERR Error running script {name}, {}",
-                error_text(&e).replace(['\r', '\n'], " ")
-            ))),
-        }
+        reply
     }
 
+    /// One protected call of `f` with the error handler, in raw Lua API calls (see
+    /// `invoke`): the handler and `f` pushed, KEYS and ARGV bound (for a function: unbound),
+    /// `lua_pcall`, the result read off the stack.
     fn call(
-        &mut self,
+        &self,
         f: &Function,
         name: &str,
         host: &mut dyn Host,
-        eval: bool,
-    ) -> mlua::Result<Reply> {
+        lists: Option<EvalLists<'_>>,
+    ) -> Reply {
         self.resp.set(2);
-        // xpcall's status and first value, read off the stack (no `MultiValue` to allocate).
-        let result: mlua::Result<(Value, Value)> = {
-            let _running = self.slot.enter(host);
-            let runner = if eval {
-                &self.eval_runner
-            } else {
-                &self.runner
-            };
-            runner.call((f, &self.handler))
-        };
-        if eval && result.is_err() {
-            // The runner stopped before it could unbind them (it cannot, short of a bug):
-            // KEYS and ARGV are never left in the globals between runs.
-            let globals = self.lua.globals();
-            let _ = globals.raw_set("KEYS", Value::Nil);
-            let _ = globals.raw_set("ARGV", Value::Nil);
-        }
-        // A command that panicked under `redis.call` panics here, as mlua resumes a panic
-        // in its callbacks once Lua has returned.
-        if let Some(payload) = self.calls.take_panic() {
-            std::panic::resume_unwind(payload);
-        }
-        let (status, value) = result?;
-        let resp = self.resp.get();
-        let ok = matches!(status, Value::Boolean(true));
-        let _host = HostOps::new(&self.lua);
-        if ok {
-            let busy = &self.busy;
-            return Ok(
-                convert::lua_to_reply_stoppable(&value, resp, &|| busy.poll()).unwrap_or_else(
-                    || {
-                        Reply::Error(Cow::Owned(format!(
-                            "{Killed} script: {name}, while converting its reply."
-                        )))
-                    },
-                ),
-            );
-        }
-        Ok(raised_error(&value, name))
+        let large = lists.is_some() && self.lua.used_memory() > COLLECT_ABOVE;
+        self.lua.exec_raw_lua(|raw| {
+            let l = raw.state();
+            // SAFETY: `l` is this VM's main state, not inside any Lua call (the VM is not
+            // re-entrant: its `RefCell` is borrowed for this run). Until `lua_pcall` and after
+            // it, everything runs with the memory cap lifted, so nothing below raises (see
+            // `invoke`); the stack is put back to `top` before this returns or unwinds.
+            unsafe {
+                let top = ffi::lua_gettop(l);
+                {
+                    let _host = HostOps::new(&self.lua);
+                    if ffi::lua_checkstack(l, 8) == 0
+                        || raw.push(&self.handler).is_err()
+                        || raw.push(f).is_err()
+                    {
+                        ffi::lua_settop(l, top);
+                        return Reply::Error(Cow::Owned(format!(
+                            "ERR Error running script {name}, stack overflow"
+                        )));
+                    }
+                    match lists {
+                        Some((keys, argv)) => self.lists.bind(l, keys, argv, large),
+                        None => self.lists.unbind(l),
+                    }
+                }
+                let status = {
+                    let _running = self.slot.enter(host);
+                    ffi::lua_pcall(l, 0, 1, top + 1)
+                };
+                let _host = HostOps::new(&self.lua);
+                // A command that panicked under `redis.call` panics here, as mlua resumes a
+                // panic in its callbacks once Lua has returned.
+                if let Some(payload) = self.calls.take_panic() {
+                    ffi::lua_settop(l, top);
+                    std::panic::resume_unwind(payload);
+                }
+                let resp = self.resp.get();
+                let reply = if status != ffi::LUA_OK {
+                    raised_error(&raw.pop_value(), name)
+                } else if let Some(reply) = invoke::scalar_reply(l, resp) {
+                    reply
+                } else {
+                    let value = raw.pop_value();
+                    let busy = &self.busy;
+                    convert::lua_to_reply_stoppable(&value, resp, &|| busy.poll()).unwrap_or_else(
+                        || {
+                            Reply::Error(Cow::Owned(format!(
+                                "{Killed} script: {name}, while converting its reply."
+                            )))
+                        },
+                    )
+                };
+                ffi::lua_settop(l, top);
+                reply
+            }
+        })
     }
 }
 

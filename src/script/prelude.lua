@@ -190,22 +190,12 @@ end
 -- settings, so that only such a script pays for their reset after it (see `Vm::finish`).
 G.collectgarbage = D.collectgarbage
 
--- How sluice runs a script: the real xpcall, with its own handler (the wrapper above would
--- skip that handler for the kill error, which must get its position like any other).
+-- How sluice runs a function library's body while it loads (see functions.rs): the real
+-- xpcall, with its own handler (the wrapper above would skip that handler for the kill error,
+-- which must get its position like any other). Scripts and functions are called from Rust
+-- with the handler as `lua_pcall`'s message handler (see invoke.rs), KEYS and ARGV set as
+-- globals around an EVAL script's call.
 D.runner = function(f, h) return raw_xpcall(f, h) end
-
--- An EVAL script runs the same way, with KEYS and ARGV in the globals for exactly its run:
--- `bind` (sluice's, see rawcall.rs) fills the two tables the VM keeps from run to run with
--- the run's keys and arguments and sets them as G.KEYS and G.ARGV (raw sets); `unbind`
--- sets both to nil. The script's value is converted after this returns; the tables are
--- emptied at the next run's `bind`.
-local bind, unbind = D.bind, D.unbind
-D.eval_runner = function(f, h)
-  bind()
-  local ok, v = raw_xpcall(f, h)
-  unbind()
-  return ok, v
-end
 
 coroutine.resume = function(co, ...)
   if type(co) ~= 'thread' then error("bad argument #1 to 'resume' (coroutine expected)", 2) end

@@ -1,8 +1,7 @@
 //! The script host's raw Lua C functions: `redis.call`, `redis.pcall` and
 //! `redis.acl_check_cmd`, whose arguments are read straight off the Lua stack into one
-//! reused byte buffer and whose reply is pushed straight onto the stack, and the binding of
-//! an EVAL script's KEYS and ARGV ([`bind_lists`]), all with no mlua `Value`, `Table` or
-//! `String` in between (each of those is a registry reference, a counter allocation and,
+//! reused byte buffer and whose reply is pushed straight onto the stack, with no mlua
+//! `Value`, `Table` or `String` in between (each of those is a registry reference, a counter allocation and,
 //! under the memory cap, a protected call).
 //!
 //! # Lua errors and Rust frames
@@ -72,34 +71,6 @@ pub(super) struct CallState {
     scratch: UnsafeCell<Vec<u8>>,
     /// A panic of the host, for the script's caller to resume.
     panic: Cell<Option<Box<dyn Any + Send>>>,
-    /// The keys and arguments of the EVAL script about to run (see [`CallState::offer`]).
-    pending: Cell<Pending>,
-    /// How many keys and arguments the kept KEYS and ARGV tables were last filled with.
-    filled: Cell<(usize, usize)>,
-}
-
-/// The keys and arguments [`bind_lists`] puts in KEYS and ARGV: borrowed from the run's
-/// caller for the run's duration ([`Offered`]), empty otherwise.
-#[derive(Clone, Copy)]
-struct Pending {
-    keys: (*const &'static [u8], usize),
-    argv: (*const &'static [u8], usize),
-}
-
-impl Pending {
-    const NONE: Pending = Pending {
-        keys: (std::ptr::null(), 0),
-        argv: (std::ptr::null(), 0),
-    };
-}
-
-/// Keeps an EVAL script's keys and arguments where [`bind_lists`] finds them until dropped.
-pub(super) struct Offered<'a>(&'a CallState, std::marker::PhantomData<&'a [&'a [u8]]>);
-
-impl Drop for Offered<'_> {
-    fn drop(&mut self) {
-        self.0.pending.set(Pending::NONE);
-    }
 }
 
 impl CallState {
@@ -111,21 +82,7 @@ impl CallState {
             reply: UnsafeCell::new(None),
             scratch: UnsafeCell::new(Vec::new()),
             panic: Cell::new(None),
-            pending: Cell::new(Pending::NONE),
-            filled: Cell::new((0, 0)),
         }
-    }
-
-    /// Makes `keys` and `argv` what the next EVAL run's KEYS and ARGV are filled with, for as
-    /// long as the guard lives (the borrow keeps them in place meanwhile).
-    pub(super) fn offer<'a>(&'a self, keys: &'a [&'a [u8]], argv: &'a [&'a [u8]]) -> Offered<'a> {
-        // The lifetime is erased here and restored by the guard: `bind_lists` reads them
-        // only while the guard lives.
-        self.pending.set(Pending {
-            keys: (keys.as_ptr().cast(), keys.len()),
-            argv: (argv.as_ptr().cast(), argv.len()),
-        });
-        Offered(self, std::marker::PhantomData)
     }
 
     /// The panic a command raised during the last run, if any (the caller resumes it).
@@ -152,130 +109,6 @@ pub(super) fn functions(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<[Funct
         }
     };
     Ok([make(redis_call)?, make(redis_pcall)?, make(acl_check_cmd)?])
-}
-
-/// Makes the two functions the EVAL runner calls around a run (see `prelude.lua`): the first
-/// fills the KEYS and ARGV tables with the offered keys and arguments and sets them as the
-/// globals `KEYS` and `ARGV` (raw sets: no metamethod runs); the second sets both globals
-/// back to nil. One C call each where the runner made two `rawset` calls each, from Lua.
-/// The two tables are kept from
-/// run to run as the function's upvalues (Redis makes fresh ones: nothing a run does to them
-/// may show in the next, so each is emptied before it is filled, and replaced by a fresh
-/// one if the script gave it a metatable or other keys, if it held more than
-/// [`KEEP_LISTED`] values, or if the state holds more than `COLLECT_ABOVE` bytes, so that an
-/// emptied table keeps no large capacity). `state` lives as long as `lua` (see
-/// [`functions`]).
-pub(super) fn bind_functions(lua: &Lua, state: &Rc<CallState>) -> mlua::Result<[Function; 2]> {
-    let ptr = Rc::as_ptr(state) as *mut c_void;
-    // SAFETY: as in `functions`: a protected call, closures that own nothing, a pointer
-    // valid as long as the state; two new tables and the two global names (interned once
-    // here rather than at every run) are the closures' other upvalues.
-    unsafe {
-        let bind = lua.exec_raw::<Function>((), |l| {
-            ffi::lua_pushlightuserdata(l, ptr);
-            ffi::lua_createtable(l, 0, 0);
-            ffi::lua_createtable(l, 0, 0);
-            push_bytes(l, b"KEYS");
-            push_bytes(l, b"ARGV");
-            ffi::lua_pushcclosure(l, bind_lists, 5);
-        })?;
-        let unbind = lua.exec_raw::<Function>((), |l| {
-            push_bytes(l, b"KEYS");
-            push_bytes(l, b"ARGV");
-            ffi::lua_pushcclosure(l, unbind_lists, 2);
-        })?;
-        Ok([bind, unbind])
-    }
-}
-
-/// Most values a kept KEYS or ARGV table may have held to be reused.
-pub(super) const KEEP_LISTED: usize = 64;
-
-/// The first C function [`bind_functions`] makes: empties (or replaces) the kept KEYS and
-/// ARGV tables, fills them with the offered keys and arguments, and sets them as the
-/// globals. Only Lua calls here can raise (out of memory), from frames that own nothing: the
-/// runner's caller sees the error, and `Vm::finish` sets both globals to nil then.
-unsafe extern "C-unwind" fn bind_lists(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: called by Lua as the closure `bind_functions` made: upvalue 1 points at the
-    // `CallState` (alive as long as this state), 2 and 3 are the tables, 4 and 5 the names
-    // of their globals. The offered
-    // slices stay borrowed by the run's `Offered` guard while the runner runs; a null
-    // pointer (no run) is read as no values.
-    unsafe {
-        let state = &*(ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *const CallState);
-        let Pending { keys, argv } = state.pending.get();
-        let (had_keys, had_argv) = state.filled.get();
-        let large = usize::try_from(ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0)).unwrap_or(0)
-            > super::COLLECT_ABOVE / 1024;
-        // Counted before filling: a fill cut short by an error is emptied next time.
-        state.filled.set((keys.1, argv.1));
-        for (up, had, (ptr, len)) in [(2, had_keys, keys), (3, had_argv, argv)] {
-            let t = ffi::lua_upvalueindex(up);
-            if large || !empty_kept(l, t, had) {
-                ffi::lua_createtable(l, c_len(len), 0);
-                ffi::lua_replace(l, t);
-            }
-            let items: &[&[u8]] = if ptr.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(ptr, len)
-            };
-            for (i, b) in items.iter().enumerate() {
-                push_bytes(l, b);
-                ffi::lua_rawseti_(l, t, c_len(i + 1));
-            }
-        }
-        // (The thread's globals: the table the prelude calls `G`.)
-        for (name, table) in [(4, 2), (5, 3)] {
-            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(name));
-            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(table));
-            ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-        }
-        0
-    }
-}
-
-/// The second C function [`bind_functions`] makes: sets the globals `KEYS` and `ARGV` to
-/// nil. Raw sets of existing keys: nothing is allocated, nothing can raise.
-unsafe extern "C-unwind" fn unbind_lists(l: *mut ffi::lua_State) -> c_int {
-    // SAFETY: called by Lua as the closure `bind_functions` made: upvalues 1 and 2 are the
-    // names; the globals are the thread's.
-    unsafe {
-        for name in [1, 2] {
-            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(name));
-            ffi::lua_pushnil(l);
-            ffi::lua_rawset(l, ffi::LUA_GLOBALSINDEX);
-        }
-        0
-    }
-}
-
-/// Empties the kept table at `t` (filled with `had` values last time); false if it must be
-/// replaced instead: it held too many, has a metatable, or keeps other keys.
-///
-/// # Safety
-/// `l` is a running state, `t` a valid index of a table; the caller's frames own nothing.
-unsafe fn empty_kept(l: *mut ffi::lua_State, t: c_int, had: usize) -> bool {
-    if had > KEEP_LISTED {
-        return false;
-    }
-    // SAFETY: the caller's contract; raw sets and `lua_next` run no metamethods.
-    unsafe {
-        for i in 1..=had {
-            ffi::lua_pushnil(l);
-            ffi::lua_rawseti_(l, t, c_len(i));
-        }
-        if ffi::lua_getmetatable(l, t) != 0 {
-            ffi::lua_pop(l, 1);
-            return false;
-        }
-        ffi::lua_pushnil(l);
-        if ffi::lua_next(l, t) != 0 {
-            ffi::lua_pop(l, 2);
-            return false;
-        }
-        true
-    }
 }
 
 unsafe extern "C-unwind" fn redis_call(l: *mut ffi::lua_State) -> c_int {

@@ -684,7 +684,23 @@ fn keys_and_argv_are_each_runs_own() {
         Reply::Int(1000)
     );
     assert_eq!(eval_with(&scripts, &mut host, check, &["c"], &[]), clean());
-    // Between runs KEYS and ARGV are not globals at all.
+    // A function (FCALL) sees no KEYS or ARGV, whatever EVAL ran before.
+    let lib = b"#!lua name=lk\nredis.register_function('lk', function() return KEYS end)";
+    assert_eq!(
+        scripts.function_load(lib, false).ok().as_deref(),
+        Some("lk")
+    );
+    let (lib, index) = scripts.function_get(b"lk").expect("registered");
+    let _busy = scripts.busy.begin();
+    match scripts.run_function(&lib, index, &[], &[], &mut host) {
+        Reply::Error(e) => assert!(
+            e.contains("Script attempted to access nonexistent global variable 'KEYS'"),
+            "{e}"
+        ),
+        other => panic!("a function saw KEYS: {other:?}"),
+    }
+    drop(_busy);
+    // And after it, KEYS and ARGV are not globals at all until the next EVAL.
     let left = scripts
         .with_vm(|vm| {
             let g = vm.lua.globals();
@@ -692,6 +708,56 @@ fn keys_and_argv_are_each_runs_own() {
         })
         .expect("vm");
     assert!(matches!(left, (Ok(Value::Nil), Ok(Value::Nil))));
+}
+
+#[test]
+fn kept_lists_reuse_only_equal_strings() {
+    let scripts = Scripts::new("7.0.15");
+    let mut host = FakeHost::default();
+    let show =
+        "return {#KEYS, #ARGV, KEYS[1], ARGV[1], ARGV[2], tostring(ARGV[3]), tostring(ARGV[0])}";
+    let want = |k: &[u8], a1: &[u8], a2: &[u8]| {
+        Reply::Array(vec![
+            Reply::Int(1),
+            Reply::Int(2),
+            Reply::bulk(k),
+            Reply::bulk(a1),
+            Reply::bulk(a2),
+            Reply::bulk(b"nil"),
+            Reply::bulk(b"nil"),
+        ])
+    };
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k1"], &["w", "x"]),
+        want(b"k1", b"w", b"x")
+    );
+    // Same lengths, other bytes; then the same again: each run sees exactly its own.
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k2"], &["w", "y"]),
+        want(b"k2", b"w", b"y")
+    );
+    // A run that overwrites the entries the next run would reuse, and adds a key past them
+    // and one before them (0), sees none of it afterwards.
+    let scribble = "ARGV[1] = 'v' ARGV[2] = 7 ARGV[3] = 'z' ARGV[0] = 'q' return 1";
+    assert_eq!(
+        eval_with(&scripts, &mut host, scribble, &["k2"], &["w", "y"]),
+        Reply::Int(1)
+    );
+    assert_eq!(
+        eval_with(&scripts, &mut host, show, &["k2"], &["w", "y"]),
+        want(b"k2", b"w", b"y")
+    );
+    // Fewer arguments than the run before: the rest are gone.
+    assert_eq!(
+        eval_with(
+            &scripts,
+            &mut host,
+            "return {#ARGV, tostring(ARGV[2])}",
+            &[],
+            &["w"]
+        ),
+        Reply::Array(vec![Reply::Int(1), Reply::bulk(b"nil")])
+    );
 }
 
 #[test]
