@@ -810,7 +810,6 @@ impl Vm {
         lists: Option<EvalLists<'_>>,
     ) -> Reply {
         self.resp.set(2);
-        let large = lists.is_some() && self.lua.used_memory() > COLLECT_ABOVE;
         self.lua.exec_raw_lua(|raw| {
             let l = raw.state();
             // SAFETY: `l` is this VM's main state, not inside any Lua call (the VM is not
@@ -831,7 +830,7 @@ impl Vm {
                         )));
                     }
                     match lists {
-                        Some((keys, argv)) => self.lists.bind(l, keys, argv, large),
+                        Some((keys, argv)) => self.lists.bind(l, keys, argv),
                         None => self.lists.unbind(l),
                     }
                 }
