@@ -20,10 +20,11 @@
 //! bounded by what the client sent (KEYS and ARGV); the script itself runs under the cap.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 use mlua::{Lua, ffi};
 
+use super::rawcall::push_bytes;
 use crate::num::c_cast_i64;
 use crate::protocol::Reply;
 
@@ -141,19 +142,6 @@ pub(super) unsafe fn scalar_reply(l: *mut ffi::lua_State, resp: u8) -> Option<Re
             // nil, functions, userdata, threads.
             _ => Reply::Null,
         })
-    }
-}
-
-/// # Safety
-/// `l` is a state with room for one value; this may allocate (see the module's doc).
-unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
-    // SAFETY: the caller's contract; Lua copies the bytes.
-    unsafe {
-        if b.is_empty() {
-            ffi::lua_pushlstring_(l, c"".as_ptr(), 0);
-        } else {
-            ffi::lua_pushlstring_(l, b.as_ptr().cast::<c_char>(), b.len());
-        }
     }
 }
 

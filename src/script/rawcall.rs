@@ -314,9 +314,12 @@ unsafe fn room(l: *mut ffi::lua_State, n: c_int) {
     }
 }
 
+/// Pushes `b` as a Lua string (may allocate: outside a protected call, only with the memory
+/// cap lifted, see `invoke`).
+///
 /// # Safety
 /// As [`room`].
-unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
+pub(super) unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
     // SAFETY: the caller's contract; Lua copies the bytes. (Not mlua's `lua_pushlstring`,
     // which also converts the pushed string back to a pointer nobody reads here; an empty
     // string gets a real pointer, as it does there.)
