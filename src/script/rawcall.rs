@@ -319,6 +319,7 @@ unsafe fn room(l: *mut ffi::lua_State, n: c_int) {
 ///
 /// # Safety
 /// As [`room`].
+#[inline]
 pub(super) unsafe fn push_bytes(l: *mut ffi::lua_State, b: &[u8]) {
     // SAFETY: the caller's contract; Lua copies the bytes. (Not mlua's `lua_pushlstring`,
     // which also converts the pushed string back to a pointer nobody reads here; an empty
