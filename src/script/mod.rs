@@ -24,9 +24,8 @@
 //!   invocation`). A run is one raw `lua_pcall` of the compiled script with the error
 //!   handler as its message handler (`invoke`, as Redis's `luaCallFunction`; no mlua
 //!   `Function::call`, no Lua runner), its value read straight off the stack. KEYS and ARGV
-//!   are two tables kept by the VM, filled just before that call (an argument equal to the
-//!   string already in its place is left there) and emptied as they are refilled, so no
-//!   run sees another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
+//!   are two fresh tables made just before that call, as in Redis, so nothing a run writes
+//!   into them reaches another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
 //!   the next, and are set back to nil before a function or a library's load runs.
 //!   EVALSHA finds a script this thread ran before in its VM's own map (no lock of the
 //!   shared cache). sluice's other moves of values in and out of the VM through mlua run
@@ -405,7 +404,7 @@ struct Vm {
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`, for a function library's body while it loads.
     runner: Function,
-    /// The KEYS and ARGV tables kept from run to run (see `invoke`).
+    /// How KEYS and ARGV are set for an EVAL run and cleared before other code (see `invoke`).
     lists: invoke::Lists,
     /// The error handler (adds the script position to errors).
     handler: Function,
