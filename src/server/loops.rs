@@ -65,14 +65,15 @@ impl Running {
     }
 }
 
-/// The running event loops (and the thread the key reapers and replication's supervisor
-/// run on).
+/// The running event loops, and the threads the key reapers and replication's supervisor
+/// run on.
 pub struct Loops {
     /// `io-backend loop`: plain TCP connections go to `eventloop`'s loops.
     own_loops: bool,
     runtimes: Vec<Runtime>,
     dealer: Dealer,
     reaper: Option<Runtime>,
+    replication: Option<Runtime>,
 }
 
 impl std::fmt::Debug for Loops {
@@ -114,7 +115,38 @@ impl Dealer {
 
 /// A runtime with one worker thread named `name`.
 fn one_worker(name: String) -> std::io::Result<Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+    worker_builder(name).build()
+}
+
+/// How much lower than the loops the reapers' thread runs (its nice value; Linux only).
+///
+/// A mass expiry (a million keys at one window boundary) keeps the reapers busy for a few
+/// hundred milliseconds on a core a loop may need. At the same priority the scheduler lets
+/// the reaper finish its slice before a loop woken by a request runs, which is what GET's
+/// p99 during a mass expiry measured (benchmarks/notes.md, "GET p99 during the mass
+/// expiry"). At nice 10 a loop preempts the reaper at once and the reaper still has every
+/// cycle the loops leave idle, and its share (about a tenth) when they are busy, so
+/// expired keys still go within the second. Any process may lower its own threads'
+/// priority; nothing needs raising it back.
+const REAPER_NICE: libc::c_int = 10;
+
+/// The runtime the reapers run on: one worker thread at `REAPER_NICE`.
+fn reaper_worker() -> std::io::Result<Runtime> {
+    worker_builder("sluice-reaper".into())
+        .on_thread_start(|| {
+            #[cfg(target_os = "linux")]
+            // SAFETY: setpriority takes plain integers; on Linux, `who` 0 with PRIO_PROCESS is
+            // the calling thread alone. Failure leaves the thread at its priority: harmless.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, REAPER_NICE);
+            }
+        })
+        .build()
+}
+
+fn worker_builder(name: String) -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(1)
         .thread_name(name)
         // Scripts run on these threads (and on the blocking threads that take a loop over
@@ -123,8 +155,8 @@ fn one_worker(name: String) -> std::io::Result<Runtime> {
         // Blocking threads only take a loop over from a long script (rare); they need not
         // linger.
         .thread_keep_alive(Duration::from_secs(2))
-        .enable_all()
-        .build()
+        .enable_all();
+    builder
 }
 
 /// Checks whether io_uring can be used (the error says why not).
@@ -196,7 +228,10 @@ impl Loops {
         };
         // Reapers wake per shard at most every 100 ms and work in bounded batches; on a
         // thread of their own they never sit between a loop's read and its write.
-        let reaper = Some(one_worker("sluice-reaper".into())?);
+        let reaper = Some(reaper_worker()?);
+        // Replication's supervisor and the master link it starts: off the loops, at their
+        // priority (not the reapers': a replica's link must keep up with its master).
+        let replication = Some(one_worker("sluice-repl".into())?);
         Ok(Loops {
             own_loops: backend == IoBackend::Loop,
             runtimes,
@@ -206,6 +241,7 @@ impl Loops {
                 next: Arc::new(AtomicUsize::new(0)),
             },
             reaper,
+            replication,
         })
     }
 
@@ -232,6 +268,11 @@ impl Loops {
     pub fn reaper(&self) -> Option<&Handle> {
         self.reaper.as_ref().map(|r| r.handle())
     }
+
+    /// The runtime replication's supervisor (and the link to a master it starts) runs on.
+    pub fn replication(&self) -> Option<&Handle> {
+        self.replication.as_ref().map(|r| r.handle())
+    }
 }
 
 impl Drop for Loops {
@@ -239,7 +280,12 @@ impl Drop for Loops {
         // Dropping a runtime blocks, which is refused inside an async context (the caller of
         // `Server::run` is one); by now every connection has finished or timed out, so what
         // is left (reapers, idle accept loops) may be dropped in the background.
-        for rt in self.runtimes.drain(..).chain(self.reaper.take()) {
+        let background = self
+            .reaper
+            .take()
+            .into_iter()
+            .chain(self.replication.take());
+        for rt in self.runtimes.drain(..).chain(background) {
             rt.shutdown_background();
         }
     }
@@ -288,5 +334,32 @@ mod tests {
             Err(_) => Running::Epoll,
         };
         assert_eq!(loops.running(), expected);
+    }
+
+    /// The nice value of the thread a task on `handle` runs on, relative to the test's own.
+    #[cfg(target_os = "linux")]
+    fn nice_on(handle: &Handle) -> libc::c_int {
+        let (tx, rx) = std::sync::mpsc::channel();
+        handle.spawn(async move {
+            // SAFETY: plain integers; `who` 0 is the calling thread on Linux.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            tx.send(nice).unwrap()
+        });
+        rx.recv_timeout(Duration::from_secs(5)).unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_reapers_run_below_the_loops_and_replication_does_not() {
+        let loops = Loops::start(1, IoBackend::Loop).unwrap();
+        let base = nice_on(loops.dealer().next());
+        let reaper = nice_on(loops.reaper().unwrap());
+        // Where the test already runs above nice 10, an unprivileged thread cannot go back
+        // down to it (and a privileged one may): either way it is not above the loops.
+        assert!(
+            reaper == REAPER_NICE || (base > REAPER_NICE && reaper == base),
+            "reaper at nice {reaper}, loops at {base}"
+        );
+        assert_eq!(nice_on(loops.replication().unwrap()), base);
     }
 }

@@ -459,11 +459,11 @@ impl Server {
         let aof_fsync = shared.repl.aof.spawn_fsync_thread();
         let tracker = TaskTracker::new();
         // Replication's supervisor: starts links to a master (REPLICAOF), pings replicas.
-        // On the reapers' thread, with the link it starts: its ping timer would otherwise
+        // On a thread of its own, with the link it starts: its ping timer would otherwise
         // sit in an event loop's timer wheel, which that loop then walks every time it
         // parks (once per request at pipeline 1).
         let supervise = tracker.track_future(crate::repl::replica::supervise(shared.clone()));
-        match loops.reaper() {
+        match loops.replication() {
             Some(reaper) => reaper.spawn(supervise),
             None => loops.dealer().next().spawn(supervise),
         };
