@@ -344,7 +344,7 @@ pub(crate) fn run_locked(
         ctx.store.release();
         ctx.store = shared.keyspace.lock_all();
     }
-    let busy = shared.scripts.busy.clone();
+    let busy = &*shared.scripts.busy;
     let saved_db = ctx.client.db;
     let saved_resp = ctx.client.resp;
     let RunAs {
@@ -363,7 +363,7 @@ pub(crate) fn run_locked(
         let running = busy.begin_as(function.clone(), held);
         let mut host = ScriptHost {
             ctx: &mut *ctx,
-            busy: &busy,
+            busy,
             rules: ScriptRules {
                 read_only,
                 allow_oom,

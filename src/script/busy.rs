@@ -93,6 +93,10 @@ struct Slot {
     next_hand_off_us: AtomicU64,
     /// The running script is a function (FCALL): its name and command line.
     function: Mutex<Option<(String, Vec<Bytes>)>>,
+    /// `function` holds a name. Written and read only by the slot's own thread (readers on
+    /// other threads lock `function`), so that an EVAL script after an EVAL script leaves
+    /// the mutex alone.
+    has_function: AtomicBool,
     held: Mutex<Held>,
 }
 
@@ -105,6 +109,7 @@ impl Slot {
             wrote: AtomicBool::new(false),
             next_hand_off_us: AtomicU64::new(0),
             function: Mutex::new(None),
+            has_function: AtomicBool::new(false),
             held: Mutex::new(Held::All),
         }
     }
@@ -167,6 +172,9 @@ pub struct Busy {
     slots: Arc<Slots>,
     /// Scripts running (or announced) now.
     running: AtomicUsize,
+    /// Connections in [`Busy::wait_end`]: a script's end notifies `ended` (a lock and
+    /// an atomic add in tokio) only when one waits.
+    waiting: AtomicUsize,
     ended: tokio::sync::Notify,
 }
 
@@ -176,6 +184,7 @@ impl Default for Busy {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             slots: Arc::new(Mutex::new(Vec::new())),
             running: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             ended: tokio::sync::Notify::new(),
         }
     }
@@ -208,39 +217,47 @@ impl Busy {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` with this thread's slot, creating it on the thread's first script.
+    /// Runs `f` with this thread's slot, creating it on the thread's first script. The
+    /// slot is borrowed where the thread-local keeps it (no reference count is taken: a
+    /// script's start, end and writes each come here, and every count is an atomic
+    /// read-modify-write); `f` only touches the slot's own fields, never `HERE`.
+    #[inline]
     fn with_here<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
-        let cached = HERE.with(|h| match &*h.borrow() {
-            Some(here) if here.id == self.id => Some(here.slot.clone()),
-            _ => None,
+        let ran = HERE.with(move |h| match &*h.borrow() {
+            Some(here) if here.id == self.id => Ok(f(&here.slot)),
+            _ => Err(f),
         });
-        let slot = match cached {
-            Some(slot) => slot,
-            None => {
-                let me = std::thread::current().id();
-                let slot = {
-                    let mut slots = self.slots();
-                    match slots.iter().find(|s| s.thread == me) {
-                        Some(s) => s.clone(),
-                        None => {
-                            let s = Arc::new(Slot::new());
-                            slots.push(s.clone());
-                            s
-                        }
-                    }
-                };
-                let here = Here {
-                    id: self.id,
-                    slot: slot.clone(),
-                    list: Arc::downgrade(&self.slots),
-                };
-                // The slot this replaces (another server's, in tests) leaves its list.
-                let old = HERE.with(|h| h.borrow_mut().replace(here));
-                drop(old);
-                slot
+        match ran {
+            Ok(out) => out,
+            Err(f) => f(&self.join_here()),
+        }
+    }
+
+    /// This thread's slot, made (or found in the list) on its first script and kept in
+    /// `HERE`.
+    #[cold]
+    fn join_here(&self) -> Arc<Slot> {
+        let me = std::thread::current().id();
+        let slot = {
+            let mut slots = self.slots();
+            match slots.iter().find(|s| s.thread == me) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(Slot::new());
+                    slots.push(s.clone());
+                    s
+                }
             }
         };
-        f(&slot)
+        let here = Here {
+            id: self.id,
+            slot: slot.clone(),
+            list: Arc::downgrade(&self.slots),
+        };
+        // The slot this replaces (another server's, in tests) leaves its list.
+        let old = HERE.with(|h| h.borrow_mut().replace(here));
+        drop(old);
+        slot
     }
 
     /// True while some script runs (one atomic load: checked before every command).
@@ -320,7 +337,10 @@ impl Busy {
     /// `held` the shards the script holds.
     pub fn begin_as(&self, function: Option<(String, Vec<Bytes>)>, held: Held) -> BusyGuard<'_> {
         let was = self.with_here(|s| {
-            *s.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
+            if function.is_some() || s.has_function.load(Ordering::Relaxed) {
+                s.has_function.store(function.is_some(), Ordering::Relaxed);
+                *s.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
+            }
             *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
             s.kill.store(false, Ordering::Relaxed);
             s.wrote.store(false, Ordering::Relaxed);
@@ -450,10 +470,16 @@ impl Busy {
 
     /// Waits until a script ends (or none runs), or `max` passes.
     pub async fn wait_end(&self, max: Duration) {
+        // Counted before the `Notified` is made and `running` read (all `SeqCst`, as the
+        // ending side's `running` write and `waiting` read): either the ending script sees
+        // this waiter and notifies (a `Notified` made before `notify_waiters` completes),
+        // or this waiter sees its end in `running`.
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
         let notified = self.ended.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if !self.is_running() {
+        if self.running.load(Ordering::SeqCst) == 0 {
             return;
         }
         tokio::select! {
@@ -468,15 +494,30 @@ impl Busy {
                 s.kill.store(false, Ordering::Relaxed);
                 s.started_us.swap(0, Ordering::AcqRel) != 0
             }
-            Some(mark) => s
-                .started_us
-                .compare_exchange(mark, 0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok(),
+            // A mark `begin_as` replaced (the script ran and ended) is left with a load.
+            Some(mark) => {
+                s.started_us.load(Ordering::Acquire) == mark
+                    && s.started_us
+                        .compare_exchange(mark, 0, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+            }
         });
         if ended {
-            self.running.fetch_sub(1, Ordering::AcqRel);
-            self.ended.notify_waiters();
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            if self.waiting.load(Ordering::SeqCst) != 0 {
+                self.ended.notify_waiters();
+            }
         }
+    }
+}
+
+/// A connection counted in [`Busy::wait_end`]'s `waiting` until it stops waiting (or its
+/// future is dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -549,5 +590,46 @@ mod tests {
         assert!(busy.running_function().is_none());
         drop(_here);
         assert!(!busy.is_running());
+    }
+
+    #[test]
+    fn a_script_after_a_function_on_the_same_thread_is_no_function() {
+        let busy = Busy::default();
+        let f = busy.begin_as(Some(("f".into(), vec![])), Held::All);
+        assert!(busy.running_function().is_some());
+        drop(f);
+        let _script = busy.begin_as(None, Held::All);
+        assert!(busy.running_function().is_none());
+        assert!(busy.blocking(None).is_some_and(|b| !b.function));
+    }
+
+    #[test]
+    fn a_connection_waiting_for_a_script_is_woken_when_it_ends() {
+        let busy = Arc::new(Busy::default());
+        let script = busy.begin();
+        let waiter = busy.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("a runtime");
+            let start = Instant::now();
+            rt.block_on(waiter.wait_end(Duration::from_secs(30)));
+            tx.send(start.elapsed()).ok();
+        });
+        // The waiter is counted before it reads whether a script runs.
+        while busy.waiting.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        drop(script);
+        let waited = rx.recv_timeout(Duration::from_secs(20));
+        t.join().ok();
+        assert!(
+            waited.is_ok_and(|w| w < Duration::from_secs(10)),
+            "{waited:?}"
+        );
+        assert_eq!(busy.waiting.load(Ordering::SeqCst), 0);
     }
 }
