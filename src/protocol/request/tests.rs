@@ -847,6 +847,40 @@ fn plain_lines_cover_the_edges_of_their_form() {
 }
 
 #[test]
+fn short_length_lines_read_at_fixed_offsets_as_the_loop_reads_them() {
+    // Every line of up to five bytes over digits, CR, LF and a few other bytes, at the
+    // front of the buffer and after one byte: the one and two digit forms against the loop.
+    let alphabet = b"0159\r\n$-x";
+    let mut lines: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..5 {
+        let longer: Vec<Vec<u8>> = lines
+            .iter()
+            .filter(|l| l.len() == lines.last().map_or(0, Vec::len))
+            .flat_map(|l| {
+                alphabet.iter().map(move |&b| {
+                    let mut l = l.clone();
+                    l.push(b);
+                    l
+                })
+            })
+            .collect();
+        lines.extend(longer);
+    }
+    for line in &lines {
+        for from in [0, 1] {
+            let mut buf = vec![b'$'; from];
+            buf.extend_from_slice(line);
+            assert_eq!(
+                super::plain_line(&buf, from),
+                super::plain_line_loop(&buf, from),
+                "{:?} from {from}",
+                String::from_utf8_lossy(&buf)
+            );
+        }
+    }
+}
+
+#[test]
 fn a_request_parsed_the_short_way_then_one_that_is_not() {
     // A plain request, then one whose second length line has a sign: the general path
     // takes over at that line, with the first argument already taken.

@@ -134,44 +134,60 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
 /// of its second element (none for a request of one) and where the next request starts.
 #[inline]
 fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize)> {
-    let (args, mut at) = header(buf, pos, b'*')?;
+    let (args, at) = header(buf, pos, b'*')?;
     if !(1..=MAX_ARGS).contains(&args) {
         return None;
     }
+    // The name, the key, then the rest stepped over (no test per element for the key).
+    let (_, mut at) = element(buf, at)?;
     let mut key = None;
-    for i in 0..args {
-        let (len, start) = header(buf, at, b'$')?;
-        let end = start + len;
-        if buf.get(end..end + 2)? != b"\r\n" {
-            return None;
-        }
-        if i == 1 {
-            key = Some((start, len));
-        }
-        at = end + 2;
+    if args >= 2 {
+        let (found, next) = element(buf, at)?;
+        key = Some(found);
+        at = next;
+    }
+    for _ in 2..args {
+        at = element(buf, at)?.1;
     }
     Some((key, at))
+}
+
+/// The complete bulk string at `pos`: its `(start, length)` and where the next element
+/// starts.
+#[inline]
+fn element(buf: &[u8], pos: usize) -> Option<((usize, usize), usize)> {
+    let (len, start) = header(buf, pos, b'$')?;
+    let end = start + len;
+    if *buf.get(end..)?.first_chunk::<2>()? != *b"\r\n" {
+        return None;
+    }
+    Some(((start, len), end + 2))
 }
 
 /// `<prefix><digits>\r\n` at `pos`: the number and where the next byte is. At most 9 digits,
 /// so no overflow and no length beyond the buffer's reach is taken for real.
 #[inline]
 fn header(buf: &[u8], pos: usize, prefix: u8) -> Option<(usize, usize)> {
-    // One or two digits (argument counts, short keys and values): fixed offsets.
-    if let Some(&[p, a, b, c]) = buf
-        .get(pos..pos + 4)
-        .map(|w| <&[u8; 4]>::try_from(w).ok())?
-    {
-        let (da, db) = (a.wrapping_sub(b'0'), b.wrapping_sub(b'0'));
-        if p == prefix && da <= 9 {
-            if b == b'\r' && c == b'\n' {
-                return Some((usize::from(da), pos + 4));
-            }
-            if db <= 9 && c == b'\r' && buf.get(pos + 4) == Some(&b'\n') {
-                return Some((usize::from(da) * 10 + usize::from(db), pos + 5));
-            }
-        }
+    // One or two digits (argument counts, short keys and values): the line's first four
+    // bytes as one word, tested with masks at fixed offsets.
+    let word = u32::from_le_bytes(*buf.get(pos..)?.first_chunk::<4>()?);
+    let da = ((word >> 8) as u8).wrapping_sub(b'0');
+    if word & 0xFFFF_00FF == u32::from_le_bytes([prefix, 0, b'\r', b'\n']) && da <= 9 {
+        return Some((usize::from(da), pos + 4));
     }
+    let db = ((word >> 16) as u8).wrapping_sub(b'0');
+    if word & 0xFF00_00FF == u32::from_le_bytes([prefix, 0, 0, b'\r'])
+        && da <= 9
+        && db <= 9
+        && buf.get(pos + 4) == Some(&b'\n')
+    {
+        return Some((usize::from(da) * 10 + usize::from(db), pos + 5));
+    }
+    header_loop(buf, pos, prefix)
+}
+
+/// [`header`] for lines of any width, one byte at a time.
+fn header_loop(buf: &[u8], pos: usize, prefix: u8) -> Option<(usize, usize)> {
     if *buf.get(pos)? != prefix {
         return None;
     }
@@ -215,6 +231,41 @@ mod tests {
             true
         });
         out
+    }
+
+    #[test]
+    fn short_headers_read_in_one_word_as_the_loop_reads_them() {
+        // Every buffer of up to six bytes over the bytes a header is made of and a few
+        // others, at the front and after one byte.
+        let alphabet = b"*$09\r\nx";
+        let mut bufs: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut last = bufs.clone();
+        for _ in 0..6 {
+            last = last
+                .iter()
+                .flat_map(|b| {
+                    alphabet.iter().map(move |&c| {
+                        let mut b = b.clone();
+                        b.push(c);
+                        b
+                    })
+                })
+                .collect();
+            bufs.extend(last.iter().cloned());
+        }
+        for buf in &bufs {
+            for pos in [0, 1] {
+                for prefix in [b'*', b'$'] {
+                    let word = buf.get(pos..).and_then(|b| b.first_chunk::<4>()).is_some();
+                    let expected = if word {
+                        header_loop(buf, pos, prefix)
+                    } else {
+                        None
+                    };
+                    assert_eq!(header(buf, pos, prefix), expected, "{buf:?} at {pos}");
+                }
+            }
+        }
     }
 
     #[test]
