@@ -145,8 +145,13 @@ impl SortedSet {
 
     /// Removes the entries with scores in `range` (`ZREMRANGEBYSCORE`); returns how many.
     pub fn remove_range_by_score(&mut self, range: &ScoreRange) -> usize {
-        let (lo, hi) = self.score_span(range);
-        self.remove_span(lo, hi)
+        match &mut self.repr {
+            Repr::Small(s) if !range.is_empty() => s.remove_score_range(range),
+            _ => {
+                let (lo, hi) = self.score_span(range);
+                self.remove_span(lo, hi)
+            }
+        }
     }
 
     /// Removes entries by ascending rank with the index rules of
