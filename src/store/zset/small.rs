@@ -336,6 +336,15 @@ impl Small {
         self.len as usize
     }
 
+    /// Asks the CPU for the buffer's first and last lines.
+    pub(super) fn prefetch(&self) {
+        if let Some(last) = self.buf.len().checked_sub(1) {
+            let p = self.buf.as_ptr();
+            crate::store::prefetch::prefetch_line(p);
+            crate::store::prefetch::prefetch_line(p.wrapping_add(last));
+        }
+    }
+
     /// Heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
         self.buf.capacity()
