@@ -903,7 +903,7 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if x % 4 != 0 {
+                if !x.is_multiple_of(4) {
                     s.insert(Score(score), m.as_bytes());
                 }
             }
