@@ -34,7 +34,7 @@ use crossbeam_utils::CachePadded;
 use smallvec::SmallVec;
 
 pub use shard::{Entry, Shard, ShardStats};
-pub use value::Value;
+pub use value::{Value, ValueStage};
 
 /// The keys the store deletes on its own (lazy expiry, the reapers, eviction) are reported
 /// to one hook, called with the key's shard still locked, so that replication can send the
@@ -238,6 +238,21 @@ impl Keyspace {
             let i = self.shard_of_hash(hash);
             if let Some((_, shard)) = held.iter().find(|(j, _)| *j == i) {
                 shard.prefetch(db, hash);
+            }
+        }
+        if hashes.len() < 2 {
+            // One key: reading its entry now would wait for the line just asked for.
+            return;
+        }
+        // A value's data is one or two pointers past its entry (a sorted set's box, then
+        // the compact set's buffer): each stage reads what the one before asked for, by
+        // now on its way, and asks for the next, so the batch's misses overlap again.
+        for stage in [ValueStage::Heap, ValueStage::Data] {
+            for &hash in hashes {
+                let i = self.shard_of_hash(hash);
+                if let Some((_, shard)) = held.iter().find(|(j, _)| *j == i) {
+                    shard.prefetch_value(db, hash, stage);
+                }
             }
         }
     }
@@ -825,6 +840,52 @@ impl<'a> Locked<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The batch prefetch's later stages read entries (any value, a compact or large sorted
+    /// set, an empty one, a missing key, a shard another thread holds) and change nothing.
+    #[test]
+    fn prefetching_values_reads_and_changes_nothing() {
+        use crate::store::zset::{SortedSet, ZsetLimits};
+        let ks = Keyspace::new(4, 1, 0);
+        let limits = ZsetLimits::DEFAULT;
+        let zset = |n: usize| {
+            let mut z = SortedSet::new();
+            for i in 0..n {
+                let m = i.to_string();
+                let _ = z.insert(m.as_bytes(), i as f64, &limits);
+            }
+            Value::ZSet(Box::new(z))
+        };
+        let keys: [(&[u8], Value); 4] = [
+            (b"small", zset(20)),
+            (b"large", zset(200)),
+            (b"empty", zset(0)),
+            (b"string", Value::Int(7)),
+        ];
+        {
+            let mut locked = ks.lock_keys(keys.iter().map(|(k, _)| *k));
+            for (k, v) in &keys {
+                locked.set(0, k, v.clone(), None);
+            }
+        }
+        let mut hashes: Vec<u64> = keys.iter().map(|(k, _)| ks.hash(k)).collect();
+        hashes.push(ks.hash(b"missing"));
+        ks.prefetch_hashes(0, &hashes);
+        let held = ks.lock_keys([&b"small"[..]]);
+        std::thread::scope(|s| {
+            s.spawn(|| ks.prefetch_hashes(0, &hashes));
+        });
+        drop(held);
+        let mut locked = ks.lock_keys(keys.iter().map(|(k, _)| *k));
+        for (k, v) in &keys {
+            let got = locked.read_value(0, k, 0).map(|v| v.clone());
+            assert_eq!(got.map(|g| g.type_name()), Some(v.type_name()));
+        }
+        let Some(Value::ZSet(z)) = locked.read_value(0, b"large", 0).map(|v| v.clone()) else {
+            panic!("large is a sorted set");
+        };
+        assert_eq!((z.len(), z.encoding()), (200, "skiplist"));
+    }
 
     #[test]
     fn try_lock_key_locks_what_try_lock_args_locks() {

@@ -8,6 +8,13 @@
 //! overlap (the shape of Valkey 8's `memory_prefetch.c`, done here with what this store
 //! needs: the table probe under a `try_lock` of the shard, then a prefetch of the entry).
 //!
+//! A batch of two or more keys is then walked twice more (`Keyspace::prefetch_hashes`):
+//! a sorted set's data is two dependent pointers past its entry (the `SortedSet` box, then
+//! a compact set's buffer), so each pass reads the line the pass before asked for, by then
+//! arriving, and asks for the next. That took the sliding window's first touches of its set
+//! out of `ZADD` (perf33s/perf34s in benchmarks/notes.md). A single key is not walked
+//! further: reading its entry right after asking for it would wait for the miss.
+//!
 //! The remembered hashes ([`BatchHashes`]) are keyed by the address and length of the key's
 //! bytes in the connection's read buffer, which the requests' arguments are slices of: the
 //! same bytes, unchanged until the batch ends (nothing is read into that buffer while its

@@ -21,7 +21,7 @@ use hashbrown::HashTable;
 
 use crate::config::EvictionPolicy;
 use crate::store::key_hash;
-use crate::store::value::Value;
+use crate::store::value::{Value, ValueStage};
 use crate::store::wheel::Wheel;
 
 use crate::store::entry::{Entries, NO_EXPIRY};
@@ -387,6 +387,16 @@ impl Shard {
             && let Some(&i) = d.table.iter_hash(hash).next()
         {
             d.entries.prefetch(i);
+        }
+    }
+
+    /// A later stage of [`Shard::prefetch`] for the same key, once its entry's line has
+    /// been asked for: reads the entry and asks for its value's `stage`.
+    pub fn prefetch_value(&self, db: usize, hash: u64, stage: ValueStage) {
+        if let Some(d) = self.dbs.get(db)
+            && let Some(&i) = d.table.iter_hash(hash).next()
+        {
+            d.entries.get(i).value.prefetch(stage);
         }
     }
 

@@ -678,7 +678,30 @@ pub fn scan_step(
     )
 }
 
+/// What [`Value::prefetch`] asks the CPU for: the value's heap block, or what that block
+/// points at (each needs the one before it in cache to find its address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueStage {
+    /// The boxed value itself (a sorted set's `SortedSet`).
+    Heap,
+    /// Its data (a compact sorted set's buffer).
+    Data,
+}
+
 impl Value {
+    /// Asks the CPU for `stage` of this value, for the batch prefetch (`store::prefetch`).
+    /// Only sorted sets go past the entry: the sliding-window pattern's first touches.
+    pub fn prefetch(&self, stage: ValueStage) {
+        if let Value::ZSet(z) = self {
+            match stage {
+                ValueStage::Heap => {
+                    crate::store::prefetch::prefetch_line(std::ptr::from_ref(&**z).cast());
+                }
+                ValueStage::Data => z.prefetch_data(),
+            }
+        }
+    }
+
     /// The name TYPE reports.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -254,6 +254,16 @@ pub struct SortedSet {
     repr: Repr,
 }
 
+impl SortedSet {
+    /// Asks the CPU for the start and end of a compact set's buffer, which every operation
+    /// walks (see `store::prefetch`).
+    pub(crate) fn prefetch_data(&self) {
+        if let Repr::Small(s) = &self.repr {
+            s.prefetch();
+        }
+    }
+}
+
 impl Default for SortedSet {
     fn default() -> Self {
         Self::new()

@@ -4,7 +4,8 @@
 //! Every operation first turns its arguments into a span of ascending ranks `[lo, hi)`: by
 //! decoding a compact set whole (it is small), or by O(log n) descents of the large one's
 //! counted tree. Reading or removing the span then costs O(log n + span) in the large
-//! encoding.
+//! encoding. One exception: a compact set's `ZREMRANGEBYSCORE` (a sliding window's trim)
+//! finds its span and cuts it in one walk (`Small::remove_score_range`).
 
 use bytes::Bytes;
 
@@ -145,8 +146,13 @@ impl SortedSet {
 
     /// Removes the entries with scores in `range` (`ZREMRANGEBYSCORE`); returns how many.
     pub fn remove_range_by_score(&mut self, range: &ScoreRange) -> usize {
-        let (lo, hi) = self.score_span(range);
-        self.remove_span(lo, hi)
+        match &mut self.repr {
+            Repr::Small(s) if !range.is_empty() => s.remove_score_range(range),
+            _ => {
+                let (lo, hi) = self.score_span(range);
+                self.remove_span(lo, hi)
+            }
+        }
     }
 
     /// Removes entries by ascending rank with the index rules of

@@ -175,46 +175,71 @@ fn int_score(s: f64) -> Option<i64> {
     (n as f64 == s && s.abs() < EXACT_INT && !(s == 0.0 && s.is_sign_negative())).then_some(n)
 }
 
+/// What an entry's integer score is stored against: the previous entry's score when that
+/// one is stored as an integer ([`int_score`] of it), else `None` (also for the first
+/// entry). Walks carry it as the integer [`decode_raw`] read, so no entry's score is
+/// converted back from `f64`.
+type Prev = Option<i64>;
+
 /// Appends the encoding of one entry (`score` already compacted: never `-0`) that follows
-/// an entry with score `prev` (`None` for the first entry).
-fn encode(out: &mut impl Sink, score: f64, member: &[u8], prev: Option<f64>) {
-    let int = int_score(score);
-    let member_int = parse_i64(member);
-    let member_kind = match (int, member_int) {
-        (Some(s), Some(m)) if s == m => MEMBER_IS_SCORE,
-        (_, Some(_)) => MEMBER_INT,
-        _ => MEMBER_BYTES,
+/// an entry whose integer score is `prev`.
+fn encode(out: &mut impl Sink, score: f64, member: &[u8], prev: Prev) {
+    let member = match parse_i64(member) {
+        Some(m) => RawMember::Int(m),
+        None => RawMember::Bytes(member),
+    };
+    encode_raw(out, score, int_score(score), member, prev);
+}
+
+/// [`encode`] of an entry as [`decode_raw`] gave it (`int` is [`int_score`] of `score`, and a
+/// `Bytes` member is not the text of an integer), so re-encoding an entry formats and
+/// parses nothing.
+fn encode_raw(
+    out: &mut impl Sink,
+    score: f64,
+    int: Option<i64>,
+    member: RawMember<'_>,
+    prev: Prev,
+) {
+    let member_kind = match (int, member) {
+        (Some(s), RawMember::Int(m)) if s == m => MEMBER_IS_SCORE,
+        (_, RawMember::Int(_)) => MEMBER_INT,
+        (_, RawMember::Bytes(_)) => MEMBER_BYTES,
     };
     let score_kind = if int.is_some() { 0 } else { SCORE_F64 };
     out.put_byte(score_kind | (member_kind << MEMBER_SHIFT));
-    match (int, prev.and_then(int_score)) {
+    match (int, prev) {
         (Some(s), Some(p)) => put_varint(out, s.wrapping_sub(p) as u64),
         (Some(s), None) => put_varint(out, zigzag(s)),
         (None, _) => out.put_bytes(&score.to_le_bytes()),
     }
-    match (member_kind, member_int) {
-        (MEMBER_INT, Some(m)) => put_varint(out, zigzag(m)),
-        (MEMBER_BYTES, _) => {
-            put_varint(out, member.len() as u64);
-            out.put_bytes(member);
+    match (member_kind, member) {
+        (MEMBER_INT, RawMember::Int(m)) => put_varint(out, zigzag(m)),
+        (MEMBER_BYTES, RawMember::Bytes(b)) => {
+            put_varint(out, b.len() as u64);
+            out.put_bytes(b);
         }
         _ => {}
     }
 }
 
-/// Decodes the entry at `pos`, which follows an entry with score `prev`. The buffer is only
-/// ever written by [`encode`], so `None` (a truncated entry) does not happen; it ends
-/// iteration rather than panicking.
-fn decode(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<Decoded<'_>> {
-    let (score, member, end) = decode_raw(buf, pos, prev)?;
-    Some(Decoded {
+/// Decodes the entry at `pos`, which follows an entry whose integer score is `prev`. The
+/// buffer is only ever written by [`encode`], so `None` (a truncated entry) does not
+/// happen; it ends iteration rather than panicking.
+fn decode(buf: &[u8], pos: usize, prev: Prev) -> Option<Decoded<'_>> {
+    let (score, _, member, end) = decode_raw(buf, pos, prev)?;
+    Some(decoded(score, member, (pos, end)))
+}
+
+fn decoded(score: Score, member: RawMember<'_>, span: (usize, usize)) -> Decoded<'_> {
+    Decoded {
         score,
         member: match member {
             RawMember::Int(n) => Member::int(n),
             RawMember::Bytes(b) => Member::borrowed(b),
         },
-        span: (pos, end),
-    })
+        span,
+    }
 }
 
 /// A member as stored: integers are not formatted yet.
@@ -225,8 +250,8 @@ enum RawMember<'a> {
 }
 
 /// Decodes the entry at `pos` (see [`decode`]) without formatting an integer member;
-/// returns its score, member and end.
-fn decode_raw(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<(Score, RawMember<'_>, usize)> {
+/// returns its score, the score as the next entry's [`Prev`], its member and its end.
+fn decode_raw(buf: &[u8], pos: usize, prev: Prev) -> Option<(Score, Prev, RawMember<'_>, usize)> {
     let mut p = pos;
     let h = *buf.get(p)?;
     p += 1;
@@ -236,7 +261,7 @@ fn decode_raw(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<(Score, RawMe
         (f64::from_le_bytes(raw), None)
     } else {
         let v = get_varint(buf, &mut p)?;
-        let n = match prev.and_then(int_score) {
+        let n = match prev {
             Some(prev) => prev.checked_add(i64::try_from(v).ok()?)?,
             None => unzigzag(v),
         };
@@ -252,7 +277,7 @@ fn decode_raw(buf: &[u8], pos: usize, prev: Option<f64>) -> Option<(Score, RawMe
             RawMember::Bytes(b)
         }
     };
-    Some((Score(score), member, p))
+    Some((Score(score), int, member, p))
 }
 
 /// Order of a stored entry against (score, member); an integer member is formatted only when
@@ -281,8 +306,8 @@ pub(super) struct Seek {
     pub(super) index: usize,
     /// Byte offset of the first entry at or above the key.
     pos: usize,
-    /// Score of the entry before that one.
-    prev: Option<f64>,
+    /// What that entry's score is stored against.
+    prev: Prev,
     /// The stored score of the entry equal to the key, if there is one.
     pub(super) equal: Option<Score>,
 }
@@ -291,16 +316,17 @@ pub(super) struct Seek {
 pub(super) struct Entries<'a> {
     buf: &'a [u8],
     pos: usize,
-    prev: Option<f64>,
+    prev: Prev,
 }
 
 impl<'a> Iterator for Entries<'a> {
     type Item = Decoded<'a>;
 
     fn next(&mut self) -> Option<Decoded<'a>> {
-        let d = decode(self.buf, self.pos, self.prev)?;
-        self.pos = d.span.1;
-        self.prev = Some(d.score.0);
+        let (score, int, member, end) = decode_raw(self.buf, self.pos, self.prev)?;
+        let d = decoded(score, member, (self.pos, end));
+        self.pos = end;
+        self.prev = int;
         Some(d)
     }
 }
@@ -308,6 +334,15 @@ impl<'a> Iterator for Entries<'a> {
 impl Small {
     pub(super) fn len(&self) -> usize {
         self.len as usize
+    }
+
+    /// Asks the CPU for the buffer's first and last lines.
+    pub(super) fn prefetch(&self) {
+        if let Some(last) = self.buf.len().checked_sub(1) {
+            let p = self.buf.as_ptr();
+            crate::store::prefetch::prefetch_line(p);
+            crate::store::prefetch::prefetch_line(p.wrapping_add(last));
+        }
     }
 
     /// Heap bytes held.
@@ -327,7 +362,7 @@ impl Small {
         let mut len = 0u32;
         for (score, member) in entries {
             encode(&mut buf, score.0, member, prev);
-            prev = Some(score.0);
+            prev = int_score(score.0);
             len = len.saturating_add(1);
         }
         buf.shrink_to_fit();
@@ -362,12 +397,12 @@ impl Small {
     pub(super) fn find(&self, member: &[u8]) -> Option<(usize, Decoded<'_>)> {
         let as_int = parse_i64(member);
         let (mut pos, mut prev, mut index) = (0, None, 0);
-        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+        while let Some((_, int, m, end)) = decode_raw(&self.buf, pos, prev) {
             if is_member(m, as_int, member) {
                 return decode(&self.buf, pos, prev).map(|d| (index, d));
             }
             pos = end;
-            prev = Some(s.0);
+            prev = int;
             index += 1;
         }
         None
@@ -380,7 +415,7 @@ impl Small {
         let as_int = parse_i64(member);
         let (mut pos, mut prev, mut index) = (0, None, 0);
         let mut place = None;
-        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+        while let Some((s, int, m, end)) = decode_raw(&self.buf, pos, prev) {
             if is_member(m, as_int, member) {
                 return Ok(s);
             }
@@ -394,7 +429,7 @@ impl Small {
                 });
             }
             pos = end;
-            prev = Some(s.0);
+            prev = int;
             index += 1;
         }
         Err(place.unwrap_or(Seek {
@@ -408,11 +443,11 @@ impl Small {
     /// Where (score, member) falls: the entries below it, and the equal entry if any.
     pub(super) fn seek(&self, score: Score, member: &[u8]) -> Seek {
         let (mut pos, mut prev, mut index) = (0, None, 0);
-        while let Some((s, m, end)) = decode_raw(&self.buf, pos, prev) {
+        while let Some((s, int, m, end)) = decode_raw(&self.buf, pos, prev) {
             match cmp_raw(s, m, score, member) {
                 Ordering::Less => {
                     pos = end;
-                    prev = Some(s.0);
+                    prev = int;
                     index += 1;
                 }
                 Ordering::Equal => {
@@ -443,16 +478,15 @@ impl Small {
     /// [`Small::insert`] at the place [`Small::seek`] or [`Small::locate`] found for it (no
     /// change to the buffer since).
     pub(super) fn insert_at(&mut self, at: Seek, score: Score, member: &[u8]) {
-        let prev = at.prev;
-        let next = decode(&self.buf, at.pos, prev);
+        let next = decode_raw(&self.buf, at.pos, at.prev);
         let mut enc = EntryBuf::new();
-        encode(&mut enc, score.0, member, prev);
+        encode(&mut enc, score.0, member, at.prev);
         let (at, end) = match next {
-            Some(n) => {
+            Some((n, int, m, end)) => {
                 // The next entry's score may be a difference from its predecessor's: it now
                 // follows the new entry.
-                encode(&mut enc, n.score.0, &n.member, Some(score.0));
-                n.span
+                encode_raw(&mut enc, n.0, int, m, int_score(score.0));
+                (at.pos, end)
             }
             None => (self.buf.len(), self.buf.len()),
         };
@@ -467,23 +501,61 @@ impl Small {
         if n == 0 || a >= b {
             return;
         }
-        let prev = self
-            .entries()
-            .take_while(|d| d.span.0 < a)
-            .last()
-            .map(|d| d.score.0);
+        // One walk to the gap's end, for what the entries at its two edges are stored against.
+        let (mut pos, mut prev, mut before) = (0, None, None);
+        while pos < b {
+            if pos == a {
+                before = prev;
+            }
+            let Some((_, int, _, end)) = decode_raw(&self.buf, pos, prev) else {
+                return;
+            };
+            pos = end;
+            prev = int;
+        }
+        self.cut(a, before, b, prev, n);
+    }
+
+    /// Removes the `n` entries in bytes `a..b`, where the entry at `a` is stored against
+    /// `before` and the one at `b` against `last`.
+    fn cut(&mut self, a: usize, before: Prev, b: usize, last: Prev, n: usize) {
         let mut enc = EntryBuf::new();
         let mut end = b;
         // The entry after the gap may be a difference from its old predecessor: re-encode it
         // against its new one.
-        if let Some(d) = self.entries().find(|d| d.span.0 >= b) {
-            encode(&mut enc, d.score.0, &d.member, prev);
-            end = d.span.1;
+        if let Some((s, int, m, e)) = decode_raw(&self.buf, b, last) {
+            encode_raw(&mut enc, s.0, int, m, before);
+            end = e;
         }
         self.replace(a..end, &enc);
         self.len = self
             .len
             .saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+
+    /// Removes the entries whose scores are in `range` (not empty), in one walk that stops
+    /// past the range (`ZREMRANGEBYSCORE`, a sliding window's trim); returns how many.
+    pub(super) fn remove_score_range(&mut self, range: &ScoreRange) -> usize {
+        let (mut pos, mut prev) = (0, None);
+        let mut first = None;
+        let mut n = 0;
+        while let Some((s, int, _, end)) = decode_raw(&self.buf, pos, prev) {
+            if !range.lte_max(s.0) {
+                break;
+            }
+            if range.gte_min(s.0) {
+                // In order, so every entry from the first in range to here is in it.
+                first.get_or_insert((pos, prev));
+                n += 1;
+            }
+            pos = end;
+            prev = int;
+        }
+        let Some((a, before)) = first else {
+            return 0;
+        };
+        self.cut(a, before, pos, prev, n);
+        n
     }
 
     /// Replaces `range` of the buffer with `with`, in place: the buffer grows to exactly
@@ -506,10 +578,10 @@ impl Small {
     fn spans(&self) -> impl Iterator<Item = (f64, usize, usize)> + '_ {
         let (mut pos, mut prev) = (0, None);
         std::iter::from_fn(move || {
-            let (score, _, end) = decode_raw(&self.buf, pos, prev)?;
+            let (score, int, _, end) = decode_raw(&self.buf, pos, prev)?;
             let start = pos;
             pos = end;
-            prev = Some(score.0);
+            prev = int;
             Some((score.0, start, end))
         })
     }
@@ -793,6 +865,77 @@ mod tests {
                         score_span(&s.decoded(), &range),
                         "{min} {max} {min_exclusive} {max_exclusive}"
                     );
+                }
+            }
+        }
+    }
+
+    /// The one-walk trim leaves what removing the score span by rank leaves, byte for byte,
+    /// on sets mixing integer and `f64` scores, integer and byte members.
+    #[test]
+    fn remove_score_range_is_remove_ranks_of_the_score_span() {
+        let entries: [(f64, &str); 9] = [
+            (-3.0, "-3"),
+            (-1.5, "a"),
+            (0.0, "0"),
+            (2.0, "b"),
+            (2.0, "7"),
+            (5.0, "5"),
+            (5.25, "c"),
+            (9.0, "9"),
+            (1e17, "big"),
+        ];
+        let bounds = [
+            f64::NEG_INFINITY,
+            -3.0,
+            -1.0,
+            0.0,
+            2.0,
+            5.0,
+            5.25,
+            9.0,
+            1e18,
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..40 {
+            let mut s = Small::default();
+            for (score, m) in entries {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if !x.is_multiple_of(4) {
+                    s.insert(Score(score), m.as_bytes());
+                }
+            }
+            for &min in &bounds {
+                for &max in &bounds {
+                    for (min_exclusive, max_exclusive) in
+                        [(false, false), (true, false), (false, true), (true, true)]
+                    {
+                        let range = ScoreRange {
+                            min,
+                            max,
+                            min_exclusive,
+                            max_exclusive,
+                        };
+                        if range.is_empty() {
+                            continue;
+                        }
+                        let (lo, hi) = s.score_span(&range);
+                        let mut by_rank = s.clone();
+                        let n = by_rank.remove_ranks(lo, hi);
+                        // Built afresh from the entries left: the encoding an edit must give.
+                        let d = s.decoded();
+                        let left = d
+                            .iter()
+                            .filter(|e| !(range.gte_min(e.score.0) && range.lte_max(e.score.0)));
+                        let want = Small::from_entries(left.map(|e| (e.score, &*e.member)));
+                        let mut got = s.clone();
+                        assert_eq!(got.remove_score_range(&range), n, "{range:?}");
+                        assert_eq!(got.buf, want.buf, "{range:?}");
+                        assert_eq!(by_rank.buf, want.buf, "{range:?}");
+                        assert_eq!((got.len(), by_rank.len()), (want.len(), want.len()));
+                    }
                 }
             }
         }
