@@ -386,6 +386,35 @@ impl<'a> Command<'a> for Set<'a> {
             None => Ttl::Clear,
         };
         let db = ctx.db();
+        let expire_at = match ttl {
+            Ttl::At(at) => Some(at),
+            Ttl::Clear | Ttl::Keep => None,
+        };
+        if !self.get
+            && !matches!(ttl, Ttl::Keep)
+            && matches!(self.cond, Cond::Always | Cond::Nx | Cond::Xx)
+        {
+            // Without GET, KEEPTTL or a compare, one probe of the key decides NX / XX and
+            // stores the value where the key is (`Locked::update`), where a lookup and then
+            // the store each probed it.
+            let (cond, value) = (&self.cond, self.value);
+            let wrote = ctx.store.update(db, self.key, ctx.now_ms, |old| {
+                let met = match cond {
+                    Cond::Nx => old.is_none(),
+                    Cond::Xx => old.is_some(),
+                    _ => true,
+                };
+                Ok::<_, CmdError>((met, met.then(|| (Value::from_bytes(value), expire_at))))
+            })?;
+            if !wrote {
+                return Ok(Reply::Null);
+            }
+            ctx.notify(class::STRING, "set", self.key);
+            if expire_at.is_some() {
+                ctx.notify(class::GENERIC, "expire", self.key);
+            }
+            return Ok(Reply::ok());
+        }
         let old = if self.get {
             Some(read_string(ctx, self.key)?)
         } else {
