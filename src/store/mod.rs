@@ -200,7 +200,7 @@ impl Keyspace {
     /// right now (a hint: a shard another thread holds is not waited for).
     pub fn prefetch(&self, db: usize, key: &[u8]) {
         let hash = self.hash_to_prefetch(key);
-        self.prefetch_hashes(db, &[hash]);
+        self.prefetch_hashes(db, &[hash], false);
     }
 
     /// `key`'s hash, remembered for this thread's batch (see `prefetch`), for
@@ -223,7 +223,9 @@ impl Keyspace {
     /// probe: taking a lock is an atomic read-modify-write, which waits for every load
     /// before it, so a lock between two probes would wait out one key's table misses
     /// before the next key's could start, where probes in a row overlap them.
-    pub fn prefetch_hashes(&self, db: usize, hashes: &[u64]) {
+    /// With `values` (the batch has sorted-set commands), a batch of two or more keys is
+    /// walked on to its sorted sets' data.
+    pub fn prefetch_hashes(&self, db: usize, hashes: &[u64], values: bool) {
         let mut held: SmallVec<[(usize, MutexGuard<'_, Shard>); prefetch::MAX_KEYS]> =
             SmallVec::new();
         for &hash in hashes {
@@ -240,7 +242,7 @@ impl Keyspace {
                 shard.prefetch(db, hash);
             }
         }
-        if hashes.len() < 2 {
+        if !values || hashes.len() < 2 {
             // One key: reading its entry now would wait for the line just asked for.
             return;
         }
@@ -870,10 +872,10 @@ mod tests {
         }
         let mut hashes: Vec<u64> = keys.iter().map(|(k, _)| ks.hash(k)).collect();
         hashes.push(ks.hash(b"missing"));
-        ks.prefetch_hashes(0, &hashes);
+        ks.prefetch_hashes(0, &hashes, true);
         let held = ks.lock_keys([&b"small"[..]]);
         std::thread::scope(|s| {
-            s.spawn(|| ks.prefetch_hashes(0, &hashes));
+            s.spawn(|| ks.prefetch_hashes(0, &hashes, true));
         });
         drop(held);
         let mut locked = ks.lock_keys(keys.iter().map(|(k, _)| *k));

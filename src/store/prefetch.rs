@@ -8,7 +8,8 @@
 //! overlap (the shape of Valkey 8's `memory_prefetch.c`, done here with what this store
 //! needs: the table probe under a `try_lock` of the shard, then a prefetch of the entry).
 //!
-//! A batch of two or more keys is then walked twice more (`Keyspace::prefetch_hashes`):
+//! A batch of two or more keys with sorted-set commands in it (the loop's scan sees their
+//! `Z…` names) is then walked twice more (`Keyspace::prefetch_hashes`):
 //! a sorted set's data is two dependent pointers past its entry (the `SortedSet` box, then
 //! a compact set's buffer), so each pass reads the line the pass before asked for, by then
 //! arriving, and asks for the next. That took the sliding window's first touches of its set

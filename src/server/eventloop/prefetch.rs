@@ -32,7 +32,9 @@ const MAX_REQUESTS: usize = 8 * MAX_KEYS;
 pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
     let mut hashes = [0u64; MAX_KEYS];
     let mut n = 0usize;
-    scan(rest, |key, again| {
+    let mut sorted_sets = false;
+    scan(rest, |key, again, sorted_set| {
+        sorted_sets |= sorted_set;
         if again {
             if let Some(&hash) = n.checked_sub(1).and_then(|last| hashes.get(last)) {
                 keyspace.remember_hash(key, hash);
@@ -45,25 +47,27 @@ pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
         }
         true
     });
-    keyspace.prefetch_hashes(db, &hashes[..n]);
+    // Only sorted sets' data lies past the entry: a batch with none of their commands (a
+    // pipeline of GETs, SETs, CL.THROTTLEs) stops at the entries.
+    keyspace.prefetch_hashes(db, &hashes[..n], sorted_sets);
 }
 
 /// Steps through the complete requests in `buf` (at most `MAX_REQUESTS`, and none past the
-/// first it does not expect), calling `visit` with each one's first argument and whether
-/// it equals the one before; requests of the name alone are stepped over. Stops when
-/// `visit` returns false.
-fn scan<'a>(buf: &'a [u8], mut visit: impl FnMut(&'a [u8], bool) -> bool) {
+/// first it does not expect), calling `visit` with each one's first argument, whether it
+/// equals the one before and whether the command is a sorted set's; requests of the name
+/// alone are stepped over. Stops when `visit` returns false.
+fn scan<'a>(buf: &'a [u8], mut visit: impl FnMut(&'a [u8], bool, bool) -> bool) {
     let mut pos = 0;
     let mut last: Option<&[u8]> = None;
     for _ in 0..MAX_REQUESTS {
-        let Some((key, next)) = request(buf, pos) else {
+        let Some((key, next, sorted_set)) = request(buf, pos) else {
             return;
         };
         pos = next;
         let Some(key) = key.and_then(|(start, len)| buf.get(start..start + len)) else {
             continue;
         };
-        if !visit(key, last == Some(key)) {
+        if !visit(key, last == Some(key), sorted_set) {
             return;
         }
         last = Some(key);
@@ -101,7 +105,7 @@ const SCRIPT_CALLS: [&[u8]; 6] = [
 fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     // A transaction's MULTI: the key of the first command it queues.
     let pos = match request(buf, 0) {
-        Some((None, next)) => next,
+        Some((None, next, _)) => next,
         _ => 0,
     };
     let (args, mut at) = header(buf, pos, b'*')?;
@@ -131,15 +135,17 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// The request of 1 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
-/// of its second element (none for a request of one) and where the next request starts.
+/// of its second element (none for a request of one), where the next request starts, and
+/// whether its name is a sorted set's (`Z…`).
 #[inline]
-fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize)> {
+fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize, bool)> {
     let (args, at) = header(buf, pos, b'*')?;
     if !(1..=MAX_ARGS).contains(&args) {
         return None;
     }
     // The name, the key, then the rest stepped over (no test per element for the key).
-    let (_, mut at) = element(buf, at)?;
+    let ((name, _), mut at) = element(buf, at)?;
+    let sorted_set = matches!(buf.get(name), Some(b'z' | b'Z'));
     let mut key = None;
     if args >= 2 {
         let (found, next) = element(buf, at)?;
@@ -149,7 +155,7 @@ fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize)> {
     for _ in 2..args {
         at = element(buf, at)?.1;
     }
-    Some((key, at))
+    Some((key, at, sorted_set))
 }
 
 /// The complete bulk string at `pos`: its `(start, length)` and where the next element
@@ -220,7 +226,7 @@ mod tests {
     /// before probed once.
     fn keys(buf: &[u8]) -> Vec<&[u8]> {
         let mut out = Vec::new();
-        scan(buf, |key, again| {
+        scan(buf, |key, again, _| {
             if again {
                 return true;
             }
@@ -231,6 +237,48 @@ mod tests {
             true
         });
         out
+    }
+
+    /// `commands` as a client writes them (RESP arrays of bulk strings).
+    fn resp(commands: &[&[&[u8]]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for args in commands {
+            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in *args {
+                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out
+    }
+
+    /// Whether `batch` would walk on to the values: some command of the batch is a sorted
+    /// set's.
+    fn sorted_sets(buf: &[u8]) -> bool {
+        let mut seen = false;
+        scan(buf, |_, _, sorted_set| {
+            seen |= sorted_set;
+            true
+        });
+        seen
+    }
+
+    #[test]
+    fn only_batches_with_sorted_set_commands_walk_on_to_the_values() {
+        let sliding = resp(&[
+            &[&b"MULTI"[..]],
+            &[b"zadd", b"k", b"1", b"1"],
+            &[b"ZCARD", b"k"],
+            &[b"EXEC"],
+        ]);
+        assert!(sorted_sets(&sliding));
+        let getset = resp(&[
+            &[&b"GET"[..], b"a"],
+            &[b"SET", b"b", b"zz"],
+            &[b"EXPIRE", b"z", b"1"],
+        ]);
+        assert!(!sorted_sets(&getset));
     }
 
     #[test]
