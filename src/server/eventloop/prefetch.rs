@@ -60,7 +60,12 @@ fn scan<'a>(buf: &'a [u8], mut visit: impl FnMut(&'a [u8], bool, bool) -> bool) 
     let mut pos = 0;
     let mut last: Option<&[u8]> = None;
     for _ in 0..MAX_REQUESTS {
-        let Some((key, next, sorted_set)) = request(buf, pos) else {
+        let Some(Request {
+            key,
+            next,
+            sorted_set,
+        }) = request(buf, pos)
+        else {
             return;
         };
         pos = next;
@@ -105,7 +110,9 @@ const SCRIPT_CALLS: [&[u8]; 6] = [
 fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     // A transaction's MULTI: the key of the first command it queues.
     let pos = match request(buf, 0) {
-        Some((None, next, _)) => next,
+        Some(Request {
+            key: None, next, ..
+        }) => next,
         _ => 0,
     };
     let (args, mut at) = header(buf, pos, b'*')?;
@@ -134,11 +141,19 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     (args >= 4 && name(elements[2]) != b"0").then_some(elements[3])
 }
 
-/// The request of 1 to `MAX_ARGS` bulk strings at `pos`, if complete: the `(start, length)`
-/// of its second element (none for a request of one), where the next request starts, and
-/// whether its name is a sorted set's (`Z…`).
+/// What the scan reads of one request.
+struct Request {
+    /// The `(start, length)` of its second element (none for a request of one).
+    key: Option<(usize, usize)>,
+    /// Where the next request starts.
+    next: usize,
+    /// Its name is a sorted set's (`Z…`).
+    sorted_set: bool,
+}
+
+/// The request of 1 to `MAX_ARGS` bulk strings at `pos`, if complete.
 #[inline]
-fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize, bool)> {
+fn request(buf: &[u8], pos: usize) -> Option<Request> {
     let (args, at) = header(buf, pos, b'*')?;
     if !(1..=MAX_ARGS).contains(&args) {
         return None;
@@ -155,7 +170,11 @@ fn request(buf: &[u8], pos: usize) -> Option<(Option<(usize, usize)>, usize, boo
     for _ in 2..args {
         at = element(buf, at)?.1;
     }
-    Some((key, at, sorted_set))
+    Some(Request {
+        key,
+        next: at,
+        sorted_set,
+    })
 }
 
 /// The complete bulk string at `pos`: its `(start, length)` and where the next element
