@@ -846,8 +846,20 @@ mod tests {
             8.0,
             f64::INFINITY,
         ];
-        for &min in &bounds {
-            for &max in &bounds {
+        for range in ranges_over(&bounds) {
+            assert_eq!(
+                s.score_span(&range),
+                score_span(&s.decoded(), &range),
+                "{range:?}"
+            );
+        }
+    }
+
+    /// Every non-empty score range with ends among `bounds`, each end inclusive or not.
+    fn ranges_over(bounds: &[f64]) -> Vec<ScoreRange> {
+        let mut out = Vec::new();
+        for &min in bounds {
+            for &max in bounds {
                 for (min_exclusive, max_exclusive) in
                     [(false, false), (true, false), (false, true), (true, true)]
                 {
@@ -857,17 +869,13 @@ mod tests {
                         min_exclusive,
                         max_exclusive,
                     };
-                    if range.is_empty() {
-                        continue;
+                    if !range.is_empty() {
+                        out.push(range);
                     }
-                    assert_eq!(
-                        s.score_span(&range),
-                        score_span(&s.decoded(), &range),
-                        "{min} {max} {min_exclusive} {max_exclusive}"
-                    );
                 }
             }
         }
+        out
     }
 
     /// The one-walk trim leaves what removing the score span by rank leaves, byte for byte,
@@ -907,36 +915,21 @@ mod tests {
                     s.insert(Score(score), m.as_bytes());
                 }
             }
-            for &min in &bounds {
-                for &max in &bounds {
-                    for (min_exclusive, max_exclusive) in
-                        [(false, false), (true, false), (false, true), (true, true)]
-                    {
-                        let range = ScoreRange {
-                            min,
-                            max,
-                            min_exclusive,
-                            max_exclusive,
-                        };
-                        if range.is_empty() {
-                            continue;
-                        }
-                        let (lo, hi) = s.score_span(&range);
-                        let mut by_rank = s.clone();
-                        let n = by_rank.remove_ranks(lo, hi);
-                        // Built afresh from the entries left: the encoding an edit must give.
-                        let d = s.decoded();
-                        let left = d
-                            .iter()
-                            .filter(|e| !(range.gte_min(e.score.0) && range.lte_max(e.score.0)));
-                        let want = Small::from_entries(left.map(|e| (e.score, &*e.member)));
-                        let mut got = s.clone();
-                        assert_eq!(got.remove_score_range(&range), n, "{range:?}");
-                        assert_eq!(got.buf, want.buf, "{range:?}");
-                        assert_eq!(by_rank.buf, want.buf, "{range:?}");
-                        assert_eq!((got.len(), by_rank.len()), (want.len(), want.len()));
-                    }
-                }
+            for range in ranges_over(&bounds) {
+                let (lo, hi) = s.score_span(&range);
+                let mut by_rank = s.clone();
+                let n = by_rank.remove_ranks(lo, hi);
+                // Built afresh from the entries left: the encoding an edit must give.
+                let d = s.decoded();
+                let left = d
+                    .iter()
+                    .filter(|e| !(range.gte_min(e.score.0) && range.lte_max(e.score.0)));
+                let want = Small::from_entries(left.map(|e| (e.score, &*e.member)));
+                let mut got = s.clone();
+                assert_eq!(got.remove_score_range(&range), n, "{range:?}");
+                assert_eq!(got.buf, want.buf, "{range:?}");
+                assert_eq!(by_rank.buf, want.buf, "{range:?}");
+                assert_eq!((got.len(), by_rank.len()), (want.len(), want.len()));
             }
         }
     }
