@@ -33,10 +33,22 @@ pub struct RedisServer {
     keep_dir: bool,
 }
 
-/// A loopback port that was free a moment ago (bound to 127.0.0.1:0, then released).
+/// A loopback port that was free a moment ago (bound to 127.0.0.1:0, then released), and
+/// never handed out before in this test process. The tests run as threads of one process:
+/// without the record, two tests could be handed the same released port before either's
+/// server binds it, and the loser's start-up would retry a port that never frees (CI saw
+/// two cluster nodes wait on one bus port this way).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("cannot bind 127.0.0.1:0");
-    listener.local_addr().expect("no local address").port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("cannot bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("no local address").port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 impl RedisServer {
