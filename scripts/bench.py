@@ -356,7 +356,10 @@ def step_redis_benchmark(args, servers, log):
     res = {}
     for rep in range(args.reps):
         for pipeline, _ in RB_PIPELINES:
-            for srv in servers:
+            # Each server goes first in every other repeat: a redis-benchmark run has no
+            # warm-up and starts with SET, so a fixed order would give one server's SET the
+            # same neighbour in every repeat.
+            for srv in (servers if rep % 2 == 0 else servers[::-1]):
                 resp_cmd(srv.port, "FLUSHALL")
                 cmd = [
                     "redis-benchmark", "-h", HOST, "-p", str(srv.port), "-t", "set,get,incr",
