@@ -231,8 +231,8 @@ pub(crate) fn call<'a>(
         // Clients blocked on keys the command wrote are served (their pops emit their own
         // events) after its statistics and slow log entry, before its reply goes out and
         // before the next command runs (Redis's handleClientsBlockedOnKeys after `call`).
-        let ready = std::mem::take(&mut ctx.ready);
-        if !ready.is_empty() {
+        if !ctx.ready.is_empty() {
+            let ready = std::mem::take(&mut ctx.ready);
             blocking::serve(ctx.shared, ready);
             // Serving them is not the next command's time.
             crate::clock::lap(Tick::now());
@@ -342,21 +342,23 @@ fn run<'a>(
     if matches!(caller, Caller::Client(_)) {
         // Fed while the locks are held, so writes to one key reach the replication stream
         // in the order they were applied (EXEC feeds its own within its lock hold).
-        let effects = std::mem::take(&mut ctx.propagate);
-        if !effects.is_empty() {
+        // Tested before taking: moving an empty vector out and dropping it costs a call
+        // of its drop glue, on every command.
+        if !ctx.propagate.is_empty() {
+            let effects = std::mem::take(&mut ctx.propagate);
             ctx.shared.repl.propagate(&effects);
         }
-        // The key events are taken while the shards (and their logs) are still held, then
+        // The key events the shards logged are taken while the shards are still held, then
         // the locks are dropped before anything else. Notifications go out with no lock
         // held; the blocked clients the command made ready are served once it has been
         // accounted for (`call`).
-        let events = ctx.take_events();
+        ctx.take_store_events();
         // Reserved while the locks are still held: no script runs on these shards before
         // the blocked clients are served (see `blocking::reserve`).
         let shared = ctx.shared;
         let reserved = (!ctx.ready.is_empty()).then(|| blocking::reserve(shared, &ctx.ready));
         ctx.store.release();
-        notify::publish(ctx.shared, events);
+        notify::publish_taken(shared, &mut ctx.events);
         return (reply, reserved);
     }
     (reply, None)
