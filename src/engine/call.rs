@@ -107,7 +107,7 @@ pub(crate) fn call<'a>(
                 && let Some(reply) =
                     hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx)
             {
-                account(ctx, entry, args, &reply, Duration::ZERO, &caller);
+                account(ctx, entry, args, &reply, 0, &caller);
                 ctx.hold = held_before;
                 return reply;
             }
@@ -224,9 +224,11 @@ pub(crate) fn call<'a>(
     if !matches!(caller, Caller::Script(_)) {
         crate::clock::lap(ended);
     }
-    let took = Duration::from_nanos(ended.ns_since(started)) + ctx.hold;
-    ctx.hold += held_before;
-    account(ctx, entry, args, &reply, took, &caller);
+    let usec = took_usec(ended.ns_since(started), ctx.hold);
+    if !held_before.is_zero() {
+        ctx.hold += held_before;
+    }
+    account(ctx, entry, args, &reply, usec, &caller);
     if matches!(caller, Caller::Client(_)) {
         // Clients blocked on keys the command wrote are served (their pops emit their own
         // events) after its statistics and slow log entry, before its reply goes out and
@@ -619,22 +621,32 @@ pub(crate) fn count_error(shared: &Shared, text: &str) {
     shared.errors.count(text);
 }
 
-/// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
+/// A command's time in whole microseconds: `ran_ns` on the clock plus what it asked to be
+/// held. Almost always nothing was held: then one division, no `Duration` arithmetic (this
+/// runs for every command).
+#[inline]
+fn took_usec(ran_ns: u64, hold: Duration) -> u64 {
+    if hold.is_zero() {
+        return ran_ns / 1_000;
+    }
+    let took = Duration::from_nanos(ran_ns).saturating_add(hold);
+    took.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(took.subsec_micros()))
+}
+
+/// After a command ran (`usec`: its time, [`took_usec`]): statistics, SLOWLOG, LATENCY,
+/// MONITOR.
 fn account(
     ctx: &mut Ctx<'_>,
     entry: &CommandEntry,
     args: &[&[u8]],
     reply: &Reply,
-    took: Duration,
+    usec: u64,
     caller: &Caller<'_, '_>,
 ) {
     let shared = ctx.shared;
     let spec = entry.spec;
-    // Whole microseconds without u128 arithmetic (this runs for every command).
-    let usec = took
-        .as_secs()
-        .saturating_mul(1_000_000)
-        .saturating_add(u64::from(took.subsec_micros()));
     // A script whose error came from a failed call: that call counted it already.
     let counted = std::mem::take(&mut ctx.error_counted);
     let failed = match reply {
@@ -733,6 +745,35 @@ mod tests {
     /// shard must not wait on the shard's lock for the whole script (its thread would stall,
     /// where Redis answers -BUSY past the threshold). The connection's request comes back
     /// unrun, to go through the gate again; a command on another shard runs.
+    /// A command's time with nothing held is the clock's difference in whole µs; with a
+    /// hold, the hold is added before truncating, as the `Duration` sum was.
+    #[test]
+    fn took_usec_truncates_the_sum() {
+        use super::took_usec;
+        for ns in [
+            0,
+            999,
+            1_000,
+            1_999,
+            999_999_999,
+            1_000_000_000,
+            3_000_000_500,
+            u64::MAX,
+        ] {
+            assert_eq!(took_usec(ns, Duration::ZERO), ns / 1_000, "{ns}");
+            for hold in [
+                Duration::from_nanos(1),
+                Duration::from_nanos(500),
+                Duration::from_millis(3),
+            ] {
+                let sum = Duration::from_nanos(ns).saturating_add(hold);
+                let want = sum.as_secs() * 1_000_000 + u64::from(sum.subsec_micros());
+                assert_eq!(took_usec(ns, hold), want, "{ns} {hold:?}");
+            }
+        }
+        assert_eq!(took_usec(999, Duration::from_nanos(1)), 1);
+    }
+
     #[test]
     fn a_script_holding_the_shard_sends_the_request_back_to_the_gate() {
         let shared = Arc::new(Shared::new(
