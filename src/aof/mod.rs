@@ -191,6 +191,7 @@ impl Aof {
     }
 
     /// Whether writes are logged (one atomic load: the write path asks on every command).
+    #[inline]
     pub(crate) fn on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
     }

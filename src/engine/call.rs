@@ -107,7 +107,7 @@ pub(crate) fn call<'a>(
                 && let Some(reply) =
                     hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx)
             {
-                account(ctx, entry, args, &reply, Duration::ZERO, &caller);
+                account(ctx, entry, args, &reply, 0, &caller);
                 ctx.hold = held_before;
                 return reply;
             }
@@ -224,15 +224,17 @@ pub(crate) fn call<'a>(
     if !matches!(caller, Caller::Script(_)) {
         crate::clock::lap(ended);
     }
-    let took = Duration::from_nanos(ended.ns_since(started)) + ctx.hold;
-    ctx.hold += held_before;
-    account(ctx, entry, args, &reply, took, &caller);
+    let usec = took_usec(ended.ns_since(started), ctx.hold);
+    if !held_before.is_zero() {
+        ctx.hold += held_before;
+    }
+    account(ctx, entry, args, &reply, usec, &caller);
     if matches!(caller, Caller::Client(_)) {
         // Clients blocked on keys the command wrote are served (their pops emit their own
         // events) after its statistics and slow log entry, before its reply goes out and
         // before the next command runs (Redis's handleClientsBlockedOnKeys after `call`).
-        let ready = std::mem::take(&mut ctx.ready);
-        if !ready.is_empty() {
+        if !ctx.ready.is_empty() {
+            let ready = std::mem::take(&mut ctx.ready);
             blocking::serve(ctx.shared, ready);
             // Serving them is not the next command's time.
             crate::clock::lap(Tick::now());
@@ -342,21 +344,23 @@ fn run<'a>(
     if matches!(caller, Caller::Client(_)) {
         // Fed while the locks are held, so writes to one key reach the replication stream
         // in the order they were applied (EXEC feeds its own within its lock hold).
-        let effects = std::mem::take(&mut ctx.propagate);
-        if !effects.is_empty() {
+        // Tested before taking: moving an empty vector out and dropping it costs a call
+        // of its drop glue, on every command.
+        if !ctx.propagate.is_empty() {
+            let effects = std::mem::take(&mut ctx.propagate);
             ctx.shared.repl.propagate(&effects);
         }
-        // The key events are taken while the shards (and their logs) are still held, then
+        // The key events the shards logged are taken while the shards are still held, then
         // the locks are dropped before anything else. Notifications go out with no lock
         // held; the blocked clients the command made ready are served once it has been
         // accounted for (`call`).
-        let events = ctx.take_events();
+        ctx.take_store_events();
         // Reserved while the locks are still held: no script runs on these shards before
         // the blocked clients are served (see `blocking::reserve`).
         let shared = ctx.shared;
         let reserved = (!ctx.ready.is_empty()).then(|| blocking::reserve(shared, &ctx.ready));
         ctx.store.release();
-        notify::publish(ctx.shared, events);
+        notify::publish_taken(shared, &mut ctx.events);
         return (reply, reserved);
     }
     (reply, None)
@@ -617,22 +621,32 @@ pub(crate) fn count_error(shared: &Shared, text: &str) {
     shared.errors.count(text);
 }
 
-/// After a command ran: statistics, SLOWLOG, LATENCY, MONITOR.
+/// A command's time in whole microseconds: `ran_ns` on the clock plus what it asked to be
+/// held. Almost always nothing was held: then one division, no `Duration` arithmetic (this
+/// runs for every command).
+#[inline]
+fn took_usec(ran_ns: u64, hold: Duration) -> u64 {
+    if hold.is_zero() {
+        return ran_ns / 1_000;
+    }
+    let took = Duration::from_nanos(ran_ns).saturating_add(hold);
+    took.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(took.subsec_micros()))
+}
+
+/// After a command ran (`usec`: its time, [`took_usec`]): statistics, SLOWLOG, LATENCY,
+/// MONITOR.
 fn account(
     ctx: &mut Ctx<'_>,
     entry: &CommandEntry,
     args: &[&[u8]],
     reply: &Reply,
-    took: Duration,
+    usec: u64,
     caller: &Caller<'_, '_>,
 ) {
     let shared = ctx.shared;
     let spec = entry.spec;
-    // Whole microseconds without u128 arithmetic (this runs for every command).
-    let usec = took
-        .as_secs()
-        .saturating_mul(1_000_000)
-        .saturating_add(u64::from(took.subsec_micros()));
     // A script whose error came from a failed call: that call counted it already.
     let counted = std::mem::take(&mut ctx.error_counted);
     let failed = match reply {
@@ -731,6 +745,35 @@ mod tests {
     /// shard must not wait on the shard's lock for the whole script (its thread would stall,
     /// where Redis answers -BUSY past the threshold). The connection's request comes back
     /// unrun, to go through the gate again; a command on another shard runs.
+    /// A command's time with nothing held is the clock's difference in whole µs; with a
+    /// hold, the hold is added before truncating, as the `Duration` sum was.
+    #[test]
+    fn took_usec_truncates_the_sum() {
+        use super::took_usec;
+        for ns in [
+            0,
+            999,
+            1_000,
+            1_999,
+            999_999_999,
+            1_000_000_000,
+            3_000_000_500,
+            u64::MAX,
+        ] {
+            assert_eq!(took_usec(ns, Duration::ZERO), ns / 1_000, "{ns}");
+            for hold in [
+                Duration::from_nanos(1),
+                Duration::from_nanos(500),
+                Duration::from_millis(3),
+            ] {
+                let sum = Duration::from_nanos(ns).saturating_add(hold);
+                let want = sum.as_secs() * 1_000_000 + u64::from(sum.subsec_micros());
+                assert_eq!(took_usec(ns, hold), want, "{ns} {hold:?}");
+            }
+        }
+        assert_eq!(took_usec(999, Duration::from_nanos(1)), 1);
+    }
+
     #[test]
     fn a_script_holding_the_shard_sends_the_request_back_to_the_gate() {
         let shared = Arc::new(Shared::new(

@@ -307,7 +307,31 @@ pub fn lock_for<'a>(shared: &'a Shared, spec: &CommandSpec, args: &'a [&'a [u8]]
 /// `store`, so the one-key case builds its locks in place). `Err` carries the shard indexes
 /// wanted when another thread holds one of them (`engine::call` then sees whether a script
 /// does).
+#[inline]
 pub fn try_lock_for<'a>(
+    shared: &'a Shared,
+    spec: &CommandSpec,
+    args: &'a [&'a [u8]],
+    into: &mut Locked<'a>,
+) -> Result<(), smallvec::SmallVec<[usize; 8]>> {
+    // Inline, the case of most commands (one key, at index 1): every command passes here,
+    // and a call for the match alone cost about as much as the match.
+    if let (
+        LockMode::Keys,
+        KeySpec::Range {
+            first: 1, last: 1, ..
+        },
+        &[_, key, ..],
+    ) = (spec.lock, spec.keys, args)
+    {
+        return into.try_take_key(key);
+    }
+    try_lock_general(shared, spec, args, into)
+}
+
+/// [`try_lock_for`] for every other lock mode and key spec.
+#[inline(never)]
+fn try_lock_general<'a>(
     shared: &'a Shared,
     spec: &CommandSpec,
     args: &'a [&'a [u8]],

@@ -368,18 +368,70 @@ fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
 /// `*5\r\n:<flag>\r\n` then four `:<n>\r\n` lines, assembled on the stack and appended in
 /// one copy (the same in RESP2 and RESP3).
 fn flag_ints(out: &mut BytesMut, flag: bool, ints: &[i64; 4]) {
-    // The header and the flag's line (8 bytes), then four lines of at most 23 bytes each.
-    let mut text = [0u8; 8 + 4 * 23];
-    text[..8].copy_from_slice(if flag {
+    let header = if flag {
         b"*5\r\n:1\r\n"
     } else {
         b"*5\r\n:0\r\n"
-    });
+    };
+    // A limiter's usual reply (limit, remaining, retry-after, reset-after all in -1..=99):
+    // each line copied from the table as one 8-byte word, nothing formatted or zeroed
+    // beyond 31 bytes.
+    if let [Some(a), Some(b), Some(c), Some(d)] = ints.map(small_int_line) {
+        // The header, three lines of at most 5 bytes, and the last line's whole word.
+        let mut text = [0u8; 8 + 3 * 5 + 8];
+        text[..8].copy_from_slice(header);
+        let mut len = 8;
+        for (line, n) in [a, b, c, d] {
+            text[len..len + 8].copy_from_slice(line);
+            len += usize::from(*n);
+        }
+        out.extend_from_slice(&text[..len]);
+        return;
+    }
+    // The header and the flag's line (8 bytes), then four lines of at most 23 bytes each.
+    let mut text = [0u8; 8 + 4 * 23];
+    text[..8].copy_from_slice(header);
     let mut len = 8;
     for &n in ints {
         len += write_int_line(&mut text[len..], n);
     }
     out.extend_from_slice(&text[..len]);
+}
+
+/// `:<n>\r\n` for every `n` in -1..=99 (index `n + 1`), padded to 8 bytes, with its length.
+static SMALL_INT_LINES: [([u8; 8], u8); 101] = small_int_lines();
+
+const fn small_int_lines() -> [([u8; 8], u8); 101] {
+    let mut table = [([0u8; 8], 0u8); 101];
+    table[0] = (*b":-1\r\n\0\0\0", 5);
+    let mut n = 0;
+    while n < 100 {
+        let mut line = [0u8; 8];
+        line[0] = b':';
+        let len = if n < 10 {
+            line[1] = b'0' + n as u8;
+            line[2] = b'\r';
+            line[3] = b'\n';
+            4
+        } else {
+            line[1] = b'0' + (n / 10) as u8;
+            line[2] = b'0' + (n % 10) as u8;
+            line[3] = b'\r';
+            line[4] = b'\n';
+            5
+        };
+        table[n + 1] = (line, len);
+        n += 1;
+    }
+    table
+}
+
+/// `n`'s line in [`SMALL_INT_LINES`], if it has one.
+#[inline]
+fn small_int_line(n: i64) -> Option<&'static ([u8; 8], u8)> {
+    usize::try_from(n.wrapping_add(1))
+        .ok()
+        .and_then(|i| SMALL_INT_LINES.get(i))
 }
 
 /// Writes `:<n>\r\n` at the start of `to` (at least 23 bytes) and returns its length.
@@ -487,6 +539,33 @@ mod tests {
                             "{flag} {ints:?}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Every field value around the small-integer table's edges, in every position, the
+    /// table's lines against the general formatting.
+    #[test]
+    fn flag_ints_from_the_table_match_the_general_lines() {
+        for n in (-3..=102).chain([i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1]) {
+            for ints in [
+                [n, 0, 0, 0],
+                [0, n, 0, 0],
+                [0, 0, n, 0],
+                [0, 0, 0, n],
+                [n; 4],
+            ] {
+                for flag in [false, true] {
+                    let mut want = format!("*5\r\n:{}\r\n", u8::from(flag));
+                    for i in ints {
+                        want.push_str(&format!(":{i}\r\n"));
+                    }
+                    assert_eq!(
+                        enc(&Reply::FlagInts(flag, ints), 2),
+                        want.as_bytes(),
+                        "{ints:?}"
+                    );
                 }
             }
         }

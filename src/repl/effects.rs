@@ -78,6 +78,7 @@ pub enum Side {
 /// Notes in `ctx.propagate` what `spec` (run with `args`, answering `reply`) must
 /// propagate, by its entry's `effect`. Called by `engine::call` for every path that runs a
 /// command (plain, EXEC, scripts), right after the handler, with its locks held.
+#[inline]
 pub(crate) fn note(
     ctx: &mut Ctx<'_>,
     spec: &CommandSpec,
@@ -85,7 +86,21 @@ pub(crate) fn note(
     args: &[&[u8]],
     reply: &Reply,
 ) {
-    if !ctx.shared.repl.propagating() || ctx.client.master_link || reply.is_error() {
+    // Inline: every command passes here, and without replicas or an AOF nothing propagates.
+    if ctx.shared.repl.propagating() {
+        note_effects(ctx, spec, effect, args, reply);
+    }
+}
+
+#[inline(never)]
+fn note_effects(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    effect: Effect,
+    args: &[&[u8]],
+    reply: &Reply,
+) {
+    if ctx.client.master_link || reply.is_error() {
         return;
     }
     if !spec.has(CmdFlags::WRITE) {

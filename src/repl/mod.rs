@@ -317,11 +317,13 @@ impl Repl {
     }
 
     /// Whether writes are being propagated.
+    #[inline]
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
     }
 
     /// Whether writes' effects are wanted: by replicas or by the append-only file.
+    #[inline]
     pub fn propagating(&self) -> bool {
         self.active() || self.aof.on()
     }
