@@ -491,6 +491,8 @@ async fn run<S: Transport>(
             }
         }
         info.qbuf.store(rbuf.len(), Ordering::Relaxed);
+        // Redis frees a command's arguments once it has run: an idle client shows none.
+        info.argv_mem.store(0, Ordering::Relaxed);
         // What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
         // mem_clients_normal: a read buffer's `capacity()` counts only from its current
         // start, so an allocation is counted at no less than the size it was made with.

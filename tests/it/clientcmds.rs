@@ -446,6 +446,35 @@ fn client_info_reports_the_current_command_buffers_and_transaction_as_redis() {
     assert_eq!(seen[1], seen[0]);
 }
 
+#[test]
+fn an_idle_clients_line_shows_no_arguments_or_query_buffer_as_redis() {
+    let redis = RedisServer::start();
+    let server = sluice();
+    let mut seen = Vec::new();
+    for addr in [redis.addr(), server.addr()] {
+        let mut idle = Conn::connect(addr);
+        let mut observer = Conn::connect(addr);
+        assert_eq!(
+            idle.cmd(&[b"SET", b"keykeykey", b"valuevaluevaluevalue1"]),
+            b"+OK\r\n"
+        );
+        let list = observer.cmd(&[b"CLIENT", b"LIST"]);
+        let text = String::from_utf8_lossy(&list).into_owned();
+        let line = text
+            .split(['\r', '\n'])
+            .find(|l| l.contains(" cmd=set "))
+            .unwrap_or_else(|| panic!("no idle SET client in {text}"))
+            .to_string();
+        seen.push(client_fields(format!("$0\r\n{line}\r\n").as_bytes()));
+    }
+    assert!(
+        seen[0].contains(&("argv-mem".to_string(), "0".to_string())),
+        "{:?}",
+        seen[0]
+    );
+    assert_eq!(seen[1], seen[0]);
+}
+
 /// Parses a RESP2 SCAN-family reply: (next cursor, elements).
 fn scan_reply(reply: &[u8]) -> (u64, Vec<String>) {
     let text = String::from_utf8_lossy(reply).into_owned();

@@ -279,6 +279,8 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
 fn after_batch(conn: &mut Conn) {
     let info = &conn.reg.client.info;
     info.qbuf.store(conn.buf.rbuf.len(), Ordering::Relaxed);
+    // Redis frees a command's arguments once it has run: an idle client shows none.
+    info.argv_mem.store(0, Ordering::Relaxed);
     info.buf_mem.store(conn.buf.memory(), Ordering::Relaxed);
     if conn.buf.rbuf.len() > conn.query_limit {
         tracing::warn!(
