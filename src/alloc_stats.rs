@@ -9,7 +9,7 @@
 //! [`set_thread_hook`] lets that test see where an allocation happens.
 //!
 //! Small blocks (up to [`SMALL_MAX`] bytes) freed by a thread are kept in that thread's
-//! [`ThreadCache`], one free list per 16-byte size class, and handed out again to its next
+//! [`ThreadCache`], one free list per size class of glibc's chunks, and handed out again to its next
 //! allocations of the same class without going through glibc. A script run makes and its
 //! collector frees a handful of such blocks (KEYS/ARGV tables, their arrays, the key's
 //! string), and the collector frees them in sweeps of dozens, past glibc's per-thread cache
@@ -24,10 +24,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+/// Size classes: 1-24, 25-40, …, 249-264 bytes, the sizes glibc's chunks of 32, 48, …, 272
+/// bytes hold (a chunk has an 8-byte header and a 16-byte granule). A block is taken from
+/// glibc at its class's largest size, which costs the same chunk as any size of the class:
+/// classes of 16-byte multiples would have put a 17-24-byte block in a 48-byte chunk
+/// instead of a 32-byte one, and a key's small blocks would have grown.
+const CLASSES: usize = 16;
 /// The largest size, in bytes, of a block kept in a thread's cache.
-pub const SMALL_MAX: usize = 256;
-/// Size classes: 1-16, 17-32, …, 241-256 bytes.
-const CLASSES: usize = SMALL_MAX / 16;
+pub const SMALL_MAX: usize = 24 + 16 * (CLASSES - 1);
 /// Bytes a thread keeps in its lists at most. Lua's collector frees a whole cycle's garbage
 /// in sweeps (about as much as the VM's live heap, a few hundred KiB), and the allocations
 /// that follow should find those blocks: a cap of 64 blocks a class caught only one free in
@@ -37,14 +41,15 @@ const KEEP_BYTES: usize = 512 * 1024;
 /// The class of a small layout (None: too large, or aligned beyond what `malloc` gives).
 fn class_of(layout: Layout) -> Option<usize> {
     (layout.size() <= SMALL_MAX && layout.align() <= 16)
-        .then(|| layout.size().saturating_sub(1) / 16)
+        .then(|| layout.size().saturating_sub(9) / 16)
 }
 
 /// The layout every block of `class` is allocated with from the system: the class's largest
 /// size, so any block of the class can serve any size in it.
 fn class_layout(class: usize) -> Layout {
-    // SAFETY: (class + 1) * 16 <= SMALL_MAX is a non-zero multiple of the alignment 16.
-    unsafe { Layout::from_size_align_unchecked((class + 1) * 16, 16) }
+    // SAFETY: 24 + 16 * class <= SMALL_MAX is non-zero and far below isize::MAX, and 16 is
+    // a power of two.
+    unsafe { Layout::from_size_align_unchecked(24 + 16 * class, 16) }
 }
 
 /// One thread's free lists of small blocks: each free block's first word points to the next.
@@ -297,10 +302,10 @@ mod tests {
             let a = Box::new([7u8; 20]);
             let at = &*a as *const [u8; 20] as usize;
             drop(a);
-            // 17-32 bytes: the same class, the same block.
-            let b = Box::new([1u8; 30]);
-            assert_eq!(&*b as *const [u8; 30] as usize, at);
-            assert_eq!(*b, [1u8; 30]);
+            // 1-24 bytes: the same class, the same block.
+            let b = Box::new([1u8; 24]);
+            assert_eq!(&*b as *const [u8; 24] as usize, at);
+            assert_eq!(*b, [1u8; 24]);
         });
     }
 
@@ -336,20 +341,39 @@ mod tests {
             let blocks: Vec<Box<[u8; 250]>> = (0..n).map(|_| Box::new([0u8; 250])).collect();
             drop(blocks);
             let kept = with_cache(|c| c.kept).expect("the thread's cache");
-            assert!(kept <= KEEP_BYTES && kept > KEEP_BYTES - 256, "{kept}");
+            assert!(
+                kept <= KEEP_BYTES && kept > KEEP_BYTES - SMALL_MAX,
+                "{kept}"
+            );
         });
+    }
+
+    #[test]
+    fn a_class_takes_the_chunk_glibc_gives_each_of_its_sizes() {
+        for size in 1..=SMALL_MAX {
+            let class = class_of(Layout::from_size_align(size, 1).unwrap()).unwrap();
+            // SAFETY: a malloc'ed block, measured and freed at once.
+            let usable = unsafe {
+                let p = libc::malloc(size);
+                assert!(!p.is_null());
+                let usable = libc::malloc_usable_size(p);
+                libc::free(p);
+                usable
+            };
+            assert_eq!(class_layout(class).size(), usable, "size {size}");
+        }
     }
 
     #[test]
     fn large_and_over_aligned_layouts_are_not_small() {
         assert_eq!(class_of(Layout::from_size_align(1, 1).unwrap()), Some(0));
-        assert_eq!(class_of(Layout::from_size_align(16, 8).unwrap()), Some(0));
-        assert_eq!(class_of(Layout::from_size_align(17, 8).unwrap()), Some(1));
+        assert_eq!(class_of(Layout::from_size_align(24, 8).unwrap()), Some(0));
+        assert_eq!(class_of(Layout::from_size_align(25, 8).unwrap()), Some(1));
         assert_eq!(
-            class_of(Layout::from_size_align(256, 16).unwrap()),
+            class_of(Layout::from_size_align(264, 16).unwrap()),
             Some(15)
         );
-        assert_eq!(class_of(Layout::from_size_align(257, 8).unwrap()), None);
+        assert_eq!(class_of(Layout::from_size_align(265, 8).unwrap()), None);
         assert_eq!(class_of(Layout::from_size_align(64, 32).unwrap()), None);
     }
 }
