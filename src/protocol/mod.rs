@@ -3,6 +3,7 @@
 //! Nothing here knows about commands or data; the connection feeds bytes in and gets
 //! argument lists out, and commands hand back `Reply` values to encode.
 
+pub mod batch;
 pub mod reply;
 pub mod request;
 

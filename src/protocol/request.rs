@@ -239,6 +239,14 @@ impl RequestParser {
         result
     }
 
+    /// Forgets the request under way, if any: the next call starts a request at the front of
+    /// the buffer it is given (a caller that parsed ahead, then handed the rest over).
+    pub fn reset(&mut self) {
+        self.state = State::Start;
+        let ranges = mem::take(&mut self.ranges);
+        self.recycle(ranges);
+    }
+
     /// Takes back the argument vector of a request the caller is done with; the next
     /// multibulk request reuses its memory. Vectors above `MAX_PREALLOC_ARGS` entries are
     /// dropped, so one huge request does not pin its memory for the connection's lifetime.

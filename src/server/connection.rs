@@ -36,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::client::ClientState;
 use crate::engine::{Next, Ran};
+use crate::protocol::batch::Batch;
 use crate::protocol::{Limits, RequestParser};
 use crate::server::Shared;
 use crate::{commands, engine, services};
@@ -196,6 +197,9 @@ pub(super) struct Buffers {
     pub(super) wbuf: BytesMut,
     /// The current request's arguments (slices of the read buffer); the vector is reused.
     pub(super) args: Vec<Bytes>,
+    /// The event loop's requests parsed ahead (`protocol::batch`); the tokio code does not
+    /// use it (a connection is handed over with nothing listed).
+    pub(super) batch: Batch,
 }
 
 impl Buffers {
@@ -207,6 +211,7 @@ impl Buffers {
             spare_held: false,
             wbuf: BytesMut::with_capacity(16 * 1024),
             args: Vec::new(),
+            batch: Batch::new(),
         }
     }
 
@@ -219,6 +224,7 @@ impl Buffers {
             &mut self.spare_held,
             &mut self.args,
         );
+        self.batch.release_large();
     }
 
     /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
@@ -269,6 +275,7 @@ async fn run<S: Transport>(
         mut spare_held,
         mut wbuf,
         mut args,
+        batch: _,
     } = buffers;
     let query_limit = config.client_query_buffer_limit;
     let info = client.info.clone();

@@ -1,81 +1,94 @@
-//! Before a pipelined batch runs: find each request's first argument after the name (the key
-//! of the commands rate limiters send) in the read buffer, and have the keyspace prefetch
-//! its entry and remember its hash (`store::prefetch`).
+//! Before a pipelined batch runs: have the keyspace prefetch the entry of each request's
+//! first argument after the name (the key of the commands rate limiters send) and remember
+//! its hash (`store::prefetch`).
 //!
-//! The scan is a light one over RESP arrays of bulk strings, not the request parser: it stops
-//! at the first thing it does not expect (an inline command, an incomplete request, a
-//! request of many arguments) and leaves that to the parser, which sees every byte anyway.
-//! A request of the name alone (MULTI, EXEC) is stepped over: a transaction's commands
-//! are what a sliding-window limiter pipelines, and stopping at its MULTI left every
-//! decision of the batch but the first to miss on its key. A first argument that is not a
-//! key (EVALSHA's SHA1) costs a hash and a probe, no more; a key equal to the request
-//! before's (a transaction's or SET NX + INCR's commands on one key) is probed once, its
-//! hash remembered again for the new address. The batch's first request is not prefetched
-//! (its key is touched right away), and the scan starts only once the parser has found
-//! more bytes after it: at pipeline 1 it costs one comparison.
+//! The keys are gathered as the batch's single parse lists its requests (`protocol::batch`):
+//! their names and first arguments come from the ranges the parser found, not from a second
+//! walk over the bytes. A request of the name alone (MULTI, EXEC) is stepped over: a
+//! transaction's commands are what a sliding-window limiter pipelines. A first argument
+//! that is not a key (EVALSHA's SHA1) costs a hash and a probe, no more; a key equal to the
+//! request before's (a transaction's or SET NX + INCR's commands on one key) is probed once,
+//! its hash remembered again for the new address. The batch's first request is not
+//! prefetched (its key is touched right away).
+//!
+//! Before a connection's batch runs, the key of its first request is prefetched while
+//! another connection runs ([`first`]): that one is a light scan over RESP arrays of bulk
+//! strings, which stops at the first thing it does not expect (an inline command, an
+//! incomplete request, a request of many arguments).
 
 use crate::store::Keyspace;
 use crate::store::prefetch::MAX_KEYS;
 
-/// Requests of more arguments than this end the scan (they are not what a pipeline of
-/// limiter calls holds, and skipping their arguments would cost more than it saves).
+/// Requests of more arguments than this are not [`first`]'s to look into.
 const MAX_ARGS: usize = 8;
 
-/// Most requests one scan steps through (a pipeline of 16 sliding-window transactions is
-/// 96 requests and 16 keys).
-const MAX_REQUESTS: usize = 8 * MAX_KEYS;
-
-/// Prefetches the keys of the complete requests in `rest` (what follows a batch's first
-/// request, which runs right away) for database `db`, up to `MAX_KEYS` distinct ones in a
-/// row. The caller holds a `store::prefetch::BatchHashes` for as long as the requests in
-/// `rest` run.
-pub(super) fn batch(keyspace: &Keyspace, db: usize, rest: &[u8]) {
-    let mut hashes = [0u64; MAX_KEYS];
-    let mut n = 0usize;
-    let mut sorted_sets = false;
-    scan(rest, |key, again, sorted_set| {
-        sorted_sets |= sorted_set;
-        if again {
-            if let Some(&hash) = n.checked_sub(1).and_then(|last| hashes.get(last)) {
-                keyspace.remember_hash(key, hash);
-            }
-        } else if let Some(slot) = hashes.get_mut(n) {
-            *slot = keyspace.hash_to_prefetch(key);
-            n += 1;
-        } else {
-            return false;
-        }
-        true
-    });
-    // Only sorted sets' data lies past the entry: a batch with none of their commands (a
-    // pipeline of GETs, SETs, CL.THROTTLEs) stops at the entries.
-    keyspace.prefetch_hashes(db, &hashes[..n], sorted_sets);
+/// A batch's keys to prefetch, gathered as the batch is parsed (`protocol::batch::Batch::fill`
+/// calls [`Keys::add`] with each request's name and first argument), then prefetched
+/// together ([`Keys::prefetch`]): up to `MAX_KEYS` distinct ones in a row. The caller holds
+/// a `store::prefetch::BatchHashes` for as long as the requests run.
+pub(super) struct Keys<'b> {
+    hashes: [u64; MAX_KEYS],
+    n: usize,
+    /// Some command of the batch is a sorted set's (`Z…`).
+    sorted_sets: bool,
+    /// The key of the request before.
+    last: Option<&'b [u8]>,
+    /// `MAX_KEYS` keys were taken: the rest are not looked at.
+    full: bool,
+    /// The distinct keys hashed, in order.
+    #[cfg(test)]
+    seen: Vec<Vec<u8>>,
 }
 
-/// Steps through the complete requests in `buf` (at most `MAX_REQUESTS`, and none past the
-/// first it does not expect), calling `visit` with each one's first argument, whether it
-/// equals the one before and whether the command is a sorted set's; requests of the name
-/// alone are stepped over. Stops when `visit` returns false.
-fn scan<'a>(buf: &'a [u8], mut visit: impl FnMut(&'a [u8], bool, bool) -> bool) {
-    let mut pos = 0;
-    let mut last: Option<&[u8]> = None;
-    for _ in 0..MAX_REQUESTS {
-        let Some(Request {
-            key,
-            next,
-            sorted_set,
-        }) = request(buf, pos)
-        else {
+impl<'b> Keys<'b> {
+    pub(super) fn new() -> Keys<'b> {
+        Keys {
+            hashes: [0; MAX_KEYS],
+            n: 0,
+            sorted_sets: false,
+            last: None,
+            full: false,
+            #[cfg(test)]
+            seen: Vec::new(),
+        }
+    }
+
+    /// A request's name and first argument: hashes the key (remembered for the batch) or,
+    /// equal to the one before, remembers its hash again for this address.
+    #[inline]
+    pub(super) fn add(&mut self, keyspace: &Keyspace, name: &[u8], key: Option<&'b [u8]>) {
+        let Some(key) = key else {
             return;
         };
-        pos = next;
-        let Some(key) = key.and_then(|(start, len)| buf.get(start..start + len)) else {
-            continue;
-        };
-        if !visit(key, last == Some(key), sorted_set) {
+        if self.full {
             return;
         }
-        last = Some(key);
+        self.sorted_sets |= matches!(name.first(), Some(b'z' | b'Z'));
+        if self.last == Some(key) {
+            if let Some(&hash) = self.n.checked_sub(1).and_then(|l| self.hashes.get(l)) {
+                keyspace.remember_hash(key, hash);
+            }
+        } else if let Some(slot) = self.hashes.get_mut(self.n) {
+            *slot = keyspace.hash_to_prefetch(key);
+            self.n += 1;
+            #[cfg(test)]
+            self.seen.push(key.to_vec());
+        } else {
+            self.full = true;
+            return;
+        }
+        self.last = Some(key);
+    }
+
+    /// Asks the cache for the keys' entries in database `db`.
+    #[inline]
+    pub(super) fn prefetch(&self, keyspace: &Keyspace, db: usize) {
+        if self.n == 0 {
+            return;
+        }
+        // Only sorted sets' data lies past the entry: a batch with none of their commands
+        // (a pipeline of GETs, SETs, CL.THROTTLEs) stops at the entries.
+        keyspace.prefetch_hashes(db, &self.hashes[..self.n], self.sorted_sets);
     }
 }
 
@@ -141,14 +154,12 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     (args >= 4 && name(elements[2]) != b"0").then_some(elements[3])
 }
 
-/// What the scan reads of one request.
+/// What [`first`]'s scan reads of one request.
 struct Request {
     /// The `(start, length)` of its second element (none for a request of one).
     key: Option<(usize, usize)>,
     /// Where the next request starts.
     next: usize,
-    /// Its name is a sorted set's (`Z…`).
-    sorted_set: bool,
 }
 
 /// The request of 1 to `MAX_ARGS` bulk strings at `pos`, if complete.
@@ -159,8 +170,7 @@ fn request(buf: &[u8], pos: usize) -> Option<Request> {
         return None;
     }
     // The name, the key, then the rest stepped over (no test per element for the key).
-    let ((name, _), mut at) = element(buf, at)?;
-    let sorted_set = matches!(buf.get(name), Some(b'z' | b'Z'));
+    let (_, mut at) = element(buf, at)?;
     let mut key = None;
     if args >= 2 {
         let (found, next) = element(buf, at)?;
@@ -170,11 +180,7 @@ fn request(buf: &[u8], pos: usize) -> Option<Request> {
     for _ in 2..args {
         at = element(buf, at)?.1;
     }
-    Some(Request {
-        key,
-        next: at,
-        sorted_set,
-    })
+    Some(Request { key, next: at })
 }
 
 /// The complete bulk string at `pos`: its `(start, length)` and where the next element
@@ -240,22 +246,30 @@ fn header_loop(buf: &[u8], pos: usize, prefix: u8) -> Option<(usize, usize)> {
 mod tests {
     use super::*;
 
+    use crate::protocol::RequestParser;
+    use crate::protocol::batch::Batch;
+    use crate::protocol::request::Limits;
+
+    /// A request without a key, ahead of those a test looks at (the event loop's batch's
+    /// first request is parsed alone, and the requests listed behind it).
+    const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+    /// `buf`'s complete requests listed as the event loop lists a batch's, their keys
+    /// gathered.
+    fn gathered<'b>(ks: &Keyspace, buf: &'b [u8]) -> Keys<'b> {
+        let mut parser = RequestParser::new(Limits::default());
+        let mut batch = Batch::new();
+        let mut keys = Keys::new();
+        batch.fill(&mut parser, buf, 0, |name, key| keys.add(ks, name, key));
+        keys
+    }
+
     /// The keys `batch` would probe, ignoring its one-request rule: each complete request's
     /// first argument, requests of the name alone stepped over, a key equal to the one
     /// before probed once.
-    fn keys(buf: &[u8]) -> Vec<&[u8]> {
-        let mut out = Vec::new();
-        scan(buf, |key, again, _| {
-            if again {
-                return true;
-            }
-            if out.len() == MAX_KEYS {
-                return false;
-            }
-            out.push(key);
-            true
-        });
-        out
+    fn keys(buf: &[u8]) -> Vec<Vec<u8>> {
+        let buf = [PING, buf].concat();
+        gathered(&Keyspace::new(1, 1, 0), &buf).seen
     }
 
     /// `commands` as a client writes them (RESP arrays of bulk strings).
@@ -275,12 +289,8 @@ mod tests {
     /// Whether `batch` would walk on to the values: some command of the batch is a sorted
     /// set's.
     fn sorted_sets(buf: &[u8]) -> bool {
-        let mut seen = false;
-        scan(buf, |_, _, sorted_set| {
-            seen |= sorted_set;
-            true
-        });
-        seen
+        let buf = [PING, buf].concat();
+        gathered(&Keyspace::new(1, 1, 0), &buf).sorted_sets
     }
 
     #[test]
@@ -360,36 +370,39 @@ mod tests {
     fn a_batchs_keys_are_hashed_once() {
         use crate::store::prefetch::{BatchHashes, recall};
         let ks = Keyspace::new(1, 1, 0);
-        let two = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n".repeat(2);
+        let two = [PING, &b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n".repeat(2)].concat();
+        let at = PING.len() + 17;
         {
             let _hashes = BatchHashes::begin();
-            batch(&ks, 0, &two);
+            gathered(&ks, &two).prefetch(&ks, 0);
             // Both keys' hashes kept, the ones the keyspace computes.
-            for key in [&two[17..19], &two[17 + 21..19 + 21]] {
+            for key in [&two[at..at + 2], &two[at + 21..at + 23]] {
                 assert_eq!(key, b"k1");
                 assert_eq!(recall(key), Some(crate::store::key_hash(b"k1")));
                 assert_eq!(ks.hash(key), crate::store::key_hash(b"k1"));
             }
         }
-        assert_eq!(recall(&two[17..19]), None);
+        assert_eq!(recall(&two[at..at + 2]), None);
     }
 
     #[test]
     fn finds_each_complete_requests_first_argument() {
         let two = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nv\r\n";
         assert_eq!(keys(two), vec![&b"k1"[..], b"k2"]);
-        // An incomplete request ends the scan; so does one it does not expect.
+        // An incomplete request ends the batch; so does an inline one, listed last.
         assert_eq!(keys(&two[..two.len() - 1]), vec![&b"k1"[..]]);
         let inline = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n";
         assert_eq!(keys(inline), vec![&b"k1"[..]]);
-        // MULTI has no argument; EXEC neither: the scan steps over them.
+        // MULTI has no argument; EXEC neither: they are stepped over.
         assert_eq!(
             keys(b"*1\r\n$5\r\nMULTI\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n*1\r\n$4\r\nEXEC\r\n*2\r\n$3\r\nGET\r\n$1\r\ny\r\n"),
             vec![&b"x"[..], b"y"]
         );
         let many = b"*9\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n$1\r\ng\r\n$1\r\nh\r\n$1\r\ni\r\n";
-        assert!(keys(many).is_empty());
-        // Binary and empty keys, and a length that lies.
+        // However many arguments a request has, its first is its key.
+        assert_eq!(keys(many), vec![&b"b"[..]]);
+        // Binary and empty keys, and a length that lies (incomplete), or is over the
+        // limit or negative (a protocol error: nothing listed before it).
         assert_eq!(keys(b"*2\r\n$1\r\nX\r\n$0\r\n\r\n"), vec![&b""[..]]);
         assert!(keys(b"*2\r\n$1\r\nX\r\n$99\r\nab\r\n").is_empty());
         assert!(keys(b"*2\r\n$1\r\nX\r\n$999999999999\r\nab\r\n").is_empty());
@@ -468,9 +481,9 @@ mod tests {
     fn a_key_repeated_in_a_row_is_remembered_at_every_address() {
         use crate::store::prefetch::{BatchHashes, recall};
         let ks = Keyspace::new(1, 1, 0);
-        let buf: Vec<u8> = [transaction("a"), transaction("b")].concat();
+        let buf: Vec<u8> = [PING.to_vec(), transaction("a"), transaction("b")].concat();
         let _hashes = BatchHashes::begin();
-        batch(&ks, 0, &buf);
+        gathered(&ks, &buf).prefetch(&ks, 0);
         let mut seen = 0;
         for i in 0..buf.len() - 5 {
             let key = &buf[i + 2..i + 3];
@@ -484,7 +497,7 @@ mod tests {
     }
 
     #[test]
-    fn any_bytes_are_scanned_without_panic() {
+    fn any_bytes_are_looked_at_without_panic() {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..2_000 {
             let mut buf = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec();

@@ -12,6 +12,7 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::stream::Stream;
 use crate::engine::{Next, Ran};
+use crate::protocol::batch::{ARGV_INLINE, Batch, Stop};
 use crate::protocol::request::RequestParser;
 use crate::server::Admitted;
 use crate::server::Shared;
@@ -166,42 +167,90 @@ pub(super) fn prefetch_first_key(shared: &Shared, conn: &Conn) {
 fn run_requests(shared: &Shared, conn: &mut Conn) -> Served {
     let mut ran = 0;
     let served = run_from(shared, conn, &mut ran);
+    if !matches!(served, Served::Keep) {
+        // What was parsed ahead and did not run is parsed again by the tokio path, from
+        // the buffer's front (or goes with the connection).
+        conn.buf.batch.discard(&mut conn.buf.parser);
+    }
     conn.buf.rbuf.advance(ran);
     served
 }
 
 /// [`run_requests`]'s loop: runs the requests from the front of the read buffer,
 /// counting in `ran` the bytes of those that ran (or were skipped), which the buffer
-/// still holds.
+/// still holds. The requests are parsed a batch at a time, in one pass
+/// (`protocol::batch`), and the batch's keys prefetched from what that pass found.
 fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     let client = &mut conn.reg.client;
     let buf = &mut conn.buf;
     let mut large = false;
-    let mut first = true;
+    let keyspace = &shared.keyspace;
+    // Whether the requests after the one parsed alone are listed in `buf.batch`.
+    let mut listed = false;
     loop {
-        let pending = buf.rbuf.get(*ran..).unwrap_or_default();
-        let req = match buf.parser.parse(pending) {
-            Ok(Some(req)) => req,
-            Ok(None) => break,
-            Err(e) => {
-                connection::protocol_error(shared, &mut buf.wbuf, &e);
-                let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
-                return Served::Close;
-            }
-        };
-        let consumed = req.consumed;
-        // More requests behind the first: prefetch their keys (see `prefetch`).
-        if std::mem::take(&mut first) && consumed < pending.len() {
-            super::prefetch::batch(&shared.keyspace, client.db, &pending[consumed..]);
-        }
-        large |= consumed >= connection::LARGE_REQUEST;
-        // Redis's qbuf: the unprocessed input, this command included.
-        client.info.qbuf.store(pending.len(), Ordering::Relaxed);
         // The arguments are borrowed from the read buffer while the command runs (no
         // reference count per argument); the request leaves the buffer after the batch.
-        let argv = RequestParser::slices(req.args, &pending[..consumed], &mut buf.args);
+        // Set in the branch that uses them (nothing to fill for a request parsed alone).
+        let mut stack: [&[u8]; ARGV_INLINE];
+        let mut heap: Vec<&[u8]>;
+        let (start, consumed, alone, argv) = if !listed {
+            // A batch's first request is parsed alone (at pipeline 1 it is the batch):
+            // the requests behind it are listed in one pass, and their keys gathered as
+            // they are and prefetched before the first runs (see `prefetch`).
+            let pending = buf.rbuf.get(*ran..).unwrap_or_default();
+            let req = match buf.parser.parse(pending) {
+                Ok(Some(req)) => req,
+                Ok(None) => break,
+                Err(e) => {
+                    connection::protocol_error(shared, &mut buf.wbuf, &e);
+                    let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+                    return Served::Close;
+                }
+            };
+            let consumed = req.consumed;
+            if consumed < pending.len() {
+                listed = true;
+                let mut keys = super::prefetch::Keys::new();
+                buf.batch
+                    .fill(&mut buf.parser, &buf.rbuf, *ran + consumed, |name, key| {
+                        keys.add(keyspace, name, key)
+                    });
+                keys.prefetch(keyspace, client.db);
+            }
+            heap = RequestParser::slices(req.args, &pending[..consumed], &mut buf.args);
+            (*ran, consumed, true, &heap[..])
+        } else {
+            let Some(req) = buf.batch.take() else {
+                match buf.batch.stop() {
+                    Stop::Incomplete => break,
+                    Stop::Bound => {
+                        buf.batch.fill(&mut buf.parser, &buf.rbuf, *ran, |_, _| {});
+                        continue;
+                    }
+                    Stop::Error(e) => {
+                        // After the replies to the complete requests before it, as Redis.
+                        connection::protocol_error(shared, &mut buf.wbuf, e);
+                        let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+                        return Served::Close;
+                    }
+                }
+            };
+            let (start, consumed) = (req.start, req.end - req.start);
+            stack = [&[][..]; ARGV_INLINE];
+            heap = Vec::new();
+            let argv = buf
+                .batch
+                .slices(req, &buf.rbuf, &mut buf.args, &mut stack, &mut heap);
+            (start, consumed, false, argv)
+        };
+        large |= consumed >= connection::LARGE_REQUEST;
+        // Redis's qbuf: the unprocessed input, this command included.
+        client
+            .info
+            .qbuf
+            .store(buf.rbuf.len() - start, Ordering::Relaxed);
         if argv.is_empty() {
-            buf.parser.recycle_slices(argv);
+            give_back(&mut buf.parser, &mut buf.batch, alone, heap);
             *ran += consumed;
             continue;
         }
@@ -209,15 +258,15 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
         // which parses the request again from the buffer.
         if shared.pause.is_set()
             || (commands::scripting::script_running(shared)
-                && !commands::scripting::gate_clear(shared, client, &argv))
+                && !commands::scripting::gate_clear(shared, client, argv))
         {
-            buf.parser.recycle_slices(argv);
+            give_back(&mut buf.parser, &mut buf.batch, alone, heap);
             buf.args.clear();
             return Served::HandOver(Resume::Read);
         }
         let was_authenticated = client.authenticated;
-        let result = engine::execute_may_block(shared, client, &argv);
-        buf.parser.recycle_slices(argv);
+        let result = engine::execute_may_block(shared, client, argv);
+        give_back(&mut buf.parser, &mut buf.batch, alone, heap);
         buf.args.clear();
         if matches!(result.next, Next::Regate) {
             // A script took a shard this command needs after the check above: unrun, it
@@ -232,6 +281,10 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
         if client.authenticated != was_authenticated {
             buf.parser
                 .set_limits(connection::limits(&shared.config(), client.authenticated));
+            // The requests parsed ahead were checked against the old limits: parse them
+            // again under the new ones, as Redis parses each after the one before ran.
+            buf.batch.discard(&mut buf.parser);
+            listed = false;
         }
         if !result.hold.is_zero()
             || matches!(
@@ -272,6 +325,16 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     // Release what a large request left allocated.
     buf.release_large(large);
     Served::Keep
+}
+
+/// Gives a request's argument vector back to where it came from: the parser's, for a
+/// request parsed alone, or the batch's.
+fn give_back(parser: &mut RequestParser, batch: &mut Batch, alone: bool, heap: Vec<&[u8]>) {
+    if alone {
+        parser.recycle_slices(heap);
+    } else {
+        batch.recycle(heap);
+    }
 }
 
 /// The end of a batch: CLIENT LIST's view of the buffers, and the checks the tokio path
