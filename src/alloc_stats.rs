@@ -9,7 +9,7 @@
 //! [`set_thread_hook`] lets that test see where an allocation happens.
 //!
 //! Small blocks (up to [`SMALL_MAX`] bytes) freed by a thread are kept in that thread's
-//! [`ThreadCache`], one free list per size class of glibc's chunks, and handed out again to its next
+//! `ThreadCache`, one free list per size class of glibc's chunks, and handed out again to its next
 //! allocations of the same class without going through glibc. A script run makes and its
 //! collector frees a handful of such blocks (KEYS/ARGV tables, their arrays, the key's
 //! string), and the collector frees them in sweeps of dozens, past glibc's per-thread cache
