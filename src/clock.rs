@@ -338,6 +338,34 @@ mod tests {
         assert_eq!(t0.ns_since(t1), 0, "never negative");
     }
 
+    /// A tick read after another (the two ordered by a lock) is never earlier, whichever
+    /// threads and cores read them: a command's `now` must not go back when its connection
+    /// moves between event loops, nor between a command and the reaper.
+    #[test]
+    fn ticks_never_go_back_across_threads() {
+        let last = std::sync::Arc::new(std::sync::Mutex::new(Tick::now()));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let last = last.clone();
+                std::thread::spawn(move || {
+                    for i in 0..20_000 {
+                        let mut last = last.lock().unwrap();
+                        let now = Tick::now();
+                        assert!(now >= *last, "{now:?} before {:?}", *last);
+                        *last = now;
+                        drop(last);
+                        if i % 1000 == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+
     #[test]
     fn reset_returns_to_real_time() {
         let c = Clock::system();

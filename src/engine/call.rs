@@ -116,7 +116,10 @@ pub(crate) fn call<'a>(
             // of blocking their thread on a shard a long script keeps.
             _announced = entry.spec.runs_script().then(|| {
                 let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
-                shared.scripts.busy.announce_holding(held)
+                shared
+                    .scripts
+                    .busy
+                    .announce_holding(held, lap.unwrap_or_else(Tick::now))
             });
             // Passing the busy gate was no promise: a script may have taken a shard this
             // command needs since. Waiting on its lock would hold this thread (and every
@@ -138,7 +141,7 @@ pub(crate) fn call<'a>(
                     }
                     _announced = entry.spec.runs_script().then(|| {
                         let held = crate::commands::scripting::shards_to_hold(shared, spec, keys);
-                        shared.scripts.busy.announce_holding(held)
+                        shared.scripts.busy.announce_holding(held, Tick::now())
                     });
                     ctx.store = lock_for(shared, spec, keys);
                 }

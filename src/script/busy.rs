@@ -12,7 +12,9 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::Tick;
 
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -53,13 +55,19 @@ pub fn set_while_busy(hook: Option<fn()>) {
     WHILE_BUSY.set(hook);
 }
 
-fn anchor() -> Instant {
-    static ANCHOR: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *ANCHOR.get_or_init(Instant::now)
+fn anchor() -> Tick {
+    static ANCHOR: std::sync::OnceLock<Tick> = std::sync::OnceLock::new();
+    *ANCHOR.get_or_init(Tick::now)
+}
+
+/// `at` as a script's start mark: microseconds since the anchor, plus one (0 is "none").
+/// A [`Tick`], the clock commands read, so a tick the command already has can serve.
+fn mark_at(at: Tick) -> u64 {
+    at.ns_since(anchor()) / 1000 + 1
 }
 
 fn now_mark() -> u64 {
-    anchor().elapsed().as_micros() as u64 + 1
+    mark_at(Tick::now())
 }
 
 /// The shards a running script holds.
@@ -310,12 +318,13 @@ impl Busy {
     /// event-loop thread on a shard the script is taking. The mark is withdrawn when the
     /// guard drops unless [`Busy::begin_as`] replaced it (the script ran).
     pub fn announce(&self) -> Announced<'_> {
-        self.announce_holding(Held::All)
+        self.announce_holding(Held::All, Tick::now())
     }
 
-    /// [`Busy::announce`] for a script about to take the shards `held`.
-    pub fn announce_holding(&self, held: Held) -> Announced<'_> {
-        let mark = now_mark();
+    /// [`Busy::announce`] for a script about to take the shards `held`, whose command
+    /// started `at` (in a batch, the previous command's end: no clock read of its own).
+    pub fn announce_holding(&self, held: Held, at: Tick) -> Announced<'_> {
+        let mark = mark_at(at);
         let set = self.with_here(|s| {
             *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
             s.started_us
@@ -346,7 +355,13 @@ impl Busy {
             s.wrote.store(false, Ordering::Relaxed);
             s.next_hand_off_us
                 .store(HAND_OFF_AFTER.as_micros() as u64, Ordering::Relaxed);
-            s.started_us.swap(now_mark(), Ordering::AcqRel)
+            // Announced as its command started (`announce_holding`), microseconds ago: that
+            // is the start, without a clock read. One microsecond later, so that the mark
+            // is not the announcement's, which its guard then leaves alone.
+            let was = s.started_us.load(Ordering::Acquire);
+            let mark = if was == 0 { now_mark() } else { was + 1 };
+            s.started_us.store(mark, Ordering::Release);
+            was
         });
         if was == 0 {
             self.running.fetch_add(1, Ordering::AcqRel);
@@ -546,6 +561,30 @@ impl Drop for Announced<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
+
+    /// An announced script runs from its command's start (the tick given, no clock read of
+    /// its own), and the announcement's guard, dropped while the script runs, leaves it be.
+    #[test]
+    fn an_announced_script_runs_from_its_commands_start() {
+        let busy = Busy::default();
+        let started = Tick::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let announced = busy.announce_holding(Held::All, started);
+        let running = busy.begin();
+        let ran = busy.running_for().expect("running");
+        assert!(ran >= Duration::from_millis(30), "{ran:?}");
+        drop(announced);
+        assert!(busy.running_here() && busy.is_running());
+        drop(running);
+        assert!(!busy.is_running());
+        // Not announced: it runs from its own start.
+        let running = busy.begin();
+        let ran = busy.running_for().expect("running");
+        assert!(ran < Duration::from_millis(30), "{ran:?}");
+        drop(running);
+        assert_eq!(busy.running_for(), None);
+    }
 
     #[test]
     fn scripts_on_two_threads_are_tracked_apart() {
