@@ -5,19 +5,28 @@
 //! ([`thread_allocations`]): an event loop serves a connection from read to write on one
 //! thread, so the difference of two readings around a request is what that request
 //! allocated. The allocation test (`tests/it/alloc.rs`) holds the hot paths to zero with
-//! it. The count is a thread-local `Cell` add, cheap enough to keep in release builds.
+//! it. The count is a thread-local add, cheap enough to keep in release builds.
 //! [`set_thread_hook`] lets that test see where an allocation happens.
+//!
+//! The live-byte count is kept per thread too and added to the shared atomic only when a
+//! thread's share passes [`FOLD_BYTES`] either way (or the thread reads the count, or ends):
+//! an allocation makes one thread-local access and, in steady state, no atomic one. A free
+//! into the thread's lists is not checked against the bound (its path stays small enough
+//! to inline into Lua's allocator); the lists hold at most [`KEEP_BYTES`]. So [`allocated`]
+//! can count up to `FOLD_BYTES` less than the live heap per other thread (a few threads: the
+//! event loops, the reaper, the main thread), which is what `maxmemory` can be passed by
+//! beyond a command's worth, and up to `FOLD_BYTES + KEEP_BYTES` more (frees not yet
+//! counted: the cap is then only reached early).
 //!
 //! Small blocks (up to [`SMALL_MAX`] bytes) freed by a thread are kept in that thread's
 //! [`ThreadCache`], one free list per size class of glibc's chunks, and handed out again to its next
 //! allocations of the same class without going through glibc. A script run makes and its
 //! collector frees a handful of such blocks (KEYS/ARGV tables, their arrays, the key's
 //! string), and the collector frees them in sweeps of dozens, past glibc's per-thread cache
-//! of 7 a size (`_int_free`, `_int_malloc`). The live-byte count stays exact: a cached block
-//! counts as freed.
+//! of 7 a size (`_int_free`, `_int_malloc`). A cached block counts as freed.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -108,57 +117,222 @@ impl Drop for ThreadCache {
     }
 }
 
-/// Runs `f` on the calling thread's cache (None once the thread is being torn down).
-fn with_cache<R>(f: impl FnOnce(&mut ThreadCache) -> R) -> Option<R> {
-    // SAFETY: the cache is only touched here, by its own thread, and `f` (pop or push) does
-    // not allocate, so no second borrow can happen while this one lives.
-    CACHE.try_with(|c| f(unsafe { &mut *c.get() })).ok()
+/// Bytes a thread's allocations may move [`ALLOCATED`] by before it adds them there: the
+/// most by which `allocated()` can fall short of the live heap, per other thread (the calling
+/// thread's own bytes are added before it reads). A request allocates and frees about as
+/// much, so in steady state a thread adds to the shared counter rarely instead of twice per
+/// allocation.
+pub const FOLD_BYTES: isize = 16 * 1024;
+
+/// Everything the allocator keeps per thread, in one thread-local so an allocation reaches
+/// it with one lookup.
+struct ThreadState {
+    cache: ThreadCache,
+    /// Bytes allocated minus bytes freed by this thread not yet added to [`ALLOCATED`]
+    /// (at most [`FOLD_BYTES`] above zero, `FOLD_BYTES + KEEP_BYTES` below).
+    unfolded: isize,
+    /// Allocations and reallocations made by this thread.
+    allocs: u64,
+    /// Called with the size of each allocation this thread makes (see `set_thread_hook`).
+    hook: Option<fn(usize)>,
+}
+
+impl ThreadState {
+    /// Counts `bytes` allocated (negative: freed) by this thread, adding them to the shared
+    /// count once they pass [`FOLD_BYTES`].
+    fn note_bytes(&mut self, bytes: isize) {
+        self.unfolded += bytes;
+        if self.unfolded.unsigned_abs() > FOLD_BYTES.unsigned_abs() {
+            fold(std::mem::take(&mut self.unfolded));
+        }
+    }
+
+    /// Counts one allocation of `size` bytes (in place of `freed` bytes: a reallocation);
+    /// the hook to call, if one is set (taken, so its own allocations do not recurse: the
+    /// caller calls it and puts it back).
+    fn note_alloc(&mut self, size: usize, freed: usize) -> Option<fn(usize)> {
+        self.note_bytes(size as isize - freed as isize);
+        self.allocs += 1;
+        if self.hook.is_some() {
+            self.hook.take()
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for ThreadState {
+    /// A thread's end adds its last bytes to the shared count (the cache frees its blocks).
+    fn drop(&mut self) {
+        fold(std::mem::take(&mut self.unfolded));
+    }
 }
 
 thread_local! {
-    /// Small blocks this thread freed, for its next allocations.
-    static CACHE: UnsafeCell<ThreadCache> = const { UnsafeCell::new(ThreadCache::new()) };
-    /// Allocations and reallocations made by this thread.
-    static THREAD_ALLOCS: Cell<u64> = const { Cell::new(0) };
-    /// Called with the size of each allocation this thread makes (see `set_thread_hook`).
-    static THREAD_HOOK: Cell<Option<fn(usize)>> = const { Cell::new(None) };
+    static THREAD: UnsafeCell<ThreadState> = const {
+        UnsafeCell::new(ThreadState {
+            cache: ThreadCache::new(),
+            unfolded: 0,
+            allocs: 0,
+            hook: None,
+        })
+    };
+}
+
+/// Runs `f` on the calling thread's state (None once the thread is being torn down).
+#[inline(always)]
+fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    // SAFETY: the state is only touched here, by its own thread, and no `f` allocates (the
+    // hook is called outside), so no second borrow can happen while this one lives.
+    THREAD.try_with(|t| f(unsafe { &mut *t.get() })).ok()
+}
+
+/// Adds `bytes` (negative: subtracts) to the shared count and raises the peak.
+#[cold]
+#[inline(never)]
+fn fold(bytes: isize) {
+    // Two's-complement wrapping: adding a negative delta as usize subtracts it.
+    let now = ALLOCATED
+        .fetch_add(bytes as usize, Ordering::Relaxed)
+        .wrapping_add(bytes as usize);
+    // Another thread's frees of blocks this one allocated can be folded first, so the
+    // count may dip below zero for a moment: it reads as 0 then, and sets no peak.
+    if (now as isize) > PEAK.load(Ordering::Relaxed) as isize {
+        PEAK.store(now, Ordering::Relaxed);
+    }
 }
 
 /// Allocations (and reallocations) the calling thread has made since it started.
 pub fn thread_allocations() -> u64 {
-    THREAD_ALLOCS.try_with(Cell::get).unwrap_or(0)
+    with_thread(|t| t.allocs).unwrap_or(0)
 }
 
 /// Calls `hook` with the size of every later allocation of the calling thread (None: stop).
 /// For tests that must find where an allocation comes from (the hook may capture a
 /// backtrace). The hook is unset while it runs, so its own allocations do not recurse.
 pub fn set_thread_hook(hook: Option<fn(usize)>) {
-    let _ = THREAD_HOOK.try_with(|h| h.set(hook));
-}
-
-/// Counts one allocation of `size` bytes made by this thread.
-fn note_thread(size: usize) {
-    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
-    if let Ok(Some(hook)) = THREAD_HOOK.try_with(|h| h.take()) {
-        hook(size);
-        set_thread_hook(Some(hook));
-    }
+    let _ = with_thread(|t| t.hook = hook);
 }
 
 /// The system allocator, counting.
 #[derive(Debug)]
 pub struct CountingAlloc;
 
-/// A small block of `layout`'s class: a kept one, or a new one of the class's full size.
+/// Allocates `layout` (zeroed if `zeroed`), counted in one access to the thread's state.
 ///
 /// # Safety
 /// As `GlobalAlloc::alloc`.
-unsafe fn alloc_small(class: usize) -> *mut u8 {
-    if let Some(Some(block)) = with_cache(|c| c.pop(class)) {
-        return block;
+#[inline(always)]
+unsafe fn allocate(layout: Layout, zeroed: bool) -> *mut u8 {
+    // The common case, a kept block and no hook, returns at once with no call in its path
+    // (so no registers to save); the rest is `allocate_slow`'s.
+    if let Some(class) = class_of(layout) {
+        let kept = with_thread(|t| {
+            if t.hook.is_some() {
+                return None;
+            }
+            let block = t.cache.pop(class)?;
+            t.note_bytes(layout.size() as isize);
+            t.allocs += 1;
+            Some(block)
+        });
+        if let Some(Some(block)) = kept {
+            if zeroed {
+                // SAFETY: the block has at least `layout.size()` bytes.
+                unsafe { block.write_bytes(0, layout.size()) };
+            }
+            return block;
+        }
     }
-    // SAFETY: a valid non-zero layout.
-    unsafe { System.alloc(class_layout(class)) }
+    // SAFETY: forwarded.
+    unsafe { allocate_slow(layout, zeroed) }
+}
+
+/// Allocates `layout` (zeroed if `zeroed`): a kept block of its class, or one from the
+/// system, counted in one access to the thread's state, and the hook called.
+///
+/// # Safety
+/// As `GlobalAlloc::alloc`.
+#[inline(never)]
+unsafe fn allocate_slow(layout: Layout, zeroed: bool) -> *mut u8 {
+    let size = layout.size();
+    let class = class_of(layout);
+    // Counted before the block is had: a failed allocation is rare and undone below.
+    let (kept, hook) = with_thread(|t| {
+        let kept = class.and_then(|c| t.cache.pop(c));
+        (kept, t.note_alloc(size, 0))
+    })
+    .unwrap_or_else(|| {
+        fold(size as isize);
+        (None, None)
+    });
+    let p = match (kept, class) {
+        (Some(block), _) => block,
+        // SAFETY: a valid non-zero layout.
+        (None, Some(c)) => unsafe { System.alloc(class_layout(c)) },
+        // SAFETY: forwarded unchanged.
+        (None, None) if zeroed => unsafe { System.alloc_zeroed(layout) },
+        // SAFETY: forwarded unchanged.
+        (None, None) => unsafe { System.alloc(layout) },
+    };
+    if p.is_null() {
+        undo_alloc(size, hook);
+        return p;
+    }
+    if zeroed && class.is_some() {
+        // SAFETY: the block has at least `size` bytes.
+        unsafe { p.write_bytes(0, size) };
+    }
+    if let Some(hook) = hook {
+        call_hook(hook, size);
+    }
+    p
+}
+
+/// Calls the thread's allocation hook (taken out while it runs) and puts it back.
+#[cold]
+#[inline(never)]
+fn call_hook(hook: fn(usize), size: usize) {
+    hook(size);
+    set_thread_hook(Some(hook));
+}
+
+/// Takes back the count of a failed allocation of `size` bytes (and puts its hook back).
+#[cold]
+#[inline(never)]
+fn undo_alloc(size: usize, hook: Option<fn(usize)>) {
+    let undone = with_thread(|t| {
+        t.note_bytes(-(size as isize));
+        t.allocs -= 1;
+        if hook.is_some() {
+            t.hook = hook;
+        }
+    });
+    if undone.is_none() {
+        fold(-(size as isize));
+    }
+}
+
+/// Gives a block not kept back to the system, and counts it.
+///
+/// # Safety
+/// As `GlobalAlloc::dealloc`.
+#[inline(never)]
+unsafe fn free_to_system(ptr: *mut u8, layout: Layout) {
+    match class_of(layout) {
+        // SAFETY: the block was allocated with its class's layout.
+        Some(c) => unsafe { System.dealloc(ptr, class_layout(c)) },
+        // SAFETY: forwarded unchanged.
+        None => unsafe { System.dealloc(ptr, layout) },
+    }
+    note_bytes(-(layout.size() as isize));
+}
+
+/// Counts `bytes` allocated (negative: freed) by the calling thread.
+fn note_bytes(bytes: isize) {
+    if with_thread(|t| t.note_bytes(bytes)).is_none() {
+        fold(bytes);
+    }
 }
 
 // SAFETY: small blocks are allocated from `System` with their class's full size and
@@ -166,52 +340,38 @@ unsafe fn alloc_small(class: usize) -> *mut u8 {
 // lists until handed out again for a layout of the same class; everything else forwards to
 // `System` with the same arguments. The counters are only bookkeeping.
 unsafe impl GlobalAlloc for CountingAlloc {
+    #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = match class_of(layout) {
-            // SAFETY: forwarded.
-            Some(class) => unsafe { alloc_small(class) },
-            // SAFETY: forwarded unchanged.
-            None => unsafe { System.alloc(layout) },
-        };
-        if !p.is_null() {
-            add(layout.size());
-            note_thread(layout.size());
-        }
-        p
+        // SAFETY: forwarded.
+        unsafe { allocate(layout, false) }
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = match class_of(layout) {
-            // SAFETY: forwarded; the block has at least `layout.size()` bytes.
-            Some(class) => unsafe {
-                let p = alloc_small(class);
-                if !p.is_null() {
-                    p.write_bytes(0, layout.size());
-                }
-                p
-            },
-            // SAFETY: forwarded unchanged.
-            None => unsafe { System.alloc_zeroed(layout) },
-        };
-        if !p.is_null() {
-            add(layout.size());
-            note_thread(layout.size());
-        }
-        p
+        // SAFETY: forwarded.
+        unsafe { allocate(layout, true) }
     }
 
+    #[inline(always)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        match class_of(layout) {
-            Some(class) => {
-                if with_cache(|c| c.push(class, ptr)) != Some(true) {
-                    // SAFETY: the block was allocated with its class's layout.
-                    unsafe { System.dealloc(ptr, class_layout(class)) };
+        // The common case, a small block kept, is the whole of what is inlined into the
+        // callers (Lua frees through here several times a script): no fold check, which
+        // `free_to_system` makes (the kept bytes are bounded by `KEEP_BYTES` meanwhile).
+        let size = layout.size();
+        if let Some(class) = class_of(layout) {
+            let kept = with_thread(|t| {
+                let kept = t.cache.push(class, ptr);
+                if kept {
+                    t.unfolded -= size as isize;
                 }
+                kept
+            });
+            if kept == Some(true) {
+                return;
             }
-            // SAFETY: forwarded unchanged.
-            None => unsafe { System.dealloc(ptr, layout) },
         }
-        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: forwarded.
+        unsafe { free_to_system(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -238,27 +398,26 @@ unsafe impl GlobalAlloc for CountingAlloc {
             (None, None) => unsafe { System.realloc(ptr, layout, new_size) },
         };
         if !p.is_null() {
-            ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-            add(new_size);
-            note_thread(new_size);
+            match with_thread(|t| t.note_alloc(new_size, layout.size())) {
+                Some(None) => {}
+                Some(Some(hook)) => call_hook(hook, new_size),
+                None => fold(new_size as isize - layout.size() as isize),
+            }
         }
         p
     }
 }
 
-fn add(n: usize) {
-    let now = ALLOCATED.fetch_add(n, Ordering::Relaxed) + n;
-    if now > PEAK.load(Ordering::Relaxed) {
-        PEAK.store(now, Ordering::Relaxed);
-    }
-}
-
-/// Live heap bytes.
+/// Live heap bytes, short by at most [`FOLD_BYTES`] for each thread other than the caller
+/// (whose own bytes are added first; see the module's comment): INFO's `used_memory`, the
+/// `maxmemory` checks (which can so let the heap pass the cap by that much more) and the
+/// MEMORY commands read it.
 pub fn allocated() -> usize {
-    ALLOCATED.load(Ordering::Relaxed)
+    let _ = with_thread(|t| fold(std::mem::take(&mut t.unfolded)));
+    (ALLOCATED.load(Ordering::Relaxed) as isize).max(0) as usize
 }
 
-/// The largest value `allocated` has had.
+/// The largest value `allocated` has had (to within the same bound).
 pub fn peak() -> usize {
     PEAK.load(Ordering::Relaxed)
 }
@@ -340,11 +499,46 @@ mod tests {
             let n = KEEP_BYTES / 256 + 100;
             let blocks: Vec<Box<[u8; 250]>> = (0..n).map(|_| Box::new([0u8; 250])).collect();
             drop(blocks);
-            let kept = with_cache(|c| c.kept).expect("the thread's cache");
+            let kept = with_thread(|t| t.cache.kept).expect("the thread's cache");
             assert!(
                 kept <= KEEP_BYTES && kept > KEEP_BYTES - SMALL_MAX,
                 "{kept}"
             );
+        });
+    }
+
+    #[test]
+    fn a_threads_bytes_reach_the_shared_count_once_they_pass_the_bound() {
+        let mut t = ThreadState {
+            cache: ThreadCache::new(),
+            unfolded: 0,
+            allocs: 0,
+            hook: None,
+        };
+        t.note_bytes(FOLD_BYTES);
+        assert_eq!(t.unfolded, FOLD_BYTES);
+        t.note_bytes(1);
+        assert_eq!(t.unfolded, 0, "folded");
+        t.note_bytes(-FOLD_BYTES);
+        assert_eq!(t.unfolded, -FOLD_BYTES);
+        t.note_bytes(-1);
+        assert_eq!(t.unfolded, 0, "folded");
+        // A reallocation counts the difference, and counts as one allocation.
+        assert!(t.note_alloc(100, 40).is_none());
+        assert_eq!((t.unfolded, t.allocs), (60, 1));
+        t.note_bytes(-60);
+    }
+
+    #[test]
+    fn the_callers_own_bytes_are_counted_before_it_reads() {
+        on_new_thread(|| {
+            let _ = allocated();
+            let block = vec![1u8; 1000];
+            let unfolded = with_thread(|t| t.unfolded).expect("the thread's state");
+            assert!(unfolded >= 1000, "{unfolded}");
+            let _ = allocated();
+            assert_eq!(with_thread(|t| t.unfolded), Some(0));
+            drop(block);
         });
     }
 
