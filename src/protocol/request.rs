@@ -739,5 +739,18 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Bytes>> {
     }
 }
 
+/// `args` as a client writes them: a RESP array of bulk strings (for tests that feed the
+/// parser or a connection request bytes).
+#[cfg(test)]
+pub(crate) fn client_bytes(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -54,15 +54,7 @@ fn one_by_one(parser: &mut RequestParser, buf: &[u8], from: usize) -> Run {
     }
 }
 
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use crate::protocol::request::client_bytes as resp;
 
 #[test]
 fn lists_each_complete_request_and_leaves_the_partial_one_to_the_parser() {

@@ -274,16 +274,10 @@ mod tests {
 
     /// `commands` as a client writes them (RESP arrays of bulk strings).
     fn resp(commands: &[&[&[u8]]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for args in commands {
-            out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-            for a in *args {
-                out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-                out.extend_from_slice(a);
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-        out
+        commands
+            .iter()
+            .flat_map(|args| crate::protocol::request::client_bytes(args))
+            .collect()
     }
 
     /// Whether `batch` would walk on to the values: some command of the batch is a sorted

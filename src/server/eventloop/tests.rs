@@ -61,15 +61,7 @@ fn turn(
     client.read(reply).unwrap()
 }
 
-fn command(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use crate::protocol::request::client_bytes as command;
 
 #[test]
 fn a_request_on_the_loop_allocates_nothing() {
