@@ -744,10 +744,6 @@ mod tests {
     use crate::script::Held;
     use crate::server::Shared;
 
-    /// The busy-script window: a command that passed the busy gate before a script took its
-    /// shard must not wait on the shard's lock for the whole script (its thread would stall,
-    /// where Redis answers -BUSY past the threshold). The connection's request comes back
-    /// unrun, to go through the gate again; a command on another shard runs.
     /// A command's time with nothing held is the clock's difference in whole µs; with a
     /// hold, the hold is added before truncating, as the `Duration` sum was.
     #[test]
@@ -777,6 +773,10 @@ mod tests {
         assert_eq!(took_usec(999, Duration::from_nanos(1)), 1);
     }
 
+    /// The busy-script window: a command that passed the busy gate before a script took its
+    /// shard must not wait on the shard's lock for the whole script (its thread would stall,
+    /// where Redis answers -BUSY past the threshold). The connection's request comes back
+    /// unrun, to go through the gate again; a command on another shard runs.
     #[test]
     fn a_script_holding_the_shard_sends_the_request_back_to_the_gate() {
         let shared = Arc::new(Shared::new(

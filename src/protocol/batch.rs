@@ -25,7 +25,7 @@ use bytes::Bytes;
 
 use super::request::{Args, ProtocolError, RequestParser};
 
-/// Most requests one fill lists (a pipeline of 16 sliding-window transactions is 64
+/// Most requests one fill lists (a pipeline of 16 sliding-window transactions is 96
 /// requests).
 pub const MAX_REQUESTS: usize = 128;
 
@@ -142,10 +142,7 @@ impl Batch {
                         let arg = |r: &Range<usize>| frame.get(r.clone()).unwrap_or_default();
                         head(arg(name), ranges.get(1).map(arg));
                     }
-                    self.ranges.reserve(ranges.len());
-                    for r in &ranges {
-                        self.ranges.push(r.clone());
-                    }
+                    self.ranges.extend_from_slice(&ranges);
                     parser.recycle(ranges);
                     self.entries.push(Entry {
                         start: at,
@@ -208,9 +205,7 @@ impl Batch {
         self.stop = Stop::Bound;
         parser.reset();
         // One huge request's arguments are not kept allocated for the connection's life.
-        if self.ranges.capacity() > MAX_RANGES * 2 {
-            self.ranges = Vec::new();
-        }
+        self.release_large();
     }
 
     /// After a batch that listed a request of many arguments: lets go of the memory.

@@ -59,13 +59,8 @@ fn strings(args: &[&[u8]]) -> Vec<Vec<u8>> {
 }
 
 fn encode(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    super::client_bytes(&args)
 }
 
 /// What a connection sees feeding `chunks` in order: the requests, then either the bytes left
