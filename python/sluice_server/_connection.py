@@ -84,16 +84,34 @@ class PollingConnection(_PollsForReplies, Connection):
 
 
 def client(*, unix_socket: str | None, host: str | None, port: int | None) -> "redis.Redis":
-    """A `redis.Redis` (decode_responses=True) over `unix_socket` when given, else TCP."""
+    """A `redis.Redis` (decode_responses=True) over `unix_socket` when given, else TCP: made
+    as redis-py makes one from that address, with the polling class for its connections."""
+    extra = _driver_info()
     if unix_socket is not None:
-        pool = redis.ConnectionPool(
-            connection_class=PollingUnixConnection, path=unix_socket, decode_responses=True
-        )
+        made = redis.Redis(unix_socket_path=unix_socket, decode_responses=True, **extra)
+        polling = PollingUnixConnection
     else:
-        pool = redis.ConnectionPool(
-            connection_class=PollingConnection, host=host, port=port, decode_responses=True
-        )
-    made = redis.Redis(connection_pool=pool)
-    # Closing the client closes its pool, as for a client made from a URL or address.
-    made.auto_close_connection_pool = True
+        made = redis.Redis(host=host, port=port, decode_responses=True, **extra)
+        polling = PollingConnection
+    # Before its first connection, so that every one it makes is of this class (the pool's
+    # arguments stay redis-py's).
+    made.connection_pool.connection_class = polling
     return made
+
+
+_lib_version = None
+
+
+def _driver_info() -> dict:
+    """redis-py's own driver information (what its connections send with CLIENT SETINFO),
+    with the library's version looked up once per process: redis-py 8 reads and parses its
+    package metadata for every client made without one (about a millisecond, once per test
+    for `sluice_fresh`). Nothing for a redis-py without `DriverInfo`, which looks it up once."""
+    global _lib_version
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:
+        return {}
+    if _lib_version is None:
+        _lib_version = DriverInfo().lib_version
+    return {"driver_info": DriverInfo(lib_version=_lib_version)}

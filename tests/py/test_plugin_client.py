@@ -23,6 +23,19 @@ def test_replies_and_errors_are_redis_pys(server):
     conn = r.connection_pool.get_connection()
     assert isinstance(conn, _connection.PollingUnixConnection)
     r.connection_pool.release(conn)
+    # The pool's arguments are those of a client made from the same address, the driver
+    # information its connections send (CLIENT SETINFO) included.
+    plain = redis.Redis(unix_socket_path=server.unix_socket, decode_responses=True)
+    mine = dict(r.connection_pool.connection_kwargs)
+    theirs = dict(plain.connection_pool.connection_kwargs)
+    for kwargs in (mine, theirs):
+        info = kwargs.pop("driver_info", None)
+        kwargs["driver"] = (info.formatted_name, info.lib_version) if info else None
+        # Objects every client gets a new one of.
+        for key in ("retry", "maint_notifications_config", "himport_registry"):
+            kwargs[key] = type(kwargs.get(key))
+    assert mine == theirs
+    plain.close()
     assert r.set("k", "v") is True
     assert r.get("k") == "v"
     with pytest.raises(redis.ResponseError, match="^unknown command 'NOPE'"):
