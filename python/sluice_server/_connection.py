@@ -13,7 +13,8 @@ on the same CPU runs at once); only when the reply is not already read (a pipeli
 transaction's later replies are in redis-py's buffer) and no read timeout of its own was
 asked for (pub/sub's `get_message(timeout=...)`). Past the budget it reads as redis-py does,
 so what a test sees (replies, errors, timeouts, a closed connection) is redis-py's. With
-hiredis's parser installed (whose buffer it cannot see) it reads exactly as redis-py does.
+hiredis's parser installed (whose buffer it cannot see), or without poll(2) (Windows), it
+reads exactly as redis-py does.
 
 `can_read()` with no timeout (which redis-py's pool calls on every checkout to see that a
 connection holds no stale data) polls the socket once instead of a non-blocking `recv` that
@@ -38,6 +39,9 @@ SPIN_NS = 100_000
 # The clock the budget is measured with (a test replaces it).
 _now = time.monotonic_ns
 
+# Where there is no poll(2) or sched_yield (Windows), the connections are redis-py's.
+_CAN_POLL = hasattr(select, "poll") and hasattr(os, "sched_yield")
+
 
 class _PollsForReplies:
     """The mixin: `read_response` and `can_read` as described in the module's doc."""
@@ -48,6 +52,8 @@ class _PollsForReplies:
     def _poll_now(self) -> bool | None:
         """Whether the socket is readable now; None when that cannot be told cheaply (no
         socket, or a parser whose buffer is not redis-py's `SocketBuffer`)."""
+        if not _CAN_POLL:
+            return None
         sock = self._sock
         buffer = getattr(self._parser, "_buffer", None)
         if sock is None or buffer is None or not hasattr(buffer, "unread_bytes"):
