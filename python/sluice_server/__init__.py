@@ -5,10 +5,10 @@ scripts directory). `SluiceServer` starts it on a free loopback port in test mod
 private temporary directory with persistence off, also listening on a Unix socket there (its
 `.client` uses that: a round trip costs both processes less kernel time than over TCP), with
 `--busy-poll` (after a reply it looks for the next command for 100 µs before it sleeps, while
-the machine has idle CPU), and offers `reset()` (TESTMODE RESET) and the clock helpers (CLOCK
-FREEZE / ADVANCE / SET / RESUME / NOW) so tests move time instead of sleeping. The pytest fixtures are in
-`sluice_server.pytest_plugin`.
-"""
+the machine has idle CPU; `.client`'s connections poll for each reply the same way, see
+`_connection`), and offers `reset()` (TESTMODE RESET) and the clock helpers (CLOCK FREEZE /
+ADVANCE / SET / RESUME / NOW) so tests move time instead of sleeping. The pytest fixtures
+are in `sluice_server.pytest_plugin`."""
 
 from __future__ import annotations
 
@@ -146,14 +146,12 @@ class SluiceServer:
     @property
     def client(self):
         """A redis-py client for this server (decode_responses=True), made on first use: over
-        the Unix socket when there is one, else TCP."""
+        the Unix socket when there is one, else TCP, with connections that poll briefly for
+        each reply before they sleep (`_connection`)."""
         if self._client is None:
-            import redis
+            from sluice_server import _connection
 
-            if self.unix_socket is not None:
-                self._client = redis.Redis(unix_socket_path=self.unix_socket, decode_responses=True)
-            else:
-                self._client = redis.Redis(host=self.host, port=self.port, decode_responses=True)
+            self._client = _connection.client(unix_socket=self.unix_socket, host=self.host, port=self.port)
         return self._client
 
     @property
