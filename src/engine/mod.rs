@@ -116,6 +116,33 @@ impl<'a> Ctx<'a> {
     pub fn db(&self) -> usize {
         self.client.db
     }
+
+    /// Ends a client's command's context, kept in a `ManuallyDrop` for its command.
+    /// Almost always it owns nothing by now (no shard held, the vectors never grown: `call`
+    /// takes what they gather), and then dropping it would only run drop glue that finds
+    /// nothing (an out-of-line call for the locks' `SmallVec`s and a capacity test per
+    /// vector, ~45 instructions on every command): it is left undropped, which frees nothing
+    /// because there is nothing to free. A context that owns anything is dropped as before.
+    /// (Taking the context by value to forget it would move its few hundred bytes: a memcpy
+    /// per command, more than the drop glue it saves.)
+    #[inline]
+    pub(crate) fn end(ctx: std::mem::ManuallyDrop<Self>) {
+        if !ctx.owns_nothing() {
+            drop(std::mem::ManuallyDrop::into_inner(ctx));
+        }
+    }
+
+    /// True if dropping this context would free or release nothing: its only owned parts
+    /// are the locks and the three vectors (`next` is taken before [`Ctx::end`]; the other
+    /// fields are references and plain values).
+    #[inline]
+    fn owns_nothing(&self) -> bool {
+        self.store.owns_nothing()
+            && self.ready.capacity() == 0
+            && self.propagate.capacity() == 0
+            && self.events.owns_nothing()
+            && matches!(self.next, Next::Continue)
+    }
 }
 
 /// A command parsed into a typed struct, then applied.
@@ -431,10 +458,12 @@ fn execute_request(
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    // The `Ctx` ends with this block, dropped where it lies: `drop(ctx)` moved its few
-    // hundred bytes first (a memcpy per command).
+    // The `Ctx` ends with this block, where it lies (`drop(ctx)` moved its few hundred
+    // bytes first, a memcpy per command), and its drop glue runs only if it owns
+    // something (`Ctx::end`).
     let (reply, next, hold, disconnect) = {
-        let mut ctx = Ctx::new(shared, client, shared.keyspace.lock_none());
+        let mut ctx =
+            std::mem::ManuallyDrop::new(Ctx::new(shared, client, shared.keyspace.lock_none()));
         ctx.may_block = may_block;
         // A tracking client's own invalidations wait for this reply (`client::tracking`).
         let current = ctx
@@ -444,7 +473,9 @@ fn execute_request(
         let reply = call(&mut ctx, entry, args, Caller::Client(args));
         drop(current);
         let next = std::mem::take(&mut ctx.next);
-        (reply, next, ctx.hold, ctx.disconnect)
+        let ran = (reply, next, ctx.hold, ctx.disconnect);
+        Ctx::end(ctx);
+        ran
     };
     after_tracking(shared, client, entry);
     Ran {
@@ -472,5 +503,67 @@ fn after_tracking(shared: &Shared, client: &mut ClientState, entry: &CommandEntr
             .map(|c| c.tracking_table_max_keys)
             .unwrap_or(0);
         tracking.after_command(max_keys, crate::services::pubsub::push_limit(shared));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::ManuallyDrop;
+
+    use bytes::Bytes;
+
+    use super::Ctx;
+    use crate::client::ClientState;
+    use crate::server::Shared;
+
+    fn shared() -> Shared {
+        Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        )
+    }
+
+    /// `Ctx::end` leaves undropped only a context that owns nothing: one holding a shard, or with a
+    /// vector grown, is dropped, so the shard is free again and nothing leaks.
+    #[test]
+    fn a_context_is_forgotten_only_when_it_owns_nothing() {
+        let shared = shared();
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        let mut client = ClientState::new(info);
+        let key: &[u8] = b"k";
+
+        let ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
+        assert!(ctx.owns_nothing(), "a fresh context owns nothing");
+        Ctx::end(ManuallyDrop::new(ctx));
+
+        let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
+        assert!(ctx.store.try_take_key(key).is_ok());
+        assert!(!ctx.owns_nothing(), "a held shard is owned");
+        Ctx::end(ManuallyDrop::new(ctx));
+        assert!(
+            shared.keyspace.try_lock_args([key]).is_ok(),
+            "the shard a context held is free once it ended"
+        );
+
+        let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
+        ctx.ready.push((0, Bytes::from_static(b"k")));
+        ctx.ready.clear();
+        assert!(!ctx.owns_nothing(), "a grown vector is owned, even emptied");
+        Ctx::end(ManuallyDrop::new(ctx));
+
+        let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
+        ctx.propagate.push((0, Vec::new()));
+        assert!(!ctx.owns_nothing());
+        Ctx::end(ManuallyDrop::new(ctx));
+
+        let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
+        ctx.next = super::Next::Close;
+        assert!(
+            !ctx.owns_nothing(),
+            "a `next` left in place is dropped with it"
+        );
+        Ctx::end(ManuallyDrop::new(ctx));
     }
 }

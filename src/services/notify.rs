@@ -50,6 +50,12 @@ impl Events {
         }
     }
 
+    /// True if the list was never grown: dropping it would free nothing (`Ctx::end`).
+    #[inline]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        self.list.capacity() == 0
+    }
+
     /// True if events of `class` are published.
     #[inline]
     pub fn wants(&self, class: u32) -> bool {

@@ -619,6 +619,16 @@ impl<'a> Locked<'a> {
         Ok(())
     }
 
+    /// True if no shard is held and nothing was put on the heap: dropping these locks
+    /// would do nothing (`Ctx::end`).
+    #[inline]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        self.guards.is_empty()
+            && !self.guards.spilled()
+            && self.hashed.is_empty()
+            && !self.hashed.spilled()
+    }
+
     /// Releases every guard.
     pub fn release(&mut self) {
         self.guards.clear();
