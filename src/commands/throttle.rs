@@ -6,9 +6,9 @@
 //! string holding the TAT in Unix nanoseconds, so GET, TTL, TYPE, DEL and WATCH see it as they
 //! would on Redis with the module loaded.
 
-use crate::engine::{ArgCursor, Command, CommandSpec as C, Ctx, run_borrowed};
+use crate::engine::{CommandSpec as C, Ctx};
 use crate::error::{CmdError, CmdResult};
-use crate::limiter::gcra::{self, CheckedArgs, ThrottleError};
+use crate::limiter::gcra::{self, ThrottleError};
 use crate::protocol::Reply;
 use crate::store::Value;
 
@@ -23,7 +23,7 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
     -1,
     &["write", "denyoom"],
     C::keys(1, 1, 1),
-    |c, a| run_borrowed::<Throttle>(c, a),
+    run,
 )
 .with_effect(crate::repl::effects::Effect::KeyState)
 .with_reported_arity(-5)
@@ -33,61 +33,60 @@ fn cell_error(e: ThrottleError) -> CmdError {
     CmdError::owned(String::from_utf8_lossy(&e.error_line()).into_owned())
 }
 
-/// `CL.THROTTLE key max_burst count period [quantity]`
-#[derive(Debug)]
-pub(crate) struct Throttle<'a> {
-    key: &'a [u8],
-    /// Checked and derived once, here (the GCRA step does not derive them again).
-    args: CheckedArgs,
+/// `CL.THROTTLE key max_burst count period [quantity]`, parsed and applied in one function:
+/// no command struct is built, returned and moved into an `apply` (what `run_borrowed`
+/// does for other commands), since there is nothing between the two steps here.
+fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
+    match throttle(ctx, args.get(1..).unwrap_or_default()) {
+        Ok(reply) => reply,
+        Err(e) => e.into(),
+    }
 }
 
-impl<'a> Command<'a> for Throttle<'a> {
-    fn parse(a: &mut ArgCursor<'a>) -> CmdResult<Self> {
-        let rest = a.rest();
-        let (_, args) = gcra::parse_command_checked(rest).map_err(cell_error)?;
-        // The key is the first argument (parse_command accepted it), borrowed.
-        let key = rest.first().copied().unwrap_or_default();
-        Ok(Throttle { key, args })
+/// The command on its arguments after the name.
+#[inline]
+fn throttle(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
+    // Every error that depends only on the arguments, in redis-cell's order, before the key
+    // is read; the values derived from them checked once, here.
+    let (key, checked) = gcra::parse_command_checked(args).map_err(cell_error)?;
+    let db = ctx.db();
+    let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
+    // One lookup: the stored TAT is read and, on an allowed call, replaced in place. The
+    // reply's fields are written straight into `reply`: returned through `update` as well,
+    // they were copied three times over on the way out.
+    let mut reply = (false, [0i64; 4]);
+    let wrote = ctx.store.update(db, key, now_ms, |stored| {
+        let stored = match stored {
+            None => None,
+            // What parse_stored_tat would make of the integer's text, without the text.
+            Some(Value::Int(n)) if *n >= 0 => Some(*n),
+            Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
+            Some(Value::Str(b) | Value::Raw(b)) => {
+                Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
+            }
+            Some(_) => return Err(CmdError::WrongType),
+        };
+        let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
+        let d = checked.throttle(now_ns, stored).map_err(cell_error)?;
+        reply = (
+            d.limited,
+            [d.limit, d.remaining, d.retry_after_s, d.reset_after_s],
+        );
+        Ok(match d.write {
+            None => (false, None),
+            Some((tat, ttl_ms)) => (
+                true,
+                Some((Value::Int(tat), Some(now_ms.saturating_add(ttl_ms)))),
+            ),
+        })
+    })?;
+    if wrote {
+        // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
+        // it is, so a listener sees what a script-based limiter would make it see.
+        ctx.notify(crate::services::notify::class::STRING, "set", key);
+        ctx.notify(crate::services::notify::class::GENERIC, "expire", key);
     }
-
-    fn apply(self, ctx: &mut Ctx<'_>) -> CmdResult<Reply> {
-        let db = ctx.db();
-        let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
-        let args = &self.args;
-        // One lookup: the stored TAT is read and, on an allowed call, replaced in place.
-        let decision = ctx.store.update(db, self.key, now_ms, |stored| {
-            let stored = match stored {
-                None => None,
-                // What parse_stored_tat would make of the integer's text, without the text.
-                Some(Value::Int(n)) if *n >= 0 => Some(*n),
-                Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
-                Some(Value::Str(b) | Value::Raw(b)) => {
-                    Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
-                }
-                Some(_) => return Err(CmdError::WrongType),
-            };
-            let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
-            let decision = args.throttle(now_ns, stored).map_err(cell_error)?;
-            let write = decision
-                .write
-                .map(|(tat, ttl_ms)| (Value::Int(tat), Some(now_ms.saturating_add(ttl_ms))));
-            Ok((decision, write))
-        })?;
-        if decision.write.is_some() {
-            // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
-            // it is, so a listener sees what a script-based limiter would make it see.
-            ctx.notify(crate::services::notify::class::STRING, "set", self.key);
-            ctx.notify(crate::services::notify::class::GENERIC, "expire", self.key);
-        }
-        // The five integers held inside the reply: no vector to fill, encode and give back.
-        Ok(Reply::FlagInts(
-            decision.limited,
-            [
-                decision.limit,
-                decision.remaining,
-                decision.retry_after_s,
-                decision.reset_after_s,
-            ],
-        ))
-    }
+    // The five integers held inside the reply: no vector to fill, encode and give back.
+    let (limited, ints) = reply;
+    Ok(Reply::FlagInts(limited, ints))
 }

@@ -45,7 +45,9 @@
 //! checked integer arithmetic is what makes that possible. The products
 //! `max_burst + 1`, `T * (max_burst + 1)` and `T * quantity` are checked in
 //! `i64`, the type redis-cell wraps them in. The rest of the time arithmetic
-//! is done in `i128`, so it cannot overflow. redis-cell's own time types are
+//! is defined in `i128`, so it cannot overflow: a call runs it in `i64` with
+//! every step checked, and takes the `i128` form only where a step would
+//! leave `i64` (a test compares the two). redis-cell's own time types are
 //! wider than 64-bit nanoseconds too. The one time value that must fit is
 //! the TAT that gets written: it must lie in `0..=i64::MAX`, which is up to
 //! the year 2262.
@@ -224,21 +226,21 @@ impl ThrottleArgs {
     /// # Errors
     ///
     /// Those of [`ThrottleArgs::parse`].
+    #[inline]
     pub fn parse_checked<A: AsRef<[u8]>>(args: &[A]) -> Result<CheckedArgs, ThrottleError> {
-        if !matches!(args.len(), 3 | 4) {
-            return Err(ThrottleError::Usage);
-        }
         // In order, the first bad one reported; the quantity defaults to 1. The error (and
-        // its copy of the argument) is built only on the cold path.
-        let mut values = [1i64; 4];
-        for (value, arg) in values.iter_mut().zip(args) {
-            let arg = arg.as_ref();
-            match parse_rust_i64(arg) {
-                Some(n) => *value = n,
-                None => return Err(invalid_integer(arg)),
-            }
-        }
-        let [max_burst, count, period_s, quantity] = values;
+        // its copy of the argument) is built only on the cold path. Each argument by its
+        // position, with no array of values to fill and read back.
+        let (max_burst, count, period_s, quantity) = match args {
+            [b, c, p] => (number_arg(b)?, number_arg(c)?, number_arg(p)?, 1),
+            [b, c, p, q] => (
+                number_arg(b)?,
+                number_arg(c)?,
+                number_arg(p)?,
+                number_arg(q)?,
+            ),
+            _ => return Err(ThrottleError::Usage),
+        };
         let args = Self {
             max_burst,
             count,
@@ -444,9 +446,70 @@ pub fn throttle(
     args.check()?.throttle(now_ns, stored_tat)
 }
 
-/// The GCRA step of [`throttle`], with the arguments' derived values.
+/// The GCRA step of [`throttle`], with the arguments' derived values: in `i64` when no step
+/// overflows (every call a limiter makes: times near now, rates of seconds), else in `i128`.
 #[inline]
 fn decide(
+    now_ns: i64,
+    stored_tat: Option<i64>,
+    params: &Params,
+) -> Result<Decision, ThrottleError> {
+    match decide_narrow(now_ns, stored_tat, params) {
+        Some(decision) => decision,
+        None => decide_wide(now_ns, stored_tat, params),
+    }
+}
+
+/// [`decide_wide`] step for step in `i64`, or `None` where one of its steps would leave
+/// `i64` (then `decide_wide` answers, exactly). Where it answers, its result is
+/// `decide_wide`'s: the same operations on the same values, narrower (the `f64` steps take
+/// the same `i64` values either way). It saves the 128-bit adds, compares and conversions
+/// of the common call.
+#[inline]
+fn decide_narrow(
+    now: i64,
+    stored_tat: Option<i64>,
+    params: &Params,
+) -> Option<Result<Decision, ThrottleError>> {
+    let (emission, dvt, increment) = (params.emission_ns, params.dvt_ns, params.increment_ns);
+    let tat = stored_tat.unwrap_or(now);
+
+    let new_tat = tat.max(now).checked_add(increment)?;
+    let allow_at = new_tat.checked_sub(dvt)?;
+    let diff = now.checked_sub(allow_at)?;
+
+    let (limited, retry_after, ttl, write) = if diff < 0 {
+        let retry_after = if increment <= dvt {
+            Some(diff.checked_neg()?)
+        } else {
+            None
+        };
+        (true, retry_after, tat.checked_sub(now)?, None)
+    } else {
+        let ttl = new_tat.checked_sub(now)?;
+        let ttl_ms = match expiry_ms_narrow(ttl)? {
+            Ok(ms) => ms,
+            Err(e) => return Some(Err(e)),
+        };
+        if new_tat < 0 {
+            return Some(Err(ThrottleError::OutOfRange));
+        }
+        (false, None, ttl, Some((new_tat, ttl_ms)))
+    };
+
+    Some(Ok(Decision {
+        limited,
+        limit: params.limit,
+        remaining: remaining_narrow(dvt.checked_sub(ttl)?, emission),
+        retry_after_s: retry_after.map_or(-1, reply_seconds_narrow),
+        reset_after_s: reply_seconds_narrow(ttl),
+        write,
+    }))
+}
+
+/// The GCRA step in `i128`, where no input can overflow.
+#[inline(never)]
+fn decide_wide(
     now_ns: i64,
     stored_tat: Option<i64>,
     params: &Params,
@@ -505,6 +568,16 @@ struct Params {
 #[cfg(test)]
 fn parse_i64_arg(arg: &[u8]) -> Result<i64, ThrottleError> {
     parse_rust_i64(arg).ok_or_else(|| invalid_integer(arg))
+}
+
+/// One numeric argument: [`parse_rust_i64`], or the error that quotes it.
+#[inline(always)]
+fn number_arg<A: AsRef<[u8]>>(arg: &A) -> Result<i64, ThrottleError> {
+    let arg = arg.as_ref();
+    match parse_rust_i64(arg) {
+        Some(n) => Ok(n),
+        None => Err(invalid_integer(arg)),
+    }
 }
 
 #[cold]
@@ -632,6 +705,41 @@ fn remaining(next: i128, emission: i128) -> i64 {
     let next_us = div_rem(next, NANOS_PER_US).0;
     let emission_us = div_rem(emission, NANOS_PER_US).0;
     (to_f64(next_us) / to_f64(emission_us)) as i64
+}
+
+/// [`remaining`] for `i64` operands: the same truncations and `f64` division.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // deliberate, see module doc
+#[inline]
+fn remaining_narrow(next: i64, emission: i64) -> i64 {
+    // `-emission` is 2^63 for an `emission` of `i64::MIN` (negative arguments): above any `next`.
+    if emission == i64::MIN || next <= -emission {
+        return 0;
+    }
+    ((next / NANOS_PER_US) as f64 / (emission / NANOS_PER_US) as f64) as i64
+}
+
+/// [`reply_seconds`] for an `i64` duration.
+#[inline]
+fn reply_seconds_narrow(d: i64) -> i64 {
+    const EXACT: u64 = 1 << 53;
+    if d.unsigned_abs() < EXACT {
+        d / NANOS_PER_SEC + i64::from(d % NANOS_PER_SEC >= NANOS_PER_MS)
+    } else {
+        reply_seconds_f64(i128::from(d))
+    }
+}
+
+/// [`expiry_ms`] for an `i64` ttl; `None` where rounding up would leave `i64`.
+#[inline]
+fn expiry_ms_narrow(ttl: i64) -> Option<Result<u64, ThrottleError>> {
+    if ttl <= -2 * NANOS_PER_MS {
+        return Some(Err(ThrottleError::SetExpire));
+    }
+    if ttl <= 0 {
+        return Some(Ok(0));
+    }
+    let ms = ttl.checked_add(NANOS_PER_MS - 1)? / NANOS_PER_MS;
+    Some(Ok(ms.unsigned_abs()))
 }
 
 /// Fields 4 and 5: whole seconds, plus one if the sub-second part is at

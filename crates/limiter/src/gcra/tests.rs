@@ -1282,3 +1282,65 @@ fn sixty_four_bit_fast_paths_match_i128_arithmetic() {
         assert_eq!(super::to_f64(x).to_bits(), (x as f64).to_bits());
     }
 }
+
+/// Every `i64` value at or near an edge of the GCRA's steps (the `i64` bounds, 2^53 ns, the
+/// ms and s units, their negatives), and ordinary times.
+fn edge_i64() -> impl Strategy<Value = i64> {
+    const E53: i64 = 1 << 53;
+    prop_oneof![
+        Just(0i64),
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(i64::MAX - 1),
+        Just(i64::MIN + 1),
+        Just(E53),
+        Just(-E53),
+        Just(E53 - 1),
+        Just(-E53 + 1),
+        Just(NANOS_PER_MS),
+        Just(-2 * NANOS_PER_MS),
+        Just(NANOS_PER_SEC),
+        -3_000_000_000i64..=3_000_000_000,
+        (i64::MAX - 3_000_000_000)..=i64::MAX,
+        i64::MIN..=(i64::MIN + 3_000_000_000),
+        any::<i64>(),
+    ]
+}
+
+proptest! {
+    /// The `i64` GCRA step answers exactly as the `i128` one wherever it answers, and it
+    /// answers for calls near now with a limiter's arguments.
+    #[test]
+    fn narrow_step_matches_the_wide_one(
+        now in edge_i64(),
+        tat in prop::option::of(edge_i64()),
+        tat_offset in prop::option::of(-100_000_000_000i64..=100_000_000_000),
+        emission in edge_i64(),
+        dvt in edge_i64(),
+        increment in edge_i64(),
+        limit in edge_i64(),
+    ) {
+        let emission = if emission == 0 { 1 } else { emission };
+        let params = Params { emission_ns: emission, limit, dvt_ns: dvt, increment_ns: increment };
+        // Half the stored TATs near now, as a live key's are.
+        let tat = tat_offset.map(|o| now.saturating_add(o)).or(tat);
+        let wide = super::decide_wide(now, tat, &params);
+        if let Some(narrow) = super::decide_narrow(now, tat, &params) {
+            prop_assert_eq!(narrow, wide);
+        }
+    }
+
+    /// Arguments a limiter sends, at times of this century: always the `i64` step.
+    #[test]
+    fn narrow_step_answers_for_limiter_calls(
+        (max_burst, count, period_s) in params_strategy(),
+        quantity in 0i64..=25,
+        now in 1_600_000_000_000_000_000i64..=2_000_000_000_000_000_000,
+        tat_offset in prop::option::of(-100_000_000_000i64..=100_000_000_000),
+    ) {
+        let checked = ThrottleArgs { max_burst, count, period_s, quantity }.check().unwrap();
+        let tat = tat_offset.map(|o| now + o);
+        let narrow = super::decide_narrow(now, tat, &checked.params);
+        prop_assert_eq!(narrow, Some(super::decide_wide(now, tat, &checked.params)));
+    }
+}
