@@ -306,6 +306,12 @@ impl RequestParser {
         self.limits = limits;
     }
 
+    /// The limits in force.
+    #[inline]
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     /// True while a multibulk request is partially parsed (the connection uses it for its
     /// query-buffer accounting).
     ///

@@ -187,6 +187,8 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     let keyspace = &shared.keyspace;
     // Whether the requests after the one parsed alone are listed in `buf.batch`.
     let mut listed = false;
+    // Another client's CONFIG SET of proto-max-bulk-len, since this connection's last batch.
+    connection::refresh_limits(shared, &mut buf.parser, client.authenticated);
     loop {
         // The arguments are borrowed from the read buffer while the command runs (no
         // reference count per argument); the request leaves the buffer after the batch.
@@ -264,7 +266,6 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             buf.args.clear();
             return Served::HandOver(Resume::Read);
         }
-        let was_authenticated = client.authenticated;
         let result = engine::execute_may_block(shared, client, argv);
         give_back(&mut buf.parser, &mut buf.batch, alone, heap);
         buf.args.clear();
@@ -276,13 +277,12 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
         *ran += consumed;
         if let Next::Block(_) = result.next {
             // Blocked: the tokio path waits for the waiter's reply.
-            return Served::HandOver(Resume::After(result, was_authenticated));
+            return Served::HandOver(Resume::After(result));
         }
-        if client.authenticated != was_authenticated {
-            buf.parser
-                .set_limits(connection::limits(&shared.config(), client.authenticated));
-            // The requests parsed ahead were checked against the old limits: parse them
-            // again under the new ones, as Redis parses each after the one before ran.
+        // AUTH, RESET or CONFIG SET proto-max-bulk-len: the requests parsed ahead were
+        // checked against the old limits; parse them again under the new ones, as Redis
+        // parses each after the one before ran. (One load: the flag and the setting.)
+        if connection::refresh_limits(shared, &mut buf.parser, client.authenticated) {
             buf.batch.discard(&mut buf.parser);
             listed = false;
         }
@@ -294,7 +294,7 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             || client.push_queue().is_some()
         {
             // The tokio path knows what to do next (and answers, in order).
-            return Served::HandOver(Resume::After(result, client.authenticated));
+            return Served::HandOver(Resume::After(result));
         }
         let Ran {
             reply,
