@@ -242,6 +242,7 @@ impl Buffers {
             &mut self.args,
         );
         self.batch.release_large();
+        self.parser.release_large();
     }
 
     /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
