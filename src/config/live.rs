@@ -37,6 +37,9 @@ pub struct LiveSettings {
     min_replicas_max_lag: AtomicU64,
     stream_node_bytes: AtomicUsize,
     stream_node_entries: AtomicUsize,
+    /// `proto-max-bulk-len`: the request parser's limit, read once per batch (and after a
+    /// command that may have changed it), as Redis reads it on every parse.
+    proto_max_bulk_len: AtomicUsize,
 }
 
 impl LiveSettings {
@@ -111,6 +114,14 @@ impl LiveSettings {
             .store(config.stream_node_max_bytes, Ordering::Relaxed);
         self.stream_node_entries
             .store(config.stream_node_max_entries, Ordering::Relaxed);
+        self.proto_max_bulk_len
+            .store(config.proto_max_bulk_len, Ordering::Relaxed);
+    }
+
+    /// `proto-max-bulk-len`.
+    #[inline]
+    pub fn proto_max_bulk_len(&self) -> usize {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
     }
 
     /// `stream-node-max-bytes` and `stream-node-max-entries`.

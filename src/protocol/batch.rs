@@ -13,17 +13,21 @@
 //! [`Batch::discard`], which also resets the parser, so the requests left are parsed again
 //! from the buffer, from the front, as before.
 //!
-//! Nothing is allocated per request once the vectors have grown to the batch's size: the
-//! arguments of every listed request are kept one after another in one vector, and a
-//! request's argument slices are put in the caller's array on the stack (up to
-//! [`ARGV_INLINE`]) or a vector reused from request to request.
+//! Nothing is moved or allocated per request once the vectors have grown to the batch's
+//! size: the parser writes each request's argument ranges once, into its own list
+//! ([`RequestParser::list`]), one request after another, and the batch's entries say where
+//! each request's are; a request's argument slices are put in the caller's array on the
+//! stack (up to [`ARGV_INLINE`]) or a vector reused from request to request. The caller
+//! may list a request with the parser itself (the event loop's batch's first, before it
+//! knows whether more follow) and take it the same way ([`Taken::new`]); the list is
+//! emptied by the caller ([`RequestParser::forget_listed`]) once it has taken everything.
 
 use std::mem;
 use std::ops::Range;
 
 use bytes::Bytes;
 
-use super::request::{Args, ProtocolError, RequestParser};
+use super::request::{INLINE, Listed, ProtocolError, RequestParser};
 
 /// Most requests one fill lists (a pipeline of 16 sliding-window transactions is 96
 /// requests).
@@ -44,43 +48,40 @@ pub enum Stop {
     Error(ProtocolError),
 }
 
-/// One listed request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    /// Its bytes in the buffer `fill` read.
-    start: usize,
-    end: usize,
-    /// Where its arguments' ranges (relative to `start`) begin in `ranges`.
-    first: usize,
-    /// How many there are; [`INLINE`] for an inline request, whose (unescaped) arguments
-    /// are `Batch::inline`.
-    count: usize,
-}
-
-/// [`Entry::count`] of an inline request.
-const INLINE: usize = usize::MAX;
-
-/// A request taken from the batch.
-#[derive(Debug)]
+/// A listed request, to take from the batch (or the one request the caller listed itself:
+/// [`Taken::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Taken {
     /// Where its bytes start in the buffer the batch was filled from.
     pub start: usize,
     /// Where they end.
     pub end: usize,
+    /// Where its arguments' ranges (relative to `start`) begin in the parser's list.
     first: usize,
+    /// How many there are; [`INLINE`] for an inline request, whose (unescaped) arguments
+    /// the parser holds.
     count: usize,
+}
+
+impl Taken {
+    /// The request `listed` says the parser listed at `start` in the buffer.
+    #[inline]
+    pub fn new(start: usize, listed: Listed) -> Taken {
+        Taken {
+            start,
+            end: start + listed.consumed,
+            first: listed.first,
+            count: listed.count,
+        }
+    }
 }
 
 /// The listed requests of a batch (see the module docs).
 #[derive(Debug)]
 pub struct Batch {
-    entries: Vec<Entry>,
-    /// Every listed request's argument ranges, one request after another.
-    ranges: Vec<Range<usize>>,
+    entries: Vec<Taken>,
     /// The next entry to take.
     next: usize,
-    /// The arguments of the inline request listed last, if any.
-    inline: Vec<Bytes>,
     stop: Stop,
     /// An emptied vector for the next request's argument slices (see [`Batch::slices`]).
     spare: Vec<Range<usize>>,
@@ -97,9 +98,7 @@ impl Batch {
     pub fn new() -> Batch {
         Batch {
             entries: Vec::new(),
-            ranges: Vec::new(),
             next: 0,
-            inline: Vec::new(),
             stop: Stop::Bound,
             spare: Vec::new(),
         }
@@ -107,10 +106,11 @@ impl Batch {
 
     /// Lists the complete requests in `buf` from `from` on, parsed by `parser`, which must
     /// be at the start of a request there or in the middle of the one starting there (as
-    /// the last fill left it). Whatever was listed before is dropped. `head` is called with
-    /// the name and first argument (the key of the commands rate limiters send, if it has
-    /// one) of each listed multibulk request as it is listed: the event loop's prefetch,
-    /// without another walk.
+    /// the last fill left it). Whatever was listed before is dropped from the batch (the
+    /// parser's list keeps its ranges until the caller calls
+    /// [`RequestParser::forget_listed`]). `head` is called with the name and first
+    /// argument (the key of the commands rate limiters send, if it has one) of each listed
+    /// multibulk request as it is listed: the event loop's prefetch, without another walk.
     #[inline]
     pub fn fill<'b>(
         &mut self,
@@ -120,48 +120,40 @@ impl Batch {
         mut head: impl FnMut(&'b [u8], Option<&'b [u8]>),
     ) {
         self.entries.clear();
-        self.ranges.clear();
         self.next = 0;
+        let bound = parser.listed().len() + MAX_RANGES;
         let mut at = from;
         self.stop = loop {
-            if self.entries.len() >= MAX_REQUESTS || self.ranges.len() >= MAX_RANGES {
+            if self.entries.len() >= MAX_REQUESTS || parser.listed().len() >= bound {
                 break Stop::Bound;
             }
             let pending = buf.get(at..).unwrap_or_default();
-            let req = match parser.parse(pending) {
-                Ok(Some(req)) => req,
+            let listed = match parser.list(pending) {
+                Ok(Some(listed)) => listed,
                 Ok(None) => break Stop::Incomplete,
                 Err(e) => break Stop::Error(e),
             };
-            let end = at + req.consumed;
-            match req.args {
-                Args::Ranges(ranges) => {
-                    let first = self.ranges.len();
-                    if let Some(name) = ranges.first() {
-                        let frame = buf.get(at..end).unwrap_or_default();
-                        let arg = |r: &Range<usize>| frame.get(r.clone()).unwrap_or_default();
-                        head(arg(name), ranges.get(1).map(arg));
-                    }
-                    self.ranges.extend_from_slice(&ranges);
-                    parser.recycle(ranges);
-                    self.entries.push(Entry {
-                        start: at,
-                        end,
-                        first,
-                        count: self.ranges.len() - first,
-                    });
-                    at = end;
-                }
-                Args::Owned(args) => {
-                    self.inline = args;
-                    self.entries.push(Entry {
-                        start: at,
-                        end,
-                        first: 0,
-                        count: INLINE,
-                    });
-                    break Stop::Bound;
-                }
+            let taken = Taken::new(at, listed);
+            self.entries.push(taken);
+            at = taken.end;
+            if listed.is_inline() {
+                break Stop::Bound;
+            }
+            if listed.count > 0 {
+                let ranges = parser.listed();
+                let frame = buf.get(taken.start..taken.end).unwrap_or_default();
+                let arg = |i: usize| {
+                    let r = ranges.get(i)?;
+                    frame.get(r.start..r.end)
+                };
+                head(
+                    arg(listed.first).unwrap_or_default(),
+                    if listed.count > 1 {
+                        arg(listed.first + 1)
+                    } else {
+                        None
+                    },
+                );
             }
         };
     }
@@ -170,14 +162,9 @@ impl Batch {
     /// [`Batch::stop`]).
     #[inline]
     pub fn take(&mut self) -> Option<Taken> {
-        let entry = self.entries.get(self.next)?;
+        let taken = *self.entries.get(self.next)?;
         self.next += 1;
-        Some(Taken {
-            start: entry.start,
-            end: entry.end,
-            first: entry.first,
-            count: entry.count,
-        })
+        Some(taken)
     }
 
     /// How many requests the last fill listed.
@@ -199,9 +186,7 @@ impl Batch {
     /// the requests after the last one taken are parsed again, from the buffer.
     pub fn discard(&mut self, parser: &mut RequestParser) {
         self.entries.clear();
-        self.ranges.clear();
         self.next = 0;
-        self.inline = Vec::new();
         self.stop = Stop::Bound;
         parser.reset();
         // One huge request's arguments are not kept allocated for the connection's life.
@@ -210,36 +195,35 @@ impl Batch {
 
     /// After a batch that listed a request of many arguments: lets go of the memory.
     pub fn release_large(&mut self) {
-        if self.ranges.capacity() > MAX_RANGES * 2 {
-            self.ranges = Vec::new();
-        }
         if self.spare.capacity() > MAX_RANGES * 2 {
             self.spare = Vec::new();
         }
     }
 
-    /// `taken`'s arguments, borrowed from `buf` (the buffer the batch was filled from) or,
-    /// for an inline request, from `inline`, where its unescaped arguments are moved for as
-    /// long as they are borrowed. Up to [`ARGV_INLINE`] of them are put in `stack`; more in
-    /// `heap`, which becomes the batch's reused vector (give it back with
-    /// [`Batch::recycle`]): nothing is allocated once that has grown.
+    /// `taken`'s arguments, borrowed from `buf` (the buffer the batch was filled from)
+    /// through the ranges `parser` listed or, for an inline request, from `inline`, where
+    /// the parser's unescaped arguments are moved for as long as they are borrowed. Up to
+    /// [`ARGV_INLINE`] of them are put in `stack`; more in `heap`, which becomes the
+    /// batch's reused vector (give it back with [`Batch::recycle`]): nothing is allocated
+    /// once that has grown.
     #[inline]
     pub fn slices<'a, 'b>(
         &mut self,
         taken: Taken,
+        parser: &mut RequestParser,
         buf: &'b [u8],
         inline: &'b mut Vec<Bytes>,
         stack: &'a mut [&'b [u8]; ARGV_INLINE],
         heap: &'a mut Vec<&'b [u8]>,
     ) -> &'a [&'b [u8]] {
         if taken.count == INLINE {
-            *inline = mem::take(&mut self.inline);
+            *inline = parser.take_inline();
             let inline: &'b Vec<Bytes> = inline;
             return argv(&mut self.spare, inline.iter().map(|a| &a[..]), stack, heap);
         }
         let frame = buf.get(taken.start..taken.end).unwrap_or_default();
-        let ranges = self
-            .ranges
+        let ranges = parser
+            .listed()
             .get(taken.first..)
             .and_then(|r| r.get(..taken.count))
             .unwrap_or_default();

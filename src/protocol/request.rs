@@ -188,13 +188,52 @@ enum Line {
     Pending(Scan),
 }
 
+/// A request [`RequestParser::list`] parsed: its arguments' ranges stay in the parser's
+/// list ([`RequestParser::listed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    /// How many bytes at the front of the buffer passed to `list` the request used.
+    pub consumed: usize,
+    /// Where its ranges (relative to the start of that buffer) begin in the list.
+    pub first: usize,
+    /// How many there are; [`INLINE`] for an inline request, whose (unescaped) arguments
+    /// are taken with [`RequestParser::take_inline`].
+    pub count: usize,
+}
+
+/// [`Listed::count`] of an inline request.
+pub const INLINE: usize = usize::MAX;
+
+impl Listed {
+    /// An inline request: its arguments are the parser's until taken, so nothing may be
+    /// listed after it before they are.
+    #[inline]
+    pub fn is_inline(&self) -> bool {
+        self.count == INLINE
+    }
+}
+
+/// What [`RequestParser::advance`] completed.
+enum Parsed {
+    /// A multibulk request (its ranges at the end of `RequestParser::ranges`).
+    Multibulk { consumed: usize },
+    /// An inline request, its arguments unescaped.
+    Inline { consumed: usize, args: Vec<Bytes> },
+}
+
 /// Parses requests from the front of a growing buffer, keeping its progress between calls.
 #[derive(Debug)]
 pub struct RequestParser {
     limits: Limits,
     state: State,
-    /// Arguments of the current multibulk request found so far.
+    /// The argument ranges of the requests [`RequestParser::list`] has listed (up to
+    /// `current`), then those of the request under way: each request's ranges are written
+    /// once, here, where the event loop's batch reads them.
     ranges: Vec<Range<usize>>,
+    /// Where the ranges of the request under way begin in `ranges`.
+    current: usize,
+    /// The arguments of the inline request listed last (see [`RequestParser::take_inline`]).
+    inline: Vec<Bytes>,
     /// An emptied argument vector handed back by [`RequestParser::recycle`], reused by the next
     /// multibulk request so that parsing allocates nothing per request.
     spare: Vec<Range<usize>>,
@@ -213,6 +252,8 @@ impl RequestParser {
             limits,
             state: State::Start,
             ranges: Vec::new(),
+            current: 0,
+            inline: Vec::new(),
             spare: Vec::new(),
             #[cfg(test)]
             examined: 0,
@@ -223,28 +264,124 @@ impl RequestParser {
 
     /// `buf` always starts at the first byte of the current, not yet complete request; between
     /// calls the caller only appends bytes to it (and after `Ok(Some(req))` drops `req.consumed`
-    /// bytes from the front). Returns Ok(None) when more bytes are needed.
+    /// bytes from the front). Returns Ok(None) when more bytes are needed. The request's
+    /// ranges come in a vector of their own (give it back with [`RequestParser::recycle`]).
     ///
     /// After `Ok(Some(_))` or an error the parser is ready for the next request. If the caller
     /// breaks the contract (shrinks or rewrites `buf` mid-request) the results are meaningless,
     /// but the parser still does not panic.
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
-        let result = self.advance(buf);
-        if !matches!(result, Ok(None)) {
-            self.state = State::Start;
-            // A finished request took the vector with it; an error leaves one that must not leak
-            // into the next request.
-            self.ranges = Vec::new();
+        self.forget_listed();
+        if self.ranges.capacity() == 0 {
+            self.ranges = mem::take(&mut self.spare);
         }
-        result
+        match self.advance(buf) {
+            Ok(None) => Ok(None),
+            Ok(Some(parsed)) => {
+                self.state = State::Start;
+                Ok(Some(match parsed {
+                    Parsed::Multibulk { consumed } => Request {
+                        consumed,
+                        args: Args::Ranges(mem::take(&mut self.ranges)),
+                    },
+                    Parsed::Inline { consumed, args } => Request {
+                        consumed,
+                        args: Args::Owned(args),
+                    },
+                }))
+            }
+            Err(e) => {
+                self.state = State::Start;
+                // The failed request's ranges must not leak into the next request.
+                self.ranges = Vec::new();
+                Err(e)
+            }
+        }
     }
 
-    /// Forgets the request under way, if any: the next call starts a request at the front of
-    /// the buffer it is given (a caller that parsed ahead, then handed the rest over).
+    /// As [`RequestParser::parse`], but the request's ranges stay in the parser's list,
+    /// after those of the requests listed before it (see [`RequestParser::listed`]), and
+    /// an inline request's arguments in the parser until [`RequestParser::take_inline`]:
+    /// nothing is moved or copied per request. The list grows until
+    /// [`RequestParser::forget_listed`].
+    #[inline]
+    pub fn list(&mut self, buf: &[u8]) -> Result<Option<Listed>, ProtocolError> {
+        match self.advance(buf) {
+            Ok(None) => Ok(None),
+            Ok(Some(parsed)) => {
+                self.state = State::Start;
+                let first = self.current;
+                let count = match parsed {
+                    Parsed::Multibulk { consumed } => {
+                        self.current = self.ranges.len();
+                        return Ok(Some(Listed {
+                            consumed,
+                            first,
+                            count: self.current - first,
+                        }));
+                    }
+                    Parsed::Inline { consumed, args } => {
+                        self.inline = args;
+                        consumed
+                    }
+                };
+                Ok(Some(Listed {
+                    consumed: count,
+                    first,
+                    count: INLINE,
+                }))
+            }
+            Err(e) => {
+                self.state = State::Start;
+                self.ranges.truncate(self.current);
+                Err(e)
+            }
+        }
+    }
+
+    /// The argument ranges of the requests listed since [`RequestParser::forget_listed`],
+    /// one request after another (see [`Listed::first`]).
+    #[inline]
+    pub fn listed(&self) -> &[Range<usize>] {
+        self.ranges.get(..self.current).unwrap_or_default()
+    }
+
+    /// Takes the arguments of the inline request listed last.
+    pub fn take_inline(&mut self) -> Vec<Bytes> {
+        mem::take(&mut self.inline)
+    }
+
+    /// Drops the listed requests' ranges (the caller is done with them), keeping those of
+    /// the request under way, if any.
+    #[inline]
+    pub fn forget_listed(&mut self) {
+        if self.current != 0 {
+            if self.current == self.ranges.len() {
+                self.ranges.clear();
+            } else {
+                self.ranges.drain(..self.current);
+            }
+            self.current = 0;
+        }
+    }
+
+    /// Forgets the request under way, if any, and what is listed: the next call starts a
+    /// request at the front of the buffer it is given (a caller that parsed ahead, then
+    /// handed the rest over).
     pub fn reset(&mut self) {
         self.state = State::Start;
-        let ranges = mem::take(&mut self.ranges);
-        self.recycle(ranges);
+        self.ranges.clear();
+        self.current = 0;
+        self.inline = Vec::new();
+        self.release_large();
+    }
+
+    /// After a request of many arguments: lets go of the list's memory, so one huge request
+    /// does not pin it for the connection's lifetime.
+    pub fn release_large(&mut self) {
+        if self.ranges.is_empty() && self.ranges.capacity() > 2 * MAX_PREALLOC_ARGS {
+            self.ranges = Vec::new();
+        }
     }
 
     /// Takes back the argument vector of a request the caller is done with; the next
@@ -271,39 +408,18 @@ impl RequestParser {
         }
     }
 
-    /// A parsed request's arguments borrowed from `frame` (the request's bytes, at the
-    /// front of the read buffer): no copy and no reference count per argument. A
-    /// multibulk request's range vector becomes the slice vector in place (the two have
-    /// one size and alignment, so the standard library reuses the allocation); an inline
-    /// request's unescaped arguments are moved to `inline` for as long as they are
-    /// borrowed. Give the vector back with [`RequestParser::recycle_slices`].
-    pub fn slices<'b>(args: Args, frame: &'b [u8], inline: &'b mut Vec<Bytes>) -> Vec<&'b [u8]> {
-        match args {
-            Args::Ranges(ranges) => ranges
-                .into_iter()
-                .map(|r| frame.get(r).unwrap_or_default())
-                .collect(),
-            Args::Owned(owned) => {
-                *inline = owned;
-                let inline: &'b Vec<Bytes> = inline;
-                inline.iter().map(|a| &a[..]).collect()
-            }
-        }
-    }
-
-    /// Takes back the vector [`RequestParser::slices`] made, as the next request's range
-    /// vector (in place again: nothing is allocated or freed).
-    pub fn recycle_slices(&mut self, mut slices: Vec<&[u8]>) {
-        slices.clear();
-        self.recycle(slices.into_iter().map(|_| 0..0).collect());
-    }
-
     /// Replace the limits (CONFIG SET proto-max-bulk-len etc.).
     ///
     /// Like Redis, a limit applies when the part it governs is parsed, so a request already
     /// under way is checked against the new limits from here on.
     pub fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
+    }
+
+    /// The limits in force.
+    #[inline]
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// True while a multibulk request is partially parsed (the connection uses it for its
@@ -315,7 +431,7 @@ impl RequestParser {
         matches!(self.state, State::BulkLen { .. } | State::BulkData { .. })
     }
 
-    fn advance(&mut self, buf: &[u8]) -> Result<Option<Request>, ProtocolError> {
+    fn advance(&mut self, buf: &[u8]) -> Result<Option<Parsed>, ProtocolError> {
         loop {
             match self.state {
                 State::Start => {
@@ -362,10 +478,7 @@ impl RequestParser {
                             .ok_or(ProtocolError::InvalidMultibulkLength)?;
                         let start = cr + 2;
                         if count <= 0 {
-                            return Ok(Some(Request {
-                                consumed: start,
-                                args: Args::Ranges(Vec::new()),
-                            }));
+                            return Ok(Some(Parsed::Multibulk { consumed: start }));
                         }
                         let count = usize::try_from(count)
                             .ok()
@@ -374,10 +487,7 @@ impl RequestParser {
                         if self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
                             return Err(ProtocolError::UnauthenticatedMultibulkLength);
                         }
-                        let mut ranges = mem::take(&mut self.spare);
-                        ranges.clear();
-                        ranges.reserve(count.min(MAX_PREALLOC_ARGS));
-                        self.ranges = ranges;
+                        self.ranges.reserve(count.min(MAX_PREALLOC_ARGS));
                         self.state = State::BulkLen {
                             start,
                             remaining: count,
@@ -464,10 +574,7 @@ impl RequestParser {
                     self.ranges.push(start..end);
                     let remaining = remaining.saturating_sub(1);
                     if remaining == 0 {
-                        return Ok(Some(Request {
-                            consumed: next,
-                            args: Args::Ranges(mem::take(&mut self.ranges)),
-                        }));
+                        return Ok(Some(Parsed::Multibulk { consumed: next }));
                     }
                     self.state = State::BulkLen {
                         start: next,
@@ -503,10 +610,7 @@ impl RequestParser {
         {
             return None;
         }
-        let mut ranges = mem::take(&mut self.spare);
-        ranges.clear();
-        ranges.reserve(count.min(MAX_PREALLOC_ARGS));
-        self.ranges = ranges;
+        self.ranges.reserve(count.min(MAX_PREALLOC_ARGS));
         Some(State::BulkLen {
             start,
             remaining: count,
@@ -525,7 +629,7 @@ impl RequestParser {
         buf: &[u8],
         mut start: usize,
         mut remaining: usize,
-    ) -> Result<Option<Request>, (usize, usize)> {
+    ) -> Result<Option<Parsed>, (usize, usize)> {
         let max_len = if self.limits.unauthenticated {
             UNAUTHENTICATED_MAX_BULK.min(self.limits.max_bulk_len)
         } else {
@@ -558,10 +662,7 @@ impl RequestParser {
             self.ranges.push(data..end);
             remaining -= 1;
             if remaining == 0 {
-                return Ok(Some(Request {
-                    consumed: next,
-                    args: Args::Ranges(mem::take(&mut self.ranges)),
-                }));
+                return Ok(Some(Parsed::Multibulk { consumed: next }));
             }
             start = next;
         }
@@ -596,16 +697,16 @@ impl RequestParser {
     }
 
     /// Builds the request for an inline line whose `\n` is at `newline`.
-    fn inline_request(buf: &[u8], newline: usize) -> Result<Request, ProtocolError> {
+    fn inline_request(buf: &[u8], newline: usize) -> Result<Parsed, ProtocolError> {
         let mut end = newline;
         if end > 0 && buf.get(end - 1) == Some(&b'\r') {
             end -= 1;
         }
         let line = buf.get(..end).unwrap_or_default();
         let args = split_args(line).ok_or(ProtocolError::UnbalancedQuotes)?;
-        Ok(Request {
+        Ok(Parsed::Inline {
             consumed: newline + 1,
-            args: Args::Owned(args),
+            args,
         })
     }
 }

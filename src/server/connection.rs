@@ -177,13 +177,30 @@ impl Drop for Registered {
     }
 }
 
-/// The parser's limits for a client authenticated or not.
-pub(super) fn limits(config: &crate::config::Config, authenticated: bool) -> Limits {
+/// The parser's limits for a client authenticated or not, with `proto-max-bulk-len` as it
+/// is now (CONFIG SET reaches open connections: Redis reads it on every parse).
+#[inline]
+pub(super) fn limits(shared: &Shared, authenticated: bool) -> Limits {
     Limits {
-        max_bulk_len: config.proto_max_bulk_len,
+        max_bulk_len: shared.live.proto_max_bulk_len(),
         unauthenticated: !authenticated,
         ..Limits::default()
     }
+}
+
+/// Gives `parser` the limits [`limits`] says, if they changed: true if they did.
+#[inline]
+pub(super) fn refresh_limits(
+    shared: &Shared,
+    parser: &mut RequestParser,
+    authenticated: bool,
+) -> bool {
+    let wanted = limits(shared, authenticated);
+    let changed = parser.limits() != wanted;
+    if changed {
+        parser.set_limits(wanted);
+    }
+    changed
 }
 
 /// A connection's parser and buffers, which move with it from one serving loop to another.
@@ -205,7 +222,7 @@ pub(super) struct Buffers {
 impl Buffers {
     pub(super) fn new(shared: &Shared, client: &ClientState) -> Buffers {
         Buffers {
-            parser: RequestParser::new(limits(&shared.config(), client.authenticated)),
+            parser: RequestParser::new(limits(shared, client.authenticated)),
             rbuf: BytesMut::with_capacity(READ_BUF),
             spare_rbuf: BytesMut::new(),
             spare_held: false,
@@ -225,6 +242,7 @@ impl Buffers {
             &mut self.args,
         );
         self.batch.release_large();
+        self.parser.release_large();
     }
 
     /// What the buffers hold allocated, for CLIENT LIST's tot-mem and INFO's
@@ -256,8 +274,8 @@ pub(super) enum Resume {
     Read,
     /// The request ran and this is its reply, not yet written, with what comes next: what
     /// this code handles (a blocked command's wait, PSYNC, WAIT, a hold, MONITOR, a
-    /// subscription). The flag: whether the client was authenticated before it ran.
-    After(Ran, bool),
+    /// subscription).
+    After(Ran),
 }
 
 async fn run<S: Transport>(
@@ -292,9 +310,12 @@ async fn run<S: Transport>(
     loop {
         // Run every complete request already buffered.
         loop {
-            let (ran, was_authenticated) = match resume.take() {
-                Some(Resume::After(ran, was)) => (ran, was),
+            let ran = match resume.take() {
+                Some(Resume::After(ran)) => ran,
                 _ => {
+                    // A CONFIG SET of proto-max-bulk-len (by any client) or an AUTH applies
+                    // from the next request on.
+                    refresh_limits(shared, &mut parser, client.authenticated);
                     let req = match parser.parse(&rbuf) {
                         Ok(Some(req)) => req,
                         Ok(None) => break,
@@ -326,7 +347,6 @@ async fn run<S: Transport>(
                     {
                         return Ok(());
                     }
-                    let was_authenticated = client.authenticated;
                     // While a script runs it holds shards: wait without blocking this thread,
                     // or answer -BUSY past the threshold, if the command needs one (see
                     // commands::scripting).
@@ -340,7 +360,7 @@ async fn run<S: Transport>(
                     } else {
                         None
                     };
-                    let ran = loop {
+                    loop {
                         if let Some(reply) = gated.take() {
                             break Ran::reply(reply);
                         }
@@ -377,8 +397,7 @@ async fn run<S: Transport>(
                             continue;
                         }
                         break ran;
-                    };
-                    (ran, was_authenticated)
+                    }
                 }
             };
             let Ran {
@@ -408,9 +427,6 @@ async fn run<S: Transport>(
                 }
                 next => (reply, next),
             };
-            if client.authenticated != was_authenticated {
-                parser.set_limits(limits(&config, client.authenticated));
-            }
             let reply = match next {
                 // PSYNC/SYNC: this connection becomes a replica's feed (see repl::master).
                 Next::Replicate { replid, offset } => {

@@ -542,3 +542,60 @@ fn auth_texts_and_pre_auth_caps_match_redis() {
     compare(&[b"*11\r\n"]);
     compare(&[b"*2\r\n$4\r\nAUTH\r\n$16385\r\n"]);
 }
+
+/// A CONFIG SET of proto-max-bulk-len reaches connections already open, on their next
+/// request, as in Redis (which reads the setting on every parse): one connection lowers it
+/// while another waits, and a pipeline that changes it then sends a bulk the new value
+/// decides (parsed ahead under the old one by the event loop's batch, so parsed again).
+/// The replies and the closes are compared with a real redis-server's, byte for byte, on
+/// sluice's event loop and on the tokio path (`--io-backend epoll`).
+#[test]
+fn config_set_proto_max_bulk_len_reaches_open_connections_as_in_redis() {
+    use crate::support::encode_command;
+    let redis = crate::support::RedisServer::start();
+    let event_loop = start(Config::default());
+    let epoll = start(Config {
+        io_backend: sluice::config::IoBackend::Epoll,
+        ..Config::default()
+    });
+    let big = vec![b'x'; 1024 * 1024 + 1];
+    let lower = encode_command(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"1mb"]);
+    let raise = encode_command(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"512mb"]);
+    let set_big = encode_command(&[b"SET", b"k", &big]);
+    let transcript = |addr: SocketAddr| -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut waiting = TcpStream::connect(addr).unwrap();
+        let mut admin = Conn::connect(addr);
+        // The waiting connection has run a request before the change.
+        waiting.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        out.push(Conn::from_stream(waiting.try_clone().unwrap()).read_reply());
+        out.push(admin.cmd(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"1mb"]));
+        waiting.write_all(&set_big).unwrap();
+        let (closed, got) = closed_within(&mut waiting, Duration::from_secs(5));
+        out.push(got);
+        out.push(format!("closed: {closed}").into_bytes());
+        // Raised and lowered again by the connection itself, in one pipeline each.
+        let mut own = TcpStream::connect(addr).unwrap();
+        own.write_all(&[&raise[..], &set_big, &lower, &set_big].concat())
+            .unwrap();
+        let (closed, got) = closed_within(&mut own, Duration::from_secs(5));
+        out.push(got);
+        out.push(format!("closed: {closed}").into_bytes());
+        out.push(admin.cmd(&[b"CONFIG", b"SET", b"proto-max-bulk-len", b"512mb"]));
+        out
+    };
+    let expected = transcript(redis.addr());
+    assert_eq!(
+        expected[2], b"-ERR Protocol error: invalid bulk length\r\n",
+        "redis-server's transcript: {expected:?}"
+    );
+    for server in [&event_loop, &epoll] {
+        let got = transcript(server.addr());
+        let show = |t: &[Vec<u8>]| {
+            t.iter()
+                .map(|r| String::from_utf8_lossy(r).into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(show(&got), show(&expected));
+    }
+}

@@ -1,32 +1,68 @@
 use super::*;
-use crate::protocol::request::Limits;
+use crate::protocol::request::{Args, Limits};
 
 /// Every request `fill` and `take` give for `buf`, filling again at the bound, as the event
 /// loop does: each request's bytes and arguments, then the error that ended it, if any.
+/// The first request is listed alone and the batch filled behind it only if more bytes
+/// follow, as the event loop does.
 type Run = (Vec<(Range<usize>, Vec<Vec<u8>>)>, Option<ProtocolError>);
 
 fn through_batch(parser: &mut RequestParser, batch: &mut Batch, buf: &[u8], from: usize) -> Run {
+    through(parser, batch, buf, from, true)
+}
+
+/// [`through_batch`], or (`first_alone` false) every request from `from` on listed by
+/// `fill`.
+fn through(
+    parser: &mut RequestParser,
+    batch: &mut Batch,
+    buf: &[u8],
+    from: usize,
+    first_alone: bool,
+) -> Run {
     let mut out = Vec::new();
     let mut inline = Vec::new();
     let mut at = from;
-    batch.fill(parser, buf, at, |_, _| {});
+    let mut listed = !first_alone;
+    if listed {
+        parser.forget_listed();
+        batch.fill(parser, buf, at, |_, _| {});
+    }
     loop {
-        let Some(req) = batch.take() else {
-            match batch.stop().clone() {
-                Stop::Incomplete => return (out, None),
-                Stop::Bound => {
-                    batch.fill(parser, buf, at, |_, _| {});
-                    continue;
-                }
-                Stop::Error(e) => return (out, Some(e)),
+        let req = if !listed {
+            parser.forget_listed();
+            let pending = &buf[at..];
+            let req = match parser.list(pending) {
+                Ok(Some(req)) => req,
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            };
+            // An inline request's arguments wait in the parser: nothing is listed after it.
+            if req.consumed < pending.len() && !req.is_inline() {
+                listed = true;
+                batch.fill(parser, buf, at + req.consumed, |_, _| {});
             }
+            Taken::new(at, req)
+        } else {
+            let Some(req) = batch.take() else {
+                match batch.stop().clone() {
+                    Stop::Incomplete => return (out, None),
+                    Stop::Bound => {
+                        parser.forget_listed();
+                        batch.fill(parser, buf, at, |_, _| {});
+                        continue;
+                    }
+                    Stop::Error(e) => return (out, Some(e)),
+                }
+            };
+            req
         };
         assert_eq!(req.start, at, "requests are listed back to back");
         let range = req.start..req.end;
         at = req.end;
         let mut stack = [&[][..]; ARGV_INLINE];
         let mut heap = Vec::new();
-        let argv = batch.slices(req, buf, &mut inline, &mut stack, &mut heap);
+        let argv = batch.slices(req, parser, buf, &mut inline, &mut stack, &mut heap);
         out.push((range, argv.iter().map(|a| a.to_vec()).collect()));
         batch.recycle(heap);
     }
@@ -241,16 +277,21 @@ fn the_same_requests_and_errors_as_one_parse_per_request() {
             .collect();
         for cut in 0..=buf.len() {
             let part = &buf[..cut];
-            let mut a = RequestParser::new(Limits::default());
             let mut b = RequestParser::new(Limits::default());
-            let (listed, error) = through_batch(&mut a, &mut batch, part, 0);
             let expected = one_by_one(&mut b, part, 0);
-            assert_eq!((listed.clone(), error.clone()), expected, "{part:?}");
-            if error.is_none() {
-                // The rest arrives: both parsers resume from where they stopped.
-                let from = listed.last().map_or(0, |(r, _)| r.end);
-                let rest = through_batch(&mut a, &mut batch, &buf, from);
-                assert_eq!(rest, one_by_one(&mut b, &buf, from), "{buf:?} cut at {cut}");
+            let from = expected.0.last().map_or(0, |(r, _)| r.end);
+            let rest = (expected.1.is_none()).then(|| one_by_one(&mut b, &buf, from));
+            // As the event loop takes them (the first request listed alone), and listed
+            // by fills alone.
+            for first_alone in [true, false] {
+                let mut a = RequestParser::new(Limits::default());
+                let (listed, error) = through(&mut a, &mut batch, part, 0, first_alone);
+                assert_eq!((listed, error), expected, "{part:?}");
+                if let Some(rest) = &rest {
+                    // The rest arrives: both parsers resume from where they stopped.
+                    let got = through(&mut a, &mut batch, &buf, from, first_alone);
+                    assert_eq!(&got, rest, "{buf:?} cut at {cut}");
+                }
             }
         }
     }

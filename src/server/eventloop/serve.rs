@@ -12,8 +12,7 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::stream::Stream;
 use crate::engine::{Next, Ran};
-use crate::protocol::batch::{ARGV_INLINE, Batch, Stop};
-use crate::protocol::request::RequestParser;
+use crate::protocol::batch::{ARGV_INLINE, Stop, Taken};
 use crate::server::Admitted;
 use crate::server::Shared;
 use crate::server::connection::{self, Buffers, Registered, Resume};
@@ -185,20 +184,18 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     let buf = &mut conn.buf;
     let mut large = false;
     let keyspace = &shared.keyspace;
-    // Whether the requests after the one parsed alone are listed in `buf.batch`.
+    // Whether the requests after the one listed alone are listed in `buf.batch`.
     let mut listed = false;
+    // Another client's CONFIG SET of proto-max-bulk-len, since this connection's last batch.
+    connection::refresh_limits(shared, &mut buf.parser, client.authenticated);
     loop {
-        // The arguments are borrowed from the read buffer while the command runs (no
-        // reference count per argument); the request leaves the buffer after the batch.
-        // Set in the branch that uses them (nothing to fill for a request parsed alone).
-        let mut stack: [&[u8]; ARGV_INLINE];
-        let mut heap: Vec<&[u8]>;
-        let (start, consumed, alone, argv) = if !listed {
-            // A batch's first request is parsed alone (at pipeline 1 it is the batch):
+        let taken = if !listed {
+            // A batch's first request is listed alone (at pipeline 1 it is the batch):
             // the requests behind it are listed in one pass, and their keys gathered as
             // they are and prefetched before the first runs (see `prefetch`).
+            buf.parser.forget_listed();
             let pending = buf.rbuf.get(*ran..).unwrap_or_default();
-            let req = match buf.parser.parse(pending) {
+            let req = match buf.parser.list(pending) {
                 Ok(Some(req)) => req,
                 Ok(None) => break,
                 Err(e) => {
@@ -207,23 +204,25 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
                     return Served::Close;
                 }
             };
-            let consumed = req.consumed;
-            if consumed < pending.len() {
+            // An inline request's arguments wait in the parser: nothing is listed after it.
+            if req.consumed < pending.len() && !req.is_inline() {
                 listed = true;
                 let mut keys = super::prefetch::Keys::new();
-                buf.batch
-                    .fill(&mut buf.parser, &buf.rbuf, *ran + consumed, |name, key| {
-                        keys.add(keyspace, name, key)
-                    });
+                buf.batch.fill(
+                    &mut buf.parser,
+                    &buf.rbuf,
+                    *ran + req.consumed,
+                    |name, key| keys.add(keyspace, name, key),
+                );
                 keys.prefetch(keyspace, client.db);
             }
-            heap = RequestParser::slices(req.args, &pending[..consumed], &mut buf.args);
-            (*ran, consumed, true, &heap[..])
+            Taken::new(*ran, req)
         } else {
             let Some(req) = buf.batch.take() else {
                 match buf.batch.stop() {
                     Stop::Incomplete => break,
                     Stop::Bound => {
+                        buf.parser.forget_listed();
                         buf.batch.fill(&mut buf.parser, &buf.rbuf, *ran, |_, _| {});
                         continue;
                     }
@@ -235,14 +234,21 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
                     }
                 }
             };
-            let (start, consumed) = (req.start, req.end - req.start);
-            stack = [&[][..]; ARGV_INLINE];
-            heap = Vec::new();
-            let argv = buf
-                .batch
-                .slices(req, &buf.rbuf, &mut buf.args, &mut stack, &mut heap);
-            (start, consumed, false, argv)
+            req
         };
+        let (start, consumed) = (taken.start, taken.end - taken.start);
+        // The arguments are borrowed from the read buffer while the command runs (no
+        // reference count per argument); the request leaves the buffer after the batch.
+        let mut stack: [&[u8]; ARGV_INLINE] = [&[][..]; ARGV_INLINE];
+        let mut heap: Vec<&[u8]> = Vec::new();
+        let argv = buf.batch.slices(
+            taken,
+            &mut buf.parser,
+            &buf.rbuf,
+            &mut buf.args,
+            &mut stack,
+            &mut heap,
+        );
         large |= consumed >= connection::LARGE_REQUEST;
         // Redis's qbuf: the unprocessed input, this command included.
         client
@@ -250,7 +256,7 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             .qbuf
             .store(buf.rbuf.len() - start, Ordering::Relaxed);
         if argv.is_empty() {
-            give_back(&mut buf.parser, &mut buf.batch, alone, heap);
+            buf.batch.recycle(heap);
             *ran += consumed;
             continue;
         }
@@ -260,13 +266,12 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             || (commands::scripting::script_running(shared)
                 && !commands::scripting::gate_clear(shared, client, argv))
         {
-            give_back(&mut buf.parser, &mut buf.batch, alone, heap);
+            buf.batch.recycle(heap);
             buf.args.clear();
             return Served::HandOver(Resume::Read);
         }
-        let was_authenticated = client.authenticated;
         let result = engine::execute_may_block(shared, client, argv);
-        give_back(&mut buf.parser, &mut buf.batch, alone, heap);
+        buf.batch.recycle(heap);
         buf.args.clear();
         if matches!(result.next, Next::Regate) {
             // A script took a shard this command needs after the check above: unrun, it
@@ -276,13 +281,12 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
         *ran += consumed;
         if let Next::Block(_) = result.next {
             // Blocked: the tokio path waits for the waiter's reply.
-            return Served::HandOver(Resume::After(result, was_authenticated));
+            return Served::HandOver(Resume::After(result));
         }
-        if client.authenticated != was_authenticated {
-            buf.parser
-                .set_limits(connection::limits(&shared.config(), client.authenticated));
-            // The requests parsed ahead were checked against the old limits: parse them
-            // again under the new ones, as Redis parses each after the one before ran.
+        // AUTH, RESET or CONFIG SET proto-max-bulk-len: the requests parsed ahead were
+        // checked against the old limits; parse them again under the new ones, as Redis
+        // parses each after the one before ran. (One load: the flag and the setting.)
+        if connection::refresh_limits(shared, &mut buf.parser, client.authenticated) {
             buf.batch.discard(&mut buf.parser);
             listed = false;
         }
@@ -294,7 +298,7 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             || client.push_queue().is_some()
         {
             // The tokio path knows what to do next (and answers, in order).
-            return Served::HandOver(Resume::After(result, client.authenticated));
+            return Served::HandOver(Resume::After(result));
         }
         let Ran {
             reply,
@@ -325,16 +329,6 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     // Release what a large request left allocated.
     buf.release_large(large);
     Served::Keep
-}
-
-/// Gives a request's argument vector back to where it came from: the parser's, for a
-/// request parsed alone, or the batch's.
-fn give_back(parser: &mut RequestParser, batch: &mut Batch, alone: bool, heap: Vec<&[u8]>) {
-    if alone {
-        parser.recycle_slices(heap);
-    } else {
-        batch.recycle(heap);
-    }
 }
 
 /// The end of a batch: CLIENT LIST's view of the buffers, and the checks the tokio path
