@@ -108,16 +108,16 @@ impl Batch {
     /// Lists the complete requests in `buf` from `from` on, parsed by `parser`, which must
     /// be at the start of a request there or in the middle of the one starting there (as
     /// the last fill left it). Whatever was listed before is dropped. `head` is called with
-    /// the name and first argument (the key of the commands rate limiters send, if it has
-    /// one) of each listed multibulk request as it is listed: the event loop's prefetch,
-    /// without another walk.
+    /// each listed multibulk request's bytes and its arguments' ranges in them (the name
+    /// first) as it is listed: the event loop's prefetch picks its key there, without
+    /// another walk.
     #[inline]
     pub fn fill<'b>(
         &mut self,
         parser: &mut RequestParser,
         buf: &'b [u8],
         from: usize,
-        mut head: impl FnMut(&'b [u8], Option<&'b [u8]>),
+        mut head: impl FnMut(&'b [u8], &[Range<usize>]),
     ) {
         self.entries.clear();
         self.ranges.clear();
@@ -137,10 +137,8 @@ impl Batch {
             match req.args {
                 Args::Ranges(ranges) => {
                     let first = self.ranges.len();
-                    if let Some(name) = ranges.first() {
-                        let frame = buf.get(at..end).unwrap_or_default();
-                        let arg = |r: &Range<usize>| frame.get(r.clone()).unwrap_or_default();
-                        head(arg(name), ranges.get(1).map(arg));
+                    if !ranges.is_empty() {
+                        head(buf.get(at..end).unwrap_or_default(), &ranges);
                     }
                     self.ranges.extend_from_slice(&ranges);
                     parser.recycle(ranges);
