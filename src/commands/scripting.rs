@@ -449,11 +449,22 @@ impl ScriptHost<'_, '_> {
         let mut need: smallvec::SmallVec<[usize; 8]> = match spec.lock {
             LockMode::None => return None,
             LockMode::All | LockMode::Stepwise => (0..ks.shard_count()).collect(),
-            LockMode::Keys => spec
-                .keys
-                .positions(args)
-                .map(|i| ks.shard_of(args[i]))
-                .collect(),
+            LockMode::Keys => {
+                // The common case, every key's shard held (the script declared its keys):
+                // nothing to list, sort or take.
+                let store = &self.ctx.store;
+                if spec
+                    .keys
+                    .positions(args)
+                    .all(|i| store.held_shard(ks.shard_of(args[i])).is_some())
+                {
+                    return None;
+                }
+                spec.keys
+                    .positions(args)
+                    .map(|i| ks.shard_of(args[i]))
+                    .collect()
+            }
         };
         need.sort_unstable();
         need.dedup();
