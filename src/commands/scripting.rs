@@ -334,6 +334,9 @@ pub(crate) fn run_locked(
     // A script that declares no keys takes every shard, as before scripts ran in parallel:
     // it either touches no key or only undeclared ones, and a long one keeps the server
     // busy as Redis does (`-BUSY` to every command but SCRIPT KILL and the like).
+    // The shards held are the ones the command announced (`engine::call`) until they are
+    // traded for every shard here.
+    let mut as_announced = true;
     if top
         && !ctx.store.holds_all()
         && (ctx.store.holds_none()
@@ -343,6 +346,7 @@ pub(crate) fn run_locked(
         // Nothing ran under the declared keys' locks yet: trade them for every shard.
         ctx.store.release();
         ctx.store = shared.keyspace.lock_all();
+        as_announced = false;
     }
     let busy = &*shared.scripts.busy;
     let saved_db = ctx.client.db;
@@ -355,12 +359,19 @@ pub(crate) fn run_locked(
         cross_slot_ok,
     } = how;
     loop {
-        let held = if ctx.store.holds_all() {
-            script::Held::All
-        } else {
-            script::Held::Some(ctx.store.held_indexes())
+        let store = &ctx.store;
+        let held = || {
+            if store.holds_all() {
+                script::Held::All
+            } else {
+                script::Held::Some(store.held_indexes())
+            }
         };
-        let running = busy.begin_as(function.clone(), held);
+        let running = if as_announced {
+            busy.begin_announced(function.clone(), held)
+        } else {
+            busy.begin_as(function.clone(), held())
+        };
         let mut host = ScriptHost {
             ctx: &mut *ctx,
             busy,
@@ -396,6 +407,7 @@ pub(crate) fn run_locked(
         shared.scripts.remember_needs_all(memo);
         ctx.store.release();
         ctx.store = shared.keyspace.lock_all();
+        as_announced = false;
     }
 }
 
@@ -437,11 +449,22 @@ impl ScriptHost<'_, '_> {
         let mut need: smallvec::SmallVec<[usize; 8]> = match spec.lock {
             LockMode::None => return None,
             LockMode::All | LockMode::Stepwise => (0..ks.shard_count()).collect(),
-            LockMode::Keys => spec
-                .keys
-                .positions(args)
-                .map(|i| ks.shard_of(args[i]))
-                .collect(),
+            LockMode::Keys => {
+                // The common case, every key's shard held (the script declared its keys):
+                // nothing to list, sort or take.
+                let store = &self.ctx.store;
+                if spec
+                    .keys
+                    .positions(args)
+                    .all(|i| store.held_shard(ks.shard_of(args[i])).is_some())
+                {
+                    return None;
+                }
+                spec.keys
+                    .positions(args)
+                    .map(|i| ks.shard_of(args[i]))
+                    .collect()
+            }
         };
         need.sort_unstable();
         need.dedup();

@@ -108,16 +108,16 @@ impl Batch {
     /// be at the start of a request there or in the middle of the one starting there (as
     /// the last fill left it). Whatever was listed before is dropped from the batch (the
     /// parser's list keeps its ranges until the caller calls
-    /// [`RequestParser::forget_listed`]). `head` is called with the name and first
-    /// argument (the key of the commands rate limiters send, if it has one) of each listed
-    /// multibulk request as it is listed: the event loop's prefetch, without another walk.
+    /// [`RequestParser::forget_listed`]). `head` is called with each listed multibulk
+    /// request's bytes and its arguments' ranges in them (the name first) as it is listed:
+    /// the event loop's prefetch picks its key there, without another walk.
     #[inline]
     pub fn fill<'b>(
         &mut self,
         parser: &mut RequestParser,
         buf: &'b [u8],
         from: usize,
-        mut head: impl FnMut(&'b [u8], Option<&'b [u8]>),
+        mut head: impl FnMut(&'b [u8], &[Range<usize>]),
     ) {
         self.entries.clear();
         self.next = 0;
@@ -140,20 +140,12 @@ impl Batch {
                 break Stop::Bound;
             }
             if listed.count > 0 {
-                let ranges = parser.listed();
                 let frame = buf.get(taken.start..taken.end).unwrap_or_default();
-                let arg = |i: usize| {
-                    let r = ranges.get(i)?;
-                    frame.get(r.start..r.end)
-                };
-                head(
-                    arg(listed.first).unwrap_or_default(),
-                    if listed.count > 1 {
-                        arg(listed.first + 1)
-                    } else {
-                        None
-                    },
-                );
+                let ranges = parser
+                    .listed()
+                    .get(listed.first..listed.first + listed.count)
+                    .unwrap_or_default();
+                head(frame, ranges);
             }
         };
     }

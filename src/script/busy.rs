@@ -345,12 +345,36 @@ impl Busy {
     /// Like [`Busy::begin`]; `function` names the function FCALL runs, and its command;
     /// `held` the shards the script holds.
     pub fn begin_as(&self, function: Option<(String, Vec<Bytes>)>, held: Held) -> BusyGuard<'_> {
+        self.begin_holding(function, false, || held)
+    }
+
+    /// [`Busy::begin_as`] for a script that holds the shards its command announced
+    /// ([`Busy::announce_holding`]) and no others: those stay the slot's, and `held` is
+    /// asked for the shards only if nothing was announced on this thread. The held-shards
+    /// lock is then taken once per script, by the announcement.
+    pub fn begin_announced(
+        &self,
+        function: Option<(String, Vec<Bytes>)>,
+        held: impl FnOnce() -> Held,
+    ) -> BusyGuard<'_> {
+        self.begin_holding(function, true, held)
+    }
+
+    fn begin_holding(
+        &self,
+        function: Option<(String, Vec<Bytes>)>,
+        keep_announced: bool,
+        held: impl FnOnce() -> Held,
+    ) -> BusyGuard<'_> {
         let was = self.with_here(|s| {
             if function.is_some() || s.has_function.load(Ordering::Relaxed) {
                 s.has_function.store(function.is_some(), Ordering::Relaxed);
                 *s.function.lock().unwrap_or_else(|e| e.into_inner()) = function;
             }
-            *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held;
+            let announced = s.started_us.load(Ordering::Acquire) != 0;
+            if !(keep_announced && announced) {
+                *s.held.lock().unwrap_or_else(|e| e.into_inner()) = held();
+            }
             s.kill.store(false, Ordering::Relaxed);
             s.wrote.store(false, Ordering::Relaxed);
             s.next_hand_off_us
@@ -584,6 +608,24 @@ mod tests {
         assert!(ran < Duration::from_millis(30), "{ran:?}");
         drop(running);
         assert_eq!(busy.running_for(), None);
+    }
+
+    /// A script that holds what its command announced keeps the announced shards; one
+    /// that was not announced holds what it says.
+    #[test]
+    fn an_announced_script_keeps_the_shards_it_announced() {
+        let busy = Busy::default();
+        let announced = busy.announce_holding(Held::Some(SmallVec::from_slice(&[1])), Tick::now());
+        let running = busy.begin_announced(None, || Held::All);
+        drop(announced);
+        assert!(busy.blocking(Some(&[1])).is_some());
+        assert!(busy.blocking(Some(&[0])).is_none());
+        drop(running);
+        let running = busy.begin_announced(None, || Held::Some(SmallVec::from_slice(&[2])));
+        assert!(busy.blocking(Some(&[2])).is_some());
+        assert!(busy.blocking(Some(&[1])).is_none());
+        drop(running);
+        assert!(!busy.is_running());
     }
 
     #[test]

@@ -146,8 +146,9 @@ fn heads_are_each_requests_name_and_first_argument() {
     let mut parser = RequestParser::new(Limits::default());
     let mut batch = Batch::new();
     let mut heads = Vec::new();
-    batch.fill(&mut parser, &buf, 0, |name, key| {
-        heads.push((name.to_vec(), key.map(<[u8]>::to_vec)))
+    batch.fill(&mut parser, &buf, 0, |frame, ranges| {
+        let arg = |i: usize| ranges.get(i).map(|r| frame[r.clone()].to_vec());
+        heads.push((arg(0).unwrap_or_default(), arg(1)))
     });
     assert_eq!(batch.len(), 5);
     assert_eq!(

@@ -1,12 +1,13 @@
 //! Before a pipelined batch runs: have the keyspace prefetch the entry of each request's
-//! first argument after the name (the key of the commands rate limiters send) and remember
-//! its hash (`store::prefetch`).
+//! first argument after the name (the key of the commands rate limiters send), or a script
+//! call's first key (after the script and the key count), and remember its hash
+//! (`store::prefetch`), which the command's shard lookups then find instead of hashing again.
 //!
 //! The keys are gathered as the batch's single parse lists its requests (`protocol::batch`):
-//! their names and first arguments come from the ranges the parser found, not from a second
-//! walk over the bytes. A request of the name alone (MULTI, EXEC) is stepped over: a
+//! their names and keys come from the ranges the parser found, not from a second walk over
+//! the bytes. A request of the name alone (MULTI, EXEC) is stepped over: a
 //! transaction's commands are what a sliding-window limiter pipelines. A first argument
-//! that is not a key (EVALSHA's SHA1) costs a hash and a probe, no more; a key equal to the
+//! that is not a key (GET's is, PING's message is not) costs a hash and a probe, no more; a key equal to the
 //! request before's (a transaction's or SET NX + INCR's commands on one key) is probed once,
 //! its hash remembered again for the new address. The batch's first request is not
 //! prefetched (its key is touched right away).
@@ -15,6 +16,8 @@
 //! another connection runs ([`first`]): that one is a light scan over RESP arrays of bulk
 //! strings, which stops at the first thing it does not expect (an inline command, an
 //! incomplete request, a request of many arguments).
+
+use std::ops::Range;
 
 use crate::store::Keyspace;
 use crate::store::prefetch::MAX_KEYS;
@@ -53,16 +56,27 @@ impl<'b> Keys<'b> {
         }
     }
 
-    /// A request's name and first argument: hashes the key (remembered for the batch) or,
-    /// equal to the one before, remembers its hash again for this address.
+    /// A request (its bytes and its arguments' ranges in them, the name first): hashes its
+    /// key (remembered for the batch) or, equal to the one before, remembers its hash again
+    /// for this address. The key is the first argument, or a script call's first key (see
+    /// [`script_key`]).
     #[inline]
-    pub(super) fn add(&mut self, keyspace: &Keyspace, name: &[u8], key: Option<&'b [u8]>) {
-        let Some(key) = key else {
-            return;
-        };
+    pub(super) fn add(&mut self, keyspace: &Keyspace, frame: &'b [u8], args: &[Range<usize>]) {
         if self.full {
             return;
         }
+        let arg = |i: usize| args.get(i).and_then(|r| frame.get(r.clone()));
+        let Some(name) = arg(0) else {
+            return;
+        };
+        let key = if is_script_call(name) {
+            script_key(arg(2), arg(3))
+        } else {
+            arg(1)
+        };
+        let Some(key) = key else {
+            return;
+        };
         self.sorted_sets |= matches!(name.first(), Some(b'z' | b'Z'));
         if self.last == Some(key) {
             if let Some(&hash) = self.n.checked_sub(1).and_then(|l| self.hashes.get(l)) {
@@ -144,14 +158,29 @@ fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
         at = end + 2;
     }
     let name = |(start, len): (usize, usize)| &buf[start..start + len];
-    let called = name(elements[0]);
-    let script = matches!(called.first(), Some(b'e' | b'E' | b'f' | b'F'))
-        && SCRIPT_CALLS.iter().any(|c| called.eq_ignore_ascii_case(c));
-    if !script {
+    if !is_script_call(name(elements[0])) {
         return Some(elements[1]);
     }
     // No key (a key count of 0, or none given): nothing to prefetch.
     (args >= 4 && name(elements[2]) != b"0").then_some(elements[3])
+}
+
+/// True if `name` is a script call's (EVAL, EVALSHA, FCALL and their `_RO` forms): its
+/// first key follows the script and the key count.
+#[inline]
+fn is_script_call(name: &[u8]) -> bool {
+    matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F'))
+        && SCRIPT_CALLS.iter().any(|c| name.eq_ignore_ascii_case(c))
+}
+
+/// A script call's first key, given its key count and the argument after it: none for a
+/// count of 0 (the argument after it is the script's first ARGV) or no argument there.
+#[inline]
+fn script_key<'b>(numkeys: Option<&[u8]>, after: Option<&'b [u8]>) -> Option<&'b [u8]> {
+    if numkeys == Some(b"0") {
+        return None;
+    }
+    after
 }
 
 /// What [`first`]'s scan reads of one request.
@@ -260,7 +289,7 @@ mod tests {
         let mut parser = RequestParser::new(Limits::default());
         let mut batch = Batch::new();
         let mut keys = Keys::new();
-        batch.fill(&mut parser, buf, 0, |name, key| keys.add(ks, name, key));
+        batch.fill(&mut parser, buf, 0, |frame, args| keys.add(ks, frame, args));
         keys
     }
 
@@ -401,6 +430,23 @@ mod tests {
         assert!(keys(b"*2\r\n$1\r\nX\r\n$99\r\nab\r\n").is_empty());
         assert!(keys(b"*2\r\n$1\r\nX\r\n$999999999999\r\nab\r\n").is_empty());
         assert!(keys(b"*2\r\n$-1\r\n").is_empty());
+    }
+
+    #[test]
+    fn a_batch_of_script_calls_gathers_their_first_keys() {
+        let calls = resp(&[
+            &[&b"EVALSHA"[..], b"abc", b"1", b"k1", b"5"],
+            &[b"evalsha_ro", b"abc", b"2", b"k2", b"k3"],
+            &[b"EVAL", b"return 1", b"0", b"a1"],
+            &[b"FCALL", b"f", b"1"],
+            &[b"fcall", b"f", b"1", b"k4"],
+            &[b"EVALSHAX", b"abc", b"1", b"k5"],
+        ]);
+        assert_eq!(
+            keys(&calls),
+            vec![&b"k1"[..], b"k2", b"k4", b"abc"],
+            "no key for a count of 0 or none given; a name that is no script call's keeps its first argument"
+        );
     }
 
     #[test]

@@ -212,7 +212,7 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
                     &mut buf.parser,
                     &buf.rbuf,
                     *ran + req.consumed,
-                    |name, key| keys.add(keyspace, name, key),
+                    |frame, args| keys.add(keyspace, frame, args),
                 );
                 keys.prefetch(keyspace, client.db);
             }
