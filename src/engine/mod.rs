@@ -462,19 +462,23 @@ fn execute_request(
     // bytes first, a memcpy per command), and its drop glue runs only if it owns
     // something (`Ctx::end`).
     let (reply, next, hold, disconnect) = {
-        let mut ctx =
+        let mut ended =
             std::mem::ManuallyDrop::new(Ctx::new(shared, client, shared.keyspace.lock_none()));
+        let unwinding = DroppedOnUnwind(&mut ended);
+        let ctx = &mut *unwinding.0;
         ctx.may_block = may_block;
         // A tracking client's own invalidations wait for this reply (`client::tracking`).
         let current = ctx
             .client
             .tracking
             .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
-        let reply = call(&mut ctx, entry, args, Caller::Client(args));
+        let reply = call(ctx, entry, args, Caller::Client(args));
         drop(current);
         let next = std::mem::take(&mut ctx.next);
         let ran = (reply, next, ctx.hold, ctx.disconnect);
-        Ctx::end(ctx);
+        // Not unwinding: the context ends below, dropped only if it owns something.
+        std::mem::forget(unwinding);
+        Ctx::end(ended);
         ran
     };
     after_tracking(shared, client, entry);
@@ -483,6 +487,20 @@ fn execute_request(
         next,
         hold,
         disconnect,
+    }
+}
+
+/// Drops a client's command's context if a panic unwinds past it (a bug in a command, caught
+/// by the event loop, which closes the connection and goes on serving): the shards it holds
+/// are then released as a plain drop would, where the `ManuallyDrop` of `Ctx::end` would
+/// keep them locked for every other client. Forgotten on the normal path.
+struct DroppedOnUnwind<'c, 'a>(&'c mut std::mem::ManuallyDrop<Ctx<'a>>);
+
+impl Drop for DroppedOnUnwind<'_, '_> {
+    fn drop(&mut self) {
+        // SAFETY: only reached while unwinding out of `execute_request` (the normal path
+        // forgets this guard), after which the context is never used again.
+        unsafe { std::mem::ManuallyDrop::drop(self.0) }
     }
 }
 
@@ -521,6 +539,32 @@ mod tests {
             crate::config::Config::default(),
             crate::clock::Clock::system(),
         )
+    }
+
+    /// A panic in a command (caught by the event loop, which keeps serving) unwinds past
+    /// a context kept in a `ManuallyDrop`: the guard drops it, so the shard it held is free
+    /// for the next client, as a plain drop would leave it.
+    #[test]
+    fn a_panic_in_a_command_releases_the_shards_its_context_held() {
+        let shared = shared();
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        let mut client = ClientState::new(info);
+        let key: &[u8] = b"k";
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut ended =
+                ManuallyDrop::new(Ctx::new(&shared, &mut client, shared.keyspace.lock_none()));
+            let unwinding = super::DroppedOnUnwind(&mut ended);
+            let ctx = &mut *unwinding.0;
+            assert!(ctx.store.try_take_key(key).is_ok());
+            panic!("a command's bug");
+        }));
+        assert!(unwound.is_err());
+        assert!(
+            shared.keyspace.try_lock_args([key]).is_ok(),
+            "the shard the panicking command held is free"
+        );
     }
 
     /// `Ctx::end` leaves undropped only a context that owns nothing: one holding a shard, or with a
