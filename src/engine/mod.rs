@@ -541,16 +541,21 @@ mod tests {
         )
     }
 
+    /// A registered client of `shared`.
+    fn client(shared: &Shared) -> ClientState {
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        ClientState::new(info)
+    }
+
     /// A panic in a command (caught by the event loop, which keeps serving) unwinds past
     /// a context kept in a `ManuallyDrop`: the guard drops it, so the shard it held is free
     /// for the next client, as a plain drop would leave it.
     #[test]
     fn a_panic_in_a_command_releases_the_shards_its_context_held() {
         let shared = shared();
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        let mut client = ClientState::new(info);
+        let mut client = client(&shared);
         let key: &[u8] = b"k";
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut ended =
@@ -572,10 +577,7 @@ mod tests {
     #[test]
     fn a_context_is_forgotten_only_when_it_owns_nothing() {
         let shared = shared();
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        let mut client = ClientState::new(info);
+        let mut client = client(&shared);
         let key: &[u8] = b"k";
 
         let ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
