@@ -51,6 +51,9 @@ pub use table::{
 };
 
 /// What a handler works with: the server, the calling client, the locked shards and `now`.
+///
+/// A client's command's context is left undropped when it owns nothing (`Ctx::end`): a new
+/// field that owns memory or a lock must be added to `Ctx::owns_nothing`, or it leaks.
 pub struct Ctx<'a> {
     /// Server-wide state.
     pub shared: &'a Shared,
