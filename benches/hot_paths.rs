@@ -21,12 +21,8 @@ use sluice::{Clock, Config};
 
 /// Encodes one RESP multibulk request.
 fn request(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    let mut out = Vec::new();
+    sluice::protocol::request::encode(&mut out, args);
     out
 }
 

@@ -41,24 +41,8 @@ pub(crate) fn new_replid() -> String {
         .collect()
 }
 
-/// The RESP encoding of a command, as the stream carries it.
-pub(crate) fn encode_command(out: &mut Vec<u8>, argv: &[impl AsRef<[u8]>]) {
-    // Every write goes through here once per AOF and once per stream: no `format!` (an
-    // allocation and the formatting machinery per argument were a quarter of a fixed-window
-    // decision's instructions with the AOF on).
-    let mut n = itoa::Buffer::new();
-    out.reserve(argv.iter().map(|a| a.as_ref().len() + 16).sum::<usize>() + 16);
-    out.push(b'*');
-    out.extend_from_slice(n.format(argv.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in argv {
-        out.push(b'$');
-        out.extend_from_slice(n.format(a.as_ref().len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a.as_ref());
-        out.extend_from_slice(b"\r\n");
-    }
-}
+/// The RESP encoding of a command, as the stream carries it: a client's request encoding.
+pub(crate) use crate::protocol::request::encode as encode_command;
 
 /// The write stream: ids, offset, the backlog of its last bytes.
 #[derive(Debug)]

@@ -133,13 +133,7 @@ struct Step {
 }
 
 fn command(parts: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", parts.len()).into_bytes();
-    for p in parts {
-        out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
-        out.extend_from_slice(p);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    crate::support::encode_command(parts)
 }
 
 fn null(resp: u8) -> &'static [u8] {
