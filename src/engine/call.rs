@@ -264,6 +264,94 @@ pub(crate) fn call<'a>(
     reply
 }
 
+/// Whether every per-command check [`call`] would make on a lean command
+/// (`CommandEntry::lean`) passes for `client` by the state alone, and nothing `call` adds
+/// around such a command is wanted: read once per batch of a connection's requests (and
+/// again after any command that is not lean, which may have changed it), it lets the
+/// batch's lean commands run through [`call_lean`].
+///
+/// What it reads changes only by a command: this client's own (AUTH, MULTI, CLIENT
+/// TRACKING, SUBSCRIBE…, none of them lean, so the batch reads it again before its next
+/// command) or another client's (CONFIG SET, ACL SETUSER, MONITOR, REPLICAOF…), which Redis,
+/// serving one client's batch at a time, would also apply between this client's batches;
+/// or by the server between batches (a failed background save: Redis's cron). What can
+/// change while a command runs (blocked clients, replicas, keyspace notifications' classes,
+/// a running script's shards, SLOWLOG's threshold) is still checked per command.
+pub(crate) fn plain(shared: &Shared, client: &ClientState) -> bool {
+    let (min_replicas, _) = shared.live.min_replicas();
+    // `client_policy`'s checks, in its order (test mode's hooks are `call_lean`'s own).
+    client.authenticated
+        && client.multi.is_none()
+        && !client.master_link
+        && shared.acl.unrestricted(&client.user)
+        && shared.cluster.is_none()
+        && client.cluster_check.is_none()
+        && shared.live.maxmemory() == 0
+        && !client.tracking
+        && !crate::services::persist::may_refuse_writes(shared)
+        && min_replicas == 0
+        && !crate::engine::read_only_replica(shared, client)
+        && !client.subscribed()
+        // `account`'s.
+        && shared.live.latency_threshold_ms() == 0
+        && !shared.monitors.active()
+}
+
+/// [`call`] for a client's lean command (`CommandEntry::lean`) in a plain batch
+/// ([`plain`]): `client_policy` would refuse nothing and the command is not queued (no
+/// MULTI), no script is announced, there is no slot to check, no read to remember for
+/// tracking and nothing to show MONITOR; what is left is test mode's command log and faults,
+/// the locks, the clock, the handler and its accounting.
+pub(crate) fn call_lean<'a>(
+    ctx: &mut Ctx<'a>,
+    entry: &CommandEntry,
+    args: &'a [&'a [u8]],
+) -> Reply {
+    let shared = ctx.shared;
+    let spec = entry.spec;
+    let client = Caller::Client(args);
+    // As in `call`: taken now, so a command that stops early leaves none for the next.
+    let mut lap = crate::clock::take_lap();
+    if let Some(hooks) = &shared.test {
+        hooks.record(
+            shared.clock.now_ms(),
+            ctx.client,
+            &monitor::redact(spec.redaction, args),
+        );
+        if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
+            account(ctx, entry, args, &reply, 0, &client);
+            return reply;
+        }
+    }
+    // A running script's shard: back to the busy gate, as in `call`.
+    if let Err(wanted) = try_lock_for(shared, spec, args, &mut ctx.store) {
+        lap = None;
+        if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
+            ctx.next = Next::Regate;
+            return Reply::Null;
+        }
+        ctx.store = lock_for(shared, spec, args);
+    }
+    let started = lap.unwrap_or_else(Tick::now);
+    let now_ns = shared.clock.now_ns_at(started);
+    ctx.now_ns = now_ns;
+    ctx.now_ms = now_ns / 1_000_000;
+    let (reply, reserved) = run(ctx, entry, args, &mut Caller::Client(args));
+    // Only handlers that lock by themselves go back to the gate; none is lean.
+    debug_assert!(!matches!(ctx.next, Next::Regate), "{}", spec.name);
+    let ended = Tick::now();
+    crate::clock::lap(ended);
+    let usec = took_usec(ended.ns_since(started), ctx.hold);
+    account(ctx, entry, args, &reply, usec, &client);
+    if !ctx.ready.is_empty() {
+        let ready = std::mem::take(&mut ctx.ready);
+        blocking::serve(shared, ready);
+        crate::clock::lap(Tick::now());
+    }
+    drop(reserved);
+    reply
+}
+
 /// For a handler that takes shard locks by itself (EXEC, SCAN, UNWATCH …) and found one of
 /// `wanted` held: true if a running script holds it and the client's connection can send
 /// the request back to the busy gate (`ctx.next` is then `Next::Regate`; the handler must
@@ -819,6 +907,78 @@ mod tests {
             Some(0),
             "a request sent back is not counted"
         );
+    }
+
+    /// A batch is plain only while every check `call_lean` skips would pass: each state
+    /// those checks read, changed on its own, makes it not plain.
+    #[test]
+    fn a_batch_is_plain_only_while_no_check_could_refuse() {
+        let shared = Shared::new(
+            crate::config::Config::default(),
+            crate::clock::Clock::system(),
+        );
+        let info = shared
+            .clients
+            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
+        let mut client = ClientState::new(info);
+        let plain = |shared: &Shared, client: &ClientState| super::plain(shared, client);
+        assert!(
+            plain(&shared, &client),
+            "a default server and client are plain"
+        );
+
+        let run = |client: &mut ClientState, words: &[&str]| {
+            let args: Vec<Bytes> = words.iter().map(|w| Bytes::from(w.to_string())).collect();
+            execute(&shared, client, &crate::engine::args::borrowed(&args))
+        };
+        let mut changes: Vec<(&[&str], &[&str])> = vec![
+            (&["MULTI"], &["DISCARD"]),
+            (
+                &["CLIENT", "TRACKING", "on"],
+                &["CLIENT", "TRACKING", "off"],
+            ),
+            (
+                &["CONFIG", "SET", "maxmemory", "1gb"],
+                &["CONFIG", "SET", "maxmemory", "0"],
+            ),
+            (
+                &["CONFIG", "SET", "min-replicas-to-write", "1"],
+                &["CONFIG", "SET", "min-replicas-to-write", "0"],
+            ),
+            (
+                &["CONFIG", "SET", "latency-monitor-threshold", "1"],
+                &["CONFIG", "SET", "latency-monitor-threshold", "0"],
+            ),
+            (
+                &["ACL", "SETUSER", "default", "-get"],
+                &["ACL", "SETUSER", "default", "+@all"],
+            ),
+            (
+                &["ACL", "SETUSER", "default", "resetkeys"],
+                &["ACL", "SETUSER", "default", "~*"],
+            ),
+        ];
+        for (change, undo) in changes.drain(..) {
+            run(&mut client, change);
+            assert!(!plain(&shared, &client), "after {change:?}");
+            run(&mut client, undo);
+            assert!(plain(&shared, &client), "after {undo:?}");
+        }
+
+        client.authenticated = false;
+        assert!(!plain(&shared, &client), "not authenticated");
+        client.authenticated = true;
+        client.master_link = true;
+        assert!(!plain(&shared, &client), "the master's link");
+        client.master_link = false;
+        client.cluster_check = Some((0, true));
+        assert!(!plain(&shared, &client), "a slot to check");
+        client.cluster_check = None;
+
+        let monitor = shared.monitors.join();
+        assert!(!plain(&shared, &client), "a monitor");
+        drop(monitor);
+        assert!(plain(&shared, &client));
     }
 
     fn calls_of(shared: &Shared, name: &str) -> u64 {

@@ -436,6 +436,31 @@ pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args:
     execute_request(shared, client, args, true)
 }
 
+/// `execute_may_block` for a request of an event loop's batch: `plain` is
+/// [`call::plain`] as the batch's previous command left it (the loop reads it when the
+/// batch begins). A lean command (`CommandEntry::lean`) in a plain batch runs through
+/// [`call::call_lean`]; after any other command `plain` is read again, so the next
+/// command sees what this one changed (CONFIG SET maxmemory, MULTI, ACL SETUSER…).
+pub(crate) fn execute_in_batch(
+    shared: &Shared,
+    client: &mut ClientState,
+    args: &[&[u8]],
+    plain: &mut bool,
+) -> Ran {
+    let entry = match resolve(shared, client, args) {
+        Ok(entry) => entry,
+        Err(refused) => return refused,
+    };
+    if *plain && entry.lean {
+        return run_entry(shared, client, entry, args, true, true);
+    }
+    let ran = run_entry(shared, client, entry, args, true, false);
+    if !entry.lean {
+        *plain = call::plain(shared, client);
+    }
+    ran
+}
+
 /// The client's part of a request: resolve it, keep CLIENT LIST's view, then [`call`].
 fn execute_request(
     shared: &Shared,
@@ -443,8 +468,22 @@ fn execute_request(
     args: &[&[u8]],
     may_block: bool,
 ) -> Ran {
-    let entry = match lookup(&shared.table, args) {
-        Lookup::Found(entry) => entry,
+    match resolve(shared, client, args) {
+        Ok(entry) => run_entry(shared, client, entry, args, may_block, false),
+        Err(refused) => refused,
+    }
+}
+
+/// Resolves a client's request to its table entry, or answers its unknown-command or
+/// arity error.
+#[inline]
+fn resolve<'t>(
+    shared: &'t Shared,
+    client: &mut ClientState,
+    args: &[&[u8]],
+) -> Result<&'t CommandEntry, Ran> {
+    match lookup(&shared.table, args) {
+        Lookup::Found(entry) => Ok(entry),
         Lookup::Error(e, entry) => {
             client.info.clear_last_cmd();
             // Requests refused before authentication are not logged (nothing an
@@ -454,9 +493,23 @@ fn execute_request(
             {
                 hooks.record(shared.clock.now_ms(), client, args);
             }
-            return Ran::reply(call::reject(shared, client, entry, e.into()));
+            Err(Ran::reply(call::reject(shared, client, entry, e.into())))
         }
-    };
+    }
+}
+
+/// Runs a resolved client's request: keeps CLIENT LIST's view, then [`call`], or
+/// [`call::call_lean`] if `lean` (a lean command in a plain batch, whose client does not
+/// track keys: see [`call::plain`]).
+#[inline]
+fn run_entry(
+    shared: &Shared,
+    client: &mut ClientState,
+    entry: &CommandEntry,
+    args: &[&[u8]],
+    may_block: bool,
+    lean: bool,
+) -> Ran {
     // CLIENT LIST shows the command being run (Redis sets it at lookup, before any check).
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
@@ -470,13 +523,18 @@ fn execute_request(
         let unwinding = DroppedOnUnwind(&mut ended);
         let ctx = &mut *unwinding.0;
         ctx.may_block = may_block;
-        // A tracking client's own invalidations wait for this reply (`client::tracking`).
-        let current = ctx
-            .client
-            .tracking
-            .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
-        let reply = call(ctx, entry, args, Caller::Client(args));
-        drop(current);
+        let reply = if lean {
+            call::call_lean(ctx, entry, args)
+        } else {
+            // A tracking client's own invalidations wait for this reply (`client::tracking`).
+            let current = ctx
+                .client
+                .tracking
+                .then(|| crate::client::tracking::Current::enter(ctx.client.id()));
+            let reply = call(ctx, entry, args, Caller::Client(args));
+            drop(current);
+            reply
+        };
         let next = std::mem::take(&mut ctx.next);
         let ran = (reply, next, ctx.hold, ctx.disconnect);
         // Not unwinding: the context ends below, dropped only if it owns something.

@@ -718,6 +718,26 @@ impl CommandSpec {
     pub fn has(&self, f: CmdFlags) -> bool {
         self.flags.contains(f)
     }
+
+    /// A data command that can take `engine::call`'s lean path (`call_lean`) in a plain
+    /// batch: it locks the shards of its keys by the table, and it cannot change what made
+    /// the batch plain (`call::plain`: the client's authentication, MULTI, tracking and
+    /// subscriptions, the configuration, ACL users, MONITOR, pauses, the replication role),
+    /// nor needs more than the plain checks (no script, no blocking, no admin command, none
+    /// of the roles `call` treats apart). Any other command ends a lean run: the batch's
+    /// state is read again after it, so the next command sees what it changed.
+    pub fn is_lean(&self) -> bool {
+        self.lock == LockMode::Keys
+            && !self.runs_script()
+            && !self.flags.intersects(
+                CmdFlags::ADMIN
+                    .union(CmdFlags::PUBSUB)
+                    .union(CmdFlags::BLOCKING)
+                    .union(CmdFlags::NO_AUTH)
+                    .union(CmdFlags::NOSCRIPT),
+            )
+            && self.roles.is_empty()
+    }
 }
 
 /// A resolved command: its table entry and the statistics kept with it. Lookups return it,
@@ -732,6 +752,8 @@ pub struct CommandEntry {
     pub stats: CmdStat,
     /// Its subcommands' entries (indexes into the table).
     subs: std::ops::Range<u32>,
+    /// It may take `engine::call`'s lean path in a plain batch ([`CommandSpec::is_lean`]).
+    pub lean: bool,
 }
 
 /// The index of a [`CommandEntry`] in the table.
@@ -873,6 +895,7 @@ impl CommandTable {
             id: CmdId(id),
             stats: CmdStat::default(),
             subs: 0..0,
+            lean: spec.is_lean(),
         });
         id
     }
@@ -993,6 +1016,67 @@ mod tests {
 
     fn argv(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::from(w.to_string())).collect()
+    }
+
+    /// The lean path is for keyed data commands only: none that changes the policy state
+    /// a plain batch is read for (`call::plain`), runs a script, blocks or locks itself.
+    #[test]
+    fn only_keyed_data_commands_are_lean() {
+        let table = CommandTable::build();
+        let lean = |words: &[&str]| {
+            let a = argv(words);
+            match crate::engine::lookup(&table, &crate::engine::args::borrowed(&a)) {
+                crate::engine::Lookup::Found(e) => e.lean,
+                crate::engine::Lookup::Error(..) => panic!("{words:?}"),
+            }
+        };
+        for words in [
+            &["get", "k"][..],
+            &["set", "k", "v"],
+            &["incr", "k"],
+            &["mset", "a", "1", "b", "2"],
+            &["zadd", "z", "1", "m"],
+            &["hget", "h", "f"],
+            &["expire", "k", "10"],
+            &["cl.throttle", "k", "15", "30", "60"],
+            &["object", "encoding", "k"],
+        ] {
+            assert!(lean(words), "{words:?} is lean");
+        }
+        for words in [
+            &["config", "set", "maxmemory", "1"][..],
+            &["acl", "setuser", "u"],
+            &["client", "pause", "10"],
+            &["client", "tracking", "on"],
+            &["multi"],
+            &["exec"],
+            &["watch", "k"],
+            &["auth", "p"],
+            &["hello", "3"],
+            &["select", "1"],
+            &["subscribe", "c"],
+            &["spublish", "c", "m"],
+            &["blpop", "l", "0"],
+            &["eval", "return 1", "1", "k"],
+            &[
+                "evalsha",
+                "0000000000000000000000000000000000000000",
+                "1",
+                "k",
+            ],
+            &["fcall", "f", "1", "k"],
+            &["debug", "sleep", "0"],
+            &["monitor"],
+            &["replicaof", "no", "one"],
+            &["flushall"],
+            &["scan", "0"],
+            &["keys", "*"],
+            &["save"],
+            &["reset"],
+            &["ping"],
+        ] {
+            assert!(!lean(words), "{words:?} is not lean");
+        }
     }
 
     /// A numkeys that names keys past the arguments finds no key, for locking as for

@@ -423,11 +423,17 @@ pub(crate) fn flush_on_exit(shared: &Shared) {
 #[inline]
 pub(crate) fn write_error(shared: &Shared) -> Option<String> {
     // Inline: every write asks (`persist::misconf`), and the answer is almost always None.
-    let aof = &shared.repl.aof;
-    if !aof.on() || aof.stats.last_write_ok.load(Ordering::Relaxed) {
+    if !write_failed(shared) {
         return None;
     }
-    failed_write_error(aof)
+    failed_write_error(&shared.repl.aof)
+}
+
+/// Whether the append-only file is on and its last write failed ([`write_error`] answers).
+#[inline]
+pub(crate) fn write_failed(shared: &Shared) -> bool {
+    let aof = &shared.repl.aof;
+    aof.on() && !aof.stats.last_write_ok.load(Ordering::Relaxed)
 }
 
 #[cold]

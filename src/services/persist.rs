@@ -685,6 +685,13 @@ fn shutdown_save_giving_way(
     Ok(Ok(()))
 }
 
+/// Whether [`misconf`] may refuse a command now: the last background save, or the last
+/// append-only file write, failed. (`engine::call::plain` asks once per batch.)
+#[inline]
+pub(crate) fn may_refuse_writes(shared: &Shared) -> bool {
+    !shared.persist.state.last_bgsave_ok.load(Ordering::Acquire) || super::aof::write_failed(shared)
+}
+
 /// MISCONF: writes (and PING, as Redis) are refused while the last background save failed,
 /// save points are configured and `stop-writes-on-bgsave-error` is on, or while the
 /// append-only file cannot be written.

@@ -121,3 +121,126 @@ fn a_long_script_on_the_shared_loop_answers_busy_and_takes_script_kill() {
     assert_eq!(other.cmd(&[b"GET", b"k"]), b"$-1\r\n");
     assert_eq!(runner.cmd(&[b"PING"]), b"+PONG\r\n");
 }
+
+/// Sends `commands` in one write (one batch on the loop) and returns their replies.
+fn batch(conn: &mut Conn, commands: &[&[&[u8]]]) -> Vec<String> {
+    let mut bytes = Vec::new();
+    for c in commands {
+        bytes.extend(encode_command(c));
+    }
+    conn.send_raw(&bytes);
+    commands
+        .iter()
+        .map(|_| String::from_utf8_lossy(&conn.read_reply()).into_owned())
+        .collect()
+}
+
+/// A batch's plain commands skip `call`'s per-command checks (`engine::call::plain`, read
+/// once per batch): a command in the same pipelined batch that changes what they check
+/// takes effect for the very next command, as in Redis.
+#[test]
+fn a_policy_change_in_a_batch_holds_for_its_next_command() {
+    let server = start(1);
+    let mut c = Conn::connect(server.addr());
+    let mut other = Conn::connect(server.addr());
+
+    // maxmemory: the SET after CONFIG SET is refused, the one after it is reset runs.
+    let r = batch(
+        &mut c,
+        &[
+            &[b"SET", b"k", b"v"],
+            &[b"CONFIG", b"SET", b"maxmemory", b"1"],
+            &[b"SET", b"k", b"w"],
+            &[b"GET", b"k"],
+            &[b"CONFIG", b"SET", b"maxmemory", b"0"],
+            &[b"SET", b"k", b"x"],
+        ],
+    );
+    assert_eq!(r[0], "+OK\r\n");
+    assert_eq!(r[1], "+OK\r\n");
+    assert!(r[2].starts_with("-OOM "), "{r:?}");
+    assert_eq!(r[3], "$1\r\nv\r\n", "a read runs over maxmemory");
+    assert_eq!(r[5], "+OK\r\n");
+
+    // MULTI: the next SET is queued, not run; after EXEC the GET runs.
+    let r = batch(
+        &mut c,
+        &[
+            &[b"MULTI"],
+            &[b"SET", b"k", b"queued"],
+            &[b"GET", b"k"],
+            &[b"EXEC"],
+            &[b"GET", b"k"],
+        ],
+    );
+    assert_eq!(r[1], "+QUEUED\r\n");
+    assert_eq!(r[2], "+QUEUED\r\n");
+    assert_eq!(r[3], "*2\r\n+OK\r\n$6\r\nqueued\r\n");
+    assert_eq!(r[4], "$6\r\nqueued\r\n");
+
+    // ACL: the default user loses GET, then gets it back, within one batch.
+    let r = batch(
+        &mut c,
+        &[
+            &[b"GET", b"k"],
+            &[b"ACL", b"SETUSER", b"default", b"-get"],
+            &[b"GET", b"k"],
+            &[b"SET", b"k", b"y"],
+            &[b"ACL", b"SETUSER", b"default", b"+get"],
+            &[b"GET", b"k"],
+        ],
+    );
+    assert_eq!(r[0], "$6\r\nqueued\r\n");
+    assert!(r[2].starts_with("-NOPERM "), "{r:?}");
+    assert_eq!(r[3], "+OK\r\n");
+    assert_eq!(r[5], "$1\r\ny\r\n");
+
+    // Another client's CONFIG SET between this client's batches holds for the next one.
+    assert_eq!(
+        other.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"]),
+        b"+OK\r\n"
+    );
+    let r = batch(&mut c, &[&[b"GET", b"k"], &[b"SET", b"k", b"z"]]);
+    assert_eq!(r[0], "$1\r\ny\r\n");
+    assert!(r[1].starts_with("-OOM "), "{r:?}");
+    assert_eq!(
+        other.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"0"]),
+        b"+OK\r\n"
+    );
+
+    // CLIENT PAUSE WRITE: the SET behind it waits for the pause's end.
+    let started = std::time::Instant::now();
+    let r = batch(
+        &mut c,
+        &[
+            &[b"GET", b"k"],
+            &[b"CLIENT", b"PAUSE", b"300", b"WRITE"],
+            &[b"SET", b"k", b"paused"],
+        ],
+    );
+    assert_eq!(r[1], "+OK\r\n");
+    assert_eq!(r[2], "+OK\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // CLIENT TRACKING: the GET after it is remembered, so another client's write of its
+    // key sends this one an invalidation.
+    let r = batch(
+        &mut c,
+        &[
+            &[b"HELLO", b"3"],
+            &[b"CLIENT", b"TRACKING", b"on"],
+            &[b"GET", b"k"],
+        ],
+    );
+    assert_eq!(r[1], "+OK\r\n");
+    assert_eq!(r[2], "$6\r\npaused\r\n");
+    assert_eq!(other.cmd(&[b"SET", b"k", b"new"]), b"+OK\r\n");
+    assert_eq!(
+        c.read_reply(),
+        b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n"
+    );
+}

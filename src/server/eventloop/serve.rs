@@ -188,6 +188,9 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
     let mut listed = false;
     // Another client's CONFIG SET of proto-max-bulk-len, since this connection's last batch.
     connection::refresh_limits(shared, &mut buf.parser, client.authenticated);
+    // The batch's policy state, read once: its lean commands skip `call`'s per-command
+    // checks (`engine::call::plain`); a command that may change it has it read again.
+    let mut plain = engine::call::plain(shared, client);
     loop {
         let taken = if !listed {
             // A batch's first request is listed alone (at pipeline 1 it is the batch):
@@ -270,7 +273,7 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             buf.args.clear();
             return Served::HandOver(Resume::Read);
         }
-        let result = engine::execute_may_block(shared, client, argv);
+        let result = engine::execute_in_batch(shared, client, argv, &mut plain);
         buf.batch.recycle(heap);
         buf.args.clear();
         if matches!(result.next, Next::Regate) {
