@@ -409,6 +409,7 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], caller
 /// The handler, with what the caller changes around it.
 /// For a client's command that made blocked clients ready, it also gives the reservation of
 /// their shards (`blocking::reserve`), to hold until `call` has served them.
+#[inline]
 fn run<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,

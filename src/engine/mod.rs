@@ -126,12 +126,16 @@ impl<'a> Ctx<'a> {
     /// nothing (an out-of-line call for the locks' `SmallVec`s and a capacity test per
     /// vector, ~45 instructions on every command): it is left undropped, which frees nothing
     /// because there is nothing to free. A context that owns anything is dropped as before.
-    /// (Taking the context by value to forget it would move its few hundred bytes: a memcpy
-    /// per command, more than the drop glue it saves.)
+    /// (It is taken by reference: taken by value, the context's 400 bytes were moved into
+    /// this function first, a memcpy per command, more than the drop glue it saves.)
+    ///
+    /// # Safety
+    /// `ctx` is not used again after this call (it may have been dropped).
     #[inline]
-    pub(crate) fn end(ctx: std::mem::ManuallyDrop<Self>) {
+    pub(crate) unsafe fn end(ctx: &mut std::mem::ManuallyDrop<Self>) {
         if !ctx.owns_nothing() {
-            drop(std::mem::ManuallyDrop::into_inner(ctx));
+            // SAFETY: the caller uses the context no more.
+            unsafe { std::mem::ManuallyDrop::drop(ctx) }
         }
     }
 
@@ -447,9 +451,9 @@ pub(crate) fn execute_in_batch(
     args: &[&[u8]],
     plain: &mut bool,
 ) -> Ran {
-    let entry = match resolve(shared, client, args) {
-        Ok(entry) => entry,
-        Err(refused) => return refused,
+    let entry = match lookup(&shared.table, args) {
+        Lookup::Found(entry) => entry,
+        Lookup::Error(e, entry) => return refuse(shared, client, args, e, entry),
     };
     if *plain && entry.lean {
         return run_entry(shared, client, entry, args, true, true);
@@ -468,34 +472,31 @@ fn execute_request(
     args: &[&[u8]],
     may_block: bool,
 ) -> Ran {
-    match resolve(shared, client, args) {
-        Ok(entry) => run_entry(shared, client, entry, args, may_block, false),
-        Err(refused) => refused,
+    match lookup(&shared.table, args) {
+        Lookup::Found(entry) => run_entry(shared, client, entry, args, may_block, false),
+        Lookup::Error(e, entry) => refuse(shared, client, args, e, entry),
     }
 }
 
-/// Resolves a client's request to its table entry, or answers its unknown-command or
-/// arity error.
-#[inline]
-fn resolve<'t>(
-    shared: &'t Shared,
+/// Answers a request [`lookup`] refused (unknown command or subcommand, wrong arity).
+#[cold]
+#[inline(never)]
+fn refuse(
+    shared: &Shared,
     client: &mut ClientState,
     args: &[&[u8]],
-) -> Result<&'t CommandEntry, Ran> {
-    match lookup(&shared.table, args) {
-        Lookup::Found(entry) => Ok(entry),
-        Lookup::Error(e, entry) => {
-            client.info.clear_last_cmd();
-            // Requests refused before authentication are not logged (nothing an
-            // unauthenticated client sends is kept).
-            if let Some(hooks) = &shared.test
-                && client.authenticated
-            {
-                hooks.record(shared.clock.now_ms(), client, args);
-            }
-            Err(Ran::reply(call::reject(shared, client, entry, e.into())))
-        }
+    e: CmdError,
+    entry: Option<&CommandEntry>,
+) -> Ran {
+    client.info.clear_last_cmd();
+    // Requests refused before authentication are not logged (nothing an unauthenticated
+    // client sends is kept).
+    if let Some(hooks) = &shared.test
+        && client.authenticated
+    {
+        hooks.record(shared.clock.now_ms(), client, args);
     }
+    Ran::reply(call::reject(shared, client, entry, e.into()))
 }
 
 /// Runs a resolved client's request: keeps CLIENT LIST's view, then [`call`], or
@@ -516,7 +517,7 @@ fn run_entry(
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
     // The `Ctx` ends with this block, where it lies (`drop(ctx)` moved its few hundred
     // bytes first, a memcpy per command), and its drop glue runs only if it owns
-    // something (`Ctx::end`).
+    // something (`Ctx::end`, which takes it by reference for the same reason).
     let (reply, next, hold, disconnect) = {
         let mut ended =
             std::mem::ManuallyDrop::new(Ctx::new(shared, client, shared.keyspace.lock_none()));
@@ -539,7 +540,8 @@ fn run_entry(
         let ran = (reply, next, ctx.hold, ctx.disconnect);
         // Not unwinding: the context ends below, dropped only if it owns something.
         std::mem::forget(unwinding);
-        Ctx::end(ended);
+        // SAFETY: `ended` is not used after this.
+        unsafe { Ctx::end(&mut ended) };
         ran
     };
     after_tracking(shared, client, entry);
@@ -633,6 +635,13 @@ mod tests {
         );
     }
 
+    /// Ends `ctx` as `execute_request` does.
+    fn end(ctx: Ctx<'_>) {
+        let mut ended = ManuallyDrop::new(ctx);
+        // SAFETY: `ended` is not used again.
+        unsafe { Ctx::end(&mut ended) };
+    }
+
     /// `Ctx::end` leaves undropped only a context that owns nothing: one holding a shard, or with a
     /// vector grown, is dropped, so the shard is free again and nothing leaks.
     #[test]
@@ -643,12 +652,12 @@ mod tests {
 
         let ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
         assert!(ctx.owns_nothing(), "a fresh context owns nothing");
-        Ctx::end(ManuallyDrop::new(ctx));
+        end(ctx);
 
         let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
         assert!(ctx.store.try_take_key(key).is_ok());
         assert!(!ctx.owns_nothing(), "a held shard is owned");
-        Ctx::end(ManuallyDrop::new(ctx));
+        end(ctx);
         assert!(
             shared.keyspace.try_lock_args([key]).is_ok(),
             "the shard a context held is free once it ended"
@@ -658,12 +667,12 @@ mod tests {
         ctx.ready.push((0, Bytes::from_static(b"k")));
         ctx.ready.clear();
         assert!(!ctx.owns_nothing(), "a grown vector is owned, even emptied");
-        Ctx::end(ManuallyDrop::new(ctx));
+        end(ctx);
 
         let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
         ctx.propagate.push((0, Vec::new()));
         assert!(!ctx.owns_nothing());
-        Ctx::end(ManuallyDrop::new(ctx));
+        end(ctx);
 
         let mut ctx = Ctx::new(&shared, &mut client, shared.keyspace.lock_none());
         ctx.next = super::Next::Close;
@@ -671,6 +680,6 @@ mod tests {
             !ctx.owns_nothing(),
             "a `next` left in place is dropped with it"
         );
-        Ctx::end(ManuallyDrop::new(ctx));
+        end(ctx);
     }
 }

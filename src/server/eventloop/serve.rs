@@ -316,7 +316,15 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             reply.encode(client.resp, &mut buf.wbuf);
         }
         reply.recycle();
-        if disconnect || matches!(next, Next::Close) {
+        let close = disconnect || matches!(next, Next::Close);
+        // Almost always `Continue`, which owns nothing: its drop glue (an out-of-line call
+        // on every request) is left for the other values.
+        if matches!(next, Next::Continue) {
+            std::mem::forget(next);
+        } else {
+            drop(next);
+        }
+        if close {
             let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
             return Served::Close;
         }
