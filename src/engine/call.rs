@@ -11,6 +11,11 @@
 //! request and keeps CLIENT LIST's view; EXEC checks WATCH and takes every lock; a script
 //! host keeps its held shards and turns errors into Lua values.
 //!
+//! On an event loop, what that policy reads is read once per batch of a connection's
+//! requests ([`plain`]); while it admits everything, the batch's keyed data commands
+//! (`CommandSpec::is_lean`) run through [`call_lean`], which skips the checks, and any
+//! other command has it read again before the next command runs.
+//!
 //! A command is resolved once (`CommandTable` entry): MULTI queues the entry's id, EXEC runs
 //! that entry, and statistics are counted into it. What Redis decides by comparing handler
 //! pointers (EXEC, the commands a subscribed RESP2 client may send…) is the entry's
@@ -409,7 +414,7 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], caller
 /// The handler, with what the caller changes around it.
 /// For a client's command that made blocked clients ready, it also gives the reservation of
 /// their shards (`blocking::reserve`), to hold until `call` has served them.
-#[inline]
+#[inline(always)]
 fn run<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
