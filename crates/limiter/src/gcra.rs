@@ -589,10 +589,13 @@ fn invalid_integer(arg: &[u8]) -> ThrottleError {
 /// an ASCII digit fails either way): one optional `+` or `-`, then one or more
 /// ASCII digits, and no overflow. Accumulating negative values towards
 /// `i64::MIN` reaches it exactly.
-#[inline]
+///
+/// Always inlined, for the short form only: the arguments limiters send are one to three
+/// plain digits, read here with no call, no sign and no loop (as a call, four of them cost
+/// ~80 instructions a command). Anything else (a sign among them) takes
+/// [`parse_rust_i64_general`], out of line.
+#[inline(always)]
 fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
-    // The arguments limiters send are one to three plain digits: no sign, no loop. Anything
-    // else (a sign among them) takes the general path below.
     let digit = |b: u8| {
         let d = b.wrapping_sub(b'0');
         (d <= 9).then_some(i64::from(d))
@@ -609,6 +612,12 @@ fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
     if short.is_some() {
         return short;
     }
+    parse_rust_i64_general(arg)
+}
+
+/// [`parse_rust_i64`] for any input.
+#[inline(never)]
+fn parse_rust_i64_general(arg: &[u8]) -> Option<i64> {
     let (negative, digits) = match arg {
         [b'-', rest @ ..] => (true, rest),
         [b'+', rest @ ..] => (false, rest),
