@@ -51,42 +51,30 @@ fn throttle(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     let (key, checked) = gcra::parse_command_checked(args).map_err(cell_error)?;
     let db = ctx.db();
     let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
-    // One lookup: the stored TAT is read and, on an allowed call, replaced in place. The
-    // reply's fields are written straight into `reply`: returned through `update` as well,
-    // they were copied three times over on the way out.
-    let mut reply = (false, [0i64; 4]);
-    let wrote = ctx.store.update(db, key, now_ms, |stored| {
-        let stored = match stored {
-            None => None,
-            // What parse_stored_tat would make of the integer's text, without the text.
-            Some(Value::Int(n)) if *n >= 0 => Some(*n),
-            Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
-            Some(Value::Str(b) | Value::Raw(b)) => {
-                Some(gcra::parse_stored_tat(b).map_err(cell_error)?)
-            }
-            Some(_) => return Err(CmdError::WrongType),
-        };
-        let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
-        let d = checked.throttle(now_ns, stored).map_err(cell_error)?;
-        reply = (
-            d.limited,
-            [d.limit, d.remaining, d.retry_after_s, d.reset_after_s],
-        );
-        Ok(match d.write {
-            None => (false, None),
-            Some((tat, ttl_ms)) => (
-                true,
-                Some((Value::Int(tat), Some(now_ms.saturating_add(ttl_ms)))),
-            ),
-        })
-    })?;
-    if wrote {
+    // One probe: the stored TAT is read and, on an allowed call, replaced in place; a
+    // refused call (the common one under load) writes nothing, as redis-cell's: no value,
+    // no TTL, no timer wheel.
+    let probe = ctx.store.probe(db, key, now_ms);
+    let stored = match probe.value() {
+        None => None,
+        // What parse_stored_tat would make of the integer's text, without the text.
+        Some(Value::Int(n)) if *n >= 0 => Some(*n),
+        Some(Value::Int(_)) => return Err(cell_error(ThrottleError::OutOfRange)),
+        Some(Value::Str(b) | Value::Raw(b)) => Some(gcra::parse_stored_tat(b).map_err(cell_error)?),
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    let now_ns = i64::try_from(now_ns).map_err(|_| CmdError::NotInteger)?;
+    let d = checked.throttle(now_ns, stored).map_err(cell_error)?;
+    if let Some((tat, ttl_ms)) = d.write {
+        probe.write(key, Value::Int(tat), Some(now_ms.saturating_add(ttl_ms)));
         // redis-cell emits nothing; sluice reports the write as the `SET key tat PX ttl`
         // it is, so a listener sees what a script-based limiter would make it see.
         ctx.notify(crate::services::notify::class::STRING, "set", key);
         ctx.notify(crate::services::notify::class::GENERIC, "expire", key);
     }
     // The five integers held inside the reply: no vector to fill, encode and give back.
-    let (limited, ints) = reply;
-    Ok(Reply::FlagInts(limited, ints))
+    Ok(Reply::FlagInts(
+        d.limited,
+        [d.limit, d.remaining, d.retry_after_s, d.reset_after_s],
+    ))
 }
