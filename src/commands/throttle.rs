@@ -29,6 +29,13 @@ pub(crate) static COMMANDS: &[C] = &[C::new(
 .with_reported_arity(-5)
 .with_acl(&["@write"])];
 
+thread_local! {
+    /// This thread's last CL.THROTTLE arguments and what they parsed to: the next call with
+    /// the same ones (a limiter's usual call) skips the parse, the checks and the derivation.
+    static LAST_ARGS: std::cell::RefCell<gcra::LastArgs> =
+        const { std::cell::RefCell::new(gcra::LastArgs::new()) };
+}
+
 fn cell_error(e: ThrottleError) -> CmdError {
     CmdError::owned(String::from_utf8_lossy(&e.error_line()).into_owned())
 }
@@ -48,7 +55,9 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> Reply {
 fn throttle(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult<Reply> {
     // Every error that depends only on the arguments, in redis-cell's order, before the key
     // is read; the values derived from them checked once, here.
-    let (key, checked) = gcra::parse_command_checked(args).map_err(cell_error)?;
+    let (key, checked) = LAST_ARGS
+        .with_borrow_mut(|last| last.parse_command(args))
+        .map_err(cell_error)?;
     let db = ctx.db();
     let (now_ms, now_ns) = (ctx.now_ms, ctx.now_ns);
     // One probe: the stored TAT is read and, on an allowed call, replaced in place; a
