@@ -1,8 +1,9 @@
 //! CL.THROTTLE: redis-cell's GCRA limiter, built in.
 //!
 //! A thin wrapper: the arithmetic lives in `limiter::gcra` (pure, no I/O); this file reads the
-//! key's stored TAT, calls it with the command's `now`, writes the new TAT back (only on
-//! allowed calls, as redis-cell does) and shapes the five-integer reply. The key is a plain
+//! key's stored TAT with one probe, calls it with the command's `now`, writes the new TAT back
+//! (only on allowed calls, as redis-cell does) and shapes the five-integer reply. The numeric
+//! arguments are parsed once per thread while they repeat (`gcra::LastArgs`). The key is a plain
 //! string holding the TAT in Unix nanoseconds, so GET, TTL, TYPE, DEL and WATCH see it as they
 //! would on Redis with the module loaded.
 

@@ -70,8 +70,9 @@
 //! # What the command wrapper must do
 //!
 //! 1. Call [`parse_command`] with every argument after the command name, or
-//!    call [`ThrottleArgs::parse`] with the arguments after the key. Either
-//!    one reports, in redis-cell's order, all errors that depend only on the
+//!    call [`ThrottleArgs::parse`] with the arguments after the key (or
+//!    [`parse_command_checked`], or [`LastArgs::parse_command`] to skip the
+//!    work when a call repeats the last one's arguments). Each one reports, in redis-cell's order, all errors that depend only on the
 //!    arguments: the usage error (wrong argument count), the parse error, the
 //!    zero-rate error, and argument overflow (decision 3). They must be
 //!    reported *before* the key is read, because redis-cell answers
