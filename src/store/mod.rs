@@ -497,6 +497,35 @@ pub struct Locked<'a> {
     hashed: SmallVec<[(&'a [u8], u64); 4]>,
 }
 
+/// A key looked up once by [`Locked::probe`]: its live value, if any, and the one write
+/// that may follow.
+pub struct Probe<'s> {
+    shard: &'s mut Shard,
+    db: usize,
+    hash: u64,
+    /// The live entry's index in its database; `None` for a missing (or just expired) key.
+    found: Option<u32>,
+}
+
+impl Probe<'_> {
+    /// The key's live value, `None` if it is missing.
+    #[inline]
+    pub fn value(&self) -> Option<&Value> {
+        self.found.map(|i| &self.shard.entry_at(self.db, i).value)
+    }
+
+    /// Stores `value` under the probed `key` with `expire_at` (None: no TTL), replacing any
+    /// old value and TTL, as [`Locked::set`] would: in place when the key was found (no
+    /// second probe), inserted otherwise. Signals watchers.
+    #[inline]
+    pub fn write(self, key: &[u8], value: Value, expire_at: Option<u64>) {
+        match self.found {
+            Some(i) => self.shard.replace_found(self.db, i, key, value, expire_at),
+            None => self.shard.insert(self.db, self.hash, key, value, expire_at),
+        }
+    }
+}
+
 impl std::fmt::Debug for Locked<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Locked")
@@ -763,7 +792,7 @@ impl<'a> Locked<'a> {
     /// A read-modify-write of one key with a single lookup: `f` gets the live value (None
     /// for a missing key) and returns its result and, if the key is to be written, the new
     /// value and expiry, stored in place (or inserted for a missing key) as [`Locked::set`]
-    /// would store them. CL.THROTTLE's update.
+    /// would store them. (CL.THROTTLE, which mostly only reads, takes [`Locked::probe`].)
     pub fn update<T, E>(
         &mut self,
         db: usize,
@@ -787,6 +816,22 @@ impl<'a> Locked<'a> {
                 }
                 Ok(out)
             }
+        }
+    }
+
+    /// One probe for a read that may be followed by a write of the same key: the live
+    /// value (lazy expiry and access time as [`Locked::update`]'s lookup) and where to
+    /// store a new one. [`Locked::update`] without the closure and its result's plumbing,
+    /// for CL.THROTTLE, whose common call (a refused one) only reads.
+    #[inline]
+    pub fn probe(&mut self, db: usize, key: &[u8], now_ms: u64) -> Probe<'_> {
+        let (shard, hash) = self.shard(key);
+        let found = shard.find_index(db, hash, key, now_ms);
+        Probe {
+            shard,
+            db,
+            hash,
+            found,
         }
     }
 
@@ -897,6 +942,44 @@ mod tests {
             panic!("large is a sorted set");
         };
         assert_eq!((z.len(), z.encoding()), (200, "skiplist"));
+    }
+
+    /// A probe reads the live value (none for a missing or expired key), changes nothing
+    /// unless written, and its write is `set`'s: value and TTL replaced, or the key inserted.
+    #[test]
+    fn a_probe_reads_the_live_value_and_writes_as_set_does() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut locked = ks.lock_keys([&b"k"[..], &b"gone"[..]]);
+        let ttl = |l: &mut Locked<'_>, k: &[u8], now| l.lookup(0, k, now).map(|e| e.expire_at());
+
+        let probe = locked.probe(0, b"k", 0);
+        assert!(probe.value().is_none());
+        probe.write(b"k", Value::Int(5), Some(100));
+        assert_eq!(ttl(&mut locked, b"k", 0), Some(Some(100)));
+
+        // Read only: value and TTL stay.
+        let probe = locked.probe(0, b"k", 1);
+        assert!(matches!(probe.value(), Some(Value::Int(5))));
+        assert_eq!(ttl(&mut locked, b"k", 1), Some(Some(100)));
+
+        // Written in place: the new value and TTL, one key.
+        locked
+            .probe(0, b"k", 2)
+            .write(b"k", Value::Int(6), Some(200));
+        assert!(matches!(locked.read_value(0, b"k", 2), Some(Value::Int(6))));
+        assert_eq!(ttl(&mut locked, b"k", 2), Some(Some(200)));
+        assert_eq!(locked.db_summary(2), vec![(0, 1, 1, 198)]);
+
+        // Expired: missing to the probe, and written as a new key.
+        locked.set(0, b"gone", Value::Int(1), Some(10));
+        let probe = locked.probe(0, b"gone", 11);
+        assert!(probe.value().is_none());
+        probe.write(b"gone", Value::Int(2), None);
+        assert_eq!(ttl(&mut locked, b"gone", 11), Some(None));
+        assert!(matches!(
+            locked.read_value(0, b"gone", 11),
+            Some(Value::Int(2))
+        ));
     }
 
     #[test]

@@ -70,8 +70,9 @@
 //! # What the command wrapper must do
 //!
 //! 1. Call [`parse_command`] with every argument after the command name, or
-//!    call [`ThrottleArgs::parse`] with the arguments after the key. Either
-//!    one reports, in redis-cell's order, all errors that depend only on the
+//!    call [`ThrottleArgs::parse`] with the arguments after the key (or
+//!    [`parse_command_checked`], or [`LastArgs::parse_command`] to skip the
+//!    work when a call repeats the last one's arguments). Each one reports, in redis-cell's order, all errors that depend only on the
 //!    arguments: the usage error (wrong argument count), the parse error, the
 //!    zero-rate error, and argument overflow (decision 3). They must be
 //!    reported *before* the key is read, because redis-cell answers
@@ -338,6 +339,87 @@ pub fn parse_command_checked<A: AsRef<[u8]>>(
     }
 }
 
+/// The numeric arguments of the last `CL.THROTTLE` that parsed, with what they gave: a
+/// limiter sends the same ones call after call, so a call repeating them byte for byte
+/// takes the result instead of parsing, checking and deriving again. One entry of a few
+/// words, kept by the caller (the server keeps one per thread).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LastArgs {
+    /// The arguments' bytes as [`pack`] makes them (0 for an absent quantity) and what
+    /// [`ThrottleArgs::parse_checked`] made of them; `None` until arguments of 1 to 4 bytes
+    /// each have parsed.
+    last: Option<([u64; 4], CheckedArgs)>,
+}
+
+impl LastArgs {
+    /// Nothing remembered yet.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { last: None }
+    }
+
+    /// [`parse_command_checked`], answered from the last call when the numeric arguments
+    /// are those it parsed (the same bytes: the result cannot differ), and remembering
+    /// this call's otherwise. Errors are never remembered, so they come as
+    /// `parse_command_checked` reports them, in its order.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`parse_command`].
+    #[inline]
+    pub fn parse_command<'a, A: AsRef<[u8]>>(
+        &mut self,
+        args: &'a [A],
+    ) -> Result<(&'a [u8], CheckedArgs), ThrottleError> {
+        let (key, rest) = match args {
+            [key, rest @ ..] if matches!(rest.len(), 3 | 4) => (key.as_ref(), rest),
+            _ => return Err(ThrottleError::Usage),
+        };
+        let packed = pack_all(rest);
+        if let (Some(packed), Some((last, checked))) = (packed, &self.last)
+            && packed == *last
+        {
+            return Ok((key, *checked));
+        }
+        let checked = ThrottleArgs::parse_checked(rest)?;
+        if let Some(packed) = packed {
+            self.last = Some((packed, checked));
+        }
+        Ok((key, checked))
+    }
+}
+
+/// The 3 or 4 numeric arguments as [`LastArgs`] compares them, or `None` if one of them
+/// is not 1 to 4 bytes long.
+#[inline(always)]
+fn pack_all<A: AsRef<[u8]>>(args: &[A]) -> Option<[u64; 4]> {
+    match args {
+        [b, c, p] => Some([pack(b.as_ref())?, pack(c.as_ref())?, pack(p.as_ref())?, 0]),
+        [b, c, p, q] => Some([
+            pack(b.as_ref())?,
+            pack(c.as_ref())?,
+            pack(p.as_ref())?,
+            pack(q.as_ref())?,
+        ]),
+        _ => None,
+    }
+}
+
+/// An argument of 1 to 4 bytes as one word: its bytes, and its length above them (so
+/// that no two arguments give the same word, NUL bytes included, and none gives 0).
+/// `None` for any other length.
+#[inline(always)]
+fn pack(arg: &[u8]) -> Option<u64> {
+    let bytes = match *arg {
+        [a] => u32::from(a),
+        [a, b] => u32::from_le_bytes([a, b, 0, 0]),
+        [a, b, c] => u32::from_le_bytes([a, b, c, 0]),
+        [a, b, c, d] => u32::from_le_bytes([a, b, c, d]),
+        _ => return None,
+    };
+    Some(u64::from(bytes) | (arg.len() as u64) << 32)
+}
+
 /// Parses every argument of `CL.THROTTLE` after the command name: the key,
 /// then the numeric arguments. Returns the key (binary-safe) and the parsed
 /// arguments.
@@ -589,10 +671,13 @@ fn invalid_integer(arg: &[u8]) -> ThrottleError {
 /// an ASCII digit fails either way): one optional `+` or `-`, then one or more
 /// ASCII digits, and no overflow. Accumulating negative values towards
 /// `i64::MIN` reaches it exactly.
-#[inline]
+///
+/// Always inlined, for the short form only: the arguments limiters send are one to three
+/// plain digits, read here with no call, no sign and no loop (as a call, four of them cost
+/// ~80 instructions a command). Anything else (a sign among them) takes
+/// [`parse_rust_i64_general`], out of line.
+#[inline(always)]
 fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
-    // The arguments limiters send are one to three plain digits: no sign, no loop. Anything
-    // else (a sign among them) takes the general path below.
     let digit = |b: u8| {
         let d = b.wrapping_sub(b'0');
         (d <= 9).then_some(i64::from(d))
@@ -609,6 +694,12 @@ fn parse_rust_i64(arg: &[u8]) -> Option<i64> {
     if short.is_some() {
         return short;
     }
+    parse_rust_i64_general(arg)
+}
+
+/// [`parse_rust_i64`] for any input.
+#[inline(never)]
+fn parse_rust_i64_general(arg: &[u8]) -> Option<i64> {
     let (negative, digits) = match arg {
         [b'-', rest @ ..] => (true, rest),
         [b'+', rest @ ..] => (false, rest),

@@ -1344,3 +1344,73 @@ proptest! {
         prop_assert_eq!(narrow, Some(super::decide_wide(now, tat, &checked.params)));
     }
 }
+
+/// Numeric arguments as a limiter sends them and as nothing should: repeated, changed,
+/// missing, bad, longer than the memo takes, with NUL bytes.
+fn memo_arg() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        // Mostly a few valid values, so that calls differing in one argument are common.
+        8 => prop::sample::select(vec![&b"1"[..], b"2", b"15", b"30", b"60"]).prop_map(<[u8]>::to_vec),
+        1 => Just(b"0".to_vec()),
+        1 => Just(b"3600".to_vec()),
+        1 => Just(b"36000".to_vec()),
+        1 => Just(b"-1".to_vec()),
+        1 => Just(b"+1".to_vec()),
+        1 => Just(b"01".to_vec()),
+        1 => Just(b"1\0".to_vec()),
+        1 => Just(b"\0".to_vec()),
+        1 => Just(b"x".to_vec()),
+        1 => Just(b"9223372036854775807".to_vec()),
+        1 => prop::collection::vec(any::<u8>(), 0..=5),
+    ]
+}
+
+proptest! {
+    /// Through `LastArgs`, every call of a sequence answers exactly as
+    /// `parse_command_checked` on its own arguments: hits never return a stale result.
+    /// Each call repeats the previous one, changes one of its arguments, drops or adds the
+    /// quantity, or is new.
+    #[test]
+    fn last_args_answers_as_a_fresh_parse(
+        first in prop::collection::vec(memo_arg(), 4..=5),
+        steps in prop::collection::vec((0u8..5, 0usize..5, memo_arg(), prop::collection::vec(memo_arg(), 0..=6)), 1..40),
+    ) {
+        let mut memo = LastArgs::new();
+        let mut call = first;
+        for (kind, at, arg, fresh) in steps {
+            match kind {
+                0 => {}
+                1 | 2 => {
+                    let at = at % call.len().max(1);
+                    if let Some(slot) = call.get_mut(at) {
+                        *slot = arg;
+                    }
+                }
+                3 if call.len() == 5 => {
+                    call.pop();
+                }
+                3 => call.push(arg),
+                _ => call = fresh,
+            }
+            if let Some(key) = call.first_mut() {
+                *key = b"k".to_vec();
+            }
+            prop_assert_eq!(memo.parse_command(&call), parse_command_checked(&call));
+        }
+    }
+}
+
+#[test]
+fn last_args_tells_arguments_apart_by_length_and_bytes() {
+    let mut memo = LastArgs::new();
+    let call = |v: &[&[u8]]| v.iter().map(|a| a.to_vec()).collect::<Vec<_>>();
+    let a = call(&[b"k", b"15", b"30", b"60"]);
+    let b = call(&[b"k", b"15", b"30", b"60", b"2"]);
+    let c = call(&[b"k", b"15", b"3", b"60"]);
+    for args in [&a, &a, &b, &b, &a, &c, &c, &a] {
+        assert_eq!(memo.parse_command(args), parse_command_checked(args));
+    }
+    assert_eq!(pack(b"1"), Some(0x1_0000_0031));
+    assert_ne!(pack(b"\0"), pack(b"\0\0"));
+    assert_eq!(pack(b"12345"), None);
+}
