@@ -395,20 +395,18 @@ impl<'a> Command<'a> for Set<'a> {
             && matches!(self.cond, Cond::Always | Cond::Nx | Cond::Xx)
         {
             // Without GET, KEEPTTL or a compare, one probe of the key decides NX / XX and
-            // stores the value where the key is (`Locked::update`), where a lookup and then
+            // stores the value where the key is (`Locked::probe`), where a lookup and then
             // the store each probed it.
-            let (cond, value) = (&self.cond, self.value);
-            let wrote = ctx.store.update(db, self.key, ctx.now_ms, |old| {
-                let met = match cond {
-                    Cond::Nx => old.is_none(),
-                    Cond::Xx => old.is_some(),
-                    _ => true,
-                };
-                Ok::<_, CmdError>((met, met.then(|| (Value::from_bytes(value), expire_at))))
-            })?;
-            if !wrote {
+            let probe = ctx.store.probe(db, self.key, ctx.now_ms);
+            let met = match self.cond {
+                Cond::Nx => probe.value().is_none(),
+                Cond::Xx => probe.value().is_some(),
+                _ => true,
+            };
+            if !met {
                 return Ok(Reply::Null);
             }
+            probe.write(self.key, Value::from_bytes(self.value), expire_at);
             ctx.notify(class::STRING, "set", self.key);
             if expire_at.is_some() {
                 ctx.notify(class::GENERIC, "expire", self.key);

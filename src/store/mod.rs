@@ -789,40 +789,10 @@ impl<'a> Locked<'a> {
         shard.insert(db, hash, key, value, expire_at);
     }
 
-    /// A read-modify-write of one key with a single lookup: `f` gets the live value (None
-    /// for a missing key) and returns its result and, if the key is to be written, the new
-    /// value and expiry, stored in place (or inserted for a missing key) as [`Locked::set`]
-    /// would store them. (CL.THROTTLE, which mostly only reads, takes [`Locked::probe`].)
-    pub fn update<T, E>(
-        &mut self,
-        db: usize,
-        key: &[u8],
-        now_ms: u64,
-        f: impl FnOnce(Option<&Value>) -> Result<(T, Option<(Value, Option<u64>)>), E>,
-    ) -> Result<T, E> {
-        let (shard, hash) = self.shard(key);
-        match shard.find_index(db, hash, key, now_ms) {
-            Some(i) => {
-                let (out, write) = f(Some(&shard.entry_at(db, i).value))?;
-                if let Some((value, expire_at)) = write {
-                    shard.replace_found(db, i, key, value, expire_at);
-                }
-                Ok(out)
-            }
-            None => {
-                let (out, write) = f(None)?;
-                if let Some((value, expire_at)) = write {
-                    shard.insert(db, hash, key, value, expire_at);
-                }
-                Ok(out)
-            }
-        }
-    }
-
     /// One probe for a read that may be followed by a write of the same key: the live
-    /// value (lazy expiry and access time as [`Locked::update`]'s lookup) and where to
-    /// store a new one. [`Locked::update`] without the closure and its result's plumbing,
-    /// for CL.THROTTLE, whose common call (a refused one) only reads.
+    /// value (lazy expiry and access time as any lookup) and where to store a new one, in
+    /// place, without a second probe (SET without GET or KEEPTTL; CL.THROTTLE, whose common
+    /// call, a refused one, only reads).
     #[inline]
     pub fn probe(&mut self, db: usize, key: &[u8], now_ms: u64) -> Probe<'_> {
         let (shard, hash) = self.shard(key);
