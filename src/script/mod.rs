@@ -28,7 +28,8 @@
 //!   into them reaches another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
 //!   the next, and are set back to nil before a function or a library's load runs.
 //!   EVALSHA finds a script this thread ran before in its VM's own map (no lock of the
-//!   shared cache), and the one it ran last (with its compiled function) without a lookup. sluice's other moves of values in and out of the VM through mlua run
+//!   shared cache), and the one it ran last (with its compiled function) without a lookup.
+//!   sluice's other moves of values in and out of the VM through mlua run
 //!   with the memory cap lifted (`HostOps`): with a cap set, mlua wraps every operation in
 //!   a protected call through a fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
