@@ -28,7 +28,8 @@
 //!   into them reaches another's; they stay the globals `KEYS` and `ARGV` from one EVAL script to
 //!   the next, and are set back to nil before a function or a library's load runs.
 //!   EVALSHA finds a script this thread ran before in its VM's own map (no lock of the
-//!   shared cache). sluice's other moves of values in and out of the VM through mlua run
+//!   shared cache), and the one it ran last (with its compiled function) without a lookup.
+//!   sluice's other moves of values in and out of the VM through mlua run
 //!   with the memory cap lifted (`HostOps`): with a cap set, mlua wraps every operation in
 //!   a protected call through a fresh C closure. The collector's settings are reset after a script only if it changed
 //!   them (in Lua 5.1 a restart costs a collection step at the next allocation).
@@ -253,10 +254,7 @@ impl Scripts {
         }
         // This thread's VM remembers the scripts it was asked for (a lowercase SHA1, as
         // clients send it): no lock of the shared cache, no UTF-8 check.
-        if let Some(script) = self
-            .with_current_vm(|vm| vm.shas.get(sha).cloned())
-            .flatten()
-        {
+        if let Some(script) = self.with_current_vm(|vm| vm.known(sha)).flatten() {
             return Some(script);
         }
         let key = std::str::from_utf8(sha).ok()?;
@@ -359,7 +357,7 @@ impl Scripts {
     /// atomic.
     pub fn run(
         &self,
-        script: &Script,
+        script: &Arc<Script>,
         keys: &[&[u8]],
         argv: &[&[u8]],
         host: &mut dyn Host,
@@ -400,6 +398,11 @@ struct Vm {
     /// The cached scripts EVALSHA found on this thread, by their lowercase SHA1 (see
     /// [`Scripts::get`]); forgotten with the VM at SCRIPT FLUSH.
     shas: hashbrown::HashMap<Box<[u8]>, Arc<Script>>,
+    /// The script this VM ran last and its compiled function: a client that runs one script
+    /// again and again finds it by comparing 40 bytes, without hashing its SHA1 into `shas`
+    /// and `functions`. The `Arc` keeps the script alive, so its address names it (see
+    /// [`Vm::run`]); gone with the VM at SCRIPT FLUSH, like the maps.
+    last: Option<(Arc<Script>, Function)>,
     /// The scripts' globals (a read-only proxy).
     env: Table,
     /// `function(f, h) return xpcall(f, h) end`, for a function library's body while it loads.
@@ -683,6 +686,7 @@ impl Vm {
             generation,
             functions: hashbrown::HashMap::new(),
             shas: hashbrown::HashMap::new(),
+            last: None,
             env,
             runner,
             lists,
@@ -738,23 +742,37 @@ impl Vm {
         Ok(f)
     }
 
+    /// The cached script with this lowercase SHA1 that EVALSHA found on this thread before:
+    /// the last one run, else from `shas`.
+    fn known(&self, sha: &[u8]) -> Option<Arc<Script>> {
+        match &self.last {
+            Some((script, _)) if script.sha.as_bytes() == sha => Some(script.clone()),
+            _ => self.shas.get(sha).cloned(),
+        }
+    }
+
     fn run(
         &mut self,
-        script: &Script,
+        script: &Arc<Script>,
         keys: &[&[u8]],
         argv: &[&[u8]],
         host: &mut dyn Host,
     ) -> Reply {
-        // Found: run it from the map (no clone of the function's reference).
-        if let Some(f) = self.functions.get(script.sha.as_str()) {
-            let reply = self.finish(f, &script.sha, host, Some((keys, argv)));
-            self.collect_if_large();
-            return reply;
+        // The same script as the last run (`last` holds an `Arc` of it, so no other script
+        // can have its address): its function is at hand, no clone of its reference.
+        let again = matches!(&self.last, Some((last, _)) if Arc::ptr_eq(last, script));
+        if !again {
+            match self.function(script) {
+                Ok(f) => self.last = Some((script.clone(), f)),
+                Err(e) => return Reply::Error(Cow::Owned(e)),
+            }
         }
-        if let Err(e) = self.function(script) {
-            return Reply::Error(Cow::Owned(e));
-        }
-        self.run(script, keys, argv, host)
+        let reply = match &self.last {
+            Some((_, f)) => self.finish(f, &script.sha, host, Some((keys, argv))),
+            None => Reply::Error(Cow::Borrowed("ERR cannot start the Lua engine")),
+        };
+        self.collect_if_large();
+        reply
     }
 
     /// Sets `KEYS` and `ARGV` back to nil before Lua code that is neither an EVAL script nor

@@ -1025,3 +1025,31 @@ fn evalsha_lookup_through_the_vm_forgets_flushed_scripts() {
     scripts.load(body.as_bytes()).expect("load");
     assert!(scripts.get(sha.as_bytes()).is_some());
 }
+
+/// EVALSHA's path: the lookup by SHA1, then the run.
+fn evalsha(scripts: &Scripts, sha: &str) -> Option<Reply> {
+    let script = scripts.get(sha.as_bytes())?;
+    let _busy = scripts.busy.begin();
+    Some(scripts.run(&script, &[], &[], &mut FakeHost::default()))
+}
+
+#[test]
+fn the_last_script_run_is_found_again_and_forgotten_at_flush() {
+    let scripts = Scripts::new("7.0.15");
+    let a = scripts.load(b"return 'a'").expect("load").sha.clone();
+    let b = scripts.load(b"return 'b'").expect("load").sha.clone();
+    let bulk = |s: &str| Some(Reply::Bulk(Bytes::copy_from_slice(s.as_bytes())));
+    // Each run again of the last script, and each switch to the other, runs its own body.
+    for sha in [&a, &a, &b, &b, &a, &b] {
+        let want = if *sha == a { bulk("a") } else { bulk("b") };
+        assert_eq!(evalsha(&scripts, sha), want);
+    }
+    // The last script run is forgotten with the cache, and a body loaded after the flush
+    // is compiled again.
+    scripts.flush();
+    assert_eq!(evalsha(&scripts, &b), None);
+    assert_eq!(evalsha(&scripts, &a), None);
+    scripts.load(b"return 'b'").expect("load");
+    assert_eq!(evalsha(&scripts, &b), bulk("b"));
+    assert_eq!(evalsha(&scripts, &a), None);
+}
