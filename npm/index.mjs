@@ -20,6 +20,8 @@ import { dirname, join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import realProcess from "node:process";
+import timers from "node:timers";
+import { performance } from "node:perf_hooks";
 import { threadId } from "node:worker_threads";
 import { binaryPath } from "./binary.mjs";
 
@@ -43,25 +45,32 @@ const REPLY_POLL_US = 100;
 // process blocking. One chain per thread, whatever the number of clients; bounded, so
 // nothing runs once a test's commands are answered (no handle is left open) and a command
 // that blocks costs it 100 µs.
-let pollNs = 0n;
-let pollDeadline = 0n;
+//
+// The timer and the clock are node's own, taken when the helper loads: fake timers that a
+// test turns on (Jest's, Vitest's, node:test's mock.timers) replace the globals and
+// `process.hrtime`, and the poll must neither wait for a fake clock nor be among the timers
+// a test runs or counts.
+const immediate = timers.setImmediate;
+const now = performance.now.bind(performance);
+let pollMs = 0;
+let pollDeadline = 0;
 let pollCommand = null; // the last command sent, if the client says when it is answered
 let polling = false;
 function pollTick() {
-  if (pollCommand?.isResolved || realProcess.hrtime.bigint() >= pollDeadline) {
+  if (pollCommand?.isResolved || now() >= pollDeadline) {
     polling = false;
     pollCommand = null;
     return;
   }
-  setImmediate(pollTick);
+  immediate(pollTick);
 }
 function pollForReply(command) {
-  if (pollNs === 0n) return;
+  if (pollMs === 0) return;
   pollCommand = command;
-  pollDeadline = realProcess.hrtime.bigint() + pollNs;
+  pollDeadline = now() + pollMs;
   if (!polling) {
     polling = true;
-    setImmediate(pollTick);
+    immediate(pollTick);
   }
 }
 
@@ -75,7 +84,7 @@ function pollForReply(command) {
 const polled = new WeakSet();
 function pollReplies(client) {
   const us = Number(realProcess.env.SLUICE_REPLY_POLL_US ?? REPLY_POLL_US);
-  pollNs = Number.isSafeInteger(us) && us > 0 ? BigInt(us) * 1000n : 0n;
+  pollMs = Number.isFinite(us) && us > 0 ? us / 1000 : 0;
   const send = client.sendCommand;
   if (polled.has(client) || typeof send !== "function") return;
   polled.add(client);

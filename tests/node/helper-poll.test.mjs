@@ -3,7 +3,7 @@
 // the reply comes or 100 µs have passed. Bounded, ended by the reply, and invisible to the
 // test: the same replies and errors as a client the helper does not know.
 // (A file of its own: sharedSluice() gives it a server of its own.)
-import { test, beforeEach, after } from "node:test";
+import { test, beforeEach, after, mock } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -30,7 +30,8 @@ after(async () => {
 
 const immediates = () => process.getActiveResourcesInfo().filter((r) => r === "Immediate").length;
 // One turn of the event loop: the poll's pending tick (scheduled before this one) runs first.
-const turn = () => new Promise((resolve) => setImmediate(resolve));
+const realSetImmediate = setImmediate;
+const turn = () => new Promise((resolve) => realSetImmediate(resolve));
 
 test("a command on the reset client is polled for until its reply", async () => {
   // A bound far longer than the round trip, so that only the reply can end the poll.
@@ -121,4 +122,22 @@ test("node-redis: the reset client's commands are polled for, for 100 µs at mos
   assert.equal(immediates(), 0, "the poll is not bounded");
   await sluice.command("RPUSH", "queue", "job");
   assert.deepEqual(await popped, { key: "queue", element: "job" });
+});
+
+test("a test's fake timers neither hold nor see the poll", async (t) => {
+  await redis.ping();
+  await turn();
+  mock.timers.enable({ apis: ["setImmediate", "setTimeout"] });
+  t.after(() => mock.timers.reset());
+  const reply = redis.incr("k");
+  // node's own immediate, not the fake one the test would have to run.
+  assert.equal(immediates(), 1);
+  assert.equal(await reply, 1);
+  await turn();
+  assert.equal(immediates(), 0);
+  mock.timers.runAll(); // nothing of the helper's in there
+  mock.timers.reset();
+  const next = redis.incr("k");
+  assert.equal(immediates(), 1, "the poll stopped working after the fake timers");
+  assert.equal(await next, 2);
 });
