@@ -19,8 +19,6 @@ export interface Sluice {
    * With the test's ioredis or node-redis client: queued on it ahead of the test's first
    * command and resolved at once (no round trip of its own); the helper's own commands wait
    * for its reply, and a failure rejects the helper's next call and is thrown unhandled.
-   * From then on node polls for that client's replies for up to 100 µs before it sleeps
-   * (`SLUICE_REPLY_POLL_US`, 0 to turn it off); what the test sees does not change.
    */
   reset(): Promise<string>;
   reset(client: { call(...args: string[]): Promise<unknown> } | { sendCommand(args: string[]): Promise<unknown> }): Promise<void>;

@@ -10,9 +10,7 @@
 // is never loaded and nothing is written there, and listens on a Unix socket there as well
 // as on TCP: `new Redis({ path: sluice.socketPath })` (ioredis) or `createClient({ socket:
 // { path: sluice.socketPath } })` (node-redis) make each round trip cheaper for both
-// processes than loopback TCP. On a client given to reset(client), each reply is polled for
-// (pollForReply) for up to 100 µs before node sleeps, as the server polls for the next
-// command (--busy-poll).
+// processes than loopback TCP.
 import { spawn } from "node:child_process";
 import { createConnection } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -20,8 +18,6 @@ import { dirname, join, resolve } from "node:path";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import realProcess from "node:process";
-import timers from "node:timers";
-import { performance } from "node:perf_hooks";
 import { threadId } from "node:worker_threads";
 import { binaryPath } from "./binary.mjs";
 
@@ -31,75 +27,6 @@ export { binaryPath };
 const MAX_UNIX_PATH = 100;
 // How long (µs) the server polls for a test's next command before it sleeps (`--busy-poll`).
 const BUSY_POLL_US = 100;
-// How long (µs) this process polls for the reply to a command sent on a client the helper
-// knows (one given to reset(client)) before node may sleep (pollForReply); 0 turns it off.
-// $SLUICE_REPLY_POLL_US overrides it, read by each reset(client).
-const REPLY_POLL_US = 100;
-
-// The reply poll: the test process's half of what --busy-poll is for the server. A test sends
-// a command and awaits it; with nothing else to do node sleeps in epoll_wait, and on a
-// machine whose idle CPUs halt, the reply then has to wake that CPU (about 20 µs on a 2-vCPU
-// VM, on every round trip). While an immediate is pending, libuv's poll phase looks at the
-// sockets without sleeping, so a chain of setImmediate, kept until the last command sent has
-// its reply or for at most REPLY_POLL_US after it was sent, reads a prompt reply without the
-// process blocking. One chain per thread, whatever the number of clients; bounded, so
-// nothing runs once a test's commands are answered (no handle is left open) and a command
-// that blocks costs it 100 µs.
-//
-// The timer and the clock are node's own, taken when the helper loads: fake timers that a
-// test turns on (Jest's, Vitest's, node:test's mock.timers) replace the globals and
-// `process.hrtime`, and the poll must neither wait for a fake clock nor be among the timers
-// a test runs or counts.
-const immediate = timers.setImmediate;
-const now = performance.now.bind(performance);
-let pollMs = 0;
-let pollDeadline = 0;
-let pollCommand = null; // the last command sent, if the client says when it is answered
-let polling = false;
-function pollTick() {
-  if (pollCommand?.isResolved || now() >= pollDeadline) {
-    polling = false;
-    pollCommand = null;
-    return;
-  }
-  immediate(pollTick);
-}
-function pollForReply(command) {
-  if (pollMs === 0) return;
-  pollCommand = command;
-  pollDeadline = now() + pollMs;
-  if (!polling) {
-    polling = true;
-    immediate(pollTick);
-  }
-}
-
-// The clients whose commands are polled for: each one given to reset(client), whose own
-// `sendCommand` (public API of both clients) is wrapped once. ioredis sends every command
-// through it, those of a pipeline or MULTI too, and its Command's `isResolved` turns true
-// when the reply came (an error reply leaves it false: the bound ends that poll). node-redis
-// sends its commands through it (not those of MULTI or a pipeline), and what it returns is
-// the promise the caller gets: a handler put on it to see it settle would also keep a
-// rejection nobody awaits from being reported, so there the bound alone ends the poll.
-const polled = new WeakSet();
-function pollReplies(client) {
-  const us = Number(realProcess.env.SLUICE_REPLY_POLL_US ?? REPLY_POLL_US);
-  pollMs = Number.isFinite(us) && us > 0 ? us / 1000 : 0;
-  const send = client.sendCommand;
-  if (polled.has(client) || typeof send !== "function") return;
-  polled.add(client);
-  const ioredis = typeof client.call === "function";
-  // Not enumerable, as the method it stands for: the client looks the same to inspection.
-  Object.defineProperty(client, "sendCommand", {
-    configurable: true,
-    writable: true,
-    value: function sendCommand(command, ...rest) {
-      const reply = send.call(this, command, ...rest);
-      pollForReply(ioredis ? command : null);
-      return reply;
-    },
-  });
-}
 
 function encode(args) {
   let out = `*${args.length}\r\n`;
@@ -274,7 +201,6 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
     if (failed) return Promise.reject(takeFailure());
     let reply;
     try {
-      pollReplies(client);
       reply = sendOn(client, ["TESTMODE", "RESET"]);
     } catch (e) {
       return Promise.reject(e);
@@ -322,8 +248,7 @@ export async function startSluice({ args = [], bin = binaryPath(), timeoutMs = 1
      * on that client's connection ahead of the test's first command and resolves at once:
      * the server runs it before anything the test sends on that client, and the helper's own
      * commands (freeze(), command(), ...) wait for its reply. A failed reset rejects the
-     * helper's next call and is thrown, unhandled, when its reply arrives. From then on, the
-     * replies to that client's commands are polled for (pollForReply).
+     * helper's next call and is thrown, unhandled, when its reply arrives.
      */
     reset: (client) => (client === undefined ? command("TESTMODE", "RESET") : resetOn(client)),
     /** Stops the clock; resolves to its time in Unix ms. */

@@ -4,7 +4,7 @@
 // CPU and voluntary / involuntary context switches, and the server's CPU and voluntary
 // switches, each per round trip. Run from target/bench-testdouble/node (ioredis installed):
 //   SLUICE_BIN=... SLUICE_HELPER=.../npm/index.mjs N=20000 node --test roundtrip.test.mjs
-// with SLUICE_REPLY_POLL_US=0 for the helper without its reply poll. Linux (/proc).
+// Linux (/proc). Compare helpers or binaries by running it with each, interleaved.
 import { test, after } from "node:test";
 import { readdirSync, readFileSync } from "node:fs";
 import Redis from "ioredis";
@@ -39,7 +39,7 @@ test(`${N} INCRs one at a time`, async () => {
   const per = (x) => (x / N).toFixed(2);
   const cpu = r1.userCPUTime + r1.systemCPUTime - r0.userCPUTime - r0.systemCPUTime;
   console.log(
-    `poll ${process.env.SLUICE_REPLY_POLL_US ?? "default"}: per round trip wall ${per(1000 * (t1 - t0))} µs, ` +
+    `per round trip: wall ${per(1000 * (t1 - t0))} µs, ` +
       `node CPU ${per(cpu)} µs, vcs ${per(r1.voluntaryContextSwitches - r0.voluntaryContextSwitches)}, ` +
       `ivcs ${per(r1.involuntaryContextSwitches - r0.involuntaryContextSwitches)}; ` +
       `server CPU ${per(s1.cpu - s0.cpu)} µs, vcs ${per(s1.vcs - s0.vcs)}`,
