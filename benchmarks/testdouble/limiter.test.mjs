@@ -2,10 +2,10 @@
 // 150 fixed-window counters, about 30 commands each. TD_BACKEND (set by scripts/bench.py):
 // `ioredis-mock` (in-process, flushed before each test), `sluice` (the npm helper's
 // sharedSluice(), TESTMODE RESET before each test, sent on the test's client with its first command) or `sluice-fresh` (startSluice() per
-// test); ioredis connects to the helper's Unix socket. TD_STATS names a JSON file that gets the time spent in the hooks and in the tests.
+// test); ioredis connects to the helper's Unix socket. TD_STATS names a JSON file that gets the time spent in the hooks and in the tests, and the test process's CPU time and sleeps (and the shared server's), which ab_node.py prints.
 import { test, beforeEach, afterEach, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
 const BACKEND = process.env.TD_BACKEND ?? "ioredis-mock";
@@ -63,10 +63,21 @@ after(async () => {
     try {
       const f = readFileSync(`/proc/${sluice.process.pid}/stat`, "utf8").split(") ")[1].split(" ");
       spent.serverCpuMs = (Number(f[11]) + Number(f[12])) * 10;
+      // The server's sleeps, every thread's: about one per round trip unless its busy-poll ran.
+      spent.serverVcs = 0;
+      for (const t of readdirSync(`/proc/${sluice.process.pid}/task`)) {
+        const st = readFileSync(`/proc/${sluice.process.pid}/task/${t}/status`, "utf8");
+        spent.serverVcs += Number(st.match(/^voluntary_ctxt_switches:\s*(\d+)/m)[1]);
+      }
     } catch {
       // Not Linux: the CPU column leaves the server out.
     }
   }
+  // The test process's own CPU and sleeps (voluntary context switches), whichever backend.
+  const ru = process.resourceUsage();
+  spent.nodeCpuMs = (ru.userCPUTime + ru.systemCPUTime) / 1000;
+  spent.nodeVcs = ru.voluntaryContextSwitches;
+  spent.nodeIvcs = ru.involuntaryContextSwitches;
   if (process.env.TD_STATS) writeFileSync(process.env.TD_STATS, JSON.stringify(spent));
 });
 
