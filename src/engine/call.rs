@@ -919,14 +919,8 @@ mod tests {
     /// those checks read, changed on its own, makes it not plain.
     #[test]
     fn a_batch_is_plain_only_while_no_check_could_refuse() {
-        let shared = Shared::new(
-            crate::config::Config::default(),
-            crate::clock::Clock::system(),
-        );
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        let mut client = ClientState::new(info);
+        let shared = crate::engine::tests::shared();
+        let mut client = crate::engine::tests::client(&shared);
         let plain = |shared: &Shared, client: &ClientState| super::plain(shared, client);
         assert!(
             plain(&shared, &client),
@@ -1076,14 +1070,8 @@ mod tests {
     /// Redis answers them -BUSY, instead of letting them wait on a script's shard.
     #[test]
     fn keyless_commands_that_lock_shards_wait_at_the_gate() {
-        let shared = Arc::new(Shared::new(
-            crate::config::Config::default(),
-            crate::clock::Clock::system(),
-        ));
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        let client = ClientState::new(info);
+        let shared = Arc::new(crate::engine::tests::shared());
+        let client = crate::engine::tests::client(&shared);
         let args =
             |a: &[&str]| -> Vec<Bytes> { a.iter().map(|s| Bytes::from(s.to_string())).collect() };
         let clear = |a: &[&str]| {

@@ -588,7 +588,7 @@ fn after_tracking(shared: &Shared, client: &mut ClientState, entry: &CommandEntr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::mem::ManuallyDrop;
 
     use bytes::Bytes;
@@ -597,7 +597,8 @@ mod tests {
     use crate::client::ClientState;
     use crate::server::Shared;
 
-    fn shared() -> Shared {
+    /// A server's shared state with the default configuration.
+    pub(crate) fn shared() -> Shared {
         Shared::new(
             crate::config::Config::default(),
             crate::clock::Clock::system(),
@@ -605,7 +606,7 @@ mod tests {
     }
 
     /// A registered client of `shared`.
-    fn client(shared: &Shared) -> ClientState {
+    pub(crate) fn client(shared: &Shared) -> ClientState {
         let info = shared
             .clients
             .register("127.0.0.1:1".into(), "127.0.0.1:2".into());

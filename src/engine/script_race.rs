@@ -72,12 +72,7 @@ pub(crate) fn on_a_connection<T: Send + 'static>(
     connection: impl FnOnce(&Shared, &mut ClientState) -> T + Send + 'static,
 ) -> JoinHandle<T> {
     let shared = shared.clone();
-    std::thread::spawn(move || {
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        connection(&shared, &mut ClientState::new(info))
-    })
+    std::thread::spawn(move || connection(&shared, &mut crate::engine::tests::client(&shared)))
 }
 
 /// Runs `args` as a connection would (it can wait): the reply, and whether the request

@@ -975,14 +975,8 @@ mod tests {
     /// the shard, the serve would never end and the test would fail on its timeout.
     #[test]
     fn a_script_waits_for_the_blocked_clients_a_writer_is_serving() {
-        let shared = Arc::new(crate::server::Shared::new(
-            crate::config::Config::default(),
-            crate::clock::Clock::system(),
-        ));
-        let info = shared
-            .clients
-            .register("127.0.0.1:1".into(), "127.0.0.1:2".into());
-        let mut writer = ClientState::new(info);
+        let shared = Arc::new(crate::engine::tests::shared());
+        let mut writer = crate::engine::tests::client(&shared);
         let key = Bytes::from_static(b"q");
         let push = [
             Bytes::from_static(b"RPUSH"),
