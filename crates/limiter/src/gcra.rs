@@ -331,10 +331,15 @@ impl CheckedArgs {
 pub fn parse_command_checked<A: AsRef<[u8]>>(
     args: &[A],
 ) -> Result<(&[u8], CheckedArgs), ThrottleError> {
+    let (key, rest) = split_key(args)?;
+    Ok((key, ThrottleArgs::parse_checked(rest)?))
+}
+
+/// The key and the 3 or 4 numeric arguments after it; the usage error for any other count.
+#[inline(always)]
+fn split_key<A: AsRef<[u8]>>(args: &[A]) -> Result<(&[u8], &[A]), ThrottleError> {
     match args {
-        [key, rest @ ..] if matches!(rest.len(), 3 | 4) => {
-            Ok((key.as_ref(), ThrottleArgs::parse_checked(rest)?))
-        }
+        [key, rest @ ..] if matches!(rest.len(), 3 | 4) => Ok((key.as_ref(), rest)),
         _ => Err(ThrottleError::Usage),
     }
 }
@@ -371,10 +376,7 @@ impl LastArgs {
         &mut self,
         args: &'a [A],
     ) -> Result<(&'a [u8], CheckedArgs), ThrottleError> {
-        let (key, rest) = match args {
-            [key, rest @ ..] if matches!(rest.len(), 3 | 4) => (key.as_ref(), rest),
-            _ => return Err(ThrottleError::Usage),
-        };
+        let (key, rest) = split_key(args)?;
         let packed = pack_all(rest);
         if let (Some(packed), Some((last, checked))) = (packed, &self.last)
             && packed == *last
@@ -430,12 +432,8 @@ fn pack(arg: &[u8]) -> Option<u64> {
 /// before it parses anything. The other errors are those of
 /// [`ThrottleArgs::parse`].
 pub fn parse_command<A: AsRef<[u8]>>(args: &[A]) -> Result<(&[u8], ThrottleArgs), ThrottleError> {
-    match args {
-        [key, rest @ ..] if matches!(rest.len(), 3 | 4) => {
-            Ok((key.as_ref(), ThrottleArgs::parse(rest)?))
-        }
-        _ => Err(ThrottleError::Usage),
-    }
+    let (key, rest) = split_key(args)?;
+    Ok((key, ThrottleArgs::parse(rest)?))
 }
 
 /// Parses the value stored under the key into a TAT in nanoseconds since
