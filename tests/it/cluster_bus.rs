@@ -709,14 +709,22 @@ fn slot_count(port: u16) -> usize {
 #[test]
 fn redis_cli_adds_reshards_rebalances_fixes_and_removes_nodes_of_the_other_kind() {
     let dirs: Vec<tempfile::TempDir> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    // Nothing here waits for a failure to be detected, so the nodes get a long node timeout:
+    // with 1 s, a node the rest of the suite slowed was once marked failed mid-reshard
+    // (CLUSTERDOWN).
+    const PATIENT_MS: u64 = 2500;
+    let patient =
+        |d: &tempfile::TempDir| Node::start_with(d.path(), free_port(), free_port(), PATIENT_MS);
     // A redis-server node joins three sluice masters; then a sluice node joins three
     // redis-server masters.
-    let sluices: Vec<Node> = dirs[..3].iter().map(|d| Node::start(d.path())).collect();
-    let newcomer = RedisServer::start_cluster_node();
+    let sluices: Vec<Node> = dirs[..3].iter().map(patient).collect();
+    let newcomer = RedisServer::start_cluster_node_with_timeout(PATIENT_MS);
     let ports: Vec<u16> = sluices.iter().map(|n| n.port).collect();
     grow_and_shrink(&ports, newcomer.port());
-    let redises: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
-    let newcomer = Node::start(dirs[3].path());
+    let redises: Vec<RedisServer> = (0..3)
+        .map(|_| RedisServer::start_cluster_node_with_timeout(PATIENT_MS))
+        .collect();
+    let newcomer = patient(&dirs[3]);
     let ports: Vec<u16> = redises.iter().map(|r| r.port()).collect();
     grow_and_shrink(&ports, newcomer.port);
 }

@@ -67,27 +67,35 @@ impl RedisServer {
     /// `start` with cluster mode on (its own nodes.conf in its directory, a free bus port):
     /// a node with no slots and no peers, for a test to build a small Redis Cluster with.
     pub fn start_cluster_node() -> RedisServer {
-        Self::start_with(None, true)
+        Self::start_cluster_node_with_timeout(1000)
+    }
+
+    /// `start_cluster_node` with another `cluster-node-timeout` (ms): a test that never waits
+    /// for a failure to be detected takes a long one, so a node slowed by the rest of the
+    /// suite is not marked failed in the middle of it.
+    pub fn start_cluster_node_with_timeout(node_timeout_ms: u64) -> RedisServer {
+        Self::start_with(None, Some(node_timeout_ms))
     }
 
     fn start_with_dir(dir: Option<&std::path::Path>) -> RedisServer {
-        Self::start_with(dir, false)
+        Self::start_with(dir, None)
     }
 
     /// `start` with another build of redis-server (`bin`: a path), for the transcripts that
     /// need a newer Redis than the one on PATH (see `diff`'s module doc).
     pub fn start_binary(bin: &std::path::Path) -> RedisServer {
-        Self::start_from(bin.as_os_str(), None, false)
+        Self::start_from(bin.as_os_str(), None, None)
     }
 
-    fn start_with(dir: Option<&std::path::Path>, cluster: bool) -> RedisServer {
+    /// `cluster`: cluster mode on with this node timeout (ms), or off.
+    fn start_with(dir: Option<&std::path::Path>, cluster: Option<u64>) -> RedisServer {
         Self::start_from(std::ffi::OsStr::new("redis-server"), dir, cluster)
     }
 
     fn start_from(
         bin: &std::ffi::OsStr,
         dir: Option<&std::path::Path>,
-        cluster: bool,
+        cluster: Option<u64>,
     ) -> RedisServer {
         let mut last_error = String::new();
         // The port is free when we pick it, but another test may take it before redis-server
@@ -104,10 +112,10 @@ impl RedisServer {
     fn try_start(
         bin: &std::ffi::OsStr,
         given: Option<&std::path::Path>,
-        cluster: bool,
+        cluster: Option<u64>,
     ) -> Result<RedisServer, String> {
         let port = free_port();
-        let bus_port = if cluster { free_port() } else { 0 };
+        let bus_port = if cluster.is_some() { free_port() } else { 0 };
         let dir = match given {
             Some(d) => d.to_path_buf(),
             None => {
@@ -131,15 +139,16 @@ impl RedisServer {
             .arg(port.to_string())
             .arg("--dir")
             .arg(&dir)
-            .args(if cluster {
+            .args(if let Some(node_timeout_ms) = cluster {
                 vec![
                     "--cluster-enabled".to_string(),
                     "yes".to_string(),
                     "--cluster-port".to_string(),
                     bus_port.to_string(),
-                    // Nodes ping each other every node-timeout/2: gossip settles in a second.
+                    // Nodes ping each other every node-timeout/2: with 1000, gossip settles
+                    // in a second.
                     "--cluster-node-timeout".to_string(),
-                    "1000".to_string(),
+                    node_timeout_ms.to_string(),
                     // A replica's first sync starts at once, not after 5 s.
                     "--repl-diskless-sync-delay".to_string(),
                     "0".to_string(),
