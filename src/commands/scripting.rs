@@ -251,7 +251,7 @@ impl<'a> VariantCommand<'a> for Eval<'a> {
         let script = if self.source == Source::Sha {
             scripts
                 .get(self.script)
-                .ok_or(CmdError::msg(script::NOSCRIPT))?
+                .ok_or_else(|| CmdError::msg(script::NOSCRIPT))?
         } else {
             scripts.load(self.script).map_err(CmdError::owned)?
         };
@@ -744,8 +744,11 @@ fn gate_needs(
     {
         return None;
     }
-    if spec.runs_script() && takes_every_shard(shared, spec, args) {
-        return None;
+    if spec.runs_script() {
+        return match shards_to_hold(shared, spec, args) {
+            script::Held::All => None,
+            script::Held::Some(shards) => Some(shards),
+        };
     }
     let ks = &shared.keyspace;
     match spec.lock {
@@ -762,30 +765,30 @@ fn gate_needs(
 
 /// The shards a script command will hold when it starts (see [`run_locked`]).
 pub(crate) fn shards_to_hold(shared: &Shared, spec: &C, args: &[&[u8]]) -> script::Held {
-    if takes_every_shard(shared, spec, args) {
+    let Some(keys) = declared_keys(args) else {
+        return script::Held::All;
+    };
+    if shared.live.scripts_lock_all() || remembered_needing_all(shared, spec, args) {
         return script::Held::All;
     }
     let ks = &shared.keyspace;
-    script::Held::Some(
-        spec.keys
-            .positions(args)
-            .map(|i| ks.shard_of(args[i]))
-            .collect(),
-    )
+    script::Held::Some(keys.iter().map(|k| ks.shard_of(k)).collect())
 }
 
-/// True if this script command will take every shard before it starts (see
-/// [`run_locked`]): it must wait at the gate for every long script, not on the shard locks.
-fn takes_every_shard(shared: &Shared, spec: &C, args: &[&[u8]]) -> bool {
-    // Every script command has its key count third (`EVAL script numkeys …`, `FCALL`):
-    // read it rather than walk the key positions (which allocates an iterator).
-    let declares_keys = args
-        .get(2)
-        .and_then(|n| crate::num::parse_i64(n))
-        .is_some_and(|n| n > 0 && n as u64 <= args.len().saturating_sub(3) as u64);
-    if !declares_keys || shared.live.scripts_lock_all() {
-        return true;
-    }
+/// The keys a script command declares (`EVAL script numkeys key …`, `FCALL`: every
+/// script command has its key count third and its keys after it, the table's
+/// `KeySpec::Keynum` for them), read straight from the arguments rather than by walking
+/// the key spec's positions; `None` if it declares none, or a count that does not fit
+/// (which finds no key, as Redis's key specs say).
+fn declared_keys<'a>(args: &'a [&'a [u8]]) -> Option<&'a [&'a [u8]]> {
+    let n = crate::num::parse_i64(args.get(2)?)?;
+    let n = usize::try_from(n).ok().filter(|&n| n > 0)?;
+    args.get(3..)?.get(..n)
+}
+
+/// True if this script (its SHA1) or function was remembered as touching a key it did not
+/// declare: it takes every shard from the start (see [`run_locked`]).
+fn remembered_needing_all(shared: &Shared, spec: &C, args: &[&[u8]]) -> bool {
     if shared.scripts.needs_all_count() == 0 {
         return false;
     }
@@ -899,5 +902,38 @@ pub(crate) async fn wait_idle(shared: &Shared, watched: &[(usize, Bytes)]) {
         .collect();
     while busy.blocking(Some(&shards)).is_some_and(|b| b.ran >= GRACE) {
         busy.wait_end(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declared_keys;
+    use crate::engine::table::CommandTable;
+
+    /// `declared_keys` reads a script command's keys from the arguments without its key
+    /// spec: for every script command of the table, and counts that fit, do not fit, are
+    /// zero, negative or not numbers, it finds exactly the keys the spec finds.
+    #[test]
+    fn declared_keys_are_the_key_specs_keys() {
+        let table = CommandTable::build();
+        let mut checked = 0;
+        for entry in table.entries().iter().filter(|e| e.spec.runs_script()) {
+            for count in ["-1", "0", "1", "2", "3", "x", "01", ""] {
+                for extra in 0..4 {
+                    let mut args: Vec<&[u8]> = vec![b"evalsha", b"body", count.as_bytes()];
+                    let words: [&[u8]; 3] = [b"a", b"b", b"c"];
+                    args.extend(words.iter().take(extra));
+                    let by_spec: Vec<&[u8]> =
+                        entry.spec.keys.positions(&args).map(|i| args[i]).collect();
+                    let direct = declared_keys(&args).unwrap_or_default();
+                    assert_eq!(direct, &by_spec[..], "{} {count} +{extra}", entry.spec.name);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(
+            checked >= 6 * 32,
+            "EVAL, EVALSHA, their _RO forms and FCALL's"
+        );
     }
 }

@@ -443,8 +443,9 @@ pub(crate) fn execute_may_block(shared: &Shared, client: &mut ClientState, args:
 /// `execute_may_block` for a request of an event loop's batch: `plain` is
 /// [`call::plain`] as the batch's previous command left it (the loop reads it when the
 /// batch begins). A lean command (`CommandEntry::lean`) in a plain batch runs through
-/// [`call::call_lean`]; after any other command `plain` is read again, so the next
-/// command sees what this one changed (CONFIG SET maxmemory, MULTI, ACL SETUSER…).
+/// [`call::call_lean`]; after any other command but a script command
+/// (`CommandEntry::keeps_policy`) `plain` is read again, so the next command sees what this
+/// one changed (CONFIG SET maxmemory, MULTI, ACL SETUSER…).
 pub(crate) fn execute_in_batch(
     shared: &Shared,
     client: &mut ClientState,
@@ -459,7 +460,7 @@ pub(crate) fn execute_in_batch(
         return run_entry(shared, client, entry, args, true, true);
     }
     let ran = run_entry(shared, client, entry, args, true, false);
-    if !entry.lean {
+    if !entry.keeps_policy {
         *plain = call::plain(shared, client);
     }
     ran

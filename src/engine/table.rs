@@ -738,6 +738,24 @@ impl CommandSpec {
             )
             && self.roles.is_empty()
     }
+
+    /// A script may call it (`redis.call`): it is not `noscript`, and its handler takes no
+    /// shard locks itself (a script already holds its shards). `engine::call` refuses the
+    /// others from scripts.
+    pub fn callable_from_scripts(&self) -> bool {
+        !self.has(CmdFlags::NOSCRIPT) && !self.roles.contains(Roles::LOCKS_ITSELF)
+    }
+
+    /// Running it leaves what `engine::call::plain` read for the batch as it was, so the
+    /// batch need not read it again: a lean command (see [`CommandSpec::is_lean`]), or a
+    /// script command, which runs only commands callable from scripts, none of which
+    /// changes that state (the configuration, ACL users, the client's authentication,
+    /// MULTI, tracking and subscriptions, MONITOR, the replication role are all changed by
+    /// `noscript` commands; the test `no_script_callable_command_changes_the_batch_policy`
+    /// walks the table).
+    pub fn keeps_batch_policy(&self) -> bool {
+        self.is_lean() || self.runs_script()
+    }
 }
 
 /// A resolved command: its table entry and the statistics kept with it. Lookups return it,
@@ -754,6 +772,9 @@ pub struct CommandEntry {
     subs: std::ops::Range<u32>,
     /// It may take `engine::call`'s lean path in a plain batch ([`CommandSpec::is_lean`]).
     pub lean: bool,
+    /// A batch need not read its policy state again after it
+    /// ([`CommandSpec::keeps_batch_policy`]).
+    pub keeps_policy: bool,
 }
 
 /// The index of a [`CommandEntry`] in the table.
@@ -896,6 +917,7 @@ impl CommandTable {
             stats: CmdStat::default(),
             subs: 0..0,
             lean: spec.is_lean(),
+            keeps_policy: spec.keeps_batch_policy(),
         });
         id
     }
