@@ -712,20 +712,22 @@ impl VariantCommand<'_> for MSet {
 /// Adds `by` to the integer at `key` (created as 0), keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult<Reply> {
     let db = ctx.db();
-    let next = {
+    // One probe serves the read and the write (an error writes nothing).
+    let probe = ctx.store.probe(db, key, ctx.now_ms);
+    let current = match probe.value() {
         // A missing key is created as `by` itself: 0 + by cannot overflow.
-        let mut s: StringMut = ctx
-            .store
-            .modify_or_create(db, key, ctx.now_ms, || StringValue::int(0))?;
-        let current = match s.value() {
-            Value::Int(n) => *n,
-            Value::Str(b) | Value::Raw(b) => parse_i64(b).ok_or(CmdError::NotInteger)?,
-            _ => return Err(CmdError::WrongType),
-        };
-        let next = current.checked_add(by).ok_or(CmdError::Overflow)?;
-        s.set_int(next);
-        next
+        None => 0,
+        Some(Value::Int(n)) => *n,
+        Some(Value::Str(b) | Value::Raw(b)) => match parse_i64(b) {
+            Some(n) => n,
+            None => return Err(CmdError::NotInteger),
+        },
+        Some(_) => return Err(CmdError::WrongType),
     };
+    let Some(next) = current.checked_add(by) else {
+        return Err(CmdError::Overflow);
+    };
+    probe.write_keep_ttl(key, Value::Int(next));
     ctx.notify(class::STRING, "incrby", key);
     Ok(Reply::Int(next))
 }

@@ -142,11 +142,6 @@ impl StringValue {
         StringValue(Value::Raw(v.into()))
     }
 
-    /// A new integer.
-    pub(crate) fn int(n: i64) -> Self {
-        StringValue(Value::Int(n))
-    }
-
     /// The value (one of the string variants).
     pub(crate) fn value(&self) -> &Value {
         &self.0
@@ -159,11 +154,6 @@ impl StringValue {
             Value::Str(b) | Value::Raw(b) => b.len(),
             _ => 0,
         }
-    }
-
-    /// Replaces it with an integer (INCR's hot path: no allocation).
-    pub(crate) fn set_int(&mut self, n: i64) {
-        self.0 = Value::Int(n);
     }
 
     /// Edits the bytes in place; the value becomes `Raw` (Redis unshares it before editing).
@@ -476,9 +466,10 @@ mod tests {
         locked.set(0, b"n", Value::Int(41), Some(1_000_000));
         let dirty = watched(&mut locked, b"n");
         {
-            let mut s: StringMut = locked.modify(0, b"n", 0).unwrap().unwrap();
-            assert!(matches!(s.value(), Value::Int(41)));
-            s.set_int(42);
+            // INCR's write: one probe, the TTL kept.
+            let probe = locked.probe(0, b"n", 0);
+            assert!(matches!(probe.value(), Some(Value::Int(41))));
+            probe.write_keep_ttl(b"n", Value::Int(42));
         }
         assert!(signalled(&mut locked, b"n", &dirty), "a change signals");
         assert!(matches!(

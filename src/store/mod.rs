@@ -524,6 +524,17 @@ impl Probe<'_> {
             None => self.shard.insert(self.db, self.hash, key, value, expire_at),
         }
     }
+
+    /// Stores `value` under the probed `key`, keeping a found key's TTL (a missing key gets
+    /// none), as INCR does: in place when the key was found, inserted otherwise. Signals
+    /// watchers.
+    #[inline]
+    pub fn write_keep_ttl(self, key: &[u8], value: Value) {
+        match self.found {
+            Some(i) => self.shard.update_found(self.db, i, key, value),
+            None => self.shard.insert(self.db, self.hash, key, value, None),
+        }
+    }
 }
 
 impl std::fmt::Debug for Locked<'_> {
@@ -949,6 +960,40 @@ mod tests {
         assert!(matches!(
             locked.read_value(0, b"gone", 11),
             Some(Value::Int(2))
+        ));
+    }
+
+    /// A probe's TTL-keeping write (INCR's): a found key keeps its TTL and stays one key; a
+    /// missing or expired key is inserted with none.
+    #[test]
+    fn a_probe_write_keeping_the_ttl_keeps_it() {
+        let ks = Keyspace::new(4, 1, 0);
+        let mut locked = ks.lock_keys([&b"k"[..], &b"gone"[..], &b"new"[..]]);
+        let ttl = |l: &mut Locked<'_>, k: &[u8], now| l.lookup(0, k, now).map(|e| e.expire_at());
+
+        locked.set(0, b"k", Value::Int(1), Some(100));
+        locked.probe(0, b"k", 1).write_keep_ttl(b"k", Value::Int(2));
+        assert!(matches!(locked.read_value(0, b"k", 1), Some(Value::Int(2))));
+        assert_eq!(ttl(&mut locked, b"k", 1), Some(Some(100)));
+        assert_eq!(locked.db_summary(1), vec![(0, 1, 1, 99)]);
+
+        locked
+            .probe(0, b"new", 1)
+            .write_keep_ttl(b"new", Value::Int(1));
+        assert_eq!(ttl(&mut locked, b"new", 1), Some(None));
+
+        locked.set(0, b"gone", Value::Int(7), Some(10));
+        let probe = locked.probe(0, b"gone", 11);
+        assert!(probe.value().is_none());
+        probe.write_keep_ttl(b"gone", Value::Int(1));
+        assert_eq!(
+            ttl(&mut locked, b"gone", 11),
+            Some(None),
+            "the expired key's TTL is gone"
+        );
+        assert!(matches!(
+            locked.read_value(0, b"gone", 11),
+            Some(Value::Int(1))
         ));
     }
 

@@ -424,6 +424,15 @@ impl Shard {
         self.touch(db, key);
     }
 
+    /// The key [`Shard::find_index`] found at `i` (no other change since) given `value`
+    /// where it is, its TTL kept (INCR's family), without a second probe. Signals watchers.
+    pub fn update_found(&mut self, db: usize, i: u32, key: &[u8], value: Value) {
+        let lru = lru_stamp(self.now_ms);
+        // `false`: the TTL is not being set, so whether the key had one does not matter.
+        self.dbs[db].replace_value(i, key, value, lru, false);
+        self.touch(db, key);
+    }
+
     /// `find` that leaves the key's access time alone (Redis's LOOKUP_NOTOUCH, for OBJECT).
     pub fn find_untouched(
         &mut self,
