@@ -1,14 +1,18 @@
 //! The server's clock: real time, or time a test moves by hand.
 //!
 //! Every time-dependent rule (expiry, TTL replies, CL.THROTTLE, TIME) reads `now` once per
-//! command (once per EXEC) from here and passes it down, so one command never sees two
-//! different times. Real time is anchored to a monotonic [`Tick`], so an NTP step cannot
-//! mass-expire keys, yet it still reports Unix time for EXPIREAT, TIME and GCRA state.
+//! command (once per EXEC; once per run of an event loop batch's lean commands,
+//! [`lean_start`]) from here and passes it down, so one command never sees two different
+//! times. `now` comes only from `CLOCK_MONOTONIC` (or test mode's clock); the CPU's cycle
+//! counter ([`Cycles`]) only times lean commands, on one thread. Real time is anchored to
+//! a monotonic [`Tick`], so an NTP step cannot mass-expire keys, yet it still reports Unix
+//! time for EXPIREAT, TIME and GCRA state.
 //!
 //! The test-double commands can freeze the clock, move it forward, and resume real time.
 //! Time never goes backwards: resuming continues from the frozen value, and setting an
 //! earlier time is refused.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -252,47 +256,313 @@ impl Clock {
 /// What runs between the two (encoding a reply, parsing the next request, the next
 /// command's checks) is counted in the next command's time: well under a microsecond,
 /// where Redis reports whole microseconds. Outside a batch nothing is kept.
-#[derive(Clone, Copy)]
-enum Laps {
-    Off,
-    On(Option<Tick>),
+///
+/// A batch's lean commands (`engine::call::call_lean`) go further, once this thread has
+/// learned the CPU's cycle counter's rate ([`Cycles`]): a run of them shares one clock read,
+/// the first one's `now` (the previous command's end, or a read), and each is timed by the
+/// cycle counter from the previous one's end instead of reading the clock again. So:
+/// - `now` still comes only from `CLOCK_MONOTONIC` (never from the counter), and a run's
+///   commands share it, so expiry and TTL replies never see time go backwards; a run is
+///   at most [`RUN_MAX_NS`] old: past that the next lean command reads the clock again;
+/// - each command's duration is its own (a slow or preempted command is the one SLOWLOG,
+///   commandstats and the latency histogram see, as in Redis), in nanoseconds scaled from
+///   cycles at the learned rate;
+/// - any other command, a lock wait, or serving blocked clients ends the run.
+///
+/// Test mode's clock (CLOCK FREEZE / ADVANCE / SET) is unchanged: `now` is the frozen value
+/// whatever tick it is given, and durations are real time in both modes.
+/// This thread's batch: what [`lap`] kept and the lean run under way.
+struct Laps {
+    /// Inside a batch.
+    on: Cell<bool>,
+    /// The end of the previous command, if it was read and not taken.
+    lap: Cell<Option<Tick>>,
+    /// The lean run's `now`: the clock read (or lap) it started from.
+    run_now: Cell<Tick>,
+    /// The cycle count past which the run is too old to go on (0: no run).
+    run_until: Cell<u64>,
+    /// The cycle count when the run's last command ended: the next one's start.
+    run_last: Cell<u64>,
 }
 
+impl Laps {
+    #[inline]
+    fn clear(&self) {
+        self.lap.set(None);
+        self.run_until.set(0);
+    }
+}
+
+/// How old a lean run's shared `now` may get before a command reads the clock again.
+pub const RUN_MAX_NS: u64 = 100_000;
+
 thread_local! {
-    static LAPS: std::cell::Cell<Laps> = const { std::cell::Cell::new(Laps::Off) };
+    static LAPS: Laps = const {
+        Laps {
+            on: Cell::new(false),
+            lap: Cell::new(None),
+            run_now: Cell::new(Tick(0)),
+            run_until: Cell::new(0),
+            run_last: Cell::new(0),
+        }
+    };
 }
 
 /// Starts a batch on this thread: from here to [`batch_end`], a command's end ([`lap`]) is
-/// the next command's start ([`take_lap`]).
+/// the next command's start ([`take_lap`]), and lean commands share runs ([`lean_start`]).
 #[inline]
 pub fn batch_begin() {
-    LAPS.set(Laps::On(None));
+    LAPS.with(|l| {
+        l.on.set(true);
+        l.clear();
+    });
 }
 
 /// Ends this thread's batch: nothing read before is reused after.
 #[inline]
 pub fn batch_end() {
-    LAPS.set(Laps::Off);
+    LAPS.with(|l| {
+        l.on.set(false);
+        l.clear();
+    });
 }
 
-/// The end of the command that ran just before on this thread in this batch, if any;
-/// taking it means no later command reuses it.
+/// The end of the command that ran just before on this thread in this batch, if any, for
+/// a command that is not lean: taking it means no later command reuses it, and it ends
+/// any lean run (the command reads the clock if the one before was lean).
 #[inline]
 pub fn take_lap() -> Option<Tick> {
-    match LAPS.get() {
-        Laps::On(Some(at)) => {
-            LAPS.set(Laps::On(None));
-            Some(at)
+    LAPS.with(|l| {
+        l.run_until.set(0);
+        l.lap.take()
+    })
+}
+
+/// A command ended at `at` (read): inside a batch, the next command starts there, and a
+/// lean run, if any, has ended.
+#[inline]
+pub fn lap(at: Tick) {
+    LAPS.with(|l| {
+        if l.on.get() {
+            l.lap.set(Some(at));
+            l.run_until.set(0);
         }
-        _ => None,
+    });
+}
+
+/// Forgets what this batch kept: the next command reads the clock (after a wait that is
+/// no command's time, or a command that stopped early).
+#[inline]
+pub fn interrupt() {
+    LAPS.with(Laps::clear);
+}
+
+/// Where a lean command's time starts: see [`lean_start`].
+#[derive(Debug, Clone, Copy)]
+pub struct LeanStart {
+    /// The command's `now`.
+    pub now: Tick,
+    /// The cycle count it is timed from; `None`: timed by the clock from `now`.
+    cycles: Option<u64>,
+}
+
+/// A lean command starts (its locks held): its `now` and where its timing starts. Inside
+/// a batch, once [`Cycles`] knows the rate, the lean run's shared `now` (a run starts from
+/// the previous command's end, or a clock read) and the previous lean command's end in
+/// cycles; otherwise as any command, the previous command's end or a clock read.
+#[inline]
+pub fn lean_start() -> LeanStart {
+    LAPS.with(|l| {
+        let last = l.run_last.get();
+        if last < l.run_until.get() {
+            return LeanStart {
+                now: l.run_now.get(),
+                cycles: Some(last),
+            };
+        }
+        let lap = l.lap.take();
+        // Acquire: the rate, stored before, is then seen by `lean_end`.
+        let max = RUN_MAX_CYCLES.load(Ordering::Acquire);
+        if max != 0 && l.on.get() {
+            let now = lap.unwrap_or_else(Tick::now);
+            let at = Cycles::now();
+            l.run_now.set(now);
+            l.run_until.set(at.saturating_add(max));
+            l.run_last.set(at);
+            return LeanStart {
+                now,
+                cycles: Some(at),
+            };
+        }
+        // The rate is not known yet (or no batch): the clock, as for any command, and a
+        // read paired with the counter to learn the rate from.
+        match lap {
+            Some(now) => LeanStart { now, cycles: None },
+            None => {
+                let now = Tick::now();
+                if max == 0 {
+                    Cycles::learn(now);
+                }
+                LeanStart { now, cycles: None }
+            }
+        }
+    })
+}
+
+/// A lean command that started at `start` ended: its duration in nanoseconds. The end is
+/// kept as the next command's start (in the run, or as a lap).
+#[inline]
+pub fn lean_end(start: LeanStart) -> u64 {
+    match start.cycles {
+        Some(began) => {
+            let at = Cycles::now();
+            LAPS.with(|l| l.run_last.set(at));
+            Cycles::to_ns(at.saturating_sub(began), Cycles::rate())
+        }
+        None => {
+            let ended = Tick::now();
+            lap(ended);
+            ended.ns_since(start.now)
+        }
     }
 }
 
-/// A command ended at `at`: inside a batch, the next command starts there.
-#[inline]
-pub fn lap(at: Tick) {
-    if let Laps::On(_) = LAPS.get() {
-        LAPS.set(Laps::On(Some(at)));
+/// The CPU's cycle counter (x86_64's `rdtsc`, read without a fence, as Redis's
+/// `getMonotonicUs` does), for timing a lean command on one thread. Never for `now`: the
+/// counters of two cores may differ by tens of nanoseconds and an unfenced read is not
+/// ordered after a lock (see `ticks_never_go_back_across_threads`), which a duration
+/// (saturating at 0) can bear and a time cannot.
+///
+/// Its rate is learned from the clock without slowing start-up: each thread pairs a
+/// clock read it makes anyway (a batch's first lean command) with a counter read, and once
+/// two pairs are [`Cycles::LEARN_NS`] apart their ratio is the rate, shared by all threads.
+/// Until then, and for good where the counter does not run at a constant rate (no
+/// invariant TSC, or another architecture), lean commands read the clock.
+pub struct Cycles;
+
+/// Nanoseconds per cycle, times 2^32; 0 while unknown.
+static NS_PER_CYCLE: AtomicU64 = AtomicU64::new(0);
+
+/// [`RUN_MAX_NS`] in cycles; 0 while the rate is unknown (no lean run then).
+static RUN_MAX_CYCLES: AtomicU64 = AtomicU64::new(0);
+
+/// What this thread knows towards learning the rate.
+#[derive(Clone, Copy)]
+enum Learning {
+    /// Not started.
+    Unknown,
+    /// The first pair: a clock read and the counter beside it.
+    From(Tick, u64),
+    /// The counter cannot time anything here.
+    Never,
+}
+
+thread_local! {
+    static LEARNING: std::cell::Cell<Learning> = const { std::cell::Cell::new(Learning::Unknown) };
+}
+
+impl Cycles {
+    /// How far apart the two clock reads the rate is learned from must be (a read's
+    /// tens of nanoseconds over this are 0.1 ppm).
+    pub const LEARN_NS: u64 = 200_000_000;
+
+    /// The counter now (0 where there is none).
+    #[inline]
+    pub fn now() -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: rdtsc is available on every x86_64 CPU and reads no memory.
+            #[allow(unused_unsafe)]
+            unsafe {
+                core::arch::x86_64::_rdtsc()
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            0
+        }
+    }
+
+    /// Nanoseconds per cycle times 2^32, 0 while unknown.
+    #[inline]
+    pub fn rate() -> u64 {
+        NS_PER_CYCLE.load(Ordering::Relaxed)
+    }
+
+    /// `cycles` in nanoseconds at `per_cycle` ([`Cycles::rate`]).
+    #[inline]
+    pub fn to_ns(cycles: u64, per_cycle: u64) -> u64 {
+        ((u128::from(cycles) * u128::from(per_cycle)) >> 32).min(u128::from(u64::MAX)) as u64
+    }
+
+    /// The rate from two pairs of reads `ns` and `cycles` apart, if it is one a CPU's
+    /// counter can have (between 50 MHz and 20 GHz).
+    pub fn rate_from(ns: u64, cycles: u64) -> Option<u64> {
+        if cycles == 0 || ns < cycles / 20 || ns > cycles.saturating_mul(20) {
+            return None;
+        }
+        let rate = (u128::from(ns) << 32) / u128::from(cycles);
+        u64::try_from(rate).ok().filter(|&r| r != 0)
+    }
+
+    /// A clock read this thread made (`at`), paired with the counter read now, towards the
+    /// rate; once learned, it is set for every thread.
+    #[cold]
+    fn learn(at: Tick) {
+        Self::learn_after(at, Self::now(), Self::LEARN_NS);
+    }
+
+    fn learn_after(at: Tick, cycles: u64, min_ns: u64) {
+        match LEARNING.get() {
+            Learning::Never => {}
+            Learning::Unknown => LEARNING.set(if invariant_counter() {
+                Learning::From(at, cycles)
+            } else {
+                Learning::Never
+            }),
+            Learning::From(t0, c0) => {
+                let ns = at.ns_since(t0);
+                if ns < min_ns {
+                    return;
+                }
+                match Self::rate_from(ns, cycles.wrapping_sub(c0)) {
+                    Some(rate) => {
+                        NS_PER_CYCLE.store(rate, Ordering::Relaxed);
+                        let max = (u128::from(RUN_MAX_NS) << 32) / u128::from(rate);
+                        let max = max.clamp(1, u128::from(u64::MAX)) as u64;
+                        RUN_MAX_CYCLES.store(max, Ordering::Release);
+                    }
+                    // Not a rate a counter can have (it stopped, or went back): start over.
+                    None => LEARNING.set(Learning::From(at, cycles)),
+                }
+            }
+        }
+    }
+}
+
+/// Whether the CPU says its cycle counter runs at a constant rate in every power state
+/// (CPUID 0x80000007, EDX bit 8: Linux's `constant_tsc` and `nonstop_tsc`).
+fn invariant_counter() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::__cpuid;
+        // SAFETY: cpuid is available on every x86_64 CPU; leaves past the maximum one
+        // answer zeros (checked first anyway).
+        #[allow(unused_unsafe)]
+        let (max, power) = unsafe {
+            let max = __cpuid(0x8000_0000).eax;
+            let power = if max >= 0x8000_0007 {
+                __cpuid(0x8000_0007).edx
+            } else {
+                0
+            };
+            (max, power)
+        };
+        max >= 0x8000_0007 && power & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 
@@ -313,6 +583,86 @@ mod tests {
         lap(at);
         batch_end();
         assert_eq!(take_lap(), None, "nothing survives the batch");
+    }
+
+    /// Learns the cycle counter's rate on this thread from two real pairs of reads 20 ms
+    /// apart (as the loops do from their batches, 200 ms apart); false where the counter
+    /// cannot time anything.
+    fn learn_rate() -> bool {
+        if Cycles::rate() != 0 {
+            return true;
+        }
+        let pair = || (Tick::now(), Cycles::now());
+        let (t0, c0) = pair();
+        Cycles::learn_after(t0, c0, 20_000_000);
+        std::thread::sleep(Duration::from_millis(20));
+        let (t1, c1) = pair();
+        Cycles::learn_after(t1, c1, 20_000_000);
+        Cycles::rate() != 0
+    }
+
+    #[test]
+    fn the_rate_is_one_a_counter_can_have() {
+        assert_eq!(Cycles::rate_from(1_000, 0), None);
+        assert_eq!(Cycles::rate_from(1, 1_000), None, "1 THz");
+        assert_eq!(Cycles::rate_from(1_000, 10), None, "10 MHz");
+        assert_eq!(
+            Cycles::rate_from(1_000, 3_000),
+            Some((1u64 << 32) / 3),
+            "3 GHz"
+        );
+        let rate = Cycles::rate_from(1_000, 1_000).unwrap();
+        assert_eq!(Cycles::to_ns(2_500, rate), 2_500);
+        assert_eq!(Cycles::to_ns(u64::MAX, u64::MAX), u64::MAX, "saturates");
+    }
+
+    /// A batch's lean commands share one clock read for their `now`, but each is timed on
+    /// its own: a slow one is the one SLOWLOG sees, not its run. Outside a batch, before
+    /// the rate is known, or after anything that ends the run, the clock is read.
+    #[test]
+    fn a_lean_run_shares_its_now_and_times_each_command() {
+        let outside = lean_start();
+        assert!(outside.cycles.is_none(), "no run outside a batch");
+        if !learn_rate() {
+            return;
+        }
+        batch_begin();
+        let first = lean_start();
+        lean_end(first);
+        let second = lean_start();
+        assert_eq!(second.now, first.now, "one read for the run");
+        assert!(first.cycles.is_some() && second.cycles.is_some());
+        std::thread::sleep(Duration::from_millis(5));
+        let slow = lean_end(second);
+        let third = lean_start();
+        let quick = lean_end(third);
+        assert!((5_000_000..100_000_000).contains(&slow), "{slow}");
+        assert!(
+            quick < 1_000_000,
+            "{quick}: the slow command's time is not the next one's"
+        );
+        assert!(third.now > first.now, "a run is at most RUN_MAX_NS old");
+        // A command that is not lean ends the run: it reads the clock.
+        assert_eq!(take_lap(), None);
+        let after = lean_start();
+        assert!(after.now > third.now);
+        lean_end(after);
+        // A run past its age reads the clock again.
+        let old = lean_start();
+        assert_eq!(old.now, after.now);
+        std::thread::sleep(Duration::from_nanos(2 * RUN_MAX_NS));
+        lean_end(old);
+        let renewed = lean_start();
+        assert!(renewed.now > old.now, "a run is at most RUN_MAX_NS old");
+        // A wait (a lock), or serving blocked clients (a lap), ends it too.
+        interrupt();
+        let waited = lean_start();
+        assert!(waited.now > renewed.now);
+        let served = Tick::now();
+        lap(served);
+        assert_eq!(lean_start().now, served, "a run starts from the lap");
+        batch_end();
+        assert!(lean_start().cycles.is_none(), "nothing survives the batch");
     }
 
     #[test]

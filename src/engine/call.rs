@@ -316,8 +316,6 @@ pub(crate) fn call_lean<'a>(
     let shared = ctx.shared;
     let spec = entry.spec;
     let client = Caller::Client(args);
-    // As in `call`: taken now, so a command that stops early leaves none for the next.
-    let mut lap = crate::clock::take_lap();
     if let Some(hooks) = &shared.test {
         hooks.record(
             shared.clock.now_ms(),
@@ -325,29 +323,32 @@ pub(crate) fn call_lean<'a>(
             &monitor::redact(spec.redaction, args),
         );
         if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
+            // As in `call`: a command that stops early leaves no start for the next.
+            crate::clock::interrupt();
             account(ctx, entry, args, &reply, 0, &client);
             return reply;
         }
     }
     // A running script's shard: back to the busy gate, as in `call`.
     if let Err(wanted) = try_lock_for(shared, spec, args, &mut ctx.store) {
-        lap = None;
+        // The wait is not this command's time, and other commands ran meanwhile: its
+        // `now` and its timing start after it.
+        crate::clock::interrupt();
         if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
             ctx.next = Next::Regate;
             return Reply::Null;
         }
         ctx.store = lock_for(shared, spec, args);
     }
-    let started = lap.unwrap_or_else(Tick::now);
-    let now_ns = shared.clock.now_ns_at(started);
+    // The lean run's `now` and timing (see `clock::lean_start`): one clock read per run.
+    let started = crate::clock::lean_start();
+    let now_ns = shared.clock.now_ns_at(started.now);
     ctx.now_ns = now_ns;
     ctx.now_ms = now_ns / 1_000_000;
     let (reply, reserved) = run(ctx, entry, args, &mut Caller::Client(args));
     // Only handlers that lock by themselves go back to the gate; none is lean.
     debug_assert!(!matches!(ctx.next, Next::Regate), "{}", spec.name);
-    let ended = Tick::now();
-    crate::clock::lap(ended);
-    let usec = took_usec(ended.ns_since(started), ctx.hold);
+    let usec = took_usec(crate::clock::lean_end(started), ctx.hold);
     account(ctx, entry, args, &reply, usec, &client);
     if !ctx.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.ready);
