@@ -907,6 +907,22 @@ fn short_length_lines_read_at_fixed_offsets_as_the_loop_reads_them() {
                 String::from_utf8_lossy(&buf)
             );
         }
+        // A whole argument's masks against the loop: `$`, the line, then a payload of
+        // 0 to 12 bytes (so short, whole and cut payloads of the lengths read).
+        for payload in [0, 1, 5, 9, 10, 12] {
+            let mut buf = b"x$".to_vec();
+            buf.extend_from_slice(line);
+            buf.extend(std::iter::repeat_n(b'y', payload));
+            let by_loop = super::plain_line_loop(&buf, 2)
+                .filter(|&(len, data)| len <= 99 && data + len + 2 <= buf.len())
+                .map(|(len, data)| (data, data + len));
+            assert_eq!(
+                super::short_bulk(&buf, 1),
+                by_loop,
+                "{:?}",
+                String::from_utf8_lossy(&buf)
+            );
+        }
     }
 }
 
