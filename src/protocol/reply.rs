@@ -377,15 +377,19 @@ fn flag_ints(out: &mut BytesMut, flag: bool, ints: &[i64; 4]) {
     // each line copied from the table as one 8-byte word, nothing formatted or zeroed
     // beyond 31 bytes.
     if let [Some(a), Some(b), Some(c), Some(d)] = ints.map(small_int_line) {
-        // The header, three lines of at most 5 bytes, and the last line's whole word.
-        let mut text = [0u8; 8 + 3 * 5 + 8];
+        // The header, three lines of at most 5 bytes, and the last line's whole word (31
+        // bytes), appended as a whole 32 and cut back: a copy of a fixed size is a few
+        // moves, where one of `len` bytes is a call to `memcpy`.
+        let mut text = [0u8; 32];
         text[..8].copy_from_slice(header);
         let mut len = 8;
         for (line, n) in [a, b, c, d] {
             text[len..len + 8].copy_from_slice(line);
             len += usize::from(*n);
         }
-        out.extend_from_slice(&text[..len]);
+        let keep = out.len() + len;
+        out.extend_from_slice(&text);
+        out.truncate(keep);
         return;
     }
     // The header and the flag's line (8 bytes), then four lines of at most 23 bytes each.
@@ -541,6 +545,26 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A reply appended after others' bytes leaves them as they were and ends where its
+    /// own bytes end (the table's copy writes a whole 32 bytes and cuts back).
+    #[test]
+    fn flag_ints_append_after_what_is_there() {
+        for ints in [
+            [15, 0, 2, 59],
+            [99, 99, 99, 99],
+            [-1, -1, -1, -1],
+            [100, 0, 0, 0],
+        ] {
+            let mut out = BytesMut::from(&b"+OK\r\n"[..]);
+            Reply::FlagInts(true, ints).encode(2, &mut out);
+            Reply::Int(7).encode(2, &mut out);
+            let mut want = b"+OK\r\n".to_vec();
+            want.extend(enc(&Reply::FlagInts(true, ints), 2));
+            want.extend(b":7\r\n");
+            assert_eq!(&out[..], &want[..], "{ints:?}");
         }
     }
 

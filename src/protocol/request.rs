@@ -12,6 +12,12 @@
 //! never trusted for allocation (a 13-byte `*2147483647\r\n` must not reserve gigabytes): the
 //! argument list starts with room for at most 1024 entries and grows only as arguments arrive.
 //!
+//! Most requests arrive whole and in one form: a short count, then arguments of at most 99
+//! bytes whose `$<len>` lines are one or two plain digits. Such a request, found at the front
+//! of the buffer with nothing of it parsed yet, is read in one loop without the state machine
+//! (`RequestParser::short_request`); anything else, or any doubt, goes the resumable way,
+//! which reads the same bytes the same way (the tests compare the two on mutated input).
+//!
 //! Redis finds line ends with `strchr`, which stops at a NUL byte: in Redis a NUL before a
 //! header or inline line's terminator means that line never ends, and the request fails only
 //! once it passes the size limit. We search the same way, so malformed input fails as it does in
@@ -23,6 +29,11 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use crate::num::{hex_digit, is_c_space, parse_i64};
+
+/// Longest payload [`RequestParser::short_request`] reads (two digits). Every limit a client
+/// can be under is above it (proto-max-bulk-len's least is 1 MiB, an unauthenticated
+/// client's 16 KiB); tests' smaller limits take the general loop.
+const SHORT_MAX: usize = 99;
 
 /// Cap on the argument vector's initial capacity, so the declared count cannot drive allocation
 /// (Redis caps its `argv` the same way).
@@ -275,6 +286,14 @@ impl RequestParser {
         if self.ranges.capacity() == 0 {
             self.ranges = mem::take(&mut self.spare);
         }
+        if self.state == State::Start
+            && let Some(consumed) = self.short_request(buf)
+        {
+            return Ok(Some(Request {
+                consumed,
+                args: Args::Ranges(mem::take(&mut self.ranges)),
+            }));
+        }
         match self.advance(buf) {
             Ok(None) => Ok(None),
             Ok(Some(parsed)) => {
@@ -306,6 +325,17 @@ impl RequestParser {
     /// [`RequestParser::forget_listed`].
     #[inline]
     pub fn list(&mut self, buf: &[u8]) -> Result<Option<Listed>, ProtocolError> {
+        if self.state == State::Start
+            && let Some(consumed) = self.short_request(buf)
+        {
+            let first = self.current;
+            self.current = self.ranges.len();
+            return Ok(Some(Listed {
+                consumed,
+                first,
+                count: self.current - first,
+            }));
+        }
         match self.advance(buf) {
             Ok(None) => Ok(None),
             Ok(Some(parsed)) => {
@@ -668,6 +698,53 @@ impl RequestParser {
         }
     }
 
+    /// A whole request of the short form at the front of `buf`, with nothing of it parsed
+    /// yet: `*` and a count the limits allow, then that many arguments each complete in
+    /// `buf` with a length line of `$`, one or two digits (no leading zero), CR and a byte
+    /// (a name, keys, short values: the common request). Its ranges are appended to the
+    /// list, written in place after one reservation; the bytes it used are returned. `None`
+    /// leaves the list as it was and the request to [`RequestParser::advance`], which
+    /// reads it as it always has (a request not complete yet, longer lengths, the limits'
+    /// errors, inline requests): the count must fit in the bytes there are (six at least an
+    /// argument), so whatever is looked at here and then again there is bounded by the
+    /// bytes, however large the count a client declares.
+    #[inline(always)]
+    fn short_request(&mut self, buf: &[u8]) -> Option<usize> {
+        if buf.first() != Some(&b'*') || !self.plain_enabled() {
+            return None;
+        }
+        let (count, mut start) = plain_line(buf, 1)?;
+        let max_count = if self.limits.unauthenticated {
+            UNAUTHENTICATED_MAX_ARGS.min(self.limits.max_multibulk_len)
+        } else {
+            self.limits.max_multibulk_len
+        };
+        let max_len = if self.limits.unauthenticated {
+            UNAUTHENTICATED_MAX_BULK.min(self.limits.max_bulk_len)
+        } else {
+            self.limits.max_bulk_len
+        };
+        if count == 0 || count > max_count || count > (buf.len() - start) / 6 || max_len < SHORT_MAX
+        {
+            return None;
+        }
+        // One reservation; with the capacity checked beside each push the compiler drops
+        // push's own check and its growth path from the loop.
+        let base = self.ranges.len();
+        self.ranges.reserve(count);
+        let ranges = &mut self.ranges;
+        for _ in 0..count {
+            let short = short_bulk(buf, start);
+            let Some((data, end)) = short.filter(|_| ranges.len() < ranges.capacity()) else {
+                ranges.truncate(base);
+                return None;
+            };
+            ranges.push(data..end);
+            start = end + 2;
+        }
+        Some(start)
+    }
+
     /// Looks for `terminator` the way Redis's `strchr` does: from where the last call stopped,
     /// giving up for good at a NUL. A `\r` ends a line only once the byte after it (unchecked,
     /// as in Redis) is also in the buffer; `\n` ends an inline line by itself.
@@ -730,6 +807,28 @@ fn plain_line(buf: &[u8], from: usize) -> Option<(usize, usize)> {
         }
     }
     plain_line_loop(buf, from)
+}
+
+/// The argument at `from` if its length line is `$`, one or two digits (no leading zero),
+/// CR and a byte, and its payload and the two bytes after it are in `buf`: the payload's
+/// range (see [`RequestParser::short_request`]).
+#[inline(always)]
+fn short_bulk(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let &[dollar, high, cr_one, cr_two] = buf.get(from..)?.first_chunk::<4>()?;
+    let high = high.wrapping_sub(b'0');
+    let (data, len) = if cr_one == b'\r' && high <= 9 {
+        (from + 4, usize::from(high))
+    } else {
+        let low = cr_one.wrapping_sub(b'0');
+        if cr_two != b'\r' || !(1..=9).contains(&high) || low > 9 {
+            return None;
+        }
+        (from + 5, usize::from(high) * 10 + usize::from(low))
+    };
+    // The payload and the two bytes Redis skips after it; this also covers the byte after
+    // the length line's CR.
+    let end = data + len;
+    (dollar == b'$' && end + 2 <= buf.len()).then_some((data, end))
 }
 
 /// [`plain_line`] for lines of any length, one byte at a time. Out of line, so that the

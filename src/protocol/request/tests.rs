@@ -100,6 +100,41 @@ fn drive<'a>(parser: &mut RequestParser, chunks: impl IntoIterator<Item = &'a [u
     }
 }
 
+/// [`drive`] through [`RequestParser::list`], as the event loop parses.
+fn drive_listed(parser: &mut RequestParser, chunks: &[Vec<u8>]) -> Session {
+    let mut buf = Vec::new();
+    let mut requests = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        loop {
+            parser.forget_listed();
+            match parser.list(&buf) {
+                Ok(Some(listed)) => {
+                    let args = if listed.is_inline() {
+                        parser.take_inline().iter().map(|a| a.to_vec()).collect()
+                    } else {
+                        let ranges = &parser.listed()[listed.first..listed.first + listed.count];
+                        ranges.iter().map(|r| buf[r.clone()].to_vec()).collect()
+                    };
+                    requests.push((listed.consumed, args));
+                    buf.drain(..listed.consumed);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Session {
+                        requests,
+                        end: Err(e),
+                    };
+                }
+            }
+        }
+    }
+    Session {
+        requests,
+        end: Ok(buf.len()),
+    }
+}
+
 /// Cuts `input` at the given points (sorted, clamped, duplicates giving empty chunks).
 fn chunks_at(input: &[u8], points: &[usize]) -> Vec<Vec<u8>> {
     let mut points: Vec<usize> = points.iter().map(|&p| p.min(input.len())).collect();
@@ -872,6 +907,22 @@ fn short_length_lines_read_at_fixed_offsets_as_the_loop_reads_them() {
                 String::from_utf8_lossy(&buf)
             );
         }
+        // A whole argument's masks against the loop: `$`, the line, then a payload of
+        // 0 to 12 bytes (so short, whole and cut payloads of the lengths read).
+        for payload in [0, 1, 5, 9, 10, 12] {
+            let mut buf = b"x$".to_vec();
+            buf.extend_from_slice(line);
+            buf.extend(std::iter::repeat_n(b'y', payload));
+            let by_loop = super::plain_line_loop(&buf, 2)
+                .filter(|&(len, data)| len <= 99 && data + len + 2 <= buf.len())
+                .map(|(len, data)| (data, data + len));
+            assert_eq!(
+                super::short_bulk(&buf, 1),
+                by_loop,
+                "{:?}",
+                String::from_utf8_lossy(&buf)
+            );
+        }
     }
 }
 
@@ -884,6 +935,77 @@ fn a_request_parsed_the_short_way_then_one_that_is_not() {
     let session = drive(&mut parser(), [input.as_slice()]);
     assert_eq!(session.requests, vec![(20, strings(&[b"GET", b"k"]))]);
     assert_eq!(session.end, Err(ProtocolError::InvalidBulkLength));
+}
+
+#[test]
+fn short_requests_are_taken_whole_and_the_rest_left_to_the_general_path() {
+    let short = |limits: Limits, input: &[u8]| {
+        let mut p = RequestParser::new(limits);
+        let got = p.short_request(input);
+        (got, p.ranges.clone())
+    };
+    let d = Limits::default();
+    // The common forms: one and two digit lengths, an empty argument, bytes after it.
+    let mut input = client_bytes(&[b"CL.THROTTLE", b"k", b"15", b"", b"60"]);
+    let len = input.len();
+    input.extend_from_slice(b"*1\r\n");
+    let (consumed, ranges) = short(d, &input);
+    assert_eq!(consumed, Some(len));
+    let args: Vec<&[u8]> = ranges.iter().map(|r| &input[r.clone()]).collect();
+    assert_eq!(args, [&b"CL.THROTTLE"[..], b"k", b"15", b"", b"60"]);
+    // A payload of 99 bytes is short; the byte after each CR is not checked.
+    let long = vec![b'x'; 99];
+    assert_eq!(short(d, &client_bytes(&[&long])).0, Some(110));
+    assert_eq!(short(d, b"*1\rX$1\rYxZZ").0, Some(11));
+    // Everything else is left, with nothing written: 100 bytes, a leading zero, a sign,
+    // not complete, a count the bytes cannot hold, zero, the limits, inline.
+    let declined: [(Limits, &[u8]); 12] = [
+        (d, &client_bytes(&[&[b'x'; 100]])),
+        (d, b"*1\r\n$01\r\nx\r\n"),
+        (d, b"*1\r\n$+1\r\nx\r\n"),
+        (d, b"*01\r\n$1\r\nx\r\n"),
+        (d, b"*1\r\n$1\r\nx\r"),
+        (d, b"*2\r\n$1\r\nx\r\n$1\r\n"),
+        (d, b"*3\r\n$1\r\nx\r\n$1\r\nx\r\n"),
+        (d, b"*0\r\n"),
+        (
+            Limits {
+                max_multibulk_len: 1,
+                ..d
+            },
+            &client_bytes(&[b"GET", b"k"]),
+        ),
+        (
+            Limits {
+                unauthenticated: true,
+                ..d
+            },
+            &client_bytes(&[&b"k"[..]; 11]),
+        ),
+        (
+            Limits {
+                max_bulk_len: 98,
+                ..d
+            },
+            &client_bytes(&[b"GET", b"k"]),
+        ),
+        (d, b"GET k\r\n"),
+    ];
+    for (limits, input) in declined {
+        assert_eq!(
+            short(limits, input),
+            (None, vec![]),
+            "{}",
+            input.escape_ascii()
+        );
+    }
+    // At the limits it is taken: an unauthenticated client's ten arguments.
+    let ten = client_bytes(&[&b"k"[..]; 10]);
+    let unauthenticated = Limits {
+        unauthenticated: true,
+        ..d
+    };
+    assert_eq!(short(unauthenticated, &ten).0, Some(ten.len()));
 }
 
 // ---- properties ----
@@ -1093,6 +1215,32 @@ proptest! {
         general.general_only = true;
         let expected = drive_chunks(&mut general, &chunks);
         prop_assert_eq!(drive_chunks(&mut RequestParser::new(limits), &chunks), expected);
+    }
+
+    /// Requests listed the event loop's way (`list`, which takes short requests whole)
+    /// read as the general path alone parses them: frames with a few bytes changed, under
+    /// any limits, in any split.
+    #[test]
+    fn listed_requests_read_as_the_general_path_reads_them(
+        frames in prop::collection::vec(arg_vec(), 1..4),
+        mutations in prop::collection::vec((any::<prop::sample::Index>(), protocol_byte()), 0..3),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..8),
+        max_bulk_len in prop::sample::select(vec![0usize, 3, 98, 99, 512 * 1024 * 1024]),
+        max_multibulk_len in prop::sample::select(vec![0usize, 1, 2, 11, i32::MAX as usize]),
+        unauthenticated in any::<bool>(),
+    ) {
+        let mut input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
+        for (at, byte) in mutations {
+            let i = at.index(input.len());
+            input[i] = byte;
+        }
+        let limits = Limits { max_bulk_len, max_inline_len: 64 * 1024, max_multibulk_len, unauthenticated };
+        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+        let chunks = chunks_at(&input, &points);
+        let mut general = RequestParser::new(limits);
+        general.general_only = true;
+        let expected = drive_chunks(&mut general, &chunks);
+        prop_assert_eq!(drive_listed(&mut RequestParser::new(limits), &chunks), expected);
     }
 
     #[test]
