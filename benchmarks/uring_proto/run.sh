@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Server CPU per decision of the prototype's epoll and io_uring backends, beside sluice
 # (`--threads 1`, its default event loop) and Redis, at loadgen `getset` (50,1) and (50,16):
-# server pinned to CPU 1, loadgen to CPU 0, `perf stat -e task-clock -p PID` over a fixed
-# number of decisions (after a warm-up of 20,000), each server started fresh, the servers'
-# order rotating from one repetition to the next. Prints one line per run and then, per
+# server pinned to CPU 1, loadgen to CPU 0, the server's CPU time (the sum of its threads'
+# /proc/PID/task/*/schedstat, in ns: what `perf stat -e task-clock` counts, without its
+# `<not counted>` when stopped by a signal from a script) over a fixed number of decisions
+# (after a warm-up of 20,000), each server started fresh, the servers' order rotating from
+# one repetition to the next. Prints one line per run and then, per
 # cell and server, the median ns of server CPU per decision (min-max), the median decisions
-# per server CPU-second, and the median against the prototype's epoll backend.
+# per server CPU-second, and its decisions per CPU-second against the prototype's epoll
+# backend's in the same repetition (the median of those ratios: on a shared machine the
+# load drifts between repetitions more than between neighbouring runs).
 #
-#   benchmarks/uring_proto/run.sh                 # 3 repetitions, every server
+#   benchmarks/uring_proto/run.sh                 # 3 repetitions, every server (~8 min)
 #   REPS=5 SERVERS="proto-epoll proto-uring sluice redis" benchmarks/uring_proto/run.sh
 #   SYSCALLS=1 benchmarks/uring_proto/run.sh      # one run per cell and server, counting
 #                                                  # system calls and context switches instead
-#   PROFILE=proto-uring benchmarks/uring_proto/run.sh   # perf record -e cpu-clock of one
-#                                                  # server per cell (perf.<server>.<c>x<P>.data)
+#   PROFILE=proto-uring benchmarks/uring_proto/run.sh   # perf record -e cpu-clock -g of one
+#                        # server per cell, into PROFILE_DIR (default: the current directory)
+#                        # as perf.<server>.<c>x<P>.data
 #
 # Environment: REPS (3), CELLS ("50:1 50:16"), DECISIONS_P1 (200000), DECISIONS_P16
 # (800000), PORT (7740), SERVERS (all of the list below), SERVER_CPU (1), CLIENT_CPU (0).
@@ -21,6 +26,7 @@
 # builds the prototype itself. Loopback only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+profile_dir=${PROFILE_DIR:-$(pwd)}
 cd "$here/../.."
 reps=${REPS:-3}
 cells=${CELLS:-"50:1 50:16"}
@@ -45,10 +51,12 @@ declare -A cmd=(
   [proto-uring-plain]="$proto --backend uring --taskrun none"
   [proto-uring-ringfd]="$proto --backend uring --ring-fd on"
   [proto-uring-wait1]="$proto --backend uring --wait one"
+  [proto-uring-bufs64]="$proto --backend uring --bufs 64"
+  [proto-uring-coop64]="$proto --backend uring --taskrun coop --bufs 64"
   [sluice]="target/release/sluice --threads 1 --save '' --port"
   [redis]="redis-server --save '' --appendonly no --port"
 )
-order="proto-epoll proto-uring proto-uring-nofixed proto-uring-oneshot proto-uring-coop proto-uring-plain proto-uring-ringfd proto-uring-wait1 sluice redis"
+order="proto-epoll proto-uring proto-uring-nofixed proto-uring-oneshot proto-uring-coop proto-uring-plain proto-uring-ringfd proto-uring-wait1 proto-uring-bufs64 proto-uring-coop64 sluice redis"
 servers=${SERVERS:-$order}
 for s in $servers; do
   [ -n "${cmd[$s]:-}" ] || { echo "unknown server $s (known: $order)" >&2; exit 2; }
@@ -115,7 +123,7 @@ for ((rep = 0; rep < nreps; rep++)); do
       out=$(mktemp)
       perf_pid=
       if [ -n "${PROFILE:-}" ]; then
-        perf record -q -e cpu-clock -g -p "$pid" -o "perf.$s.${c}x$p.data" 2>/dev/null &
+        perf record -q -e cpu-clock -g -p "$pid" -o "$profile_dir/perf.$s.${c}x$p.data" 2>/dev/null &
         perf_pid=$!
       elif [ -n "${SYSCALLS:-}" ]; then
         perf stat -x, -o "$out" -e task-clock,context-switches,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendto,syscalls:sys_enter_read,syscalls:sys_enter_write -p "$pid" &
@@ -134,7 +142,7 @@ for ((rep = 0; rep < nreps; rep++)); do
       rate=$(sed 's/.*"decisions_per_sec":\([0-9.]*\).*/\1/' <<<"$json")
       p99=$(sed 's/.*"p99_us":\([0-9]*\).*/\1/' <<<"$json")
       if [ -n "${PROFILE:-}" ]; then
-        echo "profiled $s (${c},${p}): $decisions decisions into perf.$s.${c}x$p.data"
+        echo "profiled $s (${c},${p}): $decisions decisions into $profile_dir/perf.$s.${c}x$p.data"
       elif [ -n "${SYSCALLS:-}" ]; then
         echo "$s (${c},${p}) per decision over $decisions decisions:"
         awk -F, -v n="$decisions" '$1 ~ /^[0-9.]+$/ {
@@ -144,7 +152,7 @@ for ((rep = 0; rep < nreps; rep++)); do
       else
         ns=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$decisions" 'BEGIN {printf "%.0f", (b - a) / n}')
         echo "rep $rep (${c},${p}) $s: $ns ns server CPU per decision, $rate decisions/s, p99 $p99 µs"
-        echo "$c,$p,$s,$ns" >>"$results"
+        echo "$c,$p,$s,$ns,$rep" >>"$results"
       fi
       rm -f "$out"
     done
@@ -157,21 +165,23 @@ import statistics, sys
 rows = [l.strip().split(",") for l in open(sys.argv[1]) if l.strip()]
 servers = sys.argv[2].split()
 cells = []
-for c, p, _, _ in rows:
-    if (c, p) not in cells:
-        cells.append((c, p))
-print("| (c,P) | server | ns server CPU per decision, median (min-max) | decisions per CPU-s | per CPU-s ÷ proto-epoll |")
+for r in rows:
+    if (r[0], r[1]) not in cells:
+        cells.append((r[0], r[1]))
+print("| (c,P) | server | ns server CPU per decision, median (min-max) | decisions per CPU-s | per CPU-s ÷ proto-epoll's, paired by repetition: median (min-max) |")
 print("|---|---|---|---|---|")
 for c, p in cells:
-    med = {}
+    ns = {(r[2], r[4]): int(r[3]) for r in rows if (r[0], r[1]) == (c, p)}
     for s in servers:
-        v = [int(r[3]) for r in rows if (r[0], r[1], r[2]) == (c, p, s)]
-        if v:
-            med[s] = (statistics.median(v), min(v), max(v))
-    base = med.get("proto-epoll", (None,))[0]
-    for s, (m, lo, hi) in med.items():
-        ratio = f"{base / m:.3f}×" if base else "—"
-        print(f"| ({c},{p}) | {s} | {m:,.0f} ({lo:,}-{hi:,}) | {1e9 / m:,.0f} | {ratio} |")
+        v = [n for (srv, _), n in ns.items() if srv == s]
+        if not v:
+            continue
+        m = statistics.median(v)
+        pairs = [ns[("proto-epoll", rep)] / n for (srv, rep), n in ns.items()
+                 if srv == s and ("proto-epoll", rep) in ns]
+        ratio = (f"{statistics.median(pairs):.3f}× ({min(pairs):.3f}-{max(pairs):.3f})"
+                 if pairs else "—")
+        print(f"| ({c},{p}) | {s} | {m:,.0f} ({min(v):,}-{max(v):,}) | {1e9 / m:,.0f} | {ratio} |")
 EOF
 fi
 rm -f "$results"
