@@ -71,18 +71,23 @@ struct Session {
     end: Result<usize, ProtocolError>,
 }
 
-/// Feeds chunks the way a connection does: append, parse until Ok(None), drop `consumed`.
-fn drive<'a>(parser: &mut RequestParser, chunks: impl IntoIterator<Item = &'a [u8]>) -> Session {
+/// Feeds chunks the way a connection does: append, read requests with `next` until
+/// Ok(None), drop what each consumed.
+fn feed<'a>(
+    parser: &mut RequestParser,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+    mut next: impl FnMut(&mut RequestParser, &[u8]) -> Result<Option<Parsed>, ProtocolError>,
+) -> Session {
     let mut buf = Vec::new();
     let mut requests = Vec::new();
     for chunk in chunks {
         buf.extend_from_slice(chunk);
         loop {
-            match parser.parse(&buf) {
-                Ok(Some(req)) => {
-                    assert!(req.consumed > 0 && req.consumed <= buf.len());
-                    requests.push((req.consumed, resolve(&buf, &req)));
-                    buf.drain(..req.consumed);
+            match next(parser, &buf) {
+                Ok(Some(parsed)) => {
+                    assert!(parsed.0 > 0 && parsed.0 <= buf.len());
+                    buf.drain(..parsed.0);
+                    requests.push(parsed);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -100,39 +105,30 @@ fn drive<'a>(parser: &mut RequestParser, chunks: impl IntoIterator<Item = &'a [u
     }
 }
 
-/// [`drive`] through [`RequestParser::list`], as the event loop parses.
+/// [`feed`] through [`RequestParser::parse`].
+fn drive<'a>(parser: &mut RequestParser, chunks: impl IntoIterator<Item = &'a [u8]>) -> Session {
+    feed(parser, chunks, |parser, buf| {
+        Ok(parser
+            .parse(buf)?
+            .map(|req| (req.consumed, resolve(buf, &req))))
+    })
+}
+
+/// [`feed`] through [`RequestParser::list`], as the event loop parses.
 fn drive_listed(parser: &mut RequestParser, chunks: &[Vec<u8>]) -> Session {
-    let mut buf = Vec::new();
-    let mut requests = Vec::new();
-    for chunk in chunks {
-        buf.extend_from_slice(chunk);
-        loop {
-            parser.forget_listed();
-            match parser.list(&buf) {
-                Ok(Some(listed)) => {
-                    let args = if listed.is_inline() {
-                        parser.take_inline().iter().map(|a| a.to_vec()).collect()
-                    } else {
-                        let ranges = &parser.listed()[listed.first..listed.first + listed.count];
-                        ranges.iter().map(|r| buf[r.clone()].to_vec()).collect()
-                    };
-                    requests.push((listed.consumed, args));
-                    buf.drain(..listed.consumed);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    return Session {
-                        requests,
-                        end: Err(e),
-                    };
-                }
-            }
-        }
-    }
-    Session {
-        requests,
-        end: Ok(buf.len()),
-    }
+    feed(parser, chunks.iter().map(Vec::as_slice), |parser, buf| {
+        parser.forget_listed();
+        let Some(listed) = parser.list(buf)? else {
+            return Ok(None);
+        };
+        let args = if listed.is_inline() {
+            parser.take_inline().iter().map(|a| a.to_vec()).collect()
+        } else {
+            let ranges = &parser.listed()[listed.first..listed.first + listed.count];
+            ranges.iter().map(|r| buf[r.clone()].to_vec()).collect()
+        };
+        Ok(Some((listed.consumed, args)))
+    })
 }
 
 /// Cuts `input` at the given points (sorted, clamped, duplicates giving empty chunks).
@@ -1011,6 +1007,29 @@ fn short_requests_are_taken_whole_and_the_rest_left_to_the_general_path() {
 // ---- properties ----
 
 /// Bytes biased towards the ones that matter to the protocol.
+/// `frames` encoded, with a few bytes replaced (`mutations`), split at `points`: the
+/// session `read` makes of them with a parser under `limits`, and the session the general
+/// path alone makes (what every short way must read the same).
+fn against_general(
+    frames: &[Vec<Vec<u8>>],
+    mutations: &[(prop::sample::Index, u8)],
+    points: &[prop::sample::Index],
+    limits: Limits,
+    read: fn(&mut RequestParser, &[Vec<u8>]) -> Session,
+) -> (Session, Session) {
+    let mut input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
+    for (at, byte) in mutations {
+        let i = at.index(input.len());
+        input[i] = *byte;
+    }
+    let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
+    let chunks = chunks_at(&input, &points);
+    let mut general = RequestParser::new(limits);
+    general.general_only = true;
+    let expected = drive_chunks(&mut general, &chunks);
+    (read(&mut RequestParser::new(limits), &chunks), expected)
+}
+
 fn protocol_byte() -> impl Strategy<Value = u8> {
     prop_oneof![
         3 => any::<u8>(),
@@ -1161,18 +1180,9 @@ proptest! {
         max_multibulk_len in prop::sample::select(vec![0usize, 1, 2, 11, i32::MAX as usize]),
         unauthenticated in any::<bool>(),
     ) {
-        let mut input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
-        for (at, byte) in mutations {
-            let i = at.index(input.len());
-            input[i] = byte;
-        }
         let limits = Limits { max_bulk_len, max_inline_len: 64 * 1024, max_multibulk_len, unauthenticated };
-        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
-        let chunks = chunks_at(&input, &points);
-        let mut general = RequestParser::new(limits);
-        general.general_only = true;
-        let expected = drive_chunks(&mut general, &chunks);
-        prop_assert_eq!(drive_chunks(&mut RequestParser::new(limits), &chunks), expected);
+        let (read, general) = against_general(&frames, &mutations, &points, limits, drive_chunks);
+        prop_assert_eq!(read, general);
     }
 
     /// The same, with the count and length lines written in the forms the short way must
@@ -1229,18 +1239,9 @@ proptest! {
         max_multibulk_len in prop::sample::select(vec![0usize, 1, 2, 11, i32::MAX as usize]),
         unauthenticated in any::<bool>(),
     ) {
-        let mut input: Vec<u8> = frames.iter().flat_map(|f| encode(f)).collect();
-        for (at, byte) in mutations {
-            let i = at.index(input.len());
-            input[i] = byte;
-        }
         let limits = Limits { max_bulk_len, max_inline_len: 64 * 1024, max_multibulk_len, unauthenticated };
-        let points: Vec<usize> = points.iter().map(|i| i.index(input.len() + 1)).collect();
-        let chunks = chunks_at(&input, &points);
-        let mut general = RequestParser::new(limits);
-        general.general_only = true;
-        let expected = drive_chunks(&mut general, &chunks);
-        prop_assert_eq!(drive_listed(&mut RequestParser::new(limits), &chunks), expected);
+        let (read, general) = against_general(&frames, &mutations, &points, limits, drive_listed);
+        prop_assert_eq!(read, general);
     }
 
     #[test]
