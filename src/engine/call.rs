@@ -220,7 +220,8 @@ pub(crate) fn call<'a>(
         // commands it calls.
         feed_monitors(ctx, entry, args, false);
     }
-    let (reply, reserved) = run(ctx, entry, args, &mut caller);
+    let mut reserved = None;
+    let reply = run(ctx, entry, args, &mut caller, &mut reserved);
     if matches!(caller, Caller::Client(_)) && matches!(ctx.next, Next::Regate) {
         // The handler found a script on a shard it locks by itself and ran nothing (see
         // `back_to_gate`): not a call; the request goes through the busy gate again.
@@ -345,7 +346,8 @@ pub(crate) fn call_lean<'a>(
     let now_ns = shared.clock.now_ns_at(started.now);
     ctx.now_ns = now_ns;
     ctx.now_ms = now_ns / 1_000_000;
-    let (reply, reserved) = run(ctx, entry, args, &mut Caller::Client(args));
+    let mut reserved = None;
+    let reply = run(ctx, entry, args, &mut Caller::Client(args), &mut reserved);
     // Only handlers that lock by themselves go back to the gate; none is lean.
     debug_assert!(!matches!(ctx.next, Next::Regate), "{}", spec.name);
     let usec = took_usec(crate::clock::lean_end(started), ctx.hold);
@@ -415,14 +417,17 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], caller
 
 /// The handler, with what the caller changes around it.
 /// For a client's command that made blocked clients ready, it also gives the reservation of
-/// their shards (`blocking::reserve`), to hold until `call` has served them.
+/// their shards (`blocking::reserve`) in `reserved`, to hold until `call` has served them.
+/// (Not returned beside the reply: a tuple is one more move of the reply, read back in
+/// wider pieces than the handler wrote it, which stalls on the store buffer.)
 #[inline(always)]
 fn run<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &[&[u8]],
     caller: &mut Caller<'_, '_>,
-) -> (Reply, Option<blocking::Reserved<'a>>) {
+    reserved: &mut Option<blocking::Reserved<'a>>,
+) -> Reply {
     let spec = entry.spec;
     let reply = match caller {
         Caller::Script(rules) => {
@@ -457,12 +462,13 @@ fn run<'a>(
         // Reserved while the locks are still held: no script runs on these shards before
         // the blocked clients are served (see `blocking::reserve`).
         let shared = ctx.shared;
-        let reserved = (!ctx.ready.is_empty()).then(|| blocking::reserve(shared, &ctx.ready));
+        if !ctx.ready.is_empty() {
+            *reserved = Some(blocking::reserve(shared, &ctx.ready));
+        }
         ctx.store.release();
         notify::publish_taken(shared, &mut ctx.events);
-        return (reply, reserved);
     }
-    (reply, None)
+    reply
 }
 
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its
