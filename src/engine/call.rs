@@ -309,11 +309,17 @@ pub(crate) fn plain(shared: &Shared, client: &ClientState) -> bool {
 /// MULTI), no script is announced, there is no slot to check, no read to remember for
 /// tracking and nothing to show MONITOR; what is left is test mode's command log and faults,
 /// the locks, the clock, the handler and its accounting.
+///
+/// The reply is written over `reply` (the caller's `Reply::Null`, which it encodes from
+/// there), not returned: returned, it was moved once more, through a copy that split its
+/// tag from the rest and read the rest back in overlapping pieces, which stalls on the
+/// store buffer.
 pub(crate) fn call_lean<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &'a [&'a [u8]],
-) -> Reply {
+    reply: &mut Reply,
+) {
     let shared = ctx.shared;
     let spec = entry.spec;
     let client = Caller::Client(args);
@@ -323,11 +329,12 @@ pub(crate) fn call_lean<'a>(
             ctx.client,
             &monitor::redact(spec.redaction, args),
         );
-        if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
+        if let Some(early) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
             // As in `call`: a command that stops early leaves no start for the next.
             crate::clock::interrupt();
-            account(ctx, entry, args, &reply, 0, &client);
-            return reply;
+            account(ctx, entry, args, &early, 0, &client);
+            *reply = early;
+            return;
         }
     }
     // A running script's shard: back to the busy gate, as in `call`.
@@ -337,7 +344,8 @@ pub(crate) fn call_lean<'a>(
         crate::clock::interrupt();
         if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
             ctx.next = Next::Regate;
-            return Reply::Null;
+            *reply = Reply::Null;
+            return;
         }
         ctx.store = lock_for(shared, spec, args);
     }
@@ -347,18 +355,22 @@ pub(crate) fn call_lean<'a>(
     ctx.now_ns = now_ns;
     ctx.now_ms = now_ns / 1_000_000;
     let mut reserved = None;
-    let reply = run(ctx, entry, args, &mut Caller::Client(args), &mut reserved);
+    // Over the caller's placeholder, which owns nothing: a plain assignment would call the
+    // reply's drop glue on it, out of line, for every command.
+    std::mem::forget(std::mem::replace(
+        reply,
+        run(ctx, entry, args, &mut Caller::Client(args), &mut reserved),
+    ));
     // Only handlers that lock by themselves go back to the gate; none is lean.
     debug_assert!(!matches!(ctx.next, Next::Regate), "{}", spec.name);
     let usec = took_usec(crate::clock::lean_end(started), ctx.hold);
-    account(ctx, entry, args, &reply, usec, &client);
+    account(ctx, entry, args, reply, usec, &client);
     if !ctx.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.ready);
         blocking::serve(shared, ready);
         crate::clock::lap(Tick::now());
     }
     drop(reserved);
-    reply
 }
 
 /// For a handler that takes shard locks by itself (EXEC, SCAN, UNWATCH …) and found one of

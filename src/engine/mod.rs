@@ -487,7 +487,8 @@ fn run_lean(
     let argv_mem: usize = args.iter().map(|a| a.len()).sum();
     client.info.set_last_cmd(&entry.spec.name);
     client.info.argv_mem.store(argv_mem, Ordering::Relaxed);
-    let reply;
+    // Written by the handler (through `call_lean`), encoded from here.
+    let mut reply = Reply::Null;
     let (next, hold, disconnect) = {
         // As in `run_entry`.
         let mut ended =
@@ -495,7 +496,7 @@ fn run_lean(
         let unwinding = DroppedOnUnwind(&mut ended);
         let ctx = &mut *unwinding.0;
         ctx.may_block = true;
-        reply = call::call_lean(ctx, entry, args);
+        call::call_lean(ctx, entry, args, &mut reply);
         let after = (std::mem::take(&mut ctx.next), ctx.hold, ctx.disconnect);
         std::mem::forget(unwinding);
         // SAFETY: `ended` is not used after this.
