@@ -220,7 +220,8 @@ pub(crate) fn call<'a>(
         // commands it calls.
         feed_monitors(ctx, entry, args, false);
     }
-    let (reply, reserved) = run(ctx, entry, args, &mut caller);
+    let mut reserved = None;
+    let reply = run(ctx, entry, args, &mut caller, &mut reserved);
     if matches!(caller, Caller::Client(_)) && matches!(ctx.next, Next::Regate) {
         // The handler found a script on a shard it locks by itself and ran nothing (see
         // `back_to_gate`): not a call; the request goes through the busy gate again.
@@ -308,11 +309,17 @@ pub(crate) fn plain(shared: &Shared, client: &ClientState) -> bool {
 /// MULTI), no script is announced, there is no slot to check, no read to remember for
 /// tracking and nothing to show MONITOR; what is left is test mode's command log and faults,
 /// the locks, the clock, the handler and its accounting.
+///
+/// The reply is written over `reply` (the caller's `Reply::Null`, which it encodes from
+/// there), not returned: returned, it was moved once more, through a copy that split its
+/// tag from the rest and read the rest back in overlapping pieces, which stalls on the
+/// store buffer.
 pub(crate) fn call_lean<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &'a [&'a [u8]],
-) -> Reply {
+    reply: &mut Reply,
+) {
     let shared = ctx.shared;
     let spec = entry.spec;
     let client = Caller::Client(args);
@@ -322,11 +329,12 @@ pub(crate) fn call_lean<'a>(
             ctx.client,
             &monitor::redact(spec.redaction, args),
         );
-        if let Some(reply) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
+        if let Some(early) = hooks.check(spec.name.split('|').next().unwrap_or(spec.name), ctx) {
             // As in `call`: a command that stops early leaves no start for the next.
             crate::clock::interrupt();
-            account(ctx, entry, args, &reply, 0, &client);
-            return reply;
+            account(ctx, entry, args, &early, 0, &client);
+            *reply = early;
+            return;
         }
     }
     // A running script's shard: back to the busy gate, as in `call`.
@@ -336,7 +344,8 @@ pub(crate) fn call_lean<'a>(
         crate::clock::interrupt();
         if ctx.may_block && shared.scripts.busy.blocking(Some(&wanted)).is_some() {
             ctx.next = Next::Regate;
-            return Reply::Null;
+            *reply = Reply::Null;
+            return;
         }
         ctx.store = lock_for(shared, spec, args);
     }
@@ -345,18 +354,23 @@ pub(crate) fn call_lean<'a>(
     let now_ns = shared.clock.now_ns_at(started.now);
     ctx.now_ns = now_ns;
     ctx.now_ms = now_ns / 1_000_000;
-    let (reply, reserved) = run(ctx, entry, args, &mut Caller::Client(args));
+    let mut reserved = None;
+    // Over the caller's placeholder, which owns nothing: a plain assignment would call the
+    // reply's drop glue on it, out of line, for every command.
+    std::mem::forget(std::mem::replace(
+        reply,
+        run(ctx, entry, args, &mut Caller::Client(args), &mut reserved),
+    ));
     // Only handlers that lock by themselves go back to the gate; none is lean.
     debug_assert!(!matches!(ctx.next, Next::Regate), "{}", spec.name);
     let usec = took_usec(crate::clock::lean_end(started), ctx.hold);
-    account(ctx, entry, args, &reply, usec, &client);
+    account(ctx, entry, args, reply, usec, &client);
     if !ctx.ready.is_empty() {
         let ready = std::mem::take(&mut ctx.ready);
         blocking::serve(shared, ready);
         crate::clock::lap(Tick::now());
     }
     drop(reserved);
-    reply
 }
 
 /// For a handler that takes shard locks by itself (EXEC, SCAN, UNWATCH …) and found one of
@@ -415,14 +429,17 @@ fn remember_read(ctx: &mut Ctx<'_>, entry: &CommandEntry, args: &[&[u8]], caller
 
 /// The handler, with what the caller changes around it.
 /// For a client's command that made blocked clients ready, it also gives the reservation of
-/// their shards (`blocking::reserve`), to hold until `call` has served them.
+/// their shards (`blocking::reserve`) in `reserved`, to hold until `call` has served them.
+/// (Not returned beside the reply: a tuple is one more move of the reply, read back in
+/// wider pieces than the handler wrote it, which stalls on the store buffer.)
 #[inline(always)]
 fn run<'a>(
     ctx: &mut Ctx<'a>,
     entry: &CommandEntry,
     args: &[&[u8]],
     caller: &mut Caller<'_, '_>,
-) -> (Reply, Option<blocking::Reserved<'a>>) {
+    reserved: &mut Option<blocking::Reserved<'a>>,
+) -> Reply {
     let spec = entry.spec;
     let reply = match caller {
         Caller::Script(rules) => {
@@ -457,12 +474,13 @@ fn run<'a>(
         // Reserved while the locks are still held: no script runs on these shards before
         // the blocked clients are served (see `blocking::reserve`).
         let shared = ctx.shared;
-        let reserved = (!ctx.ready.is_empty()).then(|| blocking::reserve(shared, &ctx.ready));
+        if !ctx.ready.is_empty() {
+            *reserved = Some(blocking::reserve(shared, &ctx.ready));
+        }
         ctx.store.release();
         notify::publish_taken(shared, &mut ctx.events);
-        return (reply, reserved);
     }
-    (reply, None)
+    reply
 }
 
 /// A client's request before it runs or is queued: Redis's `processCommand` checks, in its

@@ -273,18 +273,59 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
             buf.args.clear();
             return Served::HandOver(Resume::Read);
         }
-        let result = engine::execute_in_batch(shared, client, argv, &mut plain);
+        // A lean command's reply is encoded by the engine when nothing else follows it
+        // (`None`); anything else comes back for the checks below.
+        let result = engine::execute_in_batch(shared, client, argv, &mut plain, &mut buf.wbuf);
         buf.batch.recycle(heap);
         buf.args.clear();
-        if matches!(result.next, Next::Regate) {
-            // A script took a shard this command needs after the check above: unrun, it
-            // goes through the gate on the tokio path, from the buffer.
-            return Served::HandOver(Resume::Read);
-        }
-        *ran += consumed;
-        if let Next::Block(_) = result.next {
-            // Blocked: the tokio path waits for the waiter's reply.
-            return Served::HandOver(Resume::After(result));
+        if let Some(result) = result {
+            if matches!(result.next, Next::Regate) {
+                // A script took a shard this command needs after the check above: unrun, it
+                // goes through the gate on the tokio path, from the buffer.
+                return Served::HandOver(Resume::Read);
+            }
+            *ran += consumed;
+            if let Next::Block(_) = result.next {
+                // Blocked: the tokio path waits for the waiter's reply.
+                return Served::HandOver(Resume::After(result));
+            }
+            if !result.hold.is_zero()
+                || matches!(
+                    result.next,
+                    Next::Replicate { .. } | Next::WaitAcks { .. } | Next::Monitor
+                )
+                || client.push_queue().is_some()
+            {
+                // The tokio path knows what to do next (and answers, in order).
+                return Served::HandOver(Resume::After(result));
+            }
+            let Ran {
+                reply,
+                next,
+                disconnect,
+                ..
+            } = result;
+            if matches!(next, Next::CloseWithoutReply) {
+                return Served::Close;
+            }
+            if !client.reply_suppressed() {
+                reply.encode(client.resp, &mut buf.wbuf);
+            }
+            reply.recycle();
+            let close = disconnect || matches!(next, Next::Close);
+            // Almost always `Continue`, which owns nothing: its drop glue (an out-of-line
+            // call on every request) is left for the other values.
+            if matches!(next, Next::Continue) {
+                std::mem::forget(next);
+            } else {
+                drop(next);
+            }
+            if close {
+                let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
+                return Served::Close;
+            }
+        } else {
+            *ran += consumed;
         }
         // AUTH, RESET or CONFIG SET proto-max-bulk-len: the requests parsed ahead were
         // checked against the old limits; parse them again under the new ones, as Redis
@@ -292,41 +333,6 @@ fn run_from(shared: &Shared, conn: &mut Conn, ran: &mut usize) -> Served {
         if connection::refresh_limits(shared, &mut buf.parser, client.authenticated) {
             buf.batch.discard(&mut buf.parser);
             listed = false;
-        }
-        if !result.hold.is_zero()
-            || matches!(
-                result.next,
-                Next::Replicate { .. } | Next::WaitAcks { .. } | Next::Monitor
-            )
-            || client.push_queue().is_some()
-        {
-            // The tokio path knows what to do next (and answers, in order).
-            return Served::HandOver(Resume::After(result));
-        }
-        let Ran {
-            reply,
-            next,
-            disconnect,
-            ..
-        } = result;
-        if matches!(next, Next::CloseWithoutReply) {
-            return Served::Close;
-        }
-        if !client.reply_suppressed() {
-            reply.encode(client.resp, &mut buf.wbuf);
-        }
-        reply.recycle();
-        let close = disconnect || matches!(next, Next::Close);
-        // Almost always `Continue`, which owns nothing: its drop glue (an out-of-line call
-        // on every request) is left for the other values.
-        if matches!(next, Next::Continue) {
-            std::mem::forget(next);
-        } else {
-            drop(next);
-        }
-        if close {
-            let _ = write_now(shared, &conn.stream, &mut buf.wbuf);
-            return Served::Close;
         }
         if buf.wbuf.len() >= FLUSH_AT {
             match write_now(shared, &conn.stream, &mut buf.wbuf) {
