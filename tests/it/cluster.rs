@@ -1114,6 +1114,13 @@ fn cluster_replica_serves_reads_and_takes_over() {
             .into_iter()
             .all(|c| cmd(c, &["CLUSTER", "NODES"]).matches(" connected").count() == 3)
     });
+    // Links up is not yet a cluster that serves: a node says CLUSTERDOWN until its state is
+    // ok (seen once at load 7-10, a SET right after the links connected).
+    wait_until("the nodes' cluster state", || {
+        [&mut na, &mut nb, &mut nr]
+            .into_iter()
+            .all(|c| cmd(c, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
     // b is slot 3300 (node a's), foo 12182 (node b's).
     assert_eq!(cmd(&mut na, &["SET", "b", "1"]), "+OK\r\n");
     // Slot 5061 (also node a's until the map changes below).
