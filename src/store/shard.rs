@@ -21,6 +21,7 @@ use hashbrown::HashTable;
 
 use crate::config::EvictionPolicy;
 use crate::store::key_hash;
+use crate::store::prefetch;
 use crate::store::value::{Value, ValueStage};
 use crate::store::wheel::Wheel;
 
@@ -756,6 +757,7 @@ impl Shard {
             return (0, false);
         }
         let mut due = Vec::new();
+        let mut hashes = Vec::new();
         let mut removed = 0;
         let mut more = false;
         for db in 0..self.dbs.len() {
@@ -772,8 +774,16 @@ impl Shard {
             // Deleting an entry moves the last one into its place; going from the highest
             // index down, the one moved is never still to be deleted.
             due.sort_unstable_by(|a, b| b.cmp(a));
-            for &i in &due {
-                let hash = key_hash(&self.dbs[db].entries.get(i).key);
+            // The batch's probes asked for together, so that their misses overlap.
+            let d = &self.dbs[db];
+            hashes.clear();
+            hashes.extend(due.iter().map(|&i| key_hash(&d.entries.get(i).key)));
+            if let (Some(&i), Some(&h)) = (due.first(), hashes.first())
+                && let Some(lines) = prefetch::TableLines::of(&d.table, h, i)
+            {
+                hashes[1..].iter().for_each(|&h| lines.prefetch(h));
+            }
+            for (&i, &hash) in due.iter().zip(&hashes) {
                 if let Some(entry) = self.remove_found(db, hash, i) {
                     self.stats.expired_keys += 1;
                     removed += 1;

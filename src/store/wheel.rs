@@ -29,23 +29,27 @@
 //! # How deadlines map to slots
 //!
 //! Time is in 1 ms ticks (u64 milliseconds since the Unix epoch, always supplied by the
-//! caller; the wheel never reads a clock). The wheel has a current time `W` — the latest
-//! `now_ms` a poll reached — and 6 levels of 64 slots; a slot of level `k` spans `64^k` ms, so
-//! the levels together span `64^6` ms = 2^36 ms (about 795 days). Read a deadline `d` as
-//! base-64 digits: the level of `d` is the most significant digit in which `d` differs from
-//! `W` and its slot is `d`'s digit at that level. Hence every timer at level `k` shares all
-//! digits above `k` with `W` and lies in a slot strictly after `W`'s own, all timers at level
-//! `k` are earlier than all timers at level `k + 1`, and the earliest slot of the lowest
-//! non-empty level holds the earliest timers.
+//! caller; the wheel never reads a clock). The wheel has a current time `W` — never later
+//! than the latest `now_ms` a poll was given — and 6 levels of 64 slots; a slot of level `k`
+//! spans `64^k` ms, so the levels together span `64^6` ms = 2^36 ms (about 795 days). Read a
+//! deadline `d` as base-64 digits: the level of `d` is the most significant digit in which
+//! `d` differs from `W` and its slot is `d`'s digit at that level. Hence every timer at level
+//! `k` shares all digits above `k` with `W` and lies in a slot strictly after `W`'s own, all
+//! timers at level `k` are earlier than all timers at level `k + 1`, and the earliest slot of
+//! the lowest non-empty level holds the earliest timers.
 //!
 //! * `d <= W`: the timer is already due and goes to the *due* list, popped by the next poll.
 //! * `d` differs from `W` above bit 35 (beyond the top level's span): the timer goes to the
 //!   *overflow* list, rescanned only when `W` reaches the 2^36 ms block of its earliest entry.
 //!
-//! When a poll advances `W` to the start of the next occupied slot, that slot's timers are
-//! re-placed relative to the new `W`: each moves to a finer level (or is popped if its
-//! deadline has come), which happens at most five times per timer. If no occupied slot starts
-//! at or before `now_ms`, `W` jumps straight to `now_ms`.
+//! A poll advances `W` to the start of the next occupied slot once that slot's earliest timer
+//! is due (by the slot's lower bound), and re-places the slot's timers relative to the new
+//! `W`: each due by the poll's `now_ms` is popped where it is, the others move to a finer
+//! level, which happens at most five times per timer. So the keys of a mass expiry (one
+//! deadline, one slot) are never moved: they wait in the slot they were placed in and are
+//! popped from it. While the earliest slot's timers are not due the poll leaves it, and `W`,
+//! behind `now_ms` (timers inserted meanwhile are placed relative to that `W`, maybe at a
+//! coarser level); if no occupied slot starts at or before `now_ms`, `W` jumps to `now_ms`.
 //!
 //! # The caller's side of the contract
 //!
@@ -268,7 +272,7 @@ impl Wheel {
         }
     }
 
-    /// Advances the wheel to `now_ms` and pushes up to `max` due nodes (deadline <= now_ms)
+    /// Advances the wheel toward `now_ms` and pushes up to `max` due nodes (deadline <= now_ms)
     /// into `out`, unlinking them. Returns true if more due nodes remain (the caller will call
     /// again after releasing its lock).
     ///
@@ -352,7 +356,10 @@ impl Wheel {
             if let Some(list) = self.draining {
                 let index = self.heads[list];
                 if index != NIL {
-                    if nodes.deadline(index) <= self.now {
+                    // Due by the poll's time, not only by the slot's start: a mass expiry's
+                    // timers, whose slot is detached when they come due, are popped where
+                    // they are instead of cascading down to the due list level by level.
+                    if nodes.deadline(index) <= now_ms {
                         self.pop(nodes, index, out);
                         popped += 1;
                     } else if steps < max {
@@ -371,6 +378,13 @@ impl Wheel {
             }
             scans += 1;
             match self.next_event() {
+                // Nothing in the earliest list is due yet: leave it (and `W`) as they are, so
+                // that its timers are cascaded once they come due (and then popped where they
+                // are) rather than re-placed now, which for the keys of a mass expiry would
+                // cost a move per key per level. Every later list's timers are later still.
+                Some((start, list)) if start <= now_ms && self.mins[list] > now_ms => {
+                    return (false, popped + steps + scans);
+                }
                 Some((start, list)) if start <= now_ms => {
                     if steps >= max {
                         return (true, popped + steps + scans);

@@ -530,6 +530,39 @@ fn million_already_due_timers_drain_in_bounded_batches() {
 }
 
 #[test]
+fn a_mass_expiry_is_popped_where_it_waits() {
+    // 10,000 timers of one millisecond, placed at level 2 (slot 98,304..102,399).
+    let (start, deadline, n) = (1_000u64, 101_000u64, 10_000u64);
+    let mut w = TimerWheel::new(start);
+    for i in 0..n {
+        w.insert(deadline, i);
+    }
+    let mut out = Vec::new();
+    // Polls after their slot has begun but before they are due move none of them.
+    for now in [deadline - 4_000, deadline - 50, deadline - 1] {
+        assert_eq!(w.poll_counted(now, 512, &mut out), (false, 1), "at {now}");
+        assert!(out.is_empty());
+        assert_eq!(w.next_deadline(), Some(deadline));
+    }
+    // Once due they are popped from that slot: one step each, none re-placed.
+    let (mut work, mut calls) = (0, 0);
+    loop {
+        out.clear();
+        let (more, w_) = w.poll_counted(deadline, 512, &mut out);
+        work += w_;
+        calls += 1;
+        if !more {
+            break;
+        }
+    }
+    assert!(w.is_empty());
+    assert!(
+        work <= n as usize + 2 * calls,
+        "{work} steps in {calls} calls"
+    );
+}
+
+#[test]
 fn mutation_during_interrupted_cascade() {
     let mut w = TimerWheel::new(0);
     let ids: Vec<TimerId> = (0..100).map(|i| w.insert(5_000 + i, i)).collect();
