@@ -6,7 +6,7 @@
 //! waits once for readiness, then reads what the socket of every ready connection has; then,
 //! connection by connection, runs every complete request read inline (the same
 //! `engine::execute_may_block` the tokio path calls) and encodes the replies into its output
-//! buffer, prefetching the entry of the next connection's first key meanwhile; once every
+//! buffer (the entries of all their first keys prefetched together before); once every
 //! ready connection has run, it writes each pending output buffer with one `send`, and
 //! waits again. A turn therefore costs one `epoll_wait` however many connections it serves,
 //! and a request costs its `recv`, its share of a `send`, and nothing else outside its

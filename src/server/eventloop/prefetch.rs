@@ -12,9 +12,9 @@
 //! its hash remembered again for the new address. The batch's first request is not
 //! prefetched (its key is touched right away).
 //!
-//! Before a connection's batch runs, the key of its first request is prefetched while
-//! another connection runs ([`first`]): that one is a light scan over RESP arrays of bulk
-//! strings, which stops at the first thing it does not expect (an inline command, an
+//! Before a turn runs its ready connections, the keys of their first requests are
+//! prefetched together ([`FirstKeys`]): each is found by a light scan over RESP arrays of
+//! bulk strings, which stops at the first thing it does not expect (an inline command, an
 //! incomplete request, a request of many arguments).
 
 use std::ops::Range;
@@ -22,7 +22,7 @@ use std::ops::Range;
 use crate::store::Keyspace;
 use crate::store::prefetch::MAX_KEYS;
 
-/// Requests of more arguments than this are not [`first`]'s to look into.
+/// Requests of more arguments than this are not [`first_key`]'s to look into.
 const MAX_ARGS: usize = 8;
 
 /// A batch's keys to prefetch, gathered as the batch is parsed (`protocol::batch::Batch::fill`
@@ -106,20 +106,59 @@ impl<'b> Keys<'b> {
     }
 }
 
-/// Prefetches the key of the first request in `buf`, if it is a complete request of the
-/// shape `batch` scans, for database `db`: its first argument, or for a script call (EVAL,
-/// EVALSHA, FCALL and their `_RO` forms) its first key, after the script and the key count;
-/// after a MULTI, the first queued command's.
-/// Called for the next connection of a turn while the one before it runs, so that at
-/// pipeline 1, where a batch is one request and `batch` has nothing to do, the entry's
-/// cache miss overlaps another connection's work. The caller forgets the hash this
-/// remembers right away (`serve::prefetch_first_key`): the key's own batch comes later,
-/// after other batches.
-pub(super) fn first(keyspace: &Keyspace, db: usize, buf: &[u8]) {
-    if let Some((start, len)) = first_key(buf)
-        && let Some(key) = buf.get(start..start + len)
-    {
-        keyspace.prefetch(db, key);
+/// The keys of the first requests of a turn's ready connections, prefetched together
+/// before the first of them runs ([`FirstKeys::add`] each connection in run order, then
+/// [`FirstKeys::prefetch`]). At pipeline 1, where a batch is one request and `batch` has
+/// nothing to do, this is the only prefetch: each probe's table misses (its control group,
+/// then its slot) are demand loads, and probes in a row overlap them, where one probe per
+/// connection (the next one's, while one runs) waited out each key's alone. Nothing is
+/// remembered: each key's own batch hashes it again, after other batches.
+pub(super) struct FirstKeys {
+    hashes: [u64; MAX_KEYS],
+    n: usize,
+    db: usize,
+}
+
+impl FirstKeys {
+    pub(super) fn new() -> FirstKeys {
+        FirstKeys {
+            hashes: [0; MAX_KEYS],
+            n: 0,
+            db: 0,
+        }
+    }
+
+    /// The key of the first request in `buf` (see [`first_key`]), for database `db`; the
+    /// keys gathered so far are prefetched first when it is another database's or
+    /// `MAX_KEYS` are gathered.
+    #[inline]
+    pub(super) fn add(&mut self, keyspace: &Keyspace, db: usize, buf: &[u8]) {
+        let Some(key) = first_key(buf).and_then(|(start, len)| buf.get(start..start + len)) else {
+            return;
+        };
+        if self.n == MAX_KEYS || (self.n > 0 && db != self.db) {
+            self.prefetch(keyspace);
+        }
+        self.db = db;
+        if let Some(slot) = self.hashes.get_mut(self.n) {
+            *slot = keyspace.hash(key);
+            self.n += 1;
+        }
+    }
+
+    /// Asks the cache for the gathered keys' entries, and forgets them.
+    #[inline]
+    pub(super) fn prefetch(&mut self, keyspace: &Keyspace) {
+        if self.n > 0 {
+            keyspace.prefetch_hashes(self.db, &self.hashes[..self.n], false);
+            self.n = 0;
+        }
+    }
+
+    /// The hashes gathered and not prefetched yet.
+    #[cfg(test)]
+    fn pending(&self) -> &[u64] {
+        &self.hashes[..self.n]
     }
 }
 
@@ -133,7 +172,10 @@ const SCRIPT_CALLS: [&[u8]; 6] = [
     b"fcall_ro",
 ];
 
-/// Where [`first`]'s key is in `buf`: `(start, length)`.
+/// Where the key of the first request in `buf` is, `(start, length)`, if it is a complete
+/// request of the shape `batch` scans: its first argument, or for a script call (EVAL,
+/// EVALSHA, FCALL and their `_RO` forms) its first key, after the script and the key count;
+/// after a MULTI, the first queued command's.
 fn first_key(buf: &[u8]) -> Option<(usize, usize)> {
     // A transaction's MULTI: the key of the first command it queues.
     let pos = match request(buf, 0) {
@@ -183,7 +225,7 @@ fn script_key<'b>(numkeys: Option<&[u8]>, after: Option<&'b [u8]>) -> Option<&'b
     after
 }
 
-/// What [`first`]'s scan reads of one request.
+/// What [`first_key`]'s scan reads of one request.
 struct Request {
     /// The `(start, length)` of its second element (none for a request of one).
     key: Option<(usize, usize)>,
@@ -534,6 +576,38 @@ mod tests {
             }
         }
         assert_eq!(seen, 4, "two occurrences of each key");
+    }
+
+    #[test]
+    fn a_turns_first_keys_are_gathered_and_prefetched_a_database_and_max_keys_at_a_time() {
+        let ks = Keyspace::new(4, 2, 0);
+        let get = |key: &[u8]| resp(&[&[b"GET", key]]);
+        let mut keys = FirstKeys::new();
+        keys.add(&ks, 0, &get(b"a"));
+        // An inline request and an incomplete one have no key to gather.
+        keys.add(&ks, 0, b"GET b\r\n");
+        keys.add(&ks, 0, &get(b"c")[..10]);
+        keys.add(&ks, 0, &resp(&[&[b"EVALSHA", b"sha", b"1", b"d"]]));
+        assert_eq!(
+            keys.pending(),
+            [ks.hash(b"a"), ks.hash(b"d")],
+            "the first keys, a script call's after its key count"
+        );
+        // Another database's key: the ones gathered are prefetched first.
+        keys.add(&ks, 1, &get(b"e"));
+        assert_eq!(keys.pending(), [ks.hash(b"e")]);
+        for i in 0..MAX_KEYS {
+            keys.add(&ks, 1, &get(format!("k{i}").as_bytes()));
+        }
+        assert_eq!(keys.pending().len(), 1, "MAX_KEYS gathered were prefetched");
+        assert_eq!(
+            keys.pending(),
+            [ks.hash(format!("k{}", MAX_KEYS - 1).as_bytes())]
+        );
+        keys.prefetch(&ks);
+        assert!(keys.pending().is_empty());
+        // Nothing is remembered for a batch.
+        assert_eq!(crate::store::prefetch::recall(b"a"), None);
     }
 
     #[test]

@@ -149,15 +149,6 @@ pub(super) fn run(shared: &Shared, conn: &mut Conn) -> Served {
     served
 }
 
-/// Asks the cache for the entry of the first key in a connection's read buffer, while
-/// another connection runs: see `turn`'s read-then-run turn.
-pub(super) fn prefetch_first_key(shared: &Shared, conn: &Conn) {
-    // Only the cache line is kept: the hash it remembers is forgotten again at once, so no
-    // batch but the key's own ever sees it.
-    let _forget = crate::store::prefetch::BatchHashes::begin();
-    super::prefetch::first(&shared.keyspace, conn.reg.client.db, &conn.buf.rbuf);
-}
-
 /// Runs every complete request in the read buffer: the tokio path's inner loop, minus
 /// what it hands over for. The requests that ran leave the buffer once, at the end
 /// (`BytesMut::advance` per request was ~35 instructions of a pipelined request's path);

@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use mio::Poll;
 use tokio_util::task::TaskTracker;
 
+use super::prefetch::FirstKeys;
 use super::scale::scale;
-use super::serve::{Conn, Flushed, Received, Served, flush, prefetch_first_key, read, run, serve};
+use super::serve::{Conn, Flushed, Received, Served, flush, read, run, serve};
 use super::stream::Stream;
 use super::turn::{State, arrive, lock};
 use super::{Arrival, Common, Group, Mailbox, WAKE};
@@ -107,7 +108,7 @@ fn read_all(shared: &Shared, conn: &mut Conn) {
 }
 
 #[test]
-fn a_turn_reads_every_connection_then_runs_each_with_the_next_ones_key_prefetched() {
+fn a_turn_reads_every_connection_then_runs_each_with_their_keys_prefetched() {
     let shared = Arc::new(Shared::new(Config::default(), Clock::frozen()));
     let (mut first, mut first_client) = conn(&shared);
     let (mut second, mut second_client) = conn(&shared);
@@ -117,9 +118,12 @@ fn a_turn_reads_every_connection_then_runs_each_with_the_next_ones_key_prefetche
     second_client.write_all(&command(&[b"GET", b"k"])).unwrap();
     read_all(&shared, &mut first);
     read_all(&shared, &mut second);
-    // While the first runs, the second's key is asked into the cache; its hash is not kept
-    // for the first's batch (nor for anyone's).
-    prefetch_first_key(&shared, &second);
+    // Before the first runs, both keys are asked into the cache; the second's hash is not
+    // kept for the first's batch (nor for anyone's).
+    let mut keys = FirstKeys::new();
+    keys.add(&shared.keyspace, first.reg.client.db, &first.buf.rbuf);
+    keys.add(&shared.keyspace, second.reg.client.db, &second.buf.rbuf);
+    keys.prefetch(&shared.keyspace);
     let key_at = second.buf.rbuf.len() - 3;
     assert_eq!(&second.buf.rbuf[key_at..key_at + 1], b"k");
     let key = &second.buf.rbuf[key_at..key_at + 1];

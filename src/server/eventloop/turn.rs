@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 
+use super::prefetch::FirstKeys;
 use super::scale::{Load, scale};
-use super::serve::{Conn, Flushed, Received, Served, flush, prefetch_first_key, read, run};
+use super::serve::{Conn, Flushed, Received, Served, flush, read, run};
 use super::spin::Spin;
 use super::stream::{Accepted, Stream};
 use super::{Arrival, Common, KillWake, Mailbox, WAKE};
@@ -276,8 +277,8 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
             }
         }
         // Read every ready connection, then run them: the receives come one after another
-        // (the kernel's receive path stays in the cache), and while one connection runs,
-        // the entry of the next one's key is on its way into the cache.
+        // (the kernel's receive path stays in the cache), and the entries of their first
+        // keys are asked for together before the first runs.
         for &token in &ready {
             let Some(mut conn) = state.take(token) else {
                 continue;
@@ -301,16 +302,11 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
                 Received::Close => state.close(token, conn),
             }
         }
+        prefetch_first_keys(&state);
         loop {
             let Some(token) = state.ready.borrow_mut().pop_front() else {
                 break;
             };
-            let next = state.ready.borrow().front().copied();
-            if let Some(next) = next
-                && let Some(c) = state.conns.borrow().get(next).and_then(|c| c.as_deref())
-            {
-                prefetch_first_key(&shared, c);
-            }
             let Some(mut conn) = state.take(token) else {
                 continue;
             };
@@ -374,6 +370,25 @@ pub(super) fn run_loop(index: usize, poll: Poll, common: Arc<Common>) {
     }
     crate::script::set_while_busy(None);
     CURRENT.with(|c| *c.borrow_mut() = None);
+}
+
+/// Asks the cache for the entries of the first keys of the connections this turn runs
+/// (see `prefetch::FirstKeys`), before the first of them runs.
+/// One connection's key would be probed right before its own lookup: nothing to overlap.
+fn prefetch_first_keys(state: &State) {
+    let ready = state.ready.borrow();
+    if ready.len() < 2 {
+        return;
+    }
+    let keyspace = &state.common.shared.keyspace;
+    let conns = state.conns.borrow();
+    let mut keys = FirstKeys::new();
+    for &token in ready.iter() {
+        if let Some(c) = conns.get(token).and_then(|c| c.as_deref()) {
+            keys.add(keyspace, c.reg.client.db, &c.buf.rbuf);
+        }
+    }
+    keys.prefetch(keyspace);
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
